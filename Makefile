@@ -1,0 +1,87 @@
+# mambalaya — build, test, fuzz and benchmark.
+#
+#   make              build build/mambalaya (and build/libmambalaya.a)
+#   make test         unit + end-to-end tests, then again under ASan+UBSan
+#   make fuzz         libFuzzer on the spec loader (FUZZ_SECONDS, default 60)
+#   make bench        the benchmarks under bench/, printing their figures
+
+CC       ?= cc
+CFLAGS   ?= -O2 -g
+BUILD    ?= build
+WARN     := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Wshadow \
+            -Wmissing-prototypes -Wstrict-prototypes -Wpointer-arith \
+            -Wformat=2 -Wvla
+LDLIBS   := -lyaml -ljansson -lm
+ALL_CFLAGS = $(WARN) $(CFLAGS) -MMD -MP
+
+LIB_SRC  := $(sort $(filter-out src/cli/%,$(wildcard src/*/*.c)))
+CLI_SRC  := $(sort $(wildcard src/cli/*.c))
+UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/%.o)
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+
+SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+             -fno-sanitize-recover=all
+FUZZ_SECONDS ?= 60
+
+.PHONY: all test test-build check-tests asan fuzz bench clean
+all: $(BUILD)/mambalaya
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libmambalaya.a: $(LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/mambalaya: $(CLI_OBJ) $(BUILD)/libmambalaya.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/unit_tests: $(UNIT_OBJ) $(BUILD)/libmambalaya.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libmambalaya.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+test-build: $(BUILD)/mambalaya $(BUILD)/unit_tests
+
+# The tests proper, against the binaries in $(BUILD).
+check-tests: test-build
+	tests/run.sh $(BUILD)
+
+# Everything: the optimized build, then the same tests under ASan+UBSan.
+test:
+	$(MAKE) check-tests
+	$(MAKE) check-tests BUILD=build/asan CFLAGS="$(SAN_FLAGS)" \
+	    LDFLAGS="-fsanitize=address,undefined"
+
+asan:
+	$(MAKE) test-build BUILD=build/asan CFLAGS="$(SAN_FLAGS)" \
+	    LDFLAGS="-fsanitize=address,undefined"
+
+# libFuzzer needs clang; the seed corpus is every shipped and test spec.
+$(BUILD)/fuzz/fuzz_spec: tests/fuzz/fuzz_spec.c $(LIB_SRC)
+	@mkdir -p $(dir $@)
+	clang $(WARN) -O1 -g -fsanitize=fuzzer,address,undefined \
+	    -fno-sanitize-recover=all $^ -o $@ $(LDLIBS)
+
+fuzz: $(BUILD)/fuzz/fuzz_spec
+	@rm -rf $(BUILD)/fuzz/corpus && mkdir -p $(BUILD)/fuzz/corpus
+	cp specs/*.yaml tests/specs/good/*.yaml tests/specs/bad/*.yaml \
+	    $(BUILD)/fuzz/corpus/
+	$(BUILD)/fuzz/fuzz_spec -max_total_time=$(FUZZ_SECONDS) \
+	    -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+	    -print_final_stats=1 $(BUILD)/fuzz/corpus
+
+bench: $(BUILD)/mambalaya $(BENCH_BIN)
+	bench/run.sh $(BUILD)
+
+clean:
+	rm -rf build
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_OBJ:.o=.d)

@@ -1,0 +1,58 @@
+/* main.c — `mambalaya COMMAND ...`: dispatch to a subcommand. */
+#include "cli.h"
+
+#include <string.h>
+
+#define VERSION "0.1.0"
+
+typedef struct Command {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+} Command;
+
+static const Command commands[] = {
+    {"classify", cmd_classify,
+     "classify every producer->consumer pair (RI, RSb, RSp, RD)"},
+    {"fuse", cmd_fuse, "stitch the cascade into fusion groups per strategy"},
+};
+
+static void print_usage(FILE *f) {
+  fprintf(f, "usage: mambalaya COMMAND [options]   (mambalaya COMMAND --help)\n"
+             "\n"
+             "Einsum-based fusion analysis of state-space models (Mambalaya).\n"
+             "\n"
+             "commands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f, "\nExample: mambalaya fuse specs/mamba1.yaml\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    print_usage(stderr);
+    return EXIT_INPUT;
+  }
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
+      strcmp(cmd, "help") == 0) {
+    if (argc > 2 && strcmp(cmd, "help") == 0) {
+      char *sub[] = {argv[2], "--help", NULL};
+      for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(commands[i].name, argv[2]) == 0)
+          return commands[i].run(2, sub);
+    }
+    print_usage(stdout);
+    return 0;
+  }
+  if (strcmp(cmd, "--version") == 0) {
+    printf("mambalaya %s\n", VERSION);
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (strcmp(commands[i].name, cmd) == 0)
+      return commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "mambalaya: unknown command '%s'\n\n", cmd);
+  print_usage(stderr);
+  return EXIT_INPUT;
+}

@@ -1,0 +1,66 @@
+/* classify.c — RI, RSb, RSp or RD for every producer->consumer pair. */
+#include "fusion.h"
+
+#include <string.h>
+
+static const char *const class_names[FC_COUNT] = {"RI", "RSb", "RSp", "RD"};
+
+const char *fusion_class_name(FusionClass k) { return class_names[k]; }
+
+/* Variables that a window read folds onto one coordinate of T: in
+ * TTX[b, i+f-F+1, d] the element at i' is read for every (i, f) with
+ * i+f-F+1 = i', so f reuses it. The variable kept as "the" coordinate is
+ * one the consumer also writes (i); the others are the window's. */
+static VarSet window_vars(const Cascade *c, const Shape *s, const Einsum *q,
+                          const Access *a) {
+  VarSet w = 0;
+  for (int k = 0; k < a->n; k++) {
+    const Index *ix = &a->idx[k];
+    if (ix->nterms < 2 || index_injective(c, s, q, ix))
+      continue;
+    int keep = ix->var[0];
+    for (int t = 0; t < ix->nterms; t++)
+      if (VARSET_HAS(q->out_vars, ix->var[t])) {
+        keep = ix->var[t];
+        break;
+      }
+    for (int t = 0; t < ix->nterms; t++)
+      if (ix->var[t] != keep)
+        w |= VARSET_BIT(ix->var[t]);
+  }
+  return w;
+}
+
+FusionClass fusion_classify_reads(const Cascade *c, const Shape *s,
+                                  int tensor, int consumer, VarSet *reduced,
+                                  VarSet *broadcast) {
+  const Einsum *q = c->einsums[consumer];
+  int producer = c->tensors[tensor].producer;
+  *reduced = producer >= 0 ? einsum_reduced_vars(c->einsums[producer]) : 0;
+  VarSet covered = 0, window = 0;
+  for (int k = 0; k < q->nreads; k++)
+    if (q->reads[k]->tensor == tensor) {
+      covered |= access_vars(q->reads[k]);
+      window |= window_vars(c, s, q, q->reads[k]);
+    }
+  *broadcast = (einsum_all_vars(q) & ~covered) | window;
+  if (*reduced && *broadcast)
+    return FC_RD;
+  if (*reduced)
+    return FC_RSB;
+  if (*broadcast)
+    return FC_RSP;
+  return FC_RI;
+}
+
+Pair *fusion_classify(const Cascade *c, const Shape *s) {
+  Pair *pairs = xcalloc((size_t)c->nedges + 1, sizeof *pairs);
+  for (int i = 0; i < c->nedges; i++) {
+    const Edge *e = &c->edges[i];
+    pairs[i].edge = e;
+    pairs[i].cls = fusion_classify_reads(c, s, e->tensor, e->consumer,
+                                         &pairs[i].reduced,
+                                         &pairs[i].broadcast);
+  }
+  return pairs;
+}

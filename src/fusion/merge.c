@@ -1,0 +1,232 @@
+/* merge.c — shared-input merging (§IV): consumers of one tensor that can
+ * share a single pass over it become one node. */
+#include "fusion.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Two constant expressions written alike (coefficients, offsets). */
+static bool same_const(const Expr *a, const Expr *b) {
+  if (!a || !b)
+    return a == b;
+  if (a->kind != b->kind)
+    return false;
+  switch (a->kind) {
+  case EX_NUM:
+    return a->num == b->num;
+  case EX_SYM:
+    return a->sym == b->sym;
+  case EX_UNARY:
+    return a->un == b->un && same_const(a->a, b->a);
+  case EX_BINARY:
+    return a->bin == b->bin && same_const(a->a, b->a) &&
+           same_const(a->b, b->b);
+  case EX_READ:
+    return false;
+  }
+  return false;
+}
+
+/* Do two reads of the same tensor index it the same way, up to the names
+ * of the variables? */
+static bool same_access(const Access *a, const Access *b) {
+  if (a->n != b->n)
+    return false;
+  for (int k = 0; k < a->n; k++) {
+    const Index *x = &a->idx[k], *y = &b->idx[k];
+    if (x->nterms != y->nterms || !same_const(x->off, y->off))
+      return false;
+    for (int t = 0; t < x->nterms; t++)
+      if (!same_const(x->coef[t], y->coef[t]))
+        return false;
+  }
+  return true;
+}
+
+/* Which coordinates of the shared tensor a consumer reduces over, and how
+ * many reduced variables it has beyond them. */
+static void reduced_coords(const Einsum *q, const Access *a, uint32_t *coords,
+                           int *extra) {
+  VarSet red = einsum_reduced_vars(q), seen = 0;
+  *coords = 0;
+  for (int k = 0; k < a->n; k++)
+    for (int t = 0; t < a->idx[k].nterms; t++)
+      if (VARSET_HAS(red, a->idx[k].var[t])) {
+        *coords |= 1u << k;
+        seen |= VARSET_BIT(a->idx[k].var[t]);
+      }
+  *extra = varset_count(red & ~seen);
+}
+
+/* The reads of TENSOR by Einsum Q, if all are alike and none is lagged. */
+static const Access *uniform_read(const Einsum *q, int tensor) {
+  const Access *first = NULL;
+  for (int k = 0; k < q->nreads; k++) {
+    const Access *a = q->reads[k];
+    if (a->tensor != tensor)
+      continue;
+    for (int i = 0; i < a->n; i++)
+      if (a->idx[i].lag > 0)
+        return NULL;
+    if (first && !same_access(first, a))
+      return NULL;
+    if (!first)
+      first = a;
+  }
+  return first;
+}
+
+/* Can consumers X and Y of TENSOR share one pass over it? */
+static bool compatible(const Cascade *c, const Shape *s, int tensor, int x,
+                       int y) {
+  const Access *ax = uniform_read(c->einsums[x], tensor);
+  const Access *ay = uniform_read(c->einsums[y], tensor);
+  if (!ax || !ay || !same_access(ax, ay))
+    return false;
+  VarSet r, b;
+  if (fusion_classify_reads(c, s, tensor, x, &r, &b) !=
+      fusion_classify_reads(c, s, tensor, y, &r, &b))
+    return false;
+  uint32_t cx, cy;
+  int nx, ny;
+  reduced_coords(c->einsums[x], ax, &cx, &nx);
+  reduced_coords(c->einsums[y], ay, &cy, &ny);
+  return cx == cy && nx == ny;
+}
+
+static int find(int *parent, int x) {
+  while (parent[x] != x)
+    x = parent[x] = parent[parent[x]];
+  return x;
+}
+
+/* Merge the sets of A and B unless some member of one depends on some
+ * member of the other. */
+static void try_union(const Cascade *c, int *parent, int a, int b) {
+  int ra = find(parent, a), rb = find(parent, b);
+  if (ra == rb)
+    return;
+  for (int i = 0; i < c->neinsums; i++) {
+    if (find(parent, i) != ra)
+      continue;
+    for (int j = 0; j < c->neinsums; j++)
+      if (find(parent, j) == rb &&
+          (cascade_reaches(c, i, j) || cascade_reaches(c, j, i)))
+        return;
+  }
+  if (ra < rb)
+    parent[rb] = ra;
+  else
+    parent[ra] = rb;
+}
+
+/* Order nodes topologically, earliest first among the ready ones, so that
+ * the cascade's written order is kept wherever the merging allows. */
+static void order_nodes(const Cascade *c, Nodes *m) {
+  int n = m->n;
+  int *indeg = xcalloc((size_t)n, sizeof *indeg);
+  bool *done = xcalloc((size_t)n, sizeof *done);
+  for (int i = 0; i < c->nedges; i++) {
+    const Edge *e = &c->edges[i];
+    int a = m->node_of[e->producer], b = m->node_of[e->consumer];
+    if (!e->lagged && a != b)
+      indeg[b]++;
+  }
+  Node *sorted = xcalloc((size_t)n, sizeof *sorted);
+  int *new_index = xcalloc((size_t)n, sizeof *new_index);
+  for (int k = 0; k < n; k++) {
+    int pick = -1;
+    for (int j = 0; j < n; j++) /* nodes are listed by first member */
+      if (!done[j] && indeg[j] == 0) {
+        pick = j;
+        break;
+      }
+    if (pick < 0) /* cannot happen for a checked cascade; keep the rest */
+      for (int j = 0; j < n && pick < 0; j++)
+        if (!done[j])
+          pick = j;
+    done[pick] = true;
+    new_index[pick] = k;
+    sorted[k] = m->nodes[pick];
+    for (int i = 0; i < c->nedges; i++) {
+      const Edge *e = &c->edges[i];
+      int a = m->node_of[e->producer], b = m->node_of[e->consumer];
+      if (!e->lagged && a == pick && b != pick)
+        indeg[b]--;
+    }
+  }
+  for (int i = 0; i < c->neinsums; i++)
+    m->node_of[i] = new_index[m->node_of[i]];
+  free(m->nodes);
+  m->nodes = sorted;
+  free(indeg);
+  free(done);
+  free(new_index);
+}
+
+static Nodes *nodes_from_parents(const Cascade *c, int *parent) {
+  Nodes *m = xcalloc(1, sizeof *m);
+  m->node_of = xcalloc((size_t)c->neinsums + 1, sizeof *m->node_of);
+  m->nodes = xcalloc((size_t)c->neinsums + 1, sizeof *m->nodes);
+  int *root_node = xmalloc(((size_t)c->neinsums + 1) * sizeof *root_node);
+  for (int i = 0; i < c->neinsums; i++)
+    root_node[i] = -1;
+  for (int i = 0; i < c->neinsums; i++) {
+    int r = find(parent, i);
+    if (root_node[r] < 0) {
+      root_node[r] = m->n;
+      m->nodes[m->n].einsums = xcalloc((size_t)c->neinsums, sizeof(int));
+      m->n++;
+    }
+    Node *nd = &m->nodes[root_node[r]];
+    nd->einsums[nd->n++] = i;
+    m->node_of[i] = root_node[r];
+  }
+  free(root_node);
+  order_nodes(c, m);
+  return m;
+}
+
+static bool reads_tensor(const Einsum *e, int tensor) {
+  for (int k = 0; k < e->nreads; k++)
+    if (e->reads[k]->tensor == tensor)
+      return true;
+  return false;
+}
+
+Nodes *fusion_merge(const Cascade *c, const Shape *s) {
+  int *parent = xmalloc(((size_t)c->neinsums + 1) * sizeof *parent);
+  for (int i = 0; i < c->neinsums; i++)
+    parent[i] = i;
+  /* Every tensor, inputs included: Q, K and V share the input X. */
+  for (int t = 0; t < c->ntensors; t++)
+    for (int x = 0; x < c->neinsums; x++) {
+      if (!reads_tensor(c->einsums[x], t))
+        continue;
+      for (int y = x + 1; y < c->neinsums; y++)
+        if (reads_tensor(c->einsums[y], t) && compatible(c, s, t, x, y))
+          try_union(c, parent, x, y);
+    }
+  Nodes *m = nodes_from_parents(c, parent);
+  free(parent);
+  return m;
+}
+
+Nodes *fusion_singletons(const Cascade *c) {
+  int *parent = xmalloc(((size_t)c->neinsums + 1) * sizeof *parent);
+  for (int i = 0; i < c->neinsums; i++)
+    parent[i] = i;
+  Nodes *m = nodes_from_parents(c, parent);
+  free(parent);
+  return m;
+}
+
+void nodes_free(Nodes *m) {
+  if (!m)
+    return;
+  for (int i = 0; i < m->n; i++)
+    free(m->nodes[i].einsums);
+  free(m->nodes);
+  free(m->node_of);
+  free(m);
+}

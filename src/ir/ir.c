@@ -1,0 +1,410 @@
+/* ir.c — building the Cascade and deriving its dependence graph. */
+#include "ir.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int varset_count(VarSet s) { return __builtin_popcountll(s); }
+
+/* ---- construction ---- */
+
+Cascade *cascade_new(const char *path) {
+  Cascade *c = xcalloc(1, sizeof *c);
+  c->path = arena_strdup(&c->arena, path ? path : "<spec>");
+  return c;
+}
+
+void cascade_free(Cascade *c) {
+  if (!c)
+    return;
+  free(c->ranks);
+  free(c->tensors);
+  free(c->einsums);
+  free(c->syms);
+  free(c->params);
+  free(c->sections);
+  free(c->edges);
+  ydoc_free(c->doc);
+  arena_free(&c->arena);
+  free(c);
+}
+
+int cascade_rank(const Cascade *c, const char *name) {
+  for (int i = 0; i < c->nranks; i++)
+    if (strcmp(c->ranks[i].name, name) == 0)
+      return i;
+  return -1;
+}
+
+int cascade_add_rank(Cascade *c, const char *name, Loc loc) {
+  int r = cascade_rank(c, name);
+  if (r >= 0)
+    return r;
+  Rank rk = {.name = arena_strdup(&c->arena, name), .loc = loc};
+  VEC_PUSH(c->ranks, c->nranks, c->ranks_cap, rk);
+  return c->nranks - 1;
+}
+
+int cascade_tensor(const Cascade *c, const char *name) {
+  for (int i = 0; i < c->ntensors; i++)
+    if (strcmp(c->tensors[i].name, name) == 0)
+      return i;
+  return -1;
+}
+
+int cascade_add_tensor(Cascade *c, const char *name, Loc loc, int nranks,
+                       const int *ranks) {
+  Tensor t = {.name = arena_strdup(&c->arena, name),
+              .loc = loc,
+              .nranks = nranks,
+              .producer = -1};
+  t.ranks = arena_alloc(&c->arena, sizeof(int) * (size_t)(nranks ? nranks : 1));
+  if (nranks)
+    memcpy(t.ranks, ranks, sizeof(int) * (size_t)nranks);
+  VEC_PUSH(c->tensors, c->ntensors, c->tensors_cap, t);
+  return c->ntensors - 1;
+}
+
+int cascade_sym(Cascade *c, const char *name, Loc loc) {
+  for (int i = 0; i < c->nsyms; i++)
+    if (strcmp(c->syms[i].name, name) == 0)
+      return i;
+  Sym s = {.name = arena_strdup(&c->arena, name), .loc = loc};
+  VEC_PUSH(c->syms, c->nsyms, c->syms_cap, s);
+  return c->nsyms - 1;
+}
+
+int cascade_param(const Cascade *c, const char *name) {
+  for (int i = 0; i < c->nparams; i++)
+    if (strcmp(c->params[i].name, name) == 0)
+      return i;
+  return -1;
+}
+
+void cascade_add_einsum(Cascade *c, Einsum *e) {
+  e->id = c->neinsums;
+  VEC_PUSH(c->einsums, c->neinsums, c->einsums_cap, e);
+}
+
+YamlNode *cascade_section(const Cascade *c, const char *name) {
+  for (int i = 0; i < c->nsections; i++)
+    if (strcmp(c->sections[i].name, name) == 0)
+      return c->sections[i].node;
+  return NULL;
+}
+
+/* ---- queries ---- */
+
+VarSet access_vars(const Access *a) {
+  VarSet s = 0;
+  for (int k = 0; k < a->n; k++)
+    for (int t = 0; t < a->idx[k].nterms; t++)
+      s |= VARSET_BIT(a->idx[k].var[t]);
+  return s;
+}
+
+VarSet einsum_all_vars(const Einsum *e) {
+  return e->nvars == 64 ? ~(VarSet)0 : VARSET_BIT(e->nvars) - 1;
+}
+
+VarSet einsum_reduced_vars(const Einsum *e) {
+  return einsum_all_vars(e) & ~e->out_vars;
+}
+
+static bool access_lagged(const Access *a) {
+  for (int k = 0; k < a->n; k++)
+    if (a->idx[k].lag > 0)
+      return true;
+  return false;
+}
+
+static bool access_windowed(const Access *a) {
+  for (int k = 0; k < a->n; k++)
+    if (!a->idx[k].plain)
+      return true;
+  return false;
+}
+
+/* Collect the operands of a product tree (a * b * c), looking through
+ * division by a third tensor (SN*V/SD is still a product of SN and V). */
+static int product_reads(const Expr *x, const Access **out, int n, int max) {
+  if (x->kind == EX_READ) {
+    if (n < max)
+      out[n++] = x->acc;
+    return n;
+  }
+  if (x->kind == EX_BINARY && x->bin == BI_MUL) {
+    n = product_reads(x->a, out, n, max);
+    return product_reads(x->b, out, n, max);
+  }
+  if (x->kind == EX_BINARY && x->bin == BI_DIV)
+    return product_reads(x->a, out, n, max);
+  return n;
+}
+
+bool einsum_is_gemm(const Cascade *c, const Einsum *e) {
+  (void)c;
+  if (e->red != RED_SUM || einsum_reduced_vars(e) == 0)
+    return false;
+  /* The first additive term carries the contraction (a bias may follow). */
+  const Expr *t = e->rhs;
+  while (t->kind == EX_BINARY && (t->bin == BI_ADD || t->bin == BI_SUB))
+    t = t->a;
+  const Access *ops[8];
+  int n = product_reads(t, ops, 0, 8);
+  if (n != 2)
+    return false;
+  VarSet a = access_vars(ops[0]), b = access_vars(ops[1]);
+  VarSet red = einsum_reduced_vars(e);
+  bool contracts = (a & b & red) != 0;
+  bool a_own = (a & ~b & e->out_vars) != 0;
+  bool b_own = (b & ~a & e->out_vars) != 0;
+  return contracts && a_own && b_own;
+}
+
+const Edge *cascade_edge(const Cascade *c, int producer, int consumer) {
+  for (int i = 0; i < c->nedges; i++)
+    if (c->edges[i].producer == producer && c->edges[i].consumer == consumer)
+      return &c->edges[i];
+  return NULL;
+}
+
+static const char *const unop_names[UN_COUNT] = {
+    "neg", "exp", "log", "sqrt", "rsqrt", "sigmoid", "silu", "softplus",
+    "recip"};
+static const char *const binop_names[BI_COUNT] = {"+", "-", "*",
+                                                  "/", "max", "min"};
+static const char *const redop_names[RED_COUNT] = {"sum", "max", "min",
+                                                   "prod"};
+
+const char *unop_name(UnOp op) { return unop_names[op]; }
+const char *binop_name(BinOp op) { return binop_names[op]; }
+const char *redop_name(RedOp op) { return redop_names[op]; }
+
+bool unop_from_name(const char *name, UnOp *op) {
+  for (int i = 0; i < UN_COUNT; i++)
+    if (strcmp(unop_names[i], name) == 0) {
+      *op = (UnOp)i;
+      return true;
+    }
+  return false;
+}
+
+bool redop_from_name(const char *name, RedOp *op) {
+  for (int i = 0; i < RED_COUNT; i++)
+    if (strcmp(redop_names[i], name) == 0) {
+      *op = (RedOp)i;
+      return true;
+    }
+  return false;
+}
+
+/* ---- the dependence graph ---- */
+
+static Edge *find_edge(Cascade *c, int p, int q, int t) {
+  for (int i = 0; i < c->nedges; i++)
+    if (c->edges[i].producer == p && c->edges[i].consumer == q &&
+        c->edges[i].tensor == t)
+      return &c->edges[i];
+  return NULL;
+}
+
+static void add_read(Cascade *c, int *cap, int consumer, const Access *a) {
+  const Tensor *t = &c->tensors[a->tensor];
+  if (t->producer < 0)
+    return;
+  Edge *e = find_edge(c, t->producer, consumer, a->tensor);
+  if (!e) {
+    Edge ne = {.producer = t->producer,
+               .consumer = consumer,
+               .tensor = a->tensor,
+               .lagged = true};
+    VEC_PUSH(c->edges, c->nedges, *cap, ne);
+    e = &c->edges[c->nedges - 1];
+  }
+  if (e->nacc < 4)
+    e->acc[e->nacc++] = a;
+  e->lagged = e->lagged && access_lagged(a);
+  e->windowed = e->windowed || access_windowed(a);
+}
+
+/* Is TO reachable from FROM through non-lagged edges? (Cascades are small:
+ * a plain depth-first search.) */
+static bool reaches(const Cascade *c, int from, int to, bool *seen) {
+  if (from == to)
+    return true;
+  if (seen[from])
+    return false;
+  seen[from] = true;
+  for (int i = 0; i < c->nedges; i++) {
+    const Edge *e = &c->edges[i];
+    if (e->producer == from && !e->lagged && reaches(c, e->consumer, to, seen))
+      return true;
+  }
+  return false;
+}
+
+bool cascade_reaches(const Cascade *c, int from, int to) {
+  bool *seen = xcalloc((size_t)c->neinsums + 1, sizeof *seen);
+  bool r = reaches(c, from, to, seen);
+  free(seen);
+  return r;
+}
+
+static bool check_order(Cascade *c, Diag *d) {
+  bool ok = true;
+  for (int i = 0; ok && i < c->nedges; i++) {
+    const Edge *e = &c->edges[i];
+    if (e->lagged || e->producer < e->consumer)
+      continue;
+    const Einsum *q = c->einsums[e->consumer];
+    const Einsum *p = c->einsums[e->producer];
+    const char *t = c->tensors[e->tensor].name;
+    if (cascade_reaches(c, e->consumer, e->producer))
+      diag_error(d, c->path, e->acc[0]->loc,
+                 "cycle through %s: it is read here and depends on this "
+                 "Einsum's result (%s, line %d) in the same iteration; only "
+                 "an iterative rank (a read such as %s[..., i-1, ...]) may "
+                 "close a cycle",
+                 t, c->tensors[q->out.tensor].name, q->loc.line, t);
+    else
+      diag_error(d, c->path, e->acc[0]->loc,
+                 "%s is read before the Einsum that produces it (line %d): "
+                 "list Einsums in dependence order",
+                 t, p->loc.line);
+    ok = false;
+  }
+  return ok;
+}
+
+static bool check_inits(Cascade *c, Diag *d) {
+  for (int t = 0; t < c->ntensors; t++) {
+    const Tensor *T = &c->tensors[t];
+    if (!T->init)
+      continue;
+    if (T->producer < 0) {
+      diag_error(d, c->path, T->init->loc,
+                 "initialization of %s, which no Einsum produces: inputs need "
+                 "no initialization",
+                 T->name);
+      return false;
+    }
+    for (int k = 0; k < T->init->nreads; k++) {
+      const Access *a = T->init->reads[k];
+      const Tensor *src = &c->tensors[a->tensor];
+      if (src->producer >= 0) {
+        diag_error(d, c->path, a->loc,
+                   "initialization of %s may read only inputs, but %s is "
+                   "produced by the Einsum at line %d",
+                   T->name, src->name, c->einsums[src->producer]->loc.line);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+bool cascade_finish(Cascade *c, Diag *d) {
+  for (int i = 0; i < c->neinsums; i++) {
+    Einsum *e = c->einsums[i];
+    Tensor *t = &c->tensors[e->out.tensor];
+    if (t->producer >= 0) {
+      diag_error(d, c->path, e->out.loc,
+                 "duplicate output: %s is already written by the Einsum at "
+                 "line %d",
+                 t->name, c->einsums[t->producer]->loc.line);
+      return false;
+    }
+    t->producer = i;
+  }
+  int cap = 0;
+  for (int i = 0; i < c->neinsums; i++) {
+    Einsum *e = c->einsums[i];
+    for (int k = 0; k < e->nreads; k++)
+      add_read(c, &cap, i, e->reads[k]);
+  }
+  for (int i = 0; i < c->nedges; i++)
+    c->tensors[c->edges[i].tensor].nconsumers++;
+  if (!check_order(c, d) || !check_inits(c, d))
+    return false;
+  bool any_output = false;
+  for (int t = 0; t < c->ntensors; t++)
+    any_output = any_output || c->tensors[t].output;
+  if (!any_output)
+    for (int t = 0; t < c->ntensors; t++) {
+      Tensor *T = &c->tensors[t];
+      bool only_self = true;
+      for (int i = 0; i < c->nedges; i++)
+        if (c->edges[i].tensor == t && c->edges[i].consumer != T->producer)
+          only_self = false;
+      T->output = T->producer >= 0 && only_self;
+    }
+  return true;
+}
+
+/* ---- the meaning of the operators ---- */
+
+double unop_apply(UnOp op, double x) {
+  switch (op) {
+  case UN_NEG:
+    return -x;
+  case UN_EXP:
+    return exp(x);
+  case UN_LOG:
+    return log(x);
+  case UN_SQRT:
+    return sqrt(x);
+  case UN_RSQRT:
+    return 1 / sqrt(x);
+  case UN_SIGMOID:
+    return 1 / (1 + exp(-x));
+  case UN_SILU:
+    return x / (1 + exp(-x));
+  case UN_SOFTPLUS: /* PyTorch's, threshold 20: what Mamba uses */
+    return x > 20 ? x : log1p(exp(x));
+  case UN_RECIP:
+    return 1 / x;
+  case UN_COUNT:
+    break;
+  }
+  return NAN;
+}
+
+double binop_apply(BinOp op, double a, double b) {
+  switch (op) {
+  case BI_ADD:
+    return a + b;
+  case BI_SUB:
+    return a - b;
+  case BI_MUL:
+    return a * b;
+  case BI_DIV:
+    return a / b;
+  case BI_MAX:
+    return a > b ? a : b;
+  case BI_MIN:
+    return a < b ? a : b;
+  case BI_COUNT:
+    break;
+  }
+  return NAN;
+}
+
+double expr_eval_const(const Expr *e, double (*sym)(void *ctx, int sym),
+                       void *ctx) {
+  switch (e->kind) {
+  case EX_NUM:
+    return e->num;
+  case EX_SYM:
+    return sym(ctx, e->sym);
+  case EX_UNARY:
+    return unop_apply(e->un, expr_eval_const(e->a, sym, ctx));
+  case EX_BINARY:
+    return binop_apply(e->bin, expr_eval_const(e->a, sym, ctx),
+                       expr_eval_const(e->b, sym, ctx));
+  case EX_READ:
+    break;
+  }
+  return NAN;
+}

@@ -1,0 +1,280 @@
+/* ir.h — the Cascade: the one data model every later stage reads.
+ *
+ * A cascade is an ordered list of extended Einsums over named tensors
+ * (paper §II and appendix). Each Einsum writes one output tensor from an
+ * expression tree over tensor reads, constants and named scalars:
+ *
+ *     TX[b,i,d] = WConv[d,f] * TTX[b, i+f-F+1, d] + BTX[d]
+ *
+ * Ranks are the named dimensions of tensors (B, I, D, ...); their sizes are
+ * symbolic (`D: d_inner`) until a Shape binds them for one model. Inside an
+ * Einsum, lower-case index variables (b, i, d, f) range over ranks; a tensor
+ * is indexed by affine expressions of them (i+f-F+1, Q*p+q). Variables
+ * absent from the output are reduced: summed per additive term (Einstein's
+ * convention) or by an explicit operator (`:: max(k)`).
+ *
+ * A read of an earlier iteration (H[b, i-1, d, n]) is *lagged*: it closes
+ * the recurrences of iterative ranks, and reads before the start of the rank
+ * take the tensor's initialization (`H[b, i<0, d, n] = 0`) or zero.
+ *
+ * Everything a Cascade owns lives in its arena; cascade_free releases it.
+ * The derived graph (producers, the producer->consumer edges, the order)
+ * is filled in by cascade_finish and never changes afterwards. */
+#ifndef MAMBALAYA_IR_H
+#define MAMBALAYA_IR_H
+
+#include "../preset/preset.h"
+#include "../util/util.h"
+#include "../ydoc/ydoc.h"
+
+enum {
+  IR_MAX_VARS = 64,  /* index variables per Einsum (a VarSet is 64 bits) */
+  IR_MAX_RANKS = 16, /* ranks per tensor */
+  IR_MAX_TERMS = 8,  /* variables in one affine index */
+};
+
+/* A set of one Einsum's index variables: bit v is Einsum.vars[v]. */
+typedef uint64_t VarSet;
+#define VARSET_HAS(s, v) (((s) >> (v)) & 1u)
+#define VARSET_BIT(v) ((VarSet)1 << (v))
+int varset_count(VarSet s);
+
+typedef enum { EX_NUM, EX_SYM, EX_READ, EX_UNARY, EX_BINARY } ExprKind;
+
+typedef enum {
+  UN_NEG,
+  UN_EXP,
+  UN_LOG,
+  UN_SQRT,
+  UN_RSQRT,
+  UN_SIGMOID,
+  UN_SILU,
+  UN_SOFTPLUS,
+  UN_RECIP,
+  UN_COUNT
+} UnOp;
+
+typedef enum { BI_ADD, BI_SUB, BI_MUL, BI_DIV, BI_MAX, BI_MIN, BI_COUNT } BinOp;
+
+typedef enum { RED_SUM, RED_MAX, RED_MIN, RED_PROD, RED_COUNT } RedOp;
+
+typedef struct Expr Expr;
+
+/* An affine index: sum of coef[k] * var[k], plus off. Coefficients and the
+ * offset are constant expressions (numbers, rank sizes, parameters):
+ * `i-1`, `i+f-F+1`, `Q*p+q`. */
+typedef struct Index {
+  int nterms;
+  int var[IR_MAX_TERMS];
+  Expr *coef[IR_MAX_TERMS]; /* NULL means 1 */
+  Expr *off;                /* NULL means 0 */
+  Loc loc;
+  bool plain; /* exactly one variable, coefficient 1, no offset */
+  int lag;    /* v - c with a constant c >= 1: c (an earlier iteration) */
+} Index;
+
+/* A tensor access T[idx0, idx1, ...] inside one Einsum. */
+typedef struct Access {
+  int tensor;
+  int n;
+  Index *idx;
+  Loc loc;
+  int cond_dim; /* initializations only: the dimension written `v<0` */
+} Access;
+
+struct Expr {
+  ExprKind kind;
+  Loc loc;
+  double num;  /* EX_NUM */
+  int sym;     /* EX_SYM: index into Cascade.syms */
+  Access *acc; /* EX_READ */
+  UnOp un;     /* EX_UNARY */
+  BinOp bin;   /* EX_BINARY */
+  Expr *a, *b; /* operands */
+};
+
+/* An index variable of one Einsum and the rank it ranges over. */
+typedef struct Var {
+  const char *name;
+  int rank;
+} Var;
+
+typedef struct Einsum {
+  int id; /* position in the cascade (0-based) */
+  const char *text;
+  Loc loc;
+  Access out; /* distinct plain variables (or one `v<0` for an init) */
+  Expr *rhs;
+  RedOp red;         /* how variables absent from the output are reduced */
+  bool explicit_red; /* written `:: op(vars)`; else a per-term sum */
+  int nvars;
+  Var *vars;
+  VarSet out_vars; /* the variables of the output */
+  int nreads;
+  Access **reads; /* every tensor read of rhs, left to right */
+} Einsum;
+
+typedef struct Rank {
+  const char *name;
+  Loc loc;   /* first declaration */
+  Expr *size; /* from the shape section; NULL if unbound */
+} Rank;
+
+typedef struct Tensor {
+  const char *name;
+  Loc loc;
+  int nranks;
+  int *ranks;
+  int producer;  /* the Einsum writing it, or -1 for an input */
+  Einsum *init;  /* its value before an iterative rank starts; NULL: 0 */
+  bool output;   /* must reach memory after the cascade (a result) */
+  int nconsumers; /* Einsums reading it */
+} Tensor;
+
+/* A name used as a scalar: a rank's size (ED), a spec parameter (eps) or a
+ * model parameter (d_inner). Resolved when a Shape is bound. */
+typedef struct Sym {
+  const char *name;
+  Loc loc; /* first use */
+} Sym;
+
+/* A named scalar of the spec's `params` section. */
+typedef struct Param {
+  const char *name;
+  Loc loc;
+  Expr *value;
+} Param;
+
+/* A top-level YAML section the cascade keeps without interpreting it
+ * (TeAAL's mapping, format, architecture, bindings; our weights). */
+typedef struct Section {
+  const char *name;
+  YamlNode *node;
+} Section;
+
+/* A producer->consumer dependence through one intermediate tensor. */
+typedef struct Edge {
+  int producer, consumer, tensor;
+  int nacc;
+  const Access *acc[4]; /* the consumer's reads of the tensor */
+  bool lagged;   /* every read is of an earlier iteration: a recurrence */
+  bool windowed; /* some read is not plain variables (i-f, Q*p+q, i-1) */
+} Edge;
+
+typedef struct Cascade {
+  Arena arena;
+  const char *path;
+  YamlDoc *doc;      /* the source, kept for kept sections and locations */
+  const char *model; /* default preset, or NULL */
+  Loc model_loc;
+  bool has_shape; /* a shape section was given: every rank must be bound */
+
+  int nranks, ranks_cap;
+  Rank *ranks;
+  int ntensors, tensors_cap;
+  Tensor *tensors;
+  int neinsums, einsums_cap;
+  Einsum **einsums;
+  int nsyms, syms_cap;
+  Sym *syms;
+  int nparams, params_cap;
+  Param *params;
+  int nsections, sections_cap;
+  Section *sections;
+
+  /* Derived by cascade_finish. */
+  int nedges;
+  Edge *edges;
+} Cascade;
+
+/* ---- construction (used by the spec loader) ---- */
+
+Cascade *cascade_new(const char *path);
+void cascade_free(Cascade *c);
+/* Find or add a rank / symbol; -1 from the finders when absent. */
+int cascade_rank(const Cascade *c, const char *name);
+int cascade_add_rank(Cascade *c, const char *name, Loc loc);
+int cascade_tensor(const Cascade *c, const char *name);
+int cascade_add_tensor(Cascade *c, const char *name, Loc loc, int nranks,
+                       const int *ranks);
+int cascade_sym(Cascade *c, const char *name, Loc loc);
+int cascade_param(const Cascade *c, const char *name);
+void cascade_add_einsum(Cascade *c, Einsum *e);
+YamlNode *cascade_section(const Cascade *c, const char *name);
+
+/* Derive producers and edges and check the graph: one producer per tensor,
+ * every non-lagged read after its producer, every cycle through a lagged
+ * read, initializations only of iterative tensors. */
+bool cascade_finish(Cascade *c, Diag *d);
+
+/* ---- queries ---- */
+
+/* Variables appearing in the reads of E (for one access, or all). */
+VarSet access_vars(const Access *a);
+VarSet einsum_all_vars(const Einsum *e);
+/* Variables of E that its output does not index: the reduced ones. */
+VarSet einsum_reduced_vars(const Einsum *e);
+/* A contraction of two operands that each bring an output variable the
+ * other lacks: a matrix product (the paper's "GEMM-like" Einsums). */
+bool einsum_is_gemm(const Cascade *c, const Einsum *e);
+/* Is TO reachable from FROM through non-lagged edges (does TO depend on
+ * FROM within one iteration)? An Einsum reaches itself. */
+bool cascade_reaches(const Cascade *c, int from, int to);
+/* The first edge from P to C, or NULL. */
+const Edge *cascade_edge(const Cascade *c, int producer, int consumer);
+
+const char *unop_name(UnOp op);
+const char *binop_name(BinOp op);
+const char *redop_name(RedOp op);
+bool unop_from_name(const char *name, UnOp *op);
+bool redop_from_name(const char *name, RedOp *op);
+
+/* ---- binding sizes: the Shape ---- */
+
+/* A `--set NAME=VALUE` override. */
+typedef struct Setting {
+  const char *name;
+  double value;
+} Setting;
+
+/* The sizes of a cascade's ranks and the values of its symbols for one
+ * model. Names resolve in this order: --set, rank sizes, spec params,
+ * model parameters. A rank without a size has size 0. */
+typedef struct Shape {
+  const Cascade *c;
+  const Preset *preset;
+  int64_t *size; /* per rank */
+  double *sym;   /* per symbol; NaN where unresolved */
+  bool complete; /* every rank has a size */
+} Shape;
+
+/* Bind C's sizes. With REQUIRE, every rank and symbol must resolve (specs
+ * with a shape section); otherwise unresolved ones are left unknown. */
+Shape *shape_bind(const Cascade *c, const Preset *preset, const Setting *set,
+                  int nset, bool require, Diag *d);
+void shape_free(Shape *s);
+/* Value of a constant expression (numbers and symbols). */
+double shape_eval(const Shape *s, const Expr *e);
+/* Number of elements of a tensor (product of its rank sizes). */
+double shape_tensor_elems(const Shape *s, int tensor);
+/* Number of points of an Einsum's iteration space. */
+double shape_einsum_points(const Shape *s, const Einsum *e);
+/* Is this index injective over its variables' ranges (no two iteration
+ * points read the same element)? `Q*p+q` with q < Q is; `i-f` is not.
+ * Extents of 1 count as 2, so that the answer describes the cascade's
+ * structure rather than a degenerate size (`i+f` with one token is still a
+ * window). Without sizes (S NULL or incomplete) only the pattern `Q*p+q`
+ * where q ranges over rank Q counts as injective. */
+bool index_injective(const Cascade *c, const Shape *s, const Einsum *e,
+                     const Index *ix);
+
+/* ---- the meaning of the operators (one definition for every stage) ---- */
+
+double unop_apply(UnOp op, double x);
+double binop_apply(BinOp op, double a, double b);
+/* Evaluate a constant expression; SYM gives each symbol's value. Reads
+ * evaluate to NaN. */
+double expr_eval_const(const Expr *e, double (*sym)(void *ctx, int sym),
+                       void *ctx);
+
+#endif

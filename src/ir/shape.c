@@ -1,0 +1,249 @@
+/* shape.c — binding a cascade's symbolic sizes for one model. */
+#include "ir.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { TODO, BUSY, DONE };
+
+typedef struct Binder {
+  const Cascade *c;
+  const Preset *preset;
+  const Setting *set;
+  int nset;
+  Shape *s;
+  char *rank_state, *sym_state, *param_state;
+  double *param_val;
+  Diag *d;
+  bool failed;
+} Binder;
+
+static double eval(Binder *b, const Expr *e);
+static double bind_sym(Binder *b, int sym);
+
+static const Setting *find_setting(const Binder *b, const char *name) {
+  for (int i = b->nset - 1; i >= 0; i--) /* the last --set wins */
+    if (strcmp(b->set[i].name, name) == 0)
+      return &b->set[i];
+  return NULL;
+}
+
+static void cycle_error(Binder *b, Loc loc, const char *name) {
+  if (!b->failed)
+    diag_error(b->d, b->c->path, loc,
+               "the size of %s depends on itself through the shape section",
+               name);
+  b->failed = true;
+}
+
+static double bind_rank(Binder *b, int r) {
+  const Rank *rk = &b->c->ranks[r];
+  if (b->rank_state[r] == DONE)
+    return (double)b->s->size[r];
+  if (b->rank_state[r] == BUSY) {
+    cycle_error(b, rk->size ? rk->size->loc : rk->loc, rk->name);
+    return NAN;
+  }
+  b->rank_state[r] = BUSY;
+  double v = NAN;
+  const Setting *st = find_setting(b, rk->name);
+  Loc loc = rk->size ? rk->size->loc : rk->loc;
+  if (st)
+    v = st->value;
+  else if (rk->size)
+    v = eval(b, rk->size);
+  if (!isnan(v) && (v < 1 || v != floor(v) || v > 1e15)) {
+    if (!b->failed)
+      diag_error(b->d, b->c->path, loc,
+                 "rank %s has size %g: a size must be a positive integer",
+                 rk->name, v);
+    b->failed = true;
+    v = NAN;
+  }
+  b->s->size[r] = isnan(v) ? 0 : (int64_t)v;
+  b->rank_state[r] = DONE;
+  return v;
+}
+
+static double bind_param(Binder *b, int p) {
+  if (b->param_state[p] == DONE)
+    return b->param_val[p];
+  if (b->param_state[p] == BUSY) {
+    cycle_error(b, b->c->params[p].loc, b->c->params[p].name);
+    return NAN;
+  }
+  b->param_state[p] = BUSY;
+  b->param_val[p] = eval(b, b->c->params[p].value);
+  b->param_state[p] = DONE;
+  return b->param_val[p];
+}
+
+/* A symbol: --set, then a rank's size, then a spec parameter, then a model
+ * parameter. */
+static double bind_sym(Binder *b, int sym) {
+  if (b->sym_state[sym] == DONE)
+    return b->s->sym[sym];
+  const char *name = b->c->syms[sym].name;
+  double v = NAN;
+  const Setting *st = find_setting(b, name);
+  int r = cascade_rank(b->c, name);
+  int p = cascade_param(b->c, name);
+  if (st)
+    v = st->value;
+  else if (r >= 0)
+    v = bind_rank(b, r);
+  else if (p >= 0)
+    v = bind_param(b, p);
+  else if (b->preset && preset_param(b->preset, name, &v))
+    ;
+  else
+    v = NAN;
+  b->s->sym[sym] = v;
+  b->sym_state[sym] = DONE;
+  return v;
+}
+
+static double binder_sym(void *ctx, int sym) { return bind_sym(ctx, sym); }
+
+static double eval(Binder *b, const Expr *e) {
+  return expr_eval_const(e, binder_sym, b);
+}
+
+Shape *shape_bind(const Cascade *c, const Preset *preset, const Setting *set,
+                  int nset, bool require, Diag *d) {
+  Shape *s = xcalloc(1, sizeof *s);
+  s->c = c;
+  s->preset = preset;
+  s->size = xcalloc((size_t)c->nranks + 1, sizeof *s->size);
+  s->sym = xcalloc((size_t)c->nsyms + 1, sizeof *s->sym);
+  Binder b = {.c = c,
+              .preset = preset,
+              .set = set,
+              .nset = nset,
+              .s = s,
+              .rank_state = xcalloc((size_t)c->nranks + 1, 1),
+              .sym_state = xcalloc((size_t)c->nsyms + 1, 1),
+              .param_state = xcalloc((size_t)c->nparams + 1, 1),
+              .param_val = xcalloc((size_t)c->nparams + 1, sizeof(double)),
+              .d = d};
+  for (int r = 0; r < c->nranks; r++)
+    bind_rank(&b, r);
+  for (int i = 0; i < c->nsyms; i++)
+    bind_sym(&b, i);
+  s->complete = true;
+  for (int r = 0; r < c->nranks; r++)
+    if (s->size[r] == 0) {
+      s->complete = false;
+      if (require && !b.failed) {
+        diag_error(d, c->path, c->ranks[r].loc,
+                   "missing shape binding: rank %s has no size (bind it in "
+                   "the shape section or with --set %s=N)",
+                   c->ranks[r].name, c->ranks[r].name);
+        b.failed = true;
+      }
+    }
+  for (int i = 0; require && !b.failed && i < c->nsyms; i++)
+    if (isnan(s->sym[i])) {
+      diag_error(d, c->path, c->syms[i].loc,
+                 "unknown name '%s': not a rank, a parameter of the spec's "
+                 "params section, or a model parameter%s",
+                 c->syms[i].name,
+                 preset ? "" : " (no --model preset is selected)");
+      b.failed = true;
+    }
+  free(b.rank_state);
+  free(b.sym_state);
+  free(b.param_state);
+  free(b.param_val);
+  if (b.failed) {
+    shape_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+void shape_free(Shape *s) {
+  if (!s)
+    return;
+  free(s->size);
+  free(s->sym);
+  free(s);
+}
+
+static double table_sym(void *ctx, int sym) {
+  return ((const Shape *)ctx)->sym[sym];
+}
+
+double shape_eval(const Shape *s, const Expr *e) {
+  return expr_eval_const(e, table_sym, (void *)s);
+}
+
+double shape_tensor_elems(const Shape *s, int tensor) {
+  const Tensor *t = &s->c->tensors[tensor];
+  double n = 1;
+  for (int k = 0; k < t->nranks; k++)
+    n *= (double)s->size[t->ranks[k]];
+  return n;
+}
+
+double shape_einsum_points(const Shape *s, const Einsum *e) {
+  double n = 1;
+  for (int v = 0; v < e->nvars; v++)
+    n *= (double)s->size[e->vars[v].rank];
+  return n;
+}
+
+/* Mixed radix: sorted by |coefficient|, each coefficient must exceed the
+ * largest value the smaller terms can reach. */
+static bool mixed_radix(const Shape *s, const Einsum *e, const Index *ix,
+                        bool *known) {
+  double coef[IR_MAX_TERMS], size[IR_MAX_TERMS];
+  *known = false;
+  for (int t = 0; t < ix->nterms; t++) {
+    coef[t] = ix->coef[t] ? fabs(shape_eval(s, ix->coef[t])) : 1;
+    size[t] = (double)s->size[e->vars[ix->var[t]].rank];
+    if (isnan(coef[t]) || size[t] <= 0)
+      return false;
+    if (size[t] < 2) /* judge the structure, not a degenerate extent */
+      size[t] = 2;
+  }
+  *known = true;
+  for (int i = 1; i < ix->nterms; i++) /* insertion sort by coefficient */
+    for (int j = i; j > 0 && coef[j] < coef[j - 1]; j--) {
+      double tc = coef[j], ts = size[j];
+      coef[j] = coef[j - 1], size[j] = size[j - 1];
+      coef[j - 1] = tc, size[j - 1] = ts;
+    }
+  double reach = 0;
+  for (int t = 0; t < ix->nterms; t++) {
+    if (coef[t] <= reach)
+      return false;
+    reach += coef[t] * (size[t] - 1);
+  }
+  return true;
+}
+
+bool index_injective(const Cascade *c, const Shape *s, const Einsum *e,
+                     const Index *ix) {
+  if (ix->nterms <= 1)
+    return true;
+  bool known = false;
+  if (s) {
+    bool inj = mixed_radix(s, e, ix, &known);
+    if (known)
+      return inj;
+  }
+  /* Sizes unknown: only the split pattern RANK*p + q, q ranging over RANK. */
+  if (ix->nterms != 2)
+    return false;
+  for (int t = 0; t < 2; t++) {
+    const Expr *k = ix->coef[t], *one = ix->coef[1 - t];
+    bool unit = !one || (one->kind == EX_NUM && one->num == 1);
+    int q_rank = e->vars[ix->var[1 - t]].rank;
+    if (k && k->kind == EX_SYM && unit &&
+        strcmp(c->syms[k->sym].name, c->ranks[q_rank].name) == 0)
+      return true;
+  }
+  return false;
+}

@@ -1,0 +1,1039 @@
+/* expr.c — the expression language: a lexer, a recursive-descent parser,
+ * and the resolution of names and index variables into the IR.
+ *
+ *   einsum   := lhs '=' rhs [ '::' REDOP '(' names ')' ]
+ *   lhs      := NAME '[' [ lhsidx { ',' lhsidx } ] ']'
+ *   lhsidx   := index [ '<' '0' ]            (`i<0`: an initialization)
+ *   rhs      := 'sum' '(' names ')' '.' factor   (TeAAL's older form)
+ *             | expr
+ *   expr     := term { ('+' | '-') term }
+ *   term     := unary { ('*' | '/') unary }
+ *   unary    := '-' unary | factor
+ *   factor   := NUMBER | '(' expr ')' | FUNC '(' expr ')'
+ *             | ('max' | 'min') '(' expr ',' expr ')'
+ *             | NAME '[' [ index { ',' index } ] ']' | NAME
+ *   index    := affine arithmetic (+ - * and parentheses) over variables,
+ *               numbers and size names: i, i-1, i+f-F+1, Q*p+q
+ *
+ * Index variables are not declared: a name that indexes some tensor rank
+ * on its own (the `f` of WConv[d,f]) is a variable over that rank. Other
+ * names inside indices are sizes or parameters (the `F` of i+f-F+1). */
+#include "spec.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum {
+  T_EOF,
+  T_ID,
+  T_NUM,
+  T_LBRACK,
+  T_RBRACK,
+  T_LPAREN,
+  T_RPAREN,
+  T_COMMA,
+  T_PLUS,
+  T_MINUS,
+  T_STAR,
+  T_SLASH,
+  T_EQ,
+  T_LT,
+  T_COLONCOLON,
+  T_DOT,
+} TokKind;
+
+typedef struct Tok {
+  TokKind k;
+  size_t pos, len;
+  double num;
+} Tok;
+
+/* A raw index expression, before we know which names are variables. */
+typedef enum { IE_NUM, IE_ID, IE_ADD, IE_SUB, IE_MUL, IE_NEG } IEKind;
+typedef struct IExpr IExpr;
+struct IExpr {
+  IEKind k;
+  double num;
+  const char *id;
+  size_t pos;
+  IExpr *a, *b;
+};
+
+/* A tensor access whose indices are still raw. */
+typedef struct RawAccess {
+  Access *acc;
+  IExpr **raw;
+  size_t *pos;
+} RawAccess;
+
+typedef struct PVar {
+  const char *name;
+  int rank;
+  size_t pos;
+} PVar;
+
+typedef struct Parser {
+  Cascade *c;
+  const YamlNode *node;
+  Diag *d;
+  const char *s;
+  size_t len, at;
+  Tok tok;
+  bool failed;
+  bool const_only; /* a size or parameter: no tensor reads */
+  Arena *ar;       /* the cascade's arena */
+
+  RawAccess lhs;
+  int nraws, raws_cap;
+  RawAccess *raws; /* reads, left to right */
+  PVar vars[IR_MAX_VARS];
+  int nvars;
+  size_t eq_pos;
+} Parser;
+
+/* ---- errors ---- */
+
+__attribute__((format(printf, 3, 4))) static void perr(Parser *p, size_t pos,
+                                                       const char *fmt, ...) {
+  if (p->failed)
+    return;
+  p->failed = true;
+  Loc loc = ydoc_scalar_loc(p->c->doc, p->node, pos);
+  va_list ap;
+  va_start(ap, fmt);
+  diag_verror(p->d, p->c->path, loc, fmt, ap);
+  va_end(ap);
+}
+
+static const char *tok_desc(const Parser *p, const Tok *t, char *buf,
+                            size_t n) {
+  if (t->k == T_EOF)
+    return "end of expression";
+  snprintf(buf, n, "'%.*s'", (int)(t->len > 40 ? 40 : t->len), p->s + t->pos);
+  return buf;
+}
+
+/* ---- lexer ---- */
+
+static bool is_id_start(int c) { return isalpha(c) || c == '_'; }
+static bool is_id_char(int c) { return isalnum(c) || c == '_'; }
+
+static void next(Parser *p) {
+  if (p->failed) {
+    p->tok = (Tok){T_EOF, p->len, 0, 0};
+    return;
+  }
+  while (p->at < p->len && isspace((unsigned char)p->s[p->at]))
+    p->at++;
+  size_t st = p->at;
+  Tok t = {T_EOF, st, 0, 0};
+  if (st >= p->len) {
+    p->tok = t;
+    return;
+  }
+  unsigned char ch = (unsigned char)p->s[st];
+  if (is_id_start(ch)) {
+    size_t e = st;
+    while (e < p->len && is_id_char((unsigned char)p->s[e]))
+      e++;
+    t.k = T_ID;
+    t.len = e - st;
+  } else if (isdigit(ch) || (ch == '.' && st + 1 < p->len &&
+                             isdigit((unsigned char)p->s[st + 1]))) {
+    size_t e = st;
+    while (e < p->len && isdigit((unsigned char)p->s[e]))
+      e++;
+    if (e < p->len && p->s[e] == '.') {
+      e++;
+      while (e < p->len && isdigit((unsigned char)p->s[e]))
+        e++;
+    }
+    if (e < p->len && (p->s[e] == 'e' || p->s[e] == 'E')) {
+      size_t x = e + 1;
+      if (x < p->len && (p->s[x] == '+' || p->s[x] == '-'))
+        x++;
+      if (x >= p->len || !isdigit((unsigned char)p->s[x])) {
+        perr(p, st, "bad number '%.*s': expected digits after the exponent",
+             (int)(x - st), p->s + st);
+        p->tok = (Tok){T_EOF, p->len, 0, 0};
+        return;
+      }
+      while (x < p->len && isdigit((unsigned char)p->s[x]))
+        x++;
+      e = x;
+    }
+    if (e < p->len && is_id_char((unsigned char)p->s[e])) {
+      size_t x = e;
+      while (x < p->len && is_id_char((unsigned char)p->s[x]))
+        x++;
+      perr(p, st, "bad number '%.*s'", (int)(x - st), p->s + st);
+      p->tok = (Tok){T_EOF, p->len, 0, 0};
+      return;
+    }
+    char buf[64];
+    size_t n = e - st < sizeof buf - 1 ? e - st : sizeof buf - 1;
+    memcpy(buf, p->s + st, n);
+    buf[n] = 0;
+    t.k = T_NUM;
+    t.len = e - st;
+    t.num = strtod(buf, NULL);
+  } else {
+    t.len = 1;
+    switch (ch) {
+    case '[': t.k = T_LBRACK; break;
+    case ']': t.k = T_RBRACK; break;
+    case '(': t.k = T_LPAREN; break;
+    case ')': t.k = T_RPAREN; break;
+    case ',': t.k = T_COMMA; break;
+    case '+': t.k = T_PLUS; break;
+    case '-': t.k = T_MINUS; break;
+    case '*': t.k = T_STAR; break;
+    case '/': t.k = T_SLASH; break;
+    case '=': t.k = T_EQ; break;
+    case '<': t.k = T_LT; break;
+    case '.': t.k = T_DOT; break;
+    case ':':
+      if (st + 1 < p->len && p->s[st + 1] == ':') {
+        t.k = T_COLONCOLON;
+        t.len = 2;
+        break;
+      }
+      perr(p, st, "unexpected ':' (a reduction is written ':: op(vars)')");
+      p->tok = (Tok){T_EOF, p->len, 0, 0};
+      return;
+    default:
+      if (ch >= 0x20 && ch < 0x7f)
+        perr(p, st, "unexpected character '%c'", ch);
+      else
+        perr(p, st, "unexpected character (byte 0x%02x)", ch);
+      p->tok = (Tok){T_EOF, p->len, 0, 0};
+      return;
+    }
+  }
+  p->at = st + t.len;
+  p->tok = t;
+}
+
+static char *tok_text(Parser *p, const Tok *t) {
+  return arena_strndup(p->ar, p->s + t->pos, t->len);
+}
+
+static bool tok_is(const Parser *p, const char *word) {
+  return p->tok.k == T_ID && strlen(word) == p->tok.len &&
+         memcmp(p->s + p->tok.pos, word, p->tok.len) == 0;
+}
+
+static bool expect(Parser *p, TokKind k, const char *what) {
+  if (p->failed)
+    return false;
+  if (p->tok.k != k) {
+    char buf[64];
+    perr(p, p->tok.pos, "expected %s, found %s", what,
+         tok_desc(p, &p->tok, buf, sizeof buf));
+    return false;
+  }
+  next(p);
+  return true;
+}
+
+/* ---- index expressions (raw) ---- */
+
+static IExpr *ie_new(Parser *p, IEKind k, size_t pos) {
+  IExpr *e = arena_alloc(p->ar, sizeof *e);
+  e->k = k;
+  e->pos = pos;
+  return e;
+}
+
+static IExpr *parse_iexpr(Parser *p, int depth);
+
+static IExpr *parse_iunary(Parser *p, int depth) {
+  if (p->failed)
+    return NULL;
+  if (depth > 64) {
+    perr(p, p->tok.pos, "index expression nested too deeply");
+    return NULL;
+  }
+  size_t pos = p->tok.pos;
+  if (p->tok.k == T_MINUS) {
+    next(p);
+    IExpr *e = ie_new(p, IE_NEG, pos);
+    e->a = parse_iunary(p, depth + 1);
+    return e->a ? e : NULL;
+  }
+  if (p->tok.k == T_NUM) {
+    IExpr *e = ie_new(p, IE_NUM, pos);
+    e->num = p->tok.num;
+    if (e->num != floor(e->num)) {
+      perr(p, pos, "bad index expression: %g is not an integer", e->num);
+      return NULL;
+    }
+    next(p);
+    return e;
+  }
+  if (p->tok.k == T_ID) {
+    IExpr *e = ie_new(p, IE_ID, pos);
+    e->id = tok_text(p, &p->tok);
+    next(p);
+    if (p->tok.k == T_LBRACK || p->tok.k == T_LPAREN) {
+      perr(p, p->tok.pos,
+           "bad index expression: an index may not read a tensor or call a "
+           "function (indices are affine in the index variables)");
+      return NULL;
+    }
+    return e;
+  }
+  if (p->tok.k == T_LPAREN) {
+    next(p);
+    IExpr *e = parse_iexpr(p, depth + 1);
+    if (!expect(p, T_RPAREN, "')'"))
+      return NULL;
+    return e;
+  }
+  char buf[64];
+  perr(p, pos, "bad index expression: expected a variable, a number or '(', "
+               "found %s",
+       tok_desc(p, &p->tok, buf, sizeof buf));
+  return NULL;
+}
+
+static IExpr *parse_iterm(Parser *p, int depth) {
+  IExpr *e = parse_iunary(p, depth);
+  while (e && (p->tok.k == T_STAR || p->tok.k == T_SLASH)) {
+    if (p->tok.k == T_SLASH) {
+      perr(p, p->tok.pos,
+           "bad index expression: '/' is not allowed in an index (indices "
+           "are affine: sums of constant multiples of variables)");
+      return NULL;
+    }
+    IExpr *m = ie_new(p, IE_MUL, p->tok.pos);
+    next(p);
+    m->a = e;
+    m->b = parse_iunary(p, depth);
+    e = m->b ? m : NULL;
+  }
+  return e;
+}
+
+static IExpr *parse_iexpr(Parser *p, int depth) {
+  IExpr *e = parse_iterm(p, depth);
+  while (e && (p->tok.k == T_PLUS || p->tok.k == T_MINUS)) {
+    IExpr *s = ie_new(p, p->tok.k == T_PLUS ? IE_ADD : IE_SUB, p->tok.pos);
+    next(p);
+    s->a = e;
+    s->b = parse_iterm(p, depth);
+    e = s->b ? s : NULL;
+  }
+  return e;
+}
+
+/* ---- value expressions ---- */
+
+static Expr *ex_new(Parser *p, ExprKind k, size_t pos) {
+  Expr *e = arena_alloc(p->ar, sizeof *e);
+  e->kind = k;
+  e->loc = ydoc_scalar_loc(p->c->doc, p->node, pos);
+  return e;
+}
+
+static Expr *parse_expr(Parser *p, int depth);
+
+/* NAME '[' index, ... ']' : a tensor read (or the left-hand side). */
+static bool parse_access(Parser *p, RawAccess *ra, const char *name,
+                         size_t pos, bool lhs, int *cond_dim) {
+  int t = cascade_tensor(p->c, name);
+  if (t < 0) {
+    perr(p, pos, "unknown tensor '%s': declare it under einsum.declaration",
+         name);
+    return false;
+  }
+  const Tensor *T = &p->c->tensors[t];
+  Access *a = arena_alloc(p->ar, sizeof *a);
+  a->tensor = t;
+  a->loc = ydoc_scalar_loc(p->c->doc, p->node, pos);
+  a->cond_dim = -1;
+  IExpr *raw[IR_MAX_RANKS];
+  size_t rpos[IR_MAX_RANKS];
+  int n = 0;
+  if (!expect(p, T_LBRACK, "'['"))
+    return false;
+  if (p->tok.k != T_RBRACK) {
+    for (;;) {
+      if (n == IR_MAX_RANKS) {
+        perr(p, p->tok.pos, "too many indices (at most %d)", IR_MAX_RANKS);
+        return false;
+      }
+      rpos[n] = p->tok.pos;
+      raw[n] = parse_iexpr(p, 0);
+      if (!raw[n])
+        return false;
+      if (p->tok.k == T_LT) {
+        if (!lhs || raw[n]->k != IE_ID || *cond_dim >= 0) {
+          perr(p, p->tok.pos,
+               "'<' may appear only once, in the output of an "
+               "initialization: T[..., i<0, ...] = value");
+          return false;
+        }
+        next(p);
+        if (p->tok.k != T_NUM || p->tok.num != 0) {
+          perr(p, p->tok.pos,
+               "an initialization is written T[..., i<0, ...]: expected 0");
+          return false;
+        }
+        next(p);
+        *cond_dim = n;
+      }
+      n++;
+      if (p->tok.k == T_COMMA) {
+        next(p);
+        continue;
+      }
+      break;
+    }
+  }
+  if (p->tok.k != T_RBRACK) {
+    char buf[64];
+    perr(p, p->tok.pos, "expected ',' or ']' in the indices of %s, found %s",
+         name, tok_desc(p, &p->tok, buf, sizeof buf));
+    return false;
+  }
+  next(p);
+  if (n != T->nranks) {
+    Buf b = {0};
+    for (int k = 0; k < T->nranks; k++)
+      buf_printf(&b, "%s%s", k ? ", " : "", p->c->ranks[T->ranks[k]].name);
+    perr(p, pos,
+         "rank count mismatch: %s is declared with %d rank%s [%s] but "
+         "indexed with %d",
+         name, T->nranks, T->nranks == 1 ? "" : "s", b.s ? b.s : "", n);
+    buf_free(&b);
+    return false;
+  }
+  a->n = n;
+  a->idx = arena_alloc(p->ar, sizeof(Index) * (size_t)(n ? n : 1));
+  ra->acc = a;
+  ra->raw = arena_alloc(p->ar, sizeof(IExpr *) * (size_t)(n ? n : 1));
+  ra->pos = arena_alloc(p->ar, sizeof(size_t) * (size_t)(n ? n : 1));
+  for (int k = 0; k < n; k++) {
+    ra->raw[k] = raw[k];
+    ra->pos[k] = rpos[k];
+  }
+  return true;
+}
+
+static const char *known_functions =
+    "exp, log, sqrt, rsqrt, sigmoid, silu, softplus, recip, neg, max, min";
+
+static Expr *parse_call(Parser *p, const char *name, size_t pos, int depth) {
+  next(p); /* '(' */
+  UnOp un;
+  if (strcmp(name, "max") == 0 || strcmp(name, "min") == 0) {
+    Expr *e = ex_new(p, EX_BINARY, pos);
+    e->bin = name[1] == 'a' ? BI_MAX : BI_MIN;
+    e->a = parse_expr(p, depth + 1);
+    if (!expect(p, T_COMMA, "',' (max and min take two arguments)"))
+      return NULL;
+    e->b = parse_expr(p, depth + 1);
+    if (!expect(p, T_RPAREN, "')'"))
+      return NULL;
+    return e->a && e->b ? e : NULL;
+  }
+  if (unop_from_name(name, &un)) {
+    Expr *e = ex_new(p, EX_UNARY, pos);
+    e->un = un;
+    e->a = parse_expr(p, depth + 1);
+    if (!expect(p, T_RPAREN, "')'"))
+      return NULL;
+    return e->a ? e : NULL;
+  }
+  if (strcmp(name, "take") == 0)
+    perr(p, pos, "TeAAL's take() is not supported (it selects among sparse "
+                 "operands; dense cascades have no use for it)");
+  else
+    perr(p, pos, "unknown function '%s' (expected one of %s)", name,
+         known_functions);
+  return NULL;
+}
+
+static Expr *parse_factor(Parser *p, int depth) {
+  if (p->failed)
+    return NULL;
+  if (depth > 200) {
+    perr(p, p->tok.pos, "expression nested too deeply");
+    return NULL;
+  }
+  size_t pos = p->tok.pos;
+  switch (p->tok.k) {
+  case T_NUM: {
+    Expr *e = ex_new(p, EX_NUM, pos);
+    e->num = p->tok.num;
+    next(p);
+    return e;
+  }
+  case T_LPAREN: {
+    next(p);
+    Expr *e = parse_expr(p, depth + 1);
+    if (!expect(p, T_RPAREN, "')'"))
+      return NULL;
+    return e;
+  }
+  case T_ID: {
+    char *name = tok_text(p, &p->tok);
+    next(p);
+    if (p->tok.k == T_LPAREN)
+      return parse_call(p, name, pos, depth);
+    if (p->tok.k == T_LBRACK) {
+      if (p->const_only) {
+        perr(p, pos, "a size or parameter may not read a tensor");
+        return NULL;
+      }
+      RawAccess ra = {0};
+      int cond = -1;
+      if (!parse_access(p, &ra, name, pos, false, &cond))
+        return NULL;
+      VEC_PUSH(p->raws, p->nraws, p->raws_cap, ra);
+      Expr *e = ex_new(p, EX_READ, pos);
+      e->acc = ra.acc;
+      return e;
+    }
+    /* A bare name: a rank-0 tensor, else a scalar symbol. */
+    int t = p->const_only ? -1 : cascade_tensor(p->c, name);
+    if (t >= 0 && p->c->tensors[t].nranks == 0) {
+      Access *a = arena_alloc(p->ar, sizeof *a);
+      a->tensor = t;
+      a->loc = ydoc_scalar_loc(p->c->doc, p->node, pos);
+      a->cond_dim = -1;
+      a->idx = arena_alloc(p->ar, sizeof(Index));
+      RawAccess ra = {.acc = a};
+      VEC_PUSH(p->raws, p->nraws, p->raws_cap, ra);
+      Expr *e = ex_new(p, EX_READ, pos);
+      e->acc = a;
+      return e;
+    }
+    if (t >= 0 && cascade_rank(p->c, name) < 0 &&
+        cascade_param(p->c, name) < 0) {
+      perr(p, pos, "tensor '%s' has %d ranks: index it, as %s[...]", name,
+           p->c->tensors[t].nranks, name);
+      return NULL;
+    }
+    Expr *e = ex_new(p, EX_SYM, pos);
+    e->sym = cascade_sym(p->c, name, e->loc);
+    return e;
+  }
+  default: {
+    char buf[64];
+    if (p->tok.k == T_RPAREN || p->tok.k == T_RBRACK)
+      perr(p, pos, "unbalanced brackets: unexpected %s",
+           tok_desc(p, &p->tok, buf, sizeof buf));
+    else
+      perr(p, pos, "expected a value (a number, a name, a tensor read or "
+                   "'('), found %s",
+           tok_desc(p, &p->tok, buf, sizeof buf));
+    return NULL;
+  }
+  }
+}
+
+static Expr *parse_unary(Parser *p, int depth) {
+  if (p->tok.k == T_MINUS) {
+    size_t pos = p->tok.pos;
+    next(p);
+    Expr *a = parse_unary(p, depth + 1);
+    if (!a)
+      return NULL;
+    if (a->kind == EX_NUM) {
+      a->num = -a->num;
+      return a;
+    }
+    Expr *e = ex_new(p, EX_UNARY, pos);
+    e->un = UN_NEG;
+    e->a = a;
+    return e;
+  }
+  return parse_factor(p, depth);
+}
+
+static Expr *parse_term(Parser *p, int depth) {
+  Expr *e = parse_unary(p, depth);
+  while (e && (p->tok.k == T_STAR || p->tok.k == T_SLASH)) {
+    Expr *b = ex_new(p, EX_BINARY, p->tok.pos);
+    b->bin = p->tok.k == T_STAR ? BI_MUL : BI_DIV;
+    next(p);
+    b->a = e;
+    b->b = parse_unary(p, depth);
+    e = b->b ? b : NULL;
+  }
+  return e;
+}
+
+static Expr *parse_expr(Parser *p, int depth) {
+  if (depth > 200) {
+    perr(p, p->tok.pos, "expression nested too deeply");
+    return NULL;
+  }
+  Expr *e = parse_term(p, depth);
+  while (e && (p->tok.k == T_PLUS || p->tok.k == T_MINUS)) {
+    Expr *b = ex_new(p, EX_BINARY, p->tok.pos);
+    b->bin = p->tok.k == T_PLUS ? BI_ADD : BI_SUB;
+    next(p);
+    b->a = e;
+    b->b = parse_term(p, depth);
+    e = b->b ? b : NULL;
+  }
+  return e;
+}
+
+/* ---- resolving index variables ---- */
+
+static int find_var(const Parser *p, const char *name) {
+  for (int v = 0; v < p->nvars; v++)
+    if (strcmp(p->vars[v].name, name) == 0)
+      return v;
+  return -1;
+}
+
+/* A name alone at position K of an access is a variable over that rank. */
+static bool declare_var(Parser *p, const char *name, int rank, size_t pos) {
+  int v = find_var(p, name);
+  if (v >= 0) {
+    if (p->vars[v].rank != rank) {
+      Loc first = ydoc_scalar_loc(p->c->doc, p->node, p->vars[v].pos);
+      perr(p, pos,
+           "index variable '%s' ranges over rank %s here but over rank %s "
+           "at column %d",
+           name, p->c->ranks[rank].name, p->c->ranks[p->vars[v].rank].name,
+           first.col);
+      return false;
+    }
+    return true;
+  }
+  if (p->nvars == IR_MAX_VARS) {
+    perr(p, pos, "too many index variables (at most %d)", IR_MAX_VARS);
+    return false;
+  }
+  p->vars[p->nvars++] = (PVar){name, rank, pos};
+  return true;
+}
+
+static bool declare_vars_of(Parser *p, const RawAccess *ra) {
+  const Tensor *T = &p->c->tensors[ra->acc->tensor];
+  for (int k = 0; k < ra->acc->n; k++)
+    if (ra->raw[k]->k == IE_ID && cascade_rank(p->c, ra->raw[k]->id) < 0 &&
+        cascade_param(p->c, ra->raw[k]->id) < 0 &&
+        !declare_var(p, ra->raw[k]->id, T->ranks[k], ra->pos[k]))
+      return false;
+  return true;
+}
+
+/* An affine form: sum over variables of coef[v]*v, plus off. */
+typedef struct Affine {
+  Expr *coef[IR_MAX_VARS]; /* NULL: the variable is absent */
+  Expr *off;               /* NULL: 0 */
+} Affine;
+
+static Expr *cnum(Parser *p, double v, size_t pos) {
+  Expr *e = ex_new(p, EX_NUM, pos);
+  e->num = v;
+  return e;
+}
+
+/* Combine two constant expressions, folding numbers. */
+static Expr *cbin(Parser *p, BinOp op, Expr *a, Expr *b, size_t pos) {
+  if (a->kind == EX_NUM && b->kind == EX_NUM)
+    return cnum(p, binop_apply(op, a->num, b->num), pos);
+  if (op == BI_MUL && a->kind == EX_NUM && a->num == 1)
+    return b;
+  if (op == BI_MUL && b->kind == EX_NUM && b->num == 1)
+    return a;
+  Expr *e = ex_new(p, EX_BINARY, pos);
+  e->bin = op;
+  e->a = a;
+  e->b = b;
+  return e;
+}
+
+static Expr *cadd(Parser *p, Expr *a, Expr *b, size_t pos) {
+  if (!a)
+    return b;
+  if (!b)
+    return a;
+  return cbin(p, BI_ADD, a, b, pos);
+}
+
+static bool affine_is_const(const Affine *f, int nvars) {
+  for (int v = 0; v < nvars; v++)
+    if (f->coef[v])
+      return false;
+  return true;
+}
+
+static void affine_scale(Parser *p, Affine *f, Expr *k, int nvars,
+                         size_t pos) {
+  for (int v = 0; v < nvars; v++)
+    if (f->coef[v])
+      f->coef[v] = cbin(p, BI_MUL, k, f->coef[v], pos);
+  if (f->off)
+    f->off = cbin(p, BI_MUL, k, f->off, pos);
+}
+
+static bool linearize(Parser *p, const IExpr *e, Affine *f) {
+  memset(f, 0, sizeof *f);
+  switch (e->k) {
+  case IE_NUM:
+    f->off = cnum(p, e->num, e->pos);
+    return true;
+  case IE_ID: {
+    int v = find_var(p, e->id);
+    if (v >= 0) {
+      f->coef[v] = cnum(p, 1, e->pos);
+      return true;
+    }
+    if (cascade_rank(p->c, e->id) < 0 && cascade_param(p->c, e->id) < 0) {
+      bool model_param = false;
+      for (int i = 0; preset_param_names[i]; i++)
+        model_param = model_param || strcmp(preset_param_names[i], e->id) == 0;
+      if (!model_param) {
+        perr(p, e->pos,
+             "undeclared rank variable '%s': a variable must index a "
+             "tensor rank on its own somewhere in the Einsum, and a "
+             "constant must be a rank size or a parameter",
+             e->id);
+        return false;
+      }
+    }
+    Expr *s = ex_new(p, EX_SYM, e->pos);
+    s->sym = cascade_sym(p->c, e->id, s->loc);
+    f->off = s;
+    return true;
+  }
+  case IE_NEG:
+    if (!linearize(p, e->a, f))
+      return false;
+    affine_scale(p, f, cnum(p, -1, e->pos), p->nvars, e->pos);
+    return true;
+  case IE_ADD:
+  case IE_SUB: {
+    Affine g;
+    if (!linearize(p, e->a, f) || !linearize(p, e->b, &g))
+      return false;
+    if (e->k == IE_SUB)
+      affine_scale(p, &g, cnum(p, -1, e->pos), p->nvars, e->pos);
+    for (int v = 0; v < p->nvars; v++)
+      f->coef[v] = cadd(p, f->coef[v], g.coef[v], e->pos);
+    f->off = cadd(p, f->off, g.off, e->pos);
+    return true;
+  }
+  case IE_MUL: {
+    Affine g;
+    if (!linearize(p, e->a, f) || !linearize(p, e->b, &g))
+      return false;
+    bool fc = affine_is_const(f, p->nvars), gc = affine_is_const(&g, p->nvars);
+    if (!fc && !gc) {
+      perr(p, e->pos, "bad index expression: a product of index variables "
+                      "is not affine");
+      return false;
+    }
+    Affine *var_side = fc ? &g : f;
+    Expr *k = fc ? f->off : g.off;
+    if (!k)
+      k = cnum(p, 0, e->pos);
+    affine_scale(p, var_side, k, p->nvars, e->pos);
+    if (var_side != f)
+      *f = g;
+    return true;
+  }
+  }
+  return false;
+}
+
+static bool is_num(const Expr *e, double v) {
+  return e && e->kind == EX_NUM && e->num == v;
+}
+
+static bool build_index(Parser *p, const IExpr *raw, size_t pos, Index *ix) {
+  Affine f;
+  if (!linearize(p, raw, &f))
+    return false;
+  memset(ix, 0, sizeof *ix);
+  ix->loc = ydoc_scalar_loc(p->c->doc, p->node, pos);
+  for (int v = 0; v < p->nvars; v++) {
+    if (!f.coef[v] || is_num(f.coef[v], 0))
+      continue;
+    if (ix->nterms == IR_MAX_TERMS) {
+      perr(p, pos, "bad index expression: more than %d variables",
+           IR_MAX_TERMS);
+      return false;
+    }
+    ix->var[ix->nterms] = v;
+    ix->coef[ix->nterms] = is_num(f.coef[v], 1) ? NULL : f.coef[v];
+    ix->nterms++;
+  }
+  ix->off = is_num(f.off, 0) ? NULL : f.off;
+  bool unit = ix->nterms == 1 && !ix->coef[0];
+  ix->plain = unit && !ix->off;
+  if (unit && ix->off && ix->off->kind == EX_NUM && ix->off->num <= -1)
+    ix->lag = (int)-ix->off->num;
+  return true;
+}
+
+static bool resolve_access(Parser *p, RawAccess *ra) {
+  for (int k = 0; k < ra->acc->n; k++)
+    if (!build_index(p, ra->raw[k], ra->pos[k], &ra->acc->idx[k]))
+      return false;
+  return true;
+}
+
+/* Symbols in values must not be index variables (`i` is not a number). */
+static bool check_value_syms(Parser *p, const Expr *e) {
+  if (!e)
+    return true;
+  if (e->kind == EX_SYM && find_var(p, p->c->syms[e->sym].name) >= 0) {
+    p->failed = true;
+    diag_error(p->d, p->c->path, e->loc,
+               "index variable '%s' cannot be used as a value",
+               p->c->syms[e->sym].name);
+    return false;
+  }
+  return check_value_syms(p, e->a) && check_value_syms(p, e->b);
+}
+
+/* ---- the Einsum ---- */
+
+static bool parse_reduction(Parser *p, Einsum *e, VarSet *listed,
+                            size_t *pos) {
+  *pos = p->tok.pos;
+  next(p); /* '::' */
+  if (p->tok.k != T_ID) {
+    perr(p, p->tok.pos, "expected a reduction operator (sum, max, min, prod) "
+                        "after '::'");
+    return false;
+  }
+  char *op = tok_text(p, &p->tok);
+  if (!redop_from_name(op, &e->red)) {
+    perr(p, p->tok.pos,
+         "unknown reduction operator '%s' (expected sum, max, min or prod)",
+         op);
+    return false;
+  }
+  e->explicit_red = true;
+  next(p);
+  if (!expect(p, T_LPAREN, "'(' after the reduction operator"))
+    return false;
+  *listed = 0;
+  while (p->tok.k == T_ID) {
+    char *name = tok_text(p, &p->tok);
+    int v = find_var(p, name);
+    if (v < 0) {
+      perr(p, p->tok.pos,
+           "undeclared rank variable '%s' in the reduction: it indexes no "
+           "tensor of this Einsum",
+           name);
+      return false;
+    }
+    if (VARSET_HAS(e->out_vars, v)) {
+      perr(p, p->tok.pos,
+           "reduction variable '%s' is in the output: it cannot be reduced",
+           name);
+      return false;
+    }
+    *listed |= VARSET_BIT(v);
+    next(p);
+    if (p->tok.k != T_COMMA)
+      break;
+    next(p);
+  }
+  return expect(p, T_RPAREN, "')' closing the reduction variables");
+}
+
+/* TeAAL's older `sum(K).(expr)`: the listed ranks are summed, as our
+ * implicit reduction does anyway. */
+static Expr *parse_teaal_sum(Parser *p) {
+  next(p); /* sum */
+  next(p); /* ( */
+  while (p->tok.k == T_ID) {
+    char *r = tok_text(p, &p->tok);
+    if (cascade_rank(p->c, r) < 0) {
+      perr(p, p->tok.pos, "undeclared rank '%s' in sum(...)", r);
+      return NULL;
+    }
+    next(p);
+    if (p->tok.k != T_COMMA)
+      break;
+    next(p);
+  }
+  if (!expect(p, T_RPAREN, "')'") || !expect(p, T_DOT, "'.' after sum(...)"))
+    return NULL;
+  return parse_factor(p, 0);
+}
+
+static bool parse_einsum(Parser *p, Einsum *e) {
+  next(p);
+  if (p->tok.k != T_ID) {
+    char buf[64];
+    perr(p, p->tok.pos, "expected the output tensor (NAME[...]), found %s",
+         tok_desc(p, &p->tok, buf, sizeof buf));
+    return false;
+  }
+  size_t out_pos = p->tok.pos;
+  char *out = tok_text(p, &p->tok);
+  next(p);
+  int cond = -1;
+  if (p->tok.k != T_LBRACK) {
+    int t = cascade_tensor(p->c, out);
+    if (t < 0 || p->c->tensors[t].nranks != 0) {
+      if (!parse_access(p, &p->lhs, out, out_pos, true, &cond))
+        return false;
+    } else { /* a rank-0 output may omit the brackets */
+      Access *a = arena_alloc(p->ar, sizeof *a);
+      a->tensor = t;
+      a->cond_dim = -1;
+      a->loc = ydoc_scalar_loc(p->c->doc, p->node, out_pos);
+      a->idx = arena_alloc(p->ar, sizeof(Index));
+      p->lhs.acc = a;
+    }
+  } else if (!parse_access(p, &p->lhs, out, out_pos, true, &cond)) {
+    return false;
+  }
+  p->lhs.acc->cond_dim = cond;
+  p->eq_pos = p->tok.pos;
+  if (!expect(p, T_EQ, "'=' after the output"))
+    return false;
+  /* `sum` is no function of ours: `sum(` can only be TeAAL's form. */
+  bool teaal_sum = false;
+  if (tok_is(p, "sum")) {
+    size_t save_at = p->at;
+    Tok save = p->tok;
+    next(p);
+    teaal_sum = p->tok.k == T_LPAREN;
+    p->at = save_at;
+    p->tok = save;
+  }
+  e->rhs = teaal_sum ? parse_teaal_sum(p) : parse_expr(p, 0);
+  if (!e->rhs || p->failed)
+    return false;
+
+  /* Variables: every name alone at an index position. */
+  for (int k = 0; k < p->lhs.acc->n; k++) {
+    const IExpr *r = p->lhs.raw[k];
+    if (r->k != IE_ID) {
+      perr(p, p->lhs.pos[k],
+           "the output may be indexed only by plain variables (found an "
+           "expression)");
+      return false;
+    }
+    if (find_var(p, r->id) >= 0) {
+      perr(p, p->lhs.pos[k], "repeated output variable '%s'", r->id);
+      return false;
+    }
+    if (!declare_var(p, r->id, p->c->tensors[p->lhs.acc->tensor].ranks[k],
+                     p->lhs.pos[k]))
+      return false;
+  }
+  int nout = p->nvars;
+  for (int i = 0; i < p->nraws; i++)
+    if (!declare_vars_of(p, &p->raws[i]))
+      return false;
+  for (int v = 0; v < nout; v++)
+    e->out_vars |= VARSET_BIT(v);
+
+  VarSet listed = 0;
+  size_t red_pos = 0;
+  if (p->tok.k == T_COLONCOLON && !parse_reduction(p, e, &listed, &red_pos))
+    return false;
+  if (p->tok.k != T_EOF) {
+    char buf[64];
+    if (p->tok.k == T_RPAREN || p->tok.k == T_RBRACK)
+      perr(p, p->tok.pos, "unbalanced brackets: unexpected %s",
+           tok_desc(p, &p->tok, buf, sizeof buf));
+    else
+      perr(p, p->tok.pos, "unexpected %s after the expression",
+           tok_desc(p, &p->tok, buf, sizeof buf));
+    return false;
+  }
+
+  if (!resolve_access(p, &p->lhs))
+    return false;
+  for (int i = 0; i < p->nraws; i++)
+    if (!resolve_access(p, &p->raws[i]))
+      return false;
+  if (!check_value_syms(p, e->rhs))
+    return false;
+
+  e->out = *p->lhs.acc;
+  e->nvars = p->nvars;
+  e->vars = arena_alloc(p->ar, sizeof(Var) * (size_t)(p->nvars ? p->nvars : 1));
+  for (int v = 0; v < p->nvars; v++)
+    e->vars[v] = (Var){p->vars[v].name, p->vars[v].rank};
+  e->nreads = p->nraws;
+  e->reads = arena_alloc(p->ar, sizeof(Access *) * (size_t)(p->nraws ? p->nraws : 1));
+  for (int i = 0; i < p->nraws; i++)
+    e->reads[i] = p->raws[i].acc;
+
+  if (e->explicit_red) {
+    VarSet missing = einsum_reduced_vars(e) & ~listed;
+    if (missing) {
+      int v = __builtin_ctzll(missing);
+      perr(p, red_pos,
+           "variable '%s' is neither in the output nor in the reduction "
+           "list",
+           e->vars[v].name);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool spec_parse_einsum(Cascade *c, const YamlNode *node, Diag *d) {
+  Parser p = {.c = c, .node = node, .d = d, .s = node->text,
+              .len = strlen(node->text), .ar = &c->arena};
+  Einsum *e = arena_alloc(&c->arena, sizeof *e);
+  e->text = node->text;
+  e->loc = node->loc;
+  bool ok = parse_einsum(&p, e) && !p.failed;
+  free(p.raws);
+  if (!ok) {
+    if (!d->failed) /* defensive: every failure path reports */
+      diag_error(d, c->path, node->loc, "malformed expression");
+    return false;
+  }
+  Tensor *t = &c->tensors[e->out.tensor];
+  if (e->out.cond_dim >= 0) {
+    if (t->init) {
+      diag_error(d, c->path, node->loc,
+                 "%s already has an initialization (line %d)", t->name,
+                 t->init->loc.line);
+      return false;
+    }
+    e->id = -1;
+    t->init = e;
+    return true;
+  }
+  cascade_add_einsum(c, e);
+  return true;
+}
+
+Expr *spec_parse_const(Cascade *c, const YamlNode *node, Diag *d) {
+  Parser p = {.c = c, .node = node, .d = d, .s = node->text,
+              .len = strlen(node->text), .ar = &c->arena,
+              .const_only = true};
+  next(&p);
+  Expr *e = NULL;
+  if (p.tok.k == T_EOF)
+    perr(&p, 0, "expected a value, found nothing");
+  else
+    e = parse_expr(&p, 0);
+  if (e && !p.failed && p.tok.k != T_EOF) {
+    char buf[64];
+    perr(&p, p.tok.pos, "unexpected %s after the value",
+         tok_desc(&p, &p.tok, buf, sizeof buf));
+  }
+  free(p.raws);
+  if (p.failed) {
+    if (!d->failed)
+      diag_error(d, c->path, node->loc, "malformed value");
+    return NULL;
+  }
+  return e;
+}

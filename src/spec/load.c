@@ -1,0 +1,294 @@
+/* load.c — reading the sections of a cascade spec. */
+#include "spec.h"
+
+#include <ctype.h>
+#include <string.h>
+
+/* Sections of TeAAL (and ours) that later stages may read; the loader
+ * keeps them as YAML trees. */
+static const char *const kept_sections[] = {"mapping", "format",
+                                            "architecture", "bindings",
+                                            "weights", NULL};
+static const char *const own_sections[] = {"einsum", "shape",  "params",
+                                           "model",  "outputs", NULL};
+
+static bool in_list(const char *const *list, const char *s) {
+  for (int i = 0; list[i]; i++)
+    if (strcmp(list[i], s) == 0)
+      return true;
+  return false;
+}
+
+static bool is_identifier(const char *s) {
+  if (!(isalpha((unsigned char)s[0]) || s[0] == '_'))
+    return false;
+  for (const char *p = s; *p; p++)
+    if (!(isalnum((unsigned char)*p) || *p == '_'))
+      return false;
+  return true;
+}
+
+static bool want(Cascade *c, const YamlNode *n, YamlKind kind,
+                 const char *what, Diag *d) {
+  if (n && n->kind == kind)
+    return true;
+  diag_error(d, c->path, n ? n->loc : (Loc){1, 1}, "expected %s %s, found %s",
+             ydoc_kind_name(kind), what, n ? ydoc_kind_name(n->kind) : "nothing");
+  return false;
+}
+
+static bool want_identifier(Cascade *c, const YamlNode *n, const char *what,
+                            Diag *d) {
+  if (!want(c, n, YN_SCALAR, what, d))
+    return false;
+  if (!is_identifier(n->text)) {
+    diag_error(d, c->path, n->loc,
+               "%s '%s' is not a name (letters, digits and '_', not starting "
+               "with a digit)",
+               what, n->text);
+    return false;
+  }
+  return true;
+}
+
+static bool load_declaration(Cascade *c, const YamlNode *decl, Diag *d) {
+  if (!want(c, decl, YN_MAP, "(einsum.declaration: TENSOR: [RANKS])", d))
+    return false;
+  for (int i = 0; i < decl->n; i++) {
+    const YamlNode *name = decl->keys[i], *ranks = decl->items[i];
+    if (!want_identifier(c, name, "tensor name", d))
+      return false;
+    if (!want(c, ranks, YN_SEQ, "of rank names", d))
+      return false;
+    if (ranks->n > IR_MAX_RANKS) {
+      diag_error(d, c->path, ranks->loc, "%s has %d ranks (at most %d)",
+                 name->text, ranks->n, IR_MAX_RANKS);
+      return false;
+    }
+    int r[IR_MAX_RANKS];
+    for (int k = 0; k < ranks->n; k++) {
+      if (!want_identifier(c, ranks->items[k], "rank", d))
+        return false;
+      r[k] = cascade_add_rank(c, ranks->items[k]->text, ranks->items[k]->loc);
+    }
+    cascade_add_tensor(c, name->text, name->loc, ranks->n, r);
+  }
+  return true;
+}
+
+static bool load_params(Cascade *c, const YamlNode *params, Diag *d) {
+  if (!params)
+    return true;
+  if (!want(c, params, YN_MAP, "(params: NAME: value)", d))
+    return false;
+  for (int i = 0; i < params->n; i++) {
+    const YamlNode *k = params->keys[i], *v = params->items[i];
+    if (!want_identifier(c, k, "parameter name", d))
+      return false;
+    if (cascade_rank(c, k->text) >= 0) {
+      diag_error(d, c->path, k->loc,
+                 "parameter '%s' has the name of a rank: bind rank sizes in "
+                 "the shape section",
+                 k->text);
+      return false;
+    }
+    if (!want(c, v, YN_SCALAR, "(a constant value)", d))
+      return false;
+    Expr *e = spec_parse_const(c, v, d);
+    if (!e)
+      return false;
+    Param p = {.name = k->text, .loc = k->loc, .value = e};
+    VEC_PUSH(c->params, c->nparams, c->params_cap, p);
+  }
+  return true;
+}
+
+static bool load_shape(Cascade *c, const YamlNode *shape, Diag *d) {
+  if (!shape)
+    return true;
+  if (!want(c, shape, YN_MAP, "(shape: RANK: size)", d))
+    return false;
+  c->has_shape = true;
+  for (int i = 0; i < shape->n; i++) {
+    const YamlNode *k = shape->keys[i], *v = shape->items[i];
+    int r = cascade_rank(c, k->text);
+    if (r < 0) {
+      diag_error(d, c->path, k->loc,
+                 "undeclared rank '%s' in shape: no tensor of "
+                 "einsum.declaration has it",
+                 k->text);
+      return false;
+    }
+    if (!want(c, v, YN_SCALAR, "(a size expression)", d))
+      return false;
+    c->ranks[r].size = spec_parse_const(c, v, d);
+    if (!c->ranks[r].size)
+      return false;
+  }
+  return true;
+}
+
+static bool load_model(Cascade *c, const YamlNode *model, Diag *d) {
+  if (!model)
+    return true;
+  if (!want(c, model, YN_SCALAR, "(a model preset name)", d))
+    return false;
+  if (!preset_find(model->text)) {
+    Buf b = {0};
+    for (int i = 0; preset_at(i); i++)
+      buf_printf(&b, "%s%s", i ? ", " : "", preset_at(i)->name);
+    diag_error(d, c->path, model->loc, "unknown model '%s' (expected one of %s)",
+               model->text, b.s);
+    buf_free(&b);
+    return false;
+  }
+  c->model = model->text;
+  c->model_loc = model->loc;
+  return true;
+}
+
+static bool load_expressions(Cascade *c, const YamlNode *exprs, Diag *d) {
+  if (!want(c, exprs, YN_SEQ, "(einsum.expressions: a list of strings)", d))
+    return false;
+  if (exprs->n == 0) {
+    diag_error(d, c->path, exprs->loc, "einsum.expressions is empty");
+    return false;
+  }
+  for (int i = 0; i < exprs->n; i++) {
+    const YamlNode *x = exprs->items[i];
+    if (x->kind == YN_MAP) {
+      diag_error(d, c->path, x->loc,
+                 "expected an expression string, found a mapping: a ': ' "
+                 "inside an expression makes YAML read 'key: value'; quote "
+                 "the expression (\"Y[i] = X[i,k] :: max(k)\")");
+      return false;
+    }
+    if (!want(c, x, YN_SCALAR, "(an expression string)", d))
+      return false;
+    if (!spec_parse_einsum(c, x, d))
+      return false;
+  }
+  if (c->neinsums == 0) {
+    diag_error(d, c->path, exprs->loc,
+               "einsum.expressions holds only initializations");
+    return false;
+  }
+  return true;
+}
+
+static bool load_outputs(Cascade *c, const YamlNode *outs, Diag *d) {
+  if (!outs)
+    return true;
+  if (!want(c, outs, YN_SEQ, "(outputs: a list of tensor names)", d))
+    return false;
+  for (int i = 0; i < outs->n; i++) {
+    const YamlNode *x = outs->items[i];
+    if (!want(c, x, YN_SCALAR, "(a tensor name)", d))
+      return false;
+    int t = cascade_tensor(c, x->text);
+    if (t < 0) {
+      diag_error(d, c->path, x->loc, "unknown tensor '%s' in outputs",
+                 x->text);
+      return false;
+    }
+    c->tensors[t].output = true;
+  }
+  return true;
+}
+
+static bool check_outputs_produced(Cascade *c, const YamlNode *outs,
+                                   Diag *d) {
+  for (int i = 0; outs && i < outs->n; i++) {
+    int t = cascade_tensor(c, outs->items[i]->text);
+    if (c->tensors[t].producer < 0) {
+      diag_error(d, c->path, outs->items[i]->loc,
+                 "output %s is an input: no Einsum produces it",
+                 outs->items[i]->text);
+      return false;
+    }
+  }
+  return true;
+}
+
+static bool load_root(Cascade *c, const YamlNode *root, Diag *d) {
+  if (!root) {
+    diag_error(d, c->path, (Loc){1, 1},
+               "empty spec: expected an 'einsum' section");
+    return false;
+  }
+  if (!want(c, root, YN_MAP, "at the top level (with an 'einsum' section)", d))
+    return false;
+  for (int i = 0; i < root->n; i++) {
+    const char *k = root->keys[i]->text;
+    if (in_list(kept_sections, k)) {
+      Section s = {k, root->items[i]};
+      VEC_PUSH(c->sections, c->nsections, c->sections_cap, s);
+    } else if (!in_list(own_sections, k)) {
+      diag_error(d, c->path, root->keys[i]->loc,
+                 "unknown section '%s' (expected einsum, shape, params, model, "
+                 "outputs, weights, or TeAAL's mapping, format, architecture, "
+                 "bindings)",
+                 k);
+      return false;
+    }
+  }
+  const YamlNode *einsum = ydoc_get(root, "einsum");
+  if (!einsum) {
+    diag_error(d, c->path, root->loc, "missing 'einsum' section");
+    return false;
+  }
+  if (!want(c, einsum, YN_MAP, "(einsum: declaration, expressions)", d))
+    return false;
+  for (int i = 0; i < einsum->n; i++) {
+    const char *k = einsum->keys[i]->text;
+    if (strcmp(k, "declaration") && strcmp(k, "expressions")) {
+      diag_error(d, c->path, einsum->keys[i]->loc,
+                 "unknown key '%s' in einsum (expected declaration, "
+                 "expressions)",
+                 k);
+      return false;
+    }
+  }
+  const YamlNode *decl = ydoc_get(einsum, "declaration");
+  const YamlNode *exprs = ydoc_get(einsum, "expressions");
+  if (!decl || !exprs) {
+    diag_error(d, c->path, einsum->loc, "einsum needs both 'declaration' and "
+                                        "'expressions'");
+    return false;
+  }
+  return load_declaration(c, decl, d) &&
+         load_params(c, ydoc_get(root, "params"), d) &&
+         load_shape(c, ydoc_get(root, "shape"), d) &&
+         load_model(c, ydoc_get(root, "model"), d) &&
+         load_expressions(c, exprs, d) &&
+         load_outputs(c, ydoc_get(root, "outputs"), d) &&
+         cascade_finish(c, d) &&
+         check_outputs_produced(c, ydoc_get(root, "outputs"), d);
+}
+
+Cascade *spec_parse(const char *path, const char *text, size_t len,
+                    Diag *d) {
+  YamlDoc *doc = ydoc_parse(path, text, len, d);
+  if (!doc)
+    return NULL;
+  Cascade *c = cascade_new(path);
+  c->doc = doc;
+  if (!load_root(c, doc->root, d)) {
+    cascade_free(c);
+    return NULL;
+  }
+  return c;
+}
+
+Cascade *spec_load(const char *path, Diag *d) {
+  YamlDoc *doc = ydoc_load(path, d);
+  if (!doc)
+    return NULL;
+  Cascade *c = cascade_new(path);
+  c->doc = doc;
+  if (!load_root(c, doc->root, d)) {
+    cascade_free(c);
+    return NULL;
+  }
+  return c;
+}

@@ -1,0 +1,290 @@
+#include "ydoc.h"
+
+#include <errno.h>
+#include <string.h>
+#include <yaml.h>
+
+enum { MAX_DEPTH = 64 };
+
+/* A node under construction: its children grow on the heap and are copied
+ * into the arena when the node closes. */
+typedef struct Frame {
+  YamlNode *node;
+  YamlNode **items, **keys;
+  int n, cap, nkeys, kcap;
+} Frame;
+
+typedef struct Builder {
+  YamlDoc *doc;
+  Diag *diag;
+  size_t *line_start; /* byte offset of each line's start */
+  int nlines;
+  Frame stack[MAX_DEPTH];
+  int depth;
+} Builder;
+
+static void index_lines(Builder *b) {
+  int cap = 64;
+  b->line_start = xmalloc((size_t)cap * sizeof *b->line_start);
+  b->nlines = 0;
+  b->line_start[b->nlines++] = 0;
+  for (size_t i = 0; i < b->doc->len; i++) {
+    if (b->doc->src[i] == '\n') {
+      if (b->nlines == cap) {
+        cap *= 2;
+        b->line_start =
+            xrealloc(b->line_start, (size_t)cap * sizeof *b->line_start);
+      }
+      b->line_start[b->nlines++] = i + 1;
+    }
+  }
+}
+
+/* libyaml counts columns in characters; the source is UTF-8 bytes. */
+static size_t byte_offset(const Builder *b, yaml_mark_t m) {
+  if (m.line >= (size_t)b->nlines)
+    return b->doc->len;
+  size_t p = b->line_start[m.line];
+  for (size_t c = 0; c < m.column && p < b->doc->len; c++) {
+    p++;
+    while (p < b->doc->len && ((unsigned char)b->doc->src[p] & 0xC0) == 0x80)
+      p++;
+  }
+  return p;
+}
+
+static Loc mark_loc(yaml_mark_t m) {
+  return (Loc){(int)m.line + 1, (int)m.column + 1};
+}
+
+static YamlNode *new_node(Builder *b, YamlKind kind, yaml_mark_t m) {
+  YamlNode *n = arena_alloc(&b->doc->arena, sizeof *n);
+  n->kind = kind;
+  n->loc = mark_loc(m);
+  n->offset = byte_offset(b, m);
+  return n;
+}
+
+static bool fail(Builder *b, Loc loc, const char *msg) {
+  diag_error(b->diag, b->doc->path, loc, "%s", msg);
+  return false;
+}
+
+/* Attach a finished node to its parent (or make it the root). */
+static bool attach(Builder *b, YamlNode *node) {
+  if (b->depth == 0) {
+    b->doc->root = node;
+    return true;
+  }
+  Frame *f = &b->stack[b->depth - 1];
+  if (f->node->kind == YN_MAP && f->nkeys == f->n) {
+    /* This node is a key. */
+    if (node->kind != YN_SCALAR)
+      return fail(b, node->loc, "mapping keys must be plain scalars");
+    for (int i = 0; i < f->nkeys; i++)
+      if (strcmp(f->keys[i]->text, node->text) == 0) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "duplicate key '%.200s' (first given at line %d)",
+                 node->text, f->keys[i]->loc.line);
+        return fail(b, node->loc, msg);
+      }
+    VEC_PUSH(f->keys, f->nkeys, f->kcap, node);
+    return true;
+  }
+  VEC_PUSH(f->items, f->n, f->cap, node);
+  return true;
+}
+
+static bool open_frame(Builder *b, YamlNode *node) {
+  if (b->depth == MAX_DEPTH)
+    return fail(b, node->loc, "nesting deeper than 64 levels");
+  b->stack[b->depth++] = (Frame){.node = node};
+  return true;
+}
+
+static bool close_frame(Builder *b) {
+  Frame *f = &b->stack[--b->depth];
+  YamlNode *node = f->node;
+  node->n = f->n;
+  size_t sz = (size_t)f->n * sizeof(YamlNode *);
+  node->items = arena_alloc(&b->doc->arena, sz);
+  if (f->n)
+    memcpy(node->items, f->items, sz);
+  if (node->kind == YN_MAP) {
+    node->keys = arena_alloc(&b->doc->arena, sz);
+    if (f->n)
+      memcpy(node->keys, f->keys, sz);
+  }
+  free(f->items);
+  free(f->keys);
+  return attach(b, node);
+}
+
+static bool handle(Builder *b, yaml_event_t *ev, int *docs) {
+  switch (ev->type) {
+  case YAML_DOCUMENT_START_EVENT:
+    if (++*docs > 1)
+      return fail(b, mark_loc(ev->start_mark),
+                  "only one YAML document is allowed per file");
+    return true;
+  case YAML_ALIAS_EVENT:
+    diag_error(b->diag, b->doc->path, mark_loc(ev->start_mark),
+               "YAML alias '*%s' is not supported: write the value out",
+               (const char *)ev->data.alias.anchor);
+    return false;
+  case YAML_SCALAR_EVENT: {
+    YamlNode *n = new_node(b, YN_SCALAR, ev->start_mark);
+    n->text = arena_strndup(&b->doc->arena, (const char *)ev->data.scalar.value,
+                            ev->data.scalar.length);
+    if (strlen(n->text) != ev->data.scalar.length)
+      return fail(b, n->loc, "scalar contains a NUL character");
+    n->quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
+    return attach(b, n);
+  }
+  case YAML_SEQUENCE_START_EVENT:
+    return open_frame(b, new_node(b, YN_SEQ, ev->start_mark));
+  case YAML_MAPPING_START_EVENT:
+    return open_frame(b, new_node(b, YN_MAP, ev->start_mark));
+  case YAML_SEQUENCE_END_EVENT:
+  case YAML_MAPPING_END_EVENT:
+    return close_frame(b);
+  default:
+    return true;
+  }
+}
+
+YamlDoc *ydoc_parse(const char *path, const char *text, size_t len,
+                    Diag *diag) {
+  YamlDoc *doc = xcalloc(1, sizeof *doc);
+  doc->path = arena_strdup(&doc->arena, path);
+  doc->src = xmalloc(len + 1);
+  memcpy(doc->src, text, len);
+  doc->src[len] = 0;
+  doc->len = len;
+
+  Builder b = {.doc = doc, .diag = diag};
+  index_lines(&b);
+
+  yaml_parser_t parser;
+  yaml_parser_initialize(&parser);
+  yaml_parser_set_input_string(&parser, (const unsigned char *)doc->src, len);
+  bool ok = true, done = false;
+  int docs = 0;
+  while (ok && !done) {
+    yaml_event_t ev;
+    if (!yaml_parser_parse(&parser, &ev)) {
+      Loc loc = mark_loc(parser.problem_mark);
+      if (parser.context)
+        diag_error(diag, path, loc, "YAML syntax error: %s %s",
+                   parser.problem ? parser.problem : "unknown problem",
+                   parser.context);
+      else
+        diag_error(diag, path, loc, "YAML syntax error: %s",
+                   parser.problem ? parser.problem : "unknown problem");
+      ok = false;
+      break;
+    }
+    done = ev.type == YAML_STREAM_END_EVENT;
+    ok = handle(&b, &ev, &docs);
+    yaml_event_delete(&ev);
+  }
+  yaml_parser_delete(&parser);
+  while (b.depth > 0) {
+    Frame *f = &b.stack[--b.depth];
+    free(f->items);
+    free(f->keys);
+  }
+  free(b.line_start);
+  if (!ok) {
+    ydoc_free(doc);
+    return NULL;
+  }
+  return doc;
+}
+
+YamlDoc *ydoc_load(const char *path, Diag *diag) {
+  size_t len;
+  char *text = read_file(path, &len);
+  if (!text) {
+    diag_error(diag, path, (Loc){0, 0}, "cannot read file: %s",
+               strerror(errno));
+    return NULL;
+  }
+  YamlDoc *doc = ydoc_parse(path, text, len, diag);
+  free(text);
+  return doc;
+}
+
+void ydoc_free(YamlDoc *doc) {
+  if (!doc)
+    return;
+  free(doc->src);
+  arena_free(&doc->arena);
+  free(doc);
+}
+
+YamlNode *ydoc_get(const YamlNode *map, const char *key) {
+  if (!map || map->kind != YN_MAP)
+    return NULL;
+  for (int i = 0; i < map->n; i++)
+    if (strcmp(map->keys[i]->text, key) == 0)
+      return map->items[i];
+  return NULL;
+}
+
+const char *ydoc_kind_name(YamlKind k) {
+  switch (k) {
+  case YN_SCALAR:
+    return "a scalar";
+  case YN_SEQ:
+    return "a list";
+  case YN_MAP:
+    return "a mapping";
+  }
+  return "?";
+}
+
+/* Walk the raw source beside the scalar's value: characters that match
+ * advance both; whatever the value lacks (quotes, escapes, the indentation
+ * of folded lines) advances the source alone. */
+Loc ydoc_scalar_loc(const YamlDoc *doc, const YamlNode *s, size_t offset) {
+  Loc loc = s->loc;
+  const char *v = s->text;
+  size_t p = s->offset;
+  const char *src = doc->src;
+  size_t vlen = strlen(v);
+  if (offset > vlen)
+    offset = vlen;
+  if (s->quoted && p < doc->len && (src[p] == '"' || src[p] == '\'')) {
+    p++;
+    loc.col++;
+  }
+  for (size_t k = 0; k < offset && p < doc->len; k++) {
+    /* Skip source characters until one matches v[k] (bounded search). */
+    size_t q = p;
+    Loc ql = loc;
+    int guard = 0;
+    while (q < doc->len && src[q] != v[k] && guard < 256) {
+      if (src[q] == '\n') {
+        ql.line++;
+        ql.col = 1;
+      } else if (((unsigned char)src[q] & 0xC0) != 0x80) {
+        ql.col++;
+      }
+      q++;
+      guard++;
+    }
+    if (q >= doc->len || guard == 256)
+      break; /* lost track: report what we have */
+    p = q + 1;
+    loc = ql;
+    if (src[q] == '\n') {
+      loc.line++;
+      loc.col = 1;
+    } else {
+      loc.col++;
+    }
+  }
+  /* Point at the character itself, skipping folded whitespace before it. */
+  return loc;
+}

@@ -1,0 +1,55 @@
+/* ydoc.h — a YAML document as a tree of located nodes.
+ *
+ * libyaml does the parsing; this module turns its event stream into a small
+ * tree (scalars, sequences, mappings) in which every node remembers where it
+ * was written, so that later stages (the cascade spec, the architecture
+ * spec) can report errors as FILE:LINE:COL. Aliases, tags other than the
+ * core ones, duplicate keys and multi-document streams are rejected: specs
+ * are plain data. */
+#ifndef MAMBALAYA_YDOC_H
+#define MAMBALAYA_YDOC_H
+
+#include "../util/util.h"
+
+typedef enum { YN_SCALAR, YN_SEQ, YN_MAP } YamlKind;
+
+typedef struct YamlNode YamlNode;
+struct YamlNode {
+  YamlKind kind;
+  Loc loc;        /* where the node starts */
+  size_t offset;  /* byte offset of that start in the source */
+  const char *text; /* YN_SCALAR: the value */
+  bool quoted;      /* YN_SCALAR: written in quotes or as a block scalar */
+  int n;            /* YN_SEQ, YN_MAP: number of items */
+  YamlNode **items; /* YN_SEQ: the items; YN_MAP: the values */
+  YamlNode **keys;  /* YN_MAP: the keys (scalars) */
+};
+
+typedef struct YamlDoc {
+  Arena arena;
+  const char *path;
+  char *src; /* the source text, NUL-terminated, owned */
+  size_t len;
+  YamlNode *root; /* NULL for an empty document */
+} YamlDoc;
+
+/* Parse TEXT (copied) as one YAML document. NULL and *diag set on error. */
+YamlDoc *ydoc_parse(const char *path, const char *text, size_t len,
+                    Diag *diag);
+/* Read and parse a file. */
+YamlDoc *ydoc_load(const char *path, Diag *diag);
+void ydoc_free(YamlDoc *doc);
+
+/* The value under KEY in a mapping, or NULL. */
+YamlNode *ydoc_get(const YamlNode *map, const char *key);
+/* A short name for a node kind: "a scalar", "a list", "a mapping". */
+const char *ydoc_kind_name(YamlKind k);
+
+/* Where the character at byte OFFSET of a scalar's value was written.
+ * Plain and quoted scalars on one or several lines are mapped back to the
+ * source, so an error inside an expression string points at the exact
+ * column. */
+Loc ydoc_scalar_loc(const YamlDoc *doc, const YamlNode *scalar,
+                    size_t offset);
+
+#endif
