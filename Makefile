@@ -2,7 +2,8 @@
 #
 #   make              build build/mambalaya (and build/libmambalaya.a)
 #   make test         unit + end-to-end tests, then again under ASan+UBSan
-#   make fuzz         libFuzzer on the spec loader (FUZZ_SECONDS, default 60)
+#   make fuzz         libFuzzer on the spec and safetensors readers
+#                     (FUZZ_SECONDS each, default 60)
 #   make bench        the benchmarks under bench/, printing their figures
 
 CC       ?= cc
@@ -28,6 +29,7 @@ SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
              -fno-sanitize-recover=all
 FUZZ_SECONDS ?= 60
 
+.SECONDARY:
 .PHONY: all test test-build check-tests asan fuzz bench clean
 all: $(BUILD)/mambalaya
 
@@ -64,19 +66,27 @@ asan:
 	$(MAKE) test-build BUILD=build/asan CFLAGS="$(SAN_FLAGS)" \
 	    LDFLAGS="-fsanitize=address,undefined"
 
-# libFuzzer needs clang; the seed corpus is every shipped and test spec.
-$(BUILD)/fuzz/fuzz_spec: tests/fuzz/fuzz_spec.c $(LIB_SRC)
+# libFuzzer needs clang. Each harness tests/fuzz/fuzz_NAME.c runs for
+# FUZZ_SECONDS from its own seed corpus FUZZ_SEEDS_NAME.
+FUZZERS := spec safetensors
+FUZZ_SEEDS_spec := specs/*.yaml tests/specs/good/*.yaml tests/specs/bad/*.yaml
+FUZZ_SEEDS_safetensors := tests/fuzz/seeds/safetensors/*
+FUZZ_FLAGS_safetensors := -dict=tests/fuzz/safetensors.dict
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC)
 	@mkdir -p $(dir $@)
 	clang $(WARN) -O1 -g -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=all $^ -o $@ $(LDLIBS)
 
-fuzz: $(BUILD)/fuzz/fuzz_spec
-	@rm -rf $(BUILD)/fuzz/corpus && mkdir -p $(BUILD)/fuzz/corpus
-	cp specs/*.yaml tests/specs/good/*.yaml tests/specs/bad/*.yaml \
-	    $(BUILD)/fuzz/corpus/
-	$(BUILD)/fuzz/fuzz_spec -max_total_time=$(FUZZ_SECONDS) \
-	    -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
-	    -print_final_stats=1 $(BUILD)/fuzz/corpus
+.PHONY: $(FUZZERS:%=fuzz-%)
+fuzz: $(FUZZERS:%=fuzz-%)
+
+$(FUZZERS:%=fuzz-%): fuzz-%: $(BUILD)/fuzz/fuzz_%
+	@rm -rf $(BUILD)/fuzz/corpus-$* && mkdir -p $(BUILD)/fuzz/corpus-$*
+	cp $(FUZZ_SEEDS_$*) $(BUILD)/fuzz/corpus-$*/
+	$< -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -timeout=10 \
+	    -rss_limit_mb=2048 -print_final_stats=1 $(FUZZ_FLAGS_$*) \
+	    $(BUILD)/fuzz/corpus-$*
 
 bench: $(BUILD)/mambalaya $(BENCH_BIN)
 	bench/run.sh $(BUILD)

@@ -13,6 +13,16 @@ void node_label(Buf *b, const Cascade *c, const Node *nd) {
     buf_printf(b, "%s%s", i ? "+" : "", einsum_name(c, nd->einsums[i]));
 }
 
+void fmt_si(Buf *b, double v) {
+  static const char *const prefix[] = {"", "k", "M", "G", "T", "P", "E"};
+  int k = 0;
+  while (k < 6 && (v >= 1e3 || v <= -1e3)) {
+    v /= 1e3;
+    k++;
+  }
+  buf_printf(b, "%.4g%s%s", v, k ? " " : "", prefix[k]);
+}
+
 void report_json(Buf *b, json_t *root) {
   char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
                                  JSON_REAL_PRECISION(12));
@@ -216,9 +226,11 @@ void report_plan_text(Buf *b, const Cascade *c, const Plan *p) {
     }
     buf_printf(b, "\n");
   }
-  if (p->offchip_elems > 0)
-    buf_printf(b, "  off-chip intermediate traffic: %.4g M elements\n",
-               p->offchip_elems / 1e6);
+  if (p->offchip_elems > 0) {
+    buf_printf(b, "  off-chip intermediate traffic: ");
+    fmt_si(b, p->offchip_elems);
+    buf_printf(b, " elements\n");
+  }
 }
 
 json_t *report_plan_json(const Cascade *c, const Plan *p) {

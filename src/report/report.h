@@ -38,8 +38,67 @@ json_t *report_plan_json(const Cascade *c, const Plan *p);
 void report_plan_dot(Buf *b, const Cascade *c, const Pair *pairs,
                      const Plan *p);
 
+/* A number with an SI prefix: 1234567 -> "1.235 M". */
+void fmt_si(Buf *b, double v);
+
 /* Serialize JSON (2-space indent, insertion order) into B with a final
  * newline. */
 void report_json(Buf *b, json_t *root);
+
+/* ---- SVG charts ----
+ *
+ * Self-contained SVG 1.1 (no scripts, no external fonts), readable in a
+ * browser and parseable as XML. Every chart has a title, two axes with
+ * ticks and labels, and a legend naming each series; elements carry
+ * classes ("title", "axis x", "axis y", "xlabel", "ylabel", "legend",
+ * "series", "tick") so that tests can check them. */
+
+typedef enum {
+  CHART_LINE,         /* y over x, one polyline per series */
+  CHART_SCATTER,      /* points, each with an optional label */
+  CHART_STEP_AREA,    /* piecewise-constant y over x, filled (utilization
+                         over time: series i holds from x[k] to x[k+1]) */
+  CHART_BARS,         /* grouped bars: one group per category, one bar per
+                         series */
+  CHART_STACKED_BARS, /* stacked bars: series stacked within a category */
+} ChartKind;
+
+typedef struct ChartSeries {
+  const char *name; /* legend entry */
+  int n;
+  const double *x;      /* LINE, SCATTER, STEP_AREA; NULL for bars */
+  const double *y;      /* n values (bars: one per category) */
+  const char **labels;  /* SCATTER: a label per point, or NULL */
+  const char *color;    /* "#rrggbb", or NULL for the palette's next */
+  bool dashed;
+  bool line; /* SCATTER: draw this series as a line, not as points (the
+                roof of a roofline, under the Einsums' points) */
+} ChartSeries;
+
+typedef struct ChartLine { /* a reference line across the plot */
+  double at;               /* y for horizontal, x for vertical lines */
+  const char *label;
+} ChartLine;
+
+typedef struct Chart {
+  ChartKind kind;
+  const char *title, *xlabel, *ylabel;
+  bool logx, logy;
+  int ncategories;
+  const char **categories; /* bars: the group labels under the x axis */
+  int nseries;
+  const ChartSeries *series;
+  double ymin, ymax; /* both 0: chosen from the data */
+  double xmin, xmax; /* both 0: chosen from the data (not for bars) */
+  int nhlines, nvlines;
+  const ChartLine *hlines, *vlines;
+  int width, height; /* pixels; 0: 760 x 420 */
+} Chart;
+
+/* Render one chart as a complete SVG document into B. */
+void svg_chart(Buf *b, const Chart *c);
+/* Render several charts stacked vertically in one SVG document, under a
+ * common title (e.g. utilization over time, one panel per design). */
+void svg_stack(Buf *b, const char *title, int n, const Chart *charts);
 
 #endif

@@ -1,0 +1,311 @@
+/* test_fusion.c — pair classes, shared-input merging and the groups of
+ * every strategy, for the paper's cascades and its worked example. */
+#include <stdlib.h>
+
+#include "../../src/fusion/fusion.h"
+#include "../../src/report/report.h"
+#include "../../src/spec/spec.h"
+#include "test.h"
+
+typedef struct Loaded {
+  Cascade *c;
+  Shape *s;
+  Pair *pairs;
+} Loaded;
+
+static Loaded load(const char *path) {
+  Loaded l = {0};
+  Diag d = {0};
+  l.c = spec_load(path, &d);
+  if (!l.c) {
+    test_fail(__FILE__, __LINE__, "%s: %s", path, d.msg);
+    return l;
+  }
+  const Preset *p = l.c->model ? preset_find(l.c->model) : NULL;
+  l.s = shape_bind(l.c, p, NULL, 0, l.c->has_shape, &d);
+  l.pairs = fusion_classify(l.c, l.s);
+  return l;
+}
+
+static void unload(Loaded *l) {
+  free(l->pairs);
+  shape_free(l->s);
+  cascade_free(l->c);
+}
+
+static const char *class_of(const Loaded *l, const char *producer,
+                            const char *consumer, const char *tensor) {
+  for (int i = 0; i < l->c->nedges; i++) {
+    const Edge *e = l->pairs[i].edge;
+    if (strcmp(einsum_name(l->c, e->producer), producer) == 0 &&
+        strcmp(einsum_name(l->c, e->consumer), consumer) == 0 &&
+        strcmp(l->c->tensors[e->tensor].name, tensor) == 0)
+      return fusion_class_name(l->pairs[i].cls);
+  }
+  return "none";
+}
+
+/* "A B | C" : the groups of a plan, outputs in order. */
+static char *groups_text(const Cascade *c, const Plan *p) {
+  Buf b = {0};
+  for (int g = 0; g < p->ngroups; g++) {
+    if (g)
+      buf_printf(&b, " | ");
+    for (int i = 0; i < p->groups[g].n; i++)
+      buf_printf(&b, "%s%s", i ? " " : "",
+                 einsum_name(c, p->groups[g].einsums[i]));
+  }
+  return b.s;
+}
+
+static void check_groups(const Loaded *l, Strategy st, Stitcher how,
+                         const char *want) {
+  Diag d = {0};
+  Plan *p = fusion_plan(l->c, l->s, l->pairs, st, how, OBJ_TRAFFIC, &d);
+  CHECK(p != NULL);
+  if (!p)
+    return;
+  char *got = groups_text(l->c, p);
+  if (strcmp(got, want) != 0)
+    test_fail(__FILE__, __LINE__, "%s %s/%s:\n  got  %s\n  want %s",
+              l->c->path, strategy_name(st), stitcher_name(how), got, want);
+  free(got);
+  plan_free(p);
+}
+
+/* Every edge of the Mamba-1 cascade, with its class (§III-C). */
+TEST(fusion_mamba1_edge_classes) {
+  Loaded l = load("specs/mamba1.yaml");
+  if (!l.c)
+    return;
+  static const char *const want[][4] = {
+      {"LEX", "PX", "LEX", "RI"},         {"PX", "NUM", "PX", "RI"},
+      {"NUM", "MEX", "NUM", "RSb"},       {"MEX", "SQEX", "MEX", "RI"},
+      {"LEX", "NEX", "LEX", "RI"},        {"SQEX", "NEX", "SQEX", "RSp"},
+      {"NEX", "TTX", "NEX", "RSp"},       {"NEX", "RX", "NEX", "RSp"},
+      {"TTX", "TX", "TTX", "RD"},         {"TX", "X", "TX", "RSb"},
+      {"X", "TTDelta", "X", "RSp"},       {"X", "B", "X", "RSp"},
+      {"X", "C", "X", "RSp"},             {"TTDelta", "TDelta", "TTDelta", "RD"},
+      {"TDelta", "Delta", "TDelta", "RSb"}, {"Delta", "Abar", "Delta", "RSp"},
+      {"Delta", "Bbar", "Delta", "RSp"},  {"B", "Bbar", "B", "RD"},
+      {"Bbar", "HX", "Bbar", "RI"},       {"X", "HX", "X", "RSp"},
+      {"Abar", "HH", "Abar", "RI"},       {"H", "HH", "H", "RI"},
+      {"HX", "H", "HX", "RI"},            {"HH", "H", "HH", "RI"},
+      {"C", "S6Y", "C", "RD"},            {"H", "S6Y", "H", "RI"},
+      {"S6Y", "LY", "S6Y", "RSb"},        {"X", "LY", "X", "RI"},
+      {"LY", "Y", "LY", "RI"},            {"RX", "Y", "RX", "RSb"},
+      {"Y", "EY", "Y", "RSp"},
+  };
+  int n = (int)(sizeof want / sizeof want[0]);
+  CHECK_INT(l.c->nedges, n);
+  for (int i = 0; i < n; i++) {
+    const char *got = class_of(&l, want[i][0], want[i][1], want[i][2]);
+    if (strcmp(got, want[i][3]) != 0)
+      test_fail(__FILE__, __LINE__, "%s -> %s: %s, expected %s", want[i][0],
+                want[i][1], got, want[i][3]);
+  }
+  /* The reduced and broadcast loops of the paper's RD example: TTDelta
+   * reduces its d, TDelta broadcasts its own d. */
+  for (int i = 0; i < l.c->nedges; i++) {
+    const Edge *e = l.pairs[i].edge;
+    if (strcmp(l.c->tensors[e->tensor].name, "TTDelta") == 0) {
+      const Einsum *p = l.c->einsums[e->producer];
+      const Einsum *q = l.c->einsums[e->consumer];
+      CHECK_INT(varset_count(l.pairs[i].reduced), 1);
+      CHECK_INT(varset_count(l.pairs[i].broadcast), 1);
+      CHECK_STR(p->vars[__builtin_ctzll(l.pairs[i].reduced)].name, "d");
+      CHECK_STR(q->vars[__builtin_ctzll(l.pairs[i].broadcast)].name, "d");
+    }
+    if (strcmp(l.c->tensors[e->tensor].name, "H") == 0 &&
+        strcmp(einsum_name(l.c, e->consumer), "HH") == 0)
+      CHECK(e->lagged);
+    if (strcmp(l.c->tensors[e->tensor].name, "TTX") == 0)
+      CHECK(e->windowed && !e->lagged);
+  }
+  unload(&l);
+}
+
+TEST(fusion_mamba1_merges) {
+  Loaded l = load("specs/mamba1.yaml");
+  if (!l.c)
+    return;
+  Nodes *m = fusion_merge(l.c, l.s);
+  CHECK_INT(m->n, 20);
+  Buf b = {0};
+  for (int k = 0; k < m->n; k++)
+    if (m->nodes[k].n > 1) {
+      node_label(&b, l.c, &m->nodes[k]);
+      buf_printf(&b, ";");
+    }
+  CHECK_STR(b.s, "TTX+RX;TTDelta+B+C;Abar+Bbar;");
+  buf_free(&b);
+  nodes_free(m);
+  unload(&l);
+}
+
+/* Paper §IV: 24, 12, 8, 3 and 1 groups. */
+TEST(fusion_mamba1_groups) {
+  Loaded l = load("specs/mamba1.yaml");
+  if (!l.c)
+    return;
+  check_groups(&l, ST_UNFUSED, STITCH_GREEDY,
+               "LEX | PX | NUM | MEX | SQEX | NEX | TTX | RX | TX | X | "
+               "TTDelta | B | C | TDelta | Delta | Abar | Bbar | HX | HH | H "
+               "| S6Y | LY | Y | EY");
+  check_groups(&l, ST_RI, STITCH_GREEDY,
+               "LEX PX NUM | MEX SQEX | NEX | TTX RX | TX | X | TTDelta B C "
+               "| TDelta | Delta | Abar Bbar HX HH H S6Y | LY Y | EY");
+  check_groups(&l, ST_RI_RSB, STITCH_GREEDY,
+               "LEX PX NUM MEX SQEX | NEX | TTX RX | TX X | TTDelta B C | "
+               "TDelta Delta | Abar Bbar HX HH H S6Y LY Y | EY");
+  check_groups(&l, ST_RI_RSB_RSP, STITCH_GREEDY,
+               "LEX PX NUM MEX SQEX NEX TTX RX | TX X TTDelta B C | TDelta "
+               "Delta Abar Bbar HX HH H S6Y LY Y EY");
+  check_groups(&l, ST_FULL, STITCH_GREEDY,
+               "LEX PX NUM MEX SQEX NEX TTX RX TX X TTDelta B C TDelta Delta "
+               "Abar Bbar HX HH H S6Y LY Y EY");
+  /* The exact search finds the same groups for Mamba-1. */
+  check_groups(&l, ST_RI, STITCH_GLOBAL,
+               "LEX PX NUM | MEX SQEX | NEX | TTX RX | TX | X | TTDelta B C "
+               "| TDelta | Delta | Abar Bbar HX HH H S6Y | LY Y | EY");
+  check_groups(&l, ST_RI_RSB_RSP, STITCH_GLOBAL,
+               "LEX PX NUM MEX SQEX NEX TTX RX | TX X TTDelta B C | TDelta "
+               "Delta Abar Bbar HX HH H S6Y LY Y EY");
+  unload(&l);
+}
+
+TEST(fusion_mamba2_groups) {
+  Loaded l = load("specs/mamba2.yaml");
+  if (!l.c)
+    return;
+  check_groups(&l, ST_RI, STITCH_GREEDY,
+               "LEX PX NUM | MEX SQEX | NEX | TX RX TB TC TDelta | TTX | TTB "
+               "| TTC | X | B | C | Delta Abar | Bbar | HX | HH H S6Y | LY "
+               "LLY PLLY PLLYNUM | MLLY SQLLY | NLLY | EY");
+  check_groups(&l, ST_RI_RSB, STITCH_GREEDY,
+               "LEX PX NUM MEX SQEX | NEX | TX RX TB TC TDelta | TTX | TTB | "
+               "TTC | X | B | C | Delta Abar | Bbar | HX | HH H S6Y LY LLY "
+               "PLLY PLLYNUM MLLY SQLLY | NLLY | EY");
+  check_groups(&l, ST_RI_RSB_RSP, STITCH_GREEDY,
+               "LEX PX NUM MEX SQEX NEX TX RX TB TC TDelta | TTX | TTB | TTC "
+               "| X | B | C | Delta Abar Bbar HX HH H S6Y LY LLY PLLY PLLYNUM "
+               "MLLY SQLLY NLLY EY");
+  check_groups(&l, ST_FULL, STITCH_GREEDY,
+               "LEX PX NUM MEX SQEX NEX TX RX TB TC TDelta TTX TTB TTC X B C "
+               "Delta Abar Bbar HX HH H S6Y LY LLY PLLY PLLYNUM MLLY SQLLY "
+               "NLLY EY");
+  /* The exact search is not bound to connected groups: the three
+   * convolutions, written one after another, share a group. */
+  check_groups(&l, ST_RI_RSB_RSP, STITCH_GLOBAL,
+               "LEX PX NUM MEX SQEX NEX TX RX TB TC TDelta | TTX TTB TTC X B "
+               "C Delta Abar Bbar HX HH H S6Y LY LLY PLLY PLLYNUM MLLY SQLLY "
+               "NLLY EY");
+  unload(&l);
+}
+
+/* Global stitching never moves more intermediate data than greedy, and
+ * on Mamba-2 moves much less. */
+TEST(fusion_global_beats_greedy) {
+  Loaded l = load("specs/mamba2.yaml");
+  if (!l.c)
+    return;
+  for (int st = ST_RI; st < ST_FULL; st++) {
+    Diag d = {0};
+    Plan *g = fusion_plan(l.c, l.s, l.pairs, (Strategy)st, STITCH_GREEDY,
+                          OBJ_TRAFFIC, &d);
+    Plan *x = fusion_plan(l.c, l.s, l.pairs, (Strategy)st, STITCH_GLOBAL,
+                          OBJ_TRAFFIC, &d);
+    CHECK(x->offchip_elems <= g->offchip_elems);
+    CHECK(x->ngroups <= g->ngroups);
+    if (st == ST_RI) {
+      CHECK_INT(g->ngroups, 18);
+      CHECK_INT(x->ngroups, 12);
+      CHECK(x->offchip_elems * 10 < g->offchip_elems);
+    }
+    plan_free(g);
+    plan_free(x);
+  }
+  unload(&l);
+
+  Loaded s = load("tests/specs/good/global_beats_greedy.yaml");
+  if (!s.c)
+    return;
+  check_groups(&s, ST_RI_RSB_RSP, STITCH_GREEDY, "A B | C");
+  check_groups(&s, ST_RI_RSB_RSP, STITCH_GLOBAL, "A | B C");
+  Diag d = {0};
+  Plan *g = fusion_plan(s.c, s.s, s.pairs, ST_RI_RSB_RSP, STITCH_GREEDY,
+                        OBJ_TRAFFIC, &d);
+  Plan *x = fusion_plan(s.c, s.s, s.pairs, ST_RI_RSB_RSP, STITCH_GLOBAL,
+                        OBJ_TRAFFIC, &d);
+  CHECK_NEAR(g->offchip_elems, 40000, 0); /* A and B: written, read */
+  CHECK_NEAR(x->offchip_elems, 20000, 0); /* A only */
+  plan_free(g);
+  plan_free(x);
+  unload(&s);
+}
+
+/* The paper's worked example (§III-E): Algorithm 1 as printed forms
+ * {E1, E2, E3} and {E4, E5}. */
+TEST(fusion_algorithm1_worked_example) {
+  Loaded l = load("tests/specs/good/alg1_example.yaml");
+  if (!l.c)
+    return;
+  check_groups(&l, ST_RI_RSB_RSP, STITCH_ALG1, "Z Y X | V U");
+  check_groups(&l, ST_RI, STITCH_ALG1, "Z Y | X V | U");
+  check_groups(&l, ST_FULL, STITCH_ALG1, "Z Y X V U");
+  /* Pairwise, E1 -> E2 is RD (E1 reduces k, E2 broadcasts p). */
+  CHECK_STR(class_of(&l, "Z", "Y", "Z"), "RD");
+  CHECK_STR(class_of(&l, "Y", "X", "Y"), "RSp");
+  CHECK_STR(class_of(&l, "X", "V", "X"), "RSb");
+  CHECK_STR(class_of(&l, "V", "U", "V"), "RSb");
+  unload(&l);
+}
+
+TEST(fusion_transformer) {
+  Loaded l = load("specs/transformer.yaml");
+  if (!l.c)
+    return;
+  CHECK_STR(class_of(&l, "Q", "QK", "Q"), "RD");
+  CHECK_STR(class_of(&l, "QK", "SN", "QK"), "RSb");
+  CHECK_STR(class_of(&l, "SN", "SD", "SN"), "RI");
+  CHECK_STR(class_of(&l, "SN", "AV", "SN"), "RSp");
+  CHECK_STR(class_of(&l, "SD", "AV", "SD"), "RD");
+  check_groups(&l, ST_RI_RSB_RSP, STITCH_GREEDY, "Q K V | QK SN SD | AV | Z");
+  check_groups(&l, ST_FULL, STITCH_GREEDY, "Q K V QK SN SD AV Z");
+  unload(&l);
+}
+
+TEST(fusion_teaal_spec_classifies) {
+  Loaded l = load("tests/specs/good/teaal_gemm.yaml");
+  if (!l.c)
+    return;
+  CHECK_INT(l.c->nedges, 1);
+  CHECK_STR(class_of(&l, "T1", "Z", "T1"), "RSb");
+  check_groups(&l, ST_RI, STITCH_GREEDY, "T1 | Z");
+  check_groups(&l, ST_RI_RSB, STITCH_GREEDY, "T1 Z");
+  unload(&l);
+  Loaded v = load("tests/specs/good/teaal_conv.yaml");
+  if (!v.c)
+    return;
+  CHECK_STR(class_of(&v, "O", "G", "O"), "RSb");
+  unload(&v);
+}
+
+TEST(fusion_plan_onchip_tensors) {
+  Loaded l = load("specs/mamba1.yaml");
+  if (!l.c)
+    return;
+  Diag d = {0};
+  Plan *p = fusion_plan(l.c, l.s, l.pairs, ST_RI_RSB_RSP, STITCH_GREEDY,
+                        OBJ_TRAFFIC, &d);
+  /* Inside groups: on chip. Across: X, RX, TTX, TTDelta, B, C. */
+  CHECK(p->onchip[cascade_tensor(l.c, "NEX")]);
+  CHECK(p->onchip[cascade_tensor(l.c, "H")]);
+  CHECK(!p->onchip[cascade_tensor(l.c, "X")]);
+  CHECK(!p->onchip[cascade_tensor(l.c, "RX")]);
+  CHECK(!p->onchip[cascade_tensor(l.c, "TTX")]);
+  CHECK(!p->onchip[cascade_tensor(l.c, "EY")]);  /* an output */
+  CHECK(!p->onchip[cascade_tensor(l.c, "LEX")]); /* an output */
+  plan_free(p);
+  unload(&l);
+}
