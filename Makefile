@@ -20,7 +20,8 @@ CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+EMBEDDED := $(sort $(wildcard specs/*.yaml archs/*.yaml))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/embedded.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
@@ -36,6 +37,14 @@ all: $(BUILD)/mambalaya
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+# The shipped specs and architectures, compiled in (src/embed/embed.h).
+$(BUILD)/gen/embedded.c: tools/embed.sh $(EMBEDDED)
+	@mkdir -p $(dir $@)
+	tools/embed.sh $(EMBEDDED) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/gen/embedded.o: $(BUILD)/gen/embedded.c
+	$(CC) $(ALL_CFLAGS) -iquote . -c $< -o $@
 
 $(BUILD)/libmambalaya.a: $(LIB_OBJ)
 	@rm -f $@
@@ -73,9 +82,9 @@ FUZZ_SEEDS_spec := specs/*.yaml tests/specs/good/*.yaml tests/specs/bad/*.yaml
 FUZZ_SEEDS_safetensors := tests/fuzz/seeds/safetensors/*
 FUZZ_FLAGS_safetensors := -dict=tests/fuzz/safetensors.dict
 
-$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC)
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(BUILD)/gen/embedded.c
 	@mkdir -p $(dir $@)
-	clang $(WARN) -O1 -g -fsanitize=fuzzer,address,undefined \
+	clang $(WARN) -iquote . -O1 -g -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=all $^ -o $@ $(LDLIBS)
 
 .PHONY: $(FUZZERS:%=fuzz-%)

@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,9 +123,37 @@ bool spec_opt(Args *a, SpecOpts *o, int *err) {
   return false;
 }
 
+/* A path, or the name of a shipped file ("mamba1" for specs/mamba1.yaml). */
+static const EmbeddedFile *shipped(const char *dir, const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  const EmbeddedFile *f = embedded_file(path);
+  if (!f) {
+    snprintf(path, sizeof path, "%s/%s.yaml", dir, name);
+    f = embedded_file(path);
+  }
+  return f;
+}
+
+static bool exists(const char *path) { return access(path, F_OK) == 0; }
+
+Cascade *open_spec(const char *name, Diag *d) {
+  const EmbeddedFile *f = exists(name) ? NULL : shipped("specs", name);
+  if (f)
+    return spec_parse(f->name, (const char *)f->data, f->len, d);
+  return spec_load(name, d);
+}
+
+Arch *open_arch(const char *name, Diag *d) {
+  const EmbeddedFile *f = exists(name) ? NULL : shipped("archs", name);
+  if (f)
+    return arch_parse(f->name, (const char *)f->data, f->len, d);
+  return arch_load(name, d);
+}
+
 int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
   Diag d = {0};
-  *c = spec_load(o->spec, &d);
+  *c = open_spec(o->spec, &d);
   if (!*c) {
     diag_print(&d, stderr);
     return EXIT_INPUT;

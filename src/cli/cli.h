@@ -7,7 +7,10 @@
 #ifndef MAMBALAYA_CLI_H
 #define MAMBALAYA_CLI_H
 
+#include "../arch/arch.h"
+#include "../embed/embed.h"
 #include "../fusion/fusion.h"
+#include "../model/model.h"
 #include "../report/report.h"
 #include "../spec/spec.h"
 
@@ -54,6 +57,11 @@ int usage_error(const Args *a, const char *fmt, ...)
  * them (and *err set to an exit status when its value is bad). */
 bool spec_opt(Args *a, SpecOpts *o, int *err);
 
+/* Open a spec or an architecture by path, or by the name of a shipped
+ * one ("mamba1", "mambalaya"). */
+Cascade *open_spec(const char *name, Diag *d);
+Arch *open_arch(const char *name, Diag *d);
+
 /* Load o->spec, select its model (--model, else the spec's default) and
  * bind its shape. On failure prints the diagnostic and returns
  * EXIT_INPUT; on success returns 0 with *c and *s set. */
@@ -64,5 +72,8 @@ void emit(const Buf *b);
 
 int cmd_classify(int argc, char **argv);
 int cmd_fuse(int argc, char **argv);
+int cmd_tensors(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_reproduce(int argc, char **argv);
 
 #endif

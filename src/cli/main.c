@@ -15,6 +15,10 @@ static const Command commands[] = {
     {"classify", cmd_classify,
      "classify every producer->consumer pair (RI, RSb, RSp, RD)"},
     {"fuse", cmd_fuse, "stitch the cascade into fusion groups per strategy"},
+    {"eval", cmd_eval, "price a fusion plan on an accelerator"},
+    {"reproduce", cmd_reproduce,
+     "run the paper's evaluation: every figure beside ours"},
+    {"tensors", cmd_tensors, "list the tensors of a safetensors file"},
 };
 
 static void print_usage(FILE *f) {

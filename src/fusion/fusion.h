@@ -128,6 +128,10 @@ typedef struct Plan {
 Plan *fusion_plan(const Cascade *c, const Shape *s, const Pair *pairs,
                   Strategy st, Stitcher how, Objective obj, Diag *d);
 void plan_free(Plan *p);
+/* A plan with the given grouping: GROUP_OF[e] numbers the groups in the
+ * order they run (0, 1, ...). Merged nodes follow strategy ST. */
+Plan *fusion_plan_groups(const Cascade *c, const Shape *s, Strategy st,
+                         const int *group_of);
 
 /* Intermediate elements moved off chip by a grouping: every tensor that
  * leaves its producer's group is written once and read once by each other

@@ -247,8 +247,41 @@ static void stitch_global(const Cascade *c, const Shape *s, const Pair *pairs,
   free(from);
 }
 
-static int cmp_int(const void *a, const void *b) {
-  return *(const int *)a - *(const int *)b;
+/* Fill the groups, the on-chip tensors and the traffic from group_of. */
+static void fill_groups(const Cascade *c, const Shape *s, Plan *p) {
+  p->groups = xcalloc((size_t)c->neinsums + 1, sizeof *p->groups);
+  for (int i = 0; i < c->neinsums; i++)
+    if (p->group_of[i] + 1 > p->ngroups)
+      p->ngroups = p->group_of[i] + 1;
+  for (int g = 0; g < p->ngroups; g++)
+    p->groups[g].einsums = xcalloc((size_t)c->neinsums, sizeof(int));
+  for (int i = 0; i < c->neinsums; i++) {
+    Group *g = &p->groups[p->group_of[i]];
+    g->einsums[g->n++] = i;
+  }
+  p->onchip = xcalloc((size_t)c->ntensors + 1, sizeof *p->onchip);
+  for (int t = 0; t < c->ntensors; t++) {
+    const Tensor *T = &c->tensors[t];
+    bool on = T->producer >= 0 && !T->output;
+    for (int i = 0; on && i < c->nedges; i++)
+      if (c->edges[i].tensor == t &&
+          p->group_of[c->edges[i].consumer] != p->group_of[T->producer])
+        on = false;
+    p->onchip[t] = on;
+  }
+  p->offchip_elems = fusion_offchip_elems(c, s, p->group_of);
+}
+
+Plan *fusion_plan_groups(const Cascade *c, const Shape *s, Strategy st,
+                         const int *group_of) {
+  Plan *p = xcalloc(1, sizeof *p);
+  p->strategy = st;
+  p->stitcher = STITCH_GREEDY;
+  p->nodes = st == ST_UNFUSED ? fusion_singletons(c) : fusion_merge(c, s);
+  p->group_of = xcalloc((size_t)c->neinsums + 1, sizeof *p->group_of);
+  memcpy(p->group_of, group_of, sizeof(int) * (size_t)c->neinsums);
+  fill_groups(c, s, p);
+  return p;
 }
 
 Plan *fusion_plan(const Cascade *c, const Shape *s, const Pair *pairs,
@@ -275,34 +308,16 @@ Plan *fusion_plan(const Cascade *c, const Shape *s, const Pair *pairs,
     stitch_alg1(c, m, st, start);
   else
     stitch_global(c, s, pairs, m, st, obj, start);
-
   p->group_of = xcalloc((size_t)c->neinsums + 1, sizeof *p->group_of);
-  p->groups = xcalloc((size_t)m->n + 1, sizeof *p->groups);
+  int g = -1;
   for (int k = 0; k < m->n; k++) {
-    if (start[k] || p->ngroups == 0)
-      p->groups[p->ngroups++].einsums =
-          xcalloc((size_t)c->neinsums, sizeof(int));
-    Group *g = &p->groups[p->ngroups - 1];
-    for (int i = 0; i < m->nodes[k].n; i++) {
-      g->einsums[g->n++] = m->nodes[k].einsums[i];
-      p->group_of[m->nodes[k].einsums[i]] = p->ngroups - 1;
-    }
+    if (start[k] || g < 0)
+      g++;
+    for (int i = 0; i < m->nodes[k].n; i++)
+      p->group_of[m->nodes[k].einsums[i]] = g;
   }
   free(start);
-  for (int g = 0; g < p->ngroups; g++)
-    qsort(p->groups[g].einsums, (size_t)p->groups[g].n, sizeof(int), cmp_int);
-
-  p->onchip = xcalloc((size_t)c->ntensors + 1, sizeof *p->onchip);
-  for (int t = 0; t < c->ntensors; t++) {
-    const Tensor *T = &c->tensors[t];
-    bool on = T->producer >= 0 && !T->output;
-    for (int i = 0; on && i < c->nedges; i++)
-      if (c->edges[i].tensor == t &&
-          p->group_of[c->edges[i].consumer] != p->group_of[T->producer])
-        on = false;
-    p->onchip[t] = on;
-  }
-  p->offchip_elems = fusion_offchip_elems(c, s, p->group_of);
+  fill_groups(c, s, p);
   return p;
 }
 

@@ -163,6 +163,20 @@ bool einsum_is_gemm(const Cascade *c, const Einsum *e) {
   return contracts && a_own && b_own;
 }
 
+bool einsum_is_linear(const Cascade *c, const Einsum *e) {
+  if (e->red != RED_SUM || einsum_reduced_vars(e) == 0)
+    return false;
+  const Expr *t = e->rhs;
+  while (t->kind == EX_BINARY && (t->bin == BI_ADD || t->bin == BI_SUB))
+    t = t->a;
+  const Access *ops[8];
+  int n = product_reads(t, ops, 0, 8);
+  bool weight = false;
+  for (int i = 0; i < n; i++)
+    weight = weight || c->tensors[ops[i]->tensor].producer < 0;
+  return n >= 2 && weight;
+}
+
 const Edge *cascade_edge(const Cascade *c, int producer, int consumer) {
   for (int i = 0; i < c->nedges; i++)
     if (c->edges[i].producer == producer && c->edges[i].consumer == consumer)

@@ -220,6 +220,10 @@ bool einsum_is_gemm(const Cascade *c, const Einsum *e);
 /* Is TO reachable from FROM through non-lagged edges (does TO depend on
  * FROM within one iteration)? An Einsum reaches itself. */
 bool cascade_reaches(const Cascade *c, int from, int to);
+/* A sum-reduced product with a weight (a tensor no Einsum produces): a
+ * GEMM, a convolution. The paper's "linear operations" (§V-B), which the
+ * 2D array runs. */
+bool einsum_is_linear(const Cascade *c, const Einsum *e);
 /* The first edge from P to C, or NULL. */
 const Edge *cascade_edge(const Cascade *c, int producer, int consumer);
 

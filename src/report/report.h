@@ -9,6 +9,8 @@
 #include <jansson.h>
 
 #include "../fusion/fusion.h"
+#include "../model/model.h"
+#include "../repro/repro.h"
 
 /* The name of an Einsum: its output tensor. */
 const char *einsum_name(const Cascade *c, int einsum);
@@ -37,6 +39,25 @@ json_t *report_plan_json(const Cascade *c, const Plan *p);
  * with their class (dashed: a recurrence, bold: a window). */
 void report_plan_dot(Buf *b, const Cascade *c, const Pair *pairs,
                      const Plan *p);
+
+/* ---- priced designs ---- */
+
+/* One row per Einsum (unit, ops, utilization, compute, traffic, latency,
+ * bound, mapping), one per group, and the totals. */
+void report_eval_text(Buf *b, const Cascade *c, const Arch *a,
+                      const Eval *ev);
+/* {"design", "compose", "accounting", "einsums": [...], "groups": [...],
+ *  "totals": {"latency_s", "dram_read_bytes", ...}} */
+json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev);
+
+/* ---- the paper's evaluation ---- */
+
+/* Is our figure within 0.85-1.15 of the paper's (or above its bound)? */
+bool target_holds(const Target *t);
+/* Every figure: where, what, the paper's value, ours, the ratio. */
+void report_repro_text(Buf *b, const Repro *r);
+/* {"targets": {KEY: {"ours", "paper", "ratio", "unit", ...}}, ...} */
+json_t *report_repro_json(const Repro *r);
 
 /* A number with an SI prefix: 1234567 -> "1.235 M". */
 void fmt_si(Buf *b, double v);

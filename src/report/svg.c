@@ -106,12 +106,49 @@ static void put_xml(Buf *b, const char *s) {
   }
 }
 
-/* Estimated width in px: characters (not bytes) times a mean advance. */
-static double text_w(const char *s, double font) {
+/* Estimated width in px of the first LEN bytes of S: characters (not
+ * bytes) times a mean advance. */
+static double text_wn(const char *s, size_t len, double font) {
   int n = 0;
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++)
-    n += (*p & 0xC0) != 0x80;
+  for (size_t i = 0; i < len && s[i]; i++)
+    n += (s[i] & 0xC0) != 0x80;
   return n * font * GLYPH_W;
+}
+
+static double text_w(const char *s, double font) {
+  return s ? text_wn(s, strlen(s), font) : 0;
+}
+
+/* A label broken at spaces into a few lines. */
+enum { MAX_LINES = 3 };
+typedef struct Lines {
+  int n;
+  size_t start[MAX_LINES], len[MAX_LINES];
+} Lines;
+
+/* Greedy word wrap of S into lines no wider than MAXW px. False when that
+ * takes more than MAX_LINES lines or a word alone is too wide. */
+static bool wrap_label(const char *s, double maxw, Lines *l) {
+  l->n = 0;
+  size_t i = strspn(s, " ");
+  while (s[i]) {
+    size_t start = i, end = 0; /* the end of the longest line that fits */
+    for (;;) {
+      size_t j = i + strcspn(s + i, " ");
+      if (text_wn(s + start, j - start, FONT_TICK) > maxw)
+        break;
+      end = j;
+      i = j + strspn(s + j, " ");
+      if (!s[i])
+        break;
+    }
+    if (end == 0 || l->n == MAX_LINES)
+      return false;
+    l->start[l->n] = start, l->len[l->n] = end - start;
+    l->n++;
+    i = end + strspn(s + end, " ");
+  }
+  return true;
 }
 
 static bool is_hex_color(const char *s) {
@@ -200,6 +237,29 @@ static double nice_step(double raw) {
   return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * e;
 }
 
+/* The 1-2-5 step for LO..HI in about TARGET intervals. Of the three steps
+ * around (HI - LO) / TARGET, the one that best balances the room lost when
+ * the range is rounded out to it (ROUND_OUT) against how far its number of
+ * intervals is from TARGET; ties go to the coarser. 0..154 in 6: 20 (to
+ * 160), not 50 (to 200). */
+static double tick_step(double lo, double hi, int target, bool round_out) {
+  double span = hi - lo, mid = nice_step(span / target);
+  double cand[3] = {nice_step(mid * 1.01), mid, nice_step(mid * 0.4)};
+  double best = cand[0], best_score = INFINITY;
+  for (int i = 0; i < 3; i++) {
+    double s = cand[i], a = lo, b = hi;
+    if (round_out)
+      a = floor(lo / s + 1e-9) * s, b = ceil(hi / s - 1e-9) * s;
+    double n = (b - a) / s;
+    if (i > 0 && n > 1.5 * target)
+      continue;
+    double score = (b - a - span) / span + 0.5 * fabs(n - target) / target;
+    if (score < best_score - 1e-9)
+      best = s, best_score = score;
+  }
+  return best;
+}
+
 /* ---- axes ---- */
 
 typedef enum { SCALE_LINEAR, SCALE_LOG, SCALE_CATEGORY } Scale;
@@ -213,6 +273,7 @@ typedef struct Tick {
 typedef struct Axis {
   Scale scale;
   double lo, hi; /* the range shown, in data units */
+  double step;   /* linear: the tick step the range was rounded to, or 0 */
   double p0, p1; /* the pixels of lo and hi */
   int nticks;
   Tick ticks[MAX_TICKS];
@@ -262,8 +323,8 @@ static void extent_add(Extent *e, double v, bool log) {
 static void axis_range(Axis *a, Extent e, double umin, double umax,
                        int target) {
   bool log = a->scale == SCALE_LOG;
-  if (!(umin == 0 && umax == 0) && isfinite(umin) && isfinite(umax) &&
-      umin < umax && (!log || umin > 0)) {
+  if (!(umin == 0 && umax == 0) && fabs(umin) <= 1e300 &&
+      fabs(umax) <= 1e300 && umin < umax && (!log || umin > 0)) {
     a->lo = umin, a->hi = umax;
     return;
   }
@@ -279,11 +340,19 @@ static void axis_range(Axis *a, Extent e, double umin, double umax,
       lo = lo == 0 ? 0 : lo - d;
       hi += d;
     }
-    double step = nice_step((hi - lo) / target);
+    double step = tick_step(lo, hi, target, true);
     lo = floor(lo / step + 1e-9) * step;
     hi = ceil(hi / step - 1e-9) * step;
+    a->step = step;
   }
   a->lo = lo, a->hi = hi;
+}
+
+/* Whether V is in the range shown (pixels are not known yet when ticks are
+ * chosen). */
+static bool in_range(const Axis *a, double v) {
+  double slack = (a->hi - a->lo) * 1e-9;
+  return v >= a->lo - slack && v <= a->hi + slack;
 }
 
 static void add_tick(Axis *a, double v, bool major, bool labeled, double tol) {
@@ -294,9 +363,11 @@ static void add_tick(Axis *a, double v, bool major, bool labeled, double tol) {
   fmt_num(t->text, sizeof t->text, v, tol);
 }
 
-/* Multiples of a 1-2-5 step, at least two of them inside the range. */
+/* Multiples of a 1-2-5 step (the one the range was rounded to, if it
+ * was), at least two of them inside the range. */
 static void linear_ticks(Axis *a, int target) {
-  double span = a->hi - a->lo, step = nice_step(span / target);
+  double span = a->hi - a->lo;
+  double step = a->step > 0 ? a->step : tick_step(a->lo, a->hi, target, false);
   double k0 = ceil(a->lo / step - 1e-9), k1 = floor(a->hi / step + 1e-9);
   while (k1 - k0 < 1 && step > span * 1e-6) {
     step = nice_step(step * 0.4);
@@ -314,20 +385,24 @@ static void linear_ticks(Axis *a, int target) {
 static void log_ticks(Axis *a, int target) {
   double l0 = log10(a->lo), l1 = log10(a->hi);
   int d0 = (int)floor(l0 + 1e-9), d1 = (int)ceil(l1 - 1e-9);
+  /* Every decade up to 10 of them, else every 2nd, 3rd, 5th, 10th, ... */
+  static const int STRIDES[] = {1, 2, 3, 5, 10, 20, 25, 50, 100, 200};
   int stride = 1;
+  for (int i = 1; i < 10 && (d1 - d0) / stride > 10; i++)
+    stride = STRIDES[i];
   while ((d1 - d0) / stride > 10)
-    stride++;
+    stride *= 2;
   bool minors = stride == 1 && l1 - l0 <= 12;
   bool label_minors = l1 - l0 <= 3.01;
   int labeled = 0;
   for (int d = d0; d <= d1; d++) {
     double dec = pow(10, d);
-    if (((d % stride) + stride) % stride == 0 && axis_contains(a, dec)) {
+    if (((d % stride) + stride) % stride == 0 && in_range(a, dec)) {
       add_tick(a, dec, true, true, dec * 1e-6);
       labeled++;
     }
     for (int m = 2; minors && m <= 5; m += 3)
-      if (axis_contains(a, m * dec)) {
+      if (in_range(a, m * dec)) {
         add_tick(a, m * dec, false, label_minors, m * dec * 1e-6);
         labeled += label_minors;
       }
@@ -340,7 +415,8 @@ static void log_ticks(Axis *a, int target) {
 
 /* Drop labels that would overlap a neighbour's: decades and the major
  * linear ticks first, left to right, then minor labels where room is left.
- * EXTENT gives a label's size along the axis. */
+ * Along a horizontal axis a label takes its width, along a vertical one
+ * its height. */
 static void thin_labels(Axis *a, bool horizontal) {
   bool keep[MAX_TICKS] = {0};
   for (int pass = 0; pass < 2; pass++)
@@ -532,7 +608,8 @@ static double layout_legend(const Chart *c, Layout *l, double plot_h) {
   int cols = (int)((l->w - 40) / (l->entry_w + 12));
   l->lcols = cols < 1 ? 1 : cols > ns ? ns : cols;
   int rows = (ns + l->lcols - 1) / l->lcols;
-  l->lw = l->lcols * (l->entry_w + 12) + 4;
+  /* A name wider than the document still gets a box inside it. */
+  l->lw = fmin(l->lcols * (l->entry_w + 12) + 4, l->w - 16);
   l->lh = 10 + rows * LEGEND_ROW;
   return 20;
 }
@@ -588,21 +665,45 @@ static double layout_x_axis(const Chart *c, Layout *l) {
     l->ncat = category_count(c);
     l->x.lo = 0, l->x.hi = l->ncat > 0 ? l->ncat : 1;
     double gw = (l->R - l->L) / l->x.hi, maxw = 0;
+    int lines = 1;
     char tmp[32];
-    for (int i = 0; i < l->ncat; i++)
-      maxw = fmax(maxw, text_w(category_label(c, i, tmp, sizeof tmp),
-                               FONT_TICK));
-    l->cat_slant = maxw > gw - 6;
+    for (int i = 0; i < l->ncat; i++) {
+      const char *s = category_label(c, i, tmp, sizeof tmp);
+      Lines w;
+      maxw = fmax(maxw, text_w(s, FONT_TICK));
+      if (!wrap_label(s, gw - 6, &w))
+        l->cat_slant = true;
+      else if (w.n > lines)
+        lines = w.n;
+    }
+    /* Level labels, wrapped onto a few lines if need be; slanted when
+     * even that does not fit. */
     if (!l->cat_slant)
-      return 20;
-    double s = sin(SLANT_DEG * PI / 180);
-    return fmin(maxw * s + FONT_TICK, 0.3 * l->h) + 16;
+      return 20 + (lines - 1) * (FONT_TICK + 2);
+    return maxw * sin(SLANT_DEG * PI / 180) + FONT_TICK + 16;
   }
   l->x.scale = c->logx ? SCALE_LOG : SCALE_LINEAR;
   int target = (int)clampd((l->R - l->L) / 90, 3, 10);
   axis_range(&l->x, x_extent(c, c->logx), c->xmin, c->xmax, target);
   axis_ticks(&l->x, target);
   return 20;
+}
+
+/* Slanted category labels reach left of their category: move the plot's
+ * left edge right until none of them starts before the document does. */
+static void fit_slanted_labels(const Chart *c, Layout *l) {
+  char tmp[32];
+  double reach = cos(SLANT_DEG * PI / 180);
+  for (int iter = 0; iter < 3; iter++) {
+    double gw = (l->R - l->L) / l->x.hi, need = 0;
+    for (int i = 0; i < l->ncat; i++) {
+      double w = text_w(category_label(c, i, tmp, sizeof tmp), FONT_TICK);
+      need = fmax(need, 4 - (l->L + gw * (i + 0.5) + 3 - w * reach));
+    }
+    if (need <= 0 || l->R - l->L - need < 60)
+      return;
+    l->L += need;
+  }
 }
 
 static void layout(const Chart *c, Layout *l) {
@@ -625,11 +726,16 @@ static void layout(const Chart *c, Layout *l) {
     l->R = l->L + 60, l->w = ceil(l->R + right);
 
   double band = layout_x_axis(c, l);
+  if (l->cat_slant)
+    fit_slanted_labels(c, l);
   l->x.p0 = l->L, l->x.p1 = l->R;
   double top = TITLE_BAND + layout_vlabels(c, l);
   double bottom = band + 30;
-  if (l->h - top - bottom < 60)
-    l->h = ceil(top + bottom + 60);
+  /* Long labels take their room from a taller document, not from the
+   * plot, once the plot is down to 40 % of the height asked for. */
+  double min_plot = fmax(60, 0.4 * l->h);
+  if (l->h - top - bottom < min_plot)
+    l->h = ceil(top + bottom + min_plot);
   l->T = top, l->B = l->h - bottom;
   l->xlabel_y = l->B + band + 16;
   l->y.p0 = l->B, l->y.p1 = l->T;
@@ -652,7 +758,8 @@ static void draw_text(Buf *b, const char *cls, double x, double y,
   buf_printf(b, "<text class=\"%s\" x=\"%.2f\" y=\"%.2f\"", cls, px(x), px(y));
   if (anchor)
     buf_printf(b, " text-anchor=\"%s\"", anchor);
-  buf_printf(b, " font-size=\"%g\">", font);
+  /* No stroke: text inherits its group's, which would embolden it. */
+  buf_printf(b, " font-size=\"%g\" stroke=\"none\">", font);
   put_xml(b, s);
   buf_printf(b, "</text>\n");
 }
@@ -663,7 +770,8 @@ static void draw_turned_text(Buf *b, const char *cls, double x, double y,
                              const char *s) {
   buf_printf(b,
              "<text class=\"%s\" x=\"%.2f\" y=\"%.2f\" text-anchor=\"%s\" "
-             "font-size=\"%g\" transform=\"rotate(%g %.2f %.2f)\">",
+             "font-size=\"%g\" stroke=\"none\" "
+             "transform=\"rotate(%g %.2f %.2f)\">",
              cls, px(x), px(y), anchor, font, deg, px(x), px(y));
   put_xml(b, s);
   buf_printf(b, "</text>\n");
@@ -703,8 +811,34 @@ static const char *scale_name(Scale s) {
   return s == SCALE_LOG ? "log" : s == SCALE_CATEGORY ? "category" : "linear";
 }
 
+/* A category label on as many lines as wrap_label makes of it, one
+ * <tspan> a line. */
+static void draw_wrapped(Buf *b, double x, double y, double maxw,
+                         const char *s) {
+  Lines w;
+  if (!wrap_label(s, maxw, &w) || w.n <= 1) {
+    draw_text(b, "tick", x, y, "middle", FONT_TICK, s);
+    return;
+  }
+  buf_printf(b,
+             "<text class=\"tick\" x=\"%.2f\" y=\"%.2f\" "
+             "text-anchor=\"middle\" font-size=\"%g\" stroke=\"none\">",
+             px(x), px(y), FONT_TICK);
+  for (int i = 0; i < w.n; i++) {
+    char *line = xstrdup(s + w.start[i]);
+    line[w.len[i]] = 0;
+    buf_printf(b, "<tspan x=\"%.2f\" dy=\"%g\">", px(x),
+               i ? FONT_TICK + 2 : 0);
+    put_xml(b, line);
+    buf_printf(b, "</tspan>");
+    free(line);
+  }
+  buf_printf(b, "</text>\n");
+}
+
 static void draw_category_ticks(Buf *b, const Chart *c, const Layout *l) {
   char tmp[32];
+  double gw = (l->R - l->L) / l->x.hi;
   for (int i = 0; i < l->ncat; i++) {
     double x = axis_px(&l->x, i + 0.5);
     const char *s = category_label(c, i, tmp, sizeof tmp);
@@ -713,7 +847,7 @@ static void draw_category_ticks(Buf *b, const Chart *c, const Layout *l) {
       draw_turned_text(b, "tick", x + 3, l->B + 14, -SLANT_DEG, "end",
                        FONT_TICK, s);
     else
-      draw_text(b, "tick", x, l->B + 17, "middle", FONT_TICK, s);
+      draw_wrapped(b, x, l->B + 17, gw - 6, s);
   }
 }
 
@@ -960,7 +1094,8 @@ static void poly_add(Poly *p, double x, double y) {
 
 static void poly_flush(Buf *b, Poly *p) {
   if (p->n >= 2)
-    buf_printf(b, "<polyline class=\"line\" points=\"%s\"/>\n", p->pts.s);
+    buf_printf(b, "<polyline class=\"line\" fill=\"none\" points=\"%s\"/>\n",
+               p->pts.s);
   p->pts.len = 0;
   p->n = 0;
 }

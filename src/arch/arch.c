@@ -1,0 +1,643 @@
+/* arch.c — loading an architecture file (docs/architecture.md) into an
+ * Arch. The loader is strict: every key is known, every quantity carries a
+ * unit of the right dimension, and the first problem is reported at its
+ * FILE:LINE:COL. Everything the Arch holds lives in its arena; the YAML
+ * tree is freed once loading ends. */
+#include "arch.h"
+#include "quantity.h"
+
+#include "../ydoc/ydoc.h"
+
+#include <ctype.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const opclass_names[OPC_COUNT] = {
+    "macc", "add", "mul", "div", "exp", "log", "sqrt", "silu", "max"};
+static const char *const role_names[ROLE_COUNT] = {"matrix", "vector",
+                                                   "feeder"};
+
+const char *opclass_name(OpClass k) {
+  return (unsigned)k < OPC_COUNT ? opclass_names[k] : "?";
+}
+
+const char *role_name(UnitRole r) {
+  return (unsigned)r < ROLE_COUNT ? role_names[r] : "?";
+}
+
+int arch_unit(const Arch *a, UnitRole r) {
+  for (int i = 0; i < a->nunits; i++)
+    if (a->units[i].role == r)
+      return i;
+  return -1;
+}
+
+double arch_peak(const Arch *a, int unit, OpClass k) {
+  if (unit < 0 || unit >= a->nunits || (unsigned)k >= OPC_COUNT)
+    return 0;
+  const Unit *u = &a->units[unit];
+  return (double)u->pes * u->rate[k] * a->clock_hz;
+}
+
+/* ---- the loader's helpers ---- */
+
+typedef struct Loader {
+  Arch *a;
+  Diag *d;
+} Loader;
+
+static bool fail(Loader *L, Loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static bool fail(Loader *L, Loc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  diag_verror(L->d, L->a->path, loc, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+static bool want(Loader *L, const YamlNode *n, YamlKind kind,
+                 const char *what) {
+  if (n->kind == kind)
+    return true;
+  return fail(L, n->loc, "expected %s for %s, found %s", ydoc_kind_name(kind),
+              what, ydoc_kind_name(n->kind));
+}
+
+/* "a, b, c" from a NULL-terminated list, for "expected ..." messages. */
+static void join(Buf *b, const char *const *list, int n) {
+  for (int i = 0; i < n && list[i]; i++)
+    buf_printf(b, "%s%s", i ? ", " : "", list[i]);
+}
+
+/* Reject any key of MAP that is not in ALLOWED (NULL-terminated). */
+static bool check_keys(Loader *L, const YamlNode *map,
+                       const char *const *allowed, const char *where) {
+  for (int i = 0; i < map->n; i++) {
+    const char *k = map->keys[i]->text;
+    bool known = false;
+    for (int j = 0; allowed[j] && !known; j++)
+      known = strcmp(k, allowed[j]) == 0;
+    if (!known) {
+      Buf b = {0};
+      join(&b, allowed, INT_MAX);
+      fail(L, map->keys[i]->loc, "unknown key '%s' in %s (expected %s)", k,
+           where, b.s);
+      buf_free(&b);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* The value under KEY, or NULL with an error at AT (where the mapping's
+ * owner was written: its key, or the list item). */
+static const YamlNode *need_at(Loader *L, Loc at, const YamlNode *map,
+                               const char *key, const char *where,
+                               const char *hint) {
+  const YamlNode *v = ydoc_get(map, key);
+  if (!v)
+    fail(L, at, "%s is missing '%s' (%s)", where, key, hint);
+  return v;
+}
+
+static const YamlNode *need(Loader *L, const YamlNode *map, const char *key,
+                            const char *where, const char *hint) {
+  return need_at(L, map->loc, map, key, where, hint);
+}
+
+/* A quantity of dimension DIM. Messages say what was expected and, where
+ * they can, what was written instead: a bare number, another dimension. */
+static bool get_quantity(Loader *L, const YamlNode *n, const char *dim,
+                         const char *what, double *out) {
+  if (!want(L, n, YN_SCALAR, what))
+    return false;
+  if (n->text[0] == 0)
+    return fail(L, n->loc, "%s has no value: expected %s such as '%s'", what,
+                quantity_what(dim), quantity_example(dim));
+  const char *found = NULL;
+  QuantityStatus st = quantity_scan(n->text, dim, out, &found);
+  if (st == Q_OK)
+    return true;
+  Buf units = {0};
+  quantity_units(dim, &units);
+  switch (st) {
+  case Q_NO_UNIT:
+    fail(L, n->loc,
+         "%s '%s' has no unit: expected %s such as '%s' (units: %s)", what,
+         n->text, quantity_what(dim), quantity_example(dim), units.s);
+    break;
+  case Q_OTHER_DIM:
+    fail(L, n->loc, "%s '%s' is %s, expected %s such as '%s' (units: %s)",
+         what, n->text, quantity_what(found), quantity_what(dim),
+         quantity_example(dim), units.s);
+    break;
+  case Q_RANGE:
+    fail(L, n->loc, "%s '%s' is out of range", what, n->text);
+    break;
+  default:
+    fail(L, n->loc, "%s '%s' is not %s such as '%s' (units: %s)", what,
+         n->text, quantity_what(dim), quantity_example(dim), units.s);
+    break;
+  }
+  buf_free(&units);
+  return false;
+}
+
+/* A quantity that must be > 0 (clock, capacity, bandwidth). */
+static bool get_positive(Loader *L, const YamlNode *n, const char *dim,
+                         const char *what, double *out) {
+  if (!get_quantity(L, n, dim, what, out))
+    return false;
+  if (!(*out > 0))
+    return fail(L, n->loc, "%s must be positive, found '%s'", what, n->text);
+  return true;
+}
+
+/* A quantity that must be >= 0 (energies: zero is a legitimate choice). */
+static bool get_non_negative(Loader *L, const YamlNode *n, const char *dim,
+                             const char *what, double *out) {
+  if (!get_quantity(L, n, dim, what, out))
+    return false;
+  if (*out < 0)
+    return fail(L, n->loc, "%s must not be negative, found '%s'", what,
+                n->text);
+  return true;
+}
+
+/* A whole number >= 1 that fits an int. */
+static bool get_count(Loader *L, const YamlNode *n, const char *what,
+                      int *out) {
+  if (!want(L, n, YN_SCALAR, what))
+    return false;
+  const char *s = n->text;
+  size_t i = s[0] == '-' ? 1 : 0;
+  bool digits = isdigit((unsigned char)s[i]) != 0;
+  while (isdigit((unsigned char)s[i]))
+    i++;
+  if (!digits || s[i] != 0)
+    return fail(L, n->loc, "%s must be a positive integer, found '%s'", what,
+                s);
+  long long v = strtoll(s, NULL, 10); /* saturates, so the test below holds */
+  if (v < 1 || v > INT_MAX)
+    return fail(L, n->loc, "%s must be a positive integer (at most %d), "
+                           "found '%s'",
+                what, INT_MAX, s);
+  *out = (int)v;
+  return true;
+}
+
+/* Names are referred to from the command line and from mode_of: a letter
+ * or '_' first, then letters, digits, '_', '-' and '.'. */
+static bool get_name(Loader *L, const YamlNode *n, const char *what,
+                     const char **out) {
+  if (!want(L, n, YN_SCALAR, what))
+    return false;
+  const char *s = n->text;
+  bool ok = isalpha((unsigned char)s[0]) || s[0] == '_';
+  for (const char *p = s; ok && *p; p++)
+    ok = isalnum((unsigned char)*p) || *p == '_' || *p == '-' || *p == '.';
+  if (!ok)
+    return fail(L, n->loc,
+                "%s '%s' is not a name (a letter or '_', then letters, "
+                "digits, '_', '-' or '.')",
+                what, s);
+  *out = arena_strdup(&L->a->arena, s);
+  return true;
+}
+
+static int find_opclass(const char *s) {
+  for (int k = 0; k < OPC_COUNT; k++)
+    if (strcmp(opclass_names[k], s) == 0)
+      return k;
+  return -1;
+}
+
+static bool unknown_opclass(Loader *L, const YamlNode *key,
+                            const char *where) {
+  Buf b = {0};
+  join(&b, opclass_names, OPC_COUNT);
+  fail(L, key->loc, "unknown operation class '%s' in %s (expected %s)",
+       key->text, where, b.s);
+  buf_free(&b);
+  return false;
+}
+
+/* ---- memory ---- */
+
+static const char *const level_keys[] = {
+    "name", "capacity", "bandwidth", "read_energy", "write_energy", NULL};
+
+/* Capacity: required on chip, optional (infinite) for the outermost level.
+ * Bandwidth: required for the outermost level (the roofline's memory
+ * side), optional (never a bottleneck) on chip. */
+static bool load_level(Loader *L, const YamlNode *m, bool outermost,
+                       MemLevel *lv) {
+  if (!want(L, m, YN_MAP, "a memory level"))
+    return false;
+  char where[300];
+  if (!check_keys(L, m, level_keys, "a memory level"))
+    return false;
+  const YamlNode *name =
+      need(L, m, "name", "memory level", "e.g. 'name: DRAM'");
+  if (!name || !get_name(L, name, "memory level name", &lv->name))
+    return false;
+  lv->loc = m->loc;
+  snprintf(where, sizeof where, "memory level '%s'", lv->name);
+
+  const YamlNode *cap = ydoc_get(m, "capacity");
+  lv->capacity = INFINITY;
+  if (!cap && !outermost)
+    return fail(L, m->loc,
+                "%s is missing 'capacity' (only the outermost level, "
+                "off-chip memory, may omit it)",
+                where);
+  if (cap && !get_positive(L, cap, "bytes", "capacity", &lv->capacity))
+    return false;
+
+  const YamlNode *bw = ydoc_get(m, "bandwidth");
+  lv->bandwidth = INFINITY;
+  if (!bw && outermost)
+    return fail(L, m->loc,
+                "%s is missing 'bandwidth' (the outermost level needs one, "
+                "e.g. '2039 GB/s')",
+                where);
+  if (bw && !get_positive(L, bw, "bytes/s", "bandwidth", &lv->bandwidth))
+    return false;
+
+  const YamlNode *rd = need(L, m, "read_energy", where, "e.g. '1.25 pJ/B'");
+  if (!rd || !get_non_negative(L, rd, "pJ/B", "read_energy", &lv->read_pj))
+    return false;
+  const YamlNode *wr = need(L, m, "write_energy", where, "e.g. '1.25 pJ/B'");
+  return wr &&
+         get_non_negative(L, wr, "pJ/B", "write_energy", &lv->write_pj);
+}
+
+static bool load_memory(Loader *L, const YamlNode *seq) {
+  if (!want(L, seq, YN_SEQ, "memory (a list of levels, outermost first)"))
+    return false;
+  if (seq->n < 2)
+    return fail(L, seq->loc,
+                "memory has %d level%s: give off-chip memory and at least "
+                "one on-chip level, outermost first",
+                seq->n, seq->n == 1 ? "" : "s");
+  Arch *a = L->a;
+  a->nlevels = seq->n;
+  a->levels = arena_alloc(&a->arena, (size_t)seq->n * sizeof *a->levels);
+  for (int i = 0; i < seq->n; i++) {
+    if (!load_level(L, seq->items[i], i == 0, &a->levels[i]))
+      return false;
+    for (int j = 0; j < i; j++)
+      if (strcmp(a->levels[j].name, a->levels[i].name) == 0)
+        return fail(L, ydoc_get(seq->items[i], "name")->loc,
+                    "duplicate memory level name '%s' (first at line %d)",
+                    a->levels[i].name, a->levels[j].loc.line);
+  }
+  return true;
+}
+
+/* ---- compute ---- */
+
+static const char *const unit_keys[] = {"name", "role",     "shape", "pes",
+                                        "mode_of", "pipeline", "ops", NULL};
+
+static bool load_role(Loader *L, const YamlNode *n, UnitRole *out) {
+  if (!want(L, n, YN_SCALAR, "role"))
+    return false;
+  for (int r = 0; r < ROLE_COUNT; r++)
+    if (strcmp(role_names[r], n->text) == 0) {
+      *out = (UnitRole)r;
+      return true;
+    }
+  return fail(L, n->loc, "unknown role '%s' (expected matrix, vector, feeder)",
+              n->text);
+}
+
+/* shape: [ROWS, COLS] and/or pes: N; when both are given they must agree. */
+static bool load_geometry(Loader *L, const YamlNode *m, const char *where,
+                          Unit *u) {
+  const YamlNode *shape = ydoc_get(m, "shape"), *pes = ydoc_get(m, "pes");
+  if (!shape && !pes)
+    return fail(L, m->loc, "%s needs 'pes' (a count) or 'shape' ([ROWS, "
+                           "COLS])",
+                where);
+  if (shape) {
+    if (!want(L, shape, YN_SEQ, "shape ([ROWS, COLS])"))
+      return false;
+    if (shape->n != 2)
+      return fail(L, shape->loc,
+                  "shape must be two positive integers [ROWS, COLS], found "
+                  "%d item%s",
+                  shape->n, shape->n == 1 ? "" : "s");
+    if (!get_count(L, shape->items[0], "shape rows", &u->rows) ||
+        !get_count(L, shape->items[1], "shape columns", &u->cols))
+      return false;
+    if ((long long)u->rows * u->cols > INT_MAX)
+      return fail(L, shape->loc, "shape [%d, %d] has too many PEs", u->rows,
+                  u->cols);
+    u->pes = u->rows * u->cols;
+  }
+  if (pes) {
+    int n;
+    if (!get_count(L, pes, "pes", &n))
+      return false;
+    if (shape && n != u->pes)
+      return fail(L, pes->loc,
+                  "pes %d does not match shape [%d, %d] (%d PEs)", n, u->rows,
+                  u->cols, u->pes);
+    if (!shape) {
+      u->pes = u->rows = n;
+      u->cols = 1;
+    }
+  }
+  return true;
+}
+
+static bool load_ops(Loader *L, const YamlNode *ops, const char *where,
+                     Unit *u) {
+  if (!want(L, ops, YN_MAP, "ops (operation class: rate per PE per cycle)"))
+    return false;
+  for (int i = 0; i < ops->n; i++) {
+    const YamlNode *k = ops->keys[i], *v = ops->items[i];
+    int c = find_opclass(k->text);
+    if (c < 0)
+      return unknown_opclass(L, k, where);
+    if (!want(L, v, YN_SCALAR, "an operation rate"))
+      return false;
+    double r;
+    if (!parse_number(v->text, &r) || r < 0)
+      return fail(L, v->loc,
+                  "rate of '%s' must be a non-negative number of operations "
+                  "per PE per cycle, found '%s'",
+                  k->text, v->text);
+    u->rate[c] = r;
+  }
+  return true;
+}
+
+/* Everything of one unit that does not depend on other units. A mode's
+ * ops and pipeline may be omitted: they are its parent's (same PEs). */
+static bool load_unit(Loader *L, const YamlNode *m, Unit *u) {
+  if (!want(L, m, YN_MAP, "a compute unit"))
+    return false;
+  if (!check_keys(L, m, unit_keys, "a compute unit"))
+    return false;
+  const YamlNode *name =
+      need(L, m, "name", "compute unit", "e.g. 'name: array2d'");
+  if (!name || !get_name(L, name, "unit name", &u->name))
+    return false;
+  u->loc = m->loc;
+  u->mode_of = -1;
+  char where[300];
+  snprintf(where, sizeof where, "unit '%s'", u->name);
+  const YamlNode *role =
+      need(L, m, "role", where, "matrix, vector or feeder");
+  if (!role || !load_role(L, role, &u->role))
+    return false;
+  if (!load_geometry(L, m, where, u))
+    return false;
+  const YamlNode *pipe = ydoc_get(m, "pipeline");
+  u->pipeline = 1;
+  if (pipe && !get_count(L, pipe, "pipeline", &u->pipeline))
+    return false;
+  const YamlNode *ops = ydoc_get(m, "ops");
+  if (!ops && !ydoc_get(m, "mode_of"))
+    return fail(L, m->loc,
+                "%s is missing 'ops' (operations per PE per cycle, e.g. "
+                "'{macc: 1, add: 1}')",
+                where);
+  return !ops || load_ops(L, ops, where, u);
+}
+
+static int find_unit(const Arch *a, const char *name) {
+  for (int i = 0; i < a->nunits; i++)
+    if (strcmp(a->units[i].name, name) == 0)
+      return i;
+  return -1;
+}
+
+/* mode_of: a mode reuses a physical array's PEs, so it names a unit that
+ * is not itself a mode, and has at most that unit's PEs. */
+static bool resolve_mode(Loader *L, const YamlNode *seq, int i) {
+  Arch *a = L->a;
+  Unit *u = &a->units[i];
+  const YamlNode *mo = ydoc_get(seq->items[i], "mode_of");
+  if (!mo)
+    return true;
+  if (!want(L, mo, YN_SCALAR, "mode_of (a unit name)"))
+    return false;
+  int p = find_unit(a, mo->text);
+  if (p < 0) {
+    Buf b = {0};
+    for (int j = 0; j < a->nunits; j++)
+      buf_printf(&b, "%s%s", j ? ", " : "", a->units[j].name);
+    fail(L, mo->loc, "mode_of names unknown unit '%s' (units: %s)", mo->text,
+         b.s);
+    buf_free(&b);
+    return false;
+  }
+  if (p == i)
+    return fail(L, mo->loc, "unit '%s' cannot be a mode of itself", u->name);
+  /* The parent's own mode_of may not be resolved yet: ask its YAML. */
+  if (ydoc_get(seq->items[p], "mode_of"))
+    return fail(L, mo->loc,
+                "unit '%s' is a mode of '%s', which is itself a mode: "
+                "mode_of must name a physical array",
+                u->name, a->units[p].name);
+  if (u->pes > a->units[p].pes)
+    return fail(L, mo->loc,
+                "mode '%s' has %d PEs but '%s' has only %d: a mode reuses "
+                "its array's PEs",
+                u->name, u->pes, a->units[p].name, a->units[p].pes);
+  u->mode_of = p;
+  return true;
+}
+
+/* Modes take their array's ops and pipeline unless they give their own;
+ * then every unit must be able to do something, and a matrix unit must
+ * do MACCs on a 2D geometry. */
+static bool finish_unit(Loader *L, const YamlNode *m, Unit *u) {
+  if (u->mode_of >= 0) {
+    const Unit *p = &L->a->units[u->mode_of];
+    if (!ydoc_get(m, "ops"))
+      memcpy(u->rate, p->rate, sizeof u->rate);
+    if (!ydoc_get(m, "pipeline"))
+      u->pipeline = p->pipeline;
+  }
+  const YamlNode *ops = ydoc_get(m, "ops");
+  Loc at = ops ? ops->loc : m->loc;
+  bool any = false;
+  for (int k = 0; k < OPC_COUNT; k++)
+    any = any || u->rate[k] > 0;
+  if (!any)
+    return fail(L, at, "unit '%s' performs no operation: give a positive "
+                       "rate in ops",
+                u->name);
+  if (u->role == ROLE_MATRIX && !(u->rate[OPC_MACC] > 0))
+    return fail(L, at,
+                "unit '%s' has role matrix but no macc rate: a matrix unit "
+                "runs GEMMs",
+                u->name);
+  if (u->role == ROLE_MATRIX && !ydoc_get(m, "shape"))
+    return fail(L, m->loc,
+                "unit '%s' has role matrix but no shape: give 'shape: [ROWS, "
+                "COLS]'",
+                u->name);
+  return true;
+}
+
+static bool load_compute(Loader *L, const YamlNode *seq) {
+  if (!want(L, seq, YN_SEQ, "compute (a list of units)"))
+    return false;
+  if (seq->n == 0)
+    return fail(L, seq->loc, "compute is empty: give at least one unit");
+  Arch *a = L->a;
+  a->units = arena_alloc(&a->arena, (size_t)seq->n * sizeof *a->units);
+  for (int i = 0; i < seq->n; i++) {
+    if (!load_unit(L, seq->items[i], &a->units[i]))
+      return false;
+    for (int j = 0; j < i; j++)
+      if (strcmp(a->units[j].name, a->units[i].name) == 0)
+        return fail(L, ydoc_get(seq->items[i], "name")->loc,
+                    "duplicate unit name '%s' (first at line %d)",
+                    a->units[i].name, a->units[j].loc.line);
+    a->nunits = i + 1;
+  }
+  /* Two passes: mode_of may name a unit listed later, and whether the
+   * parent is itself a mode must be known before inheriting from it. */
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < seq->n; i++) {
+      bool ok = pass == 0 ? resolve_mode(L, seq, i)
+                          : finish_unit(L, seq->items[i], &a->units[i]);
+      if (!ok)
+        return false;
+    }
+  return true;
+}
+
+/* ---- energy ---- */
+
+/* Energy per operation for each class; a class some unit performs must
+ * have one, so that no energy report silently prices it at zero. */
+static bool load_energy(Loader *L, const YamlNode *m) {
+  if (!want(L, m, YN_MAP, "energy (operation class: energy per operation)"))
+    return false;
+  Arch *a = L->a;
+  bool given[OPC_COUNT] = {false};
+  for (int i = 0; i < m->n; i++) {
+    int c = find_opclass(m->keys[i]->text);
+    if (c < 0)
+      return unknown_opclass(L, m->keys[i], "energy");
+    char what[64];
+    snprintf(what, sizeof what, "energy of '%s'", opclass_names[c]);
+    if (!get_non_negative(L, m->items[i], "pJ", what, &a->op_pj[c]))
+      return false;
+    given[c] = true;
+  }
+  for (int c = 0; c < OPC_COUNT; c++)
+    for (int u = 0; u < a->nunits && !given[c]; u++)
+      if (a->units[u].rate[c] > 0)
+        return fail(L, m->loc,
+                    "energy has no entry for '%s', which unit '%s' performs",
+                    opclass_names[c], a->units[u].name);
+  return true;
+}
+
+/* ---- the whole file ---- */
+
+static const char *const arch_keys[] = {"name",    "clock",   "word", "memory",
+                                        "compute", "energy", NULL};
+
+static bool load_word(Loader *L, const YamlNode *n) {
+  double w;
+  if (!get_positive(L, n, "bytes", "word", &w))
+    return false;
+  if (w != floor(w) || w > 1024)
+    return fail(L, n->loc,
+                "word must be a whole number of bytes per element (at most "
+                "1024), found '%s'",
+                n->text);
+  L->a->word_bytes = (int)w;
+  return true;
+}
+
+/* KEY is the 'architecture' key: missing fields are reported there. */
+static bool load_architecture(Loader *L, const YamlNode *key,
+                              const YamlNode *m) {
+  if (!want(L, m, YN_MAP, "the architecture section"))
+    return false;
+  if (!check_keys(L, m, arch_keys, "architecture"))
+    return false;
+  const char *w = "architecture";
+  Loc at = key->loc;
+  const YamlNode *name =
+      need_at(L, at, m, "name", w, "e.g. 'name: mambalaya'");
+  if (!name || !get_name(L, name, "architecture name", &L->a->name))
+    return false;
+  const YamlNode *clock = need_at(L, at, m, "clock", w, "e.g. '1.75 GHz'");
+  if (!clock || !get_positive(L, clock, "Hz", "clock", &L->a->clock_hz))
+    return false;
+  const YamlNode *word =
+      need_at(L, at, m, "word", w, "bytes per element, e.g. '2 B'");
+  if (!word || !load_word(L, word))
+    return false;
+  const YamlNode *mem =
+      need_at(L, at, m, "memory", w, "a list of levels, outermost first");
+  if (!mem || !load_memory(L, mem))
+    return false;
+  const YamlNode *comp = need_at(L, at, m, "compute", w, "a list of units");
+  if (!comp || !load_compute(L, comp))
+    return false;
+  const YamlNode *energy = need_at(
+      L, at, m, "energy", w, "energy per operation, e.g. 'macc: 1.5 pJ'");
+  return energy && load_energy(L, energy);
+}
+
+static bool load_root(Loader *L, const YamlNode *root) {
+  if (!root)
+    return fail(L, (Loc){1, 1},
+                "empty architecture file: expected an 'architecture' "
+                "section");
+  if (!want(L, root, YN_MAP, "the top level (an 'architecture' section)"))
+    return false;
+  for (int i = 0; i < root->n; i++)
+    if (strcmp(root->keys[i]->text, "architecture") != 0)
+      return fail(L, root->keys[i]->loc,
+                  "unknown section '%s' (expected architecture)",
+                  root->keys[i]->text);
+  if (root->n == 0)
+    return fail(L, root->loc, "missing 'architecture' section");
+  return load_architecture(L, root->keys[0], root->items[0]);
+}
+
+static Arch *arch_from_doc(const char *path, YamlDoc *doc, Diag *d) {
+  Arch *a = xcalloc(1, sizeof *a);
+  a->path = arena_strdup(&a->arena, path);
+  Loader L = {a, d};
+  bool ok = load_root(&L, doc->root);
+  ydoc_free(doc);
+  if (!ok) {
+    arch_free(a);
+    return NULL;
+  }
+  return a;
+}
+
+Arch *arch_parse(const char *path, const char *text, size_t len, Diag *d) {
+  YamlDoc *doc = ydoc_parse(path, text, len, d);
+  return doc ? arch_from_doc(path, doc, d) : NULL;
+}
+
+Arch *arch_load(const char *path, Diag *d) {
+  YamlDoc *doc = ydoc_load(path, d);
+  return doc ? arch_from_doc(path, doc, d) : NULL;
+}
+
+void arch_free(Arch *a) {
+  if (!a)
+    return;
+  arena_free(&a->arena);
+  free(a);
+}

@@ -1,0 +1,96 @@
+/* arch.h — an accelerator: compute units, the memory hierarchy, the clock
+ * and the energy of each access and operation (paper §V, Table II).
+ *
+ * Architectures are YAML files (the archs directory; docs/architecture.md) with
+ * explicit units: "32 MiB", "2039 GB/s", "1.75 GHz", "2 B", "20 pJ/B",
+ * "0.9 pJ". Every quantity the model uses is a field here; nothing about
+ * Mambalaya is hard-wired in the model.
+ *
+ * Compute units may be modes of one another: Mambalaya's 256x256 array
+ * (2D mode) can be reconfigured into 8192 PEs wired to the global buffer
+ * (1D mode); a mode shares its parent's PEs, so the two never run at
+ * once. Each unit has a role the binding rules (§V-B) refer to. */
+#ifndef MAMBALAYA_ARCH_H
+#define MAMBALAYA_ARCH_H
+
+#include "../util/util.h"
+
+/* Operation classes a PE may implement, each at its own rate. */
+typedef enum {
+  OPC_MACC, /* multiply-accumulate: the inner step of a contraction */
+  OPC_ADD,  /* add, subtract, negate, the step of a sum */
+  OPC_MUL,  /* multiply */
+  OPC_DIV,  /* divide, reciprocal */
+  OPC_EXP,
+  OPC_LOG,
+  OPC_SQRT, /* sqrt, rsqrt */
+  OPC_SILU, /* SiLU and sigmoid (MARCA's nonlinear unit) */
+  OPC_MAX,  /* max, min, and their reductions */
+  OPC_COUNT
+} OpClass;
+
+const char *opclass_name(OpClass k); /* "macc", "add", ... as in YAML */
+
+typedef enum {
+  ROLE_MATRIX, /* a 2D array for GEMMs (Mambalaya's 2D mode) */
+  ROLE_VECTOR, /* a wide 1D array on the global buffer (the 1D mode) */
+  ROLE_FEEDER, /* a small 1D array that broadcasts into the 2D array */
+  ROLE_COUNT
+} UnitRole;
+
+const char *role_name(UnitRole r); /* "matrix", "vector", "feeder" */
+
+typedef struct Unit {
+  const char *name;
+  Loc loc;
+  UnitRole role;
+  int pes;        /* processing elements (rows * cols for a 2D array) */
+  int rows, cols; /* geometry of a 2D array; rows = pes, cols = 1 for 1D */
+  int mode_of;    /* index of the unit whose PEs this mode reuses, or -1 */
+  int pipeline;   /* pipeline stages of a PE (fill latency in cycles) */
+  double rate[OPC_COUNT]; /* operations per PE per cycle; 0: unsupported */
+} Unit;
+
+typedef struct MemLevel {
+  const char *name;
+  Loc loc;
+  double capacity;  /* bytes; INFINITY for off-chip memory */
+  double bandwidth; /* bytes per second; INFINITY if never a bottleneck */
+  double read_pj, write_pj; /* energy per byte read / written */
+} MemLevel;
+
+typedef struct Arch {
+  Arena arena;
+  const char *path;
+  const char *name;
+  double clock_hz;
+  int word_bytes; /* bytes per tensor element (2: 16-bit data) */
+  int nlevels;
+  MemLevel *levels; /* outermost first: DRAM, global buffer, registers */
+  int nunits;
+  Unit *units;
+  double op_pj[OPC_COUNT]; /* energy per operation */
+} Arch;
+
+/* Load an architecture from a YAML file, or parse TEXT. Unknown keys,
+ * missing fields, values without (or with the wrong) units, a mode_of
+ * naming no unit, a level without capacity (other than the outermost)
+ * are errors with FILE:LINE:COL. */
+Arch *arch_load(const char *path, Diag *d);
+Arch *arch_parse(const char *path, const char *text, size_t len, Diag *d);
+void arch_free(Arch *a);
+
+/* The first unit with role R, or -1. */
+int arch_unit(const Arch *a, UnitRole r);
+/* Peak operations per second of unit U for op class K (pes * rate * clock). */
+double arch_peak(const Arch *a, int unit, OpClass k);
+
+/* Parse a quantity with a unit: "32 MiB" -> bytes, "2039 GB/s" -> bytes/s,
+ * "1.75 GHz" -> Hz, "20 pJ/B" -> pJ per byte, "0.9 pJ" -> pJ. DIM names
+ * the expected dimension ("bytes", "bytes/s", "Hz", "pJ/B", "pJ");
+ * false if TEXT is not a number followed by a unit of that dimension.
+ * Binary prefixes (KiB, MiB, GiB) are powers of 1024, decimal ones (kB,
+ * MB, GB) powers of 1000. */
+bool parse_quantity(const char *text, const char *dim, double *value);
+
+#endif

@@ -1,0 +1,35 @@
+/* quantity.h — private to src/arch: the parts of quantity parsing that the
+ * architecture loader needs to explain a bad value ("'32' has no unit",
+ * "'32 GHz' is a frequency") rather than merely reject it. The public
+ * entry point is parse_quantity() in arch.h. */
+#ifndef MAMBALAYA_ARCH_QUANTITY_H
+#define MAMBALAYA_ARCH_QUANTITY_H
+
+#include "../util/util.h"
+
+typedef enum {
+  Q_OK,
+  Q_NOT_NUMBER,   /* does not start with a decimal number */
+  Q_NO_UNIT,      /* a bare number */
+  Q_UNKNOWN_UNIT, /* a unit no dimension knows */
+  Q_OTHER_DIM,    /* a known unit of another dimension */
+  Q_RANGE,        /* overflows to infinity once scaled */
+  Q_BAD_DIM       /* the caller asked for a dimension that does not exist */
+} QuantityStatus;
+
+/* Parse TEXT as a quantity of dimension DIM into *VALUE (base units: B,
+ * B/s, Hz, pJ/B, pJ). On Q_OTHER_DIM, *FOUND_DIM names the dimension of
+ * the unit that was written. */
+QuantityStatus quantity_scan(const char *text, const char *dim, double *value,
+                             const char **found_dim);
+
+/* A plain decimal number ("1", "-0.5", "2e3"); no inf, nan or hex. */
+bool parse_number(const char *text, double *value);
+
+/* For messages: the units of DIM ("B, kB, MB, ..."), what the dimension
+ * is ("a size in bytes") and an example ("32 MiB"). */
+void quantity_units(const char *dim, Buf *out);
+const char *quantity_what(const char *dim);
+const char *quantity_example(const char *dim);
+
+#endif

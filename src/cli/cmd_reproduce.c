@@ -1,0 +1,80 @@
+/* cmd_reproduce.c — `mambalaya reproduce`: the paper's whole evaluation. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: mambalaya reproduce [--out DIR] [--json] [--spec SPEC] "
+    "[--arch ARCH]\n"
+    "\n"
+    "Run the paper's evaluation (Mamba-1, B=64, prefill at I=2048, decode at\n"
+    "I=1, mamba-370m and mamba-2.8b, I = 2^0..2^20, every design) and print\n"
+    "every figure of the paper beside ours with the ratio ours/paper. Writes\n"
+    "the figures as SVG, every series as CSV and an index.html into DIR.\n"
+    "\n"
+    "  --out DIR     where the figures go (default: out)\n"
+    "  --json        print {\"targets\": {KEY: {\"ours\", \"paper\", ...}}}\n"
+    "  --spec SPEC   the cascade (default: the shipped mamba1)\n"
+    "  --arch ARCH   the architecture (default: the shipped mambalaya)\n";
+
+int cmd_reproduce(int argc, char **argv) {
+  Args a = {.cmd = "mambalaya reproduce", .argc = argc, .argv = argv, .i = 1};
+  const char *out = "out", *spec = "mamba1", *arch_name = "mambalaya";
+  bool json = false;
+  int k;
+  while ((k = args_next(&a))) {
+    if (k == 2)
+      return args_unknown(&a);
+    if (args_is(&a, "--help") || args_is(&a, "-h")) {
+      fputs(usage, stdout);
+      return 0;
+    } else if (args_is(&a, "--json")) {
+      json = true;
+    } else if (args_is(&a, "--out")) {
+      if (!args_value(&a))
+        return EXIT_INPUT;
+      out = a.val;
+    } else if (args_is(&a, "--spec")) {
+      if (!args_value(&a))
+        return EXIT_INPUT;
+      spec = a.val;
+    } else if (args_is(&a, "--arch")) {
+      if (!args_value(&a))
+        return EXIT_INPUT;
+      arch_name = a.val;
+    } else {
+      return args_unknown(&a);
+    }
+  }
+  Diag d = {0};
+  Arch *arch = open_arch(arch_name, &d);
+  Cascade *c = arch ? open_spec(spec, &d) : NULL;
+  if (!c) {
+    diag_print(&d, stderr);
+    arch_free(arch);
+    return EXIT_INPUT;
+  }
+  Repro *r = repro_run(c, arch, &d);
+  int status = 0;
+  if (!r) {
+    diag_print(&d, stderr);
+    status = EXIT_INPUT;
+  } else {
+    (void)out;
+    Buf b = {0};
+    if (json) {
+      json_t *j = report_repro_json(r);
+      report_json(&b, j);
+      json_decref(j);
+    } else {
+      report_repro_text(&b, r);
+    }
+    emit(&b);
+    buf_free(&b);
+  }
+  repro_free(r);
+  cascade_free(c);
+  arch_free(arch);
+  return status;
+}

@@ -1,0 +1,122 @@
+/* cmd_tensors.c — `mambalaya tensors FILE`: what a safetensors file holds. */
+#include "cli.h"
+
+#include "../exec/exec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: mambalaya tensors FILE [--json]\n"
+    "\n"
+    "List the tensors of the safetensors file FILE, in the order of their\n"
+    "data: name, dtype, shape and byte range [begin, end) in the data\n"
+    "section, and the file's __metadata__. The file is checked strictly\n"
+    "(the tensors must tile the data section exactly); a malformed file is\n"
+    "reported as FILE: error: MESSAGE with exit status 2.\n"
+    "\n"
+    "  --json           print JSON: {\"file\", \"header_bytes\", "
+    "\"data_bytes\",\n"
+    "                   \"metadata\": {KEY: VALUE}, \"tensors\": [{\"name\",\n"
+    "                   \"dtype\", \"shape\", \"data_offsets\"}]}\n";
+
+static void shape_str(Buf *b, const StEntry *e) {
+  buf_printf(b, "[");
+  for (int k = 0; k < e->ndim; k++)
+    buf_printf(b, "%s%lld", k ? ", " : "", (long long)e->shape[k]);
+  buf_printf(b, "]");
+}
+
+static void list_text(Buf *b, const StFile *f) {
+  buf_printf(b, "%s: %d tensor%s, %zu data bytes, header %zu bytes\n", f->path,
+             f->n, f->n == 1 ? "" : "s", f->len - f->data_start,
+             f->data_start - 8);
+  if (f->nmeta) {
+    buf_printf(b, "metadata:\n");
+    for (int i = 0; i < f->nmeta; i++)
+      buf_printf(b, "  %s: %s\n", f->meta_keys[i], f->meta_values[i]);
+  }
+  if (!f->n)
+    return;
+  /* Column widths: the shapes are rendered first to measure them. */
+  Buf *shapes = xcalloc((size_t)f->n, sizeof *shapes);
+  int wname = (int)strlen("name"), wshape = (int)strlen("shape");
+  for (int i = 0; i < f->n; i++) {
+    shape_str(&shapes[i], &f->entries[i]);
+    int n = (int)strlen(f->entries[i].name);
+    wname = n > wname ? n : wname;
+    wshape = (int)shapes[i].len > wshape ? (int)shapes[i].len : wshape;
+  }
+  buf_printf(b, "%-*s  %-5s  %-*s  bytes\n", wname, "name", "dtype", wshape,
+             "shape");
+  for (int i = 0; i < f->n; i++) {
+    const StEntry *e = &f->entries[i];
+    buf_printf(b, "%-*s  %-5s  %-*s  [%llu, %llu)\n", wname, e->name,
+               dtype_name(e->dtype), wshape, shapes[i].s,
+               (unsigned long long)e->begin, (unsigned long long)e->end);
+    buf_free(&shapes[i]);
+  }
+  free(shapes);
+}
+
+static json_t *list_json(const StFile *f) {
+  json_t *meta = json_object();
+  for (int i = 0; i < f->nmeta; i++)
+    json_object_set_new(meta, f->meta_keys[i], json_string(f->meta_values[i]));
+  json_t *tensors = json_array();
+  for (int i = 0; i < f->n; i++) {
+    const StEntry *e = &f->entries[i];
+    json_t *shape = json_array();
+    for (int k = 0; k < e->ndim; k++)
+      json_array_append_new(shape, json_integer((json_int_t)e->shape[k]));
+    json_array_append_new(
+        tensors, json_pack("{s:s, s:s, s:o, s:[II]}", "name", e->name, "dtype",
+                           dtype_name(e->dtype), "shape", shape, "data_offsets",
+                           (json_int_t)e->begin, (json_int_t)e->end));
+  }
+  return json_pack("{s:s, s:I, s:I, s:o, s:o}", "file", f->path, "header_bytes",
+                   (json_int_t)(f->data_start - 8), "data_bytes",
+                   (json_int_t)(f->len - f->data_start), "metadata", meta,
+                   "tensors", tensors);
+}
+
+int cmd_tensors(int argc, char **argv) {
+  Args a = {.cmd = "mambalaya tensors", .argc = argc, .argv = argv, .i = 1};
+  const char *path = NULL;
+  bool json = false;
+  int k;
+  while ((k = args_next(&a))) {
+    if (k == 2) {
+      if (path)
+        return args_unknown(&a);
+      path = a.val;
+    } else if (args_is(&a, "--help") || args_is(&a, "-h")) {
+      fputs(usage, stdout);
+      return 0;
+    } else if (args_is(&a, "--json")) {
+      json = true;
+    } else {
+      return args_unknown(&a);
+    }
+  }
+  if (!path)
+    return usage_error(&a, "missing FILE (see mambalaya tensors --help)");
+  Diag d = {0};
+  StFile *f = st_open(path, &d);
+  if (!f) {
+    diag_print(&d, stderr);
+    return EXIT_INPUT;
+  }
+  Buf b = {0};
+  if (json) {
+    json_t *j = list_json(f);
+    report_json(&b, j);
+    json_decref(j);
+  } else {
+    list_text(&b, f);
+  }
+  emit(&b);
+  buf_free(&b);
+  st_close(f);
+  return 0;
+}

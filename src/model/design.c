@@ -1,0 +1,53 @@
+/* design.c — the designs of §VI and their default options. */
+#include "model.h"
+
+#include <string.h>
+
+static const char *const names[DES_COUNT] = {
+    "unfused", "ideal", "marca", "geens", "ri", "ri+rsb", "ri+rsb+rsp",
+    "full"};
+static const char *const labels[DES_COUNT] = {
+    "Best unfused", "Ideal fusion", "MARCA-like", "Geens-like",
+    "RI",           "RI+RSb",       "RI+RSb+RSp", "Fully fused"};
+
+const char *design_name(Design d) { return names[d]; }
+const char *design_label(Design d) { return labels[d]; }
+
+bool design_from_name(const char *name, Design *d) {
+  for (int i = 0; i < DES_COUNT; i++)
+    if (strcmp(names[i], name) == 0) {
+      *d = (Design)i;
+      return true;
+    }
+  return false;
+}
+
+Strategy design_strategy(Design d) {
+  switch (d) {
+  case DES_RI:
+    return ST_RI;
+  case DES_RI_RSB:
+    return ST_RI_RSB;
+  case DES_RI_RSB_RSP:
+    return ST_RI_RSB_RSP;
+  case DES_FULL:
+    return ST_FULL;
+  default:
+    return ST_UNFUSED;
+  }
+}
+
+ModelOpts model_default_opts(Design d) {
+  ModelOpts o = {
+      .compose = COMPOSE_SEQUENTIAL,
+      .accounting = ACCOUNT_ACHIEVED,
+      .state_io = false,
+      .weight_share = 0.5,
+  };
+  if (d == DES_FULL) {
+    o.two_pass = true;
+    o.spill_distance = 12;
+    o.rd_partials = true;
+  }
+  return o;
+}

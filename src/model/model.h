@@ -1,0 +1,198 @@
+/* model.h — pricing a fusion plan on an accelerator (paper §V–VI).
+ *
+ * The paper priced every Einsum with Timeloop (minutes per Einsum); this is
+ * an analytical model built on the same rules, answering in microseconds:
+ *
+ *   work      each Einsum's operations by class (MACC, add, exp, ...),
+ *             from its expression tree and iteration space;
+ *   binding   which compute unit runs it (§V-B: GEMMs on the 2D array,
+ *             groups of elementwise Einsums on its 1D mode, elementwise
+ *             producers of a GEMM on the small 1D array, elementwise work
+ *             after a GEMM in 2D mode);
+ *   mapping   a tiling of its loop nest between DRAM and the global
+ *             buffer, searched exhaustively (with provably neutral choices
+ *             pruned) under the buffer's capacity and the fusion group's
+ *             constraints, minimizing DRAM traffic;
+ *   cost      cycles = the slowest of compute (ops / (PEs x utilization x
+ *             rate)) and DRAM (bytes / bandwidth); energy from the arch's
+ *             per-access and per-op figures;
+ *   designs   best unfused, ideal, MARCA-like, Geens-like and the four
+ *             fusion strategies, each "ideal" (algorithmic-minimum traffic)
+ *             or "achieved" (from the mapping search);
+ *   scenarios L layers, a prefill of I0 tokens then G decode steps.
+ *
+ * Every choice the paper leaves open is a named field of ModelOpts,
+ * documented in docs/model.md. */
+#ifndef MAMBALAYA_MODEL_H
+#define MAMBALAYA_MODEL_H
+
+#include "../arch/arch.h"
+#include "../fusion/fusion.h"
+
+/* ---- work ---- */
+
+typedef struct Work {
+  double ops[OPC_COUNT]; /* over the whole iteration space */
+  double total;
+  double points; /* iteration points (all variables) */
+  double parallel; /* points of the output: independent results */
+  bool gemm;   /* a matrix product (the paper's "GEMM-like") */
+  bool linear; /* a sum-reduced product with a weight: GEMMs and
+                  convolutions, which the 2D array runs */
+} Work;
+
+/* Count E's operations: each additive term over the variables it uses
+ * (Einstein's convention), a product reduced by a sum as MACCs,
+ * constant subexpressions once (free), softplus as exp + add + log. */
+void model_work(const Cascade *c, const Shape *s, const Einsum *e, Work *w);
+
+/* ---- designs and options ---- */
+
+typedef enum {
+  DES_UNFUSED,    /* best unfused: every Einsum alone (paper Table I) */
+  DES_IDEAL,      /* unfused, without inter-Einsum traffic (§II) */
+  DES_MARCA,      /* unfused + RI fusion of the recurrence's region, with
+                     intermediates over the whole iterative rank (§VI-B) */
+  DES_GEENS,      /* the same region, the state partitioned to unit size
+                     along the iterative rank */
+  DES_RI,         /* the fusion strategies of §IV */
+  DES_RI_RSB,
+  DES_RI_RSB_RSP,
+  DES_FULL,
+  DES_COUNT
+} Design;
+
+const char *design_name(Design d); /* "unfused", "ideal", "marca", ... */
+const char *design_label(Design d); /* "Best unfused", "MARCA-like", ... */
+bool design_from_name(const char *name, Design *d);
+/* The fusion strategy a design stitches with. */
+Strategy design_strategy(Design d);
+
+typedef enum { COMPOSE_SEQUENTIAL, COMPOSE_PIPELINED } Compose;
+typedef enum { ACCOUNT_ACHIEVED, ACCOUNT_IDEAL } Accounting;
+
+typedef struct ModelOpts {
+  Compose compose;       /* a group's Einsums one after another, or
+                            pipelined across units (§VI "parallel
+                            pipelining") */
+  Accounting accounting; /* mapping search, or algorithmic minimum */
+  bool state_io;         /* count the decode state (initializations that
+                            read inputs: H0, the convolution history) */
+  bool no_overlap;       /* an Einsum's compute and DRAM transfers do not
+                            overlap: cycles = compute + memory (default:
+                            the slower of the two) */
+  /* The fully fused design's rules (§IV-E, §VI): */
+  bool two_pass;      /* a tensor used both before and after a reduction
+                         over one of its ranks in its group is read twice
+                         (FuseMax's pass analysis: LEX and X) */
+  int spill_distance; /* an on-chip intermediate whose last reader is more
+                         than this many Einsums after its producer is sent
+                         off chip (RX); 0: never */
+  bool rd_partials;   /* an RD pair inside a group writes the upstream's
+                         partial products off chip (§IV-E) */
+  double weight_share; /* weights of a group stay resident when they fit in
+                          this share of the global buffer */
+} ModelOpts;
+
+/* The options each design is evaluated with by default: sequential,
+ * achieved, no decode state, and the paper's full-fusion rules for
+ * DES_FULL only. */
+ModelOpts model_default_opts(Design d);
+
+/* ---- evaluation ---- */
+
+typedef struct EinsumEval {
+  int einsum, group;
+  int unit; /* index into Arch.units */
+  Work work;
+  double util;           /* spatial utilization of the unit, 0..1 */
+  double compute_cycles; /* ops / (PEs x util x rate) */
+  double mem_cycles;     /* DRAM bytes / bandwidth */
+  double cycles;         /* max of the two (sequential composition) */
+  double read, write;    /* DRAM bytes */
+  double inter_read, inter_write; /* intermediates (produced and consumed
+                                     inside the cascade) */
+  double intra_read, intra_write; /* weights, inputs, outputs */
+  double ideal_inter, ideal_intra; /* the algorithmic minimum */
+  double glb_bytes, reg_bytes;
+  double energy_pj;
+  char mapping[160]; /* loop order and tiles, e.g. "m/512 d/256 | ed" */
+  double start, end; /* cycles from the start of the layer */
+} EinsumEval;
+
+typedef struct GroupEval {
+  double cycles;
+  double start, end;
+  double busy[ROLE_COUNT]; /* compute cycles per role */
+  double mem_cycles;
+  int first, n; /* its Einsums: Eval.e[first .. first+n) */
+} GroupEval;
+
+typedef struct Eval {
+  Design design;
+  ModelOpts opts;
+  Plan *plan; /* owned */
+  int n;
+  EinsumEval *e; /* in execution order */
+  int ngroups;
+  GroupEval *g;
+  double *tensor_read, *tensor_write; /* DRAM bytes per tensor */
+  double cycles, seconds;
+  double read, write, inter, intra; /* DRAM bytes */
+  double ideal_inter, ideal_intra;
+  double ops;
+  double energy_pj, energy_dram, energy_glb, energy_reg, energy_ops;
+} Eval;
+
+/* Price design D of cascade C (bound by S) on A. PAIRS from
+ * fusion_classify. NULL and D set when the architecture cannot run the
+ * cascade (an op class no unit implements). */
+Eval *model_eval(const Cascade *c, const Shape *s, const Arch *a,
+                 const Pair *pairs, Design d, const ModelOpts *o, Diag *diag);
+void eval_free(Eval *e);
+
+/* ---- the mapping search (exposed for tests) ---- */
+
+enum { MAP_MAX_VARS = 16, MAP_MAX_TENSORS = 24 };
+
+typedef struct MapTensor {
+  VarSet vars;   /* variables indexing it */
+  double elems;  /* its size */
+  int ndims;
+  VarSet dim_vars[IR_MAX_RANKS]; /* variables of each coordinate */
+  double dim_coef[IR_MAX_RANKS][MAP_MAX_VARS]; /* |coefficient| per var */
+  bool output;   /* written (partial sums when a reduction is tiled out) */
+  bool dram;     /* moves between DRAM and the buffer (else on chip) */
+} MapTensor;
+
+typedef struct MapProblem {
+  int nvars;
+  double size[MAP_MAX_VARS];
+  int ntensors;
+  MapTensor t[MAP_MAX_TENSORS];
+  double capacity; /* elements the buffer can give this loop nest */
+  VarSet outer;    /* variables tiled by the fusion group, outermost */
+  double outer_tile[MAP_MAX_VARS];
+} MapProblem;
+
+typedef struct Mapping {
+  int norder;
+  int order[MAP_MAX_VARS]; /* tiled loops, outermost first */
+  double tile[MAP_MAX_VARS];
+  double read[MAP_MAX_TENSORS], write[MAP_MAX_TENSORS]; /* elements */
+  double traffic;   /* total elements moved */
+  double footprint; /* elements held in the buffer */
+  bool fits;
+  long evaluated; /* candidate mappings priced */
+} Mapping;
+
+/* Minimize DRAM traffic (then footprint) over loop orders and tile sizes
+ * (powers of two and the full extent). Variables that index every DRAM
+ * tensor, or the same tensors as another, cannot change the traffic and
+ * are not enumerated separately; the innermost tiled loop's tile cannot
+ * either and is kept small. */
+void map_search(const MapProblem *p, Mapping *best);
+/* Traffic and footprint of one mapping (ORDER and TILE set). */
+void map_price(const MapProblem *p, Mapping *m);
+
+#endif

@@ -1,0 +1,130 @@
+/* model_report.c — a priced design as a table and as JSON. */
+#include "report.h"
+
+#include <math.h>
+#include <string.h>
+
+static const char *bound_of(const EinsumEval *r) {
+  return r->compute_cycles >= r->mem_cycles ? "compute" : "memory";
+}
+
+void report_eval_text(Buf *b, const Cascade *c, const Arch *a,
+                      const Eval *ev) {
+  double us = 1e6 / a->clock_hz;
+  buf_printf(b, "design %s (%s, %s, %s traffic): %d groups\n",
+             design_name(ev->design), design_label(ev->design),
+             ev->opts.compose == COMPOSE_PIPELINED ? "pipelined"
+                                                   : "sequential",
+             ev->opts.accounting == ACCOUNT_IDEAL ? "ideal" : "achieved",
+             ev->ngroups);
+  buf_printf(b, "\n  %-3s %-10s %-3s %-11s %9s %5s %10s %10s %10s %10s  %-7s "
+                "%s\n",
+             "#", "einsum", "grp", "unit", "ops", "util", "compute_us",
+             "inter_MB", "intra_MB", "latency_us", "bound", "mapping");
+  for (int i = 0; i < ev->n; i++) {
+    const EinsumEval *r = &ev->e[i];
+    Buf ops = {0};
+    fmt_si(&ops, r->work.total);
+    buf_printf(b, "  %-3d %-10s %-3d %-11s %9s %4.0f%% %10.2f %10.2f %10.2f "
+                  "%10.2f  %-7s %s\n",
+               r->einsum + 1, einsum_name(c, r->einsum), r->group + 1,
+               a->units[r->unit].name, ops.s, 100 * r->util,
+               r->compute_cycles * us, (r->inter_read + r->inter_write) / 1e6,
+               (r->intra_read + r->intra_write) / 1e6,
+               (r->end - r->start) * us, bound_of(r), r->mapping);
+    buf_free(&ops);
+  }
+  buf_printf(b, "\n  %-5s %12s %12s %12s %12s\n", "group", "latency_us",
+             "matrix_us", "vector_us", "memory_us");
+  for (int g = 0; g < ev->ngroups; g++) {
+    const GroupEval *ge = &ev->g[g];
+    buf_printf(b, "  G%-4d %12.2f %12.2f %12.2f %12.2f\n", g + 1,
+               ge->cycles * us, ge->busy[ROLE_MATRIX] * us,
+               (ge->busy[ROLE_VECTOR] + ge->busy[ROLE_FEEDER]) * us,
+               ge->mem_cycles * us);
+  }
+  double total = ev->read + ev->write;
+  buf_printf(b, "\n  latency     %.4g us per layer\n", ev->seconds * 1e6);
+  buf_printf(b, "  DRAM        %.4g MB (read %.1f%%, write %.1f%%; "
+                "inter-Einsum %.1f%%, intra %.1f%%)\n",
+             total / 1e6, total > 0 ? 100 * ev->read / total : 0,
+             total > 0 ? 100 * ev->write / total : 0,
+             total > 0 ? 100 * ev->inter / total : 0,
+             total > 0 ? 100 * ev->intra / total : 0);
+  buf_printf(b, "  ideal DRAM  %.4g MB (inter %.4g MB, intra %.4g MB)\n",
+             (ev->ideal_inter + ev->ideal_intra) / 1e6, ev->ideal_inter / 1e6,
+             ev->ideal_intra / 1e6);
+  buf_printf(b, "  energy      %.4g mJ (DRAM %.1f%%, buffer %.1f%%, "
+                "registers %.1f%%, operations %.1f%%)\n",
+             ev->energy_pj * 1e-9, 100 * ev->energy_dram / ev->energy_pj,
+             100 * ev->energy_glb / ev->energy_pj,
+             100 * ev->energy_reg / ev->energy_pj,
+             100 * ev->energy_ops / ev->energy_pj);
+}
+
+json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
+  double sec = 1 / a->clock_hz;
+  json_t *o = json_object();
+  json_object_set_new(o, "design", json_string(design_name(ev->design)));
+  json_object_set_new(o, "compose",
+                      json_string(ev->opts.compose == COMPOSE_PIPELINED
+                                      ? "pipelined"
+                                      : "sequential"));
+  json_object_set_new(o, "accounting",
+                      json_string(ev->opts.accounting == ACCOUNT_IDEAL
+                                      ? "ideal"
+                                      : "achieved"));
+  json_t *es = json_array();
+  for (int i = 0; i < ev->n; i++) {
+    const EinsumEval *r = &ev->e[i];
+    json_t *x = json_object();
+    json_object_set_new(x, "einsum", json_string(einsum_name(c, r->einsum)));
+    json_object_set_new(x, "group", json_integer(r->group + 1));
+    json_object_set_new(x, "unit", json_string(a->units[r->unit].name));
+    json_t *ops = json_object();
+    for (int k = 0; k < OPC_COUNT; k++)
+      if (r->work.ops[k] > 0)
+        json_object_set_new(ops, opclass_name((OpClass)k),
+                            json_real(r->work.ops[k]));
+    json_object_set_new(x, "ops", ops);
+    json_object_set_new(x, "utilization", json_real(r->util));
+    json_object_set_new(x, "compute_s", json_real(r->compute_cycles * sec));
+    json_object_set_new(x, "memory_s", json_real(r->mem_cycles * sec));
+    json_object_set_new(x, "latency_s", json_real((r->end - r->start) * sec));
+    json_object_set_new(x, "start_s", json_real(r->start * sec));
+    json_object_set_new(x, "dram_read_bytes", json_real(r->read));
+    json_object_set_new(x, "dram_write_bytes", json_real(r->write));
+    json_object_set_new(x, "inter_bytes",
+                        json_real(r->inter_read + r->inter_write));
+    json_object_set_new(x, "intra_bytes",
+                        json_real(r->intra_read + r->intra_write));
+    json_object_set_new(x, "energy_j", json_real(r->energy_pj * 1e-12));
+    json_object_set_new(x, "mapping", json_string(r->mapping));
+    json_array_append_new(es, x);
+  }
+  json_object_set_new(o, "einsums", es);
+  json_t *gs = json_array();
+  for (int g = 0; g < ev->ngroups; g++) {
+    json_t *x = json_object();
+    json_t *names = json_array();
+    for (int i = 0; i < ev->plan->groups[g].n; i++)
+      json_array_append_new(
+          names, json_string(einsum_name(c, ev->plan->groups[g].einsums[i])));
+    json_object_set_new(x, "einsums", names);
+    json_object_set_new(x, "latency_s", json_real(ev->g[g].cycles * sec));
+    json_array_append_new(gs, x);
+  }
+  json_object_set_new(o, "groups", gs);
+  json_t *t = json_object();
+  json_object_set_new(t, "latency_s", json_real(ev->seconds));
+  json_object_set_new(t, "dram_read_bytes", json_real(ev->read));
+  json_object_set_new(t, "dram_write_bytes", json_real(ev->write));
+  json_object_set_new(t, "inter_bytes", json_real(ev->inter));
+  json_object_set_new(t, "intra_bytes", json_real(ev->intra));
+  json_object_set_new(t, "ideal_inter_bytes", json_real(ev->ideal_inter));
+  json_object_set_new(t, "ideal_intra_bytes", json_real(ev->ideal_intra));
+  json_object_set_new(t, "ops", json_real(ev->ops));
+  json_object_set_new(t, "energy_j", json_real(ev->energy_pj * 1e-12));
+  json_object_set_new(o, "totals", t);
+  return o;
+}
