@@ -98,7 +98,7 @@ $(FUZZERS:%=fuzz-%): fuzz-%: $(BUILD)/fuzz/fuzz_%
 	    $(BUILD)/fuzz/corpus-$*
 
 bench: $(BUILD)/mambalaya $(BENCH_BIN)
-	bench/run.sh $(BUILD)
+	bash bench/run.sh $(BUILD)
 
 clean:
 	rm -rf build

@@ -1,7 +1,12 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Run the benchmarks against the binaries in BUILD and print their figures.
-# Results recorded by hand in bench/RESULTS.md, with the machine.
-set -eu
+# Results are recorded in bench/RESULTS.md with the machine they ran on.
+set -euo pipefail
 BUILD=${1:-build}
 "$BUILD/bench/bench_fusion" specs/mamba1.yaml
 "$BUILD/bench/bench_fusion" specs/mamba2.yaml
+"$BUILD/bench/bench_model"
+out=$(mktemp -d)
+TIMEFORMAT="mambalaya reproduce --out DIR (the whole command, figures written): %R s"
+time "$BUILD/mambalaya" reproduce --out "$out" >/dev/null
+rm -rf "$out"
