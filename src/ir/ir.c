@@ -292,6 +292,20 @@ static bool check_order(Cascade *c, Diag *d) {
   return ok;
 }
 
+/* Does some read of T index coordinate DIM with anything but a plain
+ * variable (a lag i-1, a window i+f-F+1), so that it may reach before the
+ * start? */
+static bool read_before_start(const Cascade *c, int t, int dim) {
+  for (int i = 0; i < c->neinsums; i++) {
+    const Einsum *e = c->einsums[i];
+    for (int k = 0; k < e->nreads; k++)
+      if (e->reads[k]->tensor == t && dim < e->reads[k]->n &&
+          !e->reads[k]->idx[dim].plain)
+        return true;
+  }
+  return false;
+}
+
 static bool check_inits(Cascade *c, Diag *d) {
   for (int t = 0; t < c->ntensors; t++) {
     const Tensor *T = &c->tensors[t];
@@ -302,6 +316,13 @@ static bool check_inits(Cascade *c, Diag *d) {
                  "initialization of %s, which no Einsum produces: inputs need "
                  "no initialization",
                  T->name);
+      return false;
+    }
+    if (!read_before_start(c, t, T->init->out.cond_dim)) {
+      diag_error(d, c->path, T->init->loc,
+                 "initialization of %s, which is never read before its start "
+                 "(by a lagged read such as %s[..., i-1, ...] or a window)",
+                 T->name, T->name);
       return false;
     }
     for (int k = 0; k < T->init->nreads; k++) {

@@ -118,6 +118,7 @@ typedef struct Rank {
   const char *name;
   Loc loc;   /* first declaration */
   Expr *size; /* from the shape section; NULL if unbound */
+  Loc size_loc; /* where the size was written */
 } Rank;
 
 typedef struct Tensor {

@@ -29,11 +29,10 @@ static const Setting *find_setting(const Binder *b, const char *name) {
   return NULL;
 }
 
-static void cycle_error(Binder *b, Loc loc, const char *name) {
+static void cycle_error(Binder *b, Loc loc, const char *what,
+                        const char *name) {
   if (!b->failed)
-    diag_error(b->d, b->c->path, loc,
-               "the size of %s depends on itself through the shape section",
-               name);
+    diag_error(b->d, b->c->path, loc, "%s %s depends on itself", what, name);
   b->failed = true;
 }
 
@@ -42,13 +41,14 @@ static double bind_rank(Binder *b, int r) {
   if (b->rank_state[r] == DONE)
     return (double)b->s->size[r];
   if (b->rank_state[r] == BUSY) {
-    cycle_error(b, rk->size ? rk->size->loc : rk->loc, rk->name);
+    cycle_error(b, rk->size ? rk->size_loc : rk->loc, "the size of",
+                rk->name);
     return NAN;
   }
   b->rank_state[r] = BUSY;
   double v = NAN;
   const Setting *st = find_setting(b, rk->name);
-  Loc loc = rk->size ? rk->size->loc : rk->loc;
+  Loc loc = rk->size ? rk->size_loc : rk->loc;
   if (st)
     v = st->value;
   else if (rk->size)
@@ -70,7 +70,7 @@ static double bind_param(Binder *b, int p) {
   if (b->param_state[p] == DONE)
     return b->param_val[p];
   if (b->param_state[p] == BUSY) {
-    cycle_error(b, b->c->params[p].loc, b->c->params[p].name);
+    cycle_error(b, b->c->params[p].loc, "parameter", b->c->params[p].name);
     return NAN;
   }
   b->param_state[p] = BUSY;
@@ -131,18 +131,7 @@ Shape *shape_bind(const Cascade *c, const Preset *preset, const Setting *set,
     bind_rank(&b, r);
   for (int i = 0; i < c->nsyms; i++)
     bind_sym(&b, i);
-  s->complete = true;
-  for (int r = 0; r < c->nranks; r++)
-    if (s->size[r] == 0) {
-      s->complete = false;
-      if (require && !b.failed) {
-        diag_error(d, c->path, c->ranks[r].loc,
-                   "missing shape binding: rank %s has no size (bind it in "
-                   "the shape section or with --set %s=N)",
-                   c->ranks[r].name, c->ranks[r].name);
-        b.failed = true;
-      }
-    }
+  /* Unknown names first: they explain the ranks left without a size. */
   for (int i = 0; require && !b.failed && i < c->nsyms; i++)
     if (isnan(s->sym[i])) {
       diag_error(d, c->path, c->syms[i].loc,
@@ -151,6 +140,25 @@ Shape *shape_bind(const Cascade *c, const Preset *preset, const Setting *set,
                  c->syms[i].name,
                  preset ? "" : " (no --model preset is selected)");
       b.failed = true;
+    }
+  s->complete = true;
+  for (int r = 0; r < c->nranks; r++)
+    if (s->size[r] == 0) {
+      s->complete = false;
+      if (require && !b.failed) {
+        const Rank *rk = &c->ranks[r];
+        if (rk->size)
+          diag_error(d, c->path, rk->size_loc,
+                     "rank %s has no valid size: its expression is not a "
+                     "number",
+                     rk->name);
+        else
+          diag_error(d, c->path, rk->loc,
+                     "missing shape binding: rank %s has no size (bind it in "
+                     "the shape section or with --set %s=N)",
+                     rk->name, rk->name);
+        b.failed = true;
+      }
     }
   free(b.rank_state);
   free(b.sym_state);

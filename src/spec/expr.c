@@ -85,6 +85,7 @@ typedef struct Parser {
   bool const_only; /* a size or parameter: no tensor reads */
   Arena *ar;       /* the cascade's arena */
 
+  YamlCursor cursor; /* locating tokens in order costs one pass */
   RawAccess lhs;
   int nraws, raws_cap;
   RawAccess *raws; /* reads, left to right */
@@ -95,12 +96,16 @@ typedef struct Parser {
 
 /* ---- errors ---- */
 
+static Loc loc_at(Parser *p, size_t pos) {
+  return ydoc_scalar_loc_at(p->c->doc, p->node, &p->cursor, pos);
+}
+
 __attribute__((format(printf, 3, 4))) static void perr(Parser *p, size_t pos,
                                                        const char *fmt, ...) {
   if (p->failed)
     return;
   p->failed = true;
-  Loc loc = ydoc_scalar_loc(p->c->doc, p->node, pos);
+  Loc loc = loc_at(p, pos);
   va_list ap;
   va_start(ap, fmt);
   diag_verror(p->d, p->c->path, loc, fmt, ap);
@@ -179,6 +184,11 @@ static void next(Parser *p) {
     t.k = T_NUM;
     t.len = e - st;
     t.num = strtod(buf, NULL);
+    if (!isfinite(t.num) || (t.num != 0 && fabs(t.num) < 1e-300)) {
+      perr(p, st, "number '%.*s' is out of range", (int)t.len, p->s + st);
+      p->tok = (Tok){T_EOF, p->len, 0, 0};
+      return;
+    }
   } else {
     t.len = 1;
     switch (ch) {
@@ -270,6 +280,10 @@ static IExpr *parse_iunary(Parser *p, int depth) {
       perr(p, pos, "bad index expression: %g is not an integer", e->num);
       return NULL;
     }
+    if (fabs(e->num) > 1e9) {
+      perr(p, pos, "bad index expression: %g is out of range", e->num);
+      return NULL;
+    }
     next(p);
     return e;
   }
@@ -278,7 +292,7 @@ static IExpr *parse_iunary(Parser *p, int depth) {
     e->id = tok_text(p, &p->tok);
     next(p);
     if (p->tok.k == T_LBRACK || p->tok.k == T_LPAREN) {
-      perr(p, p->tok.pos,
+      perr(p, pos,
            "bad index expression: an index may not read a tensor or call a "
            "function (indices are affine in the index variables)");
       return NULL;
@@ -299,9 +313,19 @@ static IExpr *parse_iunary(Parser *p, int depth) {
   return NULL;
 }
 
+/* Chains of + or * build left-leaning trees that later passes recurse
+ * down: their length is bounded like their depth. */
+enum { MAX_INDEX_TERMS = 256, MAX_TERMS = 1000 };
+
 static IExpr *parse_iterm(Parser *p, int depth) {
   IExpr *e = parse_iunary(p, depth);
+  int n = 1;
   while (e && (p->tok.k == T_STAR || p->tok.k == T_SLASH)) {
+    if (++n > MAX_INDEX_TERMS) {
+      perr(p, p->tok.pos, "index expression too long (more than %d factors)",
+           MAX_INDEX_TERMS);
+      return NULL;
+    }
     if (p->tok.k == T_SLASH) {
       perr(p, p->tok.pos,
            "bad index expression: '/' is not allowed in an index (indices "
@@ -319,7 +343,13 @@ static IExpr *parse_iterm(Parser *p, int depth) {
 
 static IExpr *parse_iexpr(Parser *p, int depth) {
   IExpr *e = parse_iterm(p, depth);
+  int n = 1;
   while (e && (p->tok.k == T_PLUS || p->tok.k == T_MINUS)) {
+    if (++n > MAX_INDEX_TERMS) {
+      perr(p, p->tok.pos, "index expression too long (more than %d terms)",
+           MAX_INDEX_TERMS);
+      return NULL;
+    }
     IExpr *s = ie_new(p, p->tok.k == T_PLUS ? IE_ADD : IE_SUB, p->tok.pos);
     next(p);
     s->a = e;
@@ -334,7 +364,7 @@ static IExpr *parse_iexpr(Parser *p, int depth) {
 static Expr *ex_new(Parser *p, ExprKind k, size_t pos) {
   Expr *e = arena_alloc(p->ar, sizeof *e);
   e->kind = k;
-  e->loc = ydoc_scalar_loc(p->c->doc, p->node, pos);
+  e->loc = loc_at(p, pos);
   return e;
 }
 
@@ -352,7 +382,7 @@ static bool parse_access(Parser *p, RawAccess *ra, const char *name,
   const Tensor *T = &p->c->tensors[t];
   Access *a = arena_alloc(p->ar, sizeof *a);
   a->tensor = t;
-  a->loc = ydoc_scalar_loc(p->c->doc, p->node, pos);
+  a->loc = loc_at(p, pos);
   a->cond_dim = -1;
   IExpr *raw[IR_MAX_RANKS];
   size_t rpos[IR_MAX_RANKS];
@@ -369,8 +399,14 @@ static bool parse_access(Parser *p, RawAccess *ra, const char *name,
       raw[n] = parse_iexpr(p, 0);
       if (!raw[n])
         return false;
+      if (p->tok.k == T_LT && lhs && raw[n]->k != IE_ID) {
+        perr(p, rpos[n],
+             "an initialization is written T[..., i<0, ...]: the index "
+             "before '<' must be a plain variable");
+        return false;
+      }
       if (p->tok.k == T_LT) {
-        if (!lhs || raw[n]->k != IE_ID || *cond_dim >= 0) {
+        if (!lhs || *cond_dim >= 0) {
           perr(p, p->tok.pos,
                "'<' may appear only once, in the output of an "
                "initialization: T[..., i<0, ...] = value");
@@ -503,7 +539,7 @@ static Expr *parse_factor(Parser *p, int depth) {
     if (t >= 0 && p->c->tensors[t].nranks == 0) {
       Access *a = arena_alloc(p->ar, sizeof *a);
       a->tensor = t;
-      a->loc = ydoc_scalar_loc(p->c->doc, p->node, pos);
+      a->loc = loc_at(p, pos);
       a->cond_dim = -1;
       a->idx = arena_alloc(p->ar, sizeof(Index));
       RawAccess ra = {.acc = a};
@@ -537,6 +573,10 @@ static Expr *parse_factor(Parser *p, int depth) {
 }
 
 static Expr *parse_unary(Parser *p, int depth) {
+  if (depth > 200) {
+    perr(p, p->tok.pos, "expression nested too deeply");
+    return NULL;
+  }
   if (p->tok.k == T_MINUS) {
     size_t pos = p->tok.pos;
     next(p);
@@ -557,7 +597,13 @@ static Expr *parse_unary(Parser *p, int depth) {
 
 static Expr *parse_term(Parser *p, int depth) {
   Expr *e = parse_unary(p, depth);
+  int n = 1;
   while (e && (p->tok.k == T_STAR || p->tok.k == T_SLASH)) {
+    if (++n > MAX_TERMS) {
+      perr(p, p->tok.pos, "expression too long (more than %d factors)",
+           MAX_TERMS);
+      return NULL;
+    }
     Expr *b = ex_new(p, EX_BINARY, p->tok.pos);
     b->bin = p->tok.k == T_STAR ? BI_MUL : BI_DIV;
     next(p);
@@ -574,7 +620,13 @@ static Expr *parse_expr(Parser *p, int depth) {
     return NULL;
   }
   Expr *e = parse_term(p, depth);
+  int n = 1;
   while (e && (p->tok.k == T_PLUS || p->tok.k == T_MINUS)) {
+    if (++n > MAX_TERMS) {
+      perr(p, p->tok.pos, "expression too long (more than %d terms)",
+           MAX_TERMS);
+      return NULL;
+    }
     Expr *b = ex_new(p, EX_BINARY, p->tok.pos);
     b->bin = p->tok.k == T_PLUS ? BI_ADD : BI_SUB;
     next(p);
@@ -599,12 +651,12 @@ static bool declare_var(Parser *p, const char *name, int rank, size_t pos) {
   int v = find_var(p, name);
   if (v >= 0) {
     if (p->vars[v].rank != rank) {
-      Loc first = ydoc_scalar_loc(p->c->doc, p->node, p->vars[v].pos);
+      Loc first = loc_at(p, p->vars[v].pos);
       perr(p, pos,
            "index variable '%s' ranges over rank %s here but over rank %s "
-           "at column %d",
+           "at %d:%d",
            name, p->c->ranks[rank].name, p->c->ranks[p->vars[v].rank].name,
-           first.col);
+           first.line, first.col);
       return false;
     }
     return true;
@@ -757,7 +809,7 @@ static bool build_index(Parser *p, const IExpr *raw, size_t pos, Index *ix) {
   if (!linearize(p, raw, &f))
     return false;
   memset(ix, 0, sizeof *ix);
-  ix->loc = ydoc_scalar_loc(p->c->doc, p->node, pos);
+  ix->loc = loc_at(p, pos);
   for (int v = 0; v < p->nvars; v++) {
     if (!f.coef[v] || is_num(f.coef[v], 0))
       continue;
@@ -773,7 +825,8 @@ static bool build_index(Parser *p, const IExpr *raw, size_t pos, Index *ix) {
   ix->off = is_num(f.off, 0) ? NULL : f.off;
   bool unit = ix->nterms == 1 && !ix->coef[0];
   ix->plain = unit && !ix->off;
-  if (unit && ix->off && ix->off->kind == EX_NUM && ix->off->num <= -1)
+  if (unit && ix->off && ix->off->kind == EX_NUM && ix->off->num <= -1 &&
+      ix->off->num >= -1e9)
     ix->lag = (int)-ix->off->num;
   return true;
 }
@@ -843,6 +896,12 @@ static bool parse_reduction(Parser *p, Einsum *e, VarSet *listed,
     if (p->tok.k != T_COMMA)
       break;
     next(p);
+    if (p->tok.k != T_ID) {
+      char buf[64];
+      perr(p, p->tok.pos, "expected a variable after ',', found %s",
+           tok_desc(p, &p->tok, buf, sizeof buf));
+      return false;
+    }
   }
   return expect(p, T_RPAREN, "')' closing the reduction variables");
 }
@@ -889,7 +948,7 @@ static bool parse_einsum(Parser *p, Einsum *e) {
       Access *a = arena_alloc(p->ar, sizeof *a);
       a->tensor = t;
       a->cond_dim = -1;
-      a->loc = ydoc_scalar_loc(p->c->doc, p->node, out_pos);
+      a->loc = loc_at(p, out_pos);
       a->idx = arena_alloc(p->ar, sizeof(Index));
       p->lhs.acc = a;
     }

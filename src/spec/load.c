@@ -52,6 +52,11 @@ static bool want_identifier(Cascade *c, const YamlNode *n, const char *what,
 }
 
 static bool load_declaration(Cascade *c, const YamlNode *decl, Diag *d) {
+  if (decl->kind == YN_SCALAR && decl->text[0] == 0) {
+    diag_error(d, c->path, decl->loc,
+               "einsum.declaration is empty: declare TENSOR: [RANKS]");
+    return false;
+  }
   if (!want(c, decl, YN_MAP, "(einsum.declaration: TENSOR: [RANKS])", d))
     return false;
   for (int i = 0; i < decl->n; i++) {
@@ -122,6 +127,7 @@ static bool load_shape(Cascade *c, const YamlNode *shape, Diag *d) {
     if (!want(c, v, YN_SCALAR, "(a size expression)", d))
       return false;
     c->ranks[r].size = spec_parse_const(c, v, d);
+    c->ranks[r].size_loc = v->loc;
     if (!c->ranks[r].size)
       return false;
   }
@@ -233,6 +239,10 @@ static bool load_root(Cascade *c, const YamlNode *root, Diag *d) {
     }
   }
   const YamlNode *einsum = ydoc_get(root, "einsum");
+  Loc einsum_loc = root->loc;
+  for (int i = 0; i < root->n; i++)
+    if (strcmp(root->keys[i]->text, "einsum") == 0)
+      einsum_loc = root->keys[i]->loc;
   if (!einsum) {
     diag_error(d, c->path, root->loc, "missing 'einsum' section");
     return false;
@@ -252,8 +262,9 @@ static bool load_root(Cascade *c, const YamlNode *root, Diag *d) {
   const YamlNode *decl = ydoc_get(einsum, "declaration");
   const YamlNode *exprs = ydoc_get(einsum, "expressions");
   if (!decl || !exprs) {
-    diag_error(d, c->path, einsum->loc, "einsum needs both 'declaration' and "
-                                        "'expressions'");
+    diag_error(d, c->path, einsum_loc, "einsum has no '%s' (it needs both "
+                                       "'declaration' and 'expressions')",
+               decl ? "expressions" : "declaration");
     return false;
   }
   return load_declaration(c, decl, d) &&

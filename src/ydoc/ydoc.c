@@ -120,7 +120,27 @@ static bool close_frame(Builder *b) {
   return attach(b, node);
 }
 
+/* Only the core schema's own tags (as written by `!!str` and the like)
+ * pass: a spec is plain data. */
+static bool check_tag(Builder *b, const yaml_char_t *tag, yaml_mark_t m) {
+  if (!tag || strncmp((const char *)tag, "tag:yaml.org,2002:", 18) == 0)
+    return true;
+  diag_error(b->diag, b->doc->path, mark_loc(m),
+             "YAML tag '%s' is not supported: specs are plain data",
+             (const char *)tag);
+  return false;
+}
+
 static bool handle(Builder *b, yaml_event_t *ev, int *docs) {
+  const yaml_char_t *tag = ev->type == YAML_SCALAR_EVENT
+                               ? ev->data.scalar.tag
+                           : ev->type == YAML_SEQUENCE_START_EVENT
+                               ? ev->data.sequence_start.tag
+                           : ev->type == YAML_MAPPING_START_EVENT
+                               ? ev->data.mapping_start.tag
+                               : NULL;
+  if (!check_tag(b, tag, ev->start_mark))
+    return false;
   switch (ev->type) {
   case YAML_DOCUMENT_START_EVENT:
     if (++*docs > 1)
@@ -173,7 +193,11 @@ YamlDoc *ydoc_parse(const char *path, const char *text, size_t len,
   while (ok && !done) {
     yaml_event_t ev;
     if (!yaml_parser_parse(&parser, &ev)) {
-      Loc loc = mark_loc(parser.problem_mark);
+      /* A construct left open at the end of the file (an unterminated
+       * quote) is best shown where it started. */
+      bool at_end = parser.problem && strstr(parser.problem, "end of stream");
+      Loc loc = mark_loc(parser.context && at_end ? parser.context_mark
+                                                  : parser.problem_mark);
       if (parser.context)
         diag_error(diag, path, loc, "YAML syntax error: %s %s",
                    parser.problem ? parser.problem : "unknown problem",
@@ -245,26 +269,38 @@ const char *ydoc_kind_name(YamlKind k) {
 }
 
 /* Walk the raw source beside the scalar's value: characters that match
- * advance both; whatever the value lacks (quotes, escapes, the indentation
- * of folded lines) advances the source alone. */
-Loc ydoc_scalar_loc(const YamlDoc *doc, const YamlNode *s, size_t offset) {
-  Loc loc = s->loc;
-  const char *v = s->text;
-  size_t p = s->offset;
-  const char *src = doc->src;
+ * advance both; whatever the value lacks (quotes, the indentation and line
+ * breaks of folded lines, escapes) advances the source alone. A cursor
+ * resumes a walk where the last one stopped, so that locating every token
+ * of a long expression in order costs one pass. */
+Loc ydoc_scalar_loc_at(const YamlDoc *doc, const YamlNode *s,
+                       YamlCursor *cur, size_t offset) {
+  YamlCursor local = {0};
+  if (!cur)
+    cur = &local;
+  const char *v = s->text, *src = doc->src;
   size_t vlen = strlen(v);
   if (offset > vlen)
     offset = vlen;
-  if (s->quoted && p < doc->len && (src[p] == '"' || src[p] == '\'')) {
-    p++;
-    loc.col++;
+  if (cur->node != s || cur->voff > offset) {
+    cur->node = s;
+    cur->voff = 0;
+    cur->soff = s->offset;
+    cur->loc = s->loc;
+    if (s->quoted && cur->soff < doc->len &&
+        (src[cur->soff] == '"' || src[cur->soff] == '\'')) {
+      cur->soff++;
+      cur->loc.col++;
+    }
   }
-  for (size_t k = 0; k < offset && p < doc->len; k++) {
-    /* Skip source characters until one matches v[k] (bounded search). */
-    size_t q = p;
-    Loc ql = loc;
+  for (;;) {
+    if (cur->voff >= vlen) /* past the value's end: where the walk stands */
+      return cur->loc;
+    /* Find the source character that holds v[voff] (a bounded search). */
+    size_t q = cur->soff;
+    Loc ql = cur->loc;
     int guard = 0;
-    while (q < doc->len && src[q] != v[k] && guard < 256) {
+    while (q < doc->len && src[q] != v[cur->voff] && guard < 256) {
       if (src[q] == '\n') {
         ql.line++;
         ql.col = 1;
@@ -275,16 +311,21 @@ Loc ydoc_scalar_loc(const YamlDoc *doc, const YamlNode *s, size_t offset) {
       guard++;
     }
     if (q >= doc->len || guard == 256)
-      break; /* lost track: report what we have */
-    p = q + 1;
-    loc = ql;
+      return cur->loc; /* lost track: the best position known */
+    if (cur->voff == offset)
+      return ql;
+    cur->voff++;
+    cur->soff = q + 1;
+    cur->loc = ql;
     if (src[q] == '\n') {
-      loc.line++;
-      loc.col = 1;
+      cur->loc.line++;
+      cur->loc.col = 1;
     } else {
-      loc.col++;
+      cur->loc.col++;
     }
   }
-  /* Point at the character itself, skipping folded whitespace before it. */
-  return loc;
+}
+
+Loc ydoc_scalar_loc(const YamlDoc *doc, const YamlNode *s, size_t offset) {
+  return ydoc_scalar_loc_at(doc, s, NULL, offset);
 }

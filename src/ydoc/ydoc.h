@@ -51,5 +51,14 @@ const char *ydoc_kind_name(YamlKind k);
  * column. */
 Loc ydoc_scalar_loc(const YamlDoc *doc, const YamlNode *scalar,
                     size_t offset);
+/* The same, resuming from CURSOR (zero-initialized before first use) so
+ * that offsets asked in increasing order cost one pass over the scalar. */
+typedef struct YamlCursor {
+  const YamlNode *node;
+  size_t voff, soff; /* the next value character, and where to look */
+  Loc loc;           /* the location of soff */
+} YamlCursor;
+Loc ydoc_scalar_loc_at(const YamlDoc *doc, const YamlNode *scalar,
+                       YamlCursor *cur, size_t offset);
 
 #endif

@@ -199,7 +199,7 @@ TEST(spec_shape_binding_and_overrides) {
   Diag d2 = {0};
   s = shape_bind(c, NULL, NULL, 0, true, &d2);
   CHECK(s == NULL);
-  CHECK(strstr(d2.msg, "has no size") != NULL);
+  CHECK(strstr(d2.msg, "unknown name 'd_model'") != NULL);
   cascade_free(c);
 }
 
