@@ -12,8 +12,9 @@ BUILD    ?= build
 WARN     := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Wshadow \
             -Wmissing-prototypes -Wstrict-prototypes -Wpointer-arith \
             -Wformat=2 -Wvla
-LDLIBS   := -lyaml -ljansson -lm
-ALL_CFLAGS = $(WARN) $(CFLAGS) -MMD -MP
+PTHREAD  := -pthread
+LDLIBS   := -lyaml -ljansson -lm $(PTHREAD)
+ALL_CFLAGS = $(WARN) $(CFLAGS) $(PTHREAD) -MMD -MP
 
 LIB_SRC  := $(sort $(filter-out src/cli/%,$(wildcard src/*/*.c)))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))

@@ -78,6 +78,104 @@ void st_writer_meta(StWriter *w, const char *key, const char *value);
 bool st_writer_save(const StWriter *w, const char *path, Diag *d);
 void st_writer_free(StWriter *w);
 
+typedef struct Pool Pool; /* worker threads: see below */
+
+/* ---- named tensors ---- */
+
+/* A set of tensors by name: a run's inputs, results and carried state.
+ * Arrays are owned by the set unless added with owned = false. */
+typedef struct Tensors {
+  int n, cap;
+  char **names;
+  Array **arrays;
+  bool *owned;
+} Tensors;
+
+/* Add or replace NAME. */
+void tensors_put(Tensors *t, const char *name, Array *a, bool owned);
+Array *tensors_get(const Tensors *t, const char *name);
+/* Remove NAME and hand its array to the caller (NULL if absent). */
+Array *tensors_take(Tensors *t, const char *name);
+void tensors_free(Tensors *t);
+
+/* ---- running a cascade ----
+ *
+ * The interpreter executes any cascade Einsum by Einsum, materializing
+ * every output; the Einsums of a recurrence (a cycle closed by a lagged
+ * read) advance together one step of their iterative rank at a time.
+ * The fused executor runs a fusion plan: each group as one loop nest over
+ * tiles of the ranks its tensors share, the intermediates it keeps on chip
+ * held only for the tile being computed (a bounded buffer), and counts
+ * every byte read from and written to off-chip memory. Both compute the
+ * same numbers; nothing in either knows Mamba. */
+
+typedef struct ExecOpts {
+  const Plan *plan;    /* NULL: the interpreter */
+  double buffer_bytes; /* fused: the on-chip buffer for held tiles */
+  Pool *pool;          /* worker threads (NULL: one) */
+  bool keep_all;       /* return every produced tensor, not only outputs */
+} ExecOpts;
+
+typedef struct ExecStats {
+  /* Fused executor: distinct elements' bytes (4 per fp32 value) moved
+   * between off-chip memory and the chip, per tensor and in total,
+   * counted once per group (the model's ideal accounting). */
+  double *read, *write; /* per tensor of the cascade, owned */
+  double read_total, write_total;
+  double peak_bytes; /* the most tensor memory held at once */
+} ExecStats;
+
+/* Run C (bound by S) on INPUTS (every tensor no Einsum produces: weights,
+ * the layer's inputs, the initializations' inputs such as H0). RESULTS
+ * receives the cascade's outputs (with keep_all, every produced tensor).
+ * NEXT, when not NULL, receives for each initialization input the value
+ * that makes a following pass continue this one (H0 := H at the last step;
+ * the convolution history := the last steps of its input). STATS, when
+ * not NULL, receives the traffic and memory figures (free with
+ * exec_stats_free). */
+bool exec_run(const Cascade *c, const Shape *s, const Tensors *inputs,
+              const ExecOpts *o, Tensors *results, Tensors *next,
+              ExecStats *stats, Diag *d);
+void exec_stats_free(ExecStats *st);
+
+/* ---- worker threads ----
+ *
+ * A pool of threads owned by whoever runs a cascade (no global state). */
+
+/* A pool of THREADS workers (the caller's thread is one of them); with
+ * THREADS <= 1, pool_run calls FN inline. */
+Pool *pool_new(int threads);
+int pool_size(const Pool *p);
+/* Call FN(ARG, i, N) for every i in [0, N), spread over the workers, and
+ * wait for all of them. */
+void pool_run(Pool *p, void (*fn)(void *arg, int i, int n), void *arg, int n);
+void pool_free(Pool *p);
+
+/* ---- kernels ---- */
+
+/* C[b][m][n] (+)= sum_k A[b][m][k] * B[b][k][n], every operand addressed by
+ * element strides (so transposed and strided views need no copy):
+ *   A[b][m][k] = a[b*a_b + m*a_m + k*a_k], and likewise for B and C.
+ * fp32 data, fp32 accumulation in blocks (as BLAS and PyTorch do). */
+typedef struct Gemm {
+  int64_t m, n, k, batch;
+  const float *a;
+  int64_t a_m, a_k, a_b;
+  const float *b;
+  int64_t b_k, b_n, b_b;
+  float *c;
+  int64_t c_m, c_n, c_b;
+  bool accumulate; /* C += A.B; else C = A.B */
+} Gemm;
+
+/* Blocked, packed, multithreaded over POOL (NULL: one thread). Fast when
+ * m is large (prefill) and when m is small (decode: a matrix-vector
+ * product that streams the weights at memory speed). */
+void kernel_gemm(const Gemm *g, Pool *pool);
+/* The machine's copy bandwidth in bytes/s (read + write), measured by
+ * copying BYTES (e.g. 256 MiB) a few times with POOL's threads. */
+double kernel_copy_bandwidth(size_t bytes, Pool *pool);
+
 /* ---- model configurations ---- */
 
 typedef struct ModelConfig {

@@ -490,10 +490,12 @@ static double group_cost(const Ctx *x, int g, const GroupTile *gt,
                          const double *compute) {
   const Group *gr = &x->plan->groups[g];
   double total = 0;
+  Ctx probe = *x;
+  probe.ev = NULL; /* a trial: record nothing per tensor */
   for (int i = 0; i < gr->n; i++) {
     Traffic tr = {0};
     char desc[8];
-    map_einsum(x, gr->einsums[i], gt, &tr, desc, sizeof desc);
+    map_einsum(&probe, gr->einsums[i], gt, &tr, desc, sizeof desc);
     double mem = (tr.read + tr.write) * x->word / x->bw;
     total += x->o.no_overlap ? compute[i] + mem : fmax(compute[i], mem);
   }
@@ -654,6 +656,11 @@ static void add_access(const Ctx *x, const Einsum *e, const Access *a,
 }
 
 
+static void charge_tensor(const Ctx *x, int t, double r, double w) {
+  x->ev->tensor_read[t] += r * x->word;
+  x->ev->tensor_write[t] += w * x->word;
+}
+
 static void charge(Traffic *tr, bool inter, double r, double w) {
   tr->read += r;
   tr->write += w;
@@ -726,12 +733,16 @@ static void map_einsum(const Ctx *x, int ei, const GroupTile *gt,
       /* Loaded once for the whole group, then held. */
       double n = shape_tensor_elems(x->s, t);
       charge(tr, inter, n, 0);
+      if (x->ev)
+        charge_tensor(x, t, n, 0);
       if (inter)
         tr->ideal_inter += n;
       else
         tr->ideal_intra += n;
     }
     charge(tr, inter, m.read[j], m.write[j]);
+    if (x->ev)
+      charge_tensor(x, t, m.read[j], m.write[j]);
     if (p.t[j].dram) {
       if (inter)
         tr->ideal_inter += p.t[j].elems;
@@ -752,32 +763,46 @@ static void map_einsum(const Ctx *x, int ei, const GroupTile *gt,
     snprintf(desc, ndesc, "%s", "-");
 }
 
-/* The paper's full-fusion rules and the decode state, on top of the
- * mapping's traffic. */
+/* The paper's full-fusion rules, on top of the mapping's traffic. */
 static void extra_traffic(const Ctx *x, int ei, Traffic *tr) {
   const Cascade *c = x->c;
   const Einsum *e = c->einsums[ei];
   int out = e->out.tensor;
   double n_out = shape_tensor_elems(x->s, out);
-  if (x->rd_spill[out] || (x->two_pass[out] && x->onchip[out]))
+  if (x->rd_spill[out] || (x->two_pass[out] && x->onchip[out])) {
     charge(tr, true, 0, n_out); /* partial products / kept for a 2nd pass */
+    charge_tensor(x, out, 0, n_out);
+  }
   for (int t = 0; t < c->ntensors; t++) {
     if (!x->two_pass[t] || !reads(e, t))
       continue;
     int last = last_reader(c, t);
-    if (last == ei)
+    if (last == ei) {
       charge(tr, x->inter[t], shape_tensor_elems(x->s, t), 0);
+      charge_tensor(x, t, shape_tensor_elems(x->s, t), 0);
+    }
   }
-  if (!x->o.state_io)
-    return;
-  /* Reads before the start take the initialization: its inputs. */
+}
+
+/* The decode state: reads before the start take the initialization, whose
+ * inputs (H0, the convolution history) are read once per group. */
+static void state_traffic(const Ctx *x, int ei, Traffic *tr) {
+  const Cascade *c = x->c;
+  const Einsum *e = c->einsums[ei];
   for (int k = 0; k < e->nreads; k++) {
-    const Tensor *T = &c->tensors[e->reads[k]->tensor];
-    if (!T->init || !first_reader_in_group(x, ei, e->reads[k]->tensor))
+    const Access *a = e->reads[k];
+    const Tensor *T = &c->tensors[a->tensor];
+    /* Only a read that can reach before the start (a lag, a window). */
+    if (!T->init || a->idx[T->init->out.cond_dim].plain ||
+        !first_reader_in_group(x, ei, a->tensor))
       continue;
-    for (int j = 0; j < T->init->nreads; j++)
-      charge(tr, false,
-             shape_tensor_elems(x->s, T->init->reads[j]->tensor), 0);
+    for (int j = 0; j < T->init->nreads; j++) {
+      int s = T->init->reads[j]->tensor;
+      double n = shape_tensor_elems(x->s, s);
+      charge(tr, false, n, 0);
+      charge_tensor(x, s, n, 0);
+      tr->ideal_intra += n;
+    }
   }
 }
 
@@ -816,6 +841,8 @@ static void price_traffic(Ctx *x, int ei, const GroupTile *gt,
   map_einsum(x, ei, gt, &tr, r->mapping, sizeof r->mapping);
   if (x->o.accounting == ACCOUNT_ACHIEVED)
     extra_traffic(x, ei, &tr);
+  if (x->o.state_io)
+    state_traffic(x, ei, &tr);
   double w = x->word;
   r->read = tr.read * w;
   r->write = tr.write * w;

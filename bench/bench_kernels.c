@@ -1,0 +1,192 @@
+/* bench_kernels.c — the speed of kernel_gemm against the machine's own
+ * limits, on one thread and on two:
+ *
+ *  - the fp32 FMA peak, measured (independent AVX2 FMA chains);
+ *  - prefill-sized products of mamba-130m (1024 tokens; d_model 768,
+ *    d_inner 1536, vocabulary 50280): in_proj-like (1024, 1536, 768),
+ *    out_proj-like (1024, 768, 1536), the LM head (1024, 50280, 768), in
+ *    GFLOP/s and as a share of the peak. Weights are W[n][k] used
+ *    transposed (B = W^T), as checkpoints store them;
+ *  - decode-sized products (m = 1, and m = 16 sequences) against the same
+ *    weights, in GB/s of weights streamed (bytes of B / time). Enough
+ *    copies of the weights are cycled through to exceed the last-level
+ *    cache, so they come from memory, as a whole model's would;
+ *  - the copy bandwidth (bytes read + bytes written per second), which the
+ *    decode figures are compared with: targets are a large GEMM at >= 40%
+ *    of peak, and a GEMV within 1.5x of the copy bandwidth. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/exec/exec.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+enum { PEAK_CHAINS = 12, PEAK_ITERS = 20000000 };
+
+/* 12 independent FMA chains: enough to cover the FMA latency on both
+ * units. Returns the flops done. */
+__attribute__((target("avx2,fma"))) static double fma_loop(float seed) {
+  __m256 acc[PEAK_CHAINS];
+  __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(seed * 1e-7f);
+  for (int c = 0; c < PEAK_CHAINS; c++)
+    acc[c] = _mm256_set1_ps((float)c);
+  for (int i = 0; i < PEAK_ITERS; i++)
+    for (int c = 0; c < PEAK_CHAINS; c++)
+      acc[c] = _mm256_fmadd_ps(acc[c], x, y);
+  float sink = 0, out[8];
+  for (int c = 0; c < PEAK_CHAINS; c++) {
+    _mm256_storeu_ps(out, acc[c]);
+    sink += out[0];
+  }
+  /* Keep the result alive without printing it. */
+  __asm__ volatile("" : : "x"(sink));
+  return 2.0 * 8 * PEAK_CHAINS * (double)PEAK_ITERS;
+}
+
+static void peak_task(void *arg, int i, int n) {
+  (void)n;
+  double *flops = arg;
+  flops[i] = fma_loop((float)i);
+}
+
+/* The fp32 FMA peak of POOL's threads in GFLOP/s; 0 without AVX2+FMA. */
+static double fma_peak(Pool *pool) {
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")))
+    return 0;
+  int n = pool_size(pool);
+  double flops[64] = {0}, best = 0;
+  for (int rep = 0; rep < 3; rep++) {
+    double t0 = now_seconds();
+    pool_run(pool, peak_task, flops, n);
+    double dt = now_seconds() - t0, total = 0;
+    for (int i = 0; i < n; i++)
+      total += flops[i];
+    if (total / dt > best)
+      best = total / dt;
+  }
+  return best / 1e9;
+}
+#else
+static double fma_peak(Pool *pool) {
+  (void)pool;
+  return 0;
+}
+#endif
+
+static float *random_floats(int64_t n, unsigned seed) {
+  float *p = xmalloc((size_t)n * sizeof(float));
+  uint32_t s = seed * 2654435761u + 1;
+  for (int64_t i = 0; i < n; i++) {
+    s = s * 1664525u + 1013904223u;
+    p[i] = (float)(s >> 8) / (float)(1 << 24) - 0.5f;
+  }
+  return p;
+}
+
+/* C[m][n] = X[m][k] . W^T with W[n][k] (the checkpoint layout), or with
+ * ROW_MAJOR_B, B[k][n] row-major. */
+static Gemm product(int64_t m, int64_t n, int64_t k, const float *x,
+                    const float *w, float *c, bool row_major_b) {
+  return (Gemm){.m = m, .n = n, .k = k, .batch = 1,
+                .a = x, .a_m = k, .a_k = 1,
+                .b = w, .b_k = row_major_b ? n : 1,
+                .b_n = row_major_b ? 1 : k,
+                .c = c, .c_m = n, .c_n = 1};
+}
+
+/* Best time of REPS runs of the product, after a warm-up run. */
+static double time_gemm(const Gemm *g, Pool *pool, int reps) {
+  kernel_gemm(g, pool);
+  double best = 1e30;
+  for (int r = 0; r < reps; r++) {
+    double t0 = now_seconds();
+    kernel_gemm(g, pool);
+    double dt = now_seconds() - t0;
+    if (dt < best)
+      best = dt;
+  }
+  return best;
+}
+
+static double bench_large(int64_t m, int64_t n, int64_t k, Pool *pool,
+                          double peak) {
+  float *x = random_floats(m * k, 1), *w = random_floats(n * k, 2);
+  float *c = xmalloc((size_t)(m * n) * sizeof(float));
+  Gemm g = product(m, n, k, x, w, c, false);
+  double flops = 2.0 * (double)m * (double)n * (double)k;
+  int reps = flops > 2e10 ? 2 : 5;
+  double gflops = flops / time_gemm(&g, pool, reps) / 1e9;
+  printf("  gemm (%lld, %lld, %lld), B = W^T: %.1f GFLOP/s", (long long)m,
+         (long long)n, (long long)k, gflops);
+  if (peak > 0)
+    printf(" = %.0f%% of peak", 100 * gflops / peak);
+  printf("\n");
+  free(x);
+  free(w);
+  free(c);
+  return gflops;
+}
+
+/* Decode products over copies of W totalling at least 256 MiB, one after
+ * another, so that each copy has left the cache when it comes round
+ * again. Returns GB/s of weights streamed. */
+static double bench_stream(int64_t m, int64_t n, int64_t k, bool row_major_b,
+                           Pool *pool, double copy_bw) {
+  int64_t wbytes = n * k * (int64_t)sizeof(float);
+  int copies = (int)((((int64_t)256 << 20) + wbytes - 1) / wbytes);
+  if (copies < 2)
+    copies = 2;
+  float **w = xmalloc((size_t)copies * sizeof *w);
+  for (int i = 0; i < copies; i++)
+    w[i] = random_floats(n * k, 10 + (unsigned)i);
+  float *x = random_floats(m * k, 3);
+  float *c = xmalloc((size_t)(m * n) * sizeof(float));
+  double best = 1e30;
+  for (int rep = 0; rep < 3; rep++) {
+    double t0 = now_seconds();
+    for (int i = 0; i < copies; i++) {
+      Gemm g = product(m, n, k, x, w[i], c, row_major_b);
+      kernel_gemm(&g, pool);
+    }
+    double dt = (now_seconds() - t0) / copies;
+    if (dt < best)
+      best = dt;
+  }
+  double gbs = (double)wbytes / best / 1e9;
+  printf("  gemv (%lld, %lld, %lld), B = %s: %.2f GB/s of weights, %.3f ms",
+         (long long)m, (long long)n, (long long)k,
+         row_major_b ? "row-major" : "W^T", gbs, 1e3 * best);
+  if (copy_bw > 0)
+    printf(" (copy bandwidth / this = %.2f)", copy_bw / gbs);
+  printf("\n");
+  for (int i = 0; i < copies; i++)
+    free(w[i]);
+  free(w);
+  free(x);
+  free(c);
+  return gbs;
+}
+
+int main(void) {
+  for (int threads = 1; threads <= 2; threads++) {
+    Pool *pool = pool_new(threads);
+    printf("%d thread%s:\n", threads, threads > 1 ? "s" : "");
+    double peak = fma_peak(pool);
+    if (peak > 0)
+      printf("  fp32 FMA peak (AVX2, measured): %.1f GFLOP/s\n", peak);
+    double copy = kernel_copy_bandwidth((size_t)256 << 20, pool) / 1e9;
+    printf("  copy bandwidth (256 MiB, read + write): %.2f GB/s\n", copy);
+    bench_large(1024, 1536, 768, pool, peak);
+    bench_large(1024, 768, 1536, pool, peak);
+    bench_large(1024, 50280, 768, pool, peak);
+    bench_stream(1, 3072, 768, false, pool, copy);
+    bench_stream(1, 50280, 768, false, pool, copy);
+    bench_stream(16, 3072, 768, false, pool, copy);
+    bench_stream(1, 3072, 768, true, pool, copy);
+    bench_stream(16, 3072, 768, true, pool, copy);
+    pool_free(pool);
+  }
+  return 0;
+}

@@ -1,0 +1,711 @@
+/* fused.c — the fused executor: run a fusion plan group by group, each
+ * group as one loop nest over tiles of the ranks its tensors share.
+ *
+ * The tensors a group keeps on chip (produced and consumed inside it) live
+ * in tile buffers: one tile of the shared ranks at a time, plus a halo of
+ * the previous tile where a window or a recurrence reads back (TTX[i-3],
+ * H[i-1]). Everything else is an off-chip array. Every element the group
+ * reads from or writes to an off-chip array is marked in a bitmap, so the
+ * bytes counted are each distinct element once per group — the model's
+ * ideal accounting. Reads inside a recurrence (the lagged read, and reads
+ * between the Einsums of its cycle) stay on chip, as in the model.
+ *
+ * A group whose Einsums read a tensor of the group ahead of the current
+ * tile cannot be tiled: it runs as one tile. */
+#include "run.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Fused {
+  Run *r;
+  const Plan *p;
+  int *scc;
+  bool *member;   /* per Einsum: in the current unit */
+  bool *onchip;   /* per tensor: held in a tile buffer */
+  bool *made;     /* per tensor: produced by the current unit */
+  int64_t *halo;  /* per tensor: steps kept from the previous tile */
+  Array **buf;    /* per tensor: its tile buffer */
+  Array **tail;   /* per tensor with an initialization: its last steps */
+  int64_t *tail_len;
+  uint8_t **rmap, **wmap; /* per tensor: elements read / written */
+  /* The tiling of the current unit. */
+  int nt;
+  int trank[IR_MAX_RANKS];
+  int64_t tsize[IR_MAX_RANKS], ttile[IR_MAX_RANKS];
+  int64_t tlo[IR_MAX_RANKS], thi[IR_MAX_RANKS]; /* the current tile */
+} Fused;
+
+static int64_t rank_size(const Fused *f, int r) { return f->r->s->size[r]; }
+
+/* ---- counting ---- */
+
+static void set_bit(uint8_t *map, int64_t i) { map[i >> 3] |= (uint8_t)(1u << (i & 7)); }
+
+static uint8_t **map_for(const Fused *f, uint8_t **maps, int t) {
+  if (!maps[t]) {
+    int64_t shape[IR_MAX_RANKS], n = 1;
+    tensor_shape(f->r, t, shape);
+    for (int k = 0; k < f->r->c->tensors[t].nranks; k++)
+      n *= shape[k];
+    maps[t] = xcalloc((size_t)(n / 8 + 1), 1);
+  }
+  return &maps[t];
+}
+
+/* Mark every element of tensor T in the box [lo, hi). */
+static void mark_box(Fused *f, uint8_t **maps, int t, const int64_t *lo,
+                     const int64_t *hi) {
+  const Tensor *T = &f->r->c->tensors[t];
+  int n = T->nranks;
+  int64_t shape[IR_MAX_RANKS];
+  tensor_shape(f->r, t, shape);
+  for (int k = 0; k < n; k++)
+    if (lo[k] >= hi[k])
+      return;
+  uint8_t *map = *map_for(f, maps, t);
+  int64_t pos[IR_MAX_RANKS];
+  memcpy(pos, lo, sizeof(int64_t) * (size_t)n);
+  for (;;) {
+    int64_t off = 0;
+    for (int k = 0; k < n; k++)
+      off = off * shape[k] + pos[k];
+    int64_t run = n ? hi[n - 1] - lo[n - 1] : 1;
+    for (int64_t i = 0; i < run; i++)
+      set_bit(map, off + i);
+    int k = n - 2;
+    while (k >= 0 && ++pos[k] == hi[k]) {
+      pos[k] = lo[k];
+      k--;
+    }
+    if (k < 0)
+      break;
+  }
+}
+
+/* The box of tensor coordinates an access covers over a region. */
+static void access_box(const Fused *f, const Access *a, const Region *rg,
+                       int64_t *lo, int64_t *hi) {
+  const Shape *s = f->r->s;
+  const Tensor *T = &f->r->c->tensors[a->tensor];
+  for (int k = 0; k < a->n; k++) {
+    const Index *ix = &a->idx[k];
+    double mn = ix->off ? shape_eval(s, ix->off) : 0, mx = mn;
+    for (int t = 0; t < ix->nterms; t++) {
+      double c = ix->coef[t] ? shape_eval(s, ix->coef[t]) : 1;
+      double x0 = (double)rg->lo[ix->var[t]], x1 = (double)rg->hi[ix->var[t]] - 1;
+      mn += c >= 0 ? c * x0 : c * x1;
+      mx += c >= 0 ? c * x1 : c * x0;
+    }
+    int64_t size = s->size[T->ranks[k]];
+    lo[k] = mn < 0 ? 0 : (int64_t)mn;
+    hi[k] = mx + 1 > (double)size ? size : (int64_t)mx + 1;
+  }
+}
+
+/* Boundary reads through vm_read (initializations' inputs). */
+static void mark_one(void *ctx, int t, const int64_t *coords) {
+  Fused *f = ctx;
+  if (f->onchip[t] || !f->r->arrays[t])
+    return;
+  int64_t hi[IR_MAX_RANKS];
+  for (int k = 0; k < f->r->c->tensors[t].nranks; k++)
+    hi[k] = coords[k] + 1;
+  mark_box(f, f->rmap, t, coords, hi);
+}
+
+/* A read that stays on chip whatever the plan: inside a recurrence. */
+static bool recurrence_read(const Fused *f, int e, const Access *a) {
+  const Cascade *c = f->r->c;
+  int p = c->tensors[a->tensor].producer;
+  for (int k = 0; k < a->n; k++)
+    if (a->idx[k].lag > 0)
+      return true;
+  return p >= 0 && f->scc[e] >= 0 && f->scc[e] == f->scc[p];
+}
+
+static void count_einsum(Fused *f, int e, const Region *rg) {
+  const Einsum *E = f->r->c->einsums[e];
+  int64_t lo[IR_MAX_RANKS], hi[IR_MAX_RANKS];
+  for (int k = 0; k < E->nreads; k++) {
+    const Access *a = E->reads[k];
+    if (f->onchip[a->tensor] || recurrence_read(f, e, a))
+      continue;
+    access_box(f, a, rg, lo, hi);
+    mark_box(f, f->rmap, a->tensor, lo, hi);
+  }
+  if (!f->onchip[E->out.tensor]) {
+    access_box(f, &E->out, rg, lo, hi);
+    mark_box(f, f->wmap, E->out.tensor, lo, hi);
+  }
+}
+
+static double popcount_map(const uint8_t *map, int64_t n) {
+  double c = 0;
+  for (int64_t i = 0; i < n / 8 + 1; i++)
+    c += __builtin_popcount(map[i]);
+  return c;
+}
+
+static void flush_counts(Fused *f) {
+  ExecStats *st = f->r->st;
+  for (int t = 0; t < f->r->c->ntensors; t++) {
+    for (int w = 0; w < 2; w++) {
+      uint8_t **m = w ? &f->wmap[t] : &f->rmap[t];
+      if (!*m)
+        continue;
+      int64_t shape[IR_MAX_RANKS], n = 1;
+      tensor_shape(f->r, t, shape);
+      for (int k = 0; k < f->r->c->tensors[t].nranks; k++)
+        n *= shape[k];
+      double bytes = 4 * popcount_map(*m, n);
+      if (st) {
+        (w ? st->write : st->read)[t] += bytes;
+        if (w)
+          st->write_total += bytes;
+        else
+          st->read_total += bytes;
+      }
+      free(*m);
+      *m = NULL;
+    }
+  }
+}
+
+/* ---- the tiling of a unit ---- */
+
+static bool has_rank(const Tensor *T, int r) {
+  for (int k = 0; k < T->nranks; k++)
+    if (T->ranks[k] == r)
+      return true;
+  return false;
+}
+
+static int first_dim(const Tensor *T, int r) {
+  for (int k = 0; k < T->nranks; k++)
+    if (T->ranks[k] == r)
+      return k;
+  return -1;
+}
+
+/* The ranks every tensor the unit produces, or reads from another
+ * producer, shares: the unit's common outer loops. */
+static void unit_ranks(Fused *f) {
+  const Cascade *c = f->r->c;
+  bool common[256];
+  for (int r = 0; r < 256; r++)
+    common[r] = r < c->nranks;
+  int first = -1;
+  for (int e = 0; e < c->neinsums; e++) {
+    if (!f->member[e])
+      continue;
+    if (first < 0)
+      first = e;
+    const Einsum *E = c->einsums[e];
+    for (int r = 0; r < c->nranks && r < 256; r++)
+      common[r] = common[r] && has_rank(&c->tensors[E->out.tensor], r);
+    for (int k = 0; k < E->nreads; k++) {
+      const Tensor *T = &c->tensors[E->reads[k]->tensor];
+      if (T->producer >= 0)
+        for (int r = 0; r < c->nranks && r < 256; r++)
+          common[r] = common[r] && has_rank(T, r);
+    }
+  }
+  f->nt = 0;
+  const Tensor *T = &c->tensors[c->einsums[first]->out.tensor];
+  for (int k = 0; k < T->nranks; k++)
+    if (T->ranks[k] < 256 && common[T->ranks[k]]) {
+      f->trank[f->nt] = T->ranks[k];
+      f->tsize[f->nt] = rank_size(f, T->ranks[k]);
+      f->nt++;
+      common[T->ranks[k]] = false; /* a rank counts once */
+    }
+}
+
+/* How far back (>= 0) a read reaches along a tiled rank of the tensor it
+ * reads, relative to the reader's tile; -1 if it reads ahead, or reads the
+ * rank through some other variable, and so cannot be tiled. */
+static int64_t reach_back(const Fused *f, int e, const Access *a, int r) {
+  const Cascade *c = f->r->c;
+  const Einsum *E = c->einsums[e];
+  int k = first_dim(&c->tensors[a->tensor], r);
+  int v = var_over(E, r);
+  const Index *ix = &a->idx[k];
+  bool found = false;
+  double lo = ix->off ? shape_eval(f->r->s, ix->off) : 0, hi = lo;
+  for (int t = 0; t < ix->nterms; t++) {
+    double coef = ix->coef[t] ? shape_eval(f->r->s, ix->coef[t]) : 1;
+    if (ix->var[t] == v && coef == 1) {
+      found = true;
+      continue;
+    }
+    double ext = (double)f->r->s->size[E->vars[ix->var[t]].rank] - 1;
+    lo += coef < 0 ? coef * ext : 0;
+    hi += coef > 0 ? coef * ext : 0;
+  }
+  if (!found || v < 0 || hi > 0)
+    return -1;
+  return (int64_t)-lo;
+}
+
+/* Check that the unit can walk its tiles, and find each tensor's halo.
+ * False: run it as one tile. */
+static bool tileable(Fused *f) {
+  const Cascade *c = f->r->c;
+  int inner = f->nt - 1;
+  for (int e = 0; e < c->neinsums; e++) {
+    if (!f->member[e])
+      continue;
+    const Einsum *E = c->einsums[e];
+    for (int k = 0; k < E->nreads; k++) {
+      const Access *a = E->reads[k];
+      int t = a->tensor;
+      if (!f->made[t] || recurrence_read(f, e, a))
+        continue;
+      for (int j = 0; j < f->nt; j++) {
+        int64_t back = reach_back(f, e, a, f->trank[j]);
+        if (back < 0 || (back > 0 && j != inner))
+          return false;
+        if (f->onchip[t] && back > f->halo[t])
+          f->halo[t] = back;
+      }
+    }
+  }
+  /* Lagged reads inside a recurrence read the previous step: a halo of
+   * the lag along the recurrence's rank (which must be the inner one). */
+  for (int i = 0; i < c->nedges; i++) {
+    const Edge *ed = &c->edges[i];
+    if (!ed->lagged || !f->member[ed->consumer] || !f->onchip[ed->tensor])
+      continue;
+    for (int k = 0; k < ed->acc[0]->n; k++) {
+      int lag = ed->acc[0]->idx[k].lag;
+      int r = c->tensors[ed->tensor].ranks[k];
+      if (lag <= 0)
+        continue;
+      bool tiled = false;
+      for (int j = 0; j < f->nt; j++)
+        tiled = tiled || f->trank[j] == r;
+      if (tiled && (f->nt == 0 || f->trank[inner] != r))
+        return false;
+      if (tiled && lag > f->halo[ed->tensor])
+        f->halo[ed->tensor] = lag;
+    }
+  }
+  return true;
+}
+
+/* Elements of tensor T's tile buffer for tiles of the given sizes. */
+static double tile_elems(const Fused *f, int t, const int64_t *tile) {
+  const Tensor *T = &f->r->c->tensors[t];
+  double n = 1;
+  for (int k = 0; k < T->nranks; k++) {
+    int64_t ext = rank_size(f, T->ranks[k]);
+    for (int j = 0; j < f->nt; j++)
+      if (f->trank[j] == T->ranks[k] && first_dim(T, f->trank[j]) == k)
+        ext = tile[j] + (j == f->nt - 1 ? f->halo[t] : 0);
+    n *= (double)ext;
+  }
+  return n;
+}
+
+/* The largest tile (a power of two, spread over the ranks innermost
+ * first) whose buffers fit; the inner tile at least covers the halos. */
+static void choose_tile(Fused *f) {
+  const Cascade *c = f->r->c;
+  int64_t min_inner = 1;
+  for (int t = 0; t < c->ntensors; t++)
+    if (f->onchip[t] && f->halo[t] > min_inner)
+      min_inner = f->halo[t];
+  double whole = 1;
+  for (int j = 0; j < f->nt; j++)
+    whole *= (double)f->tsize[j];
+  double best = 1;
+  for (double total = 1; total <= whole; total *= 2) {
+    int64_t tile[IR_MAX_RANKS];
+    double rest = total;
+    for (int j = f->nt - 1; j >= 0; j--) {
+      tile[j] = rest < (double)f->tsize[j] ? (int64_t)rest : f->tsize[j];
+      rest = ceil(rest / (double)tile[j]);
+    }
+    double bytes = 0;
+    for (int t = 0; t < c->ntensors; t++)
+      if (f->onchip[t])
+        bytes += 4 * tile_elems(f, t, tile);
+    bool halo_ok = f->nt == 0 || tile[f->nt - 1] >= min_inner ||
+                   tile[f->nt - 1] == f->tsize[f->nt - 1];
+    if (bytes <= f->r->o->buffer_bytes && halo_ok)
+      best = total;
+    if (total == whole)
+      break;
+    if (total * 2 > whole)
+      total = whole / 2; /* end exactly at the whole extent */
+  }
+  double rest = best;
+  for (int j = f->nt - 1; j >= 0; j--) {
+    f->ttile[j] = rest < (double)f->tsize[j] ? (int64_t)rest : f->tsize[j];
+    rest = ceil(rest / (double)f->ttile[j]);
+  }
+  if (f->nt > 0 && f->ttile[f->nt - 1] < min_inner)
+    f->ttile[f->nt - 1] =
+        min_inner < f->tsize[f->nt - 1] ? min_inner : f->tsize[f->nt - 1];
+}
+
+/* ---- buffers and views ---- */
+
+static bool alloc_buffers(Fused *f) {
+  const Cascade *c = f->r->c;
+  for (int t = 0; t < c->ntensors; t++) {
+    if (!f->onchip[t])
+      continue;
+    const Tensor *T = &c->tensors[t];
+    int64_t shape[IR_MAX_RANKS];
+    tensor_shape(f->r, t, shape);
+    for (int j = 0; j < f->nt; j++) {
+      int k = first_dim(T, f->trank[j]);
+      shape[k] = f->ttile[j] + (j == f->nt - 1 ? f->halo[t] : 0);
+    }
+    f->buf[t] = array_new(T->nranks, shape);
+    if (!f->buf[t]) {
+      diag_error(f->r->d, c->path, T->loc, "tile of %s too large", T->name);
+      return false;
+    }
+    f->r->views[t] = view_of(f->buf[t]->data, shape, T->nranks);
+    f->r->live += 4.0 * (double)f->buf[t]->n;
+  }
+  if (f->r->live > f->r->peak)
+    f->r->peak = f->r->live;
+  return true;
+}
+
+static void free_buffers(Fused *f) {
+  for (int t = 0; t < f->r->c->ntensors; t++)
+    if (f->buf[t]) {
+      f->r->live -= 4.0 * (double)f->buf[t]->n;
+      array_free(f->buf[t]);
+      f->buf[t] = NULL;
+      memset(&f->r->views[t], 0, sizeof f->r->views[t]);
+    }
+}
+
+/* Move the last HALO steps of the previous tile to the front of T's
+ * buffer along the inner tiled dimension. */
+static void shift_halo(Fused *f, int t, int64_t prev_len) {
+  int64_t h = f->halo[t];
+  if (h == 0)
+    return;
+  const Tensor *T = &f->r->c->tensors[t];
+  View *v = &f->r->views[t];
+  int k = first_dim(T, f->trank[f->nt - 1]);
+  int64_t outer = 1, inner = v->stride[k];
+  for (int d = 0; d < k; d++)
+    outer *= v->extent[d];
+  for (int64_t o = 0; o < outer; o++) {
+    float *base = v->data + o * v->extent[k] * inner;
+    memmove(base, base + prev_len * inner, sizeof(float) * (size_t)(h * inner));
+  }
+}
+
+/* Point the on-chip tensors' views at the current tile. */
+static void place_tile(Fused *f) {
+  const Cascade *c = f->r->c;
+  for (int t = 0; t < c->ntensors; t++) {
+    if (!f->onchip[t])
+      continue;
+    const Tensor *T = &c->tensors[t];
+    View *v = &f->r->views[t];
+    for (int j = 0; j < f->nt; j++) {
+      int k = first_dim(T, f->trank[j]);
+      int64_t h = j == f->nt - 1 ? f->halo[t] : 0;
+      v->origin[k] = f->tlo[j] - h;
+    }
+  }
+}
+
+/* ---- the state a next pass continues from ---- */
+
+/* How many last steps of T its initialization's input holds. */
+static int64_t tail_steps(const Run *r, int t) {
+  const Einsum *ini = r->c->tensors[t].init;
+  if (!ini || ini->rhs->kind != EX_READ)
+    return 0;
+  const Access *sa = ini->rhs->acc;
+  int ivar = ini->out.idx[ini->out.cond_dim].var[0];
+  for (int k = 0; k < sa->n; k++)
+    for (int j = 0; j < sa->idx[k].nterms; j++)
+      if (sa->idx[k].var[j] == ivar)
+        return r->s->size[r->c->tensors[sa->tensor].ranks[k]];
+  return 1;
+}
+
+/* Copy the steps of on-chip T that a next pass needs from its buffer. */
+static void capture_tail(Fused *f, int t) {
+  const Tensor *T = &f->r->c->tensors[t];
+  int cond = T->init->out.cond_dim;
+  int64_t steps = rank_size(f, T->ranks[cond]);
+  if (!f->tail[t]) {
+    int64_t shape[IR_MAX_RANKS];
+    tensor_shape(f->r, t, shape);
+    shape[cond] = f->tail_len[t];
+    f->tail[t] = array_new(T->nranks, shape);
+  }
+  const View *v = &f->r->views[t];
+  int64_t lo[IR_MAX_RANKS], hi[IR_MAX_RANKS];
+  for (int k = 0; k < T->nranks; k++) {
+    lo[k] = v->origin[k] < 0 ? 0 : v->origin[k];
+    hi[k] = v->origin[k] + v->extent[k];
+  }
+  if (lo[cond] < steps - f->tail_len[t])
+    lo[cond] = steps - f->tail_len[t];
+  for (int k = 0; k < T->nranks; k++)
+    if (lo[k] >= hi[k])
+      return;
+  int64_t pos[IR_MAX_RANKS];
+  memcpy(pos, lo, sizeof pos);
+  const Array *tail = f->tail[t];
+  for (;;) {
+    int64_t src = 0, dst = 0, stride = 1;
+    for (int k = T->nranks - 1; k >= 0; k--) {
+      src += (pos[k] - v->origin[k]) * v->stride[k];
+      int64_t tk = k == cond ? pos[k] - (steps - f->tail_len[t]) : pos[k];
+      dst += tk * stride;
+      stride *= tail->shape[k];
+    }
+    tail->data[dst] = v->data[src];
+    int k = T->nranks - 1;
+    while (k >= 0 && ++pos[k] == hi[k]) {
+      pos[k] = lo[k];
+      k--;
+    }
+    if (k < 0)
+      break;
+  }
+}
+
+static float read_tail(Run *r, int t, const int64_t *coords) {
+  return vm_read(&r->env, t, coords);
+}
+
+/* ---- running a unit ---- */
+
+static bool run_member(Fused *f, int e, const Region *rg) {
+  if (!vm_einsum(&f->r->env, f->r->c->einsums[e], rg, f->r->d))
+    return false;
+  count_einsum(f, e, rg);
+  return true;
+}
+
+/* E's region in the current tile: its variables over the tiled ranks
+ * restricted to the tile. */
+static void tile_region(const Fused *f, int e, Region *rg) {
+  const Einsum *E = f->r->c->einsums[e];
+  region_full(f->r->s, E, rg);
+  for (int j = 0; j < f->nt; j++) {
+    int v = var_over(E, f->trank[j]);
+    if (v >= 0) {
+      rg->lo[v] = f->tlo[j];
+      rg->hi[v] = f->thi[j];
+    }
+  }
+}
+
+/* The unit's Einsums over the current tile; a recurrence's Einsums a step
+ * at a time. */
+static bool run_tile(Fused *f) {
+  const Cascade *c = f->r->c;
+  for (int e = 0; e < c->neinsums; e++) {
+    if (!f->member[e] || (f->scc[e] >= 0 && f->scc[e] != e))
+      continue;
+    if (f->scc[e] < 0) {
+      Region rg;
+      tile_region(f, e, &rg);
+      if (!run_member(f, e, &rg))
+        return false;
+      continue;
+    }
+    int rank = recurrence_rank(c, e, f->scc);
+    int64_t lo = 0, hi = rank_size(f, rank);
+    for (int j = 0; j < f->nt; j++)
+      if (f->trank[j] == rank) {
+        lo = f->tlo[j];
+        hi = f->thi[j];
+      }
+    for (int64_t step = lo; step < hi; step++)
+      for (int m = e; m < c->neinsums; m++) {
+        if (!f->member[m] || f->scc[m] != e)
+          continue;
+        Region rg;
+        tile_region(f, m, &rg);
+        int v = var_over(c->einsums[m], rank);
+        if (v >= 0) {
+          rg.lo[v] = step;
+          rg.hi[v] = step + 1;
+        }
+        if (!run_member(f, m, &rg))
+          return false;
+      }
+  }
+  for (int t = 0; t < c->ntensors; t++)
+    if (f->onchip[t] && f->tail_len[t] > 0)
+      capture_tail(f, t);
+  return true;
+}
+
+static bool walk_tiles(Fused *f) {
+  int64_t idx[IR_MAX_RANKS] = {0};
+  int64_t prev_len = 0;
+  for (;;) {
+    for (int j = 0; j < f->nt; j++) {
+      f->tlo[j] = idx[j] * f->ttile[j];
+      f->thi[j] = f->tlo[j] + f->ttile[j] < f->tsize[j] ? f->tlo[j] + f->ttile[j]
+                                                        : f->tsize[j];
+    }
+    /* A tile that continues the previous one along the inner rank keeps
+     * the halo; one that starts it afresh reads the initialization. */
+    if (f->nt > 0 && idx[f->nt - 1] > 0)
+      for (int t = 0; t < f->r->c->ntensors; t++)
+        if (f->onchip[t])
+          shift_halo(f, t, prev_len);
+    place_tile(f);
+    if (!run_tile(f))
+      return false;
+    if (f->nt > 0)
+      prev_len = f->thi[f->nt - 1] - f->tlo[f->nt - 1];
+    int j = f->nt - 1;
+    while (j >= 0 && ++idx[j] * f->ttile[j] >= f->tsize[j])
+      idx[j--] = 0;
+    if (j < 0)
+      break;
+  }
+  return true;
+}
+
+/* Is tensor T still needed after the Einsums up to LAST? */
+static bool needed_after(const Fused *f, int t, int last) {
+  const Cascade *c = f->r->c;
+  if (c->tensors[t].output || c->tensors[t].init || f->r->o->keep_all)
+    return true;
+  for (int k = 0; k < c->nedges; k++)
+    if (c->edges[k].tensor == t && c->edges[k].consumer > last)
+      return true;
+  return false;
+}
+
+static bool run_unit(Fused *f) {
+  Run *r = f->r;
+  const Cascade *c = r->c;
+  int last = 0;
+  for (int t = 0; t < c->ntensors; t++) {
+    f->made[t] = false;
+    f->onchip[t] = false;
+    f->halo[t] = 0;
+  }
+  for (int e = 0; e < c->neinsums; e++)
+    if (f->member[e]) {
+      int t = c->einsums[e]->out.tensor;
+      f->made[t] = true;
+      f->onchip[t] = f->p->onchip[t];
+      last = e;
+    }
+  unit_ranks(f);
+  if (!tileable(f)) {
+    f->nt = 0; /* one tile: the whole iteration space */
+    for (int t = 0; t < c->ntensors; t++)
+      f->halo[t] = 0;
+  }
+  choose_tile(f);
+  for (int t = 0; t < c->ntensors; t++) {
+    f->tail_len[t] = f->onchip[t] ? tail_steps(r, t) : 0;
+    if (f->made[t] && !f->onchip[t] && !r->arrays[t] && !run_alloc(r, t))
+      return false;
+  }
+  bool ok = alloc_buffers(f) && walk_tiles(f);
+  free_buffers(f);
+  flush_counts(f);
+  for (int t = 0; ok && t < c->ntensors; t++)
+    if (c->tensors[t].producer >= 0 && c->tensors[t].producer <= last &&
+        !needed_after(f, t, last))
+      run_release(r, t);
+  return ok;
+}
+
+/* Units: the plan's groups, a recurrence spanning several of them merged
+ * (its Einsums must advance together). */
+static int unit_end(const Fused *f, int g) {
+  const Cascade *c = f->r->c;
+  int end = g;
+  bool grew = true;
+  while (grew) {
+    grew = false;
+    for (int e = 0; e < c->neinsums; e++) {
+      int ge = f->p->group_of[e];
+      if (ge < g || ge > end || f->scc[e] < 0)
+        continue;
+      for (int m = 0; m < c->neinsums; m++)
+        if (f->scc[m] == f->scc[e] && f->p->group_of[m] > end) {
+          end = f->p->group_of[m];
+          grew = true;
+        }
+    }
+  }
+  return end;
+}
+
+bool run_fused(Run *r, Tensors *next) {
+  const Cascade *c = r->c;
+  size_t nt = (size_t)c->ntensors + 1, ne = (size_t)c->neinsums + 1;
+  Fused f = {.r = r, .p = r->o->plan};
+  f.scc = xmalloc(ne * sizeof *f.scc);
+  f.member = xcalloc(ne, sizeof *f.member);
+  f.onchip = xcalloc(nt, sizeof *f.onchip);
+  f.made = xcalloc(nt, sizeof *f.made);
+  f.halo = xcalloc(nt, sizeof *f.halo);
+  f.buf = xcalloc(nt, sizeof *f.buf);
+  f.tail = xcalloc(nt, sizeof *f.tail);
+  f.tail_len = xcalloc(nt, sizeof *f.tail_len);
+  f.rmap = xcalloc(nt, sizeof *f.rmap);
+  f.wmap = xcalloc(nt, sizeof *f.wmap);
+  find_recurrences(c, f.scc);
+  r->env.mark = mark_one;
+  r->env.mark_ctx = &f;
+  bool ok = true;
+  for (int g = 0; ok && g < f.p->ngroups;) {
+    int end = unit_end(&f, g);
+    for (int e = 0; e < c->neinsums; e++)
+      f.member[e] = f.p->group_of[e] >= g && f.p->group_of[e] <= end;
+    ok = run_unit(&f);
+    g = end + 1;
+  }
+  r->env.mark = NULL;
+  /* The next pass's state: from the arrays, or from the captured tails. */
+  for (int t = 0; ok && next && t < c->ntensors; t++) {
+    if (!c->tensors[t].init)
+      continue;
+    View saved = r->views[t];
+    if (f.tail[t]) {
+      int cond = c->tensors[t].init->out.cond_dim;
+      r->views[t] = view_of(f.tail[t]->data, f.tail[t]->shape, f.tail[t]->ndim);
+      r->views[t].origin[cond] =
+          r->s->size[c->tensors[t].ranks[cond]] - f.tail[t]->shape[cond];
+    }
+    if (r->views[t].data)
+      ok = next_state(r, t, next, read_tail);
+    r->views[t] = saved;
+  }
+  for (size_t t = 0; t < nt; t++) {
+    array_free(f.tail[t]);
+    free(f.rmap[t]);
+    free(f.wmap[t]);
+  }
+  free(f.scc);
+  free(f.member);
+  free(f.onchip);
+  free(f.made);
+  free(f.halo);
+  free(f.buf);
+  free(f.tail);
+  free(f.tail_len);
+  free(f.rmap);
+  free(f.wmap);
+  return ok;
+}

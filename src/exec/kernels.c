@@ -1,0 +1,705 @@
+/* kernels.c — fp32 matrix products, and a memory-bandwidth probe.
+ *
+ * kernel_gemm has two paths:
+ *
+ *  - The packed path (Goto / BLIS). For each NC-column panel of B and each
+ *    KC-deep slice of k, the B panel is packed into NR-wide slivers
+ *    (contiguous, zero-padded), then for each MC-row block of A the block
+ *    is packed into MR-tall slivers, and a register-blocked micro-kernel
+ *    multiplies one A sliver by one B sliver into an MR x NR tile of C.
+ *    The packed A block stays in L2 and the B sliver in L1 while the
+ *    micro-kernel runs; packing also turns every stride layout (row-major,
+ *    transposed, padded) into the same contiguous one, so the micro-kernel
+ *    sees only unit strides. When m is small and B's rows are contiguous,
+ *    B is read in place instead: packing would cost as much as the product.
+ *
+ *  - The dot path, for few rows of A (m <= DOT_MAX_M: one decode token per
+ *    sequence) against weights whose k is contiguous (B = W^T, the layout of
+ *    every projection and of the LM head). Each output is a dot product of
+ *    two contiguous vectors, so the weights are streamed once, row after
+ *    row, at memory speed; up to 3 rows of A share each load of 4 rows of W.
+ *
+ * Both paths accumulate in fp32 in blocks of KC along k: each block is
+ * summed from zero (in vector lanes), then added to the running total, so
+ * a long k (50k) loses no more accuracy than K/KC + KC additions.
+ *
+ * Each path has an AVX2+FMA version, chosen at run time when the CPU has
+ * it, and a portable version written with GCC vector extensions (SSE2 on
+ * x86-64). MAMBALAYA_KERNELS=portable forces the portable one.
+ *
+ * Work is split over the pool by batch, then by columns of C (each thread
+ * packs its own B panel and streams its own part of the weights), or by
+ * rows when C has too few columns. A, B and C must not overlap C. */
+#include "exec.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#define HAVE_X86 1
+#include <immintrin.h>
+#else
+#define HAVE_X86 0
+#endif
+
+enum {
+  KC = 256,       /* depth of a k block: packing and accuracy block */
+  MC_ROWS = 120,  /* rows of A per packed block (a multiple of every MR) */
+  NC_COLS = 2048, /* columns of B per packed panel (a multiple of every NR) */
+  MR_MAX = 6,
+  NR_MAX = 16,
+  DOT_MAX_M = 16,     /* the dot path takes m up to this */
+  DOT_ROWS = 3,       /* rows of A per dot kernel call */
+  DOT_COLS = 4,       /* rows of W per dot kernel call */
+  SMALL_WORK = 1 << 17, /* multiply-adds below which threads do not pay */
+};
+
+/* ---- kernel tables ---- */
+
+/* C[0..mr)[0..nr) (+)= A.B for one tile: A is a packed sliver (kc x MR,
+ * MR values per k), B has kc rows of NR values, LDB apart. OVERWRITE
+ * stores instead of adding (C's old contents are never read then). */
+typedef void MicroFn(int64_t kc, const float *a, const float *b, int64_t ldb,
+                     float *c, int64_t c_m, int64_t c_n, int mr, int nr,
+                     bool overwrite);
+
+/* OUT[r*DOT_COLS + j] = dot(A row r, W row j) over K elements, for r in
+ * [0, ROWS) (ROWS <= DOT_ROWS); A's rows are LDA apart, W's are W[j];
+ * both are contiguous along k. */
+typedef void DotFn(int rows, int64_t k, const float *a, int64_t lda,
+                   const float *const *w, float *out);
+
+typedef struct Isa {
+  int mr, nr;
+  MicroFn *micro;
+  DotFn *dot;
+} Isa;
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+/* The micro-kernels' write-back of a tile computed in TILE (NR_MAX
+ * columns per row) to C at any strides. */
+static void tile_store(const float *tile, float *c, int64_t c_m,
+                       int64_t c_n, int mr, int nr, bool overwrite) {
+  for (int i = 0; i < mr; i++) {
+    float *ci = c + i * c_m;
+    const float *ti = tile + i * NR_MAX;
+    if (overwrite)
+      for (int j = 0; j < nr; j++)
+        ci[j * c_n] = ti[j];
+    else
+      for (int j = 0; j < nr; j++)
+        ci[j * c_n] += ti[j];
+  }
+}
+
+/* ---- portable kernels (GCC vector extensions: SSE2 on x86-64) ---- */
+
+typedef float V4 __attribute__((vector_size(16)));
+
+static V4 v4_load(const float *p) {
+  V4 v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+static void v4_store(float *p, V4 v) { memcpy(p, &v, sizeof v); }
+
+enum { P_MR = 6, P_NR = 8 };
+
+/* 6 x 8: 12 vector accumulators, 2 B vectors and a broadcast fill the 16
+ * SSE registers. */
+static void micro_portable(int64_t kc, const float *a, const float *b,
+                           int64_t ldb, float *c, int64_t c_m, int64_t c_n,
+                           int mr, int nr, bool overwrite) {
+  V4 acc[P_MR][2] = {{{0}}};
+  for (int64_t p = 0; p < kc; p++) {
+    V4 b0 = v4_load(b), b1 = v4_load(b + 4);
+    for (int i = 0; i < P_MR; i++) {
+      V4 ai = {a[i], a[i], a[i], a[i]};
+      acc[i][0] += ai * b0;
+      acc[i][1] += ai * b1;
+    }
+    a += P_MR;
+    b += ldb;
+  }
+  if (mr == P_MR && nr == P_NR && c_n == 1) {
+    for (int i = 0; i < P_MR; i++) {
+      float *ci = c + i * c_m;
+      if (!overwrite) {
+        acc[i][0] += v4_load(ci);
+        acc[i][1] += v4_load(ci + 4);
+      }
+      v4_store(ci, acc[i][0]);
+      v4_store(ci + 4, acc[i][1]);
+    }
+    return;
+  }
+  float tile[MR_MAX * NR_MAX];
+  for (int i = 0; i < P_MR; i++) {
+    v4_store(tile + i * NR_MAX, acc[i][0]);
+    v4_store(tile + i * NR_MAX + 4, acc[i][1]);
+  }
+  tile_store(tile, c, c_m, c_n, mr, nr, overwrite);
+}
+
+static float v4_sum(V4 v) { return (v[0] + v[2]) + (v[1] + v[3]); }
+
+/* The dot kernel for a constant ROWS (inlined into dot_portable's cases,
+ * so that the accumulators live in registers). */
+static inline __attribute__((always_inline)) void
+dot_rows_portable(int rows, int64_t k, const float *a, int64_t lda,
+                  const float *const *w, float *out) {
+  V4 total[DOT_ROWS][DOT_COLS] = {{{0}}};
+  for (int64_t k0 = 0; k0 < k; k0 += KC) {
+    int64_t k1 = min64(k0 + KC, k), full = k0 + ((k1 - k0) & ~(int64_t)3);
+    V4 acc[DOT_ROWS][DOT_COLS] = {{{0}}};
+    for (int64_t kk = k0; kk < full; kk += 4) {
+      V4 av[DOT_ROWS];
+      for (int r = 0; r < rows; r++)
+        av[r] = v4_load(a + r * lda + kk);
+      for (int j = 0; j < DOT_COLS; j++) {
+        V4 wv = v4_load(w[j] + kk);
+        for (int r = 0; r < rows; r++)
+          acc[r][j] += av[r] * wv;
+      }
+    }
+    for (int64_t kk = full; kk < k1; kk++)
+      for (int r = 0; r < rows; r++)
+        for (int j = 0; j < DOT_COLS; j++)
+          acc[r][j][0] += a[r * lda + kk] * w[j][kk];
+    for (int r = 0; r < rows; r++)
+      for (int j = 0; j < DOT_COLS; j++)
+        total[r][j] += acc[r][j];
+  }
+  for (int r = 0; r < rows; r++)
+    for (int j = 0; j < DOT_COLS; j++)
+      out[r * DOT_COLS + j] = v4_sum(total[r][j]);
+}
+
+static void dot_portable(int rows, int64_t k, const float *a, int64_t lda,
+                         const float *const *w, float *out) {
+  switch (rows) {
+  case 1:
+    dot_rows_portable(1, k, a, lda, w, out);
+    break;
+  case 2:
+    dot_rows_portable(2, k, a, lda, w, out);
+    break;
+  default:
+    dot_rows_portable(3, k, a, lda, w, out);
+    break;
+  }
+}
+
+static const Isa isa_portable = {P_MR, P_NR, micro_portable, dot_portable};
+
+/* ---- AVX2 + FMA kernels ---- */
+
+#if HAVE_X86
+#define AVX2 __attribute__((target("avx2,fma")))
+
+enum { X_MR = 6, X_NR = 16 };
+
+/* 6 x 16: 12 ymm accumulators, 2 B vectors and a broadcast; 12 FMAs per
+ * 8 loads, so the FMA units (2 per cycle) are the limit. */
+AVX2 static void micro_avx2(int64_t kc, const float *a, const float *b,
+                            int64_t ldb, float *c, int64_t c_m, int64_t c_n,
+                            int mr, int nr, bool overwrite) {
+  __m256 acc[X_MR][2];
+  for (int i = 0; i < X_MR; i++)
+    acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+#pragma GCC unroll 4
+  for (int64_t p = 0; p < kc; p++) {
+    __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+    for (int i = 0; i < X_MR; i++) {
+      __m256 ai = _mm256_broadcast_ss(a + i);
+      acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+      acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+    }
+    a += X_MR;
+    b += ldb;
+  }
+  if (mr == X_MR && nr == X_NR && c_n == 1) {
+    for (int i = 0; i < X_MR; i++) {
+      float *ci = c + i * c_m;
+      if (!overwrite) {
+        acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_loadu_ps(ci));
+        acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_loadu_ps(ci + 8));
+      }
+      _mm256_storeu_ps(ci, acc[i][0]);
+      _mm256_storeu_ps(ci + 8, acc[i][1]);
+    }
+    return;
+  }
+  float tile[MR_MAX * NR_MAX];
+  for (int i = 0; i < X_MR; i++) {
+    _mm256_storeu_ps(tile + i * NR_MAX, acc[i][0]);
+    _mm256_storeu_ps(tile + i * NR_MAX + 8, acc[i][1]);
+  }
+  tile_store(tile, c, c_m, c_n, mr, nr, overwrite);
+}
+
+AVX2 static float m256_sum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+/* Lanes [0, n) set: a mask for the loads of a partial vector. */
+AVX2 static __m256i lanes_below(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+AVX2 static inline __attribute__((always_inline)) void
+dot_rows_avx2(int rows, int64_t k, const float *a, int64_t lda,
+              const float *const *w, float *out) {
+  __m256 total[DOT_ROWS][DOT_COLS];
+  for (int r = 0; r < rows; r++)
+    for (int j = 0; j < DOT_COLS; j++)
+      total[r][j] = _mm256_setzero_ps();
+  for (int64_t k0 = 0; k0 < k; k0 += KC) {
+    int64_t k1 = min64(k0 + KC, k), full = k0 + ((k1 - k0) & ~(int64_t)7);
+    __m256 acc[DOT_ROWS][DOT_COLS];
+    for (int r = 0; r < rows; r++)
+      for (int j = 0; j < DOT_COLS; j++)
+        acc[r][j] = _mm256_setzero_ps();
+    for (int64_t kk = k0; kk < full; kk += 8) {
+      __m256 av[DOT_ROWS];
+      for (int r = 0; r < rows; r++)
+        av[r] = _mm256_loadu_ps(a + r * lda + kk);
+      for (int j = 0; j < DOT_COLS; j++) {
+        __m256 wv = _mm256_loadu_ps(w[j] + kk);
+        for (int r = 0; r < rows; r++)
+          acc[r][j] = _mm256_fmadd_ps(av[r], wv, acc[r][j]);
+      }
+    }
+    if (full < k1) {
+      __m256i mask = lanes_below(k1 - full);
+      __m256 av[DOT_ROWS];
+      for (int r = 0; r < rows; r++)
+        av[r] = _mm256_maskload_ps(a + r * lda + full, mask);
+      for (int j = 0; j < DOT_COLS; j++) {
+        __m256 wv = _mm256_maskload_ps(w[j] + full, mask);
+        for (int r = 0; r < rows; r++)
+          acc[r][j] = _mm256_fmadd_ps(av[r], wv, acc[r][j]);
+      }
+    }
+    for (int r = 0; r < rows; r++)
+      for (int j = 0; j < DOT_COLS; j++)
+        total[r][j] = _mm256_add_ps(total[r][j], acc[r][j]);
+  }
+  for (int r = 0; r < rows; r++)
+    for (int j = 0; j < DOT_COLS; j++)
+      out[r * DOT_COLS + j] = m256_sum(total[r][j]);
+}
+
+AVX2 static void dot_avx2(int rows, int64_t k, const float *a, int64_t lda,
+                          const float *const *w, float *out) {
+  switch (rows) {
+  case 1:
+    dot_rows_avx2(1, k, a, lda, w, out);
+    break;
+  case 2:
+    dot_rows_avx2(2, k, a, lda, w, out);
+    break;
+  default:
+    dot_rows_avx2(3, k, a, lda, w, out);
+    break;
+  }
+}
+
+static const Isa isa_avx2 = {X_MR, X_NR, micro_avx2, dot_avx2};
+#endif
+
+/* The kernels for this CPU; MAMBALAYA_KERNELS=portable forces the
+ * portable ones (for testing them, or to rule the SIMD code out). */
+static const Isa *select_isa(void) {
+  const char *force = getenv("MAMBALAYA_KERNELS");
+  if (force && strcmp(force, "portable") == 0)
+    return &isa_portable;
+#if HAVE_X86
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return &isa_avx2;
+#endif
+  return &isa_portable;
+}
+
+/* ---- buffers ---- */
+
+/* Cache-line-aligned scratch: packed slivers are loaded a vector at a
+ * time, and a vector split over two lines costs two loads. */
+static float *scratch_floats(int64_t n) {
+  size_t bytes = (size_t)round_up(max64(n, 1) * (int64_t)sizeof(float), 64);
+  float *p = aligned_alloc(64, bytes);
+  if (!p) {
+    fputs("mambalaya: out of memory\n", stderr);
+    abort();
+  }
+  return p;
+}
+
+/* ---- packing ---- */
+
+/* A[0..mc)[0..kc) (rows RS apart, columns CS apart) into slivers of MR
+ * rows: dst[(i / MR) * MR * kc + p * MR + i % MR], rows past mc zero. */
+static void pack_a(const float *a, int64_t rs, int64_t cs, int64_t mc,
+                   int64_t kc, int mr, float *dst) {
+  for (int64_t i0 = 0; i0 < mc; i0 += mr, dst += mr * kc) {
+    int rows = (int)min64(mr, mc - i0);
+    const float *s = a + i0 * rs;
+    if (rows < mr)
+      memset(dst, 0, (size_t)(mr * kc) * sizeof *dst);
+    /* Walk the source along its smaller stride. */
+    if (llabs(cs) <= llabs(rs)) {
+      for (int i = 0; i < rows; i++)
+        for (int64_t p = 0; p < kc; p++)
+          dst[p * mr + i] = s[i * rs + p * cs];
+    } else {
+      for (int64_t p = 0; p < kc; p++)
+        for (int i = 0; i < rows; i++)
+          dst[p * mr + i] = s[i * rs + p * cs];
+    }
+  }
+}
+
+/* B[0..kc)[0..nc) (rows RS apart, columns CS apart) into slivers of NR
+ * columns: dst[(j / NR) * NR * kc + p * NR + j % NR], columns past nc
+ * zero. */
+static void pack_b(const float *b, int64_t rs, int64_t cs, int64_t kc,
+                   int64_t nc, int nr, float *dst) {
+  for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += nr * kc) {
+    int cols = (int)min64(nr, nc - j0);
+    const float *s = b + j0 * cs;
+    if (cols < nr)
+      memset(dst, 0, (size_t)(nr * kc) * sizeof *dst);
+    if (cs == 1 && cols == nr) {
+      for (int64_t p = 0; p < kc; p++)
+        memcpy(dst + p * nr, s + p * rs, (size_t)nr * sizeof *dst);
+    } else if (llabs(rs) <= llabs(cs)) {
+      for (int j = 0; j < cols; j++)
+        for (int64_t p = 0; p < kc; p++)
+          dst[p * nr + j] = s[j * cs + p * rs];
+    } else {
+      for (int64_t p = 0; p < kc; p++)
+        for (int j = 0; j < cols; j++)
+          dst[p * nr + j] = s[j * cs + p * rs];
+    }
+  }
+}
+
+/* A[0..m)[0..k) into dst[i * k + p]: contiguous rows for the dot path. */
+static void pack_rows(const float *a, int64_t rs, int64_t cs, int64_t m,
+                      int64_t k, float *dst) {
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t p = 0; p < k; p++)
+      dst[i * k + p] = a[i * rs + p * cs];
+}
+
+/* ---- the packed path ---- */
+
+/* How a product is cut into pool tasks: task t takes batches
+ * [bt * per_task, ...) and, within them, the rows and columns of part
+ * (t % (tm * tn)) of a tm x tn grid of blocks MSTEP x NSTEP. */
+typedef struct Split {
+  int64_t per_task; /* batches per task */
+  int64_t tm, tn, mstep, nstep;
+  int ntasks;
+} Split;
+
+typedef struct PackedJob {
+  const Gemm *g;
+  const Isa *isa;
+  Split s;
+  bool b_in_place; /* read B's rows directly instead of packing them */
+} PackedJob;
+
+/* C[m0..m1)[n0..n1) of one batch, the Goto way. */
+static void packed_block(const PackedJob *job, int64_t bi, int64_t m0,
+                         int64_t m1, int64_t n0, int64_t n1, float *abuf,
+                         float *bbuf) {
+  const Gemm *g = job->g;
+  const Isa *isa = job->isa;
+  const int mr = isa->mr, nr = isa->nr;
+  const float *a = g->a + bi * g->a_b, *b = g->b + bi * g->b_b;
+  float *c = g->c + bi * g->c_b;
+  for (int64_t jc = n0; jc < n1; jc += NC_COLS) {
+    int64_t nc = min64(NC_COLS, n1 - jc);
+    for (int64_t pc = 0; pc < g->k; pc += KC) {
+      int64_t kc = min64(KC, g->k - pc);
+      bool overwrite = pc == 0 && !g->accumulate;
+      const float *bpanel = b + pc * g->b_k + jc * g->b_n;
+      if (!job->b_in_place)
+        pack_b(bpanel, g->b_k, g->b_n, kc, nc, nr, bbuf);
+      for (int64_t ic = m0; ic < m1; ic += MC_ROWS) {
+        int64_t mc = min64(MC_ROWS, m1 - ic);
+        pack_a(a + ic * g->a_m + pc * g->a_k, g->a_m, g->a_k, mc, kc, mr,
+               abuf);
+        for (int64_t jr = 0; jr < nc; jr += nr) {
+          int cols = (int)min64(nr, nc - jr);
+          const float *bs = bbuf + jr * kc;
+          int64_t ldb = nr;
+          if (job->b_in_place && cols == nr) {
+            bs = bpanel + jr;
+            ldb = g->b_k;
+          } else if (job->b_in_place) {
+            /* The last, partial sliver: padded so the kernel can read
+             * whole vectors. */
+            pack_b(bpanel + jr, g->b_k, 1, kc, cols, nr, bbuf);
+            bs = bbuf;
+          }
+          for (int64_t ir = 0; ir < mc; ir += mr)
+            isa->micro(kc, abuf + ir * kc, bs, ldb,
+                       c + (ic + ir) * g->c_m + (jc + jr) * g->c_n, g->c_m,
+                       g->c_n, (int)min64(mr, mc - ir), cols, overwrite);
+        }
+      }
+    }
+  }
+}
+
+static void packed_task(void *arg, int t, int n) {
+  (void)n;
+  const PackedJob *job = arg;
+  const Gemm *g = job->g;
+  const Split *s = &job->s;
+  int64_t parts = s->tm * s->tn, part = t % parts;
+  int64_t b0 = (t / parts) * s->per_task;
+  int64_t b1 = min64(g->batch, b0 + s->per_task);
+  int64_t m0 = (part / s->tn) * s->mstep, m1 = min64(g->m, m0 + s->mstep);
+  int64_t n0 = (part % s->tn) * s->nstep, n1 = min64(g->n, n0 + s->nstep);
+  if (m0 >= m1 || n0 >= n1)
+    return;
+  int64_t kc = min64(KC, g->k);
+  float *abuf = scratch_floats(round_up(min64(MC_ROWS, m1 - m0), job->isa->mr)
+                               * kc);
+  float *bbuf = scratch_floats(
+      round_up(job->b_in_place ? 1 : min64(NC_COLS, n1 - n0), job->isa->nr) *
+      kc);
+  for (int64_t bi = b0; bi < b1; bi++)
+    packed_block(job, bi, m0, m1, n0, n1, abuf, bbuf);
+  free(abuf);
+  free(bbuf);
+}
+
+/* Cut BATCH products of M x N into about THREADS tasks: whole batches
+ * when there are enough of them, else columns (aligned to COL_ALIGN), else
+ * rows (aligned to ROW_ALIGN). */
+static Split split_work(int64_t batch, int64_t m, int64_t n, int threads,
+                        int64_t row_align, int64_t col_align) {
+  Split s = {.per_task = 1, .tm = 1, .tn = 1, .mstep = m, .nstep = n};
+  if (batch >= threads) {
+    s.per_task = ceil_div(batch, threads);
+  } else {
+    int64_t parts = ceil_div(threads, batch);
+    if (n >= parts * 4 * col_align)
+      s.tn = parts;
+    else if (m >= parts * 2 * row_align)
+      s.tm = parts;
+    else
+      s.tn = min64(parts, ceil_div(n, col_align));
+    s.mstep = round_up(ceil_div(m, s.tm), row_align);
+    s.nstep = round_up(ceil_div(n, s.tn), col_align);
+    s.tm = ceil_div(m, s.mstep);
+    s.tn = ceil_div(n, s.nstep);
+  }
+  s.ntasks = (int)(ceil_div(batch, s.per_task) * s.tm * s.tn);
+  return s;
+}
+
+static void gemm_packed(const Gemm *g, const Isa *isa, Pool *pool,
+                        int threads) {
+  PackedJob job = {.g = g, .isa = isa};
+  /* With few rows, each B element is used at most a few times: reading
+   * B's rows in place beats copying them first. */
+  job.b_in_place = g->b_n == 1 && g->m <= DOT_MAX_M;
+  job.s = split_work(g->batch, g->m, g->n, threads, isa->mr, isa->nr);
+  pool_run(pool, packed_task, &job, job.s.ntasks);
+}
+
+/* ---- the dot path ---- */
+
+typedef struct DotJob {
+  const Gemm *g;
+  const Isa *isa;
+  Split s;
+} DotJob;
+
+/* C[0..m)[n0..n1) of batch BI, W = B^T having contiguous rows. */
+static void dot_block(const DotJob *job, int64_t bi, int64_t n0, int64_t n1,
+                      float *apack) {
+  const Gemm *g = job->g;
+  const float *a = g->a + bi * g->a_b, *b = g->b + bi * g->b_b;
+  float *c = g->c + bi * g->c_b;
+  int64_t lda = g->a_m;
+  if (g->a_k != 1) {
+    pack_rows(a, g->a_m, g->a_k, g->m, g->k, apack);
+    a = apack;
+    lda = g->k;
+  }
+  for (int64_t j0 = n0; j0 < n1; j0 += DOT_COLS) {
+    const float *w[DOT_COLS];
+    int cols = (int)min64(DOT_COLS, n1 - j0);
+    /* Past the end, repeat the last row of W: computed and dropped. */
+    for (int j = 0; j < DOT_COLS; j++)
+      w[j] = b + (j0 + (j < cols ? j : cols - 1)) * g->b_n;
+    for (int64_t i0 = 0; i0 < g->m; i0 += DOT_ROWS) {
+      int rows = (int)min64(DOT_ROWS, g->m - i0);
+      float out[DOT_ROWS * DOT_COLS];
+      job->isa->dot(rows, g->k, a + i0 * lda, lda, w, out);
+      for (int r = 0; r < rows; r++) {
+        float *cr = c + (i0 + r) * g->c_m + j0 * g->c_n;
+        for (int j = 0; j < cols; j++)
+          cr[j * g->c_n] = g->accumulate ? cr[j * g->c_n] + out[r * DOT_COLS + j]
+                                         : out[r * DOT_COLS + j];
+      }
+    }
+  }
+}
+
+static void dot_task(void *arg, int t, int n) {
+  (void)n;
+  const DotJob *job = arg;
+  const Gemm *g = job->g;
+  const Split *s = &job->s;
+  int64_t b0 = (t / s->tn) * s->per_task;
+  int64_t b1 = min64(g->batch, b0 + s->per_task);
+  int64_t n0 = (t % s->tn) * s->nstep, n1 = min64(g->n, n0 + s->nstep);
+  if (n0 >= n1)
+    return;
+  float *apack = g->a_k != 1 ? scratch_floats(g->m * g->k) : NULL;
+  for (int64_t bi = b0; bi < b1; bi++)
+    dot_block(job, bi, n0, n1, apack);
+  free(apack);
+}
+
+static void gemm_dot(const Gemm *g, const Isa *isa, Pool *pool,
+                     int threads) {
+  DotJob job = {.g = g, .isa = isa};
+  /* A few parts per thread, so that a thread that wakes late takes
+   * fewer, but each part still long enough to stream. */
+  job.s = split_work(g->batch, 1, g->n, 4 * threads, 1, DOT_COLS);
+  pool_run(pool, dot_task, &job, job.s.ntasks);
+}
+
+/* ---- kernel_gemm ---- */
+
+/* Batches that share B (b_b == 0) whose rows of A and C are evenly spaced
+ * across batches are one product with batch * m rows: one pass over B
+ * (the weights) instead of one per batch. Likewise for a shared A and the
+ * columns. */
+static Gemm fold_batches(const Gemm *in) {
+  Gemm g = *in;
+  if (g.batch <= 1)
+    return g;
+  if (g.b_b == 0 && (g.m == 1 || (g.a_b == g.m * g.a_m && g.c_b == g.m * g.c_m))) {
+    if (g.m == 1) {
+      g.a_m = g.a_b;
+      g.c_m = g.c_b;
+    }
+    g.m *= g.batch;
+    g.batch = 1;
+  } else if (g.a_b == 0 &&
+             (g.n == 1 || (g.b_b == g.n * g.b_n && g.c_b == g.n * g.c_n))) {
+    if (g.n == 1) {
+      g.b_n = g.b_b;
+      g.c_n = g.c_b;
+    }
+    g.n *= g.batch;
+    g.batch = 1;
+  }
+  return g;
+}
+
+/* C = 0 (or unchanged, when accumulating): the product over an empty k. */
+static void clear_c(const Gemm *g) {
+  if (g->accumulate)
+    return;
+  for (int64_t bi = 0; bi < g->batch; bi++)
+    for (int64_t i = 0; i < g->m; i++)
+      for (int64_t j = 0; j < g->n; j++)
+        g->c[bi * g->c_b + i * g->c_m + j * g->c_n] = 0;
+}
+
+void kernel_gemm(const Gemm *gin, Pool *pool) {
+  if (gin->m <= 0 || gin->n <= 0 || gin->batch <= 0)
+    return;
+  if (gin->k <= 0) {
+    clear_c(gin);
+    return;
+  }
+  Gemm g = fold_batches(gin);
+  const Isa *isa = select_isa();
+  double macs = (double)g.m * (double)g.n * (double)g.k * (double)g.batch;
+  int threads = macs < SMALL_WORK ? 1 : pool_size(pool);
+  Pool *p = threads > 1 ? pool : NULL;
+  if (g.m <= DOT_MAX_M && g.b_k == 1)
+    gemm_dot(&g, isa, p, threads);
+  else
+    gemm_packed(&g, isa, p, threads);
+}
+
+/* ---- copy bandwidth ---- */
+
+typedef struct CopyJob {
+  char *dst;
+  const char *src;
+  size_t bytes;
+} CopyJob;
+
+/* Part I of N: cache-line-aligned slices, so no line is shared. */
+static void copy_slice(const CopyJob *job, int i, int n, size_t *off,
+                       size_t *len) {
+  size_t lines = (job->bytes + 63) / 64;
+  size_t l0 = lines * (size_t)i / (size_t)n,
+         l1 = lines * (size_t)(i + 1) / (size_t)n;
+  *off = l0 * 64;
+  *len = (l1 * 64 < job->bytes ? l1 * 64 : job->bytes) - *off;
+}
+
+static void copy_task(void *arg, int i, int n) {
+  const CopyJob *job = arg;
+  size_t off, len;
+  copy_slice(job, i, n, &off, &len);
+  memcpy(job->dst + off, job->src + off, len);
+}
+
+/* Each thread first writes the pages it will copy (so they are mapped,
+ * and not counted), with distinct bytes in the source. */
+static void touch_task(void *arg, int i, int n) {
+  const CopyJob *job = arg;
+  size_t off, len;
+  copy_slice(job, i, n, &off, &len);
+  memset(job->dst + off, 0, len);
+  memset((char *)job->src + off, i + 1, len);
+}
+
+double kernel_copy_bandwidth(size_t bytes, Pool *pool) {
+  enum { REPS = 5 };
+  if (bytes < 4096)
+    bytes = 4096;
+  CopyJob job = {.bytes = bytes};
+  char *src = (char *)scratch_floats((int64_t)(bytes / sizeof(float)) + 1);
+  job.dst = (char *)scratch_floats((int64_t)(bytes / sizeof(float)) + 1);
+  job.src = src;
+  int n = pool_size(pool);
+  pool_run(pool, touch_task, &job, n);
+  double best = INFINITY;
+  for (int r = 0; r < REPS; r++) {
+    double t0 = now_seconds();
+    pool_run(pool, copy_task, &job, n);
+    double dt = now_seconds() - t0;
+    if (dt < best)
+      best = dt;
+  }
+  free(src);
+  free(job.dst);
+  /* Every byte is read once and written once. */
+  return 2.0 * (double)bytes / (best > 1e-9 ? best : 1e-9);
+}

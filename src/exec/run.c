@@ -1,0 +1,375 @@
+/* run.c — running a cascade: binding its inputs, the interpreter (Einsum
+ * by Einsum; recurrences a step at a time), and the state a following pass
+ * continues from. The fused executor is in fused.c. */
+#include "run.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *tname(const Cascade *c, int t) { return c->tensors[t].name; }
+
+/* ---- inputs ---- */
+
+static bool read_anywhere(const Cascade *c, int t) {
+  for (int i = 0; i < c->neinsums; i++)
+    for (int k = 0; k < c->einsums[i]->nreads; k++)
+      if (c->einsums[i]->reads[k]->tensor == t)
+        return true;
+  for (int u = 0; u < c->ntensors; u++) {
+    const Einsum *ini = c->tensors[u].init;
+    for (int k = 0; ini && k < ini->nreads; k++)
+      if (ini->reads[k]->tensor == t)
+        return true;
+  }
+  return false;
+}
+
+void tensor_shape(const Run *r, int t, int64_t *shape) {
+  const Tensor *T = &r->c->tensors[t];
+  for (int k = 0; k < T->nranks; k++)
+    shape[k] = r->s->size[T->ranks[k]];
+}
+
+static void shape_text(Buf *b, const int64_t *shape, int n) {
+  buf_printf(b, "[");
+  for (int k = 0; k < n; k++)
+    buf_printf(b, "%s%lld", k ? ", " : "", (long long)shape[k]);
+  buf_printf(b, "]");
+}
+
+bool bind_inputs(Run *r, const Tensors *inputs) {
+  const Cascade *c = r->c;
+  for (int t = 0; t < c->ntensors; t++) {
+    const Tensor *T = &c->tensors[t];
+    if (T->producer >= 0 || !read_anywhere(c, t))
+      continue;
+    Array *a = tensors_get(inputs, T->name);
+    if (!a) {
+      diag_error(r->d, c->path, T->loc, "missing input tensor %s", T->name);
+      return false;
+    }
+    int64_t want[IR_MAX_RANKS];
+    tensor_shape(r, t, want);
+    bool same = a->ndim == T->nranks;
+    for (int k = 0; same && k < T->nranks; k++)
+      same = a->shape[k] == want[k];
+    if (!same) {
+      Buf got = {0}, exp = {0};
+      shape_text(&got, a->shape, a->ndim);
+      shape_text(&exp, want, T->nranks);
+      diag_error(r->d, c->path, T->loc,
+                 "input %s has shape %s, but the cascade expects %s", T->name,
+                 got.s, exp.s);
+      buf_free(&got);
+      buf_free(&exp);
+      return false;
+    }
+    r->arrays[t] = a;
+    r->borrowed[t] = true;
+    r->views[t] = view_of(a->data, a->shape, a->ndim);
+  }
+  return true;
+}
+
+/* ---- memory ---- */
+
+Array *run_alloc(Run *r, int t) {
+  int64_t shape[IR_MAX_RANKS];
+  tensor_shape(r, t, shape);
+  Array *a = array_new(r->c->tensors[t].nranks, shape);
+  if (!a) {
+    diag_error(r->d, r->c->path, r->c->tensors[t].loc,
+               "%s is too large to allocate", tname(r->c, t));
+    return NULL;
+  }
+  r->arrays[t] = a;
+  r->borrowed[t] = false;
+  r->views[t] = view_of(a->data, a->shape, a->ndim);
+  r->live += 4.0 * (double)a->n;
+  if (r->live > r->peak)
+    r->peak = r->live;
+  return a;
+}
+
+void run_release(Run *r, int t) {
+  if (!r->arrays[t] || r->borrowed[t])
+    return;
+  r->live -= 4.0 * (double)r->arrays[t]->n;
+  array_free(r->arrays[t]);
+  r->arrays[t] = NULL;
+  memset(&r->views[t], 0, sizeof r->views[t]);
+}
+
+/* ---- recurrences ---- */
+
+/* reach[a][b]: b depends on a, through any edge (lagged ones included). */
+static bool *reach_all(const Cascade *c) {
+  int n = c->neinsums;
+  bool *reach = xcalloc((size_t)n * (size_t)n + 1, sizeof(bool));
+  for (int i = 0; i < n; i++)
+    reach[i * n + i] = true;
+  for (int i = 0; i < c->nedges; i++)
+    reach[c->edges[i].producer * n + c->edges[i].consumer] = true;
+  for (int k = 0; k < n; k++)
+    for (int a = 0; a < n; a++)
+      if (reach[a * n + k])
+        for (int b = 0; b < n; b++)
+          if (reach[k * n + b])
+            reach[a * n + b] = true;
+  return reach;
+}
+
+void find_recurrences(const Cascade *c, int *scc) {
+  int n = c->neinsums;
+  bool *reach = reach_all(c);
+  for (int i = 0; i < n; i++) {
+    scc[i] = -1;
+    for (int j = 0; j < c->nedges; j++) {
+      const Edge *e = &c->edges[j];
+      /* On a cycle closed by a lagged edge: reaches its producer and is
+       * reached from its consumer. */
+      if (e->lagged && reach[e->consumer * n + i] && reach[i * n + e->producer])
+        scc[i] = e->consumer < e->producer ? e->consumer : e->producer;
+    }
+  }
+  free(reach);
+}
+
+/* The variable of E over the recurrence's rank, found through its lagged
+ * read's coordinate. */
+int recurrence_rank(const Cascade *c, int member, const int *scc) {
+  for (int j = 0; j < c->nedges; j++) {
+    const Edge *e = &c->edges[j];
+    if (!e->lagged || scc[e->consumer] != scc[member])
+      continue;
+    for (int k = 0; k < e->acc[0]->n; k++)
+      if (e->acc[0]->idx[k].lag > 0)
+        return c->tensors[e->tensor].ranks[k];
+  }
+  return -1;
+}
+
+int var_over(const Einsum *e, int rank) {
+  for (int v = 0; v < e->nvars; v++)
+    if (e->vars[v].rank == rank && VARSET_HAS(e->out_vars, v))
+      return v;
+  return -1;
+}
+
+/* ---- the interpreter ---- */
+
+static bool run_one(Run *r, int i) {
+  const Einsum *e = r->c->einsums[i];
+  if (!r->arrays[e->out.tensor] && !run_alloc(r, e->out.tensor))
+    return false;
+  Region reg;
+  region_full(r->s, e, &reg);
+  return vm_einsum(&r->env, e, &reg, r->d);
+}
+
+/* The Einsums of one recurrence, a step of its rank at a time. */
+static bool run_recurrence(Run *r, const int *members, int n, int rank) {
+  for (int k = 0; k < n; k++) {
+    int t = r->c->einsums[members[k]]->out.tensor;
+    if (!r->arrays[t] && !run_alloc(r, t))
+      return false;
+  }
+  int64_t steps = r->s->size[rank];
+  for (int64_t step = 0; step < steps; step++)
+    for (int k = 0; k < n; k++) {
+      const Einsum *e = r->c->einsums[members[k]];
+      Region reg;
+      region_full(r->s, e, &reg);
+      int v = var_over(e, rank);
+      if (v >= 0) {
+        reg.lo[v] = step;
+        reg.hi[v] = step + 1;
+      }
+      if (!vm_einsum(&r->env, e, &reg, r->d))
+        return false;
+    }
+  return true;
+}
+
+/* Is tensor T still needed after Einsum I (by a later reader, as an
+ * output, or to carry state)? */
+static bool needed_after(const Run *r, int t, int i) {
+  const Cascade *c = r->c;
+  if (c->tensors[t].output || c->tensors[t].init || r->o->keep_all)
+    return true;
+  for (int k = 0; k < c->nedges; k++)
+    if (c->edges[k].tensor == t && c->edges[k].consumer > i)
+      return true;
+  return false;
+}
+
+static bool interpret(Run *r) {
+  const Cascade *c = r->c;
+  int *scc = xmalloc(((size_t)c->neinsums + 1) * sizeof *scc);
+  int *members = xmalloc(((size_t)c->neinsums + 1) * sizeof *members);
+  find_recurrences(c, scc);
+  bool ok = true;
+  for (int i = 0; ok && i < c->neinsums; i++) {
+    if (scc[i] >= 0 && scc[i] != i)
+      continue; /* ran with the recurrence's first member */
+    int last = i;
+    if (scc[i] == i) {
+      int n = 0;
+      for (int k = i; k < c->neinsums; k++)
+        if (scc[k] == i)
+          members[n++] = last = k;
+      ok = run_recurrence(r, members, n, recurrence_rank(c, i, scc));
+    } else {
+      ok = run_one(r, i);
+    }
+    /* Free what no later Einsum reads. */
+    for (int t = 0; ok && t < c->ntensors; t++)
+      if (c->tensors[t].producer >= 0 && c->tensors[t].producer <= last &&
+          !needed_after(r, t, last))
+        run_release(r, t);
+  }
+  free(scc);
+  free(members);
+  return ok;
+}
+
+/* ---- the next pass's state ---- */
+
+/* For an initialization T[..., i<0, ...] = S[...], the S that makes a next
+ * pass see this pass's last steps of T: S'[s] = T at the coordinates the
+ * initialization maps s to, with i shifted by this pass's length. */
+bool next_state(Run *r, int t, Tensors *next, StateReader read) {
+  const Cascade *c = r->c;
+  const Einsum *ini = c->tensors[t].init;
+  if (!ini || ini->rhs->kind != EX_READ)
+    return true; /* nothing to carry, or not a plain read */
+  const Access *sa = ini->rhs->acc;
+  int st = sa->tensor;
+  int cond = ini->out.cond_dim;
+  int ivar = ini->out.idx[cond].var[0];
+  int64_t steps = r->s->size[c->tensors[t].ranks[cond]];
+  int64_t shape[IR_MAX_RANKS];
+  tensor_shape(r, st, shape);
+  Array *out = array_new(c->tensors[st].nranks, shape);
+  int64_t pos[IR_MAX_RANKS] = {0};
+  for (int64_t n = 0; n < out->n; n++) {
+    int64_t vars[IR_MAX_VARS];
+    for (int v = 0; v < ini->nvars; v++)
+      vars[v] = INT64_MIN;
+    vars[ivar] = -1; /* S without i: the last step */
+    for (int k = 0; k < sa->n; k++) {
+      const Index *ix = &sa->idx[k];
+      if (ix->nterms == 1 && !ix->coef[0]) {
+        int64_t off = ix->off ? (int64_t)llround(shape_eval(r->s, ix->off)) : 0;
+        vars[ix->var[0]] = pos[k] - off;
+      }
+    }
+    int64_t coords[IR_MAX_RANKS];
+    bool known = true;
+    for (int k = 0; k < ini->out.n; k++) {
+      int64_t x = vars[ini->out.idx[k].var[0]];
+      known = known && x != INT64_MIN;
+      coords[k] = k == cond ? steps + x : x;
+    }
+    if (!known) {
+      array_free(out);
+      diag_error(r->d, c->path, ini->loc,
+                 "cannot derive the next state of %s from this "
+                 "initialization",
+                 tname(c, st));
+      return false;
+    }
+    out->data[n] = read(r, t, coords);
+    for (int k = sa->n - 1; k >= 0; k--) {
+      if (++pos[k] < shape[k])
+        break;
+      pos[k] = 0;
+    }
+  }
+  tensors_put(next, tname(c, st), out, true);
+  return true;
+}
+
+static float read_materialized(Run *r, int t, const int64_t *coords) {
+  return vm_read(&r->env, t, coords);
+}
+
+/* ---- the entry point ---- */
+
+void run_init(Run *r, const Cascade *c, const Shape *s, const ExecOpts *o,
+              Diag *d) {
+  memset(r, 0, sizeof *r);
+  r->c = c;
+  r->s = s;
+  r->o = o;
+  r->d = d;
+  size_t nt = (size_t)c->ntensors + 1;
+  r->arrays = xcalloc(nt, sizeof *r->arrays);
+  r->borrowed = xcalloc(nt, sizeof *r->borrowed);
+  r->views = xcalloc(nt, sizeof *r->views);
+  r->env = (Env){.c = c, .s = s, .views = r->views, .pool = o->pool,
+                 .fault = &r->fault};
+}
+
+void run_done(Run *r) {
+  for (int t = 0; t < r->c->ntensors; t++)
+    run_release(r, t);
+  free(r->arrays);
+  free(r->borrowed);
+  free(r->views);
+}
+
+/* Hand the results over: the outputs (every produced tensor with
+ * keep_all), then the next pass's state. */
+static bool collect(Run *r, Tensors *results, Tensors *next) {
+  const Cascade *c = r->c;
+  for (int t = 0; next && !r->o->plan && t < c->ntensors; t++)
+    if (c->tensors[t].init && r->arrays[t] &&
+        !next_state(r, t, next, read_materialized))
+      return false;
+  for (int t = 0; t < c->ntensors; t++) {
+    const Tensor *T = &c->tensors[t];
+    if (T->producer < 0 || !r->arrays[t] || (!T->output && !r->o->keep_all))
+      continue;
+    tensors_put(results, T->name, r->arrays[t], true);
+    r->live -= 4.0 * (double)r->arrays[t]->n;
+    r->arrays[t] = NULL;
+  }
+  return true;
+}
+
+bool exec_run(const Cascade *c, const Shape *s, const Tensors *inputs,
+              const ExecOpts *o, Tensors *results, Tensors *next,
+              ExecStats *stats, Diag *d) {
+  if (!s->complete) {
+    diag_error(d, c->path, (Loc){0, 0},
+               "every rank needs a size to run the cascade");
+    return false;
+  }
+  Run r;
+  run_init(&r, c, s, o, d);
+  r.st = stats;
+  if (stats) {
+    memset(stats, 0, sizeof *stats);
+    stats->read = xcalloc((size_t)c->ntensors + 1, sizeof(double));
+    stats->write = xcalloc((size_t)c->ntensors + 1, sizeof(double));
+  }
+  bool ok = bind_inputs(&r, inputs);
+  if (ok)
+    ok = o->plan ? run_fused(&r, next) : interpret(&r);
+  if (ok)
+    ok = collect(&r, results, next);
+  if (stats)
+    stats->peak_bytes = r.peak;
+  run_done(&r);
+  return ok;
+}
+
+void exec_stats_free(ExecStats *st) {
+  if (!st)
+    return;
+  free(st->read);
+  free(st->write);
+  st->read = st->write = NULL;
+}

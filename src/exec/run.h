@@ -1,0 +1,49 @@
+/* run.h — private to src/exec: the state of one run, shared by the
+ * interpreter (run.c) and the fused executor (fused.c). */
+#ifndef MAMBALAYA_EXEC_RUN_H
+#define MAMBALAYA_EXEC_RUN_H
+
+#include "vm.h"
+
+typedef struct Run {
+  const Cascade *c;
+  const Shape *s;
+  const ExecOpts *o;
+  Diag *d;
+  Array **arrays; /* per tensor: the materialized array, or NULL */
+  bool *borrowed; /* the array is the caller's input */
+  View *views;    /* per tensor: where evaluation reads and writes it */
+  Env env;
+  int fault;
+  ExecStats *st;
+  double live, peak; /* bytes of arrays held */
+} Run;
+
+/* Reads a tensor element for the next pass's state. */
+typedef float (*StateReader)(Run *r, int t, const int64_t *coords);
+
+void run_init(Run *r, const Cascade *c, const Shape *s, const ExecOpts *o,
+              Diag *d);
+void run_done(Run *r);
+void tensor_shape(const Run *r, int t, int64_t *shape);
+bool bind_inputs(Run *r, const Tensors *inputs);
+/* Allocate tensor T whole (zeroed) and point its view at it. */
+Array *run_alloc(Run *r, int t);
+void run_release(Run *r, int t);
+
+/* scc[e] = the first Einsum of the recurrence E belongs to (a cycle
+ * closed by a lagged read), or -1. */
+void find_recurrences(const Cascade *c, int *scc);
+/* The rank a recurrence iterates over. */
+int recurrence_rank(const Cascade *c, int member, const int *scc);
+/* E's output variable over RANK, or -1. */
+int var_over(const Einsum *e, int rank);
+
+/* Put into NEXT the state a following pass needs from tensor T (which has
+ * an initialization), reading T's last steps through READ. */
+bool next_state(Run *r, int t, Tensors *next, StateReader read);
+
+/* The fused executor (fused.c): run r->o->plan, filling NEXT. */
+bool run_fused(Run *r, Tensors *next);
+
+#endif

@@ -1,0 +1,765 @@
+/* vm.c — evaluating one Einsum over a region: compile its terms into
+ * programs over vector registers, walk the output in contiguous chunks,
+ * reduce, and hand plain contractions to kernel_gemm. */
+#include "vm.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_TERMS = 16, MAX_INS = 256, MAX_ACC = 64 };
+
+typedef enum { K_BCAST, K_CONTIG, K_GATHER } AccKind;
+
+/* One read, compiled for a region: its element offset is base + sum_v
+ * lin[v] * x_v; a guarded read has a coordinate that is not a plain
+ * variable and may fall outside the tensor. */
+typedef struct Guard { /* a coordinate that is not a plain variable */
+  int dim, nterms;
+  int var[IR_MAX_TERMS];
+  int64_t coef[IR_MAX_TERMS], off;
+  int64_t lo, hi; /* where the view and the tensor both have data */
+  bool per_lane;  /* it moves with the chunk's variables */
+} Guard;
+
+typedef struct Acc {
+  const Access *a;
+  const View *v;
+  int64_t lin[IR_MAX_VARS];
+  int64_t base;
+  int nguard;
+  Guard guard[IR_MAX_RANKS];
+  AccKind kind;
+} Acc;
+
+typedef enum { I_LOAD, I_CONST, I_UN, I_BIN } InsKind;
+
+typedef struct Ins {
+  InsKind op;
+  int dst, a, b;
+  int acc; /* I_LOAD */
+  float val;
+  UnOp un;
+  BinOp bin;
+} Ins;
+
+/* One additive term (or, with an explicit reduction, the whole side). */
+typedef struct Term {
+  const Expr *x;
+  double sign;
+  VarSet red;   /* the variables it reduces */
+  bool gemm_done;
+  int nins, nregs, result;
+  Ins ins[MAX_INS];
+} Term;
+
+/* How the output region is walked: chunks of contiguous outputs. */
+typedef struct Walk {
+  int nchunk, nouter;
+  int cvar[IR_MAX_RANKS], ovar[IR_MAX_RANKS];
+  int64_t cext[IR_MAX_RANKS], olo[IR_MAX_RANKS], oext[IR_MAX_RANKS];
+  int64_t flat, blocks, units;
+  int64_t out_base; /* output offset at the chunk's first element, per unit */
+} Walk;
+
+typedef struct Job {
+  const Env *env;
+  const Einsum *e;
+  const Region *r;
+  int nacc;
+  Acc acc[MAX_ACC];
+  int nterms;
+  Term terms[MAX_TERMS];
+  Walk w;
+  const View *out;
+  int64_t out_lin[IR_MAX_VARS];
+  int64_t out_base;
+  bool accumulate; /* add to the output (a term went to kernel_gemm) */
+} Job;
+
+/* ---- views and reads ---- */
+
+View view_of(float *data, const int64_t *shape, int n) {
+  View v = {.data = data, .n = n};
+  int64_t stride = 1;
+  for (int k = n - 1; k >= 0; k--) {
+    v.extent[k] = shape[k];
+    v.stride[k] = stride;
+    stride *= shape[k];
+  }
+  return v;
+}
+
+void region_full(const Shape *s, const Einsum *e, Region *r) {
+  for (int v = 0; v < e->nvars; v++) {
+    r->lo[v] = 0;
+    r->hi[v] = s->size[e->vars[v].rank];
+  }
+}
+
+static int64_t index_value(const Shape *s, const Index *ix,
+                           const int64_t *x) {
+  double v = ix->off ? shape_eval(s, ix->off) : 0;
+  for (int t = 0; t < ix->nterms; t++)
+    v += (ix->coef[t] ? shape_eval(s, ix->coef[t]) : 1) * (double)x[ix->var[t]];
+  return (int64_t)llround(v);
+}
+
+static float scalar_expr(const Env *env, const Expr *x, const int64_t *vars);
+
+/* The value of an initialization at T's coordinates (a read before the
+ * start of its conditioned rank). */
+static float init_value(const Env *env, const Einsum *init,
+                        const int64_t *coords) {
+  int64_t vars[IR_MAX_VARS] = {0};
+  for (int k = 0; k < init->out.n; k++)
+    vars[init->out.idx[k].var[0]] = coords[k];
+  return scalar_expr(env, init->rhs, vars);
+}
+
+float vm_read(const Env *env, int t, const int64_t *coords) {
+  const Tensor *T = &env->c->tensors[t];
+  for (int k = 0; k < T->nranks; k++) {
+    if (coords[k] < 0)
+      return T->init && T->init->out.cond_dim == k
+                 ? init_value(env, T->init, coords)
+                 : 0.0f;
+    if (coords[k] >= env->s->size[T->ranks[k]])
+      return 0.0f;
+  }
+  const View *v = &env->views[t];
+  int64_t off = 0;
+  for (int k = 0; k < T->nranks; k++) {
+    int64_t rel = coords[k] - v->origin[k];
+    if (!v->data || rel < 0 || rel >= v->extent[k]) {
+      *env->fault = 1;
+      return NAN;
+    }
+    off += rel * v->stride[k];
+  }
+  if (env->mark)
+    env->mark(env->mark_ctx, t, coords);
+  return v->data[off];
+}
+
+static float scalar_read(const Env *env, const Access *a, const int64_t *x) {
+  int64_t coords[IR_MAX_RANKS];
+  for (int k = 0; k < a->n; k++)
+    coords[k] = index_value(env->s, &a->idx[k], x);
+  return vm_read(env, a->tensor, coords);
+}
+
+static float scalar_expr(const Env *env, const Expr *x, const int64_t *vars) {
+  switch (x->kind) {
+  case EX_NUM:
+    return (float)x->num;
+  case EX_SYM:
+    return (float)env->s->sym[x->sym];
+  case EX_READ:
+    return scalar_read(env, x->acc, vars);
+  case EX_UNARY:
+    return vm_unary1(x->un, scalar_expr(env, x->a, vars));
+  case EX_BINARY: {
+    float a = scalar_expr(env, x->a, vars), b = scalar_expr(env, x->b, vars);
+    float y;
+    vm_binary(x->bin, &y, &a, &b, 1);
+    return y;
+  }
+  }
+  return NAN;
+}
+
+/* ---- compiling ---- */
+
+static bool has_read(const Expr *x) {
+  return x && (x->kind == EX_READ || has_read(x->a) || has_read(x->b));
+}
+
+static int acc_index(const Job *j, const Access *a) {
+  for (int k = 0; k < j->nacc; k++)
+    if (j->acc[k].a == a)
+      return k;
+  return -1;
+}
+
+static int compile(Job *j, Term *t, const Expr *x) {
+  if (t->nins >= MAX_INS)
+    return -1;
+  Ins in = {.dst = t->nregs};
+  if (!has_read(x)) { /* a constant subexpression, folded once */
+    in.op = I_CONST;
+    in.val = (float)shape_eval(j->env->s, x);
+  } else if (x->kind == EX_READ) {
+    in.op = I_LOAD;
+    in.acc = acc_index(j, x->acc);
+  } else if (x->kind == EX_UNARY) {
+    in.op = I_UN;
+    in.un = x->un;
+    in.a = compile(j, t, x->a);
+    if (in.a < 0)
+      return -1;
+  } else {
+    in.op = I_BIN;
+    in.bin = x->bin;
+    in.a = compile(j, t, x->a);
+    in.b = compile(j, t, x->b);
+    if (in.a < 0 || in.b < 0)
+      return -1;
+  }
+  in.dst = t->nregs++;
+  t->ins[t->nins++] = in;
+  return in.dst;
+}
+
+static VarSet expr_vars(const Expr *x) {
+  if (!x)
+    return 0;
+  if (x->kind == EX_READ)
+    return access_vars(x->acc);
+  return expr_vars(x->a) | expr_vars(x->b);
+}
+
+static void split_terms(Job *j, const Expr *x, double sign) {
+  if (x->kind == EX_BINARY && (x->bin == BI_ADD || x->bin == BI_SUB)) {
+    split_terms(j, x->a, sign);
+    split_terms(j, x->b, x->bin == BI_SUB ? -sign : sign);
+    return;
+  }
+  if (j->nterms < MAX_TERMS)
+    j->terms[j->nterms++] = (Term){.x = x, .sign = sign};
+}
+
+/* Offsets of a read: coordinate k is sum coef*x + off; lin[v] collects
+ * stride_k * coef over the coordinates. */
+static void compile_access(const Job *j, Acc *c) {
+  const Access *a = c->a;
+  const View *v = c->v;
+  const Tensor *T = &j->env->c->tensors[a->tensor];
+  memset(c->lin, 0, sizeof c->lin);
+  c->base = 0;
+  c->nguard = 0;
+  for (int k = 0; k < a->n; k++) {
+    const Index *ix = &a->idx[k];
+    int64_t off = ix->off ? (int64_t)llround(shape_eval(j->env->s, ix->off)) : 0;
+    c->base += (off - v->origin[k]) * v->stride[k];
+    Guard *g = &c->guard[c->nguard];
+    g->dim = k;
+    g->nterms = ix->nterms;
+    g->off = off;
+    for (int t = 0; t < ix->nterms; t++) {
+      int64_t coef =
+          ix->coef[t] ? (int64_t)llround(shape_eval(j->env->s, ix->coef[t])) : 1;
+      c->lin[ix->var[t]] += coef * v->stride[k];
+      g->var[t] = ix->var[t];
+      g->coef[t] = coef;
+    }
+    if (ix->plain)
+      continue;
+    int64_t size = j->env->s->size[T->ranks[k]];
+    g->lo = v->origin[k] > 0 ? v->origin[k] : 0;
+    g->hi = v->origin[k] + v->extent[k] < size ? v->origin[k] + v->extent[k]
+                                               : size;
+    c->nguard++;
+  }
+}
+
+/* Mark the guards that move with the chunk's variables. */
+static void mark_lane_guards(const Job *j, Acc *c) {
+  for (int g = 0; g < c->nguard; g++) {
+    Guard *gd = &c->guard[g];
+    gd->per_lane = false;
+    for (int t = 0; t < gd->nterms; t++)
+      for (int k = 0; k < j->w.nchunk; k++)
+        gd->per_lane = gd->per_lane || gd->var[t] == j->w.cvar[k];
+  }
+}
+
+static bool guard_holds(const Guard *g, const int64_t *x) {
+  int64_t idx = g->off;
+  for (int t = 0; t < g->nterms; t++)
+    idx += g->coef[t] * x[g->var[t]];
+  return idx >= g->lo && idx < g->hi;
+}
+
+/* ---- the walk over the output ---- */
+
+static bool covers(const View *v, int k, int64_t lo, int64_t hi) {
+  return lo == v->origin[k] && hi == v->origin[k] + v->extent[k];
+}
+
+static void plan_walk(Job *j) {
+  const Einsum *e = j->e;
+  const View *out = j->out;
+  Walk *w = &j->w;
+  memset(w, 0, sizeof *w);
+  int n = e->out.n;
+  int first_chunk = n;
+  int64_t expect = 1;
+  for (int k = n - 1; k >= 0; k--) {
+    int v = e->out.idx[k].var[0];
+    if (out->stride[k] != expect)
+      break;
+    first_chunk = k;
+    expect = out->stride[k] * (j->r->hi[v] - j->r->lo[v]);
+    if (!covers(out, k, j->r->lo[v], j->r->hi[v]))
+      break; /* a partial dimension ends the contiguous run */
+  }
+  w->flat = 1;
+  for (int k = first_chunk; k < n; k++) {
+    int v = e->out.idx[k].var[0];
+    w->cvar[w->nchunk] = v;
+    w->cext[w->nchunk] = j->r->hi[v] - j->r->lo[v];
+    w->flat *= w->cext[w->nchunk];
+    w->nchunk++;
+  }
+  int64_t outer = 1;
+  for (int k = 0; k < first_chunk; k++) {
+    int v = e->out.idx[k].var[0];
+    w->ovar[w->nouter] = v;
+    w->olo[w->nouter] = j->r->lo[v];
+    w->oext[w->nouter] = j->r->hi[v] - j->r->lo[v];
+    outer *= w->oext[w->nouter];
+    w->nouter++;
+  }
+  w->blocks = (w->flat + VM_LANES - 1) / VM_LANES;
+  w->units = outer * w->blocks;
+}
+
+static AccKind classify_acc(const Job *j, const Acc *c) {
+  const Walk *w = &j->w;
+  bool zero = true, contig = true;
+  int64_t expect = 1;
+  for (int k = w->nchunk - 1; k >= 0; k--) {
+    int64_t l = c->lin[w->cvar[k]];
+    zero = zero && l == 0;
+    contig = contig && l == expect;
+    expect *= w->cext[k];
+  }
+  if (w->nchunk == 0)
+    return K_BCAST;
+  return zero ? K_BCAST : contig ? K_CONTIG : K_GATHER;
+}
+
+/* ---- running a unit of work ---- */
+
+typedef struct Scratch {
+  float *regs;               /* nregs x VM_LANES */
+  double *acc;               /* VM_LANES */
+  int64_t *lane_x;           /* nchunk x VM_LANES: chunk variables per lane */
+  int64_t *gather;           /* nacc x VM_LANES: lane offsets */
+  int nregs_max;
+} Scratch;
+
+static void lanes_of(const Walk *w, int64_t f0, int nl, const Region *r,
+                     int64_t *lane_x) {
+  int64_t pos[IR_MAX_RANKS];
+  int64_t f = f0;
+  for (int k = w->nchunk - 1; k >= 0; k--) {
+    pos[k] = f % w->cext[k];
+    f /= w->cext[k];
+  }
+  for (int l = 0; l < nl; l++) {
+    for (int k = 0; k < w->nchunk; k++)
+      lane_x[k * VM_LANES + l] = r->lo[w->cvar[k]] + pos[k];
+    for (int k = w->nchunk - 1; k >= 0; k--) {
+      if (++pos[k] < w->cext[k])
+        break;
+      pos[k] = 0;
+    }
+  }
+}
+
+/* Load one register from a read for lanes [0, nl): x holds every
+ * variable's value (the chunk variables at lane 0). */
+static void load(const Job *j, const Scratch *sc, int ai, const int64_t *x,
+                 int nl, float *dst) {
+  const Acc *c = &j->acc[ai];
+  const Walk *w = &j->w;
+  int64_t off = c->base;
+  for (int v = 0; v < j->e->nvars; v++)
+    off += c->lin[v] * x[v];
+  /* off is at lane 0 (x holds lane 0's chunk values). A coordinate that
+   * is not a plain variable may leave the view or the tensor (a window, a
+   * lag): then the lanes concerned read through vm_read. */
+  if (c->nguard > 0) {
+    bool ok = true, lanes = false;
+    for (int g = 0; g < c->nguard; g++) {
+      lanes = lanes || c->guard[g].per_lane;
+      ok = ok && guard_holds(&c->guard[g], x);
+    }
+    int64_t lx[IR_MAX_VARS];
+    if (lanes) {
+      memcpy(lx, x, sizeof(int64_t) * (size_t)j->e->nvars);
+      for (int l = 1; l < nl && ok; l++) {
+        for (int k = 0; k < w->nchunk; k++)
+          lx[w->cvar[k]] = sc->lane_x[k * VM_LANES + l];
+        for (int g = 0; g < c->nguard && ok; g++)
+          ok = guard_holds(&c->guard[g], lx);
+      }
+    }
+    if (!ok) {
+      memcpy(lx, x, sizeof(int64_t) * (size_t)j->e->nvars);
+      for (int l = 0; l < nl; l++) {
+        for (int k = 0; k < w->nchunk; k++)
+          lx[w->cvar[k]] = sc->lane_x[k * VM_LANES + l];
+        dst[l] = scalar_read(j->env, c->a, lx);
+      }
+      return;
+    }
+  }
+  const float *data = c->v->data;
+  switch (c->kind) {
+  case K_BCAST: {
+    float val = data[off];
+    for (int l = 0; l < nl; l++)
+      dst[l] = val;
+    break;
+  }
+  case K_CONTIG:
+    memcpy(dst, data + off, sizeof(float) * (size_t)nl);
+    break;
+  case K_GATHER: {
+    const int64_t *g = sc->gather + (size_t)ai * VM_LANES;
+    for (int l = 0; l < nl; l++)
+      dst[l] = data[off + g[l]];
+    break;
+  }
+  }
+}
+
+static void run_program(const Job *j, const Term *t, Scratch *sc,
+                        const int64_t *x, int nl) {
+  for (int i = 0; i < t->nins; i++) {
+    const Ins *in = &t->ins[i];
+    float *d = sc->regs + (size_t)in->dst * VM_LANES;
+    switch (in->op) {
+    case I_LOAD:
+      load(j, sc, in->acc, x, nl, d);
+      break;
+    case I_CONST:
+      for (int l = 0; l < nl; l++)
+        d[l] = in->val;
+      break;
+    case I_UN:
+      vm_unary(in->un, d, sc->regs + (size_t)in->a * VM_LANES, nl);
+      break;
+    case I_BIN:
+      vm_binary(in->bin, d, sc->regs + (size_t)in->a * VM_LANES,
+                sc->regs + (size_t)in->b * VM_LANES, nl);
+      break;
+    }
+  }
+}
+
+static double reduce_identity(RedOp op) {
+  switch (op) {
+  case RED_MAX:
+    return -INFINITY;
+  case RED_MIN:
+    return INFINITY;
+  case RED_PROD:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* Accumulate one term over its reduced variables for the unit's lanes. */
+static void run_term(const Job *j, const Term *t, Scratch *sc, int64_t *x,
+                     int nl, double *out) {
+  const Einsum *e = j->e;
+  RedOp op = e->explicit_red ? e->red : RED_SUM;
+  double id = reduce_identity(op);
+  for (int l = 0; l < nl; l++)
+    sc->acc[l] = id;
+  int rv[IR_MAX_VARS], nr = 0;
+  for (int v = 0; v < e->nvars; v++)
+    if (VARSET_HAS(t->red, v)) {
+      rv[nr++] = v;
+      x[v] = j->r->lo[v];
+    }
+  const float *res = sc->regs + (size_t)t->result * VM_LANES;
+  for (;;) {
+    run_program(j, t, sc, x, nl);
+    switch (op) {
+    case RED_SUM:
+      for (int l = 0; l < nl; l++)
+        sc->acc[l] += res[l];
+      break;
+    case RED_MAX:
+      for (int l = 0; l < nl; l++)
+        sc->acc[l] = res[l] > sc->acc[l] ? res[l] : sc->acc[l];
+      break;
+    case RED_MIN:
+      for (int l = 0; l < nl; l++)
+        sc->acc[l] = res[l] < sc->acc[l] ? res[l] : sc->acc[l];
+      break;
+    case RED_PROD:
+      for (int l = 0; l < nl; l++)
+        sc->acc[l] *= res[l];
+      break;
+    case RED_COUNT:
+      break;
+    }
+    int k = nr - 1;
+    while (k >= 0 && ++x[rv[k]] == j->r->hi[rv[k]]) {
+      x[rv[k]] = j->r->lo[rv[k]];
+      k--;
+    }
+    if (k < 0)
+      break;
+  }
+  for (int l = 0; l < nl; l++)
+    out[l] += t->sign * sc->acc[l];
+}
+
+static void run_unit(const Job *j, Scratch *sc, int64_t u) {
+  const Walk *w = &j->w;
+  int64_t o = u / w->blocks, blk = u % w->blocks;
+  int64_t x[IR_MAX_VARS] = {0};
+  for (int k = w->nouter - 1; k >= 0; k--) {
+    x[w->ovar[k]] = w->olo[k] + o % w->oext[k];
+    o /= w->oext[k];
+  }
+  int64_t f0 = blk * VM_LANES;
+  int nl = (int)(w->flat - f0 < VM_LANES ? w->flat - f0 : VM_LANES);
+  lanes_of(w, f0, nl, j->r, sc->lane_x);
+  for (int k = 0; k < w->nchunk; k++)
+    x[w->cvar[k]] = sc->lane_x[k * VM_LANES];
+  /* Lane offsets of the gathered reads (relative to lane 0). */
+  for (int a = 0; a < j->nacc; a++) {
+    if (j->acc[a].kind != K_GATHER)
+      continue;
+    int64_t *g = sc->gather + (size_t)a * VM_LANES;
+    for (int l = 0; l < nl; l++) {
+      int64_t off = 0;
+      for (int k = 0; k < w->nchunk; k++)
+        off += j->acc[a].lin[w->cvar[k]] *
+               (sc->lane_x[k * VM_LANES + l] - sc->lane_x[k * VM_LANES]);
+      g[l] = off;
+    }
+  }
+  double out[VM_LANES];
+  for (int l = 0; l < nl; l++)
+    out[l] = 0;
+  for (int t = 0; t < j->nterms; t++)
+    if (!j->terms[t].gemm_done)
+      run_term(j, &j->terms[t], sc, x, nl, out);
+  /* The output chunk is contiguous from the unit's first element. */
+  int64_t off = j->out_base;
+  for (int v = 0; v < j->e->nvars; v++)
+    off += j->out_lin[v] * x[v];
+  float *dst = j->out->data + off;
+  if (j->accumulate)
+    for (int l = 0; l < nl; l++)
+      dst[l] += (float)out[l];
+  else
+    for (int l = 0; l < nl; l++)
+      dst[l] = (float)out[l];
+}
+
+typedef struct Share {
+  const Job *j;
+  int64_t per;
+} Share;
+
+static void run_share(void *arg, int i, int n) {
+  const Share *sh = arg;
+  const Job *j = sh->j;
+  int64_t lo = (int64_t)i * sh->per, hi = lo + sh->per;
+  if (hi > j->w.units)
+    hi = j->w.units;
+  (void)n;
+  if (lo >= hi)
+    return;
+  int nregs = 1;
+  for (int t = 0; t < j->nterms; t++)
+    if (j->terms[t].nregs > nregs)
+      nregs = j->terms[t].nregs;
+  Scratch sc = {
+      .regs = xmalloc(sizeof(float) * (size_t)nregs * VM_LANES),
+      .acc = xmalloc(sizeof(double) * VM_LANES),
+      .lane_x = xmalloc(sizeof(int64_t) * (size_t)(j->w.nchunk + 1) * VM_LANES),
+      .gather = xmalloc(sizeof(int64_t) * (size_t)(j->nacc + 1) * VM_LANES),
+  };
+  for (int64_t u = lo; u < hi; u++)
+    run_unit(j, &sc, u);
+  free(sc.regs);
+  free(sc.acc);
+  free(sc.lane_x);
+  free(sc.gather);
+}
+
+/* ---- plain contractions go to kernel_gemm ---- */
+
+typedef struct Role {
+  int n;
+  int var[IR_MAX_VARS];
+} Role;
+
+/* One stride for a group of variables in one operand: they must be laid
+ * out as one flattened dimension (outer stride = inner stride x extent). */
+static bool flat_stride(const Job *j, const int64_t *lin, const Role *ro,
+                        int64_t *stride, int64_t *extent) {
+  *extent = 1;
+  *stride = 0;
+  if (ro->n == 0)
+    return true;
+  /* Order the role's variables by decreasing stride in this operand. */
+  int idx[IR_MAX_VARS] = {0};
+  for (int k = 0; k < ro->n; k++)
+    idx[k] = ro->var[k];
+  for (int a = 1; a < ro->n; a++)
+    for (int b = a; b > 0 && lin[idx[b]] > lin[idx[b - 1]]; b--) {
+      int t = idx[b];
+      idx[b] = idx[b - 1];
+      idx[b - 1] = t;
+    }
+  /* Variables of extent 1 take no room; the others must nest exactly. */
+  int64_t expect = -1;
+  for (int k = ro->n - 1; k >= 0; k--) {
+    int v = idx[k];
+    int64_t ext = j->r->hi[v] - j->r->lo[v];
+    *extent *= ext;
+    if (ext == 1)
+      continue;
+    if (expect < 0)
+      *stride = lin[v];
+    else if (lin[v] != expect)
+      return false;
+    expect = lin[v] * ext;
+  }
+  return true;
+}
+
+static bool try_gemm(Job *j, Term *t) {
+  const Expr *x = t->x;
+  const Einsum *e = j->e;
+  if (t->sign != 1 || (e->explicit_red && e->red != RED_SUM) ||
+      x->kind != EX_BINARY || x->bin != BI_MUL || x->a->kind != EX_READ ||
+      x->b->kind != EX_READ)
+    return false;
+  const Acc *A = &j->acc[acc_index(j, x->a->acc)];
+  const Acc *B = &j->acc[acc_index(j, x->b->acc)];
+  if (A->nguard || B->nguard)
+    return false;
+  VarSet va = access_vars(A->a), vb = access_vars(B->a), vo = e->out_vars;
+  Role m = {0}, n = {0}, k = {0}, bt = {0};
+  for (int v = 0; v < e->nvars; v++) {
+    bool ia = VARSET_HAS(va, v), ib = VARSET_HAS(vb, v), io = VARSET_HAS(vo, v);
+    if (ia && ib && io)
+      bt.var[bt.n++] = v;
+    else if (ia && ib)
+      k.var[k.n++] = v;
+    else if (ia && io)
+      m.var[m.n++] = v;
+    else if (ib && io)
+      n.var[n.n++] = v;
+    else if (ia || ib || io)
+      return false; /* a broadcast or a one-sided reduction */
+  }
+  Gemm g = {0};
+  int64_t ext;
+  int64_t dummy;
+  if (!flat_stride(j, A->lin, &m, &g.a_m, &g.m) ||
+      !flat_stride(j, A->lin, &k, &g.a_k, &g.k) ||
+      !flat_stride(j, A->lin, &bt, &g.a_b, &g.batch) ||
+      !flat_stride(j, B->lin, &k, &g.b_k, &ext) ||
+      !flat_stride(j, B->lin, &n, &g.b_n, &g.n) ||
+      !flat_stride(j, B->lin, &bt, &g.b_b, &dummy) ||
+      !flat_stride(j, j->out_lin, &m, &g.c_m, &ext) ||
+      !flat_stride(j, j->out_lin, &n, &g.c_n, &ext) ||
+      !flat_stride(j, j->out_lin, &bt, &g.c_b, &ext))
+    return false;
+  if (g.k < 8 || g.m * g.n < 64)
+    return false; /* too small to be worth a call */
+  /* Base pointers at the region's first point. */
+  int64_t oa = A->base, ob = B->base, oc = j->out_base;
+  for (int v = 0; v < e->nvars; v++) {
+    oa += A->lin[v] * j->r->lo[v];
+    ob += B->lin[v] * j->r->lo[v];
+    oc += j->out_lin[v] * j->r->lo[v];
+  }
+  g.a = A->v->data + oa;
+  g.b = B->v->data + ob;
+  g.c = j->out->data + oc;
+  g.accumulate = j->accumulate;
+  kernel_gemm(&g, j->env->pool);
+  return true;
+}
+
+/* ---- the entry point ---- */
+
+bool vm_einsum(const Env *env, const Einsum *e, const Region *r, Diag *d) {
+  Job *j = xcalloc(1, sizeof *j);
+  j->env = env;
+  j->e = e;
+  j->r = r;
+  j->out = &env->views[e->out.tensor];
+  bool ok = true;
+  for (int k = 0; ok && k < e->nreads; k++) {
+    Acc *c = &j->acc[j->nacc++];
+    c->a = e->reads[k];
+    c->v = &env->views[e->reads[k]->tensor];
+    ok = c->v->data != NULL && j->nacc < MAX_ACC;
+    if (!ok)
+      diag_error(d, env->c->path, e->reads[k]->loc,
+                 "%s is not available to the Einsum reading it",
+                 env->c->tensors[e->reads[k]->tensor].name);
+    else
+      compile_access(j, c);
+  }
+  Acc out = {.a = &e->out, .v = j->out};
+  if (ok)
+    compile_access(j, &out);
+  memcpy(j->out_lin, out.lin, sizeof out.lin);
+  j->out_base = out.base;
+  if (ok && e->explicit_red)
+    j->terms[j->nterms++] = (Term){.x = e->rhs, .sign = 1};
+  else if (ok)
+    split_terms(j, e->rhs, 1);
+  for (int t = 0; ok && t < j->nterms; t++) {
+    Term *tm = &j->terms[t];
+    tm->red = (e->explicit_red ? einsum_all_vars(e) : expr_vars(tm->x)) &
+              ~e->out_vars;
+    tm->result = compile(j, tm, tm->x);
+    if (tm->result < 0) {
+      diag_error(d, env->c->path, e->loc, "expression too large to run");
+      ok = false;
+    }
+  }
+  if (ok) {
+    plan_walk(j);
+    for (int a = 0; a < j->nacc; a++) {
+      j->acc[a].kind = classify_acc(j, &j->acc[a]);
+      mark_lane_guards(j, &j->acc[a]);
+    }
+    for (int t = 0; t < j->nterms; t++)
+      if (try_gemm(j, &j->terms[t])) {
+        j->terms[t].gemm_done = true;
+        j->accumulate = true;
+      }
+    bool rest = false;
+    for (int t = 0; t < j->nterms; t++)
+      rest = rest || !j->terms[t].gemm_done;
+    if (rest || j->nterms == 0) {
+      int workers = env->pool ? pool_size(env->pool) : 1;
+      int64_t parts = workers > 1 ? 4 * workers : 1;
+      if (parts > j->w.units)
+        parts = j->w.units > 0 ? j->w.units : 1;
+      Share sh = {.j = j, .per = (j->w.units + parts - 1) / parts};
+      if (env->pool)
+        pool_run(env->pool, run_share, &sh, (int)parts);
+      else
+        run_share(&sh, 0, 1);
+    }
+    if (*env->fault) {
+      diag_error(d, env->c->path, e->loc,
+                 "%s: a read fell outside the tensor's available part",
+                 env->c->tensors[e->out.tensor].name);
+      ok = false;
+    }
+  }
+  free(j);
+  return ok;
+}

@@ -1,0 +1,65 @@
+/* vm.h — private to src/exec: evaluating one Einsum over a region of its
+ * iteration space, reading and writing views of tensors.
+ *
+ * An Einsum's right-hand side is compiled into a short program over
+ * vector registers of VM_LANES floats. The region's output is walked in
+ * chunks of contiguous output elements (the lanes); for each chunk the
+ * program runs once per point of the variables it reduces, accumulating
+ * in double precision. A term that is a plain contraction of two tensors
+ * goes to kernel_gemm instead. Reads before the start of a rank take the
+ * tensor's initialization (or 0); everything else must lie inside the
+ * tensor's view. */
+#ifndef MAMBALAYA_EXEC_VM_H
+#define MAMBALAYA_EXEC_VM_H
+
+#include "exec.h"
+
+enum { VM_LANES = 256 };
+
+/* A window onto a tensor: global coordinate x on dimension k lives at
+ * data[sum_k (x_k - origin_k) * stride_k], for origin_k <= x_k <
+ * origin_k + extent_k. A full array is the view with origin 0. */
+typedef struct View {
+  float *data;
+  int n;
+  int64_t origin[IR_MAX_RANKS], extent[IR_MAX_RANKS], stride[IR_MAX_RANKS];
+} View;
+
+/* What an evaluation reads and writes: one view per tensor of the
+ * cascade (data NULL where a tensor is not available). */
+typedef struct Env {
+  const Cascade *c;
+  const Shape *s;
+  View *views;
+  Pool *pool;
+  int *fault; /* set when a read falls outside its view */
+  /* Called for every element vm_read takes from a view (the boundary
+   * reads that bypass the vectorized paths), so that the fused executor
+   * can count them. NULL: none. */
+  void (*mark)(void *ctx, int t, const int64_t *coords);
+  void *mark_ctx;
+} Env;
+
+/* A box of an Einsum's iteration space: [lo, hi) per variable. */
+typedef struct Region {
+  int64_t lo[IR_MAX_VARS], hi[IR_MAX_VARS];
+} Region;
+
+/* The whole iteration space. */
+void region_full(const Shape *s, const Einsum *e, Region *r);
+/* A view covering all of array A (whose shape is tensor T's). */
+View view_of(float *data, const int64_t *shape, int n);
+
+/* Evaluate E over R into the view of its output. False (D set) when a
+ * read falls outside its tensor's view. */
+bool vm_einsum(const Env *env, const Einsum *e, const Region *r, Diag *d);
+/* One element of tensor T at global COORDS: from its view, or from its
+ * initialization (or 0) before the start of a rank, or 0 past the end. */
+float vm_read(const Env *env, int t, const int64_t *coords);
+
+/* The elementwise functions over float arrays (vmath.c). */
+void vm_unary(UnOp op, float *y, const float *x, int n);
+void vm_binary(BinOp op, float *y, const float *a, const float *b, int n);
+float vm_unary1(UnOp op, float x);
+
+#endif

@@ -1,0 +1,1348 @@
+/* figures.c — the paper's figures as files (report.h, "the paper's
+ * evaluation"): one SVG per figure, every plotted series in figures.csv,
+ * the targets in targets.csv, and an index.html that shows them all.
+ *
+ * Each file is built in memory and written atomically, so a failed run
+ * never leaves a half-written figure; the first failure stops the rest and
+ * its diagnostic names the path and the reason. index.html is written
+ * last, when everything it refers to exists.
+ *
+ * Units are fixed per kind of axis (time in µs, traffic in MB, energy in
+ * mJ, utilization in %), and figures.csv holds the values as plotted, so
+ * one column means one unit within a figure. */
+#include "report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The setup repro_run evaluates (repro.h); the titles state it. */
+#define SETUP_BATCH 64
+#define SETUP_PREFILL_I 2048
+
+enum {
+  MAX_FIGURES = 32,
+  NSTRAT = 4,
+  /* Bar charts of the scenarios: each, and beside some of them the
+   * paper's values as a category of their own. */
+  MAX_CATS = 2 * REPRO_SCENARIOS,
+};
+
+/* The four fusion strategies of §IV, in the paper's order. */
+static const Design STRAT[NSTRAT] = {DES_RI, DES_RI_RSB, DES_RI_RSB_RSP,
+                                     DES_FULL};
+/* Okabe & Ito colours for the strategies, and lighter tints of them for
+ * their ideal (or sequential) counterparts beside them. */
+static const char *const STRAT_COLOR[NSTRAT] = {"#0072B2", "#E69F00",
+                                                "#009E73", "#D55E00"};
+static const char *const STRAT_TINT[NSTRAT] = {"#99C7E0", "#F5D899",
+                                               "#99D8C5", "#EEBF99"};
+
+static const char *const PHASE_NAME[PH_COUNT] = {"prefill", "decode"};
+
+/* ---- the output: files, the CSV, the index ---- */
+
+typedef struct Entry {
+  char *file;    /* "roofline.svg" */
+  char *alt;     /* the chart's title */
+  char *caption; /* which paper figure it reproduces, and how ours compares */
+} Entry;
+
+typedef struct Figs {
+  const Repro *r;
+  const char *dir;
+  Diag *d;
+  bool ok;  /* false after the first failure: nothing more is written */
+  Buf csv;  /* figures.csv, a row per plotted point */
+  int n;
+  Entry e[MAX_FIGURES];
+} Figs;
+
+/* DIR's component PATH must be a directory: made if missing. */
+static bool make_dir(const char *path, const char *dir, Diag *d) {
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    if (S_ISDIR(st.st_mode))
+      return true;
+    if (strcmp(path, dir) == 0)
+      diag_error(d, path, (Loc){0}, "exists and is not a directory");
+    else
+      diag_error(d, path, (Loc){0},
+                 "exists and is not a directory, so %s cannot be created",
+                 dir);
+    return false;
+  }
+  if (mkdir(path, 0777) == 0 ||
+      (errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
+    return true;
+  diag_error(d, path, (Loc){0}, "cannot create the directory: %s",
+             strerror(errno));
+  return false;
+}
+
+/* mkdir -p: every missing component of DIR is created. */
+static bool make_dirs(const char *dir, Diag *d) {
+  if (!dir || !dir[0]) {
+    diag_error(d, NULL, (Loc){0}, "the output directory name is empty");
+    return false;
+  }
+  char *p = xstrdup(dir);
+  bool ok = true;
+  for (char *s = p + 1; ok; s++) {
+    bool end = *s == 0;
+    if (*s != '/' && !end)
+      continue;
+    *s = 0;
+    ok = make_dir(p, dir, d);
+    if (end)
+      break;
+    *s = '/';
+  }
+  free(p);
+  return ok;
+}
+
+static void put_file(Figs *f, const char *name, const Buf *b) {
+  if (!f->ok)
+    return;
+  size_t n = strlen(f->dir);
+  Buf path = {0};
+  buf_printf(&path, "%s%s%s", f->dir, f->dir[n - 1] == '/' ? "" : "/", name);
+  if (!write_file_atomic(path.s, b->s ? b->s : "", b->len)) {
+    diag_error(f->d, path.s, (Loc){0}, "cannot write: %s", strerror(errno));
+    f->ok = false;
+  }
+  buf_free(&path);
+}
+
+static void add_entry(Figs *f, const char *file, const char *alt,
+                      const char *caption) {
+  if (!f->ok || f->n == MAX_FIGURES)
+    return;
+  f->e[f->n++] = (Entry){xstrdup(file), xstrdup(alt ? alt : file),
+                         xstrdup(caption)};
+}
+
+/* An RFC 4180 field: quoted (quotes doubled) only when it must be. */
+static void csv_text(Buf *b, const char *s) {
+  if (!strpbrk(s, ",\"\r\n")) {
+    buf_printf(b, "%s", s);
+    return;
+  }
+  buf_printf(b, "\"");
+  for (; *s; s++)
+    if (*s == '"')
+      buf_printf(b, "\"\"");
+    else
+      buf_printf(b, "%c", *s);
+  buf_printf(b, "\"");
+}
+
+/* One point; a missing value (NaN, or infinite) is no row. */
+static void csv_row(Buf *b, const char *fig, const char *series,
+                    const char *x, double y) {
+  if (!isfinite(y))
+    return;
+  csv_text(b, fig);
+  buf_printf(b, ",");
+  csv_text(b, series);
+  buf_printf(b, ",");
+  csv_text(b, x);
+  buf_printf(b, ",%.10g\n", y);
+}
+
+static void csv_num_row(Buf *b, const char *fig, const char *series, double x,
+                        double y) {
+  char xs[32];
+  if (!isfinite(x))
+    return;
+  snprintf(xs, sizeof xs, "%.10g", x);
+  csv_row(b, fig, series, xs, y);
+}
+
+/* Every series of chart C as drawn: bars by category label, the rest by
+ * x. PANEL names the panel of a stack ("PANEL / SERIES"). */
+static void csv_chart(Figs *f, const char *fig, const char *panel,
+                      const Chart *c) {
+  bool bars = c->kind == CHART_BARS || c->kind == CHART_STACKED_BARS;
+  for (int i = 0; i < c->nseries; i++) {
+    const ChartSeries *s = &c->series[i];
+    Buf name = {0};
+    buf_printf(&name, "%s%s%s", panel ? panel : "", panel ? " / " : "",
+               s->name);
+    for (int k = 0; k < s->n; k++) {
+      if (bars) {
+        char tmp[16];
+        snprintf(tmp, sizeof tmp, "%d", k + 1);
+        const char *cat = c->categories && k < c->ncategories
+                              ? c->categories[k]
+                              : tmp;
+        csv_row(&f->csv, fig, name.s, cat, s->y[k]);
+      } else {
+        csv_num_row(&f->csv, fig, name.s, s->x ? s->x[k] : k, s->y[k]);
+      }
+    }
+    buf_free(&name);
+  }
+}
+
+/* STEM.svg and its entry in the index; its data is the caller's to add. */
+static void emit_svg(Figs *f, const char *stem, const Chart *c,
+                     const char *caption) {
+  if (!f->ok)
+    return;
+  Buf svg = {0};
+  svg_chart(&svg, c);
+  char file[80];
+  snprintf(file, sizeof file, "%s.svg", stem);
+  put_file(f, file, &svg);
+  buf_free(&svg);
+  add_entry(f, file, c->title, caption);
+}
+
+static void emit_chart(Figs *f, const char *stem, const Chart *c,
+                       const char *caption) {
+  emit_svg(f, stem, c, caption);
+  csv_chart(f, stem, NULL, c);
+}
+
+static void emit_stack(Figs *f, const char *stem, const char *title, int n,
+                       const Chart *charts, const char *const *panels,
+                       const char *caption) {
+  if (!f->ok)
+    return;
+  Buf svg = {0};
+  svg_stack(&svg, title, n, charts);
+  char file[80];
+  snprintf(file, sizeof file, "%s.svg", stem);
+  put_file(f, file, &svg);
+  buf_free(&svg);
+  for (int i = 0; i < n; i++)
+    csv_chart(f, stem, panels[i], &charts[i]);
+  add_entry(f, file, title, caption);
+}
+
+/* ---- numbers and words ---- */
+
+/* The paper's value of target KEY, or NaN when there is none. */
+static double paper_value(const Repro *r, const char *key) {
+  const Target *t = repro_target(r, key);
+  return t ? t->paper : NAN;
+}
+
+static double ours_value(const Repro *r, const char *key) {
+  const Target *t = repro_target(r, key);
+  return t ? t->ours : NAN;
+}
+
+/* " (paper: 5.79x)", or nothing when the paper gives no value. */
+static void paper_note(Buf *b, const Repro *r, const char *key) {
+  double p = paper_value(r, key);
+  if (isfinite(p))
+    buf_printf(b, " (paper: %.3gx)", p);
+}
+
+static void fmt_time(char *out, size_t cap, double seconds) {
+  if (seconds >= 1e-3)
+    snprintf(out, cap, "%.4g ms", seconds * 1e3);
+  else
+    snprintf(out, cap, "%.4g µs", seconds * 1e6);
+}
+
+/* "114.7 T" ops/s and the like, for titles and captions. */
+static void fmt_rate(char *out, size_t cap, double v, const char *unit) {
+  Buf b = {0};
+  fmt_si(&b, v);
+  snprintf(out, cap, "%s%s", b.s ? b.s : "0 ", unit);
+  buf_free(&b);
+}
+
+static double safe_div(double a, double b) { return b > 0 ? a / b : NAN; }
+
+/* The fastest of the four strategies (BY_DESIGN: latencies indexed by
+ * Design): Mambalaya's design for that case. */
+static Design best_strategy(const double *by_design) {
+  Design best = STRAT[0];
+  for (int k = 1; k < NSTRAT; k++)
+    if (by_design[STRAT[k]] < by_design[best])
+      best = STRAT[k];
+  return best;
+}
+
+/* ---- Fig. 2a: the roofline ---- */
+
+/* The points of one timeline on the roofline. Einsums without DRAM traffic
+ * (infinite intensity) or without time cannot be placed and are counted
+ * instead. Coincident points share one label ("2,10,19") so that labels do
+ * not pile up. */
+typedef struct Points {
+  int n, hidden;
+  double *x, *y;
+  const char **labels;
+  char (*text)[64];  /* the shown labels */
+  char (*names)[48]; /* per point, for the CSV: "Einsum 7 TTX" */
+} Points;
+
+static bool close_log(double a, double b) {
+  return fabs(log10(a) - log10(b)) < 0.02;
+}
+
+static void points_of(Points *p, const Timeline *t, const Cascade *c) {
+  size_t cap = (size_t)t->n + 1;
+  *p = (Points){0};
+  p->x = xcalloc(cap, sizeof *p->x);
+  p->y = xcalloc(cap, sizeof *p->y);
+  p->labels = xcalloc(cap, sizeof *p->labels);
+  p->text = xcalloc(cap, sizeof *p->text);
+  p->names = xcalloc(cap, sizeof *p->names);
+  for (int i = 0; i < t->n; i++) {
+    const Segment *s = &t->seg[i];
+    if (!(isfinite(s->intensity) && s->intensity > 0 && isfinite(s->perf) &&
+          s->perf > 0)) {
+      p->hidden++;
+      continue;
+    }
+    int k = p->n++;
+    p->x[k] = s->intensity, p->y[k] = s->perf;
+    snprintf(p->names[k], sizeof p->names[0], "Einsum %d %s", s->einsum + 1,
+             c ? einsum_name(c, s->einsum) : "");
+    snprintf(p->text[k], sizeof p->text[0], "%d", s->einsum + 1);
+  }
+  /* The first point of each cluster takes the numbers of the others. */
+  bool *taken = xcalloc(cap, 1);
+  for (int i = 0; i < p->n; i++) {
+    p->labels[i] = taken[i] ? "" : p->text[i];
+    for (int j = i + 1; !taken[i] && j < p->n; j++)
+      if (!taken[j] && close_log(p->x[i], p->x[j]) &&
+          close_log(p->y[i], p->y[j])) {
+        taken[j] = true;
+        size_t len = strlen(p->text[i]), more = strlen(p->text[j]);
+        if (len + 1 + more < sizeof p->text[0]) {
+          p->text[i][len] = ',';
+          memcpy(p->text[i] + len + 1, p->text[j], more + 1);
+        }
+      }
+  }
+  free(taken);
+}
+
+static void points_free(Points *p) {
+  free(p->x);
+  free(p->y);
+  free(p->labels);
+  free(p->text);
+  free(p->names);
+}
+
+/* "Ideal fusion, per Einsum (12 without DRAM traffic not shown)". */
+static void points_name(char *out, size_t cap, const char *design,
+                        const Points *p) {
+  if (p->hidden)
+    snprintf(out, cap, "%s, per Einsum (%d without DRAM traffic not shown)",
+             design, p->hidden);
+  else
+    snprintf(out, cap, "%s, per Einsum", design);
+}
+
+/* The whole layer as one point: its ops over its DRAM bytes, and over its
+ * latency. False when it moves no DRAM bytes. */
+static bool layer_point(const Timeline *t, double bw, double *x, double *y) {
+  double ops = 0, bytes = 0;
+  for (int i = 0; i < t->n; i++) {
+    double dur = t->seg[i].end - t->seg[i].start;
+    ops += t->seg[i].perf * dur;
+    bytes += t->seg[i].memory_util * bw * dur;
+  }
+  *x = safe_div(ops, bytes), *y = safe_div(ops, t->seconds);
+  return isfinite(*x) && *x > 0 && isfinite(*y) && *y > 0;
+}
+
+/* A roof: the DRAM slope up to the ridge point (peak / bandwidth), then
+ * flat. Both parts are straight on log-log axes, so three points draw it
+ * exactly. */
+typedef struct Roof {
+  int n;
+  double x[3], y[3];
+} Roof;
+
+static void roof_of(Roof *rf, double peak, double bw, double lo, double hi) {
+  double ridge = peak / bw;
+  rf->n = 0;
+  rf->x[rf->n] = lo, rf->y[rf->n++] = fmin(peak, lo * bw);
+  if (ridge > lo && ridge < hi)
+    rf->x[rf->n] = ridge, rf->y[rf->n++] = peak;
+  rf->x[rf->n] = hi, rf->y[rf->n++] = fmin(peak, hi * bw);
+}
+
+static void extend(double *lo, double *hi, double v) {
+  if (isfinite(v) && v > 0)
+    *lo = fmin(*lo, v), *hi = fmax(*hi, v);
+}
+
+static void roofline(Figs *f, Phase ph, const char *stem) {
+  const Repro *r = f->r;
+  const Timeline *tu = &r->timeline[ph][DES_UNFUSED];
+  const Timeline *ti = &r->timeline[ph][DES_IDEAL];
+  Points pu, pi;
+  points_of(&pu, tu, r->cascade);
+  points_of(&pi, ti, r->cascade);
+  double layer_x[2], layer_y[2];
+  const char *layer_labels[2] = {"unfused layer", "ideal layer"};
+  const char *layer_names[2] = {"Best unfused", "Ideal fusion"};
+  int nl = 0;
+  const Timeline *both[2] = {tu, ti};
+  for (int i = 0; i < 2; i++)
+    if (layer_point(both[i], r->bandwidth, &layer_x[nl], &layer_y[nl])) {
+      layer_labels[nl] = layer_labels[i], layer_names[nl] = layer_names[i];
+      nl++;
+    }
+
+  /* The x range: whole decades around the points and the ridge points. */
+  const double peaks[3] = {r->peak_ops, r->vector_ops, r->feeder_ops};
+  double lo = INFINITY, hi = 0;
+  for (int k = 0; k < pu.n; k++)
+    extend(&lo, &hi, pu.x[k]);
+  for (int k = 0; k < pi.n; k++)
+    extend(&lo, &hi, pi.x[k]);
+  for (int k = 0; k < 3 && r->bandwidth > 0; k++)
+    extend(&lo, &hi, peaks[k] / r->bandwidth);
+  if (!(hi > 0))
+    lo = 0.1, hi = 1000;
+  lo = pow(10, floor(log10(lo))), hi = pow(10, ceil(log10(hi)));
+  if (hi <= lo)
+    hi = lo * 10;
+
+  char names[3][96], rate[32], unfused_name[128], ideal_name[128];
+  static const char *const roof_names[3] = {
+      "2D array roof", "1D mode roof", "1D array roof"};
+  static const char *const roof_colors[3] = {"#222222", "#777777",
+                                             "#AAAAAA"};
+  Roof roofs[3];
+  ChartSeries s[6];
+  int ns = 0;
+  for (int k = 0; k < 3; k++) {
+    if (!(peaks[k] > 0) || !(r->bandwidth > 0))
+      continue;
+    roof_of(&roofs[k], peaks[k], r->bandwidth, lo, hi);
+    fmt_rate(rate, sizeof rate, peaks[k], "ops/s");
+    snprintf(names[k], sizeof names[k], "%s (%s)", roof_names[k], rate);
+    s[ns++] = (ChartSeries){.name = names[k], .n = roofs[k].n,
+                            .x = roofs[k].x, .y = roofs[k].y,
+                            .color = roof_colors[k], .dashed = k > 0,
+                            .line = true};
+  }
+  int nroofs = ns;
+  points_name(unfused_name, sizeof unfused_name, "Best unfused", &pu);
+  points_name(ideal_name, sizeof ideal_name, "Ideal fusion", &pi);
+  s[ns++] = (ChartSeries){.name = unfused_name, .n = pu.n, .x = pu.x,
+                          .y = pu.y, .labels = pu.labels, .color = "#D55E00"};
+  s[ns++] = (ChartSeries){.name = ideal_name, .n = pi.n, .x = pi.x,
+                          .y = pi.y, .labels = pi.labels, .color = "#0072B2"};
+  if (nl > 0)
+    s[ns++] = (ChartSeries){.name = "whole layer", .n = nl, .x = layer_x,
+                            .y = layer_y, .labels = layer_labels,
+                            .color = "#009E73"};
+  char title[160];
+  if (ph == PH_PREFILL)
+    snprintf(title, sizeof title,
+             "Fig. 2a: roofline, prefill, %s (B=%d, I=%d), one layer",
+             r->model_names[0], SETUP_BATCH, SETUP_PREFILL_I);
+  else
+    snprintf(title, sizeof title,
+             "Fig. 2a (decode): roofline, %s (B=%d, I=1), one layer",
+             r->model_names[0], SETUP_BATCH);
+  /* The y range: from the decade below the lowest point, to a little
+   * above the highest roof (not a whole decade more: that is all empty). */
+  double ylo = INFINITY, yhi = 0;
+  for (int i = 0; i < ns; i++)
+    for (int k = 0; k < s[i].n; k++)
+      extend(&ylo, &yhi, s[i].y[k]);
+  if (!(yhi > 0))
+    ylo = 1, yhi = 10;
+  ylo = pow(10, floor(log10(ylo)));
+  Chart c = {.kind = CHART_SCATTER, .title = title,
+             .xlabel = "arithmetic intensity (ops per DRAM byte)",
+             .ylabel = "performance (ops/s)", .logx = true, .logy = true,
+             .nseries = ns, .series = s, .xmin = lo, .xmax = hi,
+             .ymin = ylo, .ymax = fmax(2 * yhi, 10 * ylo), .width = 900,
+             .height = 560};
+  fmt_rate(rate, sizeof rate, r->bandwidth, "B/s");
+  Buf cap = {0};
+  buf_printf(&cap,
+             "Paper Fig. 2a%s: every Einsum of one %s layer on the "
+             "architecture's roofline (DRAM %s), best unfused and ideal "
+             "fusion, and each whole layer; labels are Einsum numbers (as "
+             "in the paper's cascade), coincident points share a label. "
+             "Einsums without DRAM traffic (infinite intensity: %d of best "
+             "unfused, %d of ideal fusion) cannot be placed and are not "
+             "drawn.",
+             ph == PH_PREFILL ? "" : " (for decode)", PHASE_NAME[ph],
+             rate, pu.hidden, pi.hidden);
+  emit_svg(f, stem, &c, cap.s);
+  buf_free(&cap);
+  /* The roofs as drawn; the points by Einsum, so that the CSV says which
+   * is which. */
+  for (int i = 0; i < nroofs; i++)
+    for (int k = 0; k < s[i].n; k++)
+      csv_num_row(&f->csv, stem, s[i].name, s[i].x[k], s[i].y[k]);
+  const Points *pts[2] = {&pu, &pi};
+  const char *base[2] = {"Best unfused", "Ideal fusion"};
+  for (int i = 0; i < 2; i++)
+    for (int k = 0; k < pts[i]->n; k++) {
+      char nm[96];
+      snprintf(nm, sizeof nm, "%s / %s", base[i], pts[i]->names[k]);
+      csv_num_row(&f->csv, stem, nm, pts[i]->x[k], pts[i]->y[k]);
+    }
+  for (int k = 0; k < nl; k++) {
+    char nm[96];
+    snprintf(nm, sizeof nm, "%s / whole layer", layer_names[k]);
+    csv_num_row(&f->csv, stem, nm, layer_x[k], layer_y[k]);
+  }
+  points_free(&pu);
+  points_free(&pi);
+}
+
+/* ---- utilization over time (Fig. 2b/c, 6, 10) ---- */
+
+/* One panel: compute and DRAM-bandwidth utilization of a timeline as
+ * steps, and a vertical line at each Einsum's start, labelled with its
+ * number (the paper's phase labels). */
+typedef struct UtilPanel {
+  int n;
+  double *x, *cu, *mu;
+  ChartSeries s[2];
+  ChartLine *vl;
+  int nvl;
+  char (*num)[12];
+  char title[200];
+} UtilPanel;
+
+static void util_panel(UtilPanel *p, const Timeline *t) {
+  size_t cap = 2 * (size_t)t->n + 1;
+  *p = (UtilPanel){0};
+  p->x = xcalloc(cap, sizeof *p->x);
+  p->cu = xcalloc(cap, sizeof *p->cu);
+  p->mu = xcalloc(cap, sizeof *p->mu);
+  p->vl = xcalloc((size_t)t->n + 1, sizeof *p->vl);
+  p->num = xcalloc((size_t)t->n + 1, sizeof *p->num);
+  for (int i = 0; i < t->n; i++) {
+    const Segment *s = &t->seg[i];
+    p->x[p->n] = s->start * 1e6;
+    p->cu[p->n] = 100 * s->compute_util;
+    p->mu[p->n++] = 100 * s->memory_util;
+    /* A step holds until the next point: close it at the segment's end
+     * when a gap (or the end of the layer) follows. */
+    bool last = i + 1 == t->n;
+    if (last || t->seg[i + 1].start > s->end) {
+      p->x[p->n] = s->end * 1e6;
+      p->cu[p->n] = p->mu[p->n] = 0;
+      p->n++;
+    }
+    snprintf(p->num[i], sizeof p->num[0], "%d", s->einsum + 1);
+    p->vl[p->nvl++] = (ChartLine){s->start * 1e6, p->num[i]};
+  }
+  p->s[0] = (ChartSeries){.name = "compute", .n = p->n, .x = p->x,
+                          .y = p->cu, .color = "#0072B2"};
+  p->s[1] = (ChartSeries){.name = "DRAM bandwidth", .n = p->n, .x = p->x,
+                          .y = p->mu, .color = "#D55E00", .dashed = true};
+}
+
+static void util_panel_free(UtilPanel *p) {
+  free(p->x);
+  free(p->cu);
+  free(p->mu);
+  free(p->vl);
+  free(p->num);
+}
+
+/* The renderer drops a vertical line's label that would touch the one
+ * left of it, which can hide a long Einsum's number behind a short one's.
+ * Keep the numbers of the longest Einsums first instead, at least
+ * LABEL_GAP px apart on a plot about PLOT_W px wide (a 760 px panel less
+ * its axis and legend), so that the renderer keeps every one left. */
+#define PLOT_W 500.0
+#define LABEL_GAP 12.0
+
+typedef struct ByLength {
+  double length;
+  int i;
+} ByLength;
+
+static int longer_first(const void *a, const void *b) {
+  const ByLength *u = a, *v = b;
+  if (u->length != v->length)
+    return u->length > v->length ? -1 : 1;
+  return u->i - v->i;
+}
+
+static void thin_labels(UtilPanel *p, const Timeline *t, double xmax) {
+  ByLength *order = xcalloc((size_t)t->n + 1, sizeof *order);
+  bool *kept = xcalloc((size_t)t->n + 1, 1);
+  for (int i = 0; i < t->n; i++)
+    order[i] = (ByLength){t->seg[i].end - t->seg[i].start, i};
+  qsort(order, (size_t)t->n, sizeof *order, longer_first);
+  double gap = LABEL_GAP / PLOT_W * xmax;
+  for (int k = 0; k < t->n; k++) {
+    int i = order[k].i;
+    bool room = true;
+    for (int j = 0; j < t->n && room; j++)
+      room = !kept[j] || fabs(p->vl[j].at - p->vl[i].at) >= gap;
+    kept[i] = room;
+    if (!room)
+      p->vl[i].label = "";
+  }
+  free(kept);
+  free(order);
+}
+
+/* The panel's chart, on 0..XMAX µs. */
+static Chart util_chart(const UtilPanel *p, double xmax, int height) {
+  double top = 0;
+  for (int k = 0; k < p->n; k++)
+    top = fmax(top, fmax(p->cu[k], p->mu[k]));
+  return (Chart){.kind = CHART_STEP_AREA, .title = p->title,
+                 .xlabel = "time (µs)", .ylabel = "utilization (%)",
+                 .nseries = 2, .series = p->s, .ymin = 0,
+                 .ymax = top <= 100.0001 ? 100 : 0, .xmin = 0,
+                 .xmax = xmax > 0 ? xmax : 1, .nvlines = p->nvl,
+                 .vlines = p->vl, .height = height};
+}
+
+/* A stack of panels, one per design. COMMON: one x range for all (so that
+ * latencies compare by eye); else each panel ends with its own layer. */
+typedef struct UtilStack {
+  const char *stem, *title, *caption;
+  int n;
+  const Timeline *t[DES_COUNT];
+  const char *panel[DES_COUNT];
+  Buf note[DES_COUNT]; /* appended to each panel's title */
+  bool common;
+  int height;
+} UtilStack;
+
+static void emit_util_stack(Figs *f, UtilStack *u) {
+  UtilPanel p[DES_COUNT];
+  Chart c[DES_COUNT];
+  double common = 0;
+  for (int i = 0; i < u->n; i++)
+    common = fmax(common, u->t[i]->seconds * 1e6);
+  for (int i = 0; i < u->n; i++) {
+    util_panel(&p[i], u->t[i]);
+    char total[32];
+    fmt_time(total, sizeof total, u->t[i]->seconds);
+    snprintf(p[i].title, sizeof p[i].title, "%s: %s per layer%s%s",
+             u->panel[i], total, u->note[i].s ? u->note[i].s : "",
+             u->common ? "" : " (own time axis)");
+    double xmax = u->common ? common : u->t[i]->seconds * 1e6;
+    thin_labels(&p[i], u->t[i], xmax);
+    c[i] = util_chart(&p[i], xmax, u->height);
+  }
+  emit_stack(f, u->stem, u->title, u->n, c, u->panel, u->caption);
+  for (int i = 0; i < u->n; i++) {
+    util_panel_free(&p[i]);
+    buf_free(&u->note[i]);
+  }
+}
+
+static void peaks_sentence(Buf *b, const Repro *r) {
+  char peak[32], bw[32];
+  fmt_rate(peak, sizeof peak, r->peak_ops, "ops/s");
+  fmt_rate(bw, sizeof bw, r->bandwidth, "B/s");
+  buf_printf(b,
+             " Compute is %% of the 2D array's peak (%s), DRAM bandwidth %% "
+             "of %s; vertical lines mark each Einsum's start, labelled with "
+             "its number (where numbers would overlap, the longer Einsum's "
+             "is shown).",
+             peak, bw);
+}
+
+/* Fig. 2b/c: best unfused over ideal fusion, each on its own time axis. */
+static void utilization(Figs *f, Phase ph) {
+  const Repro *r = f->r;
+  char stem[48], title[160];
+  snprintf(stem, sizeof stem, "utilization_%s", PHASE_NAME[ph]);
+  if (ph == PH_PREFILL)
+    snprintf(title, sizeof title,
+             "Fig. 2b: utilization over time, prefill, %s (B=%d, I=%d)",
+             r->model_names[0], SETUP_BATCH, SETUP_PREFILL_I);
+  else
+    snprintf(title, sizeof title,
+             "Fig. 2c: utilization over time, decode, %s (B=%d, I=1)",
+             r->model_names[0], SETUP_BATCH);
+  UtilStack u = {.stem = stem, .title = title, .n = 2, .height = 320};
+  u.t[0] = &r->timeline[ph][DES_UNFUSED];
+  u.t[1] = &r->timeline[ph][DES_IDEAL];
+  u.panel[0] = design_label(DES_UNFUSED);
+  u.panel[1] = design_label(DES_IDEAL);
+  const char *key = ph == PH_PREFILL ? "ideal.speedup.prefill"
+                                     : "ideal.speedup.decode";
+  double speedup = safe_div(u.t[0]->seconds, u.t[1]->seconds);
+  buf_printf(&u.note[1], ", %.3gx faster", speedup);
+  paper_note(&u.note[1], r, key);
+  Buf cap = {0};
+  buf_printf(&cap,
+             "Paper Fig. 2%c: one %s layer, best unfused (top) and ideal "
+             "fusion, i.e. no inter-Einsum traffic (bottom), each panel on "
+             "its own time axis. Ideal fusion is %.3gx faster",
+             ph == PH_PREFILL ? 'b' : 'c', PHASE_NAME[ph], speedup);
+  paper_note(&cap, r, key);
+  buf_printf(&cap, ".");
+  peaks_sentence(&cap, r);
+  u.caption = cap.s;
+  emit_util_stack(f, &u);
+  buf_free(&cap);
+}
+
+/* Fig. 6: the ideal (algorithmic-minimum traffic) timelines of the first
+ * three strategies, prefill, on one time axis. */
+static void strategies(Figs *f) {
+  const Repro *r = f->r;
+  char title[160];
+  snprintf(title, sizeof title,
+           "Fig. 6: ideal utilization by strategy, prefill (%s, B=%d, "
+           "I=%d)",
+           r->model_names[0], SETUP_BATCH, SETUP_PREFILL_I);
+  UtilStack u = {.stem = "utilization_strategies", .title = title, .n = 3,
+                 .common = true, .height = 300};
+  for (int i = 0; i < 3; i++) {
+    u.t[i] = &r->ideal_timeline[PH_PREFILL][STRAT[i]];
+    u.panel[i] = design_label(STRAT[i]);
+  }
+  double gain = safe_div(u.t[0]->seconds, u.t[1]->seconds);
+  buf_printf(&u.note[1], ", %.3gx over RI", gain);
+  paper_note(&u.note[1], r, "ideal.ri_rsb_over_ri");
+  buf_printf(&u.note[2], ", %.3gx over RI",
+             safe_div(u.t[0]->seconds, u.t[2]->seconds));
+  Buf cap = {0};
+  buf_printf(&cap,
+             "Paper Fig. 6: utilization over time of ideal RI, RI+RSb and "
+             "RI+RSb+RSp fusion (algorithmic-minimum traffic), one prefill "
+             "layer of %s, on a common time axis. RI+RSb is %.3gx faster "
+             "than RI",
+             r->model_names[0], gain);
+  paper_note(&cap, r, "ideal.ri_rsb_over_ri");
+  buf_printf(&cap, ".");
+  peaks_sentence(&cap, r);
+  u.caption = cap.s;
+  emit_util_stack(f, &u);
+  buf_free(&cap);
+}
+
+/* Fig. 10: the prior accelerators and the four strategies, achieved. */
+static void designs_utilization(Figs *f, Phase ph) {
+  static const Design ds[] = {DES_MARCA,  DES_GEENS,      DES_RI,
+                              DES_RI_RSB, DES_RI_RSB_RSP, DES_FULL};
+  const Repro *r = f->r;
+  char stem[48], title[160];
+  snprintf(stem, sizeof stem, "utilization_designs_%s", PHASE_NAME[ph]);
+  if (ph == PH_PREFILL)
+    snprintf(title, sizeof title,
+             "Fig. 10a: utilization by design, prefill (%s, B=%d, I=%d)",
+             r->model_names[0], SETUP_BATCH, SETUP_PREFILL_I);
+  else
+    snprintf(title, sizeof title,
+             "Fig. 10b: utilization by design, decode (%s, B=%d, I=1)",
+             r->model_names[0], SETUP_BATCH);
+  UtilStack u = {.stem = stem, .title = title, .n = 6, .common = true,
+                 .height = 250};
+  double marca = r->timeline[ph][DES_MARCA].seconds;
+  for (int i = 0; i < 6; i++) {
+    u.t[i] = &r->timeline[ph][ds[i]];
+    u.panel[i] = design_label(ds[i]);
+    if (i > 0)
+      buf_printf(&u.note[i], ", %.3gx over MARCA-like",
+                 safe_div(marca, u.t[i]->seconds));
+  }
+  if (ph == PH_PREFILL) {
+    paper_note(&u.note[1], r, "geens_over_marca.prefill");
+    paper_note(&u.note[4], r, "ri_rsb_rsp_over_marca.prefill");
+  }
+  Buf cap = {0};
+  buf_printf(&cap,
+             "Paper Fig. 10%c: utilization over time of one %s layer for "
+             "MARCA-like, Geens-like and the four fusion strategies "
+             "(achieved traffic), on a common time axis.",
+             ph == PH_PREFILL ? 'a' : 'b', PHASE_NAME[ph]);
+  const char *vs = ph == PH_PREFILL ? "vs_marca.prefill" : "vs_marca.decode";
+  buf_printf(&cap, " Mambalaya (the best strategy) is %.3gx faster than "
+                   "MARCA-like",
+             ours_value(r, vs));
+  paper_note(&cap, r, vs);
+  if (ph == PH_PREFILL) {
+    buf_printf(&cap, " and %.3gx faster than Geens-like",
+               ours_value(r, "vs_geens.prefill"));
+    paper_note(&cap, r, "vs_geens.prefill");
+  }
+  buf_printf(&cap, ".");
+  peaks_sentence(&cap, r);
+  u.caption = cap.s;
+  emit_util_stack(f, &u);
+  buf_free(&cap);
+}
+
+/* ---- Fig. 9: traffic ---- */
+
+static double traffic_total(const Result *res) {
+  return res->inter + res->intra;
+}
+
+/* ZOOM leaves out the designs that move at least half of best unfused's
+ * traffic (best unfused itself, and MARCA-like where it spills as much):
+ * next to them the fused designs' bars are too short to read. */
+static void traffic(Figs *f, Phase ph, bool zoom, const char *stem) {
+  static const Design all[] = {DES_UNFUSED, DES_MARCA,      DES_GEENS,
+                               DES_RI,      DES_RI_RSB,     DES_RI_RSB_RSP,
+                               DES_FULL};
+  enum { NALL = sizeof all / sizeof all[0] };
+  const Repro *r = f->r;
+  const Result *res = r->res[0][ph];
+  double unfused = traffic_total(&res[DES_UNFUSED]);
+  const char *cats[NALL];
+  double y[4][NALL];
+  int n = 0;
+  Buf left_out = {0};
+  for (int i = 0; i < NALL; i++) {
+    const Result *x = &res[all[i]];
+    if (zoom && traffic_total(x) >= 0.5 * unfused) {
+      buf_printf(&left_out, "%s%s (%.4g MB)", left_out.len ? ", " : "",
+                 design_label(all[i]), traffic_total(x) / 1e6);
+      continue;
+    }
+    cats[n] = design_label(all[i]);
+    y[0][n] = x->ideal_inter / 1e6;
+    y[1][n] = fmax(0, x->inter - x->ideal_inter) / 1e6;
+    y[2][n] = x->ideal_intra / 1e6;
+    y[3][n++] = fmax(0, x->intra - x->ideal_intra) / 1e6;
+  }
+  /* The paper's colours: dark for the ideal traffic, light for the
+   * excess achieved; intra-Einsum red (its "light pink segment"). */
+  ChartSeries s[4] = {
+      {.name = "inter-Einsum, ideal", .n = n, .y = y[0], .color = "#08519C"},
+      {.name = "inter-Einsum, excess", .n = n, .y = y[1], .color = "#9ECAE1"},
+      {.name = "intra-Einsum, ideal", .n = n, .y = y[2], .color = "#A50F15"},
+      {.name = "intra-Einsum, excess", .n = n, .y = y[3], .color = "#FCBBA1"},
+  };
+  char title[160];
+  if (ph == PH_PREFILL)
+    snprintf(title, sizeof title,
+             "Fig. 9a%s: DRAM traffic per layer, prefill (%s, B=%d, I=%d)",
+             zoom ? " (zoom)" : "", r->model_names[0], SETUP_BATCH,
+             SETUP_PREFILL_I);
+  else
+    snprintf(title, sizeof title,
+             "Fig. 9b%s: DRAM traffic per layer, decode (%s, B=%d, I=1)",
+             zoom ? " (zoom)" : "", r->model_names[0], SETUP_BATCH);
+  Chart c = {.kind = CHART_STACKED_BARS, .title = title, .xlabel = "design",
+             .ylabel = "DRAM traffic per layer (MB)", .ncategories = n,
+             .categories = cats, .nseries = 4, .series = s};
+  Buf cap = {0};
+  buf_printf(&cap,
+             "Paper Fig. 9%c: inter- and intra-Einsum DRAM traffic of one %s "
+             "layer per design (1 MB = 10^6 bytes); dark: the ideal "
+             "(algorithmic-minimum) traffic of the design, light: the excess "
+             "achieved by the mapping search.",
+             ph == PH_PREFILL ? 'a' : 'b', PHASE_NAME[ph]);
+  if (left_out.len)
+    buf_printf(&cap, " Left out, as they would dwarf the others: %s.",
+               left_out.s);
+  if (ph == PH_PREFILL)
+    buf_printf(&cap,
+               " The fused variants cut inter-Einsum traffic %.3gx to %.3gx "
+               "(paper: %.3gx to %.3gx); best unfused is %.3g%% "
+               "inter-Einsum traffic (paper, Table I: %.3g%%).",
+               ours_value(r, "inter_reduction.min"),
+               ours_value(r, "inter_reduction.max"),
+               paper_value(r, "inter_reduction.min"),
+               paper_value(r, "inter_reduction.max"),
+               ours_value(r, "unfused.inter_share"),
+               paper_value(r, "unfused.inter_share"));
+  emit_chart(f, stem, &c, cap.s);
+  buf_free(&cap);
+  buf_free(&left_out);
+}
+
+/* ---- Fig. 7 and 8: end to end ---- */
+
+/* A category of the end-to-end charts: a scenario, or the paper's values
+ * for one, drawn beside it in the same series (so in the same colours).
+ * Reference lines would do for one value, but their labels sit at the
+ * plot's right end, over the bars. */
+typedef struct Cat {
+  char label[160];
+  int scenario;
+  bool paper;
+} Cat;
+
+static void scenario_cat(Cat *c, const Repro *r, int sc, bool paper) {
+  const Scenario *s = &r->scenarios[sc];
+  snprintf(c->label, sizeof c->label, "%s%s (I0=%g, G=%g)",
+           paper ? "paper: " : "", s->label, s->prompt, s->generated);
+  c->scenario = sc, c->paper = paper;
+}
+
+/* Fig. 7: each strategy's end-to-end speedup over best unfused, in each
+ * scenario, beside its ideal (sequential chart) or its sequential
+ * counterpart (pipelined chart), and the paper's values. */
+static void speedup(Figs *f, bool pipelined) {
+  static const char *const seq_keys[NSTRAT] = {
+      "speedup.prefill.ri", "speedup.prefill.ri_rsb",
+      "speedup.prefill.ri_rsb_rsp", "speedup.prefill.full"};
+  static const char *const pipe_keys[NSTRAT] = {
+      "speedup.pipelined.ri", "speedup.pipelined.ri_rsb",
+      "speedup.pipelined.ri_rsb_rsp", "speedup.pipelined.full"};
+  const Repro *r = f->r;
+  const int lc = REPRO_SCENARIOS - 1; /* long context, as in repro.c */
+  /* The paper gives all four strategies at long context, and RI alone at
+   * short context (sequential only). */
+  Cat cats[MAX_CATS];
+  int nc = 0;
+  for (int sc = 0; sc < REPRO_SCENARIOS; sc++) {
+    scenario_cat(&cats[nc++], r, sc, false);
+    if (sc == lc || (sc == 0 && !pipelined))
+      scenario_cat(&cats[nc++], r, sc, true);
+  }
+  const char *catp[MAX_CATS];
+  double y[2 * NSTRAT][MAX_CATS];
+  const double(*primary)[DES_COUNT] = pipelined ? r->e2e_pipelined : r->e2e;
+  const double(*beside)[DES_COUNT] = pipelined ? r->e2e : r->e2e_ideal;
+  for (int c = 0; c < nc; c++) {
+    int sc = cats[c].scenario;
+    catp[c] = cats[c].label;
+    for (int k = 0; k < NSTRAT; k++) {
+      Design d = STRAT[k];
+      if (cats[c].paper) {
+        const char *key = sc == lc ? (pipelined ? pipe_keys : seq_keys)[k]
+                          : k == 0 ? "speedup.decode.ri"
+                                   : NULL;
+        y[2 * k][c] = key ? paper_value(r, key) : NAN;
+        y[2 * k + 1][c] = NAN;
+      } else {
+        y[2 * k][c] = safe_div(primary[sc][DES_UNFUSED], primary[sc][d]);
+        y[2 * k + 1][c] = safe_div(beside[sc][DES_UNFUSED], beside[sc][d]);
+      }
+    }
+  }
+  char names[2 * NSTRAT][48];
+  ChartSeries s[2 * NSTRAT];
+  for (int k = 0; k < NSTRAT; k++) {
+    snprintf(names[2 * k], sizeof names[0], "%s%s", design_label(STRAT[k]),
+             pipelined ? ", pipelined" : "");
+    snprintf(names[2 * k + 1], sizeof names[0], "%s, %s",
+             design_label(STRAT[k]), pipelined ? "sequential" : "ideal");
+    s[2 * k] = (ChartSeries){.name = names[2 * k], .n = nc, .y = y[2 * k],
+                             .color = STRAT_COLOR[k]};
+    s[2 * k + 1] = (ChartSeries){.name = names[2 * k + 1], .n = nc,
+                                 .y = y[2 * k + 1], .color = STRAT_TINT[k],
+                                 .dashed = true};
+  }
+  char title[160];
+  snprintf(title, sizeof title,
+           "Fig. 7: end-to-end speedup over best unfused%s, %s (%d layers, "
+           "B=%d)",
+           pipelined ? ", parallel pipelining" : "", r->model_names[0],
+           r->layers[0], SETUP_BATCH);
+  Chart c = {.kind = CHART_BARS, .title = title,
+             .xlabel = "scenario (I0 prompt tokens, then G generated)",
+             .ylabel = "speedup over best unfused (x)", .ncategories = nc,
+             .categories = catp, .nseries = 2 * NSTRAT, .series = s,
+             .width = nc > 4 ? 1000 : 900, .height = 480};
+  Buf cap = {0};
+  buf_printf(&cap,
+             "Paper Fig. 7%s: end-to-end latency of %d layers (a prefill of "
+             "I0 tokens, then G decode steps) of each fusion strategy, as "
+             "speedup over best unfused; %s. The groups marked \"paper\" "
+             "hold the paper's values, beside the scenario they belong to "
+             "(%s).",
+             pipelined ? " (with parallel pipelining, §VI-C)" : "",
+             r->layers[0],
+             pipelined ? "dark bars with parallel pipelining, light bars "
+                         "sequential"
+                       : "dark bars achieved, light bars with the ideal "
+                         "(algorithmic-minimum) traffic",
+             pipelined ? "long context: the four strategies"
+                       : "long context: the four strategies; short "
+                         "context: RI, the best there");
+  char stem[48];
+  snprintf(stem, sizeof stem, "speedup_e2e%s", pipelined ? "_pipelined" : "");
+  emit_chart(f, stem, &c, cap.s);
+  buf_free(&cap);
+}
+
+/* Fig. 8: MARCA-like, Geens-like and Mambalaya (the best strategy of each
+ * scenario), end to end, as speedup over best unfused. */
+static void sota(Figs *f) {
+  const Repro *r = f->r;
+  const int lc = REPRO_SCENARIOS - 1;
+  Cat cats[MAX_CATS];
+  const char *catp[MAX_CATS];
+  double y[3][MAX_CATS];
+  int nc = 0;
+  Buf best = {0};
+  for (int sc = 0; sc < REPRO_SCENARIOS; sc++) {
+    const double *e = r->e2e[sc];
+    Design b = best_strategy(e);
+    scenario_cat(&cats[nc], r, sc, false);
+    y[0][nc] = safe_div(e[DES_UNFUSED], e[DES_MARCA]);
+    y[1][nc] = safe_div(e[DES_UNFUSED], e[DES_GEENS]);
+    y[2][nc++] = safe_div(e[DES_UNFUSED], e[b]);
+    buf_printf(&best, "%s%s: %s", sc ? "; " : "", r->scenarios[sc].label,
+               design_label(b));
+  }
+  /* The paper: Mambalaya 4.9x over unfused at long context (the fully
+   * fused design's figure), and more than 44 % over the better prior
+   * accelerator there; it gives no bar of its own for those. */
+  double mamba = paper_value(r, "speedup.prefill.full");
+  double gain = paper_value(r, "long_context.improvement");
+  scenario_cat(&cats[nc], r, lc, true);
+  y[0][nc] = y[1][nc] = NAN;
+  y[2][nc++] = mamba;
+  for (int c = 0; c < nc; c++)
+    catp[c] = cats[c].label;
+  ChartSeries s[3] = {
+      {.name = "MARCA-like", .n = nc, .y = y[0], .color = "#999999"},
+      {.name = "Geens-like", .n = nc, .y = y[1], .color = "#56B4E9"},
+      {.name = "Mambalaya", .n = nc, .y = y[2], .color = "#D55E00"},
+  };
+  char title[160];
+  snprintf(title, sizeof title,
+           "Fig. 8: end-to-end speedup over best unfused, %s (%d layers, "
+           "B=%d)",
+           r->model_names[0], r->layers[0], SETUP_BATCH);
+  Chart c = {.kind = CHART_BARS, .title = title,
+             .xlabel = "scenario (I0 prompt tokens, then G generated)",
+             .ylabel = "speedup over best unfused (x)", .ncategories = nc,
+             .categories = catp, .nseries = 3, .series = s, .width = 860,
+             .height = 440};
+  Buf cap = {0};
+  buf_printf(&cap,
+             "Paper Fig. 8: Mambalaya (the best of the four strategies in "
+             "each scenario: %s) against the MARCA-like and Geens-like "
+             "accelerators, end to end. The group marked \"paper\" holds "
+             "the paper's long-context value (%.3gx); the paper also gives "
+             "more than %.0f%% over the better prior accelerator there "
+             "(ours: %.0f%%), so that one is at most %.3gx (ours: %.3gx). "
+             "Geomean over the scenarios: %.3gx over MARCA-like (paper: "
+             "%.3gx), %.3gx over Geens-like (paper: %.3gx).",
+             best.s, mamba, 100 * (gain - 1),
+             100 * (ours_value(r, "long_context.improvement") - 1),
+             safe_div(mamba, gain), fmax(y[0][lc], y[1][lc]),
+             ours_value(r, "vs_marca.e2e_geomean"),
+             paper_value(r, "vs_marca.e2e_geomean"),
+             ours_value(r, "vs_geens.e2e_geomean"),
+             paper_value(r, "vs_geens.e2e_geomean"));
+  emit_chart(f, "sota", &c, cap.s);
+  buf_free(&cap);
+  buf_free(&best);
+}
+
+/* ---- the sweep over I, and energy ---- */
+
+static void sweep(Figs *f, int m, const char *stem) {
+  const Repro *r = f->r;
+  double x[REPRO_LENGTHS], y[DES_COUNT][REPRO_LENGTHS];
+  ChartSeries s[DES_COUNT];
+  int ns = 0;
+  for (int k = 0; k < REPRO_LENGTHS; k++)
+    x[k] = ldexp(1, k);
+  for (int d = 0; d < DES_COUNT; d++) {
+    if (d == DES_UNFUSED)
+      continue;
+    for (int k = 0; k < REPRO_LENGTHS; k++)
+      y[d][k] = safe_div(r->sweep[m][k][DES_UNFUSED], r->sweep[m][k][d]);
+    s[ns++] = (ChartSeries){.name = design_label((Design)d),
+                            .n = REPRO_LENGTHS, .x = x, .y = y[d],
+                            .dashed = d == DES_IDEAL || d == DES_MARCA};
+  }
+  char title[160];
+  snprintf(title, sizeof title,
+           "Prefill speedup over best unfused vs sequence length, %s "
+           "(B=%d, one layer)",
+           r->model_names[m], SETUP_BATCH);
+  /* From 0, so that a design no faster than best unfused (1x) is not
+   * drawn along the axis. */
+  double top = 1;
+  for (int i = 0; i < ns; i++)
+    for (int k = 0; k < REPRO_LENGTHS; k++)
+      if (isfinite(s[i].y[k]))
+        top = fmax(top, s[i].y[k]);
+  Chart c = {.kind = CHART_LINE, .title = title,
+             .xlabel = "sequence length I (tokens)", .ymin = 0,
+             .ymax = ceil(top * 1.02),
+             .ylabel = "speedup over best unfused (x)", .logx = true,
+             .nseries = ns, .series = s, .xmin = 1,
+             .xmax = ldexp(1, REPRO_LENGTHS - 1), .height = 440};
+  Buf cap = {0};
+  buf_printf(&cap,
+             "§VI sweep (the paper's setup varies I from 1 to 2^20; it "
+             "prints no figure of it): per-layer prefill latency of each "
+             "design on %s over I = 2^0 .. 2^20, as speedup over best "
+             "unfused at the same I.",
+             r->model_names[m]);
+  emit_chart(f, stem, &c, cap.s);
+  buf_free(&cap);
+}
+
+static void energy(Figs *f) {
+  const Repro *r = f->r;
+  const char *cats[DES_COUNT];
+  double y[PH_COUNT][DES_COUNT];
+  for (int d = 0; d < DES_COUNT; d++) {
+    cats[d] = design_label((Design)d);
+    for (int p = 0; p < PH_COUNT; p++)
+      y[p][d] = r->res[0][p][d].energy_j * 1e3;
+  }
+  ChartSeries s[PH_COUNT] = {
+      {.name = "prefill", .n = DES_COUNT, .y = y[PH_PREFILL],
+       .color = "#0072B2"},
+      {.name = "decode", .n = DES_COUNT, .y = y[PH_DECODE],
+       .color = "#E69F00"},
+  };
+  char title[160];
+  snprintf(title, sizeof title,
+           "Energy per layer by design, %s (B=%d; prefill I=%d, decode "
+           "I=1)",
+           r->model_names[0], SETUP_BATCH, SETUP_PREFILL_I);
+  Chart c = {.kind = CHART_BARS, .title = title, .xlabel = "design",
+             .ylabel = "energy per layer (mJ)", .logy = true,
+             .ncategories = DES_COUNT, .categories = cats,
+             .nseries = PH_COUNT, .series = s, .height = 440};
+  Buf cap = {0};
+  buf_printf(&cap,
+             "Energy of one layer per design (DRAM, buffers, registers and "
+             "operations), prefill at I=%d and decode at I=1, on a log "
+             "scale: a best unfused prefill layer costs %.0fx a decode "
+             "step's. Not a figure of the paper, which only mentions the "
+             "energy gains of fusion (§II).",
+             SETUP_PREFILL_I,
+             safe_div(y[PH_PREFILL][DES_UNFUSED], y[PH_DECODE][DES_UNFUSED]));
+  emit_chart(f, "energy", &c, cap.s);
+  buf_free(&cap);
+}
+
+/* ---- targets.csv and index.html ---- */
+
+static double ratio_of(const Target *t) {
+  return t->paper != 0 ? t->ours / t->paper : NAN;
+}
+
+static void csv_number_field(Buf *b, double v) {
+  if (isfinite(v))
+    buf_printf(b, "%.10g", v);
+}
+
+static void targets_csv(Figs *f) {
+  Buf b = {0};
+  buf_printf(&b, "key,where,what,paper,ours,ratio,unit,within\n");
+  for (int i = 0; i < f->r->ntargets; i++) {
+    const Target *t = &f->r->targets[i];
+    csv_text(&b, t->key);
+    buf_printf(&b, ",");
+    csv_text(&b, t->where);
+    buf_printf(&b, ",");
+    csv_text(&b, t->what);
+    buf_printf(&b, ",");
+    csv_number_field(&b, t->paper);
+    buf_printf(&b, ",");
+    csv_number_field(&b, t->ours);
+    buf_printf(&b, ",");
+    csv_number_field(&b, ratio_of(t));
+    buf_printf(&b, ",");
+    csv_text(&b, t->unit);
+    buf_printf(&b, ",%s\n", target_holds(t) ? "true" : "false");
+  }
+  put_file(f, "targets.csv", &b);
+  buf_free(&b);
+}
+
+static void html_text(Buf *b, const char *s) {
+  for (; s && *s; s++) {
+    switch (*s) {
+    case '&':
+      buf_printf(b, "&amp;");
+      break;
+    case '<':
+      buf_printf(b, "&lt;");
+      break;
+    case '>':
+      buf_printf(b, "&gt;");
+      break;
+    case '"':
+      buf_printf(b, "&quot;");
+      break;
+    case '\'':
+      buf_printf(b, "&#39;");
+      break;
+    default:
+      buf_printf(b, "%c", *s);
+    }
+  }
+}
+
+/* Where docs/model.md is seen from DIR: DIR is taken to be relative to
+ * the repository root the command runs in (the usual "out"), so a
+ * relative DIR without ".." climbs back one level per component; any
+ * other DIR gets the absolute path of the working directory's copy. */
+static void doc_href(Buf *b, const char *dir) {
+  bool relative = dir[0] != '/';
+  int depth = 0;
+  const char *p = dir;
+  while (relative && *p) {
+    size_t n = strcspn(p, "/");
+    if (n == 2 && p[0] == '.' && p[1] == '.')
+      relative = false;
+    else if (n > 0 && !(n == 1 && p[0] == '.'))
+      depth++;
+    p += n + (p[n] == '/');
+  }
+  if (relative) {
+    for (int i = 0; i < depth; i++)
+      buf_printf(b, "../");
+    buf_printf(b, "docs/model.md");
+    return;
+  }
+  char cwd[4096];
+  if (getcwd(cwd, sizeof cwd))
+    buf_printf(b, "file://%s/docs/model.md", cwd);
+  else
+    buf_printf(b, "docs/model.md");
+}
+
+static const char STYLE[] =
+    "body{font-family:sans-serif;max-width:1000px;margin:2em auto;"
+    "padding:0 1em;color:#222;line-height:1.4}"
+    "table{border-collapse:collapse;font-size:90%;width:100%}"
+    "th,td{border-bottom:1px solid #ddd;padding:3px 6px;text-align:left}"
+    "td.n{text-align:right;font-variant-numeric:tabular-nums}"
+    "tr.off{background:#fde8e0}"
+    "figure{margin:2em 0;border-top:1px solid #ddd;padding-top:1em}"
+    "img{max-width:100%;height:auto}"
+    "figcaption{font-size:90%;color:#444}"
+    ".setup{color:#444}";
+
+static void html_targets(Buf *b, const Repro *r, const char *href) {
+  int off = 0;
+  buf_printf(b, "<h2 id=\"targets\">The paper's figures beside ours</h2>\n"
+                "<table class=\"targets\">\n<thead><tr><th>where</th>"
+                "<th>what</th><th>paper</th><th>ours</th><th>ratio</th>"
+                "</tr></thead>\n<tbody>\n");
+  for (int i = 0; i < r->ntargets; i++) {
+    const Target *t = &r->targets[i];
+    bool ok = target_holds(t);
+    off += !ok;
+    const char *u = t->unit[0] == 'x' ? "x" : t->unit[0] == '%' ? "%" : "";
+    buf_printf(b, "<tr id=\"t-");
+    html_text(b, t->key);
+    buf_printf(b, "\"%s><td>", ok ? "" : " class=\"off\"");
+    html_text(b, t->where);
+    buf_printf(b, "</td><td>");
+    html_text(b, t->what);
+    buf_printf(b, "</td><td class=\"n\">%s%.4g%s</td>"
+                  "<td class=\"n\">%.4g%s</td><td class=\"n\">%.3f",
+               t->at_least ? "&gt;" : "", t->paper, u, t->ours, u,
+               ratio_of(t));
+    if (!ok) {
+      buf_printf(b, " <a href=\"");
+      html_text(b, href);
+      buf_printf(b, "\">why?</a>");
+    }
+    buf_printf(b, "</td></tr>\n");
+  }
+  buf_printf(b,
+             "</tbody>\n</table>\n<p>%d figures, %d within 0.85&ndash;1.15 "
+             "of the paper's; the highlighted ones are explained in "
+             "<a href=\"",
+             r->ntargets, r->ntargets - off);
+  html_text(b, href);
+  buf_printf(b, "\">docs/model.md</a>. Data: <a href=\"targets.csv\">"
+                "targets.csv</a>; every plotted series: <a href=\""
+                "figures.csv\">figures.csv</a> (figure, series, x, y, in the "
+                "units of the figure's axes).</p>\n");
+}
+
+static void index_html(Figs *f) {
+  const Repro *r = f->r;
+  Buf b = {0}, href = {0};
+  doc_href(&href, f->dir);
+  char peak[32], vec[32], feed[32], bw[32];
+  fmt_rate(peak, sizeof peak, r->peak_ops, "ops/s");
+  fmt_rate(vec, sizeof vec, r->vector_ops, "ops/s");
+  fmt_rate(feed, sizeof feed, r->feeder_ops, "ops/s");
+  fmt_rate(bw, sizeof bw, r->bandwidth, "B/s");
+  buf_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
+                 "<meta charset=\"utf-8\">\n"
+                 "<title>mambalaya: the paper's evaluation reproduced</title>"
+                 "\n<style>%s</style>\n</head>\n<body>\n"
+                 "<h1>Mambalaya: the paper's evaluation reproduced</h1>\n"
+                 "<p class=\"setup\">",
+             STYLE);
+  Buf setup = {0};
+  buf_printf(&setup,
+             "Mamba-1 cascade (%d Einsums per layer); %s (%d layers) and %s "
+             "(%d layers); batch B=%d; prefill at I=%d, decode at I=1, "
+             "sweeps over I=2^0..2^20; the mambalaya architecture: 2D array "
+             "%s, its 1D mode %s, 1D array %s, DRAM %s.",
+             r->cascade ? r->cascade->neinsums : 0, r->model_names[0],
+             r->layers[0], r->model_names[1], r->layers[1], SETUP_BATCH,
+             SETUP_PREFILL_I, peak, vec, feed, bw);
+  html_text(&b, setup.s);
+  buf_free(&setup);
+  buf_printf(&b, "</p>\n");
+  html_targets(&b, r, href.s);
+  buf_printf(&b, "<h2 id=\"figures\">Figures</h2>\n");
+  for (int i = 0; i < f->n; i++) {
+    const Entry *e = &f->e[i];
+    buf_printf(&b, "<figure id=\"");
+    html_text(&b, e->file);
+    buf_printf(&b, "\">\n<img src=\"");
+    html_text(&b, e->file);
+    buf_printf(&b, "\" alt=\"");
+    html_text(&b, e->alt);
+    buf_printf(&b, "\">\n<figcaption><a href=\"");
+    html_text(&b, e->file);
+    buf_printf(&b, "\">");
+    html_text(&b, e->file);
+    buf_printf(&b, "</a>: ");
+    html_text(&b, e->caption);
+    buf_printf(&b, "</figcaption>\n</figure>\n");
+  }
+  buf_printf(&b, "</body>\n</html>\n");
+  put_file(f, "index.html", &b);
+  buf_free(&b);
+  buf_free(&href);
+}
+
+bool report_figures(const Repro *r, const char *dir, Diag *d) {
+  if (!make_dirs(dir, d))
+    return false;
+  Figs f = {.r = r, .dir = dir, .d = d, .ok = true};
+  buf_printf(&f.csv, "figure,series,x,y\n");
+  roofline(&f, PH_PREFILL, "roofline");
+  roofline(&f, PH_DECODE, "roofline_decode");
+  utilization(&f, PH_PREFILL);
+  utilization(&f, PH_DECODE);
+  strategies(&f);
+  designs_utilization(&f, PH_PREFILL);
+  designs_utilization(&f, PH_DECODE);
+  traffic(&f, PH_PREFILL, false, "traffic_prefill");
+  traffic(&f, PH_PREFILL, true, "traffic_prefill_fused");
+  traffic(&f, PH_DECODE, false, "traffic_decode");
+  speedup(&f, false);
+  speedup(&f, true);
+  sota(&f);
+  sweep(&f, 0, "sweep_370m");
+  sweep(&f, 1, "sweep_2.8b");
+  energy(&f);
+  put_file(&f, "figures.csv", &f.csv);
+  targets_csv(&f);
+  index_html(&f);
+  for (int i = 0; i < f.n; i++) {
+    free(f.e[i].file);
+    free(f.e[i].alt);
+    free(f.e[i].caption);
+  }
+  buf_free(&f.csv);
+  return f.ok;
+}

@@ -1,0 +1,268 @@
+/* test_exec.c — running cascades: the interpreter on hand-checkable
+ * Einsums, and every fusion plan of both Mamba cascades against the
+ * interpreter (values) and against the model (off-chip bytes). */
+#include <stdlib.h>
+
+#include "../../src/exec/exec.h"
+#include "../../src/model/model.h"
+#include "../../src/spec/spec.h"
+#include "test.h"
+
+typedef struct Case {
+  Cascade *c;
+  Shape *s;
+  Tensors in;
+} Case;
+
+static uint64_t rng_next(uint64_t *st) {
+  *st ^= *st << 13;
+  *st ^= *st >> 7;
+  *st ^= *st << 17;
+  return *st;
+}
+
+static float uniform(uint64_t *st, float lo, float hi) {
+  return lo + (hi - lo) * (float)((rng_next(st) >> 11) * 0x1.0p-53);
+}
+
+/* Every input tensor, uniform in [-0.5, 0.5) (seeded). */
+static void random_inputs(Case *k, uint64_t seed) {
+  for (int t = 0; t < k->c->ntensors; t++) {
+    const Tensor *T = &k->c->tensors[t];
+    if (T->producer >= 0)
+      continue;
+    int64_t shape[IR_MAX_RANKS];
+    for (int d = 0; d < T->nranks; d++)
+      shape[d] = k->s->size[T->ranks[d]];
+    Array *a = array_new(T->nranks, shape);
+    for (int64_t i = 0; i < a->n; i++)
+      a->data[i] = uniform(&seed, -0.5f, 0.5f);
+    tensors_put(&k->in, T->name, a, true);
+  }
+}
+
+static Case load_case(const char *spec_text, const char *path,
+                      const Setting *set, int nset) {
+  Case k = {0};
+  Diag d = {0};
+  k.c = spec_text ? spec_parse("t.yaml", spec_text, strlen(spec_text), &d)
+                  : spec_load(path, &d);
+  if (!k.c) {
+    test_fail(__FILE__, __LINE__, "spec: %d:%d %s", d.loc.line, d.loc.col,
+              d.msg);
+    return k;
+  }
+  const Preset *p = k.c->model ? preset_find(k.c->model) : NULL;
+  k.s = shape_bind(k.c, p, set, nset, true, &d);
+  if (!k.s)
+    test_fail(__FILE__, __LINE__, "shape: %s", d.msg);
+  return k;
+}
+
+static void free_case(Case *k) {
+  tensors_free(&k->in);
+  shape_free(k->s);
+  cascade_free(k->c);
+}
+
+static bool run(const Case *k, const Plan *plan, Tensors *res, Tensors *next,
+                ExecStats *st) {
+  Diag d = {0};
+  ExecOpts o = {.plan = plan, .buffer_bytes = 1 << 20, .keep_all = true};
+  bool ok = exec_run(k->c, k->s, &k->in, &o, res, next, st, &d);
+  if (!ok)
+    test_fail(__FILE__, __LINE__, "exec_run: %d:%d %s", d.loc.line,
+              d.loc.col, d.msg);
+  return ok;
+}
+
+static void set_input(Case *k, const char *name, const float *v) {
+  Array *a = tensors_get(&k->in, name);
+  for (int64_t i = 0; i < a->n; i++)
+    a->data[i] = v[i];
+}
+
+/* Sums, explicit reductions, functions, broadcasting, a bias term. */
+TEST(exec_interpreter_semantics) {
+  Case k = load_case("shape: {I: 2, K: 3}\n"
+                     "einsum:\n"
+                     "  declaration: {X: [I, K], W: [K], S: [I], M: [I], "
+                     "Y: [I, K], Z: [I]}\n"
+                     "  expressions:\n"
+                     "    - S[i] = X[i,k] * W[k] + 1\n"
+                     "    - \"M[i] = X[i,k] :: max(k)\"\n"
+                     "    - Y[i,k] = exp(X[i,k]) - M[i] / 2\n"
+                     "    - Z[i] = softplus(S[i]) + silu(M[i])\n",
+                     NULL, NULL, 0);
+  if (!k.c)
+    return;
+  random_inputs(&k, 1);
+  const float x[] = {1, 2, 3, -1, 0.5f, 4};
+  const float w[] = {0.5f, -1, 2};
+  set_input(&k, "X", x);
+  set_input(&k, "W", w);
+  Tensors res = {0};
+  if (run(&k, NULL, &res, NULL, NULL)) {
+    const float *S = tensors_get(&res, "S")->data;
+    const float *M = tensors_get(&res, "M")->data;
+    const float *Y = tensors_get(&res, "Y")->data;
+    const float *Z = tensors_get(&res, "Z")->data;
+    CHECK_NEAR(S[0], 0.5 - 2 + 6 + 1, 1e-6);
+    CHECK_NEAR(S[1], -0.5 - 0.5 + 8 + 1, 1e-6);
+    CHECK_NEAR(M[0], 3, 0);
+    CHECK_NEAR(M[1], 4, 0);
+    CHECK_NEAR(Y[4], exp(0.5) - 2, 1e-6);
+    CHECK_NEAR(Z[0], log1p(exp(5.5)) + 3 / (1 + exp(-3.0)), 1e-6);
+  }
+  tensors_free(&res);
+  free_case(&k);
+}
+
+/* A causal window with its history, a recurrence with its initial state,
+ * and the state they hand to a next pass. */
+TEST(exec_window_recurrence_and_state) {
+  /* X is produced (from U) so that it can carry an initialization. */
+  Case k = load_case("shape: {I: 4, F: 3, K: 2}\n"
+                     "einsum:\n"
+                     "  declaration: {U: [I], X: [I], W: [F], C: [K], "
+                     "Y: [I], A: [I], H0: [], H: [I]}\n"
+                     "  expressions:\n"
+                     "    - X[i<0] = C[i+K]\n"
+                     "    - H[i<0] = H0\n"
+                     "    - X[i] = U[i]\n"
+                     "    - Y[i] = W[f] * X[i+f-F+1]\n"
+                     "    - H[i] = A[i] * H[i-1] + Y[i]\n",
+                     NULL, NULL, 0);
+  if (!k.c)
+    return;
+  random_inputs(&k, 2);
+  const float u[] = {1, 2, 3, 4}, w[] = {1, 10, 100}, c[] = {5, 6};
+  const float a[] = {0.5f, 0.5f, 0.5f, 0.5f}, h0[] = {8};
+  set_input(&k, "U", u);
+  set_input(&k, "W", w);
+  set_input(&k, "C", c);
+  set_input(&k, "A", a);
+  set_input(&k, "H0", h0);
+  Tensors res = {0}, next = {0};
+  if (run(&k, NULL, &res, &next, NULL)) {
+    const float *Y = tensors_get(&res, "Y")->data;
+    const float *H = tensors_get(&res, "H")->data;
+    /* Y[i] = W0 X[i-2] + W1 X[i-1] + W2 X[i]; X[-2..-1] = C. */
+    CHECK_NEAR(Y[0], 5 + 60 + 100, 0);
+    CHECK_NEAR(Y[1], 6 + 10 + 200, 0);
+    CHECK_NEAR(Y[3], 2 + 30 + 400, 0);
+    CHECK_NEAR(H[0], 0.5 * 8 + 165, 1e-6);
+    CHECK_NEAR(H[1], 0.5 * H[0] + 216, 1e-5);
+    /* The next pass: C' = X's last 2 steps, H0' = H's last. */
+    CHECK_NEAR(tensors_get(&next, "C")->data[0], 3, 0);
+    CHECK_NEAR(tensors_get(&next, "C")->data[1], 4, 0);
+    CHECK_NEAR(tensors_get(&next, "H0")->data[0], H[3], 0);
+  }
+  tensors_free(&res);
+  tensors_free(&next);
+  free_case(&k);
+}
+
+static double max_rel_diff(const Array *a, const Array *b) {
+  double worst = 0, scale = 1e-6;
+  for (int64_t i = 0; i < a->n; i++)
+    scale = fmax(scale, fabs((double)b->data[i]));
+  for (int64_t i = 0; i < a->n; i++)
+    worst = fmax(worst, fabs((double)a->data[i] - b->data[i]) / scale);
+  return worst;
+}
+
+/* A small architecture whose buffer holds every weight of a tiny layer. */
+static const char arch_text[] =
+    "architecture:\n"
+    "  name: t\n  clock: 1 GHz\n  word: 2 B\n"
+    "  memory:\n"
+    "    - {name: DRAM, bandwidth: 100 GB/s, read_energy: 1 pJ/B, "
+    "write_energy: 1 pJ/B}\n"
+    "    - {name: G, capacity: 64 MiB, read_energy: 1 pJ/B, "
+    "write_energy: 1 pJ/B}\n"
+    "    - {name: R, capacity: 1 MiB, read_energy: 1 pJ/B, "
+    "write_energy: 1 pJ/B}\n"
+    "  compute:\n"
+    "    - {name: m, role: matrix, shape: [8, 8], ops: {macc: 1, add: 1, "
+    "mul: 1, div: 1, exp: 1, log: 1, sqrt: 1, silu: 1, max: 1}}\n"
+    "    - {name: v, role: vector, mode_of: m, pes: 16}\n"
+    "    - {name: f, role: feeder, pes: 4, ops: {macc: 1, add: 1, mul: 1, "
+    "div: 1, exp: 1, log: 1, sqrt: 1, silu: 1, max: 1}}\n"
+    "  energy: {macc: 1 pJ, add: 1 pJ, mul: 1 pJ, div: 1 pJ, exp: 1 pJ, "
+    "log: 1 pJ, sqrt: 1 pJ, silu: 1 pJ, max: 1 pJ}\n";
+
+/* Every strategy of SPEC: fused equals unfused, and the bytes the fused
+ * executor counts equal the model's ideal traffic, tensor by tensor. */
+static void check_plans(const char *path, const Setting *set, int nset) {
+  Case k = load_case(NULL, path, set, nset);
+  if (!k.c || !k.s)
+    return;
+  random_inputs(&k, 3);
+  Tensors ref = {0};
+  Diag d = {0};
+  Arch *arch = arch_parse("t.yaml", arch_text, strlen(arch_text), &d);
+  CHECK(arch != NULL);
+  Pair *pairs = fusion_classify(k.c, k.s);
+  if (arch && run(&k, NULL, &ref, NULL, NULL)) {
+    for (int st = 0; st < ST_COUNT; st++) {
+      Plan *p = fusion_plan(k.c, k.s, pairs, (Strategy)st, STITCH_GREEDY,
+                            OBJ_GROUPS, &d);
+      Tensors res = {0};
+      ExecStats stats;
+      if (run(&k, p, &res, NULL, &stats)) {
+        for (int t = 0; t < k.c->ntensors; t++) {
+          const Tensor *T = &k.c->tensors[t];
+          Array *a = tensors_get(&res, T->name), *b = tensors_get(&ref, T->name);
+          if (!T->output)
+            continue;
+          CHECK(a && b);
+          if (a && b && max_rel_diff(a, b) > 1e-6)
+            test_fail(__FILE__, __LINE__, "%s %s: %s differs by %g", path,
+                      strategy_name(st), T->name, max_rel_diff(a, b));
+        }
+        Design des = st == ST_UNFUSED ? DES_UNFUSED
+                     : st == ST_RI    ? DES_RI
+                     : st == ST_RI_RSB ? DES_RI_RSB
+                     : st == ST_RI_RSB_RSP ? DES_RI_RSB_RSP
+                                           : DES_FULL;
+        ModelOpts mo = model_default_opts(des);
+        mo.accounting = ACCOUNT_IDEAL;
+        mo.state_io = true;
+        Eval *ev = model_eval(k.c, k.s, arch, pairs, des, &mo, &d);
+        CHECK(ev != NULL);
+        for (int t = 0; ev && t < k.c->ntensors; t++) {
+          double mr = ev->tensor_read[t] / arch->word_bytes;
+          double mw = ev->tensor_write[t] / arch->word_bytes;
+          double xr = stats.read[t] / 4, xw = stats.write[t] / 4;
+          if (mr != xr || mw != xw)
+            test_fail(__FILE__, __LINE__,
+                      "%s %s: %s model reads %g writes %g elements, "
+                      "executor %g and %g",
+                      path, strategy_name(st), k.c->tensors[t].name, mr, mw,
+                      xr, xw);
+        }
+        eval_free(ev);
+        exec_stats_free(&stats);
+      }
+      tensors_free(&res);
+      plan_free(p);
+    }
+  }
+  free(pairs);
+  arch_free(arch);
+  tensors_free(&ref);
+  free_case(&k);
+}
+
+TEST(exec_mamba1_plans_equal_interpreter_and_model) {
+  Setting set[] = {{"B", 2}, {"I", 9}, {"d_model", 16}, {"d_inner", 32},
+                   {"dt_rank", 4}, {"d_state", 4}};
+  check_plans("specs/mamba1.yaml", set, 6);
+}
+
+TEST(exec_mamba2_plans_equal_interpreter_and_model) {
+  Setting set[] = {{"B", 2},       {"I", 7},     {"d_model", 16},
+                   {"n_heads", 4}, {"head_dim", 8}, {"d_state", 8}};
+  check_plans("specs/mamba2.yaml", set, 6);
+}

@@ -1,0 +1,422 @@
+/* test_kernels.c — the worker pool (every index run exactly once, pools
+ * reused and nested), and kernel_gemm against a double-precision
+ * reference over many shapes, batch counts, stride layouts of each
+ * operand, with and without accumulation, on one and two threads, with
+ * the SIMD kernels and the portable ones. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "../../src/exec/exec.h"
+#include "test.h"
+
+/* ---- the pool ---- */
+
+typedef struct Slots {
+  int *count;
+  int n;
+  int bad_n; /* calls that were told a wrong N */
+  Pool *pool; /* for the nested run */
+} Slots;
+
+/* Each index has its own slot, so a correct pool never races on one. */
+static void count_index(void *arg, int i, int n) {
+  Slots *s = arg;
+  if (n != s->n || i < 0 || i >= n) {
+    s->bad_n = 1; /* only ever written with the same value */
+    return;
+  }
+  s->count[i]++;
+}
+
+static void check_each_once(Pool *p, int n) {
+  Slots s = {.count = xcalloc((size_t)(n > 0 ? n : 1), sizeof(int)), .n = n};
+  pool_run(p, count_index, &s, n);
+  CHECK(!s.bad_n);
+  for (int i = 0; i < n; i++)
+    if (s.count[i] != 1) {
+      test_fail(__FILE__, __LINE__, "threads %d, n %d: index %d ran %d times",
+                pool_size(p), n, i, s.count[i]);
+      break;
+    }
+  free(s.count);
+}
+
+TEST(kernels_pool_runs_every_index_once) {
+  const int threads[] = {0, 1, 2, 3, 4, 8};
+  const int ns[] = {0, 1, 2, 3, 7, 64, 1000};
+  for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+    Pool *p = pool_new(threads[t]);
+    CHECK_INT(pool_size(p), threads[t] > 1 ? threads[t] : 1);
+    /* The same workers serve job after job. */
+    for (int rep = 0; rep < 10; rep++)
+      for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
+        check_each_once(p, ns[k]);
+    pool_free(p);
+  }
+  CHECK_INT(pool_size(NULL), 1);
+  check_each_once(NULL, 5);
+  pool_free(NULL);
+}
+
+/* Index i of the outer job runs an inner job on the same pool. */
+static void run_nested(void *arg, int i, int n) {
+  (void)n;
+  Slots *outer = arg;
+  Slots inner = {.count = xcalloc(16, sizeof(int)), .n = 16};
+  pool_run(outer->pool, count_index, &inner, 16);
+  int ok = 1;
+  for (int j = 0; j < 16; j++)
+    ok &= inner.count[j] == 1;
+  outer->count[i] = ok && !inner.bad_n ? 1 : 2;
+  free(inner.count);
+}
+
+TEST(kernels_pool_nested_run_is_inline) {
+  Pool *p = pool_new(2);
+  Slots s = {.count = xcalloc(8, sizeof(int)), .n = 8, .pool = p};
+  pool_run(p, run_nested, &s, 8);
+  for (int i = 0; i < 8; i++)
+    CHECK_INT(s.count[i], 1);
+  free(s.count);
+  pool_free(p);
+}
+
+/* ---- operands ---- */
+
+typedef struct Rng {
+  uint64_t s;
+} Rng;
+
+/* Uniform in [LO, HI). */
+static float rng_float(Rng *r, float lo, float hi) {
+  r->s = r->s * 6364136223846793005ULL + 1442695040888963407ULL;
+  return lo + (hi - lo) * (float)(r->s >> 40) / (float)(1 << 24);
+}
+
+/* How a logical [rows][cols] matrix lies in memory. */
+typedef enum {
+  L_ROW,     /* row-major */
+  L_COL,     /* column-major: the transpose of a row-major matrix */
+  L_PAD,     /* row-major with padded rows */
+  L_STRIDED, /* every element 2 apart, rows padded too */
+  L_COUNT
+} Layout;
+
+static const char *const layout_names[L_COUNT] = {"row", "col", "pad",
+                                                  "strided"};
+
+typedef struct Operand {
+  float *data;
+  int64_t rs, cs, bs, len;
+  bool *logical; /* which elements of DATA belong to the matrix */
+} Operand;
+
+/* BATCH matrices (one shared by all when SHARED), random, with random
+ * padding between the elements. */
+static Operand operand_new(Layout l, int64_t rows, int64_t cols,
+                           int64_t batch, bool shared, Rng *r, float lo,
+                           float hi) {
+  Operand o = {0};
+  int64_t span; /* elements from one matrix's start to the next's */
+  switch (l) {
+  case L_ROW:
+    o.rs = cols, o.cs = 1, span = rows * cols;
+    break;
+  case L_COL:
+    o.rs = 1, o.cs = rows, span = rows * cols;
+    break;
+  case L_PAD:
+    o.rs = cols + 3, o.cs = 1, span = rows * (cols + 3) + 5;
+    break;
+  default:
+    o.rs = 2 * cols + 1, o.cs = 2, span = rows * (2 * cols + 1) + 7;
+    break;
+  }
+  o.bs = shared ? 0 : span;
+  o.len = shared ? span : span * batch;
+  o.data = xmalloc((size_t)o.len * sizeof(float));
+  o.logical = xcalloc((size_t)o.len, sizeof(bool));
+  for (int64_t i = 0; i < o.len; i++)
+    o.data[i] = rng_float(r, lo, hi);
+  for (int64_t b = 0; b < (shared ? 1 : batch); b++)
+    for (int64_t i = 0; i < rows; i++)
+      for (int64_t j = 0; j < cols; j++)
+        o.logical[b * o.bs + i * o.rs + j * o.cs] = true;
+  return o;
+}
+
+static void operand_free(Operand *o) {
+  free(o->data);
+  free(o->logical);
+}
+
+static float at(const Operand *o, int64_t b, int64_t i, int64_t j) {
+  return o->data[b * o->bs + i * o->rs + j * o->cs];
+}
+
+/* ---- checking kernel_gemm ---- */
+
+typedef struct Case {
+  int64_t m, n, k, batch;
+  Layout la, lb, lc;
+  bool accumulate, share_a, share_b;
+  float lo, hi; /* the range of the random data */
+} Case;
+
+static void describe(const Case *c, char *out, size_t cap) {
+  snprintf(out, cap,
+           "m %lld n %lld k %lld batch %lld, A %s%s B %s%s C %s, %s",
+           (long long)c->m, (long long)c->n, (long long)c->k,
+           (long long)c->batch, layout_names[c->la],
+           c->share_a ? " shared" : "", layout_names[c->lb],
+           c->share_b ? " shared" : "", layout_names[c->lc],
+           c->accumulate ? "accumulate" : "overwrite");
+}
+
+/* Run case C on POOL; every element of C must match the double-precision
+ * sum within 1e-5 of the sum of the magnitudes of its terms (the
+ * condition of the sum: a relative error for well-conditioned data), and
+ * every element around C must be left as it was. Returns false (after
+ * one message) on a mismatch. */
+static bool check_case(const Case *c, Pool *pool, Rng *r) {
+  Operand a = operand_new(c->la, c->m, c->k, c->batch, c->share_a, r, c->lo,
+                          c->hi);
+  Operand b = operand_new(c->lb, c->k, c->n, c->batch, c->share_b, r, c->lo,
+                          c->hi);
+  Operand out = operand_new(c->lc, c->m, c->n, c->batch, false, r, c->lo,
+                            c->hi);
+  /* Overwriting must not read C: NaN there would show. */
+  if (!c->accumulate)
+    for (int64_t i = 0; i < out.len; i++)
+      if (out.logical[i])
+        out.data[i] = NAN;
+  float *before = xmalloc((size_t)out.len * sizeof(float));
+  memcpy(before, out.data, (size_t)out.len * sizeof(float));
+  Gemm g = {.m = c->m, .n = c->n, .k = c->k, .batch = c->batch,
+            .a = a.data, .a_m = a.rs, .a_k = a.cs, .a_b = a.bs,
+            .b = b.data, .b_k = b.rs, .b_n = b.cs, .b_b = b.bs,
+            .c = out.data, .c_m = out.rs, .c_n = out.cs, .c_b = out.bs,
+            .accumulate = c->accumulate};
+  kernel_gemm(&g, pool);
+
+  bool ok = true;
+  char what[256];
+  for (int64_t bi = 0; bi < c->batch && ok; bi++)
+    for (int64_t i = 0; i < c->m && ok; i++)
+      for (int64_t j = 0; j < c->n && ok; j++) {
+        int64_t at_c = bi * out.bs + i * out.rs + j * out.cs;
+        double sum = c->accumulate ? before[at_c] : 0;
+        double mag = fabs(sum);
+        for (int64_t p = 0; p < c->k; p++) {
+          double t = (double)at(&a, bi, i, p) * at(&b, bi, p, j);
+          sum += t;
+          mag += fabs(t);
+        }
+        double got = out.data[at_c];
+        if (!(fabs(got - sum) <= 1e-5 * mag + 1e-30)) {
+          describe(c, what, sizeof what);
+          test_fail(__FILE__, __LINE__,
+                    "%s, %d threads: C[%lld][%lld][%lld] = %.9g, expected "
+                    "%.9g",
+                    what, pool_size(pool), (long long)bi, (long long)i,
+                    (long long)j, got, sum);
+          ok = false;
+        }
+      }
+  for (int64_t i = 0; i < out.len && ok; i++)
+    if (!out.logical[i] && memcmp(&out.data[i], &before[i], sizeof(float))) {
+      describe(c, what, sizeof what);
+      test_fail(__FILE__, __LINE__, "%s: element %lld outside C written",
+                what, (long long)i);
+      ok = false;
+    }
+  free(before);
+  operand_free(&a);
+  operand_free(&b);
+  operand_free(&out);
+  return ok;
+}
+
+static const int64_t dims[] = {1, 2, 3, 7, 16, 17, 64, 129, 300};
+enum { NDIMS = sizeof dims / sizeof dims[0] };
+
+/* Every (m, n, k) from DIMS, each with the next of the 64 layout
+ * combinations, batch 3 for the smaller ones, accumulate on every other,
+ * and one or two threads. With SPARSE, every fifth shape only. */
+static void check_shapes(Pool *one, Pool *two, bool sparse) {
+  Rng r = {42};
+  int idx = 0, failures = 0;
+  for (int im = 0; im < NDIMS; im++)
+    for (int in = 0; in < NDIMS; in++)
+      for (int ik = 0; ik < NDIMS; ik++, idx++) {
+        if (sparse && idx % 5)
+          continue;
+        Case c = {.m = dims[im], .n = dims[in], .k = dims[ik], .batch = 1,
+                  .la = (Layout)(idx % L_COUNT),
+                  .lb = (Layout)(idx / L_COUNT % L_COUNT),
+                  .lc = (Layout)(idx / (L_COUNT * L_COUNT) % L_COUNT),
+                  .accumulate = idx % 2, .lo = -1, .hi = 1};
+        if (idx % 3 == 0 && c.m * c.n * c.k <= 300000)
+          c.batch = 3;
+        if (!check_case(&c, idx / 2 % 2 ? two : one, &r) && ++failures > 5)
+          return;
+      }
+}
+
+TEST(kernels_gemm_all_shapes) {
+  Pool *one = pool_new(1), *two = pool_new(2);
+  check_shapes(one, two, false);
+  pool_free(one);
+  pool_free(two);
+}
+
+/* Every combination of the operands' layouts, batch, accumulation and
+ * thread count, on shapes that take each path: the packed one, B read in
+ * place (few rows, row-major B), the dot product (few rows, B = W^T). */
+static void check_layouts(Pool *one, Pool *two) {
+  const int64_t shapes[][3] = {{17, 33, 129}, {5, 40, 300}, {64, 17, 7}};
+  Rng r = {7};
+  int failures = 0;
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int la = 0; la < L_COUNT; la++)
+      for (int lb = 0; lb < L_COUNT; lb++)
+        for (int lc = 0; lc < L_COUNT; lc++)
+          for (int v = 0; v < 8; v++) {
+            Case c = {.m = shapes[s][0], .n = shapes[s][1],
+                      .k = shapes[s][2], .batch = v & 1 ? 3 : 1,
+                      .la = (Layout)la, .lb = (Layout)lb, .lc = (Layout)lc,
+                      .accumulate = v & 2, .lo = -1, .hi = 1};
+            if (!check_case(&c, v & 4 ? two : one, &r) && ++failures > 5)
+              return;
+          }
+}
+
+TEST(kernels_gemm_all_layouts) {
+  Pool *one = pool_new(1), *two = pool_new(2);
+  check_layouts(one, two);
+  pool_free(one);
+  pool_free(two);
+}
+
+/* Decode: m = 1..16 against weights in either layout, sizes that leave
+ * remainders in every blocking (4 rows of W, 8-wide vectors, 16-wide
+ * slivers, KC). */
+static void check_small_m(Pool *two) {
+  const int64_t ns[] = {1, 5, 67, 300};
+  const int64_t ks[] = {1, 9, 300, 777};
+  Rng r = {99};
+  int idx = 0, failures = 0;
+  for (int64_t m = 1; m <= 16; m++)
+    for (size_t in = 0; in < sizeof ns / sizeof ns[0]; in++)
+      for (size_t ik = 0; ik < sizeof ks / sizeof ks[0]; ik++, idx++) {
+        Case c = {.m = m, .n = ns[in], .k = ks[ik], .batch = 1 + idx % 2,
+                  .la = idx % 3 ? L_ROW : L_COL,
+                  .lb = idx % 2 ? L_COL : L_ROW, .lc = L_ROW,
+                  .accumulate = idx % 4 == 1, .lo = -1, .hi = 1};
+        if (!check_case(&c, two, &r) && ++failures > 5)
+          return;
+      }
+}
+
+TEST(kernels_gemm_small_m) {
+  Pool *two = pool_new(2);
+  check_small_m(two);
+  pool_free(two);
+}
+
+/* K = 50000 on positive data (well-conditioned): blocked fp32 sums stay
+ * within 1e-5 of the exact ones, on every path. */
+static void check_long_k(Pool *two) {
+  const int64_t shapes[][2] = {{1, 3}, {3, 5}, {20, 18}};
+  Rng r = {5};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int lb = L_ROW; lb <= L_COL; lb++) {
+      Case c = {.m = shapes[s][0], .n = shapes[s][1], .k = 50000,
+                .batch = 1, .la = L_ROW, .lb = (Layout)lb, .lc = L_ROW,
+                .lo = 0, .hi = 1};
+      check_case(&c, two, &r);
+    }
+}
+
+TEST(kernels_gemm_long_k) {
+  Pool *two = pool_new(2);
+  check_long_k(two);
+  pool_free(two);
+}
+
+/* Batches sharing one operand (the weights across sequences, or one
+ * activation against per-batch weights) fold into one product. */
+static void check_shared(Pool *two) {
+  const int64_t shapes[][3] = {{1, 70, 300}, {3, 70, 300}, {40, 1, 33},
+                               {40, 3, 33}, {1, 1, 500}};
+  Rng r = {11};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int v = 0; v < 8; v++) {
+      Case c = {.m = shapes[s][0], .n = shapes[s][1], .k = shapes[s][2],
+                .batch = 4, .la = v & 1 ? L_COL : L_ROW,
+                .lb = v & 2 ? L_COL : L_ROW, .lc = v & 4 ? L_PAD : L_ROW,
+                .share_a = v % 3 == 1, .share_b = v % 3 != 1, .lo = -1,
+                .hi = 1};
+      check_case(&c, two, &r);
+    }
+}
+
+TEST(kernels_gemm_shared_operands) {
+  Pool *two = pool_new(2);
+  check_shared(two);
+  pool_free(two);
+}
+
+TEST(kernels_gemm_empty) {
+  float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 2, 3, 4, 5, 6};
+  float c[4] = {7, 7, 7, 7};
+  Gemm g = {.m = 2, .n = 2, .k = 0, .batch = 1, .a = a, .a_m = 3, .a_k = 1,
+            .b = b, .b_k = 2, .b_n = 1, .c = c, .c_m = 2, .c_n = 1,
+            .accumulate = true};
+  kernel_gemm(&g, NULL); /* C += nothing */
+  for (int i = 0; i < 4; i++)
+    CHECK(c[i] == 7);
+  g.accumulate = false; /* C = an empty sum */
+  kernel_gemm(&g, NULL);
+  for (int i = 0; i < 4; i++)
+    CHECK(c[i] == 0);
+  g.k = 3;
+  g.m = 0; /* nothing to write */
+  c[0] = 9;
+  kernel_gemm(&g, NULL);
+  CHECK(c[0] == 9);
+  g.m = 2;
+  g.batch = 0;
+  kernel_gemm(&g, NULL);
+  CHECK(c[0] == 9);
+}
+
+/* The portable kernels, which a CPU without AVX2 would run. */
+TEST(kernels_gemm_portable) {
+  const char *old = getenv("MAMBALAYA_KERNELS");
+  char *saved = old ? xstrdup(old) : NULL;
+  setenv("MAMBALAYA_KERNELS", "portable", 1);
+  Pool *one = pool_new(1), *two = pool_new(2);
+  check_shapes(one, two, true);
+  check_small_m(two);
+  check_long_k(two);
+  check_shared(two);
+  pool_free(one);
+  pool_free(two);
+  if (saved)
+    setenv("MAMBALAYA_KERNELS", saved, 1);
+  else
+    unsetenv("MAMBALAYA_KERNELS");
+  free(saved);
+}
+
+TEST(kernels_copy_bandwidth) {
+  for (int t = 1; t <= 2; t++) {
+    Pool *p = pool_new(t);
+    double bw = kernel_copy_bandwidth((size_t)4 << 20, p);
+    CHECK(isfinite(bw) && bw > 0);
+    pool_free(p);
+  }
+  double tiny = kernel_copy_bandwidth(0, NULL);
+  CHECK(isfinite(tiny) && tiny > 0);
+}
