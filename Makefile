@@ -35,6 +35,10 @@ FUZZ_SECONDS ?= 60
 .PHONY: all test test-build check-tests asan fuzz bench clean
 all: $(BUILD)/mambalaya
 
+# The executor's inner loops are written for the vectorizer.
+VECTORIZE := -O3 -fno-math-errno -fno-trapping-math
+$(BUILD)/src/exec/vmath.o $(BUILD)/src/exec/vm.o: ALL_CFLAGS += $(VECTORIZE)
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@

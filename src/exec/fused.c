@@ -18,6 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Bitmaps of 64-bit words, with a count of the bits set: every element
+ * counted once. Boundary reads are marked from several workers at once,
+ * so single bits are set atomically; boxes are marked between runs. */
+typedef struct Bits {
+  uint64_t *w;
+  int64_t count;
+} Bits;
+
 typedef struct Fused {
   Run *r;
   const Plan *p;
@@ -29,7 +37,8 @@ typedef struct Fused {
   Array **buf;    /* per tensor: its tile buffer */
   Array **tail;   /* per tensor with an initialization: its last steps */
   int64_t *tail_len;
-  uint8_t **rmap, **wmap; /* per tensor: elements read / written */
+  Bits **rmap, **wmap; /* per tensor: elements read / written */
+  VmJob **jobs;           /* per Einsum of the unit: compiled once */
   /* The tiling of the current unit. */
   int nt;
   int trank[IR_MAX_RANKS];
@@ -41,21 +50,41 @@ static int64_t rank_size(const Fused *f, int r) { return f->r->s->size[r]; }
 
 /* ---- counting ---- */
 
-static void set_bit(uint8_t *map, int64_t i) { map[i >> 3] |= (uint8_t)(1u << (i & 7)); }
+static void set_one(Bits *b, int64_t i) {
+  uint64_t m = (uint64_t)1 << (i & 63);
+  uint64_t old = __atomic_fetch_or(&b->w[i >> 6], m, __ATOMIC_RELAXED);
+  if (!(old & m))
+    __atomic_fetch_add(&b->count, 1, __ATOMIC_RELAXED);
+}
 
-static uint8_t **map_for(const Fused *f, uint8_t **maps, int t) {
+static void set_range(Bits *b, int64_t lo, int64_t hi) {
+  while (lo < hi) {
+    int64_t word = lo >> 6, end = (word + 1) << 6;
+    if (end > hi)
+      end = hi;
+    int64_t len = end - lo;
+    uint64_t m = len == 64 ? ~(uint64_t)0
+                           : (((uint64_t)1 << len) - 1) << (lo & 63);
+    b->count += __builtin_popcountll(m & ~b->w[word]);
+    b->w[word] |= m;
+    lo = end;
+  }
+}
+
+static Bits *map_for(const Fused *f, Bits **maps, int t) {
   if (!maps[t]) {
     int64_t shape[IR_MAX_RANKS], n = 1;
     tensor_shape(f->r, t, shape);
     for (int k = 0; k < f->r->c->tensors[t].nranks; k++)
       n *= shape[k];
-    maps[t] = xcalloc((size_t)(n / 8 + 1), 1);
+    maps[t] = xcalloc(1, sizeof(Bits));
+    maps[t]->w = xcalloc((size_t)(n / 64 + 1), sizeof(uint64_t));
   }
-  return &maps[t];
+  return maps[t];
 }
 
 /* Mark every element of tensor T in the box [lo, hi). */
-static void mark_box(Fused *f, uint8_t **maps, int t, const int64_t *lo,
+static void mark_box(Fused *f, Bits **maps, int t, const int64_t *lo,
                      const int64_t *hi) {
   const Tensor *T = &f->r->c->tensors[t];
   int n = T->nranks;
@@ -64,7 +93,7 @@ static void mark_box(Fused *f, uint8_t **maps, int t, const int64_t *lo,
   for (int k = 0; k < n; k++)
     if (lo[k] >= hi[k])
       return;
-  uint8_t *map = *map_for(f, maps, t);
+  Bits *map = map_for(f, maps, t);
   int64_t pos[IR_MAX_RANKS];
   memcpy(pos, lo, sizeof(int64_t) * (size_t)n);
   for (;;) {
@@ -72,8 +101,7 @@ static void mark_box(Fused *f, uint8_t **maps, int t, const int64_t *lo,
     for (int k = 0; k < n; k++)
       off = off * shape[k] + pos[k];
     int64_t run = n ? hi[n - 1] - lo[n - 1] : 1;
-    for (int64_t i = 0; i < run; i++)
-      set_bit(map, off + i);
+    set_range(map, off, off + run);
     int k = n - 2;
     while (k >= 0 && ++pos[k] == hi[k]) {
       pos[k] = lo[k];
@@ -104,15 +132,18 @@ static void access_box(const Fused *f, const Access *a, const Region *rg,
   }
 }
 
-/* Boundary reads through vm_read (initializations' inputs). */
+/* Boundary reads through vm_read (initializations' inputs), from any
+ * worker. */
 static void mark_one(void *ctx, int t, const int64_t *coords) {
   Fused *f = ctx;
   if (f->onchip[t] || !f->r->arrays[t])
     return;
-  int64_t hi[IR_MAX_RANKS];
-  for (int k = 0; k < f->r->c->tensors[t].nranks; k++)
-    hi[k] = coords[k] + 1;
-  mark_box(f, f->rmap, t, coords, hi);
+  const Tensor *T = &f->r->c->tensors[t];
+  int64_t off = 0;
+  for (int k = 0; k < T->nranks; k++)
+    off = off * f->r->s->size[T->ranks[k]] + coords[k];
+  if (f->rmap[t]) /* made before the unit ran: workers only set bits */
+    set_one(f->rmap[t], off);
 }
 
 /* A read that stays on chip whatever the plan: inside a recurrence. */
@@ -141,25 +172,14 @@ static void count_einsum(Fused *f, int e, const Region *rg) {
   }
 }
 
-static double popcount_map(const uint8_t *map, int64_t n) {
-  double c = 0;
-  for (int64_t i = 0; i < n / 8 + 1; i++)
-    c += __builtin_popcount(map[i]);
-  return c;
-}
-
 static void flush_counts(Fused *f) {
   ExecStats *st = f->r->st;
-  for (int t = 0; t < f->r->c->ntensors; t++) {
+  for (int t = 0; t < f->r->c->ntensors; t++)
     for (int w = 0; w < 2; w++) {
-      uint8_t **m = w ? &f->wmap[t] : &f->rmap[t];
+      Bits **m = w ? &f->wmap[t] : &f->rmap[t];
       if (!*m)
         continue;
-      int64_t shape[IR_MAX_RANKS], n = 1;
-      tensor_shape(f->r, t, shape);
-      for (int k = 0; k < f->r->c->tensors[t].nranks; k++)
-        n *= shape[k];
-      double bytes = 4 * popcount_map(*m, n);
+      double bytes = 4.0 * (double)(*m)->count;
       if (st) {
         (w ? st->write : st->read)[t] += bytes;
         if (w)
@@ -167,10 +187,10 @@ static void flush_counts(Fused *f) {
         else
           st->read_total += bytes;
       }
+      free((*m)->w);
       free(*m);
       *m = NULL;
     }
-  }
 }
 
 /* ---- the tiling of a unit ---- */
@@ -450,10 +470,19 @@ static void capture_tail(Fused *f, int t) {
     f->tail[t] = array_new(T->nranks, shape);
   }
   const View *v = &f->r->views[t];
-  int64_t lo[IR_MAX_RANKS], hi[IR_MAX_RANKS];
+  /* This tile's own steps (not its halo, not stale rows past its end). */
+  int64_t lo[IR_MAX_RANKS] = {0}, hi[IR_MAX_RANKS] = {0};
   for (int k = 0; k < T->nranks; k++) {
     lo[k] = v->origin[k] < 0 ? 0 : v->origin[k];
     hi[k] = v->origin[k] + v->extent[k];
+    int64_t size = rank_size(f, T->ranks[k]);
+    if (hi[k] > size)
+      hi[k] = size;
+    for (int j = 0; j < f->nt; j++)
+      if (first_dim(T, f->trank[j]) == k) {
+        lo[k] = f->tlo[j] > lo[k] ? f->tlo[j] : lo[k];
+        hi[k] = f->thi[j] < hi[k] ? f->thi[j] : hi[k];
+      }
   }
   if (lo[cond] < steps - f->tail_len[t])
     lo[cond] = steps - f->tail_len[t];
@@ -461,7 +490,7 @@ static void capture_tail(Fused *f, int t) {
     if (lo[k] >= hi[k])
       return;
   int64_t pos[IR_MAX_RANKS];
-  memcpy(pos, lo, sizeof pos);
+  memcpy(pos, lo, sizeof(int64_t) * (size_t)T->nranks);
   const Array *tail = f->tail[t];
   for (;;) {
     int64_t src = 0, dst = 0, stride = 1;
@@ -489,7 +518,10 @@ static float read_tail(Run *r, int t, const int64_t *coords) {
 /* ---- running a unit ---- */
 
 static bool run_member(Fused *f, int e, const Region *rg) {
-  if (!vm_einsum(&f->r->env, f->r->c->einsums[e], rg, f->r->d))
+  if (!f->jobs[e] &&
+      !(f->jobs[e] = vm_prepare(&f->r->env, f->r->c->einsums[e], f->r->d)))
+    return false;
+  if (!vm_exec(f->jobs[e], rg, f->r->d))
     return false;
   count_einsum(f, e, rg);
   return true;
@@ -530,20 +562,25 @@ static bool run_tile(Fused *f) {
         lo = f->tlo[j];
         hi = f->thi[j];
       }
-    for (int64_t step = lo; step < hi; step++)
-      for (int m = e; m < c->neinsums; m++) {
-        if (!f->member[m] || f->scc[m] != e)
-          continue;
-        Region rg;
-        tile_region(f, m, &rg);
-        int v = var_over(c->einsums[m], rank);
-        if (v >= 0) {
-          rg.lo[v] = step;
-          rg.hi[v] = step + 1;
-        }
-        if (!run_member(f, m, &rg))
-          return false;
+    int members[IR_MAX_VARS], n = 0;
+    Region base[IR_MAX_VARS];
+    for (int m = e; m < c->neinsums && n < IR_MAX_VARS; m++)
+      if (f->member[m] && f->scc[m] == e) {
+        members[n] = m;
+        tile_region(f, m, &base[n]);
+        n++;
       }
+    if (!run_steps(f->r, members, n, rank, lo, hi, base))
+      return false;
+    /* Count each member once over the steps it ran. */
+    for (int k = 0; k < n; k++) {
+      int v = var_over(c->einsums[members[k]], rank);
+      if (v >= 0) {
+        base[k].lo[v] = lo;
+        base[k].hi[v] = hi;
+      }
+      count_einsum(f, members[k], &base[k]);
+    }
   }
   for (int t = 0; t < c->ntensors; t++)
     if (f->onchip[t] && f->tail_len[t] > 0)
@@ -619,7 +656,18 @@ static bool run_unit(Fused *f) {
     if (f->made[t] && !f->onchip[t] && !r->arrays[t] && !run_alloc(r, t))
       return false;
   }
+  /* Bitmaps for the initializations' inputs, which workers mark. */
+  for (int e = 0; e < c->neinsums; e++)
+    for (int k = 0; f->member[e] && k < c->einsums[e]->nreads; k++) {
+      const Einsum *ini = c->tensors[c->einsums[e]->reads[k]->tensor].init;
+      for (int j = 0; ini && j < ini->nreads; j++)
+        map_for(f, f->rmap, ini->reads[j]->tensor);
+    }
   bool ok = alloc_buffers(f) && walk_tiles(f);
+  for (int e = 0; e < c->neinsums; e++) {
+    vm_job_free(f->jobs[e]);
+    f->jobs[e] = NULL;
+  }
   free_buffers(f);
   flush_counts(f);
   for (int t = 0; ok && t < c->ntensors; t++)
@@ -665,6 +713,7 @@ bool run_fused(Run *r, Tensors *next) {
   f.tail_len = xcalloc(nt, sizeof *f.tail_len);
   f.rmap = xcalloc(nt, sizeof *f.rmap);
   f.wmap = xcalloc(nt, sizeof *f.wmap);
+  f.jobs = xcalloc(ne, sizeof *f.jobs);
   find_recurrences(c, f.scc);
   r->env.mark = mark_one;
   r->env.mark_ctx = &f;
@@ -692,11 +741,8 @@ bool run_fused(Run *r, Tensors *next) {
       ok = next_state(r, t, next, read_tail);
     r->views[t] = saved;
   }
-  for (size_t t = 0; t < nt; t++) {
+  for (size_t t = 0; t < nt; t++)
     array_free(f.tail[t]);
-    free(f.rmap[t]);
-    free(f.wmap[t]);
-  }
   free(f.scc);
   free(f.member);
   free(f.onchip);
@@ -707,5 +753,6 @@ bool run_fused(Run *r, Tensors *next) {
   free(f.tail_len);
   free(f.rmap);
   free(f.wmap);
+  free(f.jobs);
   return ok;
 }

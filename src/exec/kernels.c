@@ -52,16 +52,18 @@ enum {
   DOT_MAX_M = 16,     /* the dot path takes m up to this */
   DOT_ROWS = 3,       /* rows of A per dot kernel call */
   DOT_COLS = 4,       /* rows of W per dot kernel call */
+  ROW_ROWS = 4,       /* rows of A per row kernel call */
+  ROW_SEG = 512,      /* columns of B per row kernel call */
   SMALL_WORK = 1 << 17, /* multiply-adds below which threads do not pay */
 };
 
 /* ---- kernel tables ---- */
 
-/* C[0..mr)[0..nr) (+)= A.B for one tile: A is a packed sliver (kc x MR,
- * MR values per k), B has kc rows of NR values, LDB apart. OVERWRITE
- * stores instead of adding (C's old contents are never read then). */
-typedef void MicroFn(int64_t kc, const float *a, const float *b, int64_t ldb,
-                     float *c, int64_t c_m, int64_t c_n, int mr, int nr,
+/* C[0..mr)[0..nr) (+)= A.B for one tile: A and B are packed slivers (kc
+ * x MR and kc x NR, MR or NR values per k). OVERWRITE stores instead of
+ * adding (C's old contents are never read then). */
+typedef void MicroFn(int64_t kc, const float *a, const float *b, float *c,
+                     int64_t c_m, int64_t c_n, int mr, int nr,
                      bool overwrite);
 
 /* OUT[r*DOT_COLS + j] = dot(A row r, W row j) over K elements, for r in
@@ -70,10 +72,18 @@ typedef void MicroFn(int64_t kc, const float *a, const float *b, int64_t ldb,
 typedef void DotFn(int rows, int64_t k, const float *a, int64_t lda,
                    const float *const *w, float *out);
 
+/* T[r * ROW_SEG + j] += sum over p < kc of A[r][p] * B[p][j], for r <
+ * ROWS (<= ROW_ROWS) and j < LEN (<= ROW_SEG): A[r][p] = a[r * a_m + p *
+ * a_k], B's rows are LDB apart and contiguous. */
+typedef void RowFn(int rows, int64_t kc, const float *a, int64_t a_m,
+                   int64_t a_k, const float *b, int64_t ldb, int64_t len,
+                   float *t);
+
 typedef struct Isa {
   int mr, nr;
   MicroFn *micro;
   DotFn *dot;
+  RowFn *row;
 } Isa;
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -114,20 +124,22 @@ enum { P_MR = 6, P_NR = 8 };
 /* 6 x 8: 12 vector accumulators, 2 B vectors and a broadcast fill the 16
  * SSE registers. */
 static void micro_portable(int64_t kc, const float *a, const float *b,
-                           int64_t ldb, float *c, int64_t c_m, int64_t c_n,
-                           int mr, int nr, bool overwrite) {
+                           float *c, int64_t c_m, int64_t c_n, int mr, int nr,
+                           bool overwrite) {
   V4 acc[P_MR][2] = {{{0}}};
   for (int64_t p = 0; p < kc; p++) {
     V4 b0 = v4_load(b), b1 = v4_load(b + 4);
+#pragma GCC unroll 6
     for (int i = 0; i < P_MR; i++) {
       V4 ai = {a[i], a[i], a[i], a[i]};
       acc[i][0] += ai * b0;
       acc[i][1] += ai * b1;
     }
     a += P_MR;
-    b += ldb;
+    b += P_NR;
   }
   if (mr == P_MR && nr == P_NR && c_n == 1) {
+#pragma GCC unroll 6
     for (int i = 0; i < P_MR; i++) {
       float *ci = c + i * c_m;
       if (!overwrite) {
@@ -140,6 +152,7 @@ static void micro_portable(int64_t kc, const float *a, const float *b,
     return;
   }
   float tile[MR_MAX * NR_MAX];
+#pragma GCC unroll 6
   for (int i = 0; i < P_MR; i++) {
     v4_store(tile + i * NR_MAX, acc[i][0]);
     v4_store(tile + i * NR_MAX + 4, acc[i][1]);
@@ -160,23 +173,32 @@ dot_rows_portable(int rows, int64_t k, const float *a, int64_t lda,
     V4 acc[DOT_ROWS][DOT_COLS] = {{{0}}};
     for (int64_t kk = k0; kk < full; kk += 4) {
       V4 av[DOT_ROWS];
+#pragma GCC unroll 6
       for (int r = 0; r < rows; r++)
         av[r] = v4_load(a + r * lda + kk);
+#pragma GCC unroll 6
       for (int j = 0; j < DOT_COLS; j++) {
         V4 wv = v4_load(w[j] + kk);
+#pragma GCC unroll 6
         for (int r = 0; r < rows; r++)
           acc[r][j] += av[r] * wv;
       }
     }
     for (int64_t kk = full; kk < k1; kk++)
+#pragma GCC unroll 6
       for (int r = 0; r < rows; r++)
+#pragma GCC unroll 6
         for (int j = 0; j < DOT_COLS; j++)
           acc[r][j][0] += a[r * lda + kk] * w[j][kk];
+#pragma GCC unroll 6
     for (int r = 0; r < rows; r++)
+#pragma GCC unroll 6
       for (int j = 0; j < DOT_COLS; j++)
         total[r][j] += acc[r][j];
   }
+#pragma GCC unroll 6
   for (int r = 0; r < rows; r++)
+#pragma GCC unroll 6
     for (int j = 0; j < DOT_COLS; j++)
       out[r * DOT_COLS + j] = v4_sum(total[r][j]);
 }
@@ -196,7 +218,57 @@ static void dot_portable(int rows, int64_t k, const float *a, int64_t lda,
   }
 }
 
-static const Isa isa_portable = {P_MR, P_NR, micro_portable, dot_portable};
+/* The row kernel for a constant ROWS: each row of B is read once, from
+ * end to end, and scaled into each row's block sum. */
+static inline __attribute__((always_inline)) void
+row_rows_portable(int rows, int64_t kc, const float *a, int64_t a_m,
+                  int64_t a_k, const float *b, int64_t ldb, int64_t len,
+                  float *t) {
+  int64_t full = len & ~(int64_t)3;
+  for (int64_t p = 0; p < kc; p++, b += ldb) {
+    float as[ROW_ROWS];
+    V4 av[ROW_ROWS];
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) {
+      as[r] = a[r * a_m + p * a_k];
+      av[r] = (V4){as[r], as[r], as[r], as[r]};
+    }
+    for (int64_t j = 0; j < full; j += 4) {
+      V4 bv = v4_load(b + j);
+#pragma GCC unroll 4
+      for (int r = 0; r < rows; r++) {
+        float *tr = t + r * ROW_SEG + j;
+        v4_store(tr, v4_load(tr) + av[r] * bv);
+      }
+    }
+    for (int64_t j = full; j < len; j++)
+#pragma GCC unroll 4
+      for (int r = 0; r < rows; r++)
+        t[r * ROW_SEG + j] += as[r] * b[j];
+  }
+}
+
+static void row_portable(int rows, int64_t kc, const float *a, int64_t a_m,
+                         int64_t a_k, const float *b, int64_t ldb,
+                         int64_t len, float *t) {
+  switch (rows) {
+  case 1:
+    row_rows_portable(1, kc, a, a_m, a_k, b, ldb, len, t);
+    break;
+  case 2:
+    row_rows_portable(2, kc, a, a_m, a_k, b, ldb, len, t);
+    break;
+  case 3:
+    row_rows_portable(3, kc, a, a_m, a_k, b, ldb, len, t);
+    break;
+  default:
+    row_rows_portable(4, kc, a, a_m, a_k, b, ldb, len, t);
+    break;
+  }
+}
+
+static const Isa isa_portable = {P_MR, P_NR, micro_portable, dot_portable,
+                                 row_portable};
 
 /* ---- AVX2 + FMA kernels ---- */
 
@@ -208,23 +280,32 @@ enum { X_MR = 6, X_NR = 16 };
 /* 6 x 16: 12 ymm accumulators, 2 B vectors and a broadcast; 12 FMAs per
  * 8 loads, so the FMA units (2 per cycle) are the limit. */
 AVX2 static void micro_avx2(int64_t kc, const float *a, const float *b,
-                            int64_t ldb, float *c, int64_t c_m, int64_t c_n,
-                            int mr, int nr, bool overwrite) {
+                            float *c, int64_t c_m, int64_t c_n, int mr, int nr,
+                            bool overwrite) {
+  /* C's tile is likely out of cache (a whole row of C lies between two
+   * rows of the tile): start fetching it now, to have it at the end. */
+  for (int i = 0; i < mr; i++) {
+    _mm_prefetch((const char *)(c + i * c_m), _MM_HINT_T0);
+    _mm_prefetch((const char *)(c + i * c_m + (nr - 1) * c_n), _MM_HINT_T0);
+  }
   __m256 acc[X_MR][2];
+#pragma GCC unroll 6
   for (int i = 0; i < X_MR; i++)
     acc[i][0] = acc[i][1] = _mm256_setzero_ps();
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; p++) {
     __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+#pragma GCC unroll 6
     for (int i = 0; i < X_MR; i++) {
       __m256 ai = _mm256_broadcast_ss(a + i);
       acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
       acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
     }
     a += X_MR;
-    b += ldb;
+    b += X_NR;
   }
   if (mr == X_MR && nr == X_NR && c_n == 1) {
+#pragma GCC unroll 6
     for (int i = 0; i < X_MR; i++) {
       float *ci = c + i * c_m;
       if (!overwrite) {
@@ -237,6 +318,7 @@ AVX2 static void micro_avx2(int64_t kc, const float *a, const float *b,
     return;
   }
   float tile[MR_MAX * NR_MAX];
+#pragma GCC unroll 6
   for (int i = 0; i < X_MR; i++) {
     _mm256_storeu_ps(tile + i * NR_MAX, acc[i][0]);
     _mm256_storeu_ps(tile + i * NR_MAX + 8, acc[i][1]);
@@ -261,21 +343,28 @@ AVX2 static inline __attribute__((always_inline)) void
 dot_rows_avx2(int rows, int64_t k, const float *a, int64_t lda,
               const float *const *w, float *out) {
   __m256 total[DOT_ROWS][DOT_COLS];
+#pragma GCC unroll 6
   for (int r = 0; r < rows; r++)
+#pragma GCC unroll 6
     for (int j = 0; j < DOT_COLS; j++)
       total[r][j] = _mm256_setzero_ps();
   for (int64_t k0 = 0; k0 < k; k0 += KC) {
     int64_t k1 = min64(k0 + KC, k), full = k0 + ((k1 - k0) & ~(int64_t)7);
     __m256 acc[DOT_ROWS][DOT_COLS];
+#pragma GCC unroll 6
     for (int r = 0; r < rows; r++)
+#pragma GCC unroll 6
       for (int j = 0; j < DOT_COLS; j++)
         acc[r][j] = _mm256_setzero_ps();
     for (int64_t kk = k0; kk < full; kk += 8) {
       __m256 av[DOT_ROWS];
+#pragma GCC unroll 6
       for (int r = 0; r < rows; r++)
         av[r] = _mm256_loadu_ps(a + r * lda + kk);
+#pragma GCC unroll 6
       for (int j = 0; j < DOT_COLS; j++) {
         __m256 wv = _mm256_loadu_ps(w[j] + kk);
+#pragma GCC unroll 6
         for (int r = 0; r < rows; r++)
           acc[r][j] = _mm256_fmadd_ps(av[r], wv, acc[r][j]);
       }
@@ -283,19 +372,26 @@ dot_rows_avx2(int rows, int64_t k, const float *a, int64_t lda,
     if (full < k1) {
       __m256i mask = lanes_below(k1 - full);
       __m256 av[DOT_ROWS];
+#pragma GCC unroll 6
       for (int r = 0; r < rows; r++)
         av[r] = _mm256_maskload_ps(a + r * lda + full, mask);
+#pragma GCC unroll 6
       for (int j = 0; j < DOT_COLS; j++) {
         __m256 wv = _mm256_maskload_ps(w[j] + full, mask);
+#pragma GCC unroll 6
         for (int r = 0; r < rows; r++)
           acc[r][j] = _mm256_fmadd_ps(av[r], wv, acc[r][j]);
       }
     }
+#pragma GCC unroll 6
     for (int r = 0; r < rows; r++)
+#pragma GCC unroll 6
       for (int j = 0; j < DOT_COLS; j++)
         total[r][j] = _mm256_add_ps(total[r][j], acc[r][j]);
   }
+#pragma GCC unroll 6
   for (int r = 0; r < rows; r++)
+#pragma GCC unroll 6
     for (int j = 0; j < DOT_COLS; j++)
       out[r * DOT_COLS + j] = m256_sum(total[r][j]);
 }
@@ -315,7 +411,57 @@ AVX2 static void dot_avx2(int rows, int64_t k, const float *a, int64_t lda,
   }
 }
 
-static const Isa isa_avx2 = {X_MR, X_NR, micro_avx2, dot_avx2};
+AVX2 static inline __attribute__((always_inline)) void
+row_rows_avx2(int rows, int64_t kc, const float *a, int64_t a_m, int64_t a_k,
+              const float *b, int64_t ldb, int64_t len, float *t) {
+  int64_t full = len & ~(int64_t)7;
+  __m256i tail = lanes_below(len - full);
+  for (int64_t p = 0; p < kc; p++, b += ldb) {
+    __m256 av[ROW_ROWS];
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++)
+      av[r] = _mm256_broadcast_ss(a + r * a_m + p * a_k);
+    for (int64_t j = 0; j < full; j += 8) {
+      __m256 bv = _mm256_loadu_ps(b + j);
+#pragma GCC unroll 4
+      for (int r = 0; r < rows; r++) {
+        float *tr = t + r * ROW_SEG + j;
+        _mm256_storeu_ps(tr, _mm256_fmadd_ps(av[r], bv, _mm256_loadu_ps(tr)));
+      }
+    }
+    if (full < len) {
+      __m256 bv = _mm256_maskload_ps(b + full, tail);
+#pragma GCC unroll 4
+      for (int r = 0; r < rows; r++) {
+        float *tr = t + r * ROW_SEG + full;
+        _mm256_maskstore_ps(
+            tr, tail,
+            _mm256_fmadd_ps(av[r], bv, _mm256_maskload_ps(tr, tail)));
+      }
+    }
+  }
+}
+
+AVX2 static void row_avx2(int rows, int64_t kc, const float *a, int64_t a_m,
+                          int64_t a_k, const float *b, int64_t ldb,
+                          int64_t len, float *t) {
+  switch (rows) {
+  case 1:
+    row_rows_avx2(1, kc, a, a_m, a_k, b, ldb, len, t);
+    break;
+  case 2:
+    row_rows_avx2(2, kc, a, a_m, a_k, b, ldb, len, t);
+    break;
+  case 3:
+    row_rows_avx2(3, kc, a, a_m, a_k, b, ldb, len, t);
+    break;
+  default:
+    row_rows_avx2(4, kc, a, a_m, a_k, b, ldb, len, t);
+    break;
+  }
+}
+
+static const Isa isa_avx2 = {X_MR, X_NR, micro_avx2, dot_avx2, row_avx2};
 #endif
 
 /* The kernels for this CPU; MAMBALAYA_KERNELS=portable forces the
@@ -347,26 +493,45 @@ static float *scratch_floats(int64_t n) {
 
 /* ---- packing ---- */
 
+/* Interleave N vectors, each contiguous: dst[p * n + j] = v[j][p]. All N
+ * are read together, p after p, so that N streams are in flight (one
+ * vector at a time would wait on each one's misses in turn). */
+static void interleave(const float *const *v, int n, int64_t len,
+                       float *dst) {
+  for (int64_t p = 0; p < len; p++, dst += n)
+    for (int j = 0; j < n; j++)
+      dst[j] = v[j][p];
+}
+
+/* dst[p * n + j] = s[j * js + p * ps] for j < cols, 0 for cols <= j < n:
+ * one sliver, for any strides. */
+static void pack_sliver(const float *s, int64_t js, int64_t ps, int cols,
+                        int n, int64_t len, float *dst) {
+  if (ps == 1 && cols == n) {
+    const float *v[NR_MAX];
+    for (int j = 0; j < n; j++)
+      v[j] = s + j * js;
+    interleave(v, n, len, dst);
+    return;
+  }
+  if (cols < n)
+    memset(dst, 0, (size_t)(n * len) * sizeof *dst);
+  if (js == 1 && cols == n) {
+    for (int64_t p = 0; p < len; p++)
+      memcpy(dst + p * n, s + p * ps, (size_t)n * sizeof *dst);
+    return;
+  }
+  for (int64_t p = 0; p < len; p++)
+    for (int j = 0; j < cols; j++)
+      dst[p * n + j] = s[j * js + p * ps];
+}
+
 /* A[0..mc)[0..kc) (rows RS apart, columns CS apart) into slivers of MR
  * rows: dst[(i / MR) * MR * kc + p * MR + i % MR], rows past mc zero. */
 static void pack_a(const float *a, int64_t rs, int64_t cs, int64_t mc,
                    int64_t kc, int mr, float *dst) {
-  for (int64_t i0 = 0; i0 < mc; i0 += mr, dst += mr * kc) {
-    int rows = (int)min64(mr, mc - i0);
-    const float *s = a + i0 * rs;
-    if (rows < mr)
-      memset(dst, 0, (size_t)(mr * kc) * sizeof *dst);
-    /* Walk the source along its smaller stride. */
-    if (llabs(cs) <= llabs(rs)) {
-      for (int i = 0; i < rows; i++)
-        for (int64_t p = 0; p < kc; p++)
-          dst[p * mr + i] = s[i * rs + p * cs];
-    } else {
-      for (int64_t p = 0; p < kc; p++)
-        for (int i = 0; i < rows; i++)
-          dst[p * mr + i] = s[i * rs + p * cs];
-    }
-  }
+  for (int64_t i0 = 0; i0 < mc; i0 += mr, dst += mr * kc)
+    pack_sliver(a + i0 * rs, rs, cs, (int)min64(mr, mc - i0), mr, kc, dst);
 }
 
 /* B[0..kc)[0..nc) (rows RS apart, columns CS apart) into slivers of NR
@@ -374,24 +539,21 @@ static void pack_a(const float *a, int64_t rs, int64_t cs, int64_t mc,
  * zero. */
 static void pack_b(const float *b, int64_t rs, int64_t cs, int64_t kc,
                    int64_t nc, int nr, float *dst) {
-  for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += nr * kc) {
-    int cols = (int)min64(nr, nc - j0);
-    const float *s = b + j0 * cs;
-    if (cols < nr)
-      memset(dst, 0, (size_t)(nr * kc) * sizeof *dst);
-    if (cs == 1 && cols == nr) {
-      for (int64_t p = 0; p < kc; p++)
-        memcpy(dst + p * nr, s + p * rs, (size_t)nr * sizeof *dst);
-    } else if (llabs(rs) <= llabs(cs)) {
-      for (int j = 0; j < cols; j++)
-        for (int64_t p = 0; p < kc; p++)
-          dst[p * nr + j] = s[j * cs + p * rs];
-    } else {
-      for (int64_t p = 0; p < kc; p++)
-        for (int j = 0; j < cols; j++)
-          dst[p * nr + j] = s[j * cs + p * rs];
-    }
+  int64_t whole = nc / nr * nr;
+  if (cs == 1) {
+    /* Row-major: read each row of the panel from end to end, dealing its
+     * pieces out to the slivers (walking one sliver down the rows would
+     * touch a new page at every row when B is wide). */
+    for (int64_t p = 0; p < kc; p++)
+      for (int64_t j0 = 0; j0 < whole; j0 += nr)
+        memcpy(dst + j0 * kc + p * nr, b + p * rs + j0,
+               (size_t)nr * sizeof *dst);
+    b += whole;
+    dst += whole * kc;
+    nc -= whole;
   }
+  for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += nr * kc)
+    pack_sliver(b + j0 * cs, cs, rs, (int)min64(nr, nc - j0), nr, kc, dst);
 }
 
 /* A[0..m)[0..k) into dst[i * k + p]: contiguous rows for the dot path. */
@@ -417,7 +579,6 @@ typedef struct PackedJob {
   const Gemm *g;
   const Isa *isa;
   Split s;
-  bool b_in_place; /* read B's rows directly instead of packing them */
 } PackedJob;
 
 /* C[m0..m1)[n0..n1) of one batch, the Goto way. */
@@ -434,28 +595,16 @@ static void packed_block(const PackedJob *job, int64_t bi, int64_t m0,
     for (int64_t pc = 0; pc < g->k; pc += KC) {
       int64_t kc = min64(KC, g->k - pc);
       bool overwrite = pc == 0 && !g->accumulate;
-      const float *bpanel = b + pc * g->b_k + jc * g->b_n;
-      if (!job->b_in_place)
-        pack_b(bpanel, g->b_k, g->b_n, kc, nc, nr, bbuf);
+      pack_b(b + pc * g->b_k + jc * g->b_n, g->b_k, g->b_n, kc, nc, nr,
+             bbuf);
       for (int64_t ic = m0; ic < m1; ic += MC_ROWS) {
         int64_t mc = min64(MC_ROWS, m1 - ic);
         pack_a(a + ic * g->a_m + pc * g->a_k, g->a_m, g->a_k, mc, kc, mr,
                abuf);
         for (int64_t jr = 0; jr < nc; jr += nr) {
           int cols = (int)min64(nr, nc - jr);
-          const float *bs = bbuf + jr * kc;
-          int64_t ldb = nr;
-          if (job->b_in_place && cols == nr) {
-            bs = bpanel + jr;
-            ldb = g->b_k;
-          } else if (job->b_in_place) {
-            /* The last, partial sliver: padded so the kernel can read
-             * whole vectors. */
-            pack_b(bpanel + jr, g->b_k, 1, kc, cols, nr, bbuf);
-            bs = bbuf;
-          }
           for (int64_t ir = 0; ir < mc; ir += mr)
-            isa->micro(kc, abuf + ir * kc, bs, ldb,
+            isa->micro(kc, abuf + ir * kc, bbuf + jr * kc,
                        c + (ic + ir) * g->c_m + (jc + jr) * g->c_n, g->c_m,
                        g->c_n, (int)min64(mr, mc - ir), cols, overwrite);
         }
@@ -479,9 +628,8 @@ static void packed_task(void *arg, int t, int n) {
   int64_t kc = min64(KC, g->k);
   float *abuf = scratch_floats(round_up(min64(MC_ROWS, m1 - m0), job->isa->mr)
                                * kc);
-  float *bbuf = scratch_floats(
-      round_up(job->b_in_place ? 1 : min64(NC_COLS, n1 - n0), job->isa->nr) *
-      kc);
+  float *bbuf =
+      scratch_floats(round_up(min64(NC_COLS, n1 - n0), job->isa->nr) * kc);
   for (int64_t bi = b0; bi < b1; bi++)
     packed_block(job, bi, m0, m1, n0, n1, abuf, bbuf);
   free(abuf);
@@ -516,9 +664,6 @@ static Split split_work(int64_t batch, int64_t m, int64_t n, int threads,
 static void gemm_packed(const Gemm *g, const Isa *isa, Pool *pool,
                         int threads) {
   PackedJob job = {.g = g, .isa = isa};
-  /* With few rows, each B element is used at most a few times: reading
-   * B's rows in place beats copying them first. */
-  job.b_in_place = g->b_n == 1 && g->m <= DOT_MAX_M;
   job.s = split_work(g->batch, g->m, g->n, threads, isa->mr, isa->nr);
   pool_run(pool, packed_task, &job, job.s.ntasks);
 }
@@ -547,12 +692,14 @@ static void dot_block(const DotJob *job, int64_t bi, int64_t n0, int64_t n1,
     const float *w[DOT_COLS];
     int cols = (int)min64(DOT_COLS, n1 - j0);
     /* Past the end, repeat the last row of W: computed and dropped. */
+#pragma GCC unroll 6
     for (int j = 0; j < DOT_COLS; j++)
       w[j] = b + (j0 + (j < cols ? j : cols - 1)) * g->b_n;
     for (int64_t i0 = 0; i0 < g->m; i0 += DOT_ROWS) {
       int rows = (int)min64(DOT_ROWS, g->m - i0);
       float out[DOT_ROWS * DOT_COLS];
       job->isa->dot(rows, g->k, a + i0 * lda, lda, w, out);
+#pragma GCC unroll 6
       for (int r = 0; r < rows; r++) {
         float *cr = c + (i0 + r) * g->c_m + j0 * g->c_n;
         for (int j = 0; j < cols; j++)
@@ -586,6 +733,71 @@ static void gemm_dot(const Gemm *g, const Isa *isa, Pool *pool,
    * fewer, but each part still long enough to stream. */
   job.s = split_work(g->batch, 1, g->n, 4 * threads, 1, DOT_COLS);
   pool_run(pool, dot_task, &job, job.s.ntasks);
+}
+
+/* ---- the row path ---- */
+
+/* C[0..m)[n0..n1) of batch BI for a row-major B (b_n == 1): B's rows are
+ * read in order, ROW_SEG columns at a time, so the weights stream from
+ * memory in long runs. T holds ROW_ROWS block sums of ROW_SEG columns (in
+ * L1), TOTAL the running sums of all m rows. */
+static void row_block(const DotJob *job, int64_t bi, int64_t n0, int64_t n1,
+                      float *t, float *total) {
+  const Gemm *g = job->g;
+  const float *a = g->a + bi * g->a_b, *b = g->b + bi * g->b_b;
+  float *c = g->c + bi * g->c_b;
+  for (int64_t j0 = n0; j0 < n1; j0 += ROW_SEG) {
+    int64_t len = min64(ROW_SEG, n1 - j0);
+    for (int64_t p0 = 0; p0 < g->k; p0 += KC) {
+      int64_t kc = min64(KC, g->k - p0);
+      /* The first group of rows brings this KC x len block of B into
+       * cache; the others find it there. */
+      for (int64_t i0 = 0; i0 < g->m; i0 += ROW_ROWS) {
+        int rows = (int)min64(ROW_ROWS, g->m - i0);
+        memset(t, 0, (size_t)(rows * ROW_SEG) * sizeof *t);
+        job->isa->row(rows, kc, a + i0 * g->a_m + p0 * g->a_k, g->a_m,
+                      g->a_k, b + p0 * g->b_k + j0, g->b_k, len, t);
+        for (int r = 0; r < rows; r++) {
+          float *tot = total + (i0 + r) * ROW_SEG;
+          const float *tr = t + r * ROW_SEG;
+          for (int64_t j = 0; j < len; j++)
+            tot[j] = p0 == 0 ? tr[j] : tot[j] + tr[j];
+        }
+      }
+    }
+    for (int64_t i = 0; i < g->m; i++) {
+      float *ci = c + i * g->c_m + j0 * g->c_n;
+      const float *tot = total + i * ROW_SEG;
+      for (int64_t j = 0; j < len; j++)
+        ci[j * g->c_n] = g->accumulate ? ci[j * g->c_n] + tot[j] : tot[j];
+    }
+  }
+}
+
+static void row_task(void *arg, int t, int n) {
+  (void)n;
+  const DotJob *job = arg;
+  const Gemm *g = job->g;
+  const Split *s = &job->s;
+  int64_t b0 = (t / s->tn) * s->per_task;
+  int64_t b1 = min64(g->batch, b0 + s->per_task);
+  int64_t n0 = (t % s->tn) * s->nstep, n1 = min64(g->n, n0 + s->nstep);
+  if (n0 >= n1)
+    return;
+  float *tbuf = scratch_floats(ROW_ROWS * ROW_SEG);
+  float *total = scratch_floats(g->m * ROW_SEG);
+  for (int64_t bi = b0; bi < b1; bi++)
+    row_block(job, bi, n0, n1, tbuf, total);
+  free(tbuf);
+  free(total);
+}
+
+static void gemm_rows(const Gemm *g, const Isa *isa, Pool *pool,
+                      int threads) {
+  DotJob job = {.g = g, .isa = isa};
+  /* Parts of whole cache lines (16 floats), a few per thread. */
+  job.s = split_work(g->batch, 1, g->n, 4 * threads, 1, 16);
+  pool_run(pool, row_task, &job, job.s.ntasks);
 }
 
 /* ---- kernel_gemm ---- */
@@ -641,6 +853,8 @@ void kernel_gemm(const Gemm *gin, Pool *pool) {
   Pool *p = threads > 1 ? pool : NULL;
   if (g.m <= DOT_MAX_M && g.b_k == 1)
     gemm_dot(&g, isa, p, threads);
+  else if (g.m <= DOT_MAX_M && g.b_n == 1)
+    gemm_rows(&g, isa, p, threads);
   else
     gemm_packed(&g, isa, p, threads);
 }

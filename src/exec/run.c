@@ -168,28 +168,137 @@ static bool run_one(Run *r, int i) {
   return vm_einsum(&r->env, e, &reg, r->d);
 }
 
-/* The Einsums of one recurrence, a step of its rank at a time. */
-static bool run_recurrence(Run *r, const int *members, int n, int rank) {
-  for (int k = 0; k < n; k++) {
-    int t = r->c->einsums[members[k]]->out.tensor;
-    if (!r->arrays[t] && !run_alloc(r, t))
-      return false;
+/* ---- stepping a recurrence in parallel ----
+ *
+ * A recurrence advances one step at a time, and each step is small (one
+ * token's state): waking the workers per step would cost more than the
+ * step. Instead the state is split once along a rank every Einsum of the
+ * recurrence keeps and reads plainly (Mamba's D: channels are
+ * independent), and each worker walks all the steps of its slice. */
+
+/* A rank to split the recurrence's Einsums along, or -1. */
+static int split_rank(const Run *r, const int *members, int n, int rank) {
+  const Cascade *c = r->c;
+  int best = -1;
+  for (int cand = 0; cand < c->nranks; cand++) {
+    if (cand == rank)
+      continue;
+    bool ok = true;
+    for (int k = 0; ok && k < n; k++) {
+      const Einsum *e = c->einsums[members[k]];
+      int v = var_over(e, cand);
+      ok = v >= 0;
+      /* Reads of the recurrence's own tensors must follow the split. */
+      for (int a = 0; ok && a < e->nreads; a++) {
+        const Access *acc = e->reads[a];
+        int p = c->tensors[acc->tensor].producer;
+        bool inside = false;
+        for (int m = 0; m < n; m++)
+          inside = inside || p == members[m];
+        if (!inside)
+          continue;
+        bool follows = false;
+        for (int d = 0; d < acc->n; d++)
+          follows = follows || (acc->idx[d].plain && acc->idx[d].var[0] == v);
+        ok = follows;
+      }
+    }
+    if (ok && (best < 0 || r->s->size[cand] > r->s->size[best]))
+      best = cand;
   }
-  int64_t steps = r->s->size[rank];
-  for (int64_t step = 0; step < steps; step++)
-    for (int k = 0; k < n; k++) {
-      const Einsum *e = r->c->einsums[members[k]];
-      Region reg;
-      region_full(r->s, e, &reg);
-      int v = var_over(e, rank);
+  return best;
+}
+
+typedef struct Steps {
+  Run *r;
+  const int *members;
+  int n, rank, split;
+  int64_t lo, hi;
+  const Region *base; /* one per member */
+  int workers;
+  bool ok;
+  Diag *diags;
+  int *faults;
+} Steps;
+
+static void step_slice(void *arg, int w, int nw) {
+  Steps *st = arg;
+  Run *r = st->r;
+  Env env = r->env;
+  env.pool = NULL;
+  env.fault = &st->faults[w];
+  int64_t size = st->split >= 0 ? r->s->size[st->split] : 1;
+  int64_t per = (size + nw - 1) / nw;
+  int64_t slo = (int64_t)w * per, shi = slo + per < size ? slo + per : size;
+  if (slo >= shi)
+    return;
+  VmJob **jobs = xcalloc((size_t)st->n, sizeof *jobs);
+  bool ok = true;
+  for (int k = 0; ok && k < st->n; k++)
+    ok = (jobs[k] = vm_prepare(&env, r->c->einsums[st->members[k]],
+                               &st->diags[w])) != NULL;
+  for (int64_t step = st->lo; ok && step < st->hi; step++)
+    for (int k = 0; ok && k < st->n; k++) {
+      const Einsum *e = r->c->einsums[st->members[k]];
+      Region reg = st->base[k];
+      int v = var_over(e, st->rank);
       if (v >= 0) {
         reg.lo[v] = step;
         reg.hi[v] = step + 1;
       }
-      if (!vm_einsum(&r->env, e, &reg, r->d))
-        return false;
+      int sv = st->split >= 0 ? var_over(e, st->split) : -1;
+      if (sv >= 0) {
+        reg.lo[sv] = reg.lo[sv] > slo ? reg.lo[sv] : slo;
+        reg.hi[sv] = reg.hi[sv] < shi ? reg.hi[sv] : shi;
+        if (reg.lo[sv] >= reg.hi[sv])
+          continue;
+      }
+      ok = vm_exec(jobs[k], &reg, &st->diags[w]);
     }
-  return true;
+  for (int k = 0; k < st->n; k++)
+    vm_job_free(jobs[k]);
+  free(jobs);
+  if (!ok)
+    st->ok = false;
+}
+
+bool run_steps(Run *r, const int *members, int n, int rank, int64_t lo,
+               int64_t hi, const Region *base) {
+  int workers = r->o->pool ? pool_size(r->o->pool) : 1;
+  Steps st = {.r = r, .members = members, .n = n, .rank = rank, .lo = lo,
+              .hi = hi, .base = base, .workers = workers, .ok = true};
+  st.split = workers > 1 ? split_rank(r, members, n, rank) : -1;
+  if (st.split < 0)
+    workers = 1;
+  st.diags = xcalloc((size_t)workers, sizeof *st.diags);
+  st.faults = xcalloc((size_t)workers, sizeof *st.faults);
+  if (workers > 1)
+    pool_run(r->o->pool, step_slice, &st, workers);
+  else
+    step_slice(&st, 0, 1);
+  for (int w = 0; w < workers; w++) {
+    if (st.faults[w])
+      r->fault = 1;
+    if (st.diags[w].failed && !r->d->failed)
+      *r->d = st.diags[w];
+  }
+  free(st.diags);
+  free(st.faults);
+  return st.ok && !r->fault;
+}
+
+/* The Einsums of one recurrence, a step of its rank at a time. */
+static bool run_recurrence(Run *r, const int *members, int n, int rank) {
+  Region *base = xcalloc((size_t)n, sizeof *base);
+  bool ok = true;
+  for (int k = 0; ok && k < n; k++) {
+    int t = r->c->einsums[members[k]]->out.tensor;
+    ok = r->arrays[t] || run_alloc(r, t);
+    region_full(r->s, r->c->einsums[members[k]], &base[k]);
+  }
+  ok = ok && run_steps(r, members, n, rank, 0, r->s->size[rank], base);
+  free(base);
+  return ok;
 }
 
 /* Is tensor T still needed after Einsum I (by a later reader, as an

@@ -39,6 +39,12 @@ int recurrence_rank(const Cascade *c, int member, const int *scc);
 /* E's output variable over RANK, or -1. */
 int var_over(const Einsum *e, int rank);
 
+/* Run the Einsums MEMBERS (a recurrence over RANK) for the steps [LO, HI)
+ * of RANK, each over its region in BASE otherwise, a step at a time, the
+ * pool's workers each taking a slice of an independent rank. */
+bool run_steps(Run *r, const int *members, int n, int rank, int64_t lo,
+               int64_t hi, const Region *base);
+
 /* Put into NEXT the state a following pass needs from tensor T (which has
  * an initialization), reading T's last steps through READ. */
 bool next_state(Run *r, int t, Tensors *next, StateReader read);

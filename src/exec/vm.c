@@ -7,9 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_TERMS = 16, MAX_INS = 256, MAX_ACC = 64 };
+enum { MAX_TERMS = 8, MAX_INS = 128, MAX_ACC = 48 };
 
-typedef enum { K_BCAST, K_CONTIG, K_GATHER } AccKind;
+/* How a read's lanes lie in memory: one value for all lanes, consecutive
+ * values, runs of one value (Delta[b,i,d] across (d, n): each value N
+ * times), a repeated run of consecutive values (B[b,i,n] across (d, n)),
+ * or anywhere (a table of offsets). */
+typedef enum { K_BCAST, K_CONTIG, K_REPEAT, K_CYCLE, K_GATHER } AccKind;
 
 /* One read, compiled for a region: its element offset is base + sum_v
  * lin[v] * x_v; a guarded read has a coordinate that is not a plain
@@ -30,6 +34,8 @@ typedef struct Acc {
   int nguard;
   Guard guard[IR_MAX_RANKS];
   AccKind kind;
+  int64_t run, step; /* K_REPEAT: runs of RUN lanes, STEP apart in memory;
+                        K_CYCLE: a period of RUN consecutive values */
 } Acc;
 
 typedef enum { I_LOAD, I_CONST, I_UN, I_BIN } InsKind;
@@ -59,13 +65,15 @@ typedef struct Walk {
   int cvar[IR_MAX_RANKS], ovar[IR_MAX_RANKS];
   int64_t cext[IR_MAX_RANKS], olo[IR_MAX_RANKS], oext[IR_MAX_RANKS];
   int64_t flat, blocks, units;
-  int64_t out_base; /* output offset at the chunk's first element, per unit */
+  int lanes;    /* outputs per chunk (at most VM_LANES) */
+  bool uniform; /* every chunk decomposes alike: one lane-offset table */
 } Walk;
 
-typedef struct Job {
+struct VmJob {
   const Env *env;
   const Einsum *e;
   const Region *r;
+  int64_t *table; /* nacc x lanes: lane offsets, when the walk is uniform */
   int nacc;
   Acc acc[MAX_ACC];
   int nterms;
@@ -74,8 +82,11 @@ typedef struct Job {
   const View *out;
   int64_t out_lin[IR_MAX_VARS];
   int64_t out_base;
-  bool accumulate; /* add to the output (a term went to kernel_gemm) */
-} Job;
+  bool accumulate;  /* add to the output (a term went to kernel_gemm) */
+  bool lane_guards; /* some read's guard moves with the lanes */
+};
+
+typedef struct VmJob Job;
 
 /* ---- views and reads ---- */
 
@@ -287,6 +298,32 @@ static bool covers(const View *v, int k, int64_t lo, int64_t hi) {
   return lo == v->origin[k] && hi == v->origin[k] + v->extent[k];
 }
 
+/* Chunks decompose alike (so one table of lane offsets serves them all)
+ * when the lane count is a multiple of the inner extents' product Q_m and
+ * divides Q_{m+1}: then no chunk straddles a Q_{m+1} block, and inside one
+ * every chunk starts at a multiple of Q_m. Prefer the most lanes. */
+static void choose_lanes(Walk *w) {
+  w->lanes = w->flat < VM_LANES ? (int)w->flat : VM_LANES;
+  w->uniform = w->nchunk <= 1;
+  if (w->flat <= VM_LANES) {
+    w->uniform = true;
+    return;
+  }
+  int64_t q = 1;
+  for (int k = w->nchunk - 1; k >= 0; k--) {
+    int64_t next = q * w->cext[k];
+    for (int64_t l = (VM_LANES / q) * q; q <= VM_LANES && l >= q; l -= q)
+      if (next % l == 0 && l >= VM_LANES / 8) {
+        w->lanes = (int)l;
+        w->uniform = true;
+        return;
+      }
+    q = next;
+    if (q > VM_LANES)
+      break;
+  }
+}
+
 static void plan_walk(Job *j) {
   const Einsum *e = j->e;
   const View *out = j->out;
@@ -321,7 +358,8 @@ static void plan_walk(Job *j) {
     outer *= w->oext[w->nouter];
     w->nouter++;
   }
-  w->blocks = (w->flat + VM_LANES - 1) / VM_LANES;
+  choose_lanes(w);
+  w->blocks = (w->flat + w->lanes - 1) / w->lanes;
   w->units = outer * w->blocks;
 }
 
@@ -418,8 +456,23 @@ static void load(const Job *j, const Scratch *sc, int ai, const int64_t *x,
   case K_CONTIG:
     memcpy(dst, data + off, sizeof(float) * (size_t)nl);
     break;
+  case K_REPEAT:
+    for (int l = 0; l < nl; l += (int)c->run) {
+      float val = data[off + (l / c->run) * c->step];
+      int end = l + (int)c->run < nl ? l + (int)c->run : nl;
+      for (int m = l; m < end; m++)
+        dst[m] = val;
+    }
+    break;
+  case K_CYCLE:
+    for (int l = 0; l < nl; l += (int)c->run) {
+      int len = l + (int)c->run < nl ? (int)c->run : nl - l;
+      memcpy(dst + l, data + off, sizeof(float) * (size_t)len);
+    }
+    break;
   case K_GATHER: {
-    const int64_t *g = sc->gather + (size_t)ai * VM_LANES;
+    const int64_t *g = (j->w.uniform ? j->table : sc->gather) +
+                       (size_t)ai * VM_LANES;
     for (int l = 0; l < nl; l++)
       dst[l] = data[off + g[l]];
     break;
@@ -513,6 +566,56 @@ static void run_term(const Job *j, const Term *t, Scratch *sc, int64_t *x,
     out[l] += t->sign * sc->acc[l];
 }
 
+/* Recognize runs and cycles in a table of lane offsets (relative to lane
+ * 0), so that the loads become broadcasts and copies. */
+static void find_pattern(Acc *c, const int64_t *g, int lanes) {
+  int run = 1;
+  while (run < lanes && g[run] == 0)
+    run++;
+  if (run > 1 && run < lanes && lanes % run == 0) {
+    int64_t step = g[run];
+    bool ok = true;
+    for (int l = 0; ok && l < lanes; l++)
+      ok = g[l] == (l / run) * step;
+    if (ok) {
+      c->kind = K_REPEAT;
+      c->run = run;
+      c->step = step;
+      return;
+    }
+  }
+  int period = 1;
+  while (period < lanes && g[period] == period)
+    period++;
+  if (period > 1 && period < lanes && lanes % period == 0) {
+    bool ok = true;
+    for (int l = 0; ok && l < lanes; l++)
+      ok = g[l] == l % period;
+    if (ok) {
+      c->kind = K_CYCLE;
+      c->run = period;
+    }
+  }
+}
+
+/* Offsets of every gathered read at each lane, relative to lane 0. */
+static void lane_offsets(const Job *j, const int64_t *lane_x, int nl,
+                         int64_t *table) {
+  const Walk *w = &j->w;
+  for (int a = 0; a < j->nacc; a++) {
+    if (j->acc[a].kind != K_GATHER)
+      continue;
+    int64_t *g = table + (size_t)a * VM_LANES;
+    for (int l = 0; l < nl; l++) {
+      int64_t off = 0;
+      for (int k = 0; k < w->nchunk; k++)
+        off += j->acc[a].lin[w->cvar[k]] *
+               (lane_x[k * VM_LANES + l] - lane_x[k * VM_LANES]);
+      g[l] = off;
+    }
+  }
+}
+
 static void run_unit(const Job *j, Scratch *sc, int64_t u) {
   const Walk *w = &j->w;
   int64_t o = u / w->blocks, blk = u % w->blocks;
@@ -521,23 +624,38 @@ static void run_unit(const Job *j, Scratch *sc, int64_t u) {
     x[w->ovar[k]] = w->olo[k] + o % w->oext[k];
     o /= w->oext[k];
   }
-  int64_t f0 = blk * VM_LANES;
-  int nl = (int)(w->flat - f0 < VM_LANES ? w->flat - f0 : VM_LANES);
-  lanes_of(w, f0, nl, j->r, sc->lane_x);
-  for (int k = 0; k < w->nchunk; k++)
-    x[w->cvar[k]] = sc->lane_x[k * VM_LANES];
-  /* Lane offsets of the gathered reads (relative to lane 0). */
-  for (int a = 0; a < j->nacc; a++) {
-    if (j->acc[a].kind != K_GATHER)
-      continue;
-    int64_t *g = sc->gather + (size_t)a * VM_LANES;
-    for (int l = 0; l < nl; l++) {
-      int64_t off = 0;
-      for (int k = 0; k < w->nchunk; k++)
-        off += j->acc[a].lin[w->cvar[k]] *
-               (sc->lane_x[k * VM_LANES + l] - sc->lane_x[k * VM_LANES]);
-      g[l] = off;
+  int64_t f0 = blk * w->lanes;
+  int nl = (int)(w->flat - f0 < w->lanes ? w->flat - f0 : w->lanes);
+  /* Every lane's chunk variables are needed only for per-lane guards or
+   * for a walk whose chunks decompose differently; lane 0's always. */
+  if (j->lane_guards || !w->uniform) {
+    lanes_of(w, f0, nl, j->r, sc->lane_x);
+    for (int k = 0; k < w->nchunk; k++)
+      x[w->cvar[k]] = sc->lane_x[k * VM_LANES];
+  } else {
+    int64_t f = f0;
+    for (int k = w->nchunk - 1; k >= 0; k--) {
+      x[w->cvar[k]] = j->r->lo[w->cvar[k]] + f % w->cext[k];
+      f /= w->cext[k];
     }
+  }
+  /* Lane offsets of the gathered reads (relative to lane 0): from the
+   * shared table when every chunk decomposes alike. */
+  if (!w->uniform)
+    lane_offsets(j, sc->lane_x, nl, sc->gather);
+  /* The output chunk is contiguous from the unit's first element. */
+  int64_t off = j->out_base;
+  for (int v = 0; v < j->e->nvars; v++)
+    off += j->out_lin[v] * x[v];
+  float *dst = j->out->data + off;
+  /* One elementwise term: its result register is the output. */
+  const Term *t0 = &j->terms[0];
+  if (j->nterms == 1 && t0->red == 0 && t0->sign == 1 && !j->accumulate &&
+      !j->e->explicit_red) {
+    run_program(j, t0, sc, x, nl);
+    memcpy(dst, sc->regs + (size_t)t0->result * VM_LANES,
+           sizeof(float) * (size_t)nl);
+    return;
   }
   double out[VM_LANES];
   for (int l = 0; l < nl; l++)
@@ -545,11 +663,6 @@ static void run_unit(const Job *j, Scratch *sc, int64_t u) {
   for (int t = 0; t < j->nterms; t++)
     if (!j->terms[t].gemm_done)
       run_term(j, &j->terms[t], sc, x, nl, out);
-  /* The output chunk is contiguous from the unit's first element. */
-  int64_t off = j->out_base;
-  for (int v = 0; v < j->e->nvars; v++)
-    off += j->out_lin[v] * x[v];
-  float *dst = j->out->data + off;
   if (j->accumulate)
     for (int l = 0; l < nl; l++)
       dst[l] += (float)out[l];
@@ -688,78 +801,131 @@ static bool try_gemm(Job *j, Term *t) {
   return true;
 }
 
-/* ---- the entry point ---- */
+/* ---- the entry points ---- */
 
-bool vm_einsum(const Env *env, const Einsum *e, const Region *r, Diag *d) {
+Job *vm_prepare(const Env *env, const Einsum *e, Diag *d) {
   Job *j = xcalloc(1, sizeof *j);
   j->env = env;
   j->e = e;
-  j->r = r;
-  j->out = &env->views[e->out.tensor];
-  bool ok = true;
-  for (int k = 0; ok && k < e->nreads; k++) {
-    Acc *c = &j->acc[j->nacc++];
-    c->a = e->reads[k];
-    c->v = &env->views[e->reads[k]->tensor];
-    ok = c->v->data != NULL && j->nacc < MAX_ACC;
-    if (!ok)
-      diag_error(d, env->c->path, e->reads[k]->loc,
-                 "%s is not available to the Einsum reading it",
-                 env->c->tensors[e->reads[k]->tensor].name);
-    else
-      compile_access(j, c);
+  for (int k = 0; k < e->nreads; k++) {
+    if (j->nacc == MAX_ACC) {
+      diag_error(d, env->c->path, e->loc, "too many reads to run");
+      free(j);
+      return NULL;
+    }
+    j->acc[j->nacc++].a = e->reads[k];
   }
-  Acc out = {.a = &e->out, .v = j->out};
-  if (ok)
-    compile_access(j, &out);
-  memcpy(j->out_lin, out.lin, sizeof out.lin);
-  j->out_base = out.base;
-  if (ok && e->explicit_red)
+  if (e->explicit_red)
     j->terms[j->nterms++] = (Term){.x = e->rhs, .sign = 1};
-  else if (ok)
+  else
     split_terms(j, e->rhs, 1);
-  for (int t = 0; ok && t < j->nterms; t++) {
+  for (int t = 0; t < j->nterms; t++) {
     Term *tm = &j->terms[t];
     tm->red = (e->explicit_red ? einsum_all_vars(e) : expr_vars(tm->x)) &
               ~e->out_vars;
     tm->result = compile(j, tm, tm->x);
     if (tm->result < 0) {
       diag_error(d, env->c->path, e->loc, "expression too large to run");
-      ok = false;
+      free(j);
+      return NULL;
     }
   }
-  if (ok) {
-    plan_walk(j);
-    for (int a = 0; a < j->nacc; a++) {
-      j->acc[a].kind = classify_acc(j, &j->acc[a]);
-      mark_lane_guards(j, &j->acc[a]);
-    }
-    for (int t = 0; t < j->nterms; t++)
-      if (try_gemm(j, &j->terms[t])) {
-        j->terms[t].gemm_done = true;
-        j->accumulate = true;
-      }
-    bool rest = false;
-    for (int t = 0; t < j->nterms; t++)
-      rest = rest || !j->terms[t].gemm_done;
-    if (rest || j->nterms == 0) {
-      int workers = env->pool ? pool_size(env->pool) : 1;
-      int64_t parts = workers > 1 ? 4 * workers : 1;
-      if (parts > j->w.units)
-        parts = j->w.units > 0 ? j->w.units : 1;
-      Share sh = {.j = j, .per = (j->w.units + parts - 1) / parts};
-      if (env->pool)
-        pool_run(env->pool, run_share, &sh, (int)parts);
-      else
-        run_share(&sh, 0, 1);
-    }
-    if (*env->fault) {
-      diag_error(d, env->c->path, e->loc,
-                 "%s: a read fell outside the tensor's available part",
-                 env->c->tensors[e->out.tensor].name);
-      ok = false;
-    }
-  }
+  return j;
+}
+
+void vm_job_free(Job *j) {
+  if (j)
+    free(j->table);
   free(j);
+}
+
+static double vm_total[256];
+static long vm_calls[256];
+void vm_report(const Cascade *c);
+void vm_report(const Cascade *c) {
+  for (int i = 0; i < c->neinsums; i++)
+    if (vm_calls[i]) fprintf(stderr, "%-8s %8.4f s %6ld calls\n", c->tensors[c->einsums[i]->out.tensor].name, vm_total[i], vm_calls[i]);
+}
+static bool vm_exec2(Job *j, const Region *r, Diag *d);
+bool vm_exec(Job *j, const Region *r, Diag *d) {
+  double t0 = now_seconds();
+  bool ok = vm_exec2(j, r, d);
+  vm_total[j->e->id & 255] += now_seconds() - t0;
+  vm_calls[j->e->id & 255]++;
+  return ok;
+}
+static bool vm_exec2(Job *j, const Region *r, Diag *d) {
+  const Env *env = j->env;
+  const Einsum *e = j->e;
+  j->r = r;
+  j->out = &env->views[e->out.tensor];
+  for (int k = 0; k < j->nacc; k++) {
+    Acc *c = &j->acc[k];
+    c->v = &env->views[c->a->tensor];
+    if (!c->v->data) {
+      diag_error(d, env->c->path, c->a->loc,
+                 "%s is not available to the Einsum reading it",
+                 env->c->tensors[c->a->tensor].name);
+      return false;
+    }
+    compile_access(j, c);
+  }
+  Acc out = {.a = &e->out, .v = j->out};
+  compile_access(j, &out);
+  memcpy(j->out_lin, out.lin, sizeof out.lin);
+  j->out_base = out.base;
+  plan_walk(j);
+  j->lane_guards = false;
+  for (int a = 0; a < j->nacc; a++) {
+    j->acc[a].kind = classify_acc(j, &j->acc[a]);
+    mark_lane_guards(j, &j->acc[a]);
+    for (int g = 0; g < j->acc[a].nguard; g++)
+      j->lane_guards = j->lane_guards || j->acc[a].guard[g].per_lane;
+  }
+  j->accumulate = false;
+  for (int t = 0; t < j->nterms; t++) {
+    j->terms[t].gemm_done = try_gemm(j, &j->terms[t]);
+    j->accumulate = j->accumulate || j->terms[t].gemm_done;
+  }
+  bool rest = j->nterms == 0;
+  for (int t = 0; t < j->nterms; t++)
+    rest = rest || !j->terms[t].gemm_done;
+  if (rest && j->w.units > 0) {
+    if (j->w.uniform) { /* one table of lane offsets for every chunk */
+      if (!j->table)
+        j->table = xmalloc(sizeof(int64_t) * (size_t)(j->nacc + 1) * VM_LANES);
+      int64_t *lane_x =
+          xmalloc(sizeof(int64_t) * (size_t)(j->w.nchunk + 1) * VM_LANES);
+      lanes_of(&j->w, 0, j->w.lanes, r, lane_x);
+      lane_offsets(j, lane_x, j->w.lanes, j->table);
+      free(lane_x);
+      for (int a = 0; a < j->nacc; a++)
+        if (j->acc[a].kind == K_GATHER)
+          find_pattern(&j->acc[a], j->table + (size_t)a * VM_LANES,
+                       j->w.lanes);
+    }
+    int workers = env->pool ? pool_size(env->pool) : 1;
+    int64_t parts = workers > 1 ? 4 * workers : 1;
+    if (parts > j->w.units)
+      parts = j->w.units;
+    Share sh = {.j = j, .per = (j->w.units + parts - 1) / parts};
+    if (env->pool && parts > 1)
+      pool_run(env->pool, run_share, &sh, (int)parts);
+    else
+      run_share(&sh, 0, 1);
+  }
+  if (*env->fault) {
+    diag_error(d, env->c->path, e->loc,
+               "%s: a read fell outside the tensor's available part",
+               env->c->tensors[e->out.tensor].name);
+    return false;
+  }
+  return true;
+}
+
+bool vm_einsum(const Env *env, const Einsum *e, const Region *r, Diag *d) {
+  Job *j = vm_prepare(env, e, d);
+  bool ok = j && vm_exec(j, r, d);
+  vm_job_free(j);
   return ok;
 }

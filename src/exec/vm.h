@@ -53,6 +53,14 @@ View view_of(float *data, const int64_t *shape, int n);
 /* Evaluate E over R into the view of its output. False (D set) when a
  * read falls outside its tensor's view. */
 bool vm_einsum(const Env *env, const Einsum *e, const Region *r, Diag *d);
+
+/* The same in two steps, for an Einsum run over many regions (the steps of
+ * a recurrence, the tiles of a group): compile once, run often. Views may
+ * move between runs (their data, origin and extent are read each time). */
+typedef struct VmJob VmJob;
+VmJob *vm_prepare(const Env *env, const Einsum *e, Diag *d);
+bool vm_exec(VmJob *j, const Region *r, Diag *d);
+void vm_job_free(VmJob *j);
 /* One element of tensor T at global COORDS: from its view, or from its
  * initialization (or 0) before the start of a rank, or 0 past the end. */
 float vm_read(const Env *env, int t, const int64_t *coords);
