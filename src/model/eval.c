@@ -784,17 +784,36 @@ static void extra_traffic(const Ctx *x, int ei, Traffic *tr) {
   }
 }
 
+/* Whether E reads T at a point that can reach before the start of T's
+ * rank (a lag, a window), where T's initialization supplies the value. */
+static bool reads_before_start(const Cascade *c, const Einsum *e, int t) {
+  const Einsum *ini = c->tensors[t].init;
+  if (!ini)
+    return false;
+  for (int k = 0; k < e->nreads; k++)
+    if (e->reads[k]->tensor == t &&
+        !e->reads[k]->idx[ini->out.cond_dim].plain)
+      return true;
+  return false;
+}
+
 /* The decode state: reads before the start take the initialization, whose
- * inputs (H0, the convolution history) are read once per group. */
+ * inputs (H0, the convolution history) are read once per group, by its
+ * first Einsum that reaches before the start. */
 static void state_traffic(const Ctx *x, int ei, Traffic *tr) {
   const Cascade *c = x->c;
   const Einsum *e = c->einsums[ei];
+  int g = x->plan->group_of[ei];
   for (int k = 0; k < e->nreads; k++) {
-    const Access *a = e->reads[k];
-    const Tensor *T = &c->tensors[a->tensor];
-    /* Only a read that can reach before the start (a lag, a window). */
-    if (!T->init || a->idx[T->init->out.cond_dim].plain ||
-        !first_reader_in_group(x, ei, a->tensor))
+    int t = e->reads[k]->tensor;
+    const Tensor *T = &c->tensors[t];
+    bool first = reads_before_start(c, e, t);
+    for (int j = 0; j < k && first; j++)
+      first = e->reads[j]->tensor != t; /* each tensor once per Einsum */
+    for (int i = 0; i < ei && first; i++)
+      first = x->plan->group_of[i] != g ||
+              !reads_before_start(c, c->einsums[i], t);
+    if (!first)
       continue;
     for (int j = 0; j < T->init->nreads; j++) {
       int s = T->init->reads[j]->tensor;
