@@ -1,7 +1,7 @@
 /* vmath.c — the elementwise functions over float arrays, written so that
  * the compiler vectorizes them (no calls, no branches in the loops; the
- * Makefile builds this file with -O3, and every function exists in an AVX2
- * and a baseline x86-64 version, chosen when the program loads). exp and
+ * Makefile builds this file with -O3, and every loop exists in an AVX2
+ * and a baseline x86-64 version, chosen by the CPU's features). exp and
  * log are the Cephes single-precision algorithms: range reduction, then a
  * minimax polynomial; about 1 ulp. */
 #include "vm.h"
@@ -26,9 +26,11 @@ static inline __attribute__((always_inline)) float exp1(float x) {
   x = x < 88.3762626647949f ? x : 88.3762626647949f;
   bool tiny = x < -87.3365447504f;
   x = x > -87.3365447504f ? x : -87.3365447504f;
-  /* Round x/ln2 to nearest by truncating (x/ln2 + 128.5) - 128: no call,
-   * so the loop vectorizes. */
-  float n = (float)(int32_t)(x * 1.44269504088896341f + 128.5f) - 128.0f;
+  /* Round x/ln2 to nearest by adding and subtracting 1.5 * 2^23, which
+   * leaves no fraction bits: no call and no conversion, so the loop
+   * vectorizes with and without SSE4.1 (a float-to-int truncation here
+   * keeps GCC from vectorizing the AVX2 version). */
+  float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   float r = x - n * 0.693359375f + n * 2.12194440e-4f;
   float p = 1.9875691500E-4f;
   p = p * r + 1.3981999507E-3f;
@@ -76,14 +78,9 @@ static inline __attribute__((always_inline)) float log1p1(float e) {
   return d == 0.0f ? e : log1(u) * (e / d);
 }
 
-#if defined(__x86_64__)
-#define VECTOR_CLONES __attribute__((target_clones("arch=haswell", "default")))
-#else
-#define VECTOR_CLONES
-#endif
+#define INLINE static inline __attribute__((always_inline))
 
-VECTOR_CLONES
-void vm_unary(UnOp op, float *y, const float *x, int n) {
+INLINE void unary(UnOp op, float *y, const float *x, int n) {
   switch (op) {
   case UN_NEG:
     for (int i = 0; i < n; i++)
@@ -126,8 +123,8 @@ void vm_unary(UnOp op, float *y, const float *x, int n) {
   }
 }
 
-VECTOR_CLONES
-void vm_binary(BinOp op, float *y, const float *a, const float *b, int n) {
+INLINE void binary(BinOp op, float *y, const float *a, const float *b,
+                   int n) {
   switch (op) {
   case BI_ADD:
     for (int i = 0; i < n; i++)
@@ -156,6 +153,55 @@ void vm_binary(BinOp op, float *y, const float *a, const float *b, int n) {
   case BI_COUNT:
     break;
   }
+}
+
+/* The same loops compiled twice. GCC's target_clones("arch=haswell")
+ * dispatches on the CPU model, not its features, and so takes the
+ * baseline on AMD processors: choose by feature here instead. */
+static void unary_base(UnOp op, float *y, const float *x, int n) {
+  unary(op, y, x, n);
+}
+
+static void binary_base(BinOp op, float *y, const float *a, const float *b,
+                        int n) {
+  binary(op, y, a, b, n);
+}
+
+#if defined(__x86_64__)
+#define AVX2 __attribute__((target("avx2,fma")))
+
+AVX2 static void unary_avx2(UnOp op, float *y, const float *x, int n) {
+  unary(op, y, x, n);
+}
+
+AVX2 static void binary_avx2(BinOp op, float *y, const float *a,
+                             const float *b, int n) {
+  binary(op, y, a, b, n);
+}
+
+static bool have_avx2(void) {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#endif
+
+void vm_unary(UnOp op, float *y, const float *x, int n) {
+#if defined(__x86_64__)
+  if (have_avx2()) {
+    unary_avx2(op, y, x, n);
+    return;
+  }
+#endif
+  unary_base(op, y, x, n);
+}
+
+void vm_binary(BinOp op, float *y, const float *a, const float *b, int n) {
+#if defined(__x86_64__)
+  if (have_avx2()) {
+    binary_avx2(op, y, a, b, n);
+    return;
+  }
+#endif
+  binary_base(op, y, a, b, n);
 }
 
 float vm_unary1(UnOp op, float x) {
