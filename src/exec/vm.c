@@ -54,7 +54,8 @@ typedef struct Term {
   const Expr *x;
   double sign;
   VarSet red;   /* the variables it reduces */
-  bool gemm_done;
+  bool gemm_done; /* by kernel_gemm, with GEMM's strides and sizes */
+  Gemm gemm;
   int nins, nregs, result;
   Ins ins[MAX_INS];
 } Term;
@@ -72,7 +73,9 @@ typedef struct Walk {
 struct VmJob {
   const Env *env;
   const Einsum *e;
-  const Region *r;
+  Region reg;       /* the region of the last run */
+  bool bound;       /* compiled for REG's extents and SEEN's views */
+  View seen[MAX_ACC + 1]; /* the reads' views, then the output's */
   int64_t *table; /* nacc x lanes: lane offsets, when the walk is uniform */
   int nacc;
   Acc acc[MAX_ACC];
@@ -337,15 +340,15 @@ static void plan_walk(Job *j) {
     if (out->stride[k] != expect)
       break;
     first_chunk = k;
-    expect = out->stride[k] * (j->r->hi[v] - j->r->lo[v]);
-    if (!covers(out, k, j->r->lo[v], j->r->hi[v]))
+    expect = out->stride[k] * (j->reg.hi[v] - j->reg.lo[v]);
+    if (!covers(out, k, j->reg.lo[v], j->reg.hi[v]))
       break; /* a partial dimension ends the contiguous run */
   }
   w->flat = 1;
   for (int k = first_chunk; k < n; k++) {
     int v = e->out.idx[k].var[0];
     w->cvar[w->nchunk] = v;
-    w->cext[w->nchunk] = j->r->hi[v] - j->r->lo[v];
+    w->cext[w->nchunk] = j->reg.hi[v] - j->reg.lo[v];
     w->flat *= w->cext[w->nchunk];
     w->nchunk++;
   }
@@ -353,8 +356,8 @@ static void plan_walk(Job *j) {
   for (int k = 0; k < first_chunk; k++) {
     int v = e->out.idx[k].var[0];
     w->ovar[w->nouter] = v;
-    w->olo[w->nouter] = j->r->lo[v];
-    w->oext[w->nouter] = j->r->hi[v] - j->r->lo[v];
+    w->olo[w->nouter] = j->reg.lo[v];
+    w->oext[w->nouter] = j->reg.hi[v] - j->reg.lo[v];
     outer *= w->oext[w->nouter];
     w->nouter++;
   }
@@ -382,6 +385,7 @@ static AccKind classify_acc(const Job *j, const Acc *c) {
 
 typedef struct Scratch {
   float *regs;               /* nregs x VM_LANES */
+  const float **src;         /* nregs: where each register's lanes are */
   double *acc;               /* VM_LANES */
   int64_t *lane_x;           /* nchunk x VM_LANES: chunk variables per lane */
   int64_t *gather;           /* nacc x VM_LANES: lane offsets */
@@ -407,10 +411,11 @@ static void lanes_of(const Walk *w, int64_t f0, int nl, const Region *r,
   }
 }
 
-/* Load one register from a read for lanes [0, nl): x holds every
- * variable's value (the chunk variables at lane 0). */
-static void load(const Job *j, const Scratch *sc, int ai, const int64_t *x,
-                 int nl, float *dst) {
+/* Load a read for lanes [0, nl) into DST, or point into the tensor where
+ * its lanes are consecutive: x holds every variable's value (the chunk
+ * variables at lane 0). Returns where the lanes are. */
+static const float *load(const Job *j, const Scratch *sc, int ai,
+                         const int64_t *x, int nl, float *dst) {
   const Acc *c = &j->acc[ai];
   const Walk *w = &j->w;
   int64_t off = c->base;
@@ -442,7 +447,7 @@ static void load(const Job *j, const Scratch *sc, int ai, const int64_t *x,
           lx[w->cvar[k]] = sc->lane_x[k * VM_LANES + l];
         dst[l] = scalar_read(j->env, c->a, lx);
       }
-      return;
+      return dst;
     }
   }
   const float *data = c->v->data;
@@ -454,8 +459,7 @@ static void load(const Job *j, const Scratch *sc, int ai, const int64_t *x,
     break;
   }
   case K_CONTIG:
-    memcpy(dst, data + off, sizeof(float) * (size_t)nl);
-    break;
+    return data + off;
   case K_REPEAT:
     for (int l = 0; l < nl; l += (int)c->run) {
       float val = data[off + (l / c->run) * c->step];
@@ -478,30 +482,39 @@ static void load(const Job *j, const Scratch *sc, int ai, const int64_t *x,
     break;
   }
   }
+  return dst;
 }
 
-static void run_program(const Job *j, const Term *t, Scratch *sc,
-                        const int64_t *x, int nl) {
+/* Run a term's program; its last instruction writes into FINAL when
+ * given (the output chunk). Returns where the result lies. */
+static const float *run_program(const Job *j, const Term *t, Scratch *sc,
+                                const int64_t *x, int nl, float *final) {
+  const float **src = sc->src;
   for (int i = 0; i < t->nins; i++) {
     const Ins *in = &t->ins[i];
-    float *d = sc->regs + (size_t)in->dst * VM_LANES;
+    float *d = final && i == t->nins - 1
+                   ? final
+                   : sc->regs + (size_t)in->dst * VM_LANES;
     switch (in->op) {
     case I_LOAD:
-      load(j, sc, in->acc, x, nl, d);
+      src[in->dst] = load(j, sc, in->acc, x, nl, d);
       break;
     case I_CONST:
       for (int l = 0; l < nl; l++)
         d[l] = in->val;
+      src[in->dst] = d;
       break;
     case I_UN:
-      vm_unary(in->un, d, sc->regs + (size_t)in->a * VM_LANES, nl);
+      vm_unary(in->un, d, src[in->a], nl);
+      src[in->dst] = d;
       break;
     case I_BIN:
-      vm_binary(in->bin, d, sc->regs + (size_t)in->a * VM_LANES,
-                sc->regs + (size_t)in->b * VM_LANES, nl);
+      vm_binary(in->bin, d, src[in->a], src[in->b], nl);
+      src[in->dst] = d;
       break;
     }
   }
+  return src[t->result];
 }
 
 static double reduce_identity(RedOp op) {
@@ -529,11 +542,10 @@ static void run_term(const Job *j, const Term *t, Scratch *sc, int64_t *x,
   for (int v = 0; v < e->nvars; v++)
     if (VARSET_HAS(t->red, v)) {
       rv[nr++] = v;
-      x[v] = j->r->lo[v];
+      x[v] = j->reg.lo[v];
     }
-  const float *res = sc->regs + (size_t)t->result * VM_LANES;
   for (;;) {
-    run_program(j, t, sc, x, nl);
+    const float *res = run_program(j, t, sc, x, nl, NULL);
     switch (op) {
     case RED_SUM:
       for (int l = 0; l < nl; l++)
@@ -555,8 +567,8 @@ static void run_term(const Job *j, const Term *t, Scratch *sc, int64_t *x,
       break;
     }
     int k = nr - 1;
-    while (k >= 0 && ++x[rv[k]] == j->r->hi[rv[k]]) {
-      x[rv[k]] = j->r->lo[rv[k]];
+    while (k >= 0 && ++x[rv[k]] == j->reg.hi[rv[k]]) {
+      x[rv[k]] = j->reg.lo[rv[k]];
       k--;
     }
     if (k < 0)
@@ -629,13 +641,13 @@ static void run_unit(const Job *j, Scratch *sc, int64_t u) {
   /* Every lane's chunk variables are needed only for per-lane guards or
    * for a walk whose chunks decompose differently; lane 0's always. */
   if (j->lane_guards || !w->uniform) {
-    lanes_of(w, f0, nl, j->r, sc->lane_x);
+    lanes_of(w, f0, nl, &j->reg, sc->lane_x);
     for (int k = 0; k < w->nchunk; k++)
       x[w->cvar[k]] = sc->lane_x[k * VM_LANES];
   } else {
     int64_t f = f0;
     for (int k = w->nchunk - 1; k >= 0; k--) {
-      x[w->cvar[k]] = j->r->lo[w->cvar[k]] + f % w->cext[k];
+      x[w->cvar[k]] = j->reg.lo[w->cvar[k]] + f % w->cext[k];
       f /= w->cext[k];
     }
   }
@@ -652,9 +664,9 @@ static void run_unit(const Job *j, Scratch *sc, int64_t u) {
   const Term *t0 = &j->terms[0];
   if (j->nterms == 1 && t0->red == 0 && t0->sign == 1 && !j->accumulate &&
       !j->e->explicit_red) {
-    run_program(j, t0, sc, x, nl);
-    memcpy(dst, sc->regs + (size_t)t0->result * VM_LANES,
-           sizeof(float) * (size_t)nl);
+    const float *res = run_program(j, t0, sc, x, nl, dst);
+    if (res != dst) /* the term is a plain read */
+      memcpy(dst, res, sizeof(float) * (size_t)nl);
     return;
   }
   double out[VM_LANES];
@@ -691,6 +703,7 @@ static void run_share(void *arg, int i, int n) {
       nregs = j->terms[t].nregs;
   Scratch sc = {
       .regs = xmalloc(sizeof(float) * (size_t)nregs * VM_LANES),
+      .src = xmalloc(sizeof(float *) * (size_t)nregs),
       .acc = xmalloc(sizeof(double) * VM_LANES),
       .lane_x = xmalloc(sizeof(int64_t) * (size_t)(j->w.nchunk + 1) * VM_LANES),
       .gather = xmalloc(sizeof(int64_t) * (size_t)(j->nacc + 1) * VM_LANES),
@@ -698,6 +711,7 @@ static void run_share(void *arg, int i, int n) {
   for (int64_t u = lo; u < hi; u++)
     run_unit(j, &sc, u);
   free(sc.regs);
+  free(sc.src);
   free(sc.acc);
   free(sc.lane_x);
   free(sc.gather);
@@ -732,7 +746,7 @@ static bool flat_stride(const Job *j, const int64_t *lin, const Role *ro,
   int64_t expect = -1;
   for (int k = ro->n - 1; k >= 0; k--) {
     int v = idx[k];
-    int64_t ext = j->r->hi[v] - j->r->lo[v];
+    int64_t ext = j->reg.hi[v] - j->reg.lo[v];
     *extent *= ext;
     if (ext == 1)
       continue;
@@ -745,7 +759,9 @@ static bool flat_stride(const Job *j, const int64_t *lin, const Role *ro,
   return true;
 }
 
-static bool try_gemm(Job *j, Term *t) {
+/* Can term T go to kernel_gemm (a plain contraction of two reads whose
+ * variables flatten into M, N, K and batch dimensions)? Plans it if so. */
+static bool plan_gemm(Job *j, Term *t) {
   const Expr *x = t->x;
   const Einsum *e = j->e;
   if (t->sign != 1 || (e->explicit_red && e->red != RED_SUM) ||
@@ -786,19 +802,28 @@ static bool try_gemm(Job *j, Term *t) {
     return false;
   if (g.k < 8 || g.m * g.n < 64)
     return false; /* too small to be worth a call */
-  /* Base pointers at the region's first point. */
+  g.accumulate = j->accumulate;
+  t->gemm = g;
+  return true;
+}
+
+/* Run a term planned for kernel_gemm over the current region: its operands
+ * start at the region's first point. */
+static void run_gemm(const Job *j, const Term *t) {
+  const Expr *x = t->x;
+  const Acc *A = &j->acc[acc_index(j, x->a->acc)];
+  const Acc *B = &j->acc[acc_index(j, x->b->acc)];
   int64_t oa = A->base, ob = B->base, oc = j->out_base;
-  for (int v = 0; v < e->nvars; v++) {
-    oa += A->lin[v] * j->r->lo[v];
-    ob += B->lin[v] * j->r->lo[v];
-    oc += j->out_lin[v] * j->r->lo[v];
+  for (int v = 0; v < j->e->nvars; v++) {
+    oa += A->lin[v] * j->reg.lo[v];
+    ob += B->lin[v] * j->reg.lo[v];
+    oc += j->out_lin[v] * j->reg.lo[v];
   }
+  Gemm g = t->gemm;
   g.a = A->v->data + oa;
   g.b = B->v->data + ob;
   g.c = j->out->data + oc;
-  g.accumulate = j->accumulate;
   kernel_gemm(&g, j->env->pool);
-  return true;
 }
 
 /* ---- the entry points ---- */
@@ -839,25 +864,36 @@ void vm_job_free(Job *j) {
   free(j);
 }
 
-static double vm_total[256];
-static long vm_calls[256];
-void vm_report(const Cascade *c);
-void vm_report(const Cascade *c) {
-  for (int i = 0; i < c->neinsums; i++)
-    if (vm_calls[i]) fprintf(stderr, "%-8s %8.4f s %6ld calls\n", c->tensors[c->einsums[i]->out.tensor].name, vm_total[i], vm_calls[i]);
+static bool view_same(const View *a, const View *b) {
+  if (a->data != b->data || a->n != b->n)
+    return false;
+  for (int k = 0; k < a->n; k++)
+    if (a->origin[k] != b->origin[k] || a->extent[k] != b->extent[k] ||
+        a->stride[k] != b->stride[k])
+      return false;
+  return true;
 }
-static bool vm_exec2(Job *j, const Region *r, Diag *d);
-bool vm_exec(Job *j, const Region *r, Diag *d) {
-  double t0 = now_seconds();
-  bool ok = vm_exec2(j, r, d);
-  vm_total[j->e->id & 255] += now_seconds() - t0;
-  vm_calls[j->e->id & 255]++;
-  return ok;
+
+/* Is the job compiled for a region shaped like R, over the same views?
+ * Then a run over R only moves the walk (a recurrence's next step). */
+static bool still_bound(const Job *j, const Region *r) {
+  if (!j->bound)
+    return false;
+  for (int v = 0; v < j->e->nvars; v++)
+    if (r->hi[v] - r->lo[v] != j->reg.hi[v] - j->reg.lo[v])
+      return false;
+  const View *views = j->env->views;
+  for (int k = 0; k < j->nacc; k++)
+    if (!view_same(&j->seen[k], &views[j->acc[k].a->tensor]))
+      return false;
+  return view_same(&j->seen[j->nacc], &views[j->e->out.tensor]);
 }
-static bool vm_exec2(Job *j, const Region *r, Diag *d) {
+
+/* Compile the reads, the walk and the kernel_gemm terms for J->reg. */
+static bool bind(Job *j, Diag *d) {
   const Env *env = j->env;
   const Einsum *e = j->e;
-  j->r = r;
+  j->bound = false;
   j->out = &env->views[e->out.tensor];
   for (int k = 0; k < j->nacc; k++) {
     Acc *c = &j->acc[k];
@@ -869,7 +905,9 @@ static bool vm_exec2(Job *j, const Region *r, Diag *d) {
       return false;
     }
     compile_access(j, c);
+    j->seen[k] = *c->v;
   }
+  j->seen[j->nacc] = *j->out;
   Acc out = {.a = &e->out, .v = j->out};
   compile_access(j, &out);
   memcpy(j->out_lin, out.lin, sizeof out.lin);
@@ -884,26 +922,47 @@ static bool vm_exec2(Job *j, const Region *r, Diag *d) {
   }
   j->accumulate = false;
   for (int t = 0; t < j->nterms; t++) {
-    j->terms[t].gemm_done = try_gemm(j, &j->terms[t]);
+    j->terms[t].gemm_done = plan_gemm(j, &j->terms[t]);
     j->accumulate = j->accumulate || j->terms[t].gemm_done;
   }
+  if (j->w.uniform && j->w.units > 0) { /* one lane-offset table for all */
+    if (!j->table)
+      j->table = xmalloc(sizeof(int64_t) * (size_t)(j->nacc + 1) * VM_LANES);
+    int64_t *lane_x =
+        xmalloc(sizeof(int64_t) * (size_t)(j->w.nchunk + 1) * VM_LANES);
+    lanes_of(&j->w, 0, j->w.lanes, &j->reg, lane_x);
+    lane_offsets(j, lane_x, j->w.lanes, j->table);
+    free(lane_x);
+    for (int a = 0; a < j->nacc; a++)
+      if (j->acc[a].kind == K_GATHER)
+        find_pattern(&j->acc[a], j->table + (size_t)a * VM_LANES,
+                     j->w.lanes);
+  }
+  j->bound = true;
+  return true;
+}
+
+/* Move a bound walk to the current region (of the same shape). */
+static void move_walk(Job *j) {
+  for (int k = 0; k < j->w.nouter; k++)
+    j->w.olo[k] = j->reg.lo[j->w.ovar[k]];
+}
+
+bool vm_exec(Job *j, const Region *r, Diag *d) {
+  const Env *env = j->env;
+  bool same = still_bound(j, r);
+  j->reg = *r;
+  if (same)
+    move_walk(j);
+  else if (!bind(j, d))
+    return false;
   bool rest = j->nterms == 0;
-  for (int t = 0; t < j->nterms; t++)
+  for (int t = 0; t < j->nterms; t++) {
+    if (j->terms[t].gemm_done)
+      run_gemm(j, &j->terms[t]);
     rest = rest || !j->terms[t].gemm_done;
+  }
   if (rest && j->w.units > 0) {
-    if (j->w.uniform) { /* one table of lane offsets for every chunk */
-      if (!j->table)
-        j->table = xmalloc(sizeof(int64_t) * (size_t)(j->nacc + 1) * VM_LANES);
-      int64_t *lane_x =
-          xmalloc(sizeof(int64_t) * (size_t)(j->w.nchunk + 1) * VM_LANES);
-      lanes_of(&j->w, 0, j->w.lanes, r, lane_x);
-      lane_offsets(j, lane_x, j->w.lanes, j->table);
-      free(lane_x);
-      for (int a = 0; a < j->nacc; a++)
-        if (j->acc[a].kind == K_GATHER)
-          find_pattern(&j->acc[a], j->table + (size_t)a * VM_LANES,
-                       j->w.lanes);
-    }
     int workers = env->pool ? pool_size(env->pool) : 1;
     int64_t parts = workers > 1 ? 4 * workers : 1;
     if (parts > j->w.units)
@@ -915,9 +974,9 @@ static bool vm_exec2(Job *j, const Region *r, Diag *d) {
       run_share(&sh, 0, 1);
   }
   if (*env->fault) {
-    diag_error(d, env->c->path, e->loc,
+    diag_error(d, env->c->path, j->e->loc,
                "%s: a read fell outside the tensor's available part",
-               env->c->tensors[e->out.tensor].name);
+               env->c->tensors[j->e->out.tensor].name);
     return false;
   }
   return true;
