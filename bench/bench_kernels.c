@@ -33,6 +33,7 @@ __attribute__((target("avx2,fma"))) static double fma_loop(float seed) {
   for (int c = 0; c < PEAK_CHAINS; c++)
     acc[c] = _mm256_set1_ps((float)c);
   for (int i = 0; i < PEAK_ITERS; i++)
+#pragma GCC unroll 12
     for (int c = 0; c < PEAK_CHAINS; c++)
       acc[c] = _mm256_fmadd_ps(acc[c], x, y);
   float sink = 0, out[8];
@@ -57,7 +58,7 @@ static double fma_peak(Pool *pool) {
     return 0;
   int n = pool_size(pool);
   double flops[64] = {0}, best = 0;
-  for (int rep = 0; rep < 3; rep++) {
+  for (int rep = 0; rep < 5; rep++) {
     double t0 = now_seconds();
     pool_run(pool, peak_task, flops, n);
     double dt = now_seconds() - t0, total = 0;
@@ -89,11 +90,19 @@ static float *random_floats(int64_t n, unsigned seed) {
  * ROW_MAJOR_B, B[k][n] row-major. */
 static Gemm product(int64_t m, int64_t n, int64_t k, const float *x,
                     const float *w, float *c, bool row_major_b) {
-  return (Gemm){.m = m, .n = n, .k = k, .batch = 1,
-                .a = x, .a_m = k, .a_k = 1,
-                .b = w, .b_k = row_major_b ? n : 1,
+  return (Gemm){.m = m,
+                .n = n,
+                .k = k,
+                .batch = 1,
+                .a = x,
+                .a_m = k,
+                .a_k = 1,
+                .b = w,
+                .b_k = row_major_b ? n : 1,
                 .b_n = row_major_b ? 1 : k,
-                .c = c, .c_m = n, .c_n = 1};
+                .c = c,
+                .c_m = n,
+                .c_n = 1};
 }
 
 /* Best time of REPS runs of the product, after a warm-up run. */

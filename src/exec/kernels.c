@@ -1,35 +1,46 @@
 /* kernels.c — fp32 matrix products, and a memory-bandwidth probe.
  *
- * kernel_gemm has two paths:
+ * kernel_gemm takes one of three paths:
  *
- *  - The packed path (Goto / BLIS). For each NC-column panel of B and each
- *    KC-deep slice of k, the B panel is packed into NR-wide slivers
- *    (contiguous, zero-padded), then for each MC-row block of A the block
- *    is packed into MR-tall slivers, and a register-blocked micro-kernel
- *    multiplies one A sliver by one B sliver into an MR x NR tile of C.
- *    The packed A block stays in L2 and the B sliver in L1 while the
+ *  - The packed path (Goto / BLIS), for products with many rows. For each
+ *    NC-column panel of B and each KC-deep slice of k, the panel is packed
+ *    into NR-wide slivers (contiguous, zero-padded); then for each MC-row
+ *    block of A the block is packed into MR-tall slivers, and a
+ *    register-blocked micro-kernel multiplies one A sliver by one B sliver
+ *    into an MR x NR tile of C (6 x 16 with AVX2: 12 accumulators). The
+ *    packed A block stays in L2 and the B sliver in L1 while the
  *    micro-kernel runs; packing also turns every stride layout (row-major,
- *    transposed, padded) into the same contiguous one, so the micro-kernel
- *    sees only unit strides. When m is small and B's rows are contiguous,
- *    B is read in place instead: packing would cost as much as the product.
+ *    transposed, padded) into the same contiguous one.
  *
  *  - The dot path, for few rows of A (m <= DOT_MAX_M: one decode token per
- *    sequence) against weights whose k is contiguous (B = W^T, the layout of
- *    every projection and of the LM head). Each output is a dot product of
- *    two contiguous vectors, so the weights are streamed once, row after
- *    row, at memory speed; up to 3 rows of A share each load of 4 rows of W.
+ *    sequence) against B = W^T with W's rows contiguous (the layout of
+ *    checkpoint weights: projections, LM head). Each output is a dot
+ *    product of two contiguous vectors, so the weights stream once, in
+ *    order, at memory speed; 3 rows of A share each load of 4 rows of W.
  *
- * Both paths accumulate in fp32 in blocks of KC along k: each block is
- * summed from zero (in vector lanes), then added to the running total, so
- * a long k (50k) loses no more accuracy than K/KC + KC additions.
+ *  - The row path, for very few rows (m <= ROW_MAX_M) against a row-major
+ *    B: B's rows are read in order, each scaled into per-row sums held in
+ *    L1, so again the weights stream once in long runs.
+ *
+ * A product with few columns and many rows is run transposed, and batches
+ * that share B (or A) are folded into one product with more rows (or
+ * columns), so the weights are read once for all of them.
+ *
+ * All paths accumulate in fp32 in blocks of KC along k: each block is
+ * summed from zero, then added to the running total, so a long k (50k)
+ * costs little accuracy (~KC + K/KC roundings deep instead of K).
  *
  * Each path has an AVX2+FMA version, chosen at run time when the CPU has
  * it, and a portable version written with GCC vector extensions (SSE2 on
- * x86-64). MAMBALAYA_KERNELS=portable forces the portable one.
+ * x86-64); the binary itself targets any x86-64. MAMBALAYA_KERNELS=portable
+ * forces the portable one.
  *
  * Work is split over the pool by batch, then by columns of C (each thread
- * packs its own B panel and streams its own part of the weights), or by
- * rows when C has too few columns. A, B and C must not overlap C. */
+ * packs its own B panel, or streams its own part of the weights), or by
+ * rows when C has too few columns. C must not overlap A or B, and within
+ * a batch no two elements of C may share memory; batches that share all
+ * of C (c_b == 0) run one after another, so that with accumulate C sums
+ * them all. */
 #include "exec.h"
 
 #include <math.h>
@@ -45,15 +56,17 @@
 
 enum {
   KC = 256,       /* depth of a k block: packing and accuracy block */
-  MC_ROWS = 120,  /* rows of A per packed block (a multiple of every MR) */
-  NC_COLS = 2048, /* columns of B per packed panel (a multiple of every NR) */
-  MR_MAX = 6,
+  MC_ROWS = 120,  /* rows of A per packed block (a multiple of MR) */
+  NC_COLS = 2048, /* columns of B per packed panel (a multiple of NR) */
+  MR_MAX = 6,     /* the largest micro-kernel tile */
   NR_MAX = 16,
-  DOT_MAX_M = 16,     /* the dot path takes m up to this */
-  DOT_ROWS = 3,       /* rows of A per dot kernel call */
-  DOT_COLS = 4,       /* rows of W per dot kernel call */
-  ROW_ROWS = 4,       /* rows of A per row kernel call */
-  ROW_SEG = 512,      /* columns of B per row kernel call */
+  DOT_MAX_M = 16,       /* the dot path takes m up to this */
+  DOT_ROWS = 3,         /* rows of A per dot kernel call */
+  DOT_COLS = 4,         /* rows of W per dot kernel call */
+  ROW_MAX_M = 4,        /* the row path takes m up to this (beyond, the */
+                        /* packed path does better: measured) */
+  ROW_ROWS = 4,         /* rows of A per row kernel call */
+  ROW_SEG = 1024,       /* columns of B per row kernel call */
   SMALL_WORK = 1 << 17, /* multiply-adds below which threads do not pay */
 };
 
@@ -63,8 +76,7 @@ enum {
  * x MR and kc x NR, MR or NR values per k). OVERWRITE stores instead of
  * adding (C's old contents are never read then). */
 typedef void MicroFn(int64_t kc, const float *a, const float *b, float *c,
-                     int64_t c_m, int64_t c_n, int mr, int nr,
-                     bool overwrite);
+                     int64_t c_m, int64_t c_n, int mr, int nr, bool overwrite);
 
 /* OUT[r*DOT_COLS + j] = dot(A row r, W row j) over K elements, for r in
  * [0, ROWS) (ROWS <= DOT_ROWS); A's rows are LDA apart, W's are W[j];
@@ -93,8 +105,8 @@ static int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 /* The micro-kernels' write-back of a tile computed in TILE (NR_MAX
  * columns per row) to C at any strides. */
-static void tile_store(const float *tile, float *c, int64_t c_m,
-                       int64_t c_n, int mr, int nr, bool overwrite) {
+static void tile_store(const float *tile, float *c, int64_t c_m, int64_t c_n,
+                       int mr, int nr, bool overwrite) {
   for (int i = 0; i < mr; i++) {
     float *ci = c + i * c_m;
     const float *ti = tile + i * NR_MAX;
@@ -123,8 +135,8 @@ enum { P_MR = 6, P_NR = 8 };
 
 /* 6 x 8: 12 vector accumulators, 2 B vectors and a broadcast fill the 16
  * SSE registers. */
-static void micro_portable(int64_t kc, const float *a, const float *b,
-                           float *c, int64_t c_m, int64_t c_n, int mr, int nr,
+static void micro_portable(int64_t kc, const float *a, const float *b, float *c,
+                           int64_t c_m, int64_t c_n, int mr, int nr,
                            bool overwrite) {
   V4 acc[P_MR][2] = {{{0}}};
   for (int64_t p = 0; p < kc; p++) {
@@ -249,8 +261,8 @@ row_rows_portable(int rows, int64_t kc, const float *a, int64_t a_m,
 }
 
 static void row_portable(int rows, int64_t kc, const float *a, int64_t a_m,
-                         int64_t a_k, const float *b, int64_t ldb,
-                         int64_t len, float *t) {
+                         int64_t a_k, const float *b, int64_t ldb, int64_t len,
+                         float *t) {
   switch (rows) {
   case 1:
     row_rows_portable(1, kc, a, a_m, a_k, b, ldb, len, t);
@@ -421,6 +433,11 @@ row_rows_avx2(int rows, int64_t kc, const float *a, int64_t a_m, int64_t a_k,
 #pragma GCC unroll 4
     for (int r = 0; r < rows; r++)
       av[r] = _mm256_broadcast_ss(a + r * a_m + p * a_k);
+    /* The row after next: B's rows are apart, too far for the hardware
+     * prefetcher to follow from one to the next. */
+    if (p + 2 < kc)
+      for (int64_t j = 0; j < len; j += 16)
+        _mm_prefetch((const char *)(b + 2 * ldb + j), _MM_HINT_T0);
     for (int64_t j = 0; j < full; j += 8) {
       __m256 bv = _mm256_loadu_ps(b + j);
 #pragma GCC unroll 4
@@ -435,16 +452,15 @@ row_rows_avx2(int rows, int64_t kc, const float *a, int64_t a_m, int64_t a_k,
       for (int r = 0; r < rows; r++) {
         float *tr = t + r * ROW_SEG + full;
         _mm256_maskstore_ps(
-            tr, tail,
-            _mm256_fmadd_ps(av[r], bv, _mm256_maskload_ps(tr, tail)));
+            tr, tail, _mm256_fmadd_ps(av[r], bv, _mm256_maskload_ps(tr, tail)));
       }
     }
   }
 }
 
 AVX2 static void row_avx2(int rows, int64_t kc, const float *a, int64_t a_m,
-                          int64_t a_k, const float *b, int64_t ldb,
-                          int64_t len, float *t) {
+                          int64_t a_k, const float *b, int64_t ldb, int64_t len,
+                          float *t) {
   switch (rows) {
   case 1:
     row_rows_avx2(1, kc, a, a_m, a_k, b, ldb, len, t);
@@ -496,8 +512,7 @@ static float *scratch_floats(int64_t n) {
 /* Interleave N vectors, each contiguous: dst[p * n + j] = v[j][p]. All N
  * are read together, p after p, so that N streams are in flight (one
  * vector at a time would wait on each one's misses in turn). */
-static void interleave(const float *const *v, int n, int64_t len,
-                       float *dst) {
+static void interleave(const float *const *v, int n, int64_t len, float *dst) {
   for (int64_t p = 0; p < len; p++, dst += n)
     for (int j = 0; j < n; j++)
       dst[j] = v[j][p];
@@ -505,8 +520,8 @@ static void interleave(const float *const *v, int n, int64_t len,
 
 /* dst[p * n + j] = s[j * js + p * ps] for j < cols, 0 for cols <= j < n:
  * one sliver, for any strides. */
-static void pack_sliver(const float *s, int64_t js, int64_t ps, int cols,
-                        int n, int64_t len, float *dst) {
+static void pack_sliver(const float *s, int64_t js, int64_t ps, int cols, int n,
+                        int64_t len, float *dst) {
   if (ps == 1 && cols == n) {
     const float *v[NR_MAX];
     for (int j = 0; j < n; j++)
@@ -595,12 +610,10 @@ static void packed_block(const PackedJob *job, int64_t bi, int64_t m0,
     for (int64_t pc = 0; pc < g->k; pc += KC) {
       int64_t kc = min64(KC, g->k - pc);
       bool overwrite = pc == 0 && !g->accumulate;
-      pack_b(b + pc * g->b_k + jc * g->b_n, g->b_k, g->b_n, kc, nc, nr,
-             bbuf);
+      pack_b(b + pc * g->b_k + jc * g->b_n, g->b_k, g->b_n, kc, nc, nr, bbuf);
       for (int64_t ic = m0; ic < m1; ic += MC_ROWS) {
         int64_t mc = min64(MC_ROWS, m1 - ic);
-        pack_a(a + ic * g->a_m + pc * g->a_k, g->a_m, g->a_k, mc, kc, mr,
-               abuf);
+        pack_a(a + ic * g->a_m + pc * g->a_k, g->a_m, g->a_k, mc, kc, mr, abuf);
         for (int64_t jr = 0; jr < nc; jr += nr) {
           int cols = (int)min64(nr, nc - jr);
           for (int64_t ir = 0; ir < mc; ir += mr)
@@ -626,8 +639,8 @@ static void packed_task(void *arg, int t, int n) {
   if (m0 >= m1 || n0 >= n1)
     return;
   int64_t kc = min64(KC, g->k);
-  float *abuf = scratch_floats(round_up(min64(MC_ROWS, m1 - m0), job->isa->mr)
-                               * kc);
+  float *abuf =
+      scratch_floats(round_up(min64(MC_ROWS, m1 - m0), job->isa->mr) * kc);
   float *bbuf =
       scratch_floats(round_up(min64(NC_COLS, n1 - n0), job->isa->nr) * kc);
   for (int64_t bi = b0; bi < b1; bi++)
@@ -636,14 +649,15 @@ static void packed_task(void *arg, int t, int n) {
   free(bbuf);
 }
 
-/* Cut BATCH products of M x N into about THREADS tasks: whole batches
- * when there are enough of them, else columns (aligned to COL_ALIGN), else
- * rows (aligned to ROW_ALIGN). */
+/* Cut BATCH products of M x N into tasks for THREADS threads: whole
+ * batches when there are enough of them (up to 8 tasks per thread, which
+ * the pool hands out as threads come free), else about THREADS blocks of
+ * columns (aligned to COL_ALIGN), else of rows (aligned to ROW_ALIGN). */
 static Split split_work(int64_t batch, int64_t m, int64_t n, int threads,
                         int64_t row_align, int64_t col_align) {
   Split s = {.per_task = 1, .tm = 1, .tn = 1, .mstep = m, .nstep = n};
   if (batch >= threads) {
-    s.per_task = ceil_div(batch, threads);
+    s.per_task = ceil_div(batch, 8 * (int64_t)threads);
   } else {
     int64_t parts = ceil_div(threads, batch);
     if (n >= parts * 4 * col_align)
@@ -676,6 +690,20 @@ typedef struct DotJob {
   Split s;
 } DotJob;
 
+/* Start fetching part PART of NPARTS of W's rows [J, J + DOT_COLS) (those
+ * before N1), K floats each. With many rows of A, each group of W's rows
+ * is used by several dot kernel calls, which run from cache: meanwhile
+ * the next group is fetched, a part per call, so that memory stays busy
+ * (the hardware prefetcher alone runs only a few lines ahead). */
+static void prefetch_part(const float *b, int64_t b_n, int64_t j, int64_t n1,
+                          int64_t k, int64_t part, int64_t nparts) {
+  int64_t lines = ceil_div(k, 16); /* 16 floats per 64-byte line */
+  int64_t l0 = lines * part / nparts, l1 = lines * (part + 1) / nparts;
+  for (int64_t jj = j; jj < min64(j + DOT_COLS, n1); jj++)
+    for (int64_t l = l0; l < l1; l++)
+      __builtin_prefetch(b + jj * b_n + 16 * l, 0, 3);
+}
+
 /* C[0..m)[n0..n1) of batch BI, W = B^T having contiguous rows. */
 static void dot_block(const DotJob *job, int64_t bi, int64_t n0, int64_t n1,
                       float *apack) {
@@ -698,13 +726,17 @@ static void dot_block(const DotJob *job, int64_t bi, int64_t n0, int64_t n1,
     for (int64_t i0 = 0; i0 < g->m; i0 += DOT_ROWS) {
       int rows = (int)min64(DOT_ROWS, g->m - i0);
       float out[DOT_ROWS * DOT_COLS];
+      if (g->m > DOT_ROWS)
+        prefetch_part(b, g->b_n, j0 + DOT_COLS, n1, g->k, i0 / DOT_ROWS,
+                      ceil_div(g->m, DOT_ROWS));
       job->isa->dot(rows, g->k, a + i0 * lda, lda, w, out);
 #pragma GCC unroll 6
       for (int r = 0; r < rows; r++) {
         float *cr = c + (i0 + r) * g->c_m + j0 * g->c_n;
         for (int j = 0; j < cols; j++)
-          cr[j * g->c_n] = g->accumulate ? cr[j * g->c_n] + out[r * DOT_COLS + j]
-                                         : out[r * DOT_COLS + j];
+          cr[j * g->c_n] = g->accumulate
+                               ? cr[j * g->c_n] + out[r * DOT_COLS + j]
+                               : out[r * DOT_COLS + j];
       }
     }
   }
@@ -726,8 +758,7 @@ static void dot_task(void *arg, int t, int n) {
   free(apack);
 }
 
-static void gemm_dot(const Gemm *g, const Isa *isa, Pool *pool,
-                     int threads) {
+static void gemm_dot(const Gemm *g, const Isa *isa, Pool *pool, int threads) {
   DotJob job = {.g = g, .isa = isa};
   /* A few parts per thread, so that a thread that wakes late takes
    * fewer, but each part still long enough to stream. */
@@ -754,9 +785,10 @@ static void row_block(const DotJob *job, int64_t bi, int64_t n0, int64_t n1,
        * cache; the others find it there. */
       for (int64_t i0 = 0; i0 < g->m; i0 += ROW_ROWS) {
         int rows = (int)min64(ROW_ROWS, g->m - i0);
-        memset(t, 0, (size_t)(rows * ROW_SEG) * sizeof *t);
-        job->isa->row(rows, kc, a + i0 * g->a_m + p0 * g->a_k, g->a_m,
-                      g->a_k, b + p0 * g->b_k + j0, g->b_k, len, t);
+        for (int r = 0; r < rows; r++)
+          memset(t + r * ROW_SEG, 0, (size_t)len * sizeof *t);
+        job->isa->row(rows, kc, a + i0 * g->a_m + p0 * g->a_k, g->a_m, g->a_k,
+                      b + p0 * g->b_k + j0, g->b_k, len, t);
         for (int r = 0; r < rows; r++) {
           float *tot = total + (i0 + r) * ROW_SEG;
           const float *tr = t + r * ROW_SEG;
@@ -792,8 +824,7 @@ static void row_task(void *arg, int t, int n) {
   free(total);
 }
 
-static void gemm_rows(const Gemm *g, const Isa *isa, Pool *pool,
-                      int threads) {
+static void gemm_rows(const Gemm *g, const Isa *isa, Pool *pool, int threads) {
   DotJob job = {.g = g, .isa = isa};
   /* Parts of whole cache lines (16 floats), a few per thread. */
   job.s = split_work(g->batch, 1, g->n, 4 * threads, 1, 16);
@@ -810,7 +841,8 @@ static Gemm fold_batches(const Gemm *in) {
   Gemm g = *in;
   if (g.batch <= 1)
     return g;
-  if (g.b_b == 0 && (g.m == 1 || (g.a_b == g.m * g.a_m && g.c_b == g.m * g.c_m))) {
+  if (g.b_b == 0 &&
+      (g.m == 1 || (g.a_b == g.m * g.a_m && g.c_b == g.m * g.c_m))) {
     if (g.m == 1) {
       g.a_m = g.a_b;
       g.c_m = g.c_b;
@@ -829,6 +861,16 @@ static Gemm fold_batches(const Gemm *in) {
   return g;
 }
 
+/* The same product with the roles of A and B swapped: C^T = B^T A^T. */
+static Gemm transposed(const Gemm *g) {
+  Gemm t = *g;
+  t.m = g->n, t.n = g->m;
+  t.a = g->b, t.a_m = g->b_n, t.a_k = g->b_k, t.a_b = g->b_b;
+  t.b = g->a, t.b_k = g->a_k, t.b_n = g->a_m, t.b_b = g->a_b;
+  t.c_m = g->c_n, t.c_n = g->c_m;
+  return t;
+}
+
 /* C = 0 (or unchanged, when accumulating): the product over an empty k. */
 static void clear_c(const Gemm *g) {
   if (g->accumulate)
@@ -842,18 +884,32 @@ static void clear_c(const Gemm *g) {
 void kernel_gemm(const Gemm *gin, Pool *pool) {
   if (gin->m <= 0 || gin->n <= 0 || gin->batch <= 0)
     return;
+  if (gin->batch > 1 && gin->c_b == 0) {
+    for (int64_t bi = 0; bi < gin->batch; bi++) {
+      Gemm one = *gin;
+      one.batch = 1;
+      one.a += bi * gin->a_b;
+      one.b += bi * gin->b_b;
+      kernel_gemm(&one, pool);
+    }
+    return;
+  }
   if (gin->k <= 0) {
     clear_c(gin);
     return;
   }
   Gemm g = fold_batches(gin);
+  /* Few columns and many rows: the transposed product has few rows, which
+   * the streaming paths do best (a matrix times a vector). */
+  if (g.n <= DOT_MAX_M && g.m > DOT_MAX_M)
+    g = transposed(&g);
   const Isa *isa = select_isa();
   double macs = (double)g.m * (double)g.n * (double)g.k * (double)g.batch;
   int threads = macs < SMALL_WORK ? 1 : pool_size(pool);
   Pool *p = threads > 1 ? pool : NULL;
   if (g.m <= DOT_MAX_M && g.b_k == 1)
     gemm_dot(&g, isa, p, threads);
-  else if (g.m <= DOT_MAX_M && g.b_n == 1)
+  else if (g.m <= ROW_MAX_M && g.b_n == 1)
     gemm_rows(&g, isa, p, threads);
   else
     gemm_packed(&g, isa, p, threads);
@@ -861,9 +917,14 @@ void kernel_gemm(const Gemm *gin, Pool *pool) {
 
 /* ---- copy bandwidth ---- */
 
+/* The machine's copy bandwidth: two buffers of BYTES, each thread copying
+ * its own slice (as a GEMV streams its own part of the weights). Counted
+ * as bytes read + bytes written: 2 x BYTES per copy, the convention of
+ * STREAM; a write-allocate read, where the CPU makes one, is not counted.
+ * First touch (page faults) is done before timing; the best of REPS
+ * copies is kept. */
 typedef struct CopyJob {
-  char *dst;
-  const char *src;
+  char *dst, *src;
   size_t bytes;
 } CopyJob;
 
@@ -884,24 +945,24 @@ static void copy_task(void *arg, int i, int n) {
   memcpy(job->dst + off, job->src + off, len);
 }
 
-/* Each thread first writes the pages it will copy (so they are mapped,
- * and not counted), with distinct bytes in the source. */
+/* Each thread first writes the pages it will copy, so that they are
+ * mapped before timing starts. */
 static void touch_task(void *arg, int i, int n) {
   const CopyJob *job = arg;
   size_t off, len;
   copy_slice(job, i, n, &off, &len);
   memset(job->dst + off, 0, len);
-  memset((char *)job->src + off, i + 1, len);
+  memset(job->src + off, i + 1, len);
 }
 
 double kernel_copy_bandwidth(size_t bytes, Pool *pool) {
   enum { REPS = 5 };
   if (bytes < 4096)
     bytes = 4096;
-  CopyJob job = {.bytes = bytes};
-  char *src = (char *)scratch_floats((int64_t)(bytes / sizeof(float)) + 1);
-  job.dst = (char *)scratch_floats((int64_t)(bytes / sizeof(float)) + 1);
-  job.src = src;
+  int64_t floats = (int64_t)(bytes / sizeof(float)) + 1;
+  CopyJob job = {.dst = (char *)scratch_floats(floats),
+                 .src = (char *)scratch_floats(floats),
+                 .bytes = bytes};
   int n = pool_size(pool);
   pool_run(pool, touch_task, &job, n);
   double best = INFINITY;
@@ -912,8 +973,7 @@ double kernel_copy_bandwidth(size_t bytes, Pool *pool) {
     if (dt < best)
       best = dt;
   }
-  free(src);
+  free(job.src);
   free(job.dst);
-  /* Every byte is read once and written once. */
   return 2.0 * (double)bytes / (best > 1e-9 ? best : 1e-9);
 }
