@@ -29,7 +29,8 @@ typedef struct Bits {
 typedef struct Fused {
   Run *r;
   const Plan *p;
-  int *scc;
+  Sched sched;
+  const int *scc; /* sched.scc */
   bool *member;   /* per Einsum: in the current unit */
   bool *onchip;   /* per tensor: held in a tile buffer */
   bool *made;     /* per tensor: produced by the current unit */
@@ -541,51 +542,100 @@ static void tile_region(const Fused *f, int e, Region *rg) {
   }
 }
 
-/* The unit's Einsums over the current tile; a recurrence's Einsums a step
- * at a time. */
+/* The schedule's node at position I: an Einsum, or a recurrence's
+ * members. Returns how many positions it spans. */
+static int node_len(const Fused *f, int i) {
+  const Sched *sc = &f->sched;
+  int e = sc->order[i], n = 1;
+  while (f->scc[e] >= 0 && i + n < sc->n && f->scc[sc->order[i + n]] == f->scc[e])
+    n++;
+  return n;
+}
+
+/* Extend a stretch from position I over the following nodes of the unit
+ * while they share a rank to slice; GEMMs stay out (they run whole, on
+ * every worker). Returns the positions it spans; *SPLIT its rank. */
+static int grow_stretch(const Fused *f, int i, const Region *base,
+                        int *split) {
+  const Sched *sc = &f->sched;
+  const Cascade *c = f->r->c;
+  int n = 0;
+  *split = -1;
+  while (i + n < sc->n && f->member[sc->order[i + n]]) {
+    int len = node_len(f, i + n);
+    bool gemm = false;
+    for (int k = 0; k < len; k++)
+      gemm = gemm || einsum_is_gemm(c, c->einsums[sc->order[i + n + k]]);
+    int r = gemm ? -1 : stretch_rank(f->r, &sc->order[i], n + len, base);
+    if (r < 0)
+      break;
+    *split = r;
+    n += len;
+  }
+  return n;
+}
+
+/* Slices of about SLICE_BYTES of the stretch's outputs: what one member
+ * writes is still in the cache (L2, or a slice of L3) when the next reads
+ * it; smaller slices would cost more in per-slice overhead. */
+enum { SLICE_BYTES = 1 << 20 };
+
+static int64_t slice_extent(const Fused *f, const Stretch *st) {
+  const Cascade *c = f->r->c;
+  double per = 0; /* bytes per unit of the split rank */
+  int64_t ext = 1;
+  for (int k = 0; k < st->n; k++) {
+    const Einsum *e = c->einsums[st->members[k]];
+    double n = 1;
+    for (int v = 0; v < e->nvars; v++)
+      if (VARSET_HAS(e->out_vars, v))
+        n *= (double)(st->base[k].hi[v] - st->base[k].lo[v]);
+    int sv = var_over(e, st->split);
+    ext = st->base[k].hi[sv] - st->base[k].lo[sv];
+    per += 4 * n / (double)ext;
+  }
+  int workers = f->r->o->pool ? pool_size(f->r->o->pool) : 1;
+  int64_t slice = (int64_t)(SLICE_BYTES / (per > 0 ? per : 1));
+  int64_t fair = (ext + workers - 1) / workers; /* every worker has one */
+  return slice < 1 ? 1 : slice > fair ? fair : slice;
+}
+
+/* The unit's Einsums over the current tile, in schedule order; a stretch
+ * of them slice by slice, a recurrence a step at a time. */
 static bool run_tile(Fused *f) {
   const Cascade *c = f->r->c;
-  for (int e = 0; e < c->neinsums; e++) {
-    if (!f->member[e] || (f->scc[e] >= 0 && f->scc[e] != e))
-      continue;
-    if (f->scc[e] < 0) {
-      Region rg;
-      tile_region(f, e, &rg);
-      if (!run_member(f, e, &rg))
-        return false;
+  const Sched *sc = &f->sched;
+  Region *base = xmalloc(((size_t)sc->n + 1) * sizeof *base);
+  bool ok = true;
+  for (int i = 0; ok && i < sc->n;) {
+    if (!f->member[sc->order[i]]) {
+      i++;
       continue;
     }
-    int rank = recurrence_rank(c, e, f->scc);
-    int64_t lo = 0, hi = rank_size(f, rank);
-    for (int j = 0; j < f->nt; j++)
-      if (f->trank[j] == rank) {
-        lo = f->tlo[j];
-        hi = f->thi[j];
-      }
-    int members[IR_MAX_VARS], n = 0;
-    Region base[IR_MAX_VARS];
-    for (int m = e; m < c->neinsums && n < IR_MAX_VARS; m++)
-      if (f->member[m] && f->scc[m] == e) {
-        members[n] = m;
-        tile_region(f, m, &base[n]);
-        n++;
-      }
-    if (!run_steps(f->r, members, n, rank, lo, hi, base))
-      return false;
-    /* Count each member once over the steps it ran. */
-    for (int k = 0; k < n; k++) {
-      int v = var_over(c->einsums[members[k]], rank);
-      if (v >= 0) {
-        base[k].lo[v] = lo;
-        base[k].hi[v] = hi;
-      }
-      count_einsum(f, members[k], &base[k]);
+    for (int k = i; k < sc->n; k++)
+      tile_region(f, sc->order[k], &base[k - i]);
+    int split, n = grow_stretch(f, i, base, &split);
+    if (n == 0 && f->scc[sc->order[i]] >= 0)
+      n = node_len(f, i); /* a recurrence with no rank to slice */
+    if (n == 0 || (n == 1 && f->scc[sc->order[i]] < 0)) {
+      /* A GEMM, or an Einsum alone: the VM spreads it over the pool. */
+      ok = run_member(f, sc->order[i], &base[0]);
+      i++;
+      continue;
     }
+    Stretch st = {.members = &sc->order[i], .n = n, .base = base,
+                  .split = split};
+    st.slice = slice_extent(f, &st);
+    ok = run_stretch(f->r, &st, f->scc);
+    for (int k = 0; ok && k < n; k++)
+      count_einsum(f, sc->order[i + k], &base[k]);
+    i += n;
   }
-  for (int t = 0; t < c->ntensors; t++)
+  free(base);
+  for (int t = 0; ok && t < c->ntensors; t++)
     if (f->onchip[t] && f->tail_len[t] > 0)
       capture_tail(f, t);
-  return true;
+  return ok;
 }
 
 static bool walk_tiles(Fused *f) {
@@ -703,7 +753,6 @@ bool run_fused(Run *r, Tensors *next) {
   const Cascade *c = r->c;
   size_t nt = (size_t)c->ntensors + 1, ne = (size_t)c->neinsums + 1;
   Fused f = {.r = r, .p = r->o->plan};
-  f.scc = xmalloc(ne * sizeof *f.scc);
   f.member = xcalloc(ne, sizeof *f.member);
   f.onchip = xcalloc(nt, sizeof *f.onchip);
   f.made = xcalloc(nt, sizeof *f.made);
@@ -714,7 +763,8 @@ bool run_fused(Run *r, Tensors *next) {
   f.rmap = xcalloc(nt, sizeof *f.rmap);
   f.wmap = xcalloc(nt, sizeof *f.wmap);
   f.jobs = xcalloc(ne, sizeof *f.jobs);
-  find_recurrences(c, f.scc);
+  sched_build(c, &f.sched);
+  f.scc = f.sched.scc;
   r->env.mark = mark_one;
   r->env.mark_ctx = &f;
   bool ok = true;
@@ -743,7 +793,7 @@ bool run_fused(Run *r, Tensors *next) {
   }
   for (size_t t = 0; t < nt; t++)
     array_free(f.tail[t]);
-  free(f.scc);
+  sched_free(&f.sched);
   free(f.member);
   free(f.onchip);
   free(f.made);

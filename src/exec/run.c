@@ -168,27 +168,80 @@ static bool run_one(Run *r, int i) {
   return vm_einsum(&r->env, e, &reg, r->d);
 }
 
-/* ---- stepping a recurrence in parallel ----
- *
- * A recurrence advances one step at a time, and each step is small (one
- * token's state): waking the workers per step would cost more than the
- * step. Instead the state is split once along a rank every Einsum of the
- * recurrence keeps and reads plainly (Mamba's D: channels are
- * independent), and each worker walks all the steps of its slice. */
+/* ---- the schedule ---- */
 
-/* A rank to split the recurrence's Einsums along, or -1. */
-static int split_rank(const Run *r, const int *members, int n, int rank) {
+void sched_build(const Cascade *c, Sched *sc) {
+  int n = c->neinsums;
+  sc->n = n;
+  sc->order = xmalloc(((size_t)n + 1) * sizeof *sc->order);
+  sc->scc = xmalloc(((size_t)n + 1) * sizeof *sc->scc);
+  find_recurrences(c, sc->scc);
+  /* A node is an Einsum, or a whole recurrence (named by its first
+   * member); it waits for every node it reads from. */
+  int *node = xmalloc(((size_t)n + 1) * sizeof *node);
+  int *waits = xcalloc((size_t)n + 1, sizeof *waits);
+  bool *done = xcalloc((size_t)n + 1, sizeof *done);
+  for (int i = 0; i < n; i++)
+    node[i] = sc->scc[i] >= 0 ? sc->scc[i] : i;
+  for (int k = 0; k < c->nedges; k++) {
+    const Edge *e = &c->edges[k];
+    if (node[e->producer] != node[e->consumer])
+      waits[node[e->consumer]]++;
+  }
+  int m = 0;
+  while (m < n) {
+    int next = -1; /* the first ready node, in cascade order */
+    for (int i = 0; i < n && next < 0; i++)
+      if (node[i] == i && !done[i] && waits[i] == 0)
+        next = i;
+    if (next < 0)
+      break; /* cannot happen: the loader rejects other cycles */
+    done[next] = true;
+    for (int i = 0; i < n; i++)
+      if (node[i] == next)
+        sc->order[m++] = i;
+    for (int k = 0; k < c->nedges; k++) {
+      const Edge *e = &c->edges[k];
+      if (node[e->producer] == next && node[e->consumer] != next)
+        waits[node[e->consumer]]--;
+    }
+  }
+  sc->n = m;
+  free(node);
+  free(waits);
+  free(done);
+}
+
+void sched_free(Sched *sc) {
+  free(sc->order);
+  free(sc->scc);
+}
+
+/* ---- stretches ----
+ *
+ * Running Einsums slice by slice along a rank they all keep makes what one
+ * writes still cached when the next reads it, and lets the workers take
+ * whole slices: no wake-up per step of a recurrence, whose steps are small
+ * (one token's state). */
+
+/* The extent of RANK in member K's region. */
+static int64_t extent_over(const Run *r, const int *members, const Region *base,
+                           int k, int rank) {
+  int v = var_over(r->c->einsums[members[k]], rank);
+  return v >= 0 ? base[k].hi[v] - base[k].lo[v] : 0;
+}
+
+int stretch_rank(const Run *r, const int *members, int n, const Region *base) {
   const Cascade *c = r->c;
   int best = -1;
   for (int cand = 0; cand < c->nranks; cand++) {
-    if (cand == rank)
-      continue;
     bool ok = true;
     for (int k = 0; ok && k < n; k++) {
       const Einsum *e = c->einsums[members[k]];
       int v = var_over(e, cand);
       ok = v >= 0;
-      /* Reads of the recurrence's own tensors must follow the split. */
+      /* Reads of the stretch's own tensors must stay in the slice (which
+       * also keeps a recurrence from being sliced along its steps). */
       for (int a = 0; ok && a < e->nreads; a++) {
         const Access *acc = e->reads[a];
         int p = c->tensors[acc->tensor].producer;
@@ -203,92 +256,137 @@ static int split_rank(const Run *r, const int *members, int n, int rank) {
         ok = follows;
       }
     }
-    if (ok && (best < 0 || r->s->size[cand] > r->s->size[best]))
+    if (ok && extent_over(r, members, base, 0, cand) > 1 &&
+        (best < 0 || extent_over(r, members, base, 0, cand) >
+                         extent_over(r, members, base, 0, best)))
       best = cand;
   }
   return best;
 }
 
-typedef struct Steps {
+typedef struct Workers {
   Run *r;
-  const int *members;
-  int n, rank, split;
-  int64_t lo, hi;
-  const Region *base; /* one per member */
-  int workers;
+  const Stretch *st;
+  const int *scc;
+  int64_t lo, hi; /* the split rank's range over all members */
+  int64_t nslices;
   bool ok;
   Diag *diags;
   int *faults;
-} Steps;
+} Workers;
 
-static void step_slice(void *arg, int w, int nw) {
-  Steps *st = arg;
-  Run *r = st->r;
+/* Member K's region restricted to slice [slo, shi) of the split rank and,
+ * when STEP >= 0, to that step of RANK. False: nothing of it lies there. */
+static bool member_region(const Workers *wk, int k, int64_t slo, int64_t shi,
+                          int rank, int64_t step, Region *reg) {
+  const Einsum *e = wk->r->c->einsums[wk->st->members[k]];
+  *reg = wk->st->base[k];
+  if (step >= 0) {
+    int v = var_over(e, rank);
+    if (v >= 0) {
+      reg->lo[v] = step;
+      reg->hi[v] = step + 1;
+    }
+  }
+  int sv = wk->st->split >= 0 ? var_over(e, wk->st->split) : -1;
+  if (sv >= 0) {
+    reg->lo[sv] = reg->lo[sv] > slo ? reg->lo[sv] : slo;
+    reg->hi[sv] = reg->hi[sv] < shi ? reg->hi[sv] : shi;
+  }
+  return sv < 0 || reg->lo[sv] < reg->hi[sv];
+}
+
+/* The stretch's members over one slice: a recurrence's members (consecutive,
+ * one recurrence) a step at a time. */
+static bool run_slice(Workers *wk, VmJob **jobs, int64_t slo, int64_t shi,
+                      Diag *d) {
+  const Stretch *st = wk->st;
+  const Cascade *c = wk->r->c;
+  for (int k = 0; k < st->n;) {
+    int e = st->members[k], end = k + 1;
+    Region reg;
+    if (wk->scc[e] < 0) {
+      if (member_region(wk, k, slo, shi, -1, -1, &reg) &&
+          !vm_exec(jobs[k], &reg, d))
+        return false;
+      k = end;
+      continue;
+    }
+    while (end < st->n && wk->scc[st->members[end]] == wk->scc[e])
+      end++;
+    int rank = recurrence_rank(c, e, wk->scc);
+    int v = var_over(c->einsums[e], rank);
+    int64_t lo = v >= 0 ? st->base[k].lo[v] : 0;
+    int64_t hi = v >= 0 ? st->base[k].hi[v] : 1;
+    for (int64_t step = lo; step < hi; step++)
+      for (int m = k; m < end; m++)
+        if (member_region(wk, m, slo, shi, rank, step, &reg) &&
+            !vm_exec(jobs[m], &reg, d))
+          return false;
+    k = end;
+  }
+  return true;
+}
+
+static void stretch_worker(void *arg, int w, int nw) {
+  Workers *wk = arg;
+  const Stretch *st = wk->st;
+  Run *r = wk->r;
   Env env = r->env;
   env.pool = NULL;
-  env.fault = &st->faults[w];
-  int64_t size = st->split >= 0 ? r->s->size[st->split] : 1;
-  int64_t per = (size + nw - 1) / nw;
-  int64_t slo = (int64_t)w * per, shi = slo + per < size ? slo + per : size;
-  if (slo >= shi)
-    return;
+  env.fault = &wk->faults[w];
   VmJob **jobs = xcalloc((size_t)st->n, sizeof *jobs);
   bool ok = true;
   for (int k = 0; ok && k < st->n; k++)
     ok = (jobs[k] = vm_prepare(&env, r->c->einsums[st->members[k]],
-                               &st->diags[w])) != NULL;
-  for (int64_t step = st->lo; ok && step < st->hi; step++)
-    for (int k = 0; ok && k < st->n; k++) {
-      const Einsum *e = r->c->einsums[st->members[k]];
-      Region reg = st->base[k];
-      int v = var_over(e, st->rank);
-      if (v >= 0) {
-        reg.lo[v] = step;
-        reg.hi[v] = step + 1;
-      }
-      int sv = st->split >= 0 ? var_over(e, st->split) : -1;
-      if (sv >= 0) {
-        reg.lo[sv] = reg.lo[sv] > slo ? reg.lo[sv] : slo;
-        reg.hi[sv] = reg.hi[sv] < shi ? reg.hi[sv] : shi;
-        if (reg.lo[sv] >= reg.hi[sv])
-          continue;
-      }
-      ok = vm_exec(jobs[k], &reg, &st->diags[w]);
-    }
+                               &wk->diags[w])) != NULL;
+  for (int64_t i = w; ok && i < wk->nslices; i += nw) {
+    int64_t slo = wk->lo + i * st->slice;
+    int64_t shi = slo + st->slice < wk->hi ? slo + st->slice : wk->hi;
+    ok = run_slice(wk, jobs, slo, shi, &wk->diags[w]);
+  }
   for (int k = 0; k < st->n; k++)
     vm_job_free(jobs[k]);
   free(jobs);
   if (!ok)
-    st->ok = false;
+    wk->ok = false;
 }
 
-bool run_steps(Run *r, const int *members, int n, int rank, int64_t lo,
-               int64_t hi, const Region *base) {
-  int workers = r->o->pool ? pool_size(r->o->pool) : 1;
-  Steps st = {.r = r, .members = members, .n = n, .rank = rank, .lo = lo,
-              .hi = hi, .base = base, .workers = workers, .ok = true};
-  st.split = workers > 1 ? split_rank(r, members, n, rank) : -1;
-  if (st.split < 0)
-    workers = 1;
-  st.diags = xcalloc((size_t)workers, sizeof *st.diags);
-  st.faults = xcalloc((size_t)workers, sizeof *st.faults);
-  if (workers > 1)
-    pool_run(r->o->pool, step_slice, &st, workers);
-  else
-    step_slice(&st, 0, 1);
-  for (int w = 0; w < workers; w++) {
-    if (st.faults[w])
-      r->fault = 1;
-    if (st.diags[w].failed && !r->d->failed)
-      *r->d = st.diags[w];
+bool run_stretch(Run *r, const Stretch *st, const int *scc) {
+  Workers wk = {.r = r, .scc = scc, .ok = true, .lo = 0, .hi = 1};
+  for (int k = 0; st->split >= 0 && k < st->n; k++) {
+    int v = var_over(r->c->einsums[st->members[k]], st->split);
+    wk.lo = k == 0 || st->base[k].lo[v] < wk.lo ? st->base[k].lo[v] : wk.lo;
+    wk.hi = k == 0 || st->base[k].hi[v] > wk.hi ? st->base[k].hi[v] : wk.hi;
   }
-  free(st.diags);
-  free(st.faults);
-  return st.ok && !r->fault;
+  Stretch whole = *st;
+  if (st->split < 0 || st->slice <= 0)
+    whole.slice = wk.hi - wk.lo;
+  wk.st = &whole;
+  wk.nslices = (wk.hi - wk.lo + whole.slice - 1) / whole.slice;
+  int workers = r->o->pool ? pool_size(r->o->pool) : 1;
+  if (workers > wk.nslices)
+    workers = (int)wk.nslices;
+  wk.diags = xcalloc((size_t)workers, sizeof *wk.diags);
+  wk.faults = xcalloc((size_t)workers, sizeof *wk.faults);
+  if (workers > 1)
+    pool_run(r->o->pool, stretch_worker, &wk, workers);
+  else
+    stretch_worker(&wk, 0, 1);
+  for (int w = 0; w < workers; w++) {
+    if (wk.faults[w])
+      r->fault = 1;
+    if (wk.diags[w].failed && !r->d->failed)
+      *r->d = wk.diags[w];
+  }
+  free(wk.diags);
+  free(wk.faults);
+  return wk.ok && !r->fault;
 }
 
-/* The Einsums of one recurrence, a step of its rank at a time. */
-static bool run_recurrence(Run *r, const int *members, int n, int rank) {
+/* The Einsums of one recurrence over their whole iteration spaces, a
+ * slice per worker. */
+static bool run_recurrence(Run *r, const int *members, int n, const int *scc) {
   Region *base = xcalloc((size_t)n, sizeof *base);
   bool ok = true;
   for (int k = 0; ok && k < n; k++) {
@@ -296,50 +394,54 @@ static bool run_recurrence(Run *r, const int *members, int n, int rank) {
     ok = r->arrays[t] || run_alloc(r, t);
     region_full(r->s, r->c->einsums[members[k]], &base[k]);
   }
-  ok = ok && run_steps(r, members, n, rank, 0, r->s->size[rank], base);
+  Stretch st = {.members = members, .n = n, .base = base,
+                .split = stretch_rank(r, members, n, base)};
+  int workers = r->o->pool ? pool_size(r->o->pool) : 1;
+  if (st.split >= 0)
+    st.slice = (r->s->size[st.split] + workers - 1) / workers;
+  ok = ok && run_stretch(r, &st, scc);
   free(base);
   return ok;
 }
 
-/* Is tensor T still needed after Einsum I (by a later reader, as an
- * output, or to carry state)? */
-static bool needed_after(const Run *r, int t, int i) {
+/* Is tensor T still needed once the schedule's first DONE Einsums have
+ * run (not yet produced, read by a later one, an output, or state)? */
+static bool needed_later(const Run *r, const Sched *sc, int t, int done) {
   const Cascade *c = r->c;
   if (c->tensors[t].output || c->tensors[t].init || r->o->keep_all)
     return true;
-  for (int k = 0; k < c->nedges; k++)
-    if (c->edges[k].tensor == t && c->edges[k].consumer > i)
+  for (int i = done; i < sc->n; i++) {
+    const Einsum *e = c->einsums[sc->order[i]];
+    if (e->out.tensor == t)
       return true;
+    for (int k = 0; k < e->nreads; k++)
+      if (e->reads[k]->tensor == t)
+        return true;
+  }
   return false;
 }
 
 static bool interpret(Run *r) {
   const Cascade *c = r->c;
-  int *scc = xmalloc(((size_t)c->neinsums + 1) * sizeof *scc);
-  int *members = xmalloc(((size_t)c->neinsums + 1) * sizeof *members);
-  find_recurrences(c, scc);
+  Sched sc;
+  sched_build(c, &sc);
   bool ok = true;
-  for (int i = 0; ok && i < c->neinsums; i++) {
-    if (scc[i] >= 0 && scc[i] != i)
-      continue; /* ran with the recurrence's first member */
-    int last = i;
-    if (scc[i] == i) {
-      int n = 0;
-      for (int k = i; k < c->neinsums; k++)
-        if (scc[k] == i)
-          members[n++] = last = k;
-      ok = run_recurrence(r, members, n, recurrence_rank(c, i, scc));
+  for (int i = 0; ok && i < sc.n;) {
+    int e = sc.order[i], n = 1;
+    if (sc.scc[e] >= 0) {
+      while (i + n < sc.n && sc.scc[sc.order[i + n]] == sc.scc[e])
+        n++;
+      ok = run_recurrence(r, &sc.order[i], n, sc.scc);
     } else {
-      ok = run_one(r, i);
+      ok = run_one(r, e);
     }
     /* Free what no later Einsum reads. */
     for (int t = 0; ok && t < c->ntensors; t++)
-      if (c->tensors[t].producer >= 0 && c->tensors[t].producer <= last &&
-          !needed_after(r, t, last))
+      if (c->tensors[t].producer >= 0 && !needed_later(r, &sc, t, i + n))
         run_release(r, t);
+    i += n;
   }
-  free(scc);
-  free(members);
+  sched_free(&sc);
   return ok;
 }
 

@@ -39,11 +39,32 @@ int recurrence_rank(const Cascade *c, int member, const int *scc);
 /* E's output variable over RANK, or -1. */
 int var_over(const Einsum *e, int rank);
 
-/* Run the Einsums MEMBERS (a recurrence over RANK) for the steps [LO, HI)
- * of RANK, each over its region in BASE otherwise, a step at a time, the
- * pool's workers each taking a slice of an independent rank. */
-bool run_steps(Run *r, const int *members, int n, int rank, int64_t lo,
-               int64_t hi, const Region *base);
+/* The order Einsums run in: the cascade's, except that a recurrence's
+ * members come together (consecutive in ORDER), after everything they
+ * read and before everything that reads them. */
+typedef struct Sched {
+  int n;
+  int *order; /* the Einsums */
+  int *scc;   /* per Einsum, as find_recurrences */
+} Sched;
+void sched_build(const Cascade *c, Sched *sc);
+void sched_free(Sched *sc);
+
+/* Einsums run together slice by slice along SPLIT, a rank they all keep:
+ * the pool's workers take whole slices, and run every member over a slice
+ * before the next slice, a recurrence's members a step at a time. */
+typedef struct Stretch {
+  const int *members; /* in schedule order */
+  int n;
+  const Region *base; /* per member: the region to cover */
+  int split;          /* -1: one slice, one worker */
+  int64_t slice;      /* the split rank's extent per slice (0: whole) */
+} Stretch;
+/* The rank of largest extent in BASE that every member keeps and reads
+ * the others' outputs plainly along (so a slice needs nothing from
+ * another), or -1. */
+int stretch_rank(const Run *r, const int *members, int n, const Region *base);
+bool run_stretch(Run *r, const Stretch *st, const int *scc);
 
 /* Put into NEXT the state a following pass needs from tensor T (which has
  * an initialization), reading T's last steps through READ. */

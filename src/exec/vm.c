@@ -9,6 +9,10 @@
 
 enum { MAX_TERMS = 8, MAX_INS = 128, MAX_ACC = 48 };
 
+/* The loops that run units are compiled twice, for AVX2 and for the
+ * baseline (run_units): everything they call inline comes with them. */
+#define INLINE static inline __attribute__((always_inline))
+
 /* How a read's lanes lie in memory: one value for all lanes, consecutive
  * values, runs of one value (Delta[b,i,d] across (d, n): each value N
  * times), a repeated run of consecutive values (B[b,i,n] across (d, n)),
@@ -87,6 +91,7 @@ struct VmJob {
   int64_t out_base;
   bool accumulate;  /* add to the output (a term went to kernel_gemm) */
   bool lane_guards; /* some read's guard moves with the lanes */
+  bool guards;      /* some read has a guard (and may read lane by lane) */
 };
 
 typedef struct VmJob Job;
@@ -414,7 +419,7 @@ static void lanes_of(const Walk *w, int64_t f0, int nl, const Region *r,
 /* Load a read for lanes [0, nl) into DST, or point into the tensor where
  * its lanes are consecutive: x holds every variable's value (the chunk
  * variables at lane 0). Returns where the lanes are. */
-static const float *load(const Job *j, const Scratch *sc, int ai,
+INLINE const float *load(const Job *j, const Scratch *sc, int ai,
                          const int64_t *x, int nl, float *dst) {
   const Acc *c = &j->acc[ai];
   const Walk *w = &j->w;
@@ -487,7 +492,7 @@ static const float *load(const Job *j, const Scratch *sc, int ai,
 
 /* Run a term's program; its last instruction writes into FINAL when
  * given (the output chunk). Returns where the result lies. */
-static const float *run_program(const Job *j, const Term *t, Scratch *sc,
+INLINE const float *run_program(const Job *j, const Term *t, Scratch *sc,
                                 const int64_t *x, int nl, float *final) {
   const float **src = sc->src;
   for (int i = 0; i < t->nins; i++) {
@@ -531,7 +536,7 @@ static double reduce_identity(RedOp op) {
 }
 
 /* Accumulate one term over its reduced variables for the unit's lanes. */
-static void run_term(const Job *j, const Term *t, Scratch *sc, int64_t *x,
+INLINE void run_term(const Job *j, const Term *t, Scratch *sc, int64_t *x,
                      int nl, double *out) {
   const Einsum *e = j->e;
   RedOp op = e->explicit_red ? e->red : RED_SUM;
@@ -628,7 +633,7 @@ static void lane_offsets(const Job *j, const int64_t *lane_x, int nl,
   }
 }
 
-static void run_unit(const Job *j, Scratch *sc, int64_t u) {
+INLINE void run_unit(const Job *j, Scratch *sc, int64_t u) {
   const Walk *w = &j->w;
   int64_t o = u / w->blocks, blk = u % w->blocks;
   int64_t x[IR_MAX_VARS] = {0};
@@ -638,9 +643,10 @@ static void run_unit(const Job *j, Scratch *sc, int64_t u) {
   }
   int64_t f0 = blk * w->lanes;
   int nl = (int)(w->flat - f0 < w->lanes ? w->flat - f0 : w->lanes);
-  /* Every lane's chunk variables are needed only for per-lane guards or
-   * for a walk whose chunks decompose differently; lane 0's always. */
-  if (j->lane_guards || !w->uniform) {
+  /* Every lane's chunk variables are needed only where a guard may send
+   * lanes through vm_read, or for a walk whose chunks decompose
+   * differently; lane 0's always. */
+  if (j->guards || !w->uniform) {
     lanes_of(w, f0, nl, &j->reg, sc->lane_x);
     for (int k = 0; k < w->nchunk; k++)
       x[w->cvar[k]] = sc->lane_x[k * VM_LANES];
@@ -683,6 +689,30 @@ static void run_unit(const Job *j, Scratch *sc, int64_t u) {
       dst[l] = (float)out[l];
 }
 
+static void run_units_base(const Job *j, Scratch *sc, int64_t lo,
+                           int64_t hi) {
+  for (int64_t u = lo; u < hi; u++)
+    run_unit(j, sc, u);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) static void
+run_units_avx2(const Job *j, Scratch *sc, int64_t lo, int64_t hi) {
+  for (int64_t u = lo; u < hi; u++)
+    run_unit(j, sc, u);
+}
+#endif
+
+static void run_units(const Job *j, Scratch *sc, int64_t lo, int64_t hi) {
+#if defined(__x86_64__)
+  if (vm_have_avx2()) {
+    run_units_avx2(j, sc, lo, hi);
+    return;
+  }
+#endif
+  run_units_base(j, sc, lo, hi);
+}
+
 typedef struct Share {
   const Job *j;
   int64_t per;
@@ -708,8 +738,7 @@ static void run_share(void *arg, int i, int n) {
       .lane_x = xmalloc(sizeof(int64_t) * (size_t)(j->w.nchunk + 1) * VM_LANES),
       .gather = xmalloc(sizeof(int64_t) * (size_t)(j->nacc + 1) * VM_LANES),
   };
-  for (int64_t u = lo; u < hi; u++)
-    run_unit(j, &sc, u);
+  run_units(j, &sc, lo, hi);
   free(sc.regs);
   free(sc.src);
   free(sc.acc);
@@ -913,8 +942,9 @@ static bool bind(Job *j, Diag *d) {
   memcpy(j->out_lin, out.lin, sizeof out.lin);
   j->out_base = out.base;
   plan_walk(j);
-  j->lane_guards = false;
+  j->lane_guards = j->guards = false;
   for (int a = 0; a < j->nacc; a++) {
+    j->guards = j->guards || j->acc[a].nguard > 0;
     j->acc[a].kind = classify_acc(j, &j->acc[a]);
     mark_lane_guards(j, &j->acc[a]);
     for (int g = 0; g < j->acc[a].nguard; g++)

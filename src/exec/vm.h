@@ -69,5 +69,7 @@ float vm_read(const Env *env, int t, const int64_t *coords);
 void vm_unary(UnOp op, float *y, const float *x, int n);
 void vm_binary(BinOp op, float *y, const float *a, const float *b, int n);
 float vm_unary1(UnOp op, float x);
+/* Whether this CPU runs the AVX2 + FMA versions of the loops. */
+bool vm_have_avx2(void);
 
 #endif

@@ -167,6 +167,14 @@ static void binary_base(BinOp op, float *y, const float *a, const float *b,
   binary(op, y, a, b, n);
 }
 
+bool vm_have_avx2(void) {
+#if defined(__x86_64__)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+
 #if defined(__x86_64__)
 #define AVX2 __attribute__((target("avx2,fma")))
 
@@ -178,15 +186,11 @@ AVX2 static void binary_avx2(BinOp op, float *y, const float *a,
                              const float *b, int n) {
   binary(op, y, a, b, n);
 }
-
-static bool have_avx2(void) {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
 #endif
 
 void vm_unary(UnOp op, float *y, const float *x, int n) {
 #if defined(__x86_64__)
-  if (have_avx2()) {
+  if (vm_have_avx2()) {
     unary_avx2(op, y, x, n);
     return;
   }
@@ -196,7 +200,7 @@ void vm_unary(UnOp op, float *y, const float *x, int n) {
 
 void vm_binary(BinOp op, float *y, const float *a, const float *b, int n) {
 #if defined(__x86_64__)
-  if (have_avx2()) {
+  if (vm_have_avx2()) {
     binary_avx2(op, y, a, b, n);
     return;
   }
