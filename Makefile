@@ -2,6 +2,7 @@
 #
 #   make              build build/mambalaya (and build/libmambalaya.a)
 #   make test         unit + end-to-end tests, then again under ASan+UBSan
+#                     (with MAMBALAYA_SANITIZED=1: slow cases are skipped)
 #   make fuzz         libFuzzer on the spec and safetensors readers
 #                     (FUZZ_SECONDS each, default 60)
 #   make bench        the benchmarks under bench/, printing their figures
@@ -73,8 +74,8 @@ check-tests: test-build
 # Everything: the optimized build, then the same tests under ASan+UBSan.
 test:
 	$(MAKE) check-tests
-	$(MAKE) check-tests BUILD=build/asan CFLAGS="$(SAN_FLAGS)" \
-	    LDFLAGS="-fsanitize=address,undefined"
+	MAMBALAYA_SANITIZED=1 $(MAKE) check-tests BUILD=build/asan \
+	    CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined"
 
 asan:
 	$(MAKE) test-build BUILD=build/asan CFLAGS="$(SAN_FLAGS)" \

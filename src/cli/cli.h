@@ -75,5 +75,8 @@ int cmd_fuse(int argc, char **argv);
 int cmd_tensors(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_reproduce(int argc, char **argv);
+int cmd_init_weights(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
 
 #endif

@@ -19,6 +19,10 @@ static const Command commands[] = {
     {"reproduce", cmd_reproduce,
      "run the paper's evaluation: every figure beside ours"},
     {"tensors", cmd_tensors, "list the tensors of a safetensors file"},
+    {"init-weights", cmd_init_weights,
+     "write a model directory with random Mamba weights"},
+    {"run", cmd_run, "run a Mamba language model over tokens (logits, state)"},
+    {"generate", cmd_generate, "greedy decoding: prefill, then token steps"},
 };
 
 static void print_usage(FILE *f) {

@@ -1,0 +1,468 @@
+/* lm.c — a whole Mamba language model on the cascade executor.
+ *
+ *   residual = embedding[token]                  (layer 0's PLEX; PEY = 0)
+ *   for each layer l:  EY, LEX = cascade(PEY, PLEX, weights of l, state of l)
+ *                      the next layer reads PEY = EY, PLEX = LEX
+ *   h      = rmsnorm(EY + LEX) * norm_f          (eps 1e-5, as Mamba's)
+ *   logits = h @ embedding^T                     (tied weights)
+ *
+ * The layer is whatever cascade the spec describes; its `weights:` section
+ * says where each weight comes from (weights.c). Weights are loaded once,
+ * when the model is built. Each layer keeps its decode state (the inputs
+ * of the cascade's initializations: H0 and the convolution history), which
+ * exec_run hands back after every pass: a prompt, then one token at a
+ * time, continues exactly where the previous pass stopped. */
+#include "exec.h"
+
+#include "../embed/embed.h"
+#include "../spec/spec.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Mamba's RMSNorm epsilon (the final norm; the layers' are in the spec). */
+static const double norm_eps = 1e-5;
+
+struct Lm {
+  ModelConfig cfg;
+  Cascade *c;
+  WeightMap *map;
+  LayerStream io;
+  Tensors *weights; /* per layer: the cascade's weight inputs */
+  Array *embedding; /* [vocab, d_model] */
+  Array *norm_f;    /* [d_model] */
+  Tensors *state;   /* per layer: the decode state */
+  int batch;        /* the state's batch; 0 before the first pass */
+  /* The shape and plan of the last pass, reused while they fit. */
+  Shape *shape;
+  int shape_batch, shape_len;
+  Pair *pairs;
+  Plan *plan;
+  Strategy plan_strategy;
+};
+
+const ModelConfig *lm_config(const Lm *m) { return &m->cfg; }
+const Cascade *lm_cascade(const Lm *m) { return m->c; }
+
+/* ---- building ---- */
+
+static Cascade *shipped_spec(int version, Diag *d) {
+  const char *name = version == 2 ? "specs/mamba2.yaml" : "specs/mamba1.yaml";
+  const EmbeddedFile *f = embedded_file(name);
+  if (!f) {
+    diag_error(d, name, (Loc){0, 0}, "not compiled into this binary");
+    return NULL;
+  }
+  return spec_parse(f->name, (const char *)f->data, f->len, d);
+}
+
+/* The cascade's sizes for BATCH sequences of LEN tokens: every model
+ * parameter from the config (the spec's default preset plays no part). */
+static Shape *bind(const Lm *m, int batch, int len, Diag *d) {
+  const ModelConfig *c = &m->cfg;
+  Setting set[16];
+  int n = 0;
+  set[n++] = (Setting){"B", batch};
+  set[n++] = (Setting){"I", len};
+  set[n++] = (Setting){"d_model", c->d_model};
+  set[n++] = (Setting){"n_layer", c->n_layer};
+  set[n++] = (Setting){"vocab", c->vocab};
+  set[n++] = (Setting){"d_state", c->d_state};
+  set[n++] = (Setting){"d_conv", c->d_conv};
+  set[n++] = (Setting){"expand", c->expand};
+  set[n++] = (Setting){"d_inner", c->d_inner};
+  if (c->version == 1) {
+    set[n++] = (Setting){"dt_rank", c->dt_rank};
+  } else {
+    set[n++] = (Setting){"n_heads", c->nheads};
+    set[n++] = (Setting){"head_dim", c->headdim};
+    set[n++] = (Setting){"ngroups", c->ngroups};
+  }
+  return shape_bind(m->c, NULL, set, n, true, d);
+}
+
+/* A cascade that names a preset of the other version is a layer of the
+ * other kind of model. */
+static bool check_version(const Lm *m, Diag *d) {
+  const Cascade *c = m->c;
+  const Preset *p = c->model ? preset_find(c->model) : NULL;
+  if (p && p->version != m->cfg.version) {
+    diag_error(d, c->path, c->model_loc,
+               "this cascade is a Mamba-%d layer (model: %s), but the "
+               "model's config is Mamba-%d",
+               p->version, c->model, m->cfg.version);
+    return false;
+  }
+  return true;
+}
+
+/* The cascade's stream must be [B, I, d_model]. */
+static bool check_stream(const Lm *m, const Shape *s, Diag *d) {
+  const Cascade *c = m->c;
+  int stream[4] = {m->io.hidden_in, m->io.residual_in, m->io.hidden_out,
+                   m->io.residual_out};
+  for (int k = 0; k < 4; k++) {
+    const Tensor *T = &c->tensors[stream[k]];
+    bool ok = T->nranks == 3 && strcmp(c->ranks[T->ranks[0]].name, "B") == 0 &&
+              strcmp(c->ranks[T->ranks[1]].name, "I") == 0 &&
+              s->size[T->ranks[2]] == m->cfg.d_model;
+    if (!ok) {
+      diag_error(d, c->path, T->loc,
+                 "the layer's stream tensor %s must be [B, I, d_model] "
+                 "(batch, tokens, %d)",
+                 T->name, m->cfg.d_model);
+      return false;
+    }
+  }
+  return true;
+}
+
+static void shape_str(Buf *b, const Array *a) {
+  buf_printf(b, "[");
+  for (int k = 0; k < a->ndim; k++)
+    buf_printf(b, "%s%lld", k ? ", " : "", (long long)a->shape[k]);
+  buf_printf(b, "]");
+}
+
+/* A model-level tensor of N elements over the given dimensions. */
+static Array *load_model_tensor(Lm *m, const Checkpoint *ck, const char *what,
+                                int64_t rows, int64_t cols, Diag *d) {
+  Array *a = weights_load_model(m->map, ck, what, d);
+  if (!a)
+    return NULL;
+  bool ok = cols ? a->ndim == 2 && a->shape[0] == rows && a->shape[1] == cols
+                 : a->ndim == 1 && a->shape[0] == rows;
+  if (!ok) {
+    Buf b = {0};
+    shape_str(&b, a);
+    if (cols)
+      diag_error(d, ck->path, (Loc){0, 0},
+                 "the %s has shape %s, but the config says [%lld, %lld] "
+                 "(vocab, d_model)",
+                 what, b.s, (long long)rows, (long long)cols);
+    else
+      diag_error(d, ck->path, (Loc){0, 0},
+                 "the %s has shape %s, but the config says [%lld] (d_model)",
+                 what, b.s, (long long)rows);
+    buf_free(&b);
+    array_free(a);
+    return NULL;
+  }
+  return a;
+}
+
+/* The cascade (M->c, or the shipped one), its weights: section, and
+ * every weight from CK. */
+/* A model with several groups (Mamba-2's ngroups) needs a cascade that
+ * knows them: one with a single B and C for all heads would read in_proj's
+ * rows at the wrong places. */
+static bool check_groups(const Lm *m, Diag *d) {
+  if (m->cfg.version != 2 || m->cfg.ngroups == 1)
+    return true;
+  for (int i = 0; i < m->c->nsyms; i++)
+    if (strcmp(m->c->syms[i].name, "ngroups") == 0)
+      return true;
+  diag_error(d, m->c->path, (Loc){0, 0},
+             "the model has ngroups = %d, but this cascade models one group "
+             "(it never uses ngroups)",
+             m->cfg.ngroups);
+  return false;
+}
+
+static bool build(Lm *m, const Checkpoint *ck, Diag *d) {
+  const ModelConfig *cfg = &m->cfg;
+  if (!m->c && !(m->c = shipped_spec(cfg->version, d)))
+    return false;
+  if (!check_groups(m, d))
+    return false;
+  if (!(m->map = weights_parse(m->c, d)) || !check_version(m, d))
+    return false;
+  m->io = weights_stream(m->map);
+  if (cascade_rank(m->c, "B") < 0 || cascade_rank(m->c, "I") < 0) {
+    diag_error(d, m->c->path, (Loc){0, 0},
+               "a layer cascade needs the ranks B (batch) and I (tokens)");
+    return false;
+  }
+  Shape *s = bind(m, 1, 1, d);
+  bool ok = s && check_stream(m, s, d);
+  ok = ok && (m->embedding = load_model_tensor(m, ck, "embedding", cfg->vocab,
+                                               cfg->d_model, d));
+  ok = ok && (m->norm_f = load_model_tensor(m, ck, "norm_f", cfg->d_model, 0,
+                                            d));
+  if (ok) {
+    m->weights = xcalloc((size_t)cfg->n_layer, sizeof *m->weights);
+    m->state = xcalloc((size_t)cfg->n_layer, sizeof *m->state);
+  }
+  for (int l = 0; ok && l < cfg->n_layer; l++)
+    ok = weights_load_layer(m->map, s, ck, l, &m->weights[l], d);
+  shape_free(s);
+  return ok;
+}
+
+Lm *lm_new(const ModelConfig *cfg, const Checkpoint *ck, Cascade *spec,
+           Diag *d) {
+  Lm *m = xcalloc(1, sizeof *m);
+  m->cfg = *cfg;
+  m->c = spec;
+  if (!build(m, ck, d)) {
+    lm_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+Lm *lm_open(const char *dir, Cascade *spec, Diag *d) {
+  Buf cpath = {0}, wpath = {0};
+  buf_printf(&cpath, "%s/config.json", dir);
+  buf_printf(&wpath, "%s/model.safetensors", dir);
+  ModelConfig cfg;
+  Lm *m = NULL;
+  if (model_config_load(cpath.s, &cfg, d)) {
+    StFile *f = st_open(wpath.s, d);
+    if (f) {
+      Checkpoint ck = checkpoint_of_file(f);
+      m = lm_new(&cfg, &ck, spec, d);
+      spec = NULL; /* owned by the Lm, or freed by it */
+      st_close(f);
+    }
+  }
+  if (spec)
+    cascade_free(spec);
+  buf_free(&cpath);
+  buf_free(&wpath);
+  return m;
+}
+
+static void forget_shape(Lm *m) {
+  plan_free(m->plan);
+  free(m->pairs);
+  shape_free(m->shape);
+  m->plan = NULL;
+  m->pairs = NULL;
+  m->shape = NULL;
+}
+
+void lm_reset(Lm *m) {
+  for (int l = 0; m->state && l < m->cfg.n_layer; l++)
+    tensors_free(&m->state[l]);
+  m->batch = 0;
+}
+
+void lm_free(Lm *m) {
+  if (!m)
+    return;
+  lm_reset(m);
+  forget_shape(m);
+  for (int l = 0; m->weights && l < m->cfg.n_layer; l++)
+    tensors_free(&m->weights[l]);
+  free(m->weights);
+  free(m->state);
+  array_free(m->embedding);
+  array_free(m->norm_f);
+  weights_free(m->map);
+  cascade_free(m->c);
+  free(m);
+}
+
+double lm_weight_bytes(const Lm *m) {
+  double n = (double)m->embedding->n + (double)m->norm_f->n;
+  for (int l = 0; l < m->cfg.n_layer; l++)
+    for (int i = 0; i < m->weights[l].n; i++)
+      n += (double)m->weights[l].arrays[i]->n;
+  return 4 * n;
+}
+
+/* ---- a pass ---- */
+
+static const Shape *shape_for(Lm *m, int batch, int len, Diag *d) {
+  if (m->shape && m->shape_batch == batch && m->shape_len == len)
+    return m->shape;
+  forget_shape(m);
+  m->shape = bind(m, batch, len, d);
+  m->shape_batch = batch;
+  m->shape_len = len;
+  return m->shape;
+}
+
+/* The fusion plan of ST for the current shape (plans depend on sizes:
+ * a rank of extent 1 changes nothing, but the stitcher may price them). */
+static const Plan *plan_for(Lm *m, Strategy st, Diag *d) {
+  if (m->plan && m->plan_strategy == st)
+    return m->plan;
+  plan_free(m->plan);
+  if (!m->pairs)
+    m->pairs = fusion_classify(m->c, m->shape);
+  m->plan = fusion_plan(m->c, m->shape, m->pairs, st, STITCH_GREEDY,
+                        OBJ_GROUPS, d);
+  m->plan_strategy = st;
+  return m->plan;
+}
+
+static Array *tensor_array(const Cascade *c, const Shape *s, int t) {
+  int64_t shape[IR_MAX_RANKS];
+  const Tensor *T = &c->tensors[t];
+  for (int k = 0; k < T->nranks; k++)
+    shape[k] = s->size[T->ranks[k]];
+  return array_new(T->nranks, shape);
+}
+
+/* A zero decode state (a fresh prompt) for every layer. */
+static void zero_state(Lm *m, const Shape *s) {
+  for (int l = 0; l < m->cfg.n_layer; l++)
+    for (int t = 0; t < m->c->ntensors; t++)
+      if (m->c->tensors[t].producer < 0 && weights_is_state(m->c, t))
+        tensors_put(&m->state[l], m->c->tensors[t].name,
+                    tensor_array(m->c, s, t), true);
+}
+
+static bool check_tokens(const Lm *m, const int *tokens, int batch, int len,
+                         Diag *d) {
+  if (batch < 1 || len < 1) {
+    diag_error(d, "tokens", (Loc){0, 0}, "no tokens to run");
+    return false;
+  }
+  for (int64_t i = 0; i < (int64_t)batch * len; i++)
+    if (tokens[i] < 0 || tokens[i] >= m->cfg.vocab) {
+      diag_error(d, "tokens", (Loc){0, 0},
+                 "token %d (sequence %lld, position %lld) is outside the "
+                 "vocabulary [0, %d)",
+                 tokens[i], (long long)(i / len), (long long)(i % len),
+                 m->cfg.vocab);
+      return false;
+    }
+  if (m->batch && m->batch != batch) {
+    diag_error(d, "tokens", (Loc){0, 0},
+               "the decode state holds %d sequence%s, not %d: reset it first",
+               m->batch, m->batch == 1 ? "" : "s", batch);
+    return false;
+  }
+  return true;
+}
+
+static Array *embed(const Lm *m, const Shape *s, const int *tokens) {
+  Array *a = tensor_array(m->c, s, m->io.residual_in);
+  int64_t D = m->cfg.d_model;
+  for (int64_t i = 0; i < a->n / D; i++)
+    memcpy(a->data + i * D, m->embedding->data + tokens[i] * D,
+           (size_t)D * sizeof(float));
+  return a;
+}
+
+typedef struct Stream {
+  Array *hidden, *residual; /* owned */
+} Stream;
+
+/* Layer L: the stream in, the stream out, the state carried. */
+static bool run_layer(Lm *m, int l, const ExecOpts *eo, Stream *io,
+                      Diag *d) {
+  const Cascade *c = m->c;
+  Tensors in = {0}, out = {0}, next = {0};
+  const Tensors *w = &m->weights[l], *st = &m->state[l];
+  for (int i = 0; i < w->n; i++)
+    tensors_put(&in, w->names[i], w->arrays[i], false);
+  for (int i = 0; i < st->n; i++)
+    tensors_put(&in, st->names[i], st->arrays[i], false);
+  tensors_put(&in, c->tensors[m->io.hidden_in].name, io->hidden, false);
+  tensors_put(&in, c->tensors[m->io.residual_in].name, io->residual, false);
+  bool ok = exec_run(c, m->shape, &in, eo, &out, &next, NULL, d);
+  tensors_free(&in);
+  if (ok) {
+    array_free(io->hidden);
+    array_free(io->residual);
+    io->hidden = tensors_take(&out, c->tensors[m->io.hidden_out].name);
+    io->residual = tensors_take(&out, c->tensors[m->io.residual_out].name);
+    for (int i = 0; ok && i < m->state[l].n; i++) {
+      const char *name = m->state[l].names[i];
+      Array *a = tensors_take(&next, name);
+      if (!a) {
+        diag_error(d, c->path, (Loc){0, 0},
+                   "the executor returned no next state for %s", name);
+        ok = false;
+      } else {
+        array_free(m->state[l].arrays[i]);
+        m->state[l].arrays[i] = a;
+      }
+    }
+  }
+  tensors_free(&out);
+  tensors_free(&next);
+  return ok;
+}
+
+/* logits = rmsnorm(hidden + residual) * norm_f @ embedding^T, for every
+ * token or each sequence's last. */
+static Array *head(const Lm *m, const Stream *io, int batch, int len,
+                   const LmOpts *o) {
+  int64_t D = m->cfg.d_model, V = m->cfg.vocab;
+  int64_t rows = o->last_only ? batch : (int64_t)batch * len;
+  float *h = xmalloc((size_t)(rows * D) * sizeof(float));
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t src = o->last_only ? r * len + len - 1 : r;
+    const float *a = io->hidden->data + src * D;
+    const float *b = io->residual->data + src * D;
+    float *x = h + r * D;
+    double ss = 0;
+    for (int64_t k = 0; k < D; k++) {
+      x[k] = a[k] + b[k];
+      ss += (double)x[k] * x[k];
+    }
+    float scale = (float)(1 / sqrt(ss / (double)D + norm_eps));
+    for (int64_t k = 0; k < D; k++)
+      x[k] = x[k] * scale * m->norm_f->data[k];
+  }
+  Array *logits = o->last_only ? array_new(2, (int64_t[]){batch, V})
+                               : array_new(3, (int64_t[]){batch, len, V});
+  Gemm g = {.m = rows, .n = V, .k = D, .batch = 1,
+            .a = h, .a_m = D, .a_k = 1,
+            .b = m->embedding->data, .b_k = 1, .b_n = D,
+            .c = logits->data, .c_m = V, .c_n = 1};
+  kernel_gemm(&g, o->pool);
+  free(h);
+  return logits;
+}
+
+bool lm_forward(Lm *m, const int *tokens, int batch, int len,
+                const LmOpts *o, Array **logits, Tensors *record, Diag *d) {
+  *logits = NULL;
+  if (!check_tokens(m, tokens, batch, len, d))
+    return false;
+  const Shape *s = shape_for(m, batch, len, d);
+  if (!s)
+    return false;
+  ExecOpts eo = {.buffer_bytes = o->buffer_bytes, .pool = o->pool};
+
+  if (o->fused && !(eo.plan = plan_for(m, o->strategy, d)))
+    return false;
+  if (!m->batch) {
+    zero_state(m, s);
+    m->batch = batch;
+  }
+  Stream io = {.hidden = tensor_array(m->c, s, m->io.hidden_in),
+               .residual = embed(m, s, tokens)};
+  bool ok = true;
+  for (int l = 0; ok && l < m->cfg.n_layer; l++) {
+    ok = run_layer(m, l, &eo, &io, d);
+    if (ok && record) {
+      char name[64];
+      snprintf(name, sizeof name, "layers.%d.mixer_output", l);
+      tensors_put(record, name, array_clone(io.hidden), true);
+    }
+  }
+  if (ok)
+    *logits = head(m, &io, batch, len, o);
+  array_free(io.hidden);
+  array_free(io.residual);
+  return ok;
+}
+
+bool lm_export_state(const Lm *m, Tensors *out) {
+  if (!m->batch)
+    return false;
+  for (int l = 0; l < m->cfg.n_layer; l++) {
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "layers.%d.", l);
+    weights_export_state(m->map, &m->state[l], prefix, out);
+  }
+  return true;
+}

@@ -1,0 +1,330 @@
+/* lm_init.c — a language model's sizes (a preset or config.json, with
+ * overrides) and random weights with the statistics of a freshly
+ * initialized Mamba, under the Hugging Face key names.
+ *
+ * Each tensor is generated from the seed and its own key, not from a
+ * stream shared by all of them: any subset comes out the same in any
+ * order, so a model can be built layer by layer without materializing
+ * the whole checkpoint first (the benchmark's 130m model). */
+#include "exec.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- sizes ---- */
+
+/* The overridable sizes, in the order of the table below. */
+enum { O_D_MODEL, O_N_LAYER, O_VOCAB, O_D_STATE, O_D_CONV, O_EXPAND,
+       O_D_INNER, O_DT_RANK, O_HEAD_DIM, O_N_HEADS, O_NGROUPS };
+
+typedef struct Override {
+  const char *name, *alias;
+  size_t offset;
+} Override;
+
+static const Override overrides[] = {
+    {"d_model", NULL, offsetof(ModelConfig, d_model)},
+    {"n_layer", NULL, offsetof(ModelConfig, n_layer)},
+    {"vocab", "vocab_size", offsetof(ModelConfig, vocab)},
+    {"d_state", NULL, offsetof(ModelConfig, d_state)},
+    {"d_conv", NULL, offsetof(ModelConfig, d_conv)},
+    {"expand", NULL, offsetof(ModelConfig, expand)},
+    {"d_inner", NULL, offsetof(ModelConfig, d_inner)},
+    {"dt_rank", NULL, offsetof(ModelConfig, dt_rank)},
+    {"head_dim", "headdim", offsetof(ModelConfig, headdim)},
+    {"n_heads", "nheads", offsetof(ModelConfig, nheads)},
+    {"ngroups", NULL, offsetof(ModelConfig, ngroups)},
+};
+enum { NOVERRIDES = sizeof overrides / sizeof overrides[0] };
+
+static bool is_dir_with_config(const char *path, Buf *config) {
+  buf_printf(config, "%s/config.json", path);
+  FILE *f = fopen(config->s, "r");
+  if (f)
+    fclose(f);
+  return f != NULL;
+}
+
+static bool base_config(const char *model, ModelConfig *cfg, Diag *d) {
+  const Preset *p = preset_find(model);
+  if (p) {
+    model_config_from_preset(p, cfg);
+    return true;
+  }
+  Buf path = {0};
+  bool ok = is_dir_with_config(model, &path);
+  if (ok) {
+    ok = model_config_load(path.s, cfg, d);
+  } else {
+    Buf names = {0};
+    for (int i = 0; preset_at(i); i++)
+      buf_printf(&names, "%s%s", i ? ", " : "", preset_at(i)->name);
+    diag_error(d, model, (Loc){0, 0},
+               "not a model preset (%s) nor a directory with config.json",
+               names.s);
+    buf_free(&names);
+  }
+  buf_free(&path);
+  return ok;
+}
+
+/* Sizes that follow from others, unless they were set explicitly. */
+static bool derive(ModelConfig *c, const bool *given, Diag *d,
+                   const char *model) {
+  long long inner = (long long)c->expand * c->d_model;
+  if ((given[O_D_MODEL] || given[O_EXPAND]) && !given[O_D_INNER])
+    c->d_inner = (int)inner;
+  if (c->d_inner != inner) {
+    diag_error(d, model, (Loc){0, 0},
+               "d_inner %d is not expand * d_model = %d * %d", c->d_inner,
+               c->expand, c->d_model);
+    return false;
+  }
+  if (c->version == 1) {
+    if (given[O_D_MODEL] && !given[O_DT_RANK])
+      c->dt_rank = (c->d_model + 15) / 16;
+    c->headdim = c->nheads = c->ngroups = 0;
+    return true;
+  }
+  c->dt_rank = 0;
+  if (given[O_N_HEADS] && !given[O_HEAD_DIM])
+    c->headdim = c->d_inner / c->nheads;
+  if (c->headdim <= 0 || c->d_inner % c->headdim) {
+    diag_error(d, model, (Loc){0, 0},
+               "d_inner %d is not divisible by head_dim %d", c->d_inner,
+               c->headdim);
+    return false;
+  }
+  int heads = c->d_inner / c->headdim;
+  if (given[O_N_HEADS] && c->nheads != heads) {
+    diag_error(d, model, (Loc){0, 0},
+               "n_heads %d is not d_inner / head_dim = %d / %d", c->nheads,
+               c->d_inner, c->headdim);
+    return false;
+  }
+  c->nheads = heads;
+  if (c->ngroups != 1) {
+    diag_error(d, model, (Loc){0, 0},
+               "ngroups %d: only ngroups = 1 is supported", c->ngroups);
+    return false;
+  }
+  return true;
+}
+
+bool lm_config_resolve(const char *model, const Setting *set, int nset,
+                       ModelConfig *cfg, Diag *d) {
+  ModelConfig c = {0};
+  if (!base_config(model, &c, d))
+    return false;
+  bool given[NOVERRIDES] = {0};
+  for (int i = 0; i < nset; i++) {
+    int k = 0;
+    while (k < NOVERRIDES && strcmp(overrides[k].name, set[i].name) &&
+           (!overrides[k].alias || strcmp(overrides[k].alias, set[i].name)))
+      k++;
+    if (k == NOVERRIDES) {
+      diag_error(d, model, (Loc){0, 0},
+                 "--set %s: not a model size (d_model, n_layer, vocab, "
+                 "d_state, d_conv, expand, d_inner, dt_rank, head_dim, "
+                 "n_heads, ngroups)",
+                 set[i].name);
+      return false;
+    }
+    double v = set[i].value;
+    if (!(v >= 1 && v <= (1 << 24) && v == floor(v))) {
+      diag_error(d, model, (Loc){0, 0},
+                 "--set %s=%g: sizes are integers in [1, 16777216]",
+                 set[i].name, v);
+      return false;
+    }
+    *(int *)((char *)&c + overrides[k].offset) = (int)v;
+    given[k] = true;
+  }
+  if (!derive(&c, given, d, model))
+    return false;
+  *cfg = c;
+  return true;
+}
+
+/* ---- the checkpoint's keys ---- */
+
+static void add_key(CkptKey **keys, int *n, int *cap, const char *prefix,
+                    const char *name, int ndim, int64_t a, int64_t b,
+                    int64_t c) {
+  CkptKey k = {.ndim = ndim, .shape = {a, b, c}};
+  snprintf(k.name, sizeof k.name, "%s%s", prefix, name);
+  VEC_PUSH(*keys, *n, *cap, k);
+}
+
+int lm_checkpoint_keys(const ModelConfig *cfg, CkptKey **keys) {
+  int n = 0, cap = 0;
+  *keys = NULL;
+  int64_t D = cfg->d_model, di = cfg->d_inner, N = cfg->d_state;
+  int64_t K = cfg->d_conv, R = cfg->dt_rank, H = cfg->nheads;
+  add_key(keys, &n, &cap, "", "backbone.embeddings.weight", 2, cfg->vocab, D,
+          0);
+  for (int i = 0; i < cfg->n_layer; i++) {
+    char p[64];
+    snprintf(p, sizeof p, "backbone.layers.%d.", i);
+    add_key(keys, &n, &cap, p, "norm.weight", 1, D, 0, 0);
+    char m[80];
+    snprintf(m, sizeof m, "%smixer.", p);
+    if (cfg->version == 1) {
+      add_key(keys, &n, &cap, m, "in_proj.weight", 2, 2 * di, D, 0);
+      add_key(keys, &n, &cap, m, "conv1d.weight", 3, di, 1, K);
+      add_key(keys, &n, &cap, m, "conv1d.bias", 1, di, 0, 0);
+      add_key(keys, &n, &cap, m, "x_proj.weight", 2, R + 2 * N, di, 0);
+      add_key(keys, &n, &cap, m, "dt_proj.weight", 2, di, R, 0);
+      add_key(keys, &n, &cap, m, "dt_proj.bias", 1, di, 0, 0);
+      add_key(keys, &n, &cap, m, "A_log", 2, di, N, 0);
+      add_key(keys, &n, &cap, m, "D", 1, di, 0, 0);
+    } else {
+      int64_t conv = di + 2 * N;
+      add_key(keys, &n, &cap, m, "in_proj.weight", 2, 2 * di + 2 * N + H, D,
+              0);
+      add_key(keys, &n, &cap, m, "conv1d.weight", 3, conv, 1, K);
+      add_key(keys, &n, &cap, m, "conv1d.bias", 1, conv, 0, 0);
+      add_key(keys, &n, &cap, m, "dt_bias", 1, H, 0, 0);
+      add_key(keys, &n, &cap, m, "A_log", 1, H, 0, 0);
+      add_key(keys, &n, &cap, m, "D", 1, H, 0, 0);
+      add_key(keys, &n, &cap, m, "norm.weight", 1, di, 0, 0);
+    }
+    add_key(keys, &n, &cap, m, "out_proj.weight", 2, D, di, 0);
+  }
+  add_key(keys, &n, &cap, "", "backbone.norm_f.weight", 1, D, 0, 0);
+  return n;
+}
+
+/* ---- random weights ---- */
+
+typedef struct Rng {
+  uint64_t s;
+  bool has_spare; /* Box-Muller makes two normals at a time */
+  double spare;
+} Rng;
+
+static uint64_t splitmix(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* Uniform in (0, 1): never 0, so that log() is safe. */
+static double uniform01(Rng *r) {
+  return ((double)(splitmix(&r->s) >> 11) + 0.5) * 0x1.0p-53;
+}
+
+static double normal(Rng *r) {
+  if (r->has_spare) {
+    r->has_spare = false;
+    return r->spare;
+  }
+  double u = uniform01(r), v = uniform01(r), rad = sqrt(-2 * log(u));
+  r->spare = rad * sin(6.283185307179586 * v);
+  r->has_spare = true;
+  return rad * cos(6.283185307179586 * v);
+}
+
+static uint64_t key_hash(const char *key) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (const char *p = key; *p; p++)
+    h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  return h;
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* softplus^-1 of a log-uniform dt in [1e-3, 0.1] (floored at 1e-4), as
+ * Mamba initializes the dt bias so that softplus(bias) spans that range. */
+static double dt_bias(Rng *r) {
+  double lo = log(1e-3), hi = log(0.1);
+  double dt = exp(lo + uniform01(r) * (hi - lo));
+  dt = dt > 1e-4 ? dt : 1e-4;
+  return dt + log(-expm1(-dt));
+}
+
+typedef enum {
+  W_ONE,      /* norm weights, D */
+  W_NORMAL,   /* N(0, scale) */
+  W_UNIFORM,  /* U(-scale, scale) */
+  W_DT_BIAS,  /* softplus^-1 of a log-uniform dt */
+  W_A_LOG_1,  /* log(1..N) along each row */
+  W_A_LOG_2,  /* log(U(1, 16)) */
+  W_ZERO
+} Init;
+
+/* How KEY's values are drawn (and their scale), from its name. */
+static Init init_of(const char *key, const ModelConfig *c, double *scale) {
+  *scale = 0;
+  if (ends_with(key, "norm.weight") || ends_with(key, "norm_f.weight") ||
+      ends_with(key, ".D"))
+    return W_ONE;
+  if (ends_with(key, "embeddings.weight") || ends_with(key, "in_proj.weight")) {
+    *scale = 0.02;
+    return W_NORMAL;
+  }
+  if (ends_with(key, "out_proj.weight")) {
+    *scale = 0.02 / sqrt(2.0 * c->n_layer);
+    return W_NORMAL;
+  }
+  if (ends_with(key, "conv1d.weight") || ends_with(key, "conv1d.bias")) {
+    *scale = 1 / sqrt((double)c->d_conv);
+    return W_UNIFORM;
+  }
+  if (ends_with(key, "x_proj.weight")) {
+    *scale = 1 / sqrt((double)c->d_inner);
+    return W_UNIFORM;
+  }
+  if (ends_with(key, "dt_proj.weight")) {
+    *scale = 1 / sqrt((double)c->dt_rank);
+    return W_UNIFORM;
+  }
+  if (ends_with(key, "dt_proj.bias") || ends_with(key, "dt_bias"))
+    return W_DT_BIAS;
+  if (ends_with(key, "A_log"))
+    return c->version == 1 ? W_A_LOG_1 : W_A_LOG_2;
+  return W_ZERO;
+}
+
+static void fill(Array *a, const char *key, const ModelConfig *c, Rng *r) {
+  double scale;
+  Init kind = init_of(key, c, &scale);
+  for (int64_t i = 0; i < a->n; i++) {
+    double v = 0;
+    switch (kind) {
+    case W_ONE: v = 1; break;
+    case W_NORMAL: v = scale * normal(r); break;
+    case W_UNIFORM: v = scale * (2 * uniform01(r) - 1); break;
+    case W_DT_BIAS: v = dt_bias(r); break;
+    case W_A_LOG_1: v = log((double)(i % c->d_state + 1)); break;
+    case W_A_LOG_2: v = log(1 + 15 * uniform01(r)); break;
+    case W_ZERO: v = 0; break;
+    }
+    a->data[i] = (float)v;
+  }
+}
+
+static Array *random_get(const Checkpoint *ck, const char *key) {
+  CkptKey *keys;
+  int n = lm_checkpoint_keys(&ck->cfg, &keys);
+  Array *a = NULL;
+  for (int i = 0; i < n && !a; i++)
+    if (strcmp(keys[i].name, key) == 0) {
+      a = array_new(keys[i].ndim, keys[i].shape);
+      uint64_t s = ck->seed;
+      Rng r = {.s = splitmix(&s) ^ key_hash(key)};
+      fill(a, key, &ck->cfg, &r);
+    }
+  free(keys);
+  return a;
+}
+
+Checkpoint lm_random_checkpoint(const ModelConfig *cfg, uint64_t seed) {
+  return (Checkpoint){.path = "(random weights)", .get = random_get,
+                      .seed = seed, .cfg = *cfg};
+}
