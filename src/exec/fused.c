@@ -157,6 +157,40 @@ static bool recurrence_read(const Fused *f, int e, const Access *a) {
   return p >= 0 && f->scc[e] >= 0 && f->scc[e] == f->scc[p];
 }
 
+/* Count what T's initialization reads to write STEPS steps before the
+ * start over the box [LO, HI) of T's other dimensions. */
+static void count_front(Fused *f, int t, int64_t steps, const int64_t *lo,
+                        const int64_t *hi) {
+  const Einsum *ini = f->r->c->tensors[t].init;
+  Region reg;
+  int64_t alo[IR_MAX_RANKS], ahi[IR_MAX_RANKS];
+  front_region(f->r, t, steps, lo, hi, &reg);
+  for (int k = 0; k < ini->nreads; k++) {
+    access_box(f, ini->reads[k], &reg, alo, ahi);
+    mark_box(f, f->rmap, ini->reads[k]->tensor, alo, ahi);
+  }
+}
+
+/* A read of an off-chip array before the start of its initialized rank
+ * lands in the array's front (filled when it was allocated); it stands for
+ * reading the initialization's inputs, which the reader's group counts. */
+static void count_front_read(Fused *f, int e, const Access *a,
+                             const Region *rg, const int64_t *lo,
+                             const int64_t *hi) {
+  const Run *r = f->r;
+  const Einsum *E = r->c->einsums[e];
+  int t = a->tensor, cond;
+  int64_t olo, ohi;
+  if (r->front[t] == 0 || f->onchip[t])
+    return;
+  cond = r->c->tensors[t].init->out.cond_dim;
+  int v = var_over(E, r->c->tensors[t].ranks[cond]);
+  if (!read_offset(r, E, a, cond, &olo, &ohi) || rg->lo[v] + olo >= 0)
+    return;
+  int64_t steps = -(rg->lo[v] + olo);
+  count_front(f, t, steps < r->front[t] ? steps : r->front[t], lo, hi);
+}
+
 static void count_einsum(Fused *f, int e, const Region *rg) {
   const Einsum *E = f->r->c->einsums[e];
   int64_t lo[IR_MAX_RANKS], hi[IR_MAX_RANKS];
@@ -166,6 +200,7 @@ static void count_einsum(Fused *f, int e, const Region *rg) {
       continue;
     access_box(f, a, rg, lo, hi);
     mark_box(f, f->rmap, a->tensor, lo, hi);
+    count_front_read(f, e, a, rg, lo, hi);
   }
   if (!f->onchip[E->out.tensor]) {
     access_box(f, &E->out, rg, lo, hi);
@@ -249,25 +284,11 @@ static void unit_ranks(Fused *f) {
  * rank through some other variable, and so cannot be tiled. */
 static int64_t reach_back(const Fused *f, int e, const Access *a, int r) {
   const Cascade *c = f->r->c;
-  const Einsum *E = c->einsums[e];
+  int64_t lo, hi;
   int k = first_dim(&c->tensors[a->tensor], r);
-  int v = var_over(E, r);
-  const Index *ix = &a->idx[k];
-  bool found = false;
-  double lo = ix->off ? shape_eval(f->r->s, ix->off) : 0, hi = lo;
-  for (int t = 0; t < ix->nterms; t++) {
-    double coef = ix->coef[t] ? shape_eval(f->r->s, ix->coef[t]) : 1;
-    if (ix->var[t] == v && coef == 1) {
-      found = true;
-      continue;
-    }
-    double ext = (double)f->r->s->size[E->vars[ix->var[t]].rank] - 1;
-    lo += coef < 0 ? coef * ext : 0;
-    hi += coef > 0 ? coef * ext : 0;
-  }
-  if (!found || v < 0 || hi > 0)
+  if (!read_offset(f->r, c->einsums[e], a, k, &lo, &hi) || hi > 0)
     return -1;
-  return (int64_t)-lo;
+  return -lo;
 }
 
 /* Check that the unit can walk its tiles, and find each tensor's halo.
@@ -425,6 +446,39 @@ static void shift_halo(Fused *f, int t, int64_t prev_len) {
     float *base = v->data + o * v->extent[k] * inner;
     memmove(base, base + prev_len * inner, sizeof(float) * (size_t)(h * inner));
   }
+}
+
+/* Before the first tile along the inner rank, the halo of on-chip T holds
+ * what reads before the start see: T's initialization (when it conditions
+ * that rank), counted as its inputs' reads, or zeros. */
+static bool start_halo(Fused *f, int t) {
+  const Tensor *T = &f->r->c->tensors[t];
+  int inner = f->nt - 1, k = first_dim(T, f->trank[inner]);
+  int64_t h = f->halo[t];
+  if (h == 0)
+    return true;
+  if (T->init && T->init->out.cond_dim == k) {
+    int64_t lo[IR_MAX_RANKS], hi[IR_MAX_RANKS];
+    for (int d = 0; d < T->nranks; d++) {
+      lo[d] = 0;
+      hi[d] = rank_size(f, T->ranks[d]);
+      for (int j = 0; j < inner; j++)
+        if (first_dim(T, f->trank[j]) == d) {
+          lo[d] = f->tlo[j];
+          hi[d] = f->thi[j];
+        }
+    }
+    count_front(f, t, h, lo, hi);
+    return fill_front(f->r, t, h, lo, hi);
+  }
+  const View *v = &f->r->views[t];
+  int64_t outer = 1, inner_n = v->stride[k];
+  for (int d = 0; d < k; d++)
+    outer *= v->extent[d];
+  for (int64_t o = 0; o < outer; o++)
+    memset(v->data + o * v->extent[k] * inner_n, 0,
+           sizeof(float) * (size_t)(h * inner_n));
+  return true;
 }
 
 /* Point the on-chip tensors' views at the current tile. */
@@ -654,6 +708,10 @@ static bool walk_tiles(Fused *f) {
         if (f->onchip[t])
           shift_halo(f, t, prev_len);
     place_tile(f);
+    for (int t = 0; f->nt > 0 && idx[f->nt - 1] == 0 && t < f->r->c->ntensors;
+         t++)
+      if (f->onchip[t] && !start_halo(f, t))
+        return false;
     if (!run_tile(f))
       return false;
     if (f->nt > 0)

@@ -72,23 +72,95 @@ bool bind_inputs(Run *r, const Tensors *inputs) {
   return true;
 }
 
+/* ---- reads before the start ---- */
+
+bool read_offset(const Run *r, const Einsum *e, const Access *a, int k,
+                 int64_t *lo, int64_t *hi) {
+  const Shape *s = r->s;
+  int rank = r->c->tensors[a->tensor].ranks[k];
+  int v = var_over(e, rank);
+  const Index *ix = &a->idx[k];
+  bool found = false;
+  double mn = ix->off ? shape_eval(s, ix->off) : 0, mx = mn;
+  for (int t = 0; t < ix->nterms; t++) {
+    double coef = ix->coef[t] ? shape_eval(s, ix->coef[t]) : 1;
+    if (ix->var[t] == v && coef == 1 && !found) {
+      found = true;
+      continue;
+    }
+    double ext = (double)s->size[e->vars[ix->var[t]].rank] - 1;
+    mn += coef < 0 ? coef * ext : 0;
+    mx += coef > 0 ? coef * ext : 0;
+  }
+  *lo = (int64_t)mn;
+  *hi = (int64_t)mx;
+  return found && v >= 0;
+}
+
+int64_t init_reach(const Run *r, int t) {
+  const Cascade *c = r->c;
+  const Einsum *ini = c->tensors[t].init;
+  if (!ini)
+    return 0;
+  int64_t reach = 0;
+  for (int i = 0; i < c->neinsums; i++)
+    for (int k = 0; k < c->einsums[i]->nreads; k++) {
+      const Access *a = c->einsums[i]->reads[k];
+      int64_t lo, hi;
+      if (a->tensor == t &&
+          read_offset(r, c->einsums[i], a, ini->out.cond_dim, &lo, &hi) &&
+          -lo > reach)
+        reach = -lo;
+    }
+  return reach;
+}
+
+void front_region(const Run *r, int t, int64_t steps, const int64_t *lo,
+                  const int64_t *hi, Region *reg) {
+  const Einsum *ini = r->c->tensors[t].init;
+  region_full(r->s, ini, reg);
+  for (int k = 0; k < ini->out.n; k++) {
+    int v = ini->out.idx[k].var[0];
+    reg->lo[v] = k == ini->out.cond_dim ? -steps : lo ? lo[k] : reg->lo[v];
+    reg->hi[v] = k == ini->out.cond_dim ? 0 : hi ? hi[k] : reg->hi[v];
+  }
+}
+
+bool fill_front(Run *r, int t, int64_t steps, const int64_t *lo,
+                const int64_t *hi) {
+  Region reg;
+  front_region(r, t, steps, lo, hi, &reg);
+  return vm_einsum(&r->env, r->c->tensors[t].init, &reg, r->d);
+}
+
 /* ---- memory ---- */
 
+/* A tensor with an initialization that its readers reach before the start
+ * of gets those steps in front of its array, filled from the
+ * initialization: every read then lies in the view. */
 Array *run_alloc(Run *r, int t) {
+  const Tensor *T = &r->c->tensors[t];
   int64_t shape[IR_MAX_RANKS];
   tensor_shape(r, t, shape);
-  Array *a = array_new(r->c->tensors[t].nranks, shape);
+  int64_t front = init_reach(r, t);
+  int cond = T->init ? T->init->out.cond_dim : 0;
+  shape[cond] += front;
+  Array *a = array_new(T->nranks, shape);
   if (!a) {
-    diag_error(r->d, r->c->path, r->c->tensors[t].loc,
-               "%s is too large to allocate", tname(r->c, t));
+    diag_error(r->d, r->c->path, T->loc, "%s is too large to allocate",
+               tname(r->c, t));
     return NULL;
   }
   r->arrays[t] = a;
   r->borrowed[t] = false;
+  r->front[t] = front;
   r->views[t] = view_of(a->data, a->shape, a->ndim);
+  r->views[t].origin[cond] = -front;
   r->live += 4.0 * (double)a->n;
   if (r->live > r->peak)
     r->peak = r->live;
+  if (front > 0 && !fill_front(r, t, front, NULL, NULL))
+    return NULL;
   return a;
 }
 
@@ -519,6 +591,7 @@ void run_init(Run *r, const Cascade *c, const Shape *s, const ExecOpts *o,
   r->arrays = xcalloc(nt, sizeof *r->arrays);
   r->borrowed = xcalloc(nt, sizeof *r->borrowed);
   r->views = xcalloc(nt, sizeof *r->views);
+  r->front = xcalloc(nt, sizeof *r->front);
   r->env = (Env){.c = c, .s = s, .views = r->views, .pool = o->pool,
                  .fault = &r->fault};
 }
@@ -529,6 +602,28 @@ void run_done(Run *r) {
   free(r->arrays);
   free(r->borrowed);
   free(r->views);
+  free(r->front);
+}
+
+/* A copy of T's array without the steps in front of its initialized rank. */
+static Array *without_front(const Run *r, int t) {
+  const Array *a = r->arrays[t];
+  int cond = r->c->tensors[t].init->out.cond_dim;
+  int64_t shape[IR_MAX_RANKS];
+  tensor_shape(r, t, shape);
+  Array *b = array_new(a->ndim, shape);
+  int64_t outer = 1, inner = 1;
+  for (int k = 0; k < a->ndim; k++) {
+    if (k < cond)
+      outer *= shape[k];
+    if (k > cond)
+      inner *= shape[k];
+  }
+  int64_t skip = r->front[t] * inner, row = shape[cond] * inner;
+  for (int64_t o = 0; o < outer; o++)
+    memcpy(b->data + o * row, a->data + o * (row + skip) + skip,
+           sizeof(float) * (size_t)row);
+  return b;
 }
 
 /* Hand the results over: the outputs (every produced tensor with
@@ -543,6 +638,12 @@ static bool collect(Run *r, Tensors *results, Tensors *next) {
     const Tensor *T = &c->tensors[t];
     if (T->producer < 0 || !r->arrays[t] || (!T->output && !r->o->keep_all))
       continue;
+    if (r->front[t] > 0) { /* hand over the tensor without its front */
+      Array *a = without_front(r, t);
+      run_release(r, t);
+      tensors_put(results, T->name, a, true);
+      continue;
+    }
     tensors_put(results, T->name, r->arrays[t], true);
     r->live -= 4.0 * (double)r->arrays[t]->n;
     r->arrays[t] = NULL;

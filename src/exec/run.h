@@ -13,6 +13,8 @@ typedef struct Run {
   Array **arrays; /* per tensor: the materialized array, or NULL */
   bool *borrowed; /* the array is the caller's input */
   View *views;    /* per tensor: where evaluation reads and writes it */
+  int64_t *front; /* per tensor: steps of its array before the start of its
+                     initialized rank (filled from the initialization) */
   Env env;
   int fault;
   ExecStats *st;
@@ -27,9 +29,27 @@ void run_init(Run *r, const Cascade *c, const Shape *s, const ExecOpts *o,
 void run_done(Run *r);
 void tensor_shape(const Run *r, int t, int64_t *shape);
 bool bind_inputs(Run *r, const Tensors *inputs);
-/* Allocate tensor T whole (zeroed) and point its view at it. */
+/* Allocate tensor T whole and point its view at it: zeroed, with the
+ * steps its readers reach before the start of its initialized rank in
+ * front, filled from the initialization. */
 Array *run_alloc(Run *r, int t);
 void run_release(Run *r, int t);
+
+/* Along dimension K of the tensor that A reads in E, the index is E's
+ * output variable over that rank plus an offset in [*LO, *HI] (a lag, a
+ * window). False if the index has no such form. */
+bool read_offset(const Run *r, const Einsum *e, const Access *a, int k,
+                 int64_t *lo, int64_t *hi);
+/* How many steps before the start of T's initialized rank its readers
+ * reach (0: none, or T has no initialization). */
+int64_t init_reach(const Run *r, int t);
+/* The region of T's initialization that writes the STEPS steps before the
+ * start, over the box [LO, HI) of T's other dimensions (NULL: all). */
+void front_region(const Run *r, int t, int64_t steps, const int64_t *lo,
+                  const int64_t *hi, Region *reg);
+/* Write those steps from the initialization; T's view must hold them. */
+bool fill_front(Run *r, int t, int64_t steps, const int64_t *lo,
+                const int64_t *hi);
 
 /* scc[e] = the first Einsum of the recurrence E belongs to (a cycle
  * closed by a lagged read), or -1. */

@@ -274,8 +274,10 @@ static void compile_access(const Job *j, Acc *c) {
     }
     if (ix->plain)
       continue;
+    /* A view may start before 0: its elements there hold what reads
+     * before the start see (run_alloc, the fused executor's halos). */
     int64_t size = j->env->s->size[T->ranks[k]];
-    g->lo = v->origin[k] > 0 ? v->origin[k] : 0;
+    g->lo = v->origin[k];
     g->hi = v->origin[k] + v->extent[k] < size ? v->origin[k] + v->extent[k]
                                                : size;
     c->nguard++;
