@@ -566,10 +566,6 @@ static void capture_tail(Fused *f, int t) {
   }
 }
 
-static float read_tail(Run *r, int t, const int64_t *coords) {
-  return vm_read(&r->env, t, coords);
-}
-
 /* ---- running a unit ---- */
 
 static bool run_member(Fused *f, int e, const Region *rg) {
@@ -840,13 +836,21 @@ bool run_fused(Run *r, Tensors *next) {
       continue;
     View saved = r->views[t];
     if (f.tail[t]) {
+      /* The tail's last steps; in a pass shorter than the tail, only the
+       * pass's own steps (earlier ones come from the initialization). */
       int cond = c->tensors[t].init->out.cond_dim;
-      r->views[t] = view_of(f.tail[t]->data, f.tail[t]->shape, f.tail[t]->ndim);
-      r->views[t].origin[cond] =
+      View *v = &r->views[t];
+      *v = view_of(f.tail[t]->data, f.tail[t]->shape, f.tail[t]->ndim);
+      v->origin[cond] =
           r->s->size[c->tensors[t].ranks[cond]] - f.tail[t]->shape[cond];
+      if (v->origin[cond] < 0) {
+        v->data -= v->origin[cond] * v->stride[cond];
+        v->extent[cond] += v->origin[cond];
+        v->origin[cond] = 0;
+      }
     }
     if (r->views[t].data)
-      ok = next_state(r, t, next, read_tail);
+      ok = next_state(r, t, next);
     r->views[t] = saved;
   }
   for (size_t t = 0; t < nt; t++)

@@ -522,40 +522,64 @@ static bool interpret(Run *r) {
 /* For an initialization T[..., i<0, ...] = S[...], the S that makes a next
  * pass see this pass's last steps of T: S'[s] = T at the coordinates the
  * initialization maps s to, with i shifted by this pass's length. */
-bool next_state(Run *r, int t, Tensors *next, StateReader read) {
+
+/* T's coordinates for the element of S' at POS; false if the
+ * initialization does not determine them. */
+static bool state_coords(const Run *r, int t, const int64_t *pos,
+                         int64_t *coords) {
+  const Einsum *ini = r->c->tensors[t].init;
+  const Access *sa = ini->rhs->acc;
+  int cond = ini->out.cond_dim;
+  int64_t vars[IR_MAX_VARS];
+  for (int v = 0; v < ini->nvars; v++)
+    vars[v] = INT64_MIN;
+  vars[ini->out.idx[cond].var[0]] = -1; /* S without i: the last step */
+  for (int k = 0; k < sa->n; k++) {
+    const Index *ix = &sa->idx[k];
+    if (ix->nterms == 1 && !ix->coef[0]) {
+      int64_t off = ix->off ? (int64_t)llround(shape_eval(r->s, ix->off)) : 0;
+      vars[ix->var[0]] = pos[k] - off;
+    }
+  }
+  int64_t steps = r->s->size[r->c->tensors[t].ranks[cond]];
+  for (int k = 0; k < ini->out.n; k++) {
+    int64_t x = vars[ini->out.idx[k].var[0]];
+    if (x == INT64_MIN)
+      return false;
+    coords[k] = k == cond ? steps + x : x;
+  }
+  return true;
+}
+
+/* Offset of COORDS in T's view, or -1 outside it. */
+static int64_t view_offset(const Run *r, int t, const int64_t *coords) {
+  const View *v = &r->views[t];
+  int64_t off = 0;
+  for (int k = 0; k < v->n; k++) {
+    int64_t rel = coords[k] - v->origin[k];
+    if (rel < 0 || rel >= v->extent[k])
+      return -1;
+    off += rel * v->stride[k];
+  }
+  return off;
+}
+
+bool next_state(Run *r, int t, Tensors *next) {
   const Cascade *c = r->c;
   const Einsum *ini = c->tensors[t].init;
   if (!ini || ini->rhs->kind != EX_READ)
     return true; /* nothing to carry, or not a plain read */
-  const Access *sa = ini->rhs->acc;
-  int st = sa->tensor;
-  int cond = ini->out.cond_dim;
-  int ivar = ini->out.idx[cond].var[0];
-  int64_t steps = r->s->size[c->tensors[t].ranks[cond]];
+  int st = ini->rhs->acc->tensor, n = c->tensors[st].nranks;
   int64_t shape[IR_MAX_RANKS];
   tensor_shape(r, st, shape);
-  Array *out = array_new(c->tensors[st].nranks, shape);
+  Array *out = array_new(n, shape);
+  int64_t row = n > 0 ? shape[n - 1] : 1;
   int64_t pos[IR_MAX_RANKS] = {0};
-  for (int64_t n = 0; n < out->n; n++) {
-    int64_t vars[IR_MAX_VARS];
-    for (int v = 0; v < ini->nvars; v++)
-      vars[v] = INT64_MIN;
-    vars[ivar] = -1; /* S without i: the last step */
-    for (int k = 0; k < sa->n; k++) {
-      const Index *ix = &sa->idx[k];
-      if (ix->nterms == 1 && !ix->coef[0]) {
-        int64_t off = ix->off ? (int64_t)llround(shape_eval(r->s, ix->off)) : 0;
-        vars[ix->var[0]] = pos[k] - off;
-      }
-    }
-    int64_t coords[IR_MAX_RANKS];
-    bool known = true;
-    for (int k = 0; k < ini->out.n; k++) {
-      int64_t x = vars[ini->out.idx[k].var[0]];
-      known = known && x != INT64_MIN;
-      coords[k] = k == cond ? steps + x : x;
-    }
-    if (!known) {
+  /* A row of S' (its last dimension) is a strided run of T's view when
+   * both its ends lie in the view; otherwise element by element. */
+  for (int64_t base = 0; base < out->n && row > 0; base += row) {
+    int64_t first[IR_MAX_RANKS], next_c[IR_MAX_RANKS], last[IR_MAX_RANKS];
+    if (!state_coords(r, t, pos, first)) {
       array_free(out);
       diag_error(r->d, c->path, ini->loc,
                  "cannot derive the next state of %s from this "
@@ -563,8 +587,30 @@ bool next_state(Run *r, int t, Tensors *next, StateReader read) {
                  tname(c, st));
       return false;
     }
-    out->data[n] = read(r, t, coords);
-    for (int k = sa->n - 1; k >= 0; k--) {
+    int64_t o0 = view_offset(r, t, first), step = 0, o1 = -1;
+    if (n > 0 && row > 1) {
+      pos[n - 1] = 1;
+      state_coords(r, t, pos, next_c);
+      pos[n - 1] = row - 1;
+      state_coords(r, t, pos, last);
+      pos[n - 1] = 0;
+      step = view_offset(r, t, next_c) - o0;
+      o1 = view_offset(r, t, last);
+    }
+    if (o0 >= 0 && (row == 1 || (o1 >= 0 && o1 == o0 + (row - 1) * step))) {
+      const float *src = r->views[t].data + o0;
+      for (int64_t x = 0; x < row; x++)
+        out->data[base + x] = src[x * step];
+    } else {
+      for (int64_t x = 0; x < row; x++) {
+        pos[n - 1] = x;
+        int64_t coords[IR_MAX_RANKS];
+        state_coords(r, t, pos, coords);
+        out->data[base + x] = vm_read(&r->env, t, coords);
+      }
+      pos[n - 1] = 0;
+    }
+    for (int k = n - 2; k >= 0; k--) {
       if (++pos[k] < shape[k])
         break;
       pos[k] = 0;
@@ -572,10 +618,6 @@ bool next_state(Run *r, int t, Tensors *next, StateReader read) {
   }
   tensors_put(next, tname(c, st), out, true);
   return true;
-}
-
-static float read_materialized(Run *r, int t, const int64_t *coords) {
-  return vm_read(&r->env, t, coords);
 }
 
 /* ---- the entry point ---- */
@@ -632,7 +674,7 @@ static bool collect(Run *r, Tensors *results, Tensors *next) {
   const Cascade *c = r->c;
   for (int t = 0; next && !r->o->plan && t < c->ntensors; t++)
     if (c->tensors[t].init && r->arrays[t] &&
-        !next_state(r, t, next, read_materialized))
+        !next_state(r, t, next))
       return false;
   for (int t = 0; t < c->ntensors; t++) {
     const Tensor *T = &c->tensors[t];

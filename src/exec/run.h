@@ -21,9 +21,6 @@ typedef struct Run {
   double live, peak; /* bytes of arrays held */
 } Run;
 
-/* Reads a tensor element for the next pass's state. */
-typedef float (*StateReader)(Run *r, int t, const int64_t *coords);
-
 void run_init(Run *r, const Cascade *c, const Shape *s, const ExecOpts *o,
               Diag *d);
 void run_done(Run *r);
@@ -87,8 +84,8 @@ int stretch_rank(const Run *r, const int *members, int n, const Region *base);
 bool run_stretch(Run *r, const Stretch *st, const int *scc);
 
 /* Put into NEXT the state a following pass needs from tensor T (which has
- * an initialization), reading T's last steps through READ. */
-bool next_state(Run *r, int t, Tensors *next, StateReader read);
+ * an initialization), reading T's last steps through its view. */
+bool next_state(Run *r, int t, Tensors *next);
 
 /* The fused executor (fused.c): run r->o->plan, filling NEXT. */
 bool run_fused(Run *r, Tensors *next);
