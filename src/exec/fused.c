@@ -38,6 +38,7 @@ typedef struct Fused {
   Array **buf;    /* per tensor: its tile buffer */
   Array **tail;   /* per tensor with an initialization: its last steps */
   int64_t *tail_len;
+  bool counting;        /* the caller asked for the bytes (ExecStats) */
   Bits **rmap, **wmap; /* per tensor: elements read / written */
   VmJob **jobs;           /* per Einsum of the unit: compiled once */
   /* The tiling of the current unit. */
@@ -161,6 +162,8 @@ static bool recurrence_read(const Fused *f, int e, const Access *a) {
  * start over the box [LO, HI) of T's other dimensions. */
 static void count_front(Fused *f, int t, int64_t steps, const int64_t *lo,
                         const int64_t *hi) {
+  if (!f->counting)
+    return;
   const Einsum *ini = f->r->c->tensors[t].init;
   Region reg;
   int64_t alo[IR_MAX_RANKS], ahi[IR_MAX_RANKS];
@@ -192,6 +195,8 @@ static void count_front_read(Fused *f, int e, const Access *a,
 }
 
 static void count_einsum(Fused *f, int e, const Region *rg) {
+  if (!f->counting)
+    return;
   const Einsum *E = f->r->c->einsums[e];
   int64_t lo[IR_MAX_RANKS], hi[IR_MAX_RANKS];
   for (int k = 0; k < E->nreads; k++) {
@@ -544,19 +549,23 @@ static void capture_tail(Fused *f, int t) {
   for (int k = 0; k < T->nranks; k++)
     if (lo[k] >= hi[k])
       return;
+  /* Row by row along the last dimension, contiguous in both (a tensor
+   * with an initialization has at least its conditioned dimension). */
+  int n = T->nranks;
   int64_t pos[IR_MAX_RANKS];
-  memcpy(pos, lo, sizeof(int64_t) * (size_t)T->nranks);
+  memcpy(pos, lo, sizeof(int64_t) * (size_t)n);
   const Array *tail = f->tail[t];
   for (;;) {
     int64_t src = 0, dst = 0, stride = 1;
-    for (int k = T->nranks - 1; k >= 0; k--) {
+    for (int k = n - 1; k >= 0; k--) {
       src += (pos[k] - v->origin[k]) * v->stride[k];
       int64_t tk = k == cond ? pos[k] - (steps - f->tail_len[t]) : pos[k];
       dst += tk * stride;
       stride *= tail->shape[k];
     }
-    tail->data[dst] = v->data[src];
-    int k = T->nranks - 1;
+    memcpy(tail->data + dst, v->data + src,
+           sizeof(float) * (size_t)(hi[n - 1] - lo[n - 1]));
+    int k = n - 2;
     while (k >= 0 && ++pos[k] == hi[k]) {
       pos[k] = lo[k];
       k--;
@@ -761,7 +770,7 @@ static bool run_unit(Fused *f) {
       return false;
   }
   /* Bitmaps for the initializations' inputs, which workers mark. */
-  for (int e = 0; e < c->neinsums; e++)
+  for (int e = 0; f->counting && e < c->neinsums; e++)
     for (int k = 0; f->member[e] && k < c->einsums[e]->nreads; k++) {
       const Einsum *ini = c->tensors[c->einsums[e]->reads[k]->tensor].init;
       for (int j = 0; ini && j < ini->nreads; j++)
@@ -819,7 +828,8 @@ bool run_fused(Run *r, Tensors *next) {
   f.jobs = xcalloc(ne, sizeof *f.jobs);
   sched_build(c, &f.sched);
   f.scc = f.sched.scc;
-  r->env.mark = mark_one;
+  f.counting = r->st != NULL;
+  r->env.mark = f.counting ? mark_one : NULL;
   r->env.mark_ctx = &f;
   bool ok = true;
   for (int g = 0; ok && g < f.p->ngroups;) {
@@ -836,20 +846,18 @@ bool run_fused(Run *r, Tensors *next) {
       continue;
     View saved = r->views[t];
     if (f.tail[t]) {
-      /* The tail's last steps; in a pass shorter than the tail, only the
-       * pass's own steps (earlier ones come from the initialization). */
+      /* The tail's last steps; in a pass shorter than the tail, those
+       * before the start come from the initialization. */
       int cond = c->tensors[t].init->out.cond_dim;
       View *v = &r->views[t];
       *v = view_of(f.tail[t]->data, f.tail[t]->shape, f.tail[t]->ndim);
       v->origin[cond] =
           r->s->size[c->tensors[t].ranks[cond]] - f.tail[t]->shape[cond];
-      if (v->origin[cond] < 0) {
-        v->data -= v->origin[cond] * v->stride[cond];
-        v->extent[cond] += v->origin[cond];
-        v->origin[cond] = 0;
-      }
+      if (v->origin[cond] < 0 &&
+          !fill_front(r, t, -v->origin[cond], NULL, NULL))
+        ok = false;
     }
-    if (r->views[t].data)
+    if (ok && r->views[t].data)
       ok = next_state(r, t, next);
     r->views[t] = saved;
   }

@@ -37,6 +37,7 @@ typedef struct Acc {
   int64_t base;
   int nguard;
   Guard guard[IR_MAX_RANKS];
+  bool live; /* a guard may fail somewhere in the current region */
   AccKind kind;
   int64_t run, step; /* K_REPEAT: runs of RUN lanes, STEP apart in memory;
                         K_CYCLE: a period of RUN consecutive values */
@@ -91,7 +92,7 @@ struct VmJob {
   int64_t out_base;
   bool accumulate;  /* add to the output (a term went to kernel_gemm) */
   bool lane_guards; /* some read's guard moves with the lanes */
-  bool guards;      /* some read has a guard (and may read lane by lane) */
+  bool guards;      /* some read's guard may fail (and read lane by lane) */
 };
 
 typedef struct VmJob Job;
@@ -295,6 +296,35 @@ static void mark_lane_guards(const Job *j, Acc *c) {
   }
 }
 
+/* Can guard G fail anywhere in the region? Its index is affine: check
+ * the region's corners. */
+static bool guard_may_fail(const Job *j, const Guard *g) {
+  int64_t mn = g->off, mx = g->off;
+  for (int t = 0; t < g->nterms; t++) {
+    int64_t c = g->coef[t], lo = j->reg.lo[g->var[t]],
+            hi = j->reg.hi[g->var[t]] - 1;
+    mn += c >= 0 ? c * lo : c * hi;
+    mx += c >= 0 ? c * hi : c * lo;
+  }
+  return mn < g->lo || mx >= g->hi;
+}
+
+/* Which reads must check their guards in the current region (most need
+ * not: halos and fronts hold what lags and windows reach). */
+static void update_guards(Job *j) {
+  j->guards = j->lane_guards = false;
+  for (int a = 0; a < j->nacc; a++) {
+    Acc *c = &j->acc[a];
+    c->live = false;
+    for (int g = 0; g < c->nguard; g++)
+      if (guard_may_fail(j, &c->guard[g])) {
+        c->live = true;
+        j->lane_guards = j->lane_guards || c->guard[g].per_lane;
+      }
+    j->guards = j->guards || c->live;
+  }
+}
+
 static bool guard_holds(const Guard *g, const int64_t *x) {
   int64_t idx = g->off;
   for (int t = 0; t < g->nterms; t++)
@@ -379,6 +409,8 @@ static AccKind classify_acc(const Job *j, const Acc *c) {
   int64_t expect = 1;
   for (int k = w->nchunk - 1; k >= 0; k--) {
     int64_t l = c->lin[w->cvar[k]];
+    if (w->cext[k] == 1)
+      continue; /* a variable that does not move */
     zero = zero && l == 0;
     contig = contig && l == expect;
     expect *= w->cext[k];
@@ -431,7 +463,7 @@ INLINE const float *load(const Job *j, const Scratch *sc, int ai,
   /* off is at lane 0 (x holds lane 0's chunk values). A coordinate that
    * is not a plain variable may leave the view or the tensor (a window, a
    * lag): then the lanes concerned read through vm_read. */
-  if (c->nguard > 0) {
+  if (c->live) {
     bool ok = true, lanes = false;
     for (int g = 0; g < c->nguard; g++) {
       lanes = lanes || c->guard[g].per_lane;
@@ -831,7 +863,7 @@ static bool plan_gemm(Job *j, Term *t) {
       !flat_stride(j, j->out_lin, &n, &g.c_n, &ext) ||
       !flat_stride(j, j->out_lin, &bt, &g.c_b, &ext))
     return false;
-  if (g.k < 8 || g.m * g.n < 64)
+  if (g.k < 8 || g.m * g.n * g.k < 4096)
     return false; /* too small to be worth a call */
   g.accumulate = j->accumulate;
   t->gemm = g;
@@ -944,14 +976,11 @@ static bool bind(Job *j, Diag *d) {
   memcpy(j->out_lin, out.lin, sizeof out.lin);
   j->out_base = out.base;
   plan_walk(j);
-  j->lane_guards = j->guards = false;
   for (int a = 0; a < j->nacc; a++) {
-    j->guards = j->guards || j->acc[a].nguard > 0;
     j->acc[a].kind = classify_acc(j, &j->acc[a]);
     mark_lane_guards(j, &j->acc[a]);
-    for (int g = 0; g < j->acc[a].nguard; g++)
-      j->lane_guards = j->lane_guards || j->acc[a].guard[g].per_lane;
   }
+  update_guards(j);
   j->accumulate = false;
   for (int t = 0; t < j->nterms; t++) {
     j->terms[t].gemm_done = plan_gemm(j, &j->terms[t]);
@@ -978,6 +1007,7 @@ static bool bind(Job *j, Diag *d) {
 static void move_walk(Job *j) {
   for (int k = 0; k < j->w.nouter; k++)
     j->w.olo[k] = j->reg.lo[j->w.ovar[k]];
+  update_guards(j);
 }
 
 bool vm_exec(Job *j, const Region *r, Diag *d) {
