@@ -578,9 +578,8 @@ static void capture_tail(Fused *f, int t) {
 /* ---- running a unit ---- */
 
 static bool run_member(Fused *f, int e, const Region *rg) {
-  if (!f->jobs[e] &&
-      !(f->jobs[e] = vm_prepare(&f->r->env, f->r->c->einsums[e], f->r->d)))
-    return false;
+  if (!f->jobs[e])
+    f->jobs[e] = vm_prepare(&f->r->env, f->r->c->einsums[e]);
   if (!vm_exec(f->jobs[e], rg, f->r->d))
     return false;
   count_einsum(f, e, rg);
@@ -636,25 +635,35 @@ static int grow_stretch(const Fused *f, int i, const Region *base,
 
 /* Slices of about SLICE_BYTES of the stretch's outputs: what one member
  * writes is still in the cache (L2, or a slice of L3) when the next reads
- * it; smaller slices would cost more in per-slice overhead. */
-enum { SLICE_BYTES = 1 << 20 };
+ * it. But a recurrence runs a step at a time, and a step of fewer than
+ * MIN_STEP elements would cost more in overhead than in work. */
+enum { SLICE_BYTES = 1 << 20, MIN_STEP = 2048 };
 
 static int64_t slice_extent(const Fused *f, const Stretch *st) {
   const Cascade *c = f->r->c;
-  double per = 0; /* bytes per unit of the split rank */
+  double per = 0, per_step = 0; /* per unit of the split rank */
   int64_t ext = 1;
   for (int k = 0; k < st->n; k++) {
-    const Einsum *e = c->einsums[st->members[k]];
+    int e = st->members[k];
+    const Einsum *E = c->einsums[e];
+    const Region *b = &st->base[k];
     double n = 1;
-    for (int v = 0; v < e->nvars; v++)
-      if (VARSET_HAS(e->out_vars, v))
-        n *= (double)(st->base[k].hi[v] - st->base[k].lo[v]);
-    int sv = var_over(e, st->split);
-    ext = st->base[k].hi[sv] - st->base[k].lo[sv];
+    for (int v = 0; v < E->nvars; v++)
+      if (VARSET_HAS(E->out_vars, v))
+        n *= (double)(b->hi[v] - b->lo[v]);
+    int sv = var_over(E, st->split);
+    ext = b->hi[sv] - b->lo[sv];
     per += 4 * n / (double)ext;
+    if (f->scc[e] >= 0) {
+      int rv = var_over(E, recurrence_rank(c, e, f->scc));
+      double steps = rv >= 0 ? (double)(b->hi[rv] - b->lo[rv]) : 1;
+      per_step = fmax(per_step, n / (double)ext / steps);
+    }
   }
   int workers = f->r->o->pool ? pool_size(f->r->o->pool) : 1;
   int64_t slice = (int64_t)(SLICE_BYTES / (per > 0 ? per : 1));
+  if (per_step > 0 && slice * per_step < MIN_STEP)
+    slice = (int64_t)ceil(MIN_STEP / per_step);
   int64_t fair = (ext + workers - 1) / workers; /* every worker has one */
   return slice < 1 ? 1 : slice > fair ? fair : slice;
 }

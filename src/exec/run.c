@@ -409,9 +409,8 @@ static void stretch_worker(void *arg, int w, int nw) {
   env.fault = &wk->faults[w];
   VmJob **jobs = xcalloc((size_t)st->n, sizeof *jobs);
   bool ok = true;
-  for (int k = 0; ok && k < st->n; k++)
-    ok = (jobs[k] = vm_prepare(&env, r->c->einsums[st->members[k]],
-                               &wk->diags[w])) != NULL;
+  for (int k = 0; k < st->n; k++)
+    jobs[k] = vm_prepare(&env, r->c->einsums[st->members[k]]);
   for (int64_t i = w; ok && i < wk->nslices; i += nw) {
     int64_t slo = wk->lo + i * st->slice;
     int64_t shi = slo + st->slice < wk->hi ? slo + st->slice : wk->hi;

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_TERMS = 8, MAX_INS = 128, MAX_ACC = 48 };
 
 /* The loops that run units are compiled twice, for AVX2 and for the
  * baseline (run_units): everything they call inline comes with them. */
@@ -61,8 +60,8 @@ typedef struct Term {
   VarSet red;   /* the variables it reduces */
   bool gemm_done; /* by kernel_gemm, with GEMM's strides and sizes */
   Gemm gemm;
-  int nins, nregs, result;
-  Ins ins[MAX_INS];
+  int nins, cap, nregs, result;
+  Ins *ins;
 } Term;
 
 /* How the output region is walked: chunks of contiguous outputs. */
@@ -75,17 +74,26 @@ typedef struct Walk {
   bool uniform; /* every chunk decomposes alike: one lane-offset table */
 } Walk;
 
+typedef struct Scratch {
+  float *regs;               /* nregs x VM_LANES */
+  const float **src;         /* nregs: where each register's lanes are */
+  double *acc;               /* VM_LANES */
+  int64_t *lane_x;           /* nchunk x VM_LANES: chunk variables per lane */
+  int64_t *gather;           /* nacc x VM_LANES: lane offsets */
+  int nregs_max;
+} Scratch;
+
 struct VmJob {
   const Env *env;
   const Einsum *e;
   Region reg;       /* the region of the last run */
   bool bound;       /* compiled for REG's extents and SEEN's views */
-  View seen[MAX_ACC + 1]; /* the reads' views, then the output's */
+  View *seen;       /* the reads' views, then the output's */
   int64_t *table; /* nacc x lanes: lane offsets, when the walk is uniform */
   int nacc;
-  Acc acc[MAX_ACC];
+  Acc *acc;  /* one per read */
   int nterms;
-  Term terms[MAX_TERMS];
+  Term *terms;
   Walk w;
   const View *out;
   int64_t out_lin[IR_MAX_VARS];
@@ -93,6 +101,7 @@ struct VmJob {
   bool accumulate;  /* add to the output (a term went to kernel_gemm) */
   bool lane_guards; /* some read's guard moves with the lanes */
   bool guards;      /* some read's guard may fail (and read lane by lane) */
+  Scratch serial;   /* for runs on the calling thread alone */
 };
 
 typedef struct VmJob Job;
@@ -203,8 +212,6 @@ static int acc_index(const Job *j, const Access *a) {
 }
 
 static int compile(Job *j, Term *t, const Expr *x) {
-  if (t->nins >= MAX_INS)
-    return -1;
   Ins in = {.dst = t->nregs};
   if (!has_read(x)) { /* a constant subexpression, folded once */
     in.op = I_CONST;
@@ -227,6 +234,10 @@ static int compile(Job *j, Term *t, const Expr *x) {
       return -1;
   }
   in.dst = t->nregs++;
+  if (t->nins == t->cap) {
+    t->cap = t->cap ? 2 * t->cap : 16;
+    t->ins = xrealloc(t->ins, sizeof *t->ins * (size_t)t->cap);
+  }
   t->ins[t->nins++] = in;
   return in.dst;
 }
@@ -239,14 +250,19 @@ static VarSet expr_vars(const Expr *x) {
   return expr_vars(x->a) | expr_vars(x->b);
 }
 
+static int count_terms(const Expr *x) {
+  if (x->kind == EX_BINARY && (x->bin == BI_ADD || x->bin == BI_SUB))
+    return count_terms(x->a) + count_terms(x->b);
+  return 1;
+}
+
 static void split_terms(Job *j, const Expr *x, double sign) {
   if (x->kind == EX_BINARY && (x->bin == BI_ADD || x->bin == BI_SUB)) {
     split_terms(j, x->a, sign);
     split_terms(j, x->b, x->bin == BI_SUB ? -sign : sign);
     return;
   }
-  if (j->nterms < MAX_TERMS)
-    j->terms[j->nterms++] = (Term){.x = x, .sign = sign};
+  j->terms[j->nterms++] = (Term){.x = x, .sign = sign};
 }
 
 /* Offsets of a read: coordinate k is sum coef*x + off; lin[v] collects
@@ -422,14 +438,6 @@ static AccKind classify_acc(const Job *j, const Acc *c) {
 
 /* ---- running a unit of work ---- */
 
-typedef struct Scratch {
-  float *regs;               /* nregs x VM_LANES */
-  const float **src;         /* nregs: where each register's lanes are */
-  double *acc;               /* VM_LANES */
-  int64_t *lane_x;           /* nchunk x VM_LANES: chunk variables per lane */
-  int64_t *gather;           /* nacc x VM_LANES: lane offsets */
-  int nregs_max;
-} Scratch;
 
 static void lanes_of(const Walk *w, int64_t f0, int nl, const Region *r,
                      int64_t *lane_x) {
@@ -752,6 +760,26 @@ typedef struct Share {
   int64_t per;
 } Share;
 
+static void scratch_init(const Job *j, Scratch *sc) {
+  int nregs = 1;
+  for (int t = 0; t < j->nterms; t++)
+    if (j->terms[t].nregs > nregs)
+      nregs = j->terms[t].nregs;
+  sc->regs = xmalloc(sizeof(float) * (size_t)nregs * VM_LANES);
+  sc->src = xmalloc(sizeof(float *) * (size_t)nregs);
+  sc->acc = xmalloc(sizeof(double) * VM_LANES);
+  sc->lane_x = xmalloc(sizeof(int64_t) * (size_t)(j->w.nchunk + 1) * VM_LANES);
+  sc->gather = xmalloc(sizeof(int64_t) * (size_t)(j->nacc + 1) * VM_LANES);
+}
+
+static void scratch_free(Scratch *sc) {
+  free(sc->regs);
+  free(sc->src);
+  free(sc->acc);
+  free(sc->lane_x);
+  free(sc->gather);
+}
+
 static void run_share(void *arg, int i, int n) {
   const Share *sh = arg;
   const Job *j = sh->j;
@@ -761,23 +789,10 @@ static void run_share(void *arg, int i, int n) {
   (void)n;
   if (lo >= hi)
     return;
-  int nregs = 1;
-  for (int t = 0; t < j->nterms; t++)
-    if (j->terms[t].nregs > nregs)
-      nregs = j->terms[t].nregs;
-  Scratch sc = {
-      .regs = xmalloc(sizeof(float) * (size_t)nregs * VM_LANES),
-      .src = xmalloc(sizeof(float *) * (size_t)nregs),
-      .acc = xmalloc(sizeof(double) * VM_LANES),
-      .lane_x = xmalloc(sizeof(int64_t) * (size_t)(j->w.nchunk + 1) * VM_LANES),
-      .gather = xmalloc(sizeof(int64_t) * (size_t)(j->nacc + 1) * VM_LANES),
-  };
+  Scratch sc;
+  scratch_init(j, &sc);
   run_units(j, &sc, lo, hi);
-  free(sc.regs);
-  free(sc.src);
-  free(sc.acc);
-  free(sc.lane_x);
-  free(sc.gather);
+  scratch_free(&sc);
 }
 
 /* ---- plain contractions go to kernel_gemm ---- */
@@ -891,18 +906,16 @@ static void run_gemm(const Job *j, const Term *t) {
 
 /* ---- the entry points ---- */
 
-Job *vm_prepare(const Env *env, const Einsum *e, Diag *d) {
+Job *vm_prepare(const Env *env, const Einsum *e) {
   Job *j = xcalloc(1, sizeof *j);
   j->env = env;
   j->e = e;
-  for (int k = 0; k < e->nreads; k++) {
-    if (j->nacc == MAX_ACC) {
-      diag_error(d, env->c->path, e->loc, "too many reads to run");
-      free(j);
-      return NULL;
-    }
+  j->acc = xcalloc((size_t)e->nreads + 1, sizeof *j->acc);
+  j->seen = xcalloc((size_t)e->nreads + 1, sizeof *j->seen);
+  for (int k = 0; k < e->nreads; k++)
     j->acc[j->nacc++].a = e->reads[k];
-  }
+  j->terms = xcalloc(e->explicit_red ? 1 : (size_t)count_terms(e->rhs),
+                     sizeof *j->terms);
   if (e->explicit_red)
     j->terms[j->nterms++] = (Term){.x = e->rhs, .sign = 1};
   else
@@ -912,18 +925,20 @@ Job *vm_prepare(const Env *env, const Einsum *e, Diag *d) {
     tm->red = (e->explicit_red ? einsum_all_vars(e) : expr_vars(tm->x)) &
               ~e->out_vars;
     tm->result = compile(j, tm, tm->x);
-    if (tm->result < 0) {
-      diag_error(d, env->c->path, e->loc, "expression too large to run");
-      free(j);
-      return NULL;
-    }
   }
   return j;
 }
 
 void vm_job_free(Job *j) {
-  if (j)
-    free(j->table);
+  if (!j)
+    return;
+  for (int t = 0; t < j->nterms; t++)
+    free(j->terms[t].ins);
+  free(j->terms);
+  free(j->acc);
+  free(j->seen);
+  free(j->table);
+  scratch_free(&j->serial);
   free(j);
 }
 
@@ -1030,10 +1045,16 @@ bool vm_exec(Job *j, const Region *r, Diag *d) {
     if (parts > j->w.units)
       parts = j->w.units;
     Share sh = {.j = j, .per = (j->w.units + parts - 1) / parts};
-    if (env->pool && parts > 1)
+    if (env->pool && parts > 1) {
       pool_run(env->pool, run_share, &sh, (int)parts);
-    else
-      run_share(&sh, 0, 1);
+    } else {
+      /* The walk's chunk count is fixed while the job stays bound. */
+      if (!same)
+        scratch_free(&j->serial);
+      if (!same || !j->serial.regs)
+        scratch_init(j, &j->serial);
+      run_units(j, &j->serial, 0, j->w.units);
+    }
   }
   if (*env->fault) {
     diag_error(d, env->c->path, j->e->loc,
@@ -1045,8 +1066,8 @@ bool vm_exec(Job *j, const Region *r, Diag *d) {
 }
 
 bool vm_einsum(const Env *env, const Einsum *e, const Region *r, Diag *d) {
-  Job *j = vm_prepare(env, e, d);
-  bool ok = j && vm_exec(j, r, d);
+  Job *j = vm_prepare(env, e);
+  bool ok = vm_exec(j, r, d);
   vm_job_free(j);
   return ok;
 }

@@ -58,7 +58,7 @@ bool vm_einsum(const Env *env, const Einsum *e, const Region *r, Diag *d);
  * a recurrence, the tiles of a group): compile once, run often. Views may
  * move between runs (their data, origin and extent are read each time). */
 typedef struct VmJob VmJob;
-VmJob *vm_prepare(const Env *env, const Einsum *e, Diag *d);
+VmJob *vm_prepare(const Env *env, const Einsum *e);
 bool vm_exec(VmJob *j, const Region *r, Diag *d);
 void vm_job_free(VmJob *j);
 /* One element of tensor T at global COORDS: from its view, or from its
