@@ -201,11 +201,12 @@ static void count_einsum(Fused *f, int e, const Region *rg) {
   int64_t lo[IR_MAX_RANKS], hi[IR_MAX_RANKS];
   for (int k = 0; k < E->nreads; k++) {
     const Access *a = E->reads[k];
-    if (f->onchip[a->tensor] || recurrence_read(f, e, a))
+    if (f->onchip[a->tensor])
       continue;
     access_box(f, a, rg, lo, hi);
-    mark_box(f, f->rmap, a->tensor, lo, hi);
     count_front_read(f, e, a, rg, lo, hi);
+    if (!recurrence_read(f, e, a))
+      mark_box(f, f->rmap, a->tensor, lo, hi);
   }
   if (!f->onchip[E->out.tensor]) {
     access_box(f, &E->out, rg, lo, hi);

@@ -13,10 +13,17 @@
 #define INLINE static inline __attribute__((always_inline))
 
 /* How a read's lanes lie in memory: one value for all lanes, consecutive
- * values, runs of one value (Delta[b,i,d] across (d, n): each value N
- * times), a repeated run of consecutive values (B[b,i,n] across (d, n)),
- * or anywhere (a table of offsets). */
-typedef enum { K_BCAST, K_CONTIG, K_REPEAT, K_CYCLE, K_GATHER } AccKind;
+ * values, values a constant stride apart, runs of one value (Delta[b,i,d]
+ * across (d, n): each value N times), a repeated run of consecutive values
+ * (B[b,i,n] across (d, n)), or anywhere (a table of offsets). */
+typedef enum {
+  K_BCAST,
+  K_CONTIG,
+  K_STRIDED,
+  K_REPEAT,
+  K_CYCLE,
+  K_GATHER
+} AccKind;
 
 /* One read, compiled for a region: its element offset is base + sum_v
  * lin[v] * x_v; a guarded read has a coordinate that is not a plain
@@ -38,8 +45,8 @@ typedef struct Acc {
   Guard guard[IR_MAX_RANKS];
   bool live; /* a guard may fail somewhere in the current region */
   AccKind kind;
-  int64_t run, step; /* K_REPEAT: runs of RUN lanes, STEP apart in memory;
-                        K_CYCLE: a period of RUN consecutive values */
+  int64_t run, step; /* K_STRIDED: STEP apart; K_REPEAT: runs of RUN lanes,
+                        STEP apart; K_CYCLE: a period of RUN values */
 } Acc;
 
 typedef enum { I_LOAD, I_CONST, I_UN, I_BIN } InsKind;
@@ -53,11 +60,17 @@ typedef struct Ins {
   BinOp bin;
 } Ins;
 
-/* One additive term (or, with an explicit reduction, the whole side). */
+/* One additive term (or, with an explicit reduction, the whole side).
+ * A term that reduces a long variable for few outputs (a norm's sum over
+ * the model width) runs a row at a time: its lanes along that variable,
+ * each read loaded by ROW_KIND and ROW_STEP instead of the walk's layout. */
 typedef struct Term {
   const Expr *x;
   double sign;
   VarSet red;   /* the variables it reduces */
+  int row_var;  /* -1, or the reduced variable its lanes run along */
+  AccKind *row_kind; /* per read */
+  int64_t *row_step;
   bool gemm_done; /* by kernel_gemm, with GEMM's strides and sizes */
   Gemm gemm;
   int nins, cap, nregs, result;
@@ -101,6 +114,7 @@ struct VmJob {
   bool accumulate;  /* add to the output (a term went to kernel_gemm) */
   bool lane_guards; /* some read's guard moves with the lanes */
   bool guards;      /* some read's guard may fail (and read lane by lane) */
+  bool rows;        /* some term runs a row at a time */
   Scratch serial;   /* for runs on the calling thread alone */
 };
 
@@ -462,7 +476,8 @@ static void lanes_of(const Walk *w, int64_t f0, int nl, const Region *r,
  * its lanes are consecutive: x holds every variable's value (the chunk
  * variables at lane 0). Returns where the lanes are. */
 INLINE const float *load(const Job *j, const Scratch *sc, int ai,
-                         const int64_t *x, int nl, float *dst) {
+                         AccKind kind, int64_t step, const int64_t *x, int nl,
+                         float *dst) {
   const Acc *c = &j->acc[ai];
   const Walk *w = &j->w;
   int64_t off = c->base;
@@ -498,7 +513,7 @@ INLINE const float *load(const Job *j, const Scratch *sc, int ai,
     }
   }
   const float *data = c->v->data;
-  switch (c->kind) {
+  switch (kind) {
   case K_BCAST: {
     float val = data[off];
     for (int l = 0; l < nl; l++)
@@ -507,9 +522,13 @@ INLINE const float *load(const Job *j, const Scratch *sc, int ai,
   }
   case K_CONTIG:
     return data + off;
+  case K_STRIDED:
+    for (int l = 0; l < nl; l++)
+      dst[l] = data[off + l * step];
+    break;
   case K_REPEAT:
     for (int l = 0; l < nl; l += (int)c->run) {
-      float val = data[off + (l / c->run) * c->step];
+      float val = data[off + (l / c->run) * step];
       int end = l + (int)c->run < nl ? l + (int)c->run : nl;
       for (int m = l; m < end; m++)
         dst[m] = val;
@@ -532,10 +551,12 @@ INLINE const float *load(const Job *j, const Scratch *sc, int ai,
   return dst;
 }
 
-/* Run a term's program; its last instruction writes into FINAL when
- * given (the output chunk). Returns where the result lies. */
+/* Run a term's program, with its lanes along the walk's chunk or (ROW)
+ * along the term's row variable; its last instruction writes into FINAL
+ * when given (the output chunk). Returns where the result lies. */
 INLINE const float *run_program(const Job *j, const Term *t, Scratch *sc,
-                                const int64_t *x, int nl, float *final) {
+                                const int64_t *x, int nl, float *final,
+                                bool row) {
   const float **src = sc->src;
   for (int i = 0; i < t->nins; i++) {
     const Ins *in = &t->ins[i];
@@ -543,9 +564,14 @@ INLINE const float *run_program(const Job *j, const Term *t, Scratch *sc,
                    ? final
                    : sc->regs + (size_t)in->dst * VM_LANES;
     switch (in->op) {
-    case I_LOAD:
-      src[in->dst] = load(j, sc, in->acc, x, nl, d);
+    case I_LOAD: {
+      const Acc *c = &j->acc[in->acc];
+      src[in->dst] =
+          row ? load(j, sc, in->acc, t->row_kind[in->acc],
+                     t->row_step[in->acc], x, nl, d)
+              : load(j, sc, in->acc, c->kind, c->step, x, nl, d);
       break;
+    }
     case I_CONST:
       for (int l = 0; l < nl; l++)
         d[l] = in->val;
@@ -592,7 +618,7 @@ INLINE void run_term(const Job *j, const Term *t, Scratch *sc, int64_t *x,
       x[v] = j->reg.lo[v];
     }
   for (;;) {
-    const float *res = run_program(j, t, sc, x, nl, NULL);
+    const float *res = run_program(j, t, sc, x, nl, NULL, false);
     switch (op) {
     case RED_SUM:
       for (int l = 0; l < nl; l++)
@@ -625,9 +651,87 @@ INLINE void run_term(const Job *j, const Term *t, Scratch *sc, int64_t *x,
     out[l] += t->sign * sc->acc[l];
 }
 
+/* Reduce N values into ACC in double precision: eight partial results,
+ * so that the loop vectorizes. */
+INLINE double reduce_row(RedOp op, double acc, const float *v, int n) {
+  double p[8] = {acc};
+  int m = 0;
+  switch (op) {
+  case RED_SUM:
+    for (; m + 8 <= n; m += 8)
+      for (int k = 0; k < 8; k++)
+        p[k] += v[m + k];
+    for (; m < n; m++)
+      p[0] += v[m];
+    return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+  case RED_MAX:
+    for (; m < n; m++)
+      acc = v[m] > acc ? v[m] : acc;
+    return acc;
+  case RED_MIN:
+    for (; m < n; m++)
+      acc = v[m] < acc ? v[m] : acc;
+    return acc;
+  case RED_PROD:
+    for (; m < n; m++)
+      acc *= v[m];
+    return acc;
+  case RED_COUNT:
+    break;
+  }
+  return acc;
+}
+
+/* A term a row at a time: for each output lane, its lanes run along the
+ * row variable, in pieces of VM_LANES, over every point of the other
+ * reduced variables. */
+INLINE void run_term_row(const Job *j, const Term *t, Scratch *sc,
+                         int64_t *x, int nl, double *out) {
+  const Einsum *e = j->e;
+  const Walk *w = &j->w;
+  RedOp op = e->explicit_red ? e->red : RED_SUM;
+  int rv[IR_MAX_VARS], nr = 0, row = t->row_var;
+  for (int v = 0; v < e->nvars; v++)
+    if (VARSET_HAS(t->red, v) && v != row)
+      rv[nr++] = v;
+  int64_t lo = j->reg.lo[row], hi = j->reg.hi[row];
+  for (int l = 0; l < nl; l++) {
+    for (int k = 0; k < w->nchunk; k++)
+      x[w->cvar[k]] = sc->lane_x[k * VM_LANES + l];
+    for (int k = 0; k < nr; k++)
+      x[rv[k]] = j->reg.lo[rv[k]];
+    double acc = reduce_identity(op);
+    for (;;) {
+      for (int64_t r0 = lo; r0 < hi; r0 += VM_LANES) {
+        int m = (int)(hi - r0 < VM_LANES ? hi - r0 : VM_LANES);
+        x[row] = r0;
+        acc = reduce_row(op, acc, run_program(j, t, sc, x, m, NULL, true), m);
+      }
+      int k = nr - 1;
+      while (k >= 0 && ++x[rv[k]] == j->reg.hi[rv[k]]) {
+        x[rv[k]] = j->reg.lo[rv[k]];
+        k--;
+      }
+      if (k < 0)
+        break;
+    }
+    out[l] += t->sign * acc;
+  }
+  for (int k = 0; k < w->nchunk; k++)
+    x[w->cvar[k]] = sc->lane_x[k * VM_LANES];
+}
+
 /* Recognize runs and cycles in a table of lane offsets (relative to lane
  * 0), so that the loads become broadcasts and copies. */
 static void find_pattern(Acc *c, const int64_t *g, int lanes) {
+  bool strided = lanes > 1;
+  for (int l = 0; strided && l < lanes; l++)
+    strided = g[l] == l * g[1];
+  if (strided) {
+    c->kind = K_STRIDED;
+    c->step = g[1];
+    return;
+  }
   int run = 1;
   while (run < lanes && g[run] == 0)
     run++;
@@ -688,7 +792,7 @@ INLINE void run_unit(const Job *j, Scratch *sc, int64_t u) {
   /* Every lane's chunk variables are needed only where a guard may send
    * lanes through vm_read, or for a walk whose chunks decompose
    * differently; lane 0's always. */
-  if (j->guards || !w->uniform) {
+  if (j->guards || j->rows || !w->uniform) {
     lanes_of(w, f0, nl, &j->reg, sc->lane_x);
     for (int k = 0; k < w->nchunk; k++)
       x[w->cvar[k]] = sc->lane_x[k * VM_LANES];
@@ -712,7 +816,7 @@ INLINE void run_unit(const Job *j, Scratch *sc, int64_t u) {
   const Term *t0 = &j->terms[0];
   if (j->nterms == 1 && t0->red == 0 && t0->sign == 1 && !j->accumulate &&
       !j->e->explicit_red) {
-    const float *res = run_program(j, t0, sc, x, nl, dst);
+    const float *res = run_program(j, t0, sc, x, nl, dst, false);
     if (res != dst) /* the term is a plain read */
       memcpy(dst, res, sizeof(float) * (size_t)nl);
     return;
@@ -721,7 +825,9 @@ INLINE void run_unit(const Job *j, Scratch *sc, int64_t u) {
   for (int l = 0; l < nl; l++)
     out[l] = 0;
   for (int t = 0; t < j->nterms; t++)
-    if (!j->terms[t].gemm_done)
+    if (j->terms[t].row_var >= 0)
+      run_term_row(j, &j->terms[t], sc, x, nl, out);
+    else if (!j->terms[t].gemm_done)
       run_term(j, &j->terms[t], sc, x, nl, out);
   if (j->accumulate)
     for (int l = 0; l < nl; l++)
@@ -904,6 +1010,44 @@ static void run_gemm(const Job *j, const Term *t) {
   kernel_gemm(&g, j->env->pool);
 }
 
+/* A term runs a row at a time when it reduces a variable at least four
+ * times longer than the walk's chunk, along which one of its reads is
+ * contiguous, and no read has a guard. */
+static void plan_row(Job *j, Term *t) {
+  t->row_var = -1;
+  if (t->red == 0)
+    return;
+  bool guarded = false;
+  for (int i = 0; i < t->nins; i++)
+    guarded = guarded ||
+              (t->ins[i].op == I_LOAD && j->acc[t->ins[i].acc].nguard > 0);
+  if (guarded)
+    return;
+  int64_t best = 4 * (int64_t)j->w.lanes - 1;
+  for (int i = 0; i < t->nins; i++) {
+    if (t->ins[i].op != I_LOAD)
+      continue;
+    const Acc *c = &j->acc[t->ins[i].acc];
+    for (int v = 0; v < j->e->nvars; v++)
+      if (VARSET_HAS(t->red, v) && c->lin[v] == 1 &&
+          j->reg.hi[v] - j->reg.lo[v] > best) {
+        best = j->reg.hi[v] - j->reg.lo[v];
+        t->row_var = v;
+      }
+  }
+  if (t->row_var < 0)
+    return;
+  if (!t->row_kind) {
+    t->row_kind = xcalloc((size_t)j->nacc + 1, sizeof *t->row_kind);
+    t->row_step = xcalloc((size_t)j->nacc + 1, sizeof *t->row_step);
+  }
+  for (int a = 0; a < j->nacc; a++) {
+    int64_t l = j->acc[a].lin[t->row_var];
+    t->row_kind[a] = l == 0 ? K_BCAST : l == 1 ? K_CONTIG : K_STRIDED;
+    t->row_step[a] = l;
+  }
+}
+
 /* ---- the entry points ---- */
 
 Job *vm_prepare(const Env *env, const Einsum *e) {
@@ -932,8 +1076,11 @@ Job *vm_prepare(const Env *env, const Einsum *e) {
 void vm_job_free(Job *j) {
   if (!j)
     return;
-  for (int t = 0; t < j->nterms; t++)
+  for (int t = 0; t < j->nterms; t++) {
     free(j->terms[t].ins);
+    free(j->terms[t].row_kind);
+    free(j->terms[t].row_step);
+  }
   free(j->terms);
   free(j->acc);
   free(j->seen);
@@ -997,9 +1144,13 @@ static bool bind(Job *j, Diag *d) {
   }
   update_guards(j);
   j->accumulate = false;
+  j->rows = false;
   for (int t = 0; t < j->nterms; t++) {
     j->terms[t].gemm_done = plan_gemm(j, &j->terms[t]);
     j->accumulate = j->accumulate || j->terms[t].gemm_done;
+    if (!j->terms[t].gemm_done)
+      plan_row(j, &j->terms[t]);
+    j->rows = j->rows || j->terms[t].row_var >= 0;
   }
   if (j->w.uniform && j->w.units > 0) { /* one lane-offset table for all */
     if (!j->table)

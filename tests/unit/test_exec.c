@@ -124,6 +124,42 @@ TEST(exec_interpreter_semantics) {
   free_case(&k);
 }
 
+/* Reductions over a long variable for few outputs run a row at a time
+ * (lanes along the reduced variable): sums, a max, a strided read. */
+TEST(exec_row_reductions) {
+  Case k = load_case("shape: {I: 3, K: 1000}\n"
+                     "einsum:\n"
+                     "  declaration: {X: [I, K], W: [K], V: [K, I], S: [I], "
+                     "M: [I], T: [I]}\n"
+                     "  expressions:\n"
+                     "    - S[i] = X[i,k] * W[k]\n"
+                     "    - \"M[i] = X[i,k] :: max(k)\"\n"
+                     "    - T[i] = V[k,i] * X[i,k] + 1\n",
+                     NULL, NULL, 0);
+  if (!k.c)
+    return;
+  random_inputs(&k, 5);
+  const float *X = tensors_get(&k.in, "X")->data;
+  const float *W = tensors_get(&k.in, "W")->data;
+  const float *V = tensors_get(&k.in, "V")->data;
+  Tensors res = {0};
+  if (run(&k, NULL, &res, NULL, NULL)) {
+    for (int i = 0; i < 3; i++) {
+      double s = 0, t = 1, m = -INFINITY;
+      for (int q = 0; q < 1000; q++) {
+        s += (double)X[i * 1000 + q] * W[q];
+        t += (double)V[q * 3 + i] * X[i * 1000 + q];
+        m = fmax(m, X[i * 1000 + q]);
+      }
+      CHECK_NEAR(tensors_get(&res, "S")->data[i], s, 1e-5);
+      CHECK_NEAR(tensors_get(&res, "T")->data[i], t, 1e-5);
+      CHECK_NEAR(tensors_get(&res, "M")->data[i], m, 0);
+    }
+  }
+  tensors_free(&res);
+  free_case(&k);
+}
+
 /* A causal window with its history, a recurrence with its initial state,
  * and the state they hand to a next pass. */
 TEST(exec_window_recurrence_and_state) {
