@@ -1014,7 +1014,6 @@ static void run_gemm(const Job *j, const Term *t) {
  * times longer than the walk's chunk, along which one of its reads is
  * contiguous, and no read has a guard. */
 static void plan_row(Job *j, Term *t) {
-  t->row_var = -1;
   if (t->red == 0)
     return;
   bool guarded = false;
@@ -1148,6 +1147,7 @@ static bool bind(Job *j, Diag *d) {
   for (int t = 0; t < j->nterms; t++) {
     j->terms[t].gemm_done = plan_gemm(j, &j->terms[t]);
     j->accumulate = j->accumulate || j->terms[t].gemm_done;
+    j->terms[t].row_var = -1;
     if (!j->terms[t].gemm_done)
       plan_row(j, &j->terms[t]);
     j->rows = j->rows || j->terms[t].row_var >= 0;
