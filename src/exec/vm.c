@@ -526,14 +526,23 @@ INLINE const float *load(const Job *j, const Scratch *sc, int ai,
     for (int l = 0; l < nl; l++)
       dst[l] = data[off + l * step];
     break;
-  case K_REPEAT:
-    for (int l = 0; l < nl; l += (int)c->run) {
-      float val = data[off + (l / c->run) * step];
-      int end = l + (int)c->run < nl ? l + (int)c->run : nl;
+  case K_REPEAT: {
+    int run = (int)c->run, l = 0;
+    if (run % 8 == 0) /* whole vectors of one value */
+      for (; l + run <= nl; l += run) {
+        float val = data[off + (l / run) * step];
+        for (int m = 0; m < run; m += 8)
+          for (int k = 0; k < 8; k++)
+            dst[l + m + k] = val;
+      }
+    for (; l < nl; l += run) {
+      float val = data[off + (l / run) * step];
+      int end = l + run < nl ? l + run : nl;
       for (int m = l; m < end; m++)
         dst[m] = val;
     }
     break;
+  }
   case K_CYCLE:
     for (int l = 0; l < nl; l += (int)c->run) {
       int len = l + (int)c->run < nl ? (int)c->run : nl - l;
@@ -782,7 +791,9 @@ static void lane_offsets(const Job *j, const int64_t *lane_x, int nl,
 INLINE void run_unit(const Job *j, Scratch *sc, int64_t u) {
   const Walk *w = &j->w;
   int64_t o = u / w->blocks, blk = u % w->blocks;
-  int64_t x[IR_MAX_VARS] = {0};
+  int64_t x[IR_MAX_VARS];
+  for (int v = 0; v < j->e->nvars; v++)
+    x[v] = 0;
   for (int k = w->nouter - 1; k >= 0; k--) {
     x[w->ovar[k]] = w->olo[k] + o % w->oext[k];
     o /= w->oext[k];
