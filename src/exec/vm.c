@@ -529,12 +529,10 @@ INLINE const float *load(const Job *j, const Scratch *sc, int ai,
   case K_REPEAT: {
     int run = (int)c->run, l = 0;
     if (run % 8 == 0) /* whole vectors of one value */
-      for (; l + run <= nl; l += run) {
-        float val = data[off + (l / run) * step];
+      for (const float *v = data + off; l + run <= nl; l += run, v += step)
         for (int m = 0; m < run; m += 8)
           for (int k = 0; k < 8; k++)
-            dst[l + m + k] = val;
-      }
+            dst[l + m + k] = *v;
     for (; l < nl; l += run) {
       float val = data[off + (l / run) * step];
       int end = l + run < nl ? l + run : nl;
@@ -612,14 +610,16 @@ static double reduce_identity(RedOp op) {
   }
 }
 
-/* Accumulate one term over its reduced variables for the unit's lanes. */
+/* Accumulate one term over its reduced variables for the unit's lanes:
+ * a sum straight into OUT, another reduction through SC->acc. */
 INLINE void run_term(const Job *j, const Term *t, Scratch *sc, int64_t *x,
                      int nl, double *out) {
   const Einsum *e = j->e;
   RedOp op = e->explicit_red ? e->red : RED_SUM;
-  double id = reduce_identity(op);
-  for (int l = 0; l < nl; l++)
-    sc->acc[l] = id;
+  double id = reduce_identity(op), sign = t->sign;
+  if (op != RED_SUM)
+    for (int l = 0; l < nl; l++)
+      sc->acc[l] = id;
   int rv[IR_MAX_VARS], nr = 0;
   for (int v = 0; v < e->nvars; v++)
     if (VARSET_HAS(t->red, v)) {
@@ -631,7 +631,7 @@ INLINE void run_term(const Job *j, const Term *t, Scratch *sc, int64_t *x,
     switch (op) {
     case RED_SUM:
       for (int l = 0; l < nl; l++)
-        sc->acc[l] += res[l];
+        out[l] += sign * res[l];
       break;
     case RED_MAX:
       for (int l = 0; l < nl; l++)
@@ -656,8 +656,9 @@ INLINE void run_term(const Job *j, const Term *t, Scratch *sc, int64_t *x,
     if (k < 0)
       break;
   }
-  for (int l = 0; l < nl; l++)
-    out[l] += t->sign * sc->acc[l];
+  if (op != RED_SUM)
+    for (int l = 0; l < nl; l++)
+      out[l] += sign * sc->acc[l];
 }
 
 /* Reduce N values into ACC in double precision: eight partial results,
