@@ -32,8 +32,11 @@ static void print_usage(FILE *f) {
              "\n"
              "commands:\n");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-  fprintf(f, "\nExample: mambalaya fuse specs/mamba1.yaml\n");
+    fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f, "\nExamples:\n"
+             "  mambalaya reproduce            the paper's figures, into out/\n"
+             "  mambalaya fuse mamba1          fusion groups of every strategy\n"
+             "  mambalaya eval mamba2 --model mamba2-370m --strategy full\n");
 }
 
 int main(int argc, char **argv) {
