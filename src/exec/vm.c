@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /* The loops that run units are compiled twice, for AVX2 and for the
  * baseline (run_units): everything they call inline comes with them. */
 #define INLINE static inline __attribute__((always_inline))
@@ -112,7 +111,6 @@ struct VmJob {
   int64_t out_lin[IR_MAX_VARS];
   int64_t out_base;
   bool accumulate;  /* add to the output (a term went to kernel_gemm) */
-  bool lane_guards; /* some read's guard moves with the lanes */
   bool guards;      /* some read's guard may fail (and read lane by lane) */
   bool rows;        /* some term runs a row at a time */
   Scratch serial;   /* for runs on the calling thread alone */
@@ -342,15 +340,12 @@ static bool guard_may_fail(const Job *j, const Guard *g) {
 /* Which reads must check their guards in the current region (most need
  * not: halos and fronts hold what lags and windows reach). */
 static void update_guards(Job *j) {
-  j->guards = j->lane_guards = false;
+  j->guards = false;
   for (int a = 0; a < j->nacc; a++) {
     Acc *c = &j->acc[a];
     c->live = false;
     for (int g = 0; g < c->nguard; g++)
-      if (guard_may_fail(j, &c->guard[g])) {
-        c->live = true;
-        j->lane_guards = j->lane_guards || c->guard[g].per_lane;
-      }
+      c->live = c->live || guard_may_fail(j, &c->guard[g]);
     j->guards = j->guards || c->live;
   }
 }

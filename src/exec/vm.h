@@ -5,10 +5,12 @@
  * vector registers of VM_LANES floats. The region's output is walked in
  * chunks of contiguous output elements (the lanes); for each chunk the
  * program runs once per point of the variables it reduces, accumulating
- * in double precision. A term that is a plain contraction of two tensors
- * goes to kernel_gemm instead. Reads before the start of a rank take the
- * tensor's initialization (or 0); everything else must lie inside the
- * tensor's view. */
+ * in double precision; a term that reduces a long variable for few
+ * outputs (a norm) instead runs with its lanes along that variable. A term
+ * that is a plain contraction of two tensors goes to kernel_gemm. A view
+ * may extend before the start of a rank, holding what reads there see (the
+ * tensor's initialization, or 0); reads outside every view take those
+ * through vm_read. */
 #ifndef MAMBALAYA_EXEC_VM_H
 #define MAMBALAYA_EXEC_VM_H
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { TODO, BUSY, DONE };
+enum { UNSEEN, BUSY, DONE };
 
 typedef struct Binder {
   const Cascade *c;
