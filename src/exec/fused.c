@@ -674,30 +674,32 @@ static int64_t slice_extent(const Fused *f, const Stretch *st) {
 static bool run_tile(Fused *f) {
   const Cascade *c = f->r->c;
   const Sched *sc = &f->sched;
+  /* Every member's region in the tile, by schedule position. */
   Region *base = xmalloc(((size_t)sc->n + 1) * sizeof *base);
+  for (int k = 0; k < sc->n; k++)
+    if (f->member[sc->order[k]])
+      tile_region(f, sc->order[k], &base[k]);
   bool ok = true;
   for (int i = 0; ok && i < sc->n;) {
     if (!f->member[sc->order[i]]) {
       i++;
       continue;
     }
-    for (int k = i; k < sc->n; k++)
-      tile_region(f, sc->order[k], &base[k - i]);
-    int split, n = grow_stretch(f, i, base, &split);
+    int split, n = grow_stretch(f, i, &base[i], &split);
     if (n == 0 && f->scc[sc->order[i]] >= 0)
       n = node_len(f, i); /* a recurrence with no rank to slice */
     if (n == 0 || (n == 1 && f->scc[sc->order[i]] < 0)) {
       /* A GEMM, or an Einsum alone: the VM spreads it over the pool. */
-      ok = run_member(f, sc->order[i], &base[0]);
+      ok = run_member(f, sc->order[i], &base[i]);
       i++;
       continue;
     }
-    Stretch st = {.members = &sc->order[i], .n = n, .base = base,
+    Stretch st = {.members = &sc->order[i], .n = n, .base = &base[i],
                   .split = split};
     st.slice = slice_extent(f, &st);
     ok = run_stretch(f->r, &st, f->scc);
     for (int k = 0; ok && k < n; k++)
-      count_einsum(f, sc->order[i + k], &base[k]);
+      count_einsum(f, sc->order[i + k], &base[i + k]);
     i += n;
   }
   free(base);
