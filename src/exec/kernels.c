@@ -98,6 +98,15 @@ typedef struct Isa {
   RowFn *row;
 } Isa;
 
+/* Call FN with ROWS (at most 3, or 4) as a compile-time constant, so that
+ * its loops over the rows unroll into registers. */
+#define WITH_ROWS_3(rows, fn, ...)                                           \
+  ((rows) == 1   ? fn(1, __VA_ARGS__)                                        \
+   : (rows) == 2 ? fn(2, __VA_ARGS__)                                        \
+                 : fn(3, __VA_ARGS__))
+#define WITH_ROWS_4(rows, fn, ...)                                           \
+  ((rows) <= 3 ? WITH_ROWS_3(rows, fn, __VA_ARGS__) : fn(4, __VA_ARGS__))
+
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -217,17 +226,7 @@ dot_rows_portable(int rows, int64_t k, const float *a, int64_t lda,
 
 static void dot_portable(int rows, int64_t k, const float *a, int64_t lda,
                          const float *const *w, float *out) {
-  switch (rows) {
-  case 1:
-    dot_rows_portable(1, k, a, lda, w, out);
-    break;
-  case 2:
-    dot_rows_portable(2, k, a, lda, w, out);
-    break;
-  default:
-    dot_rows_portable(3, k, a, lda, w, out);
-    break;
-  }
+  WITH_ROWS_3(rows, dot_rows_portable, k, a, lda, w, out);
 }
 
 /* The row kernel for a constant ROWS: each row of B is read once, from
@@ -263,20 +262,7 @@ row_rows_portable(int rows, int64_t kc, const float *a, int64_t a_m,
 static void row_portable(int rows, int64_t kc, const float *a, int64_t a_m,
                          int64_t a_k, const float *b, int64_t ldb, int64_t len,
                          float *t) {
-  switch (rows) {
-  case 1:
-    row_rows_portable(1, kc, a, a_m, a_k, b, ldb, len, t);
-    break;
-  case 2:
-    row_rows_portable(2, kc, a, a_m, a_k, b, ldb, len, t);
-    break;
-  case 3:
-    row_rows_portable(3, kc, a, a_m, a_k, b, ldb, len, t);
-    break;
-  default:
-    row_rows_portable(4, kc, a, a_m, a_k, b, ldb, len, t);
-    break;
-  }
+  WITH_ROWS_4(rows, row_rows_portable, kc, a, a_m, a_k, b, ldb, len, t);
 }
 
 static const Isa isa_portable = {P_MR, P_NR, micro_portable, dot_portable,
@@ -410,17 +396,7 @@ dot_rows_avx2(int rows, int64_t k, const float *a, int64_t lda,
 
 AVX2 static void dot_avx2(int rows, int64_t k, const float *a, int64_t lda,
                           const float *const *w, float *out) {
-  switch (rows) {
-  case 1:
-    dot_rows_avx2(1, k, a, lda, w, out);
-    break;
-  case 2:
-    dot_rows_avx2(2, k, a, lda, w, out);
-    break;
-  default:
-    dot_rows_avx2(3, k, a, lda, w, out);
-    break;
-  }
+  WITH_ROWS_3(rows, dot_rows_avx2, k, a, lda, w, out);
 }
 
 AVX2 static inline __attribute__((always_inline)) void
@@ -461,20 +437,7 @@ row_rows_avx2(int rows, int64_t kc, const float *a, int64_t a_m, int64_t a_k,
 AVX2 static void row_avx2(int rows, int64_t kc, const float *a, int64_t a_m,
                           int64_t a_k, const float *b, int64_t ldb, int64_t len,
                           float *t) {
-  switch (rows) {
-  case 1:
-    row_rows_avx2(1, kc, a, a_m, a_k, b, ldb, len, t);
-    break;
-  case 2:
-    row_rows_avx2(2, kc, a, a_m, a_k, b, ldb, len, t);
-    break;
-  case 3:
-    row_rows_avx2(3, kc, a, a_m, a_k, b, ldb, len, t);
-    break;
-  default:
-    row_rows_avx2(4, kc, a, a_m, a_k, b, ldb, len, t);
-    break;
-  }
+  WITH_ROWS_4(rows, row_rows_avx2, kc, a, a_m, a_k, b, ldb, len, t);
 }
 
 static const Isa isa_avx2 = {X_MR, X_NR, micro_avx2, dot_avx2, row_avx2};
