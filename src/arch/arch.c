@@ -18,6 +18,12 @@ static const char *const opclass_names[OPC_COUNT] = {
     "macc", "add", "mul", "div", "exp", "log", "sqrt", "silu", "max"};
 static const char *const role_names[ROLE_COUNT] = {"matrix", "vector",
                                                    "feeder"};
+static const char *const rednet_names[REDNET_COUNT] = {"chain", "tree",
+                                                       "none"};
+
+const char *rednet_name(RedNet r) {
+  return (unsigned)r < REDNET_COUNT ? rednet_names[r] : "?";
+}
 
 const char *opclass_name(OpClass k) {
   return (unsigned)k < OPC_COUNT ? opclass_names[k] : "?";
@@ -300,8 +306,9 @@ static bool load_memory(Loader *L, const YamlNode *seq) {
 
 /* ---- compute ---- */
 
-static const char *const unit_keys[] = {"name", "role",     "shape", "pes",
-                                        "mode_of", "pipeline", "ops", NULL};
+static const char *const unit_keys[] = {
+    "name", "role", "shape", "pes", "mode_of", "pipeline", "ops",
+    "epilogue", "reduction", NULL};
 
 static bool load_role(Loader *L, const YamlNode *n, UnitRole *out) {
   if (!want(L, n, YN_SCALAR, "role"))
@@ -402,6 +409,22 @@ static bool load_unit(Loader *L, const YamlNode *m, Unit *u) {
   u->pipeline = 1;
   if (pipe && !get_count(L, pipe, "pipeline", &u->pipeline))
     return false;
+  const YamlNode *red = ydoc_get(m, "reduction");
+  u->reduction = REDNET_CHAIN;
+  u->epilogue = -1;
+  if (red) {
+    if (!want(L, red, YN_SCALAR, "reduction (chain, tree or none)"))
+      return false;
+    int r = 0;
+    while (r < REDNET_COUNT && strcmp(rednet_names[r], red->text) != 0)
+      r++;
+    if (r == REDNET_COUNT)
+      return fail(L, red->loc,
+                  "unknown reduction network '%s' (expected chain, tree or "
+                  "none)",
+                  red->text);
+    u->reduction = (RedNet)r;
+  }
   const YamlNode *ops = ydoc_get(m, "ops");
   if (!ops && !ydoc_get(m, "mode_of"))
     return fail(L, m->loc,
@@ -418,6 +441,41 @@ static int find_unit(const Arch *a, const char *name) {
   return -1;
 }
 
+/* A unit named at N (mode_of, epilogue, binding), or an error listing the
+ * units. */
+static int named_unit(Loader *L, const YamlNode *n, const char *what) {
+  if (!want(L, n, YN_SCALAR, what))
+    return -1;
+  int u = find_unit(L->a, n->text);
+  if (u < 0) {
+    Buf b = {0};
+    for (int j = 0; j < L->a->nunits; j++)
+      buf_printf(&b, "%s%s", j ? ", " : "", L->a->units[j].name);
+    fail(L, n->loc, "%s names unknown unit '%s' (units: %s)", what, n->text,
+         b.s);
+    buf_free(&b);
+  }
+  return u;
+}
+
+/* epilogue: the unit that runs what this one cannot (not itself, not a
+ * unit with an epilogue of its own). */
+static bool resolve_epilogue(Loader *L, const YamlNode *seq, int i) {
+  const YamlNode *ep = ydoc_get(seq->items[i], "epilogue");
+  if (!ep)
+    return true;
+  int u = named_unit(L, ep, "epilogue");
+  if (u < 0)
+    return false;
+  if (u == i || ydoc_get(seq->items[u], "epilogue"))
+    return fail(L, ep->loc,
+                "epilogue of '%s' must name another unit without an "
+                "epilogue of its own",
+                L->a->units[i].name);
+  L->a->units[i].epilogue = u;
+  return true;
+}
+
 /* mode_of: a mode reuses a physical array's PEs, so it names a unit that
  * is not itself a mode, and has at most that unit's PEs. */
 static bool resolve_mode(Loader *L, const YamlNode *seq, int i) {
@@ -426,18 +484,9 @@ static bool resolve_mode(Loader *L, const YamlNode *seq, int i) {
   const YamlNode *mo = ydoc_get(seq->items[i], "mode_of");
   if (!mo)
     return true;
-  if (!want(L, mo, YN_SCALAR, "mode_of (a unit name)"))
+  int p = named_unit(L, mo, "mode_of");
+  if (p < 0)
     return false;
-  int p = find_unit(a, mo->text);
-  if (p < 0) {
-    Buf b = {0};
-    for (int j = 0; j < a->nunits; j++)
-      buf_printf(&b, "%s%s", j ? ", " : "", a->units[j].name);
-    fail(L, mo->loc, "mode_of names unknown unit '%s' (units: %s)", mo->text,
-         b.s);
-    buf_free(&b);
-    return false;
-  }
   if (p == i)
     return fail(L, mo->loc, "unit '%s' cannot be a mode of itself", u->name);
   /* The parent's own mode_of may not be resolved yet: ask its YAML. */
@@ -509,11 +558,31 @@ static bool load_compute(Loader *L, const YamlNode *seq) {
    * parent is itself a mode must be known before inheriting from it. */
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < seq->n; i++) {
-      bool ok = pass == 0 ? resolve_mode(L, seq, i)
+      bool ok = pass == 0 ? resolve_mode(L, seq, i) &&
+                                resolve_epilogue(L, seq, i)
                           : finish_unit(L, seq->items[i], &a->units[i]);
       if (!ok)
         return false;
     }
+  return true;
+}
+
+/* binding: {TENSOR: UNIT}: the unit that runs the Einsum writing TENSOR,
+ * whatever the binding rules say (names no cascade has are ignored: one
+ * architecture serves many cascades). */
+static bool load_bindings(Loader *L, const YamlNode *m) {
+  if (!want(L, m, YN_MAP, "binding (output tensor: unit name)"))
+    return false;
+  Arch *a = L->a;
+  a->bindings = arena_alloc(&a->arena, ((size_t)m->n + 1) * sizeof *a->bindings);
+  for (int i = 0; i < m->n; i++) {
+    int u = named_unit(L, m->items[i], "binding");
+    if (u < 0)
+      return false;
+    a->bindings[a->nbindings++] =
+        (ArchBinding){arena_strdup(&a->arena, m->keys[i]->text), u,
+                      m->keys[i]->loc};
+  }
   return true;
 }
 
@@ -547,8 +616,9 @@ static bool load_energy(Loader *L, const YamlNode *m) {
 
 /* ---- the whole file ---- */
 
-static const char *const arch_keys[] = {"name",    "clock",   "word", "memory",
-                                        "compute", "energy", NULL};
+static const char *const arch_keys[] = {"name",   "clock",   "word",
+                                        "memory", "compute", "energy",
+                                        "binding", NULL};
 
 static bool load_word(Loader *L, const YamlNode *n) {
   double w;
@@ -592,7 +662,10 @@ static bool load_architecture(Loader *L, const YamlNode *key,
     return false;
   const YamlNode *energy = need_at(
       L, at, m, "energy", w, "energy per operation, e.g. 'macc: 1.5 pJ'");
-  return energy && load_energy(L, energy);
+  if (!energy || !load_energy(L, energy))
+    return false;
+  const YamlNode *bind = ydoc_get(m, "binding");
+  return !bind || load_bindings(L, bind);
 }
 
 static bool load_root(Loader *L, const YamlNode *root) {

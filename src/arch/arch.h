@@ -40,6 +40,18 @@ typedef enum {
 
 const char *role_name(UnitRole r); /* "matrix", "vector", "feeder" */
 
+/* How a unit's PEs combine the partial results of one reduction spread
+ * over several of them (docs/model.md §2). */
+typedef enum {
+  REDNET_CHAIN, /* neighbour links: p PEs combine in p - 1 steps (a 1D
+                   array's linear connections; the default) */
+  REDNET_TREE,  /* a tree (a GPU warp's shuffles): ceil(log2 p) steps */
+  REDNET_NONE,  /* none: one output per PE */
+  REDNET_COUNT
+} RedNet;
+
+const char *rednet_name(RedNet r); /* "chain", "tree", "none" */
+
 typedef struct Unit {
   const char *name;
   Loc loc;
@@ -49,7 +61,19 @@ typedef struct Unit {
   int mode_of;    /* index of the unit whose PEs this mode reuses, or -1 */
   int pipeline;   /* pipeline stages of a PE (fill latency in cycles) */
   double rate[OPC_COUNT]; /* operations per PE per cycle; 0: unsupported */
+  int epilogue;   /* the unit that runs the operations this one cannot, in
+                     the same Einsum (a GPU's CUDA cores beside its tensor
+                     cores), or -1 */
+  RedNet reduction; /* how a reduction spreads over its PEs */
 } Unit;
+
+/* An architecture's choice of unit for one Einsum, by its output's name
+ * (the `binding:` section; a spec's `units:` section chooses by role). */
+typedef struct ArchBinding {
+  const char *tensor;
+  int unit;
+  Loc loc;
+} ArchBinding;
 
 typedef struct MemLevel {
   const char *name;
@@ -70,6 +94,8 @@ typedef struct Arch {
   int nunits;
   Unit *units;
   double op_pj[OPC_COUNT]; /* energy per operation */
+  int nbindings;
+  ArchBinding *bindings;
 } Arch;
 
 /* Load an architecture from a YAML file, or parse TEXT. Unknown keys,

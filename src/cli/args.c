@@ -189,7 +189,48 @@ int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
       return EXIT_INPUT;
     }
   }
-  *s = shape_bind(*c, preset, o->sets, o->nsets, (*c)->has_shape, &d);
+  if (preset && (*c)->model) {
+    const Preset *own = preset_find((*c)->model);
+    if (own && own->version != preset->version) {
+      fprintf(stderr,
+              "mambalaya: %s is written for Mamba-%d models (its model is "
+              "%s), but %s is a Mamba-%d model: pick a matching --model, or "
+              "give the sizes with --set\n",
+              o->spec, own->version, own->name, preset->name,
+              preset->version);
+      cascade_free(*c);
+      *c = NULL;
+      return EXIT_INPUT;
+    }
+  }
+  Setting sets[MAX_SETS + 1];
+  int nsets = o->nsets;
+  memcpy(sets, o->sets, sizeof(Setting) * (size_t)o->nsets);
+  if (o->decode) {
+    int r = cascade_sequence_rank(*c);
+    if (r < 0) {
+      fprintf(stderr,
+              "mambalaya: --phase decode: %s has no sequence rank (no "
+              "recurrence, no rank I): name it with 'sequence: RANK'\n",
+              o->spec);
+      cascade_free(*c);
+      *c = NULL;
+      return EXIT_INPUT;
+    }
+    const char *rn = (*c)->ranks[r].name;
+    for (int i = 0; i < nsets; i++)
+      if (strcmp(sets[i].name, rn) == 0 && sets[i].value != 1) {
+        fprintf(stderr,
+                "mambalaya: --phase decode sets the sequence rank %s to 1, "
+                "but --set %s=%g asks for %g: drop one of them\n",
+                rn, rn, sets[i].value, sets[i].value);
+        cascade_free(*c);
+        *c = NULL;
+        return EXIT_INPUT;
+      }
+    sets[nsets++] = (Setting){rn, 1};
+  }
+  *s = shape_bind(*c, preset, sets, nsets, (*c)->has_shape, &d);
   if (!*s) {
     diag_print(&d, stderr);
     cascade_free(*c);

@@ -23,7 +23,8 @@ typedef struct SpecOpts {
   Setting sets[MAX_SETS];
   char set_names[MAX_SETS][64];
   int nsets;
-  bool json; /* --json */
+  bool json;   /* --json */
+  bool decode; /* --phase decode: the spec's sequence rank is 1 */
 } SpecOpts;
 
 /* An option scanner: argv is walked once; each command asks for the
@@ -66,6 +67,29 @@ Arch *open_arch(const char *name, Diag *d);
  * bind its shape. On failure prints the diagnostic and returns
  * EXIT_INPUT; on success returns 0 with *c and *s set. */
 int load_spec(const SpecOpts *o, Cascade **c, Shape **s);
+
+/* The model's options as given on the command line: -1 / NAN where the
+ * design's default applies (model_default_opts). */
+typedef struct ModelFlags {
+  int pipelined, ideal, state_io, no_overlap; /* 0 or 1 */
+  int two_pass, rd_partials, spill_distance, stitch;
+  double reserve_share, weight_share;
+} ModelFlags;
+
+extern const char model_opts_help[]; /* their lines for --help */
+ModelFlags model_flags_default(void);
+/* Handle one of the model's options (--pipelined, --stitch, ...). Returns
+ * true if it was one (and *err set to an exit status when bad). */
+bool model_opt(Args *a, ModelFlags *f, int *err);
+/* Design D's options with F's overrides. */
+ModelOpts model_opts_for(const ModelFlags *f, Design d);
+
+/* A plan as `fuse --json` writes it, for cascade C (bound by S): NULL and
+ * D set (the file, and what is wrong) when it is not one, names Einsums C
+ * lacks, misses one, or cannot run (a group reading what a later group
+ * produces). */
+Plan *load_plan_file(const char *path, const Cascade *c, const Shape *s,
+                     Diag *d);
 
 /* Print BUF to stdout (all of it, at once). */
 void emit(const Buf *b);

@@ -4,36 +4,41 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage[] =
+static const char usage_head[] =
     "usage: mambalaya eval SPEC [--arch ARCH] [--model M] [--set NAME=V]...\n"
-    "                           [--design D | --strategy S] [--phase P]\n"
-    "                           [--pipelined] [--ideal] [--state-io] [--json]\n"
+    "                           [--design D | --strategy S | --plan FILE]\n"
+    "                           [--phase P] [model options] [--json]\n"
     "\n"
     "Price a fusion plan of the cascade in SPEC on an accelerator: each\n"
     "Einsum's unit, operations, mapping, DRAM traffic and latency, each\n"
-    "group's latency, and the layer's totals and energy (paper SV-VI).\n"
-    "SPEC and ARCH are paths or shipped names (mamba1, mamba2; mambalaya,\n"
-    "h100).\n"
+    "group's tile, what it holds and what it spilled, and the layer's\n"
+    "totals and energy (paper SV-VI; docs/model.md). SPEC and ARCH are\n"
+    "paths or shipped names (mamba1, mamba2, transformer; mambalaya, h100).\n"
     "\n"
     "  --arch ARCH     architecture (default: mambalaya)\n"
     "  --design D      unfused, ideal, marca, geens, ri, ri+rsb, ri+rsb+rsp,\n"
     "                  full (default: full)\n"
     "  --strategy S    the same as --design for the four strategies\n"
-    "  --phase P       prefill (the spec's I) or decode (I = 1)\n"
-    "  --pipelined     compose a group's Einsums by parallel pipelining\n"
-    "  --ideal         algorithmic-minimum traffic instead of the mapping\n"
-    "                  search's\n"
-    "  --state-io      count the decode state (H0, the convolution history)\n"
-    "  --no-overlap    an Einsum's compute and DRAM transfers do not overlap\n"
-    "  --model, --set, --json   as for classify\n";
+    "  --plan FILE     price the plan in FILE, as `fuse --json` writes it\n"
+    "                  (priced with its strategy's rules)\n"
+    "  --phase P       prefill (the spec's sizes) or decode (the sequence\n"
+    "                  rank, `sequence:` in the spec, set to 1)\n";
+
+static const char usage_tail[] =
+    "  --model, --set, --json   as for classify\n"
+    "\n"
+    "example:\n"
+    "  mambalaya fuse mamba2 --strategy ri+rsb+rsp --stitch global --json "
+    "> p.json\n"
+    "  mambalaya eval mamba2 --plan p.json --phase decode --arch h100\n";
 
 int cmd_eval(int argc, char **argv) {
   Args a = {.cmd = "mambalaya eval", .argc = argc, .argv = argv, .i = 1};
   SpecOpts o = {0};
-  const char *arch_name = "mambalaya";
+  ModelFlags mf = model_flags_default();
+  const char *arch_name = "mambalaya", *plan_file = NULL;
   Design design = DES_FULL;
-  bool pipelined = false, ideal = false, state_io = false, decode = false;
-  bool no_overlap = false;
+  bool design_given = false;
   int k, err;
   while ((k = args_next(&a))) {
     if (k == 2) {
@@ -41,12 +46,18 @@ int cmd_eval(int argc, char **argv) {
         return args_unknown(&a);
       o.spec = a.val;
     } else if (args_is(&a, "--help") || args_is(&a, "-h")) {
-      fputs(usage, stdout);
+      fputs(usage_head, stdout);
+      fputs(model_opts_help, stdout);
+      fputs(usage_tail, stdout);
       return 0;
     } else if (args_is(&a, "--arch")) {
       if (!args_value(&a))
         return EXIT_INPUT;
       arch_name = a.val;
+    } else if (args_is(&a, "--plan")) {
+      if (!args_value(&a))
+        return EXIT_INPUT;
+      plan_file = a.val;
     } else if (args_is(&a, "--design") || args_is(&a, "--strategy")) {
       if (!args_value(&a))
         return EXIT_INPUT;
@@ -55,22 +66,15 @@ int cmd_eval(int argc, char **argv) {
                            "unknown design '%s' (expected unfused, ideal, "
                            "marca, geens, ri, ri+rsb, ri+rsb+rsp or full)",
                            a.val);
+      design_given = true;
     } else if (args_is(&a, "--phase")) {
       if (!args_value(&a))
         return EXIT_INPUT;
       if (strcmp(a.val, "prefill") && strcmp(a.val, "decode"))
         return usage_error(&a, "--phase expects prefill or decode, got '%s'",
                            a.val);
-      decode = strcmp(a.val, "decode") == 0;
-    } else if (args_is(&a, "--pipelined")) {
-      pipelined = true;
-    } else if (args_is(&a, "--ideal")) {
-      ideal = true;
-    } else if (args_is(&a, "--state-io")) {
-      state_io = true;
-    } else if (args_is(&a, "--no-overlap")) {
-      no_overlap = true;
-    } else if (spec_opt(&a, &o, &err)) {
+      o.decode = strcmp(a.val, "decode") == 0;
+    } else if (model_opt(&a, &mf, &err) || spec_opt(&a, &o, &err)) {
       if (err)
         return err;
     } else {
@@ -79,10 +83,8 @@ int cmd_eval(int argc, char **argv) {
   }
   if (!o.spec)
     return usage_error(&a, "missing SPEC (see mambalaya eval --help)");
-  if (decode && o.nsets < MAX_SETS) {
-    strcpy(o.set_names[o.nsets], "I");
-    o.sets[o.nsets++] = (Setting){o.set_names[o.nsets - 1], 1};
-  }
+  if (plan_file && design_given)
+    return usage_error(&a, "--plan gives the plan: drop --design/--strategy");
   Diag d = {0};
   Arch *arch = open_arch(arch_name, &d);
   if (!arch) {
@@ -95,24 +97,33 @@ int cmd_eval(int argc, char **argv) {
     arch_free(arch);
     return err;
   }
+  int status = 0;
+  Pair *pairs = NULL;
+  Eval *ev = NULL;
   if (!s->complete) {
     fprintf(stderr, "mambalaya eval: %s has ranks without sizes: give a "
                     "shape section or --set RANK=N\n",
             o.spec);
-    shape_free(s);
-    cascade_free(c);
-    arch_free(arch);
-    return EXIT_INPUT;
+    status = EXIT_INPUT;
+    goto done;
   }
-  Pair *pairs = fusion_classify(c, s);
-  ModelOpts mo = model_default_opts(design);
-  mo.compose = pipelined ? COMPOSE_PIPELINED : COMPOSE_SEQUENTIAL;
-  if (ideal)
-    mo.accounting = ACCOUNT_IDEAL;
-  mo.state_io = state_io;
-  mo.no_overlap = no_overlap;
-  Eval *ev = model_eval(c, s, arch, pairs, design, &mo, &d);
-  int status = 0;
+  pairs = fusion_classify(c, s);
+  if (plan_file) {
+    Plan *p = load_plan_file(plan_file, c, s, &d);
+    if (!p) {
+      diag_print(&d, stderr);
+      status = EXIT_INPUT;
+      goto done;
+    }
+    static const Design of_strategy[ST_COUNT] = {
+        DES_UNFUSED, DES_RI, DES_RI_RSB, DES_RI_RSB_RSP, DES_FULL};
+    design = of_strategy[p->strategy];
+    ModelOpts mo = model_opts_for(&mf, design);
+    ev = model_eval_plan(c, s, arch, pairs, design, p, &mo, &d);
+  } else {
+    ModelOpts mo = model_opts_for(&mf, design);
+    ev = model_eval(c, s, arch, pairs, design, &mo, &d);
+  }
   if (!ev) {
     diag_print(&d, stderr);
     status = EXIT_INPUT;
@@ -128,6 +139,7 @@ int cmd_eval(int argc, char **argv) {
     emit(&b);
     buf_free(&b);
   }
+done:
   eval_free(ev);
   free(pairs);
   shape_free(s);

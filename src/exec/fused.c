@@ -85,52 +85,41 @@ static Bits *map_for(const Fused *f, Bits **maps, int t) {
   return maps[t];
 }
 
-/* Mark every element of tensor T in the box [lo, hi). */
-static void mark_box(Fused *f, Bits **maps, int t, const int64_t *lo,
-                     const int64_t *hi) {
+/* Mark every element of tensor T in the product of the spans BOX (the
+ * elements an access touches: ir.h): runs along the last coordinate when
+ * its step is 1, else one by one. */
+static void mark_spans(Fused *f, Bits **maps, int t, const Span *box) {
   const Tensor *T = &f->r->c->tensors[t];
   int n = T->nranks;
   int64_t shape[IR_MAX_RANKS];
   tensor_shape(f->r, t, shape);
   for (int k = 0; k < n; k++)
-    if (lo[k] >= hi[k])
+    if (box[k].count <= 0)
       return;
   Bits *map = map_for(f, maps, t);
-  int64_t pos[IR_MAX_RANKS];
-  memcpy(pos, lo, sizeof(int64_t) * (size_t)n);
+  int64_t pos[IR_MAX_RANKS] = {0}; /* the step of each coordinate */
   for (;;) {
     int64_t off = 0;
-    for (int k = 0; k < n; k++)
-      off = off * shape[k] + pos[k];
-    int64_t run = n ? hi[n - 1] - lo[n - 1] : 1;
-    set_range(map, off, off + run);
+    for (int k = 0; k + 1 < n; k++)
+      off = (off + box[k].first + pos[k] * box[k].step) * shape[k + 1];
+    if (n == 0) {
+      set_range(map, 0, 1);
+    } else {
+      const Span *last = &box[n - 1];
+      if (last->step == 1)
+        set_range(map, off + last->first, off + last->first + last->count);
+      else
+        for (int64_t j = 0; j < last->count; j++)
+          set_range(map, off + last->first + j * last->step,
+                    off + last->first + j * last->step + 1);
+    }
     int k = n - 2;
-    while (k >= 0 && ++pos[k] == hi[k]) {
-      pos[k] = lo[k];
+    while (k >= 0 && ++pos[k] == box[k].count) {
+      pos[k] = 0;
       k--;
     }
     if (k < 0)
       break;
-  }
-}
-
-/* The box of tensor coordinates an access covers over a region. */
-static void access_box(const Fused *f, const Access *a, const Region *rg,
-                       int64_t *lo, int64_t *hi) {
-  const Shape *s = f->r->s;
-  const Tensor *T = &f->r->c->tensors[a->tensor];
-  for (int k = 0; k < a->n; k++) {
-    const Index *ix = &a->idx[k];
-    double mn = ix->off ? shape_eval(s, ix->off) : 0, mx = mn;
-    for (int t = 0; t < ix->nterms; t++) {
-      double c = ix->coef[t] ? shape_eval(s, ix->coef[t]) : 1;
-      double x0 = (double)rg->lo[ix->var[t]], x1 = (double)rg->hi[ix->var[t]] - 1;
-      mn += c >= 0 ? c * x0 : c * x1;
-      mx += c >= 0 ? c * x1 : c * x0;
-    }
-    int64_t size = s->size[T->ranks[k]];
-    lo[k] = mn < 0 ? 0 : (int64_t)mn;
-    hi[k] = mx + 1 > (double)size ? size : (int64_t)mx + 1;
   }
 }
 
@@ -148,16 +137,6 @@ static void mark_one(void *ctx, int t, const int64_t *coords) {
     set_one(f->rmap[t], off);
 }
 
-/* A read that stays on chip whatever the plan: inside a recurrence. */
-static bool recurrence_read(const Fused *f, int e, const Access *a) {
-  const Cascade *c = f->r->c;
-  int p = c->tensors[a->tensor].producer;
-  for (int k = 0; k < a->n; k++)
-    if (a->idx[k].lag > 0)
-      return true;
-  return p >= 0 && f->scc[e] >= 0 && f->scc[e] == f->scc[p];
-}
-
 /* Count what T's initialization reads to write STEPS steps before the
  * start over the box [LO, HI) of T's other dimensions. */
 static void count_front(Fused *f, int t, int64_t steps, const int64_t *lo,
@@ -166,11 +145,11 @@ static void count_front(Fused *f, int t, int64_t steps, const int64_t *lo,
     return;
   const Einsum *ini = f->r->c->tensors[t].init;
   Region reg;
-  int64_t alo[IR_MAX_RANKS], ahi[IR_MAX_RANKS];
+  Span box[IR_MAX_RANKS];
   front_region(f->r, t, steps, lo, hi, &reg);
   for (int k = 0; k < ini->nreads; k++) {
-    access_box(f, ini->reads[k], &reg, alo, ahi);
-    mark_box(f, f->rmap, ini->reads[k]->tensor, alo, ahi);
+    access_spans(f->r->s, ini->reads[k], &reg, box);
+    mark_spans(f, f->rmap, ini->reads[k]->tensor, box);
   }
 }
 
@@ -194,23 +173,31 @@ static void count_front_read(Fused *f, int e, const Access *a,
   count_front(f, t, steps < r->front[t] ? steps : r->front[t], lo, hi);
 }
 
+/* What Einsum E moves over region RG, as the plan's geometry says: its
+ * reads from off-chip memory, the fronts its reads before a start need,
+ * its output if the plan writes it. */
 static void count_einsum(Fused *f, int e, const Region *rg) {
   if (!f->counting)
     return;
   const Einsum *E = f->r->c->einsums[e];
+  Span box[IR_MAX_RANKS];
   int64_t lo[IR_MAX_RANKS], hi[IR_MAX_RANKS];
   for (int k = 0; k < E->nreads; k++) {
     const Access *a = E->reads[k];
     if (f->onchip[a->tensor])
       continue;
-    access_box(f, a, rg, lo, hi);
+    access_spans(f->r->s, a, rg, box);
+    for (int d = 0; d < a->n; d++) {
+      lo[d] = box[d].first;
+      hi[d] = box[d].first + box[d].step * (box[d].count - 1) + 1;
+    }
     count_front_read(f, e, a, rg, lo, hi);
-    if (!recurrence_read(f, e, a))
-      mark_box(f, f->rmap, a->tensor, lo, hi);
+    if (f->p->src[e][k] == SRC_DRAM)
+      mark_spans(f, f->rmap, a->tensor, box);
   }
-  if (!f->onchip[E->out.tensor]) {
-    access_box(f, &E->out, rg, lo, hi);
-    mark_box(f, f->wmap, E->out.tensor, lo, hi);
+  if (f->p->written[E->out.tensor]) {
+    access_spans(f->r->s, &E->out, rg, box);
+    mark_spans(f, f->wmap, E->out.tensor, box);
   }
 }
 
@@ -237,13 +224,6 @@ static void flush_counts(Fused *f) {
 
 /* ---- the tiling of a unit ---- */
 
-static bool has_rank(const Tensor *T, int r) {
-  for (int k = 0; k < T->nranks; k++)
-    if (T->ranks[k] == r)
-      return true;
-  return false;
-}
-
 static int first_dim(const Tensor *T, int r) {
   for (int k = 0; k < T->nranks; k++)
     if (T->ranks[k] == r)
@@ -251,38 +231,11 @@ static int first_dim(const Tensor *T, int r) {
   return -1;
 }
 
-/* The ranks every tensor the unit produces, or reads from another
- * producer, shares: the unit's common outer loops. */
+/* The unit's common outer loops: the ranks the plan lets it tile. */
 static void unit_ranks(Fused *f) {
-  const Cascade *c = f->r->c;
-  bool common[256];
-  for (int r = 0; r < 256; r++)
-    common[r] = r < c->nranks;
-  int first = -1;
-  for (int e = 0; e < c->neinsums; e++) {
-    if (!f->member[e])
-      continue;
-    if (first < 0)
-      first = e;
-    const Einsum *E = c->einsums[e];
-    for (int r = 0; r < c->nranks && r < 256; r++)
-      common[r] = common[r] && has_rank(&c->tensors[E->out.tensor], r);
-    for (int k = 0; k < E->nreads; k++) {
-      const Tensor *T = &c->tensors[E->reads[k]->tensor];
-      if (T->producer >= 0)
-        for (int r = 0; r < c->nranks && r < 256; r++)
-          common[r] = common[r] && has_rank(T, r);
-    }
-  }
-  f->nt = 0;
-  const Tensor *T = &c->tensors[c->einsums[first]->out.tensor];
-  for (int k = 0; k < T->nranks; k++)
-    if (T->ranks[k] < 256 && common[T->ranks[k]]) {
-      f->trank[f->nt] = T->ranks[k];
-      f->tsize[f->nt] = rank_size(f, T->ranks[k]);
-      f->nt++;
-      common[T->ranks[k]] = false; /* a rank counts once */
-    }
+  f->nt = plan_tile_ranks(f->r->c, f->member, f->trank);
+  for (int j = 0; j < f->nt; j++)
+    f->tsize[j] = rank_size(f, f->trank[j]);
 }
 
 /* How far back (>= 0) a read reaches along a tiled rank of the tensor it
@@ -309,7 +262,7 @@ static bool tileable(Fused *f) {
     for (int k = 0; k < E->nreads; k++) {
       const Access *a = E->reads[k];
       int t = a->tensor;
-      if (!f->made[t] || recurrence_read(f, e, a))
+      if (!f->made[t] || f->p->src[e][k] == SRC_RECURRENCE)
         continue;
       for (int j = 0; j < f->nt; j++) {
         int64_t back = reach_back(f, e, a, f->trank[j]);

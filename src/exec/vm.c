@@ -131,13 +131,6 @@ View view_of(float *data, const int64_t *shape, int n) {
   return v;
 }
 
-void region_full(const Shape *s, const Einsum *e, Region *r) {
-  for (int v = 0; v < e->nvars; v++) {
-    r->lo[v] = 0;
-    r->hi[v] = s->size[e->vars[v].rank];
-  }
-}
-
 static int64_t index_value(const Shape *s, const Index *ix,
                            const int64_t *x) {
   double v = ix->off ? shape_eval(s, ix->off) : 0;

@@ -42,13 +42,7 @@ typedef struct Env {
   void *mark_ctx;
 } Env;
 
-/* A box of an Einsum's iteration space: [lo, hi) per variable. */
-typedef struct Region {
-  int64_t lo[IR_MAX_VARS], hi[IR_MAX_VARS];
-} Region;
-
-/* The whole iteration space. */
-void region_full(const Shape *s, const Einsum *e, Region *r);
+/* (Region and region_full, boxes of an iteration space, are in ir.h.) */
 /* A view covering all of array A (whose shape is tensor T's). */
 View view_of(float *data, const int64_t *shape, int n);
 

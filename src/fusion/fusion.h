@@ -105,20 +105,71 @@ bool strategy_allows(Strategy s, FusionClass k);
 
 typedef struct Group {
   int n;
-  int *einsums; /* in cascade order */
+  int *einsums; /* in cascade order: the order they run in */
+  int ntiled;
+  int tiled[IR_MAX_RANKS]; /* ranks it may tile: see plan_tile_ranks */
 } Group;
+
+/* ---- the plan's geometry (geometry.c) ----
+ *
+ * What the model prices and the executor runs, computed once from the
+ * grouping: how every read is served, which tensors go off chip, and every
+ * element that crosses off chip at the plan's algorithmic minimum:
+ *
+ *   - a tensor produced in a group is handed over on chip to its readers
+ *     in that group, and written off chip once if it escapes (a result, or
+ *     read by another group);
+ *   - every other read comes from off-chip memory, each distinct element
+ *     once per group (the group's readers share the fetch: NEX read by the
+ *     merged TTX and RX, a window's halo);
+ *   - reads inside a recurrence (H[i-1], and HH -> H) stay on chip in every
+ *     plan: a recurrence is co-iterated along its rank;
+ *   - what a read before the start of an initialized rank sees comes from
+ *     the initialization's inputs (the decode state: H0, the convolution
+ *     history), read once per group.
+ *
+ * Elements are counted with ir's spans (span.c), so a window, a lag or a
+ * read at a constant index counts exactly what it touches. */
+typedef enum {
+  SRC_DRAM,       /* from off-chip memory */
+  SRC_HANDOVER,   /* produced in the same group: passed on chip */
+  SRC_RECURRENCE, /* inside a recurrence: on chip whatever the plan */
+} ReadSrc;
+
+typedef enum {
+  XFER_READ,  /* a tensor read by its group (charged at its first reader) */
+  XFER_WRITE, /* a tensor written by its producer */
+  XFER_STATE, /* an initialization's input (the decode state), read for the
+                 group's reads before the start */
+} XferKind;
+
+/* One tensor crossing off chip at one Einsum. */
+typedef struct Transfer {
+  int einsum, tensor;
+  XferKind kind;
+  double elems;
+} Transfer;
 
 typedef struct Plan {
   Strategy strategy;
   Stitcher stitcher;
   Objective objective;
   Nodes *nodes; /* the merged Einsums the groups are made of */
+  int neinsums;      /* of the cascade */
   int ngroups;
-  Group *groups;
+  Group *groups;     /* in the order they run */
   int *group_of;     /* Einsum id -> group */
-  bool *onchip;      /* per tensor: produced and consumed in one group */
-  double offchip_elems; /* intermediate elements written + read off chip
-                           (needs sizes; 0 without a complete Shape) */
+  /* The geometry. */
+  ReadSrc **src;     /* per Einsum, per read (Einsum.reads[k]) */
+  bool *written;     /* per tensor: its producer writes it off chip */
+  bool *onchip;      /* per tensor: produced and never off chip */
+  int nxfers;
+  Transfer *xfers;   /* every off-chip transfer, in execution order
+                        (elements need sizes: 0 without a complete Shape) */
+  double offchip_elems; /* the intermediates' transfers: what `fuse`
+                           prints, eval's ideal inter-Einsum traffic and
+                           the executor's count, and what --stitch global
+                           minimizes */
 } Plan;
 
 /* Stitch C under strategy ST with stitcher HOW. PAIRS from
@@ -129,14 +180,39 @@ Plan *fusion_plan(const Cascade *c, const Shape *s, const Pair *pairs,
                   Strategy st, Stitcher how, Objective obj, Diag *d);
 void plan_free(Plan *p);
 /* A plan with the given grouping: GROUP_OF[e] numbers the groups in the
- * order they run (0, 1, ...). Merged nodes follow strategy ST. */
+ * order they run (0, 1, ...). Merged nodes follow strategy ST. NULL and D
+ * set when the grouping cannot run: an Einsum reads, within one iteration,
+ * a tensor that a later group produces. */
 Plan *fusion_plan_groups(const Cascade *c, const Shape *s, Strategy st,
-                         const int *group_of);
+                         const int *group_of, Diag *d);
 
-/* Intermediate elements moved off chip by a grouping: every tensor that
- * leaves its producer's group is written once and read once by each other
- * group that consumes it. */
-double fusion_offchip_elems(const Cascade *c, const Shape *s,
-                            const int *group_of);
+/* The ranks a set of Einsums (MEMBER[e]) may tile together: those shared
+ * by every tensor they produce and every produced tensor they read, in the
+ * order of the first member's output (outermost first). For Mamba, the
+ * tokens B and I. Tiling any other rank would refetch some tensor per
+ * tile. Returns how many, into RANKS. */
+int plan_tile_ranks(const Cascade *c, const bool *member, int *ranks);
+
+/* Elements of tensor T that Einsum E's reads touch over its whole
+ * iteration space (the union of its accesses' spans). */
+double einsum_read_elems(const Shape *s, int e, int t);
+/* Elements of the initializations' inputs that Einsum E's reads before a
+ * start need (its own reach), per input tensor into ELEMS (indexed by
+ * tensor; the caller zeroes it). */
+void einsum_state_elems(const Shape *s, int e, double *elems);
+
+/* Fill P's geometry from its grouping (fusion_plan does). */
+void plan_geometry(const Cascade *c, const Shape *s, Plan *p);
+
+/* The off-chip traffic of intermediates that a contiguous run of merged
+ * nodes, as one group, would cause (the global stitcher's cost; additive
+ * over groups, and equal to the plan's offchip_elems summed). */
+typedef struct SegCost SegCost;
+SegCost *segcost_new(const Cascade *c, const Shape *s, const Nodes *m);
+void segcost_free(SegCost *sc);
+/* Start an empty segment ending at node RIGHT, then grow it to the left a
+ * node at a time: segcost_grow returns the cost of [left, RIGHT]. */
+void segcost_start(SegCost *sc, int right);
+double segcost_grow(SegCost *sc);
 
 #endif

@@ -143,72 +143,55 @@ static void stitch_alg1(const Cascade *c, const Nodes *m, Strategy st,
   }
 }
 
-double fusion_offchip_elems(const Cascade *c, const Shape *s,
-                            const int *group_of) {
-  if (!s || !s->complete)
-    return 0;
-  double total = 0;
-  int *seen = xmalloc(((size_t)c->neinsums + 1) * sizeof *seen);
-  for (int t = 0; t < c->ntensors; t++) {
-    const Tensor *T = &c->tensors[t];
-    if (T->producer < 0)
+/* Per merged node, the edges to other nodes: which node, and whether the
+ * strategy allows fusing across it. */
+typedef struct Adj {
+  int n;
+  int *other;
+  bool *allowed;
+} Adj;
+
+static Adj *node_adjacency(const Cascade *c, const Pair *pairs,
+                           const Nodes *m, Strategy st) {
+  Adj *adj = xcalloc((size_t)m->n + 1, sizeof *adj);
+  for (int i = 0; i < c->nedges; i++) {
+    const Edge *e = &c->edges[i];
+    int a = m->node_of[e->producer], b = m->node_of[e->consumer];
+    if (a == b)
       continue;
-    int g = group_of[T->producer];
-    int nseen = 0;
-    for (int i = 0; i < c->nedges; i++) {
-      const Edge *e = &c->edges[i];
-      int h = group_of[e->consumer];
-      if (e->tensor != t || h == g)
-        continue;
-      bool dup = false;
-      for (int j = 0; j < nseen; j++)
-        dup = dup || seen[j] == h;
-      if (!dup)
-        seen[nseen++] = h;
+    for (int side = 0; side < 2; side++) {
+      Adj *x = &adj[side ? b : a];
+      x->other = xrealloc(x->other, (size_t)(x->n + 1) * sizeof *x->other);
+      x->allowed =
+          xrealloc(x->allowed, (size_t)(x->n + 1) * sizeof *x->allowed);
+      x->other[x->n] = side ? a : b;
+      x->allowed[x->n] = strategy_allows(st, pairs[i].cls);
+      x->n++;
     }
-    if (nseen > 0) /* written once, read by each other group */
-      total += shape_tensor_elems(s, t) * (1 + nseen);
   }
-  free(seen);
-  return total;
+  return adj;
 }
 
-/* Off-chip intermediate elements charged to one contiguous segment
- * [a, b] of nodes: what it writes for readers outside and what it reads
- * from producers outside (once per segment). Additive over segments. */
-static double segment_traffic(const Cascade *c, const Shape *s,
-                              const Nodes *m, int a, int b) {
-  double total = 0;
-  for (int t = 0; t < c->ntensors; t++) {
-    const Tensor *T = &c->tensors[t];
-    if (T->producer < 0)
-      continue;
-    int pn = m->node_of[T->producer];
-    bool inside = pn >= a && pn <= b;
-    bool read_inside = false, read_outside = false;
-    for (int i = 0; i < c->nedges; i++) {
-      const Edge *e = &c->edges[i];
-      if (e->tensor != t)
-        continue;
-      int q = m->node_of[e->consumer];
-      if (q >= a && q <= b)
-        read_inside = true;
-      else
-        read_outside = true;
-    }
-    if ((inside && read_outside) || (!inside && read_inside))
-      total += shape_tensor_elems(s, t);
+static void adjacency_free(Adj *adj, int n) {
+  for (int i = 0; i < n; i++) {
+    free(adj[i].other);
+    free(adj[i].allowed);
   }
-  return total;
+  free(adj);
 }
 
 /* Exact search: dynamic programming over where groups start. A segment
- * is valid when every edge inside it is of an allowed class. */
+ * is valid when every edge inside it is of an allowed class; its cost is
+ * the off-chip traffic of intermediates it causes (geometry.c), or 1 per
+ * group. Segments grow to the left from each end, so validity and cost
+ * are updated a node at a time: O(n^2) segments in O(n * edges). */
 static void stitch_global(const Cascade *c, const Shape *s, const Pair *pairs,
                           const Nodes *m, Strategy st, Objective obj,
                           char *group_start) {
   int n = m->n;
   bool by_traffic = obj == OBJ_TRAFFIC && s && s->complete;
+  SegCost *sc = by_traffic ? segcost_new(c, s, m) : NULL;
+  Adj *adj = node_adjacency(c, pairs, m, st);
   double *best = xmalloc(((size_t)n + 1) * sizeof *best);
   int *groups = xmalloc(((size_t)n + 1) * sizeof *groups);
   int *from = xmalloc(((size_t)n + 1) * sizeof *from);
@@ -218,17 +201,19 @@ static void stitch_global(const Cascade *c, const Shape *s, const Pair *pairs,
     best[b] = INFINITY;
     groups[b] = 0;
     from[b] = b - 1;
+    if (sc)
+      segcost_start(sc, b - 1);
     for (int a = b; a >= 1; a--) {
-      /* Segment = nodes a-1 .. b-1. Adding node a-1 to [a, b-1]: its
-       * edges with the rest must be allowed (checked incrementally). */
-      if (a < b) {
-        int count;
-        bool allowed;
-        edges_with_group(c, pairs, m, a - 1, a, b - 1, st, &count, &allowed);
-        if (!allowed)
-          break;
-      }
-      double cost = by_traffic ? segment_traffic(c, s, m, a - 1, b - 1) : 1;
+      /* Segment = nodes a-1 .. b-1: node a-1's edges into [a, b-1] must
+       * all be allowed. */
+      bool allowed = true;
+      const Adj *x = &adj[a - 1];
+      for (int k = 0; k < x->n && allowed; k++)
+        if (x->other[k] >= a && x->other[k] <= b - 1)
+          allowed = x->allowed[k];
+      if (!allowed)
+        break;
+      double cost = sc ? segcost_grow(sc) : 1;
       double tot = best[a - 1] + cost;
       int g = groups[a - 1] + 1;
       double secondary = by_traffic ? g : 0;
@@ -242,12 +227,14 @@ static void stitch_global(const Cascade *c, const Shape *s, const Pair *pairs,
   }
   for (int b = n; b > 0; b = from[b])
     group_start[from[b]] = 1;
+  adjacency_free(adj, n);
+  segcost_free(sc);
   free(best);
   free(groups);
   free(from);
 }
 
-/* Fill the groups, the on-chip tensors and the traffic from group_of. */
+/* Fill the groups from group_of, then the geometry. */
 static void fill_groups(const Cascade *c, const Shape *s, Plan *p) {
   p->groups = xcalloc((size_t)c->neinsums + 1, sizeof *p->groups);
   for (int i = 0; i < c->neinsums; i++)
@@ -259,21 +246,23 @@ static void fill_groups(const Cascade *c, const Shape *s, Plan *p) {
     Group *g = &p->groups[p->group_of[i]];
     g->einsums[g->n++] = i;
   }
-  p->onchip = xcalloc((size_t)c->ntensors + 1, sizeof *p->onchip);
-  for (int t = 0; t < c->ntensors; t++) {
-    const Tensor *T = &c->tensors[t];
-    bool on = T->producer >= 0 && !T->output;
-    for (int i = 0; on && i < c->nedges; i++)
-      if (c->edges[i].tensor == t &&
-          p->group_of[c->edges[i].consumer] != p->group_of[T->producer])
-        on = false;
-    p->onchip[t] = on;
-  }
-  p->offchip_elems = fusion_offchip_elems(c, s, p->group_of);
+  plan_geometry(c, s, p);
 }
 
 Plan *fusion_plan_groups(const Cascade *c, const Shape *s, Strategy st,
-                         const int *group_of) {
+                         const int *group_of, Diag *d) {
+  for (int i = 0; i < c->nedges; i++) {
+    const Edge *e = &c->edges[i];
+    if (!e->lagged && group_of[e->producer] > group_of[e->consumer]) {
+      diag_error(d, c->path, c->einsums[e->consumer]->loc,
+                 "this plan cannot run: %s (group %d) reads %s, which group "
+                 "%d produces later",
+                 c->tensors[c->einsums[e->consumer]->out.tensor].name,
+                 group_of[e->consumer] + 1, c->tensors[e->tensor].name,
+                 group_of[e->producer] + 1);
+      return NULL;
+    }
+  }
   Plan *p = xcalloc(1, sizeof *p);
   p->strategy = st;
   p->stitcher = STITCH_GREEDY;
@@ -326,6 +315,11 @@ void plan_free(Plan *p) {
     return;
   for (int g = 0; g < p->ngroups; g++)
     free(p->groups[g].einsums);
+  for (int e = 0; p->src && e < p->neinsums; e++)
+    free(p->src[e]);
+  free(p->src);
+  free(p->written);
+  free(p->xfers);
   free(p->groups);
   free(p->group_of);
   free(p->onchip);

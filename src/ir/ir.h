@@ -112,6 +112,9 @@ typedef struct Einsum {
   VarSet out_vars; /* the variables of the output */
   int nreads;
   Access **reads; /* every tensor read of rhs, left to right */
+  const char *unit; /* the spec's `units:` choice (matrix, vector, feeder),
+                       or NULL: the model's binding rules decide */
+  Loc unit_loc;
 } Einsum;
 
 typedef struct Rank {
@@ -169,6 +172,8 @@ typedef struct Cascade {
   const char *model; /* default preset, or NULL */
   Loc model_loc;
   bool has_shape; /* a shape section was given: every rank must be bound */
+  int sequence;   /* the `sequence:` rank, or -1 (cascade_sequence_rank) */
+  Loc sequence_loc;
 
   int nranks, ranks_cap;
   Rank *ranks;
@@ -186,6 +191,8 @@ typedef struct Cascade {
   /* Derived by cascade_finish. */
   int nedges;
   Edge *edges;
+  int reach_words;  /* words per row of reach */
+  uint64_t *reach;  /* bit (i, j): j depends on i within one iteration */
 } Cascade;
 
 /* ---- construction (used by the spec loader) ---- */
@@ -221,10 +228,20 @@ bool einsum_is_gemm(const Cascade *c, const Einsum *e);
 /* Is TO reachable from FROM through non-lagged edges (does TO depend on
  * FROM within one iteration)? An Einsum reaches itself. */
 bool cascade_reaches(const Cascade *c, int from, int to);
-/* A sum-reduced product with a weight (a tensor no Einsum produces): a
- * GEMM, a convolution. The paper's "linear operations" (§V-B), which the
- * 2D array runs. */
-bool einsum_is_linear(const Cascade *c, const Einsum *e);
+/* The rank `--phase decode` sets to one token: the spec's `sequence:`,
+ * else the rank a recurrence iterates (an initialization's `i<0`), else a
+ * rank named I; -1 if none. */
+int cascade_sequence_rank(const Cascade *c);
+/* Is tensor T an intermediate: read by some Einsum other than its
+ * producer? (An output may be one too: LEX.) */
+bool tensor_is_intermediate(const Cascade *c, int t);
+/* Does access A read an earlier iteration (some index i-c, c >= 1)? */
+bool access_lagged(const Access *a);
+/* Is it inside a recurrence: the lagged read itself (H[i-1]), or a read
+ * between two Einsums of the cycle such a read closes (HH -> H)? A
+ * recurrence is co-iterated along its rank whatever the plan, so these
+ * values pass on chip. */
+bool read_in_recurrence(const Cascade *c, int einsum, const Access *a);
 /* The first edge from P to C, or NULL. */
 const Edge *cascade_edge(const Cascade *c, int producer, int consumer);
 
@@ -272,6 +289,41 @@ double shape_einsum_points(const Shape *s, const Einsum *e);
  * where q ranges over rank Q counts as injective. */
 bool index_injective(const Cascade *c, const Shape *s, const Einsum *e,
                      const Index *ix);
+
+/* ---- what an access touches ----
+ *
+ * Over a box of its Einsum's iteration space, an access touches, per
+ * coordinate, the values its affine index takes inside the rank (a read
+ * before the start of a rank touches nothing there: the initialization
+ * supplies it). Those values form an arithmetic progression, a Span, and
+ * the elements touched are the product of the coordinates' spans. The
+ * model's traffic and the executor's byte counts both use this one rule,
+ * so they agree element for element. */
+
+/* A box of an Einsum's iteration space: variable v over [lo[v], hi[v]). */
+typedef struct Region {
+  int64_t lo[IR_MAX_VARS], hi[IR_MAX_VARS];
+} Region;
+
+/* first, first + step, ..., count values (count 0: none). */
+typedef struct Span {
+  int64_t first, step, count;
+} Span;
+
+/* The whole iteration space of E. */
+void region_full(const Shape *s, const Einsum *e, Region *r);
+/* The values index IX takes over R, unclipped (the least may be negative:
+ * a read before the start). An index whose terms leave gaps between them
+ * (3*y+u with u < 2) is taken as its hull. */
+Span index_span(const Shape *s, const Index *ix, const Region *r);
+/* Those values inside [0, size). */
+Span span_clip(Span p, int64_t size);
+/* Per coordinate of A's tensor, the values it touches over R (clipped). */
+void access_spans(const Shape *s, const Access *a, const Region *r,
+                  Span *dims);
+double spans_elems(const Span *dims, int n);
+/* Elements in the union of N boxes of spans over NDIMS coordinates. */
+double spans_union(const Span (*box)[IR_MAX_RANKS], int n, int ndims);
 
 /* ---- the meaning of the operators (one definition for every stage) ---- */
 

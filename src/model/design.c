@@ -1,6 +1,7 @@
 /* design.c — the designs of §VI and their default options. */
 #include "model.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char *const names[DES_COUNT] = {
@@ -10,7 +11,24 @@ static const char *const labels[DES_COUNT] = {
     "Best unfused", "Ideal fusion", "MARCA-like", "Geens-like",
     "RI",           "RI+RSb",       "RI+RSb+RSp", "Fully fused"};
 
+_Static_assert(sizeof names / sizeof names[0] == DES_COUNT, "a name per design");
+_Static_assert(sizeof labels / sizeof labels[0] == DES_COUNT,
+               "a label per design");
+
+static const char *const spill_names[SPILL_COUNT] = {"capacity", "distance",
+                                                     "two-pass"};
+
+const char *spill_reason_name(SpillReason r) { return spill_names[r]; }
+
 const char *design_name(Design d) { return names[d]; }
+
+const char *design_plan_label(Design d, const Plan *p, char *buf, size_t n) {
+  if (d == DES_FULL && p && p->ngroups > 1)
+    snprintf(buf, n, "All classes (%d groups)", p->ngroups);
+  else
+    snprintf(buf, n, "%s", labels[d]);
+  return buf;
+}
 const char *design_label(Design d) { return labels[d]; }
 
 bool design_from_name(const char *name, Design *d) {
@@ -42,6 +60,8 @@ ModelOpts model_default_opts(Design d) {
       .compose = COMPOSE_SEQUENTIAL,
       .accounting = ACCOUNT_ACHIEVED,
       .state_io = false,
+      .stitch = STITCH_GREEDY,
+      .reserve_share = 0.75,
       .weight_share = 0.5,
   };
   if (d == DES_FULL) {

@@ -34,23 +34,27 @@
 typedef struct Work {
   double ops[OPC_COUNT]; /* over the whole iteration space */
   double total;
-  double points; /* iteration points (all variables) */
+  double points;   /* iteration points (all variables) */
   double parallel; /* points of the output: independent results */
-  bool gemm;   /* a matrix product (the paper's "GEMM-like") */
-  bool linear; /* a sum-reduced product with a weight: GEMMs and
-                  convolutions, which the 2D array runs */
+  double reduced;  /* points per output: a reduction's length (1: none) */
+  bool gemm;       /* GEMM-like: the paper's count (einsum_is_gemm) */
+  bool matrix;     /* a matrix operation: a sum-reduced product of two
+                      reads that are both reused (docs/model.md §2) */
 } Work;
 
 /* Count E's operations: each additive term over the variables it uses
- * (Einstein's convention), a product reduced by a sum as MACCs,
- * constant subexpressions once (free), softplus as exp + add + log. */
+ * (Einstein's convention); in a sum-reduced term, factors independent of
+ * the reduced variables once per output, the rest per point, their last
+ * multiply and the sum's add one MACC; constants free; softplus as exp +
+ * add + log. */
 void model_work(const Cascade *c, const Shape *s, const Einsum *e, Work *w);
 
 /* ---- designs and options ---- */
 
 typedef enum {
   DES_UNFUSED,    /* best unfused: every Einsum alone (paper Table I) */
-  DES_IDEAL,      /* unfused, without inter-Einsum traffic (§II) */
+  DES_IDEAL,      /* a lower bound: no inter-Einsum traffic, every Einsum
+                     on the fastest unit some plan could give it */
   DES_MARCA,      /* unfused + RI fusion of the recurrence's region, with
                      intermediates over the whole iterative rank (§VI-B) */
   DES_GEENS,      /* the same region, the state partitioned to unit size
@@ -67,55 +71,90 @@ const char *design_label(Design d); /* "Best unfused", "MARCA-like", ... */
 bool design_from_name(const char *name, Design *d);
 /* The fusion strategy a design stitches with. */
 Strategy design_strategy(Design d);
+/* A design's label for a plan: "Fully fused" only when the plan is one
+ * group ("All classes, 5 groups" otherwise). BUF receives it. */
+const char *design_plan_label(Design d, const Plan *p, char *buf, size_t n);
 
 typedef enum { COMPOSE_SEQUENTIAL, COMPOSE_PIPELINED } Compose;
 typedef enum { ACCOUNT_ACHIEVED, ACCOUNT_IDEAL } Accounting;
 
+/* Every choice the paper leaves open (docs/model.md names each with its
+ * flag). */
 typedef struct ModelOpts {
   Compose compose;       /* a group's Einsums one after another, or
                             pipelined across units (§VI "parallel
-                            pipelining") */
-  Accounting accounting; /* mapping search, or algorithmic minimum */
-  bool state_io;         /* count the decode state (initializations that
-                            read inputs: H0, the convolution history) */
+                            pipelining") -- --pipelined */
+  Accounting accounting; /* mapping search, or the plan's algorithmic
+                            minimum -- --ideal */
+  bool state_io;         /* count the decode state (initializations' inputs:
+                            H0, the convolution history) -- --state-io */
   bool no_overlap;       /* an Einsum's compute and DRAM transfers do not
                             overlap: cycles = compute + memory (default:
-                            the slower of the two) */
-  /* The fully fused design's rules (§IV-E, §VI): */
+                            the slower of the two) -- --no-overlap */
+  Stitcher stitch;       /* how the fused designs stitch -- --stitch */
+  double reserve_share;  /* share of the global buffer a group may reserve
+                            for what it holds across its Einsums; the rest
+                            holds each Einsum's own tiles --
+                            --reserve-share */
+  double weight_share;   /* a group's weights stay resident when they fit in
+                            this share of the buffer -- --weight-share */
+  /* The fully fused design's rules (§IV-E, §VI), achieved accounting: */
   bool two_pass;      /* a tensor used both before and after a reduction
                          over one of its ranks in its group is read twice
-                         (FuseMax's pass analysis: LEX and X) */
+                         (FuseMax's pass analysis: LEX and X) --
+                         --two-pass / --no-two-pass */
   int spill_distance; /* an on-chip intermediate whose last reader is more
                          than this many Einsums after its producer is sent
-                         off chip (RX); 0: never */
+                         off chip (RX); 0: never -- --spill-distance */
   bool rd_partials;   /* an RD pair inside a group writes the upstream's
-                         partial products off chip (§IV-E) */
-  double weight_share; /* weights of a group stay resident when they fit in
-                          this share of the global buffer */
+                         partial products off chip (intra-Einsum traffic)
+                         -- --rd-partials / --no-rd-partials */
 } ModelOpts;
 
 /* The options each design is evaluated with by default: sequential,
- * achieved, no decode state, and the paper's full-fusion rules for
- * DES_FULL only. */
+ * achieved, greedy stitching, no decode state, reserve share 3/4, weight
+ * share 1/2, and the paper's full-fusion rules for DES_FULL only. */
 ModelOpts model_default_opts(Design d);
 
 /* ---- evaluation ---- */
 
+typedef enum {
+  SPILL_CAPACITY, /* the group's on-chip set did not fit (partial fusion) */
+  SPILL_DISTANCE, /* spill_distance */
+  SPILL_TWO_PASS, /* two_pass: written, then read again */
+  SPILL_COUNT
+} SpillReason;
+
+const char *spill_reason_name(SpillReason r); /* "capacity", ... */
+
+typedef struct Spill {
+  int tensor;
+  SpillReason why;
+} Spill;
+
 typedef struct EinsumEval {
   int einsum, group;
-  int unit; /* index into Arch.units */
+  int unit;     /* index into Arch.units */
+  int epilogue; /* the unit running the ops UNIT cannot (a GPU's CUDA
+                   cores beside its tensor cores), or -1 */
   Work work;
   double util;           /* spatial utilization of the unit, 0..1 */
-  double compute_cycles; /* ops / (PEs x util x rate) */
+  double spread;         /* PEs per output a reduction spreads over (1:
+                            none) */
+  double unit_cycles, epilogue_cycles; /* compute on each (overlapped) */
+  double compute_cycles; /* the slower of the two */
   double mem_cycles;     /* DRAM bytes / bandwidth */
-  double cycles;         /* max of the two (sequential composition) */
+  double cycles;         /* compute and memory composed, + pipeline */
   double read, write;    /* DRAM bytes */
-  double inter_read, inter_write; /* intermediates (produced and consumed
-                                     inside the cascade) */
-  double intra_read, intra_write; /* weights, inputs, outputs */
-  double ideal_inter, ideal_intra; /* the algorithmic minimum */
+  double inter_read, inter_write; /* intermediates (read by an Einsum
+                                     other than their producer) */
+  double intra_read, intra_write; /* weights, inputs, outputs, partial
+                                     products */
+  double ideal_inter, ideal_intra; /* the plan's algorithmic minimum */
   double glb_bytes, reg_bytes;
   double energy_pj;
+  double footprint, capacity; /* its tiles in the buffer, elements */
+  bool fits;                  /* footprint <= capacity */
   char mapping[160]; /* loop order and tiles, e.g. "m/512 d/256 | ed" */
   double start, end; /* cycles from the start of the layer */
 } EinsumEval;
@@ -126,12 +165,21 @@ typedef struct GroupEval {
   double busy[ROLE_COUNT]; /* compute cycles per role */
   double mem_cycles;
   int first, n; /* its Einsums: Eval.e[first .. first+n) */
+  int ntiled;
+  int tiled[IR_MAX_RANKS];  /* the ranks its tile loops over */
+  double tile[IR_MAX_RANKS]; /* and the tile along each */
+  double reserve, budget;   /* elements held across its Einsums, and what
+                               it may hold (reserve_share x buffer) */
+  int nspills;
+  Spill *spills;            /* what went off chip that the plan keeps on
+                               chip, and why */
 } GroupEval;
 
 typedef struct Eval {
   Design design;
   ModelOpts opts;
   Plan *plan; /* owned */
+  char label[64]; /* design_plan_label */
   int n;
   EinsumEval *e; /* in execution order */
   int ngroups;
@@ -145,10 +193,17 @@ typedef struct Eval {
 } Eval;
 
 /* Price design D of cascade C (bound by S) on A. PAIRS from
- * fusion_classify. NULL and D set when the architecture cannot run the
- * cascade (an op class no unit implements). */
+ * fusion_classify. NULL and DIAG set when the architecture cannot run the
+ * cascade (an op class no unit implements; a buffer too small for one
+ * tile), naming the architecture file, the unit and the Einsum. */
 Eval *model_eval(const Cascade *c, const Shape *s, const Arch *a,
                  const Pair *pairs, Design d, const ModelOpts *o, Diag *diag);
+/* The same for a given plan (owned by the Eval from here on, even on
+ * failure), priced with D's rules (its binding; MARCA's whole
+ * intermediates). */
+Eval *model_eval_plan(const Cascade *c, const Shape *s, const Arch *a,
+                      const Pair *pairs, Design d, Plan *plan,
+                      const ModelOpts *o, Diag *diag);
 void eval_free(Eval *e);
 
 /* ---- the mapping search (exposed for tests) ---- */
@@ -184,13 +239,21 @@ typedef struct Mapping {
   double footprint; /* elements held in the buffer */
   bool fits;
   long evaluated; /* candidate mappings priced */
+  int coarsened;  /* tile candidates were powers of 2^coarsened (the
+                     search's budget: see map_search) */
 } Mapping;
 
 /* Minimize DRAM traffic (then footprint) over loop orders and tile sizes
- * (powers of two and the full extent). Variables that index every DRAM
- * tensor, or the same tensors as another, cannot change the traffic and
- * are not enumerated separately; the innermost tiled loop's tile cannot
- * either and is kept small. */
+ * (powers of two and the full extent) among the mappings that fit;
+ * best->fits is false when none does (then it has the least footprint).
+ * Variables that index every DRAM tensor, or the same tensors as another,
+ * cannot change the traffic and are not enumerated separately; the
+ * innermost tiled loop's tile cannot either and is kept small. When the
+ * space exceeds MAP_BUDGET candidates (many small ranks: a convolution),
+ * tiles are tried at powers of 4, 16, ... until it does not; the loop
+ * orders stay exhaustive up to MAP_MAX_PERM_CLASSES classes, beyond which
+ * the classes indexing one DRAM tensor only keep their written order. */
+enum { MAP_BUDGET = 1 << 16, MAP_MAX_PERM_CLASSES = 6 };
 void map_search(const MapProblem *p, Mapping *best);
 /* Traffic and footprint of one mapping (ORDER and TILE set). */
 void map_price(const MapProblem *p, Mapping *m);

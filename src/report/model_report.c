@@ -12,7 +12,7 @@ void report_eval_text(Buf *b, const Cascade *c, const Arch *a,
                       const Eval *ev) {
   double us = 1e6 / a->clock_hz;
   buf_printf(b, "design %s (%s, %s, %s traffic): %d groups\n",
-             design_name(ev->design), design_label(ev->design),
+             design_name(ev->design), ev->label,
              ev->opts.compose == COMPOSE_PIPELINED ? "pipelined"
                                                    : "sequential",
              ev->opts.accounting == ACCOUNT_IDEAL ? "ideal" : "achieved",
@@ -34,14 +34,26 @@ void report_eval_text(Buf *b, const Cascade *c, const Arch *a,
                (r->end - r->start) * us, bound_of(r), r->mapping);
     buf_free(&ops);
   }
-  buf_printf(b, "\n  %-5s %12s %12s %12s %12s\n", "group", "latency_us",
-             "matrix_us", "vector_us", "memory_us");
+  buf_printf(b, "\n  %-5s %12s %12s %12s %12s  %s\n", "group", "latency_us",
+             "matrix_us", "vector_us", "memory_us", "tile, held / budget");
   for (int g = 0; g < ev->ngroups; g++) {
     const GroupEval *ge = &ev->g[g];
-    buf_printf(b, "  G%-4d %12.2f %12.2f %12.2f %12.2f\n", g + 1,
+    buf_printf(b, "  G%-4d %12.2f %12.2f %12.2f %12.2f  ", g + 1,
                ge->cycles * us, ge->busy[ROLE_MATRIX] * us,
                (ge->busy[ROLE_VECTOR] + ge->busy[ROLE_FEEDER]) * us,
                ge->mem_cycles * us);
+    for (int k = 0; k < ge->ntiled; k++)
+      buf_printf(b, "%s%s/%.0f", k ? " " : "", c->ranks[ge->tiled[k]].name,
+                 ge->tile[k]);
+    if (ge->ntiled == 0)
+      buf_printf(b, "untiled");
+    if (ev->opts.accounting == ACCOUNT_ACHIEVED && ev->design != DES_IDEAL)
+      buf_printf(b, ", %.3g / %.3g", ge->reserve, ge->budget);
+    buf_printf(b, "\n");
+    for (int k = 0; k < ge->nspills; k++)
+      buf_printf(b, "        spilled %s (%s)\n",
+                 c->tensors[ge->spills[k].tensor].name,
+                 spill_reason_name(ge->spills[k].why));
   }
   double total = ev->read + ev->write;
   buf_printf(b, "\n  latency     %.4g us per layer\n", ev->seconds * 1e6);
@@ -66,6 +78,7 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
   double sec = 1 / a->clock_hz;
   json_t *o = json_object();
   json_object_set_new(o, "design", json_string(design_name(ev->design)));
+  json_object_set_new(o, "label", json_string(ev->label));
   json_object_set_new(o, "compose",
                       json_string(ev->opts.compose == COMPOSE_PIPELINED
                                       ? "pipelined"
@@ -81,6 +94,12 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
     json_object_set_new(x, "einsum", json_string(einsum_name(c, r->einsum)));
     json_object_set_new(x, "group", json_integer(r->group + 1));
     json_object_set_new(x, "unit", json_string(a->units[r->unit].name));
+    if (r->epilogue >= 0)
+      json_object_set_new(x, "epilogue_unit",
+                          json_string(a->units[r->epilogue].name));
+    json_object_set_new(x, "matrix_operation", json_boolean(r->work.matrix));
+    if (r->spread > 1)
+      json_object_set_new(x, "reduction_spread", json_real(r->spread));
     json_t *ops = json_object();
     for (int k = 0; k < OPC_COUNT; k++)
       if (r->work.ops[k] > 0)
@@ -100,6 +119,13 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
                         json_real(r->intra_read + r->intra_write));
     json_object_set_new(x, "energy_j", json_real(r->energy_pj * 1e-12));
     json_object_set_new(x, "mapping", json_string(r->mapping));
+    if (ev->opts.accounting == ACCOUNT_ACHIEVED && ev->design != DES_IDEAL) {
+      json_object_set_new(x, "fits", json_boolean(r->fits));
+      json_object_set_new(x, "footprint_elements", json_real(r->footprint));
+      json_object_set_new(x, "capacity_elements", json_real(r->capacity));
+    }
+    json_object_set_new(x, "ideal_inter_bytes", json_real(r->ideal_inter));
+    json_object_set_new(x, "ideal_intra_bytes", json_real(r->ideal_intra));
     json_array_append_new(es, x);
   }
   json_object_set_new(o, "einsums", es);
@@ -112,6 +138,26 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
           names, json_string(einsum_name(c, ev->plan->groups[g].einsums[i])));
     json_object_set_new(x, "einsums", names);
     json_object_set_new(x, "latency_s", json_real(ev->g[g].cycles * sec));
+    const GroupEval *ge = &ev->g[g];
+    json_t *tile = json_object();
+    for (int k = 0; k < ge->ntiled; k++)
+      json_object_set_new(tile, c->ranks[ge->tiled[k]].name,
+                          json_real(ge->tile[k]));
+    json_object_set_new(x, "tile", tile);
+    if (ev->opts.accounting == ACCOUNT_ACHIEVED && ev->design != DES_IDEAL) {
+      json_object_set_new(x, "held_elements", json_real(ge->reserve));
+      json_object_set_new(x, "budget_elements", json_real(ge->budget));
+    }
+    json_t *sp = json_array();
+    for (int k = 0; k < ge->nspills; k++) {
+      json_t *y = json_object();
+      json_object_set_new(y, "tensor",
+                          json_string(c->tensors[ge->spills[k].tensor].name));
+      json_object_set_new(y, "reason",
+                          json_string(spill_reason_name(ge->spills[k].why)));
+      json_array_append_new(sp, y);
+    }
+    json_object_set_new(x, "spilled", sp);
     json_array_append_new(gs, x);
   }
   json_object_set_new(o, "groups", gs);
@@ -126,5 +172,6 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
   json_object_set_new(t, "ops", json_real(ev->ops));
   json_object_set_new(t, "energy_j", json_real(ev->energy_pj * 1e-12));
   json_object_set_new(o, "totals", t);
+  json_object_set_new(o, "plan", report_plan_json(c, ev->plan));
   return o;
 }

@@ -9,8 +9,9 @@
 static const char *const kept_sections[] = {"mapping", "format",
                                             "architecture", "bindings",
                                             "weights", NULL};
-static const char *const own_sections[] = {"einsum", "shape",  "params",
-                                           "model",  "outputs", NULL};
+static const char *const own_sections[] = {
+    "einsum", "shape", "params", "model", "outputs", "sequence", "units",
+    NULL};
 
 static bool in_list(const char *const *list, const char *s) {
   for (int i = 0; list[i]; i++)
@@ -202,6 +203,54 @@ static bool load_outputs(Cascade *c, const YamlNode *outs, Diag *d) {
   return true;
 }
 
+/* sequence: RANK -- the rank `--phase decode` sets to one token. */
+static bool load_sequence(Cascade *c, const YamlNode *n, Diag *d) {
+  if (!n)
+    return true;
+  if (!want_identifier(c, n, "sequence rank", d))
+    return false;
+  int r = cascade_rank(c, n->text);
+  if (r < 0) {
+    diag_error(d, c->path, n->loc,
+               "sequence names '%s', which is not a declared rank", n->text);
+    return false;
+  }
+  c->sequence = r;
+  c->sequence_loc = n->loc;
+  return true;
+}
+
+/* units: {TENSOR: ROLE} -- the kind of unit that runs the Einsum writing
+ * TENSOR, whatever the model's binding rules say (docs/model.md §2). */
+static bool load_units(Cascade *c, const YamlNode *m, Diag *d) {
+  static const char *const roles[] = {"matrix", "vector", "feeder", NULL};
+  if (!m)
+    return true;
+  if (!want(c, m, YN_MAP, "(units: TENSOR: matrix, vector or feeder)", d))
+    return false;
+  for (int i = 0; i < m->n; i++) {
+    const YamlNode *k = m->keys[i], *v = m->items[i];
+    int t = cascade_tensor(c, k->text);
+    if (t < 0 || c->tensors[t].producer < 0) {
+      diag_error(d, c->path, k->loc,
+                 "units: '%s' is not the output of an Einsum", k->text);
+      return false;
+    }
+    if (!want(c, v, YN_SCALAR, "(matrix, vector or feeder)", d))
+      return false;
+    if (!in_list(roles, v->text)) {
+      diag_error(d, c->path, v->loc,
+                 "unknown unit role '%s' (expected matrix, vector or feeder)",
+                 v->text);
+      return false;
+    }
+    Einsum *e = c->einsums[c->tensors[t].producer];
+    e->unit = v->text;
+    e->unit_loc = v->loc;
+  }
+  return true;
+}
+
 static bool check_outputs_produced(Cascade *c, const YamlNode *outs,
                                    Diag *d) {
   for (int i = 0; outs && i < outs->n; i++) {
@@ -232,8 +281,8 @@ static bool load_root(Cascade *c, const YamlNode *root, Diag *d) {
     } else if (!in_list(own_sections, k)) {
       diag_error(d, c->path, root->keys[i]->loc,
                  "unknown section '%s' (expected einsum, shape, params, model, "
-                 "outputs, weights, or TeAAL's mapping, format, architecture, "
-                 "bindings)",
+                 "outputs, sequence, units, weights, or TeAAL's mapping, "
+                 "format, architecture, bindings)",
                  k);
       return false;
     }
@@ -274,7 +323,9 @@ static bool load_root(Cascade *c, const YamlNode *root, Diag *d) {
          load_expressions(c, exprs, d) &&
          load_outputs(c, ydoc_get(root, "outputs"), d) &&
          cascade_finish(c, d) &&
-         check_outputs_produced(c, ydoc_get(root, "outputs"), d);
+         check_outputs_produced(c, ydoc_get(root, "outputs"), d) &&
+         load_sequence(c, ydoc_get(root, "sequence"), d) &&
+         load_units(c, ydoc_get(root, "units"), d);
 }
 
 Cascade *spec_parse(const char *path, const char *text, size_t len,

@@ -1,0 +1,225 @@
+/* modelopts.c — the model's options on the command line (eval, reproduce),
+ * and plans read back from `fuse --json`. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char model_opts_help[] =
+    "  --stitch HOW        greedy (default), alg1 or global: how the fused\n"
+    "                      designs stitch their groups\n"
+    "  --pipelined         compose a group's Einsums by parallel pipelining\n"
+    "  --ideal             the plan's algorithmic-minimum traffic instead of\n"
+    "                      the mapping search's\n"
+    "  --state-io          count the decode state (H0, the convolution\n"
+    "                      history)\n"
+    "  --no-overlap        an Einsum's compute and DRAM transfers do not\n"
+    "                      overlap\n"
+    "  --reserve-share X   share of the buffer a group may hold across its\n"
+    "                      Einsums (default 0.75)\n"
+    "  --weight-share X    a group's weights stay resident when they fit in\n"
+    "                      this share of the buffer (default 0.5)\n"
+    "  --two-pass, --no-two-pass       FuseMax's second pass over LEX and X\n"
+    "                      (default: on for full only)\n"
+    "  --rd-partials, --no-rd-partials RD pairs write partial products\n"
+    "                      (default: on for full only)\n"
+    "  --spill-distance N  send an on-chip intermediate off chip when its\n"
+    "                      last reader is more than N Einsums later (default:\n"
+    "                      12 for full, 0 = never otherwise)\n";
+
+static bool parse_share(Args *a, double lo_open, double *out, int *err) {
+  if (!args_value(a)) {
+    *err = EXIT_INPUT;
+    return true;
+  }
+  char *end;
+  errno = 0;
+  double v = strtod(a->val, &end);
+  if (errno || end == a->val || *end || !(v > lo_open) || v > 1) {
+    *err = usage_error(a, "%s expects a share in (%g, 1], got '%s'", a->opt,
+                       lo_open, a->val);
+    return true;
+  }
+  *out = v;
+  return true;
+}
+
+bool model_opt(Args *a, ModelFlags *f, int *err) {
+  *err = 0;
+  static const struct {
+    const char *name;
+    size_t off;
+    int value;
+  } toggles[] = {
+      {"--pipelined", offsetof(ModelFlags, pipelined), 1},
+      {"--ideal", offsetof(ModelFlags, ideal), 1},
+      {"--state-io", offsetof(ModelFlags, state_io), 1},
+      {"--no-overlap", offsetof(ModelFlags, no_overlap), 1},
+      {"--two-pass", offsetof(ModelFlags, two_pass), 1},
+      {"--no-two-pass", offsetof(ModelFlags, two_pass), 0},
+      {"--rd-partials", offsetof(ModelFlags, rd_partials), 1},
+      {"--no-rd-partials", offsetof(ModelFlags, rd_partials), 0},
+  };
+  for (size_t i = 0; i < sizeof toggles / sizeof toggles[0]; i++)
+    if (args_is(a, toggles[i].name)) {
+      if (a->inline_val) {
+        *err = usage_error(a, "%s takes no value", a->opt);
+        return true;
+      }
+      *(int *)((char *)f + toggles[i].off) = toggles[i].value;
+      return true;
+    }
+  if (args_is(a, "--reserve-share"))
+    return parse_share(a, 0, &f->reserve_share, err);
+  if (args_is(a, "--weight-share"))
+    return parse_share(a, -1e-300, &f->weight_share, err);
+  if (args_is(a, "--spill-distance")) {
+    if (!args_value(a)) {
+      *err = EXIT_INPUT;
+      return true;
+    }
+    char *end;
+    errno = 0;
+    long v = strtol(a->val, &end, 10);
+    if (errno || end == a->val || *end || v < 0 || v > 1000000) {
+      *err = usage_error(a, "--spill-distance expects a count of Einsums "
+                            "(0 = never), got '%s'",
+                         a->val);
+      return true;
+    }
+    f->spill_distance = (int)v;
+    return true;
+  }
+  if (args_is(a, "--stitch")) {
+    if (!args_value(a)) {
+      *err = EXIT_INPUT;
+      return true;
+    }
+    Stitcher st;
+    if (!stitcher_from_name(a->val, &st)) {
+      *err = usage_error(
+          a, "unknown stitcher '%s' (expected greedy, alg1 or global)",
+          a->val);
+      return true;
+    }
+    f->stitch = (int)st;
+    return true;
+  }
+  return false;
+}
+
+ModelFlags model_flags_default(void) {
+  return (ModelFlags){.two_pass = -1, .rd_partials = -1,
+                      .spill_distance = -1, .stitch = -1,
+                      .reserve_share = NAN, .weight_share = NAN};
+}
+
+ModelOpts model_opts_for(const ModelFlags *f, Design d) {
+  ModelOpts o = model_default_opts(d);
+  if (f->pipelined)
+    o.compose = COMPOSE_PIPELINED;
+  if (f->ideal)
+    o.accounting = ACCOUNT_IDEAL;
+  if (f->state_io)
+    o.state_io = true;
+  if (f->no_overlap)
+    o.no_overlap = true;
+  if (f->two_pass >= 0)
+    o.two_pass = f->two_pass;
+  if (f->rd_partials >= 0)
+    o.rd_partials = f->rd_partials;
+  if (f->spill_distance >= 0)
+    o.spill_distance = f->spill_distance;
+  if (f->stitch >= 0)
+    o.stitch = (Stitcher)f->stitch;
+  if (!isnan(f->reserve_share))
+    o.reserve_share = f->reserve_share;
+  if (!isnan(f->weight_share))
+    o.weight_share = f->weight_share;
+  return o;
+}
+
+/* ---- plans from `fuse --json` ---- */
+
+static Plan *plan_error(Diag *d, const char *path, int line, int col,
+                        const char *msg) {
+  diag_error(d, path, (Loc){line, col}, "%s", msg);
+  return NULL;
+}
+
+Plan *load_plan_file(const char *path, const Cascade *c, const Shape *s,
+                     Diag *d) {
+  json_error_t je;
+  json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+  if (!root)
+    return plan_error(d, path, je.line, je.column, je.text);
+  json_t *plans = json_object_get(root, "plans");
+  json_t *p = root;
+  char msg[1600];
+  if (plans) {
+    if (!json_is_array(plans) || json_array_size(plans) != 1) {
+      json_decref(root);
+      snprintf(msg, sizeof msg,
+               "holds %zu plans: write one with `fuse --strategy S --json`",
+               json_is_array(plans) ? json_array_size(plans) : (size_t)0);
+      return plan_error(d, path, 0, 0, msg);
+    }
+    p = json_array_get(plans, 0);
+  }
+  json_t *groups = json_object_get(p, "groups");
+  const char *sname = json_string_value(json_object_get(p, "strategy"));
+  Strategy st = ST_FULL;
+  if (!json_is_array(groups) || !sname || !strategy_from_name(sname, &st)) {
+    json_decref(root);
+    return plan_error(d, path, 0, 0,
+                      "not a plan: expected {\"strategy\": S, \"groups\": "
+                      "[[EINSUM, ...], ...]} as `fuse --json` writes");
+  }
+  int *group_of = xmalloc(((size_t)c->neinsums + 1) * sizeof *group_of);
+  for (int e = 0; e < c->neinsums; e++)
+    group_of[e] = -1;
+  bool ok = true;
+  for (size_t g = 0; ok && g < json_array_size(groups); g++) {
+    json_t *names = json_array_get(groups, g);
+    for (size_t i = 0; ok && i < json_array_size(names); i++) {
+      const char *n = json_string_value(json_array_get(names, i));
+      int t = n ? cascade_tensor(c, n) : -1;
+      int e = t >= 0 ? c->tensors[t].producer : -1;
+      if (e < 0) {
+        snprintf(msg, sizeof msg, "group %zu names '%s', which no Einsum of "
+                                  "%s produces",
+                 g + 1, n ? n : "(not a string)", c->path);
+        ok = false;
+      } else if (group_of[e] >= 0) {
+        snprintf(msg, sizeof msg, "%s is in groups %d and %zu", n,
+                 group_of[e] + 1, g + 1);
+        ok = false;
+      } else {
+        group_of[e] = (int)g;
+      }
+    }
+  }
+  for (int e = 0; ok && e < c->neinsums; e++)
+    if (group_of[e] < 0) {
+      snprintf(msg, sizeof msg, "no group holds %s (every Einsum of %s must "
+                                "be in one)",
+               einsum_name(c, e), c->path);
+      ok = false;
+    }
+  Plan *plan = NULL;
+  if (ok) {
+    Diag pd = {0};
+    plan = fusion_plan_groups(c, s, st, group_of, &pd);
+    if (!plan) {
+      snprintf(msg, sizeof msg, "%s", pd.msg);
+      ok = false;
+    }
+  }
+  free(group_of);
+  json_decref(root);
+  if (!ok)
+    return plan_error(d, path, 0, 0, msg);
+  return plan;
+}

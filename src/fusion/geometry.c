@@ -1,0 +1,456 @@
+/* geometry.c — what a plan moves: how each read is served, which tensors
+ * go off chip, and the elements of every off-chip transfer (fusion.h). */
+#include "fusion.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int plan_tile_ranks(const Cascade *c, const bool *member, int *ranks) {
+  bool *common = xcalloc((size_t)c->nranks + 1, sizeof *common);
+  for (int r = 0; r < c->nranks; r++)
+    common[r] = true;
+  int first = -1;
+  for (int e = 0; e < c->neinsums; e++) {
+    if (!member[e])
+      continue;
+    if (first < 0)
+      first = e;
+    const Einsum *E = c->einsums[e];
+    for (int k = -1; k < E->nreads; k++) {
+      const Tensor *T =
+          &c->tensors[k < 0 ? E->out.tensor : E->reads[k]->tensor];
+      if (T->producer < 0)
+        continue;
+      for (int r = 0; r < c->nranks; r++) {
+        bool has = false;
+        for (int j = 0; j < T->nranks; j++)
+          has = has || T->ranks[j] == r;
+        common[r] = common[r] && has;
+      }
+    }
+  }
+  int n = 0;
+  if (first >= 0) {
+    const Tensor *T = &c->tensors[c->einsums[first]->out.tensor];
+    for (int k = 0; k < T->nranks && n < IR_MAX_RANKS; k++)
+      if (common[T->ranks[k]]) {
+        ranks[n++] = T->ranks[k];
+        common[T->ranks[k]] = false; /* a rank counts once */
+      }
+  }
+  free(common);
+  return n;
+}
+
+/* ---- boxes of one tensor, and their union ---- */
+
+typedef struct Boxes {
+  int n, cap, ndims;
+  Span (*box)[IR_MAX_RANKS];
+  double elems; /* of their union */
+} Boxes;
+
+static void boxes_clear(Boxes *b, int ndims) {
+  b->n = 0;
+  b->ndims = ndims;
+  b->elems = 0;
+}
+
+/* Add a box; recompute the union only when it is new. */
+static void boxes_add(Boxes *b, const Span *box) {
+  for (int i = 0; i < b->n; i++)
+    if (memcmp(b->box[i], box, sizeof(Span) * (size_t)b->ndims) == 0)
+      return;
+  if (b->n == b->cap) {
+    b->cap = b->cap ? 2 * b->cap : 4;
+    b->box = xrealloc(b->box, (size_t)b->cap * sizeof *b->box);
+  }
+  memcpy(b->box[b->n++], box, sizeof(Span) * (size_t)b->ndims);
+  b->elems = b->n == 1 ? spans_elems(box, b->ndims)
+                       : spans_union((const Span(*)[IR_MAX_RANKS])b->box,
+                                     b->n, b->ndims);
+}
+
+/* The spans an access touches over its Einsum's whole iteration space. */
+static void full_spans(const Shape *s, const Einsum *e, const Access *a,
+                       Span *box) {
+  Region r;
+  region_full(s, e, &r);
+  access_spans(s, a, &r, box);
+}
+
+static double whole(const Shape *s, int t) {
+  return shape_tensor_elems(s, t);
+}
+
+/* How many steps before the start of T's initialized rank access A
+ * reaches over its Einsum's whole iteration space (0: none). */
+static int64_t reach_before_start(const Shape *s, const Einsum *e,
+                                  const Access *a) {
+  const Einsum *ini = s->c->tensors[a->tensor].init;
+  if (!ini)
+    return 0;
+  Region r;
+  region_full(s, e, &r);
+  Span sp = index_span(s, &a->idx[ini->out.cond_dim], &r);
+  return sp.count > 0 && sp.first < 0 ? -sp.first : 0;
+}
+
+double einsum_read_elems(const Shape *s, int e, int t) {
+  const Einsum *E = s->c->einsums[e];
+  Boxes b = {0};
+  boxes_clear(&b, s->c->tensors[t].nranks);
+  for (int k = 0; k < E->nreads; k++)
+    if (E->reads[k]->tensor == t) {
+      Span box[IR_MAX_RANKS];
+      full_spans(s, E, E->reads[k], box);
+      boxes_add(&b, box);
+    }
+  free(b.box);
+  return b.elems;
+}
+
+/* What T's initialization reads for the REACH steps before the start, per
+ * input tensor, into BOXES. */
+static void init_boxes(const Shape *s, int t, int64_t reach, Boxes *boxes) {
+  const Einsum *ini = s->c->tensors[t].init;
+  Region reg;
+  region_full(s, ini, &reg);
+  int v = ini->out.idx[ini->out.cond_dim].var[0];
+  reg.lo[v] = -reach;
+  reg.hi[v] = 0;
+  for (int k = 0; k < ini->nreads; k++) {
+    Span box[IR_MAX_RANKS];
+    access_spans(s, ini->reads[k], &reg, box);
+    boxes_add(&boxes[ini->reads[k]->tensor], box);
+  }
+}
+
+void einsum_state_elems(const Shape *s, int e, double *elems) {
+  const Cascade *c = s->c;
+  const Einsum *E = c->einsums[e];
+  Boxes *boxes = xcalloc((size_t)c->ntensors + 1, sizeof *boxes);
+  for (int t = 0; t < c->ntensors; t++)
+    boxes_clear(&boxes[t], c->tensors[t].nranks);
+  for (int k = 0; k < E->nreads; k++) {
+    int64_t reach = reach_before_start(s, E, E->reads[k]);
+    if (reach > 0)
+      init_boxes(s, E->reads[k]->tensor, reach, boxes);
+  }
+  for (int t = 0; t < c->ntensors; t++) {
+    elems[t] += boxes[t].elems;
+    free(boxes[t].box);
+  }
+  free(boxes);
+}
+
+/* ---- the geometry ---- */
+
+static ReadSrc read_src(const Cascade *c, const int *group_of, int e,
+                        const Access *a) {
+  if (read_in_recurrence(c, e, a))
+    return SRC_RECURRENCE;
+  int p = c->tensors[a->tensor].producer;
+  if (p >= 0 && group_of[p] == group_of[e])
+    return SRC_HANDOVER;
+  return SRC_DRAM;
+}
+
+static bool escapes(const Cascade *c, const int *group_of, int t) {
+  const Tensor *T = &c->tensors[t];
+  if (T->producer < 0)
+    return false;
+  if (T->output)
+    return true;
+  for (int i = 0; i < c->nedges; i++)
+    if (c->edges[i].tensor == t &&
+        group_of[c->edges[i].consumer] != group_of[T->producer])
+      return true;
+  return false;
+}
+
+typedef struct Fill {
+  const Cascade *c;
+  const Shape *s;
+  Plan *p;
+  int cap;
+  Boxes *boxes; /* per tensor, for the group being filled */
+  int *first;   /* per tensor: the Einsum the group charges it at, or -1 */
+  bool *done;   /* per tensor: charged in this group */
+} Fill;
+
+static void add_xfer(Fill *f, int e, int t, XferKind k, double elems) {
+  Plan *p = f->p;
+  if (p->nxfers == f->cap) {
+    f->cap = f->cap ? 2 * f->cap : 64;
+    p->xfers = xrealloc(p->xfers, (size_t)f->cap * sizeof *p->xfers);
+  }
+  p->xfers[p->nxfers++] = (Transfer){e, t, k, elems};
+}
+
+/* The inputs of the initializations that group G's reads before the start
+ * need: per input tensor, the union over the group of what the
+ * initialization reads for the steps they reach; charged at the group's
+ * first Einsum that reaches before a start. */
+static void group_state(Fill *f, const Group *g) {
+  const Cascade *c = f->c;
+  const Shape *s = f->s;
+  for (int t = 0; t < c->ntensors; t++) {
+    const Einsum *ini = c->tensors[t].init;
+    if (!ini)
+      continue;
+    int64_t reach = 0;
+    int at = -1;
+    for (int i = 0; i < g->n; i++) {
+      const Einsum *e = c->einsums[g->einsums[i]];
+      for (int k = 0; k < e->nreads; k++)
+        if (e->reads[k]->tensor == t) {
+          int64_t r = reach_before_start(s, e, e->reads[k]);
+          if (r > 0 && at < 0)
+            at = g->einsums[i];
+          reach = r > reach ? r : reach;
+        }
+    }
+    if (reach == 0)
+      continue;
+    for (int k = 0; k < ini->nreads; k++) {
+      int in = ini->reads[k]->tensor;
+      if (f->first[in] < 0 || at < f->first[in])
+        f->first[in] = at;
+    }
+    init_boxes(s, t, reach, f->boxes);
+  }
+  for (int t = 0; t < c->ntensors; t++)
+    if (f->first[t] >= 0 && c->tensors[t].producer < 0 &&
+        f->boxes[t].n > 0) {
+      add_xfer(f, f->first[t], t, XFER_STATE, f->boxes[t].elems);
+      boxes_clear(&f->boxes[t], c->tensors[t].nranks);
+      f->first[t] = -1;
+    }
+}
+
+/* Group G's reads from off-chip memory and its writes, in its order. */
+static void group_xfers(Fill *f, int gi) {
+  const Cascade *c = f->c;
+  const Shape *s = f->s;
+  Plan *p = f->p;
+  const Group *g = &p->groups[gi];
+  /* The union of each tensor's DRAM reads over the group. */
+  for (int i = 0; i < g->n; i++) {
+    int e = g->einsums[i];
+    const Einsum *E = c->einsums[e];
+    for (int k = 0; k < E->nreads; k++) {
+      int t = E->reads[k]->tensor;
+      if (p->src[e][k] != SRC_DRAM)
+        continue;
+      Span box[IR_MAX_RANKS];
+      full_spans(s, E, E->reads[k], box);
+      if (f->first[t] < 0)
+        f->first[t] = e;
+      boxes_add(&f->boxes[t], box);
+    }
+  }
+  for (int i = 0; i < g->n; i++) {
+    int e = g->einsums[i];
+    const Einsum *E = c->einsums[e];
+    for (int k = 0; k < E->nreads; k++) {
+      int t = E->reads[k]->tensor;
+      if (f->first[t] != e || f->done[t])
+        continue;
+      f->done[t] = true;
+      add_xfer(f, e, t, XFER_READ, f->boxes[t].elems);
+    }
+    int out = E->out.tensor;
+    if (p->written[out])
+      add_xfer(f, e, out, XFER_WRITE, whole(s, out));
+  }
+  for (int i = 0; i < g->n; i++) {
+    const Einsum *E = c->einsums[g->einsums[i]];
+    for (int k = 0; k < E->nreads; k++) {
+      int t = E->reads[k]->tensor;
+      f->first[t] = -1;
+      f->done[t] = false;
+      boxes_clear(&f->boxes[t], c->tensors[t].nranks);
+    }
+  }
+  group_state(f, g);
+}
+
+void plan_geometry(const Cascade *c, const Shape *s, Plan *p) {
+  size_t nt = (size_t)c->ntensors + 1;
+  p->neinsums = c->neinsums;
+  p->src = xcalloc((size_t)c->neinsums + 1, sizeof *p->src);
+  for (int e = 0; e < c->neinsums; e++) {
+    const Einsum *E = c->einsums[e];
+    p->src[e] = xcalloc((size_t)E->nreads + 1, sizeof **p->src);
+    for (int k = 0; k < E->nreads; k++)
+      p->src[e][k] = read_src(c, p->group_of, e, E->reads[k]);
+  }
+  p->written = xcalloc(nt, sizeof *p->written);
+  p->onchip = xcalloc(nt, sizeof *p->onchip);
+  for (int t = 0; t < c->ntensors; t++) {
+    p->written[t] = escapes(c, p->group_of, t);
+    p->onchip[t] = c->tensors[t].producer >= 0 && !p->written[t];
+  }
+  bool *member = xcalloc((size_t)c->neinsums + 1, sizeof *member);
+  for (int g = 0; g < p->ngroups; g++) {
+    Group *gr = &p->groups[g];
+    for (int i = 0; i < gr->n; i++)
+      member[gr->einsums[i]] = true;
+    gr->ntiled = plan_tile_ranks(c, member, gr->tiled);
+    for (int i = 0; i < gr->n; i++)
+      member[gr->einsums[i]] = false;
+  }
+  free(member);
+  p->nxfers = 0;
+  p->offchip_elems = 0;
+  if (!s || !s->complete)
+    return;
+  Fill f = {.c = c, .s = s, .p = p};
+  f.boxes = xcalloc(nt, sizeof *f.boxes);
+  f.first = xmalloc(nt * sizeof *f.first);
+  f.done = xcalloc(nt, sizeof *f.done);
+  for (int t = 0; t < c->ntensors; t++) {
+    f.first[t] = -1;
+    boxes_clear(&f.boxes[t], c->tensors[t].nranks);
+  }
+  for (int g = 0; g < p->ngroups; g++)
+    group_xfers(&f, g);
+  for (int i = 0; i < p->nxfers; i++)
+    if (p->xfers[i].kind != XFER_STATE &&
+        tensor_is_intermediate(c, p->xfers[i].tensor))
+      p->offchip_elems += p->xfers[i].elems;
+  for (int t = 0; t < c->ntensors; t++)
+    free(f.boxes[t].box);
+  free(f.boxes);
+  free(f.first);
+  free(f.done);
+}
+
+/* ---- the cost of a segment, for the global stitcher ----
+ *
+ * The same rule as plan_geometry, restricted to intermediates, for a
+ * segment [left, right] of merged nodes that grows to the left one node at
+ * a time, so that the stitcher prices all O(n^2) segments in O(n * reads).
+ * Per-tensor state is stamped with the segment's right end instead of
+ * being cleared. */
+struct SegCost {
+  const Cascade *c;
+  const Shape *s;
+  const Nodes *m;
+  int *last_node;   /* per tensor: the last node that consumes it */
+  bool *inter;      /* per tensor: an intermediate */
+  Span (*spans)[IR_MAX_RANKS]; /* per read (flattened): its full spans */
+  bool *rec;        /* per read (flattened): inside a recurrence */
+  int *read_base;   /* per Einsum: index of its first read in spans */
+  int stamp;        /* the current segment's right end + 1 */
+  int *seen;        /* per tensor: stamp of the state below */
+  bool *inside;     /* per tensor: produced inside the segment */
+  Boxes *boxes;     /* per tensor: the segment's reads of it */
+  int right, left;
+  double cost;
+};
+
+SegCost *segcost_new(const Cascade *c, const Shape *s, const Nodes *m) {
+  SegCost *sc = xcalloc(1, sizeof *sc);
+  size_t nt = (size_t)c->ntensors + 1;
+  sc->c = c;
+  sc->s = s;
+  sc->m = m;
+  sc->last_node = xmalloc(nt * sizeof *sc->last_node);
+  sc->inter = xcalloc(nt, sizeof *sc->inter);
+  for (int t = 0; t < c->ntensors; t++) {
+    sc->last_node[t] = -1;
+    sc->inter[t] = tensor_is_intermediate(c, t);
+  }
+  for (int i = 0; i < c->nedges; i++) {
+    const Edge *e = &c->edges[i];
+    int q = m->node_of[e->consumer];
+    if (q > sc->last_node[e->tensor])
+      sc->last_node[e->tensor] = q;
+  }
+  sc->read_base = xcalloc((size_t)c->neinsums + 1, sizeof *sc->read_base);
+  int nreads = 0;
+  for (int e = 0; e < c->neinsums; e++) {
+    sc->read_base[e] = nreads;
+    nreads += c->einsums[e]->nreads;
+  }
+  sc->spans = xcalloc((size_t)nreads + 1, sizeof *sc->spans);
+  sc->rec = xcalloc((size_t)nreads + 1, sizeof *sc->rec);
+  for (int e = 0; e < c->neinsums; e++) {
+    const Einsum *E = c->einsums[e];
+    for (int k = 0; k < E->nreads; k++) {
+      full_spans(s, E, E->reads[k], sc->spans[sc->read_base[e] + k]);
+      sc->rec[sc->read_base[e] + k] = read_in_recurrence(c, e, E->reads[k]);
+    }
+  }
+  sc->seen = xcalloc(nt, sizeof *sc->seen);
+  sc->inside = xcalloc(nt, sizeof *sc->inside);
+  sc->boxes = xcalloc(nt, sizeof *sc->boxes);
+  return sc;
+}
+
+void segcost_free(SegCost *sc) {
+  if (!sc)
+    return;
+  for (int t = 0; t < sc->c->ntensors; t++)
+    free(sc->boxes[t].box);
+  free(sc->boxes);
+  free(sc->seen);
+  free(sc->inside);
+  free(sc->spans);
+  free(sc->rec);
+  free(sc->read_base);
+  free(sc->inter);
+  free(sc->last_node);
+  free(sc);
+}
+
+static void touch(SegCost *sc, int t) {
+  if (sc->seen[t] == sc->stamp)
+    return;
+  sc->seen[t] = sc->stamp;
+  sc->inside[t] = false;
+  boxes_clear(&sc->boxes[t], sc->c->tensors[t].nranks);
+}
+
+/* Start an empty segment that will end at node RIGHT. */
+void segcost_start(SegCost *sc, int right) {
+  sc->right = right;
+  sc->left = right + 1;
+  sc->stamp++;
+  sc->cost = 0;
+}
+
+/* Add node LEFT - 1 at the left end; returns the segment's cost. */
+double segcost_grow(SegCost *sc) {
+  const Cascade *c = sc->c;
+  const Node *nd = &sc->m->nodes[--sc->left];
+  for (int i = 0; i < nd->n; i++) {
+    int e = nd->einsums[i];
+    int t = c->einsums[e]->out.tensor;
+    if (!sc->inter[t])
+      continue;
+    touch(sc, t);
+    sc->inside[t] = true;
+    sc->cost -= sc->boxes[t].elems; /* its readers here no longer fetch it */
+    if (c->tensors[t].output || sc->last_node[t] > sc->right)
+      sc->cost += shape_tensor_elems(sc->s, t);
+  }
+  for (int i = 0; i < nd->n; i++) {
+    int e = nd->einsums[i];
+    const Einsum *E = c->einsums[e];
+    for (int k = 0; k < E->nreads; k++) {
+      int t = E->reads[k]->tensor;
+      if (!sc->inter[t] || sc->rec[sc->read_base[e] + k])
+        continue;
+      touch(sc, t);
+      if (sc->inside[t])
+        continue;
+      sc->cost -= sc->boxes[t].elems;
+      boxes_add(&sc->boxes[t], sc->spans[sc->read_base[e] + k]);
+      sc->cost += sc->boxes[t].elems;
+    }
+  }
+  return sc->cost;
+}

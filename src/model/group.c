@@ -1,0 +1,736 @@
+/* group.c — one fusion group on the global buffer (docs/model.md §3):
+ * what it holds across its Einsums, the tile its loops walk, what goes off
+ * chip when that does not fit, and each Einsum's mapping and traffic.
+ *
+ * Per tile of the group's ranks (the plan's geometry: the tokens, for
+ * Mamba) the group holds:
+ *   - MADE: a tensor produced in the group, from its producer to its last
+ *     reader there (handed over on chip; written once if it escapes);
+ *   - SHARED: a tensor the group reads from DRAM in several members, from
+ *     the first reader to the last (fetched once per tile);
+ *   - WEIGHT: a tensor read from DRAM without the group's ranks, resident
+ *     for the whole group when the weights fit in weight_share;
+ *   - one step of the recurrence's state.
+ * That reservation must fit in reserve_share of the buffer, and each
+ * member's own tiles in the rest. The tile is the largest that fits, or,
+ * when some member refetches a weight per tile, the fastest (ties: less
+ * DRAM traffic, then the larger tile). When no tile fits, held tensors go
+ * off chip one at a time, the one adding the least traffic first (the
+ * paper's partial fusion, §IV-A), until one does. */
+#include "price.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { HELD_MADE, HELD_SHARED, HELD_WEIGHT } HeldKind;
+
+typedef struct Held {
+  int tensor;
+  HeldKind kind;
+  int first, last; /* member positions it is live over */
+  bool on;         /* held; else off chip */
+  double charge;   /* elements the group moves for it once (its DRAM read,
+                      or its write if it escapes) */
+} Held;
+
+typedef struct Grp {
+  Ctx *x;
+  const Group *gr;
+  EinsumEval *ev; /* its members' evaluations, in order */
+  int n;          /* members */
+  int nt;         /* tile ranks */
+  int rank[IR_MAX_RANKS];
+  double size[IR_MAX_RANKS], tile[IR_MAX_RANKS];
+  int nheld;
+  Held *held;
+  int *held_of;   /* per tensor: index into held, or -1 */
+  int state_t, iter_rank;
+  double budget;  /* reserve_share x buffer */
+  bool whole;     /* MARCA-like: intermediates whole, for the whole group */
+  int nspills;
+  Spill *spills;
+} Grp;
+
+static bool reads_tensor(const Einsum *e, int t) {
+  for (int k = 0; k < e->nreads; k++)
+    if (e->reads[k]->tensor == t)
+      return true;
+  return false;
+}
+
+static bool has_rank(const Tensor *T, int r) {
+  for (int k = 0; k < T->nranks; k++)
+    if (T->ranks[k] == r)
+      return true;
+  return false;
+}
+
+static bool has_tile_rank(const Grp *G, int t) {
+  for (int j = 0; j < G->nt; j++)
+    if (has_rank(&G->x->c->tensors[t], G->rank[j]))
+      return true;
+  return false;
+}
+
+static void add_spill(Grp *G, int t, SpillReason why) {
+  G->spills = xrealloc(G->spills, (size_t)(G->nspills + 1) * sizeof *G->spills);
+  G->spills[G->nspills++] = (Spill){t, why};
+}
+
+/* The elements the plan's geometry moves for tensor T at Einsum E. */
+static double xfer_elems(const Plan *p, int e, int t, XferKind k) {
+  for (int i = 0; i < p->nxfers; i++)
+    if (p->xfers[i].einsum == e && p->xfers[i].tensor == t &&
+        p->xfers[i].kind == k)
+      return p->xfers[i].elems;
+  return 0;
+}
+
+/* ---- what the group holds ---- */
+
+static Held *new_held(Grp *G, int t, HeldKind k) {
+  G->held = xrealloc(G->held, (size_t)(G->nheld + 1) * sizeof *G->held);
+  Held *h = &G->held[G->nheld];
+  *h = (Held){.tensor = t, .kind = k, .first = -1, .last = -1, .on = true};
+  G->held_of[t] = G->nheld++;
+  return h;
+}
+
+static void collect_held(Grp *G) {
+  const Ctx *x = G->x;
+  const Cascade *c = x->c;
+  const Plan *p = x->plan;
+  const int *m = G->gr->einsums;
+  for (int i = 0; i < G->n; i++) {
+    int t = c->einsums[m[i]]->out.tensor;
+    for (int j = i + 1; j < G->n; j++) {
+      const Einsum *r = c->einsums[m[j]];
+      for (int k = 0; k < r->nreads; k++) {
+        if (r->reads[k]->tensor != t)
+          continue;
+        Held *h = G->held_of[t] >= 0 ? &G->held[G->held_of[t]]
+                                     : new_held(G, t, HELD_MADE);
+        h->first = i;
+        h->last = j;
+      }
+    }
+    if (G->held_of[t] >= 0)
+      G->held[G->held_of[t]].charge =
+          p->written[t] ? xfer_elems(p, m[i], t, XFER_WRITE) : 0;
+  }
+  /* Reads from DRAM: shared activations and weights. */
+  for (int i = 0; i < G->n; i++) {
+    const Einsum *e = c->einsums[m[i]];
+    for (int k = 0; k < e->nreads; k++) {
+      int t = e->reads[k]->tensor;
+      if (p->src[m[i]][k] != SRC_DRAM || G->held_of[t] >= 0)
+        continue;
+      int readers = 0, last = i;
+      for (int j = i; j < G->n; j++)
+        if (reads_tensor(c->einsums[m[j]], t)) {
+          readers++;
+          last = j;
+        }
+      bool weight = !has_tile_rank(G, t);
+      if (!weight && readers < 2)
+        continue;
+      Held *h = new_held(G, t, weight ? HELD_WEIGHT : HELD_SHARED);
+      h->first = i;
+      h->last = weight ? G->n - 1 : last;
+      h->charge = xfer_elems(p, m[i], t, XFER_READ);
+    }
+  }
+}
+
+/* The rules of the fully fused design that send a held tensor off chip. */
+static void design_spills(Grp *G) {
+  const Ctx *x = G->x;
+  if (x->o.accounting != ACCOUNT_ACHIEVED || x->o.spill_distance <= 0)
+    return;
+  const Cascade *c = x->c;
+  for (int i = 0; i < G->nheld; i++) {
+    Held *h = &G->held[i];
+    int t = h->tensor, p = c->tensors[t].producer;
+    if (h->kind != HELD_MADE || x->plan->written[t])
+      continue;
+    int last = -1;
+    for (int k = 0; k < c->nedges; k++)
+      if (c->edges[k].tensor == t && !c->edges[k].lagged &&
+          c->edges[k].consumer > last)
+        last = c->edges[k].consumer;
+    if (last - p > x->o.spill_distance) {
+      h->on = false;
+      add_spill(G, t, SPILL_DISTANCE);
+    }
+  }
+}
+
+/* Resident weights only when they all fit in weight_share. */
+static void weight_residency(Grp *G) {
+  double total = 0;
+  for (int i = 0; i < G->nheld; i++)
+    if (G->held[i].kind == HELD_WEIGHT)
+      total += shape_tensor_elems(G->x->s, G->held[i].tensor);
+  if (total <= G->x->o.weight_share * G->x->glb)
+    return;
+  for (int i = 0; i < G->nheld; i++)
+    if (G->held[i].kind == HELD_WEIGHT)
+      G->held[i].on = false;
+}
+
+/* ---- the tile ---- */
+
+/* The recurrence inside the group: the lagged tensor and the rank it
+ * iterates, or -1. */
+static int recurrence_of(const Grp *G, int *iter_rank) {
+  const Cascade *c = G->x->c;
+  for (int i = 0; i < c->nedges; i++) {
+    const Edge *e = &c->edges[i];
+    if (!e->lagged || G->x->plan->group_of[e->consumer] !=
+                          G->x->plan->group_of[G->gr->einsums[0]])
+      continue;
+    for (int k = 0; k < e->acc[0]->n; k++)
+      if (e->acc[0]->idx[k].lag > 0) {
+        *iter_rank = c->tensors[e->tensor].ranks[k];
+        return e->tensor;
+      }
+  }
+  return -1;
+}
+
+/* Spread a tile of TOTAL elements over the ranks, innermost first (tokens
+ * along i before b: consecutive steps of a recurrence). */
+static void spread(Grp *G, double total) {
+  for (int k = G->nt - 1; k >= 0; k--) {
+    G->tile[k] = total < G->size[k] ? total : G->size[k];
+    if (G->tile[k] < 1)
+      G->tile[k] = 1;
+    total = ceil(total / G->tile[k]);
+  }
+}
+
+static double tile_fraction(const Grp *G, int t) {
+  const Tensor *T = &G->x->c->tensors[t];
+  double f = 1;
+  for (int k = 0; k < G->nt; k++)
+    if (has_rank(T, G->rank[k]))
+      f *= G->tile[k] / G->size[k];
+  return f;
+}
+
+/* Does Einsum E keep (write) a variable over rank R? */
+static bool keeps_rank(const Einsum *e, int r) {
+  for (int v = 0; v < e->nvars; v++)
+    if (e->vars[v].rank == r && VARSET_HAS(e->out_vars, v))
+      return true;
+  return false;
+}
+
+/* Within a tile, the members from FIRST to LAST can run a nested loop over
+ * any rank of T that all of them keep (the SSM's D and N): T then lives
+ * one sub-tile at a time. The factor its footprint shrinks by. */
+static double nested_factor(const Grp *G, int t, int first, int last) {
+  const Cascade *c = G->x->c;
+  const Tensor *T = &c->tensors[t];
+  double f = 1;
+  for (int k = 0; k < T->nranks; k++) {
+    int r = T->ranks[k];
+    bool outer = false;
+    for (int j = 0; j < G->nt; j++)
+      outer = outer || G->rank[j] == r;
+    bool all = !outer;
+    for (int i = first; all && i <= last; i++)
+      all = keeps_rank(c->einsums[G->gr->einsums[i]], r);
+    if (all)
+      f *= (double)G->x->s->size[r];
+  }
+  return f;
+}
+
+static double footprint(const Grp *G, const Held *h) {
+  double whole = shape_tensor_elems(G->x->s, h->tensor);
+  if (h->kind == HELD_WEIGHT || G->whole)
+    return whole;
+  return whole * tile_fraction(G, h->tensor) /
+         nested_factor(G, h->tensor, h->first, h->last);
+}
+
+/* Elements held at the peak over the members (PEAK: its position), for the
+ * current tile. */
+static double reservation(const Grp *G, int *peak) {
+  double best = -1, fixed = 0;
+  *peak = 0;
+  for (int i = 0; i < G->nheld; i++)
+    if (G->held[i].on && (G->held[i].kind == HELD_WEIGHT || G->whole))
+      fixed += footprint(G, &G->held[i]);
+  for (int k = 0; k < G->n; k++) {
+    double live = 0;
+    for (int i = 0; i < G->nheld; i++) {
+      const Held *h = &G->held[i];
+      if (h->on && h->kind != HELD_WEIGHT && !G->whole && h->first <= k &&
+          k <= h->last)
+        live += footprint(G, h);
+    }
+    if (live > best) {
+      best = live;
+      *peak = k;
+    }
+  }
+  double res = fixed + fmax(best, 0);
+  if (G->state_t >= 0) { /* one step of the state, for the tile's rest */
+    const Tensor *T = &G->x->c->tensors[G->state_t];
+    double f = 1;
+    for (int k = 0; k < G->nt; k++)
+      if (G->rank[k] != G->iter_rank && has_rank(T, G->rank[k]))
+        f *= G->tile[k] / G->size[k];
+    res += shape_tensor_elems(G->x->s, G->state_t) /
+           (double)G->x->s->size[G->iter_rank] * f;
+  }
+  return res;
+}
+
+/* ---- one member ---- */
+
+/* Does member I's read K come from DRAM in its own mapping (not held)? */
+static bool own_read(const Grp *G, int i, int k) {
+  const Ctx *x = G->x;
+  int e = G->gr->einsums[i];
+  int t = x->c->einsums[e]->reads[k]->tensor;
+  int h = G->held_of[t];
+  switch (x->plan->src[e][k]) {
+  case SRC_RECURRENCE:
+    return false;
+  case SRC_HANDOVER:
+    return h < 0 || !G->held[h].on;
+  case SRC_DRAM:
+    break;
+  }
+  return h < 0 || !G->held[h].on;
+}
+
+/* Does member I's mapping write its output to DRAM? */
+static bool own_write(const Grp *G, int i) {
+  const Ctx *x = G->x;
+  int t = x->c->einsums[G->gr->einsums[i]]->out.tensor;
+  int h = G->held_of[t];
+  if (h >= 0 && G->held[h].on)
+    return false; /* held; written once from the buffer if it escapes */
+  return x->plan->written[t] || h >= 0;
+}
+
+static void add_access(const Shape *s, const Access *a, MapTensor *m) {
+  m->vars |= access_vars(a);
+  m->ndims = a->n;
+  for (int k = 0; k < a->n; k++) {
+    const Index *ix = &a->idx[k];
+    for (int t = 0; t < ix->nterms; t++) {
+      int v = ix->var[t];
+      double coef = ix->coef[t] ? fabs(shape_eval(s, ix->coef[t])) : 1;
+      m->dim_vars[k] |= VARSET_BIT(v);
+      m->dim_coef[k][v] = coef;
+    }
+  }
+}
+
+/* Member I's loop nest between DRAM and the buffer; TENSOR_OF maps the
+ * problem's tensors to the cascade's. */
+static void member_problem(const Grp *G, int i, double capacity,
+                           MapProblem *p, int *tensor_of) {
+  const Ctx *x = G->x;
+  const Shape *s = x->s;
+  int ei = G->gr->einsums[i];
+  const Einsum *e = x->c->einsums[ei];
+  memset(p, 0, sizeof *p);
+  p->nvars = e->nvars < MAP_MAX_VARS ? e->nvars : MAP_MAX_VARS;
+  for (int v = 0; v < p->nvars; v++)
+    p->size[v] = (double)s->size[e->vars[v].rank];
+  for (int k = 0; k < e->nreads && p->ntensors < MAP_MAX_TENSORS - 1; k++) {
+    int t = e->reads[k]->tensor;
+    int j = 0;
+    while (j < p->ntensors && tensor_of[j] != t)
+      j++;
+    if (j == p->ntensors) {
+      tensor_of[p->ntensors] = t;
+      MapTensor *m = &p->t[p->ntensors++];
+      m->elems = einsum_read_elems(s, ei, t);
+    }
+    p->t[j].dram = p->t[j].dram || own_read(G, i, k);
+    add_access(s, e->reads[k], &p->t[j]);
+  }
+  int out = e->out.tensor;
+  tensor_of[p->ntensors] = out;
+  MapTensor *mo = &p->t[p->ntensors++];
+  mo->elems = shape_tensor_elems(s, out);
+  mo->output = true;
+  mo->dram = own_write(G, i);
+  add_access(s, &e->out, mo);
+  for (int k = 0; k < G->nt; k++)
+    for (int v = 0; v < p->nvars; v++)
+      if (e->vars[v].rank == G->rank[k] && VARSET_HAS(e->out_vars, v)) {
+        p->outer |= VARSET_BIT(v);
+        p->outer_tile[v] = G->tile[k];
+        break;
+      }
+  p->capacity = capacity;
+}
+
+/* Elements the group moves once at member I: its held tensors' first
+ * fetch (at their first reader) and held escaping tensors' write. */
+static double held_charges(const Grp *G, int i) {
+  double n = 0;
+  for (int k = 0; k < G->nheld; k++) {
+    const Held *h = &G->held[k];
+    if (!h->on)
+      continue;
+    bool made = h->kind == HELD_MADE;
+    if ((made && h->first == i) || (!made && h->first == i))
+      n += h->charge;
+  }
+  return n;
+}
+
+/* ---- choosing the tile ---- */
+
+typedef struct Trial {
+  bool ok;
+  double latency, traffic; /* cycles, elements */
+} Trial;
+
+/* Price the current tile: every member mapped into what the reservation
+ * leaves; MAPS (if not NULL) receives the mappings. */
+static Trial try_tile(const Grp *G, double reserve, Mapping *maps) {
+  const Ctx *x = G->x;
+  Trial tr = {.ok = true};
+  double cap = fmax(x->glb - reserve, 0);
+  double *mem = xcalloc((size_t)G->n + 1, sizeof *mem);
+  for (int i = 0; i < G->n && tr.ok; i++) {
+    MapProblem p;
+    int tensor_of[MAP_MAX_TENSORS];
+    member_problem(G, i, cap, &p, tensor_of);
+    Mapping m;
+    map_search(&p, &m);
+    tr.ok = m.fits;
+    if (maps)
+      maps[i] = m;
+    double elems = m.traffic + held_charges(G, i);
+    tr.traffic += elems;
+    mem[i] = elems * x->word / x->bw;
+  }
+  if (tr.ok)
+    tr.latency = compose_span(x, G->ev, G->n, mem);
+  free(mem);
+  return tr;
+}
+
+/* Does some member fetch a weight per tile (a read from DRAM without the
+ * group's ranks, not resident)? Then the tile trades those refetches
+ * against what the buffer holds, and every tile is priced. */
+static bool refetches_weights(const Grp *G) {
+  for (int k = 0; k < G->nheld; k++)
+    if (G->held[k].kind == HELD_WEIGHT && !G->held[k].on)
+      return true;
+  return false;
+}
+
+static bool better(const Trial *a, const Trial *b) {
+  const double eps = 1e-9;
+  if (a->latency < b->latency * (1 - eps))
+    return true;
+  if (a->latency > b->latency * (1 + eps))
+    return false;
+  return a->traffic < b->traffic * (1 - eps);
+}
+
+/* Choose the tile among those whose reservation and members fit. Returns
+ * the chosen total (elements of the tile), or 0 if none fits; *SMALLEST
+ * gets the reservation of the smallest candidate and *PEAK its peak
+ * member. */
+static double choose_tile(Grp *G, double *smallest, int *peak) {
+  double whole = 1;
+  for (int k = 0; k < G->nt; k++)
+    whole *= G->size[k];
+  double first = G->whole ? whole : 1;
+  double cand[80];
+  int nc = 0;
+  for (double t = first;; t = fmin(2 * t, whole)) {
+    cand[nc++] = t;
+    if (t >= whole || nc == 79)
+      break;
+  }
+  spread(G, cand[0]);
+  *smallest = reservation(G, peak);
+  bool search = refetches_weights(G);
+  Trial best = {0};
+  double best_t = 0;
+  for (int i = nc - 1; i >= 0; i--) { /* largest first */
+    spread(G, cand[i]);
+    int pk;
+    double res = reservation(G, &pk);
+    if (res > G->budget)
+      continue;
+    Trial tr = try_tile(G, res, NULL);
+    if (!tr.ok)
+      continue;
+    if (!search)
+      return cand[i];
+    if (best_t == 0 || better(&tr, &best)) {
+      best = tr;
+      best_t = cand[i];
+    }
+  }
+  return best_t;
+}
+
+/* The held tensor whose going off chip adds the least DRAM traffic, among
+ * those live at member PEAK (or any, with PEAK < 0); -1 if none. */
+static int cheapest_spill(const Grp *G, int peak) {
+  const Ctx *x = G->x;
+  const Cascade *c = x->c;
+  int best = -1;
+  double best_cost = INFINITY;
+  for (int k = 0; k < G->nheld; k++) {
+    const Held *h = &G->held[k];
+    if (!h->on)
+      continue;
+    if (peak >= 0 && h->kind != HELD_WEIGHT && !G->whole &&
+        (peak < h->first || peak > h->last))
+      continue;
+    double n = shape_tensor_elems(x->s, h->tensor), cost = 0;
+    int readers = 0; /* that would fetch it (a recurrence's do not) */
+    for (int i = h->first + (h->kind == HELD_MADE); i <= h->last; i++) {
+      const Einsum *e = c->einsums[G->gr->einsums[i]];
+      for (int j = 0; j < e->nreads; j++)
+        if (e->reads[j]->tensor == h->tensor &&
+            x->plan->src[G->gr->einsums[i]][j] != SRC_RECURRENCE) {
+          readers++;
+          break;
+        }
+    }
+    switch (h->kind) {
+    case HELD_MADE: /* written (if it was not), read back by its readers */
+      cost = (x->plan->written[h->tensor] ? 0 : n) + readers * n;
+      break;
+    case HELD_SHARED: /* every reader fetches it */
+      cost = (readers - 1) * n;
+      break;
+    case HELD_WEIGHT: /* fetched per tile */
+      cost = readers * n;
+      break;
+    }
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = k;
+    }
+  }
+  return best;
+}
+
+/* ---- the fully fused design's extra traffic (achieved) ---- */
+
+/* Does Einsum R reduce over a variable that indexes a rank of tensor T
+ * (by rank name: the pass analysis follows the data, not the loops)? */
+static bool reduces_rank_of(const Cascade *c, const Einsum *r, int t) {
+  VarSet red = einsum_reduced_vars(r);
+  const Tensor *T = &c->tensors[t];
+  for (int v = 0; v < r->nvars; v++)
+    if (VARSET_HAS(red, v))
+      for (int k = 0; k < T->nranks; k++)
+        if (T->ranks[k] == r->vars[v].rank)
+          return true;
+  return false;
+}
+
+/* FuseMax's pass analysis: T needs two passes in the group when one
+ * reader's data flows into a reduction over one of T's ranks whose result
+ * another reader of T waits for (RMSNorm's LEX; Mamba's X). */
+static bool needs_two_passes(const Grp *G, int t) {
+  const Cascade *c = G->x->c;
+  const int *m = G->gr->einsums;
+  for (int ri = 0; ri < G->n; ri++) {
+    int r = m[ri];
+    if (!reduces_rank_of(c, c->einsums[r], t))
+      continue;
+    bool fed = false, waits = false;
+    for (int i = 0; i < G->n; i++) {
+      int q = m[i];
+      if (!reads_tensor(c->einsums[q], t))
+        continue;
+      if (cascade_reaches(c, q, r))
+        fed = true;
+      else if (q != r && cascade_reaches(c, r, q))
+        waits = true;
+    }
+    if (fed && waits)
+      return true;
+  }
+  return false;
+}
+
+/* The paper's full-fusion rules on top of the mappings: a tensor needing
+ * two passes is written (if it was not) and read again at its last reader
+ * (inter-Einsum traffic); an RD pair inside the group writes the
+ * upstream's partial products (intra-Einsum traffic, §VI-C). */
+static void design_extras(Grp *G) {
+  Ctx *x = G->x;
+  const Cascade *c = x->c;
+  if (x->o.accounting != ACCOUNT_ACHIEVED)
+    return;
+  for (int i = 0; i < G->n; i++) {
+    int e = G->gr->einsums[i];
+    int t = c->einsums[e]->out.tensor;
+    int h = G->held_of[t];
+    bool held = h >= 0 && G->held[h].on && G->held[h].kind == HELD_MADE;
+    double n = shape_tensor_elems(x->s, t);
+    if (x->o.two_pass && x->inter[t] && needs_two_passes(G, t)) {
+      int last = i;
+      for (int j = i + 1; j < G->n; j++)
+        if (reads_tensor(c->einsums[G->gr->einsums[j]], t))
+          last = j;
+      if (held && !x->plan->written[t])
+        charge(x, &G->ev[i], t, n, true, false);
+      charge(x, &G->ev[last], t, n, false, false);
+      add_spill(G, t, SPILL_TWO_PASS);
+    }
+    if (x->o.rd_partials && held && !x->plan->written[t])
+      for (int k = 0; k < c->nedges; k++) {
+        const Edge *ed = &c->edges[k];
+        if (ed->tensor == t && x->pairs[k].cls == FC_RD &&
+            x->plan->group_of[ed->consumer] == x->plan->group_of[e]) {
+          charge(x, &G->ev[i], t, n, true, true);
+          break;
+        }
+      }
+  }
+}
+
+/* ---- the group ---- */
+
+static bool too_small(const Grp *G) {
+  const Ctx *x = G->x;
+  const Cascade *c = x->c;
+  const MemLevel *buf = &x->a->levels[1];
+  Buf names = {0};
+  for (int i = 0; i < G->n && i < 6; i++)
+    buf_printf(&names, "%s%s", i ? ", " : "",
+               c->tensors[c->einsums[G->gr->einsums[i]]->out.tensor].name);
+  diag_error(x->diag, x->a->path, buf->loc,
+             "%s (%.4g elements) cannot hold one tile of the group of %s%s "
+             "(%s), even with everything it can send off chip sent",
+             buf->name, x->glb, names.s, G->n > 6 ? ", ..." : "", c->path);
+  buf_free(&names);
+  return false;
+}
+
+/* Charge member I's traffic: its mapping and the group's once-per-group
+ * moves at it. */
+static void charge_member(Grp *G, int i, const Mapping *m,
+                          const MapProblem *p, const int *tensor_of) {
+  Ctx *x = G->x;
+  EinsumEval *r = &G->ev[i];
+  for (int j = 0; j < p->ntensors; j++) {
+    if (m->read[j] > 0)
+      charge(x, r, tensor_of[j], m->read[j], false, false);
+    if (m->write[j] > 0)
+      charge(x, r, tensor_of[j], m->write[j], true, false);
+  }
+  for (int k = 0; k < G->nheld; k++) {
+    const Held *h = &G->held[k];
+    if (h->on && h->first == i && h->charge > 0)
+      charge(x, r, h->tensor, h->charge, h->kind == HELD_MADE, false);
+  }
+  r->footprint = m->footprint;
+  r->capacity = p->capacity;
+  r->fits = m->fits;
+  size_t len = 0;
+  const Einsum *e = x->c->einsums[G->gr->einsums[i]];
+  r->mapping[0] = 0;
+  for (int j = 0; j < m->norder && len + 24 < sizeof r->mapping; j++) {
+    int v = m->order[j];
+    len += (size_t)snprintf(r->mapping + len, sizeof r->mapping - len,
+                            "%s%s/%.0f", j ? " " : "", e->vars[v].name,
+                            m->tile[v]);
+  }
+  if (len == 0)
+    snprintf(r->mapping, sizeof r->mapping, "-");
+}
+
+bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
+  const Cascade *c = x->c;
+  Grp G = {.x = x, .gr = &x->plan->groups[g], .ev = ev};
+  G.n = G.gr->n;
+  G.whole = x->d == DES_MARCA;
+  G.budget = x->o.reserve_share * x->glb;
+  G.held_of = xmalloc(((size_t)c->ntensors + 1) * sizeof *G.held_of);
+  for (int t = 0; t < c->ntensors; t++)
+    G.held_of[t] = -1;
+  G.nt = G.gr->ntiled;
+  memcpy(G.rank, G.gr->tiled, sizeof G.rank);
+  for (int k = 0; k < G.nt; k++)
+    G.size[k] = (double)x->s->size[G.rank[k]];
+  collect_held(&G);
+  bool across = false; /* something held from one member to another */
+  for (int k = 0; k < G.nheld; k++)
+    across = across || G.held[k].kind != HELD_WEIGHT;
+  if (!across) {
+    G.nheld = 0; /* nothing to hold: each member maps freely */
+    G.nt = 0;
+    for (int t = 0; t < c->ntensors; t++)
+      G.held_of[t] = -1;
+  }
+  G.state_t = G.nheld > 0 ? recurrence_of(&G, &G.iter_rank) : -1;
+  design_spills(&G);
+  weight_residency(&G);
+  double total = 0, smallest = 0;
+  int peak = 0;
+  for (;;) {
+    total = choose_tile(&G, &smallest, &peak);
+    if (total > 0)
+      break;
+    int k = cheapest_spill(&G, smallest > G.budget ? peak : -1);
+    if (k >= 0) {
+      G.held[k].on = false;
+      if (G.held[k].kind != HELD_WEIGHT)
+        add_spill(&G, G.held[k].tensor, SPILL_CAPACITY);
+      continue;
+    }
+    if (G.nt == 0 && G.state_t < 0)
+      break; /* its members alone do not fit */
+    /* Not even the recurrence's state fits beside the members' tiles: the
+     * group runs as its members alone (weak fusion), the recurrence
+     * co-iterated as in the unfused design. */
+    if (G.state_t >= 0)
+      add_spill(&G, G.state_t, SPILL_CAPACITY);
+    G.state_t = -1;
+    G.nt = 0;
+  }
+  bool ok = total > 0;
+  if (ok) {
+    spread(&G, total);
+    int pk;
+    double res = reservation(&G, &pk);
+    Mapping *maps = xcalloc((size_t)G.n + 1, sizeof *maps);
+    try_tile(&G, res, maps);
+    for (int i = 0; i < G.n; i++) {
+      MapProblem p;
+      int tensor_of[MAP_MAX_TENSORS];
+      member_problem(&G, i, fmax(x->glb - res, 0), &p, tensor_of);
+      charge_member(&G, i, &maps[i], &p, tensor_of);
+    }
+    free(maps);
+    design_extras(&G);
+    ge->reserve = res;
+    ge->ntiled = G.nt;
+    memcpy(ge->tiled, G.rank, sizeof ge->tiled);
+    memcpy(ge->tile, G.tile, sizeof ge->tile);
+  } else {
+    too_small(&G);
+  }
+  ge->budget = G.budget;
+  ge->nspills = G.nspills;
+  ge->spills = G.spills;
+  free(G.held);
+  free(G.held_of);
+  return ok;
+}

@@ -1,0 +1,60 @@
+/* price.h — private to src/model: the state of one evaluation, shared by
+ * binding (bind.c), the tiling of groups (group.c) and the pricing and
+ * composition of Einsums (eval.c). */
+#ifndef MAMBALAYA_MODEL_PRICE_H
+#define MAMBALAYA_MODEL_PRICE_H
+
+#include "model.h"
+
+typedef struct Ctx {
+  const Cascade *c;
+  const Shape *s;
+  const Arch *a;
+  const Pair *pairs;
+  Design d;
+  ModelOpts o;
+  Plan *plan;
+  double word; /* bytes per element */
+  double glb;  /* elements the global buffer holds */
+  double bw;   /* DRAM bytes per cycle */
+  Work *work;  /* per Einsum */
+  int *unit;   /* per Einsum: the unit it runs on */
+  bool *inter; /* per tensor: an intermediate */
+  Eval *ev;
+  Diag *diag;
+} Ctx;
+
+/* ---- binding (bind.c) ---- */
+
+/* Bind every Einsum of X's plan to a unit (x->unit); for DES_IDEAL, the
+ * fastest unit any plan could give it, with MEM[e] its DRAM cycles. False
+ * (diag set) when a unit cannot run an Einsum's operations. */
+bool bind_units(Ctx *x, const double *mem);
+/* Compute on unit U for Einsum E (filled into R: util, spread, the unit's
+ * and its epilogue's cycles, compute_cycles). */
+void price_compute(const Ctx *x, int e, int u, EinsumEval *r);
+/* Can unit U, with its epilogue, run every operation of E? */
+bool unit_runs(const Ctx *x, int e, int u);
+
+/* ---- groups (group.c) ---- */
+
+/* Tile group G, decide what it holds (spilling what does not fit), map its
+ * Einsums (evaluated in EV, in order, their compute known) and charge
+ * their DRAM traffic; GE gets the tile, the reservation and the spills.
+ * Achieved accounting only. False (diag set) when not even one tile fits. */
+bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge);
+
+/* ---- composition (eval.c) ---- */
+
+/* Cycles of N Einsums EV run as one group, with MEM[i] DRAM cycles each,
+ * under the options' composition. */
+double compose_span(const Ctx *x, const EinsumEval *ev, int n,
+                    const double *mem);
+
+/* Charge N elements of tensor T to Einsum evaluation R, as a read or a
+ * write; RECORD: also into the per-tensor totals. INTRA forces the
+ * intra-Einsum class (partial products). */
+void charge(const Ctx *x, EinsumEval *r, int t, double n, bool write,
+            bool intra);
+
+#endif
