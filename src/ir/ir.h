@@ -274,6 +274,12 @@ typedef struct Shape {
  * with a shape section); otherwise unresolved ones are left unknown. */
 Shape *shape_bind(const Cascade *c, const Preset *preset, const Setting *set,
                   int nset, bool require, Diag *d);
+/* Bind C as shape_bind does, then give every rank still without a size
+ * the size FILL and every unknown scalar the value 1: for cascades written
+ * without sizes (TeAAL's), in tests and benchmarks. */
+Shape *shape_bind_filled(const Cascade *c, const Preset *preset,
+                         const Setting *set, int nset, int64_t fill,
+                         Diag *d);
 void shape_free(Shape *s);
 /* Value of a constant expression (numbers and symbols). */
 double shape_eval(const Shape *s, const Expr *e);

@@ -171,6 +171,29 @@ Shape *shape_bind(const Cascade *c, const Preset *preset, const Setting *set,
   return s;
 }
 
+Shape *shape_bind_filled(const Cascade *c, const Preset *preset,
+                         const Setting *set, int nset, int64_t fill,
+                         Diag *d) {
+  Diag ignore = {0};
+  Shape *s = shape_bind(c, preset, set, nset, false, &ignore);
+  if (!s)
+    return shape_bind(c, preset, set, nset, true, d);
+  size_t cap = (size_t)nset + (size_t)c->nranks + (size_t)c->nsyms + 1;
+  Setting *all = xcalloc(cap, sizeof *all);
+  memcpy(all, set, sizeof *all * (size_t)nset);
+  int n = nset;
+  for (int r = 0; r < c->nranks; r++)
+    if (s->size[r] == 0)
+      all[n++] = (Setting){c->ranks[r].name, (double)fill};
+  for (int k = 0; k < c->nsyms; k++)
+    if (isnan(s->sym[k]) && cascade_rank(c, c->syms[k].name) < 0)
+      all[n++] = (Setting){c->syms[k].name, 1};
+  shape_free(s);
+  s = shape_bind(c, preset, all, n, true, d);
+  free(all);
+  return s;
+}
+
 void shape_free(Shape *s) {
   if (!s)
     return;

@@ -342,7 +342,9 @@ static void member_problem(const Grp *G, int i, double capacity,
   const Shape *s = x->s;
   int ei = G->gr->einsums[i];
   const Einsum *e = x->c->einsums[ei];
-  memset(p, 0, sizeof *p);
+  /* Cleared field by field: the tensors' coefficient tables are large. */
+  p->ntensors = 0;
+  p->outer = 0;
   p->nvars = e->nvars < MAP_MAX_VARS ? e->nvars : MAP_MAX_VARS;
   for (int v = 0; v < p->nvars; v++)
     p->size[v] = (double)s->size[e->vars[v].rank];
@@ -354,6 +356,7 @@ static void member_problem(const Grp *G, int i, double capacity,
     if (j == p->ntensors) {
       tensor_of[p->ntensors] = t;
       MapTensor *m = &p->t[p->ntensors++];
+      memset(m, 0, sizeof *m);
       m->elems = einsum_read_elems(s, ei, t);
     }
     p->t[j].dram = p->t[j].dram || own_read(G, i, k);
@@ -362,6 +365,7 @@ static void member_problem(const Grp *G, int i, double capacity,
   int out = e->out.tensor;
   tensor_of[p->ntensors] = out;
   MapTensor *mo = &p->t[p->ntensors++];
+  memset(mo, 0, sizeof *mo);
   mo->elems = shape_tensor_elems(s, out);
   mo->output = true;
   mo->dram = own_write(G, i);
@@ -443,11 +447,26 @@ static bool better(const Trial *a, const Trial *b) {
   return a->traffic < b->traffic * (1 - eps);
 }
 
-/* Choose the tile among those whose reservation and members fit. Returns
- * the chosen total (elements of the tile), or 0 if none fits; *SMALLEST
- * gets the reservation of the smallest candidate and *PEAK its peak
- * member. */
-static double choose_tile(Grp *G, double *smallest, int *peak) {
+/* Does the tile of TOTAL elements fit (its reservation in the budget,
+ * every member in the rest)? TR gets its price, MAPS its mappings. */
+static bool fits(Grp *G, double total, Trial *tr, Mapping *maps) {
+  spread(G, total);
+  int pk;
+  double res = reservation(G, &pk);
+  if (res > G->budget)
+    return false;
+  *tr = try_tile(G, res, maps);
+  return tr->ok;
+}
+
+/* Choose the tile among those whose reservation and members fit, into
+ * MAPS. Returns the chosen total (elements of the tile), or 0 if none
+ * fits; *SMALLEST gets the reservation of the smallest candidate and *PEAK
+ * its peak member. Fitting shrinks with the tile (the reservation and
+ * every member's tiles grow with it), so without weight refetches the
+ * largest fitting tile is found by bisection. */
+static double choose_tile(Grp *G, Mapping *maps, double *smallest,
+                          int *peak) {
   double whole = 1;
   for (int k = 0; k < G->nt; k++)
     whole *= G->size[k];
@@ -461,26 +480,39 @@ static double choose_tile(Grp *G, double *smallest, int *peak) {
   }
   spread(G, cand[0]);
   *smallest = reservation(G, peak);
-  bool search = refetches_weights(G);
-  Trial best = {0};
-  double best_t = 0;
-  for (int i = nc - 1; i >= 0; i--) { /* largest first */
-    spread(G, cand[i]);
-    int pk;
-    double res = reservation(G, &pk);
-    if (res > G->budget)
-      continue;
-    Trial tr = try_tile(G, res, NULL);
-    if (!tr.ok)
-      continue;
-    if (!search)
-      return cand[i];
-    if (best_t == 0 || better(&tr, &best)) {
-      best = tr;
-      best_t = cand[i];
+  Trial tr;
+  Mapping *trial = xcalloc((size_t)G->n + 1, sizeof *trial);
+  double chosen = 0;
+  if (!refetches_weights(G)) {
+    int lo = 0, hi = nc - 1; /* the answer is in [lo - 1, hi] */
+    if (fits(G, cand[hi], &tr, maps)) {
+      chosen = cand[hi];
+    } else if (fits(G, cand[0], &tr, maps)) {
+      chosen = cand[0];
+      lo = 1;
+      hi = nc - 2;
+      while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (fits(G, cand[mid], &tr, trial)) {
+          chosen = cand[mid];
+          memcpy(maps, trial, sizeof *maps * (size_t)G->n);
+          lo = mid + 1;
+        } else {
+          hi = mid - 1;
+        }
+      }
     }
+  } else {
+    Trial best = {0};
+    for (int i = nc - 1; i >= 0; i--) /* ties: the larger tile */
+      if (fits(G, cand[i], &tr, trial) && (chosen == 0 || better(&tr, &best))) {
+        best = tr;
+        chosen = cand[i];
+        memcpy(maps, trial, sizeof *maps * (size_t)G->n);
+      }
   }
-  return best_t;
+  free(trial);
+  return chosen;
 }
 
 /* The held tensor whose going off chip adds the least DRAM traffic, among
@@ -684,8 +716,9 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   weight_residency(&G);
   double total = 0, smallest = 0;
   int peak = 0;
+  Mapping *maps = xcalloc((size_t)G.n + 1, sizeof *maps);
   for (;;) {
-    total = choose_tile(&G, &smallest, &peak);
+    total = choose_tile(&G, maps, &smallest, &peak);
     if (total > 0)
       break;
     int k = cheapest_spill(&G, smallest > G.budget ? peak : -1);
@@ -710,15 +743,12 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
     spread(&G, total);
     int pk;
     double res = reservation(&G, &pk);
-    Mapping *maps = xcalloc((size_t)G.n + 1, sizeof *maps);
-    try_tile(&G, res, maps);
     for (int i = 0; i < G.n; i++) {
       MapProblem p;
       int tensor_of[MAP_MAX_TENSORS];
       member_problem(&G, i, fmax(x->glb - res, 0), &p, tensor_of);
       charge_member(&G, i, &maps[i], &p, tensor_of);
     }
-    free(maps);
     design_extras(&G);
     ge->reserve = res;
     ge->ntiled = G.nt;
@@ -727,6 +757,7 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   } else {
     too_small(&G);
   }
+  free(maps);
   ge->budget = G.budget;
   ge->nspills = G.nspills;
   ge->spills = G.spills;

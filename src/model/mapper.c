@@ -159,10 +159,11 @@ void map_price(const MapProblem *p, Mapping *m) {
   m->fits = m->footprint <= p->capacity;
 }
 
-/* Tile candidates of a class: powers of two below its size, and the size. */
-static int tile_options(double size, double *opt) {
+/* Tile candidates of a class: powers of BASE below its size, and the
+ * size. */
+static int tile_options(double size, double base, double *opt) {
   int n = 0;
-  for (double t = 1; t < size && n < 40; t *= 2)
+  for (double t = 1; t < size && n < 40; t *= base)
     opt[n++] = t;
   opt[n++] = size;
   return n;
@@ -171,6 +172,9 @@ static int tile_options(double size, double *opt) {
 typedef struct Search {
   const MapProblem *p;
   const Reduced *r;
+  double base; /* tile candidates: powers of base */
+  int nperm;   /* the first nperm free classes are permuted; the rest stay
+                  innermost, in order, with tile 1 */
   int perm[MAX_CLASSES];
   double ctile[MAX_CLASSES];
   Mapping cur, best;
@@ -214,7 +218,7 @@ static void try_current(Search *s) {
       m->order[m->norder++] = v;
   for (int k = 0; k < r->nfree; k++) {
     int c = s->perm[k];
-    spread_tile(p, r->members[c], s->ctile[c], m->tile);
+    spread_tile(p, r->members[c], k < s->nperm ? s->ctile[c] : 1, m->tile);
     for (int v = 0; v < p->nvars; v++)
       if (VARSET_HAS(r->members[c], v) && m->tile[v] < p->size[v])
         m->order[m->norder++] = v;
@@ -234,7 +238,7 @@ static void try_current(Search *s) {
  * (its tile multiplies nothing; 1 is the least footprint). */
 static void enum_tiles(Search *s, int k) {
   const Reduced *r = s->r;
-  if (k >= r->nfree - 1) {
+  if (k >= r->nfree - 1 || k >= s->nperm) {
     if (r->nfree > 0)
       s->ctile[s->perm[r->nfree - 1]] = 1;
     try_current(s);
@@ -242,7 +246,7 @@ static void enum_tiles(Search *s, int k) {
   }
   int c = s->perm[k];
   double opt[48];
-  int n = tile_options(r->size[c], opt);
+  int n = tile_options(r->size[c], s->base, opt);
   for (int i = 0; i < n; i++) {
     s->ctile[c] = opt[i];
     enum_tiles(s, k + 1);
@@ -250,12 +254,11 @@ static void enum_tiles(Search *s, int k) {
 }
 
 static void enum_perms(Search *s, int k) {
-  const Reduced *r = s->r;
-  if (k == r->nfree) {
+  if (k >= s->nperm) {
     enum_tiles(s, 0);
     return;
   }
-  for (int i = k; i < r->nfree; i++) {
+  for (int i = k; i < s->nperm; i++) {
     int t = s->perm[k];
     s->perm[k] = s->perm[i];
     s->perm[i] = t;
@@ -265,12 +268,44 @@ static void enum_perms(Search *s, int k) {
   }
 }
 
+/* Candidates the search prices with tiles at powers of BASE. */
+static double space(const Search *s, double base) {
+  const Reduced *r = s->r;
+  double n = 1, smallest = 1e300;
+  for (int k = 0; k < s->nperm; k++) {
+    double opt[48];
+    double t = tile_options(r->size[s->perm[k]], base, opt);
+    n *= t * (k + 1); /* its tiles, and the orders */
+    smallest = fmin(smallest, t);
+  }
+  return s->nperm > 0 ? n / smallest : 1; /* the innermost keeps tile 1 */
+}
+
 void map_search(const MapProblem *p, Mapping *best) {
   Reduced r;
   reduce_problem(p, &r);
-  Search s = {.p = p, .r = &r};
+  Search s = {.p = p, .r = &r, .base = 2};
   for (int k = 0; k < r.nfree; k++)
     s.perm[k] = r.free_classes[k];
+  /* Beyond MAP_MAX_PERM_CLASSES, the largest classes are searched and the
+   * others kept innermost in their written order. */
+  s.nperm = r.nfree;
+  if (s.nperm > MAP_MAX_PERM_CLASSES) {
+    for (int i = 0; i < r.nfree; i++)
+      for (int j = i + 1; j < r.nfree; j++)
+        if (r.size[s.perm[j]] > r.size[s.perm[i]]) {
+          int t = s.perm[i];
+          s.perm[i] = s.perm[j];
+          s.perm[j] = t;
+        }
+    s.nperm = MAP_MAX_PERM_CLASSES;
+  }
+  int coarsened = 0;
+  while (space(&s, s.base) > MAP_BUDGET && s.base < 1e12) {
+    s.base *= s.base;
+    coarsened++;
+  }
   enum_perms(&s, 0);
   *best = s.best;
+  best->coarsened = coarsened;
 }

@@ -253,7 +253,7 @@ typedef struct Mapping {
  * tiles are tried at powers of 4, 16, ... until it does not; the loop
  * orders stay exhaustive up to MAP_MAX_PERM_CLASSES classes, beyond which
  * the classes indexing one DRAM tensor only keep their written order. */
-enum { MAP_BUDGET = 1 << 16, MAP_MAX_PERM_CLASSES = 6 };
+enum { MAP_BUDGET = 1 << 12, MAP_MAX_PERM_CLASSES = 6 };
 void map_search(const MapProblem *p, Mapping *best);
 /* Traffic and footprint of one mapping (ORDER and TILE set). */
 void map_price(const MapProblem *p, Mapping *m);

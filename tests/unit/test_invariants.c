@@ -1,0 +1,393 @@
+/* test_invariants.c — what must hold on every shipped cascade and every
+ * cascade under tests/specs/good, on every shipped architecture:
+ *
+ *   - every design prices, with finite, positive latency and traffic;
+ *   - `ideal` is a lower bound: no design is faster, in any composition;
+ *   - nothing is charged as fitting a buffer it does not fit;
+ *   - one plan, one traffic figure: fuse's off-chip elements, eval's ideal
+ *     inter-Einsum traffic and the executor's counted bytes agree exactly,
+ *     for every strategy and stitcher, and the plan runs and computes what
+ *     the interpreter computes. */
+#include <dirent.h>
+#include <stdlib.h>
+
+#include "../../src/exec/exec.h"
+#include "../../src/model/model.h"
+#include "../../src/spec/spec.h"
+#include "test.h"
+
+/* ---- the cascades ---- */
+
+enum { MAX_SPECS = 64 };
+
+/* Every .yaml under DIR, sorted, appended to LIST. */
+static int list_specs(const char *dir, char **list, int n) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return n;
+  struct dirent *e;
+  int first = n;
+  while ((e = readdir(d)) && n < MAX_SPECS) {
+    size_t len = strlen(e->d_name);
+    if (len > 5 && strcmp(e->d_name + len - 5, ".yaml") == 0) {
+      list[n] = xmalloc(strlen(dir) + len + 2);
+      sprintf(list[n], "%s/%s", dir, e->d_name);
+      n++;
+    }
+  }
+  closedir(d);
+  for (int i = first; i < n; i++) /* sorted: a stable order of reports */
+    for (int j = i + 1; j < n; j++)
+      if (strcmp(list[j], list[i]) < 0) {
+        char *t = list[i];
+        list[i] = list[j];
+        list[j] = t;
+      }
+  return n;
+}
+
+static int all_specs(char **list) {
+  int n = list_specs("specs", list, 0);
+  return list_specs("tests/specs/good", list, n);
+}
+
+static void free_list(char **list, int n) {
+  for (int i = 0; i < n; i++)
+    free(list[i]);
+}
+
+/* Bind C: its own sizes (SMALL: the executor's sizes below instead), every
+ * rank still without one to 6 and every unknown scalar to 1; DECODE sets
+ * the sequence rank to 1. NULL when it has no sequence rank to decode. */
+static Shape *bind(const Cascade *c, bool small, bool decode) {
+  static const struct {
+    const char *spec;
+    Setting set[8];
+  } sizes[] = {
+      {"specs/mamba1.yaml",
+       {{"B", 2}, {"I", 9}, {"d_model", 16}, {"d_inner", 32}, {"dt_rank", 4},
+        {"d_state", 4}}},
+      {"specs/mamba2.yaml",
+       {{"B", 2}, {"I", 7}, {"d_model", 16}, {"n_heads", 4}, {"head_dim", 8},
+        {"d_state", 8}}},
+      {"specs/transformer.yaml",
+       {{"B", 2}, {"M", 5}, {"D", 16}, {"H", 2}, {"E", 4}}},
+      {"tests/specs/good/teaal_conv.yaml",
+       {{"M", 7}, {"N", 8}, {"R", 3}, {"S", 2}, {"X", 5}, {"Y", 7}}},
+  };
+  Setting set[16];
+  int n = 0;
+  for (size_t i = 0; small && i < sizeof sizes / sizeof sizes[0]; i++)
+    if (strcmp(sizes[i].spec, c->path) == 0)
+      for (int k = 0; k < 8 && sizes[i].set[k].name; k++)
+        set[n++] = sizes[i].set[k];
+  if (decode) {
+    int r = cascade_sequence_rank(c);
+    if (r < 0)
+      return NULL;
+    set[n++] = (Setting){c->ranks[r].name, 1};
+  }
+  const Preset *p = c->model ? preset_find(c->model) : NULL;
+  Diag d = {0};
+  Shape *s = shape_bind_filled(c, p, set, n, 6, &d);
+  if (!s)
+    test_fail(__FILE__, __LINE__, "%s: %s", c->path, d.msg);
+  return s;
+}
+
+/* ---- the architectures ---- */
+
+/* Shipped, and a small one whose buffer holds a tiny layer whole. */
+static const char tiny_arch[] =
+    "architecture:\n"
+    "  name: t\n  clock: 1 GHz\n  word: 2 B\n"
+    "  memory:\n"
+    "    - {name: DRAM, bandwidth: 100 GB/s, read_energy: 1 pJ/B, "
+    "write_energy: 1 pJ/B}\n"
+    "    - {name: G, capacity: 64 MiB, read_energy: 1 pJ/B, "
+    "write_energy: 1 pJ/B}\n"
+    "    - {name: R, capacity: 1 MiB, read_energy: 1 pJ/B, "
+    "write_energy: 1 pJ/B}\n"
+    "  compute:\n"
+    "    - {name: m, role: matrix, shape: [8, 8], ops: {macc: 1, add: 1, "
+    "mul: 1, div: 1, exp: 1, log: 1, sqrt: 1, silu: 1, max: 1}}\n"
+    "    - {name: v, role: vector, mode_of: m, pes: 16}\n"
+    "    - {name: f, role: feeder, pes: 4, ops: {macc: 1, add: 1, mul: 1, "
+    "div: 1, exp: 1, log: 1, sqrt: 1, silu: 1, max: 1}}\n"
+    "  energy: {macc: 1 pJ, add: 1 pJ, mul: 1 pJ, div: 1 pJ, exp: 1 pJ, "
+    "log: 1 pJ, sqrt: 1 pJ, silu: 1 pJ, max: 1 pJ}\n";
+
+static int load_archs(Arch **a) {
+  Diag d = {0};
+  int n = 0;
+  char *paths[MAX_SPECS];
+  int np = list_specs("archs", paths, 0);
+  for (int i = 0; i < np; i++) {
+    a[n] = arch_load(paths[i], &d);
+    if (!a[n])
+      test_fail(__FILE__, __LINE__, "%s: %s", paths[i], d.msg);
+    else
+      n++;
+  }
+  free_list(paths, np);
+  a[n++] = arch_parse("tiny.yaml", tiny_arch, strlen(tiny_arch), &d);
+  return n;
+}
+
+/* ---- the model's invariants ---- */
+
+static bool finite_pos(double x) { return isfinite(x) && x > 0; }
+
+static void check_design(const Cascade *c, const Shape *s, const Arch *a,
+                         const Eval *ev, const Eval *ideal, const char *mode) {
+  const char *des = design_name(ev->design);
+  if (!finite_pos(ev->seconds) || !isfinite(ev->read + ev->write) ||
+      !(ev->read + ev->write > 0))
+    test_fail(__FILE__, __LINE__, "%s on %s, %s %s: latency %g, traffic %g",
+              c->path, a->name, des, mode, ev->seconds, ev->read + ev->write);
+  if (ideal && ev->seconds < ideal->seconds * (1 - 1e-9))
+    test_fail(__FILE__, __LINE__,
+              "%s on %s, %s: %s takes %.6g s, below ideal's %.6g s", c->path,
+              a->name, mode, des, ev->seconds, ideal->seconds);
+  if (ev->opts.accounting == ACCOUNT_ACHIEVED && ev->design != DES_IDEAL) {
+    for (int i = 0; i < ev->n; i++)
+      if (!ev->e[i].fits || ev->e[i].footprint > ev->e[i].capacity * 1.000001)
+        test_fail(__FILE__, __LINE__,
+                  "%s on %s, %s %s: %s needs %g of %g elements", c->path,
+                  a->name, des, mode, c->tensors[c->einsums[ev->e[i].einsum]
+                                                      ->out.tensor]
+                                          .name,
+                  ev->e[i].footprint, ev->e[i].capacity);
+    for (int g = 0; g < ev->ngroups; g++)
+      if (ev->g[g].reserve > ev->g[g].budget * 1.000001)
+        test_fail(__FILE__, __LINE__,
+                  "%s on %s, %s %s: group %d holds %g of %g", c->path,
+                  a->name, des, mode, g + 1, ev->g[g].reserve,
+                  ev->g[g].budget);
+    if (ev->inter < ev->ideal_inter * (1 - 1e-12))
+      test_fail(__FILE__, __LINE__,
+                "%s on %s, %s %s: achieved inter %g below ideal %g", c->path,
+                a->name, des, mode, ev->inter, ev->ideal_inter);
+  }
+  if (ev->design != DES_IDEAL &&
+      ev->ideal_inter != ev->plan->offchip_elems * a->word_bytes)
+    test_fail(__FILE__, __LINE__,
+              "%s on %s, %s %s: eval's ideal inter %g B, the plan's %g "
+              "elements",
+              c->path, a->name, des, mode, ev->ideal_inter,
+              ev->plan->offchip_elems);
+  (void)s;
+}
+
+/* Every design under one set of options: all price, none beats ideal. */
+static void check_designs(const Cascade *c, const Shape *s, const Arch *a,
+                          const Pair *pairs, Compose comp, bool no_overlap,
+                          bool ideal_traffic) {
+  char mode[96];
+  snprintf(mode, sizeof mode, "%s%s%s (%s)",
+           comp == COMPOSE_PIPELINED ? "pipelined" : "sequential",
+           no_overlap ? ", no overlap" : "", ideal_traffic ? ", ideal" : "",
+           s->size[0] > 0 ? "" : "");
+  Eval *ev[DES_COUNT] = {0};
+  for (int d = 0; d < DES_COUNT; d++) {
+    ModelOpts o = model_default_opts((Design)d);
+    o.compose = comp;
+    o.no_overlap = no_overlap;
+    if (ideal_traffic)
+      o.accounting = ACCOUNT_IDEAL;
+    Diag diag = {0};
+    ev[d] = model_eval(c, s, a, pairs, (Design)d, &o, &diag);
+    if (!ev[d])
+      test_fail(__FILE__, __LINE__, "%s on %s, %s %s: %s:%d:%d %s", c->path,
+                a->name, design_name((Design)d), mode, diag.file,
+                diag.loc.line, diag.loc.col, diag.msg);
+  }
+  for (int d = 0; d < DES_COUNT; d++)
+    if (ev[d])
+      check_design(c, s, a, ev[d], ev[DES_IDEAL], mode);
+  for (int d = 0; d < DES_COUNT; d++)
+    eval_free(ev[d]);
+}
+
+TEST(invariants_model_every_spec_arch_design) {
+  char *specs[MAX_SPECS];
+  int ns = all_specs(specs);
+  Arch *archs[MAX_SPECS];
+  int na = load_archs(archs);
+  CHECK(ns >= 7);
+  bool sanitized = getenv("MAMBALAYA_SANITIZED") != NULL;
+  for (int i = 0; i < ns; i++) {
+    Diag d = {0};
+    Cascade *c = spec_load(specs[i], &d);
+    if (!c) {
+      test_fail(__FILE__, __LINE__, "%s: %s", specs[i], d.msg);
+      continue;
+    }
+    for (int phase = 0; phase < 2; phase++) {
+      Shape *s = bind(c, sanitized, phase == 1);
+      if (!s)
+        continue;
+      Pair *pairs = fusion_classify(c, s);
+      for (int k = 0; k < na; k++) {
+        check_designs(c, s, archs[k], pairs, COMPOSE_SEQUENTIAL, false,
+                      false);
+        check_designs(c, s, archs[k], pairs, COMPOSE_PIPELINED, false,
+                      false);
+        if (!sanitized) {
+          check_designs(c, s, archs[k], pairs, COMPOSE_SEQUENTIAL, true,
+                        false);
+          check_designs(c, s, archs[k], pairs, COMPOSE_SEQUENTIAL, false,
+                        true);
+        }
+      }
+      free(pairs);
+      shape_free(s);
+    }
+    cascade_free(c);
+  }
+  for (int k = 0; k < na; k++)
+    arch_free(archs[k]);
+  free_list(specs, ns);
+}
+
+/* ---- one plan, one traffic figure; every plan runs ---- */
+
+static uint64_t rng_next(uint64_t *st) {
+  *st ^= *st << 13;
+  *st ^= *st >> 7;
+  *st ^= *st << 17;
+  return *st;
+}
+
+/* Every input, uniform in [0.1, 0.6) (positive: a variance, a log). */
+static void random_inputs(const Cascade *c, const Shape *s, Tensors *in,
+                          uint64_t seed) {
+  for (int t = 0; t < c->ntensors; t++) {
+    const Tensor *T = &c->tensors[t];
+    if (T->producer >= 0)
+      continue;
+    int64_t shape[IR_MAX_RANKS];
+    for (int d = 0; d < T->nranks; d++)
+      shape[d] = s->size[T->ranks[d]];
+    Array *a = array_new(T->nranks, shape);
+    for (int64_t i = 0; i < a->n; i++)
+      a->data[i] = 0.1f + 0.5f * (float)((rng_next(&seed) >> 11) * 0x1.0p-53);
+    tensors_put(in, T->name, a, true);
+  }
+}
+
+static double max_rel_diff(const Array *a, const Array *b) {
+  double worst = 0, scale = 1e-6;
+  for (int64_t i = 0; i < a->n; i++)
+    scale = fmax(scale, fabs((double)b->data[i]));
+  for (int64_t i = 0; i < a->n; i++)
+    worst = fmax(worst, fabs((double)a->data[i] - b->data[i]) / scale);
+  return worst;
+}
+
+static const Design of_strategy[ST_COUNT] = {DES_UNFUSED, DES_RI, DES_RI_RSB,
+                                             DES_RI_RSB_RSP, DES_FULL};
+
+/* Plan P of C (owned: the model takes it): it runs, computes REF, and the
+ * executor's bytes equal the model's (ideal accounting, the decode state
+ * counted) tensor by tensor, and the intermediates' sum equals fuse's
+ * figure. */
+static void check_plan(const Cascade *c, const Shape *s, const Arch *a,
+                       const Pair *pairs, Plan *p, const Tensors *in,
+                       const Tensors *ref, Pool *pool, const char *what) {
+  Diag d = {0};
+  Tensors res = {0};
+  ExecStats st = {0};
+  ExecOpts eo = {.plan = p, .buffer_bytes = 1 << 16, .keep_all = true,
+                 .pool = pool};
+  if (!exec_run(c, s, in, &eo, &res, NULL, &st, &d)) {
+    test_fail(__FILE__, __LINE__, "%s: the plan does not run: %s", what,
+              d.msg);
+    tensors_free(&res);
+    plan_free(p);
+    return;
+  }
+  for (int t = 0; t < c->ntensors; t++) {
+    const Tensor *T = &c->tensors[t];
+    if (!T->output)
+      continue;
+    Array *x = tensors_get(&res, T->name), *y = tensors_get(ref, T->name);
+    if (!x || !y || max_rel_diff(x, y) > 1e-5)
+      test_fail(__FILE__, __LINE__, "%s: %s differs from the interpreter "
+                                    "by %g",
+                what, T->name, x && y ? max_rel_diff(x, y) : -1.0);
+  }
+  ModelOpts mo = model_default_opts(of_strategy[p->strategy]);
+  mo.accounting = ACCOUNT_IDEAL;
+  mo.state_io = true;
+  double offchip = p->offchip_elems;
+  Eval *ev = model_eval_plan(c, s, a, pairs, of_strategy[p->strategy], p,
+                             &mo, &d);
+  if (!ev) {
+    test_fail(__FILE__, __LINE__, "%s: eval: %s", what, d.msg);
+  } else {
+    double inter = 0;
+    for (int t = 0; t < c->ntensors; t++) {
+      double mr = ev->tensor_read[t] / a->word_bytes;
+      double mw = ev->tensor_write[t] / a->word_bytes;
+      double xr = st.read[t] / 4, xw = st.write[t] / 4;
+      if (mr != xr || mw != xw)
+        test_fail(__FILE__, __LINE__,
+                  "%s: %s: the model reads %g and writes %g elements, the "
+                  "executor %g and %g",
+                  what, c->tensors[t].name, mr, mw, xr, xw);
+      if (tensor_is_intermediate(c, t))
+        inter += xr + xw;
+    }
+    if (inter != offchip || ev->ideal_inter != offchip * a->word_bytes)
+      test_fail(__FILE__, __LINE__,
+                "%s: fuse says %g off-chip elements, eval %g, the executor "
+                "%g",
+                what, offchip, ev->ideal_inter / a->word_bytes, inter);
+  }
+  eval_free(ev);
+  exec_stats_free(&st);
+  tensors_free(&res);
+}
+
+TEST(invariants_plans_fuse_eval_exec_agree) {
+  char *specs[MAX_SPECS];
+  int ns = all_specs(specs);
+  Diag d = {0};
+  Arch *a = arch_parse("tiny.yaml", tiny_arch, strlen(tiny_arch), &d);
+  Pool *pool = pool_new(2);
+  for (int i = 0; a && i < ns; i++) {
+    Cascade *c = spec_load(specs[i], &d);
+    Shape *s = c ? bind(c, true, false) : NULL;
+    if (!s) {
+      cascade_free(c);
+      continue;
+    }
+    Tensors in = {0}, ref = {0};
+    random_inputs(c, s, &in, 7);
+    ExecOpts io = {.keep_all = true};
+    if (!exec_run(c, s, &in, &io, &ref, NULL, NULL, &d))
+      test_fail(__FILE__, __LINE__, "%s: the interpreter: %s", specs[i],
+                d.msg);
+    Pair *pairs = fusion_classify(c, s);
+    for (int st = 0; st < ST_COUNT; st++)
+      for (int how = 0; how < STITCH_COUNT; how++) {
+        Plan *p = fusion_plan(c, s, pairs, (Strategy)st, (Stitcher)how,
+                              OBJ_TRAFFIC, &d);
+        if (!p)
+          continue; /* Algorithm 1 over too many ranks: refused */
+        char what[256];
+        snprintf(what, sizeof what, "%s %s/%s", specs[i],
+                 strategy_name((Strategy)st), stitcher_name((Stitcher)how));
+        check_plan(c, s, a, pairs, p, &in, &ref, pool, what);
+      }
+    free(pairs);
+    tensors_free(&in);
+    tensors_free(&ref);
+    shape_free(s);
+    cascade_free(c);
+  }
+  pool_free(pool);
+  arch_free(a);
+  free_list(specs, ns);
+}
