@@ -228,8 +228,16 @@ static int override_unit(Ctx *x, int e) {
  * vector, feeder and matrix units that can. -1 if none. */
 static int capable_unit(const Ctx *x, int e, UnitRole r) {
   int u = unit_of_role(x->a, r);
-  if (u >= 0 && unit_runs(x, e, u))
-    return u;
+  if (u >= 0 && unit_runs(x, e, u)) {
+    /* A unit that runs none of E's operations hands all of them to its
+     * epilogue: E runs there (elementwise work after a tensor-core GEMM
+     * runs on the CUDA cores). */
+    const Unit *U = &x->a->units[u];
+    bool any = false;
+    for (int k = 0; k < OPC_COUNT; k++)
+      any = any || (x->work[e].ops[k] > 0 && U->rate[k] > 0);
+    return any || U->epilogue < 0 ? u : U->epilogue;
+  }
   static const UnitRole order[] = {ROLE_VECTOR, ROLE_FEEDER, ROLE_MATRIX};
   for (int i = 0; i < 3; i++) {
     int v = arch_unit(x->a, order[i]);

@@ -1,6 +1,6 @@
 /* test_exec.c — running cascades: the interpreter on hand-checkable
- * Einsums, and every fusion plan of both Mamba cascades against the
- * interpreter (values) and against the model (off-chip bytes). */
+ * Einsums, recurrences and windows under every plan. (Every plan of every
+ * cascade against the interpreter and the model: test_invariants.c.) */
 #include <stdlib.h>
 
 #include "../../src/exec/exec.h"
@@ -258,109 +258,4 @@ TEST(exec_recurrence_around_an_einsum) {
   free_case(&k);
 }
 
-static double max_rel_diff(const Array *a, const Array *b) {
-  double worst = 0, scale = 1e-6;
-  for (int64_t i = 0; i < a->n; i++)
-    scale = fmax(scale, fabs((double)b->data[i]));
-  for (int64_t i = 0; i < a->n; i++)
-    worst = fmax(worst, fabs((double)a->data[i] - b->data[i]) / scale);
-  return worst;
-}
 
-/* A small architecture whose buffer holds every weight of a tiny layer. */
-static const char arch_text[] =
-    "architecture:\n"
-    "  name: t\n  clock: 1 GHz\n  word: 2 B\n"
-    "  memory:\n"
-    "    - {name: DRAM, bandwidth: 100 GB/s, read_energy: 1 pJ/B, "
-    "write_energy: 1 pJ/B}\n"
-    "    - {name: G, capacity: 64 MiB, read_energy: 1 pJ/B, "
-    "write_energy: 1 pJ/B}\n"
-    "    - {name: R, capacity: 1 MiB, read_energy: 1 pJ/B, "
-    "write_energy: 1 pJ/B}\n"
-    "  compute:\n"
-    "    - {name: m, role: matrix, shape: [8, 8], ops: {macc: 1, add: 1, "
-    "mul: 1, div: 1, exp: 1, log: 1, sqrt: 1, silu: 1, max: 1}}\n"
-    "    - {name: v, role: vector, mode_of: m, pes: 16}\n"
-    "    - {name: f, role: feeder, pes: 4, ops: {macc: 1, add: 1, mul: 1, "
-    "div: 1, exp: 1, log: 1, sqrt: 1, silu: 1, max: 1}}\n"
-    "  energy: {macc: 1 pJ, add: 1 pJ, mul: 1 pJ, div: 1 pJ, exp: 1 pJ, "
-    "log: 1 pJ, sqrt: 1 pJ, silu: 1 pJ, max: 1 pJ}\n";
-
-/* Every strategy of SPEC: fused equals unfused, and the bytes the fused
- * executor counts equal the model's ideal traffic, tensor by tensor. */
-static void check_plans(const char *path, const Setting *set, int nset) {
-  Case k = load_case(NULL, path, set, nset);
-  if (!k.c || !k.s)
-    return;
-  random_inputs(&k, 3);
-  Tensors ref = {0};
-  Diag d = {0};
-  Arch *arch = arch_parse("t.yaml", arch_text, strlen(arch_text), &d);
-  CHECK(arch != NULL);
-  Pair *pairs = fusion_classify(k.c, k.s);
-  Pool *pool = pool_new(2);
-  if (arch && run(&k, NULL, &ref, NULL, NULL)) {
-    for (int st = 0; st < ST_COUNT; st++) {
-      Plan *p = fusion_plan(k.c, k.s, pairs, (Strategy)st, STITCH_GREEDY,
-                            OBJ_GROUPS, &d);
-      Tensors res = {0};
-      ExecStats stats;
-      /* Two workers: the stretches run in slices. */
-      if (run_on(&k, p, pool, &res, NULL, &stats)) {
-        for (int t = 0; t < k.c->ntensors; t++) {
-          const Tensor *T = &k.c->tensors[t];
-          Array *a = tensors_get(&res, T->name), *b = tensors_get(&ref, T->name);
-          if (!T->output)
-            continue;
-          CHECK(a && b);
-          if (a && b && max_rel_diff(a, b) > 1e-6)
-            test_fail(__FILE__, __LINE__, "%s %s: %s differs by %g", path,
-                      strategy_name(st), T->name, max_rel_diff(a, b));
-        }
-        Design des = st == ST_UNFUSED ? DES_UNFUSED
-                     : st == ST_RI    ? DES_RI
-                     : st == ST_RI_RSB ? DES_RI_RSB
-                     : st == ST_RI_RSB_RSP ? DES_RI_RSB_RSP
-                                           : DES_FULL;
-        ModelOpts mo = model_default_opts(des);
-        mo.accounting = ACCOUNT_IDEAL;
-        mo.state_io = true;
-        Eval *ev = model_eval(k.c, k.s, arch, pairs, des, &mo, &d);
-        CHECK(ev != NULL);
-        for (int t = 0; ev && t < k.c->ntensors; t++) {
-          double mr = ev->tensor_read[t] / arch->word_bytes;
-          double mw = ev->tensor_write[t] / arch->word_bytes;
-          double xr = stats.read[t] / 4, xw = stats.write[t] / 4;
-          if (mr != xr || mw != xw)
-            test_fail(__FILE__, __LINE__,
-                      "%s %s: %s model reads %g writes %g elements, "
-                      "executor %g and %g",
-                      path, strategy_name(st), k.c->tensors[t].name, mr, mw,
-                      xr, xw);
-        }
-        eval_free(ev);
-        exec_stats_free(&stats);
-      }
-      tensors_free(&res);
-      plan_free(p);
-    }
-  }
-  pool_free(pool);
-  free(pairs);
-  arch_free(arch);
-  tensors_free(&ref);
-  free_case(&k);
-}
-
-TEST(exec_mamba1_plans_equal_interpreter_and_model) {
-  Setting set[] = {{"B", 2}, {"I", 9}, {"d_model", 16}, {"d_inner", 32},
-                   {"dt_rank", 4}, {"d_state", 4}};
-  check_plans("specs/mamba1.yaml", set, 6);
-}
-
-TEST(exec_mamba2_plans_equal_interpreter_and_model) {
-  Setting set[] = {{"B", 2},       {"I", 7},     {"d_model", 16},
-                   {"n_heads", 4}, {"head_dim", 8}, {"d_state", 8}};
-  check_plans("specs/mamba2.yaml", set, 6);
-}

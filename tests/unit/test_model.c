@@ -317,3 +317,251 @@ TEST(model_mamba1_table1) {
   cascade_free(c);
   arch_free(a);
 }
+
+/* ---- the accounting of issue 7 ---- */
+
+/* A constant factor never multiplies a contraction's count, wherever it is
+ * written; a per-output normalizer is applied once per output. */
+TEST(model_constant_factors_and_normalizers) {
+  Fixture f = setup("shape: {M: 8, K: 16, N: 4}\n"
+                    "einsum:\n"
+                    "  declaration: {Q: [M, K], W: [K, N], S: [M], A: [M, N], "
+                    "B: [M, N], C: [M, N]}\n"
+                    "  expressions:\n"
+                    "    - A[m,n] = Q[m,k] * W[k,n] * 2\n"
+                    "    - B[m,n] = 2 * Q[m,k] * W[k,n]\n"
+                    "    - C[m,n] = Q[m,k] * W[k,n] / S[m]\n");
+  if (!f.c)
+    return;
+  for (int e = 0; e < 3; e++) {
+    Work w;
+    model_work(f.c, f.s, f.c->einsums[e], &w);
+    CHECK_NEAR(w.ops[OPC_MACC], 8 * 16 * 4, 0);
+    CHECK(w.matrix);
+    CHECK_NEAR(w.total, 8 * 16 * 4 + (e == 2 ? 8 * 4 : 0), 0);
+    if (e == 2)
+      CHECK_NEAR(w.ops[OPC_DIV], 8 * 4, 0); /* once per output */
+  }
+  teardown(&f);
+}
+
+/* Binding by structure: the attention's Q.K and P.V (products of two
+ * produced tensors) are matrix operations and run on the matrix unit in
+ * every design; Mamba's S6Y (C.H: H is read once per point) is not. */
+TEST(model_attention_on_the_matrix_unit) {
+  Diag d = {0};
+  Arch *a = arch_load("archs/mambalaya.yaml", &d);
+  Cascade *t = spec_load("specs/transformer.yaml", &d);
+  Cascade *m = spec_load("specs/mamba1.yaml", &d);
+  if (!a || !t || !m) {
+    CHECK(a && t && m);
+    arch_free(a);
+    cascade_free(t);
+    cascade_free(m);
+    return;
+  }
+  Shape *s = shape_bind(t, preset_find("mamba-370m"), NULL, 0, true, &d);
+  Pair *pairs = fusion_classify(t, s);
+  for (int des = 0; des < DES_COUNT; des++) {
+    ModelOpts o = model_default_opts((Design)des);
+    Eval *ev = model_eval(t, s, a, pairs, (Design)des, &o, &d);
+    CHECK(ev != NULL);
+    for (int i = 0; ev && i < ev->n; i++) {
+      const char *out = t->tensors[t->einsums[ev->e[i].einsum]->out.tensor].name;
+      if (strcmp(out, "QK") == 0 || strcmp(out, "AV") == 0) {
+        CHECK(ev->e[i].work.matrix);
+        CHECK_STR(a->units[ev->e[i].unit].name, "array2d");
+      }
+    }
+    eval_free(ev);
+  }
+  free(pairs);
+  shape_free(s);
+  Shape *ms = shape_bind(m, preset_find("mamba-370m"), NULL, 0, true, &d);
+  int s6y = t ? m->tensors[cascade_tensor(m, "S6Y")].producer : -1;
+  Work w;
+  model_work(m, ms, m->einsums[s6y], &w);
+  CHECK(!w.matrix);
+  CHECK_NEAR(w.ops[OPC_MACC], w.points, 0);
+  shape_free(ms);
+  cascade_free(t);
+  cascade_free(m);
+  arch_free(a);
+}
+
+/* A reduction with fewer outputs than PEs spreads over them: S[b] = sum_k
+ * X[b,k] with 4 outputs of 1024 on the 8-PE vector unit: 2 PEs per output,
+ * 4096 / 8 cycles plus one step to combine the pairs = 513 (else 1024). */
+TEST(model_reduction_spreads_over_pes) {
+  Fixture f = setup("shape: {B: 4, K: 1024}\n"
+                    "einsum:\n"
+                    "  declaration: {X: [B, K], S: [B]}\n"
+                    "  expressions:\n"
+                    "    - \"S[b] = X[b,k] :: sum(k)\"\n");
+  if (!f.c)
+    return;
+  Eval *u = run(&f, DES_UNFUSED);
+  if (u) {
+    CHECK_STR(f.a->units[u->e[0].unit].name, "vec");
+    CHECK_NEAR(u->e[0].spread, 2, 0);
+    CHECK_NEAR(u->e[0].compute_cycles, 4096 / 8 + 1, 0);
+  }
+  eval_free(u);
+  teardown(&f);
+}
+
+/* Mamba-1 at mamba-370m, B = 64 (the paper's setup), on the paper's
+ * machine: the geometry's rules and honest capacity. */
+typedef struct Mamba {
+  Arch *a;
+  Cascade *c;
+  Shape *s;
+  Pair *pairs;
+} Mamba;
+
+static Mamba mamba1(bool decode) {
+  Mamba m = {0};
+  Diag d = {0};
+  m.a = arch_load("archs/mambalaya.yaml", &d);
+  m.c = spec_load("specs/mamba1.yaml", &d);
+  Setting one = {"I", 1};
+  if (m.a && m.c)
+    m.s = shape_bind(m.c, preset_find("mamba-370m"), &one, decode, true, &d);
+  if (m.s)
+    m.pairs = fusion_classify(m.c, m.s);
+  else
+    test_fail(__FILE__, __LINE__, "mamba1: %s", d.msg);
+  return m;
+}
+
+static void mamba_free(Mamba *m) {
+  free(m->pairs);
+  shape_free(m->s);
+  cascade_free(m->c);
+  arch_free(m->a);
+}
+
+static Eval *mamba_eval(const Mamba *m, Design des, const ModelOpts *o) {
+  Diag d = {0};
+  ModelOpts def = model_default_opts(des);
+  Eval *ev = model_eval(m->c, m->s, m->a, m->pairs, des, o ? o : &def, &d);
+  if (!ev)
+    test_fail(__FILE__, __LINE__, "%s: %s", design_name(des), d.msg);
+  return ev;
+}
+
+static double tensor_bytes(const Mamba *m, const Eval *ev, const char *t,
+                           bool write) {
+  int k = cascade_tensor(m->c, t);
+  return write ? ev->tensor_write[k] : ev->tensor_read[k];
+}
+
+/* Shared input, read once per group: NEX (6 x 2048 x 1024 at B = 64) is
+ * read once by the merged TTX/RX of RI's group, not refetched by the
+ * first reader's mapping. A tensor produced in a group and escaping is
+ * handed over to its in-group readers and written once: X in RI+RSb+RSp's
+ * second group (read again only by LY, in the third). */
+TEST(model_shared_inputs_and_hand_overs) {
+  Mamba m = mamba1(false);
+  if (!m.s)
+    return;
+  double n = 64.0 * 2048 * 2, nex = n * 1024, x = n * 2048;
+  Eval *ri = mamba_eval(&m, DES_RI, NULL);
+  Eval *rsp = mamba_eval(&m, DES_RI_RSB_RSP, NULL);
+  if (ri && rsp) {
+    CHECK_NEAR(tensor_bytes(&m, ri, "NEX", false), nex, 0);
+    CHECK_NEAR(tensor_bytes(&m, ri, "NEX", true), nex, 0);
+    CHECK_NEAR(tensor_bytes(&m, rsp, "X", true), x, 0);
+    CHECK_NEAR(tensor_bytes(&m, rsp, "X", false), x, 0); /* LY, group 3 */
+    CHECK_NEAR(tensor_bytes(&m, rsp, "LEX", false), 0, 0); /* handed over */
+    CHECK_NEAR(tensor_bytes(&m, rsp, "LEX", true), nex, 0); /* an output */
+  }
+  eval_free(ri);
+  eval_free(rsp);
+  mamba_free(&m);
+}
+
+/* MARCA-like decode holds its region's intermediates whole: with 3/4 of
+ * the buffer it must send one thing off chip (Delta, the cheapest), not
+ * the whole region; with 0.7, two; with 0.8, nothing. */
+TEST(model_partial_fusion_when_overbooked) {
+  Mamba m = mamba1(true);
+  if (!m.s)
+    return;
+  const double shares[] = {0.7, 0.75, 0.8};
+  const int spills[] = {2, 1, 0};
+  for (int i = 0; i < 3; i++) {
+    ModelOpts o = model_default_opts(DES_MARCA);
+    o.reserve_share = shares[i];
+    Eval *ev = mamba_eval(&m, DES_MARCA, &o);
+    if (!ev)
+      continue;
+    int n = 0;
+    for (int g = 0; g < ev->ngroups; g++) {
+      n += ev->g[g].nspills;
+      CHECK(ev->g[g].reserve <= ev->g[g].budget);
+    }
+    CHECK_INT(n, spills[i]);
+    for (int k = 0; k < ev->n; k++)
+      CHECK(ev->e[k].fits);
+    eval_free(ev);
+  }
+  mamba_free(&m);
+}
+
+/* Full fusion's partial products (RD pairs inside the group) are
+ * intra-Einsum traffic: turning them off changes intra, not inter. */
+TEST(model_rd_partials_are_intra) {
+  Mamba m = mamba1(false);
+  if (!m.s)
+    return;
+  ModelOpts on = model_default_opts(DES_FULL), off = on;
+  off.rd_partials = false;
+  Eval *a = mamba_eval(&m, DES_FULL, &on), *b = mamba_eval(&m, DES_FULL, &off);
+  if (a && b) {
+    CHECK_NEAR(a->inter, b->inter, 0);
+    CHECK(a->intra > b->intra);
+    /* TTX, TTDelta, B and C are written as partial products. */
+    double pp = 64.0 * 2048 * 2 * (2048 + 64 + 16 + 16);
+    CHECK_NEAR(a->intra - b->intra, pp, 0);
+  }
+  eval_free(a);
+  eval_free(b);
+  mamba_free(&m);
+}
+
+/* The H100: tensor cores run the MACCs, the CUDA cores everything else
+ * (elementwise Einsums, and a matrix Einsum's epilogue). */
+TEST(model_h100_epilogue) {
+  Diag d = {0};
+  Arch *a = arch_load("archs/h100.yaml", &d);
+  Cascade *c = spec_load("specs/mamba1.yaml", &d);
+  Shape *s = a && c ? shape_bind(c, preset_find("mamba-370m"), NULL, 0, true,
+                                 &d)
+                    : NULL;
+  if (!s) {
+    test_fail(__FILE__, __LINE__, "%s", d.msg);
+    arch_free(a);
+    cascade_free(c);
+    return;
+  }
+  Pair *pairs = fusion_classify(c, s);
+  ModelOpts o = model_default_opts(DES_FULL);
+  Eval *ev = model_eval(c, s, a, pairs, DES_FULL, &o, &d);
+  CHECK(ev != NULL);
+  for (int i = 0; ev && i < ev->n; i++) {
+    const char *out = c->tensors[c->einsums[ev->e[i].einsum]->out.tensor].name;
+    const char *unit = a->units[ev->e[i].unit].name;
+    if (strcmp(out, "TX") == 0) { /* the convolution and its bias */
+      CHECK_STR(unit, "tensor");
+      CHECK_STR(a->units[ev->e[i].epilogue].name, "cuda");
+    } else if (strcmp(out, "X") == 0) {
+      CHECK_STR(unit, "cuda");
+    }
+  }
+  eval_free(ev);
+  free(pairs);
+  shape_free(s);
+  cascade_free(c);
+  arch_free(a);
+}
