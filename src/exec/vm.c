@@ -48,15 +48,17 @@ typedef struct Acc {
                         STEP apart; K_CYCLE: a period of RUN values */
 } Acc;
 
-typedef enum { I_LOAD, I_CONST, I_UN, I_BIN } InsKind;
+/* Load a read, set a constant, take an index variable's value, or apply
+ * an operator of ops.h to registers A, B, C. */
+typedef enum { I_LOAD, I_CONST, I_VAR, I_OP } InsKind;
 
 typedef struct Ins {
   InsKind op;
-  int dst, a, b;
+  int dst, a, b, c;
   int acc; /* I_LOAD */
+  int var; /* I_VAR */
   float val;
-  UnOp un;
-  BinOp bin;
+  Op fn; /* I_OP */
 } Ins;
 
 /* One additive term (or, with an explicit reduction, the whole side).
@@ -113,6 +115,7 @@ struct VmJob {
   bool accumulate;  /* add to the output (a term went to kernel_gemm) */
   bool guards;      /* some read's guard may fail (and read lane by lane) */
   bool rows;        /* some term runs a row at a time */
+  bool values;      /* some term takes an index variable's value */
   Scratch serial;   /* for runs on the calling thread alone */
 };
 
@@ -189,25 +192,22 @@ static float scalar_expr(const Env *env, const Expr *x, const int64_t *vars) {
     return (float)x->num;
   case EX_SYM:
     return (float)env->s->sym[x->sym];
+  case EX_VAR:
+    return (float)vars[x->var];
   case EX_READ:
     return scalar_read(env, x->acc, vars);
-  case EX_UNARY:
-    return vm_unary1(x->un, scalar_expr(env, x->a, vars));
-  case EX_BINARY: {
-    float a = scalar_expr(env, x->a, vars), b = scalar_expr(env, x->b, vars);
-    float y;
-    vm_binary(x->bin, &y, &a, &b, 1);
-    return y;
+  case EX_OP: {
+    float v[OP_MAX_ARITY] = {0, 0, 0};
+    const Expr *arg[OP_MAX_ARITY] = {x->a, x->b, x->c};
+    for (int k = 0; k < op_arity(x->op); k++)
+      v[k] = scalar_expr(env, arg[k], vars);
+    return vm_op1(x->op, v[0], v[1], v[2]);
   }
   }
   return NAN;
 }
 
 /* ---- compiling ---- */
-
-static bool has_read(const Expr *x) {
-  return x && (x->kind == EX_READ || has_read(x->a) || has_read(x->b));
-}
 
 static int acc_index(const Job *j, const Access *a) {
   for (int k = 0; k < j->nacc; k++)
@@ -218,25 +218,24 @@ static int acc_index(const Job *j, const Access *a) {
 
 static int compile(Job *j, Term *t, const Expr *x) {
   Ins in = {.dst = t->nregs};
-  if (!has_read(x)) { /* a constant subexpression, folded once */
+  if (!expr_varies(x)) { /* a constant subexpression, folded once */
     in.op = I_CONST;
     in.val = (float)shape_eval(j->env->s, x);
   } else if (x->kind == EX_READ) {
     in.op = I_LOAD;
     in.acc = acc_index(j, x->acc);
-  } else if (x->kind == EX_UNARY) {
-    in.op = I_UN;
-    in.un = x->un;
-    in.a = compile(j, t, x->a);
-    if (in.a < 0)
-      return -1;
+  } else if (x->kind == EX_VAR) {
+    in.op = I_VAR;
+    in.var = x->var;
+    j->values = true;
   } else {
-    in.op = I_BIN;
-    in.bin = x->bin;
-    in.a = compile(j, t, x->a);
-    in.b = compile(j, t, x->b);
-    if (in.a < 0 || in.b < 0)
-      return -1;
+    in.op = I_OP;
+    in.fn = x->op;
+    const Expr *arg[OP_MAX_ARITY] = {x->a, x->b, x->c};
+    int *reg[OP_MAX_ARITY] = {&in.a, &in.b, &in.c};
+    for (int k = 0; k < op_arity(x->op); k++)
+      if ((*reg[k] = compile(j, t, arg[k])) < 0)
+        return -1;
   }
   in.dst = t->nregs++;
   if (t->nins == t->cap) {
@@ -247,24 +246,16 @@ static int compile(Job *j, Term *t, const Expr *x) {
   return in.dst;
 }
 
-static VarSet expr_vars(const Expr *x) {
-  if (!x)
-    return 0;
-  if (x->kind == EX_READ)
-    return access_vars(x->acc);
-  return expr_vars(x->a) | expr_vars(x->b);
-}
-
 static int count_terms(const Expr *x) {
-  if (x->kind == EX_BINARY && (x->bin == BI_ADD || x->bin == BI_SUB))
+  if (expr_is(x, OP_ADD) || expr_is(x, OP_SUB))
     return count_terms(x->a) + count_terms(x->b);
   return 1;
 }
 
 static void split_terms(Job *j, const Expr *x, double sign) {
-  if (x->kind == EX_BINARY && (x->bin == BI_ADD || x->bin == BI_SUB)) {
+  if (expr_is(x, OP_ADD) || expr_is(x, OP_SUB)) {
     split_terms(j, x->a, sign);
-    split_terms(j, x->b, x->bin == BI_SUB ? -sign : sign);
+    split_terms(j, x->b, expr_is(x, OP_SUB) ? -sign : sign);
     return;
   }
   j->terms[j->nterms++] = (Term){.x = x, .sign = sign};
@@ -546,6 +537,28 @@ INLINE const float *load(const Job *j, const Scratch *sc, int ai,
   return dst;
 }
 
+/* Variable V's value at each lane: along the row variable (ROW), from the
+ * lanes' chunk variables, or the same for all lanes. (Floats hold
+ * positions exactly up to 2^24.) */
+INLINE void index_values(const Job *j, const Term *t, const Scratch *sc,
+                         int v, const int64_t *x, int nl, bool row,
+                         float *d) {
+  const Walk *w = &j->w;
+  if (row && v == t->row_var) {
+    for (int l = 0; l < nl; l++)
+      d[l] = (float)(x[v] + l);
+    return;
+  }
+  for (int k = 0; !row && k < w->nchunk; k++)
+    if (w->cvar[k] == v) {
+      for (int l = 0; l < nl; l++)
+        d[l] = (float)sc->lane_x[k * VM_LANES + l];
+      return;
+    }
+  for (int l = 0; l < nl; l++)
+    d[l] = (float)x[v];
+}
+
 /* Run a term's program, with its lanes along the walk's chunk or (ROW)
  * along the term's row variable; its last instruction writes into FINAL
  * when given (the output chunk). Returns where the result lies. */
@@ -572,12 +585,12 @@ INLINE const float *run_program(const Job *j, const Term *t, Scratch *sc,
         d[l] = in->val;
       src[in->dst] = d;
       break;
-    case I_UN:
-      vm_unary(in->un, d, src[in->a], nl);
+    case I_VAR:
+      index_values(j, t, sc, in->var, x, nl, row, d);
       src[in->dst] = d;
       break;
-    case I_BIN:
-      vm_binary(in->bin, d, src[in->a], src[in->b], nl);
+    case I_OP:
+      vm_op(in->fn, d, src[in->a], src[in->b], src[in->c], nl);
       src[in->dst] = d;
       break;
     }
@@ -790,9 +803,9 @@ INLINE void run_unit(const Job *j, Scratch *sc, int64_t u) {
   int64_t f0 = blk * w->lanes;
   int nl = (int)(w->flat - f0 < w->lanes ? w->flat - f0 : w->lanes);
   /* Every lane's chunk variables are needed only where a guard may send
-   * lanes through vm_read, or for a walk whose chunks decompose
-   * differently; lane 0's always. */
-  if (j->guards || j->rows || !w->uniform) {
+   * lanes through vm_read, where a term takes an index variable's value,
+   * or for a walk whose chunks decompose differently; lane 0's always. */
+  if (j->guards || j->rows || j->values || !w->uniform) {
     lanes_of(w, f0, nl, &j->reg, sc->lane_x);
     for (int k = 0; k < w->nchunk; k++)
       x[w->cvar[k]] = sc->lane_x[k * VM_LANES];
@@ -949,7 +962,7 @@ static bool plan_gemm(Job *j, Term *t) {
   const Expr *x = t->x;
   const Einsum *e = j->e;
   if (t->sign != 1 || (e->explicit_red && e->red != RED_SUM) ||
-      x->kind != EX_BINARY || x->bin != BI_MUL || x->a->kind != EX_READ ||
+      !expr_is(x, OP_MUL) || x->a->kind != EX_READ ||
       x->b->kind != EX_READ)
     return false;
   const Acc *A = &j->acc[acc_index(j, x->a->acc)];

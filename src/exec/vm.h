@@ -61,10 +61,11 @@ void vm_job_free(VmJob *j);
  * initialization (or 0) before the start of a rank, or 0 past the end. */
 float vm_read(const Env *env, int t, const int64_t *coords);
 
-/* The elementwise functions over float arrays (vmath.c). */
-void vm_unary(UnOp op, float *y, const float *x, int n);
-void vm_binary(BinOp op, float *y, const float *a, const float *b, int n);
-float vm_unary1(UnOp op, float x);
+/* The operators of src/ir/ops.h over float arrays (vmath.c): Y = op(A,
+ * B, C) lane by lane; the operands past the op's arity are not read. */
+void vm_op(Op op, float *y, const float *a, const float *b, const float *c,
+           int n);
+float vm_op1(Op op, float a, float b, float c);
 /* Whether this CPU runs the AVX2 + FMA versions of the loops. */
 bool vm_have_avx2(void);
 

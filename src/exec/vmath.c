@@ -1,9 +1,9 @@
-/* vmath.c — the elementwise functions over float arrays, written so that
- * the compiler vectorizes them (no calls, no branches in the loops; the
- * Makefile builds this file with -O3, and every loop exists in an AVX2
- * and a baseline x86-64 version, chosen by the CPU's features). exp and
- * log are the Cephes single-precision algorithms: range reduction, then a
- * minimax polynomial; about 1 ulp. */
+/* vmath.c — the operators of src/ir/ops.h over float arrays, written so
+ * that the compiler vectorizes them (no calls, no branches in the loops;
+ * the Makefile builds this file with -O3, and every loop exists in an AVX2
+ * and a baseline x86-64 version, chosen by the CPU's features). exp, log
+ * and tanh are the Cephes single-precision algorithms: range reduction,
+ * then a minimax polynomial; about 1 ulp. erf is fitted here. */
 #include "vm.h"
 
 #include <math.h>
@@ -80,77 +80,141 @@ static inline __attribute__((always_inline)) float log1p1(float e) {
 
 #define INLINE static inline __attribute__((always_inline))
 
-INLINE void unary(UnOp op, float *y, const float *x, int n) {
-  switch (op) {
-  case UN_NEG:
-    for (int i = 0; i < n; i++)
-      y[i] = -x[i];
-    break;
-  case UN_EXP:
-    for (int i = 0; i < n; i++)
-      y[i] = exp1(x[i]);
-    break;
-  case UN_LOG:
-    for (int i = 0; i < n; i++)
-      y[i] = log1(x[i]);
-    break;
-  case UN_SQRT:
-    for (int i = 0; i < n; i++)
-      y[i] = sqrtf(x[i]);
-    break;
-  case UN_RSQRT:
-    for (int i = 0; i < n; i++)
-      y[i] = 1.0f / sqrtf(x[i]);
-    break;
-  case UN_SIGMOID:
-    for (int i = 0; i < n; i++)
-      y[i] = 1.0f / (1.0f + exp1(-x[i]));
-    break;
-  case UN_SILU:
-    for (int i = 0; i < n; i++)
-      y[i] = x[i] / (1.0f + exp1(-x[i]));
-    break;
-  case UN_SOFTPLUS: /* PyTorch's: the identity above 20 */
-    for (int i = 0; i < n; i++)
-      y[i] = x[i] > 20.0f ? x[i] : log1p1(exp1(x[i]));
-    break;
-  case UN_RECIP:
-    for (int i = 0; i < n; i++)
-      y[i] = 1.0f / x[i];
-    break;
-  case UN_COUNT:
-    break;
-  }
+/* Cephes' tanhf: a polynomial below 0.625, 1 - 2/(e^2x + 1) above;
+ * about 1 ulp. */
+INLINE float tanh1(float x) {
+  float a = fabsf(x), z = x * x;
+  float p = -5.70498872745E-3f;
+  p = p * z + 2.06390887954E-2f;
+  p = p * z - 5.37397155531E-2f;
+  p = p * z + 1.33314422036E-1f;
+  p = p * z - 3.33332819422E-1f;
+  float small = p * z * x + x;
+  float big = 1.0f - 2.0f / (exp1(a + a) + 1.0f);
+  big = x < 0.0f ? -big : big;
+  return a < 0.625f ? small : big;
 }
 
-INLINE void binary(BinOp op, float *y, const float *a, const float *b,
-                   int n) {
+/* erf(x) = x P(x^2) for |x| < 1; erfc(x) = exp(-x^2) R(1/(1 + x/2)) for
+ * x >= 1 (least-squares fits in relative error, 2e-9 and 8e-9; in float
+ * about 2e-7 for erf, 2e-6 for erfc, from the rounding of x^2). */
+INLINE float erf_small(float x) {
+  float z = x * x;
+  float p = 7.923142070e-05f;
+  p = p * z - 8.030938609e-04f;
+  p = p * z + 5.190671306e-03f;
+  p = p * z - 2.685504684e-02f;
+  p = p * z + 1.128361532e-01f;
+  p = p * z - 3.761262871e-01f;
+  p = p * z + 1.128379166e+00f;
+  return x * p;
+}
+
+INLINE float erfc_large(float x) { /* x >= 1 */
+  float t = 1.0f / (1.0f + 0.5f * x);
+  float r = 8.334517888e-02f;
+  r = r * t - 1.928420633e-01f;
+  r = r * t + 3.559307727e-02f;
+  r = r * t + 9.747188107e-02f;
+  r = r * t + 1.615945340e-01f;
+  r = r * t + 2.519768426e-01f;
+  r = r * t + 2.811570760e-01f;
+  r = r * t + 2.821840421e-01f;
+  r = r * t - 3.505295833e-06f;
+  return exp1(-x * x) * r;
+}
+
+INLINE float erf1(float x) {
+  float a = fabsf(x);
+  float big = 1.0f - erfc_large(a > 1.0f ? a : 1.0f);
+  big = x < 0.0f ? -big : big;
+  return a < 1.0f ? erf_small(x) : big;
+}
+
+/* ---- each op of ops.h over one lane, named after it ---- */
+
+INLINE float f_ADD(float a, float b) { return a + b; }
+INLINE float f_SUB(float a, float b) { return a - b; }
+INLINE float f_MUL(float a, float b) { return a * b; }
+INLINE float f_DIV(float a, float b) { return a / b; }
+INLINE float f_LT(float a, float b) { return a < b ? 1.0f : 0.0f; }
+INLINE float f_LE(float a, float b) { return a <= b ? 1.0f : 0.0f; }
+INLINE float f_GT(float a, float b) { return a > b ? 1.0f : 0.0f; }
+INLINE float f_GE(float a, float b) { return a >= b ? 1.0f : 0.0f; }
+INLINE float f_EQ(float a, float b) { return a == b ? 1.0f : 0.0f; }
+INLINE float f_NE(float a, float b) { return a != b ? 1.0f : 0.0f; }
+INLINE float f_WHERE(float c, float a, float b) { return c != 0.0f ? a : b; }
+INLINE float f_MAX(float a, float b) { return a > b ? a : b; }
+INLINE float f_MIN(float a, float b) { return a < b ? a : b; }
+
+/* Integer exponents below 64 by repeated squaring (exact up to the
+ * roundings of the products), others as exp(b log |a|), with the sign of
+ * an odd power of a negative base; NaN for a negative base and a
+ * fractional exponent, as libm. No branches: both are computed. */
+INLINE float f_POW(float a, float b) {
+  float n = fabsf(b);
+  bool small = n < 4194304.0f; /* 2^22: rounding by adding 1.5 * 2^23 */
+  float whole = (n + 12582912.0f) - 12582912.0f;
+  bool integral = !small || whole == n;
+  int32_t k = (int32_t)(small ? n : 0.0f);
+  float r = 1.0f, sq = a;
+  for (int bit = 0; bit < 6; bit++) {
+    r = (k >> bit) & 1 ? r * sq : r;
+    sq *= sq;
+  }
+  r = b < 0.0f ? 1.0f / r : r;
+  float g = exp1(b * log1(fabsf(a)));
+  g = a < 0.0f && integral && (k & 1) ? -g : g;
+  g = a < 0.0f && !integral ? NAN : g;
+  return integral && n < 64.0f ? r : g;
+}
+
+INLINE float f_NEG(float a) { return -a; }
+INLINE float f_ABS(float a) { return fabsf(a); }
+INLINE float f_RECIP(float a) { return 1.0f / a; }
+INLINE float f_EXP(float a) { return exp1(a); }
+INLINE float f_LOG(float a) { return log1(a); }
+INLINE float f_SQRT(float a) { return sqrtf(a); }
+INLINE float f_RSQRT(float a) { return 1.0f / sqrtf(a); }
+INLINE float f_SIGMOID(float a) { return 1.0f / (1.0f + exp1(-a)); }
+INLINE float f_SILU(float a) { return a / (1.0f + exp1(-a)); }
+/* PyTorch's: the identity above 20 */
+INLINE float f_SOFTPLUS(float a) { return a > 20.0f ? a : log1p1(exp1(a)); }
+INLINE float f_TANH(float a) { return tanh1(a); }
+INLINE float f_ERF(float a) { return erf1(a); }
+/* a/2 (1 + erf(z)), z = a/sqrt 2: below z = -1, 1 + erf(z) = erfc(-z)
+ * without the cancellation */
+INLINE float f_GELU(float a) {
+  float z = a * 0.70710678118654752f;
+  float lo = erfc_large(z < -1.0f ? -z : 1.0f);
+  return 0.5f * a * (z < -1.0f ? lo : 1.0f + erf1(z));
+}
+/* a/2 (1 + tanh(u)) = a sigmoid(2u): no cancellation for a < 0 */
+INLINE float f_GELU_TANH(float a) {
+  float u = 0.79788456080286536f * (a + 0.044715f * a * a * a);
+  return a / (1.0f + exp1(-2.0f * u));
+}
+
+#define LOOP1(f)                                                              \
+  for (int i = 0; i < n; i++)                                                 \
+  y[i] = f(a[i])
+#define LOOP2(f)                                                              \
+  for (int i = 0; i < n; i++)                                                 \
+  y[i] = f(a[i], b[i])
+#define LOOP3(f)                                                              \
+  for (int i = 0; i < n; i++)                                                 \
+  y[i] = f(a[i], b[i], c[i])
+
+INLINE void op_loop(Op op, float *y, const float *a, const float *b,
+                    const float *c, int n) {
   switch (op) {
-  case BI_ADD:
-    for (int i = 0; i < n; i++)
-      y[i] = a[i] + b[i];
+#define X(id, text, arity, prec, cost)                                        \
+  case OP_##id:                                                               \
+    LOOP##arity(f_##id);                                                      \
     break;
-  case BI_SUB:
-    for (int i = 0; i < n; i++)
-      y[i] = a[i] - b[i];
-    break;
-  case BI_MUL:
-    for (int i = 0; i < n; i++)
-      y[i] = a[i] * b[i];
-    break;
-  case BI_DIV:
-    for (int i = 0; i < n; i++)
-      y[i] = a[i] / b[i];
-    break;
-  case BI_MAX:
-    for (int i = 0; i < n; i++)
-      y[i] = a[i] > b[i] ? a[i] : b[i];
-    break;
-  case BI_MIN:
-    for (int i = 0; i < n; i++)
-      y[i] = a[i] < b[i] ? a[i] : b[i];
-    break;
-  case BI_COUNT:
+    IR_OPS(X)
+#undef X
+  case OP_COUNT:
     break;
   }
 }
@@ -158,13 +222,9 @@ INLINE void binary(BinOp op, float *y, const float *a, const float *b,
 /* The same loops compiled twice. GCC's target_clones("arch=haswell")
  * dispatches on the CPU model, not its features, and so takes the
  * baseline on AMD processors: choose by feature here instead. */
-static void unary_base(UnOp op, float *y, const float *x, int n) {
-  unary(op, y, x, n);
-}
-
-static void binary_base(BinOp op, float *y, const float *a, const float *b,
-                        int n) {
-  binary(op, y, a, b, n);
+static void op_base(Op op, float *y, const float *a, const float *b,
+                    const float *c, int n) {
+  op_loop(op, y, a, b, c, n);
 }
 
 bool vm_have_avx2(void) {
@@ -176,40 +236,26 @@ bool vm_have_avx2(void) {
 }
 
 #if defined(__x86_64__)
-#define AVX2 __attribute__((target("avx2,fma")))
-
-AVX2 static void unary_avx2(UnOp op, float *y, const float *x, int n) {
-  unary(op, y, x, n);
-}
-
-AVX2 static void binary_avx2(BinOp op, float *y, const float *a,
-                             const float *b, int n) {
-  binary(op, y, a, b, n);
+__attribute__((target("avx2,fma"))) static void
+op_avx2(Op op, float *y, const float *a, const float *b, const float *c,
+        int n) {
+  op_loop(op, y, a, b, c, n);
 }
 #endif
 
-void vm_unary(UnOp op, float *y, const float *x, int n) {
+void vm_op(Op op, float *y, const float *a, const float *b, const float *c,
+           int n) {
 #if defined(__x86_64__)
   if (vm_have_avx2()) {
-    unary_avx2(op, y, x, n);
+    op_avx2(op, y, a, b, c, n);
     return;
   }
 #endif
-  unary_base(op, y, x, n);
+  op_base(op, y, a, b, c, n);
 }
 
-void vm_binary(BinOp op, float *y, const float *a, const float *b, int n) {
-#if defined(__x86_64__)
-  if (vm_have_avx2()) {
-    binary_avx2(op, y, a, b, n);
-    return;
-  }
-#endif
-  binary_base(op, y, a, b, n);
-}
-
-float vm_unary1(UnOp op, float x) {
+float vm_op1(Op op, float a, float b, float c) {
   float y;
-  vm_unary(op, &y, &x, 1);
+  vm_op(op, &y, &a, &b, &c, 1);
   return y;
 }

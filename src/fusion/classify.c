@@ -31,19 +31,37 @@ static VarSet window_vars(const Cascade *c, const Shape *s, const Einsum *q,
   return w;
 }
 
+/* Compared through T, the producer iterates a rank the consumer does not
+ * when it reduces a variable away from T, or when the consumer reads a
+ * coordinate of T only at a constant index (RNV[b,h,M1-1,p,f]: the last
+ * step of a recurrence): the producer's variable there is one loop of its
+ * space that no loop of the consumer's matches. The consumer iterates a
+ * rank the producer does not when some read of T leaves one of its
+ * variables out, each read judged on its own: the element a read takes
+ * is reused across the variables that read ignores (ACS[l] - ACS[s]
+ * reuses ACS[l] over s and ACS[s] over l), and across the extra variables
+ * of a window. */
 FusionClass fusion_classify_reads(const Cascade *c, const Shape *s,
                                   int tensor, int consumer, VarSet *reduced,
                                   VarSet *broadcast) {
   const Einsum *q = c->einsums[consumer];
   int producer = c->tensors[tensor].producer;
-  *reduced = producer >= 0 ? einsum_reduced_vars(c->einsums[producer]) : 0;
-  VarSet covered = 0, window = 0;
-  for (int k = 0; k < q->nreads; k++)
-    if (q->reads[k]->tensor == tensor) {
-      covered |= access_vars(q->reads[k]);
-      window |= window_vars(c, s, q, q->reads[k]);
-    }
-  *broadcast = (einsum_all_vars(q) & ~covered) | window;
+  const Einsum *p = producer >= 0 ? c->einsums[producer] : NULL;
+  bool iterated[IR_MAX_RANKS] = {false};
+  *reduced = p ? einsum_reduced_vars(p) : 0;
+  *broadcast = 0;
+  for (int k = 0; k < q->nreads; k++) {
+    const Access *a = q->reads[k];
+    if (a->tensor != tensor)
+      continue;
+    *broadcast |= (einsum_all_vars(q) & ~access_vars(a)) |
+                  window_vars(c, s, q, a);
+    for (int d = 0; d < a->n; d++)
+      iterated[d] = iterated[d] || a->idx[d].nterms > 0;
+  }
+  for (int d = 0; p && d < p->out.n; d++)
+    if (!iterated[d])
+      *reduced |= VARSET_BIT(p->out.idx[d].var[0]);
   if (*reduced && *broadcast)
     return FC_RD;
   if (*reduced)

@@ -16,11 +16,10 @@ static bool same_const(const Expr *a, const Expr *b) {
     return a->num == b->num;
   case EX_SYM:
     return a->sym == b->sym;
-  case EX_UNARY:
-    return a->un == b->un && same_const(a->a, b->a);
-  case EX_BINARY:
-    return a->bin == b->bin && same_const(a->a, b->a) &&
-           same_const(a->b, b->b);
+  case EX_OP:
+    return a->op == b->op && same_const(a->a, b->a) &&
+           same_const(a->b, b->b) && same_const(a->c, b->c);
+  case EX_VAR:
   case EX_READ:
     return false;
   }

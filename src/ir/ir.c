@@ -42,7 +42,7 @@ int cascade_add_rank(Cascade *c, const char *name, Loc loc) {
   int r = cascade_rank(c, name);
   if (r >= 0)
     return r;
-  Rank rk = {.name = arena_strdup(&c->arena, name), .loc = loc};
+  Rank rk = {.name = arena_strdup(&c->arena, name), .loc = loc, .same_as = -1};
   VEC_PUSH(c->ranks, c->nranks, c->ranks_cap, rk);
   return c->nranks - 1;
 }
@@ -135,11 +135,11 @@ static int product_reads(const Expr *x, const Access **out, int n, int max) {
       out[n++] = x->acc;
     return n;
   }
-  if (x->kind == EX_BINARY && x->bin == BI_MUL) {
+  if (expr_is(x, OP_MUL)) {
     n = product_reads(x->a, out, n, max);
     return product_reads(x->b, out, n, max);
   }
-  if (x->kind == EX_BINARY && x->bin == BI_DIV)
+  if (expr_is(x, OP_DIV))
     return product_reads(x->a, out, n, max);
   return n;
 }
@@ -150,7 +150,7 @@ bool einsum_is_gemm(const Cascade *c, const Einsum *e) {
     return false;
   /* The first additive term carries the contraction (a bias may follow). */
   const Expr *t = e->rhs;
-  while (t->kind == EX_BINARY && (t->bin == BI_ADD || t->bin == BI_SUB))
+  while (expr_is(t, OP_ADD) || expr_is(t, OP_SUB))
     t = t->a;
   const Access *ops[8];
   int n = product_reads(t, ops, 0, 8);
@@ -213,26 +213,10 @@ const Edge *cascade_edge(const Cascade *c, int producer, int consumer) {
   return NULL;
 }
 
-static const char *const unop_names[UN_COUNT] = {
-    "neg", "exp", "log", "sqrt", "rsqrt", "sigmoid", "silu", "softplus",
-    "recip"};
-static const char *const binop_names[BI_COUNT] = {"+", "-", "*",
-                                                  "/", "max", "min"};
 static const char *const redop_names[RED_COUNT] = {"sum", "max", "min",
                                                    "prod"};
 
-const char *unop_name(UnOp op) { return unop_names[op]; }
-const char *binop_name(BinOp op) { return binop_names[op]; }
 const char *redop_name(RedOp op) { return redop_names[op]; }
-
-bool unop_from_name(const char *name, UnOp *op) {
-  for (int i = 0; i < UN_COUNT; i++)
-    if (strcmp(unop_names[i], name) == 0) {
-      *op = (UnOp)i;
-      return true;
-    }
-  return false;
-}
 
 bool redop_from_name(const char *name, RedOp *op) {
   for (int i = 0; i < RED_COUNT; i++)
@@ -241,6 +225,25 @@ bool redop_from_name(const char *name, RedOp *op) {
       return true;
     }
   return false;
+}
+
+bool expr_is(const Expr *x, Op op) { return x->kind == EX_OP && x->op == op; }
+
+bool expr_varies(const Expr *x) {
+  if (!x)
+    return false;
+  return x->kind == EX_READ || x->kind == EX_VAR || expr_varies(x->a) ||
+         expr_varies(x->b) || expr_varies(x->c);
+}
+
+VarSet expr_vars(const Expr *x) {
+  if (!x)
+    return 0;
+  if (x->kind == EX_READ)
+    return access_vars(x->acc);
+  if (x->kind == EX_VAR)
+    return VARSET_BIT(x->var);
+  return expr_vars(x->a) | expr_vars(x->b) | expr_vars(x->c);
 }
 
 /* ---- the dependence graph ---- */
@@ -435,53 +438,7 @@ bool cascade_finish(Cascade *c, Diag *d) {
   return true;
 }
 
-/* ---- the meaning of the operators ---- */
-
-double unop_apply(UnOp op, double x) {
-  switch (op) {
-  case UN_NEG:
-    return -x;
-  case UN_EXP:
-    return exp(x);
-  case UN_LOG:
-    return log(x);
-  case UN_SQRT:
-    return sqrt(x);
-  case UN_RSQRT:
-    return 1 / sqrt(x);
-  case UN_SIGMOID:
-    return 1 / (1 + exp(-x));
-  case UN_SILU:
-    return x / (1 + exp(-x));
-  case UN_SOFTPLUS: /* PyTorch's, threshold 20: what Mamba uses */
-    return x > 20 ? x : log1p(exp(x));
-  case UN_RECIP:
-    return 1 / x;
-  case UN_COUNT:
-    break;
-  }
-  return NAN;
-}
-
-double binop_apply(BinOp op, double a, double b) {
-  switch (op) {
-  case BI_ADD:
-    return a + b;
-  case BI_SUB:
-    return a - b;
-  case BI_MUL:
-    return a * b;
-  case BI_DIV:
-    return a / b;
-  case BI_MAX:
-    return a > b ? a : b;
-  case BI_MIN:
-    return a < b ? a : b;
-  case BI_COUNT:
-    break;
-  }
-  return NAN;
-}
+/* ---- constant expressions ---- */
 
 double expr_eval_const(const Expr *e, double (*sym)(void *ctx, int sym),
                        void *ctx) {
@@ -490,11 +447,14 @@ double expr_eval_const(const Expr *e, double (*sym)(void *ctx, int sym),
     return e->num;
   case EX_SYM:
     return sym(ctx, e->sym);
-  case EX_UNARY:
-    return unop_apply(e->un, expr_eval_const(e->a, sym, ctx));
-  case EX_BINARY:
-    return binop_apply(e->bin, expr_eval_const(e->a, sym, ctx),
-                       expr_eval_const(e->b, sym, ctx));
+  case EX_OP: {
+    double v[OP_MAX_ARITY] = {0, 0, 0};
+    const Expr *arg[OP_MAX_ARITY] = {e->a, e->b, e->c};
+    for (int k = 0; k < op_arity(e->op); k++)
+      v[k] = expr_eval_const(arg[k], sym, ctx);
+    return op_apply(e->op, v[0], v[1], v[2]);
+  }
+  case EX_VAR:
   case EX_READ:
     break;
   }

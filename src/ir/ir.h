@@ -2,16 +2,18 @@
  *
  * A cascade is an ordered list of extended Einsums over named tensors
  * (paper §II and appendix). Each Einsum writes one output tensor from an
- * expression tree over tensor reads, constants and named scalars:
+ * expression tree over tensor reads, constants, named scalars and index
+ * values, joined by the operators of ops.h's table:
  *
  *     TX[b,i,d] = WConv[d,f] * TTX[b, i+f-F+1, d] + BTX[d]
  *
  * Ranks are the named dimensions of tensors (B, I, D, ...); their sizes are
- * symbolic (`D: d_inner`) until a Shape binds them for one model. Inside an
- * Einsum, lower-case index variables (b, i, d, f) range over ranks; a tensor
- * is indexed by affine expressions of them (i+f-F+1, Q*p+q). Variables
- * absent from the output are reduced: summed per additive term (Einstein's
- * convention) or by an explicit operator (`:: max(k)`).
+ * symbolic (`D: d_inner`) until a Shape binds them for one model (a rank
+ * may be another name of one: `J: I`). Inside an Einsum, lower-case index
+ * variables (b, i, d, f) range over ranks; a tensor is indexed by affine
+ * expressions of them (i+f-F+1, Q*p+q). Variables absent from the output
+ * are reduced: summed per additive term (Einstein's convention) or by an
+ * explicit operator (`:: max(k)`).
  *
  * A read of an earlier iteration (H[b, i-1, d, n]) is *lagged*: it closes
  * the recurrences of iterative ranks, and reads before the start of the rank
@@ -26,6 +28,7 @@
 #include "../preset/preset.h"
 #include "../util/util.h"
 #include "../ydoc/ydoc.h"
+#include "ops.h"
 
 enum {
   IR_MAX_VARS = 64,  /* index variables per Einsum (a VarSet is 64 bits) */
@@ -39,22 +42,10 @@ typedef uint64_t VarSet;
 #define VARSET_BIT(v) ((VarSet)1 << (v))
 int varset_count(VarSet s);
 
-typedef enum { EX_NUM, EX_SYM, EX_READ, EX_UNARY, EX_BINARY } ExprKind;
-
-typedef enum {
-  UN_NEG,
-  UN_EXP,
-  UN_LOG,
-  UN_SQRT,
-  UN_RSQRT,
-  UN_SIGMOID,
-  UN_SILU,
-  UN_SOFTPLUS,
-  UN_RECIP,
-  UN_COUNT
-} UnOp;
-
-typedef enum { BI_ADD, BI_SUB, BI_MUL, BI_DIV, BI_MAX, BI_MIN, BI_COUNT } BinOp;
+/* A value: a number, a named scalar, an index variable's value (the `j`
+ * and `i` of a causal mask `j <= i`), a tensor read, or an operator of
+ * src/ir/ops.h's table applied to op_arity(op) operands. */
+typedef enum { EX_NUM, EX_SYM, EX_VAR, EX_READ, EX_OP } ExprKind;
 
 typedef enum { RED_SUM, RED_MAX, RED_MIN, RED_PROD, RED_COUNT } RedOp;
 
@@ -87,10 +78,10 @@ struct Expr {
   Loc loc;
   double num;  /* EX_NUM */
   int sym;     /* EX_SYM: index into Cascade.syms */
+  int var;     /* EX_VAR: the Einsum's variable */
   Access *acc; /* EX_READ */
-  UnOp un;     /* EX_UNARY */
-  BinOp bin;   /* EX_BINARY */
-  Expr *a, *b; /* operands */
+  Op op;       /* EX_OP */
+  Expr *a, *b, *c; /* its operands, in order */
 };
 
 /* An index variable of one Einsum and the rank it ranges over. */
@@ -122,6 +113,13 @@ typedef struct Rank {
   Loc loc;   /* first declaration */
   Expr *size; /* from the shape section; NULL if unbound */
   Loc size_loc; /* where the size was written */
+  /* -1, or the rank this one is another name of (`J: I` in the shape
+   * section: keys over the same tokens as the queries). Tensors declared
+   * over J are over I: one rank, one size. */
+  int same_as;
+  /* Named only in the shape section, by no tensor: the rank of window
+   * variables named after it (the u of R[c, 2*y+u, 2*x+v] ranges over U). */
+  bool window;
 } Rank;
 
 typedef struct Tensor {
@@ -245,11 +243,16 @@ bool read_in_recurrence(const Cascade *c, int einsum, const Access *a);
 /* The first edge from P to C, or NULL. */
 const Edge *cascade_edge(const Cascade *c, int producer, int consumer);
 
-const char *unop_name(UnOp op);
-const char *binop_name(BinOp op);
 const char *redop_name(RedOp op);
-bool unop_from_name(const char *name, UnOp *op);
 bool redop_from_name(const char *name, RedOp *op);
+
+/* Is X the operator OP? */
+bool expr_is(const Expr *x, Op op);
+/* Does X depend on the iteration point (read a tensor or use an index
+ * variable's value)? If not, it is a constant: numbers and symbols. */
+bool expr_varies(const Expr *x);
+/* The index variables X uses, in its reads' indices and as values. */
+VarSet expr_vars(const Expr *x);
 
 /* ---- binding sizes: the Shape ---- */
 
@@ -331,12 +334,10 @@ double spans_elems(const Span *dims, int n);
 /* Elements in the union of N boxes of spans over NDIMS coordinates. */
 double spans_union(const Span (*box)[IR_MAX_RANKS], int n, int ndims);
 
-/* ---- the meaning of the operators (one definition for every stage) ---- */
+/* ---- constant expressions ---- */
 
-double unop_apply(UnOp op, double x);
-double binop_apply(BinOp op, double a, double b);
 /* Evaluate a constant expression; SYM gives each symbol's value. Reads
- * evaluate to NaN. */
+ * and index variables evaluate to NaN. */
 double expr_eval_const(const Expr *e, double (*sym)(void *ctx, int sym),
                        void *ctx);
 

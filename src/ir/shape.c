@@ -141,6 +141,19 @@ Shape *shape_bind(const Cascade *c, const Preset *preset, const Setting *set,
                  preset ? "" : " (no --model preset is selected)");
       b.failed = true;
     }
+  /* Another name of a rank has its size: --set may not part them. */
+  for (int r = 0; !b.failed && r < c->nranks; r++) {
+    const Rank *rk = &c->ranks[r];
+    if (rk->same_as >= 0 && s->size[r] != s->size[rk->same_as]) {
+      diag_error(d, c->path, rk->size_loc,
+                 "rank %s is another name of %s (size %lld), but is given "
+                 "size %lld: set %s instead",
+                 rk->name, c->ranks[rk->same_as].name,
+                 (long long)s->size[rk->same_as], (long long)s->size[r],
+                 c->ranks[rk->same_as].name);
+      b.failed = true;
+    }
+  }
   s->complete = true;
   for (int r = 0; r < c->nranks; r++)
     if (s->size[r] == 0) {

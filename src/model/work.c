@@ -4,81 +4,31 @@
 
 #include <string.h>
 
-static bool has_read(const Expr *x) {
-  if (!x)
-    return false;
-  return x->kind == EX_READ || has_read(x->a) || has_read(x->b);
-}
-
-static void add_unary(double *ops, UnOp op, double n) {
+/* Add N evaluations of OP to OPS, by class: ops.h's COST column. */
+static void add_op(double *ops, Op op, double n) {
   switch (op) {
-  case UN_NEG:
-    ops[OPC_ADD] += n;
-    break;
-  case UN_EXP:
-    ops[OPC_EXP] += n;
-    break;
-  case UN_LOG:
-    ops[OPC_LOG] += n;
-    break;
-  case UN_SQRT:
-  case UN_RSQRT:
-    ops[OPC_SQRT] += n;
-    break;
-  case UN_SIGMOID:
-  case UN_SILU:
-    ops[OPC_SILU] += n;
-    break;
-  case UN_SOFTPLUS: /* log(1 + exp(v)) */
-    ops[OPC_EXP] += n;
-    ops[OPC_ADD] += n;
-    ops[OPC_LOG] += n;
-    break;
-  case UN_RECIP:
-    ops[OPC_DIV] += n;
-    break;
-  case UN_COUNT:
+#define C(cls, k) ops[OPC_##cls] += (k) * n;
+#define X(id, text, arity, prec, cost)                                        \
+  case OP_##id:                                                               \
+    cost break;
+    IR_OPS(X)
+#undef X
+#undef C
+  case OP_COUNT:
     break;
   }
-}
-
-static OpClass binop_class(BinOp op) {
-  switch (op) {
-  case BI_ADD:
-  case BI_SUB:
-    return OPC_ADD;
-  case BI_MUL:
-    return OPC_MUL;
-  case BI_DIV:
-    return OPC_DIV;
-  case BI_MAX:
-  case BI_MIN:
-  case BI_COUNT:
-    break;
-  }
-  return OPC_MAX;
 }
 
 /* Operations of one evaluation of X, times N; constants are free. */
 static void count(const Expr *x, double n, double *ops) {
-  if (!has_read(x))
+  if (!expr_varies(x))
     return;
-  if (x->kind == EX_UNARY) {
-    add_unary(ops, x->un, n);
-    count(x->a, n, ops);
-  } else if (x->kind == EX_BINARY) {
-    ops[binop_class(x->bin)] += n;
+  if (x->kind == EX_OP) {
+    add_op(ops, x->op, n);
     count(x->a, n, ops);
     count(x->b, n, ops);
+    count(x->c, n, ops);
   }
-}
-
-static VarSet expr_vars(const Expr *x) {
-  if (!x)
-    return 0;
-  if (x->kind == EX_READ)
-    return access_vars(x->acc);
-  return expr_vars(x->a) | expr_vars(x->b);
 }
 
 static double points_of(const Shape *s, const Einsum *e, VarSet vars) {
@@ -98,10 +48,9 @@ typedef struct Factors {
 } Factors;
 
 static void factors_of(const Expr *x, bool den, Factors *fs) {
-  if (x->kind == EX_BINARY && (x->bin == BI_MUL || x->bin == BI_DIV) &&
-      fs->n < MAX_FACTORS - 1) {
+  if ((expr_is(x, OP_MUL) || expr_is(x, OP_DIV)) && fs->n < MAX_FACTORS - 1) {
     factors_of(x->a, den, fs);
-    factors_of(x->b, x->bin == BI_DIV ? !den : den, fs);
+    factors_of(x->b, expr_is(x, OP_DIV) ? !den : den, fs);
     return;
   }
   fs->f[fs->n] = x;
@@ -153,7 +102,7 @@ static void reduce_term(const Ctx *x, const Expr *t, double pts,
   const Access *reads[2] = {0};
   for (int i = 0; i < fs.n; i++) {
     const Expr *f = fs.f[i];
-    if (!has_read(f))
+    if (!expr_varies(f))
       continue; /* a constant: free, taken out of the sum */
     if ((expr_vars(f) & red) == 0) {
       count(f, out_pts, ops); /* taken out: once per output */
@@ -186,13 +135,13 @@ static void reduce_term(const Ctx *x, const Expr *t, double pts,
  * each over its own variables. */
 static void count_terms(const Ctx *x, const Expr *t, double out_pts,
                         int *nterms) {
-  if (t->kind == EX_BINARY && (t->bin == BI_ADD || t->bin == BI_SUB)) {
+  if (expr_is(t, OP_ADD) || expr_is(t, OP_SUB)) {
     count_terms(x, t->a, out_pts, nterms);
     count_terms(x, t->b, out_pts, nterms);
     return;
   }
   (*nterms)++;
-  if (!has_read(t))
+  if (!expr_varies(t))
     return; /* a constant term costs its addition only */
   double pts = points_of(x->s, x->e, x->e->out_vars | expr_vars(t));
   reduce_term(x, t, pts, out_pts);

@@ -6,18 +6,24 @@
  *   lhsidx   := index [ '<' '0' ]            (`i<0`: an initialization)
  *   rhs      := 'sum' '(' names ')' '.' factor   (TeAAL's older form)
  *             | expr
- *   expr     := term { ('+' | '-') term }
+ *   expr     := sum [ CMP sum ]          CMP: < <= > >= == != (give 1 or 0)
+ *   sum      := term { ('+' | '-') term }
  *   term     := unary { ('*' | '/') unary }
  *   unary    := '-' unary | factor
- *   factor   := NUMBER | '(' expr ')' | FUNC '(' expr ')'
- *             | ('max' | 'min') '(' expr ',' expr ')'
+ *   factor   := NUMBER | 'inf' | '(' expr ')' | FUNC '(' expr { ',' expr } ')'
  *             | NAME '[' [ index { ',' index } ] ']' | NAME
  *   index    := affine arithmetic (+ - * and parentheses) over variables,
  *               numbers and size names: i, i-1, i+f-F+1, Q*p+q
  *
- * Index variables are not declared: a name that indexes some tensor rank
- * on its own (the `f` of WConv[d,f]) is a variable over that rank. Other
- * names inside indices are sizes or parameters (the `F` of i+f-F+1). */
+ * The infix operators and the functions, with their arities, come from
+ * src/ir/ops.h's table. Index variables are not declared: a name that
+ * indexes some tensor rank on its own (the `f` of WConv[d,f]) is a
+ * variable over that rank, and a name found only inside index expressions
+ * is one over the rank of its name in upper case (TeAAL's convention: the
+ * `u` of R[2*y+u] ranges over U). Other names inside indices are sizes or
+ * parameters (the `F` of i+f-F+1). A bare name in a value is an index
+ * variable of the Einsum if it is one (the `j` of `j <= i`), else a
+ * symbol. */
 #include "spec.h"
 
 #include <ctype.h>
@@ -40,6 +46,11 @@ typedef enum {
   T_SLASH,
   T_EQ,
   T_LT,
+  T_LE,
+  T_GT,
+  T_GE,
+  T_EQEQ,
+  T_NE,
   T_COLONCOLON,
   T_DOT,
 } TokKind;
@@ -68,6 +79,12 @@ typedef struct RawAccess {
   size_t *pos;
 } RawAccess;
 
+/* A bare name in a value, resolved once the variables are known. */
+typedef struct NameRef {
+  Expr *e;
+  const char *name;
+} NameRef;
+
 typedef struct PVar {
   const char *name;
   int rank;
@@ -89,6 +106,8 @@ typedef struct Parser {
   RawAccess lhs;
   int nraws, raws_cap;
   RawAccess *raws; /* reads, left to right */
+  int nnames, names_cap;
+  NameRef *names;
   PVar vars[IR_MAX_VARS];
   int nvars;
   size_t eq_pos;
@@ -203,7 +222,11 @@ static void next(Parser *p) {
     case '/': t.k = T_SLASH; break;
     case '=': t.k = T_EQ; break;
     case '<': t.k = T_LT; break;
+    case '>': t.k = T_GT; break;
     case '.': t.k = T_DOT; break;
+    case '!':
+      t.k = T_NE;
+      break;
     case ':':
       if (st + 1 < p->len && p->s[st + 1] == ':') {
         t.k = T_COLONCOLON;
@@ -218,6 +241,16 @@ static void next(Parser *p) {
         perr(p, st, "unexpected character '%c'", ch);
       else
         perr(p, st, "unexpected character (byte 0x%02x)", ch);
+      p->tok = (Tok){T_EOF, p->len, 0, 0};
+      return;
+    }
+    /* Two-character comparisons: <= >= == != */
+    bool eq_next = st + 1 < p->len && p->s[st + 1] == '=';
+    if (eq_next && (t.k == T_LT || t.k == T_GT || t.k == T_EQ || t.k == T_NE)) {
+      t.k = t.k == T_LT ? T_LE : t.k == T_GT ? T_GE : t.k == T_EQ ? T_EQEQ : T_NE;
+      t.len = 2;
+    } else if (t.k == T_NE) {
+      perr(p, st, "unexpected character '!' (not equal is written '!=')");
       p->tok = (Tok){T_EOF, p->len, 0, 0};
       return;
     }
@@ -459,38 +492,44 @@ static bool parse_access(Parser *p, RawAccess *ra, const char *name,
   return true;
 }
 
-static const char *known_functions =
-    "exp, log, sqrt, rsqrt, sigmoid, silu, softplus, recip, neg, max, min";
-
+/* NAME '(' expr { ',' expr } ')' : a function of ops.h's table. */
 static Expr *parse_call(Parser *p, const char *name, size_t pos, int depth) {
   next(p); /* '(' */
-  UnOp un;
-  if (strcmp(name, "max") == 0 || strcmp(name, "min") == 0) {
-    Expr *e = ex_new(p, EX_BINARY, pos);
-    e->bin = name[1] == 'a' ? BI_MAX : BI_MIN;
-    e->a = parse_expr(p, depth + 1);
-    if (!expect(p, T_COMMA, "',' (max and min take two arguments)"))
+  Op op;
+  if (!op_function(name, &op)) {
+    if (strcmp(name, "take") == 0) {
+      perr(p, pos, "TeAAL's take() is not supported (it selects among "
+                   "sparse operands; dense cascades have no use for it)");
       return NULL;
-    e->b = parse_expr(p, depth + 1);
-    if (!expect(p, T_RPAREN, "')'"))
-      return NULL;
-    return e->a && e->b ? e : NULL;
+    }
+    Buf b = {0};
+    for (int i = 0; i < OP_COUNT; i++)
+      if (op_prec((Op)i) == 0)
+        buf_printf(&b, "%s%s", b.s ? ", " : "", op_text((Op)i));
+    perr(p, pos, "unknown function '%s' (expected one of %s)", name, b.s);
+    buf_free(&b);
+    return NULL;
   }
-  if (unop_from_name(name, &un)) {
-    Expr *e = ex_new(p, EX_UNARY, pos);
-    e->un = un;
-    e->a = parse_expr(p, depth + 1);
-    if (!expect(p, T_RPAREN, "')'"))
+  Expr *e = ex_new(p, EX_OP, pos);
+  e->op = op;
+  Expr **arg[OP_MAX_ARITY] = {&e->a, &e->b, &e->c};
+  int n = op_arity(op);
+  for (int k = 0; k < n; k++) {
+    if (k > 0) {
+      char what[64];
+      snprintf(what, sizeof what, "',' (%s takes %d arguments)", name, n);
+      if (!expect(p, T_COMMA, what))
+        return NULL;
+    }
+    *arg[k] = parse_expr(p, depth + 1);
+    if (!*arg[k])
       return NULL;
-    return e->a ? e : NULL;
   }
-  if (strcmp(name, "take") == 0)
-    perr(p, pos, "TeAAL's take() is not supported (it selects among sparse "
-                 "operands; dense cascades have no use for it)");
-  else
-    perr(p, pos, "unknown function '%s' (expected one of %s)", name,
-         known_functions);
-  return NULL;
+  if (p->tok.k == T_COMMA) {
+    perr(p, p->tok.pos, "too many arguments: %s takes %d", name, n);
+    return NULL;
+  }
+  return expect(p, T_RPAREN, "')'") ? e : NULL;
 }
 
 static Expr *parse_factor(Parser *p, int depth) {
@@ -534,7 +573,12 @@ static Expr *parse_factor(Parser *p, int depth) {
       e->acc = ra.acc;
       return e;
     }
-    /* A bare name: a rank-0 tensor, else a scalar symbol. */
+    if (strcmp(name, "inf") == 0) { /* -inf: the prefix minus folds */
+      Expr *e = ex_new(p, EX_NUM, pos);
+      e->num = INFINITY;
+      return e;
+    }
+    /* A bare name: a rank-0 tensor, an index variable, or a symbol. */
     int t = p->const_only ? -1 : cascade_tensor(p->c, name);
     if (t >= 0 && p->c->tensors[t].nranks == 0) {
       Access *a = arena_alloc(p->ar, sizeof *a);
@@ -555,7 +599,12 @@ static Expr *parse_factor(Parser *p, int depth) {
       return NULL;
     }
     Expr *e = ex_new(p, EX_SYM, pos);
-    e->sym = cascade_sym(p->c, name, e->loc);
+    if (p->const_only) {
+      e->sym = cascade_sym(p->c, name, e->loc);
+    } else { /* resolve_names decides, once the variables are known */
+      NameRef nr = {e, name};
+      VEC_PUSH(p->names, p->nnames, p->names_cap, nr);
+    }
     return e;
   }
   default: {
@@ -587,28 +636,45 @@ static Expr *parse_unary(Parser *p, int depth) {
       a->num = -a->num;
       return a;
     }
-    Expr *e = ex_new(p, EX_UNARY, pos);
-    e->un = UN_NEG;
+    Expr *e = ex_new(p, EX_OP, pos);
+    e->op = OP_NEG;
     e->a = a;
     return e;
   }
   return parse_factor(p, depth);
 }
 
-static Expr *parse_term(Parser *p, int depth) {
-  Expr *e = parse_unary(p, depth);
+/* The infix operator of precedence PREC at the current token, if any. */
+static bool infix_at(const Parser *p, int prec, Op *op) {
+  if (p->tok.k == T_EOF || p->tok.k == T_ID || p->tok.k == T_NUM)
+    return false;
+  return op_infix(p->s + p->tok.pos, p->tok.len, prec, op);
+}
+
+/* Operands joined by infix operators of precedence PREC and tighter, left
+ * to right; comparisons (the loosest) do not chain. */
+static Expr *parse_infix(Parser *p, int depth, int prec) {
+  if (prec > OP_PRECS)
+    return parse_unary(p, depth);
+  Expr *e = parse_infix(p, depth, prec + 1);
+  Op op;
   int n = 1;
-  while (e && (p->tok.k == T_STAR || p->tok.k == T_SLASH)) {
+  while (e && infix_at(p, prec, &op)) {
+    if (prec == 1 && n > 1) {
+      perr(p, p->tok.pos, "comparisons do not chain: write (a < b) * (b < c) "
+                          "for a < b < c");
+      return NULL;
+    }
     if (++n > MAX_TERMS) {
-      perr(p, p->tok.pos, "expression too long (more than %d factors)",
+      perr(p, p->tok.pos, "expression too long (more than %d operands)",
            MAX_TERMS);
       return NULL;
     }
-    Expr *b = ex_new(p, EX_BINARY, p->tok.pos);
-    b->bin = p->tok.k == T_STAR ? BI_MUL : BI_DIV;
+    Expr *b = ex_new(p, EX_OP, p->tok.pos);
+    b->op = op;
     next(p);
     b->a = e;
-    b->b = parse_unary(p, depth);
+    b->b = parse_infix(p, depth, prec + 1);
     e = b->b ? b : NULL;
   }
   return e;
@@ -619,22 +685,7 @@ static Expr *parse_expr(Parser *p, int depth) {
     perr(p, p->tok.pos, "expression nested too deeply");
     return NULL;
   }
-  Expr *e = parse_term(p, depth);
-  int n = 1;
-  while (e && (p->tok.k == T_PLUS || p->tok.k == T_MINUS)) {
-    if (++n > MAX_TERMS) {
-      perr(p, p->tok.pos, "expression too long (more than %d terms)",
-           MAX_TERMS);
-      return NULL;
-    }
-    Expr *b = ex_new(p, EX_BINARY, p->tok.pos);
-    b->bin = p->tok.k == T_PLUS ? BI_ADD : BI_SUB;
-    next(p);
-    b->a = e;
-    b->b = parse_term(p, depth);
-    e = b->b ? b : NULL;
-  }
-  return e;
+  return parse_infix(p, depth, 1);
 }
 
 /* ---- resolving index variables ---- */
@@ -669,6 +720,16 @@ static bool declare_var(Parser *p, const char *name, int rank, size_t pos) {
   return true;
 }
 
+/* A rank size, a spec parameter or a model parameter: a constant. */
+static bool is_constant_name(const Parser *p, const char *name) {
+  if (cascade_rank(p->c, name) >= 0 || cascade_param(p->c, name) >= 0)
+    return true;
+  for (int i = 0; preset_param_names[i]; i++)
+    if (strcmp(preset_param_names[i], name) == 0)
+      return true;
+  return false;
+}
+
 static bool declare_vars_of(Parser *p, const RawAccess *ra) {
   const Tensor *T = &p->c->tensors[ra->acc->tensor];
   for (int k = 0; k < ra->acc->n; k++)
@@ -677,6 +738,30 @@ static bool declare_vars_of(Parser *p, const RawAccess *ra) {
         !declare_var(p, ra->raw[k]->id, T->ranks[k], ra->pos[k]))
       return false;
   return true;
+}
+
+/* A name inside an index expression that is no variable and no constant
+ * ranges over the rank named as it is in upper case, if there is one
+ * (TeAAL's convention): the window variables of R[c, 2*y+u, 2*x+v] over
+ * ranks U and V, which only the shape section may declare. */
+static bool declare_window_vars(Parser *p, const IExpr *x) {
+  if (!x)
+    return true;
+  if (x->k == IE_ID && find_var(p, x->id) < 0 &&
+      !is_constant_name(p, x->id)) {
+    char upper[128];
+    size_t n = strlen(x->id);
+    if (n >= sizeof upper)
+      return true;
+    for (size_t i = 0; i <= n; i++)
+      upper[i] = (char)toupper((unsigned char)x->id[i]);
+    int r = cascade_rank(p->c, upper);
+    if (r >= 0 && p->c->ranks[r].same_as >= 0)
+      r = p->c->ranks[r].same_as;
+    if (r >= 0 && !declare_var(p, x->id, r, x->pos))
+      return false;
+  }
+  return declare_window_vars(p, x->a) && declare_window_vars(p, x->b);
 }
 
 /* An affine form: sum over variables of coef[v]*v, plus off. */
@@ -692,15 +777,15 @@ static Expr *cnum(Parser *p, double v, size_t pos) {
 }
 
 /* Combine two constant expressions, folding numbers. */
-static Expr *cbin(Parser *p, BinOp op, Expr *a, Expr *b, size_t pos) {
+static Expr *cbin(Parser *p, Op op, Expr *a, Expr *b, size_t pos) {
   if (a->kind == EX_NUM && b->kind == EX_NUM)
-    return cnum(p, binop_apply(op, a->num, b->num), pos);
-  if (op == BI_MUL && a->kind == EX_NUM && a->num == 1)
+    return cnum(p, op_apply(op, a->num, b->num, 0), pos);
+  if (op == OP_MUL && a->kind == EX_NUM && a->num == 1)
     return b;
-  if (op == BI_MUL && b->kind == EX_NUM && b->num == 1)
+  if (op == OP_MUL && b->kind == EX_NUM && b->num == 1)
     return a;
-  Expr *e = ex_new(p, EX_BINARY, pos);
-  e->bin = op;
+  Expr *e = ex_new(p, EX_OP, pos);
+  e->op = op;
   e->a = a;
   e->b = b;
   return e;
@@ -711,7 +796,7 @@ static Expr *cadd(Parser *p, Expr *a, Expr *b, size_t pos) {
     return b;
   if (!b)
     return a;
-  return cbin(p, BI_ADD, a, b, pos);
+  return cbin(p, OP_ADD, a, b, pos);
 }
 
 static bool affine_is_const(const Affine *f, int nvars) {
@@ -725,9 +810,9 @@ static void affine_scale(Parser *p, Affine *f, Expr *k, int nvars,
                          size_t pos) {
   for (int v = 0; v < nvars; v++)
     if (f->coef[v])
-      f->coef[v] = cbin(p, BI_MUL, k, f->coef[v], pos);
+      f->coef[v] = cbin(p, OP_MUL, k, f->coef[v], pos);
   if (f->off)
-    f->off = cbin(p, BI_MUL, k, f->off, pos);
+    f->off = cbin(p, OP_MUL, k, f->off, pos);
 }
 
 static bool linearize(Parser *p, const IExpr *e, Affine *f) {
@@ -742,18 +827,14 @@ static bool linearize(Parser *p, const IExpr *e, Affine *f) {
       f->coef[v] = cnum(p, 1, e->pos);
       return true;
     }
-    if (cascade_rank(p->c, e->id) < 0 && cascade_param(p->c, e->id) < 0) {
-      bool model_param = false;
-      for (int i = 0; preset_param_names[i]; i++)
-        model_param = model_param || strcmp(preset_param_names[i], e->id) == 0;
-      if (!model_param) {
-        perr(p, e->pos,
-             "undeclared rank variable '%s': a variable must index a "
-             "tensor rank on its own somewhere in the Einsum, and a "
-             "constant must be a rank size or a parameter",
-             e->id);
-        return false;
-      }
+    if (!is_constant_name(p, e->id)) {
+      perr(p, e->pos,
+           "undeclared rank variable '%s': a variable must index a tensor "
+           "rank on its own somewhere in the Einsum (or be the name of a "
+           "rank in lower case, as u for a window rank U), and a constant "
+           "must be a rank size or a parameter",
+           e->id);
+      return false;
     }
     Expr *s = ex_new(p, EX_SYM, e->pos);
     s->sym = cascade_sym(p->c, e->id, s->loc);
@@ -838,18 +919,70 @@ static bool resolve_access(Parser *p, RawAccess *ra) {
   return true;
 }
 
-/* Symbols in values must not be index variables (`i` is not a number). */
-static bool check_value_syms(Parser *p, const Expr *e) {
-  if (!e)
+/* Bare names in values: the Einsum's index variables (`j <= i`), else
+ * symbols. */
+static void resolve_names(Parser *p) {
+  for (int i = 0; i < p->nnames; i++) {
+    Expr *e = p->names[i].e;
+    int v = find_var(p, p->names[i].name);
+    if (v >= 0) {
+      e->kind = EX_VAR;
+      e->var = v;
+    } else {
+      e->sym = cascade_sym(p->c, p->names[i].name, e->loc);
+    }
+  }
+}
+
+/* Einstein's convention sums an additive term over the variables it
+ * reduces, outside everything in the term. A contraction (a product whose
+ * operands both read a reduced variable) under a non-linear operator is
+ * then summed outside that operator: exp(Q[i,e] * K[j,e]) would compute
+ * the sum over e of exp(Q K), not the exponential of the product Q K^T.
+ * Refused, with the two ways to say what is meant. WRAP is the outermost
+ * non-linear operator above X, or NULL. */
+static bool check_wraps(Parser *p, const Einsum *e, const Expr *x,
+                        VarSet red, const Expr *wrap) {
+  if (!x || x->kind != EX_OP)
     return true;
-  if (e->kind == EX_SYM && find_var(p, p->c->syms[e->sym].name) >= 0) {
+  VarSet shared = expr_is(x, OP_MUL) ? expr_vars(x->a) & expr_vars(x->b) & red
+                                     : 0;
+  if (wrap && shared) {
+    const char *v = e->vars[__builtin_ctzll(shared)].name;
+    const char *op = op_text(wrap->op);
     p->failed = true;
-    diag_error(p->d, p->c->path, e->loc,
-               "index variable '%s' cannot be used as a value",
-               p->c->syms[e->sym].name);
+    if (op_prec(wrap->op) == 0)
+      diag_error(p->d, p->c->path, wrap->loc,
+                 "%s() wraps a product summed over '%s': the implicit sum "
+                 "runs over the whole term, so this would be the sum over %s "
+                 "of %s(...), not %s of the sum; compute the product in an "
+                 "Einsum of its own, or write ':: sum(...)' if the sum of "
+                 "the whole term is meant",
+                 op, v, v, op, op);
+    else
+      diag_error(p->d, p->c->path, wrap->loc,
+                 "'%s' wraps a product summed over '%s': the implicit sum "
+                 "runs over the whole term, outside '%s', not inside it; "
+                 "compute the product in an Einsum of its own, or write "
+                 "':: sum(...)' if the sum of the whole term is meant",
+                 op, v, op);
     return false;
   }
-  return check_value_syms(p, e->a) && check_value_syms(p, e->b);
+  bool linear = expr_is(x, OP_MUL) || expr_is(x, OP_ADD) ||
+                expr_is(x, OP_SUB) || expr_is(x, OP_NEG);
+  const Expr *inner = linear || wrap ? wrap : x;
+  if (expr_is(x, OP_DIV)) /* linear in its numerator only */
+    return check_wraps(p, e, x->a, red, wrap) &&
+           check_wraps(p, e, x->b, red, wrap ? wrap : x);
+  return check_wraps(p, e, x->a, red, inner) &&
+         check_wraps(p, e, x->b, red, inner) &&
+         check_wraps(p, e, x->c, red, inner);
+}
+
+static bool check_terms(Parser *p, const Einsum *e, const Expr *x) {
+  if (expr_is(x, OP_ADD) || expr_is(x, OP_SUB))
+    return check_terms(p, e, x->a) && check_terms(p, e, x->b);
+  return check_wraps(p, e, x, expr_vars(x) & ~e->out_vars, NULL);
 }
 
 /* ---- the Einsum ---- */
@@ -994,6 +1127,10 @@ static bool parse_einsum(Parser *p, Einsum *e) {
   for (int i = 0; i < p->nraws; i++)
     if (!declare_vars_of(p, &p->raws[i]))
       return false;
+  for (int i = 0; i < p->nraws; i++)
+    for (int k = 0; k < p->raws[i].acc->n; k++)
+      if (!declare_window_vars(p, p->raws[i].raw[k]))
+        return false;
   for (int v = 0; v < nout; v++)
     e->out_vars |= VARSET_BIT(v);
 
@@ -1012,13 +1149,12 @@ static bool parse_einsum(Parser *p, Einsum *e) {
     return false;
   }
 
+  resolve_names(p);
   if (!resolve_access(p, &p->lhs))
     return false;
   for (int i = 0; i < p->nraws; i++)
     if (!resolve_access(p, &p->raws[i]))
       return false;
-  if (!check_value_syms(p, e->rhs))
-    return false;
 
   e->out = *p->lhs.acc;
   e->nvars = p->nvars;
@@ -1041,7 +1177,7 @@ static bool parse_einsum(Parser *p, Einsum *e) {
       return false;
     }
   }
-  return true;
+  return e->explicit_red || check_terms(p, e, e->rhs);
 }
 
 bool spec_parse_einsum(Cascade *c, const YamlNode *node, Diag *d) {
@@ -1052,6 +1188,7 @@ bool spec_parse_einsum(Cascade *c, const YamlNode *node, Diag *d) {
   e->loc = node->loc;
   bool ok = parse_einsum(&p, e) && !p.failed;
   free(p.raws);
+  free(p.names);
   if (!ok) {
     if (!d->failed) /* defensive: every failure path reports */
       diag_error(d, c->path, node->loc, "malformed expression");
@@ -1089,6 +1226,7 @@ Expr *spec_parse_const(Cascade *c, const YamlNode *node, Diag *d) {
          tok_desc(&p, &p.tok, buf, sizeof buf));
   }
   free(p.raws);
+  free(p.names);
   if (p.failed) {
     if (!d->failed)
       diag_error(d, c->path, node->loc, "malformed value");

@@ -109,6 +109,41 @@ static bool load_params(Cascade *c, const YamlNode *params, Diag *d) {
   return true;
 }
 
+/* `J: I`, a size that is exactly another rank's name, makes J another
+ * name of I: follow such chains to the rank that has a size of its own,
+ * and declare every tensor over that rank. */
+static bool resolve_aliases(Cascade *c, const YamlNode *shape, Diag *d) {
+  for (int i = 0; i < shape->n; i++) {
+    int r = cascade_rank(c, shape->keys[i]->text);
+    const Expr *e = c->ranks[r].size;
+    int to = e->kind == EX_SYM ? cascade_rank(c, c->syms[e->sym].name) : -1;
+    if (to >= 0 && to != r)
+      c->ranks[r].same_as = to;
+  }
+  for (int r = 0; r < c->nranks; r++) {
+    int to = r, steps = 0;
+    while (c->ranks[to].same_as >= 0 && steps++ <= c->nranks)
+      to = c->ranks[to].same_as;
+    if (c->ranks[to].same_as >= 0) {
+      diag_error(d, c->path, c->ranks[r].size_loc,
+                 "rank %s is another name of %s, which is in turn another "
+                 "name of %s: give one of them a size",
+                 c->ranks[r].name, c->ranks[c->ranks[r].same_as].name,
+                 c->ranks[r].name);
+      return false;
+    }
+    c->ranks[r].same_as = to == r ? -1 : to;
+  }
+  for (int t = 0; t < c->ntensors; t++)
+    for (int k = 0; k < c->tensors[t].nranks; k++) {
+      int *r = &c->tensors[t].ranks[k];
+      if (c->ranks[*r].same_as >= 0)
+        *r = c->ranks[*r].same_as;
+      c->ranks[*r].window = false; /* a tensor has it now */
+    }
+  return true;
+}
+
 static bool load_shape(Cascade *c, const YamlNode *shape, Diag *d) {
   if (!shape)
     return true;
@@ -117,13 +152,19 @@ static bool load_shape(Cascade *c, const YamlNode *shape, Diag *d) {
   c->has_shape = true;
   for (int i = 0; i < shape->n; i++) {
     const YamlNode *k = shape->keys[i], *v = shape->items[i];
-    int r = cascade_rank(c, k->text);
-    if (r < 0) {
+    if (!want_identifier(c, k, "rank", d))
+      return false;
+    if (cascade_param(c, k->text) >= 0) {
       diag_error(d, c->path, k->loc,
-                 "undeclared rank '%s' in shape: no tensor of "
-                 "einsum.declaration has it",
+                 "rank '%s' has the name of a parameter of the params "
+                 "section",
                  k->text);
       return false;
+    }
+    int r = cascade_rank(c, k->text);
+    if (r < 0) { /* a window rank, if a variable ranges over it (below) */
+      r = cascade_add_rank(c, k->text, k->loc);
+      c->ranks[r].window = true;
     }
     if (!want(c, v, YN_SCALAR, "(a size expression)", d))
       return false;
@@ -131,6 +172,46 @@ static bool load_shape(Cascade *c, const YamlNode *shape, Diag *d) {
     c->ranks[r].size_loc = v->loc;
     if (!c->ranks[r].size)
       return false;
+  }
+  return resolve_aliases(c, shape, d);
+}
+
+/* Does E have a window variable over RANK: one named as RANK in lower
+ * case (the rule of expr.c)? */
+static bool window_var_over(const Cascade *c, const Einsum *e, int rank) {
+  const char *name = c->ranks[rank].name;
+  int same = c->ranks[rank].same_as >= 0 ? c->ranks[rank].same_as : rank;
+  for (int v = 0; e && v < e->nvars; v++) {
+    const char *x = e->vars[v].name;
+    if (e->vars[v].rank != same)
+      continue;
+    size_t k = 0;
+    while (x[k] && toupper((unsigned char)x[k]) == name[k])
+      k++;
+    if (!x[k] && !name[k])
+      return true;
+  }
+  return false;
+}
+
+/* A rank named only in the shape section must be a window rank that some
+ * index variable ranges over: anything else is a typo. */
+static bool check_window_ranks(Cascade *c, Diag *d) {
+  for (int r = 0; r < c->nranks; r++) {
+    bool used = !c->ranks[r].window;
+    for (int i = 0; !used && i < c->neinsums; i++)
+      used = window_var_over(c, c->einsums[i], r);
+    for (int t = 0; !used && t < c->ntensors; t++)
+      used = window_var_over(c, c->tensors[t].init, r);
+    if (!used) {
+      diag_error(d, c->path, c->ranks[r].loc,
+                 "undeclared rank '%s' in shape: no tensor of "
+                 "einsum.declaration has it, and no index variable ranges "
+                 "over it (a window variable is named as its rank in lower "
+                 "case: u for U)",
+                 c->ranks[r].name);
+      return false;
+    }
   }
   return true;
 }
@@ -320,7 +401,7 @@ static bool load_root(Cascade *c, const YamlNode *root, Diag *d) {
          load_params(c, ydoc_get(root, "params"), d) &&
          load_shape(c, ydoc_get(root, "shape"), d) &&
          load_model(c, ydoc_get(root, "model"), d) &&
-         load_expressions(c, exprs, d) &&
+         load_expressions(c, exprs, d) && check_window_ranks(c, d) &&
          load_outputs(c, ydoc_get(root, "outputs"), d) &&
          cascade_finish(c, d) &&
          check_outputs_produced(c, ydoc_get(root, "outputs"), d) &&

@@ -30,7 +30,7 @@ Cascade *spec_parse(const char *path, const char *text, size_t len, Diag *d);
 /* Parse one expression string (an Einsum or an initialization) into C. */
 bool spec_parse_einsum(Cascade *c, const YamlNode *node, Diag *d);
 /* Parse a constant expression (a rank size or a parameter value): numbers,
- * names, + - * /, parentheses and the unary functions. */
+ * names, parentheses and the operators of src/ir/ops.h. */
 Expr *spec_parse_const(Cascade *c, const YamlNode *node, Diag *d);
 
 #endif

@@ -259,3 +259,115 @@ TEST(exec_recurrence_around_an_einsum) {
 }
 
 
+/* A masked causal attention (tests/specs/good/causal_attention.yaml):
+ * the interpreter against the softmax computed here in double (every plan
+ * against the interpreter and the model: test_invariants.c). */
+TEST(exec_causal_attention) {
+  const char *path = "tests/specs/good/causal_attention.yaml";
+  Case k = load_case(NULL, path, NULL, 0);
+  if (!k.c || !k.s)
+    return;
+  random_inputs(&k, 5);
+  Tensors res = {0};
+  if (run(&k, NULL, &res, NULL, NULL)) {
+    enum { I = 6, D = 8, E = 4 };
+    const float *X = tensors_get(&k.in, "X")->data;
+    const float *W[3] = {tensors_get(&k.in, "WQ")->data,
+                         tensors_get(&k.in, "WK")->data,
+                         tensors_get(&k.in, "WV")->data};
+    double qkv[3][I][E] = {{{0}}};
+    for (int m = 0; m < 3; m++)
+      for (int i = 0; i < I; i++)
+        for (int e = 0; e < E; e++)
+          for (int d = 0; d < D; d++)
+            qkv[m][i][e] += (double)X[i * D + d] * W[m][d * E + e];
+    const float *A = tensors_get(&res, "A")->data;
+    const float *S = tensors_get(&res, "S")->data;
+    for (int i = 0; i < I; i++) {
+      double s[I], mx = -INFINITY, z = 0;
+      for (int j = 0; j <= i; j++) {
+        s[j] = 0;
+        for (int e = 0; e < E; e++)
+          s[j] += qkv[0][i][e] * qkv[1][j][e];
+        s[j] /= 2; /* sqrt(E) */
+        mx = fmax(mx, s[j]);
+      }
+      for (int j = 0; j <= i; j++)
+        z += exp(s[j] - mx);
+      for (int e = 0; e < E; e++) {
+        double a = 0;
+        for (int j = 0; j <= i; j++)
+          a += exp(s[j] - mx) / z * qkv[2][j][e];
+        CHECK_NEAR(A[i * E + e], a, 1e-5);
+      }
+      for (int j = i + 1; j < I; j++) /* masked: -inf */
+        CHECK(isinf(S[i * I + j]) && S[i * I + j] < 0);
+    }
+  }
+  tensors_free(&res);
+  free_case(&k);
+}
+
+/* Window variables over declared ranks: a 2x2 max-pool and an average
+ * pool of stride 2 over a 4x4 image holding 0..15. */
+TEST(exec_pool_window_variables) {
+  Case k = load_case("shape: {Y: 2, X: 2, H: 2*Y, W: 2*X, U: 2, V: 2}\n"
+                     "einsum:\n"
+                     "  declaration: {R: [H, W], P: [Y, X], G: [Y, X]}\n"
+                     "  expressions:\n"
+                     "    - \"P[y,x] = R[2*y+u, 2*x+v] :: max(u,v)\"\n"
+                     "    - G[y,x] = R[2*y+u, 2*x+v] / 4\n",
+                     NULL, NULL, 0);
+  if (!k.c || !k.s)
+    return;
+  random_inputs(&k, 1);
+  float r[16];
+  for (int i = 0; i < 16; i++)
+    r[i] = (float)i;
+  set_input(&k, "R", r);
+  Tensors res = {0};
+  if (run(&k, NULL, &res, NULL, NULL)) {
+    const float *P = tensors_get(&res, "P")->data;
+    const float *G = tensors_get(&res, "G")->data;
+    const float p[4] = {5, 7, 13, 15};
+    const float g[4] = {2.5f, 4.5f, 10.5f, 12.5f}; /* (0+1+4+5)/4, ... */
+    for (int i = 0; i < 4; i++) {
+      CHECK_NEAR(P[i], p[i], 0);
+      CHECK_NEAR(G[i], g[i], 1e-6);
+    }
+  }
+  tensors_free(&res);
+  free_case(&k);
+}
+
+/* Index values where a long reduction runs a row at a time (lanes along
+ * k) and where the walk's lanes run along the output: Y[i] sums the
+ * first 100 i + 1 ones of row i; Z[i,k] = k - i. */
+TEST(exec_index_values_in_rows_and_lanes) {
+  Case k = load_case("shape: {I: 3, K: 1000}\n"
+                     "einsum:\n"
+                     "  declaration: {X: [I, K], Y: [I], Z: [I, K]}\n"
+                     "  expressions:\n"
+                     "    - Y[i] = where(k <= 100*i, X[i,k], 0)\n"
+                     "    - Z[i,k] = k - i + 0 * X[i,k]\n",
+                     NULL, NULL, 0);
+  if (!k.c || !k.s)
+    return;
+  random_inputs(&k, 1);
+  Array *x = tensors_get(&k.in, "X");
+  for (int64_t i = 0; i < x->n; i++)
+    x->data[i] = 1;
+  Tensors res = {0};
+  if (run(&k, NULL, &res, NULL, NULL)) {
+    const float *Y = tensors_get(&res, "Y")->data;
+    const float *Z = tensors_get(&res, "Z")->data;
+    for (int i = 0; i < 3; i++) {
+      CHECK_NEAR(Y[i], 100 * i + 1, 0);
+      for (int j = 0; j < 1000; j += 333)
+        CHECK_NEAR(Z[i * 1000 + j], j - i, 0);
+    }
+  }
+  tensors_free(&res);
+  free_case(&k);
+}
+

@@ -309,3 +309,112 @@ TEST(fusion_plan_onchip_tensors) {
   plan_free(p);
   unload(&l);
 }
+
+static Loaded load_text(const char *text) {
+  Loaded l = {0};
+  Diag d = {0};
+  l.c = spec_parse("t.yaml", text, strlen(text), &d);
+  if (!l.c) {
+    test_fail(__FILE__, __LINE__, "%d:%d: %s", d.loc.line, d.loc.col, d.msg);
+    return l;
+  }
+  l.s = shape_bind(l.c, NULL, NULL, 0, true, &d);
+  l.pairs = fusion_classify(l.c, l.s);
+  return l;
+}
+
+/* A rank read only at a constant index: the consumer does not iterate it.
+ *
+ *   S[b,i,d] = S[b,i-1,d] / 2 + X[b,i,d]   IS(S) = {b:B, i:I, d:D}
+ *   F[b,d]   = S[b,I-1,d]                  IS(F) = {b:B, d:D}
+ *
+ * Through S, F's b and d match S's b and d; S's i has no loop of F to
+ * match (F reads coordinate I only at I-1, the last step): IS(S) is a
+ * proper superset of IS(F), so S -> F is RSb (not RI, as a reading that
+ * ignored constant coordinates would say). With a broadcast beside it,
+ *
+ *   G[b,d,e] = S[b,I-1,d] * W[e]          IS(G) = {b, d, e:E}
+ *
+ * S has i that G lacks and G has e that S lacks: RD. The attention
+ * output of FuseMax's 1-pass cascade, after the recurrences RNV[m1,f,p]
+ * (numerator) and RDEN[m1,p] (denominator),
+ *
+ *   A[f,p] = RNV[M1-1,f,p] / RDEN[M1-1,p]  IS(A) = {f:F, p:P}
+ *
+ * IS(RNV) = {m1, f, p} is a proper superset of IS(A): RSb; IS(RDEN) =
+ * {m1, p} has m1 that A lacks and A has f that RDEN lacks: RD. */
+TEST(fusion_constant_index_read) {
+  Loaded l = load_text(
+      "shape: {B: 2, I: 5, D: 3, E: 4, M1: 3, F: 2, P: 4}\n"
+      "einsum:\n"
+      "  declaration: {X: [B, I, D], S: [B, I, D], F: [B, D], W: [E], "
+      "G: [B, D, E], SV: [M1, F, P], SD: [M1, P], RNV: [M1, F, P], "
+      "RDEN: [M1, P], A: [F, P]}\n"
+      "  expressions:\n"
+      "    - S[b,i,d] = S[b,i-1,d] / 2 + X[b,i,d]\n"
+      "    - F[b,d] = S[b,I-1,d]\n"
+      "    - G[b,d,e] = S[b,I-1,d] * W[e]\n"
+      "    - RNV[m1,f,p] = RNV[m1-1,f,p] / 2 + SV[m1,f,p]\n"
+      "    - RDEN[m1,p] = RDEN[m1-1,p] / 2 + SD[m1,p]\n"
+      "    - A[f,p] = RNV[M1-1,f,p] / RDEN[M1-1,p]\n");
+  if (!l.c)
+    return;
+  CHECK_STR(class_of(&l, "S", "F", "S"), "RSb");
+  CHECK_STR(class_of(&l, "S", "G", "S"), "RD");
+  CHECK_STR(class_of(&l, "RNV", "A", "RNV"), "RSb");
+  CHECK_STR(class_of(&l, "RDEN", "A", "RDEN"), "RD");
+  /* The recurrence itself reads S[b,i-1,d]: every coordinate iterated. */
+  CHECK_STR(class_of(&l, "S", "S", "S"), "RI");
+  /* S -> F: the producer's unmatched loop is i. */
+  for (int i = 0; i < l.c->nedges; i++)
+    if (strcmp(einsum_name(l.c, l.pairs[i].edge->consumer), "F") == 0) {
+      const Einsum *p = l.c->einsums[l.pairs[i].edge->producer];
+      CHECK_INT(varset_count(l.pairs[i].reduced), 1);
+      if (varset_count(l.pairs[i].reduced) == 1)
+        CHECK_STR(p->vars[__builtin_ctzll(l.pairs[i].reduced)].name, "i");
+      CHECK_INT(l.pairs[i].broadcast, 0);
+    }
+  unload(&l);
+}
+
+/* A tensor read twice through different variables: the consumer's space
+ * is a superset of the producer's.
+ *
+ *   ACS[c,l] = ACS[c,l-1] + A[c,l]         IS(ACS) = {c:C, l:L}
+ *   SEG[c,l,s] = exp(ACS[c,l] - ACS[c,s])  IS(SEG) = {c:C, l:L, s:S}, S: L
+ *
+ * The read ACS[c,l] leaves s out and reuses each element over s; the read
+ * ACS[c,s] leaves l out and reuses it over l: SEG iterates a second loop
+ * over the same rank that ACS does not, IS(ACS) is a proper subset of
+ * IS(SEG), and nothing is reduced: RSp (Mamba-2's chunked segment sum;
+ * counting the reads' variables together would call it RI). Two reads
+ * through the same variables reuse nothing:
+ *
+ *   SQ[c,l] = ACS[c,l] * ACS[c,l]          IS(SQ) = {c, l} = IS(ACS): RI
+ *
+ * and a read at a fixed point beside a plain one reuses that element over
+ * every l:
+ *
+ *   DF[c,l] = ACS[c,l] - ACS[c,0]          ACS[c,0] leaves l out: RSp */
+TEST(fusion_repeated_read) {
+  Loaded l = load_text("shape: {C: 2, L: 4, S: L}\n"
+                       "einsum:\n"
+                       "  declaration: {A: [C, L], ACS: [C, L], "
+                       "SEG: [C, L, S], SQ: [C, L], DF: [C, L]}\n"
+                       "  expressions:\n"
+                       "    - ACS[c,l] = ACS[c,l-1] + A[c,l]\n"
+                       "    - SEG[c,l,s] = exp(ACS[c,l] - ACS[c,s])\n"
+                       "    - SQ[c,l] = ACS[c,l] * ACS[c,l]\n"
+                       "    - DF[c,l] = ACS[c,l] - ACS[c,0]\n");
+  if (!l.c)
+    return;
+  CHECK_STR(class_of(&l, "ACS", "SEG", "ACS"), "RSp");
+  CHECK_STR(class_of(&l, "ACS", "SQ", "ACS"), "RI");
+  CHECK_STR(class_of(&l, "ACS", "DF", "ACS"), "RSp");
+  for (int i = 0; i < l.c->nedges; i++)
+    if (strcmp(einsum_name(l.c, l.pairs[i].edge->consumer), "SEG") == 0) {
+      CHECK_INT(l.pairs[i].reduced, 0);
+      CHECK_INT(varset_count(l.pairs[i].broadcast), 2); /* l and s */
+    }
+  unload(&l);
+}

@@ -290,3 +290,145 @@ TEST(spec_cycle_without_lag_is_rejected) {
                "    - B[i] = A[i] * 2\n",
                4, 14, "cycle through B");
 }
+
+/* Comparisons bind looser than + and *, where() takes three operands, and
+ * inf is a number (-inf folds to one). */
+TEST(spec_comparisons_where_inf) {
+  Cascade *c = parse("einsum:\n  declaration: {X: [I], W: [I], Y: [I], "
+                     "Z: [I]}\n  expressions:\n"
+                     "    - Y[i] = where(X[i] + 1 <= 2 * W[i], X[i], -inf)\n"
+                     "    - Z[i] = (X[i] == W[i]) + (X[i] != 1) - (X[i] > 0) "
+                     "* (X[i] >= W[i]) + (X[i] < inf)\n");
+  if (!c)
+    return;
+  const Expr *y = einsum_of(c, "Y")->rhs;
+  CHECK(expr_is(y, OP_WHERE));
+  CHECK(expr_is(y->a, OP_LE));
+  CHECK(expr_is(y->a->a, OP_ADD) && expr_is(y->a->b, OP_MUL));
+  CHECK(y->b->kind == EX_READ);
+  CHECK(y->c->kind == EX_NUM && isinf(y->c->num) && y->c->num < 0);
+  const Expr *z = einsum_of(c, "Z")->rhs; /* ((EQ + NE) - GT*GE) + LT */
+  CHECK(expr_is(z, OP_ADD) && expr_is(z->b, OP_LT));
+  CHECK(expr_is(z->a, OP_SUB) && expr_is(z->a->b, OP_MUL));
+  CHECK(expr_is(z->a->b->a, OP_GT) && expr_is(z->a->b->b, OP_GE));
+  CHECK(expr_is(z->a->a->a, OP_EQ) && expr_is(z->a->a->b, OP_NE));
+  CHECK(isinf(z->b->b->num) && z->b->b->num > 0);
+  cascade_free(c);
+}
+
+/* An index variable is a value where it is written as one: the causal
+ * mask j <= i compares the positions. */
+TEST(spec_index_variables_as_values) {
+  Cascade *c = parse("einsum:\n  declaration: {S: [I, J], M: [I, J]}\n"
+                     "  expressions:\n"
+                     "    - M[i,j] = where(j <= i, S[i,j], 0) + i - 2*j\n");
+  if (!c)
+    return;
+  const Einsum *m = einsum_of(c, "M");
+  const Expr *w = m->rhs->a->a; /* ((where + i) - 2*j) */
+  CHECK(expr_is(w, OP_WHERE));
+  CHECK(w->a->a->kind == EX_VAR && w->a->b->kind == EX_VAR);
+  CHECK_STR(m->vars[w->a->a->var].name, "j");
+  CHECK_STR(m->vars[w->a->b->var].name, "i");
+  CHECK(m->rhs->a->b->kind == EX_VAR);
+  CHECK(expr_varies(m->rhs->b) && !expr_varies(m->rhs->b->a));
+  CHECK_INT(expr_vars(m->rhs), 3); /* i and j */
+  CHECK_INT(c->nsyms, 0);          /* no symbol named i or j */
+  cascade_free(c);
+}
+
+/* Window variables named after a rank the shape section declares: the
+ * max-pool's u and v range over U and V, without a dummy filter tensor. */
+TEST(spec_window_variables) {
+  Cascade *c = parse("shape: {C: 3, Y: 2, X: 2, H: 2*Y, W: 2*X, U: 2, "
+                     "V: 2}\n"
+                     "einsum:\n  declaration: {R: [C, H, W], P: [C, Y, X]}\n"
+                     "  expressions:\n"
+                     "    - \"P[c,y,x] = R[c, 2*y+u, 2*x+v] :: max(u,v)\"\n");
+  if (!c)
+    return;
+  const Einsum *p = einsum_of(c, "P");
+  CHECK_INT(p->nvars, 5);
+  CHECK_STR(p->vars[3].name, "u");
+  CHECK_STR(c->ranks[p->vars[3].rank].name, "U");
+  CHECK_STR(c->ranks[p->vars[4].rank].name, "V");
+  CHECK(c->ranks[cascade_rank(c, "U")].window);
+  CHECK(!c->ranks[cascade_rank(c, "H")].window);
+  CHECK_INT(p->red, RED_MAX);
+  cascade_free(c);
+  /* A window variable needs its rank; a window rank needs a variable. */
+  expect_error("einsum:\n  declaration: {R: [H], P: [Y]}\n  expressions:\n"
+               "    - P[y] = R[2*y+u]\n",
+               4, 20, "undeclared rank variable 'u'");
+  expect_error("shape: {U: 2, Z: 2, Y: 3, H: 6}\n"
+               "einsum:\n  declaration: {R: [H], P: [Y]}\n  expressions:\n"
+               "    - P[y] = R[2*y+u]\n",
+               1, 15, "undeclared rank 'Z' in shape");
+}
+
+/* `J: I` makes J another name of I: tensors over J are over I, so a
+ * variable may index both; --set may not give J a size of its own. */
+TEST(spec_rank_aliases) {
+  const char *text = "shape: {I: 5, J: I, E: 2}\n"
+                     "einsum:\n  declaration: {X: [I, E], K: [J, E], "
+                     "S: [I, J]}\n  expressions:\n"
+                     "    - K[j,e] = X[j,e]\n"
+                     "    - S[i,j] = X[i,e] * K[j,e]\n";
+  Cascade *c = parse(text);
+  if (!c)
+    return;
+  int I = cascade_rank(c, "I"), J = cascade_rank(c, "J");
+  CHECK_INT(c->ranks[J].same_as, I);
+  CHECK_INT(c->ranks[I].same_as, -1);
+  const Tensor *k = &c->tensors[cascade_tensor(c, "K")];
+  CHECK_INT(k->ranks[0], I);
+  Diag d = {0};
+  Setting set[] = {{"I", 7}};
+  Shape *s = shape_bind(c, NULL, set, 1, true, &d);
+  CHECK(s != NULL);
+  if (s) {
+    CHECK_INT(s->size[I], 7);
+    CHECK_INT(s->size[J], 7);
+    shape_free(s);
+  }
+  Setting bad[] = {{"J", 3}};
+  s = shape_bind(c, NULL, bad, 1, true, &d);
+  CHECK(s == NULL);
+  CHECK_INT(d.loc.line, 1);
+  CHECK_INT(d.loc.col, 18);
+  CHECK(strstr(d.msg, "rank J is another name of I (size 5), but is given "
+                      "size 3: set I instead") != NULL);
+  shape_free(s);
+  cascade_free(c);
+}
+
+/* A function around a summed product: refused, with the two ways out. */
+TEST(spec_function_around_a_summed_product) {
+  const char *head = "einsum:\n  declaration: {Q: [I, E], K: [J, E], "
+                     "S: [I, J], W: [E], Y: [I]}\n  expressions:\n    - ";
+  struct {
+    const char *expr;
+    int col; /* 0: accepted */
+  } cases[] = {
+      {"S[i,j] = exp(Q[i,e] * K[j,e])", 16},
+      {"S[i,j] = 1 / (Q[i,e] * K[j,e])", 18},
+      {"S[i,j] = max(Q[i,e] * K[j,e], 0)", 16},
+      {"S[i,j] = where(Q[i,e] > 0, Q[i,e] * K[j,e], 0)", 16},
+      /* the sum is meant: said with :: sum */
+      {"\"S[i,j] = exp(Q[i,e] * K[j,e]) :: sum(e)\"", 0},
+      /* linear around the contraction, or no contraction inside */
+      {"S[i,j] = Q[i,e] * K[j,e] / 2 - Q[i,e] * K[j,e]", 0},
+      {"Y[i] = exp(Q[i,e]) * W[e]", 0},
+      {"Y[i] = exp(2 * Q[i,e])", 0},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    char text[512];
+    snprintf(text, sizeof text, "%s%s\n", head, cases[k].expr);
+    if (cases[k].col) {
+      expect_error(text, 4, cases[k].col, "wraps a product summed over 'e'");
+    } else {
+      Cascade *c = parse(text);
+      cascade_free(c);
+    }
+  }
+}
