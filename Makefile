@@ -109,4 +109,5 @@ bench: $(BUILD)/mambalaya $(BENCH_BIN)
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) \
+         $(BENCH_BIN:=.d)
