@@ -5,6 +5,7 @@ set -euo pipefail
 BUILD=${1:-build}
 "$BUILD/bench/bench_fusion" specs/mamba1.yaml
 "$BUILD/bench/bench_fusion" specs/mamba2.yaml
+"$BUILD/bench/bench_fusion" --chains
 "$BUILD/bench/bench_model"
 "$BUILD/bench/bench_exec"    # a whole mamba-130m: prefill, decode, memory
 "$BUILD/bench/bench_kernels"
