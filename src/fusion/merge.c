@@ -99,24 +99,30 @@ static int find(int *parent, int x) {
   return x;
 }
 
+/* Disjoint sets of Einsums, each with its member list (threaded through
+ * next[], from head[root]). */
+typedef struct Sets {
+  int *parent, *head, *next, *tail;
+} Sets;
+
 /* Merge the sets of A and B unless some member of one depends on some
  * member of the other. */
-static void try_union(const Cascade *c, int *parent, int a, int b) {
-  int ra = find(parent, a), rb = find(parent, b);
+static void try_union(const Cascade *c, Sets *u, int a, int b) {
+  int ra = find(u->parent, a), rb = find(u->parent, b);
   if (ra == rb)
     return;
-  for (int i = 0; i < c->neinsums; i++) {
-    if (find(parent, i) != ra)
-      continue;
-    for (int j = 0; j < c->neinsums; j++)
-      if (find(parent, j) == rb &&
-          (cascade_reaches(c, i, j) || cascade_reaches(c, j, i)))
+  for (int i = u->head[ra]; i >= 0; i = u->next[i])
+    for (int j = u->head[rb]; j >= 0; j = u->next[j])
+      if (cascade_reaches(c, i, j) || cascade_reaches(c, j, i))
         return;
+  if (ra > rb) {
+    int t = ra;
+    ra = rb;
+    rb = t;
   }
-  if (ra < rb)
-    parent[rb] = ra;
-  else
-    parent[ra] = rb;
+  u->parent[rb] = ra;
+  u->next[u->tail[ra]] = u->head[rb];
+  u->tail[ra] = u->tail[rb];
 }
 
 /* Order nodes topologically, earliest first among the ready ones, so that
@@ -186,28 +192,48 @@ static Nodes *nodes_from_parents(const Cascade *c, int *parent) {
   return m;
 }
 
-static bool reads_tensor(const Einsum *e, int tensor) {
-  for (int k = 0; k < e->nreads; k++)
-    if (e->reads[k]->tensor == tensor)
-      return true;
-  return false;
-}
 
 Nodes *fusion_merge(const Cascade *c, const Shape *s) {
-  int *parent = xmalloc(((size_t)c->neinsums + 1) * sizeof *parent);
-  for (int i = 0; i < c->neinsums; i++)
-    parent[i] = i;
-  /* Every tensor, inputs included: Q, K and V share the input X. */
+  size_t n = (size_t)c->neinsums + 1;
+  Sets u = {xmalloc(n * sizeof(int)), xmalloc(n * sizeof(int)),
+            xmalloc(n * sizeof(int)), xmalloc(n * sizeof(int))};
+  for (int i = 0; i < c->neinsums; i++) {
+    u.parent[i] = u.head[i] = u.tail[i] = i;
+    u.next[i] = -1;
+  }
+  /* Each tensor's readers, in cascade order (inputs included: Q, K and V
+   * share the input X). */
+  int *start = xcalloc((size_t)c->ntensors + 2, sizeof *start);
+  int total = 0;
+  for (int e = 0; e < c->neinsums; e++)
+    for (int k = 0; k < c->einsums[e]->nreads; k++)
+      start[c->einsums[e]->reads[k]->tensor + 1]++, total++;
   for (int t = 0; t < c->ntensors; t++)
-    for (int x = 0; x < c->neinsums; x++) {
-      if (!reads_tensor(c->einsums[x], t))
-        continue;
-      for (int y = x + 1; y < c->neinsums; y++)
-        if (reads_tensor(c->einsums[y], t) && compatible(c, s, t, x, y))
-          try_union(c, parent, x, y);
+    start[t + 1] += start[t];
+  int *readers = xmalloc(((size_t)total + 1) * sizeof *readers);
+  int *fill = xcalloc((size_t)c->ntensors + 1, sizeof *fill);
+  for (int e = 0; e < c->neinsums; e++)
+    for (int k = 0; k < c->einsums[e]->nreads; k++) {
+      int t = c->einsums[e]->reads[k]->tensor;
+      if (fill[t] == 0 || readers[start[t] + fill[t] - 1] != e)
+        readers[start[t] + fill[t]++] = e;
     }
-  Nodes *m = nodes_from_parents(c, parent);
-  free(parent);
+  for (int t = 0; t < c->ntensors; t++)
+    for (int i = 0; i < fill[t]; i++)
+      for (int j = i + 1; j < fill[t]; j++) {
+        int x = readers[start[t] + i], y = readers[start[t] + j];
+        if (find(u.parent, x) != find(u.parent, y) &&
+            compatible(c, s, t, x, y))
+          try_union(c, &u, x, y);
+      }
+  free(readers);
+  free(fill);
+  free(start);
+  Nodes *m = nodes_from_parents(c, u.parent);
+  free(u.parent);
+  free(u.head);
+  free(u.next);
+  free(u.tail);
   return m;
 }
 

@@ -79,15 +79,6 @@ static void add_spill(Grp *G, int t, SpillReason why) {
   G->spills[G->nspills++] = (Spill){t, why};
 }
 
-/* The elements the plan's geometry moves for tensor T at Einsum E. */
-static double xfer_elems(const Plan *p, int e, int t, XferKind k) {
-  for (int i = 0; i < p->nxfers; i++)
-    if (p->xfers[i].einsum == e && p->xfers[i].tensor == t &&
-        p->xfers[i].kind == k)
-      return p->xfers[i].elems;
-  return 0;
-}
-
 /* ---- what the group holds ---- */
 
 static Held *new_held(Grp *G, int t, HeldKind k) {
@@ -98,50 +89,63 @@ static Held *new_held(Grp *G, int t, HeldKind k) {
   return h;
 }
 
+/* The group's tensors, in one pass over its members: produced here and
+ * read here (MADE), or read from DRAM here without the group's ranks
+ * (WEIGHT) or by several members (SHARED). What the geometry moves for
+ * each, once, is its charge. */
 static void collect_held(Grp *G) {
   const Ctx *x = G->x;
   const Cascade *c = x->c;
   const Plan *p = x->plan;
   const int *m = G->gr->einsums;
-  for (int i = 0; i < G->n; i++) {
-    int t = c->einsums[m[i]]->out.tensor;
-    for (int j = i + 1; j < G->n; j++) {
-      const Einsum *r = c->einsums[m[j]];
-      for (int k = 0; k < r->nreads; k++) {
-        if (r->reads[k]->tensor != t)
-          continue;
-        Held *h = G->held_of[t] >= 0 ? &G->held[G->held_of[t]]
-                                     : new_held(G, t, HELD_MADE);
-        h->first = i;
-        h->last = j;
-      }
-    }
-    if (G->held_of[t] >= 0)
-      G->held[G->held_of[t]].charge =
-          p->written[t] ? xfer_elems(p, m[i], t, XFER_WRITE) : 0;
+  size_t nt = (size_t)c->ntensors + 1;
+  int *first = xmalloc(nt * sizeof *first), *last = xmalloc(nt * sizeof *last);
+  int *readers = xcalloc(nt, sizeof *readers), *made = xmalloc(nt * sizeof *made);
+  double *rd = xcalloc(nt, sizeof *rd), *wr = xcalloc(nt, sizeof *wr);
+  for (size_t t = 0; t < nt; t++)
+    first[t] = last[t] = made[t] = -1;
+  int g = p->group_of[m[0]];
+  for (int i = 0; i < p->nxfers; i++) {
+    const Transfer *f = &p->xfers[i];
+    if (p->group_of[f->einsum] == g && f->kind != XFER_STATE)
+      *(f->kind == XFER_WRITE ? &wr[f->tensor] : &rd[f->tensor]) = f->elems;
   }
-  /* Reads from DRAM: shared activations and weights. */
-  for (int i = 0; i < G->n; i++) {
-    const Einsum *e = c->einsums[m[i]];
+  for (int j = 0; j < G->n; j++) {
+    const Einsum *e = c->einsums[m[j]];
     for (int k = 0; k < e->nreads; k++) {
       int t = e->reads[k]->tensor;
-      if (p->src[m[i]][k] != SRC_DRAM || G->held_of[t] >= 0)
+      bool here = made[t] >= 0;
+      if (!here && p->src[m[j]][k] != SRC_DRAM)
         continue;
-      int readers = 0, last = i;
-      for (int j = i; j < G->n; j++)
-        if (reads_tensor(c->einsums[m[j]], t)) {
-          readers++;
-          last = j;
-        }
-      bool weight = !has_tile_rank(G, t);
-      if (!weight && readers < 2)
-        continue;
-      Held *h = new_held(G, t, weight ? HELD_WEIGHT : HELD_SHARED);
-      h->first = i;
-      h->last = weight ? G->n - 1 : last;
-      h->charge = xfer_elems(p, m[i], t, XFER_READ);
+      if (first[t] < 0)
+        first[t] = here ? made[t] : j;
+      if (last[t] != j)
+        readers[t]++;
+      last[t] = j;
     }
+    made[e->out.tensor] = j;
   }
+  /* In order of first use. */
+  for (int i = 0; i < G->n; i++)
+    for (int t = 0; t < c->ntensors; t++) {
+      if (first[t] != i)
+        continue;
+      HeldKind k = made[t] >= 0 && made[t] < last[t] ? HELD_MADE
+                   : !has_tile_rank(G, t)           ? HELD_WEIGHT
+                                                    : HELD_SHARED;
+      if (k == HELD_SHARED && readers[t] < 2)
+        continue;
+      Held *h = new_held(G, t, k);
+      h->first = i;
+      h->last = k == HELD_WEIGHT ? G->n - 1 : last[t];
+      h->charge = k == HELD_MADE ? (p->written[t] ? wr[t] : 0) : rd[t];
+    }
+  free(first);
+  free(last);
+  free(readers);
+  free(made);
+  free(rd);
+  free(wr);
 }
 
 /* The rules of the fully fused design that send a held tensor off chip. */
@@ -577,7 +581,8 @@ static bool reduces_rank_of(const Cascade *c, const Einsum *r, int t) {
 /* FuseMax's pass analysis: T needs two passes in the group when one
  * reader's data flows into a reduction over one of T's ranks whose result
  * another reader of T waits for (RMSNorm's LEX; Mamba's X). */
-static bool needs_two_passes(const Grp *G, int t) {
+static bool needs_two_passes(const Grp *G, int t, const int *reader,
+                             int nreaders) {
   const Cascade *c = G->x->c;
   const int *m = G->gr->einsums;
   for (int ri = 0; ri < G->n; ri++) {
@@ -585,10 +590,8 @@ static bool needs_two_passes(const Grp *G, int t) {
     if (!reduces_rank_of(c, c->einsums[r], t))
       continue;
     bool fed = false, waits = false;
-    for (int i = 0; i < G->n; i++) {
-      int q = m[i];
-      if (!reads_tensor(c->einsums[q], t))
-        continue;
+    for (int i = 0; i < nreaders; i++) {
+      int q = reader[i];
       if (cascade_reaches(c, q, r))
         fed = true;
       else if (q != r && cascade_reaches(c, r, q))
@@ -609,21 +612,28 @@ static void design_extras(Grp *G) {
   const Cascade *c = x->c;
   if (x->o.accounting != ACCOUNT_ACHIEVED)
     return;
+  int *reader = xmalloc(((size_t)G->n + 1) * sizeof *reader);
   for (int i = 0; i < G->n; i++) {
     int e = G->gr->einsums[i];
     int t = c->einsums[e]->out.tensor;
     int h = G->held_of[t];
     bool held = h >= 0 && G->held[h].on && G->held[h].kind == HELD_MADE;
     double n = shape_tensor_elems(x->s, t);
-    if (x->o.two_pass && x->inter[t] && needs_two_passes(G, t)) {
-      int last = i;
+    if (x->o.two_pass && x->inter[t]) {
+      int nr = 0;
       for (int j = i + 1; j < G->n; j++)
         if (reads_tensor(c->einsums[G->gr->einsums[j]], t))
-          last = j;
-      if (held && !x->plan->written[t])
-        charge(x, &G->ev[i], t, n, true, false);
-      charge(x, &G->ev[last], t, n, false, false);
-      add_spill(G, t, SPILL_TWO_PASS);
+          reader[nr++] = G->gr->einsums[j];
+      if (nr > 1 && needs_two_passes(G, t, reader, nr)) {
+        if (held && !x->plan->written[t])
+          charge(x, &G->ev[i], t, n, true, false);
+        int last = i;
+        for (int j = i + 1; j < G->n; j++)
+          if (G->gr->einsums[j] == reader[nr - 1])
+            last = j;
+        charge(x, &G->ev[last], t, n, false, false);
+        add_spill(G, t, SPILL_TWO_PASS);
+      }
     }
     if (x->o.rd_partials && held && !x->plan->written[t])
       for (int k = 0; k < c->nedges; k++) {
@@ -635,6 +645,7 @@ static void design_extras(Grp *G) {
         }
       }
   }
+  free(reader);
 }
 
 /* ---- the group ---- */
