@@ -41,7 +41,9 @@ static const char *const STRAT_COLOR[NSTRAT] = {"#0072B2", "#E69F00",
 static const char *const STRAT_TINT[NSTRAT] = {"#99C7E0", "#F5D899",
                                                "#99D8C5", "#EEBF99"};
 
-static const char *const PHASE_NAME[PH_COUNT] = {"prefill", "decode"};
+static const char *const PHASE_NAME[] = {"prefill", "decode"};
+_Static_assert(sizeof PHASE_NAME / sizeof PHASE_NAME[0] == PH_COUNT,
+               "a name per phase");
 
 /* The legend entry of the paper's values over our bars. */
 #define PAPER_MARKS "paper"
@@ -1227,10 +1229,13 @@ static void sweep(Figs *f, int m) {
   buf_free(&cap);
 }
 
-static const char *const ENERGY_PART[EN_COUNT] = {
-    "DRAM", "global buffer", "registers", "operations"};
-static const char *const ENERGY_COLOR[EN_COUNT] = {"#D55E00", "#0072B2",
-                                                   "#56B4E9", "#009E73"};
+static const char *const ENERGY_PART[] = {"DRAM", "global buffer",
+                                          "registers", "operations"};
+static const char *const ENERGY_COLOR[] = {"#D55E00", "#0072B2", "#56B4E9",
+                                           "#009E73"};
+_Static_assert(sizeof ENERGY_PART / sizeof ENERGY_PART[0] == EN_COUNT &&
+                   sizeof ENERGY_COLOR / sizeof ENERGY_COLOR[0] == EN_COUNT,
+               "a name and a colour per energy part");
 
 /* Energy per token of one layer, by design and by where it goes: a panel
  * per phase, prefill's energy over its B x I tokens, decode's over its B

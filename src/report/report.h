@@ -54,9 +54,14 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev);
 
 /* Is our figure within 0.85-1.15 of the paper's (or above its bound)? */
 bool target_holds(const Target *t);
-/* Every figure: where, what, the paper's value, ours, the ratio. */
+/* The setup; each design's per-layer latency, speedup and energy per
+ * token; and, where the setup is (partly) the paper's, every figure of
+ * the paper that applies: where, what, the paper's value, ours, the
+ * ratio. */
 void report_repro_text(Buf *b, const Repro *r);
-/* {"targets": {KEY: {"ours", "paper", "ratio", "unit", ...}}, ...} */
+/* {"setup": {"spec", "models", "arch", "batch", ...}, "targets": {KEY:
+ *  {"ours", "paper", "ratio", "unit", ...}}, "designs": {NAME:
+ *  {"prefill": {"latency_s", ...}, "decode": {...}}}, "elapsed_s"} */
 json_t *report_repro_json(const Repro *r);
 /* The setup R ran, in a few sentences: the spec, the models, batch and
  * lengths, other settings, the architecture and its units, and what of

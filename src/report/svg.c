@@ -72,7 +72,10 @@ static void open_tag(Buf *b, const char *tag, const ScItem *it) {
     buf_printf(b, " data-value=\"%g\"", it->value);
 }
 
+/* text-anchor by Anchor; "start" is SVG's default. */
 static const char *const ANCHOR_NAME[] = {NULL, "middle", "end"};
+_Static_assert(sizeof ANCHOR_NAME / sizeof ANCHOR_NAME[0] == ANCHOR_END + 1,
+               "a text-anchor per Anchor");
 
 static void put_text(Buf *b, const ScItem *it) {
   open_tag(b, "text", it);
