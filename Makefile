@@ -14,7 +14,15 @@ WARN     := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Wshadow \
             -Wmissing-prototypes -Wstrict-prototypes -Wpointer-arith \
             -Wformat=2 -Wvla
 PTHREAD  := -pthread
-LDLIBS   := -lyaml -ljansson -lm $(PTHREAD)
+# cairo draws the figures as PDF and PNG (src/report/cairo.c).
+CAIRO_CFLAGS := $(shell pkg-config --cflags cairo 2>/dev/null)
+CAIRO_LIBS   := $(shell pkg-config --libs cairo 2>/dev/null)
+ifeq ($(CAIRO_LIBS),)
+ifneq ($(MAKECMDGOALS),clean)
+$(error pkg-config finds no cairo: install libcairo2-dev (README, first line))
+endif
+endif
+LDLIBS   := -lyaml -ljansson $(CAIRO_LIBS) -lm $(PTHREAD)
 ALL_CFLAGS = $(WARN) $(CFLAGS) $(PTHREAD) -MMD -MP
 
 LIB_SRC  := $(sort $(filter-out src/cli/%,$(wildcard src/*/*.c)))
@@ -39,6 +47,8 @@ all: $(BUILD)/mambalaya
 # The executor's inner loops are written for the vectorizer.
 VECTORIZE := -O3 -fno-math-errno -fno-trapping-math
 $(BUILD)/src/exec/vmath.o $(BUILD)/src/exec/vm.o: ALL_CFLAGS += $(VECTORIZE)
+$(BUILD)/src/report/cairo.o $(BUILD)/tests/unit/test_render.o: \
+    ALL_CFLAGS += $(CAIRO_CFLAGS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -74,7 +84,9 @@ check-tests: test-build
 # Everything: the optimized build, then the same tests under ASan+UBSan.
 test:
 	$(MAKE) check-tests
-	MAMBALAYA_SANITIZED=1 $(MAKE) check-tests BUILD=build/asan \
+	MAMBALAYA_SANITIZED=1 \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
+	    $(MAKE) check-tests BUILD=build/asan \
 	    CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined"
 
 asan:
@@ -90,7 +102,7 @@ FUZZ_FLAGS_safetensors := -dict=tests/fuzz/safetensors.dict
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(BUILD)/gen/embedded.c
 	@mkdir -p $(dir $@)
-	clang $(WARN) -iquote . -O1 -g -fsanitize=fuzzer,address,undefined \
+	clang $(WARN) $(CAIRO_CFLAGS) -iquote . -O1 -g -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=all $^ -o $@ $(LDLIBS)
 
 .PHONY: $(FUZZERS:%=fuzz-%)

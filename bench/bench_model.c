@@ -125,8 +125,10 @@ int main(void) {
 
   int reps = 5;
   double best = 1e30, total = 0;
+  ReproSetup setup = {.spec = c, .spec_shipped = REPRO_PAPER_SPEC, .arch = a,
+                      .arch_shipped = REPRO_PAPER_ARCH};
   for (int i = 0; i < reps; i++) {
-    Repro *r = repro_run(c, a, &d);
+    Repro *r = repro_run(&setup, &d);
     if (!r) {
       diag_print(&d, stderr);
       return 1;

@@ -10,6 +10,8 @@ BUILD=${1:-build}
 "$BUILD/bench/bench_exec"    # a whole mamba-130m: prefill, decode, memory
 "$BUILD/bench/bench_kernels"
 out=$(mktemp -d)
-TIMEFORMAT="mambalaya reproduce --out DIR (the whole command, figures written): %R s"
+TIMEFORMAT="mambalaya reproduce --out DIR (the whole command, every figure as SVG, PDF and PNG): %R s"
 time "$BUILD/mambalaya" reproduce --out "$out" >/dev/null
+TIMEFORMAT="mambalaya reproduce --format svg --out DIR (SVG only): %R s"
+time "$BUILD/mambalaya" reproduce --format svg --out "$out/svg" >/dev/null
 rm -rf "$out"

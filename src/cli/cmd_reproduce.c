@@ -1,74 +1,166 @@
-/* cmd_reproduce.c — `mambalaya reproduce`: the paper's whole evaluation. */
+/* cmd_reproduce.c — `mambalaya reproduce`: the paper's whole evaluation,
+ * for the paper's setup or any other. */
 #include "cli.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static const char usage[] =
-    "usage: mambalaya reproduce [--out DIR] [--json] [--spec SPEC] "
-    "[--arch ARCH]\n"
+    "usage: mambalaya reproduce [--out DIR] [--format LIST] [--json]\n"
+    "                           [--spec SPEC] [--model M] [--set NAME=V]...\n"
+    "                           [--arch ARCH]\n"
     "\n"
-    "Run the paper's evaluation (Mamba-1, B=64, prefill at I=2048, decode at\n"
-    "I=1, mamba-370m and mamba-2.8b, I = 2^0..2^20, every design) and print\n"
-    "every figure of the paper beside ours with the ratio ours/paper. Writes\n"
-    "the figures as SVG, every plotted series (figures.csv), the figures\n"
-    "beside the paper's (targets.csv) and an index.html showing them all\n"
-    "into DIR, creating it if missing; stdout is written only after them.\n"
+    "Run the paper's evaluation: every design (best unfused, ideal, the\n"
+    "MARCA-like and Geens-like accelerators, the four fusion strategies)\n"
+    "priced for prefill and decode, end to end in three scenarios, and over\n"
+    "I = 2^0..2^20; print a table of the designs and, where the setup is\n"
+    "the paper's, every figure of the paper beside ours with the ratio\n"
+    "ours/paper. Writes every figure (in each format of --format), every\n"
+    "plotted series (figures.csv), the figures beside the paper's\n"
+    "(targets.csv) and an index.html showing them all into DIR, creating\n"
+    "it if missing; stdout is written only after them.\n"
     "\n"
-    "  --out DIR     where the figures go (default: out)\n"
-    "  --json        print {\"targets\": {KEY: {\"ours\", \"paper\", ...}}}\n"
-    "  --spec SPEC   the cascade (default: the shipped mamba1)\n"
-    "  --arch ARCH   the architecture (default: the shipped mambalaya)\n";
+    "The paper's setup is the default: the shipped mamba1 cascade, models\n"
+    "mamba-370m (and mamba-2.8b for a second sweep), the shipped mambalaya\n"
+    "architecture, B=64, prefill at I=2048. Any other spec, model,\n"
+    "architecture or setting runs the same evaluation and draws the same\n"
+    "figures for it, labelled with it; the paper's values are shown only\n"
+    "for what the paper evaluated (an edited copy of a shipped file is not\n"
+    "the paper's).\n"
+    "\n"
+    "  --out DIR      where the figures go (default: out)\n"
+    "  --format LIST  the figures' formats, of svg, pdf, png (default: all\n"
+    "                 three: SVG for the browser, as index.html shows it,\n"
+    "                 PDF for papers, PNG for slides; PNG takes most of the\n"
+    "                 time, --format svg is about three times faster)\n"
+    "  --json         print {\"setup\", \"targets\": {KEY: {\"ours\",\n"
+    "                 \"paper\", ...}}, \"designs\"}\n"
+    "  --spec SPEC    the cascade (default: the shipped mamba1)\n"
+    "  --model M      the model preset (default: the spec's own)\n"
+    "  --set NAME=V   B: the batch (default 64); I: the prefill's tokens\n"
+    "                 (default 2048); any other rank or parameter as given\n"
+    "  --arch ARCH    the architecture (default: the shipped mambalaya)\n"
+    "\n"
+    "example: mambalaya reproduce --spec mamba2 --model mamba2-370m "
+    "--out out/mamba2\n";
+
+/* The shipped file (under DIR, "specs" or "archs") that NAME denotes:
+ * the name of one ("mamba1"), or a path to a byte-for-byte copy of one.
+ * NULL for anything else. */
+static const char *shipped_identity(const char *dir, const char *name) {
+  size_t len = 0;
+  char *text = read_file(name, &len);
+  size_t n = strlen(dir);
+  const char *found = NULL;
+  for (const EmbeddedFile *f = embedded_files; f->name && !found; f++) {
+    if (strncmp(f->name, dir, n) != 0 || f->name[n] != '/')
+      continue;
+    if (text) {
+      if (f->len == len && memcmp(f->data, text, len) == 0)
+        found = f->name;
+    } else {
+      /* Not a file: open_spec and open_arch take it as a shipped name. */
+      const char *base = f->name + n + 1, *dot = strrchr(base, '.');
+      size_t stem = dot ? (size_t)(dot - base) : strlen(base);
+      if (strcmp(base, name) == 0 ||
+          (strlen(name) == stem && strncmp(base, name, stem) == 0))
+        found = f->name;
+    }
+  }
+  free(text);
+  return found;
+}
+
+/* "svg,pdf" -> the set of formats; 0 when a name is not a format. */
+static unsigned parse_formats(const char *list) {
+  unsigned set = 0;
+  char *copy = xstrdup(list), *save = NULL;
+  for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    Format f;
+    if (!format_from_name(t, &f)) {
+      set = 0;
+      break;
+    }
+    set |= 1u << f;
+  }
+  free(copy);
+  return set;
+}
 
 int cmd_reproduce(int argc, char **argv) {
   Args a = {.cmd = "mambalaya reproduce", .argc = argc, .argv = argv, .i = 1};
-  const char *out = "out", *spec = "mamba1", *arch_name = "mambalaya";
-  bool json = false;
-  int k;
+  SpecOpts o = {.spec = "mamba1"};
+  const char *out = "out", *arch_name = "mambalaya";
+  unsigned formats = (1u << FMT_COUNT) - 1;
+  int k, err;
   while ((k = args_next(&a))) {
     if (k == 2)
       return args_unknown(&a);
     if (args_is(&a, "--help") || args_is(&a, "-h")) {
       fputs(usage, stdout);
       return 0;
-    } else if (args_is(&a, "--json")) {
-      json = true;
     } else if (args_is(&a, "--out")) {
       if (!args_value(&a))
         return EXIT_INPUT;
       out = a.val;
+    } else if (args_is(&a, "--format")) {
+      if (!args_value(&a))
+        return EXIT_INPUT;
+      formats = parse_formats(a.val);
+      if (!formats)
+        return usage_error(&a,
+                           "--format expects a list of svg, pdf and png, "
+                           "got '%s'",
+                           a.val);
     } else if (args_is(&a, "--spec")) {
       if (!args_value(&a))
         return EXIT_INPUT;
-      spec = a.val;
+      o.spec = a.val;
     } else if (args_is(&a, "--arch")) {
       if (!args_value(&a))
         return EXIT_INPUT;
       arch_name = a.val;
+    } else if (spec_opt(&a, &o, &err)) {
+      if (err)
+        return err;
     } else {
       return args_unknown(&a);
     }
   }
   Diag d = {0};
   Arch *arch = open_arch(arch_name, &d);
-  Cascade *c = arch ? open_spec(spec, &d) : NULL;
-  if (!c) {
+  if (!arch) {
     diag_print(&d, stderr);
-    arch_free(arch);
     return EXIT_INPUT;
   }
-  Repro *r = repro_run(c, arch, &d);
+  /* load_spec checks the model and the settings against the spec, and
+   * that its shape binds; the evaluation binds its own points. */
+  Cascade *c;
+  Shape *s;
+  if ((err = load_spec(&o, &c, &s))) {
+    arch_free(arch);
+    return err;
+  }
+  shape_free(s);
+  ReproSetup setup = {.spec = c,
+                      .spec_shipped = shipped_identity("specs", o.spec),
+                      .arch = arch,
+                      .arch_shipped = shipped_identity("archs", arch_name),
+                      .model = o.model,
+                      .nsets = o.nsets,
+                      .sets = o.sets};
+  Repro *r = repro_run(&setup, &d);
   int status = 0;
   if (!r) {
     diag_print(&d, stderr);
     status = EXIT_INPUT;
-  } else if (!report_figures(r, out, &d)) {
+  } else if (!report_figures(r, out, formats, &d)) {
     /* Nothing on stdout: the figures are part of what was asked. */
     diag_print(&d, stderr);
     status = EXIT_RUN;
   } else {
     Buf b = {0};
-    if (json) {
+    if (o.json) {
       json_t *j = report_repro_json(r);
       report_json(&b, j);
       json_decref(j);

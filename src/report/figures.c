@@ -1,6 +1,12 @@
-/* figures.c — the paper's figures as files (report.h, "the paper's
- * evaluation"): one SVG per figure, every plotted series in figures.csv,
- * the targets in targets.csv, and an index.html that shows them all.
+/* figures.c — the evaluation's figures as files (report.h, "the paper's
+ * evaluation"): each figure in every format asked for (SVG, PDF, PNG),
+ * every plotted series in figures.csv, the targets in targets.csv, and an
+ * index.html that shows them all.
+ *
+ * Every chart names the setup that was run (spec, model, architecture,
+ * batch, sequence length) in its subtitle. The paper's figure numbers and
+ * values appear only where the setup is the paper's (repro.h); its values
+ * are drawn as markers over our bars, never as bars of their own.
  *
  * Each file is built in memory and written atomically, so a failed run
  * never leaves a half-written figure; the first failure stops the rest and
@@ -8,8 +14,8 @@
  * last, when everything it refers to exists.
  *
  * Units are fixed per kind of axis (time in µs, traffic in MB, energy in
- * mJ, utilization in %), and figures.csv holds the values as plotted, so
- * one column means one unit within a figure. */
+ * µJ per token, utilization in %), and figures.csv holds the values as
+ * plotted, so one column means one unit within a figure. */
 #include "report.h"
 
 #include <errno.h>
@@ -19,16 +25,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The setup repro_run evaluates (repro.h); the titles state it. */
-#define SETUP_BATCH 64
-#define SETUP_PREFILL_I 2048
-
 enum {
   MAX_FIGURES = 32,
   NSTRAT = 4,
-  /* Bar charts of the scenarios: each, and beside some of them the
-   * paper's values as a category of their own. */
-  MAX_CATS = 2 * REPRO_SCENARIOS,
+  SUBTITLE_LEN = 256,
 };
 
 /* The four fusion strategies of §IV, in the paper's order. */
@@ -41,19 +41,25 @@ static const char *const STRAT_COLOR[NSTRAT] = {"#0072B2", "#E69F00",
 static const char *const STRAT_TINT[NSTRAT] = {"#99C7E0", "#F5D899",
                                                "#99D8C5", "#EEBF99"};
 
-static const char *const PHASE_NAME[PH_COUNT] = {"prefill", "decode"};
+static const char *const PHASE_NAME[] = {"prefill", "decode"};
+_Static_assert(sizeof PHASE_NAME / sizeof PHASE_NAME[0] == PH_COUNT,
+               "a name per phase");
+
+/* The legend entry of the paper's values over our bars. */
+#define PAPER_MARKS "paper"
 
 /* ---- the output: files, the CSV, the index ---- */
 
 typedef struct Entry {
-  char *file;    /* "roofline.svg" */
+  char *stem;    /* "roofline": written as roofline.svg, .pdf, .png */
   char *alt;     /* the chart's title */
-  char *caption; /* which paper figure it reproduces, and how ours compares */
+  char *caption; /* which paper figure it follows, and how ours compares */
 } Entry;
 
 typedef struct Figs {
   const Repro *r;
   const char *dir;
+  unsigned formats; /* 1 << Format, for each format written */
   Diag *d;
   bool ok;  /* false after the first failure: nothing more is written */
   Buf csv;  /* figures.csv, a row per plotted point */
@@ -118,11 +124,11 @@ static void put_file(Figs *f, const char *name, const Buf *b) {
   buf_free(&path);
 }
 
-static void add_entry(Figs *f, const char *file, const char *alt,
+static void add_entry(Figs *f, const char *stem, const char *alt,
                       const char *caption) {
   if (!f->ok || f->n == MAX_FIGURES)
     return;
-  f->e[f->n++] = (Entry){xstrdup(file), xstrdup(alt ? alt : file),
+  f->e[f->n++] = (Entry){xstrdup(stem), xstrdup(alt ? alt : stem),
                          xstrdup(caption)};
 }
 
@@ -163,71 +169,96 @@ static void csv_num_row(Buf *b, const char *fig, const char *series, double x,
   csv_row(b, fig, series, xs, y);
 }
 
+static const char *category_of(const Chart *c, int k, char *tmp,
+                               size_t cap) {
+  snprintf(tmp, cap, "%d", k + 1);
+  return c->categories && k < c->ncategories ? c->categories[k] : tmp;
+}
+
 /* Every series of chart C as drawn: bars by category label, the rest by
- * x. PANEL names the panel of a stack ("PANEL / SERIES"). */
+ * x; marks as "MARKS: SERIES" by category. PANEL names the panel of a
+ * stack ("PANEL / SERIES"). */
 static void csv_chart(Figs *f, const char *fig, const char *panel,
                       const Chart *c) {
   bool bars = c->kind == CHART_BARS || c->kind == CHART_STACKED_BARS;
+  char tmp[16];
   for (int i = 0; i < c->nseries; i++) {
     const ChartSeries *s = &c->series[i];
     Buf name = {0};
     buf_printf(&name, "%s%s%s", panel ? panel : "", panel ? " / " : "",
                s->name);
     for (int k = 0; k < s->n; k++) {
-      if (bars) {
-        char tmp[16];
-        snprintf(tmp, sizeof tmp, "%d", k + 1);
-        const char *cat = c->categories && k < c->ncategories
-                              ? c->categories[k]
-                              : tmp;
-        csv_row(&f->csv, fig, name.s, cat, s->y[k]);
-      } else {
+      if (bars)
+        csv_row(&f->csv, fig, name.s, category_of(c, k, tmp, sizeof tmp),
+                s->y[k]);
+      else
         csv_num_row(&f->csv, fig, name.s, s->x ? s->x[k] : k, s->y[k]);
-      }
     }
+    buf_free(&name);
+  }
+  for (int i = 0; bars && i < c->nmarks; i++) {
+    const ChartMark *m = &c->marks[i];
+    Buf name = {0};
+    buf_printf(&name, "%s: %s", c->marks_name,
+               m->series >= 0 && m->series < c->nseries
+                   ? c->series[m->series].name
+                   : "");
+    csv_row(&f->csv, fig, name.s, category_of(c, m->category, tmp, sizeof tmp),
+            m->y);
     buf_free(&name);
   }
 }
 
-/* STEM.svg and its entry in the index; its data is the caller's to add. */
-static void emit_svg(Figs *f, const char *stem, const Chart *c,
-                     const char *caption) {
+/* STEM in every format asked for, and its entry in the index. */
+static void emit_scene(Figs *f, const char *stem, const Scene *s,
+                       const char *alt, const char *caption) {
+  for (int k = 0; k < FMT_COUNT && f->ok; k++) {
+    if (!(f->formats & 1u << k))
+      continue;
+    Buf b = {0};
+    scene_render(&b, s, (Format)k);
+    char file[96];
+    snprintf(file, sizeof file, "%s.%s", stem, format_name((Format)k));
+    put_file(f, file, &b);
+    buf_free(&b);
+  }
+  add_entry(f, stem, alt, caption);
+}
+
+/* A chart whose data the caller writes to the CSV itself. */
+static void emit_figure(Figs *f, const char *stem, const Chart *c,
+                        const char *caption) {
   if (!f->ok)
     return;
-  Buf svg = {0};
-  svg_chart(&svg, c);
-  char file[80];
-  snprintf(file, sizeof file, "%s.svg", stem);
-  put_file(f, file, &svg);
-  buf_free(&svg);
-  add_entry(f, file, c->title, caption);
+  Scene s = {0};
+  chart_scene(&s, c);
+  emit_scene(f, stem, &s, c->title, caption);
+  scene_free(&s);
 }
 
 static void emit_chart(Figs *f, const char *stem, const Chart *c,
                        const char *caption) {
-  emit_svg(f, stem, c, caption);
+  emit_figure(f, stem, c, caption);
   csv_chart(f, stem, NULL, c);
 }
 
-static void emit_stack(Figs *f, const char *stem, const char *title, int n,
-                       const Chart *charts, const char *const *panels,
-                       const char *caption) {
+static void emit_stack(Figs *f, const char *stem, const char *title,
+                       const char *subtitle, int n, const Chart *charts,
+                       const char *const *panels, const char *caption) {
   if (!f->ok)
     return;
-  Buf svg = {0};
-  svg_stack(&svg, title, n, charts);
-  char file[80];
-  snprintf(file, sizeof file, "%s.svg", stem);
-  put_file(f, file, &svg);
-  buf_free(&svg);
+  Scene s = {0};
+  stack_scene(&s, title, subtitle, n, charts);
+  emit_scene(f, stem, &s, title, caption);
+  scene_free(&s);
   for (int i = 0; i < n; i++)
     csv_chart(f, stem, panels[i], &charts[i]);
-  add_entry(f, file, title, caption);
 }
 
 /* ---- numbers and words ---- */
 
-/* The paper's value of target KEY, or NaN when there is none. */
+/* The paper's value of target KEY, or NaN when there is none (the setup
+ * is not the paper's, or the paper gives none). */
 static double paper_value(const Repro *r, const char *key) {
   const Target *t = repro_target(r, key);
   return t ? t->paper : NAN;
@@ -271,6 +302,53 @@ static Design best_strategy(const double *by_design) {
       best = STRAT[k];
   return best;
 }
+
+/* A title: "Fig. 2a: WHAT" where the setup is the paper's (so the figure
+ * is the paper's figure FIG), else WHAT with a capital. */
+static void title_of(char *out, size_t cap, const Figs *f, const char *fig,
+                     const char *what) {
+  if (f->r->paper_setup) {
+    snprintf(out, cap, "Fig. %s: %s", fig, what);
+  } else {
+    snprintf(out, cap, "%s", what);
+    if (out[0] >= 'a' && out[0] <= 'z')
+      out[0] = (char)(out[0] - 'a' + 'A');
+  }
+}
+
+/* The subtitle: the setup of model M, and DETAIL (the phase and the
+ * sequence length): "mamba-370m, specs/mamba1.yaml on mambalaya; B=64,
+ * prefill I=2048". */
+static void subtitle_of(char *out, size_t cap, const Repro *r, int m,
+                        const char *detail) {
+  Buf b = {0};
+  buf_printf(&b, "%s, %s on %s; B=%g, %s%s%s", r->model_names[m],
+             r->spec_label, r->arch_label, r->batch, detail,
+             r->settings[0] ? ", " : "", r->settings);
+  snprintf(out, cap, "%s", b.s);
+  buf_free(&b);
+}
+
+static void phase_detail(char *out, size_t cap, const Repro *r, Phase ph) {
+  if (ph == PH_PREFILL)
+    snprintf(out, cap, "prefill I=%g", r->prefill);
+  else
+    snprintf(out, cap, "decode I=1");
+}
+
+/* How a caption starts: "Paper Fig. 2a: " for the paper's setup, else
+ * which paper figure this one follows, and the paper's setup for it. */
+static void caption_head(Buf *b, const Figs *f, const char *fig) {
+  if (f->r->paper_setup)
+    buf_printf(b, "Paper Fig. %s: ", fig);
+  else
+    buf_printf(b,
+               "As paper Fig. %s, for this setup (the paper's is "
+               REPRO_PAPER_MODEL " with its Mamba-1 cascade on the "
+               "Mambalaya architecture, B=%d, I=%d): ",
+               fig, REPRO_PAPER_BATCH, REPRO_PAPER_PREFILL);
+}
+
 
 /* ---- Fig. 2a: the roofline ---- */
 
@@ -366,6 +444,7 @@ static bool layer_point(const Timeline *t, double bw, double *x, double *y) {
 typedef struct Roof {
   int n;
   double x[3], y[3];
+  char name[96];
 } Roof;
 
 static void roof_of(Roof *rf, double peak, double bw, double lo, double hi) {
@@ -382,8 +461,14 @@ static void extend(double *lo, double *hi, double v) {
     *lo = fmin(*lo, v), *hi = fmax(*hi, v);
 }
 
+/* Greys for the roofs, darkest for the first unit. */
+static const char *const ROOF_COLOR[] = {"#222222", "#777777", "#AAAAAA",
+                                         "#555555", "#999999"};
+enum { NROOF_COLORS = sizeof ROOF_COLOR / sizeof ROOF_COLOR[0] };
+
 static void roofline(Figs *f, Phase ph, const char *stem) {
   const Repro *r = f->r;
+  const Arch *a = r->arch;
   const Timeline *tu = &r->timeline[ph][DES_UNFUSED];
   const Timeline *ti = &r->timeline[ph][DES_IDEAL];
   Points pu, pi;
@@ -401,38 +486,38 @@ static void roofline(Figs *f, Phase ph, const char *stem) {
     }
 
   /* The x range: whole decades around the points and the ridge points. */
-  const double peaks[3] = {r->peak_ops, r->vector_ops, r->feeder_ops};
   double lo = INFINITY, hi = 0;
   for (int k = 0; k < pu.n; k++)
     extend(&lo, &hi, pu.x[k]);
   for (int k = 0; k < pi.n; k++)
     extend(&lo, &hi, pi.x[k]);
-  for (int k = 0; k < 3 && r->bandwidth > 0; k++)
-    extend(&lo, &hi, peaks[k] / r->bandwidth);
+  for (int u = 0; u < a->nunits && r->bandwidth > 0; u++)
+    extend(&lo, &hi, repro_unit_peak(a, u) / r->bandwidth);
   if (!(hi > 0))
     lo = 0.1, hi = 1000;
   lo = pow(10, floor(log10(lo))), hi = pow(10, ceil(log10(hi)));
   if (hi <= lo)
     hi = lo * 10;
 
-  char names[3][96], rate[32], unfused_name[128], ideal_name[128];
-  static const char *const roof_names[3] = {
-      "2D array roof", "1D mode roof", "1D array roof"};
-  static const char *const roof_colors[3] = {"#222222", "#777777",
-                                             "#AAAAAA"};
-  Roof roofs[3];
-  ChartSeries s[6];
+  /* A roof per compute unit, at the peak of its fastest op class. */
+  Roof *roofs = xcalloc((size_t)a->nunits + 1, sizeof *roofs);
+  ChartSeries *s = xcalloc((size_t)a->nunits + 3, sizeof *s);
+  char rate[32], unfused_name[128], ideal_name[128];
   int ns = 0;
-  for (int k = 0; k < 3; k++) {
-    if (!(peaks[k] > 0) || !(r->bandwidth > 0))
+  for (int u = 0; u < a->nunits; u++) {
+    double peak = repro_unit_peak(a, u);
+    if (!(peak > 0) || !(r->bandwidth > 0))
       continue;
-    roof_of(&roofs[k], peaks[k], r->bandwidth, lo, hi);
-    fmt_rate(rate, sizeof rate, peaks[k], "ops/s");
-    snprintf(names[k], sizeof names[k], "%s (%s)", roof_names[k], rate);
-    s[ns++] = (ChartSeries){.name = names[k], .n = roofs[k].n,
-                            .x = roofs[k].x, .y = roofs[k].y,
-                            .color = roof_colors[k], .dashed = k > 0,
-                            .line = true};
+    Roof *rf = &roofs[ns];
+    roof_of(rf, peak, r->bandwidth, lo, hi);
+    fmt_rate(rate, sizeof rate, peak, "ops/s");
+    snprintf(rf->name, sizeof rf->name, "%s roof (%s)", a->units[u].name,
+             rate);
+    s[ns] = (ChartSeries){.name = rf->name, .n = rf->n, .x = rf->x,
+                          .y = rf->y,
+                          .color = ROOF_COLOR[ns % NROOF_COLORS],
+                          .dashed = ns > 0, .line = true};
+    ns++;
   }
   int nroofs = ns;
   points_name(unfused_name, sizeof unfused_name, "Best unfused", &pu);
@@ -445,15 +530,12 @@ static void roofline(Figs *f, Phase ph, const char *stem) {
     s[ns++] = (ChartSeries){.name = "whole layer", .n = nl, .x = layer_x,
                             .y = layer_y, .labels = layer_labels,
                             .color = "#009E73"};
-  char title[160];
-  if (ph == PH_PREFILL)
-    snprintf(title, sizeof title,
-             "Fig. 2a: roofline, prefill, %s (B=%d, I=%d), one layer",
-             r->model_names[0], SETUP_BATCH, SETUP_PREFILL_I);
-  else
-    snprintf(title, sizeof title,
-             "Fig. 2a (decode): roofline, %s (B=%d, I=1), one layer",
-             r->model_names[0], SETUP_BATCH);
+  char title[160], sub[SUBTITLE_LEN], detail[64];
+  title_of(title, sizeof title, f, ph == PH_PREFILL ? "2a" : "2a (decode)",
+           ph == PH_PREFILL ? "roofline, prefill, one layer"
+                            : "roofline, decode, one layer");
+  phase_detail(detail, sizeof detail, r, ph);
+  subtitle_of(sub, sizeof sub, r, 0, detail);
   /* The y range: from the decade below the lowest point, to a little
    * above the highest roof (not a whole decade more: that is all empty). */
   double ylo = INFINITY, yhi = 0;
@@ -463,7 +545,7 @@ static void roofline(Figs *f, Phase ph, const char *stem) {
   if (!(yhi > 0))
     ylo = 1, yhi = 10;
   ylo = pow(10, floor(log10(ylo)));
-  Chart c = {.kind = CHART_SCATTER, .title = title,
+  Chart c = {.kind = CHART_SCATTER, .title = title, .subtitle = sub,
              .xlabel = "arithmetic intensity (ops per DRAM byte)",
              .ylabel = "performance (ops/s)", .logx = true, .logy = true,
              .nseries = ns, .series = s, .xmin = lo, .xmax = hi,
@@ -471,17 +553,17 @@ static void roofline(Figs *f, Phase ph, const char *stem) {
              .height = 560};
   fmt_rate(rate, sizeof rate, r->bandwidth, "B/s");
   Buf cap = {0};
+  caption_head(&cap, f, ph == PH_PREFILL ? "2a" : "2a (for decode)");
   buf_printf(&cap,
-             "Paper Fig. 2a%s: every Einsum of one %s layer on the "
-             "architecture's roofline (DRAM %s), best unfused and ideal "
-             "fusion, and each whole layer; labels are Einsum numbers (as "
-             "in the paper's cascade), coincident points share a label. "
-             "Einsums without DRAM traffic (infinite intensity: %d of best "
-             "unfused, %d of ideal fusion) cannot be placed and are not "
-             "drawn.",
-             ph == PH_PREFILL ? "" : " (for decode)", PHASE_NAME[ph],
-             rate, pu.hidden, pi.hidden);
-  emit_svg(f, stem, &c, cap.s);
+             "every Einsum of one %s layer on the architecture's roofline "
+             "(DRAM %s; a roof per compute unit, at the peak of its fastest "
+             "operation class), best unfused and ideal fusion, and each "
+             "whole layer; labels are Einsum numbers (as in the cascade), "
+             "coincident points share a label. Einsums without DRAM "
+             "traffic (infinite intensity: %d of best unfused, %d of ideal "
+             "fusion) cannot be placed and are not drawn.",
+             PHASE_NAME[ph], rate, pu.hidden, pi.hidden);
+  emit_figure(f, stem, &c, cap.s);
   buf_free(&cap);
   /* The roofs as drawn; the points by Einsum, so that the CSV says which
    * is which. */
@@ -501,59 +583,97 @@ static void roofline(Figs *f, Phase ph, const char *stem) {
     snprintf(nm, sizeof nm, "%s / whole layer", layer_names[k]);
     csv_num_row(&f->csv, stem, nm, layer_x[k], layer_y[k]);
   }
+  free(roofs);
+  free(s);
   points_free(&pu);
   points_free(&pi);
 }
 
 /* ---- utilization over time (Fig. 2b/c, 6, 10) ---- */
 
-/* One panel: compute and DRAM-bandwidth utilization of a timeline as
- * steps, and a vertical line at each Einsum's start, labelled with its
- * number (the paper's phase labels). */
+/* The compute units' colours in the utilization plots (DRAM is
+ * vermilion, dashed). */
+static const char *const UNIT_COLOR[] = {"#0072B2", "#009E73", "#CC79A7",
+                                         "#56B4E9", "#E69F00"};
+enum { NUNIT_COLORS = sizeof UNIT_COLOR / sizeof UNIT_COLOR[0] };
+
+/* One panel: the compute utilization of each unit that runs something
+ * (the share of that unit's peak, while an Einsum runs on it, and a gap
+ * while none does) and the DRAM bandwidth utilization, as steps; and a
+ * vertical line at each Einsum's start, labelled with its number (the
+ * paper's phase labels). */
 typedef struct UtilPanel {
-  int n;
-  double *x, *cu, *mu;
-  ChartSeries s[2];
+  int n;          /* points */
+  size_t cap;     /* points each array has room for */
+  double *x, *mu;
+  double *cu;     /* per unit, cap points each */
+  int ns;
+  ChartSeries *s; /* the units that run something, then DRAM */
+  char (*names)[96];
   ChartLine *vl;
   int nvl;
   char (*num)[12];
   char title[200];
 } UtilPanel;
 
-static void util_panel(UtilPanel *p, const Timeline *t) {
-  size_t cap = 2 * (size_t)t->n + 1;
-  *p = (UtilPanel){0};
+static void util_panel(UtilPanel *p, const Timeline *t, const Arch *a) {
+  size_t cap = 2 * (size_t)t->n + 1, nu = (size_t)a->nunits;
+  *p = (UtilPanel){.cap = cap};
   p->x = xcalloc(cap, sizeof *p->x);
-  p->cu = xcalloc(cap, sizeof *p->cu);
   p->mu = xcalloc(cap, sizeof *p->mu);
+  p->cu = xcalloc(cap * (nu + 1), sizeof *p->cu);
+  p->s = xcalloc(nu + 1, sizeof *p->s);
+  p->names = xcalloc(nu + 1, sizeof *p->names);
   p->vl = xcalloc((size_t)t->n + 1, sizeof *p->vl);
   p->num = xcalloc((size_t)t->n + 1, sizeof *p->num);
+  bool *runs = xcalloc(nu + 1, 1);
   for (int i = 0; i < t->n; i++) {
     const Segment *s = &t->seg[i];
-    p->x[p->n] = s->start * 1e6;
-    p->cu[p->n] = 100 * s->compute_util;
-    p->mu[p->n++] = 100 * s->memory_util;
+    bool known = s->unit >= 0 && (size_t)s->unit < nu;
+    int k = p->n++;
+    p->x[k] = s->start * 1e6;
+    p->mu[k] = 100 * s->memory_util;
+    for (size_t u = 0; u < nu; u++)
+      p->cu[u * cap + k] = known && (size_t)s->unit == u
+                               ? 100 * s->compute_util
+                               : NAN;
+    if (known)
+      runs[s->unit] = true;
     /* A step holds until the next point: close it at the segment's end
      * when a gap (or the end of the layer) follows. */
     bool last = i + 1 == t->n;
     if (last || t->seg[i + 1].start > s->end) {
-      p->x[p->n] = s->end * 1e6;
-      p->cu[p->n] = p->mu[p->n] = 0;
-      p->n++;
+      k = p->n++;
+      p->x[k] = s->end * 1e6;
+      p->mu[k] = 0;
+      for (size_t u = 0; u < nu; u++)
+        p->cu[u * cap + k] = NAN;
     }
     snprintf(p->num[i], sizeof p->num[0], "%d", s->einsum + 1);
     p->vl[p->nvl++] = (ChartLine){s->start * 1e6, p->num[i]};
   }
-  p->s[0] = (ChartSeries){.name = "compute", .n = p->n, .x = p->x,
-                          .y = p->cu, .color = "#0072B2"};
-  p->s[1] = (ChartSeries){.name = "DRAM bandwidth", .n = p->n, .x = p->x,
-                          .y = p->mu, .color = "#D55E00", .dashed = true};
+  for (size_t u = 0; u < nu; u++) {
+    if (!runs[u])
+      continue;
+    snprintf(p->names[p->ns], sizeof p->names[0], "compute, %s (%s)",
+             a->units[u].name, role_name(a->units[u].role));
+    p->s[p->ns] = (ChartSeries){.name = p->names[p->ns], .n = p->n,
+                                .x = p->x, .y = p->cu + u * cap,
+                                .color = UNIT_COLOR[u % NUNIT_COLORS]};
+    p->ns++;
+  }
+  p->s[p->ns++] = (ChartSeries){.name = "DRAM bandwidth", .n = p->n,
+                                .x = p->x, .y = p->mu, .color = "#D55E00",
+                                .dashed = true};
+  free(runs);
 }
 
 static void util_panel_free(UtilPanel *p) {
   free(p->x);
-  free(p->cu);
   free(p->mu);
+  free(p->cu);
+  free(p->s);
+  free(p->names);
   free(p->vl);
   free(p->num);
 }
@@ -561,10 +681,11 @@ static void util_panel_free(UtilPanel *p) {
 /* The renderer drops a vertical line's label that would touch the one
  * left of it, which can hide a long Einsum's number behind a short one's.
  * Keep the numbers of the longest Einsums first instead, at least
- * LABEL_GAP px apart on a plot about PLOT_W px wide (a 760 px panel less
+ * LABEL_GAP px apart on a plot about PLOT_W px wide (a 900 px panel less
  * its axis and legend), so that the renderer keeps every one left. */
-#define PLOT_W 500.0
+#define PLOT_W 560.0
 #define LABEL_GAP 12.0
+#define UTIL_W 900
 
 typedef struct ByLength {
   double length;
@@ -601,78 +722,81 @@ static void thin_labels(UtilPanel *p, const Timeline *t, double xmax) {
 /* The panel's chart, on 0..XMAX µs. */
 static Chart util_chart(const UtilPanel *p, double xmax, int height) {
   double top = 0;
-  for (int k = 0; k < p->n; k++)
-    top = fmax(top, fmax(p->cu[k], p->mu[k]));
+  for (int i = 0; i < p->ns; i++)
+    for (int k = 0; k < p->n; k++)
+      if (isfinite(p->s[i].y[k]))
+        top = fmax(top, p->s[i].y[k]);
   return (Chart){.kind = CHART_STEP_AREA, .title = p->title,
-                 .xlabel = "time (µs)", .ylabel = "utilization (%)",
-                 .nseries = 2, .series = p->s, .ymin = 0,
+                 .xlabel = "time (µs)",
+                 .ylabel = "utilization (% of the unit's peak)",
+                 .nseries = p->ns, .series = p->s, .ymin = 0,
                  .ymax = top <= 100.0001 ? 100 : 0, .xmin = 0,
                  .xmax = xmax > 0 ? xmax : 1, .nvlines = p->nvl,
-                 .vlines = p->vl, .height = height};
+                 .vlines = p->vl, .width = UTIL_W, .height = height};
 }
 
-/* A stack of panels, one per design. COMMON: one x range for all (so that
- * latencies compare by eye); else each panel ends with its own layer. */
+/* A stack of panels, one per design, each on its own time axis, so that
+ * every panel has the whole width: the latencies compare by the numbers
+ * in the panels' titles and on their axes. */
 typedef struct UtilStack {
-  const char *stem, *title, *caption;
+  const char *stem, *title, *subtitle, *caption;
   int n;
   const Timeline *t[DES_COUNT];
   const char *panel[DES_COUNT];
   Buf note[DES_COUNT]; /* appended to each panel's title */
-  bool common;
   int height;
 } UtilStack;
 
 static void emit_util_stack(Figs *f, UtilStack *u) {
   UtilPanel p[DES_COUNT];
-  Chart c[DES_COUNT];
-  double common = 0;
-  for (int i = 0; i < u->n; i++)
-    common = fmax(common, u->t[i]->seconds * 1e6);
+  Chart c[DES_COUNT] = {{0}};
   for (int i = 0; i < u->n; i++) {
-    util_panel(&p[i], u->t[i]);
+    util_panel(&p[i], u->t[i], f->r->arch);
     char total[32];
     fmt_time(total, sizeof total, u->t[i]->seconds);
-    snprintf(p[i].title, sizeof p[i].title, "%s: %s per layer%s%s",
-             u->panel[i], total, u->note[i].s ? u->note[i].s : "",
-             u->common ? "" : " (own time axis)");
-    double xmax = u->common ? common : u->t[i]->seconds * 1e6;
+    snprintf(p[i].title, sizeof p[i].title, "%s: %s per layer%s",
+             u->panel[i], total, u->note[i].s ? u->note[i].s : "");
+    double xmax = u->t[i]->seconds * 1e6;
     thin_labels(&p[i], u->t[i], xmax);
     c[i] = util_chart(&p[i], xmax, u->height);
   }
-  emit_stack(f, u->stem, u->title, u->n, c, u->panel, u->caption);
+  emit_stack(f, u->stem, u->title, u->subtitle, u->n, c, u->panel,
+             u->caption);
   for (int i = 0; i < u->n; i++) {
     util_panel_free(&p[i]);
     buf_free(&u->note[i]);
   }
 }
 
-static void peaks_sentence(Buf *b, const Repro *r) {
-  char peak[32], bw[32];
-  fmt_rate(peak, sizeof peak, r->peak_ops, "ops/s");
+/* What the utilization plots show, for their captions. */
+static void util_sentence(Buf *b, const Repro *r) {
+  char bw[32];
   fmt_rate(bw, sizeof bw, r->bandwidth, "B/s");
   buf_printf(b,
-             " Compute is %% of the 2D array's peak (%s), DRAM bandwidth %% "
-             "of %s; vertical lines mark each Einsum's start, labelled with "
-             "its number (where numbers would overlap, the longer Einsum's "
-             "is shown).",
-             peak, bw);
+             " Each panel has its own time axis (its latency is in its "
+             "title). Compute utilization is the share of the peak of the "
+             "unit each Einsum runs on, for that Einsum's mix of "
+             "operations (");
+  report_units(b, r->arch);
+  buf_printf(b,
+             "), drawn in that unit's colour; DRAM bandwidth utilization is "
+             "the share of %s. Vertical lines mark each Einsum's start, "
+             "labelled with its number (where numbers would overlap, the "
+             "longer Einsum's is shown).",
+             bw);
 }
 
-/* Fig. 2b/c: best unfused over ideal fusion, each on its own time axis. */
+/* Fig. 2b/c: best unfused over ideal fusion. */
 static void utilization(Figs *f, Phase ph) {
   const Repro *r = f->r;
-  char stem[48], title[160];
+  char stem[48], title[160], sub[SUBTITLE_LEN], detail[64], what[96];
   snprintf(stem, sizeof stem, "utilization_%s", PHASE_NAME[ph]);
-  if (ph == PH_PREFILL)
-    snprintf(title, sizeof title,
-             "Fig. 2b: utilization over time, prefill, %s (B=%d, I=%d)",
-             r->model_names[0], SETUP_BATCH, SETUP_PREFILL_I);
-  else
-    snprintf(title, sizeof title,
-             "Fig. 2c: utilization over time, decode, %s (B=%d, I=1)",
-             r->model_names[0], SETUP_BATCH);
-  UtilStack u = {.stem = stem, .title = title, .n = 2, .height = 320};
+  snprintf(what, sizeof what, "utilization over time, %s", PHASE_NAME[ph]);
+  title_of(title, sizeof title, f, ph == PH_PREFILL ? "2b" : "2c", what);
+  phase_detail(detail, sizeof detail, r, ph);
+  subtitle_of(sub, sizeof sub, r, 0, detail);
+  UtilStack u = {.stem = stem, .title = title, .subtitle = sub, .n = 2,
+                 .height = 320};
   u.t[0] = &r->timeline[ph][DES_UNFUSED];
   u.t[1] = &r->timeline[ph][DES_IDEAL];
   u.panel[0] = design_label(DES_UNFUSED);
@@ -683,30 +807,30 @@ static void utilization(Figs *f, Phase ph) {
   buf_printf(&u.note[1], ", %.3gx faster", speedup);
   paper_note(&u.note[1], r, key);
   Buf cap = {0};
+  caption_head(&cap, f, ph == PH_PREFILL ? "2b" : "2c");
   buf_printf(&cap,
-             "Paper Fig. 2%c: one %s layer, best unfused (top) and ideal "
-             "fusion, i.e. no inter-Einsum traffic (bottom), each panel on "
-             "its own time axis. Ideal fusion is %.3gx faster",
-             ph == PH_PREFILL ? 'b' : 'c', PHASE_NAME[ph], speedup);
+             "one %s layer, best unfused (top) and ideal fusion, i.e. no "
+             "inter-Einsum traffic (bottom). Ideal fusion is %.3gx faster",
+             PHASE_NAME[ph], speedup);
   paper_note(&cap, r, key);
   buf_printf(&cap, ".");
-  peaks_sentence(&cap, r);
+  util_sentence(&cap, r);
   u.caption = cap.s;
   emit_util_stack(f, &u);
   buf_free(&cap);
 }
 
 /* Fig. 6: the ideal (algorithmic-minimum traffic) timelines of the first
- * three strategies, prefill, on one time axis. */
+ * three strategies, prefill. */
 static void strategies(Figs *f) {
   const Repro *r = f->r;
-  char title[160];
-  snprintf(title, sizeof title,
-           "Fig. 6: ideal utilization by strategy, prefill (%s, B=%d, "
-           "I=%d)",
-           r->model_names[0], SETUP_BATCH, SETUP_PREFILL_I);
-  UtilStack u = {.stem = "utilization_strategies", .title = title, .n = 3,
-                 .common = true, .height = 300};
+  char title[160], sub[SUBTITLE_LEN], detail[64];
+  title_of(title, sizeof title, f, "6",
+           "ideal utilization by strategy, prefill");
+  phase_detail(detail, sizeof detail, r, PH_PREFILL);
+  subtitle_of(sub, sizeof sub, r, 0, detail);
+  UtilStack u = {.stem = "utilization_strategies", .title = title,
+                 .subtitle = sub, .n = 3, .height = 300};
   for (int i = 0; i < 3; i++) {
     u.t[i] = &r->ideal_timeline[PH_PREFILL][STRAT[i]];
     u.panel[i] = design_label(STRAT[i]);
@@ -717,15 +841,15 @@ static void strategies(Figs *f) {
   buf_printf(&u.note[2], ", %.3gx over RI",
              safe_div(u.t[0]->seconds, u.t[2]->seconds));
   Buf cap = {0};
+  caption_head(&cap, f, "6");
   buf_printf(&cap,
-             "Paper Fig. 6: utilization over time of ideal RI, RI+RSb and "
-             "RI+RSb+RSp fusion (algorithmic-minimum traffic), one prefill "
-             "layer of %s, on a common time axis. RI+RSb is %.3gx faster "
-             "than RI",
+             "utilization over time of ideal RI, RI+RSb and RI+RSb+RSp "
+             "fusion (algorithmic-minimum traffic), one prefill layer of "
+             "%s. RI+RSb is %.3gx faster than RI",
              r->model_names[0], gain);
   paper_note(&cap, r, "ideal.ri_rsb_over_ri");
   buf_printf(&cap, ".");
-  peaks_sentence(&cap, r);
+  util_sentence(&cap, r);
   u.caption = cap.s;
   emit_util_stack(f, &u);
   buf_free(&cap);
@@ -736,17 +860,13 @@ static void designs_utilization(Figs *f, Phase ph) {
   static const Design ds[] = {DES_MARCA,  DES_GEENS,      DES_RI,
                               DES_RI_RSB, DES_RI_RSB_RSP, DES_FULL};
   const Repro *r = f->r;
-  char stem[48], title[160];
+  char stem[48], title[160], sub[SUBTITLE_LEN], detail[64], what[96];
   snprintf(stem, sizeof stem, "utilization_designs_%s", PHASE_NAME[ph]);
-  if (ph == PH_PREFILL)
-    snprintf(title, sizeof title,
-             "Fig. 10a: utilization by design, prefill (%s, B=%d, I=%d)",
-             r->model_names[0], SETUP_BATCH, SETUP_PREFILL_I);
-  else
-    snprintf(title, sizeof title,
-             "Fig. 10b: utilization by design, decode (%s, B=%d, I=1)",
-             r->model_names[0], SETUP_BATCH);
-  UtilStack u = {.stem = stem, .title = title, .n = 6, .common = true,
+  snprintf(what, sizeof what, "utilization by design, %s", PHASE_NAME[ph]);
+  title_of(title, sizeof title, f, ph == PH_PREFILL ? "10a" : "10b", what);
+  phase_detail(detail, sizeof detail, r, ph);
+  subtitle_of(sub, sizeof sub, r, 0, detail);
+  UtilStack u = {.stem = stem, .title = title, .subtitle = sub, .n = 6,
                  .height = 250};
   double marca = r->timeline[ph][DES_MARCA].seconds;
   for (int i = 0; i < 6; i++) {
@@ -761,23 +881,26 @@ static void designs_utilization(Figs *f, Phase ph) {
     paper_note(&u.note[4], r, "ri_rsb_rsp_over_marca.prefill");
   }
   Buf cap = {0};
+  caption_head(&cap, f, ph == PH_PREFILL ? "10a" : "10b");
+  double lat[DES_COUNT];
+  for (int d = 0; d < DES_COUNT; d++)
+    lat[d] = r->timeline[ph][d].seconds;
+  Design b = best_strategy(lat);
   buf_printf(&cap,
-             "Paper Fig. 10%c: utilization over time of one %s layer for "
-             "MARCA-like, Geens-like and the four fusion strategies "
-             "(achieved traffic), on a common time axis.",
-             ph == PH_PREFILL ? 'a' : 'b', PHASE_NAME[ph]);
-  const char *vs = ph == PH_PREFILL ? "vs_marca.prefill" : "vs_marca.decode";
-  buf_printf(&cap, " Mambalaya (the best strategy) is %.3gx faster than "
-                   "MARCA-like",
-             ours_value(r, vs));
-  paper_note(&cap, r, vs);
-  if (ph == PH_PREFILL) {
-    buf_printf(&cap, " and %.3gx faster than Geens-like",
-               ours_value(r, "vs_geens.prefill"));
+             "utilization over time of one %s layer for MARCA-like, "
+             "Geens-like and the four fusion strategies (achieved "
+             "traffic). Mambalaya (the best strategy, %s) is %.3gx faster "
+             "than MARCA-like",
+             PHASE_NAME[ph], design_label(b),
+             safe_div(lat[DES_MARCA], lat[b]));
+  paper_note(&cap, r, ph == PH_PREFILL ? "vs_marca.prefill"
+                                       : "vs_marca.decode");
+  buf_printf(&cap, " and %.3gx faster than Geens-like",
+             safe_div(lat[DES_GEENS], lat[b]));
+  if (ph == PH_PREFILL)
     paper_note(&cap, r, "vs_geens.prefill");
-  }
   buf_printf(&cap, ".");
-  peaks_sentence(&cap, r);
+  util_sentence(&cap, r);
   u.caption = cap.s;
   emit_util_stack(f, &u);
   buf_free(&cap);
@@ -825,40 +948,47 @@ static void traffic(Figs *f, Phase ph, bool zoom, const char *stem) {
       {.name = "intra-Einsum, ideal", .n = n, .y = y[2], .color = "#A50F15"},
       {.name = "intra-Einsum, excess", .n = n, .y = y[3], .color = "#FCBBA1"},
   };
-  char title[160];
-  if (ph == PH_PREFILL)
-    snprintf(title, sizeof title,
-             "Fig. 9a%s: DRAM traffic per layer, prefill (%s, B=%d, I=%d)",
-             zoom ? " (zoom)" : "", r->model_names[0], SETUP_BATCH,
-             SETUP_PREFILL_I);
-  else
-    snprintf(title, sizeof title,
-             "Fig. 9b%s: DRAM traffic per layer, decode (%s, B=%d, I=1)",
-             zoom ? " (zoom)" : "", r->model_names[0], SETUP_BATCH);
-  Chart c = {.kind = CHART_STACKED_BARS, .title = title, .xlabel = "design",
-             .ylabel = "DRAM traffic per layer (MB)", .ncategories = n,
-             .categories = cats, .nseries = 4, .series = s};
+  char title[160], sub[SUBTITLE_LEN], detail[64], what[96];
+  snprintf(what, sizeof what, "DRAM traffic per layer, %s%s", PHASE_NAME[ph],
+           zoom ? " (zoom)" : "");
+  title_of(title, sizeof title, f, ph == PH_PREFILL ? "9a" : "9b", what);
+  phase_detail(detail, sizeof detail, r, ph);
+  subtitle_of(sub, sizeof sub, r, 0, detail);
+  Chart c = {.kind = CHART_STACKED_BARS, .title = title, .subtitle = sub,
+             .xlabel = "design", .ylabel = "DRAM traffic per layer (MB)",
+             .ncategories = n, .categories = cats, .nseries = 4, .series = s};
   Buf cap = {0};
+  caption_head(&cap, f, ph == PH_PREFILL ? "9a" : "9b");
   buf_printf(&cap,
-             "Paper Fig. 9%c: inter- and intra-Einsum DRAM traffic of one %s "
-             "layer per design (1 MB = 10^6 bytes); dark: the ideal "
+             "inter- and intra-Einsum DRAM traffic of one %s layer per "
+             "design (1 MB = 10^6 bytes); dark: the ideal "
              "(algorithmic-minimum) traffic of the design, light: the excess "
              "achieved by the mapping search.",
-             ph == PH_PREFILL ? 'a' : 'b', PHASE_NAME[ph]);
+             PHASE_NAME[ph]);
   if (left_out.len)
     buf_printf(&cap, " Left out, as they would dwarf the others: %s.",
                left_out.s);
-  if (ph == PH_PREFILL)
-    buf_printf(&cap,
-               " The fused variants cut inter-Einsum traffic %.3gx to %.3gx "
-               "(paper: %.3gx to %.3gx); best unfused is %.3g%% "
-               "inter-Einsum traffic (paper, Table I: %.3g%%).",
-               ours_value(r, "inter_reduction.min"),
-               ours_value(r, "inter_reduction.max"),
-               paper_value(r, "inter_reduction.min"),
-               paper_value(r, "inter_reduction.max"),
-               ours_value(r, "unfused.inter_share"),
-               paper_value(r, "unfused.inter_share"));
+  if (ph == PH_PREFILL) {
+    double lo = INFINITY, hi = 0;
+    for (int k = 0; k < NSTRAT; k++) {
+      double red = safe_div(res[DES_UNFUSED].inter, res[STRAT[k]].inter);
+      lo = fmin(lo, red), hi = fmax(hi, red);
+    }
+    buf_printf(&cap, " The fused variants cut inter-Einsum traffic %.3gx "
+                     "to %.3gx",
+               lo, hi);
+    if (r->paper_setup)
+      buf_printf(&cap, " (paper: %.3gx to %.3gx)",
+                 paper_value(r, "inter_reduction.min"),
+                 paper_value(r, "inter_reduction.max"));
+    buf_printf(&cap, "; best unfused is %.3g%% inter-Einsum traffic",
+               100 * safe_div(res[DES_UNFUSED].inter,
+                              res[DES_UNFUSED].read + res[DES_UNFUSED].write));
+    if (r->paper_setup)
+      buf_printf(&cap, " (paper, Table I: %.3g%%)",
+                 paper_value(r, "unfused.inter_share"));
+    buf_printf(&cap, ".");
+  }
   emit_chart(f, stem, &c, cap.s);
   buf_free(&cap);
   buf_free(&left_out);
@@ -866,26 +996,22 @@ static void traffic(Figs *f, Phase ph, bool zoom, const char *stem) {
 
 /* ---- Fig. 7 and 8: end to end ---- */
 
-/* A category of the end-to-end charts: a scenario, or the paper's values
- * for one, drawn beside it in the same series (so in the same colours).
- * Reference lines would do for one value, but their labels sit at the
- * plot's right end, over the bars. */
-typedef struct Cat {
-  char label[160];
-  int scenario;
-  bool paper;
-} Cat;
+/* "long context, short generation (I0=16384, G=256)". */
+static void scenario_label(char *out, size_t cap, const Scenario *s) {
+  snprintf(out, cap, "%s (I0=%g, G=%g)", s->label, s->prompt, s->generated);
+}
 
-static void scenario_cat(Cat *c, const Repro *r, int sc, bool paper) {
-  const Scenario *s = &r->scenarios[sc];
-  snprintf(c->label, sizeof c->label, "%s%s (I0=%g, G=%g)",
-           paper ? "paper: " : "", s->label, s->prompt, s->generated);
-  c->scenario = sc, c->paper = paper;
+static void e2e_subtitle(char *out, size_t cap, const Repro *r) {
+  char detail[64];
+  snprintf(detail, sizeof detail, "end to end over %d layers",
+           r->layers[0]);
+  subtitle_of(out, cap, r, 0, detail);
 }
 
 /* Fig. 7: each strategy's end-to-end speedup over best unfused, in each
  * scenario, beside its ideal (sequential chart) or its sequential
- * counterpart (pipelined chart), and the paper's values. */
+ * counterpart (pipelined chart); the paper's values as marks over the
+ * bars they belong to. */
 static void speedup(Figs *f, bool pipelined) {
   static const char *const seq_keys[NSTRAT] = {
       "speedup.prefill.ri", "speedup.prefill.ri_rsb",
@@ -895,36 +1021,32 @@ static void speedup(Figs *f, bool pipelined) {
       "speedup.pipelined.ri_rsb_rsp", "speedup.pipelined.full"};
   const Repro *r = f->r;
   const int lc = REPRO_SCENARIOS - 1; /* long context, as in repro.c */
-  /* The paper gives all four strategies at long context, and RI alone at
-   * short context (sequential only). */
-  Cat cats[MAX_CATS];
-  int nc = 0;
-  for (int sc = 0; sc < REPRO_SCENARIOS; sc++) {
-    scenario_cat(&cats[nc++], r, sc, false);
-    if (sc == lc || (sc == 0 && !pipelined))
-      scenario_cat(&cats[nc++], r, sc, true);
-  }
-  const char *catp[MAX_CATS];
-  double y[2 * NSTRAT][MAX_CATS];
+  char labels[REPRO_SCENARIOS][160];
+  const char *cats[REPRO_SCENARIOS];
+  double y[2 * NSTRAT][REPRO_SCENARIOS];
   const double(*primary)[DES_COUNT] = pipelined ? r->e2e_pipelined : r->e2e;
   const double(*beside)[DES_COUNT] = pipelined ? r->e2e : r->e2e_ideal;
-  for (int c = 0; c < nc; c++) {
-    int sc = cats[c].scenario;
-    catp[c] = cats[c].label;
+  for (int sc = 0; sc < REPRO_SCENARIOS; sc++) {
+    scenario_label(labels[sc], sizeof labels[sc], &r->scenarios[sc]);
+    cats[sc] = labels[sc];
     for (int k = 0; k < NSTRAT; k++) {
       Design d = STRAT[k];
-      if (cats[c].paper) {
-        const char *key = sc == lc ? (pipelined ? pipe_keys : seq_keys)[k]
-                          : k == 0 ? "speedup.decode.ri"
-                                   : NULL;
-        y[2 * k][c] = key ? paper_value(r, key) : NAN;
-        y[2 * k + 1][c] = NAN;
-      } else {
-        y[2 * k][c] = safe_div(primary[sc][DES_UNFUSED], primary[sc][d]);
-        y[2 * k + 1][c] = safe_div(beside[sc][DES_UNFUSED], beside[sc][d]);
-      }
+      y[2 * k][sc] = safe_div(primary[sc][DES_UNFUSED], primary[sc][d]);
+      y[2 * k + 1][sc] = safe_div(beside[sc][DES_UNFUSED], beside[sc][d]);
     }
   }
+  /* The paper gives all four strategies at long context, and RI alone at
+   * short context (sequential only). */
+  ChartMark marks[NSTRAT + 1];
+  int nm = 0;
+  for (int k = 0; k < NSTRAT; k++) {
+    double v = paper_value(r, (pipelined ? pipe_keys : seq_keys)[k]);
+    if (isfinite(v))
+      marks[nm++] = (ChartMark){lc, 2 * k, v};
+  }
+  double ri = paper_value(r, "speedup.decode.ri");
+  if (!pipelined && isfinite(ri))
+    marks[nm++] = (ChartMark){0, 0, ri};
   char names[2 * NSTRAT][48];
   ChartSeries s[2 * NSTRAT];
   for (int k = 0; k < NSTRAT; k++) {
@@ -932,39 +1054,44 @@ static void speedup(Figs *f, bool pipelined) {
              pipelined ? ", pipelined" : "");
     snprintf(names[2 * k + 1], sizeof names[0], "%s, %s",
              design_label(STRAT[k]), pipelined ? "sequential" : "ideal");
-    s[2 * k] = (ChartSeries){.name = names[2 * k], .n = nc, .y = y[2 * k],
-                             .color = STRAT_COLOR[k]};
-    s[2 * k + 1] = (ChartSeries){.name = names[2 * k + 1], .n = nc,
-                                 .y = y[2 * k + 1], .color = STRAT_TINT[k],
-                                 .dashed = true};
+    s[2 * k] = (ChartSeries){.name = names[2 * k], .n = REPRO_SCENARIOS,
+                             .y = y[2 * k], .color = STRAT_COLOR[k]};
+    s[2 * k + 1] = (ChartSeries){.name = names[2 * k + 1],
+                                 .n = REPRO_SCENARIOS, .y = y[2 * k + 1],
+                                 .color = STRAT_TINT[k], .dashed = true};
   }
-  char title[160];
-  snprintf(title, sizeof title,
-           "Fig. 7: end-to-end speedup over best unfused%s, %s (%d layers, "
-           "B=%d)",
-           pipelined ? ", parallel pipelining" : "", r->model_names[0],
-           r->layers[0], SETUP_BATCH);
-  Chart c = {.kind = CHART_BARS, .title = title,
+  char title[160], sub[SUBTITLE_LEN];
+  title_of(title, sizeof title, f, "7",
+           pipelined ? "end-to-end speedup over best unfused, parallel "
+                       "pipelining"
+                     : "end-to-end speedup over best unfused");
+  e2e_subtitle(sub, sizeof sub, r);
+  Chart c = {.kind = CHART_BARS, .title = title, .subtitle = sub,
              .xlabel = "scenario (I0 prompt tokens, then G generated)",
-             .ylabel = "speedup over best unfused (x)", .ncategories = nc,
-             .categories = catp, .nseries = 2 * NSTRAT, .series = s,
-             .width = nc > 4 ? 1000 : 900, .height = 480};
+             .ylabel = "speedup over best unfused (x)",
+             .ncategories = REPRO_SCENARIOS, .categories = cats,
+             .nseries = 2 * NSTRAT, .series = s, .nmarks = nm,
+             .marks = marks, .marks_name = PAPER_MARKS, .width = 900,
+             .height = 480};
   Buf cap = {0};
+  caption_head(&cap, f, pipelined ? "7 (with parallel pipelining, §VI-C)"
+                                  : "7");
   buf_printf(&cap,
-             "Paper Fig. 7%s: end-to-end latency of %d layers (a prefill of "
-             "I0 tokens, then G decode steps) of each fusion strategy, as "
-             "speedup over best unfused; %s. The groups marked \"paper\" "
-             "hold the paper's values, beside the scenario they belong to "
-             "(%s).",
-             pipelined ? " (with parallel pipelining, §VI-C)" : "",
+             "end-to-end latency of %d layers (a prefill of I0 tokens, then "
+             "G decode steps) of each fusion strategy, as speedup over best "
+             "unfused; %s.",
              r->layers[0],
              pipelined ? "dark bars with parallel pipelining, light bars "
                          "sequential"
                        : "dark bars achieved, light bars with the ideal "
-                         "(algorithmic-minimum) traffic",
-             pipelined ? "long context: the four strategies"
-                       : "long context: the four strategies; short "
-                         "context: RI, the best there");
+                         "(algorithmic-minimum) traffic");
+  if (nm > 0)
+    buf_printf(&cap,
+               " Black diamonds: the paper's values, on the bar they belong "
+               "to (%s).",
+               pipelined ? "long context: the four strategies"
+                         : "long context: the four strategies; short "
+                           "context: RI, the best there");
   char stem[48];
   snprintf(stem, sizeof stem, "speedup_e2e%s", pipelined ? "_pipelined" : "");
   emit_chart(f, stem, &c, cap.s);
@@ -976,63 +1103,70 @@ static void speedup(Figs *f, bool pipelined) {
 static void sota(Figs *f) {
   const Repro *r = f->r;
   const int lc = REPRO_SCENARIOS - 1;
-  Cat cats[MAX_CATS];
-  const char *catp[MAX_CATS];
-  double y[3][MAX_CATS];
-  int nc = 0;
+  char labels[REPRO_SCENARIOS][160];
+  const char *cats[REPRO_SCENARIOS];
+  double y[3][REPRO_SCENARIOS];
   Buf best = {0};
   for (int sc = 0; sc < REPRO_SCENARIOS; sc++) {
     const double *e = r->e2e[sc];
     Design b = best_strategy(e);
-    scenario_cat(&cats[nc], r, sc, false);
-    y[0][nc] = safe_div(e[DES_UNFUSED], e[DES_MARCA]);
-    y[1][nc] = safe_div(e[DES_UNFUSED], e[DES_GEENS]);
-    y[2][nc++] = safe_div(e[DES_UNFUSED], e[b]);
+    scenario_label(labels[sc], sizeof labels[sc], &r->scenarios[sc]);
+    cats[sc] = labels[sc];
+    y[0][sc] = safe_div(e[DES_UNFUSED], e[DES_MARCA]);
+    y[1][sc] = safe_div(e[DES_UNFUSED], e[DES_GEENS]);
+    y[2][sc] = safe_div(e[DES_UNFUSED], e[b]);
     buf_printf(&best, "%s%s: %s", sc ? "; " : "", r->scenarios[sc].label,
                design_label(b));
   }
   /* The paper: Mambalaya 4.9x over unfused at long context (the fully
-   * fused design's figure), and more than 44 % over the better prior
-   * accelerator there; it gives no bar of its own for those. */
+   * fused design's figure); it gives no value of its own for the prior
+   * accelerators there, only that Mambalaya beats the better of them by
+   * more than 44 %. */
   double mamba = paper_value(r, "speedup.prefill.full");
-  double gain = paper_value(r, "long_context.improvement");
-  scenario_cat(&cats[nc], r, lc, true);
-  y[0][nc] = y[1][nc] = NAN;
-  y[2][nc++] = mamba;
-  for (int c = 0; c < nc; c++)
-    catp[c] = cats[c].label;
+  ChartMark mark = {lc, 2, mamba};
   ChartSeries s[3] = {
-      {.name = "MARCA-like", .n = nc, .y = y[0], .color = "#999999"},
-      {.name = "Geens-like", .n = nc, .y = y[1], .color = "#56B4E9"},
-      {.name = "Mambalaya", .n = nc, .y = y[2], .color = "#D55E00"},
+      {.name = "MARCA-like", .n = REPRO_SCENARIOS, .y = y[0],
+       .color = "#999999"},
+      {.name = "Geens-like", .n = REPRO_SCENARIOS, .y = y[1],
+       .color = "#56B4E9"},
+      {.name = "Mambalaya", .n = REPRO_SCENARIOS, .y = y[2],
+       .color = "#D55E00"},
   };
-  char title[160];
-  snprintf(title, sizeof title,
-           "Fig. 8: end-to-end speedup over best unfused, %s (%d layers, "
-           "B=%d)",
-           r->model_names[0], r->layers[0], SETUP_BATCH);
-  Chart c = {.kind = CHART_BARS, .title = title,
+  char title[160], sub[SUBTITLE_LEN];
+  title_of(title, sizeof title, f, "8",
+           "end-to-end speedup over best unfused");
+  e2e_subtitle(sub, sizeof sub, r);
+  Chart c = {.kind = CHART_BARS, .title = title, .subtitle = sub,
              .xlabel = "scenario (I0 prompt tokens, then G generated)",
-             .ylabel = "speedup over best unfused (x)", .ncategories = nc,
-             .categories = catp, .nseries = 3, .series = s, .width = 860,
+             .ylabel = "speedup over best unfused (x)",
+             .ncategories = REPRO_SCENARIOS, .categories = cats,
+             .nseries = 3, .series = s, .nmarks = isfinite(mamba),
+             .marks = &mark, .marks_name = PAPER_MARKS, .width = 860,
              .height = 440};
   Buf cap = {0};
+  caption_head(&cap, f, "8");
   buf_printf(&cap,
-             "Paper Fig. 8: Mambalaya (the best of the four strategies in "
-             "each scenario: %s) against the MARCA-like and Geens-like "
-             "accelerators, end to end. The group marked \"paper\" holds "
-             "the paper's long-context value (%.3gx); the paper also gives "
-             "more than %.0f%% over the better prior accelerator there "
-             "(ours: %.0f%%), so that one is at most %.3gx (ours: %.3gx). "
-             "Geomean over the scenarios: %.3gx over MARCA-like (paper: "
-             "%.3gx), %.3gx over Geens-like (paper: %.3gx).",
-             best.s, mamba, 100 * (gain - 1),
-             100 * (ours_value(r, "long_context.improvement") - 1),
-             safe_div(mamba, gain), fmax(y[0][lc], y[1][lc]),
-             ours_value(r, "vs_marca.e2e_geomean"),
-             paper_value(r, "vs_marca.e2e_geomean"),
-             ours_value(r, "vs_geens.e2e_geomean"),
-             paper_value(r, "vs_geens.e2e_geomean"));
+             "Mambalaya (the best of the four strategies in each scenario: "
+             "%s) against the MARCA-like and Geens-like accelerators, end "
+             "to end. Mambalaya is %.3gx faster than the better prior "
+             "accelerator at long context.",
+             best.s, safe_div(y[2][lc], fmax(y[0][lc], y[1][lc])));
+  if (r->paper_setup) {
+    double gain = paper_value(r, "long_context.improvement");
+    buf_printf(&cap,
+               " The black diamond is the paper's long-context value "
+               "(%.3gx); the paper gives more than %.0f%% over the better "
+               "prior accelerator there, so that one is at most %.3gx "
+               "(ours: %.3gx). Geomean over the scenarios: %.3gx over "
+               "MARCA-like (paper: %.3gx), %.3gx over Geens-like (paper: "
+               "%.3gx).",
+               mamba, 100 * (gain - 1), safe_div(mamba, gain),
+               fmax(y[0][lc], y[1][lc]),
+               ours_value(r, "vs_marca.e2e_geomean"),
+               paper_value(r, "vs_marca.e2e_geomean"),
+               ours_value(r, "vs_geens.e2e_geomean"),
+               paper_value(r, "vs_geens.e2e_geomean"));
+  }
   emit_chart(f, "sota", &c, cap.s);
   buf_free(&cap);
   buf_free(&best);
@@ -1040,7 +1174,14 @@ static void sota(Figs *f) {
 
 /* ---- the sweep over I, and energy ---- */
 
-static void sweep(Figs *f, int m, const char *stem) {
+/* "sweep_370m" for mamba-370m, "sweep_mamba2-370m" for mamba2-370m. */
+static void sweep_stem(char *out, size_t cap, const char *model) {
+  const char *p = "mamba-";
+  snprintf(out, cap, "sweep_%s",
+           strncmp(model, p, strlen(p)) == 0 ? model + strlen(p) : model);
+}
+
+static void sweep(Figs *f, int m) {
   const Repro *r = f->r;
   double x[REPRO_LENGTHS], y[DES_COUNT][REPRO_LENGTHS];
   ChartSeries s[DES_COUNT];
@@ -1056,11 +1197,12 @@ static void sweep(Figs *f, int m, const char *stem) {
                             .n = REPRO_LENGTHS, .x = x, .y = y[d],
                             .dashed = d == DES_IDEAL || d == DES_MARCA};
   }
-  char title[160];
+  char title[160], sub[SUBTITLE_LEN];
   snprintf(title, sizeof title,
-           "Prefill speedup over best unfused vs sequence length, %s "
-           "(B=%d, one layer)",
-           r->model_names[m], SETUP_BATCH);
+           "Prefill speedup over best unfused vs sequence length, %s, one "
+           "layer",
+           r->model_names[m]);
+  subtitle_of(sub, sizeof sub, r, m, "prefill I=2^0..2^20");
   /* From 0, so that a design no faster than best unfused (1x) is not
    * drawn along the axis. */
   double top = 1;
@@ -1068,7 +1210,7 @@ static void sweep(Figs *f, int m, const char *stem) {
     for (int k = 0; k < REPRO_LENGTHS; k++)
       if (isfinite(s[i].y[k]))
         top = fmax(top, s[i].y[k]);
-  Chart c = {.kind = CHART_LINE, .title = title,
+  Chart c = {.kind = CHART_LINE, .title = title, .subtitle = sub,
              .xlabel = "sequence length I (tokens)", .ymin = 0,
              .ymax = ceil(top * 1.02),
              .ylabel = "speedup over best unfused (x)", .logx = true,
@@ -1081,44 +1223,71 @@ static void sweep(Figs *f, int m, const char *stem) {
              "design on %s over I = 2^0 .. 2^20, as speedup over best "
              "unfused at the same I.",
              r->model_names[m]);
+  char stem[64];
+  sweep_stem(stem, sizeof stem, r->model_names[m]);
   emit_chart(f, stem, &c, cap.s);
   buf_free(&cap);
 }
 
+static const char *const ENERGY_PART[] = {"DRAM", "global buffer",
+                                          "registers", "operations"};
+static const char *const ENERGY_COLOR[] = {"#D55E00", "#0072B2", "#56B4E9",
+                                           "#009E73"};
+_Static_assert(sizeof ENERGY_PART / sizeof ENERGY_PART[0] == EN_COUNT &&
+                   sizeof ENERGY_COLOR / sizeof ENERGY_COLOR[0] == EN_COUNT,
+               "a name and a colour per energy part");
+
+/* Energy per token of one layer, by design and by where it goes: a panel
+ * per phase, prefill's energy over its B x I tokens, decode's over its B
+ * (one token per sequence), so that the two compare. */
 static void energy(Figs *f) {
   const Repro *r = f->r;
   const char *cats[DES_COUNT];
-  double y[PH_COUNT][DES_COUNT];
-  for (int d = 0; d < DES_COUNT; d++) {
+  double y[PH_COUNT][EN_COUNT][DES_COUNT];
+  double tokens[PH_COUNT] = {r->batch * r->prefill, r->batch};
+  ChartSeries s[PH_COUNT][EN_COUNT];
+  Chart c[PH_COUNT];
+  char titles[PH_COUNT][160];
+  const char *panels[PH_COUNT];
+  for (int d = 0; d < DES_COUNT; d++)
     cats[d] = design_label((Design)d);
-    for (int p = 0; p < PH_COUNT; p++)
-      y[p][d] = r->res[0][p][d].energy_j * 1e3;
+  for (int p = 0; p < PH_COUNT; p++) {
+    for (int e = 0; e < EN_COUNT; e++) {
+      for (int d = 0; d < DES_COUNT; d++)
+        y[p][e][d] = safe_div(r->res[0][p][d].energy[e], tokens[p]) * 1e6;
+      s[p][e] = (ChartSeries){.name = ENERGY_PART[e], .n = DES_COUNT,
+                              .y = y[p][e], .color = ENERGY_COLOR[e]};
+    }
+    snprintf(titles[p], sizeof titles[p], "%s: %g tokens per pass",
+             PHASE_NAME[p], tokens[p]);
+    panels[p] = PHASE_NAME[p];
+    c[p] = (Chart){.kind = CHART_STACKED_BARS, .title = titles[p],
+                   .xlabel = "design",
+                   .ylabel = "energy per token, one layer (µJ)",
+                   .ncategories = DES_COUNT, .categories = cats,
+                   .nseries = EN_COUNT, .series = s[p], .width = 900,
+                   .height = 380};
   }
-  ChartSeries s[PH_COUNT] = {
-      {.name = "prefill", .n = DES_COUNT, .y = y[PH_PREFILL],
-       .color = "#0072B2"},
-      {.name = "decode", .n = DES_COUNT, .y = y[PH_DECODE],
-       .color = "#E69F00"},
-  };
-  char title[160];
-  snprintf(title, sizeof title,
-           "Energy per layer by design, %s (B=%d; prefill I=%d, decode "
-           "I=1)",
-           r->model_names[0], SETUP_BATCH, SETUP_PREFILL_I);
-  Chart c = {.kind = CHART_BARS, .title = title, .xlabel = "design",
-             .ylabel = "energy per layer (mJ)", .logy = true,
-             .ncategories = DES_COUNT, .categories = cats,
-             .nseries = PH_COUNT, .series = s, .height = 440};
+  char sub[SUBTITLE_LEN], detail[64];
+  snprintf(detail, sizeof detail, "prefill I=%g, decode I=1", r->prefill);
+  subtitle_of(sub, sizeof sub, r, 0, detail);
+  const Result *pre = &r->res[0][PH_PREFILL][DES_UNFUSED];
+  const Result *dec = &r->res[0][PH_DECODE][DES_UNFUSED];
   Buf cap = {0};
   buf_printf(&cap,
-             "Energy of one layer per design (DRAM, buffers, registers and "
-             "operations), prefill at I=%d and decode at I=1, on a log "
-             "scale: a best unfused prefill layer costs %.0fx a decode "
-             "step's. Not a figure of the paper, which only mentions the "
-             "energy gains of fusion (§II).",
-             SETUP_PREFILL_I,
-             safe_div(y[PH_PREFILL][DES_UNFUSED], y[PH_DECODE][DES_UNFUSED]));
-  emit_chart(f, "energy", &c, cap.s);
+             "Energy of one layer per token, by design and by component "
+             "(DRAM, global buffer, registers, operations, from the "
+             "architecture's per-access and per-operation energies): a "
+             "prefill pass's over its B x I = %g tokens, a decode step's "
+             "over its B = %g tokens (one per sequence). Per token, a best "
+             "unfused decode step costs %.3gx a prefill's. Not a figure of "
+             "the paper, which only mentions the energy gains of fusion "
+             "(§II).",
+             tokens[PH_PREFILL], tokens[PH_DECODE],
+             safe_div(dec->energy_j / tokens[PH_DECODE],
+                      pre->energy_j / tokens[PH_PREFILL]));
+  emit_stack(f, "energy", "Energy per token by design and component", sub,
+             PH_COUNT, c, panels, cap.s);
   buf_free(&cap);
 }
 
@@ -1256,68 +1425,83 @@ static void html_targets(Buf *b, const Repro *r, const char *href) {
              "<a href=\"",
              r->ntargets, r->ntargets - off);
   html_text(b, href);
-  buf_printf(b, "\">docs/model.md</a>. Data: <a href=\"targets.csv\">"
-                "targets.csv</a>; every plotted series: <a href=\""
-                "figures.csv\">figures.csv</a> (figure, series, x, y, in the "
-                "units of the figure's axes).</p>\n");
+  buf_printf(b, "\">docs/model.md</a>.</p>\n");
+}
+
+static void html_formats(Buf *b, const Figs *f, const Entry *e) {
+  for (int k = 0, n = 0; k < FMT_COUNT; k++) {
+    if (!(f->formats & 1u << k))
+      continue;
+    buf_printf(b, "%s<a href=\"", n++ ? " &middot; " : "");
+    html_text(b, e->stem);
+    buf_printf(b, ".%s\">", format_name((Format)k));
+    html_text(b, e->stem);
+    buf_printf(b, ".%s</a>", format_name((Format)k));
+  }
+}
+
+static void html_figure(Buf *b, const Figs *f, const Entry *e) {
+  buf_printf(b, "<figure id=\"");
+  html_text(b, e->stem);
+  buf_printf(b, "\">\n");
+  /* Shown as SVG where there is one, else as PNG; PDF alone is linked. */
+  Format shown = f->formats & 1u << FMT_SVG ? FMT_SVG : FMT_PNG;
+  if (f->formats & 1u << shown) {
+    buf_printf(b, "<img src=\"");
+    html_text(b, e->stem);
+    buf_printf(b, ".%s\" alt=\"", format_name(shown));
+    html_text(b, e->alt);
+    buf_printf(b, "\">\n");
+  }
+  buf_printf(b, "<figcaption>");
+  html_formats(b, f, e);
+  buf_printf(b, ": ");
+  html_text(b, e->caption);
+  buf_printf(b, "</figcaption>\n</figure>\n");
 }
 
 static void index_html(Figs *f) {
   const Repro *r = f->r;
-  Buf b = {0}, href = {0};
+  Buf b = {0}, href = {0}, head = {0};
   doc_href(&href, f->dir);
-  char peak[32], vec[32], feed[32], bw[32];
-  fmt_rate(peak, sizeof peak, r->peak_ops, "ops/s");
-  fmt_rate(vec, sizeof vec, r->vector_ops, "ops/s");
-  fmt_rate(feed, sizeof feed, r->feeder_ops, "ops/s");
-  fmt_rate(bw, sizeof bw, r->bandwidth, "B/s");
+  if (r->paper_setup)
+    buf_printf(&head, "Mambalaya: the paper's evaluation reproduced");
+  else
+    buf_printf(&head, "Mambalaya: the paper's evaluation, for %s on %s",
+               r->model_names[0], r->arch_label);
   buf_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
-                 "<meta charset=\"utf-8\">\n"
-                 "<title>mambalaya: the paper's evaluation reproduced</title>"
-                 "\n<style>%s</style>\n</head>\n<body>\n"
-                 "<h1>Mambalaya: the paper's evaluation reproduced</h1>\n"
-                 "<p class=\"setup\">",
+                 "<meta charset=\"utf-8\">\n<title>mambalaya: ");
+  html_text(&b, head.s);
+  buf_printf(&b, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>",
              STYLE);
+  html_text(&b, head.s);
+  buf_printf(&b, "</h1>\n<p class=\"setup\">");
   Buf setup = {0};
-  buf_printf(&setup,
-             "Mamba-1 cascade (%d Einsums per layer); %s (%d layers) and %s "
-             "(%d layers); batch B=%d; prefill at I=%d, decode at I=1, "
-             "sweeps over I=2^0..2^20; the mambalaya architecture: 2D array "
-             "%s, its 1D mode %s, 1D array %s, DRAM %s.",
-             r->cascade ? r->cascade->neinsums : 0, r->model_names[0],
-             r->layers[0], r->model_names[1], r->layers[1], SETUP_BATCH,
-             SETUP_PREFILL_I, peak, vec, feed, bw);
+  report_repro_setup(&setup, r);
   html_text(&b, setup.s);
   buf_free(&setup);
   buf_printf(&b, "</p>\n");
-  html_targets(&b, r, href.s);
+  if (r->ntargets > 0)
+    html_targets(&b, r, href.s);
+  buf_printf(&b, "<p>Data: <a href=\"targets.csv\">targets.csv</a> (the "
+                 "paper's figures beside ours); every plotted series: "
+                 "<a href=\"figures.csv\">figures.csv</a> (figure, series, "
+                 "x, y, in the units of the figure's axes).</p>\n");
   buf_printf(&b, "<h2 id=\"figures\">Figures</h2>\n");
-  for (int i = 0; i < f->n; i++) {
-    const Entry *e = &f->e[i];
-    buf_printf(&b, "<figure id=\"");
-    html_text(&b, e->file);
-    buf_printf(&b, "\">\n<img src=\"");
-    html_text(&b, e->file);
-    buf_printf(&b, "\" alt=\"");
-    html_text(&b, e->alt);
-    buf_printf(&b, "\">\n<figcaption><a href=\"");
-    html_text(&b, e->file);
-    buf_printf(&b, "\">");
-    html_text(&b, e->file);
-    buf_printf(&b, "</a>: ");
-    html_text(&b, e->caption);
-    buf_printf(&b, "</figcaption>\n</figure>\n");
-  }
+  for (int i = 0; i < f->n; i++)
+    html_figure(&b, f, &f->e[i]);
   buf_printf(&b, "</body>\n</html>\n");
   put_file(f, "index.html", &b);
   buf_free(&b);
   buf_free(&href);
+  buf_free(&head);
 }
 
-bool report_figures(const Repro *r, const char *dir, Diag *d) {
+bool report_figures(const Repro *r, const char *dir, unsigned formats,
+                    Diag *d) {
   if (!make_dirs(dir, d))
     return false;
-  Figs f = {.r = r, .dir = dir, .d = d, .ok = true};
+  Figs f = {.r = r, .dir = dir, .formats = formats, .d = d, .ok = true};
   buf_printf(&f.csv, "figure,series,x,y\n");
   roofline(&f, PH_PREFILL, "roofline");
   roofline(&f, PH_DECODE, "roofline_decode");
@@ -1332,14 +1516,14 @@ bool report_figures(const Repro *r, const char *dir, Diag *d) {
   speedup(&f, false);
   speedup(&f, true);
   sota(&f);
-  sweep(&f, 0, "sweep_370m");
-  sweep(&f, 1, "sweep_2.8b");
+  for (int m = 0; m < r->nmodels; m++)
+    sweep(&f, m);
   energy(&f);
   put_file(&f, "figures.csv", &f.csv);
   targets_csv(&f);
   index_html(&f);
   for (int i = 0; i < f.n; i++) {
-    free(f.e[i].file);
+    free(f.e[i].stem);
     free(f.e[i].alt);
     free(f.e[i].caption);
   }

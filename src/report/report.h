@@ -54,18 +54,31 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev);
 
 /* Is our figure within 0.85-1.15 of the paper's (or above its bound)? */
 bool target_holds(const Target *t);
-/* Every figure: where, what, the paper's value, ours, the ratio. */
+/* The setup; each design's per-layer latency, speedup and energy per
+ * token; and, where the setup is (partly) the paper's, every figure of
+ * the paper that applies: where, what, the paper's value, ours, the
+ * ratio. */
 void report_repro_text(Buf *b, const Repro *r);
-/* {"targets": {KEY: {"ours", "paper", "ratio", "unit", ...}}, ...} */
+/* {"setup": {"spec", "models", "arch", "batch", ...}, "targets": {KEY:
+ *  {"ours", "paper", "ratio", "unit", ...}}, "designs": {NAME:
+ *  {"prefill": {"latency_s", ...}, "decode": {...}}}, "elapsed_s"} */
 json_t *report_repro_json(const Repro *r);
-/* Write the paper's figures into DIR (created, with its parents, if
- * missing): one SVG per figure (roofline, utilization over time, traffic,
- * end-to-end speedups, the sweeps over I, energy), figures.csv (every
- * plotted series, long format: figure,series,x,y), targets.csv and an
- * index.html showing them all. Each file is written atomically. False,
- * with D naming the directory or file and the reason, on the first
- * failure. */
-bool report_figures(const Repro *r, const char *dir, Diag *d);
+/* The setup R ran, in a few sentences: the spec, the models, batch and
+ * lengths, other settings, the architecture and its units, and what of
+ * the paper compares with it. */
+void report_repro_setup(Buf *b, const Repro *r);
+/* The compute units and their peaks: "array2d (matrix, 114.7 Tops/s),
+ * ...". */
+void report_units(Buf *b, const Arch *a);
+/* Write the evaluation's figures into DIR (created, with its parents, if
+ * missing): each figure (roofline, utilization over time, traffic,
+ * end-to-end speedups, the sweeps over I, energy) in each format of
+ * FORMATS (a set of 1 << Format), figures.csv (every plotted series, long
+ * format: figure,series,x,y), targets.csv and an index.html showing them
+ * all. Each file is written atomically. False, with D naming the
+ * directory or file and the reason, on the first failure. */
+bool report_figures(const Repro *r, const char *dir, unsigned formats,
+                    Diag *d);
 
 /* A number with an SI prefix: 1234567 -> "1.235 M". */
 void fmt_si(Buf *b, double v);
@@ -74,19 +87,30 @@ void fmt_si(Buf *b, double v);
  * newline. */
 void report_json(Buf *b, json_t *root);
 
-/* ---- SVG charts ----
+/* ---- charts ----
  *
- * Self-contained SVG 1.1 (no scripts, no external fonts), readable in a
- * browser and parseable as XML. Every chart has a title, two axes with
- * ticks and labels, and a legend naming each series; elements carry
+ * A Chart describes a figure by its data: the kind, the series, the axes'
+ * labels and ranges, reference lines and marks. It is laid out once
+ * (chart.c: margins from the tick labels and the legend, ticks, label
+ * placement) into a Scene, a list of drawing items in px; a renderer then
+ * writes the Scene in one format:
+ *
+ *     Chart --chart.c--> Scene --svg.c---> SVG text
+ *                              --cairo.c-> PDF, PNG bytes
+ *
+ * so every format shows the same figure, and no format has layout logic
+ * of its own. The SVG is self-contained SVG 1.1 (no scripts, no external
+ * fonts), readable in a browser and parseable as XML; its elements carry
  * classes ("title", "axis x", "axis y", "xlabel", "ylabel", "legend",
- * "series", "tick") so that tests can check them. */
+ * "series", "tick") so that tests can check them. PDF pages are the
+ * chart's size at 96 px per inch; PNG images have twice its pixels. */
 
 typedef enum {
   CHART_LINE,         /* y over x, one polyline per series */
   CHART_SCATTER,      /* points, each with an optional label */
   CHART_STEP_AREA,    /* piecewise-constant y over x, filled (utilization
-                         over time: series i holds from x[k] to x[k+1]) */
+                         over time: series i holds from x[k] to x[k+1];
+                         a NaN leaves a gap) */
   CHART_BARS,         /* grouped bars: one group per category, one bar per
                          series */
   CHART_STACKED_BARS, /* stacked bars: series stacked within a category */
@@ -109,9 +133,18 @@ typedef struct ChartLine { /* a reference line across the plot */
   const char *label;
 } ChartLine;
 
+/* A reference value drawn as a marker over one bar (bar charts): the
+ * paper's value beside ours, say. They share one legend entry. */
+typedef struct ChartMark {
+  int category;
+  int series; /* the bar it sits on (CHART_BARS); stacks: ignored */
+  double y;
+} ChartMark;
+
 typedef struct Chart {
   ChartKind kind;
   const char *title, *xlabel, *ylabel;
+  const char *subtitle; /* a second, smaller line under the title, or NULL */
   bool logx, logy;
   int ncategories;
   const char **categories; /* bars: the group labels under the x axis */
@@ -121,13 +154,106 @@ typedef struct Chart {
   double xmin, xmax; /* both 0: chosen from the data (not for bars) */
   int nhlines, nvlines;
   const ChartLine *hlines, *vlines;
+  int nmarks;
+  const ChartMark *marks;
+  const char *marks_name; /* their legend entry */
   int width, height; /* pixels; 0: 760 x 420 */
 } Chart;
 
-/* Render one chart as a complete SVG document into B. */
-void svg_chart(Buf *b, const Chart *c);
-/* Render several charts stacked vertically in one SVG document, under a
- * common title (e.g. utilization over time, one panel per design). */
-void svg_stack(Buf *b, const char *title, int n, const Chart *charts);
+typedef enum { FMT_SVG, FMT_PDF, FMT_PNG, FMT_COUNT } Format;
+
+/* "svg", "pdf", "png": the name on the command line and the file
+ * extension. */
+const char *format_name(Format f);
+bool format_from_name(const char *name, Format *f);
+
+/* Render one chart, or several stacked vertically under a common title
+ * and subtitle (NULL for none; e.g. utilization over time, one panel per
+ * design), as a complete document in format F into B (binary for PDF and
+ * PNG). */
+void chart_render(Buf *b, const Chart *c, Format f);
+void stack_render(Buf *b, const char *title, const char *subtitle, int n,
+                  const Chart *charts, Format f);
+
+/* ---- the drawing: a Scene ----
+ *
+ * What chart.c lays out and the renderers read: items in painting order,
+ * in px from the top left. Groups and panels nest; a group's paint is
+ * inherited by what it holds, as in SVG (fill black, no stroke, width 1,
+ * opacity 1 at the root). Text is valid UTF-8 without control
+ * characters (the scene's builder makes it so). */
+
+typedef enum {
+  SC_GROUP,    /* opens a group */
+  SC_PANEL,    /* opens a panel: its items are placed at (x, y) */
+  SC_END,      /* closes the innermost group or panel */
+  SC_LINE,     /* (x, y) to (x2, y2) */
+  SC_POLYLINE, /* npts points */
+  SC_POLYGON,  /* npts points, closed */
+  SC_RECT,     /* (x, y), w x h */
+  SC_CIRCLE,   /* centre (x, y), radius r */
+  SC_TEXT,     /* at (x, y): the baseline's start, middle or end */
+} ScKind;
+
+typedef enum { ANCHOR_START, ANCHOR_MIDDLE, ANCHOR_END } Anchor;
+
+typedef struct Paint {
+  const char *fill, *stroke; /* "#rrggbb" or "none"; NULL: inherited */
+  double width;              /* stroke width; 0: inherited */
+  double opacity;            /* fill opacity; 0: inherited */
+  const char *dash;          /* dash lengths, "6 4"; NULL: inherited */
+  bool round;                /* round line joins */
+} Paint;
+
+typedef struct ScItem {
+  ScKind kind;
+  const char *cls;   /* what it is ("tick", "series", ...) */
+  const char *name;  /* groups: the series or entry drawn */
+  const char *scale; /* axis groups: "linear", "log" or "category" */
+  bool has_value;
+  double value; /* bars: the value drawn */
+  Paint paint;
+  double x, y, x2, y2, w, h, r;
+  int npts;
+  const double *pts; /* x0, y0, x1, y1, ... */
+  const char *text;  /* lines separated by '\n' */
+  double font;       /* px; lines are font + 2 px apart */
+  double angle;      /* degrees, about (x, y) */
+  Anchor anchor;
+  bool bold;
+} ScItem;
+
+typedef struct Scene {
+  Arena arena; /* the items' strings and points */
+  const char *cls; /* "chart", or "chart-stack" for a stack */
+  double w, h;
+  int n, cap;
+  ScItem *items;
+} Scene;
+
+/* Lay a chart, or a stack of them, out into S (empty before). */
+void chart_scene(Scene *s, const Chart *c);
+void stack_scene(Scene *s, const char *title, const char *subtitle, int n,
+                 const Chart *charts);
+/* Write S as a document in format F into B. */
+void scene_render(Buf *b, const Scene *s, Format f);
+void scene_free(Scene *s);
+
+/* Building a scene: each returns the new item (valid until the next one
+ * is added) with its strings and points copied into the scene. */
+ScItem *sc_add(Scene *s, ScKind k, const char *cls);
+ScItem *sc_group(Scene *s, const char *cls, Paint p);
+void sc_end(Scene *s);
+ScItem *sc_line(Scene *s, const char *cls, double x1, double y1, double x2,
+                double y2);
+ScItem *sc_poly(Scene *s, ScKind k, const char *cls, int n,
+                const double *pts);
+ScItem *sc_text(Scene *s, const char *cls, double x, double y, Anchor a,
+                double font, const char *text);
+const char *sc_str(Scene *s, const char *text);
+
+/* The renderers scene_render calls. */
+void svg_render(Buf *b, const Scene *s);
+void cairo_render(Buf *b, const Scene *s, Format f);
 
 #endif

@@ -14,32 +14,122 @@ bool target_holds(const Target *t) {
   return r >= 0.85 && r <= 1.15;
 }
 
-void report_repro_text(Buf *b, const Repro *r) {
-  buf_printf(b, "%-10s %-64s %10s %10s %7s\n", "where", "figure", "paper",
-             "ours", "ratio");
-  int off = 0;
-  for (int i = 0; i < r->ntargets; i++) {
-    const Target *t = &r->targets[i];
-    bool ok = target_holds(t);
-    off += !ok;
-    char paper[32], ours[32];
-    const char *u = t->unit[0] == 'x' ? "x" : t->unit[0] == '%' ? "%" : "";
-    snprintf(paper, sizeof paper, "%s%.4g%s", t->at_least ? ">" : "",
-             t->paper, u);
-    snprintf(ours, sizeof ours, "%.4g%s", t->ours, u);
-    buf_printf(b, "%-10s %-64.64s %10s %10s %7.3f%s\n", t->where, t->what,
-               paper, ours, ratio(t), ok ? "" : "  *");
+void report_units(Buf *b, const Arch *a) {
+  for (int u = 0; u < a->nunits; u++) {
+    Buf rate = {0};
+    fmt_si(&rate, repro_unit_peak(a, u));
+    buf_printf(b, "%s%s (%s, %sops/s)", u ? ", " : "", a->units[u].name,
+               role_name(a->units[u].role), rate.s ? rate.s : "0 ");
+    buf_free(&rate);
   }
-  buf_printf(b, "\n%d figures, %d within 0.85-1.15 of the paper's; those "
-                "marked * are explained in docs/model.md.\n",
-             r->ntargets, r->ntargets - off);
-  buf_printf(b, "The whole evaluation (2 models, 21 sequence lengths, %d "
+}
+
+/* What of the paper compares with R's setup. */
+static void paper_part(Buf *b, const Repro *r) {
+  if (r->paper_setup) {
+    buf_printf(b, "This is the paper's setup: its figures are set beside "
+                  "ours.");
+    return;
+  }
+  buf_printf(b, "The paper evaluates " REPRO_PAPER_MODEL " with "
+                REPRO_PAPER_SPEC " on " REPRO_PAPER_ARCH ", B=%d, I=%d; ",
+             REPRO_PAPER_BATCH, REPRO_PAPER_PREFILL);
+  if (r->paper_spec && r->paper_arch)
+    buf_printf(b, "of its figures, only the cascade's structure (§II, "
+                  "§IV) and Table II compare with this setup.");
+  else if (r->paper_spec)
+    buf_printf(b, "of its figures, only the cascade's structure (§II, "
+                  "§IV) compares with this setup.");
+  else if (r->paper_arch)
+    buf_printf(b, "of its figures, only Table II (the architecture) "
+                  "compares with this setup.");
+  else
+    buf_printf(b, "none of its figures compares with this setup.");
+}
+
+void report_repro_setup(Buf *b, const Repro *r) {
+  buf_printf(b, "Cascade %s (%d Einsums per layer); model %s (%d layers)",
+             r->spec_label, r->cascade->neinsums, r->model_names[0],
+             r->layers[0]);
+  for (int m = 1; m < r->nmodels; m++)
+    buf_printf(b, ", and %s (%d layers) for a second sweep",
+               r->model_names[m], r->layers[m]);
+  buf_printf(b, "; batch B=%g; prefill at I=%g, decode at I=1, sweeps over "
+                "I=2^0..2^20",
+             r->batch, r->prefill);
+  if (r->settings[0])
+    buf_printf(b, "; %s", r->settings);
+  buf_printf(b, ". Architecture %s (%s): ", r->arch_label, r->arch_path);
+  report_units(b, r->arch);
+  Buf bw = {0};
+  fmt_si(&bw, r->bandwidth);
+  buf_printf(b, "; DRAM %sB/s. ", bw.s);
+  buf_free(&bw);
+  paper_part(b, r);
+}
+
+/* The designs at a glance: per-layer latency, prefill and decode, as
+ * speedup over best unfused, and the energy per token. */
+static void designs_text(Buf *b, const Repro *r) {
+  const Result *pre = r->res[0][PH_PREFILL], *dec = r->res[0][PH_DECODE];
+  double tp = r->batch * r->prefill, td = r->batch;
+  buf_printf(b, "%-13s %14s %8s %14s %8s %11s %11s\n", "design",
+             "prefill_us", "speedup", "decode_us", "speedup",
+             "pre_uJ/tok", "dec_uJ/tok");
+  for (int d = 0; d < DES_COUNT; d++)
+    buf_printf(b, "%-13s %14.2f %7.3fx %14.2f %7.3fx %11.4g %11.4g\n",
+               design_label((Design)d), pre[d].seconds * 1e6,
+               pre[DES_UNFUSED].seconds / pre[d].seconds,
+               dec[d].seconds * 1e6,
+               dec[DES_UNFUSED].seconds / dec[d].seconds,
+               pre[d].energy_j / tp * 1e6, dec[d].energy_j / td * 1e6);
+}
+
+void report_repro_text(Buf *b, const Repro *r) {
+  report_repro_setup(b, r);
+  buf_printf(b, "\n\nOne layer of %s per design:\n", r->model_names[0]);
+  designs_text(b, r);
+  if (r->ntargets > 0) {
+    buf_printf(b, "\n%-10s %-64s %10s %10s %7s\n", "where", "figure",
+               "paper", "ours", "ratio");
+    int off = 0;
+    for (int i = 0; i < r->ntargets; i++) {
+      const Target *t = &r->targets[i];
+      bool ok = target_holds(t);
+      off += !ok;
+      char paper[32], ours[32];
+      const char *u = t->unit[0] == 'x' ? "x" : t->unit[0] == '%' ? "%" : "";
+      snprintf(paper, sizeof paper, "%s%.4g%s", t->at_least ? ">" : "",
+               t->paper, u);
+      snprintf(ours, sizeof ours, "%.4g%s", t->ours, u);
+      buf_printf(b, "%-10s %-64.64s %10s %10s %7.3f%s\n", t->where, t->what,
+                 paper, ours, ratio(t), ok ? "" : "  *");
+    }
+    buf_printf(b, "\n%d figures, %d within 0.85-1.15 of the paper's; those "
+                  "marked * are explained in docs/model.md.\n",
+               r->ntargets, r->ntargets - off);
+  }
+  buf_printf(b, "The whole evaluation (%d model%s, %d sequence lengths, %d "
                 "designs, prefill and decode) took %.3f s.\n",
-             DES_COUNT, r->elapsed);
+             r->nmodels, r->nmodels > 1 ? "s" : "", REPRO_LENGTHS, DES_COUNT,
+             r->elapsed);
 }
 
 json_t *report_repro_json(const Repro *r) {
   json_t *root = json_object();
+  json_t *setup = json_object();
+  json_object_set_new(setup, "spec", json_string(r->spec_label));
+  json_t *models = json_array();
+  for (int m = 0; m < r->nmodels; m++)
+    json_array_append_new(models, json_string(r->model_names[m]));
+  json_object_set_new(setup, "models", models);
+  json_object_set_new(setup, "arch", json_string(r->arch_label));
+  json_object_set_new(setup, "arch_path", json_string(r->arch_path));
+  json_object_set_new(setup, "batch", json_real(r->batch));
+  json_object_set_new(setup, "prefill_tokens", json_real(r->prefill));
+  json_object_set_new(setup, "settings", json_string(r->settings));
+  json_object_set_new(setup, "paper_setup", json_boolean(r->paper_setup));
+  json_object_set_new(root, "setup", setup);
   json_t *ts = json_object();
   for (int i = 0; i < r->ntargets; i++) {
     const Target *t = &r->targets[i];
@@ -55,6 +145,20 @@ json_t *report_repro_json(const Repro *r) {
     json_object_set_new(ts, t->key, o);
   }
   json_object_set_new(root, "targets", ts);
+  json_t *ds = json_object();
+  for (int d = 0; d < DES_COUNT; d++) {
+    json_t *o = json_object();
+    for (int p = 0; p < PH_COUNT; p++) {
+      const Result *x = &r->res[0][p][d];
+      json_t *ph = json_object();
+      json_object_set_new(ph, "latency_s", json_real(x->seconds));
+      json_object_set_new(ph, "dram_bytes", json_real(x->read + x->write));
+      json_object_set_new(ph, "energy_j", json_real(x->energy_j));
+      json_object_set_new(o, p == PH_PREFILL ? "prefill" : "decode", ph);
+    }
+    json_object_set_new(ds, design_name((Design)d), o);
+  }
+  json_object_set_new(root, "designs", ds);
   json_object_set_new(root, "elapsed_s", json_real(r->elapsed));
   return root;
 }

@@ -1,164 +1,14 @@
-/* svg.c — charts as standalone SVG 1.1 documents (report.h, "SVG charts").
+/* svg.c — a Scene as a standalone SVG 1.1 document (report.h, "charts").
  *
- * A chart is laid out before anything is written: the margins depend on the
- * tick labels, the legend and the labels of the vertical lines, and
- * svg_stack must know every panel's height before it writes the first one.
- * Drawing then only maps data to pixels.
- *
- * Coordinates are rounded to 1/100 px and printed with %.2f, so the same
- * Chart always gives the same bytes. Data outside the axis ranges is clipped
- * geometrically (no clipPath), so every coordinate in the document lies
- * inside its viewBox, which tests/e2e/svg_check.py verifies. */
+ * Groups become <g> elements with the scene's classes and paint, panels
+ * nested <svg> elements with their own viewBox, text <text> (a <tspan>
+ * per line). Coordinates are rounded to 1/100 px and printed with %.2f,
+ * so the same Scene always gives the same bytes. */
 #include "report.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum {
-  DEFAULT_W = 760,
-  DEFAULT_H = 420,
-  MIN_W = 240,
-  MIN_H = 160,
-  MAX_SIDE = 20000,
-  MAX_TICKS = 64,
-  LEGEND_ROW = 18,
-};
-
-/* Font sizes in px, and the mean advance of a sans-serif glyph as a
- * fraction of its size: an estimate, as there is no font to measure. */
-#define FONT_TITLE 15.0
-#define FONT_LABEL 12.0
-#define FONT_TICK 11.0
-#define FONT_LEGEND 11.0
-#define FONT_NOTE 10.0
-#define GLYPH_W 0.6
-#define TITLE_BAND 36.0
-#define STACK_TITLE_BAND 34.0
-#define SLANT_DEG 40.0
-#define PI 3.14159265358979323846
-
-/* Okabe & Ito's palette, which stays distinct under the common forms of
- * colour blindness; yellow last, as it is faint on white. */
-static const char *const PALETTE[] = {
-    "#0072B2", "#E69F00", "#009E73", "#D55E00",
-    "#CC79A7", "#56B4E9", "#000000", "#F0E442",
-};
-enum { NPALETTE = sizeof PALETTE / sizeof PALETTE[0] };
-
-/* ---- text ---- */
-
-/* The length of the UTF-8 sequence at P, or 0 when it is not well formed
- * or encodes a character XML 1.0 forbids (surrogates, U+FFFE, U+FFFF).
- * Stops at the first non-continuation byte, so never reads past a NUL. */
-static int utf8_len(const unsigned char *p) {
-  unsigned c = p[0], cp;
-  int n;
-  if (c >= 0xC2 && c <= 0xDF)
-    n = 2, cp = c & 0x1F;
-  else if (c >= 0xE0 && c <= 0xEF)
-    n = 3, cp = c & 0x0F;
-  else if (c >= 0xF0 && c <= 0xF4)
-    n = 4, cp = c & 0x07;
-  else
-    return 0;
-  for (int i = 1; i < n; i++) {
-    if ((p[i] & 0xC0) != 0x80)
-      return 0;
-    cp = cp << 6 | (p[i] & 0x3F);
-  }
-  if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-      (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE || cp == 0xFFFF)
-    return 0;
-  return n;
-}
-
-/* Append S as XML text or attribute value. Markup characters are escaped,
- * control characters (which XML 1.0 forbids) become spaces and bytes that
- * are not UTF-8 become U+FFFD, so any C string gives a well-formed
- * document. */
-static void put_xml(Buf *b, const char *s) {
-  const unsigned char *p = (const unsigned char *)(s ? s : "");
-  while (*p) {
-    unsigned c = *p;
-    int n = 1;
-    if (c == '&')
-      buf_printf(b, "&amp;");
-    else if (c == '<')
-      buf_printf(b, "&lt;");
-    else if (c == '>')
-      buf_printf(b, "&gt;");
-    else if (c == '"')
-      buf_printf(b, "&quot;");
-    else if (c == '\'')
-      buf_printf(b, "&#39;");
-    else if (c < 0x20)
-      buf_printf(b, " ");
-    else if (c < 0x80)
-      buf_printf(b, "%c", (char)c);
-    else if ((n = utf8_len(p)) > 0)
-      buf_printf(b, "%.*s", n, (const char *)p);
-    else {
-      n = 1;
-      buf_printf(b, "\xEF\xBF\xBD"); /* U+FFFD */
-    }
-    p += n;
-  }
-}
-
-/* Estimated width in px of the first LEN bytes of S: characters (not
- * bytes) times a mean advance. */
-static double text_wn(const char *s, size_t len, double font) {
-  int n = 0;
-  for (size_t i = 0; i < len && s[i]; i++)
-    n += (s[i] & 0xC0) != 0x80;
-  return n * font * GLYPH_W;
-}
-
-static double text_w(const char *s, double font) {
-  return s ? text_wn(s, strlen(s), font) : 0;
-}
-
-/* A label broken at spaces into a few lines. */
-enum { MAX_LINES = 3 };
-typedef struct Lines {
-  int n;
-  size_t start[MAX_LINES], len[MAX_LINES];
-} Lines;
-
-/* Greedy word wrap of S into lines no wider than MAXW px. False when that
- * takes more than MAX_LINES lines or a word alone is too wide. */
-static bool wrap_label(const char *s, double maxw, Lines *l) {
-  l->n = 0;
-  size_t i = strspn(s, " ");
-  while (s[i]) {
-    size_t start = i, end = 0; /* the end of the longest line that fits */
-    for (;;) {
-      size_t j = i + strcspn(s + i, " ");
-      if (text_wn(s + start, j - start, FONT_TICK) > maxw)
-        break;
-      end = j;
-      i = j + strspn(s + j, " ");
-      if (!s[i])
-        break;
-    }
-    if (end == 0 || l->n == MAX_LINES)
-      return false;
-    l->start[l->n] = start, l->len[l->n] = end - start;
-    l->n++;
-    i = end + strspn(s + end, " ");
-  }
-  return true;
-}
-
-static bool is_hex_color(const char *s) {
-  if (!s || s[0] != '#')
-    return false;
-  size_t n = strlen(s + 1);
-  if (n != 6 && n != 3)
-    return false;
-  return strspn(s + 1, "0123456789abcdefABCDEF") == n;
-}
 
 /* A coordinate as printed: 1/100 px, never "-0.00". */
 static double px(double v) {
@@ -166,1264 +16,172 @@ static double px(double v) {
   return v == 0 ? 0 : v;
 }
 
-static double clampd(double v, double lo, double hi) {
-  return v < lo ? lo : v > hi ? hi : v;
-}
-
-/* ---- numbers on axes ---- */
-
-/* M with SIG significant digits in fixed notation, trailing zeros trimmed;
- * returns the value the text denotes. */
-static double fmt_fixed(char *out, size_t cap, double m, int sig) {
-  int mag = (int)floor(log10(fabs(m)));
-  int decimals = (int)clampd(sig - 1 - mag, 0, 15);
-  snprintf(out, cap, "%.*f", decimals, m);
-  if (strchr(out, '.')) {
-    size_t n = strlen(out);
-    while (n > 0 && out[n - 1] == '0')
-      out[--n] = 0;
-    if (n > 0 && out[n - 1] == '.')
-      out[--n] = 0;
-  }
-  if (strcmp(out, "-0") == 0)
-    snprintf(out, cap, "0");
-  return strtod(out, NULL);
-}
-
-/* V with SIG significant digits in the compact form: 0.25, 250, 2.5k,
- * 2.5M, 2.5e-3. Returns the value the text denotes. */
-static double fmt_sig(char *out, size_t cap, double v, int sig) {
-  static const char SI[] = "kMGTP";
-  double a = fabs(v);
-  char m[24];
-  if (a >= 1000 && a < 1e15) {
-    for (int k = (int)floor(log10(a) / 3); k <= 5; k++) {
-      double scale = pow(1000, k), r = fmt_fixed(m, sizeof m, v / scale, sig);
-      if (fabs(r) < 1000 || k == 5) {
-        snprintf(out, cap, "%s%c", m, SI[k - 1]);
-        return r * scale;
-      }
+/* Append S as XML text or attribute value (the scene's text is already
+ * valid UTF-8 without control characters). */
+static void put_xml(Buf *b, const char *s) {
+  for (; s && *s; s++) {
+    switch (*s) {
+    case '&':
+      buf_printf(b, "&amp;");
+      break;
+    case '<':
+      buf_printf(b, "&lt;");
+      break;
+    case '>':
+      buf_printf(b, "&gt;");
+      break;
+    case '"':
+      buf_printf(b, "&quot;");
+      break;
+    case '\'':
+      buf_printf(b, "&#39;");
+      break;
+    default:
+      buf_printf(b, "%c", *s);
     }
   }
-  if (a >= 0.01 && a < 1e15)
-    return fmt_fixed(out, cap, v, sig);
-  int e = (int)floor(log10(a));
-  double r = fmt_fixed(m, sizeof m, v / pow(10, e), sig);
-  if (fabs(r) >= 10)
-    e++, r = fmt_fixed(m, sizeof m, v / pow(10, e), sig);
-  snprintf(out, cap, "%se%d", m, e);
-  return r * pow(10, e);
 }
 
-/* The shortest compact text for V that denotes it within TOL: tick values
- * are multiples of a step, so TOL (a fraction of the step) decides how many
- * digits the labels need to tell the ticks apart. */
-static void fmt_num(char *out, size_t cap, double v, double tol) {
-  if (v == 0 || fabs(v) <= tol) {
-    snprintf(out, cap, "0");
+static void put_attr(Buf *b, const char *name, const char *value) {
+  if (!value)
     return;
-  }
-  for (int sig = 1; sig <= 17; sig++)
-    if (fabs(fmt_sig(out, cap, v, sig) - v) <= tol)
-      return;
-}
-
-/* The 1-2-5 value at or above RAW. */
-static double nice_step(double raw) {
-  if (!(raw > 0) || !isfinite(raw))
-    return 1;
-  double e = pow(10, floor(log10(raw)));
-  double f = raw / e;
-  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * e;
-}
-
-/* The 1-2-5 step for LO..HI in about TARGET intervals. Of the three steps
- * around (HI - LO) / TARGET, the one that best balances the room lost when
- * the range is rounded out to it (ROUND_OUT) against how far its number of
- * intervals is from TARGET; ties go to the coarser. 0..154 in 6: 20 (to
- * 160), not 50 (to 200). */
-static double tick_step(double lo, double hi, int target, bool round_out) {
-  double span = hi - lo, mid = nice_step(span / target);
-  double cand[3] = {nice_step(mid * 1.01), mid, nice_step(mid * 0.4)};
-  double best = cand[0], best_score = INFINITY;
-  for (int i = 0; i < 3; i++) {
-    double s = cand[i], a = lo, b = hi;
-    if (round_out)
-      a = floor(lo / s + 1e-9) * s, b = ceil(hi / s - 1e-9) * s;
-    double n = (b - a) / s;
-    if (i > 0 && n > 1.5 * target)
-      continue;
-    double score = (b - a - span) / span + 0.5 * fabs(n - target) / target;
-    if (score < best_score - 1e-9)
-      best = s, best_score = score;
-  }
-  return best;
-}
-
-/* ---- axes ---- */
-
-typedef enum { SCALE_LINEAR, SCALE_LOG, SCALE_CATEGORY } Scale;
-
-typedef struct Tick {
-  double v;
-  bool major, labeled;
-  char text[40];
-} Tick;
-
-typedef struct Axis {
-  Scale scale;
-  double lo, hi; /* the range shown, in data units */
-  double step;   /* linear: the tick step the range was rounded to, or 0 */
-  double p0, p1; /* the pixels of lo and hi */
-  int nticks;
-  Tick ticks[MAX_TICKS];
-} Axis;
-
-/* Values too large to subtract safely are treated as missing. */
-static bool axis_usable(const Axis *a, double v) {
-  return isfinite(v) && fabs(v) <= 1e300 && (a->scale != SCALE_LOG || v > 0);
-}
-
-/* The pixel of V; far outside values are held at +-1e7 px so that the
- * clipping that follows gets finite numbers. */
-static double axis_px(const Axis *a, double v) {
-  double t;
-  if (a->scale == SCALE_LOG)
-    t = (log10(v) - log10(a->lo)) / (log10(a->hi) - log10(a->lo));
-  else
-    t = (v - a->lo) / (a->hi - a->lo);
-  return clampd(a->p0 + t * (a->p1 - a->p0), -1e7, 1e7);
-}
-
-static bool axis_contains(const Axis *a, double v) {
-  if (!axis_usable(a, v))
-    return false;
-  double p = axis_px(a, v), lo = fmin(a->p0, a->p1), hi = fmax(a->p0, a->p1);
-  return p >= lo - 0.5 && p <= hi + 0.5;
-}
-
-typedef struct Extent {
-  double lo, hi;
-  bool any;
-} Extent;
-
-static void extent_add(Extent *e, double v, bool log) {
-  if (!isfinite(v) || fabs(v) > 1e300 || (log && !(v > 0)))
-    return;
-  if (!e->any || v < e->lo)
-    e->lo = v;
-  if (!e->any || v > e->hi)
-    e->hi = v;
-  e->any = true;
-}
-
-/* The range shown: the caller's when it is usable, else the data's rounded
- * out to nice values so that ticks fall on both ends; an empty extent
- * gives 0..1 (1..10 on a log axis). */
-static void axis_range(Axis *a, Extent e, double umin, double umax,
-                       int target) {
-  bool log = a->scale == SCALE_LOG;
-  if (!(umin == 0 && umax == 0) && fabs(umin) <= 1e300 &&
-      fabs(umax) <= 1e300 && umin < umax && (!log || umin > 0)) {
-    a->lo = umin, a->hi = umax;
-    return;
-  }
-  double lo = e.any ? e.lo : log ? 1 : 0, hi = e.any ? e.hi : log ? 10 : 1;
-  if (log) {
-    lo = pow(10, floor(log10(lo) + 1e-9));
-    hi = pow(10, ceil(log10(hi) - 1e-9));
-    if (hi <= lo)
-      hi = lo * 10;
-  } else {
-    if (hi - lo <= fabs(hi) * 1e-12) {
-      double d = hi == 0 ? 1 : fabs(hi) * 0.5;
-      lo = lo == 0 ? 0 : lo - d;
-      hi += d;
-    }
-    double step = tick_step(lo, hi, target, true);
-    lo = floor(lo / step + 1e-9) * step;
-    hi = ceil(hi / step - 1e-9) * step;
-    a->step = step;
-  }
-  a->lo = lo, a->hi = hi;
-}
-
-/* Whether V is in the range shown (pixels are not known yet when ticks are
- * chosen). */
-static bool in_range(const Axis *a, double v) {
-  double slack = (a->hi - a->lo) * 1e-9;
-  return v >= a->lo - slack && v <= a->hi + slack;
-}
-
-static void add_tick(Axis *a, double v, bool major, bool labeled, double tol) {
-  if (a->nticks == MAX_TICKS)
-    return;
-  Tick *t = &a->ticks[a->nticks++];
-  t->v = v, t->major = major, t->labeled = labeled;
-  fmt_num(t->text, sizeof t->text, v, tol);
-}
-
-/* Multiples of a 1-2-5 step (the one the range was rounded to, if it
- * was), at least two of them inside the range. */
-static void linear_ticks(Axis *a, int target) {
-  double span = a->hi - a->lo;
-  double step = a->step > 0 ? a->step : tick_step(a->lo, a->hi, target, false);
-  double k0 = ceil(a->lo / step - 1e-9), k1 = floor(a->hi / step + 1e-9);
-  while (k1 - k0 < 1 && step > span * 1e-6) {
-    step = nice_step(step * 0.4);
-    k0 = ceil(a->lo / step - 1e-9), k1 = floor(a->hi / step + 1e-9);
-  }
-  for (double k = k0; k <= k1 && a->nticks < MAX_TICKS; k++) {
-    double v = k * step;
-    add_tick(a, fabs(v) < step * 1e-9 ? 0 : v, true, true, step * 1e-3);
-  }
-}
-
-/* Decades (every few when there are many) with minor ticks at 2 and 5,
- * labelled when the range spans three decades or fewer. A range too
- * narrow to hold two labelled ticks gets linear ticks instead. */
-static void log_ticks(Axis *a, int target) {
-  double l0 = log10(a->lo), l1 = log10(a->hi);
-  int d0 = (int)floor(l0 + 1e-9), d1 = (int)ceil(l1 - 1e-9);
-  /* Every decade up to 10 of them, else every 2nd, 3rd, 5th, 10th, ... */
-  static const int STRIDES[] = {1, 2, 3, 5, 10, 20, 25, 50, 100, 200};
-  int stride = 1;
-  for (int i = 1; i < 10 && (d1 - d0) / stride > 10; i++)
-    stride = STRIDES[i];
-  while ((d1 - d0) / stride > 10)
-    stride *= 2;
-  bool minors = stride == 1 && l1 - l0 <= 12;
-  bool label_minors = l1 - l0 <= 3.01;
-  int labeled = 0;
-  for (int d = d0; d <= d1; d++) {
-    double dec = pow(10, d);
-    if (((d % stride) + stride) % stride == 0 && in_range(a, dec)) {
-      add_tick(a, dec, true, true, dec * 1e-6);
-      labeled++;
-    }
-    for (int m = 2; minors && m <= 5; m += 3)
-      if (in_range(a, m * dec)) {
-        add_tick(a, m * dec, false, label_minors, m * dec * 1e-6);
-        labeled += label_minors;
-      }
-  }
-  if (labeled < 2) {
-    a->nticks = 0;
-    linear_ticks(a, target);
-  }
-}
-
-/* Drop labels that would overlap a neighbour's: decades and the major
- * linear ticks first, left to right, then minor labels where room is left.
- * Along a horizontal axis a label takes its width, along a vertical one
- * its height. */
-static void thin_labels(Axis *a, bool horizontal) {
-  bool keep[MAX_TICKS] = {0};
-  for (int pass = 0; pass < 2; pass++)
-    for (int i = 0; i < a->nticks; i++) {
-      const Tick *t = &a->ticks[i];
-      if (!t->labeled || t->major != (pass == 0))
-        continue;
-      double p = axis_px(a, t->v);
-      double w = horizontal ? text_w(t->text, FONT_TICK) : FONT_TICK * 1.3;
-      bool room = true;
-      for (int j = 0; j < a->nticks && room; j++) {
-        if (!keep[j])
-          continue;
-        const Tick *u = &a->ticks[j];
-        double wu = horizontal ? text_w(u->text, FONT_TICK) : FONT_TICK * 1.3;
-        room = fabs(axis_px(a, u->v) - p) >= (w + wu) / 2 + 4;
-      }
-      keep[i] = room;
-    }
-  for (int i = 0; i < a->nticks; i++)
-    a->ticks[i].labeled = keep[i];
-}
-
-static void axis_ticks(Axis *a, int target) {
-  a->nticks = 0;
-  if (a->scale == SCALE_LOG)
-    log_ticks(a, target);
-  else
-    linear_ticks(a, target);
-}
-
-static double max_label_w(const Axis *a) {
-  double w = 0;
-  for (int i = 0; i < a->nticks; i++)
-    if (a->ticks[i].labeled)
-      w = fmax(w, text_w(a->ticks[i].text, FONT_TICK));
-  return w;
-}
-
-/* ---- the chart's data ---- */
-
-static int nseries(const Chart *c) {
-  return c->series && c->nseries > 0 ? c->nseries : 0;
-}
-
-static int series_n(const ChartSeries *s) {
-  return s->y && s->n > 0 ? s->n : 0;
-}
-
-/* Without x values, points are numbered 0, 1, ... */
-static double series_x(const ChartSeries *s, int k) {
-  return s->x ? s->x[k] : k;
-}
-
-static bool is_bars(const Chart *c) {
-  return c->kind == CHART_BARS || c->kind == CHART_STACKED_BARS;
-}
-
-static int category_count(const Chart *c) {
-  int n = c->ncategories > 0 ? c->ncategories : 0;
-  for (int i = 0; i < nseries(c); i++)
-    if (series_n(&c->series[i]) > n)
-      n = series_n(&c->series[i]);
-  return n;
-}
-
-static const char *category_label(const Chart *c, int i, char *tmp,
-                                   size_t cap) {
-  if (c->categories && i < c->ncategories && c->categories[i])
-    return c->categories[i];
-  snprintf(tmp, cap, "%d", i + 1);
-  return tmp;
-}
-
-static double bar_value(const ChartSeries *s, int cat) {
-  return cat < series_n(s) ? s->y[cat] : NAN;
-}
-
-/* Stacks grow upward only: negative and missing parts count as 0. */
-static double stack_part(const ChartSeries *s, int cat) {
-  double v = bar_value(s, cat);
-  return isfinite(v) && v > 0 ? fmin(v, 1e300) : 0;
-}
-
-static const char *series_name(const ChartSeries *s, int i, char *tmp,
-                               size_t cap) {
-  if (s->name && s->name[0])
-    return s->name;
-  snprintf(tmp, cap, "series %d", i + 1);
-  return tmp;
-}
-
-/* The series' own colour, or the palette's next among the series that
- * have none. */
-static const char *series_color(const Chart *c, int i) {
-  if (is_hex_color(c->series[i].color))
-    return c->series[i].color;
-  int k = 0;
-  for (int j = 0; j < i; j++)
-    k += !is_hex_color(c->series[j].color);
-  return PALETTE[k % NPALETTE];
-}
-
-/* Scatter series that are not lines get one of four marker shapes in turn,
- * so that they differ by more than colour. */
-static int series_shape(const Chart *c, int i) {
-  int k = 0;
-  for (int j = 0; j < i; j++)
-    k += !c->series[j].line;
-  return k % 4;
-}
-
-static bool drawn_as_line(const Chart *c, const ChartSeries *s) {
-  return c->kind == CHART_LINE || (c->kind == CHART_SCATTER && s->line);
-}
-
-static Extent x_extent(const Chart *c, bool logx) {
-  Extent e = {0};
-  for (int i = 0; i < nseries(c); i++)
-    for (int k = 0; k < series_n(&c->series[i]); k++)
-      extent_add(&e, series_x(&c->series[i], k), logx);
-  for (int i = 0; c->vlines && i < c->nvlines; i++)
-    extent_add(&e, c->vlines[i].at, logx);
-  return e;
-}
-
-static Extent y_extent(const Chart *c, const Axis *x, bool logy) {
-  Extent e = {0};
-  for (int i = 0; i < nseries(c); i++) {
-    const ChartSeries *s = &c->series[i];
-    int n = series_n(s);
-    if (c->kind == CHART_STEP_AREA)
-      n--; /* the last point only ends the last step */
-    for (int k = 0; k < n; k++)
-      if (is_bars(c) || axis_usable(x, series_x(s, k)))
-        extent_add(&e, s->y[k], logy);
-  }
-  if (c->kind == CHART_STACKED_BARS) {
-    e = (Extent){0};
-    for (int cat = 0; cat < category_count(c); cat++) {
-      double sum = 0;
-      for (int i = 0; i < nseries(c); i++) {
-        sum += stack_part(&c->series[i], cat);
-        extent_add(&e, sum, logy);
-      }
-    }
-  }
-  for (int i = 0; c->hlines && i < c->nhlines; i++)
-    extent_add(&e, c->hlines[i].at, logy);
-  if (!logy && (c->kind == CHART_STEP_AREA || is_bars(c)))
-    extent_add(&e, 0, false); /* areas and bars grow from 0 */
-  return e;
-}
-
-/* ---- layout ---- */
-
-typedef struct Layout {
-  double w, h;       /* the document (or panel) */
-  double L, T, R, B; /* the plot rectangle */
-  Axis x, y;
-  int ncat;        /* bars: the categories */
-  bool cat_slant;  /* bars: category labels slanted to fit */
-  double xlabel_y; /* baseline of the x axis label */
-  bool vupright;   /* vertical lines' labels turned upright */
-  bool legend_below;
-  double lx, ly, lw, lh, entry_w; /* the legend box and one entry's width */
-  int lcols;
-} Layout;
-
-/* The legend goes right of the plot when it is narrow and short enough,
- * else below the x axis label in as many columns as fit (the document
- * grows to hold it). Returns the room taken on the right. */
-static double layout_legend(const Chart *c, Layout *l, double plot_h) {
-  int ns = nseries(c);
-  char tmp[32];
-  l->entry_w = 0;
-  for (int i = 0; i < ns; i++)
-    l->entry_w = fmax(l->entry_w, 30 + text_w(series_name(&c->series[i], i,
-                                                          tmp, sizeof tmp),
-                                              FONT_LEGEND));
-  if (ns == 0)
-    return 20;
-  l->lw = l->entry_w + 16;
-  l->lh = 10 + ns * LEGEND_ROW;
-  l->lcols = 1;
-  if (l->lw <= 0.3 * l->w && l->lh <= plot_h)
-    return l->lw + 28;
-  l->legend_below = true;
-  int cols = (int)((l->w - 40) / (l->entry_w + 12));
-  l->lcols = cols < 1 ? 1 : cols > ns ? ns : cols;
-  int rows = (ns + l->lcols - 1) / l->lcols;
-  /* A name wider than the document still gets a box inside it. */
-  l->lw = fmin(l->lcols * (l->entry_w + 12) + 4, l->w - 16);
-  l->lh = 10 + rows * LEGEND_ROW;
-  return 20;
-}
-
-typedef struct VLabel {
-  double p, w;
-  int i;
-} VLabel;
-
-static int by_position(const void *a, const void *b) {
-  const VLabel *u = a, *v = b;
-  if (u->p != v->p)
-    return u->p < v->p ? -1 : 1;
-  return u->i - v->i;
-}
-
-/* The labelled vertical lines inside the x range, left to right; the
- * caller frees *OUT. */
-static int vlabels(const Chart *c, const Layout *l, VLabel **out) {
-  int n = 0;
-  *out = xcalloc(c->vlines && c->nvlines > 0 ? (size_t)c->nvlines : 1,
-                 sizeof **out);
-  for (int i = 0; c->vlines && i < c->nvlines; i++) {
-    const ChartLine *v = &c->vlines[i];
-    if (v->label && v->label[0] && axis_contains(&l->x, v->at))
-      (*out)[n++] = (VLabel){axis_px(&l->x, v->at),
-                             text_w(v->label, FONT_NOTE), i};
-  }
-  qsort(*out, (size_t)n, sizeof **out, by_position);
-  return n;
-}
-
-/* Room above the plot for the vertical lines' labels: one line of text
- * when each fits beside its neighbours, else the labels stand upright. */
-static double layout_vlabels(const Chart *c, Layout *l) {
-  VLabel *v;
-  int n = vlabels(c, l, &v);
-  double maxw = 0;
-  for (int i = 0; i < n; i++) {
-    maxw = fmax(maxw, v[i].w);
-    if (i > 0 && v[i].p - v[i - 1].p < (v[i].w + v[i - 1].w) / 2 + 4)
-      l->vupright = true;
-  }
-  free(v);
-  if (n == 0)
-    return 0;
-  return l->vupright ? fmin(maxw, 90) + 8 : FONT_NOTE + 8;
-}
-
-static double layout_x_axis(const Chart *c, Layout *l) {
-  if (is_bars(c)) {
-    l->x.scale = SCALE_CATEGORY;
-    l->ncat = category_count(c);
-    l->x.lo = 0, l->x.hi = l->ncat > 0 ? l->ncat : 1;
-    double gw = (l->R - l->L) / l->x.hi, maxw = 0;
-    int lines = 1;
-    char tmp[32];
-    for (int i = 0; i < l->ncat; i++) {
-      const char *s = category_label(c, i, tmp, sizeof tmp);
-      Lines w;
-      maxw = fmax(maxw, text_w(s, FONT_TICK));
-      if (!wrap_label(s, gw - 6, &w))
-        l->cat_slant = true;
-      else if (w.n > lines)
-        lines = w.n;
-    }
-    /* Level labels, wrapped onto a few lines if need be; slanted when
-     * even that does not fit. */
-    if (!l->cat_slant)
-      return 20 + (lines - 1) * (FONT_TICK + 2);
-    return maxw * sin(SLANT_DEG * PI / 180) + FONT_TICK + 16;
-  }
-  l->x.scale = c->logx ? SCALE_LOG : SCALE_LINEAR;
-  int target = (int)clampd((l->R - l->L) / 90, 3, 10);
-  axis_range(&l->x, x_extent(c, c->logx), c->xmin, c->xmax, target);
-  axis_ticks(&l->x, target);
-  return 20;
-}
-
-/* Slanted category labels reach left of their category: move the plot's
- * left edge right until none of them starts before the document does. */
-static void fit_slanted_labels(const Chart *c, Layout *l) {
-  char tmp[32];
-  double reach = cos(SLANT_DEG * PI / 180);
-  for (int iter = 0; iter < 3; iter++) {
-    double gw = (l->R - l->L) / l->x.hi, need = 0;
-    for (int i = 0; i < l->ncat; i++) {
-      double w = text_w(category_label(c, i, tmp, sizeof tmp), FONT_TICK);
-      need = fmax(need, 4 - (l->L + gw * (i + 0.5) + 3 - w * reach));
-    }
-    if (need <= 0 || l->R - l->L - need < 60)
-      return;
-    l->L += need;
-  }
-}
-
-static void layout(const Chart *c, Layout *l) {
-  memset(l, 0, sizeof *l);
-  l->w = clampd(c->width > 0 ? c->width : DEFAULT_W, MIN_W, MAX_SIDE);
-  l->h = clampd(c->height > 0 ? c->height : DEFAULT_H, MIN_H, MAX_SIDE);
-  double guess_h = l->h - TITLE_BAND - 60;
-  double right = layout_legend(c, l, guess_h);
-
-  /* The y ticks come first (for a guess of the plot height): their
-   * labels set the left margin, and so the width of the x axis. */
-  l->y.scale = c->logy ? SCALE_LOG : SCALE_LINEAR;
-  int ty = (int)clampd(guess_h / 45, 3, 8);
-  l->x.scale = c->logx && !is_bars(c) ? SCALE_LOG : SCALE_LINEAR;
-  axis_range(&l->y, y_extent(c, &l->x, c->logy), c->ymin, c->ymax, ty);
-  axis_ticks(&l->y, ty);
-  l->L = 14 + FONT_LABEL + 8 + max_label_w(&l->y) + 8;
-  l->R = l->w - right;
-  if (l->R - l->L < 60)
-    l->R = l->L + 60, l->w = ceil(l->R + right);
-
-  double band = layout_x_axis(c, l);
-  if (l->cat_slant)
-    fit_slanted_labels(c, l);
-  l->x.p0 = l->L, l->x.p1 = l->R;
-  double top = TITLE_BAND + layout_vlabels(c, l);
-  double bottom = band + 30;
-  /* Long labels take their room from a taller document, not from the
-   * plot, once the plot is down to 40 % of the height asked for. */
-  double min_plot = fmax(60, 0.4 * l->h);
-  if (l->h - top - bottom < min_plot)
-    l->h = ceil(top + bottom + min_plot);
-  l->T = top, l->B = l->h - bottom;
-  l->xlabel_y = l->B + band + 16;
-  l->y.p0 = l->B, l->y.p1 = l->T;
-  if (l->x.scale != SCALE_CATEGORY)
-    thin_labels(&l->x, true);
-  thin_labels(&l->y, false);
-
-  if (l->legend_below) {
-    l->lx = fmax(8, (l->w - l->lw) / 2), l->ly = l->h + 2;
-    l->h = ceil(l->h + l->lh + 10);
-  } else {
-    l->lx = l->R + 16, l->ly = l->T;
-  }
-}
-
-/* ---- drawing: frame, axes, reference lines, legend ---- */
-
-static void draw_text(Buf *b, const char *cls, double x, double y,
-                      const char *anchor, double font, const char *s) {
-  buf_printf(b, "<text class=\"%s\" x=\"%.2f\" y=\"%.2f\"", cls, px(x), px(y));
-  if (anchor)
-    buf_printf(b, " text-anchor=\"%s\"", anchor);
-  /* No stroke: text inherits its group's, which would embolden it. */
-  buf_printf(b, " font-size=\"%g\" stroke=\"none\">", font);
-  put_xml(b, s);
-  buf_printf(b, "</text>\n");
-}
-
-/* Text turned by DEG degrees about its anchor point. */
-static void draw_turned_text(Buf *b, const char *cls, double x, double y,
-                             double deg, const char *anchor, double font,
-                             const char *s) {
-  buf_printf(b,
-             "<text class=\"%s\" x=\"%.2f\" y=\"%.2f\" text-anchor=\"%s\" "
-             "font-size=\"%g\" stroke=\"none\" "
-             "transform=\"rotate(%g %.2f %.2f)\">",
-             cls, px(x), px(y), anchor, font, deg, px(x), px(y));
-  put_xml(b, s);
-  buf_printf(b, "</text>\n");
-}
-
-static void draw_line(Buf *b, const char *cls, double x1, double y1,
-                      double x2, double y2) {
-  buf_printf(b,
-             "<line class=\"%s\" x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" "
-             "y2=\"%.2f\"/>\n",
-             cls, px(x1), px(y1), px(x2), px(y2));
-}
-
-static void draw_background(Buf *b, const Layout *l) {
-  buf_printf(b,
-             "<rect class=\"background\" x=\"0\" y=\"0\" width=\"%.2f\" "
-             "height=\"%.2f\" fill=\"#ffffff\"/>\n",
-             px(l->w), px(l->h));
-}
-
-static void draw_grid(Buf *b, const Layout *l) {
-  buf_printf(b, "<g class=\"grid\" stroke=\"#e6e6e6\" stroke-width=\"1\">\n");
-  for (int i = 0; i < l->y.nticks; i++)
-    if (l->y.ticks[i].major) {
-      double y = axis_px(&l->y, l->y.ticks[i].v);
-      draw_line(b, "grid", l->L, y, l->R, y);
-    }
-  for (int i = 0; l->x.scale != SCALE_CATEGORY && i < l->x.nticks; i++)
-    if (l->x.ticks[i].major) {
-      double x = axis_px(&l->x, l->x.ticks[i].v);
-      draw_line(b, "grid", x, l->T, x, l->B);
-    }
-  buf_printf(b, "</g>\n");
-}
-
-static const char *scale_name(Scale s) {
-  return s == SCALE_LOG ? "log" : s == SCALE_CATEGORY ? "category" : "linear";
-}
-
-/* A category label on as many lines as wrap_label makes of it, one
- * <tspan> a line. */
-static void draw_wrapped(Buf *b, double x, double y, double maxw,
-                         const char *s) {
-  Lines w;
-  if (!wrap_label(s, maxw, &w) || w.n <= 1) {
-    draw_text(b, "tick", x, y, "middle", FONT_TICK, s);
-    return;
-  }
-  buf_printf(b,
-             "<text class=\"tick\" x=\"%.2f\" y=\"%.2f\" "
-             "text-anchor=\"middle\" font-size=\"%g\" stroke=\"none\">",
-             px(x), px(y), FONT_TICK);
-  for (int i = 0; i < w.n; i++) {
-    char *line = xstrdup(s + w.start[i]);
-    line[w.len[i]] = 0;
-    buf_printf(b, "<tspan x=\"%.2f\" dy=\"%g\">", px(x),
-               i ? FONT_TICK + 2 : 0);
-    put_xml(b, line);
-    buf_printf(b, "</tspan>");
-    free(line);
-  }
-  buf_printf(b, "</text>\n");
-}
-
-static void draw_category_ticks(Buf *b, const Chart *c, const Layout *l) {
-  char tmp[32];
-  double gw = (l->R - l->L) / l->x.hi;
-  for (int i = 0; i < l->ncat; i++) {
-    double x = axis_px(&l->x, i + 0.5);
-    const char *s = category_label(c, i, tmp, sizeof tmp);
-    draw_line(b, "tick", x, l->B, x, l->B + 5);
-    if (l->cat_slant)
-      draw_turned_text(b, "tick", x + 3, l->B + 14, -SLANT_DEG, "end",
-                       FONT_TICK, s);
-    else
-      draw_wrapped(b, x, l->B + 17, gw - 6, s);
-  }
-}
-
-static void draw_x_axis(Buf *b, const Chart *c, const Layout *l) {
-  const Axis *a = &l->x;
-  buf_printf(b,
-             "<g class=\"axis x\" data-scale=\"%s\" stroke=\"#333333\" "
-             "fill=\"#333333\">\n",
-             scale_name(a->scale));
-  draw_line(b, "domain", l->L, l->B, l->R, l->B);
-  if (a->scale == SCALE_CATEGORY)
-    draw_category_ticks(b, c, l);
-  for (int i = 0; i < a->nticks; i++) {
-    const Tick *t = &a->ticks[i];
-    double x = axis_px(a, t->v);
-    draw_line(b, t->major ? "tick" : "tick minor", x, l->B,
-              x, l->B + (t->major ? 5 : 3));
-    if (t->labeled)
-      draw_text(b, "tick", x, l->B + 17, "middle", FONT_TICK, t->text);
-  }
-  buf_printf(b, "</g>\n");
-}
-
-static void draw_y_axis(Buf *b, const Layout *l) {
-  const Axis *a = &l->y;
-  buf_printf(b,
-             "<g class=\"axis y\" data-scale=\"%s\" stroke=\"#333333\" "
-             "fill=\"#333333\">\n",
-             scale_name(a->scale));
-  draw_line(b, "domain", l->L, l->T, l->L, l->B);
-  for (int i = 0; i < a->nticks; i++) {
-    const Tick *t = &a->ticks[i];
-    double y = axis_px(a, t->v);
-    draw_line(b, t->major ? "tick" : "tick minor", l->L - (t->major ? 5 : 3),
-              y, l->L, y);
-    if (t->labeled)
-      draw_text(b, "tick", l->L - 8, y + 4, "end", FONT_TICK, t->text);
-  }
-  buf_printf(b, "</g>\n");
-}
-
-/* Bars below zero need the zero line to hang from. */
-static void draw_zero_line(Buf *b, const Chart *c, const Layout *l) {
-  if (!is_bars(c) || l->y.scale != SCALE_LINEAR || !(l->y.lo < 0) ||
-      !(l->y.hi > 0))
-    return;
-  double y = axis_px(&l->y, 0);
-  buf_printf(b, "<g class=\"zero\" stroke=\"#333333\" stroke-width=\"1\">\n");
-  draw_line(b, "zero", l->L, y, l->R, y);
-  buf_printf(b, "</g>\n");
-}
-
-static void draw_titles(Buf *b, const Chart *c, const Layout *l) {
-  buf_printf(b,
-             "<text class=\"title\" x=\"%.2f\" y=\"24\" text-anchor=\"middle\" "
-             "font-size=\"%g\" font-weight=\"bold\" fill=\"#222222\">",
-             px(l->w / 2), FONT_TITLE);
-  put_xml(b, c->title);
-  buf_printf(b, "</text>\n");
-  draw_text(b, "xlabel", (l->L + l->R) / 2, l->xlabel_y, "middle", FONT_LABEL,
-            c->xlabel);
-  draw_turned_text(b, "ylabel", 18, (l->T + l->B) / 2, -90, "middle",
-                   FONT_LABEL, c->ylabel);
-}
-
-/* Dashed grey lines across the plot, each labelled at its right end
- * (under the line when it runs along the top). */
-static void draw_hlines(Buf *b, const Chart *c, const Layout *l) {
-  for (int i = 0; c->hlines && i < c->nhlines; i++) {
-    const ChartLine *h = &c->hlines[i];
-    if (!axis_contains(&l->y, h->at))
-      continue;
-    double y = clampd(axis_px(&l->y, h->at), l->T, l->B);
-    buf_printf(b,
-               "<g class=\"hline\" stroke=\"#777777\" stroke-width=\"1.2\" "
-               "stroke-dasharray=\"6 4\" fill=\"#555555\">\n");
-    draw_line(b, "hline", l->L, y, l->R, y);
-    if (h->label && h->label[0])
-      draw_text(b, "hline-label", l->R - 4, y - 4 < l->T + 10 ? y + 13 : y - 4,
-                "end", FONT_NOTE, h->label);
-    buf_printf(b, "</g>\n");
-  }
-}
-
-/* Thin lines across the plot (phase markers), labelled above it. Upright
- * labels closer than a text height to a kept one are left out: the line
- * stays, but text on text would be unreadable anyway. */
-static void draw_vlines(Buf *b, const Chart *c, const Layout *l) {
-  VLabel *v;
-  int n = vlabels(c, l, &v);
-  bool *shown = xcalloc(c->nvlines > 0 ? (size_t)c->nvlines : 1, 1);
-  double last = -1e9;
-  for (int k = 0; k < n; k++)
-    if (!l->vupright || v[k].p - last >= FONT_NOTE + 1)
-      shown[v[k].i] = true, last = v[k].p;
-  free(v);
-  for (int i = 0; c->vlines && i < c->nvlines; i++) {
-    const ChartLine *vl = &c->vlines[i];
-    if (!axis_contains(&l->x, vl->at))
-      continue;
-    double x = clampd(axis_px(&l->x, vl->at), l->L, l->R);
-    buf_printf(b, "<g class=\"vline\" stroke=\"#999999\" stroke-width=\"0.8\" "
-                  "fill=\"#555555\">\n");
-    draw_line(b, "vline", x, l->T, x, l->B);
-    if (shown[i] && l->vupright)
-      draw_turned_text(b, "vline-label", x + 3.5, l->T - 4, -90, "start",
-                       FONT_NOTE, vl->label);
-    else if (shown[i])
-      draw_text(b, "vline-label", x, l->T - 5, "middle", FONT_NOTE,
-                vl->label);
-    buf_printf(b, "</g>\n");
-  }
-  free(shown);
-}
-
-/* A marker centred on (X, Y): circle, square, diamond or triangle. */
-static void draw_marker(Buf *b, int shape, double x, double y, double r) {
-  switch (shape) {
-  case 0:
-    buf_printf(b, "<circle class=\"point\" cx=\"%.2f\" cy=\"%.2f\" r=\"%g\"/>\n",
-               px(x), px(y), r);
-    break;
-  case 1:
-    r *= 0.9;
-    buf_printf(b,
-               "<rect class=\"point\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
-               "height=\"%.2f\"/>\n",
-               px(x - r), px(y - r), px(2 * r), px(2 * r));
-    break;
-  case 2:
-    r *= 1.25;
-    buf_printf(b,
-               "<polygon class=\"point\" points=\"%.2f,%.2f %.2f,%.2f "
-               "%.2f,%.2f %.2f,%.2f\"/>\n",
-               px(x), px(y - r), px(x + r), px(y), px(x), px(y + r), px(x - r),
-               px(y));
-    break;
-  default:
-    r *= 1.2;
-    buf_printf(b,
-               "<polygon class=\"point\" points=\"%.2f,%.2f %.2f,%.2f "
-               "%.2f,%.2f\"/>\n",
-               px(x), px(y - r), px(x + r), px(y + 0.8 * r), px(x - r),
-               px(y + 0.8 * r));
-    break;
-  }
-}
-
-static void draw_swatch(Buf *b, const Chart *c, int i, double x, double y) {
-  const ChartSeries *s = &c->series[i];
-  const char *color = series_color(c, i);
-  const char *dash = s->dashed ? " stroke-dasharray=\"5 3\"" : "";
-  if (drawn_as_line(c, s)) {
-    buf_printf(b,
-               "<line class=\"swatch\" x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" "
-               "y2=\"%.2f\" stroke=\"%s\" stroke-width=\"2\"%s/>\n",
-               px(x), px(y), px(x + 22), px(y), color, dash);
-  } else if (c->kind == CHART_SCATTER) {
-    buf_printf(b, "<g class=\"swatch\" fill=\"%s\">\n", color);
-    draw_marker(b, series_shape(c, i), x + 11, y, 4);
-    buf_printf(b, "</g>\n");
-  } else {
-    buf_printf(b,
-               "<rect class=\"swatch\" x=\"%.2f\" y=\"%.2f\" width=\"22\" "
-               "height=\"10\" fill=\"%s\" fill-opacity=\"%s\" stroke=\"%s\""
-               "%s/>\n",
-               px(x), px(y - 5), color,
-               c->kind == CHART_STEP_AREA ? "0.35" : "1", color, dash);
-  }
-}
-
-static void draw_legend(Buf *b, const Chart *c, const Layout *l) {
-  int ns = nseries(c);
-  char tmp[32];
-  buf_printf(b, "<g class=\"legend\">\n");
-  if (ns > 0)
-    buf_printf(b,
-               "<rect class=\"legend-box\" x=\"%.2f\" y=\"%.2f\" "
-               "width=\"%.2f\" height=\"%.2f\" fill=\"#ffffff\" "
-               "stroke=\"#cccccc\"/>\n",
-               px(l->lx), px(l->ly), px(l->lw), px(l->lh));
-  for (int i = 0; i < ns; i++) {
-    const char *name = series_name(&c->series[i], i, tmp, sizeof tmp);
-    double x = l->lx + 8 + (i % l->lcols) * (l->entry_w + 12);
-    double y = l->ly + 5 + (i / l->lcols) * LEGEND_ROW + LEGEND_ROW / 2.0;
-    buf_printf(b, "<g class=\"legend-entry\" data-name=\"");
-    put_xml(b, name);
-    buf_printf(b, "\">\n");
-    draw_swatch(b, c, i, x, y);
-    draw_text(b, "legend-text", x + 30, y + 4, NULL, FONT_LEGEND, name);
-    buf_printf(b, "</g>\n");
-  }
-  buf_printf(b, "</g>\n");
-}
-
-/* ---- drawing: series ---- */
-
-typedef struct Rect {
-  double x0, y0, x1, y1;
-} Rect;
-
-static Rect plot_rect(const Layout *l) {
-  return (Rect){l->L, l->T, l->R, l->B};
-}
-
-/* Liang-Barsky: shorten the segment A-B to its part inside R. False when
- * none of it is inside; *CUT_A / *CUT_B say whether an end moved. */
-static bool clip_segment(Rect r, double *ax, double *ay, double *bx,
-                         double *by, bool *cut_a, bool *cut_b) {
-  double dx = *bx - *ax, dy = *by - *ay, t0 = 0, t1 = 1;
-  double p[4] = {-dx, dx, -dy, dy};
-  double q[4] = {*ax - r.x0, r.x1 - *ax, *ay - r.y0, r.y1 - *ay};
-  for (int i = 0; i < 4; i++) {
-    if (p[i] == 0) {
-      if (q[i] < 0)
-        return false;
-      continue;
-    }
-    double t = q[i] / p[i];
-    if (p[i] < 0 && t > t0)
-      t0 = t;
-    else if (p[i] > 0 && t < t1)
-      t1 = t;
-  }
-  if (t0 > t1)
-    return false;
-  double x0 = *ax + t0 * dx, y0 = *ay + t0 * dy;
-  *cut_a = t0 > 0, *cut_b = t1 < 1;
-  *bx = *ax + t1 * dx, *by = *ay + t1 * dy;
-  *ax = x0, *ay = y0;
-  return true;
-}
-
-/* The points of one polyline being built. */
-typedef struct Poly {
-  Buf pts;
-  int n;
-} Poly;
-
-static void poly_add(Poly *p, double x, double y) {
-  buf_printf(&p->pts, "%s%.2f,%.2f", p->n ? " " : "", px(x), px(y));
-  p->n++;
-}
-
-static void poly_flush(Buf *b, Poly *p) {
-  if (p->n >= 2)
-    buf_printf(b, "<polyline class=\"line\" fill=\"none\" points=\"%s\"/>\n",
-               p->pts.s);
-  p->pts.len = 0;
-  p->n = 0;
-}
-
-static bool point_usable(const Layout *l, const ChartSeries *s, int k) {
-  return k >= 0 && k < series_n(s) && axis_usable(&l->x, series_x(s, k)) &&
-         axis_usable(&l->y, s->y[k]);
-}
-
-/* A polyline through the usable points, broken where a point is missing
- * (non-finite, or not positive on a log axis) and clipped to the plot. A
- * point with no usable neighbour gets a dot, as it has no segment. */
-static void draw_line_series(Buf *b, const Layout *l, const ChartSeries *s,
-                             const char *color) {
-  Rect r = plot_rect(l);
-  Poly p = {{0}, 0};
-  for (int k = 0; k < series_n(s); k++) {
-    if (!point_usable(l, s, k)) {
-      poly_flush(b, &p);
-      continue;
-    }
-    double x = axis_px(&l->x, series_x(s, k)), y = axis_px(&l->y, s->y[k]);
-    if (!point_usable(l, s, k - 1)) {
-      if (!point_usable(l, s, k + 1) && axis_contains(&l->x, series_x(s, k)) &&
-          axis_contains(&l->y, s->y[k]))
-        buf_printf(b,
-                   "<circle class=\"point\" cx=\"%.2f\" cy=\"%.2f\" r=\"2.5\" "
-                   "fill=\"%s\" stroke=\"none\"/>\n",
-                   px(x), px(y), color);
-      continue;
-    }
-    double ax = axis_px(&l->x, series_x(s, k - 1)),
-           ay = axis_px(&l->y, s->y[k - 1]), bx = x, by = y;
-    bool cut_a, cut_b;
-    if (!clip_segment(r, &ax, &ay, &bx, &by, &cut_a, &cut_b)) {
-      poly_flush(b, &p);
-      continue;
-    }
-    if (cut_a)
-      poly_flush(b, &p);
-    if (p.n == 0)
-      poly_add(&p, ax, ay);
-    poly_add(&p, bx, by);
-    if (cut_b)
-      poly_flush(b, &p);
-  }
-  poly_flush(b, &p);
-  buf_free(&p.pts);
-}
-
-static void close_area(Buf *b, Poly *area, Poly *edge, double x,
-                       double base) {
-  poly_add(area, x, base);
-  buf_printf(b, "<polygon class=\"area\" stroke=\"none\" points=\"%s\"/>\n",
-             area->pts.s);
-  area->pts.len = 0, area->n = 0;
-  poly_flush(b, edge);
-}
-
-/* Steps held from x[k] to x[k+1] at y[k], filled down to the baseline
- * (0, or the bottom of a log axis), one polygon per unbroken run. */
-static void draw_step_series(Buf *b, const Layout *l, const ChartSeries *s) {
-  int n = series_n(s);
-  double base = l->y.scale == SCALE_LOG
-                    ? l->B
-                    : clampd(axis_px(&l->y, 0), l->T, l->B);
-  Poly area = {{0}, 0}, edge = {{0}, 0};
-  double right = 0; /* the right end of the run's last step */
-  for (int k = 0; k + 1 < n; k++) {
-    double x0v = series_x(s, k), x1v = series_x(s, k + 1), v = s->y[k];
-    bool ok = axis_usable(&l->x, x0v) && axis_usable(&l->x, x1v) &&
-              isfinite(v);
-    if (ok) {
-      double x0 = clampd(axis_px(&l->x, x0v), l->L, l->R);
-      right = clampd(axis_px(&l->x, x1v), l->L, l->R);
-      double y = axis_usable(&l->y, v) ? clampd(axis_px(&l->y, v), l->T, l->B)
-                                       : base;
-      if (area.n == 0)
-        poly_add(&area, x0, base);
-      poly_add(&area, x0, y), poly_add(&area, right, y);
-      poly_add(&edge, x0, y), poly_add(&edge, right, y);
-    }
-    if (area.n > 0 && (!ok || k + 2 >= n))
-      close_area(b, &area, &edge, right, base);
-  }
-  buf_free(&area.pts);
-  buf_free(&edge.pts);
-}
-
-/* Boxes already taken by markers and labels, to place labels in free
- * space. */
-typedef struct Box {
-  double x0, y0, x1, y1;
-} Box;
-
-typedef struct Boxes {
-  Box *v;
-  int n, cap;
-} Boxes;
-
-static bool boxes_hit(const Boxes *bs, Box a) {
-  for (int i = 0; i < bs->n; i++) {
-    const Box *o = &bs->v[i];
-    if (a.x0 < o->x1 && o->x0 < a.x1 && a.y0 < o->y1 && o->y0 < a.y1)
-      return true;
-  }
-  return false;
-}
-
-static bool scatter_point(const Layout *l, const ChartSeries *s, int k,
-                          double *x, double *y) {
-  if (!point_usable(l, s, k) || !axis_contains(&l->x, series_x(s, k)) ||
-      !axis_contains(&l->y, s->y[k]))
-    return false;
-  *x = axis_px(&l->x, series_x(s, k)), *y = axis_px(&l->y, s->y[k]);
-  return true;
-}
-
-/* A point's label goes to the first free spot among up-right, down-right,
- * up-left and down-left that stays inside the plot (else up-right). */
-static void draw_point_label(Buf *b, const Layout *l, Boxes *taken, double x,
-                             double y, const char *text) {
-  double w = text_w(text, FONT_NOTE), h = FONT_NOTE;
-  static const double DX[4] = {6, 6, -6, -6}, DY[4] = {-5, 12, -5, 12};
-  int pick = -1;
-  for (int pass = 0; pass < 2 && pick < 0; pass++)
-    for (int i = 0; i < 4 && pick < 0; i++) {
-      double tx = x + DX[i], ty = y + DY[i];
-      Box bx = {DX[i] > 0 ? tx : tx - w, ty - h, DX[i] > 0 ? tx + w : tx,
-                ty + 2};
-      bool inside = bx.x0 >= l->L && bx.x1 <= l->R && bx.y0 >= l->T &&
-                    bx.y1 <= l->B;
-      if (inside && (pass == 1 || !boxes_hit(taken, bx)))
-        pick = i;
-    }
-  if (pick < 0)
-    pick = x + 6 + w <= l->R ? 0 : 2;
-  double tx = x + DX[pick], ty = y + DY[pick];
-  Box bx = {DX[pick] > 0 ? tx : tx - w, ty - h, DX[pick] > 0 ? tx + w : tx,
-            ty + 2};
-  VEC_PUSH(taken->v, taken->n, taken->cap, bx);
-  draw_text(b, "point-label", tx, ty, DX[pick] > 0 ? "start" : "end",
-            FONT_NOTE, text);
-}
-
-static void draw_scatter_series(Buf *b, const Chart *c, const Layout *l,
-                                int i, Boxes *taken) {
-  const ChartSeries *s = &c->series[i];
-  double x, y;
-  for (int k = 0; k < series_n(s); k++)
-    if (scatter_point(l, s, k, &x, &y))
-      draw_marker(b, series_shape(c, i), x, y, 3.5);
-  buf_printf(b, "<g class=\"point-labels\" fill=\"#333333\" stroke=\"none\">\n");
-  for (int k = 0; s->labels && k < series_n(s); k++)
-    if (s->labels[k] && s->labels[k][0] && scatter_point(l, s, k, &x, &y))
-      draw_point_label(b, l, taken, x, y, s->labels[k]);
-  buf_printf(b, "</g>\n");
-}
-
-/* Markers take their room before any label is placed, so that no label
- * covers a point of a later series. */
-static void mark_points(const Chart *c, const Layout *l, Boxes *taken) {
-  for (int i = 0; i < nseries(c); i++) {
-    const ChartSeries *s = &c->series[i];
-    double x, y;
-    for (int k = 0; !s->line && k < series_n(s); k++)
-      if (scatter_point(l, s, k, &x, &y)) {
-        Box bx = {x - 4, y - 4, x + 4, y + 4};
-        VEC_PUSH(taken->v, taken->n, taken->cap, bx);
-      }
-  }
-}
-
-static void draw_bar(Buf *b, double x, double w, double y0, double y1,
-                     double v) {
-  buf_printf(b,
-             "<rect class=\"bar\" data-value=\"%g\" x=\"%.2f\" y=\"%.2f\" "
-             "width=\"%.2f\" height=\"%.2f\"/>\n",
-             v, px(x), px(fmin(y0, y1)), px(w), px(fabs(y1 - y0)));
-}
-
-/* The pixel of bar value V, held inside the plot; values a log axis cannot
- * show sit at its bottom. */
-static double bar_px(const Layout *l, double v) {
-  if (!axis_usable(&l->y, v))
-    return l->B;
-  return clampd(axis_px(&l->y, v), l->T, l->B);
-}
-
-static void draw_bar_series(Buf *b, const Chart *c, const Layout *l, int i) {
-  const ChartSeries *s = &c->series[i];
-  int ns = nseries(c);
-  double gw = (l->R - l->L) / l->x.hi, bw = gw * 0.8 / ns;
-  double base = l->y.scale == SCALE_LOG ? l->B : bar_px(l, 0);
-  double gap = bw > 4 ? 1 : 0; /* a hairline between neighbouring bars */
-  for (int cat = 0; cat < series_n(s); cat++) {
-    double v = s->y[cat];
-    if (!isfinite(v))
-      continue;
-    double x = l->L + gw * cat + gw * 0.1 + bw * i;
-    draw_bar(b, x + gap / 2, bw - gap, base, bar_px(l, v), v);
-  }
-}
-
-static void draw_stacked_series(Buf *b, const Chart *c, const Layout *l,
-                                int i) {
-  double gw = (l->R - l->L) / l->x.hi, bw = gw * 0.6;
-  for (int cat = 0; cat < series_n(&c->series[i]); cat++) {
-    double below = 0;
-    for (int j = 0; j < i; j++)
-      below += stack_part(&c->series[j], cat);
-    double part = stack_part(&c->series[i], cat);
-    double x = l->L + gw * cat + gw * 0.2;
-    draw_bar(b, x, bw, bar_px(l, below), bar_px(l, below + part), part);
-  }
-}
-
-static void open_series(Buf *b, const Chart *c, int i) {
-  const ChartSeries *s = &c->series[i];
-  const char *color = series_color(c, i);
-  char tmp[32];
-  buf_printf(b, "<g class=\"series\" data-name=\"");
-  put_xml(b, series_name(s, i, tmp, sizeof tmp));
+  buf_printf(b, " %s=\"", name);
+  put_xml(b, value);
   buf_printf(b, "\"");
-  if (drawn_as_line(c, s))
-    buf_printf(b, " fill=\"none\" stroke=\"%s\" stroke-width=\"2\" "
-                  "stroke-linejoin=\"round\"",
-               color);
-  else if (c->kind == CHART_STEP_AREA)
-    buf_printf(b, " fill=\"%s\" fill-opacity=\"0.35\" stroke=\"%s\" "
-                  "stroke-width=\"1.5\"",
-               color, color);
-  else if (c->kind == CHART_SCATTER)
-    buf_printf(b, " fill=\"%s\" stroke=\"#ffffff\" stroke-width=\"0.6\"",
-               color);
-  else
-    buf_printf(b, " fill=\"%s\" stroke=\"none\"", color);
-  if (s->dashed && (drawn_as_line(c, s) || c->kind == CHART_STEP_AREA))
-    buf_printf(b, " stroke-dasharray=\"6 4\"");
-  buf_printf(b, ">\n");
 }
 
-static void draw_series(Buf *b, const Chart *c, const Layout *l) {
-  Boxes taken = {0};
-  if (c->kind == CHART_SCATTER)
-    mark_points(c, l, &taken);
-  for (int i = 0; i < nseries(c); i++) {
-    const ChartSeries *s = &c->series[i];
-    open_series(b, c, i);
-    if (drawn_as_line(c, s))
-      draw_line_series(b, l, s, series_color(c, i));
-    else if (c->kind == CHART_SCATTER)
-      draw_scatter_series(b, c, l, i, &taken);
-    else if (c->kind == CHART_STEP_AREA)
-      draw_step_series(b, l, s);
-    else if (c->kind == CHART_BARS)
-      draw_bar_series(b, c, l, i);
-    else
-      draw_stacked_series(b, c, l, i);
-    buf_printf(b, "</g>\n");
+static void put_paint(Buf *b, const Paint *p) {
+  put_attr(b, "fill", p->fill);
+  if (p->opacity > 0)
+    buf_printf(b, " fill-opacity=\"%g\"", p->opacity);
+  put_attr(b, "stroke", p->stroke);
+  if (p->width > 0)
+    buf_printf(b, " stroke-width=\"%g\"", p->width);
+  put_attr(b, "stroke-dasharray", p->dash);
+  if (p->round)
+    buf_printf(b, " stroke-linejoin=\"round\"");
+}
+
+/* "<TAG class=... data-...": what every element starts with. */
+static void open_tag(Buf *b, const char *tag, const ScItem *it) {
+  buf_printf(b, "<%s", tag);
+  put_attr(b, "class", it->cls);
+  put_attr(b, "data-name", it->name);
+  put_attr(b, "data-scale", it->scale);
+  if (it->has_value)
+    buf_printf(b, " data-value=\"%g\"", it->value);
+}
+
+/* text-anchor by Anchor; "start" is SVG's default. */
+static const char *const ANCHOR_NAME[] = {NULL, "middle", "end"};
+_Static_assert(sizeof ANCHOR_NAME / sizeof ANCHOR_NAME[0] == ANCHOR_END + 1,
+               "a text-anchor per Anchor");
+
+static void put_text(Buf *b, const ScItem *it) {
+  open_tag(b, "text", it);
+  buf_printf(b, " x=\"%.2f\" y=\"%.2f\"", px(it->x), px(it->y));
+  put_attr(b, "text-anchor", ANCHOR_NAME[it->anchor]);
+  /* No stroke: text inherits its group's, which would embolden it. */
+  buf_printf(b, " font-size=\"%g\"%s stroke=\"none\"", it->font,
+             it->bold ? " font-weight=\"bold\"" : "");
+  put_attr(b, "fill", it->paint.fill);
+  if (it->angle != 0)
+    buf_printf(b, " transform=\"rotate(%g %.2f %.2f)\"", it->angle, px(it->x),
+               px(it->y));
+  buf_printf(b, ">");
+  const char *t = it->text, *nl = strchr(t, '\n');
+  if (!nl) {
+    put_xml(b, t);
+  } else {
+    for (int line = 0; t; line++) {
+      nl = strchr(t, '\n');
+      char *part = xstrdup(t);
+      if (nl)
+        part[nl - t] = 0;
+      buf_printf(b, "<tspan x=\"%.2f\" dy=\"%g\">", px(it->x),
+                 line ? it->font + 2 : 0);
+      put_xml(b, part);
+      buf_printf(b, "</tspan>");
+      free(part);
+      t = nl ? nl + 1 : NULL;
+    }
   }
-  free(taken.v);
+  buf_printf(b, "</text>\n");
 }
 
-/* Everything inside the <svg> element of one chart. */
-static void draw_chart(Buf *b, const Chart *c, const Layout *l) {
-  draw_background(b, l);
-  draw_titles(b, c, l);
-  draw_grid(b, l);
-  draw_series(b, c, l);
-  draw_zero_line(b, c, l);
-  draw_hlines(b, c, l);
-  draw_vlines(b, c, l);
-  draw_x_axis(b, c, l);
-  draw_y_axis(b, l);
-  draw_legend(b, c, l);
+static void put_points(Buf *b, const ScItem *it) {
+  buf_printf(b, " points=\"");
+  for (int k = 0; k < it->npts; k++)
+    buf_printf(b, "%s%.2f,%.2f", k ? " " : "", px(it->pts[2 * k]),
+               px(it->pts[2 * k + 1]));
+  buf_printf(b, "\"");
 }
 
-static void open_document(Buf *b, const char *cls, double w, double h) {
+static void put_item(Buf *b, const ScItem *it) {
+  switch (it->kind) {
+  case SC_GROUP:
+    open_tag(b, "g", it);
+    put_paint(b, &it->paint);
+    buf_printf(b, ">\n");
+    return;
+  case SC_PANEL:
+    open_tag(b, "svg", it);
+    buf_printf(b,
+               " x=\"%.2f\" y=\"%.2f\" width=\"%.0f\" height=\"%.0f\" "
+               "viewBox=\"0 0 %.0f %.0f\">\n",
+               px(it->x), px(it->y), it->w, it->h, it->w, it->h);
+    return;
+  case SC_END:
+    return; /* closed by the caller, which knows what it closes */
+  case SC_LINE:
+    open_tag(b, "line", it);
+    buf_printf(b, " x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"",
+               px(it->x), px(it->y), px(it->x2), px(it->y2));
+    break;
+  case SC_POLYLINE:
+  case SC_POLYGON:
+    open_tag(b, it->kind == SC_POLYGON ? "polygon" : "polyline", it);
+    put_points(b, it);
+    break;
+  case SC_RECT:
+    open_tag(b, "rect", it);
+    buf_printf(b, " x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\"",
+               px(it->x), px(it->y), px(it->w), px(it->h));
+    break;
+  case SC_CIRCLE:
+    open_tag(b, "circle", it);
+    buf_printf(b, " cx=\"%.2f\" cy=\"%.2f\" r=\"%g\"", px(it->x), px(it->y),
+               it->r);
+    break;
+  case SC_TEXT:
+    put_text(b, it);
+    return;
+  }
+  put_paint(b, &it->paint);
+  buf_printf(b, "/>\n");
+}
+
+void svg_render(Buf *b, const Scene *s) {
   buf_printf(b,
              "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
              "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" "
              "class=\"%s\" width=\"%.0f\" height=\"%.0f\" "
              "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" "
              "font-size=\"11\">\n",
-             cls, w, h, w, h);
-}
-
-void svg_chart(Buf *b, const Chart *c) {
-  Layout l;
-  layout(c, &l);
-  open_document(b, "chart", l.w, l.h);
-  draw_chart(b, c, &l);
-  buf_printf(b, "</svg>\n");
-}
-
-void svg_stack(Buf *b, const char *title, int n, const Chart *charts) {
-  if (!charts || n < 0)
-    n = 0;
-  Layout *l = xcalloc(n > 0 ? (size_t)n : 1, sizeof *l);
-  double w = MIN_W, h = STACK_TITLE_BAND;
-  for (int i = 0; i < n; i++) {
-    layout(&charts[i], &l[i]);
-    w = fmax(w, l[i].w);
-    h += l[i].h;
+             s->cls, s->w, s->h, s->w, s->h);
+  /* What each open SC_GROUP / SC_PANEL closes with. */
+  const char **open = NULL;
+  int depth = 0, cap = 0;
+  for (int i = 0; i < s->n; i++) {
+    const ScItem *it = &s->items[i];
+    put_item(b, it);
+    if (it->kind == SC_GROUP || it->kind == SC_PANEL)
+      VEC_PUSH(open, depth, cap, it->kind == SC_GROUP ? "</g>\n" : "</svg>\n");
+    else if (it->kind == SC_END && depth > 0)
+      buf_printf(b, "%s", open[--depth]);
   }
-  open_document(b, "chart-stack", w, h);
-  buf_printf(b,
-             "<rect class=\"background\" x=\"0\" y=\"0\" width=\"%.0f\" "
-             "height=\"%.0f\" fill=\"#ffffff\"/>\n",
-             w, h);
-  buf_printf(b,
-             "<text class=\"stack-title\" x=\"%.2f\" y=\"24\" "
-             "text-anchor=\"middle\" font-size=\"%g\" font-weight=\"bold\" "
-             "fill=\"#222222\">",
-             px(w / 2), FONT_TITLE + 1);
-  put_xml(b, title);
-  buf_printf(b, "</text>\n");
-  double y = STACK_TITLE_BAND;
-  for (int i = 0; i < n; i++) {
-    buf_printf(b,
-               "<svg class=\"chart\" x=\"0\" y=\"%.2f\" width=\"%.0f\" "
-               "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\">\n",
-               px(y), l[i].w, l[i].h, l[i].w, l[i].h);
-    draw_chart(b, &charts[i], &l[i]);
-    buf_printf(b, "</svg>\n");
-    y += l[i].h;
-  }
+  while (depth > 0)
+    buf_printf(b, "%s", open[--depth]);
+  free(open);
   buf_printf(b, "</svg>\n");
-  free(l);
 }

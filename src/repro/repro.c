@@ -8,8 +8,6 @@
 #include "../embed/embed.h"
 #include "../spec/spec.h"
 
-static const char *const models[REPRO_MODELS] = {"mamba-370m", "mamba-2.8b"};
-
 /* Context to generated tokens: 1:16, 1:1, 64:1. */
 static const Scenario scenarios[REPRO_SCENARIOS] = {
     {"short_context", "short context, long generation", 256, 4096},
@@ -17,18 +15,24 @@ static const Scenario scenarios[REPRO_SCENARIOS] = {
     {"long_context", "long context, short generation", 16384, 256},
 };
 
-enum { BATCH = 64, PREFILL_I = 2048 };
+enum { MAX_SETS = 64 };
 
 typedef struct Run {
-  Cascade *c;
+  const Cascade *c;
   const Arch *a;
   Diag *d;
   Repro *r;
+  const Preset *presets[REPRO_MAX_MODELS];
+  /* The settings of every point: the caller's others, then B and I. */
+  int nsets;
+  Setting sets[MAX_SETS + 2];
 } Run;
 
-static Shape *bind(const Run *x, int model, double tokens) {
-  Setting set[] = {{"B", BATCH}, {"I", tokens}};
-  return shape_bind(x->c, preset_find(models[model]), set, 2, true, x->d);
+static Shape *bind(Run *x, int model, double tokens) {
+  x->sets[x->nsets] = (Setting){"B", x->r->batch};
+  x->sets[x->nsets + 1] = (Setting){"I", tokens};
+  return shape_bind(x->c, x->presets[model], x->sets, x->nsets + 2, true,
+                    x->d);
 }
 
 static Eval *price(const Run *x, const Shape *s, const Pair *pairs,
@@ -37,6 +41,25 @@ static Eval *price(const Run *x, const Shape *s, const Pair *pairs,
   o.accounting = acc;
   o.compose = comp;
   return model_eval(x->c, s, x->a, pairs, d, &o, x->d);
+}
+
+double repro_unit_peak(const Arch *a, int u) {
+  double best = 0;
+  for (int k = 0; k < OPC_COUNT; k++)
+    best = fmax(best, arch_peak(a, u, (OpClass)k));
+  return best;
+}
+
+/* The seconds E's operations take on its unit at the unit's peak rate for
+ * each op class: what the unit could do in the best case. */
+static double peak_seconds(const Arch *a, const EinsumEval *e) {
+  double t = 0;
+  for (int k = 0; k < OPC_COUNT; k++) {
+    double peak = arch_peak(a, e->unit, (OpClass)k);
+    if (e->work.ops[k] > 0 && peak > 0)
+      t += e->work.ops[k] / peak;
+  }
+  return t;
 }
 
 static void keep_timeline(const Run *x, const Eval *ev, Timeline *tl) {
@@ -48,11 +71,12 @@ static void keep_timeline(const Run *x, const Eval *ev, Timeline *tl) {
     const EinsumEval *e = &ev->e[i];
     Segment *s = &tl->seg[i];
     s->einsum = e->einsum;
+    s->unit = e->unit;
     s->start = e->start / clock;
     s->end = e->end / clock;
     double dur = s->end - s->start;
     double bytes = e->read + e->write;
-    s->compute_util = dur > 0 ? e->work.total / dur / x->r->peak_ops : 0;
+    s->compute_util = dur > 0 ? peak_seconds(x->a, e) / dur : 0;
     s->memory_util = dur > 0 ? bytes / dur / x->r->bandwidth : 0;
     s->intensity = bytes > 0 ? e->work.total / bytes : INFINITY;
     s->perf = dur > 0 ? e->work.total / dur : 0;
@@ -60,8 +84,8 @@ static void keep_timeline(const Run *x, const Eval *ev, Timeline *tl) {
 }
 
 /* Every design at one model and phase. */
-static bool price_point(const Run *x, int model, Phase ph) {
-  Shape *s = bind(x, model, ph == PH_PREFILL ? PREFILL_I : 1);
+static bool price_point(Run *x, int model, Phase ph) {
+  Shape *s = bind(x, model, ph == PH_PREFILL ? x->r->prefill : 1);
   if (!s)
     return false;
   Pair *pairs = fusion_classify(x->c, s);
@@ -85,6 +109,10 @@ static bool price_point(const Run *x, int model, Phase ph) {
       r->read = a->read;
       r->write = a->write;
       r->energy_j = a->energy_pj * 1e-12;
+      r->energy[EN_DRAM] = a->energy_dram * 1e-12;
+      r->energy[EN_GLB] = a->energy_glb * 1e-12;
+      r->energy[EN_REG] = a->energy_reg * 1e-12;
+      r->energy[EN_OPS] = a->energy_ops * 1e-12;
       r->groups = a->ngroups;
       if (model == 0) {
         keep_timeline(x, a, &x->r->timeline[ph][d]);
@@ -101,7 +129,7 @@ static bool price_point(const Run *x, int model, Phase ph) {
 }
 
 /* Per-layer prefill latency of every design at I = 2^k. */
-static bool sweep(const Run *x, int model) {
+static bool sweep(Run *x, int model) {
   bool ok = true;
   for (int k = 0; ok && k < REPRO_LENGTHS; k++) {
     Shape *s = bind(x, model, ldexp(1, k));
@@ -122,8 +150,8 @@ static bool sweep(const Run *x, int model) {
   return ok;
 }
 
-/* L layers x (prefill of I0 tokens + G decode steps), for mamba-370m. */
-static bool end_to_end(const Run *x) {
+/* L layers x (prefill of I0 tokens + G decode steps), the first model. */
+static bool end_to_end(Run *x) {
   Repro *r = x->r;
   bool ok = true;
   for (int sc = 0; ok && sc < REPRO_SCENARIOS; sc++) {
@@ -164,8 +192,9 @@ static void target(Repro *r, const char *key, const char *where,
                    const char *unit) {
   if (r->ntargets == REPRO_MAX_TARGETS)
     return;
-  r->targets[r->ntargets++] =
-      (Target){key, where, what, paper, ours, unit, false};
+  Target *t = &r->targets[r->ntargets++];
+  *t = (Target){key, where, "", paper, ours, unit, false};
+  snprintf(t->what, sizeof t->what, "%s", what);
 }
 
 static const Design strategies[] = {DES_RI, DES_RI_RSB, DES_RI_RSB_RSP,
@@ -195,7 +224,8 @@ static int count_merges(const Cascade *c, const Shape *s) {
   return n;
 }
 
-static void structure_targets(const Run *x, Repro *r) {
+/* §II and §IV: the paper's cascade. */
+static void spec_targets(Run *x, Repro *r) {
   const Cascade *c = x->c;
   int gemms = 0;
   for (int i = 0; i < c->neinsums; i++)
@@ -218,7 +248,9 @@ static void structure_targets(const Run *x, Repro *r) {
            "");
     cascade_free(t);
   }
-  Shape *s = bind(x, 0, PREFILL_I);
+  Shape *s = bind(x, 0, r->prefill);
+  if (!s)
+    return;
   Pair *pairs = fusion_classify(c, s);
   static const char *const keys[ST_COUNT] = {
       "groups.unfused", "groups.ri", "groups.ri_rsb", "groups.ri_rsb_rsp",
@@ -229,7 +261,7 @@ static void structure_targets(const Run *x, Repro *r) {
                           OBJ_GROUPS, &d);
     char what[64];
     snprintf(what, sizeof what, "fusion groups, %s", strategy_name(st));
-    target(r, keys[st], "§IV", xstrdup(what), paper[st], p->ngroups,
+    target(r, keys[st], "§IV", what, paper[st], p->ngroups,
            "groups");
     plan_free(p);
   }
@@ -237,8 +269,10 @@ static void structure_targets(const Run *x, Repro *r) {
          "shared-input merges (NEX, X, Delta)", 3, count_merges(c, s), "");
   free(pairs);
   shape_free(s);
-  /* Table II, read back from the architecture. */
-  const Arch *a = x->a;
+}
+
+/* Table II, read back from the paper's architecture. */
+static void arch_targets(Repro *r, const Arch *a) {
   int mu = arch_unit(a, ROLE_MATRIX), vu = arch_unit(a, ROLE_VECTOR);
   int fu = arch_unit(a, ROLE_FEEDER);
   target(r, "arch.pes", "Table II", "PEs (2D array + 1D array)", 65536 + 256,
@@ -301,18 +335,18 @@ static void evaluation_targets(Repro *r) {
              "%s over unfused, end to end, long context (I0=%g, G=%g)",
              design_label(d), r->scenarios[lc].prompt,
              r->scenarios[lc].generated);
-    target(r, skeys[k], "§VI-C", xstrdup(what), spaper[k],
+    target(r, skeys[k], "§VI-C", what, spaper[k],
            r->e2e[lc][DES_UNFUSED] / r->e2e[lc][d], "x");
     snprintf(what, sizeof what, "%s, with parallel pipelining",
              design_label(d));
-    target(r, pkeys[k], "§VI-C", xstrdup(what), ppaper[k],
+    target(r, pkeys[k], "§VI-C", what, ppaper[k],
            r->e2e_pipelined[lc][DES_UNFUSED] / r->e2e_pipelined[lc][d], "x");
   }
   char what[128];
   snprintf(what, sizeof what,
            "RI over unfused, end to end, short context (I0=%g, G=%g)",
            r->scenarios[sc].prompt, r->scenarios[sc].generated);
-  target(r, "speedup.decode.ri", "§VI-C", xstrdup(what), 2.23,
+  target(r, "speedup.decode.ri", "§VI-C", what, 2.23,
          r->e2e[sc][DES_UNFUSED] / r->e2e[sc][DES_RI], "x");
 
   double lo = INFINITY, hi = 0;
@@ -364,35 +398,100 @@ static void evaluation_targets(Repro *r) {
   r->targets[r->ntargets - 1].at_least = true;
 }
 
-Repro *repro_run(Cascade *spec, const Arch *arch, Diag *d) {
+static bool is_file(const char *shipped, const char *name) {
+  return shipped && strcmp(shipped, name) == 0;
+}
+
+/* The models: the setup's, or the spec's default (and the paper's second
+ * one for its spec). */
+static bool pick_models(const ReproSetup *su, Run *x, Diag *d) {
+  Repro *r = x->r;
+  const char *first = su->model ? su->model : su->spec->model;
+  if (!first) {
+    diag_error(d, su->spec->path, (Loc){0},
+               "the spec names no model: give one with --model");
+    return false;
+  }
+  const char *names[REPRO_MAX_MODELS] = {first, REPRO_PAPER_SWEEP};
+  int n = !su->model && r->paper_spec ? 2 : 1;
+  for (int m = 0; m < n; m++) {
+    x->presets[m] = preset_find(names[m]);
+    if (!x->presets[m]) {
+      diag_error(d, NULL, (Loc){0}, "unknown model '%s'", names[m]);
+      return false;
+    }
+    r->model_names[m] = x->presets[m]->name;
+    r->layers[m] = x->presets[m]->n_layer;
+  }
+  r->nmodels = n;
+  return true;
+}
+
+/* B and I from the settings; the others are passed on to every point,
+ * and named in R->settings. */
+static bool take_settings(const ReproSetup *su, Run *x, Diag *d) {
+  Repro *r = x->r;
+  r->batch = REPRO_PAPER_BATCH, r->prefill = REPRO_PAPER_PREFILL;
+  Buf others = {0};
+  for (int i = 0; i < su->nsets; i++) {
+    const Setting *st = &su->sets[i];
+    if (strcmp(st->name, "B") == 0)
+      r->batch = st->value;
+    else if (strcmp(st->name, "I") == 0)
+      r->prefill = st->value;
+    else if (x->nsets < MAX_SETS) {
+      x->sets[x->nsets++] = *st;
+      buf_printf(&others, "%s%s=%g", others.len ? ", " : "", st->name,
+                 st->value);
+    }
+  }
+  snprintf(r->settings, sizeof r->settings, "%s", others.s ? others.s : "");
+  buf_free(&others);
+  for (int k = 0; k < 2; k++)
+    if (cascade_rank(su->spec, k ? "I" : "B") < 0) {
+      diag_error(d, su->spec->path, (Loc){0},
+                 "reproduce varies the batch (rank B) and the sequence "
+                 "length (rank I); this spec has no rank %s",
+                 k ? "I" : "B");
+      return false;
+    }
+  return true;
+}
+
+Repro *repro_run(const ReproSetup *su, Diag *d) {
   double t0 = now_seconds();
   Repro *r = xcalloc(1, sizeof *r);
-  Run x = {.c = spec, .a = arch, .d = d, .r = r};
-  r->cascade = spec;
-  for (int m = 0; m < REPRO_MODELS; m++) {
-    r->model_names[m] = models[m];
-    r->layers[m] = preset_find(models[m])->n_layer;
-  }
+  Run x = {.c = su->spec, .a = su->arch, .d = d, .r = r};
+  r->cascade = su->spec;
+  r->arch = su->arch;
+  r->spec_label = su->spec->path;
+  r->arch_label = su->arch->name;
+  r->arch_path = su->arch->path;
+  r->paper_spec = is_file(su->spec_shipped, REPRO_PAPER_SPEC);
+  r->paper_arch = is_file(su->arch_shipped, REPRO_PAPER_ARCH);
   memcpy(r->scenarios, scenarios, sizeof scenarios);
-  int mu = arch_unit(arch, ROLE_MATRIX), vu = arch_unit(arch, ROLE_VECTOR);
-  int fu = arch_unit(arch, ROLE_FEEDER);
-  r->peak_ops = mu >= 0 ? arch_peak(arch, mu, OPC_MACC) : 0;
-  r->vector_ops = vu >= 0 ? arch_peak(arch, vu, OPC_ADD) : 0;
-  r->feeder_ops = fu >= 0 ? arch_peak(arch, fu, OPC_ADD) : 0;
-  r->bandwidth = arch->levels[0].bandwidth;
-  bool ok = true;
-  for (int m = 0; ok && m < REPRO_MODELS; m++)
+  r->bandwidth = su->arch->levels[0].bandwidth;
+  bool ok = pick_models(su, &x, d) && take_settings(su, &x, d);
+  r->paper_setup = ok && r->paper_spec && r->paper_arch &&
+                   strcmp(r->model_names[0], REPRO_PAPER_MODEL) == 0 &&
+                   r->batch == REPRO_PAPER_BATCH &&
+                   r->prefill == REPRO_PAPER_PREFILL && x.nsets == 0;
+  for (int m = 0; ok && m < r->nmodels; m++)
     for (int p = 0; ok && p < PH_COUNT; p++)
       ok = price_point(&x, m, (Phase)p);
   ok = ok && end_to_end(&x);
-  for (int m = 0; ok && m < REPRO_MODELS; m++)
+  for (int m = 0; ok && m < r->nmodels; m++)
     ok = sweep(&x, m);
   if (!ok) {
     repro_free(r);
     return NULL;
   }
-  structure_targets(&x, r);
-  evaluation_targets(r);
+  if (r->paper_spec)
+    spec_targets(&x, r);
+  if (r->paper_arch)
+    arch_targets(r, su->arch);
+  if (r->paper_setup)
+    evaluation_targets(r);
   r->elapsed = now_seconds() - t0;
   return r;
 }
@@ -405,13 +504,6 @@ void repro_free(Repro *r) {
       free(r->timeline[p][d].seg);
       free(r->ideal_timeline[p][d].seg);
     }
-  for (int i = 0; i < r->ntargets; i++) {
-    /* Descriptions built at run time were duplicated. */
-    const char *w = r->targets[i].what;
-    if (strstr(w, "fusion groups,") || strstr(w, "over unfused, end") ||
-        strstr(w, "with parallel pipelining"))
-      free((char *)w);
-  }
   free(r);
 }
 

@@ -1,31 +1,63 @@
 /* repro.h — the paper's evaluation (§II, §IV, §VI) as data: every figure
  * of reference/paper-targets.md computed by the model beside the paper's
- * value, and every series its figures plot.
+ * value, and every series its figures plot — for the paper's setup, or
+ * the same evaluation for any cascade, model and architecture.
  *
- * Setup (the paper's): the shipped Mamba-1 cascade, the mambalaya
+ * The paper's setup: the shipped Mamba-1 cascade, the mambalaya
  * architecture, batch 64; prefill at I = 2048, decode at I = 1;
  * mamba-370m for the figures, mamba-370m and mamba-2.8b for the sweeps
  * over I = 2^0 .. 2^20. End-to-end scenarios: L layers, a prefill of I0
- * tokens, then G decode steps. */
+ * tokens, then G decode steps. A figure of the paper is set beside ours
+ * only when the part of the setup it depends on is the paper's: the
+ * cascade's structure on the spec, Table II on the architecture, the
+ * evaluation on all of it. */
 #ifndef MAMBALAYA_REPRO_H
 #define MAMBALAYA_REPRO_H
 
 #include "../model/model.h"
 
 enum {
-  REPRO_MODELS = 2,     /* mamba-370m, mamba-2.8b */
+  REPRO_MAX_MODELS = 2, /* the figures' model, and a second for a sweep */
   REPRO_LENGTHS = 21,   /* I = 2^0 .. 2^20 */
   REPRO_SCENARIOS = 3,
   REPRO_MAX_TARGETS = 64,
 };
 
+/* The paper's setup. The spec and architecture are the shipped files
+ * (byte for byte: an edited copy is another setup). */
+#define REPRO_PAPER_SPEC "specs/mamba1.yaml"
+#define REPRO_PAPER_ARCH "archs/mambalaya.yaml"
+#define REPRO_PAPER_MODEL "mamba-370m"   /* the figures' model */
+#define REPRO_PAPER_SWEEP "mamba-2.8b"   /* the sweeps' second model */
+enum { REPRO_PAPER_BATCH = 64, REPRO_PAPER_PREFILL = 2048 };
+
+/* What to evaluate. */
+typedef struct ReproSetup {
+  const Cascade *spec;
+  const char *spec_shipped; /* the shipped file SPEC is, by name or as a
+                               byte-for-byte copy ("specs/mamba1.yaml"),
+                               or NULL */
+  const Arch *arch;
+  const char *arch_shipped; /* likewise ("archs/mambalaya.yaml") */
+  const char *model; /* a preset; NULL: the spec's default model (and,
+                        for the paper's spec, mamba-2.8b for a second
+                        sweep, as in the paper) */
+  int nsets;
+  const Setting *sets; /* B sets the batch (default 64), I the prefill's
+                          length (default 2048); the others bind as given
+                          at every point */
+} ReproSetup;
+
 typedef enum { PH_PREFILL, PH_DECODE, PH_COUNT } Phase;
+
+/* Where a layer's energy goes. */
+typedef enum { EN_DRAM, EN_GLB, EN_REG, EN_OPS, EN_COUNT } EnergyPart;
 
 /* One figure: our value beside the paper's. */
 typedef struct Target {
   const char *key;    /* stable: "ideal.speedup.prefill" */
   const char *where;  /* "Table I", "§VI-C", ... */
-  const char *what;   /* a description */
+  char what[128];     /* a description */
   double paper, ours;
   const char *unit;   /* "x", "%", "groups", "" */
   bool at_least;      /* the paper gives a lower bound ("> 44%") */
@@ -40,14 +72,18 @@ typedef struct Result {
   double ideal_inter, ideal_intra;
   double read, write;
   double energy_j;
+  double energy[EN_COUNT]; /* joules, by part; they sum to energy_j */
   int groups;
 } Result;
 
 /* One Einsum's interval on a layer's timeline. */
 typedef struct Segment {
   int einsum;
+  int unit;             /* the compute unit it runs on (Arch.units) */
   double start, end;    /* seconds */
-  double compute_util;  /* ops / (duration x the machine's peak) */
+  double compute_util;  /* the share of its unit's peak it achieves: the
+                           time its ops take at the unit's peak rates, over
+                           its duration */
   double memory_util;   /* DRAM bytes / (duration x bandwidth) */
   double intensity;     /* ops per DRAM byte */
   double perf;          /* ops per second */
@@ -66,34 +102,46 @@ typedef struct Scenario {
 } Scenario;
 
 typedef struct Repro {
+  /* The setup, as run. */
+  const Cascade *cascade; /* the caller's */
+  const Arch *arch;       /* the caller's */
+  const char *spec_label; /* the spec's path ("specs/mamba2.yaml") */
+  const char *arch_label; /* the architecture's name ("h100") */
+  const char *arch_path;
+  int nmodels;
+  const char *model_names[REPRO_MAX_MODELS]; /* the first is the figures' */
+  int layers[REPRO_MAX_MODELS];
+  double batch, prefill; /* B, and I of the prefill */
+  char settings[256];    /* the other --set values, "d_state=32", or "" */
+  bool paper_spec;  /* the paper's cascade */
+  bool paper_arch;  /* the paper's architecture */
+  bool paper_setup; /* all of the paper's setup: its evaluation compares */
   int ntargets;
   Target targets[REPRO_MAX_TARGETS];
-  const char *model_names[REPRO_MODELS];
-  int layers[REPRO_MODELS];
   Scenario scenarios[REPRO_SCENARIOS];
-  /* Per model, phase and design (prefill at I = 2048). */
-  Result res[REPRO_MODELS][PH_COUNT][DES_COUNT];
-  /* mamba-370m timelines, achieved and ideal (sequential). */
+  /* Per model, phase and design (prefill at I = prefill). */
+  Result res[REPRO_MAX_MODELS][PH_COUNT][DES_COUNT];
+  /* The first model's timelines, achieved and ideal (sequential). */
   Timeline timeline[PH_COUNT][DES_COUNT];
   Timeline ideal_timeline[PH_COUNT][DES_COUNT];
-  /* End to end (mamba-370m), seconds: achieved, ideal, pipelined. */
+  /* End to end (the first model), seconds: achieved, ideal, pipelined. */
   double e2e[REPRO_SCENARIOS][DES_COUNT];
   double e2e_ideal[REPRO_SCENARIOS][DES_COUNT];
   double e2e_pipelined[REPRO_SCENARIOS][DES_COUNT];
   /* Per-layer prefill latency over I = 2^k (achieved, sequential). */
-  double sweep[REPRO_MODELS][REPRO_LENGTHS][DES_COUNT];
-  double peak_ops;  /* the machine's peak, ops/s (the matrix unit) */
-  double vector_ops; /* the 1D mode's peak */
-  double feeder_ops;
+  double sweep[REPRO_MAX_MODELS][REPRO_LENGTHS][DES_COUNT];
   double bandwidth; /* DRAM bytes/s */
-  const Cascade *cascade; /* for names (owned by the Repro) */
   double elapsed;   /* seconds the whole evaluation took */
 } Repro;
 
-/* Run the paper's whole evaluation. SPEC and ARCH are loaded by the
- * caller (the shipped mamba1 and mambalaya by default). */
-Repro *repro_run(Cascade *spec, const Arch *arch, Diag *d);
+/* Run the whole evaluation for SETUP. NULL, with D set, when the setup
+ * cannot be evaluated (an unknown model, a spec without ranks B and I, a
+ * shape that does not bind, an architecture that cannot run the
+ * cascade). */
+Repro *repro_run(const ReproSetup *setup, Diag *d);
 void repro_free(Repro *r);
 const Target *repro_target(const Repro *r, const char *key);
+/* The peak of unit U (ops/s): its fastest op class. */
+double repro_unit_peak(const Arch *a, int u);
 
 #endif

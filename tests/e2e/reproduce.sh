@@ -1,12 +1,16 @@
 #!/bin/sh
 # `mambalaya reproduce` end to end: the figures it writes into --out (every
-# SVG well formed, with axes, labels and legends; figures.csv, targets.csv
-# and an index.html that shows them all), the table and the JSON contract
-# on stdout, and a --out that cannot be created.
+# figure as SVG, PDF and PNG: each SVG well formed, with axes, labels and
+# legends, each PDF and PNG the same figure; figures.csv, targets.csv and
+# an index.html that shows them all), the table and the JSON contract on
+# stdout, --format, a --out that cannot be created; and other setups (an
+# architecture of another name, other settings, Mamba-2) labelled as what
+# they are, with the paper's figures only where they apply.
 set -u
 : "${MAMBALAYA:=build/mambalaya}"
 PY=/usr/bin/python3
 CHECK=tests/e2e/svg_check.py
+RENDER=tests/e2e/render_check.py
 fails=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -27,7 +31,9 @@ last=$(tail -n 1 "$tmp/table")
 grep -q "within 0.85-1.15" "$tmp/table" || fail "no summary line in the table"
 
 for f in $FIGURES; do
-  [ -s "$text/$f.svg" ] || fail "$f.svg not written"
+  for e in svg pdf png; do
+    [ -s "$text/$f.$e" ] || fail "$f.$e not written"
+  done
 done
 for f in figures.csv targets.csv index.html; do
   [ -s "$text/$f" ] || fail "$f not written"
@@ -36,7 +42,9 @@ ls "$text" | grep -q '\.tmp$' && fail "temporary files left in --out"
 
 $PY "$CHECK" "$text"/*.svg >"$tmp/check" ||
   { grep -v '^ok ' "$tmp/check"; fail "svg_check.py rejected a figure"; }
-$PY "$CHECK" --expect-series 'MARCA-like,Geens-like,Mambalaya' \
+$PY "$RENDER" "$text"/*.svg >"$tmp/render" ||
+  { grep -v '^ok ' "$tmp/render"; fail "render_check.py rejected a figure"; }
+$PY "$CHECK" --expect-series 'MARCA-like,Geens-like,Mambalaya,paper' \
   "$text/sota.svg" >/dev/null || fail "sota.svg series"
 
 # index.html shows every SVG and the targets; the CSVs parse and hold every
@@ -51,6 +59,10 @@ srcs = sorted(src for src, _ in imgs)
 assert srcs == svgs, ("not shown:", set(svgs) - set(srcs), "missing:",
                       set(srcs) - set(svgs))
 assert all(alt.strip() for _, alt in imgs)
+for f in figures:
+    for e in ("svg", "pdf", "png"):
+        assert f'<a href="{f}.{e}">' in page, (f, e)
+assert "the paper&#39;s setup" in page, "the setup is not called the paper's"
 assert '<table class="targets">' in page and "<th>ratio</th>" in page
 assert "<script" not in page.lower() and "http://" not in page
 rows = list(csv.reader(open(os.path.join(d, "targets.csv"), newline="")))
@@ -75,12 +87,17 @@ for r in rows[1:]:
 assert sorted(seen) == sorted(figures), sorted(seen)
 assert {"MARCA-like", "Geens-like", "Mambalaya"} <= seen["sota"]
 assert "Best unfused / Einsum 7 TTX" in seen["roofline"], seen["roofline"]
-assert "Ideal fusion / compute" in seen["utilization_prefill"]
+assert "Ideal fusion / compute, array2d (matrix)" in seen["utilization_prefill"]
+assert "Ideal fusion / DRAM bandwidth" in seen["utilization_prefill"]
+assert {"prefill / DRAM", "decode / operations"} <= seen["energy"], seen["energy"]
 assert len(seen["sweep_370m"]) == 7, seen["sweep_370m"]
-# The paper's values are plotted beside ours.
+# The paper's values are marks on the bars they belong to, not bars.
 paper = [r for r in rows[1:] if r[0] == "speedup_e2e" and
-         r[2].startswith("paper:")]
+         r[1].startswith("paper: ")]
 assert sorted(float(r[3]) for r in paper) == [2.23, 2.72, 2.99, 3.35, 4.9]
+assert {r[1] for r in paper} == {"paper: RI", "paper: RI+RSb",
+                                 "paper: RI+RSb+RSp", "paper: Fully fused"}
+assert all(not r[2].startswith("paper") for r in rows[1:])
 PYEOF
 
 # --json: the contract, unchanged, and the same figures, byte for byte.
@@ -90,6 +107,11 @@ json="$tmp/json"
 $PY - "$tmp/out.json" <<'PYEOF' || fail "reproduce --json"
 import json, sys
 d = json.load(open(sys.argv[1]))
+s = d["setup"]
+assert s["spec"] == "specs/mamba1.yaml" and s["arch"] == "mambalaya", s
+assert s["models"] == ["mamba-370m", "mamba-2.8b"] and s["paper_setup"], s
+assert s["batch"] == 64 and s["prefill_tokens"] == 2048, s
+assert d["designs"]["full"]["prefill"]["latency_s"] > 0
 t = d["targets"]
 for k in ["unfused.read_share", "unfused.write_share", "unfused.inter_share",
           "ideal.speedup.prefill", "ideal.speedup.decode",
@@ -117,6 +139,105 @@ grep -q "$tmp/file: error: .*not a directory" "$tmp/bad.err" ||
 "$MAMBALAYA" reproduce --json --out "$tmp/file" >"$tmp/bad.out" 2>/dev/null &&
   fail "--out naming a regular file succeeded"
 [ -s "$tmp/bad.out" ] && fail "--json with an unwritable --out printed"
+
+# --format: only the formats asked for; a wrong one is a usage error.
+"$MAMBALAYA" reproduce --format svg,png --out "$tmp/fmt" >/dev/null \
+  2>"$tmp/err" || fail "--format svg,png exited $?: $(cat "$tmp/err")"
+[ -s "$tmp/fmt/sota.png" ] && [ -s "$tmp/fmt/sota.svg" ] ||
+  fail "--format svg,png: sota.svg or sota.png missing"
+ls "$tmp/fmt" | grep -q '\.pdf$' && fail "--format svg,png wrote a PDF"
+"$MAMBALAYA" reproduce --format svg,gif --out "$tmp/gif" >"$tmp/bad.out" \
+  2>"$tmp/bad.err"
+st=$?
+[ "$st" -eq 2 ] || fail "--format svg,gif exited $st, expected 2"
+grep -q "svg, pdf and png" "$tmp/bad.err" ||
+  fail "--format svg,gif: unclear message: $(cat "$tmp/bad.err")"
+[ -e "$tmp/gif" ] && fail "--format svg,gif created --out"
+
+# labels DIR WORD...: every SVG's title or subtitle, the index and the
+# table (DIR.table) name each WORD.
+labels() {
+  dir=$1
+  shift
+  for w in "$@"; do
+    for f in "$dir"/*.svg; do
+      grep -q "class=\"\(stack-\)\?\(sub\)\?title\"[^>]*>[^<]*$w" "$f" ||
+        fail "$f: no title or subtitle names $w"
+    done
+    grep -q "$w" "$dir/index.html" || fail "$dir/index.html does not name $w"
+    grep -q "$w" "$dir.table" || fail "the table of $dir does not name $w"
+  done
+}
+
+# An architecture of another name, the paper's numbers: labelled with its
+# name, the paper's cascade compared, not its Table II or evaluation.
+mkdir "$tmp/arch"
+sed 's/^  name: mambalaya$/  name: testchip/' archs/mambalaya.yaml \
+  >"$tmp/arch/testchip.yaml"
+"$MAMBALAYA" reproduce --arch "$tmp/arch/testchip.yaml" --format svg \
+  --out "$tmp/tc" >"$tmp/tc.table" 2>"$tmp/err" ||
+  fail "reproduce --arch testchip exited $?: $(cat "$tmp/err")"
+labels "$tmp/tc" testchip specs/mamba1.yaml
+grep -q "Architecture mambalaya\|on mambalaya" "$tmp/tc"/*.svg \
+  "$tmp/tc/index.html" "$tmp/tc.table" && fail "testchip labelled mambalaya"
+grep -q "Fig\. " "$tmp/tc"/*.svg && fail "testchip titled as a paper figure"
+keys=$(cut -d, -f1 "$tmp/tc/targets.csv" | tail -n +2 | cut -d. -f1 |
+  sort -u | tr '\n' ' ')
+[ "$keys" = "cascade groups merges transformer " ] ||
+  fail "testchip compares: $keys"
+grep -q "Table II\|paper: " "$tmp/tc.table" "$tmp/tc/figures.csv" &&
+  fail "testchip: the paper's Table II or values shown"
+
+# A byte-for-byte copy of the shipped architecture is the paper's.
+cp archs/mambalaya.yaml "$tmp/arch/copy.yaml"
+"$MAMBALAYA" reproduce --arch "$tmp/arch/copy.yaml" --format svg \
+  --out "$tmp/copy" --json >"$tmp/copy.json" 2>"$tmp/err" ||
+  fail "reproduce --arch copy exited $?: $(cat "$tmp/err")"
+$PY -c "import json, sys; d = json.load(open(sys.argv[1]))
+assert d['setup']['paper_setup'] and 'vs_marca.prefill' in d['targets']
+" "$tmp/copy.json" || fail "a copy of mambalaya.yaml is not the paper's"
+
+# Other settings: labelled, and only the cascade and Table II compared.
+"$MAMBALAYA" reproduce --set B=32 --set I=4096 --format svg \
+  --out "$tmp/b32" >"$tmp/b32.table" 2>"$tmp/err" ||
+  fail "reproduce --set B=32 exited $?: $(cat "$tmp/err")"
+labels "$tmp/b32" "B=32" mambalaya
+grep -q "I=4096" "$tmp/b32/utilization_prefill.svg" ||
+  fail "--set I=4096 not in the prefill figures"
+grep -q "vs_marca\|speedup\." "$tmp/b32/targets.csv" &&
+  fail "--set B=32: the paper's evaluation compared"
+grep -q "Table II" "$tmp/b32.table" || fail "--set B=32: Table II missing"
+
+# A spec without the ranks reproduce varies: an input error.
+"$MAMBALAYA" reproduce --spec transformer --out "$tmp/tr" >"$tmp/bad.out" \
+  2>"$tmp/bad.err"
+st=$?
+[ "$st" -eq 2 ] || fail "--spec transformer exited $st, expected 2"
+grep -q "specs/transformer.yaml: error: .*rank I" "$tmp/bad.err" ||
+  fail "--spec transformer: unclear message: $(cat "$tmp/bad.err")"
+
+# Mamba-2 (slow under the sanitizers: its mapping search is larger).
+if [ -z "${MAMBALAYA_SANITIZED:-}" ]; then
+  "$MAMBALAYA" reproduce --spec mamba2 --model mamba2-370m \
+    --out "$tmp/m2" >"$tmp/m2.table" 2>"$tmp/err" ||
+    fail "reproduce --spec mamba2 exited $?: $(cat "$tmp/err")"
+  labels "$tmp/m2" mamba2-370m specs/mamba2.yaml mambalaya
+  for f in $FIGURES; do
+    case $f in sweep_*) continue ;; esac
+    [ -s "$tmp/m2/$f.svg" ] && [ -s "$tmp/m2/$f.pdf" ] &&
+      [ -s "$tmp/m2/$f.png" ] || fail "mamba2: $f not written"
+  done
+  [ -s "$tmp/m2/sweep_mamba2-370m.svg" ] || fail "mamba2: no sweep"
+  [ -e "$tmp/m2/sweep_370m.svg" ] && fail "mamba2: a mamba-370m sweep"
+  $PY "$RENDER" "$tmp/m2"/*.svg >"$tmp/render" ||
+    { grep -v '^ok ' "$tmp/render"; fail "mamba2: a figure is wrong"; }
+  $PY "$CHECK" "$tmp/m2"/*.svg >"$tmp/check" ||
+    { grep -v '^ok ' "$tmp/check"; fail "mamba2: svg_check.py rejected"; }
+  keys=$(cut -d, -f1 "$tmp/m2/targets.csv" | tail -n +2 | cut -d. -f1 |
+    sort -u | tr '\n' ' ')
+  [ "$keys" = "arch " ] || fail "mamba2 compares: $keys"
+  grep -q "Mamba-1 layer" "$tmp/m2.table" && fail "mamba2: Mamba-1 targets"
+fi
 
 echo "reproduce: $fails failures"
 [ "$fails" -eq 0 ]

@@ -1,10 +1,11 @@
-/* test_svg.c — SVG charts: one chart of each kind is rendered, written to a
- * file and checked in its text (escaping, ticks, legend, zero bars).
+/* test_svg.c — charts: one chart of each kind is rendered as SVG, written
+ * to a file and checked in its text (escaping, ticks, legend, zero bars);
+ * the same chart is also rendered as PDF and PNG and written beside it.
  *
  * The files go to a fresh directory under /tmp that is removed afterwards;
  * with MAMBALAYA_SVG_OUT=DIR they are left in DIR instead, for
- * tests/e2e/svg.sh to run tests/e2e/svg_check.py on (and for people to
- * look at). */
+ * tests/e2e/svg.sh to run tests/e2e/svg_check.py and
+ * tests/e2e/render_check.py on (and for people to look at). */
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -13,21 +14,27 @@
 #include "../../src/report/report.h"
 #include "test.h"
 
-/* Write B to NAME in the output directory and read it back. */
-static void save(const char *name, const Buf *b) {
+/* The output directory: MAMBALAYA_SVG_OUT, or a fresh one that DONE
+ * removes. */
+static bool out_dir(char *dir, size_t cap) {
   const char *keep = getenv("MAMBALAYA_SVG_OUT");
-  char dir[512], path[1024];
   if (keep && *keep) {
-    snprintf(dir, sizeof dir, "%s", keep);
+    snprintf(dir, cap, "%s", keep);
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
       test_fail(__FILE__, __LINE__, "mkdir %s: %s", dir, strerror(errno));
-  } else {
-    snprintf(dir, sizeof dir, "/tmp/mambalaya-svg-XXXXXX");
-    if (!mkdtemp(dir)) {
-      test_fail(__FILE__, __LINE__, "mkdtemp: %s", strerror(errno));
-      return;
-    }
+    return true;
   }
+  snprintf(dir, cap, "/tmp/mambalaya-svg-XXXXXX");
+  if (!mkdtemp(dir)) {
+    test_fail(__FILE__, __LINE__, "mkdtemp: %s", strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+/* Write B to NAME in DIR and read it back. */
+static void save_in(const char *dir, const char *name, const Buf *b) {
+  char path[1024];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   if (!write_file_atomic(path, b->s, b->len))
     test_fail(__FILE__, __LINE__, "write %s: %s", path, strerror(errno));
@@ -35,10 +42,42 @@ static void save(const char *name, const Buf *b) {
   char *back = read_file(path, &len);
   CHECK(back != NULL && len == b->len && memcmp(back, b->s, len) == 0);
   free(back);
-  if (!(keep && *keep)) {
+  const char *keep = getenv("MAMBALAYA_SVG_OUT");
+  if (!(keep && *keep))
     unlink(path);
+}
+
+static void done(const char *dir) {
+  const char *keep = getenv("MAMBALAYA_SVG_OUT");
+  if (!(keep && *keep))
     rmdir(dir);
+}
+
+/* STEM.svg from B, and the same figure as STEM.pdf and STEM.png: chart C,
+ * or with N > 0 the stack of N panels C under TITLE. */
+static void save_figure(const char *stem, const Buf *svg, const char *title,
+                        int n, const Chart *c) {
+  char dir[512], name[256];
+  if (!out_dir(dir, sizeof dir))
+    return;
+  snprintf(name, sizeof name, "%s.svg", stem);
+  save_in(dir, name, svg);
+  for (int f = FMT_PDF; f <= FMT_PNG; f++) {
+    Buf b = {0};
+    if (n > 0)
+      stack_render(&b, title, NULL, n, c, (Format)f);
+    else
+      chart_render(&b, c, (Format)f);
+    CHECK(b.len > 100);
+    snprintf(name, sizeof name, "%s.%s", stem, format_name((Format)f));
+    save_in(dir, name, &b);
+    buf_free(&b);
   }
+  done(dir);
+}
+
+static void save(const char *stem, const Buf *svg, const Chart *c) {
+  save_figure(stem, svg, NULL, 0, c);
 }
 
 static int count(const char *s, const char *needle) {
@@ -90,9 +129,9 @@ TEST(svg_line_log_axes) {
              .ylabel = "time (s)", .logx = true, .logy = true,
              .nseries = 2, .series = s};
   Buf b = {0};
-  svg_chart(&b, &c);
+  chart_render(&b, &c, FMT_SVG);
   check_document(&b);
-  save("line_log.svg", &b);
+  save("line_log", &b, &c);
   char ticks[512];
   tick_labels(b.s, "<g class=\"axis x\"", ticks, sizeof ticks);
   CHECK_STR(ticks, "1|10|100|1k|10k|100k|1M");
@@ -119,9 +158,9 @@ TEST(svg_escapes_text) {
              .xlabel = "x's", .ylabel = "1 < y > 0", .ncategories = 2,
              .categories = cats, .nseries = 2, .series = s};
   Buf b = {0};
-  svg_chart(&b, &c);
+  chart_render(&b, &c, FMT_SVG);
   check_document(&b);
-  save("escapes.svg", &b);
+  save("escapes", &b, &c);
   CHECK(strstr(b.s, ">Traffic &lt;intra&gt; &amp; &quot;inter&quot;</text>"));
   CHECK(strstr(b.s, "<intra>") == NULL);
   CHECK(strstr(b.s, "data-name=\"R&amp;D &lt;new&gt;\""));
@@ -149,9 +188,9 @@ TEST(svg_scatter_roofline) {
              .logx = true, .logy = true, .nseries = 2, .series = s,
              .nhlines = 1, .hlines = peak};
   Buf b = {0};
-  svg_chart(&b, &c);
+  chart_render(&b, &c, FMT_SVG);
   check_document(&b);
-  save("roofline.svg", &b);
+  save("roofline", &b, &c);
   CHECK_INT(count(b.s, "<g class=\"legend-entry\""), 2);
   CHECK_INT(count(b.s, "<g class=\"series\""), 2);
   CHECK_INT(count(b.s, "class=\"point-label\""), 5);
@@ -192,9 +231,9 @@ TEST(svg_step_area_stack) {
        .height = 300},
   };
   Buf b = {0};
-  svg_stack(&b, "Utilization over time", 2, panels);
+  stack_render(&b, "Utilization over time", NULL, 2, panels, FMT_SVG);
   check_document(&b);
-  save("utilization_stack.svg", &b);
+  save_figure("utilization_stack", &b, "Utilization over time", 2, panels);
   CHECK_INT(count(b.s, "<svg class=\"chart\""), 2);
   CHECK_INT(count(b.s, "class=\"stack-title\""), 1);
   CHECK_INT(count(b.s, "<g class=\"legend\""), 2);
@@ -224,9 +263,9 @@ TEST(svg_bars_zero_height) {
              .ncategories = 3, .categories = scen, .nseries = 3,
              .series = s, .nhlines = 1, .hlines = one};
   Buf b = {0};
-  svg_chart(&b, &c);
+  chart_render(&b, &c, FMT_SVG);
   check_document(&b);
-  save("speedup_bars.svg", &b);
+  save("speedup_bars", &b, &c);
   CHECK_INT(count(b.s, "<rect class=\"bar\""), 9);
   const char *zero = strstr(b.s, "data-value=\"0\"");
   CHECK(zero != NULL);
@@ -242,9 +281,9 @@ TEST(svg_bars_zero_height) {
   /* Too narrow even for wrapped names: they are slanted, and the legend
    * moves below the plot. */
   c.width = 360;
-  svg_chart(&b, &c);
+  chart_render(&b, &c, FMT_SVG);
   check_document(&b);
-  save("speedup_bars_narrow.svg", &b);
+  save("speedup_bars_narrow", &b, &c);
   CHECK(strstr(b.s, "rotate(-40") != NULL);
   CHECK(strstr(b.s, "<tspan") == NULL);
   CHECK_INT(count(b.s, "<g class=\"legend-entry\""), 3);
@@ -263,9 +302,9 @@ TEST(svg_stacked_bars_clamp_negative) {
              .ncategories = 5, .categories = variants, .nseries = 2,
              .series = s};
   Buf b = {0};
-  svg_chart(&b, &c);
+  chart_render(&b, &c, FMT_SVG);
   check_document(&b);
-  save("traffic_stacked.svg", &b);
+  save("traffic_stacked", &b, &c);
   CHECK_INT(count(b.s, "<rect class=\"bar\""), 10);
   /* -3 is clamped to 0: a segment of no height. */
   const char *zero = strstr(b.s, "data-value=\"0\"");
@@ -293,12 +332,12 @@ TEST(svg_empty_charts) {
                    .ylabel = "y", .logx = log, .logy = log, .nseries = ns,
                    .series = s};
         Buf b = {0};
-        svg_chart(&b, &c);
+        chart_render(&b, &c, FMT_SVG);
         check_document(&b);
         char name[64];
-        snprintf(name, sizeof name, "empty_%d%s%s.svg", k, log ? "_log" : "",
+        snprintf(name, sizeof name, "empty_%d%s%s", k, log ? "_log" : "",
                  ns ? "_series" : "");
-        save(name, &b);
+        save(name, &b, &c);
         CHECK_INT(count(b.s, "<g class=\"legend-entry\""), ns);
         CHECK_INT(count(b.s, "<g class=\"series\""), ns);
         if (ns)
@@ -316,8 +355,8 @@ TEST(svg_tick_formats) {
   Chart c = {.kind = CHART_LINE, .title = "Ticks", .xlabel = "x",
              .ylabel = "y", .nseries = 1, .series = s};
   Buf b = {0};
-  svg_chart(&b, &c);
-  save("ticks.svg", &b);
+  chart_render(&b, &c, FMT_SVG);
+  save("ticks", &b, &c);
   char ticks[512];
   tick_labels(b.s, "<g class=\"axis x\"", ticks, sizeof ticks);
   CHECK_STR(ticks, "0|0.05|0.1|0.15|0.2|0.25");
@@ -326,7 +365,7 @@ TEST(svg_tick_formats) {
   buf_free(&b);
   /* A caller's range is kept as given; ticks inside it. */
   c.ymin = 0.001, c.ymax = 0.004;
-  svg_chart(&b, &c);
+  chart_render(&b, &c, FMT_SVG);
   tick_labels(b.s, "<g class=\"axis y\"", ticks, sizeof ticks);
   CHECK_STR(ticks, "1e-3|1.5e-3|2e-3|2.5e-3|3e-3|3.5e-3|4e-3");
   buf_free(&b);
@@ -338,10 +377,43 @@ TEST(svg_is_deterministic) {
   Chart c = {.kind = CHART_LINE, .title = "Same", .xlabel = "k",
              .ylabel = "v", .nseries = 1, .series = s};
   Buf a = {0}, b = {0};
-  svg_chart(&a, &c);
-  svg_chart(&b, &c);
+  chart_render(&a, &c, FMT_SVG);
+  chart_render(&b, &c, FMT_SVG);
   CHECK(a.len == b.len && memcmp(a.s, b.s, a.len) == 0);
   CHECK(strstr(a.s, "-0.00") == NULL);
   buf_free(&a);
+  buf_free(&b);
+}
+
+/* Reference values over bars: markers on the bar they belong to, one
+ * legend entry for them all, drawn last; the subtitle under the title. */
+TEST(svg_bar_marks) {
+  const char *cats[] = {"short", "long"};
+  double a[] = {2, 3}, b2[] = {4, 5};
+  ChartSeries s[] = {{.name = "ours", .n = 2, .y = a},
+                     {.name = "ideal", .n = 2, .y = b2}};
+  ChartMark marks[] = {{1, 0, 2.72}, {1, 1, 4.9}, {0, 0, 1e9}, {7, 0, 1}};
+  Chart c = {.kind = CHART_BARS, .title = "Speedup",
+             .subtitle = "mamba2-370m on h100", .xlabel = "scenario",
+             .ylabel = "x", .ncategories = 2, .categories = cats,
+             .nseries = 2, .series = s, .nmarks = 4, .marks = marks,
+             .marks_name = "paper", .ymin = 0, .ymax = 6};
+  Buf b = {0};
+  chart_render(&b, &c, FMT_SVG);
+  check_document(&b);
+  save("bar_marks", &b, &c);
+  /* The two in range and in a category are drawn; 1e9 is above the axis,
+   * category 7 does not exist. */
+  CHECK_INT(count(b.s, "class=\"point mark\""), 2);
+  CHECK(strstr(b.s, "class=\"point mark\" data-value=\"2.72\"") != NULL);
+  CHECK(strstr(b.s, "<g class=\"series\" data-name=\"paper\"") != NULL);
+  CHECK_INT(count(b.s, "<g class=\"legend-entry\""), 3);
+  CHECK(strstr(b.s, "<g class=\"legend-entry\" data-name=\"paper\">") != NULL);
+  CHECK(strstr(b.s, ">mamba2-370m on h100</text>") != NULL);
+  CHECK_INT(count(b.s, "<rect class=\"bar\""), 4);
+  /* The marks come after the bars they sit on. */
+  const char *last_bar = strstr(b.s, "data-value=\"5\"");
+  const char *mark = strstr(b.s, "class=\"point mark\"");
+  CHECK(last_bar && mark && last_bar < mark);
   buf_free(&b);
 }
