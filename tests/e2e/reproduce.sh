@@ -23,7 +23,8 @@ speedup_e2e_pipelined sota sweep_370m sweep_2.8b energy"
 
 # The text table, into a directory whose parents do not exist yet.
 text="$tmp/a/b/figs"
-"$MAMBALAYA" reproduce --out "$text" >"$tmp/table" 2>"$tmp/err" ||
+"$MAMBALAYA" reproduce --format svg,pdf,png --out "$text" >"$tmp/table" \
+  2>"$tmp/err" ||
   fail "reproduce --out exited $?: $(cat "$tmp/err")"
 last=$(tail -n 1 "$tmp/table")
 [ "$last" = "figures written to $text/index.html" ] ||
@@ -102,7 +103,7 @@ PYEOF
 
 # --json: the contract, unchanged, and the same figures, byte for byte.
 json="$tmp/json"
-"$MAMBALAYA" reproduce --json --out "$json" >"$tmp/out.json" 2>"$tmp/err" ||
+"$MAMBALAYA" reproduce --json --format svg,pdf,png --out "$json" >"$tmp/out.json" 2>"$tmp/err" ||
   fail "reproduce --json exited $?: $(cat "$tmp/err")"
 $PY - "$tmp/out.json" <<'PYEOF' || fail "reproduce --json"
 import json, sys
@@ -219,7 +220,7 @@ grep -q "specs/transformer.yaml: error: .*rank I" "$tmp/bad.err" ||
 # Mamba-2 (slow under the sanitizers: its mapping search is larger).
 if [ -z "${MAMBALAYA_SANITIZED:-}" ]; then
   "$MAMBALAYA" reproduce --spec mamba2 --model mamba2-370m \
-    --out "$tmp/m2" >"$tmp/m2.table" 2>"$tmp/err" ||
+    --format svg,pdf,png --out "$tmp/m2" >"$tmp/m2.table" 2>"$tmp/err" ||
     fail "reproduce --spec mamba2 exited $?: $(cat "$tmp/err")"
   labels "$tmp/m2" mamba2-370m specs/mamba2.yaml mambalaya
   for f in $FIGURES; do
