@@ -126,7 +126,8 @@ int main(void) {
   int reps = 5;
   double best = 1e30, total = 0;
   ReproSetup setup = {.spec = c, .spec_shipped = REPRO_PAPER_SPEC, .arch = a,
-                      .arch_shipped = REPRO_PAPER_ARCH};
+                      .arch_shipped = REPRO_PAPER_ARCH,
+                      .opts = model_no_overrides()};
   for (int i = 0; i < reps; i++) {
     Repro *r = repro_run(&setup, &d);
     if (!r) {

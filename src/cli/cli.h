@@ -68,21 +68,10 @@ Arch *open_arch(const char *name, Diag *d);
  * EXIT_INPUT; on success returns 0 with *c and *s set. */
 int load_spec(const SpecOpts *o, Cascade **c, Shape **s);
 
-/* The model's options as given on the command line: -1 / NAN where the
- * design's default applies (model_default_opts). */
-typedef struct ModelFlags {
-  int pipelined, ideal, state_io, no_overlap; /* 0 or 1 */
-  int two_pass, rd_partials, spill_distance, stitch;
-  double reserve_share, weight_share;
-} ModelFlags;
-
-extern const char model_opts_help[]; /* their lines for --help */
-ModelFlags model_flags_default(void);
-/* Handle one of the model's options (--pipelined, --stitch, ...). Returns
- * true if it was one (and *err set to an exit status when bad). */
-bool model_opt(Args *a, ModelFlags *f, int *err);
-/* Design D's options with F's overrides. */
-ModelOpts model_opts_for(const ModelFlags *f, Design d);
+extern const char model_opts_help[]; /* the model's options, for --help */
+/* Handle one of the model's options (--pipelined, --stitch, ...) into F.
+ * Returns true if it was one (and *err set to an exit status when bad). */
+bool model_opt(Args *a, ModelOverrides *f, int *err);
 
 /* A plan as `fuse --json` writes it, for cascade C (bound by S): NULL and
  * D set (the file, and what is wrong) when it is not one, names Einsums C

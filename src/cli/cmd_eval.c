@@ -35,7 +35,7 @@ static const char usage_tail[] =
 int cmd_eval(int argc, char **argv) {
   Args a = {.cmd = "mambalaya eval", .argc = argc, .argv = argv, .i = 1};
   SpecOpts o = {0};
-  ModelFlags mf = model_flags_default();
+  ModelOverrides mf = model_no_overrides();
   const char *arch_name = "mambalaya", *plan_file = NULL;
   Design design = DES_FULL;
   bool design_given = false;
@@ -118,10 +118,10 @@ int cmd_eval(int argc, char **argv) {
     static const Design of_strategy[ST_COUNT] = {
         DES_UNFUSED, DES_RI, DES_RI_RSB, DES_RI_RSB_RSP, DES_FULL};
     design = of_strategy[p->strategy];
-    ModelOpts mo = model_opts_for(&mf, design);
+    ModelOpts mo = model_opts_with(&mf, design);
     ev = model_eval_plan(c, s, arch, pairs, design, p, &mo, &d);
   } else {
-    ModelOpts mo = model_opts_for(&mf, design);
+    ModelOpts mo = model_opts_with(&mf, design);
     ev = model_eval(c, s, arch, pairs, design, &mo, &d);
   }
   if (!ev) {

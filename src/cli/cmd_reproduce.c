@@ -8,7 +8,7 @@
 static const char usage[] =
     "usage: mambalaya reproduce [--out DIR] [--format LIST] [--json]\n"
     "                           [--spec SPEC] [--model M] [--set NAME=V]...\n"
-    "                           [--arch ARCH]\n"
+    "                           [--arch ARCH] [model options]\n"
     "\n"
     "Run the paper's evaluation: every design (best unfused, ideal, the\n"
     "MARCA-like and Geens-like accelerators, the four fusion strategies)\n"
@@ -41,8 +41,11 @@ static const char usage[] =
     "                 (default 2048); any other rank or parameter as given\n"
     "  --arch ARCH    the architecture (default: the shipped mambalaya)\n"
     "\n"
+    "Model options (as for eval; every design gets them over its defaults;\n"
+    "the figures choose sequential or pipelined, achieved or ideal):\n"
     "example: mambalaya reproduce --spec mamba2 --model mamba2-370m "
-    "--out out/mamba2\n";
+    "--out out/mamba2\n"
+    "         mambalaya reproduce --reserve-share 0.8 --out out/share80\n";
 
 /* The shipped file (under DIR, "specs" or "archs") that NAME denotes:
  * the name of one ("mamba1"), or a path to a byte-for-byte copy of one.
@@ -92,12 +95,17 @@ int cmd_reproduce(int argc, char **argv) {
   SpecOpts o = {.spec = "mamba1"};
   const char *out = "out", *arch_name = "mambalaya";
   unsigned formats = 1u << FMT_SVG | 1u << FMT_PDF;
+  ModelOverrides mopts = model_no_overrides();
   int k, err;
   while ((k = args_next(&a))) {
     if (k == 2)
       return args_unknown(&a);
     if (args_is(&a, "--help") || args_is(&a, "-h")) {
-      fputs(usage, stdout);
+      const char *split = strstr(usage, "example:");
+      fwrite(usage, 1, (size_t)(split - usage), stdout);
+      fputs(model_opts_help, stdout);
+      fputs("\n", stdout);
+      fputs(split, stdout);
       return 0;
     } else if (args_is(&a, "--out")) {
       if (!args_value(&a))
@@ -120,7 +128,11 @@ int cmd_reproduce(int argc, char **argv) {
       if (!args_value(&a))
         return EXIT_INPUT;
       arch_name = a.val;
-    } else if (spec_opt(&a, &o, &err)) {
+    } else if (args_is(&a, "--pipelined") || args_is(&a, "--ideal")) {
+      return usage_error(&a, "%s: reproduce prices every design both "
+                             "sequential and pipelined, achieved and ideal",
+                         a.opt);
+    } else if (model_opt(&a, &mopts, &err) || spec_opt(&a, &o, &err)) {
       if (err)
         return err;
     } else {
@@ -148,7 +160,8 @@ int cmd_reproduce(int argc, char **argv) {
                       .arch_shipped = shipped_identity("archs", arch_name),
                       .model = o.model,
                       .nsets = o.nsets,
-                      .sets = o.sets};
+                      .sets = o.sets,
+                      .opts = mopts};
   Repro *r = repro_run(&setup, &d);
   int status = 0;
   if (!r) {

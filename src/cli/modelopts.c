@@ -46,21 +46,21 @@ static bool parse_share(Args *a, double lo_open, double *out, int *err) {
   return true;
 }
 
-bool model_opt(Args *a, ModelFlags *f, int *err) {
+bool model_opt(Args *a, ModelOverrides *f, int *err) {
   *err = 0;
   static const struct {
     const char *name;
     size_t off;
     int value;
   } toggles[] = {
-      {"--pipelined", offsetof(ModelFlags, pipelined), 1},
-      {"--ideal", offsetof(ModelFlags, ideal), 1},
-      {"--state-io", offsetof(ModelFlags, state_io), 1},
-      {"--no-overlap", offsetof(ModelFlags, no_overlap), 1},
-      {"--two-pass", offsetof(ModelFlags, two_pass), 1},
-      {"--no-two-pass", offsetof(ModelFlags, two_pass), 0},
-      {"--rd-partials", offsetof(ModelFlags, rd_partials), 1},
-      {"--no-rd-partials", offsetof(ModelFlags, rd_partials), 0},
+      {"--pipelined", offsetof(ModelOverrides, pipelined), 1},
+      {"--ideal", offsetof(ModelOverrides, ideal), 1},
+      {"--state-io", offsetof(ModelOverrides, state_io), 1},
+      {"--no-overlap", offsetof(ModelOverrides, no_overlap), 1},
+      {"--two-pass", offsetof(ModelOverrides, two_pass), 1},
+      {"--no-two-pass", offsetof(ModelOverrides, two_pass), 0},
+      {"--rd-partials", offsetof(ModelOverrides, rd_partials), 1},
+      {"--no-rd-partials", offsetof(ModelOverrides, rd_partials), 0},
   };
   for (size_t i = 0; i < sizeof toggles / sizeof toggles[0]; i++)
     if (args_is(a, toggles[i].name)) {
@@ -108,37 +108,6 @@ bool model_opt(Args *a, ModelFlags *f, int *err) {
     return true;
   }
   return false;
-}
-
-ModelFlags model_flags_default(void) {
-  return (ModelFlags){.two_pass = -1, .rd_partials = -1,
-                      .spill_distance = -1, .stitch = -1,
-                      .reserve_share = NAN, .weight_share = NAN};
-}
-
-ModelOpts model_opts_for(const ModelFlags *f, Design d) {
-  ModelOpts o = model_default_opts(d);
-  if (f->pipelined)
-    o.compose = COMPOSE_PIPELINED;
-  if (f->ideal)
-    o.accounting = ACCOUNT_IDEAL;
-  if (f->state_io)
-    o.state_io = true;
-  if (f->no_overlap)
-    o.no_overlap = true;
-  if (f->two_pass >= 0)
-    o.two_pass = f->two_pass;
-  if (f->rd_partials >= 0)
-    o.rd_partials = f->rd_partials;
-  if (f->spill_distance >= 0)
-    o.spill_distance = f->spill_distance;
-  if (f->stitch >= 0)
-    o.stitch = (Stitcher)f->stitch;
-  if (!isnan(f->reserve_share))
-    o.reserve_share = f->reserve_share;
-  if (!isnan(f->weight_share))
-    o.weight_share = f->weight_share;
-  return o;
 }
 
 /* ---- plans from `fuse --json` ---- */

@@ -1,6 +1,7 @@
 /* design.c — the designs of §VI and their default options. */
 #include "model.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -69,5 +70,36 @@ ModelOpts model_default_opts(Design d) {
     o.spill_distance = 12;
     o.rd_partials = true;
   }
+  return o;
+}
+
+ModelOverrides model_no_overrides(void) {
+  return (ModelOverrides){.two_pass = -1, .rd_partials = -1,
+                          .spill_distance = -1, .stitch = -1,
+                          .reserve_share = NAN, .weight_share = NAN};
+}
+
+ModelOpts model_opts_with(const ModelOverrides *f, Design d) {
+  ModelOpts o = model_default_opts(d);
+  if (f->pipelined)
+    o.compose = COMPOSE_PIPELINED;
+  if (f->ideal)
+    o.accounting = ACCOUNT_IDEAL;
+  if (f->state_io)
+    o.state_io = true;
+  if (f->no_overlap)
+    o.no_overlap = true;
+  if (f->two_pass >= 0)
+    o.two_pass = f->two_pass;
+  if (f->rd_partials >= 0)
+    o.rd_partials = f->rd_partials;
+  if (f->spill_distance >= 0)
+    o.spill_distance = f->spill_distance;
+  if (f->stitch >= 0)
+    o.stitch = (Stitcher)f->stitch;
+  if (!isnan(f->reserve_share))
+    o.reserve_share = f->reserve_share;
+  if (!isnan(f->weight_share))
+    o.weight_share = f->weight_share;
   return o;
 }

@@ -116,6 +116,18 @@ typedef struct ModelOpts {
  * share 1/2, and the paper's full-fusion rules for DES_FULL only. */
 ModelOpts model_default_opts(Design d);
 
+/* Options a user gave, applied over each design's defaults: -1 (or NAN)
+ * where the default stands (the command line's model options). */
+typedef struct ModelOverrides {
+  int pipelined, ideal, state_io, no_overlap; /* 0 or 1 */
+  int two_pass, rd_partials, spill_distance, stitch;
+  double reserve_share, weight_share;
+} ModelOverrides;
+
+ModelOverrides model_no_overrides(void);
+/* Design D's options with O's overrides. */
+ModelOpts model_opts_with(const ModelOverrides *o, Design d);
+
 /* ---- evaluation ---- */
 
 typedef enum {

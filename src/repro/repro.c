@@ -22,6 +22,7 @@ typedef struct Run {
   const Arch *a;
   Diag *d;
   Repro *r;
+  const ModelOverrides *opts;
   const Preset *presets[REPRO_MAX_MODELS];
   /* The settings of every point: the caller's others, then B and I. */
   int nsets;
@@ -37,7 +38,7 @@ static Shape *bind(Run *x, int model, double tokens) {
 
 static Eval *price(const Run *x, const Shape *s, const Pair *pairs,
                    Design d, Accounting acc, Compose comp) {
-  ModelOpts o = model_default_opts(d);
+  ModelOpts o = model_opts_with(x->opts, d);
   o.accounting = acc;
   o.compose = comp;
   return model_eval(x->c, s, x->a, pairs, d, &o, x->d);
@@ -461,7 +462,7 @@ static bool take_settings(const ReproSetup *su, Run *x, Diag *d) {
 Repro *repro_run(const ReproSetup *su, Diag *d) {
   double t0 = now_seconds();
   Repro *r = xcalloc(1, sizeof *r);
-  Run x = {.c = su->spec, .a = su->arch, .d = d, .r = r};
+  Run x = {.c = su->spec, .a = su->arch, .d = d, .r = r, .opts = &su->opts};
   r->cascade = su->spec;
   r->arch = su->arch;
   r->spec_label = su->spec->path;

@@ -46,6 +46,8 @@ typedef struct ReproSetup {
   const Setting *sets; /* B sets the batch (default 64), I the prefill's
                           length (default 2048); the others bind as given
                           at every point */
+  ModelOverrides opts; /* the model's options, over each design's defaults
+                          (composition and accounting are the figures') */
 } ReproSetup;
 
 typedef enum { PH_PREFILL, PH_DECODE, PH_COUNT } Phase;
