@@ -2,7 +2,8 @@
 #
 #   make              build build/mambalaya (and build/libmambalaya.a)
 #   make test         unit + end-to-end tests, then again under ASan+UBSan
-#                     (with MAMBALAYA_SANITIZED=1: slow cases are skipped)
+#                     (with MAMBALAYA_SANITIZED=1: slow cases are skipped);
+#                     the last line is "N passed, M failed"
 #   make fuzz         libFuzzer on the spec and safetensors readers
 #                     (FUZZ_SECONDS each, default 60)
 #   make bench        the benchmarks under bench/, printing their figures
@@ -82,12 +83,15 @@ check-tests: test-build
 	tests/run.sh $(BUILD)
 
 # Everything: the optimized build, then the same tests under ASan+UBSan.
+# Both runs go to the end; the last line sums them: "N passed, M failed".
 test:
-	$(MAKE) check-tests
-	MAMBALAYA_SANITIZED=1 \
+	@rm -f $(BUILD)/test-counts build/asan/test-counts
+	-$(MAKE) check-tests
+	-MAMBALAYA_SANITIZED=1 \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	    $(MAKE) check-tests BUILD=build/asan \
 	    CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined"
+	@tests/run.sh --summary $(BUILD) build/asan
 
 asan:
 	$(MAKE) test-build BUILD=build/asan CFLAGS="$(SAN_FLAGS)" \
