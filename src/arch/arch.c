@@ -367,7 +367,7 @@ static bool load_ops(Loader *L, const YamlNode *ops, const char *where,
     if (!want(L, v, YN_SCALAR, "an operation rate"))
       return false;
     double r;
-    if (!parse_number(v->text, &r) || r < 0)
+    if (!parse_decimal(v->text, &r) || r < 0)
       return fail(L, v->loc,
                   "rate of '%s' must be a non-negative number of operations "
                   "per PE per cycle, found '%s'",

@@ -79,37 +79,7 @@ static const UnitDef *find_unit(const char *symbol) {
   return NULL;
 }
 
-/* Length of the decimal number at the start of S: [+-] digits [. digits]
- * [e [+-] digits], with at least one digit in the mantissa; 0 if none.
- * Written out rather than left to strtod, which would also take "inf",
- * "nan" and hex floats. */
-static size_t number_length(const char *s) {
-  size_t i = 0, digits = 0;
-  if (s[i] == '+' || s[i] == '-')
-    i++;
-  while (isdigit((unsigned char)s[i]))
-    i++, digits++;
-  if (s[i] == '.') {
-    i++;
-    while (isdigit((unsigned char)s[i]))
-      i++, digits++;
-  }
-  if (digits == 0)
-    return 0;
-  if (s[i] == 'e' || s[i] == 'E') {
-    size_t j = i + 1;
-    if (s[j] == '+' || s[j] == '-')
-      j++;
-    if (isdigit((unsigned char)s[j])) {
-      while (isdigit((unsigned char)s[j]))
-        j++;
-      i = j;
-    }
-  }
-  return i;
-}
-
-/* strtod on exactly the N characters that number_length accepted. */
+/* strtod on exactly the N characters that decimal_length accepted. */
 static double number_value(const char *s, size_t n) {
   char buf[64];
   if (n >= sizeof buf)
@@ -125,24 +95,12 @@ static const char *skip_blanks(const char *s) {
   return s;
 }
 
-bool parse_number(const char *text, double *value) {
-  const char *s = skip_blanks(text);
-  size_t n = number_length(s);
-  if (n == 0 || *skip_blanks(s + n) != 0)
-    return false;
-  double v = number_value(s, n);
-  if (!isfinite(v))
-    return false;
-  *value = v;
-  return true;
-}
-
 QuantityStatus quantity_scan(const char *text, const char *dim, double *value,
                              const char **found_dim) {
   if (!find_dim(dim))
     return Q_BAD_DIM;
   const char *s = skip_blanks(text);
-  size_t n = number_length(s);
+  size_t n = decimal_length(s);
   if (n == 0)
     return Q_NOT_NUMBER;
   const char *u = skip_blanks(s + n);

@@ -23,9 +23,6 @@ typedef enum {
 QuantityStatus quantity_scan(const char *text, const char *dim, double *value,
                              const char **found_dim);
 
-/* A plain decimal number ("1", "-0.5", "2e3"); no inf, nan or hex. */
-bool parse_number(const char *text, double *value);
-
 /* For messages: the units of DIM ("B, kB, MB, ..."), what the dimension
  * is ("a size in bytes") and an example ("32 MiB"). */
 void quantity_units(const char *dim, Buf *out);

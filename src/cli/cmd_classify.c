@@ -23,7 +23,7 @@ int cmd_classify(int argc, char **argv) {
   SpecOpts o = {0};
   bool merge = false;
   int k, err;
-  while ((k = args_next(&a))) {
+  while ((k = args_next(&a)) > 0) {
     if (k == 2) {
       if (o.spec)
         return args_unknown(&a);
@@ -40,6 +40,8 @@ int cmd_classify(int argc, char **argv) {
       return args_unknown(&a);
     }
   }
+  if (k < 0)
+    return EXIT_INPUT;
   if (!o.spec)
     return usage_error(&a, "missing SPEC (see mambalaya classify --help)");
   Cascade *c;

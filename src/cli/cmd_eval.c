@@ -35,7 +35,7 @@ int cmd_eval(int argc, char **argv) {
   bool pipelined = false, ideal = false, state_io = false, decode = false;
   bool no_overlap = false;
   int k, err;
-  while ((k = args_next(&a))) {
+  while ((k = args_next(&a)) > 0) {
     if (k == 2) {
       if (o.spec)
         return args_unknown(&a);
@@ -77,12 +77,14 @@ int cmd_eval(int argc, char **argv) {
       return args_unknown(&a);
     }
   }
+  if (k < 0)
+    return EXIT_INPUT;
   if (!o.spec)
     return usage_error(&a, "missing SPEC (see mambalaya eval --help)");
-  if (decode && o.nsets < MAX_SETS) {
-    strcpy(o.set_names[o.nsets], "I");
-    o.sets[o.nsets++] = (Setting){o.set_names[o.nsets - 1], 1};
-  }
+  if (decode && !spec_set(&o, "I", 1, 1))
+    return usage_error(&a, "--phase decode sets I=1: give at most %d --set "
+                           "options with it",
+                       MAX_SETS - 1);
   Diag d = {0};
   Arch *arch = open_arch(arch_name, &d);
   if (!arch) {

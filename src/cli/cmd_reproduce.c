@@ -14,18 +14,22 @@ static const char usage[] =
     "the figures as SVG, every plotted series (figures.csv), the figures\n"
     "beside the paper's (targets.csv) and an index.html showing them all\n"
     "into DIR, creating it if missing; stdout is written only after them.\n"
+    "The files land together: a failed or interrupted run leaves DIR as it\n"
+    "was.\n"
     "\n"
     "  --out DIR     where the figures go (default: out)\n"
     "  --json        print {\"targets\": {KEY: {\"ours\", \"paper\", ...}}}\n"
     "  --spec SPEC   the cascade (default: the shipped mamba1)\n"
-    "  --arch ARCH   the architecture (default: the shipped mambalaya)\n";
+    "  --arch ARCH   the architecture (default: the shipped mambalaya)\n"
+    "\n"
+    "Example: mambalaya reproduce --out figs && open figs/index.html\n";
 
 int cmd_reproduce(int argc, char **argv) {
   Args a = {.cmd = "mambalaya reproduce", .argc = argc, .argv = argv, .i = 1};
   const char *out = "out", *spec = "mamba1", *arch_name = "mambalaya";
   bool json = false;
   int k;
-  while ((k = args_next(&a))) {
+  while ((k = args_next(&a)) > 0) {
     if (k == 2)
       return args_unknown(&a);
     if (args_is(&a, "--help") || args_is(&a, "-h")) {
@@ -49,7 +53,13 @@ int cmd_reproduce(int argc, char **argv) {
       return args_unknown(&a);
     }
   }
+  if (k < 0)
+    return EXIT_INPUT;
   Diag d = {0};
+  if (!output_dir_check(out, &d)) {
+    diag_print(&d, stderr);
+    return EXIT_INPUT;
+  }
   Arch *arch = open_arch(arch_name, &d);
   Cascade *c = arch ? open_spec(spec, &d) : NULL;
   if (!c) {
@@ -58,14 +68,22 @@ int cmd_reproduce(int argc, char **argv) {
     return EXIT_INPUT;
   }
   Repro *r = repro_run(c, arch, &d);
+  OutSet *set = outset_new(out);
+  const char *inputs[] = {input_path("specs", spec),
+                          input_path("archs", arch_name)};
+  for (int i = 0; i < 2; i++)
+    if (inputs[i])
+      outset_protect(set, inputs[i]);
   int status = 0;
+  bool refused = false;
   if (!r) {
     diag_print(&d, stderr);
     status = EXIT_INPUT;
-  } else if (!report_figures(r, out, &d)) {
+  } else if (!report_figures(r, set, &d) ||
+             !outset_commit(set, &refused, &d)) {
     /* Nothing on stdout: the figures are part of what was asked. */
     diag_print(&d, stderr);
-    status = EXIT_RUN;
+    status = refused ? EXIT_INPUT : EXIT_RUN;
   } else {
     Buf b = {0};
     if (json) {
@@ -81,6 +99,7 @@ int cmd_reproduce(int argc, char **argv) {
     emit(&b);
     buf_free(&b);
   }
+  outset_free(set);
   repro_free(r);
   cascade_free(c);
   arch_free(arch);

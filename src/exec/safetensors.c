@@ -506,11 +506,9 @@ StFile *st_parse(const char *path, const unsigned char *bytes, size_t len,
 
 StFile *st_open(const char *path, Diag *d) {
   size_t len;
-  char *bytes = read_file(path, &len);
-  if (!bytes) {
-    diag_error(d, path, (Loc){0, 0}, "cannot read: %s", strerror(errno));
+  char *bytes = read_input(path, SIZE_MAX - 1, &len, d);
+  if (!bytes)
     return NULL;
-  }
   /* No copy: a checkpoint may be gigabytes. */
   return parse_owned(path, (unsigned char *)bytes, len, d);
 }
@@ -681,7 +679,7 @@ static char *writer_header(const StWriter *w) {
   return s;
 }
 
-bool st_writer_save(const StWriter *w, const char *path, Diag *d) {
+unsigned char *st_writer_image(const StWriter *w, size_t *len) {
   char *header = writer_header(w);
   size_t hlen = strlen(header);
   size_t padded = (hlen + 7) / 8 * 8; /* so the data starts 8-byte aligned */
@@ -699,6 +697,13 @@ bool st_writer_save(const StWriter *w, const char *path, Diag *d) {
       memcpy(img + o, w->items[i].bytes, w->items[i].nbytes);
     o += w->items[i].nbytes;
   }
+  *len = total;
+  return img;
+}
+
+bool st_writer_save(const StWriter *w, const char *path, Diag *d) {
+  size_t total;
+  unsigned char *img = st_writer_image(w, &total);
   bool ok = write_file_atomic(path, (const char *)img, total);
   if (!ok)
     diag_error(d, path, (Loc){0, 0}, "cannot write: %s", strerror(errno));

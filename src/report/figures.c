@@ -2,21 +2,19 @@
  * evaluation"): one SVG per figure, every plotted series in figures.csv,
  * the targets in targets.csv, and an index.html that shows them all.
  *
- * Each file is built in memory and written atomically, so a failed run
- * never leaves a half-written figure; the first failure stops the rest and
- * its diagnostic names the path and the reason. index.html is written
- * last, when everything it refers to exists.
+ * Each file is built in memory and staged in the caller's OutSet, which
+ * moves the whole set into place at once, so a failed run never leaves a
+ * half-written figure nor a partial set; the first failure stops the rest
+ * and its diagnostic names the path and the reason.
  *
  * Units are fixed per kind of axis (time in µs, traffic in MB, energy in
  * mJ, utilization in %), and figures.csv holds the values as plotted, so
  * one column means one unit within a figure. */
 #include "report.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* The setup repro_run evaluates (repro.h); the titles state it. */
@@ -53,7 +51,7 @@ typedef struct Entry {
 
 typedef struct Figs {
   const Repro *r;
-  const char *dir;
+  OutSet *out;
   Diag *d;
   bool ok;  /* false after the first failure: nothing more is written */
   Buf csv;  /* figures.csv, a row per plotted point */
@@ -61,61 +59,9 @@ typedef struct Figs {
   Entry e[MAX_FIGURES];
 } Figs;
 
-/* DIR's component PATH must be a directory: made if missing. */
-static bool make_dir(const char *path, const char *dir, Diag *d) {
-  struct stat st;
-  if (stat(path, &st) == 0) {
-    if (S_ISDIR(st.st_mode))
-      return true;
-    if (strcmp(path, dir) == 0)
-      diag_error(d, path, (Loc){0}, "exists and is not a directory");
-    else
-      diag_error(d, path, (Loc){0},
-                 "exists and is not a directory, so %s cannot be created",
-                 dir);
-    return false;
-  }
-  if (mkdir(path, 0777) == 0 ||
-      (errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
-    return true;
-  diag_error(d, path, (Loc){0}, "cannot create the directory: %s",
-             strerror(errno));
-  return false;
-}
-
-/* mkdir -p: every missing component of DIR is created. */
-static bool make_dirs(const char *dir, Diag *d) {
-  if (!dir || !dir[0]) {
-    diag_error(d, NULL, (Loc){0}, "the output directory name is empty");
-    return false;
-  }
-  char *p = xstrdup(dir);
-  bool ok = true;
-  for (char *s = p + 1; ok; s++) {
-    bool end = *s == 0;
-    if (*s != '/' && !end)
-      continue;
-    *s = 0;
-    ok = make_dir(p, dir, d);
-    if (end)
-      break;
-    *s = '/';
-  }
-  free(p);
-  return ok;
-}
-
 static void put_file(Figs *f, const char *name, const Buf *b) {
-  if (!f->ok)
-    return;
-  size_t n = strlen(f->dir);
-  Buf path = {0};
-  buf_printf(&path, "%s%s%s", f->dir, f->dir[n - 1] == '/' ? "" : "/", name);
-  if (!write_file_atomic(path.s, b->s ? b->s : "", b->len)) {
-    diag_error(f->d, path.s, (Loc){0}, "cannot write: %s", strerror(errno));
+  if (f->ok && !outset_put(f->out, name, b->s ? b->s : "", b->len, f->d))
     f->ok = false;
-  }
-  buf_free(&path);
 }
 
 static void add_entry(Figs *f, const char *file, const char *alt,
@@ -1265,7 +1211,7 @@ static void html_targets(Buf *b, const Repro *r, const char *href) {
 static void index_html(Figs *f) {
   const Repro *r = f->r;
   Buf b = {0}, href = {0};
-  doc_href(&href, f->dir);
+  doc_href(&href, outset_dir(f->out));
   char peak[32], vec[32], feed[32], bw[32];
   fmt_rate(peak, sizeof peak, r->peak_ops, "ops/s");
   fmt_rate(vec, sizeof vec, r->vector_ops, "ops/s");
@@ -1314,10 +1260,8 @@ static void index_html(Figs *f) {
   buf_free(&href);
 }
 
-bool report_figures(const Repro *r, const char *dir, Diag *d) {
-  if (!make_dirs(dir, d))
-    return false;
-  Figs f = {.r = r, .dir = dir, .d = d, .ok = true};
+bool report_figures(const Repro *r, OutSet *out, Diag *d) {
+  Figs f = {.r = r, .out = out, .d = d, .ok = true};
   buf_printf(&f.csv, "figure,series,x,y\n");
   roofline(&f, PH_PREFILL, "roofline");
   roofline(&f, PH_DECODE, "roofline_decode");

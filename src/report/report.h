@@ -58,14 +58,13 @@ bool target_holds(const Target *t);
 void report_repro_text(Buf *b, const Repro *r);
 /* {"targets": {KEY: {"ours", "paper", "ratio", "unit", ...}}, ...} */
 json_t *report_repro_json(const Repro *r);
-/* Write the paper's figures into DIR (created, with its parents, if
- * missing): one SVG per figure (roofline, utilization over time, traffic,
+/* Stage the paper's figures in OUT (util.h: the caller commits the set):
+ * one SVG per figure (roofline, utilization over time, traffic,
  * end-to-end speedups, the sweeps over I, energy), figures.csv (every
  * plotted series, long format: figure,series,x,y), targets.csv and an
- * index.html showing them all. Each file is written atomically. False,
- * with D naming the directory or file and the reason, on the first
- * failure. */
-bool report_figures(const Repro *r, const char *dir, Diag *d);
+ * index.html showing them all. False, with D naming the file and the
+ * reason, on the first failure. */
+bool report_figures(const Repro *r, OutSet *out, Diag *d);
 
 /* A number with an SI prefix: 1234567 -> "1.235 M". */
 void fmt_si(Buf *b, double v);

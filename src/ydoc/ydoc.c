@@ -1,6 +1,5 @@
 #include "ydoc.h"
 
-#include <errno.h>
 #include <string.h>
 #include <yaml.h>
 
@@ -228,12 +227,9 @@ YamlDoc *ydoc_parse(const char *path, const char *text, size_t len,
 
 YamlDoc *ydoc_load(const char *path, Diag *diag) {
   size_t len;
-  char *text = read_file(path, &len);
-  if (!text) {
-    diag_error(diag, path, (Loc){0, 0}, "cannot read file: %s",
-               strerror(errno));
+  char *text = read_input(path, INPUT_TEXT_MAX, &len, diag);
+  if (!text)
     return NULL;
-  }
   YamlDoc *doc = ydoc_parse(path, text, len, diag);
   free(text);
   return doc;
