@@ -13,7 +13,7 @@ typedef enum {
   Q_NO_UNIT,      /* a bare number */
   Q_UNKNOWN_UNIT, /* a unit no dimension knows */
   Q_OTHER_DIM,    /* a known unit of another dimension */
-  Q_RANGE,        /* overflows to infinity once scaled */
+  Q_RANGE,        /* outside the dimension's plausible magnitudes */
   Q_BAD_DIM       /* the caller asked for a dimension that does not exist */
 } QuantityStatus;
 
@@ -28,5 +28,7 @@ QuantityStatus quantity_scan(const char *text, const char *dim, double *value,
 void quantity_units(const char *dim, Buf *out);
 const char *quantity_what(const char *dim);
 const char *quantity_example(const char *dim);
+/* The magnitudes DIM accepts ("1 B/s to 1e18 B/s"): Q_RANGE beyond. */
+const char *quantity_range(const char *dim);
 
 #endif

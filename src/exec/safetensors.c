@@ -266,15 +266,15 @@ static bool parse_offsets(Parser *p, const Quoted *q, const json_t *v,
 static bool check_size(Parser *p, const Quoted *q, const StEntry *e) {
   char sh[256];
   shape_text(sh, sizeof sh, e->ndim, e->shape);
-  /* The count must fit an int64_t in bytes (Array.n), at the widest dtype. */
+  /* The count must fit an int64_t in bytes (Array.n), at the widest dtype,
+   * and so must every dimension (whatever the others are). */
   const uint64_t limit = (uint64_t)INT64_MAX / 8;
-  uint64_t count = 1;
-  for (int i = 0; i < e->ndim; i++) {
-    uint64_t s = (uint64_t)e->shape[i];
-    if (s && count > limit / s)
-      return fail(p, "tensor %s: shape %s has too many elements", q->s, sh);
-    count *= s;
-  }
+  uint64_t count;
+  if (!count_elements(e->ndim, e->shape, limit, &count))
+    return fail(p,
+                "tensor %s: shape %s has too many elements (a dimension or "
+                "their product exceeds %llu)",
+                q->s, sh, (unsigned long long)limit);
   if (e->end > p->data_len)
     return fail(p,
                 "tensor %s: data_offsets [%llu, %llu] run past the end of the "

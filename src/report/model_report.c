@@ -85,20 +85,20 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
     for (int k = 0; k < OPC_COUNT; k++)
       if (r->work.ops[k] > 0)
         json_object_set_new(ops, opclass_name((OpClass)k),
-                            json_real(r->work.ops[k]));
+                            report_real(r->work.ops[k]));
     json_object_set_new(x, "ops", ops);
-    json_object_set_new(x, "utilization", json_real(r->util));
-    json_object_set_new(x, "compute_s", json_real(r->compute_cycles * sec));
-    json_object_set_new(x, "memory_s", json_real(r->mem_cycles * sec));
-    json_object_set_new(x, "latency_s", json_real((r->end - r->start) * sec));
-    json_object_set_new(x, "start_s", json_real(r->start * sec));
-    json_object_set_new(x, "dram_read_bytes", json_real(r->read));
-    json_object_set_new(x, "dram_write_bytes", json_real(r->write));
+    json_object_set_new(x, "utilization", report_real(r->util));
+    json_object_set_new(x, "compute_s", report_real(r->compute_cycles * sec));
+    json_object_set_new(x, "memory_s", report_real(r->mem_cycles * sec));
+    json_object_set_new(x, "latency_s", report_real((r->end - r->start) * sec));
+    json_object_set_new(x, "start_s", report_real(r->start * sec));
+    json_object_set_new(x, "dram_read_bytes", report_real(r->read));
+    json_object_set_new(x, "dram_write_bytes", report_real(r->write));
     json_object_set_new(x, "inter_bytes",
-                        json_real(r->inter_read + r->inter_write));
+                        report_real(r->inter_read + r->inter_write));
     json_object_set_new(x, "intra_bytes",
-                        json_real(r->intra_read + r->intra_write));
-    json_object_set_new(x, "energy_j", json_real(r->energy_pj * 1e-12));
+                        report_real(r->intra_read + r->intra_write));
+    json_object_set_new(x, "energy_j", report_real(r->energy_pj * 1e-12));
     json_object_set_new(x, "mapping", json_string(r->mapping));
     json_array_append_new(es, x);
   }
@@ -111,20 +111,20 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
       json_array_append_new(
           names, json_string(einsum_name(c, ev->plan->groups[g].einsums[i])));
     json_object_set_new(x, "einsums", names);
-    json_object_set_new(x, "latency_s", json_real(ev->g[g].cycles * sec));
+    json_object_set_new(x, "latency_s", report_real(ev->g[g].cycles * sec));
     json_array_append_new(gs, x);
   }
   json_object_set_new(o, "groups", gs);
   json_t *t = json_object();
-  json_object_set_new(t, "latency_s", json_real(ev->seconds));
-  json_object_set_new(t, "dram_read_bytes", json_real(ev->read));
-  json_object_set_new(t, "dram_write_bytes", json_real(ev->write));
-  json_object_set_new(t, "inter_bytes", json_real(ev->inter));
-  json_object_set_new(t, "intra_bytes", json_real(ev->intra));
-  json_object_set_new(t, "ideal_inter_bytes", json_real(ev->ideal_inter));
-  json_object_set_new(t, "ideal_intra_bytes", json_real(ev->ideal_intra));
-  json_object_set_new(t, "ops", json_real(ev->ops));
-  json_object_set_new(t, "energy_j", json_real(ev->energy_pj * 1e-12));
+  json_object_set_new(t, "latency_s", report_real(ev->seconds));
+  json_object_set_new(t, "dram_read_bytes", report_real(ev->read));
+  json_object_set_new(t, "dram_write_bytes", report_real(ev->write));
+  json_object_set_new(t, "inter_bytes", report_real(ev->inter));
+  json_object_set_new(t, "intra_bytes", report_real(ev->intra));
+  json_object_set_new(t, "ideal_inter_bytes", report_real(ev->ideal_inter));
+  json_object_set_new(t, "ideal_intra_bytes", report_real(ev->ideal_intra));
+  json_object_set_new(t, "ops", report_real(ev->ops));
+  json_object_set_new(t, "energy_j", report_real(ev->energy_pj * 1e-12));
   json_object_set_new(o, "totals", t);
   return o;
 }

@@ -70,8 +70,13 @@ bool report_figures(const Repro *r, OutSet *out, Diag *d);
 void fmt_si(Buf *b, double v);
 
 /* Serialize JSON (2-space indent, insertion order) into B with a final
- * newline. */
+ * newline. Figures made by report_real that are not finite are written
+ * as null, each with a warning on stderr naming its place in the
+ * document ("mambalaya: warning: totals.latency_s is inf: written as
+ * null"): JSON has no NaN or infinity, and a figure is never dropped. */
 void report_json(Buf *b, json_t *root);
+/* A JSON number for a figure; see report_json for a non-finite V. */
+json_t *report_real(double v);
 
 /* ---- SVG charts ----
  *

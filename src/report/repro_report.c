@@ -44,9 +44,9 @@ json_t *report_repro_json(const Repro *r) {
   for (int i = 0; i < r->ntargets; i++) {
     const Target *t = &r->targets[i];
     json_t *o = json_object();
-    json_object_set_new(o, "ours", json_real(t->ours));
-    json_object_set_new(o, "paper", json_real(t->paper));
-    json_object_set_new(o, "ratio", json_real(ratio(t)));
+    json_object_set_new(o, "ours", report_real(t->ours));
+    json_object_set_new(o, "paper", report_real(t->paper));
+    json_object_set_new(o, "ratio", report_real(ratio(t)));
     json_object_set_new(o, "unit", json_string(t->unit));
     json_object_set_new(o, "where", json_string(t->where));
     json_object_set_new(o, "what", json_string(t->what));
@@ -55,6 +55,6 @@ json_t *report_repro_json(const Repro *r) {
     json_object_set_new(ts, t->key, o);
   }
   json_object_set_new(root, "targets", ts);
-  json_object_set_new(root, "elapsed_s", json_real(r->elapsed));
+  json_object_set_new(root, "elapsed_s", report_real(r->elapsed));
   return root;
 }
