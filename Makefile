@@ -3,7 +3,9 @@
 #   make              build build/mambalaya (and build/libmambalaya.a)
 #   make test         unit + end-to-end tests, then again under ASan+UBSan
 #                     (with MAMBALAYA_SANITIZED=1: slow cases are skipped)
-#   make fuzz         libFuzzer on the spec and safetensors readers
+#   make fuzz         libFuzzer on every parser: specs, safetensors,
+#                     architectures (through eval), config.json (through
+#                     model construction) and the command line
 #                     (FUZZ_SECONDS each, default 60)
 #   make bench        the benchmarks under bench/, printing their figures
 
@@ -82,11 +84,19 @@ asan:
 	    LDFLAGS="-fsanitize=address,undefined"
 
 # libFuzzer needs clang. Each harness tests/fuzz/fuzz_NAME.c runs for
-# FUZZ_SECONDS from its own seed corpus FUZZ_SEEDS_NAME.
-FUZZERS := spec safetensors
+# FUZZ_SECONDS from its own seed corpus FUZZ_SEEDS_NAME (the shipped
+# files among them).
+FUZZERS := spec safetensors arch config cli
 FUZZ_SEEDS_spec := specs/*.yaml tests/specs/good/*.yaml tests/specs/bad/*.yaml
 FUZZ_SEEDS_safetensors := tests/fuzz/seeds/safetensors/*
 FUZZ_FLAGS_safetensors := -dict=tests/fuzz/safetensors.dict
+FUZZ_SEEDS_arch := archs/*.yaml
+FUZZ_SEEDS_config := tests/fuzz/seeds/config/*
+FUZZ_SEEDS_cli := tests/fuzz/seeds/cli/*
+FUZZ_FLAGS_cli := -dict=tests/fuzz/cli.dict -close_fd_mask=2
+
+# The command-line harness also needs the CLI's option code.
+$(BUILD)/fuzz/fuzz_cli: src/cli/args.c
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(BUILD)/gen/embedded.c
 	@mkdir -p $(dir $@)

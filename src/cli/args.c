@@ -1,6 +1,9 @@
 /* args.c — option scanning and spec loading shared by the commands. */
 #include "cli.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +128,81 @@ bool parse_bytes(const char *s, double *out) {
     }
   return false;
 }
+
+static bool blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+bool parse_token_list(const Args *a, const char *text, int batch,
+                      TokenList *out) {
+  const char *s = text;
+  int n = 0, cap = 0, rows = 1, row_len = 0, first_len = -1;
+  int *ids = NULL;
+  const char *p = s;
+  for (;;) {
+    while (blank(*p))
+      p++;
+    char *end = (char *)p;
+    errno = 0;
+    long v = isdigit((unsigned char)*p) ? strtol(p, &end, 10) : -1;
+    if (end == p || errno || v < 0 || v > INT_MAX) {
+      usage_error(a, "--tokens: expected a token id (a non-negative "
+                     "integer) at '%.24s'",
+                  *p ? p : "the end");
+      free(ids);
+      return false;
+    }
+    if (n == INT_MAX) {
+      usage_error(a, "--tokens: more than %d tokens", INT_MAX);
+      free(ids);
+      return false;
+    }
+    VEC_PUSH(ids, n, cap, (int)v);
+    row_len++;
+    p = end;
+    while (blank(*p))
+      p++;
+    if (*p == ',') {
+      p++;
+      continue;
+    }
+    if (*p == ';' || !*p) {
+      if (first_len >= 0 && row_len != first_len) {
+        usage_error(a, "--tokens: row %d has %d tokens, the first has %d",
+                    rows, row_len, first_len);
+        free(ids);
+        return false;
+      }
+      first_len = row_len;
+      row_len = 0;
+      if (!*p)
+        break;
+      p++;
+      if (!*p)
+        break; /* a trailing ';' */
+      rows++;
+      continue;
+    }
+    usage_error(a, "--tokens: unexpected '%c' (ids are separated by ',' "
+                   "and rows by ';')",
+                *p);
+    free(ids);
+    return false;
+  }
+  if (rows > 1 && batch && batch != rows) {
+    usage_error(a, "--batch %d, but --tokens has %d rows", batch, rows);
+    free(ids);
+    return false;
+  }
+  batch = rows > 1 ? rows : batch ? batch : 1;
+  if (n % batch) {
+    usage_error(a, "--tokens: %d tokens do not split into %d sequences", n,
+                batch);
+    free(ids);
+    return false;
+  }
+  *out = (TokenList){ids, batch, n / batch};
+  return true;
+}
+
 
 static bool parse_setting(const char *s, Setting *out) {
   const char *eq = strchr(s, '=');

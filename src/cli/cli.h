@@ -78,6 +78,17 @@ bool parse_count(const char *s, long lo, long hi, long *out);
  * MiB, G, GiB, T, TiB ("2MiB", "512k", "1e6"). */
 bool parse_bytes(const char *s, double *out);
 
+/* Token ids: non-negative decimal integers separated by ',' in rows
+ * separated by ';' (all rows of one length). One row is split into BATCH
+ * equal sequences (0: one); several rows are the sequences (BATCH, if
+ * given, must match). False with a message. */
+typedef struct TokenList {
+  int *ids; /* [nseq, len], row-major, owned */
+  int nseq, len;
+} TokenList;
+bool parse_token_list(const Args *a, const char *text, int batch,
+                      TokenList *out);
+
 /* Add NAME (LEN bytes of it) = VALUE to O's settings; false when full. */
 bool spec_set(SpecOpts *o, const char *name, size_t len, double value);
 

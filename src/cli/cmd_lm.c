@@ -60,10 +60,7 @@ static int default_threads(void) {
   return n < 1 ? 1 : n > 16 ? 16 : (int)n;
 }
 
-static bool blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
-
-/* --tokens or --tokens-file: rows separated by ';' (or a line break),
- * ids by ','. */
+/* --tokens, or --tokens-file (where a line break ends a row). */
 static bool parse_tokens(const Args *a, LmArgs *o) {
   if (o->tokens_file) {
     Diag d = {0};
@@ -89,75 +86,12 @@ static bool parse_tokens(const Args *a, LmArgs *o) {
     *w = 0;
     o->tokens_text = o->file_text;
   }
-  const char *s = o->tokens_text;
-  int n = 0, cap = 0, rows = 1, row_len = 0, first_len = -1;
-  int *ids = NULL;
-  const char *p = s;
-  for (;;) {
-    while (blank(*p))
-      p++;
-    char *end = (char *)p;
-    errno = 0;
-    long v = isdigit((unsigned char)*p) ? strtol(p, &end, 10) : -1;
-    if (end == p || errno || v < 0 || v > INT_MAX) {
-      usage_error(a, "--tokens: expected a token id (a non-negative "
-                     "integer) at '%.24s'",
-                  *p ? p : "the end");
-      free(ids);
-      return false;
-    }
-    if (n == INT_MAX) {
-      usage_error(a, "--tokens: more than %d tokens", INT_MAX);
-      free(ids);
-      return false;
-    }
-    VEC_PUSH(ids, n, cap, (int)v);
-    row_len++;
-    p = end;
-    while (blank(*p))
-      p++;
-    if (*p == ',') {
-      p++;
-      continue;
-    }
-    if (*p == ';' || !*p) {
-      if (first_len >= 0 && row_len != first_len) {
-        usage_error(a, "--tokens: row %d has %d tokens, the first has %d",
-                    rows, row_len, first_len);
-        free(ids);
-        return false;
-      }
-      first_len = row_len;
-      row_len = 0;
-      if (!*p)
-        break;
-      p++;
-      if (!*p)
-        break; /* a trailing ';' */
-      rows++;
-      continue;
-    }
-    usage_error(a, "--tokens: unexpected '%c' (ids are separated by ',' "
-                   "and rows by ';')",
-                *p);
-    free(ids);
+  TokenList t;
+  if (!parse_token_list(a, o->tokens_text, o->batch, &t))
     return false;
-  }
-  if (rows > 1 && o->batch && o->batch != rows) {
-    usage_error(a, "--batch %d, but --tokens has %d rows", o->batch, rows);
-    free(ids);
-    return false;
-  }
-  int batch = rows > 1 ? rows : o->batch ? o->batch : 1;
-  if (n % batch) {
-    usage_error(a, "--tokens: %d tokens do not split into %d sequences", n,
-                batch);
-    free(ids);
-    return false;
-  }
-  o->tokens = ids;
-  o->nseq = batch;
-  o->len = n / batch;
+  o->tokens = t.ids;
+  o->nseq = t.nseq;
+  o->len = t.len;
   return true;
 }
 

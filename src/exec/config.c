@@ -106,7 +106,7 @@ static bool finish(const Loader *l, ModelConfig *c, int inner, int heads,
   }
   if (c->version == 1) {
     if (!c->dt_rank)
-      c->dt_rank = (c->d_model + 15) / 16;
+      c->dt_rank = (int)(((long long)c->d_model + 15) / 16);
     c->headdim = c->nheads = c->ngroups = 0;
     return true;
   }
@@ -214,14 +214,20 @@ static bool load_hugging_face(const Loader *l, const json_t *root,
 }
 
 bool model_config_load(const char *path, ModelConfig *cfg, Diag *d) {
-  Loader l = {path, d};
   size_t len;
   char *text = read_input(path, INPUT_TEXT_MAX, &len, d);
   if (!text)
     return false;
+  bool ok = model_config_parse(path, text, len, cfg, d);
+  free(text);
+  return ok;
+}
+
+bool model_config_parse(const char *path, const char *text, size_t len,
+                        ModelConfig *cfg, Diag *d) {
+  Loader l = {path, d};
   json_error_t err;
   json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
-  free(text);
   if (!root) {
     diag_error(d, path, (Loc){err.line, err.column}, "%s", err.text);
     return false;

@@ -203,6 +203,9 @@ typedef struct ModelConfig {
  * the published ones (d_state 16 / 128, d_conv 4, expand 2, headdim 64,
  * ngroups 1, dt_rank ceil(d_model/16)). */
 bool model_config_load(const char *path, ModelConfig *cfg, Diag *d);
+/* The same from TEXT (LEN bytes), named PATH in messages. */
+bool model_config_parse(const char *path, const char *text, size_t len,
+                        ModelConfig *cfg, Diag *d);
 void model_config_from_preset(const Preset *p, ModelConfig *cfg);
 /* Write config.json in the state-spaces form; its text (free it). */
 bool model_config_save(const ModelConfig *cfg, const char *path, Diag *d);

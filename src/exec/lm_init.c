@@ -83,7 +83,7 @@ static bool derive(ModelConfig *c, const bool *given, Diag *d,
   }
   if (c->version == 1) {
     if (given[O_D_MODEL] && !given[O_DT_RANK])
-      c->dt_rank = (c->d_model + 15) / 16;
+      c->dt_rank = (int)(((long long)c->d_model + 15) / 16);
     c->headdim = c->nheads = c->ngroups = 0;
     return true;
   }
