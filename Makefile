@@ -74,9 +74,12 @@ check-tests: test-build
 	tests/run.sh $(BUILD)
 
 # Everything: the optimized build, then the same tests under ASan+UBSan.
+# ASan's allocator returns NULL past its limits (as malloc would) rather
+# than reporting them, so that a refused size is tested as users see it.
 test:
 	$(MAKE) check-tests
-	MAMBALAYA_SANITIZED=1 $(MAKE) check-tests BUILD=build/asan \
+	MAMBALAYA_SANITIZED=1 ASAN_OPTIONS=allocator_may_return_null=1 \
+	$(MAKE) check-tests BUILD=build/asan \
 	    CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined"
 
 asan:

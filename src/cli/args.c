@@ -292,18 +292,21 @@ static const EmbeddedFile *resolve(const char *dir, const char *name) {
 }
 
 const char *input_path(const char *dir, const char *name) {
+  /* NULL, a default, is shipped. */
   return name && !shipped(dir, name) ? name : NULL;
 }
 
 Cascade *open_spec(const char *name, Diag *d) {
-  const EmbeddedFile *f = resolve("specs", name);
+  const EmbeddedFile *f = name ? resolve("specs", name)
+                               : embedded_file("specs/mamba1.yaml");
   if (f)
     return spec_parse(f->name, (const char *)f->data, f->len, d);
   return spec_load(name, d);
 }
 
 Arch *open_arch(const char *name, Diag *d) {
-  const EmbeddedFile *f = resolve("archs", name);
+  const EmbeddedFile *f = name ? resolve("archs", name)
+                               : embedded_file("archs/mambalaya.yaml");
   if (f)
     return arch_parse(f->name, (const char *)f->data, f->len, d);
   return arch_load(name, d);

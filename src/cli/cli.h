@@ -115,7 +115,8 @@ int check_memory(const Args *a, const char *what, double need, double budget,
 bool spec_opt(Args *a, SpecOpts *o, int *err);
 
 /* Open a spec or an architecture by path, or by the name of a shipped
- * one ("mamba1", "mambalaya"). */
+ * one ("mamba1", "mambalaya"); NULL opens the default (the shipped
+ * mamba1, mambalaya) without a warning about a local file of that name. */
 Cascade *open_spec(const char *name, Diag *d);
 Arch *open_arch(const char *name, Diag *d);
 

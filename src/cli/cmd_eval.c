@@ -30,7 +30,7 @@ static const char usage[] =
 int cmd_eval(int argc, char **argv) {
   Args a = {.cmd = "mambalaya eval", .argc = argc, .argv = argv, .i = 1};
   SpecOpts o = {0};
-  const char *arch_name = "mambalaya";
+  const char *arch_name = NULL; /* the shipped mambalaya */
   Design design = DES_FULL;
   bool pipelined = false, ideal = false, state_io = false, decode = false;
   bool no_overlap = false;

@@ -243,11 +243,12 @@ static int check_lm_output(const Args *a, const LmArgs *o) {
   return status;
 }
 
-/* Refuse a run whose weights, first pass (LAST_ONLY: logits of the last
- * token only; RECORD: the mixer outputs too) and RESULTS bytes of
- * results held beside them exceed the budget. */
+/* Refuse a run (WHAT, for the message) whose weights, first pass
+ * (LAST_ONLY: logits of the last token only; RECORD: the mixer outputs
+ * too) and RESULTS bytes of results held beside them exceed the budget. */
 static int check_run_memory(const Args *a, const LmArgs *o, Lm *m,
-                            bool last_only, bool record, double results) {
+                            const char *what, bool last_only, bool record,
+                            double results) {
   LmOpts lo = lm_opts(o, NULL, last_only);
   double pass;
   Diag d = {0};
@@ -255,9 +256,6 @@ static int check_run_memory(const Args *a, const LmArgs *o, Lm *m,
     diag_print(&d, stderr);
     return EXIT_INPUT;
   }
-  char what[160];
-  snprintf(what, sizeof what, "running %d x %d tokens (%s, %d layers)",
-           o->nseq, o->len, o->strategy_name, lm_config(m)->n_layer);
   return check_memory(a, what, lm_weight_bytes(m) + pass + results,
                       memory_budget(o->max_memory), o->max_memory > 0);
 }
@@ -384,7 +382,11 @@ int cmd_run(int argc, char **argv) {
   double mixed = mixer ? 4.0 * lm_config(m)->n_layer * o.nseq * o.len *
                              lm_config(m)->d_model
                        : 0;
-  if ((err = check_run_memory(&a, &o, m, false, mixer,
+  char what[160];
+  snprintf(what, sizeof what, "running %d x %d tokens (%s, %d layer%s)",
+           o.nseq, o.len, o.strategy_name, lm_config(m)->n_layer,
+           lm_config(m)->n_layer == 1 ? "" : "s");
+  if ((err = check_run_memory(&a, &o, m, what, false, mixer,
                               2 * (logit_bytes + mixed)))) {
     lm_free(m);
     lm_args_free(&o);
@@ -575,7 +577,12 @@ int cmd_generate(int argc, char **argv) {
   int V = lm_config(g.m)->vocab;
   /* With --out, every position's logits, then their copy and image. */
   double all = o.out ? 4.0 * o.nseq * ((double)o.len + max_new - 1) * V : 0;
-  if ((err = check_run_memory(&a, &o, g.m, !o.out, false,
+  char what[200];
+  snprintf(what, sizeof what,
+           "generating %ld tokens after %d x %d (%s%s)", max_new, o.nseq,
+           o.len, o.strategy_name,
+           o.out ? ", every position's logits kept for --out" : "");
+  if ((err = check_run_memory(&a, &o, g.m, what, !o.out, false,
                               3 * all + 4.0 * o.nseq * max_new))) {
     lm_free(g.m);
     lm_args_free(&o);

@@ -26,7 +26,8 @@ static const char usage[] =
 
 int cmd_reproduce(int argc, char **argv) {
   Args a = {.cmd = "mambalaya reproduce", .argc = argc, .argv = argv, .i = 1};
-  const char *out = "out", *spec = "mamba1", *arch_name = "mambalaya";
+  /* NULL: the shipped mamba1 and mambalaya. */
+  const char *out = "out", *spec = NULL, *arch_name = NULL;
   bool json = false;
   int k;
   while ((k = args_next(&a)) > 0) {
