@@ -98,13 +98,25 @@ FUZZ_SEEDS_config := tests/fuzz/seeds/config/*
 FUZZ_SEEDS_cli := tests/fuzz/seeds/cli/*
 FUZZ_FLAGS_cli := -dict=tests/fuzz/cli.dict -close_fd_mask=2
 
-# The command-line harness also needs the CLI's option code.
-$(BUILD)/fuzz/fuzz_cli: src/cli/args.c
+# The library is compiled once for all harnesses (instrumented for
+# coverage and the sanitizers), each harness then linked against it.
+FUZZ_CC := clang $(WARN) -iquote . -O1 -g -fno-sanitize-recover=all
+FUZZ_OBJ := $(LIB_SRC:%.c=$(BUILD)/fuzz/obj/%.o) $(BUILD)/fuzz/obj/embedded.o
 
-$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(BUILD)/gen/embedded.c
+$(BUILD)/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	clang $(WARN) -iquote . -O1 -g -fsanitize=fuzzer,address,undefined \
-	    -fno-sanitize-recover=all $^ -o $@ $(LDLIBS)
+	$(FUZZ_CC) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+
+$(BUILD)/fuzz/obj/embedded.o: $(BUILD)/gen/embedded.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+
+# The command-line harness also needs the CLI's option code.
+$(BUILD)/fuzz/fuzz_cli: $(BUILD)/fuzz/obj/src/cli/args.o
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined $^ -o $@ $(LDLIBS)
 
 .PHONY: $(FUZZERS:%=fuzz-%)
 fuzz: $(FUZZERS:%=fuzz-%)

@@ -363,10 +363,14 @@ int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
   if (model) {
     preset = preset_find(model);
     if (!preset) {
-      fprintf(stderr, "mambalaya: unknown model '%s' (expected one of", model);
+      Buf b = {0};
+      buf_printf(&b, "mambalaya: unknown model '");
+      buf_escaped(&b, model);
+      buf_printf(&b, "' (expected one of");
       for (int i = 0; preset_at(i); i++)
-        fprintf(stderr, "%s %s", i ? "," : "", preset_at(i)->name);
-      fprintf(stderr, ")\n");
+        buf_printf(&b, "%s %s", i ? "," : "", preset_at(i)->name);
+      fprintf(stderr, "%s)\n", b.s);
+      buf_free(&b);
       cascade_free(*c);
       *c = NULL;
       return EXIT_INPUT;
@@ -380,10 +384,15 @@ int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
     for (int k = 0; !known && k < (*c)->nsyms; k++)
       known = strcmp((*c)->syms[k].name, n) == 0;
     if (!known) {
+      Buf b = {0}, sp = {0};
+      buf_escaped(&b, n);
+      buf_escaped(&sp, o->spec);
       fprintf(stderr,
               "mambalaya: --set %s: not a rank, parameter or model parameter "
               "of %s\n",
-              n, o->spec);
+              b.s, sp.s);
+      buf_free(&b);
+      buf_free(&sp);
       cascade_free(*c);
       *c = NULL;
       return EXIT_INPUT;

@@ -16,7 +16,9 @@ static const char usage[] =
     "  --model M        model preset for the shape (default: the spec's)\n"
     "  --set NAME=V     override a rank size or parameter (repeatable)\n"
     "  --json           print JSON: {\"edges\": [{\"producer\", \"consumer\",\n"
-    "                   \"tensor\", \"class\", \"shared_ranks\", ...}]}\n";
+    "                   \"tensor\", \"class\", \"shared_ranks\", ...}]}\n"
+    "\n"
+    "Example: mambalaya classify mamba1 --merge\n";
 
 int cmd_classify(int argc, char **argv) {
   Args a = {.cmd = "mambalaya classify", .argc = argc, .argv = argv, .i = 1};

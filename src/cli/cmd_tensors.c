@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char usage[] =
     "usage: mambalaya tensors FILE [--json]\n"
@@ -98,7 +99,7 @@ int cmd_tensors(int argc, char **argv) {
   Args a = {.cmd = "mambalaya tensors", .argc = argc, .argv = argv, .i = 1};
   const char *path = NULL;
   bool json = false;
-  int k;
+  int k, err;
   while ((k = args_next(&a)) > 0) {
     if (k == 2) {
       if (path)
@@ -117,6 +118,12 @@ int cmd_tensors(int argc, char **argv) {
     return EXIT_INPUT;
   if (!path)
     return usage_error(&a, "missing FILE (see mambalaya tensors --help)");
+  /* The file is read whole: it must fit the memory available. */
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+      (err = check_memory(&a, "reading the file", (double)st.st_size,
+                          memory_budget(0), false)))
+    return err;
   Diag d = {0};
   StFile *f = st_open(path, &d);
   if (!f) {

@@ -28,22 +28,22 @@
 /* ---- the temporaries that have a name right now ----
  *
  * Process-wide state, by necessity: a signal handler can only reach
- * globals. Each slot holds a heap path or NULL; slots change with the
- * signals blocked, and the handler only reads them and calls unlink
- * (async-signal-safe). */
+ * globals. Each slot is a path and a flag saying it is in use; slots
+ * change with the signals blocked, and the handler only reads them and
+ * calls unlink (async-signal-safe). Static storage, not the heap: the
+ * handler never reads memory that another thread may have freed. */
 
-enum { MAX_NAMED = 256 };
-static char *volatile named[MAX_NAMED];
+enum { MAX_NAMED = 256, NAME_CAP = 4096 };
+static char named[MAX_NAMED][NAME_CAP];
+static volatile sig_atomic_t in_use[MAX_NAMED];
 static volatile sig_atomic_t handlers_installed;
 static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP};
 enum { NSIGNALS = sizeof cleanup_signals / sizeof cleanup_signals[0] };
 
 static void remove_named(void) {
-  for (int i = 0; i < MAX_NAMED; i++) {
-    char *p = named[i];
-    if (p)
-      unlink(p);
-  }
+  for (int i = 0; i < MAX_NAMED; i++)
+    if (in_use[i])
+      unlink(named[i]);
 }
 
 static void on_signal(int sig) {
@@ -83,21 +83,21 @@ static void restore_signals(const sigset_t *old) {
   pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
-/* Register PATH (copied); false if the list is full. */
+/* Register PATH (copied); false if the list is full or PATH too long. */
 static bool note_named(const char *path) {
   install_handlers();
-  char *copy = xstrdup(path);
+  if (strlen(path) >= NAME_CAP)
+    return false;
   sigset_t old;
   block_signals(&old);
   bool ok = false;
   for (int i = 0; i < MAX_NAMED && !ok; i++)
-    if (!named[i]) {
-      named[i] = copy;
+    if (!in_use[i]) {
+      strcpy(named[i], path);
+      in_use[i] = 1;
       ok = true;
     }
   restore_signals(&old);
-  if (!ok)
-    free(copy);
   return ok;
 }
 
@@ -105,14 +105,13 @@ static bool note_named(const char *path) {
 static void forget_named(const char *path) {
   sigset_t old;
   block_signals(&old);
-  char *p = NULL;
-  for (int i = 0; i < MAX_NAMED && !p; i++)
-    if (named[i] && strcmp(named[i], path) == 0) {
-      p = named[i];
-      named[i] = NULL;
+  bool found = false;
+  for (int i = 0; i < MAX_NAMED && !found; i++)
+    if (in_use[i] && strcmp(named[i], path) == 0) {
+      in_use[i] = 0;
+      found = true;
     }
   restore_signals(&old);
-  free(p);
 }
 
 void out_of_memory(size_t size);

@@ -166,7 +166,9 @@ bool output_dir_check(const char *dir, Diag *d);
  * them are staged does commit create the directory (and its missing
  * parents) and rename them into place, one after the other. A failure
  * before the commit, or a run killed before it, leaves the directory as
- * it was (a directory the set would have created is not created). */
+ * it was (a directory the set would have created is not created). A set
+ * holds an open file per staged file and names them all during the
+ * commit: at most 256 files. */
 typedef struct OutSet OutSet;
 OutSet *outset_new(const char *dir);
 const char *outset_dir(const OutSet *s);
