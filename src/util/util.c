@@ -41,7 +41,7 @@ void diag_print(const Diag *d, FILE *out) {
 
 /* ---- allocation ---- */
 
-void out_of_memory(size_t size); /* files.c: removes temporaries, exits */
+void out_of_memory(size_t size); /* output.c: removes temporaries, exits */
 
 void *xmalloc(size_t size) {
   void *p = malloc(size ? size : 1);

@@ -1,11 +1,11 @@
 /* util.h — the few things every module needs: source locations and
  * diagnostics, an arena that owns a whole data structure, growable arrays,
  * small string helpers, checked size arithmetic, and the one way to read
- * an input file and to write an output file (files.c).
+ * an input file (input.c) and to write an output file (output.c).
  *
  * Nothing here is global or mutable: a Diag is passed down by the caller,
  * an Arena belongs to the structure it allocates for. The one exception
- * is files.c's list of temporary files that exist at this moment, which
+ * is output.c's list of temporary files that exist at this moment, which
  * a SIGINT or SIGTERM handler removes: signals are process-wide. */
 #ifndef MAMBALAYA_UTIL_H
 #define MAMBALAYA_UTIL_H
@@ -113,7 +113,7 @@ bool count_elements(int n, const int64_t *dims, uint64_t max,
 /* "1.5 GiB", "512 B": a byte count for messages. */
 void buf_bytes(Buf *b, double bytes);
 
-/* ---- reading inputs (files.c) ---- */
+/* ---- reading inputs (input.c) ---- */
 
 /* The most bytes a text input (a spec, an architecture, config.json, a
  * token list) may have: far beyond any real one, far below memory. */
@@ -139,7 +139,7 @@ bool same_file(const char *a, const char *b);
  * /proc/meminfo, else the available physical pages; 0 if unknown. */
 uint64_t memory_available(void);
 
-/* ---- writing outputs (files.c) ----
+/* ---- writing outputs (output.c) ----
  *
  * Every file the tool writes goes through these. A file is written into
  * a temporary in its target's directory (an anonymous O_TMPFILE where
@@ -166,9 +166,10 @@ bool output_dir_check(const char *dir, Diag *d);
  * them are staged does commit create the directory (and its missing
  * parents) and rename them into place, one after the other. A failure
  * before the commit, or a run killed before it, leaves the directory as
- * it was (a directory the set would have created is not created). A set
- * holds an open file per staged file and names them all during the
- * commit: at most 256 files. */
+ * it was (a directory the set would have created is not created). Sets
+ * committed at once into one directory land one after the other (a lock
+ * on the directory), never interleaved. A set holds an open file per
+ * staged file and names them all during the commit: at most 256 files. */
 typedef struct OutSet OutSet;
 OutSet *outset_new(const char *dir);
 const char *outset_dir(const OutSet *s);

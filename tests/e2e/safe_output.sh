@@ -115,6 +115,27 @@ cmp -s m/config.json config.orig || fail "m/config.json changed"
   --out fresh/dir >/dev/null 2>&1
 [ -e fresh ] && fail "a refused init-weights created its directory"
 
+# Two init-weights into one directory at once (3 and 5 layers): one whole
+# model is left, its config and checkpoint from the same run.
+for trial in 1 2 3; do
+  rm -rf two
+  "$M" init-weights --model mamba-130m --set d_model=16 --set n_layer=3 \
+    --set vocab=64 --out two >/dev/null 2>&1 &
+  a=$!
+  "$M" init-weights --model mamba-130m --set d_model=16 --set n_layer=5 \
+    --set vocab=64 --out two >/dev/null 2>&1 &
+  b=$!
+  wait $a; sa=$?
+  wait $b; sb=$?
+  [ "$sa" -eq 0 ] && [ "$sb" -eq 0 ] ||
+    fail "concurrent init-weights exited $sa and $sb"
+  "$M" run --model two --tokens 1,2 --out two.safetensors 2>err ||
+    fail "concurrent init-weights left a mixed model: $(cat err)"
+  [ "$(ls -A two | tr '\n' ' ')" = "config.json model.safetensors " ] ||
+    fail "concurrent init-weights left $(ls -A two)"
+done
+rm -rf two two.safetensors
+
 # kill -9 at points spread over an init-weights of about 40 MB: no
 # temporary is ever left, and what is there is a whole model. Where the
 # file system has no O_TMPFILE, temporaries have names and SIGKILL cannot
