@@ -105,5 +105,26 @@ cat "$ROOT/specs/mamba1.yaml" >pipe &
 "$M" classify ./pipe >/dev/null 2>err || fail "spec from a pipe: $(cat err)"
 wait
 
+# NaN weights: the logits are NaN and the picked tokens meaningless; run
+# and generate say so on stderr (and still succeed).
+mkdir nan && cp m/config.json nan/
+python3 - m/model.safetensors nan/model.safetensors <<'EOF' || fail "NaN model"
+import json, struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+e = json.loads(b[8:8 + n])["backbone.norm_f.weight"]
+at = 8 + n + e["data_offsets"][0]
+b[at:at + 4] = struct.pack("<f", float("nan"))
+open(sys.argv[2], "wb").write(b)
+EOF
+"$M" generate --model nan --tokens 1,2 --max-new 2 >out 2>err ||
+  fail "generate with NaN weights: $(cat err)"
+grep -q "warning: 128 logits were not finite" err ||
+  fail "generate with NaN weights: no warning: $(cat err)"
+"$M" run --model nan --tokens 1,2 --out n.safetensors 2>err ||
+  fail "run with NaN weights"
+grep -q "warning: 128 of the 128 logits are not finite" err ||
+  fail "run with NaN weights: no warning: $(cat err)"
+
 echo "resources: $fails failures"
 [ "$fails" -eq 0 ]
