@@ -22,7 +22,7 @@ static const char usage[] =
     "  --spec SPEC   the cascade (default: the shipped mamba1)\n"
     "  --arch ARCH   the architecture (default: the shipped mambalaya)\n"
     "\n"
-    "Example: mambalaya reproduce --out figs && open figs/index.html\n";
+    "Example: mambalaya reproduce --out figs --json > figures.json\n";
 
 int cmd_reproduce(int argc, char **argv) {
   Args a = {.cmd = "mambalaya reproduce", .argc = argc, .argv = argv, .i = 1};

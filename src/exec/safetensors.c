@@ -506,7 +506,7 @@ StFile *st_parse(const char *path, const unsigned char *bytes, size_t len,
 
 StFile *st_open(const char *path, Diag *d) {
   size_t len;
-  char *bytes = read_input(path, SIZE_MAX - 1, &len, d);
+  char *bytes = read_input(path, SIZE_MAX / 4, &len, d);
   if (!bytes)
     return NULL;
   /* No copy: a checkpoint may be gigabytes. */

@@ -74,6 +74,8 @@ static char *read_fd(int fd, size_t hint, size_t max, size_t *len) {
 }
 
 char *read_file_max(const char *path, size_t max, size_t *len) {
+  if (max > SIZE_MAX / 4) /* so that the buffer's sizes cannot wrap */
+    max = SIZE_MAX / 4;
   struct stat st;
   if (stat(path, &st) != 0)
     return NULL;
@@ -106,7 +108,7 @@ char *read_file_max(const char *path, size_t max, size_t *len) {
 }
 
 char *read_file(const char *path, size_t *len) {
-  return read_file_max(path, SIZE_MAX - 1, len);
+  return read_file_max(path, SIZE_MAX / 4, len);
 }
 
 char *read_input(const char *path, size_t max, size_t *len, Diag *d) {

@@ -125,7 +125,7 @@ void buf_bytes(Buf *b, double bytes);
  * MAX bytes (EFBIG). Memory running out is ENOMEM, never an abort.
  * NULL with errno set on failure. */
 char *read_file_max(const char *path, size_t max, size_t *len);
-/* read_file_max without a size limit. */
+/* read_file_max without a size limit (beyond what memory holds). */
 char *read_file(const char *path, size_t *len);
 /* read_file_max, with a message in D naming the file: "cannot read: not
  * a regular file or a named pipe (a character device)", "cannot read: N
