@@ -4,7 +4,9 @@
 #   make test         unit + end-to-end tests, then again under ASan+UBSan
 #                     (with MAMBALAYA_SANITIZED=1: slow cases are skipped);
 #                     the last line is "N passed, M failed"
-#   make fuzz         libFuzzer on the spec and safetensors readers
+#   make fuzz         libFuzzer on every parser: specs, safetensors,
+#                     architectures (through eval), config.json (through
+#                     model construction) and the command line
 #                     (FUZZ_SECONDS each, default 60)
 #   make bench        the benchmarks under bench/, printing their figures
 
@@ -84,10 +86,12 @@ check-tests: test-build
 
 # Everything: the optimized build, then the same tests under ASan+UBSan.
 # Both runs go to the end; the last line sums them: "N passed, M failed".
+# ASan's allocator returns NULL past its limits (as malloc would) rather
+# than reporting them, so that a refused size is tested as users see it.
 test:
 	@rm -f $(BUILD)/test-counts build/asan/test-counts
 	-$(MAKE) check-tests
-	-MAMBALAYA_SANITIZED=1 \
+	-MAMBALAYA_SANITIZED=1 ASAN_OPTIONS=allocator_may_return_null=1 \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	    $(MAKE) check-tests BUILD=build/asan \
 	    CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined"
@@ -98,16 +102,36 @@ asan:
 	    LDFLAGS="-fsanitize=address,undefined"
 
 # libFuzzer needs clang. Each harness tests/fuzz/fuzz_NAME.c runs for
-# FUZZ_SECONDS from its own seed corpus FUZZ_SEEDS_NAME.
-FUZZERS := spec safetensors
+# FUZZ_SECONDS from its own seed corpus FUZZ_SEEDS_NAME (the shipped
+# files among them).
+FUZZERS := spec safetensors arch config cli
 FUZZ_SEEDS_spec := specs/*.yaml tests/specs/good/*.yaml tests/specs/bad/*.yaml
 FUZZ_SEEDS_safetensors := tests/fuzz/seeds/safetensors/*
 FUZZ_FLAGS_safetensors := -dict=tests/fuzz/safetensors.dict
+FUZZ_SEEDS_arch := archs/*.yaml
+FUZZ_SEEDS_config := tests/fuzz/seeds/config/*
+FUZZ_SEEDS_cli := tests/fuzz/seeds/cli/*
+FUZZ_FLAGS_cli := -dict=tests/fuzz/cli.dict -close_fd_mask=2
 
-$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(BUILD)/gen/embedded.c
+# The library is compiled once for all harnesses (instrumented for
+# coverage and the sanitizers), each harness then linked against it.
+FUZZ_CC := clang $(WARN) $(CAIRO_CFLAGS) -iquote . -O1 -g -fno-sanitize-recover=all
+FUZZ_OBJ := $(LIB_SRC:%.c=$(BUILD)/fuzz/obj/%.o) $(BUILD)/fuzz/obj/embedded.o
+
+$(BUILD)/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	clang $(WARN) $(CAIRO_CFLAGS) -iquote . -O1 -g -fsanitize=fuzzer,address,undefined \
-	    -fno-sanitize-recover=all $^ -o $@ $(LDLIBS)
+	$(FUZZ_CC) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+
+$(BUILD)/fuzz/obj/embedded.o: $(BUILD)/gen/embedded.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+
+# The command-line harness also needs the CLI's option code.
+$(BUILD)/fuzz/fuzz_cli: $(BUILD)/fuzz/obj/src/cli/args.o
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined $^ -o $@ $(LDLIBS)
 
 .PHONY: $(FUZZERS:%=fuzz-%)
 fuzz: $(FUZZERS:%=fuzz-%)

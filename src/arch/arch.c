@@ -141,7 +141,8 @@ static bool get_quantity(Loader *L, const YamlNode *n, const char *dim,
          quantity_example(dim), units.s);
     break;
   case Q_RANGE:
-    fail(L, n->loc, "%s '%s' is out of range", what, n->text);
+    fail(L, n->loc, "%s '%s' is out of range (%s)", what, n->text,
+         quantity_range(dim));
     break;
   default:
     fail(L, n->loc, "%s '%s' is not %s such as '%s' (units: %s)", what,
@@ -374,10 +375,11 @@ static bool load_ops(Loader *L, const YamlNode *ops, const char *where,
     if (!want(L, v, YN_SCALAR, "an operation rate"))
       return false;
     double r;
-    if (!parse_number(v->text, &r) || r < 0)
+    if (!parse_decimal(v->text, &r) || r < 0 || (r > 0 && r < 1e-6) ||
+        r > 1e6)
       return fail(L, v->loc,
-                  "rate of '%s' must be a non-negative number of operations "
-                  "per PE per cycle, found '%s'",
+                  "rate of '%s' must be 0 or a number of operations per PE "
+                  "per cycle from 1e-6 to 1e6, found '%s'",
                   k->text, v->text);
     u->rate[c] = r;
   }

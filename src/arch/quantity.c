@@ -52,16 +52,24 @@ static const UnitDef units[] = {
 };
 enum { NUNITS = sizeof units / sizeof units[0] };
 
+/* Each dimension's plausible magnitudes, in its base unit: a value
+ * outside them (other than zero, where the caller allows it) is a typo or
+ * an attack, and would make latencies or energies overflow to inf. */
 typedef struct DimDef {
   const char *dim, *what, *example;
+  double min, max; /* the smallest and largest non-zero magnitudes */
+  const char *range; /* the same, for messages */
 } DimDef;
 
 static const DimDef dims[] = {
-    {"bytes", "a size in bytes", "32 MiB"},
-    {"bytes/s", "a bandwidth in bytes/s", "2039 GB/s"},
-    {"Hz", "a frequency in Hz", "1.75 GHz"},
-    {"pJ/B", "an energy per byte", "1.25 pJ/B"},
-    {"pJ", "an energy per operation", "0.4 pJ"},
+    {"bytes", "a size in bytes", "32 MiB", 1, 1e18, "1 B to 1e18 B"},
+    {"bytes/s", "a bandwidth in bytes/s", "2039 GB/s", 1, 1e18,
+     "1 B/s to 1e18 B/s"},
+    {"Hz", "a frequency in Hz", "1.75 GHz", 1, 1e13, "1 Hz to 1e13 Hz"},
+    {"pJ/B", "an energy per byte", "1.25 pJ/B", 1e-6, 1e9,
+     "1e-6 pJ/B to 1e9 pJ/B, or 0"},
+    {"pJ", "an energy per operation", "0.4 pJ", 1e-6, 1e9,
+     "1e-6 pJ to 1e9 pJ, or 0"},
 };
 enum { NDIMS = sizeof dims / sizeof dims[0] };
 
@@ -79,37 +87,7 @@ static const UnitDef *find_unit(const char *symbol) {
   return NULL;
 }
 
-/* Length of the decimal number at the start of S: [+-] digits [. digits]
- * [e [+-] digits], with at least one digit in the mantissa; 0 if none.
- * Written out rather than left to strtod, which would also take "inf",
- * "nan" and hex floats. */
-static size_t number_length(const char *s) {
-  size_t i = 0, digits = 0;
-  if (s[i] == '+' || s[i] == '-')
-    i++;
-  while (isdigit((unsigned char)s[i]))
-    i++, digits++;
-  if (s[i] == '.') {
-    i++;
-    while (isdigit((unsigned char)s[i]))
-      i++, digits++;
-  }
-  if (digits == 0)
-    return 0;
-  if (s[i] == 'e' || s[i] == 'E') {
-    size_t j = i + 1;
-    if (s[j] == '+' || s[j] == '-')
-      j++;
-    if (isdigit((unsigned char)s[j])) {
-      while (isdigit((unsigned char)s[j]))
-        j++;
-      i = j;
-    }
-  }
-  return i;
-}
-
-/* strtod on exactly the N characters that number_length accepted. */
+/* strtod on exactly the N characters that decimal_length accepted. */
 static double number_value(const char *s, size_t n) {
   char buf[64];
   if (n >= sizeof buf)
@@ -125,24 +103,12 @@ static const char *skip_blanks(const char *s) {
   return s;
 }
 
-bool parse_number(const char *text, double *value) {
-  const char *s = skip_blanks(text);
-  size_t n = number_length(s);
-  if (n == 0 || *skip_blanks(s + n) != 0)
-    return false;
-  double v = number_value(s, n);
-  if (!isfinite(v))
-    return false;
-  *value = v;
-  return true;
-}
-
 QuantityStatus quantity_scan(const char *text, const char *dim, double *value,
                              const char **found_dim) {
   if (!find_dim(dim))
     return Q_BAD_DIM;
   const char *s = skip_blanks(text);
-  size_t n = number_length(s);
+  size_t n = decimal_length(s);
   if (n == 0)
     return Q_NOT_NUMBER;
   const char *u = skip_blanks(s + n);
@@ -165,7 +131,8 @@ QuantityStatus quantity_scan(const char *text, const char *dim, double *value,
     return Q_OTHER_DIM;
   }
   double v = number_value(s, n) * unit->scale;
-  if (!isfinite(v))
+  const DimDef *d = find_dim(dim);
+  if (!isfinite(v) || (v != 0 && (fabs(v) < d->min || fabs(v) > d->max)))
     return Q_RANGE;
   *value = v;
   return Q_OK;
@@ -185,6 +152,11 @@ void quantity_units(const char *dim, Buf *out) {
 const char *quantity_what(const char *dim) {
   const DimDef *d = find_dim(dim);
   return d ? d->what : "a quantity";
+}
+
+const char *quantity_range(const char *dim) {
+  const DimDef *d = find_dim(dim);
+  return d ? d->range : "";
 }
 
 const char *quantity_example(const char *dim) {

@@ -13,7 +13,7 @@ typedef enum {
   Q_NO_UNIT,      /* a bare number */
   Q_UNKNOWN_UNIT, /* a unit no dimension knows */
   Q_OTHER_DIM,    /* a known unit of another dimension */
-  Q_RANGE,        /* overflows to infinity once scaled */
+  Q_RANGE,        /* outside the dimension's plausible magnitudes */
   Q_BAD_DIM       /* the caller asked for a dimension that does not exist */
 } QuantityStatus;
 
@@ -23,13 +23,12 @@ typedef enum {
 QuantityStatus quantity_scan(const char *text, const char *dim, double *value,
                              const char **found_dim);
 
-/* A plain decimal number ("1", "-0.5", "2e3"); no inf, nan or hex. */
-bool parse_number(const char *text, double *value);
-
 /* For messages: the units of DIM ("B, kB, MB, ..."), what the dimension
  * is ("a size in bytes") and an example ("32 MiB"). */
 void quantity_units(const char *dim, Buf *out);
 const char *quantity_what(const char *dim);
 const char *quantity_example(const char *dim);
+/* The magnitudes DIM accepts ("1 B/s to 1e18 B/s"): Q_RANGE beyond. */
+const char *quantity_range(const char *dim);
 
 #endif

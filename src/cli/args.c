@@ -1,17 +1,35 @@
 /* args.c — option scanning and spec loading shared by the commands. */
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
-#include <unistd.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+/* A flag given a value (--json=no): the command took the option without
+ * asking for its value. */
+static bool value_ignored(const Args *a) {
+  if (!a->opt || !a->inline_val || a->val_taken)
+    return false;
+  Buf b = {0};
+  buf_escaped(&b, a->opt);
+  fprintf(stderr, "%s: option %s takes no value (see %s --help)\n", a->cmd,
+          b.s, a->cmd);
+  buf_free(&b);
+  return true;
+}
 
 int args_next(Args *a) {
+  if (value_ignored(a))
+    return -1;
   if (a->i >= a->argc)
     return 0;
   const char *s = a->argv[a->i++];
   a->inline_val = false;
+  a->val_taken = false;
   a->val = NULL;
   a->opt = NULL;
   if (s[0] == '-' && s[1]) {
@@ -37,6 +55,7 @@ bool args_is(const Args *a, const char *name) {
 }
 
 bool args_value(Args *a) {
+  a->val_taken = true;
   if (a->inline_val)
     return true;
   if (a->i >= a->argc) {
@@ -50,34 +69,153 @@ bool args_value(Args *a) {
 
 int args_unknown(const Args *a) {
   if (a->val && !a->opt)
-    fprintf(stderr, "%s: unexpected argument '%s' (see %s --help)\n", a->cmd,
-            a->val, a->cmd);
-  else
-    fprintf(stderr, "%s: unknown option '%s' (see %s --help)\n", a->cmd,
-            a->opt, a->cmd);
-  return EXIT_INPUT;
+    return usage_error(a, "unexpected argument '%s' (see %s --help)", a->val,
+                       a->cmd);
+  return usage_error(a, "unknown option '%s' (see %s --help)", a->opt,
+                     a->cmd);
 }
 
 int usage_error(const Args *a, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "%s: ", a->cmd);
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
+  char msg[1024];
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  Buf b = {0};
+  buf_escaped(&b, msg); /* a value with a newline stays on one line */
+  fprintf(stderr, "%s: %s\n", a->cmd, b.s);
+  buf_free(&b);
   return EXIT_INPUT;
 }
 
+/* ---- numbers ---- */
+
+bool parse_count(const char *s, long lo, long hi, long *out) {
+  double v;
+  if (!parse_decimal(s, &v) || v != floor(v) || v < (double)lo ||
+      v > (double)hi)
+    return false;
+  *out = (long)v;
+  return true;
+}
+
+bool parse_bytes(const char *s, double *out) {
+  static const struct {
+    const char *suffix;
+    double scale;
+  } units[] = {{"", 1},          {"B", 1},           {"k", 1e3},
+               {"K", 1024},      {"KiB", 1024},      {"M", 1e6},
+               {"MiB", 1 << 20}, {"G", 1e9},         {"GiB", 1 << 30},
+               {"T", 1e12},      {"TiB", 0x1p40}};
+  while (*s == ' ')
+    s++;
+  size_t n = decimal_length(s);
+  char num[64];
+  if (n == 0 || n >= sizeof num || s[0] == '-')
+    return false;
+  memcpy(num, s, n);
+  num[n] = 0;
+  double v;
+  if (!parse_decimal(num, &v))
+    return false;
+  const char *unit = s + n;
+  while (*unit == ' ')
+    unit++;
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+    if (strcmp(unit, units[i].suffix) == 0) {
+      *out = v * units[i].scale;
+      return isfinite(*out);
+    }
+  return false;
+}
+
+static bool blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+bool parse_token_list(const Args *a, const char *text, int batch,
+                      TokenList *out) {
+  const char *s = text;
+  int n = 0, cap = 0, rows = 1, row_len = 0, first_len = -1;
+  int *ids = NULL;
+  const char *p = s;
+  for (;;) {
+    while (blank(*p))
+      p++;
+    char *end = (char *)p;
+    errno = 0;
+    long v = isdigit((unsigned char)*p) ? strtol(p, &end, 10) : -1;
+    if (end == p || errno || v < 0 || v > INT_MAX) {
+      usage_error(a, "--tokens: expected a token id (a non-negative "
+                     "integer) at '%.24s'",
+                  *p ? p : "the end");
+      free(ids);
+      return false;
+    }
+    if (n == INT_MAX) {
+      usage_error(a, "--tokens: more than %d tokens", INT_MAX);
+      free(ids);
+      return false;
+    }
+    VEC_PUSH(ids, n, cap, (int)v);
+    row_len++;
+    p = end;
+    while (blank(*p))
+      p++;
+    if (*p == ',') {
+      p++;
+      continue;
+    }
+    if (*p == ';' || !*p) {
+      if (first_len >= 0 && row_len != first_len) {
+        usage_error(a, "--tokens: row %d has %d tokens, the first has %d",
+                    rows, row_len, first_len);
+        free(ids);
+        return false;
+      }
+      first_len = row_len;
+      row_len = 0;
+      if (!*p)
+        break;
+      p++;
+      if (!*p)
+        break; /* a trailing ';' */
+      rows++;
+      continue;
+    }
+    usage_error(a, "--tokens: unexpected '%c' (ids are separated by ',' "
+                   "and rows by ';')",
+                *p);
+    free(ids);
+    return false;
+  }
+  if (rows > 1 && batch && batch != rows) {
+    usage_error(a, "--batch %d, but --tokens has %d rows", batch, rows);
+    free(ids);
+    return false;
+  }
+  batch = rows > 1 ? rows : batch ? batch : 1;
+  if (n % batch) {
+    usage_error(a, "--tokens: %d tokens do not split into %d sequences", n,
+                batch);
+    free(ids);
+    return false;
+  }
+  *out = (TokenList){ids, batch, n / batch};
+  return true;
+}
+
+
 static bool parse_setting(const char *s, Setting *out) {
   const char *eq = strchr(s, '=');
-  if (!eq || eq == s)
+  return eq && eq != s && parse_decimal(eq + 1, &out->value);
+}
+
+bool spec_set(SpecOpts *o, const char *name, size_t len, double value) {
+  if (o->nsets == MAX_SETS || len >= sizeof o->set_names[0])
     return false;
-  char *end;
-  errno = 0;
-  double v = strtod(eq + 1, &end);
-  if (errno || end == eq + 1 || *end || !isfinite(v))
-    return false;
-  out->value = v;
+  memcpy(o->set_names[o->nsets], name, len);
+  o->set_names[o->nsets][len] = 0;
+  o->sets[o->nsets] = (Setting){o->set_names[o->nsets], value};
+  o->nsets++;
   return true;
 }
 
@@ -99,56 +237,118 @@ bool spec_opt(Args *a, SpecOpts *o, int *err) {
       *err = EXIT_INPUT;
       return true;
     }
-    if (o->nsets == MAX_SETS) {
-      *err = usage_error(a, "too many --set options (at most %d)", MAX_SETS);
-      return true;
-    }
     Setting st;
     if (!parse_setting(a->val, &st)) {
-      *err = usage_error(a, "--set expects NAME=NUMBER, got '%s'", a->val);
+      *err = usage_error(a,
+                         "--set expects NAME=NUMBER (a plain decimal number "
+                         "such as 16, 2.5 or 1e3), got '%s'",
+                         a->val);
       return true;
     }
     /* The name must be NUL-terminated: copy it out of argv. */
     size_t n = (size_t)(strchr(a->val, '=') - a->val);
-    if (n >= sizeof o->set_names[0]) {
+    if (n >= sizeof o->set_names[0])
       *err = usage_error(a, "--set name too long: '%s'", a->val);
-      return true;
-    }
-    memcpy(o->set_names[o->nsets], a->val, n);
-    o->set_names[o->nsets][n] = 0;
-    st.name = o->set_names[o->nsets];
-    o->sets[o->nsets++] = st;
+    else if (!spec_set(o, a->val, n, st.value))
+      *err = usage_error(a, "too many --set options (at most %d)", MAX_SETS);
     return true;
   }
   return false;
 }
 
-/* A path, or the name of a shipped file ("mamba1" for specs/mamba1.yaml). */
+/* ---- shipped names and paths ---- */
+
+static bool written_as_path(const char *name) {
+  size_t n = strlen(name);
+  return strchr(name, '/') || (n >= 5 && strcmp(name + n - 5, ".yaml") == 0);
+}
+
+/* The shipped file NAME stands for ("mamba1": specs/mamba1.yaml), or NULL
+ * when NAME is a path. A bare name that is not shipped is a path too. */
 static const EmbeddedFile *shipped(const char *dir, const char *name) {
+  if (written_as_path(name))
+    return NULL;
   char path[512];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  const EmbeddedFile *f = embedded_file(path);
-  if (!f) {
-    snprintf(path, sizeof path, "%s/%s.yaml", dir, name);
-    f = embedded_file(path);
+  snprintf(path, sizeof path, "%s/%s.yaml", dir, name);
+  return embedded_file(path);
+}
+
+/* The shipped file NAME stands for, with a warning when a file of that
+ * name is here too: the user may have meant it (./NAME says so). */
+static const EmbeddedFile *resolve(const char *dir, const char *name) {
+  const EmbeddedFile *f = shipped(dir, name);
+  struct stat st;
+  if (f && stat(name, &st) == 0 && !S_ISDIR(st.st_mode)) {
+    Buf b = {0};
+    buf_escaped(&b, name);
+    fprintf(stderr,
+            "mambalaya: warning: '%s' is the shipped %s (%s); write ./%s "
+            "for the file in this directory\n",
+            b.s, strcmp(dir, "specs") ? "architecture" : "spec", f->name,
+            b.s);
+    buf_free(&b);
   }
   return f;
 }
 
-static bool exists(const char *path) { return access(path, F_OK) == 0; }
+const char *input_path(const char *dir, const char *name) {
+  /* NULL, a default, is shipped. */
+  return name && !shipped(dir, name) ? name : NULL;
+}
 
 Cascade *open_spec(const char *name, Diag *d) {
-  const EmbeddedFile *f = exists(name) ? NULL : shipped("specs", name);
+  const EmbeddedFile *f = name ? resolve("specs", name)
+                               : embedded_file("specs/mamba1.yaml");
   if (f)
     return spec_parse(f->name, (const char *)f->data, f->len, d);
   return spec_load(name, d);
 }
 
 Arch *open_arch(const char *name, Diag *d) {
-  const EmbeddedFile *f = exists(name) ? NULL : shipped("archs", name);
+  const EmbeddedFile *f = name ? resolve("archs", name)
+                               : embedded_file("archs/mambalaya.yaml");
   if (f)
     return arch_parse(f->name, (const char *)f->data, f->len, d);
   return arch_load(name, d);
+}
+
+/* ---- outputs and memory ---- */
+
+int check_output(const Args *a, const char *path, const char *const *inputs,
+                 int n) {
+  Diag d = {0};
+  if (!output_check(path, &d)) {
+    diag_print(&d, stderr);
+    return EXIT_INPUT;
+  }
+  for (int i = 0; i < n; i++)
+    if (inputs[i] && same_file(path, inputs[i]))
+      return usage_error(a, "refusing to write %s: it is the input %s", path,
+                         inputs[i]);
+  return 0;
+}
+
+double memory_budget(double max_memory) {
+  if (max_memory > 0)
+    return max_memory;
+  uint64_t m = memory_available();
+  return m ? (double)m : INFINITY;
+}
+
+int check_memory(const Args *a, const char *what, double need, double budget,
+                 bool given) {
+  if (need <= budget)
+    return 0;
+  Buf n = {0}, b = {0};
+  buf_bytes(&n, need);
+  buf_bytes(&b, budget);
+  usage_error(a, "%s needs %s of memory, more than the %s %s", what, n.s,
+              b.s,
+              given ? "that --max-memory allows"
+                    : "this machine has available (see --max-memory)");
+  buf_free(&n);
+  buf_free(&b);
+  return EXIT_INPUT;
 }
 
 int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
@@ -163,10 +363,14 @@ int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
   if (model) {
     preset = preset_find(model);
     if (!preset) {
-      fprintf(stderr, "mambalaya: unknown model '%s' (expected one of", model);
+      Buf b = {0};
+      buf_printf(&b, "mambalaya: unknown model '");
+      buf_escaped(&b, model);
+      buf_printf(&b, "' (expected one of");
       for (int i = 0; preset_at(i); i++)
-        fprintf(stderr, "%s %s", i ? "," : "", preset_at(i)->name);
-      fprintf(stderr, ")\n");
+        buf_printf(&b, "%s %s", i ? "," : "", preset_at(i)->name);
+      fprintf(stderr, "%s)\n", b.s);
+      buf_free(&b);
       cascade_free(*c);
       *c = NULL;
       return EXIT_INPUT;
@@ -180,10 +384,15 @@ int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
     for (int k = 0; !known && k < (*c)->nsyms; k++)
       known = strcmp((*c)->syms[k].name, n) == 0;
     if (!known) {
+      Buf b = {0}, sp = {0};
+      buf_escaped(&b, n);
+      buf_escaped(&sp, o->spec);
       fprintf(stderr,
               "mambalaya: --set %s: not a rank, parameter or model parameter "
               "of %s\n",
-              n, o->spec);
+              b.s, sp.s);
+      buf_free(&b);
+      buf_free(&sp);
       cascade_free(*c);
       *c = NULL;
       return EXIT_INPUT;

@@ -16,14 +16,16 @@ static const char usage[] =
     "  --model M        model preset for the shape (default: the spec's)\n"
     "  --set NAME=V     override a rank size or parameter (repeatable)\n"
     "  --json           print JSON: {\"edges\": [{\"producer\", \"consumer\",\n"
-    "                   \"tensor\", \"class\", \"shared_ranks\", ...}]}\n";
+    "                   \"tensor\", \"class\", \"shared_ranks\", ...}]}\n"
+    "\n"
+    "Example: mambalaya classify mamba1 --merge\n";
 
 int cmd_classify(int argc, char **argv) {
   Args a = {.cmd = "mambalaya classify", .argc = argc, .argv = argv, .i = 1};
   SpecOpts o = {0};
   bool merge = false;
   int k, err;
-  while ((k = args_next(&a))) {
+  while ((k = args_next(&a)) > 0) {
     if (k == 2) {
       if (o.spec)
         return args_unknown(&a);
@@ -40,6 +42,8 @@ int cmd_classify(int argc, char **argv) {
       return args_unknown(&a);
     }
   }
+  if (k < 0)
+    return EXIT_INPUT;
   if (!o.spec)
     return usage_error(&a, "missing SPEC (see mambalaya classify --help)");
   Cascade *c;

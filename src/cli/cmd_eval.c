@@ -36,11 +36,11 @@ int cmd_eval(int argc, char **argv) {
   Args a = {.cmd = "mambalaya eval", .argc = argc, .argv = argv, .i = 1};
   SpecOpts o = {0};
   ModelOverrides mf = model_no_overrides();
-  const char *arch_name = "mambalaya", *plan_file = NULL;
+  const char *arch_name = NULL, *plan_file = NULL; /* the shipped mambalaya */
   Design design = DES_FULL;
   bool design_given = false;
   int k, err;
-  while ((k = args_next(&a))) {
+  while ((k = args_next(&a)) > 0) {
     if (k == 2) {
       if (o.spec)
         return args_unknown(&a);
@@ -81,6 +81,8 @@ int cmd_eval(int argc, char **argv) {
       return args_unknown(&a);
     }
   }
+  if (k < 0)
+    return EXIT_INPUT;
   if (!o.spec)
     return usage_error(&a, "missing SPEC (see mambalaya eval --help)");
   if (plan_file && design_given)

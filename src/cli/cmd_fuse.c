@@ -35,7 +35,7 @@ int cmd_fuse(int argc, char **argv) {
   Objective obj = OBJ_TRAFFIC;
   const char *dot = NULL;
   int k, err;
-  while ((k = args_next(&a))) {
+  while ((k = args_next(&a)) > 0) {
     if (k == 2) {
       if (o.spec)
         return args_unknown(&a);
@@ -80,10 +80,15 @@ int cmd_fuse(int argc, char **argv) {
       return args_unknown(&a);
     }
   }
+  if (k < 0)
+    return EXIT_INPUT;
   if (!o.spec)
     return usage_error(&a, "missing SPEC (see mambalaya fuse --help)");
   if (dot && all)
     return usage_error(&a, "--dot needs a single --strategy");
+  const char *inputs[] = {input_path("specs", o.spec)};
+  if (dot && (err = check_output(&a, dot, inputs, 1)))
+    return err;
 
   Cascade *c;
   Shape *s;

@@ -8,6 +8,7 @@
 
 #include "../exec/exec.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -19,13 +20,15 @@
 /* ---- options shared by run and generate ---- */
 
 typedef struct LmArgs {
-  const char *model, *spec, *tokens_text, *out;
+  const char *model, *spec, *tokens_text, *tokens_file, *out;
+  double max_memory; /* --max-memory; 0: what the machine has */
   int batch;   /* --batch; 0: one sequence, or the rows given */
   bool fused;
   Strategy strategy;
   const char *strategy_name;
   double buffer;
   int threads;
+  char *file_text; /* --tokens-file's contents */
   /* The token ids, [nseq, len] row-major. */
   int *tokens;
   int nseq, len;
@@ -36,6 +39,9 @@ static const char common_usage[] =
     "                   (Hugging Face key names; see mambalaya init-weights)\n"
     "  --tokens LIST    token ids: 1,2,3 (one sequence, or split into\n"
     "                   --batch equal rows) or 1,2;3,4 (one row per ';')\n"
+    "  --tokens-file F  the token ids from file F (a regular file or a named\n"
+    "                   pipe, at most 64 MiB): as for --tokens, with a line\n"
+    "                   break also ending a row\n"
     "  --batch N        split the list into N sequences of equal length\n"
     "  --strategy S     interpreter (default: Einsum by Einsum), or the fused\n"
     "                   executor with the plan of unfused, ri, ri+rsb,\n"
@@ -44,133 +50,73 @@ static const char common_usage[] =
     "                   suffixes k, M, G, KiB, MiB, GiB)\n"
     "  --spec SPEC      the layer cascade (default: mamba1 or mamba2, from\n"
     "                   config.json); its weights: section maps the keys\n"
-    "  --threads N      worker threads (default: the CPUs, at most 16)\n";
+    "  --threads N      worker threads (default: the CPUs, at most 16)\n"
+    "  --max-memory B   refuse (exit 2) a run whose weights, activations and\n"
+    "                   results would need more than B bytes (suffixes as\n"
+    "                   for --buffer; default: the memory available)\n";
 
 static int default_threads(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n < 1 ? 1 : n > 16 ? 16 : (int)n;
 }
 
-static bool parse_int(const char *s, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi)
-    return false;
-  *out = v;
-  return true;
-}
-
-/* "2MiB", "512k", "1e6": bytes. */
-static bool parse_bytes(const char *s, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || !(v >= 0) || !isfinite(v))
-    return false;
-  static const struct {
-    const char *suffix;
-    double scale;
-  } units[] = {{"", 1},         {"B", 1},        {"k", 1e3},
-               {"K", 1024},     {"KiB", 1024},   {"M", 1e6},
-               {"MiB", 1 << 20}, {"G", 1e9},     {"GiB", 1 << 30}};
-  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-    if (strcmp(end, units[i].suffix) == 0) {
-      *out = v * units[i].scale;
-      return true;
-    }
-  return false;
-}
-
-/* --tokens: rows separated by ';', ids by ','. */
+/* --tokens, or --tokens-file (where a line break ends a row). */
 static bool parse_tokens(const Args *a, LmArgs *o) {
-  const char *s = o->tokens_text;
-  int n = 0, cap = 0, rows = 1, row_len = 0, first_len = -1;
-  int *ids = NULL;
-  const char *p = s;
-  for (;;) {
-    while (*p == ' ')
-      p++;
-    char *end;
-    errno = 0;
-    long v = strtol(p, &end, 10);
-    if (end == p || errno || v < 0 || v > INT_MAX) {
-      usage_error(a, "--tokens: expected a token id (a non-negative "
-                     "integer) at '%s'",
-                  *p ? p : "the end");
-      free(ids);
+  if (o->tokens_file) {
+    Diag d = {0};
+    size_t len;
+    if (!(o->file_text = read_input(o->tokens_file, INPUT_TEXT_MAX, &len,
+                                    &d))) {
+      diag_print(&d, stderr);
       return false;
     }
-    VEC_PUSH(ids, n, cap, (int)v);
-    row_len++;
-    p = end;
-    while (*p == ' ')
-      p++;
-    if (*p == ',') {
-      p++;
-      continue;
+    if (strlen(o->file_text) != len) {
+      usage_error(a, "--tokens-file %s: contains a NUL byte",
+                  o->tokens_file);
+      return false;
     }
-    if (*p == ';' || !*p) {
-      if (first_len >= 0 && row_len != first_len) {
-        usage_error(a, "--tokens: row %d has %d tokens, the first has %d",
-                    rows, row_len, first_len);
-        free(ids);
-        return false;
-      }
-      first_len = row_len;
-      row_len = 0;
-      if (!*p)
-        break;
-      p++;
-      if (!*p)
-        break; /* a trailing ';' */
-      rows++;
-      continue;
+    /* Line breaks end rows; blank lines and a final break do not count. */
+    char *w = o->file_text;
+    for (const char *r = o->file_text; *r; r++) {
+      char c = *r == '\n' ? ';' : *r;
+      if (c == ';' && (w == o->file_text || w[-1] == ';'))
+        continue;
+      *w++ = c;
     }
-    usage_error(a, "--tokens: unexpected '%c' (ids are separated by ',' "
-                   "and rows by ';')",
-                *p);
-    free(ids);
-    return false;
+    *w = 0;
+    o->tokens_text = o->file_text;
   }
-  if (rows > 1 && o->batch && o->batch != rows) {
-    usage_error(a, "--batch %d, but --tokens has %d rows", o->batch, rows);
-    free(ids);
+  TokenList t;
+  if (!parse_token_list(a, o->tokens_text, o->batch, &t))
     return false;
-  }
-  int batch = rows > 1 ? rows : o->batch ? o->batch : 1;
-  if (n % batch) {
-    usage_error(a, "--tokens: %d tokens do not split into %d sequences", n,
-                batch);
-    free(ids);
-    return false;
-  }
-  o->tokens = ids;
-  o->nseq = batch;
-  o->len = n / batch;
+  o->tokens = t.ids;
+  o->nseq = t.nseq;
+  o->len = t.len;
   return true;
 }
 
 /* One of the options run and generate share; *err set on a bad value. */
 static bool lm_opt(Args *a, LmArgs *o, int *err) {
   *err = 0;
-  const char *names[] = {"--model", "--tokens", "--batch", "--strategy",
-                         "--buffer", "--spec", "--threads", "--out"};
+  static const char *const names[] = {
+      "--model", "--tokens",  "--batch", "--strategy",   "--buffer",
+      "--spec",  "--threads", "--out",   "--tokens-file", "--max-memory"};
+  enum { NNAMES = sizeof names / sizeof names[0] };
   int k = 0;
-  while (k < 8 && !args_is(a, names[k]))
+  while (k < NNAMES && !args_is(a, names[k]))
     k++;
-  if (k == 8)
+  if (k == NNAMES)
     return false;
   if (!args_value(a)) {
     *err = EXIT_INPUT;
     return true;
   }
-  long v;
+  long v = 0;
   switch (k) {
   case 0: o->model = a->val; break;
   case 1: o->tokens_text = a->val; break;
   case 2:
-    if (!parse_int(a->val, 1, 1 << 20, &v))
+    if (!parse_count(a->val, 1, 1 << 20, &v))
       *err = usage_error(a, "--batch expects a positive integer, got '%s'",
                          a->val);
     o->batch = (int)v;
@@ -192,11 +138,18 @@ static bool lm_opt(Args *a, LmArgs *o, int *err) {
     break;
   case 5: o->spec = a->val; break;
   case 6:
-    if (!parse_int(a->val, 1, 256, &v))
+    if (!parse_count(a->val, 1, 256, &v))
       *err = usage_error(a, "--threads expects 1 to 256, got '%s'", a->val);
     o->threads = (int)v;
     break;
-  default: o->out = a->val; break;
+  case 7: o->out = a->val; break;
+  case 8: o->tokens_file = a->val; break;
+  default:
+    if (!parse_bytes(a->val, &o->max_memory) || !(o->max_memory >= 1))
+      *err = usage_error(a, "--max-memory expects a size in bytes (e.g. "
+                            "8GiB), got '%s'",
+                         a->val);
+    break;
   }
   return true;
 }
@@ -206,20 +159,51 @@ static void lm_args_init(LmArgs *o) {
                 .threads = default_threads()};
 }
 
+/* Loading DIR's model holds its checkpoint file whole and the weights as
+ * fp32: refused before reading when that exceeds BUDGET. */
+static int check_load_memory(const Args *a, const LmArgs *o, double budget) {
+  Buf cpath = {0}, wpath = {0};
+  buf_printf(&cpath, "%s/config.json", o->model);
+  buf_printf(&wpath, "%s/model.safetensors", o->model);
+  ModelConfig cfg;
+  Diag d = {0};
+  int status = 0;
+  if (!model_config_load(cpath.s, &cfg, &d)) {
+    diag_print(&d, stderr);
+    status = EXIT_INPUT;
+  } else {
+    struct stat st;
+    double file = stat(wpath.s, &st) == 0 ? (double)st.st_size : 0;
+    uint64_t params;
+    double weights = lm_param_count(&cfg, &params) ? 4.0 * (double)params
+                                                   : INFINITY;
+    char what[160];
+    snprintf(what, sizeof what,
+             "loading %s (%d layers, %.3g parameters as fp32, from a "
+             "%.3g-byte checkpoint)",
+             o->model, cfg.n_layer, weights / 4, file);
+    status = check_memory(a, what, file + weights, budget, o->max_memory > 0);
+  }
+  buf_free(&cpath);
+  buf_free(&wpath);
+  return status;
+}
+
 /* The model, with --spec if given; exit status on failure. */
 static int open_model(const Args *a, const LmArgs *o, Lm **m) {
   Diag d = {0};
+  struct stat st;
+  if (stat(o->model, &st) != 0 || !S_ISDIR(st.st_mode))
+    return usage_error(a, "--model %s: not a model directory (config.json "
+                          "and model.safetensors)",
+                       o->model);
+  int status = check_load_memory(a, o, memory_budget(o->max_memory));
+  if (status)
+    return status;
   Cascade *spec = NULL;
   if (o->spec && !(spec = open_spec(o->spec, &d))) {
     diag_print(&d, stderr);
     return EXIT_INPUT;
-  }
-  struct stat st;
-  if (stat(o->model, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    cascade_free(spec);
-    return usage_error(a, "--model %s: not a model directory (config.json "
-                          "and model.safetensors)",
-                       o->model);
   }
   if (!(*m = lm_open(o->model, spec, &d))) {
     diag_print(&d, stderr);
@@ -241,6 +225,56 @@ static LmOpts lm_opts(const LmArgs *o, Pool *pool, bool last_only) {
   return (LmOpts){.fused = o->fused, .strategy = o->strategy,
                   .buffer_bytes = o->buffer, .pool = pool,
                   .last_only = last_only};
+}
+
+/* --out must be writable and must not be one of the files the run
+ * reads (the checkpoint, its config, the spec, the tokens). */
+static int check_lm_output(const Args *a, const LmArgs *o) {
+  if (!o->out)
+    return 0;
+  Buf c = {0}, w = {0};
+  buf_printf(&c, "%s/config.json", o->model);
+  buf_printf(&w, "%s/model.safetensors", o->model);
+  const char *inputs[] = {c.s, w.s, input_path("specs", o->spec),
+                          o->tokens_file};
+  int status = check_output(a, o->out, inputs, 4);
+  buf_free(&c);
+  buf_free(&w);
+  return status;
+}
+
+/* Refuse a run (WHAT, for the message) whose weights, first pass
+ * (LAST_ONLY: logits of the last token only; RECORD: the mixer outputs
+ * too) and RESULTS bytes of results held beside them exceed the budget. */
+static int check_run_memory(const Args *a, const LmArgs *o, Lm *m,
+                            const char *what, bool last_only, bool record,
+                            double results) {
+  LmOpts lo = lm_opts(o, NULL, last_only);
+  double pass;
+  Diag d = {0};
+  if (!lm_pass_bytes(m, o->nseq, o->len, &lo, record, &pass, &d)) {
+    diag_print(&d, stderr);
+    return EXIT_INPUT;
+  }
+  return check_memory(a, what, lm_weight_bytes(m) + pass + results,
+                      memory_budget(o->max_memory), o->max_memory > 0);
+}
+
+/* NaN weights make NaN logits, and argmax then picks token 0: say so. */
+static void warn_nonfinite(const Args *a, const Array *logits) {
+  int64_t bad = 0;
+  for (int64_t i = 0; i < logits->n; i++)
+    bad += !isfinite(logits->data[i]);
+  if (bad)
+    fprintf(stderr,
+            "%s: warning: %lld of the %lld logits are not finite (NaN or "
+            "infinite weights?)\n",
+            a->cmd, (long long)bad, (long long)logits->n);
+}
+
+static void lm_args_free(LmArgs *o) {
+  free(o->tokens);
+  free(o->file_text);
 }
 
 static void tokens_meta(Buf *b, const int *tokens, int nseq, int len) {
@@ -299,14 +333,20 @@ int cmd_run(int argc, char **argv) {
   lm_args_init(&o);
   bool mixer = false;
   int k, err;
-  while ((k = args_next(&a))) {
+  while ((k = args_next(&a)) > 0) {
     if (k == 2)
       return args_unknown(&a);
     if (args_is(&a, "--help") || args_is(&a, "-h")) {
       fputs(run_usage_head, stdout);
       fputs(common_usage, stdout);
-      fputs("  --out FILE       the results (written atomically)\n"
-            "  --mixer-outputs  also write each layer's mixer output\n",
+      fputs("  --out FILE       the results (written atomically; refused if\n"
+            "                   it is one of the inputs)\n"
+            "  --mixer-outputs  also write each layer's mixer output\n"
+            "\n"
+            "Example: mambalaya init-weights --model mamba-130m --set "
+            "n_layer=2 --out m\n"
+            "         mambalaya run --model m --tokens 1,2,3 --out r."
+            "safetensors\n",
             stdout);
       return 0;
     }
@@ -319,14 +359,37 @@ int cmd_run(int argc, char **argv) {
       return args_unknown(&a);
     }
   }
-  if (!o.model || !o.tokens_text || !o.out)
-    return usage_error(&a, "needs --model, --tokens and --out (see "
-                           "mambalaya run --help)");
-  if (!parse_tokens(&a, &o))
+  if (k < 0)
     return EXIT_INPUT;
+  if (!o.model || !(o.tokens_text || o.tokens_file) || !o.out)
+    return usage_error(&a, "needs --model, --tokens (or --tokens-file) and "
+                           "--out (see mambalaya run --help)");
+  if (o.tokens_text && o.tokens_file)
+    return usage_error(&a, "give --tokens or --tokens-file, not both");
+  if ((err = check_lm_output(&a, &o)))
+    return err;
+  if (!parse_tokens(&a, &o)) {
+    lm_args_free(&o);
+    return EXIT_INPUT;
+  }
   Lm *m;
   if ((err = open_model(&a, &o, &m))) {
-    free(o.tokens);
+    lm_args_free(&o);
+    return err;
+  }
+  /* The results are written from a copy, which the file's image copies. */
+  double logit_bytes = 4.0 * o.nseq * o.len * lm_config(m)->vocab;
+  double mixed = mixer ? 4.0 * lm_config(m)->n_layer * o.nseq * o.len *
+                             lm_config(m)->d_model
+                       : 0;
+  char what[160];
+  snprintf(what, sizeof what, "running %d x %d tokens (%s, %d layer%s)",
+           o.nseq, o.len, o.strategy_name, lm_config(m)->n_layer,
+           lm_config(m)->n_layer == 1 ? "" : "s");
+  if ((err = check_run_memory(&a, &o, m, what, false, mixer,
+                              2 * (logit_bytes + mixed)))) {
+    lm_free(m);
+    lm_args_free(&o);
     return err;
   }
   Pool *pool = pool_new(o.threads);
@@ -343,6 +406,7 @@ int cmd_run(int argc, char **argv) {
     diag_print(&d, stderr);
     status = EXIT_RUN;
   } else {
+    warn_nonfinite(&a, logits);
     Tensors arrays = {0};
     tensors_put(&arrays, "logits", logits, true);
     for (int i = 0; i < out.n; i++)
@@ -364,7 +428,7 @@ int cmd_run(int argc, char **argv) {
   tensors_free(&out);
   pool_free(pool);
   lm_free(m);
-  free(o.tokens);
+  lm_args_free(&o);
   return status;
 }
 
@@ -409,6 +473,7 @@ typedef struct Gen {
   int *generated;  /* [nseq, max_new] */
   Array *all;      /* with --out: [nseq, prompt + max_new - 1, V] */
   double prefill_s, decode_s;
+  int64_t nonfinite; /* logits that were NaN or infinite */
 } Gen;
 
 /* The next token of each sequence from LOGITS ([nseq, rows, V]: its last
@@ -416,9 +481,12 @@ typedef struct Gen {
 static void pick(Gen *g, const Array *logits, int step) {
   int V = lm_config(g->m)->vocab;
   int64_t rows = logits->n / ((int64_t)g->o->nseq * V);
-  for (int s = 0; s < g->o->nseq; s++)
-    g->generated[s * g->max_new + step] =
-        argmax(logits->data + (s * rows + rows - 1) * V, V);
+  for (int s = 0; s < g->o->nseq; s++) {
+    const float *last = logits->data + (s * rows + rows - 1) * V;
+    for (int i = 0; i < V; i++)
+      g->nonfinite += !isfinite(last[i]);
+    g->generated[s * g->max_new + step] = argmax(last, V);
+  }
 }
 
 static bool generate(Gen *g, Diag *d) {
@@ -459,25 +527,28 @@ int cmd_generate(int argc, char **argv) {
   lm_args_init(&o);
   long max_new = 0;
   int k, err;
-  while ((k = args_next(&a))) {
+  while ((k = args_next(&a)) > 0) {
     if (k == 2)
       return args_unknown(&a);
     if (args_is(&a, "--help") || args_is(&a, "-h")) {
       fputs(gen_usage_head, stdout);
       fputs(common_usage, stdout);
-      fputs("  --max-new N      how many tokens to generate (at least 1)\n"
+      fputs("  --max-new N      how many tokens to generate (1 to 1048576)\n"
             "  --out FILE       also write every position's logits and the\n"
-            "                   final state\n",
+            "                   final state (refused if it is an input)\n"
+            "\n"
+            "Example: mambalaya generate --model m --tokens 1,2,3 --max-new "
+            "8\n",
             stdout);
       return 0;
     }
     if (args_is(&a, "--max-new")) {
       if (!args_value(&a))
         return EXIT_INPUT;
-      if (!parse_int(a.val, 1, 1 << 20, &max_new))
-        return usage_error(&a, "--max-new expects a positive integer, got "
-                               "'%s'",
-                           a.val);
+      if (!parse_count(a.val, 1, 1 << 20, &max_new))
+        return usage_error(&a, "--max-new expects an integer from 1 to %d, "
+                               "got '%s'",
+                           1 << 20, a.val);
     } else if (lm_opt(&a, &o, &err)) {
       if (err)
         return err;
@@ -485,17 +556,38 @@ int cmd_generate(int argc, char **argv) {
       return args_unknown(&a);
     }
   }
-  if (!o.model || !o.tokens_text || !max_new)
-    return usage_error(&a, "needs --model, --tokens and --max-new (see "
-                           "mambalaya generate --help)");
-  if (!parse_tokens(&a, &o))
+  if (k < 0)
     return EXIT_INPUT;
+  if (!o.model || !(o.tokens_text || o.tokens_file) || !max_new)
+    return usage_error(&a, "needs --model, --tokens (or --tokens-file) and "
+                           "--max-new (see mambalaya generate --help)");
+  if (o.tokens_text && o.tokens_file)
+    return usage_error(&a, "give --tokens or --tokens-file, not both");
+  if ((err = check_lm_output(&a, &o)))
+    return err;
+  if (!parse_tokens(&a, &o)) {
+    lm_args_free(&o);
+    return EXIT_INPUT;
+  }
   Gen g = {.o = &o, .max_new = (int)max_new};
   if ((err = open_model(&a, &o, &g.m))) {
-    free(o.tokens);
+    lm_args_free(&o);
     return err;
   }
   int V = lm_config(g.m)->vocab;
+  /* With --out, every position's logits, then their copy and image. */
+  double all = o.out ? 4.0 * o.nseq * ((double)o.len + max_new - 1) * V : 0;
+  char what[200];
+  snprintf(what, sizeof what,
+           "generating %ld tokens after %d x %d (%s%s)", max_new, o.nseq,
+           o.len, o.strategy_name,
+           o.out ? ", every position's logits kept for --out" : "");
+  if ((err = check_run_memory(&a, &o, g.m, what, !o.out, false,
+                              3 * all + 4.0 * o.nseq * max_new))) {
+    lm_free(g.m);
+    lm_args_free(&o);
+    return err;
+  }
   g.pool = pool_new(o.threads);
   g.generated = xcalloc((size_t)o.nseq * (size_t)max_new, sizeof(int));
   if (o.out)
@@ -524,6 +616,11 @@ int cmd_generate(int argc, char **argv) {
     free(ran);
   }
   if (!status) {
+    if (g.nonfinite)
+      fprintf(stderr,
+              "%s: warning: %lld logits were not finite (NaN or infinite "
+              "weights?): the tokens picked from them are meaningless\n",
+              a.cmd, (long long)g.nonfinite);
     Buf b = {0};
     tokens_meta(&b, g.generated, o.nseq, (int)max_new);
     for (char *p = b.s; *p; p++)
@@ -545,7 +642,7 @@ int cmd_generate(int argc, char **argv) {
   free(g.generated);
   pool_free(g.pool);
   lm_free(g.m);
-  free(o.tokens);
+  lm_args_free(&o);
   return status;
 }
 
@@ -562,8 +659,10 @@ static const char init_usage[] =
     "x_proj U(+-1/sqrt(d_inner)), dt_proj.weight U(+-dt_rank^-0.5), dt bias\n"
     "softplus^-1 of a log-uniform value in [1e-3, 0.1], A_log = log(1..N)\n"
     "(Mamba-1) or log(U(1, 16)) per head (Mamba-2), D = 1, norm weights 1.\n"
-    "The same seed gives the same weights. DIR is created if needed; the\n"
-    "files are written atomically (an existing model there is replaced).\n"
+    "The same seed gives the same weights. DIR is created if needed. The\n"
+    "two files land together (an existing model there is replaced whole);\n"
+    "a failed or interrupted run leaves DIR as it was. A run that would\n"
+    "need more memory than available is refused (exit 2).\n"
     "\n"
     "  --model M      a preset (mamba-130m, ..., mamba2-2.7b) or a model\n"
     "                 directory whose config.json gives the sizes\n"
@@ -573,20 +672,41 @@ static const char init_usage[] =
     "                 --set vocab=128 makes a tiny model)\n"
     "  --seed N       the random seed (default 0)\n"
     "  --dtype T      F32 (default), F16 or BF16\n"
-    "  --out DIR      where to write\n";
+    "  --out DIR      where to write (not the --model directory itself)\n"
+    "  --max-memory B refuse a model that needs more than B bytes to write\n"
+    "                 (default: the memory available)\n"
+    "\n"
+    "Example: mambalaya init-weights --model mamba-130m --set n_layer=2 "
+    "--out m\n";
 
-static bool make_dir(const char *path) {
-  struct stat st;
-  if (stat(path, &st) == 0)
-    return S_ISDIR(st.st_mode) || (errno = ENOTDIR, false);
-  return mkdir(path, 0777) == 0;
+/* init-weights holds every tensor twice (the writer's copy and the
+ * file's image), one of them as fp32 while it is made, and the key list. */
+static int check_init_memory(const Args *a, const ModelConfig *cfg, DType dt,
+                             double max_memory) {
+  uint64_t params;
+  double need = INFINITY;
+  if (lm_param_count(cfg, &params)) {
+    double p = (double)params, layers = cfg->n_layer;
+    double table = (layers * 10 + 2) * (double)sizeof(CkptKey);
+    double biggest = (double)cfg->vocab * cfg->d_model;
+    if (p / layers > biggest)
+      biggest = p / layers;
+    need = 2 * p * dtype_size(dt) + 4 * biggest + table;
+  }
+  char what[160];
+  snprintf(what, sizeof what,
+           "writing a model of %d layers and %.3g parameters (%s)",
+           cfg->n_layer, need < INFINITY ? (double)params : INFINITY,
+           dtype_name(dt));
+  return check_memory(a, what, need, memory_budget(max_memory),
+                      max_memory > 0);
 }
 
+/* Write DIR/model.safetensors and DIR/config.json as one set: both land,
+ * or neither does (and DIR is left as it was). INPUT: the config.json
+ * the sizes came from, which must not be replaced. */
 static int write_model(const ModelConfig *cfg, uint64_t seed, DType dt,
-                       const char *dir) {
-  Buf wpath = {0}, cpath = {0};
-  buf_printf(&wpath, "%s/model.safetensors", dir);
-  buf_printf(&cpath, "%s/config.json", dir);
+                       const char *dir, const char *input) {
   Checkpoint ck = lm_random_checkpoint(cfg, seed);
   CkptKey *keys;
   int n = lm_checkpoint_keys(cfg, &keys);
@@ -599,21 +719,33 @@ static int write_model(const ModelConfig *cfg, uint64_t seed, DType dt,
     array_free(a);
   }
   st_writer_meta(w, "format", "pt");
-  Diag d = {0};
-  bool ok = st_writer_save(w, wpath.s, &d) &&
-            model_config_save(cfg, cpath.s, &d);
-  st_writer_free(w);
   free(keys);
-  if (ok)
-    printf("wrote %s and %s: Mamba-%d, d_model %d, %d layers, vocab %d, "
-           "%.0f parameters (%s)\n",
-           cpath.s, wpath.s, cfg->version, cfg->d_model, cfg->n_layer,
-           cfg->vocab, params, dtype_name(dt));
-  else
+  size_t len;
+  unsigned char *image = st_writer_image(w, &len);
+  st_writer_free(w);
+  char *config = model_config_text(cfg);
+  OutSet *set = outset_new(dir);
+  if (input)
+    outset_protect(set, input);
+  Diag d = {0};
+  bool refused = false;
+  bool ok = outset_put(set, "model.safetensors", image, len, &d);
+  free(image);
+  ok = ok && outset_put(set, "config.json", config, strlen(config), &d) &&
+       outset_commit(set, &refused, &d);
+  free(config);
+  outset_free(set);
+  if (!ok) {
     diag_print(&d, stderr);
-  buf_free(&wpath);
-  buf_free(&cpath);
-  return ok ? 0 : EXIT_RUN;
+    return refused ? EXIT_INPUT : EXIT_RUN;
+  }
+  size_t k = strlen(dir);
+  const char *sep = k && dir[k - 1] == '/' ? "" : "/";
+  printf("wrote %s%sconfig.json and %s%smodel.safetensors: Mamba-%d, "
+         "d_model %d, %d layers, vocab %d, %.0f parameters (%s)\n",
+         dir, sep, dir, sep, cfg->version, cfg->d_model, cfg->n_layer,
+         cfg->vocab, params, dtype_name(dt));
+  return 0;
 }
 
 int cmd_init_weights(int argc, char **argv) {
@@ -622,9 +754,10 @@ int cmd_init_weights(int argc, char **argv) {
   SpecOpts so = {0};
   const char *out = NULL;
   long long seed = 0;
+  double max_memory = 0;
   DType dt = DT_F32;
   int k, err;
-  while ((k = args_next(&a))) {
+  while ((k = args_next(&a)) > 0) {
     if (k == 2)
       return args_unknown(&a);
     if (args_is(&a, "--help") || args_is(&a, "-h")) {
@@ -632,8 +765,9 @@ int cmd_init_weights(int argc, char **argv) {
       return 0;
     }
     if (args_is(&a, "--out") || args_is(&a, "--seed") ||
-        args_is(&a, "--dtype")) {
+        args_is(&a, "--dtype") || args_is(&a, "--max-memory")) {
       bool is_out = args_is(&a, "--out"), is_seed = args_is(&a, "--seed");
+      bool is_mem = args_is(&a, "--max-memory");
       if (!args_value(&a))
         return EXIT_INPUT;
       if (is_out) {
@@ -641,10 +775,16 @@ int cmd_init_weights(int argc, char **argv) {
       } else if (is_seed) {
         char *end;
         errno = 0;
-        seed = strtoll(a.val, &end, 10);
-        if (errno || end == a.val || *end || seed < 0)
-          return usage_error(&a, "--seed expects a non-negative integer, "
-                                 "got '%s'",
+        seed = isdigit((unsigned char)a.val[0]) ? strtoll(a.val, &end, 10)
+                                                : -1;
+        if (seed < 0 || errno || *end)
+          return usage_error(&a, "--seed expects a non-negative integer "
+                                 "(decimal digits), got '%s'",
+                             a.val);
+      } else if (is_mem) {
+        if (!parse_bytes(a.val, &max_memory) || !(max_memory >= 1))
+          return usage_error(&a, "--max-memory expects a size in bytes "
+                                 "(e.g. 8GiB), got '%s'",
                              a.val);
       } else if (strcmp(a.val, "F32") == 0) {
         dt = DT_F32;
@@ -663,6 +803,8 @@ int cmd_init_weights(int argc, char **argv) {
       return args_unknown(&a);
     }
   }
+  if (k < 0)
+    return EXIT_INPUT;
   if (!so.model || !out)
     return usage_error(&a, "needs --model and --out (see mambalaya "
                            "init-weights --help)");
@@ -672,10 +814,16 @@ int cmd_init_weights(int argc, char **argv) {
     diag_print(&d, stderr);
     return EXIT_INPUT;
   }
-  if (!make_dir(out)) {
-    fprintf(stderr, "mambalaya init-weights: cannot create %s: %s\n", out,
-            strerror(errno));
-    return EXIT_RUN;
+  if (!output_dir_check(out, &d)) {
+    diag_print(&d, stderr);
+    return EXIT_INPUT;
   }
-  return write_model(&cfg, (uint64_t)seed, dt, out);
+  if ((err = check_init_memory(&a, &cfg, dt, max_memory)))
+    return err;
+  Buf input = {0};
+  if (!preset_find(so.model))
+    buf_printf(&input, "%s/config.json", so.model);
+  err = write_model(&cfg, (uint64_t)seed, dt, out, input.s);
+  buf_free(&input);
+  return err;
 }

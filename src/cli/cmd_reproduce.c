@@ -18,7 +18,8 @@ static const char usage[] =
     "ours/paper. Writes every figure (in each format of --format), every\n"
     "plotted series (figures.csv), the figures beside the paper's\n"
     "(targets.csv) and an index.html showing them all into DIR, creating\n"
-    "it if missing; stdout is written only after them.\n"
+    "it if missing; stdout is written only after them. The files land\n"
+    "together: a failed or interrupted run leaves DIR as it was.\n"
     "\n"
     "The paper's setup is the default: the shipped mamba1 cascade, models\n"
     "mamba-370m (and mamba-2.8b for a second sweep), the shipped mambalaya\n"
@@ -51,6 +52,9 @@ static const char usage[] =
  * the name of one ("mamba1"), or a path to a byte-for-byte copy of one.
  * NULL for anything else. */
 static const char *shipped_identity(const char *dir, const char *name) {
+  if (!name) /* the default: the paper's */
+    return strcmp(dir, "specs") == 0 ? "specs/mamba1.yaml"
+                                     : "archs/mambalaya.yaml";
   size_t len = 0;
   char *text = read_file(name, &len);
   size_t n = strlen(dir);
@@ -93,11 +97,11 @@ static unsigned parse_formats(const char *list) {
 int cmd_reproduce(int argc, char **argv) {
   Args a = {.cmd = "mambalaya reproduce", .argc = argc, .argv = argv, .i = 1};
   SpecOpts o = {.spec = "mamba1"};
-  const char *out = "out", *arch_name = "mambalaya";
+  const char *out = "out", *arch_name = NULL; /* the shipped mambalaya */
   unsigned formats = 1u << FMT_SVG | 1u << FMT_PDF;
   ModelOverrides mopts = model_no_overrides();
   int k, err;
-  while ((k = args_next(&a))) {
+  while ((k = args_next(&a)) > 0) {
     if (k == 2)
       return args_unknown(&a);
     if (args_is(&a, "--help") || args_is(&a, "-h")) {
@@ -139,7 +143,13 @@ int cmd_reproduce(int argc, char **argv) {
       return args_unknown(&a);
     }
   }
+  if (k < 0)
+    return EXIT_INPUT;
   Diag d = {0};
+  if (!output_dir_check(out, &d)) {
+    diag_print(&d, stderr);
+    return EXIT_INPUT;
+  }
   Arch *arch = open_arch(arch_name, &d);
   if (!arch) {
     diag_print(&d, stderr);
@@ -163,14 +173,22 @@ int cmd_reproduce(int argc, char **argv) {
                       .sets = o.sets,
                       .opts = mopts};
   Repro *r = repro_run(&setup, &d);
+  OutSet *set = outset_new(out);
+  const char *inputs[] = {input_path("specs", o.spec),
+                          input_path("archs", arch_name)};
+  for (int i = 0; i < 2; i++)
+    if (inputs[i])
+      outset_protect(set, inputs[i]);
   int status = 0;
+  bool refused = false;
   if (!r) {
     diag_print(&d, stderr);
     status = EXIT_INPUT;
-  } else if (!report_figures(r, out, formats, &d)) {
+  } else if (!report_figures(r, set, formats, &d) ||
+             !outset_commit(set, &refused, &d)) {
     /* Nothing on stdout: the figures are part of what was asked. */
     diag_print(&d, stderr);
-    status = EXIT_RUN;
+    status = refused ? EXIT_INPUT : EXIT_RUN;
   } else {
     Buf b = {0};
     if (o.json) {
@@ -186,6 +204,7 @@ int cmd_reproduce(int argc, char **argv) {
     emit(&b);
     buf_free(&b);
   }
+  outset_free(set);
   repro_free(r);
   cascade_free(c);
   arch_free(arch);

@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char usage[] =
     "usage: mambalaya tensors FILE [--json]\n"
@@ -18,7 +19,12 @@ static const char usage[] =
     "  --json           print JSON: {\"file\", \"header_bytes\", "
     "\"data_bytes\",\n"
     "                   \"metadata\": {KEY: VALUE}, \"tensors\": [{\"name\",\n"
-    "                   \"dtype\", \"shape\", \"data_offsets\"}]}\n";
+    "                   \"dtype\", \"shape\", \"data_offsets\"}]}\n"
+    "\n"
+    "Names and metadata are printed with control characters escaped as\n"
+    "\\xNN (JSON escapes them its own way).\n"
+    "\n"
+    "Example: mambalaya tensors m/model.safetensors\n";
 
 static void shape_str(Buf *b, const StEntry *e) {
   buf_printf(b, "[");
@@ -27,14 +33,21 @@ static void shape_str(Buf *b, const StEntry *e) {
   buf_printf(b, "]");
 }
 
+/* Names and metadata come from the file: control characters in them are
+ * escaped (\xNN), so that a crafted file cannot drive the terminal. */
 static void list_text(Buf *b, const StFile *f) {
-  buf_printf(b, "%s: %d tensor%s, %zu data bytes, header %zu bytes\n", f->path,
-             f->n, f->n == 1 ? "" : "s", f->len - f->data_start,
-             f->data_start - 8);
+  buf_escaped(b, f->path);
+  buf_printf(b, ": %d tensor%s, %zu data bytes, header %zu bytes\n", f->n,
+             f->n == 1 ? "" : "s", f->len - f->data_start, f->data_start - 8);
   if (f->nmeta) {
     buf_printf(b, "metadata:\n");
-    for (int i = 0; i < f->nmeta; i++)
-      buf_printf(b, "  %s: %s\n", f->meta_keys[i], f->meta_values[i]);
+    for (int i = 0; i < f->nmeta; i++) {
+      buf_printf(b, "  ");
+      buf_escaped(b, f->meta_keys[i]);
+      buf_printf(b, ": ");
+      buf_escaped(b, f->meta_values[i]);
+      buf_printf(b, "\n");
+    }
   }
   if (!f->n)
     return;
@@ -43,7 +56,7 @@ static void list_text(Buf *b, const StFile *f) {
   int wname = (int)strlen("name"), wshape = (int)strlen("shape");
   for (int i = 0; i < f->n; i++) {
     shape_str(&shapes[i], &f->entries[i]);
-    int n = (int)strlen(f->entries[i].name);
+    int n = (int)escaped_len(f->entries[i].name);
     wname = n > wname ? n : wname;
     wshape = (int)shapes[i].len > wshape ? (int)shapes[i].len : wshape;
   }
@@ -51,8 +64,10 @@ static void list_text(Buf *b, const StFile *f) {
              "shape");
   for (int i = 0; i < f->n; i++) {
     const StEntry *e = &f->entries[i];
-    buf_printf(b, "%-*s  %-5s  %-*s  [%llu, %llu)\n", wname, e->name,
-               dtype_name(e->dtype), wshape, shapes[i].s,
+    buf_escaped(b, e->name);
+    buf_printf(b, "%*s  %-5s  %-*s  [%llu, %llu)\n",
+               wname - (int)escaped_len(e->name), "", dtype_name(e->dtype),
+               wshape, shapes[i].s,
                (unsigned long long)e->begin, (unsigned long long)e->end);
     buf_free(&shapes[i]);
   }
@@ -84,8 +99,8 @@ int cmd_tensors(int argc, char **argv) {
   Args a = {.cmd = "mambalaya tensors", .argc = argc, .argv = argv, .i = 1};
   const char *path = NULL;
   bool json = false;
-  int k;
-  while ((k = args_next(&a))) {
+  int k, err;
+  while ((k = args_next(&a)) > 0) {
     if (k == 2) {
       if (path)
         return args_unknown(&a);
@@ -99,8 +114,16 @@ int cmd_tensors(int argc, char **argv) {
       return args_unknown(&a);
     }
   }
+  if (k < 0)
+    return EXIT_INPUT;
   if (!path)
     return usage_error(&a, "missing FILE (see mambalaya tensors --help)");
+  /* The file is read whole: it must fit the memory available. */
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+      (err = check_memory(&a, "reading the file", (double)st.st_size,
+                          memory_budget(0), false)))
+    return err;
   Diag d = {0};
   StFile *f = st_open(path, &d);
   if (!f) {

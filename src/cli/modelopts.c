@@ -63,11 +63,7 @@ bool model_opt(Args *a, ModelOverrides *f, int *err) {
       {"--no-rd-partials", offsetof(ModelOverrides, rd_partials), 0},
   };
   for (size_t i = 0; i < sizeof toggles / sizeof toggles[0]; i++)
-    if (args_is(a, toggles[i].name)) {
-      if (a->inline_val) {
-        *err = usage_error(a, "%s takes no value", a->opt);
-        return true;
-      }
+    if (args_is(a, toggles[i].name)) { /* args_next refuses a value */
       *(int *)((char *)f + toggles[i].off) = toggles[i].value;
       return true;
     }

@@ -10,16 +10,8 @@ static int64_t shape_count(int ndim, const int64_t *shape) {
   const uint64_t limit =
       (SIZE_MAX < INT64_MAX ? (uint64_t)SIZE_MAX : (uint64_t)INT64_MAX) /
       sizeof(float);
-  uint64_t n = 1;
-  for (int i = 0; i < ndim; i++) {
-    if (shape[i] < 0)
-      return -1;
-    uint64_t s = (uint64_t)shape[i];
-    if (s && n > limit / s)
-      return -1;
-    n *= s;
-  }
-  return (int64_t)n;
+  uint64_t n;
+  return count_elements(ndim, shape, limit, &n) ? (int64_t)n : -1;
 }
 
 Array *array_new(int ndim, const int64_t *shape) {

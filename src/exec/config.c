@@ -106,7 +106,7 @@ static bool finish(const Loader *l, ModelConfig *c, int inner, int heads,
   }
   if (c->version == 1) {
     if (!c->dt_rank)
-      c->dt_rank = (c->d_model + 15) / 16;
+      c->dt_rank = (int)(((long long)c->d_model + 15) / 16);
     c->headdim = c->nheads = c->ngroups = 0;
     return true;
   }
@@ -214,16 +214,20 @@ static bool load_hugging_face(const Loader *l, const json_t *root,
 }
 
 bool model_config_load(const char *path, ModelConfig *cfg, Diag *d) {
-  Loader l = {path, d};
   size_t len;
-  char *text = read_file(path, &len);
-  if (!text) {
-    diag_error(d, path, (Loc){0, 0}, "cannot read: %s", strerror(errno));
+  char *text = read_input(path, INPUT_TEXT_MAX, &len, d);
+  if (!text)
     return false;
-  }
+  bool ok = model_config_parse(path, text, len, cfg, d);
+  free(text);
+  return ok;
+}
+
+bool model_config_parse(const char *path, const char *text, size_t len,
+                        ModelConfig *cfg, Diag *d) {
+  Loader l = {path, d};
   json_error_t err;
   json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
-  free(text);
   if (!root) {
     diag_error(d, path, (Loc){err.line, err.column}, "%s", err.text);
     return false;
@@ -262,7 +266,7 @@ void model_config_from_preset(const Preset *p, ModelConfig *cfg) {
   };
 }
 
-bool model_config_save(const ModelConfig *cfg, const char *path, Diag *d) {
+char *model_config_text(const ModelConfig *cfg) {
   json_t *ssm = json_pack(
       "{s:s, s:i, s:i, s:i}", "layer", cfg->version == 2 ? "Mamba2" : "Mamba1",
       "d_state", cfg->d_state, "d_conv", cfg->d_conv, "expand", cfg->expand);
@@ -283,9 +287,14 @@ bool model_config_save(const ModelConfig *cfg, const char *path, Diag *d) {
   Buf b = {0};
   buf_printf(&b, "%s\n", s);
   free(s);
-  bool ok = write_file_atomic(path, b.s, b.len);
+  return b.s;
+}
+
+bool model_config_save(const ModelConfig *cfg, const char *path, Diag *d) {
+  char *text = model_config_text(cfg);
+  bool ok = write_file_atomic(path, text, strlen(text));
   if (!ok)
     diag_error(d, path, (Loc){0, 0}, "cannot write: %s", strerror(errno));
-  buf_free(&b);
+  free(text);
   return ok;
 }

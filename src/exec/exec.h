@@ -76,6 +76,8 @@ StWriter *st_writer_new(void);
 void st_writer_add(StWriter *w, const char *name, const Array *a, DType as);
 void st_writer_meta(StWriter *w, const char *key, const char *value);
 bool st_writer_save(const StWriter *w, const char *path, Diag *d);
+/* The file's bytes (free them), for writing as part of a set. */
+unsigned char *st_writer_image(const StWriter *w, size_t *len);
 void st_writer_free(StWriter *w);
 
 typedef struct Pool Pool; /* worker threads: see below */
@@ -137,6 +139,14 @@ bool exec_run(const Cascade *c, const Shape *s, const Tensors *inputs,
               const ExecOpts *o, Tensors *results, Tensors *next,
               ExecStats *stats, Diag *d);
 void exec_stats_free(ExecStats *st);
+/* The most bytes of arrays exec_run can hold at once for C bound by S,
+ * beyond its inputs: every tensor the cascade produces (the interpreter,
+ * PLAN NULL), or those PLAN keeps off chip plus the tile buffer and the
+ * traffic maps (the fused executor). An upper bound (the interpreter
+ * frees tensors no later Einsum reads), so that a run can be refused
+ * before it starts. */
+double exec_bytes(const Cascade *c, const Shape *s, const Plan *plan,
+                  double buffer_bytes);
 
 /* ---- worker threads ----
  *
@@ -193,9 +203,13 @@ typedef struct ModelConfig {
  * the published ones (d_state 16 / 128, d_conv 4, expand 2, headdim 64,
  * ngroups 1, dt_rank ceil(d_model/16)). */
 bool model_config_load(const char *path, ModelConfig *cfg, Diag *d);
+/* The same from TEXT (LEN bytes), named PATH in messages. */
+bool model_config_parse(const char *path, const char *text, size_t len,
+                        ModelConfig *cfg, Diag *d);
 void model_config_from_preset(const Preset *p, ModelConfig *cfg);
-/* Write config.json in the state-spaces form. */
+/* Write config.json in the state-spaces form; its text (free it). */
 bool model_config_save(const ModelConfig *cfg, const char *path, Diag *d);
+char *model_config_text(const ModelConfig *cfg);
 
 /* ---- language models ----
  *
@@ -280,6 +294,9 @@ typedef struct CkptKey {
   int64_t shape[4];
 } CkptKey;
 int lm_checkpoint_keys(const ModelConfig *cfg, CkptKey **keys);
+/* The number of parameters of those keys, overflow-checked (false if it
+ * does not fit 64 bits), without listing every layer. */
+bool lm_param_count(const ModelConfig *cfg, uint64_t *count);
 
 typedef struct Lm Lm;
 
@@ -314,6 +331,12 @@ bool lm_forward(Lm *m, const int *tokens, int batch, int len,
                 const LmOpts *o, Array **logits, Tensors *record, Diag *d);
 /* Forget the decode state. */
 void lm_reset(Lm *m);
+/* Bytes a pass of BATCH x LEN tokens holds beyond the weights, an upper
+ * bound: the executor's (exec_bytes), the decode state of every layer,
+ * the stream, the head and the logits, and with RECORD the mixer
+ * outputs. False with D set if the shape cannot be bound. */
+bool lm_pass_bytes(Lm *m, int batch, int len, const LmOpts *o, bool record,
+                   double *bytes, Diag *d);
 /* The decode state of every layer as "layers.{i}.conv_state" and
  * "layers.{i}.ssm_state" (the section's names) in the reference's layouts;
  * false if nothing has run yet. */

@@ -190,11 +190,25 @@ static bool build(Lm *m, const Checkpoint *ck, Diag *d) {
                                                cfg->d_model, d));
   ok = ok && (m->norm_f = load_model_tensor(m, ck, "norm_f", cfg->d_model, 0,
                                             d));
-  if (ok) {
-    m->weights = xcalloc((size_t)cfg->n_layer, sizeof *m->weights);
-    m->state = xcalloc((size_t)cfg->n_layer, sizeof *m->state);
+  /* The last layer first: a config that counts more layers than the
+   * checkpoint holds fails here, before anything is allocated per layer. */
+  Tensors last = {0};
+  int n = cfg->n_layer;
+  if (ok && !weights_load_layer(m->map, s, ck, n - 1, &last, d)) {
+    Buf b = {0};
+    buf_printf(&b, "%s (the config has %d layers)", d->msg, n);
+    snprintf(d->msg, sizeof d->msg, "%s", b.s);
+    buf_free(&b);
+    ok = false;
   }
-  for (int l = 0; ok && l < cfg->n_layer; l++)
+  if (ok) {
+    m->weights = xcalloc((size_t)n, sizeof *m->weights);
+    m->state = xcalloc((size_t)n, sizeof *m->state);
+    m->weights[n - 1] = last;
+  } else {
+    tensors_free(&last);
+  }
+  for (int l = 0; ok && l < n - 1; l++)
     ok = weights_load_layer(m->map, s, ck, l, &m->weights[l], d);
   shape_free(s);
   return ok;
@@ -308,12 +322,24 @@ static Array *tensor_array(const Cascade *c, const Shape *s, int t) {
 }
 
 /* A zero decode state (a fresh prompt) for every layer. */
-static void zero_state(Lm *m, const Shape *s) {
+static bool zero_state(Lm *m, const Shape *s, Diag *d) {
   for (int l = 0; l < m->cfg.n_layer; l++)
-    for (int t = 0; t < m->c->ntensors; t++)
-      if (m->c->tensors[t].producer < 0 && weights_is_state(m->c, t))
-        tensors_put(&m->state[l], m->c->tensors[t].name,
-                    tensor_array(m->c, s, t), true);
+    for (int t = 0; t < m->c->ntensors; t++) {
+      const Tensor *T = &m->c->tensors[t];
+      if (T->producer >= 0 || !weights_is_state(m->c, t))
+        continue;
+      Array *a = tensor_array(m->c, s, t);
+      if (!a) {
+        diag_error(d, m->c->path, T->loc,
+                   "the decode state %s of %g elements is too large to "
+                   "allocate",
+                   T->name, shape_tensor_elems(s, t));
+        lm_reset(m);
+        return false;
+      }
+      tensors_put(&m->state[l], T->name, a, true);
+    }
+  return true;
 }
 
 static bool check_tokens(const Lm *m, const int *tokens, int batch, int len,
@@ -435,7 +461,8 @@ bool lm_forward(Lm *m, const int *tokens, int batch, int len,
   if (o->fused && !(eo.plan = plan_for(m, o->strategy, d)))
     return false;
   if (!m->batch) {
-    zero_state(m, s);
+    if (!zero_state(m, s, d))
+      return false;
     m->batch = batch;
   }
   Stream io = {.hidden = tensor_array(m->c, s, m->io.hidden_in),
@@ -454,6 +481,28 @@ bool lm_forward(Lm *m, const int *tokens, int batch, int len,
   array_free(io.hidden);
   array_free(io.residual);
   return ok;
+}
+
+bool lm_pass_bytes(Lm *m, int batch, int len, const LmOpts *o, bool record,
+                   double *bytes, Diag *d) {
+  const Shape *s = shape_for(m, batch, len, d);
+  const Plan *plan = NULL;
+  if (!s || (o->fused && !(plan = plan_for(m, o->strategy, d))))
+    return false;
+  const Cascade *c = m->c;
+  double layers = m->cfg.n_layer, D = m->cfg.d_model, V = m->cfg.vocab;
+  double tokens = (double)batch * len;
+  double b = exec_bytes(c, s, plan, o->buffer_bytes);
+  for (int t = 0; t < c->ntensors; t++)
+    if (c->tensors[t].producer < 0 && weights_is_state(c, t))
+      b += layers * 4 * shape_tensor_elems(s, t); /* the decode state */
+  b += 4 * 4 * tokens * D; /* the stream: hidden and residual, in and out */
+  double rows = o->last_only ? batch : tokens;
+  b += 4 * rows * (D + V); /* the head: normed rows, logits */
+  if (record)
+    b += layers * 4 * tokens * D;
+  *bytes = b;
+  return true;
 }
 
 bool lm_export_state(const Lm *m, Tensors *out) {

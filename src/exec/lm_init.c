@@ -83,7 +83,7 @@ static bool derive(ModelConfig *c, const bool *given, Diag *d,
   }
   if (c->version == 1) {
     if (given[O_D_MODEL] && !given[O_DT_RANK])
-      c->dt_rank = (c->d_model + 15) / 16;
+      c->dt_rank = (int)(((long long)c->d_model + 15) / 16);
     c->headdim = c->nheads = c->ngroups = 0;
     return true;
   }
@@ -157,43 +157,86 @@ static void add_key(CkptKey **keys, int *n, int *cap, const char *prefix,
   VEC_PUSH(*keys, *n, *cap, k);
 }
 
+/* The keys of layer I. */
+static void layer_keys(const ModelConfig *cfg, int i, CkptKey **keys, int *n,
+                       int *cap) {
+  int64_t D = cfg->d_model, di = cfg->d_inner, N = cfg->d_state;
+  int64_t K = cfg->d_conv, R = cfg->dt_rank, H = cfg->nheads;
+  char p[64];
+  snprintf(p, sizeof p, "backbone.layers.%d.", i);
+  add_key(keys, n, cap, p, "norm.weight", 1, D, 0, 0);
+  char m[80];
+  snprintf(m, sizeof m, "%smixer.", p);
+  if (cfg->version == 1) {
+    add_key(keys, n, cap, m, "in_proj.weight", 2, 2 * di, D, 0);
+    add_key(keys, n, cap, m, "conv1d.weight", 3, di, 1, K);
+    add_key(keys, n, cap, m, "conv1d.bias", 1, di, 0, 0);
+    add_key(keys, n, cap, m, "x_proj.weight", 2, R + 2 * N, di, 0);
+    add_key(keys, n, cap, m, "dt_proj.weight", 2, di, R, 0);
+    add_key(keys, n, cap, m, "dt_proj.bias", 1, di, 0, 0);
+    add_key(keys, n, cap, m, "A_log", 2, di, N, 0);
+    add_key(keys, n, cap, m, "D", 1, di, 0, 0);
+  } else {
+    int64_t conv = di + 2 * N;
+    add_key(keys, n, cap, m, "in_proj.weight", 2, 2 * di + 2 * N + H, D, 0);
+    add_key(keys, n, cap, m, "conv1d.weight", 3, conv, 1, K);
+    add_key(keys, n, cap, m, "conv1d.bias", 1, conv, 0, 0);
+    add_key(keys, n, cap, m, "dt_bias", 1, H, 0, 0);
+    add_key(keys, n, cap, m, "A_log", 1, H, 0, 0);
+    add_key(keys, n, cap, m, "D", 1, H, 0, 0);
+    add_key(keys, n, cap, m, "norm.weight", 1, di, 0, 0);
+  }
+  add_key(keys, n, cap, m, "out_proj.weight", 2, D, di, 0);
+}
+
+/* The model-level keys: the embedding, or (LAST) the final norm. */
+static void model_key(const ModelConfig *cfg, bool last, CkptKey **keys,
+                      int *n, int *cap) {
+  if (last)
+    add_key(keys, n, cap, "", "backbone.norm_f.weight", 1, cfg->d_model, 0,
+            0);
+  else
+    add_key(keys, n, cap, "", "backbone.embeddings.weight", 2, cfg->vocab,
+            cfg->d_model, 0);
+}
+
 int lm_checkpoint_keys(const ModelConfig *cfg, CkptKey **keys) {
   int n = 0, cap = 0;
   *keys = NULL;
-  int64_t D = cfg->d_model, di = cfg->d_inner, N = cfg->d_state;
-  int64_t K = cfg->d_conv, R = cfg->dt_rank, H = cfg->nheads;
-  add_key(keys, &n, &cap, "", "backbone.embeddings.weight", 2, cfg->vocab, D,
-          0);
-  for (int i = 0; i < cfg->n_layer; i++) {
-    char p[64];
-    snprintf(p, sizeof p, "backbone.layers.%d.", i);
-    add_key(keys, &n, &cap, p, "norm.weight", 1, D, 0, 0);
-    char m[80];
-    snprintf(m, sizeof m, "%smixer.", p);
-    if (cfg->version == 1) {
-      add_key(keys, &n, &cap, m, "in_proj.weight", 2, 2 * di, D, 0);
-      add_key(keys, &n, &cap, m, "conv1d.weight", 3, di, 1, K);
-      add_key(keys, &n, &cap, m, "conv1d.bias", 1, di, 0, 0);
-      add_key(keys, &n, &cap, m, "x_proj.weight", 2, R + 2 * N, di, 0);
-      add_key(keys, &n, &cap, m, "dt_proj.weight", 2, di, R, 0);
-      add_key(keys, &n, &cap, m, "dt_proj.bias", 1, di, 0, 0);
-      add_key(keys, &n, &cap, m, "A_log", 2, di, N, 0);
-      add_key(keys, &n, &cap, m, "D", 1, di, 0, 0);
-    } else {
-      int64_t conv = di + 2 * N;
-      add_key(keys, &n, &cap, m, "in_proj.weight", 2, 2 * di + 2 * N + H, D,
-              0);
-      add_key(keys, &n, &cap, m, "conv1d.weight", 3, conv, 1, K);
-      add_key(keys, &n, &cap, m, "conv1d.bias", 1, conv, 0, 0);
-      add_key(keys, &n, &cap, m, "dt_bias", 1, H, 0, 0);
-      add_key(keys, &n, &cap, m, "A_log", 1, H, 0, 0);
-      add_key(keys, &n, &cap, m, "D", 1, H, 0, 0);
-      add_key(keys, &n, &cap, m, "norm.weight", 1, di, 0, 0);
-    }
-    add_key(keys, &n, &cap, m, "out_proj.weight", 2, D, di, 0);
-  }
-  add_key(keys, &n, &cap, "", "backbone.norm_f.weight", 1, D, 0, 0);
+  model_key(cfg, false, keys, &n, &cap);
+  for (int i = 0; i < cfg->n_layer; i++)
+    layer_keys(cfg, i, keys, &n, &cap);
+  model_key(cfg, true, keys, &n, &cap);
   return n;
+}
+
+/* The elements of KEYS[0..n), added to *TOTAL TIMES times. */
+static bool add_counts(const CkptKey *keys, int n, uint64_t times,
+                       uint64_t *total) {
+  for (int i = 0; i < n; i++) {
+    uint64_t c;
+    if (!count_elements(keys[i].ndim, keys[i].shape, UINT64_MAX, &c) ||
+        !mul_u64(c, times, &c) || !add_u64(*total, c, total))
+      return false;
+  }
+  return true;
+}
+
+bool lm_param_count(const ModelConfig *cfg, uint64_t *count) {
+  CkptKey *keys = NULL;
+  int n = 0, cap = 0;
+  model_key(cfg, false, &keys, &n, &cap);
+  model_key(cfg, true, &keys, &n, &cap);
+  uint64_t total = 0;
+  bool ok = add_counts(keys, n, 1, &total);
+  n = 0;
+  if (cfg->n_layer > 0)
+    layer_keys(cfg, 0, &keys, &n, &cap);
+  ok = ok && add_counts(keys, n, (uint64_t)cfg->n_layer, &total);
+  free(keys);
+  if (ok)
+    *count = total;
+  return ok;
 }
 
 /* ---- random weights ---- */
@@ -309,16 +352,37 @@ static void fill(Array *a, const char *key, const ModelConfig *c, Rng *r) {
   }
 }
 
+/* The keys KEY may be among: its layer's ("backbone.layers.7.") or the
+ * model-level ones, so that a lookup never lists every layer's. */
+static int candidate_keys(const ModelConfig *cfg, const char *key,
+                          CkptKey **keys) {
+  int n = 0, cap = 0;
+  *keys = NULL;
+  static const char prefix[] = "backbone.layers.";
+  if (strncmp(key, prefix, sizeof prefix - 1) == 0) {
+    char *end;
+    long layer = strtol(key + sizeof prefix - 1, &end, 10);
+    if (end != key + sizeof prefix - 1 && *end == '.' && layer >= 0 &&
+        layer < cfg->n_layer)
+      layer_keys(cfg, (int)layer, keys, &n, &cap);
+    return n;
+  }
+  model_key(cfg, false, keys, &n, &cap);
+  model_key(cfg, true, keys, &n, &cap);
+  return n;
+}
+
 static Array *random_get(const Checkpoint *ck, const char *key) {
   CkptKey *keys;
-  int n = lm_checkpoint_keys(&ck->cfg, &keys);
+  int n = candidate_keys(&ck->cfg, key, &keys);
   Array *a = NULL;
   for (int i = 0; i < n && !a; i++)
     if (strcmp(keys[i].name, key) == 0) {
       a = array_new(keys[i].ndim, keys[i].shape);
       uint64_t s = ck->seed;
       Rng r = {.s = splitmix(&s) ^ key_hash(key)};
-      fill(a, key, &ck->cfg, &r);
+      if (a)
+        fill(a, key, &ck->cfg, &r);
     }
   free(keys);
   return a;

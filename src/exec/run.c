@@ -719,6 +719,19 @@ bool exec_run(const Cascade *c, const Shape *s, const Tensors *inputs,
   return ok;
 }
 
+double exec_bytes(const Cascade *c, const Shape *s, const Plan *plan,
+                  double buffer_bytes) {
+  double b = plan ? buffer_bytes : 0;
+  for (int t = 0; t < c->ntensors; t++) {
+    double n = shape_tensor_elems(s, t);
+    if (plan) /* a read and a write map, a bit per element */
+      b += n / 4;
+    if (c->tensors[t].producer >= 0 && !(plan && plan->onchip[t]))
+      b += 4 * n;
+  }
+  return b;
+}
+
 void exec_stats_free(ExecStats *st) {
   if (!st)
     return;

@@ -266,15 +266,15 @@ static bool parse_offsets(Parser *p, const Quoted *q, const json_t *v,
 static bool check_size(Parser *p, const Quoted *q, const StEntry *e) {
   char sh[256];
   shape_text(sh, sizeof sh, e->ndim, e->shape);
-  /* The count must fit an int64_t in bytes (Array.n), at the widest dtype. */
+  /* The count must fit an int64_t in bytes (Array.n), at the widest dtype,
+   * and so must every dimension (whatever the others are). */
   const uint64_t limit = (uint64_t)INT64_MAX / 8;
-  uint64_t count = 1;
-  for (int i = 0; i < e->ndim; i++) {
-    uint64_t s = (uint64_t)e->shape[i];
-    if (s && count > limit / s)
-      return fail(p, "tensor %s: shape %s has too many elements", q->s, sh);
-    count *= s;
-  }
+  uint64_t count;
+  if (!count_elements(e->ndim, e->shape, limit, &count))
+    return fail(p,
+                "tensor %s: shape %s has too many elements (a dimension or "
+                "their product exceeds %llu)",
+                q->s, sh, (unsigned long long)limit);
   if (e->end > p->data_len)
     return fail(p,
                 "tensor %s: data_offsets [%llu, %llu] run past the end of the "
@@ -506,11 +506,9 @@ StFile *st_parse(const char *path, const unsigned char *bytes, size_t len,
 
 StFile *st_open(const char *path, Diag *d) {
   size_t len;
-  char *bytes = read_file(path, &len);
-  if (!bytes) {
-    diag_error(d, path, (Loc){0, 0}, "cannot read: %s", strerror(errno));
+  char *bytes = read_input(path, SIZE_MAX / 4, &len, d);
+  if (!bytes)
     return NULL;
-  }
   /* No copy: a checkpoint may be gigabytes. */
   return parse_owned(path, (unsigned char *)bytes, len, d);
 }
@@ -681,7 +679,7 @@ static char *writer_header(const StWriter *w) {
   return s;
 }
 
-bool st_writer_save(const StWriter *w, const char *path, Diag *d) {
+unsigned char *st_writer_image(const StWriter *w, size_t *len) {
   char *header = writer_header(w);
   size_t hlen = strlen(header);
   size_t padded = (hlen + 7) / 8 * 8; /* so the data starts 8-byte aligned */
@@ -699,6 +697,13 @@ bool st_writer_save(const StWriter *w, const char *path, Diag *d) {
       memcpy(img + o, w->items[i].bytes, w->items[i].nbytes);
     o += w->items[i].nbytes;
   }
+  *len = total;
+  return img;
+}
+
+bool st_writer_save(const StWriter *w, const char *path, Diag *d) {
+  size_t total;
+  unsigned char *img = st_writer_image(w, &total);
   bool ok = write_file_atomic(path, (const char *)img, total);
   if (!ok)
     diag_error(d, path, (Loc){0, 0}, "cannot write: %s", strerror(errno));

@@ -573,18 +573,24 @@ static bool check_shape(const Load *l, const int64_t *shape, int n,
       }
     ok = n == e->nshape && memcmp(shape, said, (size_t)n * sizeof *said) == 0;
     shape_text(&exp, said, e->nshape);
-    int64_t count = 1, tcount = 1;
-    for (int k = 0; k < e->nshape; k++)
-      count *= said[k];
-    for (int k = 0; k < nwant; k++)
-      tcount *= want[k];
-    if (ok && count != tcount) {
+    /* Sizes come from the spec and the config: overflow-checked. */
+    uint64_t count = 0, tcount = 0;
+    bool counted = count_elements(e->nshape, said, INT64_MAX, &count) &&
+                   count_elements(nwant, want, INT64_MAX, &tcount);
+    if (ok && (!counted || count != tcount)) {
       Buf ts = {0};
       shape_text(&ts, want, nwant);
-      diag_error(l->d, l->m->c->path, e->shape_loc,
-                 "shape %s has %lld elements, but %s is %s (%lld)", exp.s,
-                 (long long)count, l->m->c->tensors[e->tensor].name, ts.s,
-                 (long long)tcount);
+      if (!counted)
+        diag_error(l->d, l->m->c->path, e->shape_loc,
+                   "shape %s or %s's shape %s has too many elements (more "
+                   "than 2^63)",
+                   exp.s, l->m->c->tensors[e->tensor].name, ts.s);
+      else
+        diag_error(l->d, l->m->c->path, e->shape_loc,
+                   "shape %s has %llu elements, but %s is %s (%llu)", exp.s,
+                   (unsigned long long)count,
+                   l->m->c->tensors[e->tensor].name, ts.s,
+                   (unsigned long long)tcount);
       buf_free(&ts);
       buf_free(&exp);
       return false;

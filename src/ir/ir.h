@@ -264,7 +264,11 @@ typedef struct Setting {
 
 /* The sizes of a cascade's ranks and the values of its symbols for one
  * model. Names resolve in this order: --set, rank sizes, spec params,
- * model parameters. A rank without a size has size 0. */
+ * model parameters. A rank without a size has size 0. A size is a
+ * positive integer of at most MAX_RANK_SIZE (so that any product of
+ * IR_MAX_RANKS sizes is a finite double and each fits an int64_t); a
+ * parameter is a finite number. */
+#define MAX_RANK_SIZE 1e15
 typedef struct Shape {
   const Cascade *c;
   const Preset *preset;

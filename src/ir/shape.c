@@ -53,11 +53,12 @@ static double bind_rank(Binder *b, int r) {
     v = st->value;
   else if (rk->size)
     v = eval(b, rk->size);
-  if (!isnan(v) && (v < 1 || v != floor(v) || v > 1e15)) {
+  if (!isnan(v) && (v < 1 || v != floor(v) || v > MAX_RANK_SIZE)) {
     if (!b->failed)
       diag_error(b->d, b->c->path, loc,
-                 "rank %s has size %g: a size must be a positive integer",
-                 rk->name, v);
+                 "rank %s has size %g: a size must be a positive integer "
+                 "of at most %g",
+                 rk->name, v, MAX_RANK_SIZE);
     b->failed = true;
     v = NAN;
   }
@@ -66,17 +67,42 @@ static double bind_rank(Binder *b, int r) {
   return v;
 }
 
+/* A parameter's value, noting whether a name it reads has none (NaN
+ * then means "unknown", not "not a number"). */
+typedef struct ParamEval {
+  Binder *b;
+  bool unknown;
+} ParamEval;
+
+static double param_sym(void *ctx, int sym) {
+  ParamEval *pe = ctx;
+  double v = bind_sym(pe->b, sym);
+  pe->unknown = pe->unknown || isnan(v);
+  return v;
+}
+
 static double bind_param(Binder *b, int p) {
+  const Param *pa = &b->c->params[p];
   if (b->param_state[p] == DONE)
     return b->param_val[p];
   if (b->param_state[p] == BUSY) {
-    cycle_error(b, b->c->params[p].loc, "parameter", b->c->params[p].name);
+    cycle_error(b, pa->loc, "parameter", pa->name);
     return NAN;
   }
   b->param_state[p] = BUSY;
-  b->param_val[p] = eval(b, b->c->params[p].value);
+  ParamEval pe = {b, false};
+  double v = expr_eval_const(pa->value, param_sym, &pe);
+  if (!isfinite(v) && !pe.unknown) {
+    if (!b->failed)
+      diag_error(b->d, b->c->path, pa->loc,
+                 "parameter %s is %s: a parameter must be a finite number",
+                 pa->name, isnan(v) ? "NaN" : v > 0 ? "inf" : "-inf");
+    b->failed = true;
+    v = NAN;
+  }
+  b->param_val[p] = v;
   b->param_state[p] = DONE;
-  return b->param_val[p];
+  return v;
 }
 
 /* A symbol: --set, then a rank's size, then a spec parameter, then a model

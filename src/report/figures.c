@@ -8,21 +8,19 @@
  * values appear only where the setup is the paper's (repro.h); its values
  * are drawn as markers over our bars, never as bars of their own.
  *
- * Each file is built in memory and written atomically, so a failed run
- * never leaves a half-written figure; the first failure stops the rest and
- * its diagnostic names the path and the reason. index.html is written
- * last, when everything it refers to exists.
+ * Each file is built in memory and staged in the caller's OutSet, which
+ * moves the whole set into place at once, so a failed run never leaves a
+ * half-written figure nor a partial set; the first failure stops the rest
+ * and its diagnostic names the path and the reason.
  *
  * Units are fixed per kind of axis (time in µs, traffic in MB, energy in
  * µJ per token, utilization in %), and figures.csv holds the values as
  * plotted, so one column means one unit within a figure. */
 #include "report.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 enum {
@@ -58,7 +56,7 @@ typedef struct Entry {
 
 typedef struct Figs {
   const Repro *r;
-  const char *dir;
+  OutSet *out;
   unsigned formats; /* 1 << Format, for each format written */
   Diag *d;
   bool ok;  /* false after the first failure: nothing more is written */
@@ -67,61 +65,9 @@ typedef struct Figs {
   Entry e[MAX_FIGURES];
 } Figs;
 
-/* DIR's component PATH must be a directory: made if missing. */
-static bool make_dir(const char *path, const char *dir, Diag *d) {
-  struct stat st;
-  if (stat(path, &st) == 0) {
-    if (S_ISDIR(st.st_mode))
-      return true;
-    if (strcmp(path, dir) == 0)
-      diag_error(d, path, (Loc){0}, "exists and is not a directory");
-    else
-      diag_error(d, path, (Loc){0},
-                 "exists and is not a directory, so %s cannot be created",
-                 dir);
-    return false;
-  }
-  if (mkdir(path, 0777) == 0 ||
-      (errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
-    return true;
-  diag_error(d, path, (Loc){0}, "cannot create the directory: %s",
-             strerror(errno));
-  return false;
-}
-
-/* mkdir -p: every missing component of DIR is created. */
-static bool make_dirs(const char *dir, Diag *d) {
-  if (!dir || !dir[0]) {
-    diag_error(d, NULL, (Loc){0}, "the output directory name is empty");
-    return false;
-  }
-  char *p = xstrdup(dir);
-  bool ok = true;
-  for (char *s = p + 1; ok; s++) {
-    bool end = *s == 0;
-    if (*s != '/' && !end)
-      continue;
-    *s = 0;
-    ok = make_dir(p, dir, d);
-    if (end)
-      break;
-    *s = '/';
-  }
-  free(p);
-  return ok;
-}
-
 static void put_file(Figs *f, const char *name, const Buf *b) {
-  if (!f->ok)
-    return;
-  size_t n = strlen(f->dir);
-  Buf path = {0};
-  buf_printf(&path, "%s%s%s", f->dir, f->dir[n - 1] == '/' ? "" : "/", name);
-  if (!write_file_atomic(path.s, b->s ? b->s : "", b->len)) {
-    diag_error(f->d, path.s, (Loc){0}, "cannot write: %s", strerror(errno));
+  if (f->ok && !outset_put(f->out, name, b->s ? b->s : "", b->len, f->d))
     f->ok = false;
-  }
-  buf_free(&path);
 }
 
 static void add_entry(Figs *f, const char *stem, const char *alt,
@@ -1463,7 +1409,7 @@ static void html_figure(Buf *b, const Figs *f, const Entry *e) {
 static void index_html(Figs *f) {
   const Repro *r = f->r;
   Buf b = {0}, href = {0}, head = {0};
-  doc_href(&href, f->dir);
+  doc_href(&href, outset_dir(f->out));
   if (r->paper_setup)
     buf_printf(&head, "Mambalaya: the paper's evaluation reproduced");
   else
@@ -1497,11 +1443,9 @@ static void index_html(Figs *f) {
   buf_free(&head);
 }
 
-bool report_figures(const Repro *r, const char *dir, unsigned formats,
+bool report_figures(const Repro *r, OutSet *out, unsigned formats,
                     Diag *d) {
-  if (!make_dirs(dir, d))
-    return false;
-  Figs f = {.r = r, .dir = dir, .formats = formats, .d = d, .ok = true};
+  Figs f = {.r = r, .out = out, .formats = formats, .d = d, .ok = true};
   buf_printf(&f.csv, "figure,series,x,y\n");
   roofline(&f, PH_PREFILL, "roofline");
   roofline(&f, PH_DECODE, "roofline_decode");

@@ -23,15 +23,6 @@ void fmt_si(Buf *b, double v) {
   buf_printf(b, "%.4g%s%s", v, k ? " " : "", prefix[k]);
 }
 
-void report_json(Buf *b, json_t *root) {
-  char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-                                 JSON_REAL_PRECISION(12));
-  if (s) {
-    buf_printf(b, "%s\n", s);
-    free(s);
-  }
-}
-
 /* ---- pair rows, shared by the text and JSON forms ---- */
 
 typedef struct Row {
@@ -262,7 +253,7 @@ json_t *report_plan_json(const Cascade *c, const Plan *p) {
     if (c->tensors[t].producer >= 0 && !p->onchip[t])
       json_array_append_new(off, json_string(c->tensors[t].name));
   json_object_set_new(o, "offchip", off);
-  json_object_set_new(o, "offchip_elements", json_real(p->offchip_elems));
+  json_object_set_new(o, "offchip_elements", report_real(p->offchip_elems));
   return o;
 }
 

@@ -99,33 +99,33 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
                           json_string(a->units[r->epilogue].name));
     json_object_set_new(x, "matrix_operation", json_boolean(r->work.matrix));
     if (r->spread > 1)
-      json_object_set_new(x, "reduction_spread", json_real(r->spread));
+      json_object_set_new(x, "reduction_spread", report_real(r->spread));
     json_t *ops = json_object();
     for (int k = 0; k < OPC_COUNT; k++)
       if (r->work.ops[k] > 0)
         json_object_set_new(ops, opclass_name((OpClass)k),
-                            json_real(r->work.ops[k]));
+                            report_real(r->work.ops[k]));
     json_object_set_new(x, "ops", ops);
-    json_object_set_new(x, "utilization", json_real(r->util));
-    json_object_set_new(x, "compute_s", json_real(r->compute_cycles * sec));
-    json_object_set_new(x, "memory_s", json_real(r->mem_cycles * sec));
-    json_object_set_new(x, "latency_s", json_real((r->end - r->start) * sec));
-    json_object_set_new(x, "start_s", json_real(r->start * sec));
-    json_object_set_new(x, "dram_read_bytes", json_real(r->read));
-    json_object_set_new(x, "dram_write_bytes", json_real(r->write));
+    json_object_set_new(x, "utilization", report_real(r->util));
+    json_object_set_new(x, "compute_s", report_real(r->compute_cycles * sec));
+    json_object_set_new(x, "memory_s", report_real(r->mem_cycles * sec));
+    json_object_set_new(x, "latency_s", report_real((r->end - r->start) * sec));
+    json_object_set_new(x, "start_s", report_real(r->start * sec));
+    json_object_set_new(x, "dram_read_bytes", report_real(r->read));
+    json_object_set_new(x, "dram_write_bytes", report_real(r->write));
     json_object_set_new(x, "inter_bytes",
-                        json_real(r->inter_read + r->inter_write));
+                        report_real(r->inter_read + r->inter_write));
     json_object_set_new(x, "intra_bytes",
-                        json_real(r->intra_read + r->intra_write));
-    json_object_set_new(x, "energy_j", json_real(r->energy_pj * 1e-12));
+                        report_real(r->intra_read + r->intra_write));
+    json_object_set_new(x, "energy_j", report_real(r->energy_pj * 1e-12));
     json_object_set_new(x, "mapping", json_string(r->mapping));
     if (ev->opts.accounting == ACCOUNT_ACHIEVED && ev->design != DES_IDEAL) {
       json_object_set_new(x, "fits", json_boolean(r->fits));
-      json_object_set_new(x, "footprint_elements", json_real(r->footprint));
-      json_object_set_new(x, "capacity_elements", json_real(r->capacity));
+      json_object_set_new(x, "footprint_elements", report_real(r->footprint));
+      json_object_set_new(x, "capacity_elements", report_real(r->capacity));
     }
-    json_object_set_new(x, "ideal_inter_bytes", json_real(r->ideal_inter));
-    json_object_set_new(x, "ideal_intra_bytes", json_real(r->ideal_intra));
+    json_object_set_new(x, "ideal_inter_bytes", report_real(r->ideal_inter));
+    json_object_set_new(x, "ideal_intra_bytes", report_real(r->ideal_intra));
     json_array_append_new(es, x);
   }
   json_object_set_new(o, "einsums", es);
@@ -137,16 +137,16 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
       json_array_append_new(
           names, json_string(einsum_name(c, ev->plan->groups[g].einsums[i])));
     json_object_set_new(x, "einsums", names);
-    json_object_set_new(x, "latency_s", json_real(ev->g[g].cycles * sec));
+    json_object_set_new(x, "latency_s", report_real(ev->g[g].cycles * sec));
     const GroupEval *ge = &ev->g[g];
     json_t *tile = json_object();
     for (int k = 0; k < ge->ntiled; k++)
       json_object_set_new(tile, c->ranks[ge->tiled[k]].name,
-                          json_real(ge->tile[k]));
+                          report_real(ge->tile[k]));
     json_object_set_new(x, "tile", tile);
     if (ev->opts.accounting == ACCOUNT_ACHIEVED && ev->design != DES_IDEAL) {
-      json_object_set_new(x, "held_elements", json_real(ge->reserve));
-      json_object_set_new(x, "budget_elements", json_real(ge->budget));
+      json_object_set_new(x, "held_elements", report_real(ge->reserve));
+      json_object_set_new(x, "budget_elements", report_real(ge->budget));
     }
     json_t *sp = json_array();
     for (int k = 0; k < ge->nspills; k++) {
@@ -162,15 +162,15 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
   }
   json_object_set_new(o, "groups", gs);
   json_t *t = json_object();
-  json_object_set_new(t, "latency_s", json_real(ev->seconds));
-  json_object_set_new(t, "dram_read_bytes", json_real(ev->read));
-  json_object_set_new(t, "dram_write_bytes", json_real(ev->write));
-  json_object_set_new(t, "inter_bytes", json_real(ev->inter));
-  json_object_set_new(t, "intra_bytes", json_real(ev->intra));
-  json_object_set_new(t, "ideal_inter_bytes", json_real(ev->ideal_inter));
-  json_object_set_new(t, "ideal_intra_bytes", json_real(ev->ideal_intra));
-  json_object_set_new(t, "ops", json_real(ev->ops));
-  json_object_set_new(t, "energy_j", json_real(ev->energy_pj * 1e-12));
+  json_object_set_new(t, "latency_s", report_real(ev->seconds));
+  json_object_set_new(t, "dram_read_bytes", report_real(ev->read));
+  json_object_set_new(t, "dram_write_bytes", report_real(ev->write));
+  json_object_set_new(t, "inter_bytes", report_real(ev->inter));
+  json_object_set_new(t, "intra_bytes", report_real(ev->intra));
+  json_object_set_new(t, "ideal_inter_bytes", report_real(ev->ideal_inter));
+  json_object_set_new(t, "ideal_intra_bytes", report_real(ev->ideal_intra));
+  json_object_set_new(t, "ops", report_real(ev->ops));
+  json_object_set_new(t, "energy_j", report_real(ev->energy_pj * 1e-12));
   json_object_set_new(o, "totals", t);
   json_object_set_new(o, "plan", report_plan_json(c, ev->plan));
   return o;

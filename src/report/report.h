@@ -70,22 +70,25 @@ void report_repro_setup(Buf *b, const Repro *r);
 /* The compute units and their peaks: "array2d (matrix, 114.7 Tops/s),
  * ...". */
 void report_units(Buf *b, const Arch *a);
-/* Write the evaluation's figures into DIR (created, with its parents, if
- * missing): each figure (roofline, utilization over time, traffic,
- * end-to-end speedups, the sweeps over I, energy) in each format of
- * FORMATS (a set of 1 << Format), figures.csv (every plotted series, long
- * format: figure,series,x,y), targets.csv and an index.html showing them
- * all. Each file is written atomically. False, with D naming the
- * directory or file and the reason, on the first failure. */
-bool report_figures(const Repro *r, const char *dir, unsigned formats,
-                    Diag *d);
+/* Stage the evaluation's figures in OUT (util.h: the caller commits the
+ * set): each figure (roofline, utilization over time, traffic, end-to-end
+ * speedups, the sweeps over I, energy) in each format of FORMATS (a set of
+ * 1 << Format), figures.csv (every plotted series, long format:
+ * figure,series,x,y), targets.csv and an index.html showing them all.
+ * False, with D naming the file and the reason, on the first failure. */
+bool report_figures(const Repro *r, OutSet *out, unsigned formats, Diag *d);
 
 /* A number with an SI prefix: 1234567 -> "1.235 M". */
 void fmt_si(Buf *b, double v);
 
 /* Serialize JSON (2-space indent, insertion order) into B with a final
- * newline. */
+ * newline. Figures made by report_real that are not finite are written
+ * as null, each with a warning on stderr naming its place in the
+ * document ("mambalaya: warning: totals.latency_s is inf: written as
+ * null"): JSON has no NaN or infinity, and a figure is never dropped. */
 void report_json(Buf *b, json_t *root);
+/* A JSON number for a figure; see report_json for a non-finite V. */
+json_t *report_real(double v);
 
 /* ---- charts ----
  *

@@ -125,8 +125,8 @@ json_t *report_repro_json(const Repro *r) {
   json_object_set_new(setup, "models", models);
   json_object_set_new(setup, "arch", json_string(r->arch_label));
   json_object_set_new(setup, "arch_path", json_string(r->arch_path));
-  json_object_set_new(setup, "batch", json_real(r->batch));
-  json_object_set_new(setup, "prefill_tokens", json_real(r->prefill));
+  json_object_set_new(setup, "batch", report_real(r->batch));
+  json_object_set_new(setup, "prefill_tokens", report_real(r->prefill));
   json_object_set_new(setup, "settings", json_string(r->settings));
   json_object_set_new(setup, "paper_setup", json_boolean(r->paper_setup));
   json_object_set_new(root, "setup", setup);
@@ -134,9 +134,9 @@ json_t *report_repro_json(const Repro *r) {
   for (int i = 0; i < r->ntargets; i++) {
     const Target *t = &r->targets[i];
     json_t *o = json_object();
-    json_object_set_new(o, "ours", json_real(t->ours));
-    json_object_set_new(o, "paper", json_real(t->paper));
-    json_object_set_new(o, "ratio", json_real(ratio(t)));
+    json_object_set_new(o, "ours", report_real(t->ours));
+    json_object_set_new(o, "paper", report_real(t->paper));
+    json_object_set_new(o, "ratio", report_real(ratio(t)));
     json_object_set_new(o, "unit", json_string(t->unit));
     json_object_set_new(o, "where", json_string(t->where));
     json_object_set_new(o, "what", json_string(t->what));
@@ -151,14 +151,14 @@ json_t *report_repro_json(const Repro *r) {
     for (int p = 0; p < PH_COUNT; p++) {
       const Result *x = &r->res[0][p][d];
       json_t *ph = json_object();
-      json_object_set_new(ph, "latency_s", json_real(x->seconds));
-      json_object_set_new(ph, "dram_bytes", json_real(x->read + x->write));
-      json_object_set_new(ph, "energy_j", json_real(x->energy_j));
+      json_object_set_new(ph, "latency_s", report_real(x->seconds));
+      json_object_set_new(ph, "dram_bytes", report_real(x->read + x->write));
+      json_object_set_new(ph, "energy_j", report_real(x->energy_j));
       json_object_set_new(o, p == PH_PREFILL ? "prefill" : "decode", ph);
     }
     json_object_set_new(ds, design_name((Design)d), o);
   }
   json_object_set_new(root, "designs", ds);
-  json_object_set_new(root, "elapsed_s", json_real(r->elapsed));
+  json_object_set_new(root, "elapsed_s", report_real(r->elapsed));
   return root;
 }

@@ -1,6 +1,8 @@
 #include "util.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -24,41 +26,41 @@ void diag_error(Diag *d, const char *file, Loc loc, const char *fmt, ...) {
 }
 
 void diag_print(const Diag *d, FILE *out) {
-  if (d->loc.line > 0)
-    fprintf(out, "%s:%d:%d: error: %s\n", d->file, d->loc.line,
-            d->loc.col > 0 ? d->loc.col : 1, d->msg);
-  else if (d->file[0])
-    fprintf(out, "%s: error: %s\n", d->file, d->msg);
-  else
-    fprintf(out, "error: %s\n", d->msg);
+  Buf b = {0};
+  if (d->file[0]) {
+    buf_escaped(&b, d->file);
+    if (d->loc.line > 0)
+      buf_printf(&b, ":%d:%d", d->loc.line, d->loc.col > 0 ? d->loc.col : 1);
+    buf_printf(&b, ": ");
+  }
+  buf_printf(&b, "error: ");
+  buf_escaped(&b, d->msg);
+  fprintf(out, "%s\n", b.s);
+  buf_free(&b);
 }
 
 /* ---- allocation ---- */
 
+void out_of_memory(size_t size); /* output.c: removes temporaries, exits */
+
 void *xmalloc(size_t size) {
   void *p = malloc(size ? size : 1);
-  if (!p) {
-    fputs("mambalaya: out of memory\n", stderr);
-    abort();
-  }
+  if (!p)
+    out_of_memory(size);
   return p;
 }
 
 void *xcalloc(size_t n, size_t size) {
   void *p = calloc(n ? n : 1, size ? size : 1);
-  if (!p) {
-    fputs("mambalaya: out of memory\n", stderr);
-    abort();
-  }
+  if (!p)
+    out_of_memory(n * size);
   return p;
 }
 
 void *xrealloc(void *p, size_t size) {
   p = realloc(p, size ? size : 1);
-  if (!p) {
-    fputs("mambalaya: out of memory\n", stderr);
-    abort();
-  }
+  if (!p)
+    out_of_memory(size);
   return p;
 }
 
@@ -148,57 +150,110 @@ void buf_free(Buf *b) {
   b->len = b->cap = 0;
 }
 
-char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  size_t cap = 4096, n = 0;
-  char *s = xmalloc(cap);
-  for (;;) {
-    if (n + 1 >= cap) {
-      cap *= 2;
-      s = xrealloc(s, cap);
-    }
-    size_t got = fread(s + n, 1, cap - n - 1, f);
-    n += got;
-    if (got == 0) {
-      if (ferror(f)) {
-        int e = errno;
-        fclose(f);
-        free(s);
-        errno = e ? e : EIO;
-        return NULL;
-      }
+static bool is_control(unsigned char c) { return c < 0x20 || c == 0x7f; }
+
+void buf_escaped(Buf *b, const char *s) {
+  const char *run = s;
+  for (;; s++) {
+    if (*s && !is_control((unsigned char)*s))
+      continue;
+    if (s > run)
+      buf_printf(b, "%.*s", (int)(s - run), run);
+    if (!*s)
       break;
+    buf_printf(b, "\\x%02x", (unsigned char)*s);
+    run = s + 1;
+  }
+  if (!b->s)
+    buf_printf(b, "%s", "");
+}
+
+size_t escaped_len(const char *s) {
+  size_t n = 0;
+  for (; *s; s++)
+    n += is_control((unsigned char)*s) ? 4 : 1;
+  return n;
+}
+
+/* ---- numbers and sizes ---- */
+
+size_t decimal_length(const char *s) {
+  size_t i = 0, digits = 0;
+  if (s[i] == '+' || s[i] == '-')
+    i++;
+  while (isdigit((unsigned char)s[i]))
+    i++, digits++;
+  if (s[i] == '.') {
+    i++;
+    while (isdigit((unsigned char)s[i]))
+      i++, digits++;
+  }
+  if (digits == 0)
+    return 0;
+  if (s[i] == 'e' || s[i] == 'E') {
+    size_t j = i + 1;
+    if (s[j] == '+' || s[j] == '-')
+      j++;
+    if (isdigit((unsigned char)s[j])) {
+      while (isdigit((unsigned char)s[j]))
+        j++;
+      i = j;
     }
   }
-  fclose(f);
-  s[n] = 0;
-  if (len)
-    *len = n;
+  return i;
+}
+
+static const char *skip_blanks(const char *s) {
+  while (*s == ' ' || *s == '\t')
+    s++;
   return s;
 }
 
-bool write_file_atomic(const char *path, const char *data, size_t len) {
-  size_t n = strlen(path) + 8;
-  char *tmp = xmalloc(n);
-  snprintf(tmp, n, "%s.tmp", path);
-  FILE *f = fopen(tmp, "wb");
-  if (!f) {
-    free(tmp);
+bool parse_decimal(const char *text, double *value) {
+  const char *s = skip_blanks(text);
+  size_t n = decimal_length(s);
+  if (n == 0 || *skip_blanks(s + n) != 0)
     return false;
+  char buf[64];
+  if (n >= sizeof buf) /* no sane number is written with 64 characters */
+    return false;
+  memcpy(buf, s, n);
+  buf[n] = 0;
+  double v = strtod(buf, NULL);
+  if (!isfinite(v))
+    return false;
+  *value = v;
+  return true;
+}
+
+bool count_elements(int n, const int64_t *dims, uint64_t max,
+                    uint64_t *count) {
+  uint64_t c = 1;
+  bool ok = true;
+  for (int i = 0; i < n; i++) {
+    if (dims[i] < 0 || (uint64_t)dims[i] > max)
+      return false;
+    /* Keep checking every dimension after an overflow or a zero. */
+    ok = ok && mul_u64(c, (uint64_t)dims[i], &c) && c <= max;
   }
-  bool ok = fwrite(data, 1, len, f) == len;
-  ok = (fclose(f) == 0) && ok;
   if (ok)
-    ok = rename(tmp, path) == 0;
-  if (!ok) {
-    int e = errno;
-    unlink(tmp);
-    errno = e;
-  }
-  free(tmp);
+    *count = c;
   return ok;
+}
+
+void buf_bytes(Buf *b, double bytes) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB",
+                                      "PiB", "EiB"};
+  int u = 0;
+  double v = bytes;
+  while (v >= 1024 && u < 6) {
+    v /= 1024;
+    u++;
+  }
+  if (u == 0)
+    buf_printf(b, "%.0f B", v);
+  else
+    buf_printf(b, "%.*f %s", v < 10 ? 2 : v < 100 ? 1 : 0, v, units[u]);
 }
 
 double now_seconds(void) {

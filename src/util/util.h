@@ -1,9 +1,12 @@
 /* util.h — the few things every module needs: source locations and
  * diagnostics, an arena that owns a whole data structure, growable arrays,
- * and small string helpers.
+ * small string helpers, checked size arithmetic, and the one way to read
+ * an input file (input.c) and to write an output file (output.c).
  *
  * Nothing here is global or mutable: a Diag is passed down by the caller,
- * an Arena belongs to the structure it allocates for. */
+ * an Arena belongs to the structure it allocates for. The one exception
+ * is output.c's list of temporary files that exist at this moment, which
+ * a SIGINT or SIGTERM handler removes: signals are process-wide. */
 #ifndef MAMBALAYA_UTIL_H
 #define MAMBALAYA_UTIL_H
 
@@ -33,7 +36,9 @@ void diag_error(Diag *d, const char *file, Loc loc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void diag_verror(Diag *d, const char *file, Loc loc, const char *fmt,
                  va_list ap) __attribute__((format(printf, 4, 0)));
-/* Print "FILE:LINE:COL: error: MSG" (or "FILE: error: MSG" without a line). */
+/* Print "FILE:LINE:COL: error: MSG" (or "FILE: error: MSG" without a
+ * line) on one line: control characters of the file name or the message
+ * (a newline in a user's name) are escaped as \xNN. */
 void diag_print(const Diag *d, FILE *out);
 
 /* An arena: many small allocations, freed together. Memory is zeroed. */
@@ -47,7 +52,11 @@ char *arena_strdup(Arena *a, const char *s);
 char *arena_strndup(Arena *a, const char *s, size_t n);
 void arena_free(Arena *a);
 
-/* Allocation that cannot fail silently: out of memory aborts. */
+/* Allocation that cannot fail silently: out of memory prints a message,
+ * removes the temporary files of outputs being written and exits with
+ * status 1. Sizes that come from input are checked against the memory
+ * available before they are allocated (see memory_available), so this is
+ * the last resort, never the way an input is refused. */
 void *xmalloc(size_t size);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t size);
@@ -72,14 +81,110 @@ typedef struct Buf {
 void buf_printf(Buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void buf_free(Buf *b);
+/* Append S with control characters and DEL written as \xNN, so that a
+ * name read from a file cannot move a terminal's cursor or split a line. */
+void buf_escaped(Buf *b, const char *s);
+/* The number of columns buf_escaped takes for S. */
+size_t escaped_len(const char *s);
 
-/* Read a whole file; NULL with errno set on failure. *len excludes the
- * terminating NUL that is always appended. */
+/* ---- numbers and sizes ---- */
+
+/* The length of the plain decimal number at the start of S: [+-] digits
+ * [. digits] [e [+-] digits], with at least one digit in the mantissa;
+ * 0 if there is none. No "inf", "nan" or hex: one rule for specs,
+ * architectures and the command line. */
+size_t decimal_length(const char *s);
+/* TEXT (blanks around it allowed) as a finite plain decimal number. */
+bool parse_decimal(const char *text, double *value);
+
+/* Overflow-checked 64-bit arithmetic: false if the result does not fit. */
+static inline bool mul_u64(uint64_t a, uint64_t b, uint64_t *out) {
+  return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool add_u64(uint64_t a, uint64_t b, uint64_t *out) {
+  return !__builtin_add_overflow(a, b, out);
+}
+/* The element count of a shape of N dimensions into *COUNT: false if a
+ * dimension is negative or exceeds MAX, or their product exceeds MAX.
+ * Every dimension is checked whatever their order, so a zero does not
+ * hide a huge one: [0, 2^62] is refused as [2^62, 0] is. */
+bool count_elements(int n, const int64_t *dims, uint64_t max,
+                    uint64_t *count);
+/* "1.5 GiB", "512 B": a byte count for messages. */
+void buf_bytes(Buf *b, double bytes);
+
+/* ---- reading inputs (input.c) ---- */
+
+/* The most bytes a text input (a spec, an architecture, config.json, a
+ * token list) may have: far beyond any real one, far below memory. */
+#define INPUT_TEXT_MAX ((size_t)64 << 20)
+
+/* Read a whole input file; *LEN excludes the NUL always appended. Only a
+ * regular file or a named pipe is read: a directory, a device such as
+ * /dev/zero or a socket is refused (EINVAL), as is a file of more than
+ * MAX bytes (EFBIG). Memory running out is ENOMEM, never an abort.
+ * NULL with errno set on failure. */
+char *read_file_max(const char *path, size_t max, size_t *len);
+/* read_file_max without a size limit (beyond what memory holds). */
 char *read_file(const char *path, size_t *len);
+/* read_file_max, with a message in D naming the file: "cannot read: not
+ * a regular file or a named pipe (a character device)", "cannot read: N
+ * bytes, more than the limit of M", "cannot read: No such file ...". */
+char *read_input(const char *path, size_t max, size_t *len, Diag *d);
 
-/* Write a file atomically: into PATH.tmp, then rename, so that a failure
- * never leaves a half-written file. Returns false with errno set. */
+/* Do A and B name the same existing file (the same device and inode)? */
+bool same_file(const char *a, const char *b);
+
+/* The memory this process can count on, in bytes: MemAvailable of
+ * /proc/meminfo, else the available physical pages; 0 if unknown. */
+uint64_t memory_available(void);
+
+/* ---- writing outputs (output.c) ----
+ *
+ * Every file the tool writes goes through these. A file is written into
+ * a temporary in its target's directory (an anonymous O_TMPFILE where
+ * the file system has them, so that even SIGKILL leaves nothing behind;
+ * else a new name made with O_CREAT|O_EXCL|O_NOFOLLOW, which never
+ * follows or reuses a user's file), flushed to disk (fsync), then renamed
+ * over the target in one step. On any failure the temporary is removed;
+ * on SIGINT, SIGTERM or SIGHUP too. A reader sees the old file or the
+ * new one, never a mix; two writers of one path each leave a whole
+ * file (the last rename wins). */
+
+/* Write PATH (its directory must exist). False with errno set. */
 bool write_file_atomic(const char *path, const char *data, size_t len);
+
+/* Can PATH be written? Its directory exists and is writable, and PATH is
+ * not a directory. False with a message in D otherwise. */
+bool output_check(const char *path, Diag *d);
+/* Can files be written into directory DIR, creating it (and its missing
+ * parents)? False with a message in D otherwise. */
+bool output_dir_check(const char *dir, Diag *d);
+
+/* A set of files that land in one directory together: each is staged as
+ * it is put (written and flushed to a temporary), and only when all of
+ * them are staged does commit create the directory (and its missing
+ * parents) and rename them into place, one after the other. A failure
+ * before the commit, or a run killed before it, leaves the directory as
+ * it was (a directory the set would have created is not created). Sets
+ * committed at once into one directory land one after the other (a lock
+ * on the directory), never interleaved. A set holds an open file per
+ * staged file and names them all during the commit: at most 256 files. */
+typedef struct OutSet OutSet;
+OutSet *outset_new(const char *dir);
+const char *outset_dir(const OutSet *s);
+/* Stage NAME (a file name, no '/') with DATA. */
+bool outset_put(OutSet *s, const char *name, const void *data, size_t len,
+                Diag *d);
+/* Refuse to commit if one of the set's files would replace INPUT (the
+ * same file): checked by outset_commit before anything is renamed. */
+void outset_protect(OutSet *s, const char *input);
+/* Move every staged file into place. False with D set if one cannot be
+ * (then none is); *REFUSED is set when the reason is the output path
+ * itself (a protected input, a file where a directory must be). */
+bool outset_commit(OutSet *s, bool *refused, Diag *d);
+/* Free the set, removing whatever was staged and not committed. */
+void outset_free(OutSet *s);
 
 /* Wall-clock seconds from a monotonic clock. */
 double now_seconds(void);

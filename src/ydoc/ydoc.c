@@ -1,17 +1,21 @@
 #include "ydoc.h"
 
-#include <errno.h>
 #include <string.h>
 #include <yaml.h>
 
 enum { MAX_DEPTH = 64 };
 
 /* A node under construction: its children grow on the heap and are copied
- * into the arena when the node closes. */
+ * into the arena when the node closes. A mapping's keys are also in a
+ * hash table (open addressing, key index + 1 per slot), so that checking
+ * for duplicates costs O(1) a key: a 50 000-key mapping loads in
+ * milliseconds, not the seconds a pairwise check takes. */
 typedef struct Frame {
   YamlNode *node;
   YamlNode **items, **keys;
   int n, cap, nkeys, kcap;
+  int *slots;
+  size_t nslots; /* 0 or a power of two, at least twice nkeys */
 } Frame;
 
 typedef struct Builder {
@@ -65,6 +69,33 @@ static YamlNode *new_node(Builder *b, YamlKind kind, yaml_mark_t m) {
   return n;
 }
 
+static uint64_t hash(const char *s) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* The slot where KEY is, or the empty one where it would go. */
+static size_t find_slot(const Frame *f, const char *key) {
+  size_t mask = f->nslots - 1, i = (size_t)hash(key) & mask;
+  while (f->slots[i] && strcmp(f->keys[f->slots[i] - 1]->text, key) != 0)
+    i = (i + 1) & mask;
+  return i;
+}
+
+/* Make room for one more key, rehashing into a table twice as large. */
+static void grow_slots(Frame *f) {
+  if (2 * ((size_t)f->nkeys + 1) <= f->nslots)
+    return;
+  size_t n = f->nslots ? 2 * f->nslots : 16;
+  free(f->slots);
+  f->slots = xcalloc(n, sizeof *f->slots);
+  f->nslots = n;
+  for (int k = 0; k < f->nkeys; k++)
+    f->slots[find_slot(f, f->keys[k]->text)] = k + 1;
+}
+
 static bool fail(Builder *b, Loc loc, const char *msg) {
   diag_error(b->diag, b->doc->path, loc, "%s", msg);
   return false;
@@ -81,14 +112,17 @@ static bool attach(Builder *b, YamlNode *node) {
     /* This node is a key. */
     if (node->kind != YN_SCALAR)
       return fail(b, node->loc, "mapping keys must be plain scalars");
-    for (int i = 0; i < f->nkeys; i++)
-      if (strcmp(f->keys[i]->text, node->text) == 0) {
-        char msg[600];
-        snprintf(msg, sizeof msg, "duplicate key '%.200s' (first given at line %d)",
-                 node->text, f->keys[i]->loc.line);
-        return fail(b, node->loc, msg);
-      }
+    grow_slots(f);
+    size_t slot = find_slot(f, node->text);
+    if (f->slots[slot]) {
+      char msg[600];
+      snprintf(msg, sizeof msg,
+               "duplicate key '%.200s' (first given at line %d)", node->text,
+               f->keys[f->slots[slot] - 1]->loc.line);
+      return fail(b, node->loc, msg);
+    }
     VEC_PUSH(f->keys, f->nkeys, f->kcap, node);
+    f->slots[slot] = f->nkeys;
     return true;
   }
   VEC_PUSH(f->items, f->n, f->cap, node);
@@ -117,6 +151,7 @@ static bool close_frame(Builder *b) {
   }
   free(f->items);
   free(f->keys);
+  free(f->slots);
   return attach(b, node);
 }
 
@@ -217,6 +252,7 @@ YamlDoc *ydoc_parse(const char *path, const char *text, size_t len,
     Frame *f = &b.stack[--b.depth];
     free(f->items);
     free(f->keys);
+    free(f->slots);
   }
   free(b.line_start);
   if (!ok) {
@@ -228,12 +264,9 @@ YamlDoc *ydoc_parse(const char *path, const char *text, size_t len,
 
 YamlDoc *ydoc_load(const char *path, Diag *diag) {
   size_t len;
-  char *text = read_file(path, &len);
-  if (!text) {
-    diag_error(diag, path, (Loc){0, 0}, "cannot read file: %s",
-               strerror(errno));
+  char *text = read_input(path, INPUT_TEXT_MAX, &len, diag);
+  if (!text)
     return NULL;
-  }
   YamlDoc *doc = ydoc_parse(path, text, len, diag);
   free(text);
   return doc;

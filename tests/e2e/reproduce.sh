@@ -128,12 +128,12 @@ for f in "$text"/*; do
   cmp -s "$f" "$json/${f##*/}" || fail "${f##*/} differs between two runs"
 done
 
-# An --out under a regular file: exit 1, a message naming the file, and
-# nothing on stdout.
+# An --out under a regular file: an unusable output path, exit 2, a
+# message naming the file, and nothing on stdout.
 : >"$tmp/file"
 "$MAMBALAYA" reproduce --out "$tmp/file/figs" >"$tmp/bad.out" 2>"$tmp/bad.err"
 st=$?
-[ "$st" -eq 1 ] || fail "unwritable --out exited $st, expected 1"
+[ "$st" -eq 2 ] || fail "unwritable --out exited $st, expected 2"
 [ -s "$tmp/bad.out" ] && fail "unwritable --out printed on stdout"
 grep -q "$tmp/file: error: .*not a directory" "$tmp/bad.err" ||
   fail "unwritable --out: unclear message: $(cat "$tmp/bad.err")"

@@ -323,6 +323,15 @@ static const BadCase bad_cases[] = {
      "capacity '1 GHz' is a frequency in Hz, expected a size in bytes"},
     {"bandwidth: 1 GB/s", "bandwidth: 1 GB", 7, 18,
      "bandwidth '1 GB' is a size in bytes, expected a bandwidth in bytes/s"},
+    {"bandwidth: 1 GB/s", "bandwidth: 1e-300 B/s", 7, 18,
+     "bandwidth '1e-300 B/s' is out of range (1 B/s to 1e18 B/s)"},
+    {"bandwidth: 1 GB/s", "bandwidth: 1e300 TB/s", 7, 18,
+     "bandwidth '1e300 TB/s' is out of range (1 B/s to 1e18 B/s)"},
+    {"clock: 1 GHz", "clock: 1e20 Hz", 3, 10,
+     "clock '1e20 Hz' is out of range (1 Hz to 1e13 Hz)"},
+    {"read_energy: 1 pJ/B", "read_energy: 1e12 pJ/B", 8, 20,
+     "read_energy '1e12 pJ/B' is out of range (1e-6 pJ/B to 1e9 pJ/B, or 0)"},
+    {"clock: 1 GHz", "clock: 0x10 GHz", 3, 10, "clock '0x10 GHz' is not"},
     {"read_energy: 1 pJ/B", "read_energy: 1 pJ", 8, 20,
      "read_energy '1 pJ' is an energy per operation, expected an energy per "
      "byte"},
@@ -352,9 +361,11 @@ static const BadCase bad_cases[] = {
     {"      shape: [4, 4]\n", "      pes: 16\n", 15, 7,
      "unit 'mx' has role matrix but no shape"},
     {"add: 1}", "add: -1}", 18, 27,
-     "rate of 'add' must be a non-negative number of operations per PE per "
-     "cycle, found '-1'"},
-    {"add: 1}", "add: fast}", 18, 27, "rate of 'add' must be a non-negative"},
+     "rate of 'add' must be 0 or a number of operations per PE per cycle "
+     "from 1e-6 to 1e6, found '-1'"},
+    {"add: 1}", "add: fast}", 18, 27, "rate of 'add' must be 0 or a number"},
+    {"add: 1}", "add: 1e-300}", 18, 27, "found '1e-300'"},
+    {"add: 1}", "add: 0x10}", 18, 27, "found '0x10'"},
     {"add: 1}", "tanh: 1}", 18, 22,
      "unknown operation class 'tanh' in unit 'mx' (expected macc, add, mul, "
      "div, exp, log, sqrt, silu, max)"},
@@ -451,5 +462,5 @@ TEST(arch_malformed_whole) {
   }
   Diag d = {0};
   CHECK(arch_load("archs/no-such-file.yaml", &d) == NULL);
-  CHECK(strstr(d.msg, "cannot read file") != NULL);
+  CHECK(strstr(d.msg, "cannot read") != NULL);
 }

@@ -281,3 +281,51 @@ TEST(config_save_and_load_round_trip) {
   remove(path);
   CHECK_INT(back.vocab, 50277);
 }
+
+/* Sizes at the 32-bit limit load without overflow (UBSan watches this
+ * test under `make test`); the parameter count says it does not fit; a
+ * model built from them against a small checkpoint fails with a message;
+ * /dev/zero is not a config. */
+TEST(config_extreme_sizes) {
+  ModelConfig c = {0};
+  Diag d = {0};
+  CHECK(load_text("{\"d_model\": 1, \"n_layer\": 2147483647, \"vocab_size\":"
+                  " 2147483647, \"ssm_cfg\": {\"d_state\": 2147483647,"
+                  " \"expand\": 2147483647, \"d_conv\": 2147483647}}",
+                  &c, &d));
+  CHECK_INT(c.d_inner, 2147483647);
+  CHECK_INT(c.dt_rank, 1);
+  uint64_t params = 0;
+  CHECK(!lm_param_count(&c, &params)); /* far past 2^64 */
+  ModelConfig small = c;
+  small.n_layer = 2;
+  small.vocab = 4;
+  small.d_state = small.d_conv = small.expand = small.d_inner = 3;
+  CHECK(lm_param_count(&small, &params));
+  /* embedding 4, norm_f 1; per layer: norm 1, in_proj 6, conv 9 + 3,
+   * x_proj 7 * 3, dt_proj 3 + 3, A_log 9, D 3, out_proj 3. */
+  CHECK_INT(params, 5 + 2 * (1 + 6 + 12 + 21 + 6 + 9 + 3 + 3));
+
+  Tensors ck = {0};
+  tensors_put(&ck, "backbone.embeddings.weight",
+              array_new(2, (int64_t[]){4, 1}), true);
+  tensors_put(&ck, "backbone.norm_f.weight", array_new(1, (int64_t[]){1}),
+              true);
+  Checkpoint src = checkpoint_of_tensors(&ck, "tiny");
+  Diag e = {0};
+  Lm *m = lm_new(&c, &src, NULL, &e);
+  CHECK(m == NULL);
+  CHECK(strstr(e.msg, "the embedding has shape [4, 1], but the config says "
+                      "[2147483647, 1]") != NULL);
+  lm_free(m);
+  c.vocab = 4;
+  Diag f = {0};
+  CHECK(lm_new(&c, &src, NULL, &f) == NULL);
+  CHECK(strstr(f.msg, "backbone.layers.2147483646.") != NULL);
+  CHECK(strstr(f.msg, "(the config has 2147483647 layers)") != NULL);
+  tensors_free(&ck);
+
+  Diag g = {0};
+  CHECK(!model_config_load("/dev/zero", &c, &g));
+  CHECK(strstr(g.msg, "a character device, not a regular file") != NULL);
+}

@@ -175,6 +175,25 @@ TEST(weights_load_errors) {
   tensors_put(&ck, "l.0.a", filled(2, (int64_t[]){2, 2}, 0), true);
   check_load_error(&ck, 0, "l.0.a has shape [2, 2], but the spec expects [2]");
   tensors_free(&ck);
+  /* A stated shape whose element count overflows 64 bits. */
+  Tensors ck2 = {0};
+  checkpoint(&ck2);
+  const char *huge = strstr(good_weights, "shape: [N, 1, M]");
+  Buf w = {0};
+  buf_printf(&w, "%.*sshape: [9e15, 9e15, 9e15]%s", (int)(huge - good_weights),
+             good_weights, huge + strlen("shape: [N, 1, M]"));
+  Fixture hf = load(w.s);
+  Checkpoint hsrc = checkpoint_of_tensors(&ck2, "ck");
+  Tensors hout = {0};
+  Diag hd = {0};
+  CHECK(hf.m && !weights_load_layer(hf.m, hf.s, &hsrc, 0, &hout, &hd));
+  CHECK(strstr(hd.msg, "l.0.c has shape [2, 1, 3], but the spec expects "
+                       "[9000000000000000, 9000000000000000, "
+                       "9000000000000000]") != NULL);
+  tensors_free(&hout);
+  unload(&hf);
+  buf_free(&w);
+  tensors_free(&ck2);
   Fixture f = load(good_weights);
   Tensors empty = {0};
   Checkpoint src = checkpoint_of_tensors(&empty, "none");

@@ -457,6 +457,13 @@ TEST(st_rejects_malformed_headers) {
       __LINE__,
       "{\"a\":" ENTRY("F32", "[4294967296,4294967296,4294967296]", "[0,4]") "}",
       4, "has too many elements");
+  /* A zero does not hide a huge dimension, in either order. */
+  expect_reject(__LINE__,
+                "{\"a\":" ENTRY("F32", "[4611686018427387904,0]", "[0,0]") "}",
+                0, "shape [4611686018427387904, 0] has too many elements");
+  expect_reject(__LINE__,
+                "{\"a\":" ENTRY("F32", "[0,4611686018427387904]", "[0,0]") "}",
+                0, "shape [0, 4611686018427387904] has too many elements");
   expect_reject(__LINE__, "{\"a\":" ENTRY("F32", "[1]", "[0]") "}", 4,
                 "data_offsets must be an array [begin, end]");
   expect_reject(__LINE__, "{\"a\":" ENTRY("F32", "[1]", "[0,-4]") "}", 4,

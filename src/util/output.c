@@ -1,0 +1,572 @@
+/* output.c — the one way outputs are written (util.h, "writing outputs").
+ *
+ * A file is staged in a temporary in its target's directory
+ * (the same file system, so the final rename is atomic) and renamed over
+ * the target once it is whole and on disk. Where the file system offers
+ * O_TMPFILE the temporary has no name until the very end (linkat, then
+ * rename), so a process killed at any point leaves nothing behind; else
+ * it gets a fresh name with O_CREAT|O_EXCL|O_NOFOLLOW (never a user's
+ * file, never through a symlink). Temporaries that have a name are
+ * listed, so that SIGINT, SIGTERM and SIGHUP remove them before the
+ * process dies. */
+#define _GNU_SOURCE /* O_TMPFILE */
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- the temporaries that have a name right now ----
+ *
+ * Process-wide state, by necessity: a signal handler can only reach
+ * globals. Each slot is a path and a flag saying it is in use; slots
+ * change with the signals blocked, and the handler only reads them and
+ * calls unlink (async-signal-safe). Static storage, not the heap: the
+ * handler never reads memory that another thread may have freed. */
+
+enum { MAX_NAMED = 256, NAME_CAP = 4096 };
+static char named[MAX_NAMED][NAME_CAP];
+static volatile sig_atomic_t in_use[MAX_NAMED];
+static volatile sig_atomic_t handlers_installed;
+static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP};
+enum { NSIGNALS = sizeof cleanup_signals / sizeof cleanup_signals[0] };
+
+static void remove_named(void) {
+  for (int i = 0; i < MAX_NAMED; i++)
+    if (in_use[i])
+      unlink(named[i]);
+}
+
+static void on_signal(int sig) {
+  remove_named();
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+/* Install the handlers once, leaving alone a signal the caller ignores
+ * (nohup's SIGHUP). */
+static void install_handlers(void) {
+  if (handlers_installed)
+    return;
+  handlers_installed = 1;
+  for (int i = 0; i < NSIGNALS; i++) {
+    struct sigaction old;
+    if (sigaction(cleanup_signals[i], NULL, &old) == 0 &&
+        old.sa_handler == SIG_IGN)
+      continue;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(cleanup_signals[i], &sa, NULL);
+  }
+}
+
+static void block_signals(sigset_t *old) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int i = 0; i < NSIGNALS; i++)
+    sigaddset(&set, cleanup_signals[i]);
+  pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
+static void restore_signals(const sigset_t *old) {
+  pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+/* Register PATH (copied); false if the list is full or PATH too long. */
+static bool note_named(const char *path) {
+  install_handlers();
+  if (strlen(path) >= NAME_CAP)
+    return false;
+  sigset_t old;
+  block_signals(&old);
+  bool ok = false;
+  for (int i = 0; i < MAX_NAMED && !ok; i++)
+    if (!in_use[i]) {
+      strcpy(named[i], path);
+      in_use[i] = 1;
+      ok = true;
+    }
+  restore_signals(&old);
+  return ok;
+}
+
+/* Forget PATH (after it was renamed or removed). */
+static void forget_named(const char *path) {
+  sigset_t old;
+  block_signals(&old);
+  bool found = false;
+  for (int i = 0; i < MAX_NAMED && !found; i++)
+    if (in_use[i] && strcmp(named[i], path) == 0) {
+      in_use[i] = 0;
+      found = true;
+    }
+  restore_signals(&old);
+}
+
+void out_of_memory(size_t size);
+void out_of_memory(size_t size) {
+  char msg[96];
+  int n = snprintf(msg, sizeof msg,
+                   "mambalaya: out of memory (allocating %zu bytes)\n", size);
+  if (n > 0 && write(STDERR_FILENO, msg, (size_t)n) < 0)
+    n = 0;
+  remove_named();
+  _exit(1);
+}
+
+/* ---- paths ---- */
+
+/* The directory part of PATH ("." if none), and its last component. */
+static char *dir_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    return xstrdup(".");
+  if (slash == path)
+    return xstrdup("/");
+  size_t n = (size_t)(slash - path);
+  char *s = xmalloc(n + 1);
+  memcpy(s, path, n);
+  s[n] = 0;
+  return s;
+}
+
+static const char *base_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+static char *join(const char *dir, const char *name) {
+  Buf b = {0};
+  size_t n = strlen(dir);
+  buf_printf(&b, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", name);
+  return b.s;
+}
+
+static bool is_dir(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* A temporary's name beside NAME in DIR: ".NAME.XXXXXXXX.tmp", NAME cut so
+ * that the whole fits a file name. */
+static char *temp_name(const char *dir, const char *name) {
+  static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  /* Distinct per process, per call and per moment; O_EXCL settles the
+   * rest (a collision is retried with new letters). */
+  static _Atomic unsigned long counter;
+  uint64_t x = (uint64_t)getpid() * 0x9E3779B97F4A7C15ull ^
+               (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
+               (uint64_t)++counter * 0xBF58476D1CE4E5B9ull;
+  char rnd[11];
+  for (int i = 0; i < 10; i++) {
+    x ^= x >> 31;
+    x *= 0x94D049BB133111EBull;
+    rnd[i] = digits[(x >> 40) % 36];
+  }
+  rnd[10] = 0;
+  Buf b = {0};
+  size_t n = strlen(name);
+  buf_printf(&b, ".%.*s.%s.tmp", (int)(n > 200 ? 200 : n), name, rnd);
+  char *path = join(dir, b.s);
+  buf_free(&b);
+  return path;
+}
+
+/* ---- one staged file ---- */
+
+/* A file written and flushed, not yet in place: an anonymous O_TMPFILE
+ * (fd >= 0, tmp NULL until linked) or a named temporary (tmp). */
+typedef struct Staged {
+  int fd;
+  char *tmp; /* a listed name, or NULL */
+} Staged;
+
+static bool write_all(int fd, const char *data, size_t len) {
+  while (len > 0) {
+    ssize_t n = write(fd, data, len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return false;
+    data += n;
+    len -= (size_t)n;
+  }
+  return true;
+}
+
+static void staged_discard(Staged *s) {
+  int e = errno;
+  if (s->fd >= 0)
+    close(s->fd);
+  if (s->tmp) {
+    unlink(s->tmp);
+    forget_named(s->tmp);
+    free(s->tmp);
+  }
+  s->fd = -1;
+  s->tmp = NULL;
+  errno = e;
+}
+
+/* An anonymous temporary in DIR, or a named one beside NAME. */
+static bool staged_open(Staged *s, const char *dir, const char *name) {
+  *s = (Staged){.fd = -1};
+#ifdef O_TMPFILE
+  /* linkat names it through /proc/self/fd (AT_EMPTY_PATH would need a
+   * capability). */
+  if (access("/proc/self/fd", X_OK) == 0) {
+    s->fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+    if (s->fd >= 0)
+      return true;
+    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+      return false; /* ENOENT, EACCES, EROFS, ...: a named file would fail */
+  }
+#endif
+  for (int tries = 0; tries < 100; tries++) {
+    char *tmp = temp_name(dir, name);
+    if (!note_named(tmp)) {
+      free(tmp);
+      errno = EMFILE;
+      return false;
+    }
+    s->fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                 0666);
+    if (s->fd >= 0) {
+      s->tmp = tmp;
+      return true;
+    }
+    int e = errno;
+    forget_named(tmp);
+    free(tmp);
+    errno = e;
+    if (e != EEXIST)
+      return false;
+  }
+  return false;
+}
+
+/* Stage DATA for NAME in directory DIR. */
+static bool staged_write(Staged *s, const char *dir, const char *name,
+                         const char *data, size_t len) {
+  if (!staged_open(s, dir, name))
+    return false;
+  if (!write_all(s->fd, data, len) || fsync(s->fd) != 0) {
+    staged_discard(s);
+    return false;
+  }
+  return true;
+}
+
+/* Give an anonymous temporary a (listed) name in DIR, beside NAME. */
+static bool staged_link(Staged *s, const char *dir, const char *name) {
+  if (s->tmp)
+    return true;
+  char proc[64];
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", s->fd);
+  for (int tries = 0; tries < 100; tries++) {
+    char *tmp = temp_name(dir, name);
+    if (!note_named(tmp)) {
+      free(tmp);
+      errno = EMFILE;
+      return false;
+    }
+    if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) {
+      s->tmp = tmp;
+      return true;
+    }
+    int e = errno;
+    forget_named(tmp);
+    free(tmp);
+    errno = e;
+    if (e != EEXIST)
+      return false;
+  }
+  return false;
+}
+
+/* Rename the linked temporary over PATH. */
+static bool staged_rename(Staged *s, const char *path) {
+  if (rename(s->tmp, path) != 0)
+    return false;
+  forget_named(s->tmp);
+  free(s->tmp);
+  s->tmp = NULL;
+  close(s->fd);
+  s->fd = -1;
+  return true;
+}
+
+/* Make the renames in DIR durable. */
+static void sync_dir(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+}
+
+bool write_file_atomic(const char *path, const char *data, size_t len) {
+  char *dir = dir_of(path);
+  const char *name = base_of(path);
+  Staged s;
+  bool ok = staged_write(&s, dir, name, data, len) &&
+            staged_link(&s, dir, name) && staged_rename(&s, path);
+  if (!ok)
+    staged_discard(&s);
+  else
+    sync_dir(dir);
+  free(dir);
+  return ok;
+}
+
+/* ---- checking output paths ---- */
+
+bool output_check(const char *path, Diag *d) {
+  if (!path[0]) {
+    diag_error(d, NULL, (Loc){0, 0}, "the output file name is empty");
+    return false;
+  }
+  char *dir = dir_of(path);
+  struct stat st;
+  bool ok = false;
+  if (path[strlen(path) - 1] == '/' || (stat(path, &st) == 0 &&
+                                        S_ISDIR(st.st_mode)))
+    diag_error(d, path, (Loc){0, 0},
+               "cannot write: is a directory (give a file name)");
+  else if (stat(dir, &st) != 0)
+    diag_error(d, path, (Loc){0, 0}, "cannot write: directory %s: %s", dir,
+               strerror(errno));
+  else if (!S_ISDIR(st.st_mode))
+    diag_error(d, path, (Loc){0, 0}, "cannot write: %s is not a directory",
+               dir);
+  else if (access(dir, W_OK | X_OK) != 0)
+    diag_error(d, path, (Loc){0, 0}, "cannot write into %s: %s", dir,
+               strerror(errno));
+  else
+    ok = true;
+  free(dir);
+  return ok;
+}
+
+/* The longest prefix of DIR that exists (DIR itself, or an ancestor), or
+ * NULL with a message if a component is not a directory. */
+static char *existing_ancestor(const char *dir, Diag *d) {
+  char *p = xstrdup(dir);
+  size_t n = strlen(p);
+  while (n > 1 && p[n - 1] == '/')
+    p[--n] = 0;
+  for (;;) {
+    struct stat st;
+    if (stat(p, &st) == 0) {
+      if (S_ISDIR(st.st_mode))
+        return p;
+      diag_error(d, p, (Loc){0, 0},
+                 "exists and is not a directory, so %s cannot be written",
+                 dir);
+      free(p);
+      return NULL;
+    }
+    if (errno != ENOENT && errno != ENOTDIR) {
+      diag_error(d, p, (Loc){0, 0}, "cannot use: %s", strerror(errno));
+      free(p);
+      return NULL;
+    }
+    char *slash = strrchr(p, '/');
+    if (!slash) {
+      free(p);
+      return xstrdup(".");
+    }
+    if (slash == p) {
+      p[1] = 0;
+      continue;
+    }
+    *slash = 0;
+  }
+}
+
+bool output_dir_check(const char *dir, Diag *d) {
+  if (!dir[0]) {
+    diag_error(d, NULL, (Loc){0, 0}, "the output directory name is empty");
+    return false;
+  }
+  char *base = existing_ancestor(dir, d);
+  if (!base)
+    return false;
+  bool ok = access(base, W_OK | X_OK) == 0;
+  if (!ok)
+    diag_error(d, dir, (Loc){0, 0}, "cannot write into %s: %s", base,
+               strerror(errno));
+  free(base);
+  return ok;
+}
+
+/* ---- a set of files ---- */
+
+typedef struct SetFile {
+  char *name;
+  Staged st;
+} SetFile;
+
+struct OutSet {
+  char *dir;
+  char *stage; /* DIR, or the ancestor of DIR that exists: its file system */
+  int n, cap;
+  SetFile *files;
+  int nprotect, pcap;
+  char **protect;
+};
+
+OutSet *outset_new(const char *dir) {
+  OutSet *s = xcalloc(1, sizeof *s);
+  s->dir = xstrdup(dir);
+  return s;
+}
+
+const char *outset_dir(const OutSet *s) { return s->dir; }
+
+void outset_protect(OutSet *s, const char *input) {
+  char *copy = xstrdup(input);
+  VEC_PUSH(s->protect, s->nprotect, s->pcap, copy);
+}
+
+bool outset_put(OutSet *s, const char *name, const void *data, size_t len,
+                Diag *d) {
+  if (!s->stage && !(s->stage = existing_ancestor(s->dir, d)))
+    return false;
+  SetFile f = {.name = xstrdup(name)};
+  if (!staged_write(&f.st, s->stage, name, data, len)) {
+    char *path = join(s->dir, name);
+    diag_error(d, path, (Loc){0, 0}, "cannot write: %s", strerror(errno));
+    free(path);
+    free(f.name);
+    return false;
+  }
+  VEC_PUSH(s->files, s->n, s->cap, f);
+  return true;
+}
+
+/* mkdir -p DIR; the directories made are pushed onto MADE (deepest
+ * last), to be removed if the commit fails. */
+static bool make_dirs(const char *dir, char ***made, int *nmade, int *cap,
+                      Diag *d) {
+  char *p = xstrdup(dir);
+  bool ok = true;
+  for (char *s = p + 1; ok; s++) {
+    bool end = *s == 0;
+    if (*s != '/' && !end)
+      continue;
+    *s = 0;
+    if (p[0] && !is_dir(p)) {
+      if (mkdir(p, 0777) == 0) {
+        char *copy = xstrdup(p);
+        VEC_PUSH(*made, *nmade, *cap, copy);
+      } else if (!(errno == EEXIST && is_dir(p))) {
+        diag_error(d, p, (Loc){0, 0}, "cannot create the directory: %s",
+                   strerror(errno));
+        ok = false;
+      }
+    }
+    if (end)
+      break;
+    *s = '/';
+  }
+  free(p);
+  return ok;
+}
+
+bool outset_commit(OutSet *s, bool *refused, Diag *d) {
+  *refused = false;
+  char **paths = xcalloc((size_t)s->n + 1, sizeof *paths);
+  for (int i = 0; i < s->n; i++)
+    paths[i] = join(s->dir, s->files[i].name);
+  bool ok = true;
+  for (int i = 0; ok && i < s->n; i++) {
+    for (int k = 0; ok && k < s->nprotect; k++)
+      if (same_file(paths[i], s->protect[k])) {
+        diag_error(d, paths[i], (Loc){0, 0},
+                   "refusing to write: this output is the input %s",
+                   s->protect[k]);
+        *refused = true;
+        ok = false;
+      }
+    if (ok && is_dir(paths[i])) {
+      diag_error(d, paths[i], (Loc){0, 0},
+                 "cannot write: is a directory");
+      *refused = true;
+      ok = false;
+    }
+  }
+  char **made = NULL;
+  int nmade = 0, mcap = 0;
+  if (ok && !make_dirs(s->dir, &made, &nmade, &mcap, d)) {
+    *refused = true;
+    ok = false;
+  }
+  /* One set lands at a time in a directory: two runs committing at once
+   * leave one whole set, never one's first file and the other's second. */
+  int dirfd = ok ? open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+  if (dirfd >= 0)
+    while (flock(dirfd, LOCK_EX) != 0 && errno == EINTR)
+      ;
+  /* Name every file beside its target first: nothing has moved yet, so
+   * a failure here leaves the directory as it was. */
+  for (int i = 0; ok && i < s->n; i++)
+    if (!staged_link(&s->files[i].st, s->dir, s->files[i].name)) {
+      diag_error(d, paths[i], (Loc){0, 0}, "cannot write: %s",
+                 strerror(errno));
+      ok = false;
+    }
+  /* Then the renames, which only fail for reasons beyond this program
+   * (an I/O error, the directory removed under it): the files already
+   * renamed then stay, the others are dropped. */
+  for (int i = 0; ok && i < s->n; i++)
+    if (!staged_rename(&s->files[i].st, paths[i])) {
+      diag_error(d, paths[i], (Loc){0, 0}, "cannot write: %s",
+                 strerror(errno));
+      ok = false;
+    }
+  if (dirfd >= 0) {
+    if (ok)
+      fsync(dirfd); /* the renames, durable */
+    close(dirfd);   /* and the lock released */
+  }
+  if (!ok) {
+    for (int i = 0; i < s->n; i++)
+      staged_discard(&s->files[i].st);
+    for (int i = nmade - 1; i >= 0; i--)
+      rmdir(made[i]);
+  }
+  for (int i = 0; i < nmade; i++)
+    free(made[i]);
+  free(made);
+  for (int i = 0; i < s->n; i++)
+    free(paths[i]);
+  free(paths);
+  return ok;
+}
+
+void outset_free(OutSet *s) {
+  if (!s)
+    return;
+  for (int i = 0; i < s->n; i++) {
+    staged_discard(&s->files[i].st);
+    free(s->files[i].name);
+  }
+  for (int i = 0; i < s->nprotect; i++)
+    free(s->protect[i]);
+  free(s->protect);
+  free(s->files);
+  free(s->stage);
+  free(s->dir);
+  free(s);
+}
