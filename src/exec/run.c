@@ -175,45 +175,12 @@ void run_release(Run *r, int t) {
 
 /* ---- recurrences ---- */
 
-/* reach[a][b]: b depends on a, through any edge (lagged ones included). */
-static bool *reach_all(const Cascade *c) {
-  int n = c->neinsums;
-  bool *reach = xcalloc((size_t)n * (size_t)n + 1, sizeof(bool));
-  for (int i = 0; i < n; i++)
-    reach[i * n + i] = true;
-  for (int i = 0; i < c->nedges; i++)
-    reach[c->edges[i].producer * n + c->edges[i].consumer] = true;
-  for (int k = 0; k < n; k++)
-    for (int a = 0; a < n; a++)
-      if (reach[a * n + k])
-        for (int b = 0; b < n; b++)
-          if (reach[k * n + b])
-            reach[a * n + b] = true;
-  return reach;
-}
-
-void find_recurrences(const Cascade *c, int *scc) {
-  int n = c->neinsums;
-  bool *reach = reach_all(c);
-  for (int i = 0; i < n; i++) {
-    scc[i] = -1;
-    for (int j = 0; j < c->nedges; j++) {
-      const Edge *e = &c->edges[j];
-      /* On a cycle closed by a lagged edge: reaches its producer and is
-       * reached from its consumer. */
-      if (e->lagged && reach[e->consumer * n + i] && reach[i * n + e->producer])
-        scc[i] = e->consumer < e->producer ? e->consumer : e->producer;
-    }
-  }
-  free(reach);
-}
-
 /* The variable of E over the recurrence's rank, found through its lagged
  * read's coordinate. */
 int recurrence_rank(const Cascade *c, int member, const int *scc) {
   for (int j = 0; j < c->nedges; j++) {
     const Edge *e = &c->edges[j];
-    if (!e->lagged || scc[e->consumer] != scc[member])
+    if (edge_orders(c, e) || scc[e->consumer] != scc[member])
       continue;
     for (int k = 0; k < e->acc[0]->n; k++)
       if (e->acc[0]->idx[k].lag > 0)
@@ -247,7 +214,7 @@ void sched_build(const Cascade *c, Sched *sc) {
   sc->n = n;
   sc->order = xmalloc(((size_t)n + 1) * sizeof *sc->order);
   sc->scc = xmalloc(((size_t)n + 1) * sizeof *sc->scc);
-  find_recurrences(c, sc->scc);
+  memcpy(sc->scc, c->recurrence, sizeof(int) * (size_t)n);
   /* A node is an Einsum, or a whole recurrence (named by its first
    * member); it waits for every node it reads from. */
   int *node = xmalloc(((size_t)n + 1) * sizeof *node);

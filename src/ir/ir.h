@@ -191,6 +191,9 @@ typedef struct Cascade {
   Edge *edges;
   int reach_words;  /* words per row of reach */
   uint64_t *reach;  /* bit (i, j): j depends on i within one iteration */
+  int *recurrence;  /* per Einsum: the recurrence it belongs to (a cycle of
+                       the dependence graph, lagged reads included), named
+                       by its first Einsum; -1 outside every recurrence */
 } Cascade;
 
 /* ---- construction (used by the spec loader) ---- */
@@ -235,11 +238,18 @@ int cascade_sequence_rank(const Cascade *c);
 bool tensor_is_intermediate(const Cascade *c, int t);
 /* Does access A read an earlier iteration (some index i-c, c >= 1)? */
 bool access_lagged(const Access *a);
-/* Is it inside a recurrence: the lagged read itself (H[i-1]), or a read
- * between two Einsums of the cycle such a read closes (HH -> H)? A
- * recurrence is co-iterated along its rank whatever the plan, so these
- * values pass on chip. */
+/* Is it inside a recurrence: the lagged read that closes its cycle
+ * (H[i-1] read by HH), or a read between two Einsums of the cycle (HH ->
+ * H)? A recurrence is co-iterated along its rank whatever the plan, so
+ * these values pass on chip. A lagged read from outside the cycle (the
+ * chunked SSD's YO reading the state HS[c-1]) is not: its reader needs
+ * the recurrence's result like any other reader. */
 bool read_in_recurrence(const Cascade *c, int einsum, const Access *a);
+/* Does edge E order its Einsums: must its consumer run after its producer
+ * in every order the cascade runs in? Every edge does, except a lagged
+ * read that closes a recurrence's cycle (HH reads H[i-1] before H's step
+ * i): the recurrence's members advance together, a step at a time. */
+bool edge_orders(const Cascade *c, const Edge *e);
 /* The first edge from P to C, or NULL. */
 const Edge *cascade_edge(const Cascade *c, int producer, int consumer);
 
