@@ -475,20 +475,6 @@ static void place_tile(Fused *f) {
 
 /* ---- the state a next pass continues from ---- */
 
-/* How many last steps of T its initialization's input holds. */
-static int64_t tail_steps(const Run *r, int t) {
-  const Einsum *ini = r->c->tensors[t].init;
-  if (!ini || ini->rhs->kind != EX_READ)
-    return 0;
-  const Access *sa = ini->rhs->acc;
-  int ivar = ini->out.idx[ini->out.cond_dim].var[0];
-  for (int k = 0; k < sa->n; k++)
-    for (int j = 0; j < sa->idx[k].nterms; j++)
-      if (sa->idx[k].var[j] == ivar)
-        return r->s->size[r->c->tensors[sa->tensor].ranks[k]];
-  return 1;
-}
-
 /* Copy the steps of on-chip T that a next pass needs from its buffer. */
 static void capture_tail(Fused *f, int t) {
   const Tensor *T = &f->r->c->tensors[t];
@@ -748,7 +734,7 @@ static bool run_unit(Fused *f, int last) {
   }
   choose_tile(f);
   for (int t = 0; t < c->ntensors; t++) {
-    f->tail_len[t] = f->onchip[t] ? tail_steps(r, t) : 0;
+    f->tail_len[t] = f->onchip[t] ? state_steps(r, t) : 0;
     if (f->made[t] && !f->onchip[t] && !r->arrays[t] && !run_alloc(r, t))
       return false;
   }

@@ -487,7 +487,24 @@ static bool interpret(Run *r) {
 
 /* For an initialization T[..., i<0, ...] = S[...], the S that makes a next
  * pass see this pass's last steps of T: S'[s] = T at the coordinates the
- * initialization maps s to, with i shifted by this pass's length. */
+ * initialization maps s to, with i shifted by this pass's length. A
+ * growing S (`append`, a KV cache) instead grows by the pass's length
+ * along its history and keeps its origin: S' is S followed by this pass's
+ * steps of T, S'[s] = T at i = s - N for a history of N steps. */
+
+int64_t state_steps(const Run *r, int t) {
+  const Cascade *c = r->c;
+  const Einsum *ini = c->tensors[t].init;
+  if (!ini || ini->rhs->kind != EX_READ)
+    return 0;
+  int st = ini->rhs->acc->tensor, k = init_history_dim(ini);
+  if (k < 0)
+    return 1;
+  int64_t n = r->s->size[c->tensors[st].ranks[k]];
+  if (c->tensors[st].append)
+    n += r->s->size[c->tensors[t].ranks[ini->out.cond_dim]];
+  return n;
+}
 
 /* T's coordinates for the element of S' at POS; false if the
  * initialization does not determine them. */
@@ -507,7 +524,9 @@ static bool state_coords(const Run *r, int t, const int64_t *pos,
       vars[ix->var[0]] = pos[k] - off;
     }
   }
-  int64_t steps = r->s->size[r->c->tensors[t].ranks[cond]];
+  int64_t steps = r->c->tensors[sa->tensor].append
+                      ? 0
+                      : r->s->size[r->c->tensors[t].ranks[cond]];
   for (int k = 0; k < ini->out.n; k++) {
     int64_t x = vars[ini->out.idx[k].var[0]];
     if (x == INT64_MIN)
@@ -538,6 +557,9 @@ bool next_state(Run *r, int t, Tensors *next) {
   int st = ini->rhs->acc->tensor, n = c->tensors[st].nranks;
   int64_t shape[IR_MAX_RANKS];
   tensor_shape(r, st, shape);
+  int hist = init_history_dim(ini);
+  if (hist >= 0)
+    shape[hist] = state_steps(r, t);
   Array *out = array_new(n, shape);
   int64_t row = n > 0 ? shape[n - 1] : 1;
   int64_t pos[IR_MAX_RANKS] = {0};

@@ -200,6 +200,18 @@ bool edge_orders(const Cascade *c, const Edge *e) {
          c->recurrence[e->consumer] != c->recurrence[e->producer];
 }
 
+int init_history_dim(const Einsum *ini) {
+  if (ini->rhs->kind != EX_READ)
+    return -1;
+  const Access *a = ini->rhs->acc;
+  int v = ini->out.idx[ini->out.cond_dim].var[0];
+  for (int k = 0; k < a->n; k++)
+    for (int j = 0; j < a->idx[k].nterms; j++)
+      if (a->idx[k].var[j] == v)
+        return k;
+  return -1;
+}
+
 const Edge *cascade_edge(const Cascade *c, int producer, int consumer) {
   for (int i = 0; i < c->nedges; i++)
     if (c->edges[i].producer == producer && c->edges[i].consumer == consumer)

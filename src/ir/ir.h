@@ -129,6 +129,12 @@ typedef struct Tensor {
   int *ranks;
   int producer;  /* the Einsum writing it, or -1 for an input */
   Einsum *init;  /* its value before an iterative rank starts; NULL: 0 */
+  /* An input that an initialization reads (a decode state) and that grows
+   * from pass to pass (`append:`, a KV cache): the next pass's value is
+   * this one followed by the pass's steps, where a plain state keeps its
+   * size and holds the last steps (the convolution history). */
+  bool append;
+  Loc append_loc;
   bool output;   /* must reach memory after the cascade (a result) */
   int nconsumers; /* Einsums reading it */
 } Tensor;
@@ -250,6 +256,12 @@ bool read_in_recurrence(const Cascade *c, int einsum, const Access *a);
  * read that closes a recurrence's cycle (HH reads H[i-1] before H's step
  * i): the recurrence's members advance together, a step at a time. */
 bool edge_orders(const Cascade *c, const Edge *e);
+/* For an initialization that reads one tensor whole (H[b,i<0,d,n] =
+ * H0[b,d,n], TX[b,i<0,d] = CS[b,i+K,d]), the coordinate of that tensor its
+ * conditioned variable indexes: the steps of the history it holds; -1 if
+ * none does (H0: the state before the first step) or the right-hand side
+ * is not a read. */
+int init_history_dim(const Einsum *ini);
 /* The first edge from P to C, or NULL. */
 const Edge *cascade_edge(const Cascade *c, int producer, int consumer);
 

@@ -81,6 +81,8 @@ static Shape *bind(const Cascade *c, bool small, bool decode) {
        {{"B", 2}, {"H", 2}, {"E", 4}, {"F", 3}, {"M", 7}}},
       {"specs/prenorm_block.yaml",
        {{"B", 2}, {"M", 5}, {"d_model", 8}, {"H", 2}}},
+      {"specs/prenorm_decode.yaml",
+       {{"B", 2}, {"T", 4}, {"M", 2}, {"d_model", 8}, {"H", 2}}},
       {"specs/gated_deltanet.yaml",
        {{"B", 2}, {"I", 5}, {"D", 8}, {"H", 2}, {"E", 3}, {"F", 4}}},
       {"specs/cnn_layer.yaml",

@@ -201,6 +201,20 @@ static void check_prenorm(const char *path) {
 
 TEST(literature_prenorm_block) { check_prenorm("specs/prenorm_block.yaml"); }
 
+TEST(literature_prenorm_decode) {
+  check_prenorm("specs/prenorm_decode.yaml");
+  /* The cache: KC and VC grow (append), K and V read them before their
+   * start, and the sequence rank is the new tokens'. */
+  Lit l = load("specs/prenorm_decode.yaml");
+  if (!l.c)
+    return;
+  CHECK(l.c->tensors[cascade_tensor(l.c, "KC")].append);
+  CHECK(l.c->tensors[cascade_tensor(l.c, "VC")].append);
+  CHECK(l.c->tensors[cascade_tensor(l.c, "K")].init != NULL);
+  CHECK_STR(l.c->ranks[cascade_sequence_rank(l.c)].name, "M");
+  unload(&l);
+}
+
 /* Gated DeltaNet: the recurrence {KS, U, S} over i, with a contraction
  * inside its cycle.
  *
