@@ -240,6 +240,42 @@ int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
   return 0;
 }
 
+int default_threads(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > 16 ? 16 : (int)n;
+}
+
+bool parse_int(const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi)
+    return false;
+  *out = v;
+  return true;
+}
+
+/* "2MiB", "512k", "1e6": bytes. */
+bool parse_bytes(const char *s, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || !(v >= 0) || !isfinite(v))
+    return false;
+  static const struct {
+    const char *suffix;
+    double scale;
+  } units[] = {{"", 1},         {"B", 1},        {"k", 1e3},
+               {"K", 1024},     {"KiB", 1024},   {"M", 1e6},
+               {"MiB", 1 << 20}, {"G", 1e9},     {"GiB", 1 << 30}};
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+    if (strcmp(end, units[i].suffix) == 0) {
+      *out = v * units[i].scale;
+      return true;
+    }
+  return false;
+}
+
 void emit(const Buf *b) {
   if (b->len)
     fwrite(b->s, 1, b->len, stdout);

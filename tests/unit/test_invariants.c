@@ -301,9 +301,6 @@ static double max_rel_diff(const Array *a, const Array *b) {
   return worst;
 }
 
-static const Design of_strategy[ST_COUNT] = {DES_UNFUSED, DES_RI, DES_RI_RSB,
-                                             DES_RI_RSB_RSP, DES_FULL};
-
 /* Plan P of C (owned: the model takes it): it runs, computes REF, and the
  * executor's bytes equal the model's (ideal accounting, the decode state
  * counted) tensor by tensor, and the intermediates' sum equals fuse's
@@ -333,11 +330,11 @@ static void check_plan(const Cascade *c, const Shape *s, const Arch *a,
                                     "by %g",
                 what, T->name, x && y ? max_rel_diff(x, y) : -1.0);
   }
-  ModelOpts mo = model_default_opts(of_strategy[p->strategy]);
+  ModelOpts mo = model_default_opts(design_of_strategy(p->strategy));
   mo.accounting = ACCOUNT_IDEAL;
   mo.state_io = true;
   double offchip = p->offchip_elems;
-  Eval *ev = model_eval_plan(c, s, a, pairs, of_strategy[p->strategy], p,
+  Eval *ev = model_eval_plan(c, s, a, pairs, design_of_strategy(p->strategy), p,
                              &mo, &d);
   if (!ev) {
     test_fail(__FILE__, __LINE__, "%s: eval: %s", what, d.msg);

@@ -78,8 +78,8 @@ static void check_groups(const Lit *l, const char *greedy, const char *alg1,
     char got[64] = "";
     for (int st = 0; st < ST_COUNT; st++) {
       Diag d = {0};
-      Plan *p = fusion_plan(l->c, l->s, l->pairs, (Strategy)st,
-                            (Stitcher)how, OBJ_TRAFFIC, &d);
+      Plan *p = fusion_plan(l->c, l->s, l->pairs, (Strategy)st, (Stitcher)how,
+                            OBJ_TRAFFIC, &d);
       size_t n = strlen(got);
       snprintf(got + n, sizeof got - n, "%s%d", st ? " " : "",
                p ? p->ngroups : -1);
