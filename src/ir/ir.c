@@ -431,7 +431,7 @@ static bool check_order(Cascade *c, Diag *d) {
   bool ok = true;
   for (int i = 0; ok && i < c->nedges; i++) {
     const Edge *e = &c->edges[i];
-    if ((e->lagged && !edge_orders(c, e)) || e->producer < e->consumer)
+    if (!edge_orders(c, e) || e->producer < e->consumer)
       continue;
     const Einsum *q = c->einsums[e->consumer];
     const Einsum *p = c->einsums[e->producer];

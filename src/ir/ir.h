@@ -134,7 +134,6 @@ typedef struct Tensor {
    * this one followed by the pass's steps, where a plain state keeps its
    * size and holds the last steps (the convolution history). */
   bool append;
-  Loc append_loc;
   bool output;   /* must reach memory after the cascade (a result) */
   int nconsumers; /* Einsums reading it */
 } Tensor;

@@ -373,7 +373,6 @@ static bool load_append(Cascade *c, const YamlNode *list, Diag *d) {
       return false;
     }
     c->tensors[t].append = true;
-    c->tensors[t].append_loc = x->loc;
   }
   return true;
 }
