@@ -347,10 +347,11 @@ static int gather_inputs(const ExecArgs *o, const Cascade *c, const Shape *s,
     if (!needed_input(c, t) || tensors_get(in, T->name))
       continue;
     if (!o->random) {
-      fprintf(stderr,
-              "mambalaya exec: %s: no value for the input %s (declared at "
-              "%d:%d): give it in an --inputs file, or use --random SEED\n",
-              c->path, T->name, T->loc.line, T->loc.col);
+      diag_error(&d, c->path, T->loc,
+                 "no value for the input %s: give it in an --inputs file, "
+                 "or use --random SEED",
+                 T->name);
+      diag_print(&d, stderr);
       return EXIT_INPUT;
     }
     /* The last --range naming it, else the last for every input. */

@@ -197,7 +197,8 @@ expect2() {
 }
 # shellcheck disable=SC2086
 expect2 "no inputs" "$MAMBALAYA" exec mamba1 $M1
-grep -q "no value for the input" "$tmp/err" || fail "no inputs: $(cat "$tmp/err")"
+grep -q "^specs/mamba1.yaml:[0-9]*:[0-9]*: error: no value for the input PEY" \
+  "$tmp/err" || fail "no inputs: $(cat "$tmp/err")"
 # shellcheck disable=SC2086
 expect2 "wrong shape" "$MAMBALAYA" exec mamba1 $M1 --set B=3 --inputs "$tmp/in.st"
 grep -q "^$tmp/in.st: error: .* has shape \[2, 9, 16\]" "$tmp/err" ||
