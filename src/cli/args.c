@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* A flag given a value (--json=no): the command took the option without
  * asking for its value. */
@@ -447,6 +448,11 @@ int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
     return EXIT_INPUT;
   }
   return 0;
+}
+
+int default_threads(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > 16 ? 16 : (int)n;
 }
 
 void emit(const Buf *b) {

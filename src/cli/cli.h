@@ -138,6 +138,11 @@ bool model_opt(Args *a, ModelOverrides *f, int *err);
 Plan *load_plan_file(const char *path, const Cascade *c, const Shape *s,
                      Diag *d);
 
+/* Numbers in options: an integer in [LO, HI]; a size in bytes with an
+ * optional unit ("2MiB", "512k", "1e6"); the worker threads by default
+ * (the CPUs, at most 16). */
+int default_threads(void);
+
 /* Print BUF to stdout (all of it, at once). */
 void emit(const Buf *b);
 
@@ -145,6 +150,7 @@ int cmd_classify(int argc, char **argv);
 int cmd_fuse(int argc, char **argv);
 int cmd_tensors(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
 int cmd_reproduce(int argc, char **argv);
 int cmd_init_weights(int argc, char **argv);
 int cmd_run(int argc, char **argv);

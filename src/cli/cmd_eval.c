@@ -117,9 +117,7 @@ int cmd_eval(int argc, char **argv) {
       status = EXIT_INPUT;
       goto done;
     }
-    static const Design of_strategy[ST_COUNT] = {
-        DES_UNFUSED, DES_RI, DES_RI_RSB, DES_RI_RSB_RSP, DES_FULL};
-    design = of_strategy[p->strategy];
+    design = design_of_strategy(p->strategy);
     ModelOpts mo = model_opts_with(&mf, design);
     ev = model_eval_plan(c, s, arch, pairs, design, p, &mo, &d);
   } else {

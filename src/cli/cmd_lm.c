@@ -55,11 +55,6 @@ static const char common_usage[] =
     "                   results would need more than B bytes (suffixes as\n"
     "                   for --buffer; default: the memory available)\n";
 
-static int default_threads(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n < 1 ? 1 : n > 16 ? 16 : (int)n;
-}
-
 /* --tokens, or --tokens-file (where a line break ends a row). */
 static bool parse_tokens(const Args *a, LmArgs *o) {
   if (o->tokens_file) {

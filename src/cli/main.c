@@ -16,6 +16,8 @@ static const Command commands[] = {
      "classify every producer->consumer pair (RI, RSb, RSp, RD)"},
     {"fuse", cmd_fuse, "stitch the cascade into fusion groups per strategy"},
     {"eval", cmd_eval, "price a fusion plan on an accelerator"},
+    {"exec", cmd_exec,
+     "run a cascade on tensors (interpreter or plan), check, count bytes"},
     {"reproduce", cmd_reproduce,
      "run the paper's evaluation: every figure beside ours"},
     {"tensors", cmd_tensors, "list the tensors of a safetensors file"},

@@ -4,11 +4,12 @@
  * The tensors a group keeps on chip (produced and consumed inside it) live
  * in tile buffers: one tile of the shared ranks at a time, plus a halo of
  * the previous tile where a window or a recurrence reads back (TTX[i-3],
- * H[i-1]). Everything else is an off-chip array. Every element the group
- * reads from or writes to an off-chip array is marked in a bitmap, so the
+ * H[i-1]). Everything else is an off-chip array. Every element a group
+ * reads from or writes to an off-chip array is marked in its bitmap, so the
  * bytes counted are each distinct element once per group — the model's
- * ideal accounting. Reads inside a recurrence (the lagged read, and reads
- * between the Einsums of its cycle) stay on chip, as in the model.
+ * ideal accounting — even where a recurrence spanning several groups makes
+ * them run as one unit. Reads inside a recurrence (the lagged read, and
+ * reads between the Einsums of its cycle) stay on chip, as in the model.
  *
  * A group whose Einsums read a tensor of the group ahead of the current
  * tile cannot be tiled: it runs as one tile. */
@@ -19,8 +20,7 @@
 #include <string.h>
 
 /* Bitmaps of 64-bit words, with a count of the bits set: every element
- * counted once. Boundary reads are marked from several workers at once,
- * so single bits are set atomically; boxes are marked between runs. */
+ * counted once. Boxes are marked by the main thread, between runs. */
 typedef struct Bits {
   uint64_t *w;
   int64_t count;
@@ -39,8 +39,10 @@ typedef struct Fused {
   Array **tail;   /* per tensor with an initialization: its last steps */
   int64_t *tail_len;
   bool counting;        /* the caller asked for the bytes (ExecStats) */
-  Bits **rmap, **wmap; /* per tensor: elements read / written */
+  Bits **rmap, **wmap; /* per group and tensor ([g * ntensors + t]):
+                          elements read / written */
   VmJob **jobs;           /* per Einsum of the unit: compiled once */
+  int gfirst, glast;      /* the unit's groups */
   /* The tiling of the current unit. */
   int nt;
   int trank[IR_MAX_RANKS];
@@ -50,14 +52,14 @@ typedef struct Fused {
 
 static int64_t rank_size(const Fused *f, int r) { return f->r->s->size[r]; }
 
-/* ---- counting ---- */
-
-static void set_one(Bits *b, int64_t i) {
-  uint64_t m = (uint64_t)1 << (i & 63);
-  uint64_t old = __atomic_fetch_or(&b->w[i >> 6], m, __ATOMIC_RELAXED);
-  if (!(old & m))
-    __atomic_fetch_add(&b->count, 1, __ATOMIC_RELAXED);
+static int first_dim(const Tensor *T, int r) {
+  for (int k = 0; k < T->nranks; k++)
+    if (T->ranks[k] == r)
+      return k;
+  return -1;
 }
+
+/* ---- counting ---- */
 
 static void set_range(Bits *b, int64_t lo, int64_t hi) {
   while (lo < hi) {
@@ -123,89 +125,111 @@ static void mark_spans(Fused *f, Bits **maps, int t, const Span *box) {
   }
 }
 
-/* Boundary reads through vm_read (initializations' inputs), from any
- * worker. */
-static void mark_one(void *ctx, int t, const int64_t *coords) {
-  Fused *f = ctx;
-  if (f->onchip[t] || !f->r->arrays[t])
-    return;
-  const Tensor *T = &f->r->c->tensors[t];
-  int64_t off = 0;
-  for (int k = 0; k < T->nranks; k++)
-    off = off * f->r->s->size[T->ranks[k]] + coords[k];
-  if (f->rmap[t]) /* made before the unit ran: workers only set bits */
-    set_one(f->rmap[t], off);
+/* Group G's bitmaps (read or written). */
+static Bits **group_maps(const Fused *f, Bits **maps, int g) {
+  return maps + (size_t)g * (size_t)f->r->c->ntensors;
 }
 
-/* Count what T's initialization reads to write STEPS steps before the
- * start over the box [LO, HI) of T's other dimensions. */
-static void count_front(Fused *f, int t, int64_t steps, const int64_t *lo,
-                        const int64_t *hi) {
-  if (!f->counting)
-    return;
+/* Count, for group G, what T's initialization reads to write STEPS steps
+ * before the start over the box [LO, HI) of T's other dimensions. */
+static void count_front(Fused *f, int g, int t, int64_t steps,
+                        const int64_t *lo, const int64_t *hi) {
   const Einsum *ini = f->r->c->tensors[t].init;
   Region reg;
   Span box[IR_MAX_RANKS];
   front_region(f->r, t, steps, lo, hi, &reg);
   for (int k = 0; k < ini->nreads; k++) {
     access_spans(f->r->s, ini->reads[k], &reg, box);
-    mark_spans(f, f->rmap, ini->reads[k]->tensor, box);
+    mark_spans(f, group_maps(f, f->rmap, g), ini->reads[k]->tensor, box);
   }
 }
 
-/* A read of an off-chip array before the start of its initialized rank
- * lands in the array's front (filled when it was allocated); it stands for
- * reading the initialization's inputs, which the reader's group counts. */
-static void count_front_read(Fused *f, int e, const Access *a,
-                             const Region *rg, const int64_t *lo,
-                             const int64_t *hi) {
-  const Run *r = f->r;
-  const Einsum *E = r->c->einsums[e];
-  int t = a->tensor, cond;
-  int64_t olo, ohi;
-  if (r->front[t] == 0 || f->onchip[t])
-    return;
-  cond = r->c->tensors[t].init->out.cond_dim;
-  int v = var_over(E, r->c->tensors[t].ranks[cond]);
-  if (!read_offset(r, E, a, cond, &olo, &ohi) || rg->lo[v] + olo >= 0)
-    return;
-  int64_t steps = -(rg->lo[v] + olo);
-  count_front(f, t, steps < r->front[t] ? steps : r->front[t], lo, hi);
+/* How many steps before the start of its tensor's initialized rank access
+ * A reaches over region RG (0: none, or no initialization). */
+static int64_t before_start(const Fused *f, const Access *a,
+                            const Region *rg) {
+  const Einsum *ini = f->r->c->tensors[a->tensor].init;
+  if (!ini)
+    return 0;
+  Span sp = index_span(f->r->s, &a->idx[ini->out.cond_dim], rg);
+  return sp.count > 0 && sp.first < 0 ? -sp.first : 0;
+}
+
+/* Does on-chip T's halo hold what reads before its start see (filled, and
+ * counted, by start_halo)? Elsewhere such reads find the steps in front of
+ * T's array or read the initialization through vm_read, and each reader
+ * counts them. */
+static bool halo_serves(const Fused *f, int t) {
+  const Tensor *T = &f->r->c->tensors[t];
+  return f->onchip[t] && f->nt > 0 && f->halo[t] > 0 && T->init &&
+         T->init->out.cond_dim == first_dim(T, f->trank[f->nt - 1]);
 }
 
 /* What Einsum E moves over region RG, as the plan's geometry says: its
- * reads from off-chip memory, the fronts its reads before a start need,
- * its output if the plan writes it. */
+ * reads from off-chip memory, what its reads before a start need of the
+ * initializations' inputs, its output if the plan writes it; counted for
+ * E's group. */
 static void count_einsum(Fused *f, int e, const Region *rg) {
   if (!f->counting)
     return;
   const Einsum *E = f->r->c->einsums[e];
+  int g = f->p->group_of[e];
   Span box[IR_MAX_RANKS];
   int64_t lo[IR_MAX_RANKS], hi[IR_MAX_RANKS];
   for (int k = 0; k < E->nreads; k++) {
     const Access *a = E->reads[k];
-    if (f->onchip[a->tensor])
+    int64_t steps = halo_serves(f, a->tensor) ? 0 : before_start(f, a, rg);
+    if (f->onchip[a->tensor] && steps == 0)
       continue;
     access_spans(f->r->s, a, rg, box);
-    for (int d = 0; d < a->n; d++) {
-      lo[d] = box[d].first;
-      hi[d] = box[d].first + box[d].step * (box[d].count - 1) + 1;
+    if (steps > 0) {
+      for (int d = 0; d < a->n; d++) {
+        lo[d] = box[d].first;
+        hi[d] = box[d].first + box[d].step * (box[d].count - 1) + 1;
+      }
+      count_front(f, g, a->tensor, steps, lo, hi);
     }
-    count_front_read(f, e, a, rg, lo, hi);
-    if (f->p->src[e][k] == SRC_DRAM)
-      mark_spans(f, f->rmap, a->tensor, box);
+    if (!f->onchip[a->tensor] && f->p->src[e][k] == SRC_DRAM)
+      mark_spans(f, group_maps(f, f->rmap, g), a->tensor, box);
   }
   if (f->p->written[E->out.tensor]) {
     access_spans(f->r->s, &E->out, rg, box);
-    mark_spans(f, f->wmap, E->out.tensor, box);
+    mark_spans(f, group_maps(f, f->wmap, g), E->out.tensor, box);
+  }
+}
+
+/* What each group of the unit reads of on-chip T before its start, served
+ * by the halo that start_halo fills over the box [LO, HI): the steps each
+ * group's own reads reach, counted for that group. */
+static void count_halo(Fused *f, int t, const int64_t *lo,
+                       const int64_t *hi) {
+  const Cascade *c = f->r->c;
+  for (int g = f->gfirst; f->counting && g <= f->glast; g++) {
+    int64_t reach = 0;
+    for (int e = 0; e < c->neinsums; e++) {
+      const Einsum *E = c->einsums[e];
+      if (!f->member[e] || f->p->group_of[e] != g)
+        continue;
+      Region full;
+      region_full(f->r->s, E, &full);
+      for (int k = 0; k < E->nreads; k++)
+        if (E->reads[k]->tensor == t) {
+          int64_t n = before_start(f, E->reads[k], &full);
+          reach = n > reach ? n : reach;
+        }
+    }
+    if (reach > 0)
+      count_front(f, g, t, reach, lo, hi);
   }
 }
 
 static void flush_counts(Fused *f) {
   ExecStats *st = f->r->st;
-  for (int t = 0; t < f->r->c->ntensors; t++)
+  int nt = f->r->c->ntensors;
+  for (int i = f->gfirst * nt; i < (f->glast + 1) * nt; i++)
     for (int w = 0; w < 2; w++) {
-      Bits **m = w ? &f->wmap[t] : &f->rmap[t];
+      int t = i % nt;
+      Bits **m = w ? &f->wmap[i] : &f->rmap[i];
       if (!*m)
         continue;
       double bytes = 4.0 * (double)(*m)->count;
@@ -223,13 +247,6 @@ static void flush_counts(Fused *f) {
 }
 
 /* ---- the tiling of a unit ---- */
-
-static int first_dim(const Tensor *T, int r) {
-  for (int k = 0; k < T->nranks; k++)
-    if (T->ranks[k] == r)
-      return k;
-  return -1;
-}
 
 /* The unit's common outer loops: the ranks the plan lets it tile. */
 static void unit_ranks(Fused *f) {
@@ -427,7 +444,7 @@ static bool start_halo(Fused *f, int t) {
           hi[d] = f->thi[j];
         }
     }
-    count_front(f, t, h, lo, hi);
+    count_halo(f, t, lo, hi);
     return fill_front(f->r, t, h, lo, hi);
   }
   const View *v = &f->r->views[t];
@@ -457,20 +474,6 @@ static void place_tile(Fused *f) {
 }
 
 /* ---- the state a next pass continues from ---- */
-
-/* How many last steps of T its initialization's input holds. */
-static int64_t tail_steps(const Run *r, int t) {
-  const Einsum *ini = r->c->tensors[t].init;
-  if (!ini || ini->rhs->kind != EX_READ)
-    return 0;
-  const Access *sa = ini->rhs->acc;
-  int ivar = ini->out.idx[ini->out.cond_dim].var[0];
-  for (int k = 0; k < sa->n; k++)
-    for (int j = 0; j < sa->idx[k].nterms; j++)
-      if (sa->idx[k].var[j] == ivar)
-        return r->s->size[r->c->tensors[sa->tensor].ranks[k]];
-  return 1;
-}
 
 /* Copy the steps of on-chip T that a next pass needs from its buffer. */
 static void capture_tail(Fused *f, int t) {
@@ -695,21 +698,23 @@ static bool walk_tiles(Fused *f) {
   return true;
 }
 
-/* Is tensor T still needed after the Einsums up to LAST? */
+/* Is tensor T still needed once the groups up to LAST have run? Groups
+ * run in the plan's order, which merging may have changed from the
+ * cascade's (the chunked SSD's YO runs after HS), so time is the group. */
 static bool needed_after(const Fused *f, int t, int last) {
   const Cascade *c = f->r->c;
   if (c->tensors[t].output || c->tensors[t].init || f->r->o->keep_all)
     return true;
   for (int k = 0; k < c->nedges; k++)
-    if (c->edges[k].tensor == t && c->edges[k].consumer > last)
+    if (c->edges[k].tensor == t && f->p->group_of[c->edges[k].consumer] > last)
       return true;
   return false;
 }
 
-static bool run_unit(Fused *f) {
+/* Run the unit of groups up to LAST. */
+static bool run_unit(Fused *f, int last) {
   Run *r = f->r;
   const Cascade *c = r->c;
-  int last = 0;
   for (int t = 0; t < c->ntensors; t++) {
     f->made[t] = false;
     f->onchip[t] = false;
@@ -720,7 +725,6 @@ static bool run_unit(Fused *f) {
       int t = c->einsums[e]->out.tensor;
       f->made[t] = true;
       f->onchip[t] = f->p->onchip[t];
-      last = e;
     }
   unit_ranks(f);
   if (!tileable(f)) {
@@ -730,17 +734,10 @@ static bool run_unit(Fused *f) {
   }
   choose_tile(f);
   for (int t = 0; t < c->ntensors; t++) {
-    f->tail_len[t] = f->onchip[t] ? tail_steps(r, t) : 0;
+    f->tail_len[t] = f->onchip[t] ? state_steps(r, t) : 0;
     if (f->made[t] && !f->onchip[t] && !r->arrays[t] && !run_alloc(r, t))
       return false;
   }
-  /* Bitmaps for the initializations' inputs, which workers mark. */
-  for (int e = 0; f->counting && e < c->neinsums; e++)
-    for (int k = 0; f->member[e] && k < c->einsums[e]->nreads; k++) {
-      const Einsum *ini = c->tensors[c->einsums[e]->reads[k]->tensor].init;
-      for (int j = 0; ini && j < ini->nreads; j++)
-        map_for(f, f->rmap, ini->reads[j]->tensor);
-    }
   bool ok = alloc_buffers(f) && walk_tiles(f);
   for (int e = 0; e < c->neinsums; e++) {
     vm_job_free(f->jobs[e]);
@@ -749,7 +746,8 @@ static bool run_unit(Fused *f) {
   free_buffers(f);
   flush_counts(f);
   for (int t = 0; ok && t < c->ntensors; t++)
-    if (c->tensors[t].producer >= 0 && c->tensors[t].producer <= last &&
+    if (c->tensors[t].producer >= 0 &&
+        f->p->group_of[c->tensors[t].producer] <= last &&
         !needed_after(f, t, last))
       run_release(r, t);
   return ok;
@@ -788,23 +786,23 @@ bool run_fused(Run *r, Tensors *next) {
   f.buf = xcalloc(nt, sizeof *f.buf);
   f.tail = xcalloc(nt, sizeof *f.tail);
   f.tail_len = xcalloc(nt, sizeof *f.tail_len);
-  f.rmap = xcalloc(nt, sizeof *f.rmap);
-  f.wmap = xcalloc(nt, sizeof *f.wmap);
+  size_t nmaps = nt * ((size_t)f.p->ngroups + 1);
+  f.rmap = xcalloc(nmaps, sizeof *f.rmap);
+  f.wmap = xcalloc(nmaps, sizeof *f.wmap);
   f.jobs = xcalloc(ne, sizeof *f.jobs);
   sched_build(c, &f.sched);
   f.scc = f.sched.scc;
   f.counting = r->st != NULL;
-  r->env.mark = f.counting ? mark_one : NULL;
-  r->env.mark_ctx = &f;
   bool ok = true;
   for (int g = 0; ok && g < f.p->ngroups;) {
     int end = unit_end(&f, g);
     for (int e = 0; e < c->neinsums; e++)
       f.member[e] = f.p->group_of[e] >= g && f.p->group_of[e] <= end;
-    ok = run_unit(&f);
+    f.gfirst = g;
+    f.glast = end;
+    ok = run_unit(&f, end);
     g = end + 1;
   }
-  r->env.mark = NULL;
   /* The next pass's state: from the arrays, or from the captured tails. */
   for (int t = 0; ok && next && t < c->ntensors; t++) {
     if (!c->tensors[t].init)

@@ -175,45 +175,12 @@ void run_release(Run *r, int t) {
 
 /* ---- recurrences ---- */
 
-/* reach[a][b]: b depends on a, through any edge (lagged ones included). */
-static bool *reach_all(const Cascade *c) {
-  int n = c->neinsums;
-  bool *reach = xcalloc((size_t)n * (size_t)n + 1, sizeof(bool));
-  for (int i = 0; i < n; i++)
-    reach[i * n + i] = true;
-  for (int i = 0; i < c->nedges; i++)
-    reach[c->edges[i].producer * n + c->edges[i].consumer] = true;
-  for (int k = 0; k < n; k++)
-    for (int a = 0; a < n; a++)
-      if (reach[a * n + k])
-        for (int b = 0; b < n; b++)
-          if (reach[k * n + b])
-            reach[a * n + b] = true;
-  return reach;
-}
-
-void find_recurrences(const Cascade *c, int *scc) {
-  int n = c->neinsums;
-  bool *reach = reach_all(c);
-  for (int i = 0; i < n; i++) {
-    scc[i] = -1;
-    for (int j = 0; j < c->nedges; j++) {
-      const Edge *e = &c->edges[j];
-      /* On a cycle closed by a lagged edge: reaches its producer and is
-       * reached from its consumer. */
-      if (e->lagged && reach[e->consumer * n + i] && reach[i * n + e->producer])
-        scc[i] = e->consumer < e->producer ? e->consumer : e->producer;
-    }
-  }
-  free(reach);
-}
-
 /* The variable of E over the recurrence's rank, found through its lagged
  * read's coordinate. */
 int recurrence_rank(const Cascade *c, int member, const int *scc) {
   for (int j = 0; j < c->nedges; j++) {
     const Edge *e = &c->edges[j];
-    if (!e->lagged || scc[e->consumer] != scc[member])
+    if (edge_orders(c, e) || scc[e->consumer] != scc[member])
       continue;
     for (int k = 0; k < e->acc[0]->n; k++)
       if (e->acc[0]->idx[k].lag > 0)
@@ -247,7 +214,7 @@ void sched_build(const Cascade *c, Sched *sc) {
   sc->n = n;
   sc->order = xmalloc(((size_t)n + 1) * sizeof *sc->order);
   sc->scc = xmalloc(((size_t)n + 1) * sizeof *sc->scc);
-  find_recurrences(c, sc->scc);
+  memcpy(sc->scc, c->recurrence, sizeof(int) * (size_t)n);
   /* A node is an Einsum, or a whole recurrence (named by its first
    * member); it waits for every node it reads from. */
   int *node = xmalloc(((size_t)n + 1) * sizeof *node);
@@ -520,7 +487,24 @@ static bool interpret(Run *r) {
 
 /* For an initialization T[..., i<0, ...] = S[...], the S that makes a next
  * pass see this pass's last steps of T: S'[s] = T at the coordinates the
- * initialization maps s to, with i shifted by this pass's length. */
+ * initialization maps s to, with i shifted by this pass's length. A
+ * growing S (`append`, a KV cache) instead grows by the pass's length
+ * along its history and keeps its origin: S' is S followed by this pass's
+ * steps of T, S'[s] = T at i = s - N for a history of N steps. */
+
+int64_t state_steps(const Run *r, int t) {
+  const Cascade *c = r->c;
+  const Einsum *ini = c->tensors[t].init;
+  if (!ini || ini->rhs->kind != EX_READ)
+    return 0;
+  int st = ini->rhs->acc->tensor, k = init_history_dim(ini);
+  if (k < 0)
+    return 1;
+  int64_t n = r->s->size[c->tensors[st].ranks[k]];
+  if (c->tensors[st].append)
+    n += r->s->size[c->tensors[t].ranks[ini->out.cond_dim]];
+  return n;
+}
 
 /* T's coordinates for the element of S' at POS; false if the
  * initialization does not determine them. */
@@ -540,7 +524,9 @@ static bool state_coords(const Run *r, int t, const int64_t *pos,
       vars[ix->var[0]] = pos[k] - off;
     }
   }
-  int64_t steps = r->s->size[r->c->tensors[t].ranks[cond]];
+  int64_t steps = r->c->tensors[sa->tensor].append
+                      ? 0
+                      : r->s->size[r->c->tensors[t].ranks[cond]];
   for (int k = 0; k < ini->out.n; k++) {
     int64_t x = vars[ini->out.idx[k].var[0]];
     if (x == INT64_MIN)
@@ -571,6 +557,9 @@ bool next_state(Run *r, int t, Tensors *next) {
   int st = ini->rhs->acc->tensor, n = c->tensors[st].nranks;
   int64_t shape[IR_MAX_RANKS];
   tensor_shape(r, st, shape);
+  int hist = init_history_dim(ini);
+  if (hist >= 0)
+    shape[hist] = state_steps(r, t);
   Array *out = array_new(n, shape);
   int64_t row = n > 0 ? shape[n - 1] : 1;
   int64_t pos[IR_MAX_RANKS] = {0};

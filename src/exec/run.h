@@ -48,9 +48,6 @@ void front_region(const Run *r, int t, int64_t steps, const int64_t *lo,
 bool fill_front(Run *r, int t, int64_t steps, const int64_t *lo,
                 const int64_t *hi);
 
-/* scc[e] = the first Einsum of the recurrence E belongs to (a cycle
- * closed by a lagged read), or -1. */
-void find_recurrences(const Cascade *c, int *scc);
 /* The rank a recurrence iterates over. */
 int recurrence_rank(const Cascade *c, int member, const int *scc);
 /* E's output variable over RANK, or -1. */
@@ -62,7 +59,7 @@ int var_over(const Einsum *e, int rank);
 typedef struct Sched {
   int n;
   int *order; /* the Einsums */
-  int *scc;   /* per Einsum, as find_recurrences */
+  int *scc;   /* per Einsum, its recurrence (Cascade.recurrence) */
 } Sched;
 void sched_build(const Cascade *c, Sched *sc);
 void sched_free(Sched *sc);
@@ -83,6 +80,11 @@ typedef struct Stretch {
 int stretch_rank(const Run *r, const int *members, int n, const Region *base);
 bool run_stretch(Run *r, const Stretch *st, const int *scc);
 
+/* How many last steps of T (which has an initialization) the next pass's
+ * state holds: its input's extent along the history (the convolution's
+ * K), or that plus this pass's steps for a growing one (`append`: a KV
+ * cache), or 1 (H0: the last step); 0 if nothing is carried. */
+int64_t state_steps(const Run *r, int t);
 /* Put into NEXT the state a following pass needs from tensor T (which has
  * an initialization), reading T's last steps through its view. */
 bool next_state(Run *r, int t, Tensors *next);

@@ -174,8 +174,6 @@ float vm_read(const Env *env, int t, const int64_t *coords) {
     }
     off += rel * v->stride[k];
   }
-  if (env->mark)
-    env->mark(env->mark_ctx, t, coords);
   return v->data[off];
 }
 

@@ -35,11 +35,6 @@ typedef struct Env {
   View *views;
   Pool *pool;
   int *fault; /* set when a read falls outside its view */
-  /* Called for every element vm_read takes from a view (the boundary
-   * reads that bypass the vectorized paths), so that the fused executor
-   * can count them. NULL: none. */
-  void (*mark)(void *ctx, int t, const int64_t *coords);
-  void *mark_ctx;
 } Env;
 
 /* (Region and region_full, boxes of an iteration space, are in ir.h.) */

@@ -100,13 +100,84 @@ static int find(int *parent, int x) {
 }
 
 /* Disjoint sets of Einsums, each with its member list (threaded through
- * next[], from head[root]). */
+ * next[], from head[root]), and the ordering edges (edge_orders) as
+ * successor lists, to walk the graph of the sets. */
 typedef struct Sets {
   int *parent, *head, *next, *tail;
+  int *start, *succ; /* Einsum x's successors: succ[start[x] .. start[x+1]) */
+  int *mark, stamp;  /* per set root: reached in walk number stamp */
+  int *stack;
 } Sets;
 
-/* Merge the sets of A and B unless some member of one depends on some
- * member of the other. */
+static void sets_init(const Cascade *c, Sets *u) {
+  int n = c->neinsums;
+  size_t sz = (size_t)n + 1;
+  u->parent = xmalloc(sz * sizeof(int));
+  u->head = xmalloc(sz * sizeof(int));
+  u->next = xmalloc(sz * sizeof(int));
+  u->tail = xmalloc(sz * sizeof(int));
+  u->mark = xcalloc(sz, sizeof(int));
+  u->stack = xmalloc(sz * sizeof(int));
+  u->stamp = 0;
+  for (int i = 0; i < n; i++) {
+    u->parent[i] = u->head[i] = u->tail[i] = i;
+    u->next[i] = -1;
+  }
+  u->start = xcalloc(sz + 1, sizeof(int));
+  for (int i = 0; i < c->nedges; i++)
+    if (edge_orders(c, &c->edges[i]))
+      u->start[c->edges[i].producer + 1]++;
+  for (int i = 0; i < n; i++)
+    u->start[i + 1] += u->start[i];
+  u->succ = xmalloc(((size_t)u->start[n] + 1) * sizeof(int));
+  int *fill = xcalloc(sz, sizeof *fill);
+  for (int i = 0; i < c->nedges; i++)
+    if (edge_orders(c, &c->edges[i])) {
+      int p = c->edges[i].producer;
+      u->succ[u->start[p] + fill[p]++] = c->edges[i].consumer;
+    }
+  free(fill);
+}
+
+static void sets_free(Sets *u) {
+  free(u->parent);
+  free(u->head);
+  free(u->next);
+  free(u->tail);
+  free(u->start);
+  free(u->succ);
+  free(u->mark);
+  free(u->stack);
+}
+
+/* Does the set rooted at FROM reach the set rooted at TO in the graph of
+ * the sets (a set reaches what any of its members reaches)? */
+static bool set_reaches(Sets *u, int from, int to) {
+  int top = 0;
+  u->stamp++;
+  u->mark[from] = u->stamp;
+  u->stack[top++] = from;
+  while (top > 0) {
+    int r = u->stack[--top];
+    for (int x = u->head[r]; x >= 0; x = u->next[x])
+      for (int k = u->start[x]; k < u->start[x + 1]; k++) {
+        int y = find(u->parent, u->succ[k]);
+        if (y == to)
+          return true;
+        if (u->mark[y] != u->stamp) {
+          u->mark[y] = u->stamp;
+          u->stack[top++] = y;
+        }
+      }
+  }
+  return false;
+}
+
+/* Merge the sets of A and B unless one depends on the other: a member of
+ * one reaches a member of the other, directly or through other merged
+ * sets, along edges that order Einsums (a lagged read from outside a
+ * recurrence included: YO reading HS[c-1] must follow HS). The sets'
+ * graph stays acyclic, so the merged nodes have a topological order. */
 static void try_union(const Cascade *c, Sets *u, int a, int b) {
   int ra = find(u->parent, a), rb = find(u->parent, b);
   if (ra == rb)
@@ -115,6 +186,8 @@ static void try_union(const Cascade *c, Sets *u, int a, int b) {
     for (int j = u->head[rb]; j >= 0; j = u->next[j])
       if (cascade_reaches(c, i, j) || cascade_reaches(c, j, i))
         return;
+  if (set_reaches(u, ra, rb) || set_reaches(u, rb, ra))
+    return;
   if (ra > rb) {
     int t = ra;
     ra = rb;
@@ -125,8 +198,9 @@ static void try_union(const Cascade *c, Sets *u, int a, int b) {
   u->tail[ra] = u->tail[rb];
 }
 
-/* Order nodes topologically, earliest first among the ready ones, so that
- * the cascade's written order is kept wherever the merging allows. */
+/* Order nodes topologically along the edges that order Einsums
+ * (edge_orders), earliest first among the ready ones, so that the
+ * cascade's written order is kept wherever the merging allows. */
 static void order_nodes(const Cascade *c, Nodes *m) {
   int n = m->n;
   int *indeg = xcalloc((size_t)n, sizeof *indeg);
@@ -134,7 +208,7 @@ static void order_nodes(const Cascade *c, Nodes *m) {
   for (int i = 0; i < c->nedges; i++) {
     const Edge *e = &c->edges[i];
     int a = m->node_of[e->producer], b = m->node_of[e->consumer];
-    if (!e->lagged && a != b)
+    if (edge_orders(c, e) && a != b)
       indeg[b]++;
   }
   Node *sorted = xcalloc((size_t)n, sizeof *sorted);
@@ -146,17 +220,13 @@ static void order_nodes(const Cascade *c, Nodes *m) {
         pick = j;
         break;
       }
-    if (pick < 0) /* cannot happen for a checked cascade; keep the rest */
-      for (int j = 0; j < n && pick < 0; j++)
-        if (!done[j])
-          pick = j;
     done[pick] = true;
     new_index[pick] = k;
     sorted[k] = m->nodes[pick];
     for (int i = 0; i < c->nedges; i++) {
       const Edge *e = &c->edges[i];
       int a = m->node_of[e->producer], b = m->node_of[e->consumer];
-      if (!e->lagged && a == pick && b != pick)
+      if (edge_orders(c, e) && a == pick && b != pick)
         indeg[b]--;
     }
   }
@@ -194,13 +264,8 @@ static Nodes *nodes_from_parents(const Cascade *c, int *parent) {
 
 
 Nodes *fusion_merge(const Cascade *c, const Shape *s) {
-  size_t n = (size_t)c->neinsums + 1;
-  Sets u = {xmalloc(n * sizeof(int)), xmalloc(n * sizeof(int)),
-            xmalloc(n * sizeof(int)), xmalloc(n * sizeof(int))};
-  for (int i = 0; i < c->neinsums; i++) {
-    u.parent[i] = u.head[i] = u.tail[i] = i;
-    u.next[i] = -1;
-  }
+  Sets u;
+  sets_init(c, &u);
   /* Each tensor's readers, in cascade order (inputs included: Q, K and V
    * share the input X). */
   int *start = xcalloc((size_t)c->ntensors + 2, sizeof *start);
@@ -230,10 +295,7 @@ Nodes *fusion_merge(const Cascade *c, const Shape *s) {
   free(fill);
   free(start);
   Nodes *m = nodes_from_parents(c, u.parent);
-  free(u.parent);
-  free(u.head);
-  free(u.next);
-  free(u.tail);
+  sets_free(&u);
   return m;
 }
 

@@ -253,7 +253,7 @@ Plan *fusion_plan_groups(const Cascade *c, const Shape *s, Strategy st,
                          const int *group_of, Diag *d) {
   for (int i = 0; i < c->nedges; i++) {
     const Edge *e = &c->edges[i];
-    if (!e->lagged && group_of[e->producer] > group_of[e->consumer]) {
+    if (edge_orders(c, e) && group_of[e->producer] > group_of[e->consumer]) {
       diag_error(d, c->path, c->einsums[e->consumer]->loc,
                  "this plan cannot run: %s (group %d) reads %s, which group "
                  "%d produces later",

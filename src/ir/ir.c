@@ -190,20 +190,26 @@ bool tensor_is_intermediate(const Cascade *c, int t) {
 }
 
 bool read_in_recurrence(const Cascade *c, int einsum, const Access *a) {
-  if (access_lagged(a))
-    return true;
   int p = c->tensors[a->tensor].producer;
-  if (p < 0 || !cascade_reaches(c, p, einsum))
-    return false;
-  /* Same cycle: EINSUM reaches P back through a lagged edge. */
-  for (int i = 0; i < c->nedges; i++) {
-    const Edge *ed = &c->edges[i];
-    if (ed->lagged && ed->consumer != ed->producer &&
-        cascade_reaches(c, einsum, ed->producer) &&
-        cascade_reaches(c, ed->consumer, p))
-      return true;
-  }
-  return false;
+  return p >= 0 && c->recurrence[einsum] >= 0 &&
+         c->recurrence[einsum] == c->recurrence[p];
+}
+
+bool edge_orders(const Cascade *c, const Edge *e) {
+  return !e->lagged || c->recurrence[e->consumer] < 0 ||
+         c->recurrence[e->consumer] != c->recurrence[e->producer];
+}
+
+int init_history_dim(const Einsum *ini) {
+  if (ini->rhs->kind != EX_READ)
+    return -1;
+  const Access *a = ini->rhs->acc;
+  int v = ini->out.idx[ini->out.cond_dim].var[0];
+  for (int k = 0; k < a->n; k++)
+    for (int j = 0; j < a->idx[k].nterms; j++)
+      if (a->idx[k].var[j] == v)
+        return k;
+  return -1;
 }
 
 const Edge *cascade_edge(const Cascade *c, int producer, int consumer) {
@@ -325,11 +331,107 @@ static void build_reach(Cascade *c) {
   free(start);
 }
 
+/* The recurrences: the strongly connected components of the dependence
+ * graph, lagged edges included, that hold a cycle (two Einsums or more, or
+ * one reading its own earlier iteration). Kosaraju's two walks, without
+ * recursion: finishing order forwards, then components backwards. */
+static void find_recurrences(Cascade *c) {
+  int n = c->neinsums, m = c->nedges;
+  c->recurrence = arena_alloc(&c->arena, sizeof(int) * ((size_t)n + 1));
+  int *fwd = xcalloc((size_t)n + 2, sizeof *fwd);
+  int *bwd = xcalloc((size_t)n + 2, sizeof *bwd);
+  for (int i = 0; i < m; i++) {
+    fwd[c->edges[i].producer + 1]++;
+    bwd[c->edges[i].consumer + 1]++;
+  }
+  for (int i = 0; i < n; i++) {
+    fwd[i + 1] += fwd[i];
+    bwd[i + 1] += bwd[i];
+  }
+  int *succ = xmalloc(((size_t)m + 1) * sizeof *succ);
+  int *pred = xmalloc(((size_t)m + 1) * sizeof *pred);
+  int *fill = xcalloc((size_t)n + 1, sizeof *fill);
+  for (int i = 0; i < m; i++) {
+    int p = c->edges[i].producer;
+    succ[fwd[p] + fill[p]++] = c->edges[i].consumer;
+  }
+  memset(fill, 0, ((size_t)n + 1) * sizeof *fill);
+  for (int i = 0; i < m; i++) {
+    int q = c->edges[i].consumer;
+    pred[bwd[q] + fill[q]++] = c->edges[i].producer;
+  }
+  int *order = xmalloc(((size_t)n + 1) * sizeof *order);
+  int *stack = xmalloc(((size_t)n + 1) * sizeof *stack);
+  int *next = xcalloc((size_t)n + 1, sizeof *next); /* next successor */
+  bool *seen = xcalloc((size_t)n + 1, sizeof *seen);
+  int norder = 0;
+  for (int r = 0; r < n; r++) {
+    if (seen[r])
+      continue;
+    int top = 0;
+    stack[top++] = r;
+    seen[r] = true;
+    next[r] = fwd[r];
+    while (top > 0) {
+      int x = stack[top - 1];
+      if (next[x] < fwd[x + 1]) {
+        int y = succ[next[x]++];
+        if (!seen[y]) {
+          seen[y] = true;
+          next[y] = fwd[y];
+          stack[top++] = y;
+        }
+      } else {
+        order[norder++] = x;
+        top--;
+      }
+    }
+  }
+  for (int i = 0; i < n; i++)
+    c->recurrence[i] = -2; /* unassigned */
+  int *members = xmalloc(((size_t)n + 1) * sizeof *members);
+  for (int k = norder - 1; k >= 0; k--) {
+    int r = order[k];
+    if (c->recurrence[r] != -2)
+      continue;
+    int top = 0, nm = 0, first = r;
+    stack[top++] = r;
+    c->recurrence[r] = -3; /* in the component being collected */
+    while (top > 0) {
+      int x = stack[--top];
+      members[nm++] = x;
+      first = x < first ? x : first;
+      for (int j = bwd[x]; j < bwd[x + 1]; j++)
+        if (c->recurrence[pred[j]] == -2) {
+          c->recurrence[pred[j]] = -3;
+          stack[top++] = pred[j];
+        }
+    }
+    bool cycle = nm > 1;
+    for (int j = fwd[r]; !cycle && j < fwd[r + 1]; j++)
+      cycle = succ[j] == r; /* reads its own earlier iteration */
+    for (int j = 0; j < nm; j++)
+      c->recurrence[members[j]] = cycle ? first : -1;
+  }
+  free(members);
+  free(seen);
+  free(next);
+  free(stack);
+  free(order);
+  free(fill);
+  free(pred);
+  free(succ);
+  free(bwd);
+  free(fwd);
+}
+
+/* Every read that orders its Einsums (edge_orders) comes after its
+ * producer; a cycle is closed only by lagged reads. */
 static bool check_order(Cascade *c, Diag *d) {
   bool ok = true;
   for (int i = 0; ok && i < c->nedges; i++) {
     const Edge *e = &c->edges[i];
-    if (e->lagged || e->producer < e->consumer)
+    if (!edge_orders(c, e) || e->producer < e->consumer)
       continue;
     const Einsum *q = c->einsums[e->consumer];
     const Einsum *p = c->einsums[e->producer];
@@ -421,6 +523,7 @@ bool cascade_finish(Cascade *c, Diag *d) {
   for (int i = 0; i < c->nedges; i++)
     c->tensors[c->edges[i].tensor].nconsumers++;
   build_reach(c);
+  find_recurrences(c);
   if (!check_order(c, d) || !check_inits(c, d))
     return false;
   bool any_output = false;

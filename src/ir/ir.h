@@ -129,6 +129,11 @@ typedef struct Tensor {
   int *ranks;
   int producer;  /* the Einsum writing it, or -1 for an input */
   Einsum *init;  /* its value before an iterative rank starts; NULL: 0 */
+  /* An input that an initialization reads (a decode state) and that grows
+   * from pass to pass (`append:`, a KV cache): the next pass's value is
+   * this one followed by the pass's steps, where a plain state keeps its
+   * size and holds the last steps (the convolution history). */
+  bool append;
   bool output;   /* must reach memory after the cascade (a result) */
   int nconsumers; /* Einsums reading it */
 } Tensor;
@@ -191,6 +196,9 @@ typedef struct Cascade {
   Edge *edges;
   int reach_words;  /* words per row of reach */
   uint64_t *reach;  /* bit (i, j): j depends on i within one iteration */
+  int *recurrence;  /* per Einsum: the recurrence it belongs to (a cycle of
+                       the dependence graph, lagged reads included), named
+                       by its first Einsum; -1 outside every recurrence */
 } Cascade;
 
 /* ---- construction (used by the spec loader) ---- */
@@ -235,11 +243,24 @@ int cascade_sequence_rank(const Cascade *c);
 bool tensor_is_intermediate(const Cascade *c, int t);
 /* Does access A read an earlier iteration (some index i-c, c >= 1)? */
 bool access_lagged(const Access *a);
-/* Is it inside a recurrence: the lagged read itself (H[i-1]), or a read
- * between two Einsums of the cycle such a read closes (HH -> H)? A
- * recurrence is co-iterated along its rank whatever the plan, so these
- * values pass on chip. */
+/* Is it inside a recurrence: the lagged read that closes its cycle
+ * (H[i-1] read by HH), or a read between two Einsums of the cycle (HH ->
+ * H)? A recurrence is co-iterated along its rank whatever the plan, so
+ * these values pass on chip. A lagged read from outside the cycle (the
+ * chunked SSD's YO reading the state HS[c-1]) is not: its reader needs
+ * the recurrence's result like any other reader. */
 bool read_in_recurrence(const Cascade *c, int einsum, const Access *a);
+/* Does edge E order its Einsums: must its consumer run after its producer
+ * in every order the cascade runs in? Every edge does, except a lagged
+ * read that closes a recurrence's cycle (HH reads H[i-1] before H's step
+ * i): the recurrence's members advance together, a step at a time. */
+bool edge_orders(const Cascade *c, const Edge *e);
+/* For an initialization that reads one tensor whole (H[b,i<0,d,n] =
+ * H0[b,d,n], TX[b,i<0,d] = CS[b,i+K,d]), the coordinate of that tensor its
+ * conditioned variable indexes: the steps of the history it holds; -1 if
+ * none does (H0: the state before the first step) or the right-hand side
+ * is not a read. */
+int init_history_dim(const Einsum *ini);
 /* The first edge from P to C, or NULL. */
 const Edge *cascade_edge(const Cascade *c, int producer, int consumer);
 

@@ -56,6 +56,12 @@ Strategy design_strategy(Design d) {
   }
 }
 
+Design design_of_strategy(Strategy s) {
+  static const Design of[ST_COUNT] = {DES_UNFUSED, DES_RI, DES_RI_RSB,
+                                      DES_RI_RSB_RSP, DES_FULL};
+  return of[s];
+}
+
 ModelOpts model_default_opts(Design d) {
   ModelOpts o = {
       .compose = COMPOSE_SEQUENTIAL,

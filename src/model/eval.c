@@ -25,7 +25,7 @@ void charge(const Ctx *x, EinsumEval *r, int t, double n, bool write,
 
 /* ---- the plan ---- */
 
-/* The RI group holding the recurrence (a lagged edge): the region MARCA
+/* The RI group holding the recurrence (its lagged edge): the region MARCA
  * and Geens et al. fuse. Every other Einsum stands alone. */
 static Plan *recurrence_plan(const Cascade *c, const Shape *s,
                              const Pair *pairs) {
@@ -33,7 +33,7 @@ static Plan *recurrence_plan(const Cascade *c, const Shape *s,
   Plan *ri = fusion_plan(c, s, pairs, ST_RI, STITCH_GREEDY, OBJ_GROUPS, &d);
   int region = -1;
   for (int i = 0; i < c->nedges; i++)
-    if (c->edges[i].lagged)
+    if (!edge_orders(c, &c->edges[i]))
       region = ri->group_of[c->edges[i].consumer];
   int *group_of = xcalloc((size_t)c->neinsums + 1, sizeof *group_of);
   int g = -1, prev = -2;

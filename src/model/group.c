@@ -161,7 +161,7 @@ static void design_spills(Grp *G) {
       continue;
     int last = -1;
     for (int k = 0; k < c->nedges; k++)
-      if (c->edges[k].tensor == t && !c->edges[k].lagged &&
+      if (c->edges[k].tensor == t && edge_orders(c, &c->edges[k]) &&
           c->edges[k].consumer > last)
         last = c->edges[k].consumer;
     if (last - p > x->o.spill_distance) {
@@ -192,7 +192,7 @@ static int recurrence_of(const Grp *G, int *iter_rank) {
   const Cascade *c = G->x->c;
   for (int i = 0; i < c->nedges; i++) {
     const Edge *e = &c->edges[i];
-    if (!e->lagged || G->x->plan->group_of[e->consumer] !=
+    if (edge_orders(c, e) || G->x->plan->group_of[e->consumer] !=
                           G->x->plan->group_of[G->gr->einsums[0]])
       continue;
     for (int k = 0; k < e->acc[0]->n; k++)

@@ -71,6 +71,8 @@ const char *design_label(Design d); /* "Best unfused", "MARCA-like", ... */
 bool design_from_name(const char *name, Design *d);
 /* The fusion strategy a design stitches with. */
 Strategy design_strategy(Design d);
+/* The design that prices a plan of strategy S (unfused, ri, ..., full). */
+Design design_of_strategy(Strategy s);
 /* A design's label for a plan: "Fully fused" only when the plan is one
  * group ("All classes, 5 groups" otherwise). BUF receives it. */
 const char *design_plan_label(Design d, const Plan *p, char *buf, size_t n);

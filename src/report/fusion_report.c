@@ -204,16 +204,25 @@ void report_plan_text(Buf *b, const Cascade *c, const Plan *p) {
   buf_printf(b, "strategy %s (%s stitching): %d group%s\n",
              strategy_name(p->strategy), stitcher_name(p->stitcher),
              p->ngroups, p->ngroups == 1 ? "" : "s");
+  /* Each group's merged nodes in the order they run (merging may move an
+   * Einsum after a later one: the chunked SSD's {CB YO} after HS), a
+   * node's members in braces. */
   for (int g = 0; g < p->ngroups; g++) {
     buf_printf(b, "  G%-3d", g + 1);
-    const Group *gr = &p->groups[g];
-    for (int i = 0; i < gr->n; i++) {
-      int e = gr->einsums[i];
-      const Node *nd = &p->nodes->nodes[p->nodes->node_of[e]];
-      bool merged = nd->n > 1;
-      bool first = nd->einsums[0] == e, last = nd->einsums[nd->n - 1] == e;
-      buf_printf(b, " %s%d:%s%s", merged && first ? "{" : "", e + 1,
-                 einsum_name(c, e), merged && last ? "}" : "");
+    for (int k = 0; k < p->nodes->n; k++) {
+      const Node *nd = &p->nodes->nodes[k];
+      int in = 0;
+      for (int i = 0; i < nd->n; i++)
+        in += p->group_of[nd->einsums[i]] == g;
+      for (int i = 0, seen = 0; i < nd->n; i++) {
+        int e = nd->einsums[i];
+        if (p->group_of[e] != g)
+          continue;
+        seen++;
+        bool braces = in > 1;
+        buf_printf(b, " %s%d:%s%s", braces && seen == 1 ? "{" : "", e + 1,
+                   einsum_name(c, e), braces && seen == in ? "}" : "");
+      }
     }
     buf_printf(b, "\n");
   }

@@ -11,7 +11,7 @@ static const char *const kept_sections[] = {"mapping", "format",
                                             "weights", NULL};
 static const char *const own_sections[] = {
     "einsum", "shape", "params", "model", "outputs", "sequence", "units",
-    NULL};
+    "append", NULL};
 
 static bool in_list(const char *const *list, const char *s) {
   for (int i = 0; list[i]; i++)
@@ -332,6 +332,51 @@ static bool load_units(Cascade *c, const YamlNode *m, Diag *d) {
   return true;
 }
 
+/* Does an initialization read input T whole, with its conditioned
+ * variable plainly offset along one coordinate of T (K[b,h,m<0,e] =
+ * KC[b,h,m+T,e]), so that a next pass's T can be derived step by step? */
+static bool is_history(const Cascade *c, int t) {
+  for (int u = 0; u < c->ntensors; u++) {
+    const Einsum *ini = c->tensors[u].init;
+    int k = ini ? init_history_dim(ini) : -1;
+    if (k >= 0 && ini->rhs->acc->tensor == t &&
+        ini->rhs->acc->idx[k].nterms == 1 && !ini->rhs->acc->idx[k].coef[0])
+      return true;
+  }
+  return false;
+}
+
+/* append: [TENSOR, ...] -- decode states that grow (a KV cache): each an
+ * input that an initialization reads whole, along its conditioned
+ * variable (K[b,h,m<0,e] = KC[b,h,m+T,e]). */
+static bool load_append(Cascade *c, const YamlNode *list, Diag *d) {
+  if (!list)
+    return true;
+  if (!want(c, list, YN_SEQ, "(append: a list of decode-state tensors)", d))
+    return false;
+  for (int i = 0; i < list->n; i++) {
+    const YamlNode *x = list->items[i];
+    if (!want_identifier(c, x, "tensor name", d))
+      return false;
+    int t = cascade_tensor(c, x->text);
+    if (t < 0) {
+      diag_error(d, c->path, x->loc, "unknown tensor '%s' in append",
+                 x->text);
+      return false;
+    }
+    if (!is_history(c, t)) {
+      diag_error(d, c->path, x->loc,
+                 "append: %s is not a history an initialization reads: "
+                 "expected an input read as T[..., v<0, ...] = %s[..., v+N, "
+                 "...] (a KV cache: K[b,h,m<0,e] = KC[b,h,m+T,e])",
+                 x->text, x->text);
+      return false;
+    }
+    c->tensors[t].append = true;
+  }
+  return true;
+}
+
 static bool check_outputs_produced(Cascade *c, const YamlNode *outs,
                                    Diag *d) {
   for (int i = 0; outs && i < outs->n; i++) {
@@ -362,8 +407,8 @@ static bool load_root(Cascade *c, const YamlNode *root, Diag *d) {
     } else if (!in_list(own_sections, k)) {
       diag_error(d, c->path, root->keys[i]->loc,
                  "unknown section '%s' (expected einsum, shape, params, model, "
-                 "outputs, sequence, units, weights, or TeAAL's mapping, "
-                 "format, architecture, bindings)",
+                 "outputs, sequence, units, append, weights, or TeAAL's "
+                 "mapping, format, architecture, bindings)",
                  k);
       return false;
     }
@@ -406,7 +451,8 @@ static bool load_root(Cascade *c, const YamlNode *root, Diag *d) {
          cascade_finish(c, d) &&
          check_outputs_produced(c, ydoc_get(root, "outputs"), d) &&
          load_sequence(c, ydoc_get(root, "sequence"), d) &&
-         load_units(c, ydoc_get(root, "units"), d);
+         load_units(c, ydoc_get(root, "units"), d) &&
+         load_append(c, ydoc_get(root, "append"), d);
 }
 
 Cascade *spec_parse(const char *path, const char *text, size_t len,

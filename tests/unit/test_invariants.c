@@ -72,6 +72,22 @@ static Shape *bind(const Cascade *c, bool small, bool decode) {
         {"d_state", 8}}},
       {"specs/transformer.yaml",
        {{"B", 2}, {"M", 5}, {"D", 16}, {"H", 2}, {"E", 4}}},
+      {"specs/mamba2_chunked.yaml",
+       {{"B", 2}, {"C", 3}, {"L", 4}, {"n_heads", 2}, {"head_dim", 3},
+        {"d_state", 2}}},
+      {"specs/fusemax_1pass.yaml",
+       {{"B", 2}, {"H", 2}, {"E", 4}, {"F", 3}, {"M1", 3}, {"M0", 4}}},
+      {"specs/fusemax_3pass.yaml",
+       {{"B", 2}, {"H", 2}, {"E", 4}, {"F", 3}, {"M", 7}}},
+      {"specs/prenorm_block.yaml",
+       {{"B", 2}, {"M", 5}, {"d_model", 8}, {"H", 2}}},
+      {"specs/prenorm_decode.yaml",
+       {{"B", 2}, {"T", 4}, {"M", 2}, {"d_model", 8}, {"H", 2}}},
+      {"specs/gated_deltanet.yaml",
+       {{"B", 2}, {"I", 5}, {"D", 8}, {"H", 2}, {"E", 3}, {"F", 4}}},
+      {"specs/cnn_layer.yaml",
+       {{"B", 2}, {"C", 2}, {"K", 3}, {"P", 6}, {"Q", 4}, {"R", 3},
+        {"S", 3}}},
       {"tests/specs/good/teaal_conv.yaml",
        {{"M", 7}, {"N", 8}, {"R", 3}, {"S", 2}, {"X", 5}, {"Y", 7}}},
   };
@@ -285,9 +301,6 @@ static double max_rel_diff(const Array *a, const Array *b) {
   return worst;
 }
 
-static const Design of_strategy[ST_COUNT] = {DES_UNFUSED, DES_RI, DES_RI_RSB,
-                                             DES_RI_RSB_RSP, DES_FULL};
-
 /* Plan P of C (owned: the model takes it): it runs, computes REF, and the
  * executor's bytes equal the model's (ideal accounting, the decode state
  * counted) tensor by tensor, and the intermediates' sum equals fuse's
@@ -317,11 +330,11 @@ static void check_plan(const Cascade *c, const Shape *s, const Arch *a,
                                     "by %g",
                 what, T->name, x && y ? max_rel_diff(x, y) : -1.0);
   }
-  ModelOpts mo = model_default_opts(of_strategy[p->strategy]);
+  ModelOpts mo = model_default_opts(design_of_strategy(p->strategy));
   mo.accounting = ACCOUNT_IDEAL;
   mo.state_io = true;
   double offchip = p->offchip_elems;
-  Eval *ev = model_eval_plan(c, s, a, pairs, of_strategy[p->strategy], p,
+  Eval *ev = model_eval_plan(c, s, a, pairs, design_of_strategy(p->strategy), p,
                              &mo, &d);
   if (!ev) {
     test_fail(__FILE__, __LINE__, "%s: eval: %s", what, d.msg);
