@@ -375,13 +375,13 @@ static bool price_traffic(Ctx *x) {
   return true;
 }
 
-Eval *model_eval_plan(const Cascade *c, const Shape *s, const Arch *a,
-                      const Pair *pairs, Design d, Plan *plan,
-                      const ModelOpts *o, Diag *diag) {
+static Eval *eval_plan(const Cascade *c, const Shape *s, const Arch *a,
+                       const Pair *pairs, Design d, Plan *plan,
+                       const ModelOpts *o, MapMemo *memo, Diag *diag) {
   if (!plan)
     return NULL;
   Ctx x = {.c = c, .s = s, .a = a, .pairs = pairs, .d = d, .o = *o,
-           .plan = plan, .diag = diag};
+           .plan = plan, .memo = memo, .diag = diag};
   x.word = a->word_bytes;
   x.glb = a->nlevels > 1 ? a->levels[1].capacity / a->word_bytes : INFINITY;
   x.bw = a->levels[0].bandwidth / a->clock_hz;
@@ -459,11 +459,23 @@ Eval *model_eval_plan(const Cascade *c, const Shape *s, const Arch *a,
   return ev;
 }
 
+Eval *model_eval_plan(const Cascade *c, const Shape *s, const Arch *a,
+                      const Pair *pairs, Design d, Plan *plan,
+                      const ModelOpts *o, Diag *diag) {
+  return eval_plan(c, s, a, pairs, d, plan, o, NULL, diag);
+}
+
+Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
+                      const Pair *pairs, Design d, const ModelOpts *o,
+                      MapMemo *memo, Diag *diag) {
+  Plan *p = design_plan(c, s, pairs, d, o, diag);
+  return p ? eval_plan(c, s, a, pairs, d, p, o, memo, diag) : NULL;
+}
+
 Eval *model_eval(const Cascade *c, const Shape *s, const Arch *a,
                  const Pair *pairs, Design d, const ModelOpts *o,
                  Diag *diag) {
-  Plan *p = design_plan(c, s, pairs, d, o, diag);
-  return p ? model_eval_plan(c, s, a, pairs, d, p, o, diag) : NULL;
+  return model_eval_memo(c, s, a, pairs, d, o, NULL, diag);
 }
 
 void eval_free(Eval *e) {

@@ -418,7 +418,7 @@ static Trial try_tile(const Grp *G, double reserve, Mapping *maps) {
     int tensor_of[MAP_MAX_TENSORS];
     member_problem(G, i, cap, &p, tensor_of);
     Mapping m;
-    map_search(&p, &m);
+    map_search_memo(x->memo, &p, &m);
     tr.ok = m.fits;
     if (maps)
       maps[i] = m;

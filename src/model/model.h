@@ -218,6 +218,24 @@ Eval *model_eval_plan(const Cascade *c, const Shape *s, const Arch *a,
                       const ModelOpts *o, Diag *diag);
 void eval_free(Eval *e);
 
+/* ---- reuse across evaluations ----
+ *
+ * The mapping search is a pure function of its problem (below), and the
+ * same problems come back: the designs of one point share their unfused
+ * Einsums; a sweep's points that differ in the arrays, the bandwidth or
+ * the clock pose the same loop nests to the same buffer. A MapMemo keeps
+ * each answer (memo.c); an evaluation given one gives exactly the figures
+ * it gives without. Not shared between threads: one per thread. */
+typedef struct MapMemo MapMemo;
+MapMemo *map_memo_new(void);
+void map_memo_free(MapMemo *m);
+/* Hits and misses so far (for benchmarks). */
+void map_memo_stats(const MapMemo *m, long *hits, long *misses);
+/* model_eval, its mapping searches through MEMO (NULL: none). */
+Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
+                      const Pair *pairs, Design d, const ModelOpts *o,
+                      MapMemo *memo, Diag *diag);
+
 /* ---- the mapping search (exposed for tests) ---- */
 
 enum { MAP_MAX_VARS = 16, MAP_MAX_TENSORS = 24 };
@@ -267,6 +285,9 @@ typedef struct Mapping {
  * the classes indexing one DRAM tensor only keep their written order. */
 enum { MAP_BUDGET = 1 << 12, MAP_MAX_PERM_CLASSES = 6 };
 void map_search(const MapProblem *p, Mapping *best);
+/* map_search through MEMO (NULL: none): a problem met before is answered
+ * with the Mapping the search returned then. */
+void map_search_memo(MapMemo *memo, const MapProblem *p, Mapping *best);
 /* Traffic and footprint of one mapping (ORDER and TILE set). */
 void map_price(const MapProblem *p, Mapping *m);
 

@@ -21,6 +21,7 @@ typedef struct Ctx {
   int *unit;   /* per Einsum: the unit it runs on */
   bool *inter; /* per tensor: an intermediate */
   Eval *ev;
+  MapMemo *memo; /* the caller's, or NULL */
   Diag *diag;
 } Ctx;
 
