@@ -50,8 +50,8 @@ static Plan *recurrence_plan(const Cascade *c, const Shape *s,
   return p;
 }
 
-static Plan *design_plan(const Cascade *c, const Shape *s, const Pair *pairs,
-                         Design des, const ModelOpts *o, Diag *d) {
+Plan *model_plan(const Cascade *c, const Shape *s, const Pair *pairs,
+                 Design des, const ModelOpts *o, Diag *d) {
   if (des == DES_MARCA || des == DES_GEENS)
     return recurrence_plan(c, s, pairs);
   Strategy st = design_strategy(des);
@@ -375,9 +375,9 @@ static bool price_traffic(Ctx *x) {
   return true;
 }
 
-static Eval *eval_plan(const Cascade *c, const Shape *s, const Arch *a,
-                       const Pair *pairs, Design d, Plan *plan,
-                       const ModelOpts *o, MapMemo *memo, Diag *diag) {
+Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
+                      const Pair *pairs, Design d, Plan *plan,
+                      const ModelOpts *o, MapMemo *memo, Diag *diag) {
   if (!plan)
     return NULL;
   Ctx x = {.c = c, .s = s, .a = a, .pairs = pairs, .d = d, .o = *o,
@@ -462,20 +462,14 @@ static Eval *eval_plan(const Cascade *c, const Shape *s, const Arch *a,
 Eval *model_eval_plan(const Cascade *c, const Shape *s, const Arch *a,
                       const Pair *pairs, Design d, Plan *plan,
                       const ModelOpts *o, Diag *diag) {
-  return eval_plan(c, s, a, pairs, d, plan, o, NULL, diag);
-}
-
-Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
-                      const Pair *pairs, Design d, const ModelOpts *o,
-                      MapMemo *memo, Diag *diag) {
-  Plan *p = design_plan(c, s, pairs, d, o, diag);
-  return p ? eval_plan(c, s, a, pairs, d, p, o, memo, diag) : NULL;
+  return model_eval_memo(c, s, a, pairs, d, plan, o, NULL, diag);
 }
 
 Eval *model_eval(const Cascade *c, const Shape *s, const Arch *a,
                  const Pair *pairs, Design d, const ModelOpts *o,
                  Diag *diag) {
-  return model_eval_memo(c, s, a, pairs, d, o, NULL, diag);
+  Plan *p = model_plan(c, s, pairs, d, o, diag);
+  return p ? model_eval_memo(c, s, a, pairs, d, p, o, NULL, diag) : NULL;
 }
 
 void eval_free(Eval *e) {

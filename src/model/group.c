@@ -51,6 +51,8 @@ typedef struct Grp {
   bool whole;     /* MARCA-like: intermediates whole, for the whole group */
   int nspills;
   Spill *spills;
+  double **read_elems; /* per member, per read: what it touches (every
+                          tile's mapping problem needs them) */
 } Grp;
 
 static bool reads_tensor(const Einsum *e, int t) {
@@ -338,6 +340,17 @@ static void add_access(const Shape *s, const Access *a, MapTensor *m) {
   }
 }
 
+/* An empty tensor of ELEMS elements. Its coefficient table is left as is:
+ * the search reads only the coefficients of each coordinate's variables,
+ * which add_access sets. */
+static void clear_tensor(MapTensor *m, double elems) {
+  m->vars = 0;
+  m->elems = elems;
+  m->ndims = 0;
+  memset(m->dim_vars, 0, sizeof m->dim_vars);
+  m->output = m->dram = false;
+}
+
 /* Member I's loop nest between DRAM and the buffer; TENSOR_OF maps the
  * problem's tensors to the cascade's. */
 static void member_problem(const Grp *G, int i, double capacity,
@@ -359,9 +372,7 @@ static void member_problem(const Grp *G, int i, double capacity,
       j++;
     if (j == p->ntensors) {
       tensor_of[p->ntensors] = t;
-      MapTensor *m = &p->t[p->ntensors++];
-      memset(m, 0, sizeof *m);
-      m->elems = einsum_read_elems(s, ei, t);
+      clear_tensor(&p->t[p->ntensors++], G->read_elems[i][k]);
     }
     p->t[j].dram = p->t[j].dram || own_read(G, i, k);
     add_access(s, e->reads[k], &p->t[j]);
@@ -369,8 +380,7 @@ static void member_problem(const Grp *G, int i, double capacity,
   int out = e->out.tensor;
   tensor_of[p->ntensors] = out;
   MapTensor *mo = &p->t[p->ntensors++];
-  memset(mo, 0, sizeof *mo);
-  mo->elems = shape_tensor_elems(s, out);
+  clear_tensor(mo, shape_tensor_elems(s, out));
   mo->output = true;
   mo->dram = own_write(G, i);
   add_access(s, &e->out, mo);
@@ -712,6 +722,14 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   memcpy(G.rank, G.gr->tiled, sizeof G.rank);
   for (int k = 0; k < G.nt; k++)
     G.size[k] = (double)x->s->size[G.rank[k]];
+  G.read_elems = xcalloc((size_t)G.n + 1, sizeof *G.read_elems);
+  for (int i = 0; i < G.n; i++) {
+    int e = G.gr->einsums[i];
+    const Einsum *E = c->einsums[e];
+    G.read_elems[i] = xcalloc((size_t)E->nreads + 1, sizeof **G.read_elems);
+    for (int k = 0; k < E->nreads; k++)
+      G.read_elems[i][k] = einsum_read_elems(x->s, e, E->reads[k]->tensor);
+  }
   collect_held(&G);
   bool across = false; /* something held from one member to another */
   for (int k = 0; k < G.nheld; k++)
@@ -772,6 +790,9 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   ge->budget = G.budget;
   ge->nspills = G.nspills;
   ge->spills = G.spills;
+  for (int i = 0; i < G.n; i++)
+    free(G.read_elems[i]);
+  free(G.read_elems);
   free(G.held);
   free(G.held_of);
   return ok;

@@ -231,10 +231,16 @@ MapMemo *map_memo_new(void);
 void map_memo_free(MapMemo *m);
 /* Hits and misses so far (for benchmarks). */
 void map_memo_stats(const MapMemo *m, long *hits, long *misses);
-/* model_eval, its mapping searches through MEMO (NULL: none). */
+/* The plan design D prices: its strategy stitched with O's stitcher
+ * (MARCA's and Geens's: the recurrence's region). NULL and DIAG set when
+ * the stitcher cannot serve the cascade. A plan does not depend on the
+ * architecture: a sweep stitches once per cascade and shape. */
+Plan *model_plan(const Cascade *c, const Shape *s, const Pair *pairs,
+                 Design d, const ModelOpts *o, Diag *diag);
+/* model_eval_plan with its mapping searches through MEMO (NULL: none). */
 Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
-                      const Pair *pairs, Design d, const ModelOpts *o,
-                      MapMemo *memo, Diag *diag);
+                      const Pair *pairs, Design d, Plan *plan,
+                      const ModelOpts *o, MapMemo *memo, Diag *diag);
 
 /* ---- the mapping search (exposed for tests) ---- */
 

@@ -42,7 +42,9 @@ static Eval *price(const Run *x, const Shape *s, const Pair *pairs,
   ModelOpts o = model_opts_with(x->opts, d);
   o.accounting = acc;
   o.compose = comp;
-  return model_eval_memo(x->c, s, x->a, pairs, d, &o, x->memo, x->d);
+  Plan *p = model_plan(x->c, s, pairs, d, &o, x->d);
+  return p ? model_eval_memo(x->c, s, x->a, pairs, d, p, &o, x->memo, x->d)
+           : NULL;
 }
 
 double repro_unit_peak(const Arch *a, int u) {

@@ -220,7 +220,11 @@ static void check_designs(const Cascade *c, const Shape *s, const Arch *a,
       test_fail(__FILE__, __LINE__, "%s on %s, %s %s: %s:%d:%d %s", c->path,
                 a->name, design_name((Design)d), mode, diag.file,
                 diag.loc.line, diag.loc.col, diag.msg);
-    Eval *again = model_eval_memo(c, s, a, pairs, (Design)d, &o, memo, &diag);
+    Plan *p = model_plan(c, s, pairs, (Design)d, &o, &diag);
+    Eval *again = p ? model_eval_memo(c, s, a, pairs, (Design)d,
+                                      plan_copy(c, p), &o, memo, &diag)
+                    : NULL;
+    plan_free(p);
     if (ev[d] && again)
       check_same(c, a, ev[d], again, mode);
     eval_free(again);
