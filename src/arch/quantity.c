@@ -1,5 +1,6 @@
 /* quantity.c — numbers with units, as architecture files write them:
- * "32 MiB", "2039 GB/s", "1.75 GHz", "1.25 pJ/B", "3.9 pJ/bit", "0.4 pJ". */
+ * "32 MiB", "2039 GB/s", "1.75 GHz", "1.25 pJ/B", "3.9 pJ/bit", "0.4 pJ",
+ * and for area "177 um2", "0.34 mm2/MiB", "7 nm". */
 #include "arch.h"
 #include "quantity.h"
 
@@ -49,6 +50,15 @@ static const UnitDef units[] = {
     {"fJ", "pJ", 1e-3},
     {"pJ", "pJ", 1},
     {"nJ", "pJ", 1e3},
+    {"um2", "mm2", 1e-6},
+    {"mm2", "mm2", 1},
+    {"um2/bit", "mm2/B", 8e-6},
+    {"um2/B", "mm2/B", 1e-6},
+    {"mm2/KiB", "mm2/B", 1 / 1024.0},
+    {"mm2/MiB", "mm2/B", 1 / 1048576.0},
+    {"mm2/kB", "mm2/B", 1e-3},
+    {"mm2/MB", "mm2/B", 1e-6},
+    {"nm", "nm", 1},
 };
 enum { NUNITS = sizeof units / sizeof units[0] };
 
@@ -62,6 +72,9 @@ static const DimDef dims[] = {
     {"Hz", "a frequency in Hz", "1.75 GHz"},
     {"pJ/B", "an energy per byte", "1.25 pJ/B"},
     {"pJ", "an energy per operation", "0.4 pJ"},
+    {"mm2", "an area", "177 um2"},
+    {"mm2/B", "an area per byte of capacity", "0.34 mm2/MiB"},
+    {"nm", "a technology node in nm", "7 nm"},
 };
 enum { NDIMS = sizeof dims / sizeof dims[0] };
 

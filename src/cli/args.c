@@ -2,7 +2,6 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <unistd.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,32 +122,22 @@ bool spec_opt(Args *a, SpecOpts *o, int *err) {
   return false;
 }
 
-/* A path, or the name of a shipped file ("mamba1" for specs/mamba1.yaml). */
-static const EmbeddedFile *shipped(const char *dir, const char *name) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  const EmbeddedFile *f = embedded_file(path);
-  if (!f) {
-    snprintf(path, sizeof path, "%s/%s.yaml", dir, name);
-    f = embedded_file(path);
-  }
-  return f;
-}
-
-static bool exists(const char *path) { return access(path, F_OK) == 0; }
-
 Cascade *open_spec(const char *name, Diag *d) {
-  const EmbeddedFile *f = exists(name) ? NULL : shipped("specs", name);
-  if (f)
-    return spec_parse(f->name, (const char *)f->data, f->len, d);
-  return spec_load(name, d);
+  Source src;
+  if (!source_open("specs", name, &src))
+    return spec_load(name, d); /* its message: what could not be read */
+  Cascade *c = spec_parse(src.path, src.text, src.len, d);
+  source_free(&src);
+  return c;
 }
 
 Arch *open_arch(const char *name, Diag *d) {
-  const EmbeddedFile *f = exists(name) ? NULL : shipped("archs", name);
-  if (f)
-    return arch_parse(f->name, (const char *)f->data, f->len, d);
-  return arch_load(name, d);
+  Source src;
+  if (!source_open("archs", name, &src))
+    return arch_load(name, d);
+  Arch *a = arch_parse(src.path, src.text, src.len, d);
+  source_free(&src);
+  return a;
 }
 
 int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
@@ -238,6 +227,17 @@ int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
     return EXIT_INPUT;
   }
   return 0;
+}
+
+Inputs spec_inputs(const char *command, const SpecOpts *o, const Cascade *c,
+                   const Shape *s) {
+  return (Inputs){.command = command,
+                  .spec = o->spec,
+                  .model = o->model ? o->model : c->model,
+                  .nsets = o->nsets,
+                  .sets = o->sets,
+                  .shape = s,
+                  .phase = o->decode ? "decode" : NULL};
 }
 
 void emit(const Buf *b) {

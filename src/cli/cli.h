@@ -80,6 +80,12 @@ bool model_opt(Args *a, ModelOverrides *f, int *err);
 Plan *load_plan_file(const char *path, const Cascade *c, const Shape *s,
                      Diag *d);
 
+/* The inputs of a command that read o->spec into C (bound by S, or
+ * NULL): the spec, the model used and the settings; the caller adds the
+ * rest (the architecture, the design, the options). */
+Inputs spec_inputs(const char *command, const SpecOpts *o, const Cascade *c,
+                   const Shape *s);
+
 /* Print BUF to stdout (all of it, at once). */
 void emit(const Buf *b);
 
@@ -88,6 +94,7 @@ int cmd_fuse(int argc, char **argv);
 int cmd_tensors(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_reproduce(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 int cmd_init_weights(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_generate(int argc, char **argv);

@@ -175,7 +175,14 @@ int cmd_reproduce(int argc, char **argv) {
     Buf b = {0};
     if (o.json) {
       json_t *j = report_repro_json(r);
-      report_json(&b, j);
+      Inputs in = {.command = "reproduce",
+                   .spec = o.spec,
+                   .model = o.model ? o.model : c->model,
+                   .nsets = o.nsets,
+                   .sets = o.sets,
+                   .arch = arch_name,
+                   .overrides = &mopts};
+      report_json_with_inputs(&b, j, &in);
       json_decref(j);
     } else {
       report_repro_text(&b, r);

@@ -3,8 +3,6 @@
 
 #include <string.h>
 
-#define VERSION "0.1.0"
-
 typedef struct Command {
   const char *name;
   int (*run)(int argc, char **argv);
@@ -18,6 +16,7 @@ static const Command commands[] = {
     {"eval", cmd_eval, "price a fusion plan on an accelerator"},
     {"reproduce", cmd_reproduce,
      "run the paper's evaluation: every figure beside ours"},
+    {"diff", cmd_diff, "what changed between two --json results"},
     {"tensors", cmd_tensors, "list the tensors of a safetensors file"},
     {"init-weights", cmd_init_weights,
      "write a model directory with random Mamba weights"},
@@ -57,7 +56,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(cmd, "--version") == 0) {
-    printf("mambalaya %s\n", VERSION);
+    printf("mambalaya %s\n", MAMBALAYA_VERSION);
     return 0;
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

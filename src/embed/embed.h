@@ -5,6 +5,7 @@
 #ifndef MAMBALAYA_EMBED_H
 #define MAMBALAYA_EMBED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct EmbeddedFile {
@@ -18,5 +19,21 @@ extern const EmbeddedFile embedded_files[];
 
 /* The shipped file NAME (e.g. "archs/mambalaya.yaml"), or NULL. */
 const EmbeddedFile *embedded_file(const char *name);
+
+/* An input named on the command line or in a study: the file NAME if it
+ * exists, else the shipped DIR/NAME or DIR/NAME.yaml ("mamba1" under
+ * "specs"). */
+typedef struct Source {
+  const char *path; /* the file read, or the shipped file's name */
+  bool shipped;
+  char *text;       /* owned, NUL-terminated */
+  size_t len;
+  char sha256[65];  /* of the bytes read */
+} Source;
+
+/* Open NAME; false (errno set) when it is neither a readable file nor a
+ * shipped one. */
+bool source_open(const char *dir, const char *name, Source *s);
+void source_free(Source *s);
 
 #endif

@@ -325,8 +325,11 @@ static void energy(const Ctx *x, EinsumEval *r) {
   double g = r->glb_bytes * 0.5 * (glb->read_pj + glb->write_pj);
   double rg = r->reg_bytes * 0.5 * (reg->read_pj + reg->write_pj);
   double ops = 0;
-  for (int k = 0; k < OPC_COUNT; k++)
-    ops += r->work.ops[k] * a->op_pj[k];
+  for (int k = 0; k < OPC_COUNT; k++) {
+    double e = r->work.ops[k] * a->op_pj[k];
+    ops += e;
+    x->ev->unit_energy[op_unit(a, r->unit, (OpClass)k)] += e;
+  }
   r->energy_pj = d + g + rg + ops;
   Eval *ev = x->ev;
   ev->energy_dram += d;
@@ -351,6 +354,7 @@ static Eval *eval_new(const Ctx *x) {
   ev->g = xcalloc((size_t)x->plan->ngroups + 1, sizeof *ev->g);
   ev->tensor_read = xcalloc(nt, sizeof(double));
   ev->tensor_write = xcalloc(nt, sizeof(double));
+  ev->unit_energy = xcalloc((size_t)x->a->nunits + 1, sizeof(double));
   return ev;
 }
 
@@ -482,5 +486,6 @@ void eval_free(Eval *e) {
   free(e->g);
   free(e->tensor_read);
   free(e->tensor_write);
+  free(e->unit_energy);
   free(e);
 }

@@ -202,6 +202,9 @@ typedef struct Eval {
   double ideal_inter, ideal_intra;
   double ops;
   double energy_pj, energy_dram, energy_glb, energy_reg, energy_ops;
+  double *unit_energy; /* pJ of operations per unit (Arch.units): the unit
+                          an Einsum runs on, or its epilogue for the classes
+                          the unit has no rate for; they sum to energy_ops */
 } Eval;
 
 /* Price design D of cascade C (bound by S) on A. PAIRS from

@@ -81,6 +81,10 @@ char *read_file(const char *path, size_t *len);
  * never leaves a half-written file. Returns false with errno set. */
 bool write_file_atomic(const char *path, const char *data, size_t len);
 
+/* The SHA-256 digest of DATA as 64 lowercase hex digits (and a NUL):
+ * what `sha256sum` prints, to name an input by its content. */
+void sha256_hex(const void *data, size_t len, char out[65]);
+
 /* Wall-clock seconds from a monotonic clock. */
 double now_seconds(void);
 
