@@ -163,12 +163,7 @@ int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
   }
   for (int i = 0; i < o->nsets; i++) {
     const char *n = o->sets[i].name;
-    bool known = cascade_rank(*c, n) >= 0 || cascade_param(*c, n) >= 0;
-    for (int k = 0; !known && preset_param_names[k]; k++)
-      known = strcmp(preset_param_names[k], n) == 0;
-    for (int k = 0; !known && k < (*c)->nsyms; k++)
-      known = strcmp((*c)->syms[k].name, n) == 0;
-    if (!known) {
+    if (!shape_setting_known(*c, n)) {
       fprintf(stderr,
               "mambalaya: --set %s: not a rank, parameter or model parameter "
               "of %s\n",
@@ -244,4 +239,19 @@ void emit(const Buf *b) {
   if (b->len)
     fwrite(b->s, 1, b->len, stdout);
   fflush(stdout);
+}
+
+unsigned parse_formats(const char *list) {
+  unsigned set = 0;
+  char *copy = xstrdup(list), *save = NULL;
+  for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    Format f;
+    if (!format_from_name(t, &f)) {
+      set = 0;
+      break;
+    }
+    set |= 1u << f;
+  }
+  free(copy);
+  return set;
 }

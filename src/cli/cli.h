@@ -86,6 +86,10 @@ Plan *load_plan_file(const char *path, const Cascade *c, const Shape *s,
 Inputs spec_inputs(const char *command, const SpecOpts *o, const Cascade *c,
                    const Shape *s);
 
+/* "svg,pdf" -> the set of formats (1 << Format); 0 when a name is not a
+ * format. */
+unsigned parse_formats(const char *list);
+
 /* Print BUF to stdout (all of it, at once). */
 void emit(const Buf *b);
 
@@ -95,6 +99,7 @@ int cmd_tensors(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_reproduce(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
 int cmd_init_weights(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_generate(int argc, char **argv);

@@ -74,22 +74,6 @@ static const char *shipped_identity(const char *dir, const char *name) {
   return found;
 }
 
-/* "svg,pdf" -> the set of formats; 0 when a name is not a format. */
-static unsigned parse_formats(const char *list) {
-  unsigned set = 0;
-  char *copy = xstrdup(list), *save = NULL;
-  for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    Format f;
-    if (!format_from_name(t, &f)) {
-      set = 0;
-      break;
-    }
-    set |= 1u << f;
-  }
-  free(copy);
-  return set;
-}
-
 int cmd_reproduce(int argc, char **argv) {
   Args a = {.cmd = "mambalaya reproduce", .argc = argc, .argv = argv, .i = 1};
   SpecOpts o = {.spec = "mamba1"};

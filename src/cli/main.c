@@ -16,6 +16,8 @@ static const Command commands[] = {
     {"eval", cmd_eval, "price a fusion plan on an accelerator"},
     {"reproduce", cmd_reproduce,
      "run the paper's evaluation: every figure beside ours"},
+    {"sweep", cmd_sweep,
+     "a design-space study: many points, their Pareto front"},
     {"diff", cmd_diff, "what changed between two --json results"},
     {"tensors", cmd_tensors, "list the tensors of a safetensors file"},
     {"init-weights", cmd_init_weights,

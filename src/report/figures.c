@@ -89,8 +89,7 @@ static bool make_dir(const char *path, const char *dir, Diag *d) {
   return false;
 }
 
-/* mkdir -p: every missing component of DIR is created. */
-static bool make_dirs(const char *dir, Diag *d) {
+bool report_make_dirs(const char *dir, Diag *d) {
   if (!dir || !dir[0]) {
     diag_error(d, NULL, (Loc){0}, "the output directory name is empty");
     return false;
@@ -1484,7 +1483,7 @@ static void index_html(Figs *f) {
 
 bool report_figures(const Repro *r, const char *dir, unsigned formats,
                     Diag *d) {
-  if (!make_dirs(dir, d))
+  if (!report_make_dirs(dir, d))
     return false;
   Figs f = {.r = r, .dir = dir, .formats = formats, .d = d, .ok = true};
   buf_printf(&f.csv, "figure,series,x,y\n");

@@ -148,6 +148,10 @@ void csv_field(Buf *b, const char *s);
  * finite. */
 void csv_number(Buf *b, double v);
 
+/* mkdir -p DIR: every missing component is created. False, with D naming
+ * the directory and the reason, when one cannot be. */
+bool report_make_dirs(const char *dir, Diag *d);
+
 /* A number with an SI prefix: 1234567 -> "1.235 M". */
 void fmt_si(Buf *b, double v);
 
