@@ -268,16 +268,22 @@ static double footprint(const Grp *G, const Held *h) {
 static double reservation(const Grp *G, int *peak) {
   double best = -1, fixed = 0;
   *peak = 0;
+  /* Each held tensor's footprint, once: it depends on the tile only. */
+  double small[32], *fp = G->nheld <= 32 ? small
+                                         : xmalloc((size_t)G->nheld *
+                                                   sizeof *fp);
+  for (int i = 0; i < G->nheld; i++)
+    fp[i] = G->held[i].on ? footprint(G, &G->held[i]) : 0;
   for (int i = 0; i < G->nheld; i++)
     if (G->held[i].on && (G->held[i].kind == HELD_WEIGHT || G->whole))
-      fixed += footprint(G, &G->held[i]);
+      fixed += fp[i];
   for (int k = 0; k < G->n; k++) {
     double live = 0;
     for (int i = 0; i < G->nheld; i++) {
       const Held *h = &G->held[i];
       if (h->on && h->kind != HELD_WEIGHT && !G->whole && h->first <= k &&
           k <= h->last)
-        live += footprint(G, h);
+        live += fp[i];
     }
     if (live > best) {
       best = live;
@@ -294,6 +300,8 @@ static double reservation(const Grp *G, int *peak) {
     res += shape_tensor_elems(G->x->s, G->state_t) /
            (double)G->x->s->size[G->iter_rank] * f;
   }
+  if (fp != small)
+    free(fp);
   return res;
 }
 
@@ -422,7 +430,8 @@ static Trial try_tile(const Grp *G, double reserve, Mapping *maps) {
   const Ctx *x = G->x;
   Trial tr = {.ok = true};
   double cap = fmax(x->glb - reserve, 0);
-  double *mem = xcalloc((size_t)G->n + 1, sizeof *mem);
+  double small[32], *mem = G->n <= 32 ? small
+                                      : xmalloc((size_t)G->n * sizeof *mem);
   for (int i = 0; i < G->n && tr.ok; i++) {
     MapProblem p;
     int tensor_of[MAP_MAX_TENSORS];
@@ -438,7 +447,8 @@ static Trial try_tile(const Grp *G, double reserve, Mapping *maps) {
   }
   if (tr.ok)
     tr.latency = compose_span(x, G->ev, G->n, mem);
-  free(mem);
+  if (mem != small)
+    free(mem);
   return tr;
 }
 
@@ -676,6 +686,37 @@ static bool too_small(const Grp *G) {
   return false;
 }
 
+/* Append " NAME/TILE" (no blank first) to BUF of CAP bytes at LEN, as
+ * snprintf("%s%s/%.0f") would (the new length, possibly past CAP), but
+ * without its cost for the whole numbers tiles are: an evaluation writes
+ * one per loop. */
+static size_t put_tile(char *buf, size_t cap, size_t len, bool blank,
+                       const char *name, double tile) {
+  if (!(tile >= 0 && tile < 1e15 && tile == floor(tile)))
+    return len + (size_t)snprintf(buf + len, cap - len, "%s%s/%.0f",
+                                  blank ? " " : "", name, tile);
+  char digits[24];
+  int nd = 0;
+  for (long long t = (long long)tile; nd == 0 || t > 0; t /= 10)
+    digits[nd++] = (char)('0' + t % 10);
+  size_t need = (blank ? 1 : 0) + strlen(name) + 1 + (size_t)nd;
+  char *tmp = xmalloc(need + 1), *p = tmp;
+  if (blank)
+    *p++ = ' ';
+  p = strcpy(p, name) + strlen(name);
+  *p++ = '/';
+  while (nd > 0)
+    *p++ = digits[--nd];
+  *p = 0;
+  if (len < cap) {
+    size_t n = need < cap - len - 1 ? need : cap - len - 1;
+    memcpy(buf + len, tmp, n);
+    buf[len + n] = 0;
+  }
+  free(tmp);
+  return len + need;
+}
+
 /* Charge member I's traffic: its mapping and the group's once-per-group
  * moves at it. */
 static void charge_member(Grp *G, int i, const Mapping *m,
@@ -701,9 +742,8 @@ static void charge_member(Grp *G, int i, const Mapping *m,
   r->mapping[0] = 0;
   for (int j = 0; j < m->norder && len + 24 < sizeof r->mapping; j++) {
     int v = m->order[j];
-    len += (size_t)snprintf(r->mapping + len, sizeof r->mapping - len,
-                            "%s%s/%.0f", j ? " " : "", e->vars[v].name,
-                            m->tile[v]);
+    len = put_tile(r->mapping, sizeof r->mapping, len, j > 0, e->vars[v].name,
+                   m->tile[v]);
   }
   if (len == 0)
     snprintf(r->mapping, sizeof r->mapping, "-");
