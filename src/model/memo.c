@@ -8,9 +8,11 @@
  * sizes, the DRAM and output flags, each coordinate's variables and
  * coefficients, the capacity, the group's tiles) and keeps the answer.
  * A hit returns the very Mapping the search returned, so an evaluation
- * with a memo gives the same figures as one without. */
+ * with a memo gives the same figures as one without -- whichever thread
+ * searched a problem first, in a shared memo. */
 #include "model.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +33,8 @@ struct MapMemo {
   int n, cap; /* entries; slots (a power of two, open addressing) */
   Entry *slot;
   long hits, misses;
+  bool shared;           /* several threads use it: LOCK guards the table */
+  pthread_mutex_t lock;  /* (the searches themselves run outside it) */
 };
 
 static uint64_t dbits(double d) {
@@ -79,10 +83,13 @@ static uint64_t hash_words(const uint64_t *w, int n) {
   return h;
 }
 
-MapMemo *map_memo_new(void) {
+MapMemo *map_memo_new(bool shared) {
   MapMemo *m = xcalloc(1, sizeof *m);
   m->cap = 1024;
   m->slot = xcalloc((size_t)m->cap, sizeof *m->slot);
+  m->shared = shared;
+  if (shared)
+    pthread_mutex_init(&m->lock, NULL);
   return m;
 }
 
@@ -99,6 +106,8 @@ void map_memo_free(MapMemo *m) {
   if (!m)
     return;
   clear(m);
+  if (m->shared)
+    pthread_mutex_destroy(&m->lock);
   free(m->slot);
   free(m);
 }
@@ -132,19 +141,31 @@ void map_search_memo(MapMemo *m, const MapProblem *p, Mapping *best) {
   uint64_t w[MEMO_KEY_WORDS];
   int n = problem_key(p, w);
   uint64_t h = hash_words(w, n);
+  if (m->shared)
+    pthread_mutex_lock(&m->lock);
   Entry *e = find(m, h, w, n);
-  if (e->key) {
-    m->hits++;
+  bool hit = e->key != NULL;
+  if (hit)
     *best = *e->answer;
+  hit ? m->hits++ : m->misses++;
+  if (m->shared)
+    pthread_mutex_unlock(&m->lock);
+  if (hit)
     return;
-  }
-  m->misses++;
   map_search(p, best);
+  if (m->shared)
+    pthread_mutex_lock(&m->lock);
   if (m->n == MEMO_MAX_ENTRIES)
     clear(m);
   if (2 * (m->n + 1) > m->cap)
     grow(m);
-  e = find(m, h, w, n); /* the slot may have moved */
+  e = find(m, h, w, n); /* the slot may have moved, or another thread
+                           may have searched the same problem meanwhile */
+  if (e->key) {
+    if (m->shared)
+      pthread_mutex_unlock(&m->lock);
+    return;
+  }
   e->hash = h;
   e->nwords = n;
   e->key = xmalloc((size_t)n * sizeof *w);
@@ -152,6 +173,8 @@ void map_search_memo(MapMemo *m, const MapProblem *p, Mapping *best) {
   e->answer = xmalloc(sizeof *e->answer);
   *e->answer = *best;
   m->n++;
+  if (m->shared)
+    pthread_mutex_unlock(&m->lock);
 }
 
 void map_memo_stats(const MapMemo *m, long *hits, long *misses) {

@@ -228,9 +228,10 @@ void eval_free(Eval *e);
  * Einsums; a sweep's points that differ in the arrays, the bandwidth or
  * the clock pose the same loop nests to the same buffer. A MapMemo keeps
  * each answer (memo.c); an evaluation given one gives exactly the figures
- * it gives without. Not shared between threads: one per thread. */
+ * it gives without. SHARED: threads may use it at once (a lock guards the
+ * table, the searches run outside it); else one thread only. */
 typedef struct MapMemo MapMemo;
-MapMemo *map_memo_new(void);
+MapMemo *map_memo_new(bool shared);
 void map_memo_free(MapMemo *m);
 /* Hits and misses so far (for benchmarks). */
 void map_memo_stats(const MapMemo *m, long *hits, long *misses);

@@ -466,7 +466,7 @@ Repro *repro_run(const ReproSetup *su, Diag *d) {
   double t0 = now_seconds();
   Repro *r = xcalloc(1, sizeof *r);
   Run x = {.c = su->spec, .a = su->arch, .d = d, .r = r, .opts = &su->opts,
-           .memo = map_memo_new()};
+           .memo = map_memo_new(false)};
   r->cascade = su->spec;
   r->arch = su->arch;
   r->spec_label = su->spec->path;

@@ -33,14 +33,14 @@ const char *figure_objective(Figure f) {
 /* What one thread keeps between points. */
 typedef struct Worker {
   const Study *s;
-  MapMemo *memo;
-  Plan **plans; /* per shape, design, stitcher; NULL until needed */
+  MapMemo *memo; /* the threads' */
+  Plan **plans;  /* per shape, design, stitcher; NULL until needed */
 } Worker;
 
-static Worker *worker_new(const Study *s) {
+static Worker *worker_new(const Study *s, MapMemo *memo) {
   Worker *w = xcalloc(1, sizeof *w);
   w->s = s;
-  w->memo = map_memo_new();
+  w->memo = memo;
   long n = (long)s->ncms * s->nstuples * s->nslots * DES_COUNT *
            (STITCH_COUNT + 1);
   w->plans = xcalloc((size_t)n + 1, sizeof *w->plans);
@@ -54,7 +54,6 @@ static void worker_free(Worker *w) {
   for (long i = 0; i < n; i++)
     plan_free(w->plans[i]);
   free(w->plans);
-  map_memo_free(w->memo);
   free(w);
 }
 
@@ -177,6 +176,7 @@ enum { CHUNK = 8 };
 
 typedef struct Pool {
   const Study *s;
+  MapMemo *memo;
   long lo, hi;
   PointResult *res;
   atomic_long next, done;
@@ -203,7 +203,7 @@ static void run_chunks(Pool *p, Worker *w, bool report) {
 
 static void *thread_main(void *arg) {
   Pool *p = arg;
-  Worker *w = worker_new(p->s);
+  Worker *w = worker_new(p->s, p->memo);
   run_chunks(p, w, false);
   worker_free(w);
   return NULL;
@@ -211,23 +211,24 @@ static void *thread_main(void *arg) {
 
 void sweep_eval(const Study *s, long lo, long hi, int threads,
                 PointResult *res, SweepProgress progress, void *arg) {
-  Pool p = {.s = s, .lo = lo, .hi = hi, .res = res, .progress = progress,
-            .arg = arg};
-  atomic_init(&p.next, lo);
-  atomic_init(&p.done, 0);
   if (threads < 1)
     threads = 1;
+  Pool p = {.s = s, .memo = map_memo_new(threads > 1), .lo = lo, .hi = hi,
+            .res = res, .progress = progress, .arg = arg};
+  atomic_init(&p.next, lo);
+  atomic_init(&p.done, 0);
   pthread_t *tid = xcalloc((size_t)threads, sizeof *tid);
   int started = 0;
   for (int t = 1; t < threads; t++)
     if (pthread_create(&tid[started], NULL, thread_main, &p) == 0)
       started++;
-  Worker *w = worker_new(s);
+  Worker *w = worker_new(s, p.memo);
   run_chunks(&p, w, true);
   worker_free(w);
   for (int t = 0; t < started; t++)
     pthread_join(tid[t], NULL);
   free(tid);
+  map_memo_free(p.memo);
   if (progress)
     progress(hi - lo, hi - lo, arg);
 }

@@ -243,7 +243,7 @@ TEST(invariants_model_every_spec_arch_design) {
   int na = load_archs(archs);
   CHECK(ns >= 7);
   bool sanitized = getenv("MAMBALAYA_SANITIZED") != NULL;
-  MapMemo *memo = map_memo_new();
+  MapMemo *memo = map_memo_new(false);
   for (int i = 0; i < ns; i++) {
     Diag d = {0};
     Cascade *c = spec_load(specs[i], &d);
