@@ -37,7 +37,9 @@ static void print_usage(FILE *f) {
   fprintf(f, "\nExamples:\n"
              "  mambalaya reproduce            the paper's figures, into out/\n"
              "  mambalaya fuse mamba1          fusion groups of every strategy\n"
-             "  mambalaya eval mamba2 --model mamba2-370m --strategy full\n");
+             "  mambalaya eval mamba2 --model mamba2-370m --strategy full\n"
+             "  mambalaya sweep arch-neighbourhood   a study, into "
+             "out/arch-neighbourhood/\n");
 }
 
 int main(int argc, char **argv) {

@@ -683,15 +683,15 @@ static bool load_designs(Loader *L, const YamlNode *dn, const YamlNode *sn) {
     for (int j = 0; j < s->nds; j++)
       if (s->ds[j].design == d)
         return fail(L, n->loc, "design '%s' is given twice", n->text);
-    bool stitches = d >= DES_RI; /* the strategies; the others' plans are
-                                    fixed */
+    /* The strategies stitch; the others' plans are fixed. */
+    bool stitches = design_strategy(d) != ST_UNFUSED;
     for (int k = 0; k < (stitches ? nst : 1); k++)
       s->ds[s->nds++] = (DesignStitch){d, stitches ? stitch[k] : -1};
   }
   return true;
 }
 
-typedef enum { OPT_BOOL, OPT_SHARE, OPT_COUNT_ } OptKind;
+typedef enum { OPT_BOOL, OPT_SHARE, OPT_EINSUMS } OptKind;
 
 static const struct {
   const char *name;
@@ -700,7 +700,7 @@ static const struct {
     {"pipelined", OPT_BOOL},     {"ideal", OPT_BOOL},
     {"state_io", OPT_BOOL},      {"no_overlap", OPT_BOOL},
     {"two_pass", OPT_BOOL},      {"rd_partials", OPT_BOOL},
-    {"spill_distance", OPT_COUNT_}, {"reserve_share", OPT_SHARE},
+    {"spill_distance", OPT_EINSUMS}, {"reserve_share", OPT_SHARE},
     {"weight_share", OPT_SHARE},
 };
 enum { NOPTIONS = sizeof option_table / sizeof option_table[0] };
@@ -721,7 +721,7 @@ static bool option_value(Loader *L, const YamlNode *n, OptKind k,
   if (k == OPT_SHARE && !(*v > 0 && *v <= 1))
     return fail(L, n->loc, "%s is a share in (0, 1], found '%s'", name,
                 n->text);
-  if (k == OPT_COUNT_ && !(*v >= 0 && *v == floor(*v) && *v <= 1e6))
+  if (k == OPT_EINSUMS && !(*v >= 0 && *v == floor(*v) && *v <= 1e6))
     return fail(L, n->loc, "%s is a count of Einsums (0 = never), found '%s'",
                 name, n->text);
   return true;
@@ -1320,11 +1320,6 @@ void study_free(Study *s) {
 
 const char *study_name(const Study *s) { return s->name; }
 long study_points(const Study *s) { return s->npoints; }
-
-int study_objectives(const Study *s, Figure *objs) {
-  memcpy(objs, s->objectives, (size_t)s->nobjectives * sizeof *objs);
-  return s->nobjectives;
-}
 
 void study_point(const Study *s, long point, long *at) {
   for (int k = DIM_COUNT - 1; k >= 0; k--) {

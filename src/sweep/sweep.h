@@ -95,7 +95,6 @@ void study_free(Study *s);
 
 const char *study_name(const Study *s);
 long study_points(const Study *s);
-int study_objectives(const Study *s, Figure *objs); /* into OBJS */
 
 /* Progress of sweep_eval, called from its first thread now and then with
  * the points done so far; may be NULL. */
