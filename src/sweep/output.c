@@ -176,11 +176,11 @@ static const char *axis_label(Figure f) {
   }
 }
 
-/* A log axis when the values of both series span more than a factor of
+/* A log axis when the values of the NS series span more than a factor of
  * 30. */
-static bool spans(double *const *v, const long *n) {
+static bool spans(double *const *v, const long *n, int ns) {
   double lo = INFINITY, hi = 0;
-  for (int k = 0; k < 2; k++)
+  for (int k = 0; k < ns; k++)
     for (long i = 0; i < n[k]; i++)
       if (v[k][i] > 0) {
         lo = fmin(lo, v[k][i]);
@@ -189,11 +189,15 @@ static bool spans(double *const *v, const long *n) {
   return hi > 30 * lo;
 }
 
+/* One panel: the points by series -- the front's last, the others before
+ * it, by cascade when the study has several (a model comparison), else
+ * in one grey series. */
 typedef struct Panel {
-  double *x[2], *y[2];
-  const char **labels;
-  long n[2];
-  ChartSeries series[2];
+  int ns;
+  double **x, **y;
+  const char **labels; /* the front's */
+  long *n;
+  ChartSeries *series;
   ChartLine ref;
   char sub[160], ref_label[96];
 } Panel;
@@ -208,9 +212,16 @@ void sweep_chart(Buf *b, const Study *s, const PointResult *res,
   Chart *charts = xcalloc((size_t)nw, sizeof *charts);
   long per = s->npoints;
   char *labels = xcalloc((size_t)s->npoints + 1, 48);
+  bool by_spec = s->ncascades > 1;
+  int ns = (by_spec ? s->ncascades : 1) + 1, front = ns - 1;
   for (int w = 0; w < nw; w++) {
     Panel *p = &pan[w];
-    for (int k = 0; k < 2; k++) {
+    p->ns = ns;
+    p->x = xcalloc((size_t)ns, sizeof *p->x);
+    p->y = xcalloc((size_t)ns, sizeof *p->y);
+    p->n = xcalloc((size_t)ns, sizeof *p->n);
+    p->series = xcalloc((size_t)ns, sizeof *p->series);
+    for (int k = 0; k < ns; k++) {
       p->x[k] = xcalloc((size_t)per + 1, sizeof(double));
       p->y[k] = xcalloc((size_t)per + 1, sizeof(double));
     }
@@ -222,35 +233,42 @@ void sweep_chart(Buf *b, const Study *s, const PointResult *res,
       if (group_of[i] != w || res[i].error[0] || !isfinite(res[i].fig[fx]) ||
           !isfinite(res[i].fig[fy]))
         continue;
-      int k = on[i] ? 1 : 0;
+      long at[DIM_COUNT];
+      study_point(s, i, at);
+      int k = on[i] ? front
+                    : by_spec ? s->cms[at[DIM_CASCADE]].cascade : 0;
       p->x[k][p->n[k]] = res[i].fig[fx];
       p->y[k][p->n[k]] = res[i].fig[fy];
-      if (k == 1) {
+      if (k == front) {
         char *l = labels + 48 * i;
-        long at[DIM_COUNT];
-        study_point(s, i, at);
         snprintf(l, 48, "#%ld %s", i,
                  design_name(s->ds[at[DIM_DESIGN]].design));
         p->labels[p->n[k]] = nfront <= 6 ? l : NULL;
       }
       p->n[k]++;
     }
-    p->series[0] = (ChartSeries){.name = "other points", .n = (int)p->n[0],
-                                 .x = p->x[0], .y = p->y[0],
-                                 .color = "#b0b0b0"};
-    p->series[1] = (ChartSeries){.name = "Pareto front", .n = (int)p->n[1],
-                                 .x = p->x[1], .y = p->y[1],
-                                 .labels = p->labels, .color = "#d62728"};
-    snprintf(p->sub, sizeof p->sub, "%ld points, %ld on the front%s",
-             p->n[0] + p->n[1], p->n[1],
+    for (int k = 0; k < front; k++)
+      p->series[k] = (ChartSeries){
+          .name = by_spec ? s->cascades[k].spec : "other points",
+          .n = (int)p->n[k], .x = p->x[k], .y = p->y[k],
+          .color = by_spec ? NULL : "#b0b0b0"};
+    p->series[front] = (ChartSeries){.name = "Pareto front",
+                                     .n = (int)p->n[front], .x = p->x[front],
+                                     .y = p->y[front], .labels = p->labels,
+                                     .color = "#d62728"};
+    long all = 0;
+    for (int k = 0; k < ns; k++)
+      all += p->n[k];
+    snprintf(p->sub, sizeof p->sub, "%ld points, %ld on the front%s", all,
+             p->n[front],
              nfront <= 6 ? " (labels: point numbers, as in points.csv)" : "");
     Chart *c = &charts[w];
     *c = (Chart){.kind = CHART_SCATTER, .title = names[w],
                  .subtitle = p->sub, .xlabel = axis_label(fx),
-                 .ylabel = axis_label(fy), .nseries = 2,
+                 .ylabel = axis_label(fy), .nseries = ns,
                  .series = p->series, .width = 760, .height = 440};
-    c->logx = spans(p->x, p->n);
-    c->logy = spans(p->y, p->n);
+    c->logx = spans(p->x, p->n, ns);
+    c->logy = spans(p->y, p->n, ns);
     if (s->reference && (fx == FIG_AREA || fy == FIG_AREA)) {
       snprintf(p->ref_label, sizeof p->ref_label, "%s: %.1f mm2",
                s->reference, s->reference_area);
@@ -279,10 +297,14 @@ void sweep_chart(Buf *b, const Study *s, const PointResult *res,
     stack_render(b, title, sub, nw, charts, fmt);
   }
   for (int w = 0; w < nw; w++) {
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < pan[w].ns; k++) {
       free(pan[w].x[k]);
       free(pan[w].y[k]);
     }
+    free(pan[w].x);
+    free(pan[w].y);
+    free(pan[w].n);
+    free(pan[w].series);
     free(pan[w].labels);
     free(names[w]);
   }
