@@ -88,9 +88,10 @@ typedef struct Ranks {
 
 static Ranks ranks_begin(int *argc, char ***argv) {
   Ranks r = {0, 1, false};
+  bool launched = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") ||
+                  getenv("PMIX_RANK");
 #ifdef MAMBALAYA_MPI
-  if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") ||
-      getenv("PMIX_RANK")) {
+  if (launched) {
     MPI_Init(argc, argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &r.size);
@@ -99,6 +100,10 @@ static Ranks ranks_begin(int *argc, char ***argv) {
 #else
   (void)argc;
   (void)argv;
+  if (launched)
+    fprintf(stderr, "mambalaya sweep: this build has no MPI (OpenMPI was "
+                    "not found when it was built): every rank prices the "
+                    "whole study\n");
 #endif
   return r;
 }
