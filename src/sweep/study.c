@@ -418,61 +418,6 @@ static bool load_archs(Loader *L, const YamlNode *n) {
   return true;
 }
 
-/* The node PATH names in architecture tree ROOT ("compute.array2d.pes":
- * list items by their name), its mapping and key into *PARENT, *KEY (the
- * last key may be absent from its mapping: the loader decides whether it
- * belongs there). False with the reason in WHY. */
-static bool resolve_path(const YamlNode *root, const char *path,
-                         YamlNode **parent, const char **key, Buf *why) {
-  const YamlNode *n = ydoc_get(root, "architecture");
-  if (!n || n->kind != YN_MAP) {
-    buf_printf(why, "it has no architecture section");
-    return false;
-  }
-  char *copy = xstrdup(path), *save = NULL;
-  bool ok = true;
-  char *seg = strtok_r(copy, ".", &save);
-  while (ok && seg) {
-    char *next = strtok_r(NULL, ".", &save);
-    if (n->kind == YN_MAP && !next) {
-      *parent = (YamlNode *)n;
-      *key = path + (seg - copy);
-      break;
-    }
-    const YamlNode *child = NULL;
-    if (n->kind == YN_MAP) {
-      child = ydoc_get(n, seg);
-      if (!child)
-        buf_printf(why, "it has no '%s' there", seg);
-    } else if (n->kind == YN_SEQ) {
-      for (int i = 0; i < n->n && !child; i++) {
-        const YamlNode *nm = ydoc_get(n->items[i], "name");
-        if (nm && nm->kind == YN_SCALAR && strcmp(nm->text, seg) == 0)
-          child = n->items[i];
-      }
-      if (!child) {
-        buf_printf(why, "no item named '%s' (items:", seg);
-        for (int i = 0; i < n->n; i++) {
-          const YamlNode *nm = ydoc_get(n->items[i], "name");
-          buf_printf(why, " %s", nm && nm->kind == YN_SCALAR ? nm->text : "?");
-        }
-        buf_printf(why, ")");
-      }
-    } else {
-      buf_printf(why, "'%s' is a value, not a section", seg);
-    }
-    ok = child != NULL;
-    n = child;
-    seg = next;
-    if (ok && !seg) { /* the path ends at a list or a list item */
-      buf_printf(why, "it names a section, not a field");
-      ok = false;
-    }
-  }
-  free(copy);
-  return ok;
-}
-
 /* Add the parameter at KEY (a path), which must name a field of every
  * base architecture; *LISTED: the field holds a list (shape: [R, C]), so
  * that a list of numbers is one value of it. */
@@ -490,7 +435,7 @@ static bool add_param(Loader *L, const YamlNode *key, bool *listed) {
     YamlNode *parent;
     const char *k;
     Buf why = {0};
-    bool ok = resolve_path(doc->root, key->text, &parent, &k, &why);
+    bool ok = study_path_node(doc->root, key->text, &parent, &k, &why);
     if (!ok)
       fail(L, key->loc, "%s: %s has no such field: %s", key->text,
            s->archs[a].src.path, why.s);
@@ -944,91 +889,6 @@ static bool load_objectives(Loader *L, const YamlNode *n) {
   return true;
 }
 
-/* ---- building what the points need ---- */
-
-void study_param_text(Buf *b, const Study *s, int pt, int p) {
-  const YamlNode *n = s->ptuple[(long)pt * s->nparams + p];
-  if (n->kind == YN_SCALAR) {
-    buf_printf(b, "%s", n->text);
-    return;
-  }
-  for (int i = 0; i < n->n; i++)
-    buf_printf(b, "%s%s", i ? "x" : "",
-               n->items[i]->kind == YN_SCALAR ? n->items[i]->text : "?");
-}
-
-/* Architecture A with parameter tuple PT: its file's tree with the
- * study's values set, loaded by the strict loader. An error the loader
- * finds at a study value is reported there; any other, at the study's
- * first parameter, with the loader's own position. */
-static Arch *build_variant(Loader *L, int a, int pt) {
-  Study *s = L->s;
-  const StudyArch *sa = &s->archs[a];
-  YamlDoc *doc = ydoc_parse(sa->src.path, sa->src.text, sa->src.len, L->d);
-  if (!doc)
-    return NULL;
-  for (int p = 0; p < s->nparams; p++) {
-    YamlNode *parent;
-    const char *key;
-    Buf why = {0};
-    resolve_path(doc->root, s->params[p].path, &parent, &key, &why);
-    buf_free(&why);
-    YamlNode *k = arena_alloc(&doc->arena, sizeof *k);
-    *k = (YamlNode){.kind = YN_SCALAR,
-                    .loc = s->params[p].loc,
-                    .text = arena_strdup(&doc->arena, key)};
-    ydoc_set(doc, parent, k, s->ptuple[(long)pt * s->nparams + p]);
-  }
-  Diag ad = {0};
-  Arch *arch = arch_from_yaml(sa->src.path, doc->root, &ad);
-  ydoc_free(doc);
-  if (arch)
-    return arch;
-  Buf vals = {0};
-  for (int p = 0; p < s->nparams; p++) {
-    buf_printf(&vals, "%s%s = ", p ? ", " : "", s->params[p].path);
-    study_param_text(&vals, s, pt, p);
-  }
-  const YamlNode *at = NULL;
-  for (int p = 0; p < s->nparams && !at; p++) {
-    const YamlNode *v = s->ptuple[(long)pt * s->nparams + p];
-    if (v->loc.line == ad.loc.line && v->loc.col == ad.loc.col)
-      at = v;
-  }
-  if (at)
-    fail(L, at->loc, "%s with %s: %s", sa->name, vals.s, ad.msg);
-  else
-    fail(L, s->nparams ? s->ptuple[(long)pt * s->nparams]->loc : sa->loc,
-         "%s with %s: %s:%d:%d: %s", sa->name, vals.s, ad.file, ad.loc.line,
-         ad.loc.col, ad.msg);
-  buf_free(&vals);
-  return NULL;
-}
-
-static bool build_variants(Loader *L) {
-  Study *s = L->s;
-  s->variant = xcalloc((size_t)s->narchs * (size_t)s->nptuples,
-                       sizeof *s->variant);
-  for (int a = 0; a < s->narchs; a++)
-    for (int pt = 0; pt < s->nptuples; pt++) {
-      Arch *arch = build_variant(L, a, pt);
-      if (!arch)
-        return false;
-      s->variant[(long)a * s->nptuples + pt] = arch;
-      if (arch->nlevels + arch->nunits > SWEEP_MAX_COMPONENTS)
-        return fail(L, s->archs[a].loc,
-                    "%s has more than %d memory levels and units",
-                    s->archs[a].name, SWEEP_MAX_COMPONENTS);
-      for (int o = 0; o < s->nobjectives; o++)
-        if (s->objectives[o] == FIG_AREA && !arch->area.given)
-          return fail(L, s->archs[a].loc,
-                      "the objectives include area, but %s has no area "
-                      "section (docs/architecture.md, \"Area\")",
-                      arch->path);
-    }
-  return true;
-}
-
 /* front_per: input columns whose values split the fronts (the workload
  * always does). */
 static bool load_front_per(Loader *L, const YamlNode *n) {
@@ -1085,88 +945,6 @@ static bool load_reference(Loader *L, const YamlNode *n) {
   if (isnan(s->reference_area))
     return fail(L, n->loc, "reference %s has no area section", n->text);
   return true;
-}
-
-const StudyShape *study_shape(const Study *s, int cm, int st, int slot) {
-  return &s->shapes[((long)cm * s->nstuples + st) * s->nslots + slot];
-}
-
-/* The settings of cascade-model CM with tuple ST and slot SLOT. */
-static int point_settings(const Study *s, int cm, int st, int slot,
-                          Setting *set) {
-  const StudyCascade *sc = &s->cascades[s->cms[cm].cascade];
-  int n = 0, r = cascade_sequence_rank(sc->c);
-  for (int k = 0; k < sc->nset; k++)
-    set[n++] = sc->set[k];
-  for (int k = 0; k < s->nsettings; k++) {
-    const char *name = s->settings[k].name;
-    if (strcmp(name, "tokens") == 0)
-      name = sc->c->ranks[r].name;
-    set[n++] = (Setting){name, s->stuple[(long)st * s->nsettings + k]};
-  }
-  double seq = NAN;
-  if (slot == SLOT_DECODE)
-    seq = 1;
-  for (int w = 0; w < s->nworkloads; w++)
-    if (slot >= SLOT_SCENARIOS && s->workloads[w].prompt_slot == slot)
-      seq = s->workloads[w].prompt;
-  if (!isnan(seq)) {
-    const char *rank = sc->c->ranks[r].name;
-    int k = 0;
-    while (k < n && strcmp(set[k].name, rank))
-      k++;
-    set[k] = (Setting){rank, seq};
-    n += k == n;
-  }
-  return n;
-}
-
-static bool slot_used(const Study *s, int slot) {
-  for (int w = 0; w < s->nworkloads; w++) {
-    const Workload *wl = &s->workloads[w];
-    if (wl->prompt_slot == slot ||
-        (slot == SLOT_DECODE && wl->kind == WL_SCENARIO))
-      return true;
-  }
-  return false;
-}
-
-static bool build_shapes(Loader *L) {
-  Study *s = L->s;
-  long n = (long)s->ncms * s->nstuples * s->nslots;
-  s->shapes = xcalloc((size_t)n + 1, sizeof *s->shapes);
-  Setting *set = xcalloc((size_t)(s->nsettings + 64), sizeof *set);
-  bool ok = true;
-  for (int cm = 0; ok && cm < s->ncms; cm++)
-    for (int st = 0; ok && st < s->nstuples; st++)
-      for (int slot = 0; ok && slot < s->nslots; slot++) {
-        if (!slot_used(s, slot))
-          continue;
-        const StudyCascade *sc = &s->cascades[s->cms[cm].cascade];
-        int ns = point_settings(s, cm, st, slot, set);
-        Diag sd = {0};
-        Shape *sh = shape_bind(sc->c, s->cms[cm].preset, set, ns, true, &sd);
-        if (!sh || !sh->complete) {
-          Buf b = {0};
-          for (int k = 0; k < ns; k++)
-            buf_printf(&b, "%s%s=%g", k ? ", " : "", set[k].name,
-                       set[k].value);
-          ok = fail(L, sc->loc, "%s%s%s with %s: %s", sc->spec,
-                    s->cms[cm].preset ? " " : "",
-                    s->cms[cm].preset ? s->cms[cm].preset->name : "",
-                    b.len ? b.s : "its own sizes",
-                    sh ? "some ranks have no size" : sd.msg);
-          buf_free(&b);
-          shape_free(sh);
-          break;
-        }
-        StudyShape *ss = &s->shapes[((long)cm * s->nstuples + st) * s->nslots +
-                                    slot];
-        ss->s = sh;
-        ss->pairs = fusion_classify(sc->c, sh);
-      }
-  free(set);
-  return ok;
 }
 
 /* ---- the whole file ---- */
@@ -1242,7 +1020,7 @@ static bool load_study(Loader *L, const YamlNode *root) {
                     "take them from",
                     s->workloads[w].name,
                     s->cascades[s->cms[cm].cascade].spec);
-  if (!build_variants(L) || !build_shapes(L))
+  if (!study_build(s, L->d))
     return false;
   long dims[DIM_COUNT] = {s->ncms, s->ncombos, s->narchs,
                           s->nds,  s->nocombos, s->nworkloads};

@@ -161,6 +161,18 @@ int study_cells(const Study *s, long point, Cell *cells);
  * caller frees them and the array). Returns how many. */
 int study_groups(const Study *s, int *group_of, char ***labels);
 
+/* ---- build.c ---- */
+
+/* The node PATH names in architecture tree ROOT ("compute.array2d.pes":
+ * keys, and list items by their name): its mapping and key into *PARENT,
+ * *KEY (the last key may be absent from its mapping: the loader decides
+ * whether it belongs there). False with the reason in WHY. */
+bool study_path_node(const YamlNode *root, const char *path,
+                     YamlNode **parent, const char **key, Buf *why);
+/* Build S's architecture variants and shapes; false, D set at the study's
+ * place (with the file's own message), when one cannot be. */
+bool study_build(Study *s, Diag *d);
+
 /* A point's index along each dimension. */
 void study_point(const Study *s, long point, long *at);
 /* The shape of cascade-model CM, settings tuple ST, slot SLOT. */
