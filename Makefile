@@ -26,6 +26,14 @@ $(error pkg-config finds no cairo: install libcairo2-dev (README, first line))
 endif
 endif
 LDLIBS   := -lyaml -ljansson $(CAIRO_LIBS) -lm $(PTHREAD)
+# OpenMPI, when installed (libopenmpi-dev): `mpirun -n K mambalaya sweep`
+# splits a study's points over K ranks (src/cli/cmd_sweep.c). Without it,
+# or with `make MPI=0`, sweep runs in one process.
+MPI      ?= 1
+ifeq ($(MPI),1)
+MPI_CFLAGS := $(shell pkg-config --cflags ompi-c 2>/dev/null)
+MPI_LIBS   := $(shell pkg-config --libs ompi-c 2>/dev/null)
+endif
 ALL_CFLAGS = $(WARN) $(CFLAGS) $(PTHREAD) -MMD -MP
 
 LIB_SRC  := $(sort $(filter-out src/cli/%,$(wildcard src/*/*.c)))
@@ -33,7 +41,7 @@ CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 
-EMBEDDED := $(sort $(wildcard specs/*.yaml archs/*.yaml))
+EMBEDDED := $(sort $(wildcard specs/*.yaml archs/*.yaml studies/*.yaml))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/embedded.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/%.o)
@@ -52,6 +60,9 @@ VECTORIZE := -O3 -fno-math-errno -fno-trapping-math
 $(BUILD)/src/exec/vmath.o $(BUILD)/src/exec/vm.o: ALL_CFLAGS += $(VECTORIZE)
 $(BUILD)/src/report/cairo.o $(BUILD)/tests/unit/test_render.o: \
     ALL_CFLAGS += $(CAIRO_CFLAGS)
+ifneq ($(MPI_LIBS),)
+$(BUILD)/src/cli/cmd_sweep.o: ALL_CFLAGS += -DMAMBALAYA_MPI $(MPI_CFLAGS)
+endif
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -70,7 +81,7 @@ $(BUILD)/libmambalaya.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
 $(BUILD)/mambalaya: $(CLI_OBJ) $(BUILD)/libmambalaya.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(MPI_LIBS)
 
 $(BUILD)/unit_tests: $(UNIT_OBJ) $(BUILD)/libmambalaya.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)

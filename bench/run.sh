@@ -7,6 +7,7 @@ BUILD=${1:-build}
 "$BUILD/bench/bench_fusion" specs/mamba2.yaml
 "$BUILD/bench/bench_fusion" --chains
 "$BUILD/bench/bench_model"
+"$BUILD/bench/bench_sweep"   # design points per second (target >= 5000 on 2 cores)
 "$BUILD/bench/bench_exec"    # a whole mamba-130m: prefill, decode, memory
 "$BUILD/bench/bench_kernels"
 out=$(mktemp -d)

@@ -235,7 +235,35 @@ static bool unknown_opclass(Loader *L, const YamlNode *key,
 /* ---- memory ---- */
 
 static const char *const level_keys[] = {
-    "name", "capacity", "bandwidth", "read_energy", "write_energy", NULL};
+    "name",         "capacity", "bandwidth", "read_energy",
+    "write_energy", "area",     "ports",     "port_area", NULL};
+
+/* area, ports, port_area: checked against the area section once it is
+ * loaded (check_level_areas). */
+static bool load_level_area(Loader *L, const YamlNode *m, MemLevel *lv) {
+  const YamlNode *area = ydoc_get(m, "area"), *ports = ydoc_get(m, "ports");
+  const YamlNode *pa = ydoc_get(m, "port_area");
+  lv->area_per_byte = NAN;
+  lv->ports = 1;
+  lv->port_area_per_byte = 0;
+  if (area && !get_non_negative(L, area, "mm2/B", "area", &lv->area_per_byte))
+    return false;
+  if (ports && !get_count(L, ports, "ports", &lv->ports))
+    return false;
+  if (pa && !get_non_negative(L, pa, "mm2/B", "port_area",
+                              &lv->port_area_per_byte))
+    return false;
+  if ((ports || pa) && !area)
+    return fail(L, (ports ? ports : pa)->loc,
+                "ports and port_area need 'area' (per MiB with one port, "
+                "e.g. '0.34 mm2/MiB')");
+  if (lv->ports > 1 && !pa)
+    return fail(L, ports->loc,
+                "%d ports need 'port_area' (the area each port past the "
+                "first adds per MiB, e.g. '0.1 mm2/MiB')",
+                lv->ports);
+  return true;
+}
 
 /* Capacity: required on chip, optional (infinite) for the outermost level.
  * Bandwidth: required for the outermost level (the roofline's memory
@@ -279,7 +307,8 @@ static bool load_level(Loader *L, const YamlNode *m, bool outermost,
     return false;
   const YamlNode *wr = need(L, m, "write_energy", where, "e.g. '1.25 pJ/B'");
   return wr &&
-         get_non_negative(L, wr, "pJ/B", "write_energy", &lv->write_pj);
+         get_non_negative(L, wr, "pJ/B", "write_energy", &lv->write_pj) &&
+         load_level_area(L, m, lv);
 }
 
 static bool load_memory(Loader *L, const YamlNode *seq) {
@@ -616,11 +645,123 @@ static bool load_energy(Loader *L, const YamlNode *m) {
   return true;
 }
 
+/* ---- area ---- */
+
+static const char *const area_keys[] = {"node", "functional_units",
+                                        "interconnect", NULL};
+static const char *const fu_keys[] = {"name", "ops", "area", NULL};
+
+/* One functional unit: {name, ops: [CLASS, ...], area}. A class belongs
+ * to at most one functional unit (OWNER: its index so far, or -1). */
+static bool load_fu(Loader *L, const YamlNode *m, FuncUnit *f, int *owner,
+                    int index) {
+  if (!want(L, m, YN_MAP, "a functional unit"))
+    return false;
+  if (!check_keys(L, m, fu_keys, "a functional unit"))
+    return false;
+  const YamlNode *name = need(L, m, "name", "functional unit",
+                              "e.g. 'name: fma'");
+  if (!name || !get_name(L, name, "functional unit name", &f->name))
+    return false;
+  f->loc = m->loc;
+  char where[300];
+  snprintf(where, sizeof where, "functional unit '%s'", f->name);
+  const YamlNode *ops =
+      need(L, m, "ops", where, "the classes it performs, e.g. [macc, add]");
+  if (!ops || !want(L, ops, YN_SEQ, "ops (a list of operation classes)"))
+    return false;
+  if (ops->n == 0)
+    return fail(L, ops->loc, "%s performs no operation class", where);
+  for (int i = 0; i < ops->n; i++) {
+    const YamlNode *k = ops->items[i];
+    if (!want(L, k, YN_SCALAR, "an operation class"))
+      return false;
+    int c = find_opclass(k->text);
+    if (c < 0)
+      return unknown_opclass(L, k, where);
+    if (owner[c] >= 0)
+      return fail(L, k->loc,
+                  "operation class '%s' is already performed by functional "
+                  "unit '%s'",
+                  k->text, L->a->area.fus[owner[c]].name);
+    owner[c] = index;
+    f->ops[c] = true;
+  }
+  const YamlNode *area =
+      need(L, m, "area", where, "for one operation per cycle, e.g. '177 um2'");
+  return area && get_positive(L, area, "mm2", "area", &f->area);
+}
+
+/* The area section: the node every figure is scaled to, the functional
+ * units PEs are built of, the interconnect per PE. */
+static bool load_area(Loader *L, const YamlNode *key, const YamlNode *m) {
+  if (!want(L, m, YN_MAP, "area (node, functional_units, interconnect)"))
+    return false;
+  if (!check_keys(L, m, area_keys, "area"))
+    return false;
+  ArchArea *ar = &L->a->area;
+  ar->given = true;
+  const YamlNode *node = need_at(L, key->loc, m, "node", "area",
+                                 "the technology node every figure is "
+                                 "scaled to, e.g. '7 nm'");
+  if (!node || !get_positive(L, node, "nm", "node", &ar->node_nm))
+    return false;
+  const YamlNode *fus = need_at(L, key->loc, m, "functional_units", "area",
+                                "a list of {name, ops, area}");
+  if (!fus || !want(L, fus, YN_SEQ, "functional_units (a list)"))
+    return false;
+  ar->fus = arena_alloc(&L->a->arena, ((size_t)fus->n + 1) * sizeof *ar->fus);
+  int owner[OPC_COUNT];
+  for (int k = 0; k < OPC_COUNT; k++)
+    owner[k] = -1;
+  for (int i = 0; i < fus->n; i++) {
+    if (!load_fu(L, fus->items[i], &ar->fus[i], owner, i))
+      return false;
+    ar->nfus = i + 1;
+  }
+  for (int k = 0; k < OPC_COUNT; k++)
+    for (int u = 0; u < L->a->nunits && owner[k] < 0; u++)
+      if (L->a->units[u].rate[k] > 0)
+        return fail(L, fus->loc,
+                    "no functional unit performs '%s', which unit '%s' "
+                    "performs: its PEs' area would be unknown",
+                    opclass_names[k], L->a->units[u].name);
+  const YamlNode *ic = ydoc_get(m, "interconnect");
+  return !ic ||
+         get_non_negative(L, ic, "mm2", "interconnect", &ar->interconnect);
+}
+
+/* With an area section, every on-chip level has an area and off-chip
+ * memory none (it is not on the die); without one, no level has one. */
+static bool check_level_areas(Loader *L, const YamlNode *mem) {
+  const Arch *a = L->a;
+  for (int i = 0; i < a->nlevels; i++) {
+    const MemLevel *lv = &a->levels[i];
+    const YamlNode *area = ydoc_get(mem->items[i], "area");
+    if (i == 0 && area)
+      return fail(L, area->loc,
+                  "memory level '%s' is off chip: it has no area on the die "
+                  "(give area to on-chip levels only)",
+                  lv->name);
+    if (!a->area.given && area)
+      return fail(L, area->loc,
+                  "the area of memory level '%s' needs the architecture's "
+                  "area section (its technology node and functional units)",
+                  lv->name);
+    if (a->area.given && i > 0 && !area)
+      return fail(L, lv->loc,
+                  "memory level '%s' has no 'area' (e.g. '0.34 mm2/MiB'): "
+                  "with an area section, every on-chip level needs one",
+                  lv->name);
+  }
+  return true;
+}
+
 /* ---- the whole file ---- */
 
-static const char *const arch_keys[] = {"name",   "clock",   "word",
-                                        "memory", "compute", "energy",
-                                        "binding", NULL};
+static const char *const arch_keys[] = {"name",    "clock",   "word",
+                                        "memory",  "compute", "energy",
+                                        "binding", "area",    NULL};
 
 static bool load_word(Loader *L, const YamlNode *n) {
   double w;
@@ -667,7 +808,13 @@ static bool load_architecture(Loader *L, const YamlNode *key,
   if (!energy || !load_energy(L, energy))
     return false;
   const YamlNode *bind = ydoc_get(m, "binding");
-  return !bind || load_bindings(L, bind);
+  if (bind && !load_bindings(L, bind))
+    return false;
+  for (int i = 0; i < m->n; i++)
+    if (strcmp(m->keys[i]->text, "area") == 0 &&
+        !load_area(L, m->keys[i], m->items[i]))
+      return false;
+  return check_level_areas(L, mem);
 }
 
 static bool load_root(Loader *L, const YamlNode *root) {
@@ -687,16 +834,20 @@ static bool load_root(Loader *L, const YamlNode *root) {
   return load_architecture(L, root->keys[0], root->items[0]);
 }
 
-static Arch *arch_from_doc(const char *path, YamlDoc *doc, Diag *d) {
+Arch *arch_from_yaml(const char *path, const YamlNode *root, Diag *d) {
   Arch *a = xcalloc(1, sizeof *a);
   a->path = arena_strdup(&a->arena, path);
   Loader L = {a, d};
-  bool ok = load_root(&L, doc->root);
-  ydoc_free(doc);
-  if (!ok) {
+  if (!load_root(&L, root)) {
     arch_free(a);
     return NULL;
   }
+  return a;
+}
+
+static Arch *arch_from_doc(const char *path, YamlDoc *doc, Diag *d) {
+  Arch *a = arch_from_yaml(path, doc->root, d);
+  ydoc_free(doc);
   return a;
 }
 

@@ -3,8 +3,8 @@
  *
  * Architectures are YAML files (the archs directory; docs/architecture.md) with
  * explicit units: "32 MiB", "2039 GB/s", "1.75 GHz", "2 B", "20 pJ/B",
- * "0.9 pJ". Every quantity the model uses is a field here; nothing about
- * Mambalaya is hard-wired in the model.
+ * "0.9 pJ", "177 um2", "0.34 mm2/MiB". Every quantity the model uses is a
+ * field here; nothing about Mambalaya is hard-wired in the model.
  *
  * Compute units may be modes of one another: Mambalaya's 256x256 array
  * (2D mode) can be reconfigured into 8192 PEs wired to the global buffer
@@ -14,6 +14,7 @@
 #define MAMBALAYA_ARCH_H
 
 #include "../util/util.h"
+#include "../ydoc/ydoc.h"
 
 /* Operation classes a PE may implement, each at its own rate. */
 typedef enum {
@@ -81,7 +82,31 @@ typedef struct MemLevel {
   double capacity;  /* bytes; INFINITY for off-chip memory */
   double bandwidth; /* bytes per second; INFINITY if never a bottleneck */
   double read_pj, write_pj; /* energy per byte read / written */
+  /* Area (on-chip levels of an architecture with an area section): */
+  double area_per_byte; /* mm2 per byte of capacity with one port */
+  int ports;            /* read/write ports (1 unless given) */
+  double port_area_per_byte; /* mm2 per byte for each port past the first */
 } MemLevel;
+
+/* A functional unit a PE may contain, for the area model: the operation
+ * classes it performs and its area for one operation per cycle. A PE has
+ * every functional unit one of its classes needs, as many as the fastest
+ * of those classes' rates (a rate of 2: two; 0.125: an eighth, shared). */
+typedef struct FuncUnit {
+  const char *name;
+  Loc loc;
+  bool ops[OPC_COUNT];
+  double area; /* mm2 */
+} FuncUnit;
+
+/* The area section: every figure scaled to one technology node. */
+typedef struct ArchArea {
+  bool given;        /* the file has an area section */
+  double node_nm;
+  int nfus;
+  FuncUnit *fus;
+  double interconnect; /* mm2 per PE: links, operand forwarding */
+} ArchArea;
 
 typedef struct Arch {
   Arena arena;
@@ -96,6 +121,7 @@ typedef struct Arch {
   double op_pj[OPC_COUNT]; /* energy per operation */
   int nbindings;
   ArchBinding *bindings;
+  ArchArea area;
 } Arch;
 
 /* Load an architecture from a YAML file, or parse TEXT. Unknown keys,
@@ -104,6 +130,9 @@ typedef struct Arch {
  * are errors with FILE:LINE:COL. */
 Arch *arch_load(const char *path, Diag *d);
 Arch *arch_parse(const char *path, const char *text, size_t len, Diag *d);
+/* The same from a YAML tree (ROOT may be NULL: an empty file), e.g. one a
+ * sweep has edited; errors name PATH and the nodes' locations. */
+Arch *arch_from_yaml(const char *path, const YamlNode *root, Diag *d);
 void arch_free(Arch *a);
 
 /* The first unit with role R, or -1. */
@@ -111,9 +140,22 @@ int arch_unit(const Arch *a, UnitRole r);
 /* Peak operations per second of unit U for op class K (pes * rate * clock). */
 double arch_peak(const Arch *a, int unit, OpClass k);
 
+/* ---- area (area.c) ----
+ *
+ * On-die area in mm2 at the file's technology node, from its area section
+ * (NAN without one): a compute unit's PEs times the functional units its
+ * operation classes need plus the interconnect per PE (a mode's PEs are
+ * its array's: 0); an on-chip memory level's capacity times its area per
+ * byte (and per extra port). Off-chip memory has no area on the die. */
+double arch_unit_area(const Arch *a, int unit);
+double arch_level_area(const Arch *a, int level);
+double arch_area(const Arch *a); /* the sum over units and levels */
+
 /* Parse a quantity with a unit: "32 MiB" -> bytes, "2039 GB/s" -> bytes/s,
- * "1.75 GHz" -> Hz, "20 pJ/B" -> pJ per byte, "0.9 pJ" -> pJ. DIM names
- * the expected dimension ("bytes", "bytes/s", "Hz", "pJ/B", "pJ");
+ * "1.75 GHz" -> Hz, "20 pJ/B" -> pJ per byte, "0.9 pJ" -> pJ, "177 um2"
+ * -> mm2, "0.34 mm2/MiB" -> mm2 per byte, "7 nm" -> nm. DIM names the
+ * expected dimension ("bytes", "bytes/s", "Hz", "pJ/B", "pJ", "mm2",
+ * "mm2/B", "nm");
  * false if TEXT is not a number followed by a unit of that dimension.
  * Binary prefixes (KiB, MiB, GiB) are powers of 1024, decimal ones (kB,
  * MB, GB) powers of 1000. */

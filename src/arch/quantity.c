@@ -1,5 +1,6 @@
 /* quantity.c — numbers with units, as architecture files write them:
- * "32 MiB", "2039 GB/s", "1.75 GHz", "1.25 pJ/B", "3.9 pJ/bit", "0.4 pJ". */
+ * "32 MiB", "2039 GB/s", "1.75 GHz", "1.25 pJ/B", "3.9 pJ/bit", "0.4 pJ",
+ * and for area "177 um2", "0.34 mm2/MiB", "7 nm". */
 #include "arch.h"
 #include "quantity.h"
 
@@ -49,6 +50,15 @@ static const UnitDef units[] = {
     {"fJ", "pJ", 1e-3},
     {"pJ", "pJ", 1},
     {"nJ", "pJ", 1e3},
+    {"um2", "mm2", 1e-6},
+    {"mm2", "mm2", 1},
+    {"um2/bit", "mm2/B", 8e-6},
+    {"um2/B", "mm2/B", 1e-6},
+    {"mm2/KiB", "mm2/B", 1 / 1024.0},
+    {"mm2/MiB", "mm2/B", 1 / 1048576.0},
+    {"mm2/kB", "mm2/B", 1e-3},
+    {"mm2/MB", "mm2/B", 1e-6},
+    {"nm", "nm", 1},
 };
 enum { NUNITS = sizeof units / sizeof units[0] };
 
@@ -70,6 +80,10 @@ static const DimDef dims[] = {
      "1e-6 pJ/B to 1e9 pJ/B, or 0"},
     {"pJ", "an energy per operation", "0.4 pJ", 1e-6, 1e9,
      "1e-6 pJ to 1e9 pJ, or 0"},
+    {"mm2", "an area", "177 um2", 1e-12, 1e6, "1e-12 mm2 to 1e6 mm2, or 0"},
+    {"mm2/B", "an area per byte of capacity", "0.34 mm2/MiB", 1e-18, 1e3,
+     "1e-18 mm2/B to 1e3 mm2/B, or 0"},
+    {"nm", "a technology node in nm", "7 nm", 0.1, 1e4, "0.1 nm to 1e4 nm"},
 };
 enum { NDIMS = sizeof dims / sizeof dims[0] };
 

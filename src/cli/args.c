@@ -259,58 +259,48 @@ bool spec_opt(Args *a, SpecOpts *o, int *err) {
 
 /* ---- shipped names and paths ---- */
 
-static bool written_as_path(const char *name) {
-  size_t n = strlen(name);
-  return strchr(name, '/') || (n >= 5 && strcmp(name + n - 5, ".yaml") == 0);
+const char *input_path(const char *dir, const char *name) {
+  /* NULL, a default, is shipped. */
+  return name && !embedded_named(dir, name) ? name : NULL;
 }
 
-/* The shipped file NAME stands for ("mamba1": specs/mamba1.yaml), or NULL
- * when NAME is a path. A bare name that is not shipped is a path too. */
-static const EmbeddedFile *shipped(const char *dir, const char *name) {
-  if (written_as_path(name))
-    return NULL;
-  char path[512];
-  snprintf(path, sizeof path, "%s/%s.yaml", dir, name);
-  return embedded_file(path);
-}
-
-/* The shipped file NAME stands for, with a warning when a file of that
- * name is here too: the user may have meant it (./NAME says so). */
-static const EmbeddedFile *resolve(const char *dir, const char *name) {
-  const EmbeddedFile *f = shipped(dir, name);
+/* The source NAME stands for (embed.h's rule: a bare name is the shipped
+ * file), with a warning when a file of that name is here too: the user may
+ * have meant it (./NAME says so). */
+static bool open_source(const char *dir, const char *name, Source *src,
+                        Diag *d) {
+  if (!source_open(dir, name, src, d))
+    return false;
   struct stat st;
-  if (f && stat(name, &st) == 0 && !S_ISDIR(st.st_mode)) {
+  if (src->shipped && name && stat(name, &st) == 0 && !S_ISDIR(st.st_mode)) {
     Buf b = {0};
     buf_escaped(&b, name);
     fprintf(stderr,
             "mambalaya: warning: '%s' is the shipped %s (%s); write ./%s "
             "for the file in this directory\n",
-            b.s, strcmp(dir, "specs") ? "architecture" : "spec", f->name,
+            b.s, strcmp(dir, "specs") ? "architecture" : "spec", src->path,
             b.s);
     buf_free(&b);
   }
-  return f;
-}
-
-const char *input_path(const char *dir, const char *name) {
-  /* NULL, a default, is shipped. */
-  return name && !shipped(dir, name) ? name : NULL;
+  return true;
 }
 
 Cascade *open_spec(const char *name, Diag *d) {
-  const EmbeddedFile *f = name ? resolve("specs", name)
-                               : embedded_file("specs/mamba1.yaml");
-  if (f)
-    return spec_parse(f->name, (const char *)f->data, f->len, d);
-  return spec_load(name, d);
+  Source src;
+  if (!open_source("specs", name, &src, d))
+    return NULL;
+  Cascade *c = spec_parse(src.path, src.text, src.len, d);
+  source_free(&src);
+  return c;
 }
 
 Arch *open_arch(const char *name, Diag *d) {
-  const EmbeddedFile *f = name ? resolve("archs", name)
-                               : embedded_file("archs/mambalaya.yaml");
-  if (f)
-    return arch_parse(f->name, (const char *)f->data, f->len, d);
-  return arch_load(name, d);
+  Source src;
+  if (!open_source("archs", name, &src, d))
+    return NULL;
+  Arch *a = arch_parse(src.path, src.text, src.len, d);
+  source_free(&src);
+  return a;
 }
 
 /* ---- outputs and memory ---- */
@@ -379,12 +369,7 @@ int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
   }
   for (int i = 0; i < o->nsets; i++) {
     const char *n = o->sets[i].name;
-    bool known = cascade_rank(*c, n) >= 0 || cascade_param(*c, n) >= 0;
-    for (int k = 0; !known && preset_param_names[k]; k++)
-      known = strcmp(preset_param_names[k], n) == 0;
-    for (int k = 0; !known && k < (*c)->nsyms; k++)
-      known = strcmp((*c)->syms[k].name, n) == 0;
-    if (!known) {
+    if (!shape_setting_known(*c, n)) {
       Buf b = {0}, sp = {0};
       buf_escaped(&b, n);
       buf_escaped(&sp, o->spec);
@@ -455,8 +440,34 @@ int default_threads(void) {
   return n < 1 ? 1 : n > 16 ? 16 : (int)n;
 }
 
+Inputs spec_inputs(const char *command, const SpecOpts *o, const Cascade *c,
+                   const Shape *s) {
+  return (Inputs){.command = command,
+                  .spec = o->spec,
+                  .model = o->model ? o->model : c->model,
+                  .nsets = o->nsets,
+                  .sets = o->sets,
+                  .shape = s,
+                  .phase = o->decode ? "decode" : NULL};
+}
+
 void emit(const Buf *b) {
   if (b->len)
     fwrite(b->s, 1, b->len, stdout);
   fflush(stdout);
+}
+
+unsigned parse_formats(const char *list) {
+  unsigned set = 0;
+  char *copy = xstrdup(list), *save = NULL;
+  for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    Format f;
+    if (!format_from_name(t, &f)) {
+      set = 0;
+      break;
+    }
+    set |= 1u << f;
+  }
+  free(copy);
+  return set;
 }

@@ -143,6 +143,16 @@ Plan *load_plan_file(const char *path, const Cascade *c, const Shape *s,
  * (the CPUs, at most 16). */
 int default_threads(void);
 
+/* The inputs of a command that read o->spec into C (bound by S, or
+ * NULL): the spec, the model used and the settings; the caller adds the
+ * rest (the architecture, the design, the options). */
+Inputs spec_inputs(const char *command, const SpecOpts *o, const Cascade *c,
+                   const Shape *s);
+
+/* "svg,pdf" -> the set of formats (1 << Format); 0 when a name is not a
+ * format. */
+unsigned parse_formats(const char *list);
+
 /* Print BUF to stdout (all of it, at once). */
 void emit(const Buf *b);
 
@@ -152,6 +162,8 @@ int cmd_tensors(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_reproduce(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
 int cmd_init_weights(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_generate(int argc, char **argv);

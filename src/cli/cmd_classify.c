@@ -55,7 +55,8 @@ int cmd_classify(int argc, char **argv) {
   Buf b = {0};
   if (o.json) {
     json_t *j = report_pairs_json(c, s, pairs, nodes);
-    report_json(&b, j);
+    Inputs in = spec_inputs("classify", &o, c, s);
+    report_json_with_inputs(&b, j, &in);
     json_decref(j);
   } else {
     report_pairs_text(&b, c, s, pairs, nodes);

@@ -7,7 +7,7 @@
 static const char usage_head[] =
     "usage: mambalaya eval SPEC [--arch ARCH] [--model M] [--set NAME=V]...\n"
     "                           [--design D | --strategy S | --plan FILE]\n"
-    "                           [--phase P] [model options] [--json]\n"
+    "                           [--phase P] [model options] [--json | --csv]\n"
     "\n"
     "Price a fusion plan of the cascade in SPEC on an accelerator: each\n"
     "Einsum's unit, operations, mapping, DRAM traffic and latency, each\n"
@@ -22,10 +22,16 @@ static const char usage_head[] =
     "  --plan FILE     price the plan in FILE, as `fuse --json` writes it\n"
     "                  (priced with its strategy's rules)\n"
     "  --phase P       prefill (the spec's sizes) or decode (the sequence\n"
-    "                  rank, `sequence:` in the spec, set to 1)\n";
+    "                  rank, `sequence:` in the spec, set to 1)\n"
+    "  --csv           print one row per Einsum as CSV (a header line, then\n"
+    "                  the rows in execution order)\n";
 
 static const char usage_tail[] =
-    "  --model, --set, --json   as for classify\n"
+    "  --model, --set  as for classify\n"
+    "  --json          print JSON, with the inputs that produced it (spec,\n"
+    "                  architecture and their SHA-256, model, settings,\n"
+    "                  options, tool version) and the area and energy of\n"
+    "                  every component\n"
     "\n"
     "example:\n"
     "  mambalaya fuse mamba2 --strategy ri+rsb+rsp --stitch global --json "
@@ -38,7 +44,7 @@ int cmd_eval(int argc, char **argv) {
   ModelOverrides mf = model_no_overrides();
   const char *arch_name = NULL, *plan_file = NULL; /* the shipped mambalaya */
   Design design = DES_FULL;
-  bool design_given = false;
+  bool design_given = false, csv = false;
   int k, err;
   while ((k = args_next(&a)) > 0) {
     if (k == 2) {
@@ -54,6 +60,8 @@ int cmd_eval(int argc, char **argv) {
       if (!args_value(&a))
         return EXIT_INPUT;
       arch_name = a.val;
+    } else if (args_is(&a, "--csv")) {
+      csv = true;
     } else if (args_is(&a, "--plan")) {
       if (!args_value(&a))
         return EXIT_INPUT;
@@ -87,6 +95,8 @@ int cmd_eval(int argc, char **argv) {
     return usage_error(&a, "missing SPEC (see mambalaya eval --help)");
   if (plan_file && design_given)
     return usage_error(&a, "--plan gives the plan: drop --design/--strategy");
+  if (csv && o.json)
+    return usage_error(&a, "--csv and --json: pick one");
   Diag d = {0};
   Arch *arch = open_arch(arch_name, &d);
   if (!arch) {
@@ -131,8 +141,16 @@ int cmd_eval(int argc, char **argv) {
     Buf b = {0};
     if (o.json) {
       json_t *j = report_eval_json(c, arch, ev);
-      report_json(&b, j);
+      Inputs in = spec_inputs("eval", &o, c, s);
+      in.arch = arch_name ? arch_name : "mambalaya";
+      in.plan = plan_file;
+      in.design = design_name(design);
+      in.phase = o.decode ? "decode" : "prefill";
+      in.opts = &ev->opts;
+      report_json_with_inputs(&b, j, &in);
       json_decref(j);
+    } else if (csv) {
+      report_eval_csv(&b, c, arch, ev);
     } else {
       report_eval_text(&b, c, arch, ev);
     }

@@ -466,12 +466,12 @@ static json_t *result_json(const ExecResult *r) {
       json_object_set_new(o, "tensor", json_string(r->diffs[i].name));
       json_object_set_new(o, "next_state", json_boolean(r->diffs[i].state));
       json_object_set_new(o, "max_rel_diff",
-                          isfinite(r->diffs[i].rel) ? json_real(r->diffs[i].rel)
+                          isfinite(r->diffs[i].rel) ? report_real(r->diffs[i].rel)
                                                     : json_string("inf"));
       json_array_append_new(chk, o);
     }
     json_object_set_new(root, "check", chk);
-    json_object_set_new(root, "tolerance", json_real(r->o->tolerance));
+    json_object_set_new(root, "tolerance", report_real(r->o->tolerance));
   }
   if (r->plan) {
     json_t *tr = json_object(), *rows = json_array();
@@ -485,25 +485,25 @@ static json_t *result_json(const ExecResult *r) {
       json_object_set_new(o, "tensor", json_string(c->tensors[t].name));
       json_object_set_new(o, "intermediate",
                           json_boolean(tensor_is_intermediate(c, t)));
-      json_object_set_new(o, "read_bytes", json_real(v[0]));
-      json_object_set_new(o, "write_bytes", json_real(v[1]));
-      json_object_set_new(o, "model_read_bytes", json_real(v[2]));
-      json_object_set_new(o, "model_write_bytes", json_real(v[3]));
+      json_object_set_new(o, "read_bytes", report_real(v[0]));
+      json_object_set_new(o, "write_bytes", report_real(v[1]));
+      json_object_set_new(o, "model_read_bytes", report_real(v[2]));
+      json_object_set_new(o, "model_write_bytes", report_real(v[3]));
       json_array_append_new(rows, o);
       for (int k = 0; k < 4; k++)
         sum[k] += v[k];
     }
     json_object_set_new(tr, "tensors", rows);
-    json_object_set_new(tr, "read_bytes", json_real(sum[0]));
-    json_object_set_new(tr, "write_bytes", json_real(sum[1]));
-    json_object_set_new(tr, "model_read_bytes", json_real(sum[2]));
-    json_object_set_new(tr, "model_write_bytes", json_real(sum[3]));
+    json_object_set_new(tr, "read_bytes", report_real(sum[0]));
+    json_object_set_new(tr, "write_bytes", report_real(sum[1]));
+    json_object_set_new(tr, "model_read_bytes", report_real(sum[2]));
+    json_object_set_new(tr, "model_write_bytes", report_real(sum[3]));
     json_object_set_new(tr, "offchip_intermediate_bytes",
-                        json_real(4 * r->plan->offchip_elems));
+                        report_real(4 * r->plan->offchip_elems));
     json_object_set_new(root, "traffic", tr);
-    json_object_set_new(root, "peak_bytes", json_real(r->st->peak_bytes));
+    json_object_set_new(root, "peak_bytes", report_real(r->st->peak_bytes));
   }
-  json_object_set_new(root, "seconds", json_real(r->seconds));
+  json_object_set_new(root, "seconds", report_real(r->seconds));
   return root;
 }
 

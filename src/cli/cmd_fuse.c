@@ -115,14 +115,18 @@ int cmd_fuse(int argc, char **argv) {
     plan_free(p);
   }
   if (status == 0 && o.json) {
+    Inputs in = spec_inputs("fuse", &o, c, s);
+    in.strategy = all ? "all" : strategy_name(st);
+    in.stitch = stitcher_name(how);
+    in.objective = obj == OBJ_TRAFFIC ? "traffic" : "groups";
     if (all) {
       json_t *root = json_object();
       json_object_set_new(root, "spec", json_string(c->path));
       json_object_set_new(root, "plans", json_incref(plans));
-      report_json(&out, root);
+      report_json_with_inputs(&out, root, &in);
       json_decref(root);
     } else {
-      report_json(&out, json_array_get(plans, 0));
+      report_json_with_inputs(&out, json_array_get(plans, 0), &in);
     }
   }
   if (status == 0 && dot && !write_file_atomic(dot, dotbuf.s, dotbuf.len)) {

@@ -78,22 +78,6 @@ static const char *shipped_identity(const char *dir, const char *name) {
   return found;
 }
 
-/* "svg,pdf" -> the set of formats; 0 when a name is not a format. */
-static unsigned parse_formats(const char *list) {
-  unsigned set = 0;
-  char *copy = xstrdup(list), *save = NULL;
-  for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    Format f;
-    if (!format_from_name(t, &f)) {
-      set = 0;
-      break;
-    }
-    set |= 1u << f;
-  }
-  free(copy);
-  return set;
-}
-
 int cmd_reproduce(int argc, char **argv) {
   Args a = {.cmd = "mambalaya reproduce", .argc = argc, .argv = argv, .i = 1};
   SpecOpts o = {.spec = "mamba1"};
@@ -193,7 +177,14 @@ int cmd_reproduce(int argc, char **argv) {
     Buf b = {0};
     if (o.json) {
       json_t *j = report_repro_json(r);
-      report_json(&b, j);
+      Inputs in = {.command = "reproduce",
+                   .spec = o.spec,
+                   .model = o.model ? o.model : c->model,
+                   .nsets = o.nsets,
+                   .sets = o.sets,
+                   .arch = arch_name ? arch_name : "mambalaya",
+                   .overrides = &mopts};
+      report_json_with_inputs(&b, j, &in);
       json_decref(j);
     } else {
       report_repro_text(&b, r);

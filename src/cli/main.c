@@ -3,8 +3,6 @@
 
 #include <string.h>
 
-#define VERSION "0.1.0"
-
 typedef struct Command {
   const char *name;
   int (*run)(int argc, char **argv);
@@ -20,6 +18,9 @@ static const Command commands[] = {
      "run a cascade on tensors (interpreter or plan), check, count bytes"},
     {"reproduce", cmd_reproduce,
      "run the paper's evaluation: every figure beside ours"},
+    {"sweep", cmd_sweep,
+     "a design-space study: many points, their Pareto front"},
+    {"diff", cmd_diff, "what changed between two --json results"},
     {"tensors", cmd_tensors, "list the tensors of a safetensors file"},
     {"init-weights", cmd_init_weights,
      "write a model directory with random Mamba weights"},
@@ -38,7 +39,9 @@ static void print_usage(FILE *f) {
   fprintf(f, "\nExamples:\n"
              "  mambalaya reproduce            the paper's figures, into out/\n"
              "  mambalaya fuse mamba1          fusion groups of every strategy\n"
-             "  mambalaya eval mamba2 --model mamba2-370m --strategy full\n");
+             "  mambalaya eval mamba2 --model mamba2-370m --strategy full\n"
+             "  mambalaya sweep arch-neighbourhood   a study, into "
+             "out/arch-neighbourhood/\n");
 }
 
 int main(int argc, char **argv) {
@@ -59,7 +62,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(cmd, "--version") == 0) {
-    printf("mambalaya %s\n", VERSION);
+    printf("mambalaya %s\n", MAMBALAYA_VERSION);
     return 0;
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

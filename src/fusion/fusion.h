@@ -179,6 +179,8 @@ typedef struct Plan {
 Plan *fusion_plan(const Cascade *c, const Shape *s, const Pair *pairs,
                   Strategy st, Stitcher how, Objective obj, Diag *d);
 void plan_free(Plan *p);
+/* A copy of P (a plan of C) that owns its own arrays. */
+Plan *plan_copy(const Cascade *c, const Plan *p);
 /* A plan with the given grouping: GROUP_OF[e] numbers the groups in the
  * order they run (0, 1, ...). Merged nodes follow strategy ST. NULL and D
  * set when the grouping cannot run: an Einsum reads, within one iteration,

@@ -310,6 +310,42 @@ Plan *fusion_plan(const Cascade *c, const Shape *s, const Pair *pairs,
   return p;
 }
 
+static void *dup_mem(const void *src, size_t n) {
+  void *d = xmalloc(n ? n : 1);
+  if (n)
+    memcpy(d, src, n);
+  return d;
+}
+
+Plan *plan_copy(const Cascade *c, const Plan *p) {
+  size_t ne = (size_t)c->neinsums + 1, nt = (size_t)c->ntensors + 1;
+  Plan *q = xmalloc(sizeof *q);
+  *q = *p;
+  Nodes *m = xcalloc(1, sizeof *m);
+  m->n = p->nodes->n;
+  m->node_of = dup_mem(p->nodes->node_of, ne * sizeof *m->node_of);
+  m->nodes = xcalloc(ne, sizeof *m->nodes);
+  for (int k = 0; k < m->n; k++) {
+    m->nodes[k].n = p->nodes->nodes[k].n;
+    m->nodes[k].einsums = dup_mem(p->nodes->nodes[k].einsums,
+                                  (size_t)c->neinsums * sizeof(int));
+  }
+  q->nodes = m;
+  q->groups = dup_mem(p->groups, ne * sizeof *q->groups);
+  for (int g = 0; g < p->ngroups; g++)
+    q->groups[g].einsums = dup_mem(p->groups[g].einsums,
+                                   (size_t)c->neinsums * sizeof(int));
+  q->group_of = dup_mem(p->group_of, ne * sizeof *q->group_of);
+  q->src = xcalloc(ne, sizeof *q->src);
+  for (int e = 0; e < c->neinsums; e++)
+    q->src[e] = dup_mem(p->src[e],
+                        ((size_t)c->einsums[e]->nreads + 1) * sizeof **q->src);
+  q->written = dup_mem(p->written, nt * sizeof *q->written);
+  q->onchip = dup_mem(p->onchip, nt * sizeof *q->onchip);
+  q->xfers = dup_mem(p->xfers, (size_t)p->nxfers * sizeof *q->xfers);
+  return q;
+}
+
 void plan_free(Plan *p) {
   if (!p)
     return;

@@ -298,6 +298,9 @@ typedef struct Shape {
   bool complete; /* every rank has a size */
 } Shape;
 
+/* Can a setting called NAME bind something of C: a rank, a parameter, a
+ * model parameter (d_model, ...) or a symbol? */
+bool shape_setting_known(const Cascade *c, const char *name);
 /* Bind C's sizes. With REQUIRE, every rank and symbol must resolve (specs
  * with a shape section); otherwise unresolved ones are left unknown. */
 Shape *shape_bind(const Cascade *c, const Preset *preset, const Setting *set,

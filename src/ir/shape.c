@@ -136,6 +136,18 @@ static double eval(Binder *b, const Expr *e) {
   return expr_eval_const(e, binder_sym, b);
 }
 
+bool shape_setting_known(const Cascade *c, const char *name) {
+  if (cascade_rank(c, name) >= 0 || cascade_param(c, name) >= 0)
+    return true;
+  for (int k = 0; preset_param_names[k]; k++)
+    if (strcmp(preset_param_names[k], name) == 0)
+      return true;
+  for (int k = 0; k < c->nsyms; k++)
+    if (strcmp(c->syms[k].name, name) == 0)
+      return true;
+  return false;
+}
+
 Shape *shape_bind(const Cascade *c, const Preset *preset, const Setting *set,
                   int nset, bool require, Diag *d) {
   Shape *s = xcalloc(1, sizeof *s);

@@ -50,8 +50,8 @@ static Plan *recurrence_plan(const Cascade *c, const Shape *s,
   return p;
 }
 
-static Plan *design_plan(const Cascade *c, const Shape *s, const Pair *pairs,
-                         Design des, const ModelOpts *o, Diag *d) {
+Plan *model_plan(const Cascade *c, const Shape *s, const Pair *pairs,
+                 Design des, const ModelOpts *o, Diag *d) {
   if (des == DES_MARCA || des == DES_GEENS)
     return recurrence_plan(c, s, pairs);
   Strategy st = design_strategy(des);
@@ -325,8 +325,11 @@ static void energy(const Ctx *x, EinsumEval *r) {
   double g = r->glb_bytes * 0.5 * (glb->read_pj + glb->write_pj);
   double rg = r->reg_bytes * 0.5 * (reg->read_pj + reg->write_pj);
   double ops = 0;
-  for (int k = 0; k < OPC_COUNT; k++)
-    ops += r->work.ops[k] * a->op_pj[k];
+  for (int k = 0; k < OPC_COUNT; k++) {
+    double e = r->work.ops[k] * a->op_pj[k];
+    ops += e;
+    x->ev->unit_energy[op_unit(a, r->unit, (OpClass)k)] += e;
+  }
   r->energy_pj = d + g + rg + ops;
   Eval *ev = x->ev;
   ev->energy_dram += d;
@@ -351,6 +354,7 @@ static Eval *eval_new(const Ctx *x) {
   ev->g = xcalloc((size_t)x->plan->ngroups + 1, sizeof *ev->g);
   ev->tensor_read = xcalloc(nt, sizeof(double));
   ev->tensor_write = xcalloc(nt, sizeof(double));
+  ev->unit_energy = xcalloc((size_t)x->a->nunits + 1, sizeof(double));
   return ev;
 }
 
@@ -375,13 +379,13 @@ static bool price_traffic(Ctx *x) {
   return true;
 }
 
-Eval *model_eval_plan(const Cascade *c, const Shape *s, const Arch *a,
+Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
                       const Pair *pairs, Design d, Plan *plan,
-                      const ModelOpts *o, Diag *diag) {
+                      const ModelOpts *o, MapMemo *memo, Diag *diag) {
   if (!plan)
     return NULL;
   Ctx x = {.c = c, .s = s, .a = a, .pairs = pairs, .d = d, .o = *o,
-           .plan = plan, .diag = diag};
+           .plan = plan, .memo = memo, .diag = diag};
   x.word = a->word_bytes;
   x.glb = a->nlevels > 1 ? a->levels[1].capacity / a->word_bytes : INFINITY;
   x.bw = a->levels[0].bandwidth / a->clock_hz;
@@ -459,11 +463,17 @@ Eval *model_eval_plan(const Cascade *c, const Shape *s, const Arch *a,
   return ev;
 }
 
+Eval *model_eval_plan(const Cascade *c, const Shape *s, const Arch *a,
+                      const Pair *pairs, Design d, Plan *plan,
+                      const ModelOpts *o, Diag *diag) {
+  return model_eval_memo(c, s, a, pairs, d, plan, o, NULL, diag);
+}
+
 Eval *model_eval(const Cascade *c, const Shape *s, const Arch *a,
                  const Pair *pairs, Design d, const ModelOpts *o,
                  Diag *diag) {
-  Plan *p = design_plan(c, s, pairs, d, o, diag);
-  return p ? model_eval_plan(c, s, a, pairs, d, p, o, diag) : NULL;
+  Plan *p = model_plan(c, s, pairs, d, o, diag);
+  return p ? model_eval_memo(c, s, a, pairs, d, p, o, NULL, diag) : NULL;
 }
 
 void eval_free(Eval *e) {
@@ -476,5 +486,6 @@ void eval_free(Eval *e) {
   free(e->g);
   free(e->tensor_read);
   free(e->tensor_write);
+  free(e->unit_energy);
   free(e);
 }

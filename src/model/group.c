@@ -33,6 +33,9 @@ typedef struct Held {
   bool on;         /* held; else off chip */
   double charge;   /* elements the group moves for it once (its DRAM read,
                       or its write if it escapes) */
+  double whole;    /* its elements */
+  double nested;   /* nested_factor for the group's tile ranks (set by
+                      choose_tile: it does not change with the tile) */
 } Held;
 
 typedef struct Grp {
@@ -51,7 +54,16 @@ typedef struct Grp {
   bool whole;     /* MARCA-like: intermediates whole, for the whole group */
   int nspills;
   Spill *spills;
+  double **read_elems; /* per member, per read: what it touches (every
+                          tile's mapping problem needs them) */
+  struct Nest **nest;  /* per member: its loop nest (member_problem) */
 } Grp;
+
+typedef struct Nest {
+  MapProblem p;
+  int tensor_of[MAP_MAX_TENSORS];
+  int *read_at;
+} Nest;
 
 static bool reads_tensor(const Einsum *e, int t) {
   for (int k = 0; k < e->nreads; k++)
@@ -254,11 +266,9 @@ static double nested_factor(const Grp *G, int t, int first, int last) {
 }
 
 static double footprint(const Grp *G, const Held *h) {
-  double whole = shape_tensor_elems(G->x->s, h->tensor);
   if (h->kind == HELD_WEIGHT || G->whole)
-    return whole;
-  return whole * tile_fraction(G, h->tensor) /
-         nested_factor(G, h->tensor, h->first, h->last);
+    return h->whole;
+  return h->whole * tile_fraction(G, h->tensor) / h->nested;
 }
 
 /* Elements held at the peak over the members (PEAK: its position), for the
@@ -266,16 +276,22 @@ static double footprint(const Grp *G, const Held *h) {
 static double reservation(const Grp *G, int *peak) {
   double best = -1, fixed = 0;
   *peak = 0;
+  /* Each held tensor's footprint, once: it depends on the tile only. */
+  double small[32], *fp = G->nheld <= 32 ? small
+                                         : xmalloc((size_t)G->nheld *
+                                                   sizeof *fp);
+  for (int i = 0; i < G->nheld; i++)
+    fp[i] = G->held[i].on ? footprint(G, &G->held[i]) : 0;
   for (int i = 0; i < G->nheld; i++)
     if (G->held[i].on && (G->held[i].kind == HELD_WEIGHT || G->whole))
-      fixed += footprint(G, &G->held[i]);
+      fixed += fp[i];
   for (int k = 0; k < G->n; k++) {
     double live = 0;
     for (int i = 0; i < G->nheld; i++) {
       const Held *h = &G->held[i];
       if (h->on && h->kind != HELD_WEIGHT && !G->whole && h->first <= k &&
           k <= h->last)
-        live += footprint(G, h);
+        live += fp[i];
     }
     if (live > best) {
       best = live;
@@ -292,6 +308,8 @@ static double reservation(const Grp *G, int *peak) {
     res += shape_tensor_elems(G->x->s, G->state_t) /
            (double)G->x->s->size[G->iter_rank] * f;
   }
+  if (fp != small)
+    free(fp);
   return res;
 }
 
@@ -338,42 +356,74 @@ static void add_access(const Shape *s, const Access *a, MapTensor *m) {
   }
 }
 
-/* Member I's loop nest between DRAM and the buffer; TENSOR_OF maps the
- * problem's tensors to the cascade's. */
-static void member_problem(const Grp *G, int i, double capacity,
-                           MapProblem *p, int *tensor_of) {
+/* An empty tensor of ELEMS elements. Its coefficient table is left as is:
+ * the search reads only the coefficients of each coordinate's variables,
+ * which add_access sets. */
+static void clear_tensor(MapTensor *m, double elems) {
+  m->vars = 0;
+  m->elems = elems;
+  m->ndims = 0;
+  memset(m->dim_vars, 0, sizeof m->dim_vars);
+  m->output = m->dram = false;
+}
+
+/* Member I's loop nest between DRAM and the buffer, built once per group:
+ * its tensors, their coordinates and coefficients (TENSOR_OF maps the
+ * problem's tensors to the cascade's; READ_AT each read to its problem
+ * tensor, -1 past the limit). What changes between tiles -- which tensors
+ * move (the group holds some), the group's tiles, the capacity -- is set
+ * by member_problem. */
+static Nest *build_nest(const Grp *G, int i) {
   const Ctx *x = G->x;
   const Shape *s = x->s;
   int ei = G->gr->einsums[i];
   const Einsum *e = x->c->einsums[ei];
-  /* Cleared field by field: the tensors' coefficient tables are large. */
+  Nest *n = xmalloc(sizeof *n);
+  n->read_at = xmalloc(((size_t)e->nreads + 1) * sizeof *n->read_at);
+  MapProblem *p = &n->p;
   p->ntensors = 0;
   p->outer = 0;
   p->nvars = e->nvars < MAP_MAX_VARS ? e->nvars : MAP_MAX_VARS;
   for (int v = 0; v < p->nvars; v++)
     p->size[v] = (double)s->size[e->vars[v].rank];
-  for (int k = 0; k < e->nreads && p->ntensors < MAP_MAX_TENSORS - 1; k++) {
+  for (int k = 0; k < e->nreads; k++) {
+    n->read_at[k] = -1;
+    if (p->ntensors >= MAP_MAX_TENSORS - 1)
+      continue;
     int t = e->reads[k]->tensor;
     int j = 0;
-    while (j < p->ntensors && tensor_of[j] != t)
+    while (j < p->ntensors && n->tensor_of[j] != t)
       j++;
     if (j == p->ntensors) {
-      tensor_of[p->ntensors] = t;
-      MapTensor *m = &p->t[p->ntensors++];
-      memset(m, 0, sizeof *m);
-      m->elems = einsum_read_elems(s, ei, t);
+      n->tensor_of[p->ntensors] = t;
+      clear_tensor(&p->t[p->ntensors++], G->read_elems[i][k]);
     }
-    p->t[j].dram = p->t[j].dram || own_read(G, i, k);
+    n->read_at[k] = j;
     add_access(s, e->reads[k], &p->t[j]);
   }
   int out = e->out.tensor;
-  tensor_of[p->ntensors] = out;
+  n->tensor_of[p->ntensors] = out;
   MapTensor *mo = &p->t[p->ntensors++];
-  memset(mo, 0, sizeof *mo);
-  mo->elems = shape_tensor_elems(s, out);
+  clear_tensor(mo, shape_tensor_elems(s, out));
   mo->output = true;
-  mo->dram = own_write(G, i);
   add_access(s, &e->out, mo);
+  return n;
+}
+
+/* Member I's problem with the group's current holdings and tile, and
+ * CAPACITY elements of buffer. */
+static const MapProblem *member_problem(const Grp *G, int i,
+                                        double capacity) {
+  const Einsum *e = G->x->c->einsums[G->gr->einsums[i]];
+  MapProblem *p = &G->nest[i]->p;
+  const int *at = G->nest[i]->read_at;
+  for (int j = 0; j < p->ntensors - 1; j++)
+    p->t[j].dram = false;
+  for (int k = 0; k < e->nreads; k++)
+    if (at[k] >= 0)
+      p->t[at[k]].dram = p->t[at[k]].dram || own_read(G, i, k);
+  p->t[p->ntensors - 1].dram = own_write(G, i);
+  p->outer = 0;
   for (int k = 0; k < G->nt; k++)
     for (int v = 0; v < p->nvars; v++)
       if (e->vars[v].rank == G->rank[k] && VARSET_HAS(e->out_vars, v)) {
@@ -382,6 +432,7 @@ static void member_problem(const Grp *G, int i, double capacity,
         break;
       }
   p->capacity = capacity;
+  return p;
 }
 
 /* Elements the group moves once at member I: its held tensors' first
@@ -412,13 +463,11 @@ static Trial try_tile(const Grp *G, double reserve, Mapping *maps) {
   const Ctx *x = G->x;
   Trial tr = {.ok = true};
   double cap = fmax(x->glb - reserve, 0);
-  double *mem = xcalloc((size_t)G->n + 1, sizeof *mem);
+  double small[32], *mem = G->n <= 32 ? small
+                                      : xmalloc((size_t)G->n * sizeof *mem);
   for (int i = 0; i < G->n && tr.ok; i++) {
-    MapProblem p;
-    int tensor_of[MAP_MAX_TENSORS];
-    member_problem(G, i, cap, &p, tensor_of);
     Mapping m;
-    map_search(&p, &m);
+    map_search_memo(x->memo, member_problem(G, i, cap), &m);
     tr.ok = m.fits;
     if (maps)
       maps[i] = m;
@@ -428,7 +477,8 @@ static Trial try_tile(const Grp *G, double reserve, Mapping *maps) {
   }
   if (tr.ok)
     tr.latency = compose_span(x, G->ev, G->n, mem);
-  free(mem);
+  if (mem != small)
+    free(mem);
   return tr;
 }
 
@@ -471,6 +521,11 @@ static bool fits(Grp *G, double total, Trial *tr, Mapping *maps) {
  * largest fitting tile is found by bisection. */
 static double choose_tile(Grp *G, Mapping *maps, double *smallest,
                           int *peak) {
+  for (int i = 0; i < G->nheld; i++) {
+    Held *h = &G->held[i];
+    h->whole = shape_tensor_elems(G->x->s, h->tensor);
+    h->nested = nested_factor(G, h->tensor, h->first, h->last);
+  }
   double whole = 1;
   for (int k = 0; k < G->nt; k++)
     whole *= G->size[k];
@@ -485,7 +540,7 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
   spread(G, cand[0]);
   *smallest = reservation(G, peak);
   Trial tr;
-  Mapping *trial = xcalloc((size_t)G->n + 1, sizeof *trial);
+  Mapping *trial = xmalloc(((size_t)G->n + 1) * sizeof *trial); /* set before read */
   double chosen = 0;
   if (!refetches_weights(G)) {
     int lo = 0, hi = nc - 1; /* the answer is in [lo - 1, hi] */
@@ -666,6 +721,37 @@ static bool too_small(const Grp *G) {
   return false;
 }
 
+/* Append " NAME/TILE" (no blank first) to BUF of CAP bytes at LEN, as
+ * snprintf("%s%s/%.0f") would (the new length, possibly past CAP), but
+ * without its cost for the whole numbers tiles are: an evaluation writes
+ * one per loop. */
+static size_t put_tile(char *buf, size_t cap, size_t len, bool blank,
+                       const char *name, double tile) {
+  if (!(tile >= 0 && tile < 1e15 && tile == floor(tile)))
+    return len + (size_t)snprintf(buf + len, cap - len, "%s%s/%.0f",
+                                  blank ? " " : "", name, tile);
+  char digits[24];
+  int nd = 0;
+  for (long long t = (long long)tile; nd == 0 || t > 0; t /= 10)
+    digits[nd++] = (char)('0' + t % 10);
+  size_t need = (blank ? 1 : 0) + strlen(name) + 1 + (size_t)nd;
+  char *tmp = xmalloc(need + 1), *p = tmp;
+  if (blank)
+    *p++ = ' ';
+  p = strcpy(p, name) + strlen(name);
+  *p++ = '/';
+  while (nd > 0)
+    *p++ = digits[--nd];
+  *p = 0;
+  if (len < cap) {
+    size_t n = need < cap - len - 1 ? need : cap - len - 1;
+    memcpy(buf + len, tmp, n);
+    buf[len + n] = 0;
+  }
+  free(tmp);
+  return len + need;
+}
+
 /* Charge member I's traffic: its mapping and the group's once-per-group
  * moves at it. */
 static void charge_member(Grp *G, int i, const Mapping *m,
@@ -691,9 +777,8 @@ static void charge_member(Grp *G, int i, const Mapping *m,
   r->mapping[0] = 0;
   for (int j = 0; j < m->norder && len + 24 < sizeof r->mapping; j++) {
     int v = m->order[j];
-    len += (size_t)snprintf(r->mapping + len, sizeof r->mapping - len,
-                            "%s%s/%.0f", j ? " " : "", e->vars[v].name,
-                            m->tile[v]);
+    len = put_tile(r->mapping, sizeof r->mapping, len, j > 0, e->vars[v].name,
+                   m->tile[v]);
   }
   if (len == 0)
     snprintf(r->mapping, sizeof r->mapping, "-");
@@ -712,6 +797,17 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   memcpy(G.rank, G.gr->tiled, sizeof G.rank);
   for (int k = 0; k < G.nt; k++)
     G.size[k] = (double)x->s->size[G.rank[k]];
+  G.read_elems = xcalloc((size_t)G.n + 1, sizeof *G.read_elems);
+  for (int i = 0; i < G.n; i++) {
+    int e = G.gr->einsums[i];
+    const Einsum *E = c->einsums[e];
+    G.read_elems[i] = xcalloc((size_t)E->nreads + 1, sizeof **G.read_elems);
+    for (int k = 0; k < E->nreads; k++)
+      G.read_elems[i][k] = einsum_read_elems(x->s, e, E->reads[k]->tensor);
+  }
+  G.nest = xcalloc((size_t)G.n + 1, sizeof *G.nest);
+  for (int i = 0; i < G.n; i++)
+    G.nest[i] = build_nest(&G, i);
   collect_held(&G);
   bool across = false; /* something held from one member to another */
   for (int k = 0; k < G.nheld; k++)
@@ -727,7 +823,7 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   weight_residency(&G);
   double total = 0, smallest = 0;
   int peak = 0;
-  Mapping *maps = xcalloc((size_t)G.n + 1, sizeof *maps);
+  Mapping *maps = xmalloc(((size_t)G.n + 1) * sizeof *maps); /* set before read */
   for (;;) {
     total = choose_tile(&G, maps, &smallest, &peak);
     if (total > 0)
@@ -755,10 +851,8 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
     int pk;
     double res = reservation(&G, &pk);
     for (int i = 0; i < G.n; i++) {
-      MapProblem p;
-      int tensor_of[MAP_MAX_TENSORS];
-      member_problem(&G, i, fmax(x->glb - res, 0), &p, tensor_of);
-      charge_member(&G, i, &maps[i], &p, tensor_of);
+      const MapProblem *p = member_problem(&G, i, fmax(x->glb - res, 0));
+      charge_member(&G, i, &maps[i], p, G.nest[i]->tensor_of);
     }
     design_extras(&G);
     ge->reserve = res;
@@ -772,6 +866,13 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   ge->budget = G.budget;
   ge->nspills = G.nspills;
   ge->spills = G.spills;
+  for (int i = 0; i < G.n; i++) {
+    free(G.read_elems[i]);
+    free(G.nest[i]->read_at);
+    free(G.nest[i]);
+  }
+  free(G.nest);
+  free(G.read_elems);
   free(G.held);
   free(G.held_of);
   return ok;

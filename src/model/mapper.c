@@ -120,42 +120,110 @@ static void spread_tile(const MapProblem *p, VarSet members, double tile,
   }
 }
 
-void map_price(const MapProblem *p, Mapping *m) {
-  double n[MAP_MAX_VARS];
-  for (int v = 0; v < p->nvars; v++)
-    n[v] = ceil_div(p->size[v], m->tile[v]);
-  m->traffic = 0;
-  m->footprint = 0;
+/* A problem's DRAM tensors with each coordinate's terms listed (the
+ * variables it uses, ascending, and their coefficients): what pricing a
+ * mapping reads, built once per problem. */
+enum { PREP_MAX_DIMS = MAP_MAX_TENSORS * IR_MAX_RANKS,
+       PREP_MAX_TERMS = PREP_MAX_DIMS * MAP_MAX_VARS };
+
+typedef struct Prep {
+  int ndram;
+  int tensor[MAP_MAX_TENSORS];      /* the DRAM tensors, in problem order */
+  double least; /* the least traffic of any mapping: each DRAM tensor
+                   moved once, summed as traffic_of sums */
+  int first_dim[MAP_MAX_TENSORS + 1]; /* tensor i's coordinates: dims
+                                         [first_dim[i], first_dim[i+1]) */
+  int first_term[PREP_MAX_DIMS + 1];
+  int term_var[PREP_MAX_TERMS];
+  double term_coef[PREP_MAX_TERMS];
+  /* The search's constant part: tiles and loops of the group-fixed and
+   * neutral classes, and each class's variables, innermost first. */
+  double base_tile[MAP_MAX_VARS];
+  int base_order[MAP_MAX_VARS], base_norder;
+  int nmembers[MAX_CLASSES];
+  int member_desc[MAX_CLASSES][MAP_MAX_VARS];
+} Prep;
+
+static void prep_tensors(const MapProblem *p, Prep *q) {
+  int nd = 0, nterm = 0;
+  q->ndram = 0;
+  q->least = 0;
   for (int t = 0; t < p->ntensors; t++) {
     const MapTensor *T = &p->t[t];
-    m->read[t] = m->write[t] = 0;
     if (!T->dram)
       continue;
-    double fp = 1;
+    q->first_dim[q->ndram] = nd;
+    q->tensor[q->ndram++] = t;
+    q->least += T->elems;
     for (int k = 0; k < T->ndims; k++) {
-      double ext = 1;
+      q->first_term[nd++] = nterm;
       for (int v = 0; v < p->nvars; v++)
-        if (VARSET_HAS(T->dim_vars[k], v))
-          ext += T->dim_coef[k][v] * (m->tile[v] - 1);
+        if (VARSET_HAS(T->dim_vars[k], v)) {
+          q->term_var[nterm] = v;
+          q->term_coef[nterm++] = T->dim_coef[k][v];
+        }
+    }
+  }
+  q->first_dim[q->ndram] = nd;
+  q->first_term[nd] = nterm;
+}
+
+/* Elements a mapping with tiles TILE holds: per DRAM tensor, the product
+ * over its coordinates of the extent they cover. */
+static double footprint_of(const Prep *q, const double *tile) {
+  double total = 0;
+  for (int i = 0; i < q->ndram; i++) {
+    double fp = 1;
+    for (int k = q->first_dim[i]; k < q->first_dim[i + 1]; k++) {
+      double ext = 1;
+      for (int j = q->first_term[k]; j < q->first_term[k + 1]; j++)
+        ext += q->term_coef[j] * (tile[q->term_var[j]] - 1);
       fp *= ext;
     }
-    m->footprint += fp;
+    total += fp;
+  }
+  return total;
+}
+
+/* Elements moved, per tensor into READ and WRITE (0 for on-chip ones),
+ * and in all. */
+static double traffic_of(const MapProblem *p, const Prep *q,
+                         const double *tile, const int *order, int norder,
+                         double *read, double *write) {
+  double n[MAP_MAX_VARS];
+  for (int j = 0; j < norder; j++)
+    n[j] = ceil_div(p->size[order[j]], tile[order[j]]);
+  for (int t = 0; t < p->ntensors; t++)
+    read[t] = write[t] = 0;
+  double traffic = 0;
+  for (int i = 0; i < q->ndram; i++) {
+    int t = q->tensor[i];
+    const MapTensor *T = &p->t[t];
     int last = -1;
-    for (int j = 0; j < m->norder; j++)
-      if (VARSET_HAS(T->vars, m->order[j]))
+    for (int j = 0; j < norder; j++)
+      if (VARSET_HAS(T->vars, order[j]))
         last = j;
     double mult = 1;
     for (int j = 0; j < last; j++)
-      if (!VARSET_HAS(T->vars, m->order[j]))
-        mult *= n[m->order[j]];
+      if (!VARSET_HAS(T->vars, order[j]))
+        mult *= n[j];
     if (T->output) {
-      m->write[t] = T->elems * mult;
-      m->read[t] = T->elems * (mult - 1);
+      write[t] = T->elems * mult;
+      read[t] = T->elems * (mult - 1);
     } else {
-      m->read[t] = T->elems * mult;
+      read[t] = T->elems * mult;
     }
-    m->traffic += m->read[t] + m->write[t];
+    traffic += read[t] + write[t];
   }
+  return traffic;
+}
+
+void map_price(const MapProblem *p, Mapping *m) {
+  Prep q;
+  prep_tensors(p, &q);
+  m->footprint = footprint_of(&q, m->tile);
+  m->traffic = traffic_of(p, &q, m->tile, m->order, m->norder, m->read,
+                          m->write);
   m->fits = m->footprint <= p->capacity;
 }
 
@@ -177,61 +245,89 @@ typedef struct Search {
                   innermost, in order, with tile 1 */
   int perm[MAX_CLASSES];
   double ctile[MAX_CLASSES];
-  Mapping cur, best;
+  const Prep *q;
+  Mapping best;
   bool have;
 } Search;
 
-static bool better(const Mapping *a, const Mapping *b) {
-  if (a->fits != b->fits)
-    return a->fits;
-  if (!a->fits) /* nothing fits: the smallest footprint */
-    return a->footprint < b->footprint - 1e-9;
-  if (a->traffic < b->traffic * (1 - 1e-12))
-    return true;
-  if (a->traffic > b->traffic * (1 + 1e-12))
-    return false;
-  return a->footprint < b->footprint - 1e-9;
+/* The variable-level tiles and loop order of the current candidate: the
+ * group-fixed and neutral classes as in Prep, then the search's classes
+ * outermost first (those past nperm at tile 1). */
+static void class_tiles(const Search *s, double *tile, int *order,
+                        int *norder) {
+  const MapProblem *p = s->p;
+  const Prep *q = s->q;
+  memcpy(tile, q->base_tile, sizeof(double) * (size_t)p->nvars);
+  memcpy(order, q->base_order, sizeof(int) * (size_t)q->base_norder);
+  *norder = q->base_norder;
+  for (int k = 0; k < s->r->nfree; k++) {
+    int c = s->perm[k];
+    double t = k < s->nperm ? s->ctile[c] : 1;
+    for (int i = 0; i < q->nmembers[c]; i++) { /* innermost var first */
+      int v = q->member_desc[c][i];
+      double tv = t < p->size[v] ? t : p->size[v];
+      if (tv < 1)
+        tv = 1;
+      tile[v] = tv;
+      t = ceil_div(t, tv);
+    }
+    for (int i = q->nmembers[c] - 1; i >= 0; i--) {
+      int v = q->member_desc[c][i];
+      if (tile[v] < p->size[v])
+        order[(*norder)++] = v;
+    }
+  }
 }
 
-/* Build the variable-level mapping for the current permutation and class
- * tiles, price it, keep the best. */
+/* Can a candidate holding F elements not beat the best so far, whatever
+ * it moves? It would have to fit where the best does not, or hold less
+ * for no more traffic -- and none moves less than the problem's least.
+ * Then its traffic is not computed. */
+static bool hopeless(const Search *s, double f) {
+  const Mapping *b = &s->best;
+  if (!s->have)
+    return false;
+  bool smaller = f < b->footprint - 1e-9;
+  if (f > s->p->capacity)
+    return b->fits || !smaller;
+  return b->fits && b->traffic * (1 - 1e-12) <= s->q->least && !smaller;
+}
+
+/* Price the current candidate (every class tile set) and keep it if it
+ * is better: it fits where the best does not; or both fit and it moves
+ * less (then holds less); or neither fits and it holds less. */
 static void try_current(Search *s) {
   const MapProblem *p = s->p;
-  const Reduced *r = s->r;
-  Mapping *m = &s->cur;
-  for (int v = 0; v < p->nvars; v++)
-    m->tile[v] = p->size[v];
-  for (int v = 0; v < p->nvars; v++)
-    if (VARSET_HAS(r->neutral_small, v))
-      m->tile[v] = 1;
-  m->norder = 0;
-  /* Group-fixed classes outermost, then neutral ones, then the search's. */
-  for (int c = 0; c < r->nclass; c++)
-    if (r->fixed[c]) {
-      spread_tile(p, r->members[c], r->fixed_tile[c], m->tile);
-      for (int v = 0; v < p->nvars; v++)
-        if (VARSET_HAS(r->members[c], v) && m->tile[v] < p->size[v])
-          m->order[m->norder++] = v;
-    }
-  for (int v = 0; v < p->nvars; v++)
-    if (VARSET_HAS(r->neutral_small, v))
-      m->order[m->norder++] = v;
-  for (int k = 0; k < r->nfree; k++) {
-    int c = s->perm[k];
-    spread_tile(p, r->members[c], k < s->nperm ? s->ctile[c] : 1, m->tile);
-    for (int v = 0; v < p->nvars; v++)
-      if (VARSET_HAS(r->members[c], v) && m->tile[v] < p->size[v])
-        m->order[m->norder++] = v;
-  }
-  map_price(p, m);
-  m->evaluated = 0;
+  double tile[MAP_MAX_VARS];
+  int order[MAP_MAX_VARS], norder;
+  class_tiles(s, tile, order, &norder);
   s->best.evaluated++;
-  if (!s->have || better(m, &s->best)) {
-    long ev = s->best.evaluated;
-    s->best = *m;
-    s->best.evaluated = ev;
-    s->have = true;
+  double fp = footprint_of(s->q, tile);
+  if (hopeless(s, fp))
+    return;
+  bool fits = fp <= p->capacity;
+  const Mapping *b = &s->best;
+  double read[MAP_MAX_TENSORS], write[MAP_MAX_TENSORS];
+  double traffic = traffic_of(p, s->q, tile, order, norder, read, write);
+  if (s->have && fits && b->fits) {
+    if (traffic > b->traffic * (1 + 1e-12))
+      return;
+    if (!(traffic < b->traffic * (1 - 1e-12)) &&
+        !(fp < b->footprint - 1e-9))
+      return;
   }
+  Mapping *m = &s->best;
+  memcpy(m->tile, tile, sizeof(double) * (size_t)p->nvars);
+  m->norder = norder;
+  memcpy(m->order, order, sizeof(int) * (size_t)norder);
+  for (int t = 0; t < p->ntensors; t++) {
+    m->read[t] = read[t];
+    m->write[t] = write[t];
+  }
+  m->traffic = traffic;
+  m->footprint = fp;
+  m->fits = fits;
+  s->have = true;
 }
 
 /* Enumerate tiles for positions [k, nfree-1): the innermost keeps tile 1
@@ -281,10 +377,38 @@ static double space(const Search *s, double base) {
   return s->nperm > 0 ? n / smallest : 1; /* the innermost keeps tile 1 */
 }
 
+/* The tiles and loops every candidate shares: the group-fixed classes
+ * outermost at their given tiles, then the neutral variables at tile 1;
+ * and each class's variables, innermost first. */
+static void prep_search(const MapProblem *p, const Reduced *r, Prep *q) {
+  prep_tensors(p, q);
+  for (int v = 0; v < p->nvars; v++)
+    q->base_tile[v] = VARSET_HAS(r->neutral_small, v) ? 1 : p->size[v];
+  q->base_norder = 0;
+  for (int c = 0; c < r->nclass; c++)
+    if (r->fixed[c]) {
+      spread_tile(p, r->members[c], r->fixed_tile[c], q->base_tile);
+      for (int v = 0; v < p->nvars; v++)
+        if (VARSET_HAS(r->members[c], v) && q->base_tile[v] < p->size[v])
+          q->base_order[q->base_norder++] = v;
+    }
+  for (int v = 0; v < p->nvars; v++)
+    if (VARSET_HAS(r->neutral_small, v))
+      q->base_order[q->base_norder++] = v;
+  for (int c = 0; c < r->nclass; c++) {
+    q->nmembers[c] = 0;
+    for (int v = p->nvars - 1; v >= 0; v--)
+      if (VARSET_HAS(r->members[c], v))
+        q->member_desc[c][q->nmembers[c]++] = v;
+  }
+}
+
 void map_search(const MapProblem *p, Mapping *best) {
   Reduced r;
   reduce_problem(p, &r);
-  Search s = {.p = p, .r = &r, .base = 2};
+  Prep q;
+  prep_search(p, &r, &q);
+  Search s = {.p = p, .r = &r, .base = 2, .q = &q};
   for (int k = 0; k < r.nfree; k++)
     s.perm[k] = r.free_classes[k];
   /* Beyond MAP_MAX_PERM_CLASSES, the largest classes are searched and the

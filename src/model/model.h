@@ -204,6 +204,9 @@ typedef struct Eval {
   double ideal_inter, ideal_intra;
   double ops;
   double energy_pj, energy_dram, energy_glb, energy_reg, energy_ops;
+  double *unit_energy; /* pJ of operations per unit (Arch.units): the unit
+                          an Einsum runs on, or its epilogue for the classes
+                          the unit has no rate for; they sum to energy_ops */
 } Eval;
 
 /* Price design D of cascade C (bound by S) on A. PAIRS from
@@ -219,6 +222,31 @@ Eval *model_eval_plan(const Cascade *c, const Shape *s, const Arch *a,
                       const Pair *pairs, Design d, Plan *plan,
                       const ModelOpts *o, Diag *diag);
 void eval_free(Eval *e);
+
+/* ---- reuse across evaluations ----
+ *
+ * The mapping search is a pure function of its problem (below), and the
+ * same problems come back: the designs of one point share their unfused
+ * Einsums; a sweep's points that differ in the arrays, the bandwidth or
+ * the clock pose the same loop nests to the same buffer. A MapMemo keeps
+ * each answer (memo.c); an evaluation given one gives exactly the figures
+ * it gives without. SHARED: threads may use it at once (a lock guards the
+ * table, the searches run outside it); else one thread only. */
+typedef struct MapMemo MapMemo;
+MapMemo *map_memo_new(bool shared);
+void map_memo_free(MapMemo *m);
+/* Hits and misses so far (for benchmarks). */
+void map_memo_stats(const MapMemo *m, long *hits, long *misses);
+/* The plan design D prices: its strategy stitched with O's stitcher
+ * (MARCA's and Geens's: the recurrence's region). NULL and DIAG set when
+ * the stitcher cannot serve the cascade. A plan does not depend on the
+ * architecture: a sweep stitches once per cascade and shape. */
+Plan *model_plan(const Cascade *c, const Shape *s, const Pair *pairs,
+                 Design d, const ModelOpts *o, Diag *diag);
+/* model_eval_plan with its mapping searches through MEMO (NULL: none). */
+Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
+                      const Pair *pairs, Design d, Plan *plan,
+                      const ModelOpts *o, MapMemo *memo, Diag *diag);
 
 /* ---- the mapping search (exposed for tests) ---- */
 
@@ -269,6 +297,9 @@ typedef struct Mapping {
  * the classes indexing one DRAM tensor only keep their written order. */
 enum { MAP_BUDGET = 1 << 12, MAP_MAX_PERM_CLASSES = 6 };
 void map_search(const MapProblem *p, Mapping *best);
+/* map_search through MEMO (NULL: none): a problem met before is answered
+ * with the Mapping the search returned then. */
+void map_search_memo(MapMemo *memo, const MapProblem *p, Mapping *best);
 /* Traffic and footprint of one mapping (ORDER and TILE set). */
 void map_price(const MapProblem *p, Mapping *m);
 

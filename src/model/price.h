@@ -21,6 +21,7 @@ typedef struct Ctx {
   int *unit;   /* per Einsum: the unit it runs on */
   bool *inter; /* per tensor: an intermediate */
   Eval *ev;
+  MapMemo *memo; /* the caller's, or NULL */
   Diag *diag;
 } Ctx;
 
@@ -33,6 +34,9 @@ bool bind_units(Ctx *x, const double *mem);
 /* Compute on unit U for Einsum E (filled into R: util, spread, the unit's
  * and its epilogue's cycles, compute_cycles). */
 void price_compute(const Ctx *x, int e, int u, EinsumEval *r);
+/* The unit that runs op class K of an Einsum bound to unit U: U if it has
+ * a rate for K, else its epilogue (if any). */
+int op_unit(const Arch *a, int u, OpClass k);
 /* Can unit U, with its epilogue, run every operation of E? */
 bool unit_runs(const Ctx *x, int e, int u);
 

@@ -78,31 +78,16 @@ static void add_entry(Figs *f, const char *stem, const char *alt,
                          xstrdup(caption)};
 }
 
-/* An RFC 4180 field: quoted (quotes doubled) only when it must be. */
-static void csv_text(Buf *b, const char *s) {
-  if (!strpbrk(s, ",\"\r\n")) {
-    buf_printf(b, "%s", s);
-    return;
-  }
-  buf_printf(b, "\"");
-  for (; *s; s++)
-    if (*s == '"')
-      buf_printf(b, "\"\"");
-    else
-      buf_printf(b, "%c", *s);
-  buf_printf(b, "\"");
-}
-
 /* One point; a missing value (NaN, or infinite) is no row. */
 static void csv_row(Buf *b, const char *fig, const char *series,
                     const char *x, double y) {
   if (!isfinite(y))
     return;
-  csv_text(b, fig);
+  csv_field(b, fig);
   buf_printf(b, ",");
-  csv_text(b, series);
+  csv_field(b, series);
   buf_printf(b, ",");
-  csv_text(b, x);
+  csv_field(b, x);
   buf_printf(b, ",%.10g\n", y);
 }
 
@@ -1253,11 +1238,11 @@ static void targets_csv(Figs *f) {
   buf_printf(&b, "key,where,what,paper,ours,ratio,unit,within\n");
   for (int i = 0; i < f->r->ntargets; i++) {
     const Target *t = &f->r->targets[i];
-    csv_text(&b, t->key);
+    csv_field(&b, t->key);
     buf_printf(&b, ",");
-    csv_text(&b, t->where);
+    csv_field(&b, t->where);
     buf_printf(&b, ",");
-    csv_text(&b, t->what);
+    csv_field(&b, t->what);
     buf_printf(&b, ",");
     csv_number_field(&b, t->paper);
     buf_printf(&b, ",");
@@ -1265,7 +1250,7 @@ static void targets_csv(Figs *f) {
     buf_printf(&b, ",");
     csv_number_field(&b, ratio_of(t));
     buf_printf(&b, ",");
-    csv_text(&b, t->unit);
+    csv_field(&b, t->unit);
     buf_printf(&b, ",%s\n", target_holds(t) ? "true" : "false");
   }
   put_file(f, "targets.csv", &b);

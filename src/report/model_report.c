@@ -8,6 +8,75 @@ static const char *bound_of(const EinsumEval *r) {
   return r->compute_cycles >= r->mem_cycles ? "compute" : "memory";
 }
 
+int report_components(const Arch *a, const Eval *ev, Component *out) {
+  int n = 0, last = a->nlevels - 1;
+  for (int l = 0; l < a->nlevels; l++) {
+    double pj = 0;
+    if (ev) {
+      pj += l == 0 ? ev->energy_dram : 0;
+      pj += l == 1 ? ev->energy_glb : 0;
+      pj += l == last ? ev->energy_reg : 0;
+    }
+    out[n++] = (Component){a->levels[l].name, "memory",
+                           l == 0      ? "dram"
+                           : l == 1    ? "buffer"
+                           : l == last ? "registers"
+                                       : "level",
+                           ev ? pj * 1e-12 : NAN, arch_level_area(a, l)};
+  }
+  for (int u = 0; u < a->nunits; u++)
+    out[n++] = (Component){a->units[u].name, "compute",
+                           role_name(a->units[u].role),
+                           ev ? ev->unit_energy[u] * 1e-12 : NAN,
+                           arch_unit_area(a, u)};
+  return n;
+}
+
+static json_t *real_or_null(double v) {
+  return isfinite(v) ? json_real(v) : json_null();
+}
+
+json_t *report_components_json(const Arch *a, const Eval *ev) {
+  Component *cs = xcalloc((size_t)(a->nlevels + a->nunits), sizeof *cs);
+  int n = report_components(a, ev, cs);
+  json_t *arr = json_array();
+  for (int i = 0; i < n; i++) {
+    json_t *x = json_object();
+    json_object_set_new(x, "name", json_string(cs[i].name));
+    json_object_set_new(x, "kind", json_string(cs[i].kind));
+    json_object_set_new(x, "role", json_string(cs[i].role));
+    json_object_set_new(x, "energy_j", real_or_null(cs[i].energy_j));
+    json_object_set_new(x, "area_mm2", real_or_null(cs[i].area_mm2));
+    json_array_append_new(arr, x);
+  }
+  free(cs);
+  return arr;
+}
+
+/* The components table: energy and area per memory level and unit. */
+static void components_text(Buf *b, const Arch *a, const Eval *ev) {
+  Component *cs = xcalloc((size_t)(a->nlevels + a->nunits), sizeof *cs);
+  int n = report_components(a, ev, cs);
+  buf_printf(b, "\n  %-14s %-8s %-10s %12s %7s %10s\n", "component", "kind",
+             "role", "energy_mJ", "share", "area_mm2");
+  for (int i = 0; i < n; i++) {
+    buf_printf(b, "  %-14s %-8s %-10s %12.4g %6.1f%% ", cs[i].name,
+               cs[i].kind, cs[i].role, cs[i].energy_j * 1e3,
+               ev->energy_pj > 0 ? 100 * cs[i].energy_j * 1e12 / ev->energy_pj
+                                 : 0);
+    if (isfinite(cs[i].area_mm2))
+      buf_printf(b, "%10.2f\n", cs[i].area_mm2);
+    else
+      buf_printf(b, "%10s\n", "-");
+  }
+  double area = arch_area(a);
+  if (isfinite(area))
+    buf_printf(b, "  %-14s %-8s %-10s %12.4g %6.1f%% %10.2f   (at %g nm)\n",
+               "total", "", "", ev->energy_pj * 1e-9, 100.0, area,
+               a->area.node_nm);
+  free(cs);
+}
+
 void report_eval_text(Buf *b, const Cascade *c, const Arch *a,
                       const Eval *ev) {
   double us = 1e6 / a->clock_hz;
@@ -72,6 +141,7 @@ void report_eval_text(Buf *b, const Cascade *c, const Arch *a,
              100 * ev->energy_glb / ev->energy_pj,
              100 * ev->energy_reg / ev->energy_pj,
              100 * ev->energy_ops / ev->energy_pj);
+  components_text(b, a, ev);
 }
 
 json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
@@ -171,7 +241,62 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
   json_object_set_new(t, "ideal_intra_bytes", report_real(ev->ideal_intra));
   json_object_set_new(t, "ops", report_real(ev->ops));
   json_object_set_new(t, "energy_j", report_real(ev->energy_pj * 1e-12));
+  json_object_set_new(t, "area_mm2", real_or_null(arch_area(a)));
+  if (a->area.given)
+    json_object_set_new(t, "area_node_nm", report_real(a->area.node_nm));
   json_object_set_new(o, "totals", t);
+  json_object_set_new(o, "components", report_components_json(a, ev));
   json_object_set_new(o, "plan", report_plan_json(c, ev->plan));
   return o;
+}
+
+void report_eval_csv(Buf *b, const Cascade *c, const Arch *a,
+                     const Eval *ev) {
+  static const char *const cols[] = {
+      "design", "einsum", "group", "unit", "epilogue_unit",
+      "matrix_operation", "ops", "utilization", "compute_s", "memory_s",
+      "latency_s", "start_s", "dram_read_bytes", "dram_write_bytes",
+      "inter_bytes", "intra_bytes", "ideal_inter_bytes", "ideal_intra_bytes",
+      "energy_j", "fits", "footprint_elements", "capacity_elements",
+      "mapping"};
+  for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
+    buf_printf(b, "%s%s", i ? "," : "", cols[i]);
+  for (int k = 0; k < OPC_COUNT; k++)
+    buf_printf(b, ",ops_%s", opclass_name((OpClass)k));
+  buf_printf(b, "\n");
+  double sec = 1 / a->clock_hz;
+  bool mapped =
+      ev->opts.accounting == ACCOUNT_ACHIEVED && ev->design != DES_IDEAL;
+  for (int i = 0; i < ev->n; i++) {
+    const EinsumEval *r = &ev->e[i];
+    csv_field(b, design_name(ev->design));
+    buf_printf(b, ",");
+    csv_field(b, einsum_name(c, r->einsum));
+    buf_printf(b, ",%d,", r->group + 1);
+    csv_field(b, a->units[r->unit].name);
+    buf_printf(b, ",");
+    if (r->epilogue >= 0)
+      csv_field(b, a->units[r->epilogue].name);
+    buf_printf(b, ",%s", r->work.matrix ? "true" : "false");
+    const double nums[] = {
+        r->work.total, r->util, r->compute_cycles * sec, r->mem_cycles * sec,
+        (r->end - r->start) * sec, r->start * sec, r->read, r->write,
+        r->inter_read + r->inter_write, r->intra_read + r->intra_write,
+        r->ideal_inter, r->ideal_intra, r->energy_pj * 1e-12};
+    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
+      buf_printf(b, ",");
+      csv_number(b, nums[k]);
+    }
+    buf_printf(b, ",%s,", mapped ? (r->fits ? "true" : "false") : "");
+    csv_number(b, mapped ? r->footprint : NAN);
+    buf_printf(b, ",");
+    csv_number(b, mapped ? r->capacity : NAN);
+    buf_printf(b, ",");
+    csv_field(b, r->mapping);
+    for (int k = 0; k < OPC_COUNT; k++) {
+      buf_printf(b, ",");
+      csv_number(b, r->work.ops[k]);
+    }
+    buf_printf(b, "\n");
+  }
 }

@@ -12,6 +12,35 @@
 #include "../model/model.h"
 #include "../repro/repro.h"
 
+/* The tool's version, in every result's "inputs". */
+#define MAMBALAYA_VERSION "0.1.0"
+
+/* ---- what a result was computed from (inputs.c) ---- */
+
+typedef struct Inputs {
+  const char *command;     /* "eval" */
+  const char *spec, *arch; /* as given: a path or a shipped name */
+  const char *plan;        /* eval --plan FILE */
+  const char *model;       /* the preset used, or NULL */
+  int nsets;
+  const Setting *sets;     /* --set, as given */
+  const Shape *shape;      /* the bound sizes, or NULL */
+  const char *phase, *design, *strategy;
+  const char *stitch, *objective; /* fuse's */
+  const ModelOpts *opts;   /* the options used, or */
+  const ModelOverrides *overrides; /* the options given (reproduce) */
+} Inputs;
+
+/* {"tool", "command", "spec": {"name", "path", "shipped", "sha256"},
+ *  "model", "settings", "ranks", "phase", "architecture": {...}, "plan",
+ *  "design", "strategy", "options"}: the fields IN has. */
+json_t *report_inputs_json(const Inputs *in);
+/* Every field of a ModelOpts; the fields a ModelOverrides sets. */
+json_t *report_opts_json(const ModelOpts *o);
+json_t *report_overrides_json(const ModelOverrides *o);
+/* ROOT with an "inputs" member from IN, serialized into B. */
+void report_json_with_inputs(Buf *b, json_t *root, const Inputs *in);
+
 /* The name of an Einsum: its output tensor. */
 const char *einsum_name(const Cascade *c, int einsum);
 /* "TTX+RX": the outputs of a merged node. */
@@ -47,8 +76,34 @@ void report_plan_dot(Buf *b, const Cascade *c, const Pair *pairs,
 void report_eval_text(Buf *b, const Cascade *c, const Arch *a,
                       const Eval *ev);
 /* {"design", "compose", "accounting", "einsums": [...], "groups": [...],
- *  "totals": {"latency_s", "dram_read_bytes", ...}} */
+ *  "totals": {"latency_s", "dram_read_bytes", ..., "area_mm2"},
+ *  "components": [...]} */
 json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev);
+/* One row per Einsum (unit, ops, cycles, traffic, energy, mapping), with
+ * a header line. */
+void report_eval_csv(Buf *b, const Cascade *c, const Arch *a,
+                     const Eval *ev);
+
+/* One part of the chip: a memory level or a compute unit, the energy an
+ * evaluation charges it and its area. The model charges DRAM traffic to
+ * the outermost level, buffer accesses to the second, register accesses
+ * to the innermost (docs/model.md §4) and each operation to the unit
+ * that runs it. */
+typedef struct Component {
+  const char *name;
+  const char *kind; /* "memory" or "compute" */
+  const char *role; /* memory: "dram", "buffer", "registers" or "level";
+                       compute: the unit's role */
+  double energy_j;  /* NAN without an evaluation */
+  double area_mm2;  /* NAN without an area section */
+} Component;
+
+/* A's components (levels, then units: nlevels + nunits entries into OUT),
+ * with EV's energies (EV may be NULL). */
+int report_components(const Arch *a, const Eval *ev, Component *out);
+/* [{"name", "kind", "role", "energy_j", "area_mm2"}, ...] (null where a
+ * figure is unknown). */
+json_t *report_components_json(const Arch *a, const Eval *ev);
 
 /* ---- the paper's evaluation ---- */
 
@@ -77,6 +132,19 @@ void report_units(Buf *b, const Arch *a);
  * figure,series,x,y), targets.csv and an index.html showing them all.
  * False, with D naming the file and the reason, on the first failure. */
 bool report_figures(const Repro *r, OutSet *out, unsigned formats, Diag *d);
+
+/* What differs between results A and B (two --json outputs): each value
+ * that changed, by its path ("totals.latency_s",
+ * "einsums[TTX].dram_read_bytes"; arrays of named records are matched by
+ * name), the inputs first; numbers within relative tolerance TOL are the
+ * same. Returns how many differ. */
+int report_diff(Buf *out, json_t *a, json_t *b, double tol);
+
+/* A CSV field (RFC 4180): quoted, quotes doubled, only when it must be. */
+void csv_field(Buf *b, const char *s);
+/* A number as a CSV field, %.10g; nothing (an empty field) when it is not
+ * finite. */
+void csv_number(Buf *b, double v);
 
 /* A number with an SI prefix: 1234567 -> "1.235 M". */
 void fmt_si(Buf *b, double v);

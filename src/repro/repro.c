@@ -23,6 +23,7 @@ typedef struct Run {
   Diag *d;
   Repro *r;
   const ModelOverrides *opts;
+  MapMemo *memo; /* the points share many mapping problems */
   const Preset *presets[REPRO_MAX_MODELS];
   /* The settings of every point: the caller's others, then B and I. */
   int nsets;
@@ -41,7 +42,9 @@ static Eval *price(const Run *x, const Shape *s, const Pair *pairs,
   ModelOpts o = model_opts_with(x->opts, d);
   o.accounting = acc;
   o.compose = comp;
-  return model_eval(x->c, s, x->a, pairs, d, &o, x->d);
+  Plan *p = model_plan(x->c, s, pairs, d, &o, x->d);
+  return p ? model_eval_memo(x->c, s, x->a, pairs, d, p, &o, x->memo, x->d)
+           : NULL;
 }
 
 double repro_unit_peak(const Arch *a, int u) {
@@ -462,7 +465,8 @@ static bool take_settings(const ReproSetup *su, Run *x, Diag *d) {
 Repro *repro_run(const ReproSetup *su, Diag *d) {
   double t0 = now_seconds();
   Repro *r = xcalloc(1, sizeof *r);
-  Run x = {.c = su->spec, .a = su->arch, .d = d, .r = r, .opts = &su->opts};
+  Run x = {.c = su->spec, .a = su->arch, .d = d, .r = r, .opts = &su->opts,
+           .memo = map_memo_new(false)};
   r->cascade = su->spec;
   r->arch = su->arch;
   r->spec_label = su->spec->path;
@@ -483,6 +487,7 @@ Repro *repro_run(const ReproSetup *su, Diag *d) {
   ok = ok && end_to_end(&x);
   for (int m = 0; ok && m < r->nmodels; m++)
     ok = sweep(&x, m);
+  map_memo_free(x.memo);
   if (!ok) {
     repro_free(r);
     return NULL;

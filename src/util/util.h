@@ -186,6 +186,10 @@ bool outset_commit(OutSet *s, bool *refused, Diag *d);
 /* Free the set, removing whatever was staged and not committed. */
 void outset_free(OutSet *s);
 
+/* The SHA-256 digest of DATA as 64 lowercase hex digits (and a NUL):
+ * what `sha256sum` prints, to name an input by its content. */
+void sha256_hex(const void *data, size_t len, char out[65]);
+
 /* Wall-clock seconds from a monotonic clock. */
 double now_seconds(void);
 

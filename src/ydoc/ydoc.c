@@ -289,6 +289,27 @@ YamlNode *ydoc_get(const YamlNode *map, const char *key) {
   return NULL;
 }
 
+void ydoc_set(YamlDoc *doc, YamlNode *map, const YamlNode *key,
+              YamlNode *value) {
+  for (int i = 0; i < map->n; i++)
+    if (strcmp(map->keys[i]->text, key->text) == 0) {
+      map->items[i] = value;
+      return;
+    }
+  size_t sz = ((size_t)map->n + 1) * sizeof(YamlNode *);
+  YamlNode **items = arena_alloc(&doc->arena, sz),
+           **keys = arena_alloc(&doc->arena, sz);
+  if (map->n) {
+    memcpy(items, map->items, sz - sizeof(YamlNode *));
+    memcpy(keys, map->keys, sz - sizeof(YamlNode *));
+  }
+  items[map->n] = value;
+  keys[map->n] = (YamlNode *)key;
+  map->items = items;
+  map->keys = keys;
+  map->n++;
+}
+
 const char *ydoc_kind_name(YamlKind k) {
   switch (k) {
   case YN_SCALAR:

@@ -42,6 +42,12 @@ void ydoc_free(YamlDoc *doc);
 
 /* The value under KEY in a mapping, or NULL. */
 YamlNode *ydoc_get(const YamlNode *map, const char *key);
+/* Set KEY (a scalar node) of mapping MAP, in DOC, to VALUE: replaced if
+ * present, else appended. The nodes are not copied: they may belong to
+ * another document that outlives DOC (a sweep sets an architecture's
+ * fields to a study's values, then loads the architecture). */
+void ydoc_set(YamlDoc *doc, YamlNode *map, const YamlNode *key,
+              YamlNode *value);
 /* A short name for a node kind: "a scalar", "a list", "a mapping". */
 const char *ydoc_kind_name(YamlKind k);
 

@@ -87,7 +87,14 @@ grep -q '"unit": "cuda"' h.json ||
   fail "eval --arch ./h100: $(cat err)"
 [ -s err ] && fail "./h100 warned: $(cat err)"
 "$M" eval mamba1 --design unfused --json >h3.json 2>/dev/null
-cmp -s h2.json h3.json || fail "./h100 is not the local file"
+# The same figures (the inputs differ: the file's path against the
+# shipped name).
+same_totals() {
+  python3 -c 'import json,sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert a["totals"] == b["totals"] and a["einsums"] == b["einsums"]' "$1" "$2"
+}
+same_totals h2.json h3.json || fail "./h100 is not the local file"
 cp "$ROOT/archs/h100.yaml" mambalaya
 "$M" eval mamba1 --design unfused --json >h4.json 2>err
 [ -s err ] && fail "the default architecture warned: $(cat err)"

@@ -285,6 +285,67 @@ TEST(arch_mode_forward) {
   arch_free(a);
 }
 
+/* The area model: PEs by their op set (each functional unit once per PE,
+ * times the fastest rate among its classes), modes free, on-chip levels
+ * by capacity and ports, off-chip memory none. */
+TEST(arch_area_model) {
+  static const char text[] =
+      "architecture:\n"
+      "  name: t\n  clock: 1 GHz\n  word: 2 B\n"
+      "  memory:\n"
+      "    - {name: DRAM, bandwidth: 1 GB/s, read_energy: 1 pJ/B, "
+      "write_energy: 1 pJ/B}\n"
+      "    - {name: Buf, capacity: 2 MiB, read_energy: 1 pJ/B, write_energy: "
+      "1 pJ/B, area: 0.5 mm2/MiB}\n"
+      "    - {name: Reg, capacity: 1 MiB, read_energy: 1 pJ/B, write_energy: "
+      "1 pJ/B, area: 1 mm2/MiB, ports: 3, port_area: 0.25 mm2/MiB}\n"
+      "  compute:\n"
+      "    - {name: mx, role: matrix, shape: [10, 10], ops: {macc: 1, add: "
+      "2, exp: 0.25}}\n"
+      "    - {name: vx, role: vector, mode_of: mx, pes: 8}\n"
+      "  energy: {macc: 1 pJ, add: 1 pJ, exp: 1 pJ}\n"
+      "  area:\n"
+      "    node: 7 nm\n"
+      "    functional_units:\n"
+      "      - {name: fma, ops: [macc, add, mul], area: 100 um2}\n"
+      "      - {name: nl, ops: [exp], area: 400 um2}\n"
+      "      - {name: cmp, ops: [max], area: 7 um2}\n"
+      "    interconnect: 10 um2\n";
+  Diag d = {0};
+  Arch *a = arch_parse("t.yaml", text, strlen(text), &d);
+  CHECK(a != NULL);
+  if (!a) {
+    test_fail(__FILE__, __LINE__, "%d:%d %s", d.loc.line, d.loc.col, d.msg);
+    return;
+  }
+  CHECK_NEAR(a->area.node_nm, 7, 0);
+  /* 100 PEs x (2 x 100 + 0.25 x 400 + 0 x 7 + 10) um2 = 0.031 mm2 */
+  CHECK_NEAR(arch_unit_area(a, 0), 100 * 310e-6, 1e-12);
+  CHECK_NEAR(arch_unit_area(a, 1), 0, 0);
+  CHECK_NEAR(arch_level_area(a, 0), 0, 0);
+  CHECK_NEAR(arch_level_area(a, 1), 1.0, 1e-12);
+  CHECK_NEAR(arch_level_area(a, 2), 1.5, 1e-12);
+  CHECK_NEAR(arch_area(a), 2.531, 1e-12);
+  arch_free(a);
+  a = arch_parse("t.yaml", base, strlen(base), &d);
+  CHECK(a && isnan(arch_area(a)));
+  arch_free(a);
+}
+
+/* The shipped presets' areas at 7 nm (docs/architecture.md, "Area"). */
+TEST(arch_area_presets) {
+  Diag d = {0};
+  Arch *m = arch_load("archs/mambalaya.yaml", &d);
+  Arch *h = arch_load("archs/h100.yaml", &d);
+  CHECK(m && h);
+  if (m && h) {
+    CHECK_NEAR(arch_area(m), 135.357, 1e-5);
+    CHECK_NEAR(arch_area(h), 85.478, 1e-5);
+  }
+  arch_free(m);
+  arch_free(h);
+}
+
 /* ---- malformed architectures ---- */
 
 typedef struct BadCase {
@@ -313,7 +374,7 @@ static const BadCase bad_cases[] = {
      "pes, mode_of, pipeline, ops, epilogue, reduction)"},
     {"  word: 2 B\n", "  word: 2 B\n  speed: 3\n", 5, 3,
      "unknown key 'speed' in architecture (expected name, clock, word, "
-     "memory, compute, energy, binding)"},
+     "memory, compute, energy, binding, area)"},
     {"      capacity: 1 MiB\n", "      capacity: 1 MiB\n      size: 1 MiB\n",
      12, 7, "unknown key 'size' in a memory level"},
     {"clock: 1 GHz", "clock: 1", 3, 10,
@@ -408,6 +469,32 @@ static const BadCase bad_cases[] = {
                "on-chip level"},
     {"  compute:\n", "  compute: []\n  x:\n", 15, 3,
      "unknown key 'x' in architecture"},
+    /* area: a level's area needs the section; the section needs a node,
+     * functional units covering every class performed, areas on chip. */
+    {"      capacity: 1 MiB\n", "      capacity: 1 MiB\n      area: 1 mm2/MiB\n",
+     12, 13, "needs the architecture's area section"},
+    {"  energy:", "  area: {node: 7 nm, functional_units: [{name: f, ops: "
+                  "[macc, add], area: 1 um2}]}\n  energy:",
+     10, 7, "memory level 'Buf' has no 'area'"},
+    {"      bandwidth: 1 GB/s\n", "      bandwidth: 1 GB/s\n      area: 1 mm2/MiB\n",
+     8, 13, "memory level 'DRAM' is off chip"},
+    {"  energy:", "  area: {functional_units: []}\n  energy:", 24, 3,
+     "area is missing 'node'"},
+    {"  energy:", "  area: {node: 7, functional_units: []}\n  energy:", 24,
+     16, "node '7' has no unit"},
+    {"  energy:", "  area: {node: 7 nm, functional_units: [{name: f, ops: "
+                  "[macc], area: 1 um2}]}\n  energy:",
+     24, 40, "no functional unit performs 'add', which unit 'mx' performs"},
+    {"  energy:", "  area: {node: 7 nm, functional_units: [{name: f, ops: "
+                  "[macc, add], area: 1 um2}, {name: g, ops: [add], area: 1 "
+                  "um2}]}\n  energy:",
+     24, 99, "'add' is already performed by functional unit 'f'"},
+    {"  energy:", "  area: {node: 7 nm, functional_units: [{name: f, ops: "
+                  "[macc, add], area: 1 mm2/MiB}]}\n  energy:",
+     24, 75, "area '1 mm2/MiB' is an area per byte of capacity, expected an "
+             "area"},
+    {"      capacity: 1 MiB\n", "      capacity: 1 MiB\n      ports: 2\n",
+     12, 14, "ports and port_area need 'area'"},
     {"  name: t\n", "  name: t\n  name: u\n", 3, 3, "duplicate key 'name'"},
 };
 

@@ -4,6 +4,8 @@
  *   - every design prices, with finite, positive latency and traffic;
  *   - `ideal` is a lower bound: no design is faster, in any composition;
  *   - nothing is charged as fitting a buffer it does not fit;
+ *   - a memo of mapping searches shared by all these evaluations changes
+ *     no figure;
  *   - one plan, one traffic figure: fuse's off-chip elements, eval's ideal
  *     inter-Einsum traffic and the executor's counted bytes agree exactly,
  *     for every strategy and stitcher, and the plan runs and computes what
@@ -195,10 +197,27 @@ static void check_design(const Cascade *c, const Shape *s, const Arch *a,
   (void)s;
 }
 
-/* Every design under one set of options: all price, none beats ideal. */
+/* The evaluation through a memo gives every figure of the one without. */
+static void check_same(const Cascade *c, const Arch *a, const Eval *x,
+                       const Eval *y, const char *mode) {
+  bool same = x->n == y->n && x->cycles == y->cycles && x->read == y->read &&
+              x->write == y->write && x->energy_pj == y->energy_pj &&
+              x->inter == y->inter && x->intra == y->intra;
+  for (int i = 0; same && i < x->n; i++)
+    same = x->e[i].read == y->e[i].read && x->e[i].write == y->e[i].write &&
+           x->e[i].cycles == y->e[i].cycles &&
+           x->e[i].footprint == y->e[i].footprint &&
+           strcmp(x->e[i].mapping, y->e[i].mapping) == 0;
+  if (!same)
+    test_fail(__FILE__, __LINE__, "%s on %s, %s %s: the memo changed a figure",
+              c->path, a->name, design_name(x->design), mode);
+}
+
+/* Every design under one set of options: all price, none beats ideal, and
+ * priced again through MEMO, the same figures. */
 static void check_designs(const Cascade *c, const Shape *s, const Arch *a,
                           const Pair *pairs, Compose comp, bool no_overlap,
-                          bool ideal_traffic) {
+                          bool ideal_traffic, MapMemo *memo) {
   char mode[96];
   snprintf(mode, sizeof mode, "%s%s%s (%s)",
            comp == COMPOSE_PIPELINED ? "pipelined" : "sequential",
@@ -217,6 +236,14 @@ static void check_designs(const Cascade *c, const Shape *s, const Arch *a,
       test_fail(__FILE__, __LINE__, "%s on %s, %s %s: %s:%d:%d %s", c->path,
                 a->name, design_name((Design)d), mode, diag.file,
                 diag.loc.line, diag.loc.col, diag.msg);
+    Plan *p = model_plan(c, s, pairs, (Design)d, &o, &diag);
+    Eval *again = p ? model_eval_memo(c, s, a, pairs, (Design)d,
+                                      plan_copy(c, p), &o, memo, &diag)
+                    : NULL;
+    plan_free(p);
+    if (ev[d] && again)
+      check_same(c, a, ev[d], again, mode);
+    eval_free(again);
   }
   for (int d = 0; d < DES_COUNT; d++)
     if (ev[d])
@@ -232,6 +259,7 @@ TEST(invariants_model_every_spec_arch_design) {
   int na = load_archs(archs);
   CHECK(ns >= 7);
   bool sanitized = getenv("MAMBALAYA_SANITIZED") != NULL;
+  MapMemo *memo = map_memo_new(false);
   for (int i = 0; i < ns; i++) {
     Diag d = {0};
     Cascade *c = spec_load(specs[i], &d);
@@ -246,14 +274,14 @@ TEST(invariants_model_every_spec_arch_design) {
       Pair *pairs = fusion_classify(c, s);
       for (int k = 0; k < na; k++) {
         check_designs(c, s, archs[k], pairs, COMPOSE_SEQUENTIAL, false,
-                      false);
+                      false, memo);
         check_designs(c, s, archs[k], pairs, COMPOSE_PIPELINED, false,
-                      false);
+                      false, memo);
         if (!sanitized) {
           check_designs(c, s, archs[k], pairs, COMPOSE_SEQUENTIAL, true,
-                        false);
+                        false, memo);
           check_designs(c, s, archs[k], pairs, COMPOSE_SEQUENTIAL, false,
-                        true);
+                        true, memo);
         }
       }
       free(pairs);
@@ -261,6 +289,10 @@ TEST(invariants_model_every_spec_arch_design) {
     }
     cascade_free(c);
   }
+  long hits, misses;
+  map_memo_stats(memo, &hits, &misses);
+  CHECK(hits > misses); /* the compositions share every mapping */
+  map_memo_free(memo);
   for (int k = 0; k < na; k++)
     arch_free(archs[k]);
   free_list(specs, ns);

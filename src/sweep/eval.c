@@ -1,0 +1,234 @@
+/* eval.c — pricing a study's points. Each thread takes chunks of
+ * consecutive points (neighbours share a cascade, a shape and a buffer),
+ * keeps a memo of mapping searches and a cache of plans (a plan does not
+ * depend on the architecture), and writes each point's result into its
+ * own slot: the results do not depend on which thread priced what. */
+#include "study.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const fig_columns[FIG_COUNT] = {
+#define SWEEP_FIG_COL(id, col, obj) col,
+    SWEEP_FIGURES(SWEEP_FIG_COL)
+#undef SWEEP_FIG_COL
+};
+static const char *const fig_objectives[FIG_COUNT] = {
+#define SWEEP_FIG_OBJ(id, col, obj) obj,
+    SWEEP_FIGURES(SWEEP_FIG_OBJ)
+#undef SWEEP_FIG_OBJ
+};
+
+const char *figure_column(Figure f) {
+  return (unsigned)f < FIG_COUNT ? fig_columns[f] : "?";
+}
+
+const char *figure_objective(Figure f) {
+  return (unsigned)f < FIG_COUNT ? fig_objectives[f] : NULL;
+}
+
+/* What one thread keeps between points. */
+typedef struct Worker {
+  const Study *s;
+  MapMemo *memo; /* the threads' */
+  Plan **plans;  /* per shape, design, stitcher; NULL until needed */
+} Worker;
+
+static Worker *worker_new(const Study *s, MapMemo *memo) {
+  Worker *w = xcalloc(1, sizeof *w);
+  w->s = s;
+  w->memo = memo;
+  long n = (long)s->ncms * s->nstuples * s->nslots * DES_COUNT *
+           (STITCH_COUNT + 1);
+  w->plans = xcalloc((size_t)n + 1, sizeof *w->plans);
+  return w;
+}
+
+static void worker_free(Worker *w) {
+  const Study *s = w->s;
+  long n = (long)s->ncms * s->nstuples * s->nslots * DES_COUNT *
+           (STITCH_COUNT + 1);
+  for (long i = 0; i < n; i++)
+    plan_free(w->plans[i]);
+  free(w->plans);
+  free(w);
+}
+
+/* One evaluation: design DS of shape (CM, ST, SLOT) on ARCH with options
+ * O; NULL with DIAG set when the model cannot price it. */
+static Eval *price(Worker *w, int cm, int st, int slot, const DesignStitch *ds,
+                   const Arch *arch, const ModelOverrides *ov, Diag *diag) {
+  const Study *s = w->s;
+  const StudyShape *sh = study_shape(s, cm, st, slot);
+  const Cascade *c = s->cascades[s->cms[cm].cascade].c;
+  ModelOpts o = model_opts_with(ov, ds->design);
+  if (ds->stitch >= 0)
+    o.stitch = (Stitcher)ds->stitch;
+  long key = ((((long)cm * s->nstuples + st) * s->nslots + slot) * DES_COUNT +
+              ds->design) *
+                 (STITCH_COUNT + 1) +
+             (ds->stitch + 1);
+  /* A plan depends on the options only through the stitcher. */
+  if (!w->plans[key]) {
+    w->plans[key] = model_plan(c, sh->s, sh->pairs, ds->design, &o, diag);
+    if (!w->plans[key])
+      return NULL;
+  }
+  return model_eval_memo(c, sh->s, arch, sh->pairs, ds->design,
+                         plan_copy(c, w->plans[key]), &o, w->memo, diag);
+}
+
+/* Accumulate K x EV's figures and component energies into R. */
+static void add_eval(PointResult *r, const Arch *a, const Eval *ev, double k) {
+  r->fig[FIG_LATENCY] += k * ev->seconds;
+  r->fig[FIG_ENERGY] += k * ev->energy_pj * 1e-12;
+  r->fig[FIG_TRAFFIC] += k * (ev->read + ev->write);
+  r->fig[FIG_INTER] += k * ev->inter;
+  r->fig[FIG_INTRA] += k * ev->intra;
+  r->fig[FIG_OPS] += k * ev->ops;
+  Component cs[SWEEP_MAX_COMPONENTS];
+  int n = report_components(a, ev, cs);
+  for (int i = 0; i < n; i++) {
+    double e = k * cs[i].energy_j;
+    r->component_j[i] += e;
+    static const struct {
+      const char *role;
+      Figure f;
+    } roles[] = {{"dram", FIG_E_DRAM},         {"buffer", FIG_E_BUFFER},
+                 {"registers", FIG_E_REGISTERS}, {"matrix", FIG_E_MATRIX},
+                 {"vector", FIG_E_VECTOR},     {"feeder", FIG_E_FEEDER}};
+    for (size_t j = 0; j < sizeof roles / sizeof roles[0]; j++)
+      if (strcmp(cs[i].role, roles[j].role) == 0)
+        r->fig[roles[j].f] += e;
+  }
+}
+
+/* The area figures of architecture A: its total and by role. */
+static void add_area(PointResult *r, const Arch *a) {
+  Component cs[SWEEP_MAX_COMPONENTS];
+  int n = report_components(a, NULL, cs);
+  r->fig[FIG_AREA] = arch_area(a);
+  static const struct {
+    const char *role;
+    Figure f;
+  } roles[] = {{"buffer", FIG_A_BUFFER},   {"registers", FIG_A_REGISTERS},
+               {"matrix", FIG_A_MATRIX},   {"vector", FIG_A_VECTOR},
+               {"feeder", FIG_A_FEEDER}};
+  for (size_t j = 0; j < sizeof roles / sizeof roles[0]; j++) {
+    r->fig[roles[j].f] = a->area.given ? 0 : NAN;
+    for (int i = 0; i < n; i++)
+      if (strcmp(cs[i].role, roles[j].role) == 0)
+        r->fig[roles[j].f] += cs[i].area_mm2;
+  }
+}
+
+/* Price one point: a phase is one evaluation, a scenario L layers of a
+ * prefill and G decode steps. */
+static void price_point(Worker *w, long point, PointResult *r) {
+  const Study *s = w->s;
+  long at[DIM_COUNT];
+  study_point(s, point, at);
+  memset(r, 0, sizeof *r);
+  int cm = (int)at[DIM_CASCADE], combo = (int)at[DIM_COMBO];
+  int st = s->combo_s[combo], pt = s->combo_p[combo];
+  const Arch *arch = s->variant[at[DIM_ARCH] * s->nptuples + pt];
+  const DesignStitch *ds = &s->ds[at[DIM_DESIGN]];
+  const ModelOverrides *ov = &s->ocombo[at[DIM_OPTIONS]];
+  const Workload *wl = &s->workloads[at[DIM_WORKLOAD]];
+  Diag d = {0};
+  Eval *pre = NULL, *dec = NULL;
+  if (wl->kind != WL_DECODE)
+    pre = price(w, cm, st, wl->prompt_slot, ds, arch, ov, &d);
+  if (wl->kind != WL_PREFILL && !d.failed)
+    dec = price(w, cm, st, SLOT_DECODE, ds, arch, ov, &d);
+  if (d.failed) {
+    size_t n = strlen(d.msg) < sizeof r->error ? strlen(d.msg)
+                                               : sizeof r->error - 1;
+    memcpy(r->error, d.msg, n);
+    r->error[n] = 0;
+    for (int f = 0; f < FIG_COUNT; f++)
+      r->fig[f] = NAN;
+  } else if (wl->kind == WL_SCENARIO) {
+    const Preset *p = s->cms[cm].preset;
+    double layers = wl->layers ? wl->layers : p->n_layer;
+    add_eval(r, arch, pre, layers);
+    add_eval(r, arch, dec, layers * wl->generate);
+    r->fig[FIG_GROUPS] = pre->ngroups;
+  } else {
+    const Eval *ev = pre ? pre : dec;
+    add_eval(r, arch, ev, 1);
+    r->fig[FIG_GROUPS] = ev->ngroups;
+  }
+  if (!d.failed) {
+    add_area(r, arch);
+    r->fig[FIG_EDP] = r->fig[FIG_ENERGY] * r->fig[FIG_LATENCY];
+  }
+  eval_free(pre);
+  eval_free(dec);
+}
+
+/* ---- threads ---- */
+
+enum { CHUNK = 8 };
+
+typedef struct Pool {
+  const Study *s;
+  MapMemo *memo;
+  long lo, hi;
+  PointResult *res;
+  atomic_long next, done;
+  SweepProgress progress;
+  void *arg;
+} Pool;
+
+static void run_chunks(Pool *p, Worker *w, bool report) {
+  double last = now_seconds();
+  for (;;) {
+    long k = atomic_fetch_add(&p->next, CHUNK);
+    if (k >= p->hi)
+      break;
+    long end = k + CHUNK < p->hi ? k + CHUNK : p->hi;
+    for (long i = k; i < end; i++)
+      price_point(w, i, &p->res[i - p->lo]);
+    long done = atomic_fetch_add(&p->done, end - k) + (end - k);
+    if (report && p->progress && now_seconds() - last > 0.2) {
+      last = now_seconds();
+      p->progress(done, p->hi - p->lo, p->arg);
+    }
+  }
+}
+
+static void *thread_main(void *arg) {
+  Pool *p = arg;
+  Worker *w = worker_new(p->s, p->memo);
+  run_chunks(p, w, false);
+  worker_free(w);
+  return NULL;
+}
+
+void sweep_eval(const Study *s, long lo, long hi, int threads,
+                PointResult *res, SweepProgress progress, void *arg) {
+  if (threads < 1)
+    threads = 1;
+  Pool p = {.s = s, .memo = map_memo_new(threads > 1), .lo = lo, .hi = hi,
+            .res = res, .progress = progress, .arg = arg};
+  atomic_init(&p.next, lo);
+  atomic_init(&p.done, 0);
+  pthread_t *tid = xcalloc((size_t)threads, sizeof *tid);
+  int started = 0;
+  for (int t = 1; t < threads; t++)
+    if (pthread_create(&tid[started], NULL, thread_main, &p) == 0)
+      started++;
+  Worker *w = worker_new(s, p.memo);
+  run_chunks(&p, w, true);
+  worker_free(w);
+  for (int t = 0; t < started; t++)
+    pthread_join(tid[t], NULL);
+  free(tid);
+  map_memo_free(p.memo);
+  if (progress)
+    progress(hi - lo, hi - lo, arg);
+}

@@ -1,0 +1,1107 @@
+/* study.c — loading a study file (docs/sweep.md) into a Study: strict,
+ * like the other loaders (every key known, every value checked, the first
+ * problem reported at its FILE:LINE:COL), and complete: the cascades are
+ * bound to every shape the points need and every architecture variant is
+ * built and loaded here, so that a point can only fail for what the model
+ * finds (a buffer too small for one tile). */
+#include "study.h"
+
+#include <ctype.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../spec/spec.h"
+
+enum { MAX_RANGE = 10000, MAX_POINTS = 100000000 };
+
+typedef struct Loader {
+  Study *s;
+  Diag *d;
+} Loader;
+
+static bool fail(Loader *L, Loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static bool fail(Loader *L, Loc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  diag_verror(L->d, L->s->path, loc, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+static bool want(Loader *L, const YamlNode *n, YamlKind k, const char *what) {
+  if (n->kind == k)
+    return true;
+  return fail(L, n->loc, "expected %s for %s, found %s", ydoc_kind_name(k),
+              what, ydoc_kind_name(n->kind));
+}
+
+static bool check_keys(Loader *L, const YamlNode *m,
+                       const char *const *allowed, const char *where) {
+  for (int i = 0; i < m->n; i++) {
+    bool known = false;
+    for (int j = 0; allowed[j] && !known; j++)
+      known = strcmp(m->keys[i]->text, allowed[j]) == 0;
+    if (!known) {
+      Buf b = {0};
+      for (int j = 0; allowed[j]; j++)
+        buf_printf(&b, "%s%s", j ? ", " : "", allowed[j]);
+      fail(L, m->keys[i]->loc, "unknown key '%s' in %s (expected %s)",
+           m->keys[i]->text, where, b.s);
+      buf_free(&b);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* A scalar, or a list of scalars, as a list: ITEMS/N point into the node
+ * (a scalar is its own one-item list). */
+static bool as_list(Loader *L, const YamlNode *n, const char *what,
+                    YamlNode *const **items, int *count, YamlNode **one) {
+  if (n->kind == YN_SCALAR) {
+    *one = (YamlNode *)n;
+    *items = one;
+    *count = 1;
+    return true;
+  }
+  if (!want(L, n, YN_SEQ, what))
+    return false;
+  if (n->n == 0)
+    return fail(L, n->loc, "%s is empty", what);
+  *items = n->items;
+  *count = n->n;
+  return true;
+}
+
+static bool number(Loader *L, const YamlNode *n, const char *what,
+                   double *v) {
+  if (!want(L, n, YN_SCALAR, what))
+    return false;
+  char *end;
+  *v = strtod(n->text, &end);
+  if (end == n->text || *end || !isfinite(*v))
+    return fail(L, n->loc, "%s must be a number, found '%s'", what, n->text);
+  return true;
+}
+
+/* NAME: a letter or '_', then letters, digits, '_', '-', '.'. */
+static bool is_name(const char *s) {
+  if (!isalpha((unsigned char)s[0]) && s[0] != '_')
+    return false;
+  for (; *s; s++)
+    if (!isalnum((unsigned char)*s) && !strchr("_-.+", *s))
+      return false;
+  return true;
+}
+
+/* ---- values: a number, a list, or a range ---- */
+
+/* {from, to, times: R} (from, from R, ... <= to) or {from, to, step: S}:
+ * numbers, or quantities with the same unit ("16 MiB" .. "64 MiB"). The
+ * values are written back as text into the study's arena, so that a
+ * parameter's values are nodes like any other. */
+static const char *const range_keys[] = {"from", "to", "times", "step", NULL};
+
+static const char *unit_of(const char *text, double *v) {
+  char *end;
+  *v = strtod(text, &end);
+  if (end == text || !isfinite(*v))
+    return NULL;
+  while (*end == ' ')
+    end++;
+  return end;
+}
+
+static bool range_values(Loader *L, const YamlNode *m, const char *what,
+                         YamlNode ***out, int *count) {
+  if (!check_keys(L, m, range_keys, "a range"))
+    return false;
+  const YamlNode *from = ydoc_get(m, "from"), *to = ydoc_get(m, "to");
+  const YamlNode *times = ydoc_get(m, "times"), *step = ydoc_get(m, "step");
+  if (!from || !to)
+    return fail(L, m->loc, "a range of %s needs 'from' and 'to'", what);
+  if (!times == !step)
+    return fail(L, m->loc,
+                "a range of %s needs 'times' (geometric) or 'step' "
+                "(arithmetic), not both",
+                what);
+  if (!want(L, from, YN_SCALAR, "from") || !want(L, to, YN_SCALAR, "to"))
+    return false;
+  double lo, hi, by;
+  const char *ulo = unit_of(from->text, &lo), *uhi = unit_of(to->text, &hi);
+  if (!ulo)
+    return fail(L, from->loc, "from must be a number, found '%s'",
+                from->text);
+  if (!uhi || strcmp(ulo, uhi) != 0)
+    return fail(L, to->loc,
+                "to must be a number with the unit of from ('%s'), found "
+                "'%s'",
+                ulo, to->text);
+  if (!number(L, times ? times : step, times ? "times" : "step", &by))
+    return false;
+  if (times ? !(by > 1) : !(by > 0))
+    return fail(L, (times ? times : step)->loc,
+                "%s must be %s, found '%s'", times ? "times" : "step",
+                times ? "above 1" : "positive",
+                (times ? times : step)->text);
+  if (!(lo <= hi) || (times && !(lo > 0)))
+    return fail(L, m->loc,
+                "empty range: from %g to %g%s", lo, hi,
+                times && !(lo > 0) ? " (a geometric range starts above 0)"
+                                   : "");
+  int n = 0;
+  YamlNode **v = NULL;
+  for (int k = 0;; k++) {
+    double x = times ? lo * pow(by, k) : lo + by * k;
+    if (x > hi * (1 + 1e-12))
+      break;
+    if (n == MAX_RANGE)
+      return fail(L, m->loc, "a range of more than %d values", MAX_RANGE);
+    v = xrealloc(v, (size_t)(n + 1) * sizeof *v);
+    YamlNode *node = arena_alloc(&L->s->arena, sizeof *node);
+    char text[96];
+    snprintf(text, sizeof text, "%.12g%s%s", x, *ulo ? " " : "", ulo);
+    *node = (YamlNode){.kind = YN_SCALAR, .loc = m->loc,
+                       .text = arena_strdup(&L->s->arena, text)};
+    v[n++] = node;
+  }
+  *out = arena_alloc(&L->s->arena, (size_t)n * sizeof *v);
+  memcpy(*out, v, (size_t)n * sizeof *v);
+  free(v);
+  *count = n;
+  return true;
+}
+
+/* A value, a list of values, or a range, as nodes. LIST_VALUES (a field
+ * that holds a list, such as shape: [256, 256]): a list of scalars is one
+ * value, a list of lists several. */
+static bool values_of(Loader *L, const YamlNode *n, const char *what,
+                      bool list_values, YamlNode ***out, int *count) {
+  if (n->kind == YN_MAP)
+    return range_values(L, n, what, out, count);
+  bool one = n->kind == YN_SCALAR ||
+             (list_values && n->n > 0 && n->items[0]->kind == YN_SCALAR);
+  if (one) {
+    *out = arena_alloc(&L->s->arena, sizeof **out);
+    (*out)[0] = (YamlNode *)n;
+    *count = 1;
+    return true;
+  }
+  if (n->n == 0)
+    return fail(L, n->loc, "%s has no value", what);
+  *out = n->items;
+  *count = n->n;
+  return true;
+}
+
+static bool numbers_of(Loader *L, const YamlNode *n, const char *what,
+                       double **out, int *count) {
+  YamlNode **v;
+  if (!values_of(L, n, what, false, &v, count))
+    return false;
+  *out = arena_alloc(&L->s->arena, (size_t)*count * sizeof **out);
+  for (int i = 0; i < *count; i++)
+    if (!number(L, v[i], what, &(*out)[i]))
+      return false;
+  return true;
+}
+
+/* ---- inputs named by the study ---- */
+
+/* NAME relative to the study's directory if such a file exists, else as
+ * source_open finds it (the working directory, then the shipped files). */
+static bool open_input(Loader *L, const char *dir, const YamlNode *name,
+                       Source *src) {
+  const char *slash = strrchr(L->s->path, '/');
+  if (slash && name->text[0] != '/') {
+    size_t n = (size_t)(slash - L->s->path) + 1;
+    char *rel = arena_alloc(&L->s->arena, n + strlen(name->text) + 1);
+    memcpy(rel, L->s->path, n);
+    strcpy(rel + n, name->text);
+    Diag ignore = {0};
+    if (access(rel, R_OK) == 0 && source_open(dir, rel, src, &ignore))
+      return true;
+  }
+  Diag d = {0};
+  if (source_open(dir, name->text, src, &d))
+    return true;
+  return fail(L, name->loc,
+              "cannot read '%s': not a file (here or beside the study) nor a "
+              "shipped one under %s/",
+              name->text, dir);
+}
+
+/* ---- cascades ---- */
+
+static const char *const cascade_keys[] = {"spec", "models", "set", NULL};
+
+static bool load_models(Loader *L, const YamlNode *models, int ci) {
+  Study *s = L->s;
+  const Cascade *c = s->cascades[ci].c;
+  YamlNode *one;
+  YamlNode *const *items = NULL;
+  int n = 1;
+  if (models && !as_list(L, models, "models", &items, &n, &one))
+    return false;
+  for (int i = 0; i < n; i++) {
+    const Preset *p = NULL;
+    const char *name = models ? items[i]->text : c->model;
+    if (models && !want(L, items[i], YN_SCALAR, "a model"))
+      return false;
+    if (name) {
+      p = preset_find(name);
+      Loc at = models ? items[i]->loc : s->cascades[ci].loc;
+      if (!p) {
+        Buf b = {0};
+        for (int k = 0; preset_at(k); k++)
+          buf_printf(&b, "%s%s", k ? ", " : "", preset_at(k)->name);
+        fail(L, at, "unknown model '%s' (expected one of %s)", name, b.s);
+        buf_free(&b);
+        return false;
+      }
+      const Preset *own = c->model ? preset_find(c->model) : NULL;
+      if (own && own->version != p->version)
+        return fail(L, at,
+                    "%s is written for Mamba-%d models (its model is %s), "
+                    "but %s is a Mamba-%d model",
+                    c->path, own->version, own->name, p->name, p->version);
+    }
+    s->cms = xrealloc(s->cms, (size_t)(s->ncms + 1) * sizeof *s->cms);
+    s->cms[s->ncms++] = (CascadeModel){ci, p};
+  }
+  return true;
+}
+
+static bool load_cascade(Loader *L, const YamlNode *m, int ci) {
+  Study *s = L->s;
+  StudyCascade *sc = &s->cascades[ci];
+  if (!want(L, m, YN_MAP, "a cascade ({spec, models, set})") ||
+      !check_keys(L, m, cascade_keys, "a cascade"))
+    return false;
+  const YamlNode *spec = ydoc_get(m, "spec");
+  if (!spec)
+    return fail(L, m->loc, "a cascade needs 'spec' (a path or a shipped "
+                           "spec: mamba1, mamba2, transformer)");
+  if (!want(L, spec, YN_SCALAR, "spec"))
+    return false;
+  sc->spec = spec->text;
+  sc->loc = m->loc;
+  if (!open_input(L, "specs", spec, &sc->src))
+    return false;
+  sc->c = spec_parse(sc->src.path, sc->src.text, sc->src.len, L->d);
+  if (!sc->c)
+    return false;
+  const YamlNode *set = ydoc_get(m, "set");
+  if (set) {
+    if (!want(L, set, YN_MAP, "set (NAME: value)"))
+      return false;
+    sc->set = arena_alloc(&s->arena, ((size_t)set->n + 1) * sizeof *sc->set);
+    for (int i = 0; i < set->n; i++) {
+      const char *name = set->keys[i]->text;
+      if (!shape_setting_known(sc->c, name))
+        return fail(L, set->keys[i]->loc,
+                    "'%s' is not a rank, parameter or model parameter of %s",
+                    name, sc->c->path);
+      double v;
+      if (!number(L, set->items[i], name, &v))
+        return false;
+      sc->set[sc->nset++] = (Setting){name, v};
+    }
+  }
+  return load_models(L, ydoc_get(m, "models"), ci);
+}
+
+static bool load_cascades(Loader *L, const YamlNode *seq) {
+  Study *s = L->s;
+  if (!want(L, seq, YN_SEQ, "cascades (a list)"))
+    return false;
+  if (seq->n == 0)
+    return fail(L, seq->loc, "cascades is empty");
+  s->cascades = xcalloc((size_t)seq->n, sizeof *s->cascades);
+  for (int i = 0; i < seq->n; i++) {
+    s->ncascades = i + 1;
+    if (!load_cascade(L, seq->items[i], i))
+      return false;
+  }
+  return true;
+}
+
+/* ---- settings ---- */
+
+/* NAME must bind something in every cascade ("tokens": each one's
+ * sequence rank), and not also be fixed by a cascade's own set. */
+static bool check_setting(Loader *L, const YamlNode *key) {
+  const Study *s = L->s;
+  const char *name = key->text;
+  for (int i = 0; i < s->ncascades; i++) {
+    const StudyCascade *sc = &s->cascades[i];
+    if (strcmp(name, "tokens") == 0) {
+      if (cascade_sequence_rank(sc->c) < 0)
+        return fail(L, key->loc,
+                    "tokens: %s has no sequence rank (name it with "
+                    "'sequence: RANK')",
+                    sc->c->path);
+    } else if (!shape_setting_known(sc->c, name)) {
+      return fail(L, key->loc,
+                  "'%s' is not a rank, parameter or model parameter of %s "
+                  "(give it in that cascade's 'set', or use 'tokens' for "
+                  "each cascade's sequence rank)",
+                  name, sc->c->path);
+    }
+    for (int k = 0; k < sc->nset; k++)
+      if (strcmp(sc->set[k].name, name) == 0)
+        return fail(L, key->loc, "'%s' is also fixed by the 'set' of %s",
+                    name, sc->spec);
+    int r = cascade_sequence_rank(sc->c);
+    for (int k = 0; r >= 0 && k < s->nsettings; k++) {
+      const char *o = s->settings[k].name;
+      bool tok = strcmp(o, "tokens") == 0 || strcmp(name, "tokens") == 0;
+      const char *rank = sc->c->ranks[r].name;
+      if (tok && (strcmp(o, rank) == 0 || strcmp(name, rank) == 0))
+        return fail(L, key->loc,
+                    "'tokens' and '%s' both set the sequence rank of %s",
+                    rank, sc->c->path);
+    }
+  }
+  return true;
+}
+
+static bool add_setting(Loader *L, const YamlNode *key) {
+  Study *s = L->s;
+  for (int k = 0; k < s->nsettings; k++)
+    if (strcmp(s->settings[k].name, key->text) == 0)
+      return fail(L, key->loc, "'%s' is given twice", key->text);
+  if (!check_setting(L, key))
+    return false;
+  s->settings = xrealloc(s->settings,
+                         (size_t)(s->nsettings + 1) * sizeof *s->settings);
+  s->settings[s->nsettings++] = (SettingAxis){key->text, key->loc, 0, NULL};
+  return true;
+}
+
+static bool load_settings(Loader *L, const YamlNode *m) {
+  if (!want(L, m, YN_MAP, "settings (NAME: value, list or range)"))
+    return false;
+  for (int i = 0; i < m->n; i++) {
+    if (!add_setting(L, m->keys[i]))
+      return false;
+    SettingAxis *ax = &L->s->settings[L->s->nsettings - 1];
+    if (!numbers_of(L, m->items[i], ax->name, &ax->values, &ax->n))
+      return false;
+  }
+  return true;
+}
+
+/* ---- architectures and their parameters ---- */
+
+static bool load_archs(Loader *L, const YamlNode *n) {
+  Study *s = L->s;
+  static const YamlNode dflt = {.kind = YN_SCALAR, .text = "mambalaya"};
+  YamlNode *one;
+  YamlNode *const *items = NULL;
+  int count = 1;
+  if (n && !as_list(L, n, "architectures", &items, &count, &one))
+    return false;
+  s->archs = xcalloc((size_t)count, sizeof *s->archs);
+  for (int i = 0; i < count; i++) {
+    const YamlNode *a = n ? items[i] : &dflt;
+    if (!want(L, a, YN_SCALAR, "an architecture"))
+      return false;
+    s->narchs = i + 1;
+    s->archs[i].name = a->text;
+    s->archs[i].loc = n ? a->loc : (Loc){1, 1};
+    if (!open_input(L, "archs", a, &s->archs[i].src))
+      return false;
+  }
+  return true;
+}
+
+/* Add the parameter at KEY (a path), which must name a field of every
+ * base architecture; *LISTED: the field holds a list (shape: [R, C]), so
+ * that a list of numbers is one value of it. */
+static bool add_param(Loader *L, const YamlNode *key, bool *listed) {
+  Study *s = L->s;
+  *listed = false;
+  for (int k = 0; k < s->nparams; k++)
+    if (strcmp(s->params[k].path, key->text) == 0)
+      return fail(L, key->loc, "'%s' is given twice", key->text);
+  for (int a = 0; a < s->narchs; a++) {
+    YamlDoc *doc = ydoc_parse(s->archs[a].src.path, s->archs[a].src.text,
+                              s->archs[a].src.len, L->d);
+    if (!doc)
+      return false;
+    YamlNode *parent;
+    const char *k;
+    Buf why = {0};
+    bool ok = study_path_node(doc->root, key->text, &parent, &k, &why);
+    if (!ok)
+      fail(L, key->loc, "%s: %s has no such field: %s", key->text,
+           s->archs[a].src.path, why.s);
+    const YamlNode *now = ok ? ydoc_get(parent, k) : NULL;
+    *listed = *listed || (now && now->kind == YN_SEQ);
+    buf_free(&why);
+    ydoc_free(doc);
+    if (!ok)
+      return false;
+  }
+  s->params = xrealloc(s->params, (size_t)(s->nparams + 1) * sizeof *s->params);
+  s->params[s->nparams++] = (ParamPath){key->text, key->loc};
+  return true;
+}
+
+/* One axis: paths whose value lists have one length, zipped. VALUES gets
+ * each path's nodes. */
+static bool load_param_axis(Loader *L, const YamlNode *key,
+                            const YamlNode *m, YamlNode ****values,
+                            int *count) {
+  char what[160];
+  snprintf(what, sizeof what, "parameter axis '%s' (path: values)",
+           key->text);
+  if (!want(L, m, YN_MAP, what))
+    return false;
+  if (m->n == 0)
+    return fail(L, m->loc, "parameter axis '%s' has no path", key->text);
+  *values = arena_alloc(&L->s->arena, (size_t)m->n * sizeof **values);
+  for (int i = 0; i < m->n; i++) {
+    bool listed;
+    if (!add_param(L, m->keys[i], &listed))
+      return false;
+    int n;
+    if (!values_of(L, m->items[i], m->keys[i]->text, listed, &(*values)[i],
+                   &n))
+      return false;
+    if (i == 0)
+      *count = n;
+    else if (n != *count)
+      return fail(L, m->items[i]->loc,
+                  "%s has %d values but %s has %d: the paths of one axis "
+                  "vary together",
+                  m->keys[i]->text, n, m->keys[0]->text, *count);
+  }
+  return true;
+}
+
+/* ---- the settings and parameter combinations ---- */
+
+/* The product: settings tuples x parameter tuples, each in mixed radix
+ * (the last axis fastest). */
+static bool product_combos(Loader *L, const YamlNode *params) {
+  Study *s = L->s;
+  long ns = 1, np = 1;
+  for (int k = 0; k < s->nsettings; k++)
+    ns *= s->settings[k].n;
+  int naxes = params ? params->n : 0;
+  YamlNode ****axv = xcalloc((size_t)naxes + 1, sizeof *axv);
+  int *axn = xcalloc((size_t)naxes + 1, sizeof *axn);
+  bool ok = true;
+  for (int a = 0; ok && a < naxes; a++) {
+    ok = load_param_axis(L, params->keys[a], params->items[a], &axv[a],
+                         &axn[a]);
+    np *= ok ? axn[a] : 1;
+  }
+  if (ok && (ns > MAX_POINTS || np > MAX_POINTS || ns * np > MAX_POINTS))
+    ok = fail(L, (Loc){1, 1}, "too many settings and parameter values");
+  if (ok) {
+    s->nstuples = (int)ns;
+    s->nptuples = (int)np;
+    s->stuple = xcalloc((size_t)(ns * s->nsettings) + 1, sizeof *s->stuple);
+    for (long t = 0; t < ns; t++)
+      for (long k = s->nsettings - 1, r = t; k >= 0; k--) {
+        const SettingAxis *ax = &s->settings[k];
+        s->stuple[t * s->nsettings + k] = ax->values[r % ax->n];
+        r /= ax->n;
+      }
+    s->ptuple = xcalloc((size_t)(np * s->nparams) + 1, sizeof *s->ptuple);
+    for (long t = 0; t < np; t++) {
+      long r = t;
+      int p = s->nparams;
+      for (int a = naxes - 1; a >= 0; a--) {
+        int v = (int)(r % axn[a]);
+        r /= axn[a];
+        p -= params->items[a]->n;
+        for (int i = 0; i < params->items[a]->n; i++)
+          s->ptuple[t * s->nparams + p + i] = axv[a][i][v];
+      }
+    }
+    s->ncombos = s->nstuples * s->nptuples;
+    s->combo_s = xmalloc((size_t)s->ncombos * sizeof *s->combo_s);
+    s->combo_p = xmalloc((size_t)s->ncombos * sizeof *s->combo_p);
+    for (int i = 0; i < s->ncombos; i++) {
+      s->combo_s[i] = i / s->nptuples;
+      s->combo_p[i] = i % s->nptuples;
+    }
+  }
+  free(axv);
+  free(axn);
+  return ok;
+}
+
+/* The listed points: each gives every setting and parameter the first
+ * one gives, one value each. */
+static bool listed_combos(Loader *L, const YamlNode *seq) {
+  Study *s = L->s;
+  if (!want(L, seq, YN_SEQ, "points (a list of {NAME or PATH: value})"))
+    return false;
+  if (seq->n == 0)
+    return fail(L, seq->loc, "points is empty");
+  const YamlNode *first = seq->items[0];
+  if (!want(L, first, YN_MAP, "a point ({NAME or PATH: value})"))
+    return false;
+  for (int i = 0; i < first->n; i++) {
+    bool path = strchr(first->keys[i]->text, '.') != NULL, listed;
+    if (!(path ? add_param(L, first->keys[i], &listed)
+               : add_setting(L, first->keys[i])))
+      return false;
+  }
+  s->listed = true;
+  s->ncombos = s->nstuples = s->nptuples = seq->n;
+  s->stuple = xcalloc((size_t)(seq->n * s->nsettings) + 1, sizeof *s->stuple);
+  s->ptuple = xcalloc((size_t)(seq->n * s->nparams) + 1, sizeof *s->ptuple);
+  s->combo_s = xmalloc((size_t)seq->n * sizeof *s->combo_s);
+  s->combo_p = xmalloc((size_t)seq->n * sizeof *s->combo_p);
+  for (int i = 0; i < seq->n; i++) {
+    const YamlNode *pt = seq->items[i];
+    if (!want(L, pt, YN_MAP, "a point ({NAME or PATH: value})"))
+      return false;
+    if (pt->n != first->n)
+      return fail(L, pt->loc,
+                  "this point gives %d values, the first gives %d: every "
+                  "point gives the same settings and parameters",
+                  pt->n, first->n);
+    int ks = 0, kp = 0;
+    for (int k = 0; k < first->n; k++) {
+      const char *name = first->keys[k]->text;
+      const YamlNode *v = ydoc_get(pt, name);
+      if (!v)
+        return fail(L, pt->loc, "this point does not give '%s'", name);
+      if (strchr(name, '.')) {
+        if (v->kind == YN_MAP)
+          return fail(L, v->loc, "a point gives one value of %s", name);
+        s->ptuple[i * s->nparams + kp++] = (YamlNode *)v;
+      } else if (!number(L, v, name, &s->stuple[i * s->nsettings + ks++])) {
+        return false;
+      }
+    }
+    s->combo_s[i] = s->combo_p[i] = i;
+  }
+  return true;
+}
+
+/* ---- designs, options, workloads, objectives ---- */
+
+static bool load_designs(Loader *L, const YamlNode *dn, const YamlNode *sn) {
+  Study *s = L->s;
+  static const YamlNode full = {.kind = YN_SCALAR, .text = "full"};
+  static const YamlNode greedy = {.kind = YN_SCALAR, .text = "greedy"};
+  YamlNode *one1, *one2;
+  YamlNode *const *ds = NULL, *const *ss = NULL;
+  int nd = 1, nst = 1;
+  if (dn && !as_list(L, dn, "designs", &ds, &nd, &one1))
+    return false;
+  if (sn && !as_list(L, sn, "stitchers", &ss, &nst, &one2))
+    return false;
+  int stitch[STITCH_COUNT];
+  for (int i = 0; i < nst; i++) {
+    const YamlNode *n = sn ? ss[i] : &greedy;
+    Stitcher st;
+    if (!want(L, n, YN_SCALAR, "a stitcher") ||
+        !stitcher_from_name(n->text, &st))
+      return fail(L, n->loc, "unknown stitcher '%s' (expected greedy, alg1 "
+                             "or global)",
+                  n->text);
+    for (int j = 0; j < i; j++)
+      if (stitch[j] == (int)st)
+        return fail(L, n->loc, "stitcher '%s' is given twice", n->text);
+    stitch[i] = (int)st;
+  }
+  s->ds = xcalloc((size_t)(nd * nst), sizeof *s->ds);
+  for (int i = 0; i < nd; i++) {
+    const YamlNode *n = dn ? ds[i] : &full;
+    Design d;
+    if (!want(L, n, YN_SCALAR, "a design") || !design_from_name(n->text, &d))
+      return fail(L, n->loc,
+                  "unknown design '%s' (expected unfused, ideal, marca, "
+                  "geens, ri, ri+rsb, ri+rsb+rsp or full)",
+                  n->text);
+    for (int j = 0; j < s->nds; j++)
+      if (s->ds[j].design == d)
+        return fail(L, n->loc, "design '%s' is given twice", n->text);
+    /* The strategies stitch; the others' plans are fixed. */
+    bool stitches = design_strategy(d) != ST_UNFUSED;
+    for (int k = 0; k < (stitches ? nst : 1); k++)
+      s->ds[s->nds++] = (DesignStitch){d, stitches ? stitch[k] : -1};
+  }
+  return true;
+}
+
+typedef enum { OPT_BOOL, OPT_SHARE, OPT_EINSUMS } OptKind;
+
+static const struct {
+  const char *name;
+  OptKind kind;
+} option_table[] = {
+    {"pipelined", OPT_BOOL},     {"ideal", OPT_BOOL},
+    {"state_io", OPT_BOOL},      {"no_overlap", OPT_BOOL},
+    {"two_pass", OPT_BOOL},      {"rd_partials", OPT_BOOL},
+    {"spill_distance", OPT_EINSUMS}, {"reserve_share", OPT_SHARE},
+    {"weight_share", OPT_SHARE},
+};
+enum { NOPTIONS = sizeof option_table / sizeof option_table[0] };
+
+static bool option_value(Loader *L, const YamlNode *n, OptKind k,
+                         const char *name, double *v) {
+  if (!want(L, n, YN_SCALAR, name))
+    return false;
+  if (k == OPT_BOOL) {
+    if (strcmp(n->text, "true") && strcmp(n->text, "false"))
+      return fail(L, n->loc, "%s is true or false, found '%s'", name,
+                  n->text);
+    *v = strcmp(n->text, "true") == 0;
+    return true;
+  }
+  if (!number(L, n, name, v))
+    return false;
+  if (k == OPT_SHARE && !(*v > 0 && *v <= 1))
+    return fail(L, n->loc, "%s is a share in (0, 1], found '%s'", name,
+                n->text);
+  if (k == OPT_EINSUMS && !(*v >= 0 && *v == floor(*v) && *v <= 1e6))
+    return fail(L, n->loc, "%s is a count of Einsums (0 = never), found '%s'",
+                name, n->text);
+  return true;
+}
+
+/* Apply option axis K's value V to overrides O. */
+static void set_option(ModelOverrides *o, const char *name, double v) {
+  int b = v != 0;
+  if (!strcmp(name, "pipelined"))
+    o->pipelined = b;
+  else if (!strcmp(name, "ideal"))
+    o->ideal = b;
+  else if (!strcmp(name, "state_io"))
+    o->state_io = b;
+  else if (!strcmp(name, "no_overlap"))
+    o->no_overlap = b;
+  else if (!strcmp(name, "two_pass"))
+    o->two_pass = b;
+  else if (!strcmp(name, "rd_partials"))
+    o->rd_partials = b;
+  else if (!strcmp(name, "spill_distance"))
+    o->spill_distance = (int)v;
+  else if (!strcmp(name, "reserve_share"))
+    o->reserve_share = v;
+  else if (!strcmp(name, "weight_share"))
+    o->weight_share = v;
+}
+
+static bool load_options(Loader *L, const YamlNode *m) {
+  Study *s = L->s;
+  if (m) {
+    if (!want(L, m, YN_MAP, "options (NAME: value or list)"))
+      return false;
+    s->options = xcalloc((size_t)m->n + 1, sizeof *s->options);
+    for (int i = 0; i < m->n; i++) {
+      const YamlNode *key = m->keys[i];
+      int k = 0;
+      while (k < NOPTIONS && strcmp(option_table[k].name, key->text))
+        k++;
+      if (k == NOPTIONS) {
+        Buf b = {0};
+        for (int j = 0; j < NOPTIONS; j++)
+          buf_printf(&b, "%s%s", j ? ", " : "", option_table[j].name);
+        fail(L, key->loc, "unknown option '%s' (expected %s)", key->text, b.s);
+        buf_free(&b);
+        return false;
+      }
+      OptionAxis *ax = &s->options[s->noptions++];
+      *ax = (OptionAxis){key->text, key->loc, 0, NULL};
+      YamlNode *one;
+      YamlNode *const *items = NULL;
+      if (!as_list(L, m->items[i], key->text, &items, &ax->n, &one))
+        return false;
+      ax->values = arena_alloc(&s->arena, (size_t)ax->n * sizeof(double));
+      for (int j = 0; j < ax->n; j++)
+        if (!option_value(L, items[j], option_table[k].kind, key->text,
+                          &ax->values[j]))
+          return false;
+    }
+  }
+  long n = 1;
+  for (int k = 0; k < s->noptions; k++)
+    n *= s->options[k].n;
+  if (n > MAX_POINTS)
+    return fail(L, m->loc, "too many option combinations");
+  s->nocombos = (int)n;
+  s->ocombo = xmalloc((size_t)n * sizeof *s->ocombo);
+  for (long t = 0; t < n; t++) {
+    ModelOverrides o = model_no_overrides();
+    for (long k = s->noptions - 1, r = t; k >= 0; k--) {
+      set_option(&o, s->options[k].name,
+                 s->options[k].values[r % s->options[k].n]);
+      r /= s->options[k].n;
+    }
+    s->ocombo[t] = o;
+  }
+  return true;
+}
+
+static const char *const scenario_keys[] = {"name", "prompt", "generate",
+                                            "layers", NULL};
+
+static bool add_workload(Loader *L, Workload w) {
+  Study *s = L->s;
+  for (int i = 0; i < s->nworkloads; i++)
+    if (strcmp(s->workloads[i].name, w.name) == 0)
+      return fail(L, w.loc, "workload '%s' is given twice", w.name);
+  s->workloads = xrealloc(s->workloads,
+                          (size_t)(s->nworkloads + 1) * sizeof *s->workloads);
+  s->workloads[s->nworkloads++] = w;
+  return true;
+}
+
+static bool load_scenario(Loader *L, const YamlNode *m) {
+  if (!want(L, m, YN_MAP, "a scenario ({name, prompt, generate, layers})") ||
+      !check_keys(L, m, scenario_keys, "a scenario"))
+    return false;
+  const YamlNode *name = ydoc_get(m, "name"), *gen = ydoc_get(m, "generate");
+  if (!name || !gen)
+    return fail(L, m->loc, "a scenario needs 'name' and 'generate' (decode "
+                           "steps after the prompt)");
+  if (!want(L, name, YN_SCALAR, "name"))
+    return false;
+  if (!is_name(name->text) || !strcmp(name->text, "prefill") ||
+      !strcmp(name->text, "decode"))
+    return fail(L, name->loc, "scenario name '%s' is not a name, or is a "
+                              "phase's",
+                name->text);
+  Workload w = {name->text, WL_SCENARIO, m->loc, NAN, 0, 0, 0};
+  const YamlNode *prompt = ydoc_get(m, "prompt");
+  const YamlNode *layers = ydoc_get(m, "layers");
+  double v;
+  if (!number(L, gen, "generate", &w.generate))
+    return false;
+  if (!(w.generate >= 0 && w.generate == floor(w.generate)))
+    return fail(L, gen->loc, "generate is a count of decode steps, found '%s'",
+                gen->text);
+  if (prompt) {
+    if (!number(L, prompt, "prompt", &w.prompt))
+      return false;
+    if (!(w.prompt >= 1 && w.prompt == floor(w.prompt)))
+      return fail(L, prompt->loc, "prompt is a count of tokens, found '%s'",
+                  prompt->text);
+  }
+  if (layers) {
+    if (!number(L, layers, "layers", &v))
+      return false;
+    if (!(v >= 1 && v == floor(v) && v <= 1e6))
+      return fail(L, layers->loc, "layers is a count, found '%s'",
+                  layers->text);
+    w.layers = (int)v;
+  }
+  return add_workload(L, w);
+}
+
+static bool load_workloads(Loader *L, const YamlNode *phases,
+                           const YamlNode *scenarios) {
+  Study *s = L->s;
+  if (phases) {
+    YamlNode *one;
+    YamlNode *const *items = NULL;
+    int n = 0;
+    if (!as_list(L, phases, "phases", &items, &n, &one))
+      return false;
+    for (int i = 0; i < n; i++) {
+      if (!want(L, items[i], YN_SCALAR, "a phase"))
+        return false;
+      bool pre = !strcmp(items[i]->text, "prefill");
+      if (!pre && strcmp(items[i]->text, "decode"))
+        return fail(L, items[i]->loc,
+                    "unknown phase '%s' (expected prefill or decode)",
+                    items[i]->text);
+      if (!add_workload(L, (Workload){items[i]->text,
+                                      pre ? WL_PREFILL : WL_DECODE,
+                                      items[i]->loc, NAN, 0, 0, 0}))
+        return false;
+    }
+  }
+  if (scenarios) {
+    if (!want(L, scenarios, YN_SEQ, "scenarios (a list)"))
+      return false;
+    for (int i = 0; i < scenarios->n; i++)
+      if (!load_scenario(L, scenarios->items[i]))
+        return false;
+  }
+  if (!phases && !scenarios) {
+    add_workload(L, (Workload){"prefill", WL_PREFILL, {1, 1}, NAN, 0, 0, 0});
+    add_workload(L, (Workload){"decode", WL_DECODE, {1, 1}, NAN, 0, 0, 0});
+  }
+  /* Scenarios with a prompt of their own fix the sequence length: the
+   * settings may not vary it as well. */
+  s->nslots = SLOT_SCENARIOS;
+  for (int i = 0; i < s->nworkloads; i++) {
+    Workload *w = &s->workloads[i];
+    w->prompt_slot = w->kind == WL_DECODE ? SLOT_DECODE : SLOT_GIVEN;
+    if (w->kind == WL_SCENARIO && !isnan(w->prompt))
+      w->prompt_slot = s->nslots++;
+    for (int k = 0; k < s->ncascades && w->kind != WL_PREFILL; k++)
+      if (cascade_sequence_rank(s->cascades[k].c) < 0)
+        return fail(L, w->loc,
+                    "%s decodes, but %s has no sequence rank (name it with "
+                    "'sequence: RANK')",
+                    w->name, s->cascades[k].c->path);
+  }
+  return true;
+}
+
+static bool load_objectives(Loader *L, const YamlNode *n) {
+  Study *s = L->s;
+  static const char *dflt[] = {"latency", "energy"};
+  YamlNode *one;
+  YamlNode *const *items = NULL;
+  int count = 2;
+  if (n && !as_list(L, n, "objectives", &items, &count, &one))
+    return false;
+  if (count < 2 || count > SWEEP_MAX_OBJECTIVES)
+    return fail(L, n->loc,
+                "a Pareto front needs 2 to %d objectives (of latency, "
+                "energy, edp, area, traffic), found %d",
+                SWEEP_MAX_OBJECTIVES, count);
+  for (int i = 0; i < count; i++) {
+    const char *name = n ? items[i]->text : dflt[i];
+    if (n && !want(L, items[i], YN_SCALAR, "an objective"))
+      return false;
+    int f = 0;
+    while (f < FIG_COUNT &&
+           !(figure_objective((Figure)f) &&
+             strcmp(figure_objective((Figure)f), name) == 0))
+      f++;
+    if (f == FIG_COUNT)
+      return fail(L, items[i]->loc,
+                  "unknown objective '%s' (expected latency, energy, edp, "
+                  "area or traffic)",
+                  name);
+    for (int j = 0; j < s->nobjectives; j++)
+      if (s->objectives[j] == (Figure)f)
+        return fail(L, items[i]->loc, "objective '%s' is given twice", name);
+    s->objectives[s->nobjectives++] = (Figure)f;
+  }
+  return true;
+}
+
+/* front_per: input columns whose values split the fronts (the workload
+ * always does). */
+static bool load_front_per(Loader *L, const YamlNode *n) {
+  Study *s = L->s;
+  if (!n)
+    return true;
+  YamlNode *one;
+  YamlNode *const *items = NULL;
+  int count = 0;
+  if (!as_list(L, n, "front_per", &items, &count, &one))
+    return false;
+  Cell *cells = xcalloc((size_t)study_ncells(s), sizeof *cells);
+  int nc = study_cells(s, 0, cells);
+  s->front_per = xcalloc((size_t)count, sizeof *s->front_per);
+  bool ok = true;
+  for (int i = 0; ok && i < count; i++) {
+    int c = 0;
+    ok = want(L, items[i], YN_SCALAR, "an input column");
+    while (ok && c < nc - 1 && strcmp(cells[c].name, items[i]->text))
+      c++;
+    if (ok && c == nc - 1) {
+      Buf b = {0};
+      for (int k = 0; k < nc - 1; k++)
+        buf_printf(&b, "%s%s", k ? ", " : "", cells[k].name);
+      ok = fail(L, items[i]->loc,
+                "front_per: '%s' is not an input of this study (inputs: %s; "
+                "the workload always splits the fronts)",
+                items[i]->text, b.s);
+      buf_free(&b);
+    }
+    if (ok)
+      s->front_per[s->nfront_per++] = c;
+  }
+  free(cells);
+  return ok;
+}
+
+static bool load_reference(Loader *L, const YamlNode *n) {
+  Study *s = L->s;
+  s->reference_area = NAN;
+  if (!n)
+    return true;
+  Source src;
+  if (!want(L, n, YN_SCALAR, "reference (an architecture)") ||
+      !open_input(L, "archs", n, &src))
+    return false;
+  Arch *a = arch_parse(src.path, src.text, src.len, L->d);
+  source_free(&src);
+  if (!a)
+    return false;
+  s->reference = n->text;
+  s->reference_area = arch_area(a);
+  arch_free(a);
+  if (isnan(s->reference_area))
+    return fail(L, n->loc, "reference %s has no area section", n->text);
+  return true;
+}
+
+/* ---- the whole file ---- */
+
+static const char *const study_keys[] = {
+    "name",       "description", "cascades", "settings",  "architectures",
+    "parameters", "points",      "designs",  "stitchers", "options",
+    "phases",     "scenarios",   "objectives", "reference", "front_per",
+    NULL};
+
+static bool load_study(Loader *L, const YamlNode *root) {
+  Study *s = L->s;
+  if (!root)
+    return fail(L, (Loc){1, 1}, "empty study file: expected a 'study' "
+                                "section");
+  if (!want(L, root, YN_MAP, "the top level (a 'study' section)"))
+    return false;
+  for (int i = 0; i < root->n; i++)
+    if (strcmp(root->keys[i]->text, "study"))
+      return fail(L, root->keys[i]->loc, "unknown section '%s' (expected "
+                                         "study)",
+                  root->keys[i]->text);
+  const YamlNode *m = ydoc_get(root, "study");
+  if (!m)
+    return fail(L, root->loc, "missing 'study' section");
+  if (!want(L, m, YN_MAP, "the study section") ||
+      !check_keys(L, m, study_keys, "study"))
+    return false;
+  const YamlNode *name = ydoc_get(m, "name");
+  if (!name)
+    return fail(L, m->loc, "the study needs a 'name' (its outputs go to "
+                           "out/NAME)");
+  if (!want(L, name, YN_SCALAR, "name") )
+    return false;
+  if (!is_name(name->text))
+    return fail(L, name->loc, "'%s' is not a name (a letter or '_', then "
+                              "letters, digits, '_', '-', '.')",
+                name->text);
+  s->name = name->text;
+  const YamlNode *desc = ydoc_get(m, "description");
+  if (desc && !want(L, desc, YN_SCALAR, "description"))
+    return false;
+  s->description = desc ? desc->text : "";
+  const YamlNode *cascades = ydoc_get(m, "cascades");
+  if (!cascades)
+    return fail(L, m->loc, "the study needs 'cascades' (a list of {spec, "
+                           "models})");
+  const YamlNode *settings = ydoc_get(m, "settings");
+  const YamlNode *params = ydoc_get(m, "parameters");
+  const YamlNode *points = ydoc_get(m, "points");
+  if (points && (settings || params))
+    return fail(L, ydoc_get(m, "points")->loc,
+                "give either 'points' (a listed set) or 'settings' and "
+                "'parameters' (their product), not both");
+  if (params && !want(L, params, YN_MAP, "parameters (AXIS: {PATH: values})"))
+    return false;
+  if (!load_cascades(L, cascades) ||
+      (settings && !load_settings(L, settings)) ||
+      !load_archs(L, ydoc_get(m, "architectures")) ||
+      !(points ? listed_combos(L, points) : product_combos(L, params)) ||
+      !load_designs(L, ydoc_get(m, "designs"), ydoc_get(m, "stitchers")) ||
+      !load_options(L, ydoc_get(m, "options")) ||
+      !load_workloads(L, ydoc_get(m, "phases"), ydoc_get(m, "scenarios")) ||
+      !load_objectives(L, ydoc_get(m, "objectives")) ||
+      !load_reference(L, ydoc_get(m, "reference")))
+    return false;
+  for (int w = 0; w < s->nworkloads; w++)
+    for (int cm = 0; cm < s->ncms; cm++)
+      if (s->workloads[w].kind == WL_SCENARIO && !s->workloads[w].layers &&
+          !s->cms[cm].preset)
+        return fail(L, s->workloads[w].loc,
+                    "scenario %s needs 'layers': %s has no model preset to "
+                    "take them from",
+                    s->workloads[w].name,
+                    s->cascades[s->cms[cm].cascade].spec);
+  if (!study_build(s, L->d))
+    return false;
+  long dims[DIM_COUNT] = {s->ncms, s->ncombos, s->narchs,
+                          s->nds,  s->nocombos, s->nworkloads};
+  double total = 1;
+  for (int k = 0; k < DIM_COUNT; k++)
+    total *= (double)(s->dim[k] = dims[k]);
+  if (total > MAX_POINTS)
+    return fail(L, m->loc, "the study has %.3g points (at most %d)", total,
+                MAX_POINTS);
+  s->npoints = (long)total;
+  return load_front_per(L, ydoc_get(m, "front_per"));
+}
+
+Study *study_load(const char *name, Diag *d) {
+  Source src;
+  if (!source_open("studies", name, &src, d))
+    return NULL;
+  YamlDoc *doc = ydoc_parse(src.path, src.text, src.len, d);
+  Study *s = doc ? xcalloc(1, sizeof *s) : NULL;
+  if (s) {
+    s->path = arena_strdup(&s->arena, src.path);
+    s->doc = doc;
+    memcpy(s->sha256, src.sha256, sizeof s->sha256);
+  }
+  source_free(&src);
+  if (!s)
+    return NULL;
+  Loader L = {s, d};
+  if (!load_study(&L, doc->root)) {
+    study_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+void study_free(Study *s) {
+  if (!s)
+    return;
+  long nshapes = (long)s->ncms * s->nstuples * s->nslots;
+  for (long i = 0; s->shapes && i < nshapes; i++) {
+    shape_free(s->shapes[i].s);
+    free(s->shapes[i].pairs);
+  }
+  free(s->shapes);
+  for (long i = 0; s->variant && i < (long)s->narchs * s->nptuples; i++)
+    arch_free(s->variant[i]);
+  free(s->variant);
+  for (int i = 0; i < s->ncascades; i++) {
+    cascade_free(s->cascades[i].c);
+    source_free(&s->cascades[i].src);
+  }
+  for (int i = 0; i < s->narchs; i++)
+    source_free(&s->archs[i].src);
+  free(s->cascades);
+  free(s->cms);
+  free(s->settings);
+  free(s->params);
+  free(s->stuple);
+  free(s->ptuple);
+  free(s->combo_s);
+  free(s->combo_p);
+  free(s->archs);
+  free(s->ds);
+  free(s->options);
+  free(s->ocombo);
+  free(s->workloads);
+  free(s->front_per);
+  ydoc_free(s->doc);
+  arena_free(&s->arena);
+  free(s);
+}
+
+const char *study_name(const Study *s) { return s->name; }
+const char *study_path(const Study *s) { return s->path; }
+long study_points(const Study *s) { return s->npoints; }
+
+void study_point(const Study *s, long point, long *at) {
+  for (int k = DIM_COUNT - 1; k >= 0; k--) {
+    at[k] = point % s->dim[k];
+    point /= s->dim[k];
+  }
+}

@@ -1,0 +1,143 @@
+/* test_sweep.c — a study against the model it drives: a point's figures
+ * are model_eval's (a scenario: layers x (prefill + G decodes)), an
+ * architecture parameter is the edited file, the front is what dominance
+ * says, and the results do not depend on the threads. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "../../src/embed/embed.h"
+#include "../../src/spec/spec.h"
+#include "../../src/sweep/sweep.h"
+#include "test.h"
+
+static const char study_text[] =
+    "study:\n"
+    "  name: t\n"
+    "  cascades: [{spec: mamba1, models: [mamba-130m]}]\n"
+    "  settings: {B: 2, tokens: 64}\n"
+    "  parameters:\n"
+    "    buffer: {memory.GlobalBuffer.capacity: [1 MiB, 32 MiB]}\n"
+    "  designs: [ri, full]\n"
+    "  phases: [prefill]\n"
+    "  scenarios: [{name: s, generate: 3, layers: 2}]\n";
+
+static Study *load_text(const char *text) {
+  char path[] = "/tmp/mambalaya-study-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0)
+    return NULL;
+  close(fd);
+  Study *s = NULL;
+  if (write_file_atomic(path, text, strlen(text))) {
+    Diag d = {0};
+    s = study_load(path, &d);
+    if (!s)
+      test_fail(__FILE__, __LINE__, "%s:%d:%d: %s", d.file, d.loc.line,
+                d.loc.col, d.msg);
+  }
+  unlink(path);
+  return s;
+}
+
+/* Design D of mamba1 (mamba-130m, B = 2, I = TOKENS) on the shipped
+ * mambalaya: seconds and joules. */
+static void direct(Design d, double tokens, double *sec, double *joules) {
+  Diag diag = {0};
+  Source src;
+  source_open("specs", "mamba1", &src, &diag);
+  Cascade *c = spec_parse(src.path, src.text, src.len, &diag);
+  source_free(&src);
+  source_open("archs", "mambalaya", &src, &diag);
+  Arch *a = arch_parse(src.path, src.text, src.len, &diag);
+  source_free(&src);
+  Setting set[2] = {{"B", 2}, {"I", tokens}};
+  Shape *s = shape_bind(c, preset_find("mamba-130m"), set, 2, true, &diag);
+  Pair *pairs = fusion_classify(c, s);
+  ModelOpts o = model_default_opts(d);
+  Eval *ev = model_eval(c, s, a, pairs, d, &o, &diag);
+  *sec = ev ? ev->seconds : NAN;
+  *joules = ev ? ev->energy_pj * 1e-12 : NAN;
+  eval_free(ev);
+  free(pairs);
+  shape_free(s);
+  cascade_free(c);
+  arch_free(a);
+}
+
+TEST(sweep_points_are_the_models) {
+  Study *s = load_text(study_text);
+  if (!s)
+    return;
+  /* buffer x design x workload, workload innermost */
+  CHECK_INT(study_points(s), 2 * 2 * 2);
+  PointResult res[8];
+  sweep_eval(s, 0, 8, 1, res, NULL, NULL);
+  for (int i = 0; i < 8; i++)
+    CHECK_STR(res[i].error, "");
+  /* Points 4..7: 32 MiB, the shipped file; 4, 5: ri; 6, 7: full. */
+  const Design ds[2] = {DES_RI, DES_FULL};
+  for (int k = 0; k < 2; k++) {
+    double pre, pre_j, dec, dec_j;
+    direct(ds[k], 64, &pre, &pre_j);
+    direct(ds[k], 1, &dec, &dec_j);
+    const PointResult *p = &res[4 + 2 * k], *sc = &res[5 + 2 * k];
+    CHECK_NEAR(p->fig[FIG_LATENCY], pre, 0);
+    CHECK_NEAR(p->fig[FIG_ENERGY], pre_j, 1e-12);
+    CHECK_NEAR(p->fig[FIG_EDP], pre * pre_j, 1e-12);
+    CHECK_NEAR(sc->fig[FIG_LATENCY], 2 * pre + 2 * 3 * dec, 1e-12);
+    CHECK_NEAR(sc->fig[FIG_ENERGY], 2 * pre_j + 2 * 3 * dec_j, 1e-12);
+    CHECK_NEAR(p->fig[FIG_AREA], 135.357124, 1e-9);
+    /* The energy by role adds up to the energy. */
+    double parts = 0;
+    for (int f = FIG_E_DRAM; f <= FIG_E_FEEDER; f++)
+      parts += p->fig[f];
+    CHECK_NEAR(parts, p->fig[FIG_ENERGY], 1e-12);
+  }
+  /* A 1 MiB buffer: less area (31 MiB x 0.32 mm2/MiB), no faster. */
+  CHECK_NEAR(res[0].fig[FIG_AREA], 135.357124 - 31 * 0.32, 1e-9);
+  CHECK(res[0].fig[FIG_LATENCY] >= res[4].fig[FIG_LATENCY]);
+  /* The same results on two threads, and the front by dominance. */
+  PointResult two[8];
+  sweep_eval(s, 0, 8, 2, two, NULL, NULL);
+  CHECK(memcmp(res, two, sizeof res) == 0);
+  bool on[8];
+  sweep_front(s, res, on);
+  for (int i = 0; i < 8; i++) {
+    bool dominated = false;
+    for (int j = i % 2; j < 8; j += 2) {
+      bool le = res[j].fig[FIG_LATENCY] <= res[i].fig[FIG_LATENCY] &&
+                res[j].fig[FIG_ENERGY] <= res[i].fig[FIG_ENERGY];
+      bool lt = res[j].fig[FIG_LATENCY] < res[i].fig[FIG_LATENCY] ||
+                res[j].fig[FIG_ENERGY] < res[i].fig[FIG_ENERGY];
+      dominated = dominated || (le && lt);
+    }
+    CHECK(on[i] == !dominated);
+  }
+  study_free(s);
+}
+
+/* A parameter set on the architecture's tree is checked by its loader,
+ * and reported at the study's value. */
+TEST(sweep_parameter_checked_by_the_loader) {
+  static const char text[] =
+      "study:\n"
+      "  name: t\n"
+      "  cascades: [{spec: mamba1}]\n"
+      "  parameters:\n"
+      "    clock: {clock: [1 GHz, 2 GB]}\n";
+  char path[] = "/tmp/mambalaya-study-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0)
+    return;
+  close(fd);
+  write_file_atomic(path, text, strlen(text));
+  Diag d = {0};
+  Study *s = study_load(path, &d);
+  unlink(path);
+  CHECK(s == NULL);
+  CHECK_INT(d.loc.line, 5);
+  CHECK_INT(d.loc.col, 28);
+  CHECK(strstr(d.msg, "clock '2 GB' is a size in bytes, expected a "
+                      "frequency") != NULL);
+  study_free(s);
+}
