@@ -26,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../src/exec/exec.h"
+#include "../src/lm/lm.h"
 
 typedef struct Config {
   const char *name;

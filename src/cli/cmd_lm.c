@@ -6,7 +6,7 @@
  * stderr, so that stdout carries only results. */
 #include "cli.h"
 
-#include "../exec/exec.h"
+#include "../lm/lm.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -1,5 +1,6 @@
 /* run.h — private to src/exec: the state of one run, shared by the
- * interpreter (run.c) and the fused executor (fused.c). */
+ * interpreter (run.c), the fused executor (fused.c) and the entry point
+ * (exec.c). */
 #ifndef MAMBALAYA_EXEC_RUN_H
 #define MAMBALAYA_EXEC_RUN_H
 
@@ -87,6 +88,10 @@ bool run_stretch(Run *r, const Stretch *st, const int *scc);
  * an initialization), reading T's last steps through its view. */
 bool next_state(Run *r, int t, Tensors *next);
 
+/* The interpreter: every Einsum over its whole iteration space, in the
+ * schedule's order, each output a whole array freed after its last
+ * reader. */
+bool run_interpret(Run *r);
 /* The fused executor (fused.c): run r->o->plan, filling NEXT. */
 bool run_fused(Run *r, Tensors *next);
 

@@ -4,7 +4,7 @@
  * one pass, and last-token logits equal the full logits' last rows. */
 #include <stdlib.h>
 
-#include "../../src/exec/exec.h"
+#include "../../src/lm/lm.h"
 #include "../../src/spec/spec.h"
 #include "test.h"
 

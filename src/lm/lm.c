@@ -12,7 +12,7 @@
  * of the cascade's initializations: H0 and the convolution history), which
  * exec_run hands back after every pass: a prompt, then one token at a
  * time, continues exactly where the previous pass stopped. */
-#include "exec.h"
+#include "lm.h"
 
 #include "../embed/embed.h"
 #include "../spec/spec.h"

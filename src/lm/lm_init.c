@@ -6,7 +6,7 @@
  * stream shared by all of them: any subset comes out the same in any
  * order, so a model can be built layer by layer without materializing
  * the whole checkpoint first (the benchmark's 130m model). */
-#include "exec.h"
+#include "lm.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -20,7 +20,7 @@
  * model parameters, parsed by the spec's own parser, so errors point at
  * the character. The section is checked when a language model is built
  * from the spec, not by the spec loader, which keeps it as YAML. */
-#include "exec.h"
+#include "lm.h"
 
 #include "../spec/spec.h"
 
