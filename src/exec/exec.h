@@ -13,24 +13,44 @@
 
 /* ---- arrays ---- */
 
-typedef struct Array {
-  int ndim;
-  int64_t shape[IR_MAX_RANKS];
-  int64_t n;   /* number of elements: the product of shape */
-  float *data; /* row-major, owned */
-} Array;
-
-/* A zero-filled array; NULL if the size overflows. */
-Array *array_new(int ndim, const int64_t *shape);
-Array *array_clone(const Array *a);
-void array_free(Array *a);
-
-/* ---- safetensors ---- */
-
 typedef enum { DT_F32, DT_F16, DT_BF16, DT_F64, DT_COUNT } DType;
 
 const char *dtype_name(DType t); /* "F32", ... */
 int dtype_size(DType t);         /* bytes per element */
+/* One F16 or BF16 value (T) as fp32: exact. */
+float dtype_half_value(DType t, uint16_t h);
+
+/* Computed tensors are fp32. Weights may stay in their checkpoint's 16-bit
+ * dtype (F16, BF16): the GEMM kernels read them as they are, converting in
+ * registers, and the vector machine widens what else reads them. */
+typedef struct Array {
+  int ndim;
+  int64_t shape[IR_MAX_RANKS];
+  int64_t n;            /* number of elements: the product of shape */
+  DType dtype;          /* DT_F32: the values are DATA; DT_F16, DT_BF16: HALF */
+  float *data;          /* fp32 values, row-major */
+  const uint16_t *half; /* 16-bit values, row-major */
+  void *own;            /* what array_free frees with the array; NULL when
+                           the values belong to another owner (a mapped
+                           checkpoint file) that outlives the array */
+} Array;
+
+/* A zero-filled fp32 array; NULL if the size overflows. */
+Array *array_new(int ndim, const int64_t *shape);
+/* A copy, in A's dtype. */
+Array *array_clone(const Array *a);
+/* A's values as a new fp32 array. */
+Array *array_f32(const Array *a);
+/* Elements [FIRST, FIRST + the product of SHAPE) of A as an array of
+ * SHAPE in A's dtype: sharing A's values when A does not own them (they
+ * live as long as their owner), a copy otherwise. NULL if out of range. */
+Array *array_part(const Array *a, int64_t first, int ndim,
+                  const int64_t *shape);
+/* Bytes of A's values. */
+double array_bytes(const Array *a);
+void array_free(Array *a);
+
+/* ---- safetensors ---- */
 
 typedef struct StEntry {
   const char *name;
@@ -42,8 +62,9 @@ typedef struct StEntry {
 
 typedef struct StFile {
   const char *path;
-  unsigned char *bytes; /* the whole file, owned */
+  unsigned char *bytes; /* the whole file, owned (read, or mapped) */
   size_t len;
+  bool mapped;          /* BYTES is a read-only mapping of the file */
   size_t data_start; /* 8 + the header's length */
   int n;
   StEntry *entries; /* in the order of their data */
@@ -61,11 +82,18 @@ typedef struct StFile {
  * not match dtype x shape. */
 StFile *st_parse(const char *path, const unsigned char *bytes, size_t len,
                  Diag *d);
+/* Open a file: mapped read-only where the system allows (a checkpoint's
+ * tensors are then used where they lie, see st_tensor), else read. */
 StFile *st_open(const char *path, Diag *d);
 void st_close(StFile *f);
 const StEntry *st_find(const StFile *f, const char *name);
 /* The tensor converted to fp32 (F16, BF16 and F64 are converted). */
 Array *st_array(const StFile *f, const StEntry *e);
+/* The tensor as stored (F64 converted to fp32): F32, F16 and BF16 values
+ * are used where they lie in F's bytes (no copy) when the host is
+ * little-endian and they are aligned, else copied. Close F only after
+ * freeing the array. */
+Array *st_tensor(const StFile *f, const StEntry *e);
 
 /* Writing: add arrays (stored as F32, or converted to F16/BF16), then
  * save atomically (a temporary file renamed into place). */
@@ -155,22 +183,44 @@ void pool_free(Pool *p);
 /* C[b][m][n] (+)= sum_k A[b][m][k] * B[b][k][n], every operand addressed by
  * element strides (so transposed and strided views need no copy):
  *   A[b][m][k] = a[b*a_b + m*a_m + k*a_k], and likewise for B and C.
- * fp32 data, fp32 accumulation in blocks (as BLAS and PyTorch do). */
+ * A and B are fp32, or 16-bit (F16, BF16: weights as a checkpoint stores
+ * them), read as they are and converted in registers; C is fp32; fp32
+ * accumulation in blocks (as BLAS and PyTorch do). */
 typedef struct Gemm {
   int64_t m, n, k, batch;
-  const float *a;
+  const void *a;
   int64_t a_m, a_k, a_b;
-  const float *b;
+  const void *b;
   int64_t b_k, b_n, b_b;
   float *c;
   int64_t c_m, c_n, c_b;
-  bool accumulate; /* C += A.B; else C = A.B */
+  DType a_type, b_type; /* DT_F32 (the zero value), DT_F16 or DT_BF16 */
+  bool accumulate;      /* C += A.B; else C = A.B */
 } Gemm;
 
 /* Blocked, packed, multithreaded over POOL (NULL: one thread). Fast when
  * m is large (prefill) and when m is small (decode: a matrix-vector
  * product that streams the weights at memory speed). */
 void kernel_gemm(const Gemm *g, Pool *pool);
+
+/* One operand of many products, packed once: the weights of a GEMM that
+ * runs over many regions (the tiles of a fused group), so that each
+ * product packs only its other operand. */
+typedef struct GemmPack GemmPack;
+/* G's A (B_SIDE false) or B, packed as kernel_gemm's packed path reads
+ * it; NULL when G would not take that path (nothing to gain). */
+GemmPack *kernel_gemm_pack(const Gemm *g, bool b_side, Pool *pool);
+/* kernel_gemm, reading the packed operand from PK when PK was packed from
+ * the same values, strides and sizes and the product takes the packed
+ * path; otherwise as kernel_gemm. */
+void kernel_gemm_with(const Gemm *g, const GemmPack *pk, Pool *pool);
+double kernel_gemm_pack_bytes(const GemmPack *pk);
+void kernel_gemm_pack_free(GemmPack *pk);
+
+/* DST[i] = SRC[i] (16-bit values of dtype T) as fp32, for i < N: F16C and
+ * AVX2 where the CPU has them. */
+void kernel_widen(DType t, const uint16_t *src, float *dst, int64_t n);
+
 /* The machine's copy bandwidth in bytes/s (read + write), measured by
  * copying BYTES (e.g. 256 MiB) a few times with POOL's threads. */
 double kernel_copy_bandwidth(size_t bytes, Pool *pool);

@@ -69,7 +69,7 @@ bool bind_inputs(Run *r, const Tensors *inputs) {
     }
     r->arrays[t] = a;
     r->borrowed[t] = true;
-    r->views[t] = view_of(a->data, a->shape, a->ndim);
+    r->views[t] = view_of_array(a);
   }
   return true;
 }

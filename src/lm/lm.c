@@ -8,7 +8,9 @@
  *
  * The layer is whatever cascade the spec describes; its `weights:` section
  * says where each weight comes from (weights.c). Weights are loaded once,
- * when the model is built. Each layer keeps its decode state (the inputs
+ * when the model is built, and stay in the checkpoint's dtype: a model
+ * directory's file is mapped, and its F32, F16 and BF16 tensors are used
+ * where they lie (the file stays open while the model lives). Each layer keeps its decode state (the inputs
  * of the cascade's initializations: H0 and the convolution history), which
  * exec_run hands back after every pass: a prompt, then one token at a
  * time, continues exactly where the previous pass stopped. */
@@ -26,12 +28,13 @@ static const double norm_eps = 1e-5;
 
 struct Lm {
   ModelConfig cfg;
+  StFile *file; /* a model directory's weights: the arrays' values */
   Cascade *c;
   WeightMap *map;
   LayerStream io;
   Tensors *weights; /* per layer: the cascade's weight inputs */
-  Array *embedding; /* [vocab, d_model] */
-  Array *norm_f;    /* [d_model] */
+  Array *embedding; /* [vocab, d_model], as stored */
+  Array *norm_f;    /* [d_model], fp32 */
   Tensors *state;   /* per layer: the decode state */
   int batch;        /* the state's batch; 0 before the first pass */
   /* The shape and plan of the last pass, reused while they fit. */
@@ -190,6 +193,11 @@ static bool build(Lm *m, const Checkpoint *ck, Diag *d) {
                                                cfg->d_model, d));
   ok = ok && (m->norm_f = load_model_tensor(m, ck, "norm_f", cfg->d_model, 0,
                                             d));
+  if (ok && m->norm_f->dtype != DT_F32) { /* read by head(), in fp32 */
+    Array *f = array_f32(m->norm_f);
+    array_free(m->norm_f);
+    m->norm_f = f;
+  }
   if (ok) {
     m->weights = xcalloc((size_t)cfg->n_layer, sizeof *m->weights);
     m->state = xcalloc((size_t)cfg->n_layer, sizeof *m->state);
@@ -224,7 +232,10 @@ Lm *lm_open(const char *dir, Cascade *spec, Diag *d) {
       Checkpoint ck = checkpoint_of_file(f);
       m = lm_new(&cfg, &ck, spec, d);
       spec = NULL; /* owned by the Lm, or freed by it */
-      st_close(f);
+      if (m)
+        m->file = f; /* the weights' values */
+      else
+        st_close(f);
     }
   }
   if (spec)
@@ -262,15 +273,16 @@ void lm_free(Lm *m) {
   array_free(m->norm_f);
   weights_free(m->map);
   cascade_free(m->c);
+  st_close(m->file);
   free(m);
 }
 
 double lm_weight_bytes(const Lm *m) {
-  double n = (double)m->embedding->n + (double)m->norm_f->n;
+  double n = array_bytes(m->embedding) + array_bytes(m->norm_f);
   for (int l = 0; l < m->cfg.n_layer; l++)
     for (int i = 0; i < m->weights[l].n; i++)
-      n += (double)m->weights[l].arrays[i]->n;
-  return 4 * n;
+      n += array_bytes(m->weights[l].arrays[i]);
+  return n;
 }
 
 /* ---- a pass ---- */
@@ -342,10 +354,14 @@ static bool check_tokens(const Lm *m, const int *tokens, int batch, int len,
 
 static Array *embed(const Lm *m, const Shape *s, const int *tokens) {
   Array *a = tensor_array(m->c, s, m->io.residual_in);
+  const Array *E = m->embedding;
   int64_t D = m->cfg.d_model;
   for (int64_t i = 0; i < a->n / D; i++)
-    memcpy(a->data + i * D, m->embedding->data + tokens[i] * D,
-           (size_t)D * sizeof(float));
+    if (E->dtype == DT_F32)
+      memcpy(a->data + i * D, E->data + tokens[i] * D,
+             (size_t)D * sizeof(float));
+    else
+      kernel_widen(E->dtype, E->half + tokens[i] * D, a->data + i * D, D);
   return a;
 }
 
@@ -413,9 +429,11 @@ static Array *head(const Lm *m, const Stream *io, int batch, int len,
   }
   Array *logits = o->last_only ? array_new(2, (int64_t[]){batch, V})
                                : array_new(3, (int64_t[]){batch, len, V});
+  const Array *E = m->embedding;
   Gemm g = {.m = rows, .n = V, .k = D, .batch = 1,
             .a = h, .a_m = D, .a_k = 1,
-            .b = m->embedding->data, .b_k = 1, .b_n = D,
+            .b = E->dtype == DT_F32 ? (const void *)E->data : E->half,
+            .b_type = E->dtype, .b_k = 1, .b_n = D,
             .c = logits->data, .c_m = V, .c_n = 1};
   kernel_gemm(&g, o->pool);
   free(h);

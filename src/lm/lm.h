@@ -47,8 +47,9 @@ bool model_config_save(const ModelConfig *cfg, const char *path, Diag *d);
 
 /* Where weights come from: a safetensors file, named in-memory arrays, or
  * random weights generated on demand (lm_random_checkpoint). GET returns
- * the tensor KEY as a new fp32 array (the caller frees it), or NULL when
- * the checkpoint has no such key. */
+ * the tensor KEY as a new array in its stored dtype (the caller frees it;
+ * a file's values may stay where they lie in the file: st_tensor), or NULL
+ * when the checkpoint has no such key. */
 typedef struct Checkpoint {
   const char *path; /* named in messages */
   Array *(*get)(const struct Checkpoint *ck, const char *key);
@@ -128,9 +129,11 @@ typedef struct LmOpts {
   bool last_only;      /* logits of each sequence's last token only */
 } LmOpts;
 
-/* A model from CFG and CK: loads every layer's weights once (CK is not
- * used afterwards). SPEC (owned by the Lm from here on, even on failure)
- * is the layer cascade; NULL picks the shipped one for CFG's version. */
+/* A model from CFG and CK: loads every layer's weights once, in their
+ * stored dtype (CK is not used afterwards, but a file's values must
+ * outlive the model: lm_open keeps its file open). SPEC (owned by the Lm
+ * from here on, even on failure) is the layer cascade; NULL picks the
+ * shipped one for CFG's version. */
 Lm *lm_new(const ModelConfig *cfg, const Checkpoint *ck, Cascade *spec,
            Diag *d);
 /* A model directory: DIR/config.json and DIR/model.safetensors. */
@@ -139,7 +142,7 @@ void lm_free(Lm *m);
 const ModelConfig *lm_config(const Lm *m);
 const Cascade *lm_cascade(const Lm *m);
 /* Bytes of weights a decode step reads (every layer's and the
- * embedding's, fp32). */
+ * embedding's, as held: 2 per F16 or BF16 value, 4 per F32). */
 double lm_weight_bytes(const Lm *m);
 
 /* Run TOKENS (BATCH sequences of LEN, row-major) through the model,

@@ -2,6 +2,7 @@
  * Einsums, and every fusion plan of both Mamba cascades against the
  * interpreter (values) and against the model (off-chip bytes). */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "../../src/exec/exec.h"
 #include "../../src/model/model.h"
@@ -363,4 +364,103 @@ TEST(exec_mamba2_plans_equal_interpreter_and_model) {
   Setting set[] = {{"B", 2},       {"I", 7},     {"d_model", 16},
                    {"n_heads", 4}, {"head_dim", 8}, {"d_state", 8}};
   check_plans("specs/mamba2.yaml", set, 6);
+}
+
+/* A 16-bit copy of fp32 array A (its values rounded to dtype T), and the
+ * fp32 array of exactly those values. */
+static Array *to_half(const Array *a, DType t, Array **wide) {
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/mambalaya-unit-%ld-half.safetensors",
+           (long)getpid());
+  StWriter *w = st_writer_new();
+  st_writer_add(w, "t", a, t);
+  Diag d = {0};
+  CHECK(st_writer_save(w, path, &d));
+  st_writer_free(w);
+  StFile *f = st_open(path, &d);
+  remove(path);
+  Array *h = st_tensor(f, st_find(f, "t"));
+  Array *copy = array_clone(h); /* owned: the file closes now */
+  array_free(h);
+  st_close(f);
+  *wide = array_f32(copy);
+  return copy;
+}
+
+/* Weights held in 16 bits: kernel_gemm reads W as it is (packed once and
+ * reused over the tiles of a fused group, or streamed by the dot path),
+ * the reads that are not a GEMM (a bias, a product too small for
+ * kernel_gemm) widen theirs; every plan equals the interpreter on the same
+ * values in fp32. */
+TEST(exec_16bit_weights) {
+  Case k = load_case("shape: {I: 64, K: 32, N: 24, J: 4}\n"
+                     "outputs: [Z, U]\n"
+                     "einsum:\n"
+                     "  declaration: {X: [I, K], H: [I, K], W: [N, K], "
+                     "Y: [I, N], B: [N], Z: [I, N], X2: [I, J], V: [J, N], "
+                     "U: [I, N]}\n"
+                     "  expressions:\n"
+                     "    - H[i,k] = X[i,k] * 2\n"
+                     "    - Y[i,n] = W[n,k] * H[i,k]\n"
+                     "    - Z[i,n] = Y[i,n] * B[n]\n"
+                     "    - U[i,n] = X2[i,j] * V[j,n]\n",
+                     NULL, NULL, 0);
+  if (!k.c)
+    return;
+  random_inputs(&k, 3);
+  const char *weights[] = {"W", "B", "V"};
+  const DType types[] = {DT_F16, DT_BF16};
+  Pair *pairs = fusion_classify(k.c, k.s);
+  Pool *pool = pool_new(2);
+  for (int ti = 0; ti < 2; ti++) {
+    Case h = k; /* the same cascade, with 16-bit weights */
+    h.in = (Tensors){0};
+    Case f = k; /* and with their values in fp32 */
+    f.in = (Tensors){0};
+    for (int i = 0; i < k.in.n; i++) {
+      bool weight = false;
+      for (int w = 0; w < 3; w++)
+        weight = weight || strcmp(k.in.names[i], weights[w]) == 0;
+      Array *wide = NULL;
+      Array *a = weight ? to_half(k.in.arrays[i], types[ti], &wide)
+                        : array_clone(k.in.arrays[i]);
+      if (weight)
+        CHECK_INT(a->dtype, types[ti]);
+      tensors_put(&h.in, k.in.names[i], a, true);
+      tensors_put(&f.in, k.in.names[i], wide ? wide : array_clone(a), true);
+    }
+    Tensors ref = {0};
+    if (run(&f, NULL, &ref, NULL, NULL)) {
+      const Array *Z = tensors_get(&ref, "Z"), *U = tensors_get(&ref, "U");
+      for (int st = -1; st < ST_COUNT; st++)
+        for (int b = 0; b < 3; b++) {
+          Diag d = {0};
+          Plan *p = st < 0 ? NULL
+                           : fusion_plan(k.c, k.s, pairs, (Strategy)st,
+                                         STITCH_GREEDY, OBJ_GROUPS, &d);
+          ExecOpts o = {.plan = p, .buffer_bytes = b == 0 ? 1 << 20 : b == 1 ? 2048 : 8192,
+                        .pool = b == 1 ? NULL : pool};
+          Tensors res = {0};
+          if (exec_run(k.c, k.s, &h.in, &o, &res, NULL, NULL, &d)) {
+            const Array *Zh = tensors_get(&res, "Z");
+            const Array *Uh = tensors_get(&res, "U");
+            for (int64_t n = 0; n < Z->n; n++)
+              CHECK_NEAR(Zh->data[n], Z->data[n], 1e-6);
+            for (int64_t n = 0; n < U->n; n++)
+              CHECK_NEAR(Uh->data[n], U->data[n], 1e-6);
+          } else {
+            test_fail(__FILE__, __LINE__, "%s, strategy %d: %s",
+                      dtype_name(types[ti]), st, d.msg);
+          }
+          tensors_free(&res);
+          plan_free(p);
+        }
+    }
+    tensors_free(&ref);
+    tensors_free(&h.in);
+    tensors_free(&f.in);
+  }
+  pool_free(pool);
+  free(pairs);
+  free_case(&k);
 }
