@@ -1,6 +1,8 @@
-/* exec.c — the entry point: run a cascade with the interpreter (run.c) or
+/* exec.c — the entry points: run a cascade with the interpreter (run.c) or
  * the fused executor (fused.c), then hand over its results and the state a
- * next pass continues from. */
+ * next pass continues from; once (exec_run), or again and again on new
+ * inputs of the same shapes (Exec: the schedule and the compiled jobs are
+ * kept, so a decode step only binds its inputs and runs). */
 #include "run.h"
 
 #include <stdlib.h>
@@ -52,30 +54,65 @@ static bool collect(Run *r, Tensors *results, Tensors *next) {
   return true;
 }
 
-bool exec_run(const Cascade *c, const Shape *s, const Tensors *inputs,
-              const ExecOpts *o, Tensors *results, Tensors *next,
-              ExecStats *stats, Diag *d) {
+struct Exec {
+  ExecOpts o;
+  Run r;
+  double peak; /* of the last run */
+};
+
+Exec *exec_new(const Cascade *c, const Shape *s, const ExecOpts *o,
+               Diag *d) {
   if (!s->complete) {
     diag_error(d, c->path, (Loc){0, 0},
                "every rank needs a size to run the cascade");
-    return false;
+    return NULL;
   }
-  Run r;
-  run_init(&r, c, s, o, d);
-  r.st = stats;
+  Exec *x = xcalloc(1, sizeof *x);
+  x->o = *o;
+  run_init(&x->r, c, s, &x->o, d);
+  return x;
+}
+
+bool exec_step(Exec *x, const Tensors *inputs, Tensors *results,
+               Tensors *next, ExecStats *stats, Diag *d) {
+  Run *r = &x->r;
+  const Cascade *c = r->c;
+  r->d = d;
+  r->st = stats;
+  r->fault = 0;
+  r->live = r->peak = 0;
   if (stats) {
     memset(stats, 0, sizeof *stats);
     stats->read = xcalloc((size_t)c->ntensors + 1, sizeof(double));
     stats->write = xcalloc((size_t)c->ntensors + 1, sizeof(double));
   }
-  bool ok = bind_inputs(&r, inputs);
+  bool ok = bind_inputs(r, inputs);
   if (ok)
-    ok = o->plan ? run_fused(&r, next) : run_interpret(&r);
+    ok = x->o.plan ? run_fused(r, next) : run_interpret(r);
   if (ok)
-    ok = collect(&r, results, next);
+    ok = collect(r, results, next);
+  run_reset(r);
+  x->peak = r->peak;
   if (stats)
-    stats->peak_bytes = r.peak;
-  run_done(&r);
+    stats->peak_bytes = r->peak;
+  return ok;
+}
+
+double exec_peak_bytes(const Exec *x) { return x->peak; }
+
+void exec_free(Exec *x) {
+  if (!x)
+    return;
+  run_done(&x->r);
+  free(x);
+}
+
+bool exec_run(const Cascade *c, const Shape *s, const Tensors *inputs,
+              const ExecOpts *o, Tensors *results, Tensors *next,
+              ExecStats *stats, Diag *d) {
+  Exec *x = exec_new(c, s, o, d);
+  bool ok = x && exec_step(x, inputs, results, next, stats, d);
+  exec_free(x);
   return ok;
 }
 

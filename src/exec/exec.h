@@ -165,6 +165,20 @@ bool exec_run(const Cascade *c, const Shape *s, const Tensors *inputs,
               ExecStats *stats, Diag *d);
 void exec_stats_free(ExecStats *st);
 
+/* The same, prepared once and run many times on inputs of the same shapes
+ * (a language model's layers, token after token): the schedule and the
+ * compiled jobs are kept between runs, and a run over inputs laid out as
+ * before only binds them and runs. C, S and O's plan must outlive it. */
+typedef struct Exec Exec;
+Exec *exec_new(const Cascade *c, const Shape *s, const ExecOpts *o,
+               Diag *d);
+bool exec_step(Exec *x, const Tensors *inputs, Tensors *results,
+               Tensors *next, ExecStats *stats, Diag *d);
+/* The most bytes the last run held at once: arrays, tile buffers, weights
+ * packed for tiles (ExecStats.peak_bytes, without counting traffic). */
+double exec_peak_bytes(const Exec *x);
+void exec_free(Exec *x);
+
 /* ---- worker threads ----
  *
  * A pool of threads owned by whoever runs a cascade (no global state). */

@@ -101,10 +101,13 @@ typedef struct Scratch {
 } Scratch;
 
 /* A 16-bit input that a read other than kernel_gemm's takes: its view's
- * values widened to fp32, laid out as the view (until vm_job_release). */
+ * values widened to fp32, laid out as the view. The copy lives for one run
+ * (vm_job_release drops it); the next run of the job widens the input's
+ * values again, without binding anew. */
 typedef struct Wide {
-  View view;
+  View view;   /* the copy's; DATA NULL between runs */
   float *data; /* owned */
+  bool used;
 } Wide;
 
 struct VmJob {
@@ -1134,12 +1137,10 @@ void vm_job_release(Job *j) {
     j->terms[t].pack = NULL;
     j->terms[t].gemm_runs = 0;
   }
-  for (int k = 0; j->wide && k < j->nacc; k++)
-    if (j->wide[k].data) {
-      free(j->wide[k].data);
-      j->wide[k].data = NULL;
-      j->bound = false; /* a read points at the copy: bind again */
-    }
+  for (int k = 0; j->wide && k < j->nacc; k++) {
+    free(j->wide[k].data);
+    j->wide[k].data = j->wide[k].view.data = NULL;
+  }
 }
 
 void vm_job_free(Job *j) {
@@ -1197,15 +1198,27 @@ static void widen_read(Job *j, int k) {
   if (!j->wide)
     j->wide = xcalloc((size_t)j->nacc + 1, sizeof *j->wide);
   Wide *w = &j->wide[k];
-  int64_t span = view_span(c->v);
+  const View *v = c->v;
+  int64_t span = view_span(v);
   free(w->data);
   w->data = xmalloc((size_t)(span ? span : 1) * sizeof(float));
-  kernel_widen(c->v->dtype, c->v->half, w->data, span);
-  w->view = *c->v;
+  kernel_widen(v->dtype, v->half, w->data, span);
+  w->view = *v;
   w->view.data = w->data;
   w->view.half = NULL;
   w->view.dtype = DT_F32;
+  w->used = true;
   c->v = &w->view;
+}
+
+/* A new run of a bound job: widen its 16-bit reads' values again (from
+ * the inputs' views, laid out as when it bound). */
+static void rewiden(Job *j) {
+  for (int k = 0; j->wide && k < j->nacc; k++)
+    if (j->wide[k].used && !j->wide[k].data) {
+      j->acc[k].v = &j->env->views[j->acc[k].a->tensor];
+      widen_read(j, k);
+    }
 }
 
 /* Compile the reads, the walk and the kernel_gemm terms for J->reg. */
@@ -1279,10 +1292,12 @@ bool vm_exec(Job *j, const Region *r, Diag *d) {
   const Env *env = j->env;
   bool same = still_bound(j, r);
   j->reg = *r;
-  if (same)
+  if (same) {
     move_walk(j);
-  else if (!bind(j, d))
+    rewiden(j);
+  } else if (!bind(j, d)) {
     return false;
+  }
   bool rest = j->nterms == 0;
   for (int t = 0; t < j->nterms; t++) {
     if (j->terms[t].gemm_done)
