@@ -1,18 +1,21 @@
 /* cmd_lm.c — whole language models: `mambalaya init-weights`, `run` and
  * `generate`.
  *
- * Results go to files (--out) and, for generate, the generated token ids
- * to stdout; the one-line timing summary of run and generate goes to
- * stderr, so that stdout carries only results. */
+ * Results go to files (--out) and, for generate, the generated tokens to
+ * stdout (their text as they come with --prompt, else their ids); the
+ * one-line timing summary of run and generate goes to stderr, so that
+ * stdout carries only results (with --json: one JSON object). */
 #include "cli.h"
 
 #include "../lm/lm.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +23,9 @@
 
 typedef struct LmArgs {
   const char *model, *spec, *tokens_text, *out;
+  const char *prompt, *tokenizer_file; /* --prompt, --tokenizer */
+  Tokenizer *tokenizer;                /* with --prompt */
+  bool json;
   int batch;   /* --batch; 0: one sequence, or the rows given */
   bool fused;
   Strategy strategy;
@@ -36,6 +42,10 @@ static const char common_usage[] =
     "                   (Hugging Face key names; see mambalaya init-weights)\n"
     "  --tokens LIST    token ids: 1,2,3 (one sequence, or split into\n"
     "                   --batch equal rows) or 1,2;3,4 (one row per ';')\n"
+    "  --prompt TEXT    the tokens of TEXT instead (one sequence), by the\n"
+    "                   model's tokenizer.json (byte-level BPE)\n"
+    "  --tokenizer FILE the tokenizer.json for --prompt (default:\n"
+    "                   MODEL/tokenizer.json)\n"
     "  --batch N        split the list into N sequences of equal length\n"
     "  --strategy S     interpreter (default: Einsum by Einsum), or the fused\n"
     "                   executor with the plan of unfused, ri, ri+rsb,\n"
@@ -44,7 +54,10 @@ static const char common_usage[] =
     "                   suffixes k, M, G, KiB, MiB, GiB)\n"
     "  --spec SPEC      the layer cascade (default: mamba1 or mamba2, from\n"
     "                   config.json); its weights: section maps the keys\n"
-    "  --threads N      worker threads (default: the CPUs, at most 16)\n";
+    "  --threads N      worker threads (default: the CPUs, at most 16)\n"
+    "  --json           print one JSON object on stdout: the tokens, times,\n"
+    "                   bytes of weights, peak bytes of activations and the\n"
+    "                   peak resident memory\n";
 
 static int default_threads(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -154,12 +167,19 @@ static bool parse_tokens(const Args *a, LmArgs *o) {
 /* One of the options run and generate share; *err set on a bad value. */
 static bool lm_opt(Args *a, LmArgs *o, int *err) {
   *err = 0;
-  const char *names[] = {"--model", "--tokens", "--batch", "--strategy",
-                         "--buffer", "--spec", "--threads", "--out"};
+  const char *names[] = {"--model",  "--tokens",  "--batch",
+                         "--strategy", "--buffer", "--spec",
+                         "--threads", "--out",    "--prompt",
+                         "--tokenizer"};
+  enum { NNAMES = sizeof names / sizeof names[0] };
+  if (args_is(a, "--json")) {
+    o->json = true;
+    return true;
+  }
   int k = 0;
-  while (k < 8 && !args_is(a, names[k]))
+  while (k < NNAMES && !args_is(a, names[k]))
     k++;
-  if (k == 8)
+  if (k == NNAMES)
     return false;
   if (!args_value(a)) {
     *err = EXIT_INPUT;
@@ -196,9 +216,90 @@ static bool lm_opt(Args *a, LmArgs *o, int *err) {
       *err = usage_error(a, "--threads expects 1 to 256, got '%s'", a->val);
     o->threads = (int)v;
     break;
-  default: o->out = a->val; break;
+  case 7: o->out = a->val; break;
+  case 8: o->prompt = a->val; break;
+  default: o->tokenizer_file = a->val; break;
   }
   return true;
+}
+
+/* The tokens: --tokens, or --prompt through the tokenizer. */
+static int read_tokens(const Args *a, LmArgs *o) {
+  if (!o->tokens_text == !o->prompt)
+    return usage_error(a, "needs --tokens or --prompt (one of them; see %s "
+                          "--help)",
+                       a->cmd);
+  if (o->tokens_text)
+    return parse_tokens(a, o) ? 0 : EXIT_INPUT;
+  if (o->batch > 1)
+    return usage_error(a, "--prompt is one sequence: --batch %d does not "
+                          "apply",
+                       o->batch);
+  if (!(o->tokenizer = open_tokenizer(o->model, o->tokenizer_file)))
+    return EXIT_INPUT;
+  Diag d = {0};
+  int n;
+  if (!tokenizer_encode(o->tokenizer, o->prompt, strlen(o->prompt),
+                        &o->tokens, &n, &d))
+    return usage_error(a, "--prompt: %s", d.msg);
+  if (n == 0) {
+    free(o->tokens);
+    o->tokens = NULL;
+    return usage_error(a, "--prompt: the text has no tokens");
+  }
+  o->nseq = 1;
+  o->len = n;
+  return 0;
+}
+
+static void lm_args_free(LmArgs *o) {
+  free(o->tokens);
+  tokenizer_free(o->tokenizer);
+}
+
+/* The process's peak resident memory, in bytes (Linux: ru_maxrss KiB). */
+static double peak_rss(void) {
+  struct rusage ru;
+  return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss * 1024 : 0;
+}
+
+/* The figures both commands report in --json. */
+static void json_common(json_t *j, const LmArgs *o, const Lm *m) {
+  json_object_set_new(j, "model", json_string(o->model));
+  json_object_set_new(j, "strategy", json_string(o->strategy_name));
+  json_object_set_new(j, "batch", json_integer(o->nseq));
+  json_object_set_new(j, "prompt_tokens", json_integer(o->len));
+  json_object_set_new(j, "layers", json_integer(lm_config(m)->n_layer));
+  json_object_set_new(j, "weight_bytes", json_real(lm_weight_bytes(m)));
+  json_object_set_new(j, "peak_activation_bytes",
+                      json_real(lm_peak_bytes(m)));
+  json_object_set_new(j, "peak_rss_bytes", json_real(peak_rss()));
+}
+
+static json_t *json_ids(const int *ids, int n) {
+  json_t *a = json_array();
+  for (int i = 0; i < n; i++)
+    json_array_append_new(a, json_integer(ids[i]));
+  return a;
+}
+
+/* The text of IDS (N of them) as a JSON string; null if it is not UTF-8
+ * (a character cut by the end of the sequence). */
+static json_t *json_text(const Tokenizer *t, const int *ids, int n) {
+  Buf b = {0};
+  buf_printf(&b, "%s", "");
+  for (int i = 0; i < n; i++)
+    token_text(t, ids[i], &b);
+  json_t *j = json_stringn(b.s, b.len);
+  buf_free(&b);
+  return j ? j : json_null();
+}
+
+static void print_json(json_t *j) {
+  char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  if (s)
+    printf("%s\n", s);
+  free(s);
 }
 
 static void lm_args_init(LmArgs *o) {
@@ -319,14 +420,12 @@ int cmd_run(int argc, char **argv) {
       return args_unknown(&a);
     }
   }
-  if (!o.model || !o.tokens_text || !o.out)
-    return usage_error(&a, "needs --model, --tokens and --out (see "
-                           "mambalaya run --help)");
-  if (!parse_tokens(&a, &o))
-    return EXIT_INPUT;
+  if (!o.model || (!o.out && !o.json))
+    return usage_error(&a, "needs --model, --tokens (or --prompt) and --out "
+                           "or --json (see mambalaya run --help)");
   Lm *m;
-  if ((err = open_model(&a, &o, &m))) {
-    free(o.tokens);
+  if ((err = read_tokens(&a, &o)) || (err = open_model(&a, &o, &m))) {
+    lm_args_free(&o);
     return err;
   }
   Pool *pool = pool_new(o.threads);
@@ -349,10 +448,22 @@ int cmd_run(int argc, char **argv) {
       tensors_put(&arrays, out.names[i], out.arrays[i], false);
     Buf tok = {0};
     tokens_meta(&tok, o.tokens, o.nseq, o.len);
-    status = save_results(m, o.out, &arrays, tok.s, o.strategy_name);
+    if (o.out)
+      status = save_results(m, o.out, &arrays, tok.s, o.strategy_name);
     buf_free(&tok);
     tensors_free(&arrays);
     double n = (double)o.nseq * o.len;
+    if (!status && o.json) {
+      json_t *j = json_object();
+      json_object_set_new(j, "command", json_string("run"));
+      json_common(j, &o, m);
+      json_object_set_new(j, "tokens", json_ids(o.tokens, o.nseq * o.len));
+      json_object_set_new(j, "seconds", json_real(secs));
+      json_object_set_new(j, "tokens_per_s",
+                          json_real(n / (secs > 0 ? secs : 1e-9)));
+      print_json(j);
+      json_decref(j);
+    }
     if (!status)
       fprintf(stderr,
               "mambalaya run: %d x %d tokens, %d layer%s, %s: %.4f s, %.1f "
@@ -364,7 +475,7 @@ int cmd_run(int argc, char **argv) {
   tensors_free(&out);
   pool_free(pool);
   lm_free(m);
-  free(o.tokens);
+  lm_args_free(&o);
   return status;
 }
 
@@ -377,8 +488,10 @@ static const char gen_usage_head[] =
     "\n"
     "Greedy decoding: prefill the prompt in one pass, then one pass of one\n"
     "token per new token, each continuing from the decode state the last\n"
-    "pass left. Prints the N generated token ids of each sequence, one line\n"
-    "per sequence, comma-separated. With --out, FILE gets the logits of\n"
+    "pass left. With --prompt, prints the prompt and then each new token's\n"
+    "text as it is made; with --tokens, the N generated token ids of each\n"
+    "sequence, one line per sequence, comma-separated. With --out, FILE\n"
+    "gets the logits of\n"
     "every position that ran, [batch, prompt + N - 1, vocab] (the prompt's\n"
     "from the prefill, then one per step), and the final decode state as\n"
     "for mambalaya run. A summary line goes to stderr.\n"
@@ -405,6 +518,7 @@ typedef struct Gen {
   Lm *m;
   const LmArgs *o;
   Pool *pool;
+  bool stream; /* print each new token's text as it comes */
   int max_new;
   int *generated;  /* [nseq, max_new] */
   Array *all;      /* with --out: [nseq, prompt + max_new - 1, V] */
@@ -419,6 +533,12 @@ static void pick(Gen *g, const Array *logits, int step) {
   for (int s = 0; s < g->o->nseq; s++)
     g->generated[s * g->max_new + step] =
         argmax(logits->data + (s * rows + rows - 1) * V, V);
+  if (g->stream) { /* one sequence: its bytes, as they come */
+    Buf b = {0};
+    token_text(g->o->tokenizer, g->generated[step], &b);
+    emit(&b);
+    buf_free(&b);
+  }
 }
 
 static bool generate(Gen *g, Diag *d) {
@@ -485,15 +605,18 @@ int cmd_generate(int argc, char **argv) {
       return args_unknown(&a);
     }
   }
-  if (!o.model || !o.tokens_text || !max_new)
-    return usage_error(&a, "needs --model, --tokens and --max-new (see "
-                           "mambalaya generate --help)");
-  if (!parse_tokens(&a, &o))
-    return EXIT_INPUT;
+  if (!o.model || !max_new)
+    return usage_error(&a, "needs --model, --tokens (or --prompt) and "
+                           "--max-new (see mambalaya generate --help)");
   Gen g = {.o = &o, .max_new = (int)max_new};
-  if ((err = open_model(&a, &o, &g.m))) {
-    free(o.tokens);
+  if ((err = read_tokens(&a, &o)) || (err = open_model(&a, &o, &g.m))) {
+    lm_args_free(&o);
     return err;
+  }
+  g.stream = o.tokenizer && !o.json;
+  if (g.stream) { /* the prompt, then the new text as it comes */
+    fputs(o.prompt, stdout);
+    fflush(stdout);
   }
   int V = lm_config(g.m)->vocab;
   g.pool = pool_new(o.threads);
@@ -523,7 +646,39 @@ int cmd_generate(int argc, char **argv) {
     buf_free(&tok);
     free(ran);
   }
-  if (!status) {
+  double steps = (double)o.nseq * (double)(max_new - 1);
+  double prefill_rate = o.nseq * o.len / (g.prefill_s > 0 ? g.prefill_s : 1e-9);
+  double decode_rate =
+      max_new > 1 ? steps / (g.decode_s > 0 ? g.decode_s : 1e-9) : 0.0;
+  if (g.stream)
+    printf("\n");
+  if (!status && o.json) {
+    json_t *j = json_object();
+    json_object_set_new(j, "command", json_string("generate"));
+    json_common(j, &o, g.m);
+    json_object_set_new(j, "tokens", json_ids(o.tokens, o.nseq * o.len));
+    json_object_set_new(j, "max_new", json_integer(max_new));
+    json_t *gen = json_array(), *text = json_array();
+    for (int s = 0; s < o.nseq; s++) {
+      json_array_append_new(gen, json_ids(g.generated + s * max_new,
+                                          (int)max_new));
+      if (o.tokenizer)
+        json_array_append_new(text, json_text(o.tokenizer,
+                                              g.generated + s * max_new,
+                                              (int)max_new));
+    }
+    json_object_set_new(j, "generated", gen);
+    if (o.tokenizer)
+      json_object_set_new(j, "text", text);
+    else
+      json_decref(text);
+    json_object_set_new(j, "prefill_seconds", json_real(g.prefill_s));
+    json_object_set_new(j, "prefill_tokens_per_s", json_real(prefill_rate));
+    json_object_set_new(j, "decode_seconds", json_real(g.decode_s));
+    json_object_set_new(j, "decode_tokens_per_s", json_real(decode_rate));
+    print_json(j);
+    json_decref(j);
+  } else if (!status && !g.stream) {
     Buf b = {0};
     tokens_meta(&b, g.generated, o.nseq, (int)max_new);
     for (char *p = b.s; *p; p++)
@@ -531,21 +686,20 @@ int cmd_generate(int argc, char **argv) {
         *p = '\n';
     printf("%s\n", b.s);
     buf_free(&b);
-    double steps = (double)o.nseq * (double)(max_new - 1);
+  }
+  if (!status) {
     fprintf(stderr,
             "mambalaya generate: prompt %d x %d tokens in %.4f s (%.1f "
             "tokens/s); %ld new tokens per sequence, decode %.1f tokens/s "
             "(%s)\n",
-            o.nseq, o.len, g.prefill_s,
-            o.nseq * o.len / (g.prefill_s > 0 ? g.prefill_s : 1e-9), max_new,
-            max_new > 1 ? steps / (g.decode_s > 0 ? g.decode_s : 1e-9) : 0.0,
+            o.nseq, o.len, g.prefill_s, prefill_rate, max_new, decode_rate,
             o.strategy_name);
   }
   array_free(g.all);
   free(g.generated);
   pool_free(g.pool);
   lm_free(g.m);
-  free(o.tokens);
+  lm_args_free(&o);
   return status;
 }
 

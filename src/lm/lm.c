@@ -47,7 +47,7 @@ struct Lm {
   Strategy plan_strategy;
   Exec **execs;    /* per layer, or NULL */
   ExecOpts exec_o; /* what they were made with */
-  double peak;     /* the most bytes a layer held, since lm_peak_reset */
+  double peak;     /* the most bytes of activations held at once */
 };
 
 const ModelConfig *lm_config(const Lm *m) { return &m->cfg; }
@@ -383,6 +383,19 @@ typedef struct Stream {
   Array *hidden, *residual; /* owned */
 } Stream;
 
+/* Activations held between layers: the stream and every layer's decode
+ * state; the peak adds what a layer's run (or the head) holds on top. */
+static void note_peak(Lm *m, const Stream *io, double on_top) {
+  double held = on_top + array_bytes(io->hidden) + array_bytes(io->residual);
+  for (int l = 0; l < m->cfg.n_layer; l++)
+    for (int i = 0; i < m->state[l].n; i++)
+      held += array_bytes(m->state[l].arrays[i]);
+  if (held > m->peak)
+    m->peak = held;
+}
+
+double lm_peak_bytes(const Lm *m) { return m->peak; }
+
 /* Layer L's executor for EO and the current shape. */
 static Exec *exec_for(Lm *m, int l, const ExecOpts *eo, Diag *d) {
   bool same = m->execs && m->exec_o.plan == eo->plan &&
@@ -412,8 +425,8 @@ static bool run_layer(Lm *m, int l, const ExecOpts *eo, Stream *io,
   tensors_put(&in, c->tensors[m->io.residual_in].name, io->residual, false);
   Exec *x = exec_for(m, l, eo, d);
   bool ok = x && exec_step(x, &in, &out, &next, NULL, d);
-  if (x && exec_peak_bytes(x) > m->peak)
-    m->peak = exec_peak_bytes(x);
+  if (x)
+    note_peak(m, io, exec_peak_bytes(x));
   tensors_free(&in);
   if (ok) {
     array_free(io->hidden);
@@ -499,8 +512,12 @@ bool lm_forward(Lm *m, const int *tokens, int batch, int len,
       tensors_put(record, name, array_clone(io.hidden), true);
     }
   }
-  if (ok)
+  if (ok) {
     *logits = head(m, &io, batch, len, o);
+    /* the normalized rows (as many as logits rows) and the logits */
+    note_peak(m, &io, array_bytes(*logits) * (1 + (double)m->cfg.d_model /
+                                                      m->cfg.vocab));
+  }
   array_free(io.hidden);
   array_free(io.residual);
   return ok;

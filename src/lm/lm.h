@@ -144,6 +144,11 @@ const Cascade *lm_cascade(const Lm *m);
 /* Bytes of weights a decode step reads (every layer's and the
  * embedding's, as held: 2 per F16 or BF16 value, 4 per F32). */
 double lm_weight_bytes(const Lm *m);
+/* The most bytes of activations the model has held at once: the stream
+ * between layers, every layer's decode state, and on top what a layer's
+ * executor held (arrays, tiles, weights packed for tiles) or the head
+ * (the logits). */
+double lm_peak_bytes(const Lm *m);
 
 /* Run TOKENS (BATCH sequences of LEN, row-major) through the model,
  * continuing from the decode state (zero after lm_new / lm_reset), which
@@ -158,5 +163,26 @@ void lm_reset(Lm *m);
  * "layers.{i}.ssm_state" (the section's names) in the reference's layouts;
  * false if nothing has run yet. */
 bool lm_export_state(const Lm *m, Tensors *out);
+
+/* ---- text ----
+ *
+ * A Hugging Face tokenizer.json of the byte-level BPE kind (GPT-2,
+ * GPT-NeoX: what Mamba checkpoints carry, beside config.json). What is
+ * supported of the format is in tokenizer.c. */
+typedef struct Tokenizer Tokenizer;
+
+/* Errors name the file (and the line and column of bad JSON). */
+Tokenizer *tokenizer_load(const char *path, Diag *d);
+void tokenizer_free(Tokenizer *t);
+/* Ids run from 0 to tokenizer_size - 1 (some may stand for nothing). */
+int tokenizer_size(const Tokenizer *t);
+/* TEXT (LEN bytes of UTF-8) as token ids: *N of them in *IDS (malloc'd).
+ * False (D set) if TEXT is not valid UTF-8. */
+bool tokenizer_encode(const Tokenizer *t, const char *text, size_t len,
+                      int **ids, int *n, Diag *d);
+/* The bytes token ID stands for: *LEN of them, not NUL-terminated, maybe
+ * only part of a UTF-8 character (the next tokens complete it); NULL for
+ * an id that stands for nothing. */
+const char *tokenizer_token(const Tokenizer *t, int id, int *len);
 
 #endif
