@@ -1161,11 +1161,11 @@ void vm_job_free(Job *j) {
   free(j);
 }
 
-/* Laid out alike: a job compiled for A runs on B, reading B's data where
- * it lies (but a widened copy stands for A's 16-bit values). */
+/* Laid out alike: a job compiled for A runs on B, reading B's values
+ * where they lie (nothing of A's values is kept across runs: widened
+ * copies and packed weights are made again, see vm_job_release). */
 static bool view_same(const View *a, const View *b) {
-  if (a->n != b->n || a->dtype != b->dtype || a->half != b->half ||
-      !view_has_values(b))
+  if (a->n != b->n || a->dtype != b->dtype || !view_has_values(b))
     return false;
   for (int k = 0; k < a->n; k++)
     if (a->origin[k] != b->origin[k] || a->extent[k] != b->extent[k] ||

@@ -37,16 +37,17 @@ struct Lm {
   Array *norm_f;    /* [d_model], fp32 */
   Tensors *state;   /* per layer: the decode state */
   int batch;        /* the state's batch; 0 before the first pass */
-  /* The shape and plan of the last pass, reused while they fit, and each
-   * layer's prepared executor for them (kept from token to token: a
-   * decode step only binds the new inputs). */
+  /* The shape and plan of the last pass, reused while they fit, and the
+   * layers' prepared executor for them: every layer is the same cascade
+   * over tensors of the same shapes, so one executor runs them all, from
+   * token to token (a decode step only binds each layer's inputs). */
   Shape *shape;
   int shape_batch, shape_len;
   Pair *pairs;
   Plan *plan;
   Strategy plan_strategy;
-  Exec **execs;    /* per layer, or NULL */
-  ExecOpts exec_o; /* what they were made with */
+  Exec *exec;      /* or NULL */
+  ExecOpts exec_o; /* what it was made with */
   double peak;     /* the most bytes of activations held at once */
 };
 
@@ -250,15 +251,13 @@ Lm *lm_open(const char *dir, Cascade *spec, Diag *d) {
   return m;
 }
 
-static void forget_execs(Lm *m) {
-  for (int l = 0; m->execs && l < m->cfg.n_layer; l++)
-    exec_free(m->execs[l]);
-  free(m->execs);
-  m->execs = NULL;
+static void forget_exec(Lm *m) {
+  exec_free(m->exec);
+  m->exec = NULL;
 }
 
 static void forget_shape(Lm *m) {
-  forget_execs(m);
+  forget_exec(m);
   plan_free(m->plan);
   free(m->pairs);
   shape_free(m->shape);
@@ -315,7 +314,7 @@ static const Shape *shape_for(Lm *m, int batch, int len, Diag *d) {
 static const Plan *plan_for(Lm *m, Strategy st, Diag *d) {
   if (m->plan && m->plan_strategy == st)
     return m->plan;
-  forget_execs(m);
+  forget_exec(m);
   plan_free(m->plan);
   if (!m->pairs)
     m->pairs = fusion_classify(m->c, m->shape);
@@ -396,19 +395,17 @@ static void note_peak(Lm *m, const Stream *io, double on_top) {
 
 double lm_peak_bytes(const Lm *m) { return m->peak; }
 
-/* Layer L's executor for EO and the current shape. */
-static Exec *exec_for(Lm *m, int l, const ExecOpts *eo, Diag *d) {
-  bool same = m->execs && m->exec_o.plan == eo->plan &&
+/* The layers' executor for EO and the current shape. */
+static Exec *exec_for(Lm *m, const ExecOpts *eo, Diag *d) {
+  bool same = m->exec && m->exec_o.plan == eo->plan &&
               m->exec_o.pool == eo->pool &&
               m->exec_o.buffer_bytes == eo->buffer_bytes;
   if (!same) {
-    forget_execs(m);
-    m->execs = xcalloc((size_t)m->cfg.n_layer, sizeof *m->execs);
+    forget_exec(m);
+    m->exec = exec_new(m->c, m->shape, eo, d);
     m->exec_o = *eo;
   }
-  if (!m->execs[l])
-    m->execs[l] = exec_new(m->c, m->shape, eo, d);
-  return m->execs[l];
+  return m->exec;
 }
 
 /* Layer L: the stream in, the stream out, the state carried. */
@@ -423,7 +420,7 @@ static bool run_layer(Lm *m, int l, const ExecOpts *eo, Stream *io,
     tensors_put(&in, st->names[i], st->arrays[i], false);
   tensors_put(&in, c->tensors[m->io.hidden_in].name, io->hidden, false);
   tensors_put(&in, c->tensors[m->io.residual_in].name, io->residual, false);
-  Exec *x = exec_for(m, l, eo, d);
+  Exec *x = exec_for(m, eo, d);
   bool ok = x && exec_step(x, &in, &out, &next, NULL, d);
   if (x)
     note_peak(m, io, exec_peak_bytes(x));
