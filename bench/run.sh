@@ -6,7 +6,7 @@ BUILD=${1:-build}
 "$BUILD/bench/bench_fusion" specs/mamba1.yaml
 "$BUILD/bench/bench_fusion" specs/mamba2.yaml
 "$BUILD/bench/bench_model"
-"$BUILD/bench/bench_exec"    # a whole mamba-130m: prefill, decode, memory
+"$BUILD/bench/bench_exec"    # mamba-130m in F16 and F32: prefill, decode, memory (--full: more)
 "$BUILD/bench/bench_kernels"
 out=$(mktemp -d)
 TIMEFORMAT="mambalaya reproduce --out DIR (the whole command, figures written): %R s"

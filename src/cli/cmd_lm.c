@@ -738,36 +738,17 @@ static bool make_dir(const char *path) {
 
 static int write_model(const ModelConfig *cfg, uint64_t seed, DType dt,
                        const char *dir) {
-  Buf wpath = {0}, cpath = {0};
-  buf_printf(&wpath, "%s/model.safetensors", dir);
-  buf_printf(&cpath, "%s/config.json", dir);
-  Checkpoint ck = lm_random_checkpoint(cfg, seed);
-  CkptKey *keys;
-  int n = lm_checkpoint_keys(cfg, &keys);
-  StWriter *w = st_writer_new();
-  double params = 0;
-  for (int i = 0; i < n; i++) {
-    Array *a = ck.get(&ck, keys[i].name);
-    params += (double)a->n;
-    st_writer_add(w, keys[i].name, a, dt);
-    array_free(a);
-  }
-  st_writer_meta(w, "format", "pt");
   Diag d = {0};
-  bool ok = st_writer_save(w, wpath.s, &d) &&
-            model_config_save(cfg, cpath.s, &d);
-  st_writer_free(w);
-  free(keys);
-  if (ok)
-    printf("wrote %s and %s: Mamba-%d, d_model %d, %d layers, vocab %d, "
-           "%.0f parameters (%s)\n",
-           cpath.s, wpath.s, cfg->version, cfg->d_model, cfg->n_layer,
-           cfg->vocab, params, dtype_name(dt));
-  else
+  double params;
+  if (!lm_write_random(cfg, seed, dt, dir, &params, &d)) {
     diag_print(&d, stderr);
-  buf_free(&wpath);
-  buf_free(&cpath);
-  return ok ? 0 : EXIT_RUN;
+    return EXIT_RUN;
+  }
+  printf("wrote %s/config.json and %s/model.safetensors: Mamba-%d, d_model "
+         "%d, %d layers, vocab %d, %.0f parameters (%s)\n",
+         dir, dir, cfg->version, cfg->d_model, cfg->n_layer, cfg->vocab,
+         params, dtype_name(dt));
+  return 0;
 }
 
 int cmd_init_weights(int argc, char **argv) {

@@ -118,6 +118,11 @@ typedef struct CkptKey {
   int64_t shape[4];
 } CkptKey;
 int lm_checkpoint_keys(const ModelConfig *cfg, CkptKey **keys);
+/* A model directory of random weights (init-weights): DIR/model.safetensors
+ * (Hugging Face key names, stored as DT) and DIR/config.json, both written
+ * atomically; DIR must exist. *PARAMS gets the number of values. */
+bool lm_write_random(const ModelConfig *cfg, uint64_t seed, DType dt,
+                     const char *dir, double *params, Diag *d);
 
 typedef struct Lm Lm;
 

@@ -328,3 +328,30 @@ Checkpoint lm_random_checkpoint(const ModelConfig *cfg, uint64_t seed) {
   return (Checkpoint){.path = "(random weights)", .get = random_get,
                       .seed = seed, .cfg = *cfg};
 }
+
+/* ---- a model directory ---- */
+
+bool lm_write_random(const ModelConfig *cfg, uint64_t seed, DType dt,
+                     const char *dir, double *params, Diag *d) {
+  Buf wpath = {0}, cpath = {0};
+  buf_printf(&wpath, "%s/model.safetensors", dir);
+  buf_printf(&cpath, "%s/config.json", dir);
+  Checkpoint ck = lm_random_checkpoint(cfg, seed);
+  CkptKey *keys;
+  int n = lm_checkpoint_keys(cfg, &keys);
+  StWriter *w = st_writer_new();
+  *params = 0;
+  for (int i = 0; i < n; i++) {
+    Array *a = ck.get(&ck, keys[i].name);
+    *params += (double)a->n;
+    st_writer_add(w, keys[i].name, a, dt);
+    array_free(a);
+  }
+  st_writer_meta(w, "format", "pt");
+  bool ok = st_writer_save(w, wpath.s, d) && model_config_save(cfg, cpath.s, d);
+  st_writer_free(w);
+  free(keys);
+  buf_free(&wpath);
+  buf_free(&cpath);
+  return ok;
+}
