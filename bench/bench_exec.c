@@ -20,11 +20,13 @@
  *
  * The machine is shared, so figures move between runs; ratios (a plan
  * over the interpreter, a step over its bound) are measured within one
- * run, the bandwidths right before the configuration they bound.
+ * run, the bandwidths right before the configuration they bound, and with
+ * --repeat N the configurations run N times, interleaved, the best run of
+ * each reported.
  *
  *   bench_exec [--models 130m,370m] [--dtypes F32,F16] [--prefill 512,...]
  *              [--steps N] [--plans interpreter,ri,...|all] [--threads N]
- *              [--full] [--dir DIR]
+ *              [--repeat N] [--full] [--dir DIR]
  *
  * Default: 130m, F16 and F32, prefill 512 with the interpreter, ri,
  * ri+rsb and full, decode 128 with the interpreter and full (a few
@@ -49,6 +51,7 @@ typedef struct Bench {
   const char *models[MAX_LIST], *dtypes[MAX_LIST];
   int nmodels, ndtypes;
   int prefill[MAX_LIST], nprefill;
+  int repeat; /* runs of each configuration (the best one counts) */
   int plans[ST_COUNT + 1], nplans; /* -1: the interpreter */
   bool full;
   char dir[256];
@@ -229,36 +232,62 @@ static void config_child(const void *arg, Result *r) {
   lm_free(m);
 }
 
-/* One configuration: the bandwidths, then the run. Returns tokens/s (0
- * on failure); *RES its result. */
-static double measure(const Config *c, const char *label, Result *res) {
+/* One run of a configuration: the bandwidths, then the run. */
+typedef struct Measure {
+  bool ok;
+  Result r;
+  double peak, rate; /* peak RSS bytes, tokens/s */
+} Measure;
+
+static Measure measure(const Config *c) {
+  Measure m = {0};
   Result bw;
-  double peak = 0;
   if (!in_child(probe_child, c->b, &bw, NULL) ||
-      !in_child(config_child, c, res, &peak) || !res->ok) {
-    printf("  %-34s FAILED: %s\n", label, res->err);
-    return 0;
+      !in_child(config_child, c, &m.r, &m.peak) || !m.r.ok)
+    return m;
+  m.ok = true;
+  m.r.copy_bw = bw.copy_bw;
+  m.r.read_bw = bw.read_bw;
+  m.rate = m.r.count / (m.r.secs > 0 ? m.r.secs : 1e-9);
+  return m;
+}
+
+static void report(const Config *c, const char *label, const Measure *m) {
+  const Result *r = &m->r;
+  if (!m->ok) {
+    printf("  %-34s FAILED: %s\n", label, r->err);
+    return;
   }
-  res->copy_bw = bw.copy_bw;
-  res->read_bw = bw.read_bw;
-  double rate = res->count / (res->secs > 0 ? res->secs : 1e-9);
-  double held = res->weights + res->act;
+  double held = r->weights + r->act;
   printf("  %-34s %8.1f tok/s  peak RSS %5.0f MB = %.2fx (weights %.0f + "
          "activations %.0f MB)\n",
-         label, rate, peak / 1e6, peak / held, res->weights / 1e6,
-         res->act / 1e6);
+         label, m->rate, m->peak / 1e6, m->peak / held, r->weights / 1e6,
+         r->act / 1e6);
   if (c->decode) {
-    double step = res->secs / res->count;
-    double copy_bound = res->weights / res->copy_bw;
-    double read_bound = res->weights / res->read_bw;
+    double step = r->secs / r->count;
+    double copy_bound = r->weights / r->copy_bw;
+    double read_bound = r->weights / r->read_bw;
     printf("  %-34s %.2f ms/token (best step %.2f, median %.2f); bound at "
            "copy bandwidth %.1f GB/s: %.2f ms -> %.2fx; at read bandwidth "
            "%.1f GB/s: %.2f ms -> %.2fx\n",
-           "", 1e3 * step, 1e3 * res->best_step, 1e3 * res->median_step,
-           res->copy_bw / 1e9, 1e3 * copy_bound, step / copy_bound,
-           res->read_bw / 1e9, 1e3 * read_bound, step / read_bound);
+           "", 1e3 * step, 1e3 * r->best_step, 1e3 * r->median_step,
+           r->copy_bw / 1e9, 1e3 * copy_bound, step / copy_bound,
+           r->read_bw / 1e9, 1e3 * read_bound, step / read_bound);
   }
-  return rate;
+}
+
+/* CONFIGS (N) run REPEAT times, interleaved (so that a busy spell of the
+ * machine hits them alike); each one's best run in BEST. */
+static void measure_all(const Config *configs, int n, int repeat,
+                        Measure *best) {
+  for (int k = 0; k < n; k++)
+    best[k] = (Measure){0};
+  for (int rep = 0; rep < repeat; rep++)
+    for (int k = 0; k < n; k++) {
+      Measure m = measure(&configs[k]);
+      if (!best[k].ok || (m.ok && m.rate > best[k].rate))
+        best[k] = m;
+    }
 }
 
 /* ---- a model ---- */
@@ -303,24 +332,31 @@ static void bench_model(const Bench *b, const char *shape, const char *dtype) {
          preset, dtype, w.cfg.d_model, w.cfg.n_layer, w.cfg.vocab,
          now_seconds() - t0);
   int best_plan = -1;
+  Config configs[ST_COUNT + 1];
+  Measure got[ST_COUNT + 1];
   for (int p = 0; p < b->nprefill; p++) {
-    double interp = 0, best = 0;
-    int best_here = -1;
+    int n = 0;
     for (int k = 0; k < b->nplans; k++) {
       int plan = b->plans[k];
       /* Beyond the first length, --full runs the interpreter and the
        * best plan of the first. */
       if (b->full && p > 0 && plan >= 0 && plan != best_plan)
         continue;
-      Config c = {.b = b, .model = dir, .plan = plan, .tokens = b->prefill[p]};
+      configs[n++] = (Config){.b = b, .model = dir, .plan = plan,
+                              .tokens = b->prefill[p]};
+    }
+    measure_all(configs, n, b->repeat, got);
+    double interp = 0, best = 0;
+    int best_here = -1;
+    for (int k = 0; k < n; k++) {
       snprintf(label, sizeof label, "prefill %d, %s", b->prefill[p],
-               plan_name(plan));
-      double rate = measure(&c, label, &r);
-      if (plan < 0)
-        interp = rate;
-      else if (rate > best) {
-        best = rate;
-        best_here = plan;
+               plan_name(configs[k].plan));
+      report(&configs[k], label, &got[k]);
+      if (configs[k].plan < 0)
+        interp = got[k].rate;
+      else if (got[k].rate > best) {
+        best = got[k].rate;
+        best_here = configs[k].plan;
       }
     }
     if (p == 0)
@@ -331,12 +367,14 @@ static void bench_model(const Bench *b, const char *shape, const char *dtype) {
              "", plan_name(best_here), best / interp);
   }
   const int decode_plans[] = {-1, ST_FULL};
+  for (int k = 0; b->steps > 0 && k < 2; k++)
+    configs[k] = (Config){.b = b, .model = dir, .plan = decode_plans[k],
+                          .decode = true};
+  measure_all(configs, b->steps > 0 ? 2 : 0, b->repeat, got);
   for (int k = 0; b->steps > 0 && k < 2; k++) {
-    Config c = {.b = b, .model = dir, .plan = decode_plans[k],
-                .decode = true};
     snprintf(label, sizeof label, "decode %d, %s", b->steps,
              plan_name(decode_plans[k]));
-    measure(&c, label, &r);
+    report(&configs[k], label, &got[k]);
   }
   char path[400];
   snprintf(path, sizeof path, "%s/model.safetensors", dir);
@@ -359,7 +397,7 @@ static int usage(void) {
   fprintf(stderr,
           "usage: bench_exec [--models 130m,370m] [--dtypes F32,F16] "
           "[--prefill 512,...] [--steps N] [--plans LIST|all] [--threads N] "
-          "[--full] [--dir DIR]\n");
+          "[--repeat N] [--full] [--dir DIR]\n");
   return 2;
 }
 
@@ -389,7 +427,8 @@ static bool parse_plans(char *s, Bench *b) {
 int main(int argc, char **argv) {
   static char models[] = "130m", dtypes[] = "F16,F32", plans[] =
       "interpreter,ri,ri+rsb,full";
-  Bench b = {.threads = 2, .steps = 128, .prefill = {512}, .nprefill = 1};
+  Bench b = {.threads = 2, .steps = 128, .prefill = {512}, .nprefill = 1,
+             .repeat = 1};
   b.nmodels = split(models, b.models);
   b.ndtypes = split(dtypes, b.dtypes);
   parse_plans(plans, &b);
@@ -418,6 +457,8 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[i], "--plans") == 0 && has) {
       if (!parse_plans(argv[++i], &b))
         return usage();
+    } else if (strcmp(argv[i], "--repeat") == 0 && has) {
+      b.repeat = atoi(argv[++i]);
     } else if (strcmp(argv[i], "--threads") == 0 && has) {
       b.threads = atoi(argv[++i]);
     } else if (strcmp(argv[i], "--dir") == 0 && has) {
@@ -426,7 +467,7 @@ int main(int argc, char **argv) {
       return usage();
     }
   }
-  if (b.threads < 1 || b.steps < 0)
+  if (b.threads < 1 || b.steps < 0 || b.repeat < 1)
     return usage();
   /* The models are written here and removed after (--dir: a place with
    * room for them, 1.5 GB for 370m in F32). */

@@ -88,8 +88,9 @@ void token_text(const Tokenizer *t, int id, Buf *out) {
   out->s[out->len] = 0;
 }
 
-/* Each line of PATH a JSON value; FN turns it into the output line.
- * Returns an exit status. */
+/* Each line of PATH a JSON string (DECODE: an array of ids), printed as
+ * its ids (DECODE: its text) on a line of its own. Returns an exit
+ * status. */
 static int each_line(const Args *a, const char *path, const Tokenizer *t,
                      bool decode) {
   FILE *f = fopen(path, "r");

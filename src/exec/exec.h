@@ -1,6 +1,8 @@
 /* exec.h — running cascades on real tensors.
  *
- * Arrays are dense fp32 tensors. Tensors travel as safetensors files
+ * Arrays are dense fp32 tensors, or 16-bit weights as a checkpoint stores
+ * them (used where they lie in a mapped file). Tensors travel as
+ * safetensors files
  * (8-byte little-endian header length, a JSON header of {name: {dtype,
  * shape, data_offsets}}, raw little-endian data), read strictly: a
  * malformed file is rejected with a message, never half-read. The
@@ -149,7 +151,8 @@ typedef struct ExecStats {
    * counted once per group (the model's ideal accounting). */
   double *read, *write; /* per tensor of the cascade, owned */
   double read_total, write_total;
-  double peak_bytes; /* the most tensor memory held at once */
+  double peak_bytes; /* the most bytes held at once: arrays, tile buffers,
+                        weights packed for tiles, widened 16-bit inputs */
 } ExecStats;
 
 /* Run C (bound by S) on INPUTS (every tensor no Einsum produces: weights,
