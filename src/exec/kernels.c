@@ -423,12 +423,12 @@ load_part(DType t, const void *w, int64_t i, int64_t n, __m256i mask) {
   return load8(t, part, 0);
 }
 
-/* W's rows one after another (each from end to end, so that W, whose rows
- * are consecutive in memory, is read as one sequential stream), fetched
- * PF_BYTES ahead; two accumulators per row of A. */
+/* One row of A (a decode step): W's rows one after another, each from
+ * end to end, so that W, whose rows are consecutive in memory, is read as
+ * one sequential stream, fetched PF_BYTES ahead; two accumulators. */
 AVX2 static inline __attribute__((always_inline)) void
-dot_rows_avx2(int rows, DType t, int64_t k, const float *a, int64_t lda,
-              const void *const *w, float *out) {
+dot_seq_avx2(int rows, DType t, int64_t k, const float *a, int64_t lda,
+             const void *const *w, float *out) {
   for (int j = 0; j < DOT_COLS; j++) {
     __m256 total[DOT_ROWS];
 #pragma GCC unroll 6
@@ -469,6 +469,76 @@ dot_rows_avx2(int rows, DType t, int64_t k, const float *a, int64_t lda,
     for (int r = 0; r < rows; r++)
       out[r * DOT_COLS + j] = m256_sum(total[r]);
   }
+}
+
+/* Several rows of A: the DOT_COLS rows of W together, each load of W
+ * serving every row of A (the products are bound by loads, not memory:
+ * the caller fetches W ahead). */
+AVX2 static inline __attribute__((always_inline)) void
+dot_all_avx2(int rows, DType t, int64_t k, const float *a, int64_t lda,
+             const void *const *w, float *out) {
+  __m256 total[DOT_ROWS][DOT_COLS];
+#pragma GCC unroll 6
+  for (int r = 0; r < rows; r++)
+#pragma GCC unroll 6
+    for (int j = 0; j < DOT_COLS; j++)
+      total[r][j] = _mm256_setzero_ps();
+  for (int64_t k0 = 0; k0 < k; k0 += KC) {
+    int64_t k1 = min64(k0 + KC, k), full = k0 + ((k1 - k0) & ~(int64_t)7);
+    __m256 acc[DOT_ROWS][DOT_COLS];
+#pragma GCC unroll 6
+    for (int r = 0; r < rows; r++)
+#pragma GCC unroll 6
+      for (int j = 0; j < DOT_COLS; j++)
+        acc[r][j] = _mm256_setzero_ps();
+    for (int64_t kk = k0; kk < full; kk += 8) {
+      __m256 av[DOT_ROWS];
+#pragma GCC unroll 6
+      for (int r = 0; r < rows; r++)
+        av[r] = _mm256_loadu_ps(a + r * lda + kk);
+#pragma GCC unroll 6
+      for (int j = 0; j < DOT_COLS; j++) {
+        __m256 wv = load8(t, w[j], kk);
+#pragma GCC unroll 6
+        for (int r = 0; r < rows; r++)
+          acc[r][j] = _mm256_fmadd_ps(av[r], wv, acc[r][j]);
+      }
+    }
+    if (full < k1) {
+      __m256i mask = lanes_below(k1 - full);
+      __m256 av[DOT_ROWS];
+#pragma GCC unroll 6
+      for (int r = 0; r < rows; r++)
+        av[r] = _mm256_maskload_ps(a + r * lda + full, mask);
+#pragma GCC unroll 6
+      for (int j = 0; j < DOT_COLS; j++) {
+        __m256 wv = load_part(t, w[j], full, k1 - full, mask);
+#pragma GCC unroll 6
+        for (int r = 0; r < rows; r++)
+          acc[r][j] = _mm256_fmadd_ps(av[r], wv, acc[r][j]);
+      }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < rows; r++)
+#pragma GCC unroll 6
+      for (int j = 0; j < DOT_COLS; j++)
+        total[r][j] = _mm256_add_ps(total[r][j], acc[r][j]);
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < rows; r++)
+#pragma GCC unroll 6
+    for (int j = 0; j < DOT_COLS; j++)
+      out[r * DOT_COLS + j] = m256_sum(total[r][j]);
+}
+
+/* ROWS is a constant in each instantiation (WITH_ROWS_3). */
+AVX2 static inline __attribute__((always_inline)) void
+dot_rows_avx2(int rows, DType t, int64_t k, const float *a, int64_t lda,
+              const void *const *w, float *out) {
+  if (rows == 1)
+    dot_seq_avx2(rows, t, k, a, lda, w, out);
+  else
+    dot_all_avx2(rows, t, k, a, lda, w, out);
 }
 
 AVX2 static void dot_avx2(int rows, int64_t k, const float *a, int64_t lda,
