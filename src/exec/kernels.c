@@ -423,60 +423,15 @@ load_part(DType t, const void *w, int64_t i, int64_t n, __m256i mask) {
   return load8(t, part, 0);
 }
 
-/* One row of A (a decode step): W's rows one after another, each from
- * end to end, so that W, whose rows are consecutive in memory, is read as
- * one sequential stream, fetched PF_BYTES ahead; two accumulators. */
+/* The DOT_COLS rows of W together, each load of W serving every row of A,
+ * each of W's rows fetched PF_BYTES ahead (a line at a time). Each sum
+ * runs in the same order whatever ROWS is: a row's result does not depend
+ * on how many rows of A are computed with it. ROWS is a constant in each
+ * instantiation (WITH_ROWS_3). */
 AVX2 static inline __attribute__((always_inline)) void
-dot_seq_avx2(int rows, DType t, int64_t k, const float *a, int64_t lda,
-             const void *const *w, float *out) {
-  for (int j = 0; j < DOT_COLS; j++) {
-    __m256 total[DOT_ROWS];
-#pragma GCC unroll 6
-    for (int r = 0; r < rows; r++)
-      total[r] = _mm256_setzero_ps();
-    for (int64_t k0 = 0; k0 < k; k0 += KC) {
-      int64_t k1 = min64(k0 + KC, k), kk = k0;
-      __m256 acc[DOT_ROWS][2];
-#pragma GCC unroll 6
-      for (int r = 0; r < rows; r++)
-        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-      for (; kk + 16 <= k1; kk += 16) {
-        _mm_prefetch((const char *)w[j] + kk * (t == DT_F32 ? 4 : 2) + PF_BYTES,
-                     _MM_HINT_T0);
-        __m256 w0 = load8(t, w[j], kk), w1 = load8(t, w[j], kk + 8);
-#pragma GCC unroll 6
-        for (int r = 0; r < rows; r++) {
-          acc[r][0] = _mm256_fmadd_ps(_mm256_loadu_ps(a + r * lda + kk), w0,
-                                      acc[r][0]);
-          acc[r][1] = _mm256_fmadd_ps(_mm256_loadu_ps(a + r * lda + kk + 8),
-                                      w1, acc[r][1]);
-        }
-      }
-      for (; kk < k1; kk += 8) {
-        int64_t n = min64(8, k1 - kk);
-        __m256i mask = lanes_below(n);
-        __m256 wv = load_part(t, w[j], kk, n, mask);
-#pragma GCC unroll 6
-        for (int r = 0; r < rows; r++)
-          acc[r][0] = _mm256_fmadd_ps(
-              _mm256_maskload_ps(a + r * lda + kk, mask), wv, acc[r][0]);
-      }
-#pragma GCC unroll 6
-      for (int r = 0; r < rows; r++)
-        total[r] = _mm256_add_ps(total[r], _mm256_add_ps(acc[r][0], acc[r][1]));
-    }
-#pragma GCC unroll 6
-    for (int r = 0; r < rows; r++)
-      out[r * DOT_COLS + j] = m256_sum(total[r]);
-  }
-}
-
-/* Several rows of A: the DOT_COLS rows of W together, each load of W
- * serving every row of A (the products are bound by loads, not memory:
- * the caller fetches W ahead). */
-AVX2 static inline __attribute__((always_inline)) void
-dot_all_avx2(int rows, DType t, int64_t k, const float *a, int64_t lda,
-             const void *const *w, float *out) {
+dot_rows_avx2(int rows, DType t, int64_t k, const float *a, int64_t lda,
+              const void *const *w, float *out) {
+  const int64_t per_line = t == DT_F32 ? 16 : 32; /* values per 64 bytes */
   __m256 total[DOT_ROWS][DOT_COLS];
 #pragma GCC unroll 6
   for (int r = 0; r < rows; r++)
@@ -492,6 +447,11 @@ dot_all_avx2(int rows, DType t, int64_t k, const float *a, int64_t lda,
       for (int j = 0; j < DOT_COLS; j++)
         acc[r][j] = _mm256_setzero_ps();
     for (int64_t kk = k0; kk < full; kk += 8) {
+      if ((kk & (per_line - 1)) == 0)
+#pragma GCC unroll 6
+        for (int j = 0; j < DOT_COLS; j++)
+          _mm_prefetch((const char *)elem(w[j], t, kk) + PF_BYTES,
+                       _MM_HINT_T0);
       __m256 av[DOT_ROWS];
 #pragma GCC unroll 6
       for (int r = 0; r < rows; r++)
@@ -529,16 +489,6 @@ dot_all_avx2(int rows, DType t, int64_t k, const float *a, int64_t lda,
 #pragma GCC unroll 6
     for (int j = 0; j < DOT_COLS; j++)
       out[r * DOT_COLS + j] = m256_sum(total[r][j]);
-}
-
-/* ROWS is a constant in each instantiation (WITH_ROWS_3). */
-AVX2 static inline __attribute__((always_inline)) void
-dot_rows_avx2(int rows, DType t, int64_t k, const float *a, int64_t lda,
-              const void *const *w, float *out) {
-  if (rows == 1)
-    dot_seq_avx2(rows, t, k, a, lda, w, out);
-  else
-    dot_all_avx2(rows, t, k, a, lda, w, out);
 }
 
 AVX2 static void dot_avx2(int rows, int64_t k, const float *a, int64_t lda,
