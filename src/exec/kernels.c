@@ -17,7 +17,8 @@
  *    sequence) against B = W^T with W's rows contiguous (the layout of
  *    checkpoint weights: projections, LM head). Each output is a dot
  *    product of two contiguous vectors, so the weights stream once, in
- *    order, at memory speed; 3 rows of A share each load of 4 rows of W.
+ *    order (row after row, fetched ahead), at memory speed; each row of W
+ *    serves up to 3 rows of A while it is in L1.
  *
  *  - The row path, for very few rows (m <= ROW_MAX_M) against a row-major
  *    B: B's rows are read in order, each scaled into per-row sums held in
@@ -423,72 +424,55 @@ load_part(DType t, const void *w, int64_t i, int64_t n, __m256i mask) {
   return load8(t, part, 0);
 }
 
-/* The DOT_COLS rows of W together, each load of W serving every row of A,
- * each of W's rows fetched PF_BYTES ahead (a line at a time). Each sum
- * runs in the same order whatever ROWS is: a row's result does not depend
- * on how many rows of A are computed with it. ROWS is a constant in each
- * instantiation (WITH_ROWS_3). */
+/* W's rows one after another, each from end to end (W's rows are
+ * consecutive in memory: one sequential stream, which reads faster than
+ * DOT_COLS streams side by side), fetched PF_BYTES ahead; each row of A
+ * with two accumulators. A row's sums run in the same order whatever ROWS
+ * is: its result does not depend on how many rows of A are computed with
+ * it. ROWS is a constant in each instantiation (WITH_ROWS_3). */
 AVX2 static inline __attribute__((always_inline)) void
 dot_rows_avx2(int rows, DType t, int64_t k, const float *a, int64_t lda,
               const void *const *w, float *out) {
-  const int64_t per_line = t == DT_F32 ? 16 : 32; /* values per 64 bytes */
-  __m256 total[DOT_ROWS][DOT_COLS];
-#pragma GCC unroll 6
-  for (int r = 0; r < rows; r++)
-#pragma GCC unroll 6
-    for (int j = 0; j < DOT_COLS; j++)
-      total[r][j] = _mm256_setzero_ps();
-  for (int64_t k0 = 0; k0 < k; k0 += KC) {
-    int64_t k1 = min64(k0 + KC, k), full = k0 + ((k1 - k0) & ~(int64_t)7);
-    __m256 acc[DOT_ROWS][DOT_COLS];
+  for (int j = 0; j < DOT_COLS; j++) {
+    __m256 total[DOT_ROWS];
 #pragma GCC unroll 6
     for (int r = 0; r < rows; r++)
-#pragma GCC unroll 6
-      for (int j = 0; j < DOT_COLS; j++)
-        acc[r][j] = _mm256_setzero_ps();
-    for (int64_t kk = k0; kk < full; kk += 8) {
-      if ((kk & (per_line - 1)) == 0)
-#pragma GCC unroll 6
-        for (int j = 0; j < DOT_COLS; j++)
-          _mm_prefetch((const char *)elem(w[j], t, kk) + PF_BYTES,
-                       _MM_HINT_T0);
-      __m256 av[DOT_ROWS];
+      total[r] = _mm256_setzero_ps();
+    for (int64_t k0 = 0; k0 < k; k0 += KC) {
+      int64_t k1 = min64(k0 + KC, k), kk = k0;
+      __m256 acc[DOT_ROWS][2];
 #pragma GCC unroll 6
       for (int r = 0; r < rows; r++)
-        av[r] = _mm256_loadu_ps(a + r * lda + kk);
+        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+      for (; kk + 16 <= k1; kk += 16) {
+        _mm_prefetch((const char *)w[j] + kk * (t == DT_F32 ? 4 : 2) + PF_BYTES,
+                     _MM_HINT_T0);
+        __m256 w0 = load8(t, w[j], kk), w1 = load8(t, w[j], kk + 8);
 #pragma GCC unroll 6
-      for (int j = 0; j < DOT_COLS; j++) {
-        __m256 wv = load8(t, w[j], kk);
+        for (int r = 0; r < rows; r++) {
+          acc[r][0] = _mm256_fmadd_ps(_mm256_loadu_ps(a + r * lda + kk), w0,
+                                      acc[r][0]);
+          acc[r][1] = _mm256_fmadd_ps(_mm256_loadu_ps(a + r * lda + kk + 8),
+                                      w1, acc[r][1]);
+        }
+      }
+      for (; kk < k1; kk += 8) {
+        int64_t n = min64(8, k1 - kk);
+        __m256i mask = lanes_below(n);
+        __m256 wv = load_part(t, w[j], kk, n, mask);
 #pragma GCC unroll 6
         for (int r = 0; r < rows; r++)
-          acc[r][j] = _mm256_fmadd_ps(av[r], wv, acc[r][j]);
+          acc[r][0] = _mm256_fmadd_ps(
+              _mm256_maskload_ps(a + r * lda + kk, mask), wv, acc[r][0]);
       }
-    }
-    if (full < k1) {
-      __m256i mask = lanes_below(k1 - full);
-      __m256 av[DOT_ROWS];
 #pragma GCC unroll 6
       for (int r = 0; r < rows; r++)
-        av[r] = _mm256_maskload_ps(a + r * lda + full, mask);
-#pragma GCC unroll 6
-      for (int j = 0; j < DOT_COLS; j++) {
-        __m256 wv = load_part(t, w[j], full, k1 - full, mask);
-#pragma GCC unroll 6
-        for (int r = 0; r < rows; r++)
-          acc[r][j] = _mm256_fmadd_ps(av[r], wv, acc[r][j]);
-      }
+        total[r] = _mm256_add_ps(total[r], _mm256_add_ps(acc[r][0], acc[r][1]));
     }
 #pragma GCC unroll 6
     for (int r = 0; r < rows; r++)
-#pragma GCC unroll 6
-      for (int j = 0; j < DOT_COLS; j++)
-        total[r][j] = _mm256_add_ps(total[r][j], acc[r][j]);
+      out[r * DOT_COLS + j] = m256_sum(total[r]);
   }
-#pragma GCC unroll 6
-  for (int r = 0; r < rows; r++)
-#pragma GCC unroll 6
-    for (int j = 0; j < DOT_COLS; j++)
-      out[r * DOT_COLS + j] = m256_sum(total[r][j]);
 }
 
 AVX2 static void dot_avx2(int rows, int64_t k, const float *a, int64_t lda,
