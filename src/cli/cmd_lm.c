@@ -407,7 +407,12 @@ int cmd_run(int argc, char **argv) {
       fputs(run_usage_head, stdout);
       fputs(common_usage, stdout);
       fputs("  --out FILE       the results (written atomically)\n"
-            "  --mixer-outputs  also write each layer's mixer output\n",
+            "  --mixer-outputs  also write each layer's mixer output\n"
+            "\n"
+            "Examples:\n"
+            "  mambalaya run --model m130 --tokens 1,2,3 --strategy ri+rsb "
+            "--out out.safetensors\n"
+            "  mambalaya run --model m130 --prompt \"Mamba is\" --json\n",
             stdout);
       return 0;
     }
@@ -587,7 +592,13 @@ int cmd_generate(int argc, char **argv) {
       fputs(common_usage, stdout);
       fputs("  --max-new N      how many tokens to generate (at least 1)\n"
             "  --out FILE       also write every position's logits and the\n"
-            "                   final state\n",
+            "                   final state\n"
+            "\n"
+            "Examples:\n"
+            "  mambalaya generate --model m130 --prompt \"Mamba is\" "
+            "--max-new 32\n"
+            "  mambalaya generate --model m130 --tokens \"1,2;3,4\" "
+            "--max-new 8 --strategy full\n",
             stdout);
       return 0;
     }
