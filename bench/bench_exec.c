@@ -1,96 +1,77 @@
-/* bench_exec.c — a whole mamba-130m-shaped language model on the
- * executor (random weights with Mamba's initial statistics, B = 1):
+/* bench_exec.c — whole language models on the executor, as a user runs
+ * them: a model directory with random weights (init-weights' code, Mamba's
+ * initial statistics) in the mamba-130m and mamba-370m shapes, stored as
+ * F32 or F16, opened as run and generate open one (the file mapped, the
+ * weights used where they lie), batch 1, a pool of 2 threads:
  *
- *  - prefill of 1024 tokens through all 24 layers and the logits of the
- *    last token, with the interpreter (unfused) and with the fused
- *    executor under each strategy, at a cache-sized tile buffer (2 MiB)
- *    and at the paper's 32 MiB; the interpreter also with the logits of
- *    every token;
- *  - decode: after a 16-token prefill, 32 steps of one token, against the
- *    memory-bandwidth bound (every weight byte read once per token, at
- *    the machine's copy bandwidth);
- *  - each configuration's peak resident memory: every one runs in a child
- *    forked from the process that holds the model (its weights shared
- *    until written), and wait4 reports the child's ru_maxrss.
+ *  - prefill: N tokens through every layer and the last token's logits
+ *    (what generate does first), with the interpreter and with the fused
+ *    executor's plans; the best plan's speed over the interpreter's;
+ *  - decode: STEPS tokens one at a time after a 16-token prefill, greedy,
+ *    against the bandwidth bound: the weight bytes a step reads (every
+ *    layer's and the tied embedding's, as stored) over the copy bandwidth
+ *    measured (STREAM's convention: bytes read + written per second) just
+ *    before, in the same run; and, since a GEMV only reads, over the read
+ *    bandwidth measured with it;
+ *  - memory: each configuration runs in its own forked child, which opens
+ *    the model itself; wait4's ru_maxrss is its peak resident memory,
+ *    compared with the weights as stored plus the peak activation bytes
+ *    the model reports (the target: at most 1.1 times that).
  *
- * Targets (the executor is tuned against them; this only measures): fused
- * prefill >= 2x the interpreter's, decode within 2x of the bound.
+ * The machine is shared, so figures move between runs; ratios (a plan
+ * over the interpreter, a step over its bound) are measured within one
+ * run, the bandwidths right before the configuration they bound, and with
+ * --repeat N the configurations run N times, interleaved, the best run of
+ * each reported.
  *
- *   bench_exec [--model PRESET] [--tokens N] [--steps N] [--threads N]
- *              [--quick]   (--quick: 256 tokens, 8 steps, fewer configs) */
-#define _DEFAULT_SOURCE /* wait4: the child's own rusage */
+ *   bench_exec [--models 130m,370m] [--dtypes F32,F16] [--prefill 512,...]
+ *              [--steps N] [--plans interpreter,ri,...|all] [--threads N]
+ *              [--repeat N] [--full] [--dir DIR]
+ *
+ * Default: 130m, F16 and F32, prefill 512 with the interpreter, ri,
+ * ri+rsb and full, decode 128 with the interpreter and full (a few
+ * minutes). --full: both shapes, prefill 512, 1024 and 4096: at 512 every
+ * plan, at 1024 and 4096 the interpreter and the best plan at 512. */
+#define _DEFAULT_SOURCE /* wait4, mkdtemp */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../src/exec/exec.h"
+#include "../src/lm/lm.h"
 
-typedef struct Config {
-  const char *name;
-  bool fused;
-  Strategy strategy;
-  double buffer;
-  bool all_logits;
-  bool decode; /* decode steps instead of a prefill */
-} Config;
+enum { MAX_LIST = 16, PROMPT = 16 };
 
 typedef struct Bench {
-  Lm *m;
-  int tokens, steps, threads;
+  int threads, steps;
+  const char *models[MAX_LIST], *dtypes[MAX_LIST];
+  int nmodels, ndtypes;
+  int prefill[MAX_LIST], nprefill;
+  int repeat; /* runs of each configuration (the best one counts) */
+  int plans[ST_COUNT + 1], nplans; /* -1: the interpreter */
+  bool full;
+  char dir[256];
 } Bench;
 
 /* What a child reports through its pipe. */
 typedef struct Result {
   bool ok;
-  double secs;  /* the timed part */
-  double count; /* tokens in it */
+  double secs, count;      /* the timed part, and its tokens */
+  double best_step, median_step; /* decode: seconds per token */
+  double weights, act;     /* bytes: as held, and the activations' peak */
+  double copy_bw, read_bw; /* the bandwidth probe's child */
   char err[200];
 } Result;
 
-static void run_config(const Bench *b, const Config *c, Result *r) {
-  Pool *pool = pool_new(b->threads);
-  LmOpts o = {.fused = c->fused, .strategy = c->strategy,
-              .buffer_bytes = c->buffer, .pool = pool,
-              .last_only = !c->all_logits};
-  int len = c->decode ? 16 : b->tokens;
-  int *tokens = xmalloc((size_t)len * sizeof *tokens);
-  int vocab = lm_config(b->m)->vocab;
-  for (int i = 0; i < len; i++)
-    tokens[i] = (int)((i * 7919L + 13) % vocab);
-  Diag d = {0};
-  Array *logits = NULL;
-  double t0 = now_seconds();
-  r->ok = lm_forward(b->m, tokens, 1, len, &o, &logits, NULL, &d);
-  r->secs = now_seconds() - t0;
-  r->count = len;
-  if (r->ok && c->decode) {
-    int next = 0;
-    t0 = now_seconds();
-    for (int s = 0; r->ok && s < b->steps; s++) {
-      /* Greedy, as generation would: the argmax feeds the next step. */
-      for (int v = 1; v < vocab; v++)
-        if (logits->data[v] > logits->data[next])
-          next = v;
-      array_free(logits);
-      logits = NULL;
-      r->ok = lm_forward(b->m, &next, 1, 1, &o, &logits, NULL, &d);
-    }
-    r->secs = now_seconds() - t0;
-    r->count = b->steps;
-  }
-  if (!r->ok)
-    snprintf(r->err, sizeof r->err, "%.190s", d.msg);
-  array_free(logits);
-  free(tokens);
-  pool_free(pool);
-}
+/* ---- children ---- */
 
-/* Run C in a forked child: its result and its peak resident bytes. */
-static bool measure(const Bench *b, const Config *c, Result *r,
-                    double *peak) {
+/* Run FN(ARG, RESULT) in a forked child: its result and peak RSS. */
+static bool in_child(void (*fn)(const void *, Result *), const void *arg,
+                     Result *r, double *peak) {
   int fd[2];
   if (pipe(fd) != 0)
     return false;
@@ -101,7 +82,7 @@ static bool measure(const Bench *b, const Config *c, Result *r,
   if (pid == 0) {
     close(fd[0]);
     Result res = {0};
-    run_config(b, c, &res);
+    fn(arg, &res);
     ssize_t n = write(fd[1], &res, sizeof res);
     _exit(n == (ssize_t)sizeof res ? 0 : 1);
   }
@@ -113,7 +94,8 @@ static bool measure(const Bench *b, const Config *c, Result *r,
   struct rusage ru;
   if (wait4(pid, &status, 0, &ru) != pid)
     return false;
-  *peak = (double)ru.ru_maxrss * 1024; /* KiB on Linux */
+  if (peak)
+    *peak = (double)ru.ru_maxrss * 1024; /* KiB on Linux */
   if (n != (ssize_t)sizeof *r || !WIFEXITED(status) ||
       WEXITSTATUS(status) != 0) {
     snprintf(r->err, sizeof r->err, "the child failed (status %d)", status);
@@ -122,140 +104,387 @@ static bool measure(const Bench *b, const Config *c, Result *r,
   return true;
 }
 
-static double resident_bytes(void) {
-  FILE *f = fopen("/proc/self/statm", "r");
-  long size = 0, rss = 0;
-  if (f) {
-    if (fscanf(f, "%ld %ld", &size, &rss) != 2)
-      rss = 0;
-    fclose(f);
+/* ---- the bandwidths ---- */
+
+typedef struct Sum {
+  const float *p;
+  size_t n;
+  float out[64];
+} Sum;
+
+/* Part I of N of the buffer, summed: a pure read stream, fetched 4 KiB
+ * ahead as the GEMV kernel fetches its weights. */
+typedef float V8 __attribute__((vector_size(32)));
+
+static void sum_task(void *arg, int i, int n) {
+  Sum *s = arg;
+  size_t per = s->n / (size_t)n / 32 * 32, lo = per * (size_t)i;
+  V8 acc[4] = {{0}};
+  for (size_t k = lo; k < lo + per; k += 32) {
+    __builtin_prefetch(s->p + k + 1024, 0, 3);
+    __builtin_prefetch(s->p + k + 1024 + 16, 0, 3);
+    for (int j = 0; j < 4; j++) {
+      V8 v;
+      memcpy(&v, s->p + k + 8 * j, sizeof v);
+      acc[j] += v;
+    }
   }
-  return (double)rss * (double)sysconf(_SC_PAGESIZE);
+  V8 t = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  s->out[i % 64] = t[0] + t[7];
 }
 
-/* One line per configuration; returns its tokens/s (0 on failure). */
-static double report(const Bench *b, const Config *c, double base) {
-  Result r;
-  double peak = 0;
-  if (!measure(b, c, &r, &peak) || !r.ok) {
-    printf("  %-34s FAILED: %s\n", c->name, r.err);
-    return 0;
+/* Bytes per second a pool's threads read from a buffer of BYTES (best of
+ * five passes, after one that maps the pages). */
+static double read_bandwidth(size_t bytes, Pool *pool) {
+  Sum s = {.n = bytes / sizeof(float)};
+  float *p = malloc(bytes);
+  for (size_t i = 0; i < s.n; i++)
+    p[i] = 1;
+  s.p = p;
+  double best = INFINITY;
+  for (int r = 0; r < 5; r++) {
+    double t0 = now_seconds();
+    pool_run(pool, sum_task, &s, pool_size(pool));
+    double dt = now_seconds() - t0;
+    best = dt < best ? dt : best;
   }
-  double rate = r.count / (r.secs > 0 ? r.secs : 1e-9);
-  double over = peak > base ? peak - base : 0;
-  printf("  %-34s %9.1f tok/s  (%7.3f s)  peak RSS %6.0f MB (+%5.0f MB "
-         "over the model)\n",
-         c->name, rate, r.secs, peak / 1e6, over / 1e6);
-  return rate;
+  free(p);
+  return (double)bytes / best;
+}
+
+static void probe_child(const void *arg, Result *r) {
+  const Bench *b = arg;
+  Pool *pool = pool_new(b->threads);
+  r->copy_bw = kernel_copy_bandwidth((size_t)256 << 20, pool);
+  r->read_bw = read_bandwidth((size_t)256 << 20, pool);
+  r->ok = true;
+  pool_free(pool);
+}
+
+/* ---- a configuration ---- */
+
+typedef struct Config {
+  const Bench *b;
+  const char *model;
+  int plan; /* -1: the interpreter */
+  int tokens;
+  bool decode;
+} Config;
+
+static const char *plan_name(int plan) {
+  return plan < 0 ? "interpreter" : strategy_name((Strategy)plan);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void config_child(const void *arg, Result *r) {
+  const Config *c = arg;
+  Diag d = {0};
+  Lm *m = lm_open(c->model, NULL, &d);
+  if (!m) {
+    snprintf(r->err, sizeof r->err, "%.190s", d.msg);
+    return;
+  }
+  Pool *pool = pool_new(c->b->threads);
+  LmOpts o = {.fused = c->plan >= 0,
+              .strategy = c->plan >= 0 ? (Strategy)c->plan : ST_UNFUSED,
+              .buffer_bytes = 2 << 20, .pool = pool, .last_only = true};
+  int len = c->decode ? PROMPT : c->tokens, vocab = lm_config(m)->vocab;
+  int *tokens = xmalloc((size_t)len * sizeof *tokens);
+  for (int i = 0; i < len; i++)
+    tokens[i] = (int)((i * 7919L + 13) % vocab);
+  Array *logits = NULL;
+  double t0 = now_seconds();
+  r->ok = lm_forward(m, tokens, 1, len, &o, &logits, NULL, &d);
+  r->secs = now_seconds() - t0;
+  r->count = len;
+  if (r->ok && c->decode) {
+    double *step = xmalloc((size_t)c->b->steps * sizeof *step);
+    int next = 0;
+    t0 = now_seconds();
+    for (int s = 0; r->ok && s < c->b->steps; s++) {
+      for (int v = 1; v < vocab; v++) /* greedy, as generate */
+        if (logits->data[v] > logits->data[next])
+          next = v;
+      array_free(logits);
+      logits = NULL;
+      double t1 = now_seconds();
+      r->ok = lm_forward(m, &next, 1, 1, &o, &logits, NULL, &d);
+      step[s] = now_seconds() - t1;
+    }
+    r->secs = now_seconds() - t0;
+    r->count = c->b->steps;
+    qsort(step, (size_t)c->b->steps, sizeof *step, cmp_double);
+    r->best_step = step[0];
+    r->median_step = step[c->b->steps / 2];
+    free(step);
+  }
+  if (!r->ok)
+    snprintf(r->err, sizeof r->err, "%.190s", d.msg);
+  r->weights = lm_weight_bytes(m);
+  r->act = lm_peak_bytes(m);
+  array_free(logits);
+  free(tokens);
+  pool_free(pool);
+  lm_free(m);
+}
+
+/* One run of a configuration: the bandwidths, then the run. */
+typedef struct Measure {
+  bool ok;
+  Result r;
+  double peak, rate; /* peak RSS bytes, tokens/s */
+} Measure;
+
+static Measure measure(const Config *c) {
+  Measure m = {0};
+  Result bw;
+  if (!in_child(probe_child, c->b, &bw, NULL) ||
+      !in_child(config_child, c, &m.r, &m.peak) || !m.r.ok)
+    return m;
+  m.ok = true;
+  m.r.copy_bw = bw.copy_bw;
+  m.r.read_bw = bw.read_bw;
+  m.rate = m.r.count / (m.r.secs > 0 ? m.r.secs : 1e-9);
+  return m;
+}
+
+static void report(const Config *c, const char *label, const Measure *m) {
+  const Result *r = &m->r;
+  if (!m->ok) {
+    printf("  %-34s FAILED: %s\n", label, r->err);
+    return;
+  }
+  double held = r->weights + r->act;
+  printf("  %-34s %8.1f tok/s  peak RSS %5.0f MB = %.2fx (weights %.0f + "
+         "activations %.0f MB)\n",
+         label, m->rate, m->peak / 1e6, m->peak / held, r->weights / 1e6,
+         r->act / 1e6);
+  if (c->decode) {
+    double step = r->secs / r->count;
+    double copy_bound = r->weights / r->copy_bw;
+    double read_bound = r->weights / r->read_bw;
+    printf("  %-34s %.2f ms/token (best step %.2f, median %.2f); bound at "
+           "copy bandwidth %.1f GB/s: %.2f ms -> %.2fx; at read bandwidth "
+           "%.1f GB/s: %.2f ms -> %.2fx\n",
+           "", 1e3 * step, 1e3 * r->best_step, 1e3 * r->median_step,
+           r->copy_bw / 1e9, 1e3 * copy_bound, step / copy_bound,
+           r->read_bw / 1e9, 1e3 * read_bound, step / read_bound);
+  }
+}
+
+/* CONFIGS (N) run REPEAT times, interleaved (so that a busy spell of the
+ * machine hits them alike); each one's best run in BEST. */
+static void measure_all(const Config *configs, int n, int repeat,
+                        Measure *best) {
+  for (int k = 0; k < n; k++)
+    best[k] = (Measure){0};
+  for (int rep = 0; rep < repeat; rep++)
+    for (int k = 0; k < n; k++) {
+      Measure m = measure(&configs[k]);
+      if (!best[k].ok || (m.ok && m.rate > best[k].rate))
+        best[k] = m;
+    }
+}
+
+/* ---- a model ---- */
+
+typedef struct Write {
+  ModelConfig cfg;
+  DType dt;
+  const char *dir;
+} Write;
+
+static void write_child(const void *arg, Result *r) {
+  const Write *w = arg;
+  Diag d = {0};
+  double params;
+  bool refused;
+  r->ok = lm_write_random(&w->cfg, 0, w->dt, w->dir, NULL, &params, &refused,
+                          &d);
+  if (!r->ok)
+    snprintf(r->err, sizeof r->err, "%.190s", d.msg);
+}
+
+static void bench_model(const Bench *b, const char *shape, const char *dtype) {
+  char preset[32], dir[320], label[96];
+  snprintf(preset, sizeof preset, "mamba-%s", shape);
+  snprintf(dir, sizeof dir, "%s/%s-%s", b->dir, shape, dtype);
+  Write w = {.dt = strcmp(dtype, "F16") == 0    ? DT_F16
+                   : strcmp(dtype, "BF16") == 0 ? DT_BF16
+                                                : DT_F32,
+             .dir = dir};
+  Diag d = {0};
+  Result r;
+  if (!lm_config_resolve(preset, NULL, 0, &w.cfg, &d)) {
+    diag_print(&d, stderr);
+    return;
+  }
+  mkdir(dir, 0777);
+  double t0 = now_seconds();
+  if (!in_child(write_child, &w, &r, NULL) || !r.ok) {
+    printf("%s %s: cannot write the model: %s\n", preset, dtype, r.err);
+    return;
+  }
+  printf("%s-shaped, %s (d_model %d, %d layers, vocabulary %d), written in "
+         "%.1f s:\n",
+         preset, dtype, w.cfg.d_model, w.cfg.n_layer, w.cfg.vocab,
+         now_seconds() - t0);
+  int best_plan = -1;
+  Config configs[ST_COUNT + 1];
+  Measure got[ST_COUNT + 1];
+  for (int p = 0; p < b->nprefill; p++) {
+    int n = 0;
+    for (int k = 0; k < b->nplans; k++) {
+      int plan = b->plans[k];
+      /* Beyond the first length, --full runs the interpreter and the
+       * best plan of the first. */
+      if (b->full && p > 0 && plan >= 0 && plan != best_plan)
+        continue;
+      configs[n++] = (Config){.b = b, .model = dir, .plan = plan,
+                              .tokens = b->prefill[p]};
+    }
+    measure_all(configs, n, b->repeat, got);
+    double interp = 0, best = 0;
+    int best_here = -1;
+    for (int k = 0; k < n; k++) {
+      snprintf(label, sizeof label, "prefill %d, %s", b->prefill[p],
+               plan_name(configs[k].plan));
+      report(&configs[k], label, &got[k]);
+      if (configs[k].plan < 0)
+        interp = got[k].rate;
+      else if (got[k].rate > best) {
+        best = got[k].rate;
+        best_here = configs[k].plan;
+      }
+    }
+    if (p == 0)
+      best_plan = best_here;
+    if (interp > 0 && best > 0)
+      printf("  %-34s best plan %s: %.2fx the interpreter (target >= "
+             "1.5x)\n",
+             "", plan_name(best_here), best / interp);
+  }
+  const int decode_plans[] = {-1, ST_FULL};
+  for (int k = 0; b->steps > 0 && k < 2; k++)
+    configs[k] = (Config){.b = b, .model = dir, .plan = decode_plans[k],
+                          .decode = true};
+  measure_all(configs, b->steps > 0 ? 2 : 0, b->repeat, got);
+  for (int k = 0; b->steps > 0 && k < 2; k++) {
+    snprintf(label, sizeof label, "decode %d, %s", b->steps,
+             plan_name(decode_plans[k]));
+    report(&configs[k], label, &got[k]);
+  }
+  char path[400];
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  remove(path);
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  remove(path);
+  rmdir(dir);
+}
+
+/* ---- options ---- */
+
+static int split(char *s, const char **out) {
+  int n = 0;
+  for (char *t = strtok(s, ","); t && n < MAX_LIST; t = strtok(NULL, ","))
+    out[n++] = t;
+  return n;
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: bench_exec [--model PRESET] [--tokens N] "
-                  "[--steps N] [--threads N] [--quick]\n");
+  fprintf(stderr,
+          "usage: bench_exec [--models 130m,370m] [--dtypes F32,F16] "
+          "[--prefill 512,...] [--steps N] [--plans LIST|all] [--threads N] "
+          "[--repeat N] [--full] [--dir DIR]\n");
   return 2;
 }
 
+static bool parse_plans(char *s, Bench *b) {
+  const char *names[MAX_LIST];
+  int n = split(s, names);
+  b->nplans = 0;
+  for (int i = 0; i < n; i++) {
+    Strategy st;
+    if (strcmp(names[i], "all") == 0) {
+      b->plans[b->nplans++] = -1;
+      for (int k = 0; k < ST_COUNT; k++)
+        b->plans[b->nplans++] = k;
+    } else if (strcmp(names[i], "interpreter") == 0) {
+      b->plans[b->nplans++] = -1;
+    } else if (strategy_from_name(names[i], &st)) {
+      b->plans[b->nplans++] = st;
+    } else {
+      return false;
+    }
+    if (b->nplans > ST_COUNT)
+      break;
+  }
+  return b->nplans > 0;
+}
+
 int main(int argc, char **argv) {
-  const char *model = "mamba-130m";
-  Bench b = {.tokens = 1024, .steps = 32, .threads = 2};
-  bool quick = false;
+  static char models[] = "130m", dtypes[] = "F16,F32", plans[] =
+      "interpreter,ri,ri+rsb,full";
+  Bench b = {.threads = 2, .steps = 128, .prefill = {512}, .nprefill = 1,
+             .repeat = 1};
+  b.nmodels = split(models, b.models);
+  b.ndtypes = split(dtypes, b.dtypes);
+  parse_plans(plans, &b);
+  const char *dir = NULL;
   for (int i = 1; i < argc; i++) {
     bool has = i + 1 < argc;
-    if (strcmp(argv[i], "--model") == 0 && has)
-      model = argv[++i];
-    else if (strcmp(argv[i], "--tokens") == 0 && has)
-      b.tokens = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--steps") == 0 && has)
+    if (strcmp(argv[i], "--full") == 0) {
+      static char all_models[] = "130m,370m", all[] = "all";
+      b.full = true;
+      b.nmodels = split(all_models, b.models);
+      b.prefill[0] = 512, b.prefill[1] = 1024, b.prefill[2] = 4096;
+      b.nprefill = 3;
+      parse_plans(all, &b);
+    } else if (strcmp(argv[i], "--models") == 0 && has) {
+      b.nmodels = split(argv[++i], b.models);
+    } else if (strcmp(argv[i], "--dtypes") == 0 && has) {
+      b.ndtypes = split(argv[++i], b.dtypes);
+    } else if (strcmp(argv[i], "--prefill") == 0 && has) {
+      const char *n[MAX_LIST];
+      b.nprefill = split(argv[++i], n);
+      for (int k = 0; k < b.nprefill; k++)
+        if ((b.prefill[k] = atoi(n[k])) < 1)
+          return usage();
+    } else if (strcmp(argv[i], "--steps") == 0 && has) {
       b.steps = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--threads") == 0 && has)
+    } else if (strcmp(argv[i], "--plans") == 0 && has) {
+      if (!parse_plans(argv[++i], &b))
+        return usage();
+    } else if (strcmp(argv[i], "--repeat") == 0 && has) {
+      b.repeat = atoi(argv[++i]);
+    } else if (strcmp(argv[i], "--threads") == 0 && has) {
       b.threads = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--quick") == 0)
-      quick = true;
-    else
+    } else if (strcmp(argv[i], "--dir") == 0 && has) {
+      dir = argv[++i];
+    } else {
       return usage();
+    }
   }
-  if (quick) {
-    b.tokens = 256;
-    b.steps = 8;
-  }
-  if (b.tokens < 1 || b.steps < 1 || b.threads < 1)
+  if (b.threads < 1 || b.steps < 0 || b.repeat < 1)
     return usage();
-  ModelConfig cfg;
-  Diag d = {0};
-  if (!lm_config_resolve(model, NULL, 0, &cfg, &d)) {
-    diag_print(&d, stderr);
-    return 2;
-  }
-  double t0 = now_seconds();
-  Checkpoint ck = lm_random_checkpoint(&cfg, 0);
-  b.m = lm_new(&cfg, &ck, NULL, &d);
-  if (!b.m) {
-    diag_print(&d, stderr);
+  /* The models are written here and removed after (--dir: a place with
+   * room for them, 1.5 GB for 370m in F32). */
+  snprintf(b.dir, sizeof b.dir, "%s/mambalaya-bench-XXXXXX",
+           dir ? dir : "/tmp");
+  if (!mkdtemp(b.dir)) {
+    perror("bench_exec: mkdtemp");
     return 1;
   }
-  double load_s = now_seconds() - t0;
-  Pool *pool = pool_new(b.threads);
-  double bw = kernel_copy_bandwidth((size_t)256 << 20, pool);
-  pool_free(pool);
-  double wbytes = lm_weight_bytes(b.m), base = resident_bytes();
-  printf("bench_exec: %s-shaped random weights (Mamba-%d, d_model %d, %d "
-         "layers, vocab %d), B = 1, %d threads\n",
-         model, cfg.version, cfg.d_model, cfg.n_layer, cfg.vocab, b.threads);
-  printf("model: %.1f MB of fp32 weights, built in %.1f s; resident %.0f MB; "
-         "copy bandwidth %.2f GB/s\n",
-         wbytes / 1e6, load_s, base / 1e6, bw / 1e9);
-
-  printf("prefill of %d tokens (logits of the last token unless noted):\n",
-         b.tokens);
-  Config interp = {.name = "interpreter (unfused)"};
-  double r_interp = report(&b, &interp, base);
-  Config all = {.name = "interpreter, logits of every token",
-                .all_logits = true};
-  if (!quick)
-    report(&b, &all, base);
-  double best = 0;
-  const char *best_name = "";
-  static char names[2 * ST_COUNT][64];
-  const double buffers[] = {2 << 20, 32 << 20};
-  for (int bi = 0; bi < (quick ? 1 : 2); bi++)
-    for (int st = 0; st < ST_COUNT; st++) {
-      char *name = names[bi * ST_COUNT + st];
-      snprintf(name, sizeof names[0], "fused %s, %d MiB buffer",
-               strategy_name((Strategy)st), (int)(buffers[bi] / (1 << 20)));
-      Config c = {.name = name, .fused = true, .strategy = (Strategy)st,
-                  .buffer = buffers[bi]};
-      double r = report(&b, &c, base);
-      if (r > best) {
-        best = r;
-        best_name = name;
-      }
-    }
-  if (r_interp > 0 && best > 0)
-    printf("  best fused (%s) vs interpreter: speedup %.2fx (target >= "
-           "2x)\n",
-           best_name, best / r_interp);
-
-  printf("decode: %d steps of one token after a 16-token prefill:\n",
-         b.steps);
-  Config dec[] = {
-      {.name = "interpreter", .decode = true},
-      {.name = "fused unfused, 2 MiB", .decode = true, .fused = true,
-       .strategy = ST_UNFUSED, .buffer = 2 << 20},
-      {.name = "fused ri+rsb+rsp, 2 MiB", .decode = true, .fused = true,
-       .strategy = ST_RI_RSB_RSP, .buffer = 2 << 20},
-      {.name = "fused full, 2 MiB", .decode = true, .fused = true,
-       .strategy = ST_FULL, .buffer = 2 << 20},
-  };
-  double best_dec = 0;
-  for (size_t i = 0; i < sizeof dec / sizeof dec[0]; i++) {
-    double r = report(&b, &dec[i], base);
-    best_dec = r > best_dec ? r : best_dec;
-  }
-  double bound = bw / wbytes;
-  printf("  bandwidth bound: %.1f tok/s (%.1f MB of weights per token at "
-         "%.2f GB/s); best decode is %.2fx below it (target <= 2x)\n",
-         bound, wbytes / 1e6, bw / 1e9,
-         best_dec > 0 ? bound / best_dec : 0.0);
-  lm_free(b.m);
+  printf("bench_exec: batch 1, %d threads, 2 MiB tile buffer; decode %d "
+         "steps after a %d-token prompt\n",
+         b.threads, b.steps, PROMPT);
+  for (int m = 0; m < b.nmodels; m++)
+    for (int t = 0; t < b.ndtypes; t++)
+      bench_model(&b, b.models[m], b.dtypes[t]);
+  rmdir(b.dir);
   return 0;
 }

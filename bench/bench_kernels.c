@@ -89,7 +89,7 @@ static float *random_floats(int64_t n, unsigned seed) {
 /* C[m][n] = X[m][k] . W^T with W[n][k] (the checkpoint layout), or with
  * ROW_MAJOR_B, B[k][n] row-major. */
 static Gemm product(int64_t m, int64_t n, int64_t k, const float *x,
-                    const float *w, float *c, bool row_major_b) {
+                    const void *w, float *c, bool row_major_b) {
   return (Gemm){.m = m,
                 .n = n,
                 .k = k,
@@ -138,18 +138,64 @@ static double bench_large(int64_t m, int64_t n, int64_t k, Pool *pool,
   return gflops;
 }
 
-/* Decode products over copies of W totalling at least 256 MiB, one after
- * another, so that each copy has left the cache when it comes round
- * again. Returns GB/s of weights streamed. */
+/* A fused group's GEMM over one tile of N tokens: W (M x K, the checkpoint
+ * layout) times the tile, with W packed by each product, and packed once
+ * (kernel_gemm_pack) as the executor does for a group's tiles. */
+static void bench_tile(int64_t m, int64_t n, int64_t k, Pool *pool,
+                       double peak) {
+  float *w = random_floats(m * k, 4), *x = random_floats(n * k, 5);
+  float *c = xmalloc((size_t)(m * n) * sizeof(float));
+  Gemm g = {.m = m, .n = n, .k = k, .batch = 1, .a = w, .a_m = k, .a_k = 1,
+            .b = x, .b_k = 1, .b_n = k, .c = c, .c_m = n, .c_n = 1};
+  double flops = 2.0 * (double)m * (double)n * (double)k;
+  double t_each = time_gemm(&g, pool, 20);
+  GemmPack *pk = kernel_gemm_pack(&g, false, pool);
+  kernel_gemm_with(&g, pk, pool);
+  double best = 1e30;
+  for (int r = 0; r < 20; r++) {
+    double t0 = now_seconds();
+    kernel_gemm_with(&g, pk, pool);
+    double dt = now_seconds() - t0;
+    best = dt < best ? dt : best;
+  }
+  printf("  gemm (%lld, %lld, %lld), a tile: %.1f GFLOP/s packing W each "
+         "time, %.1f with W packed once (%.2fx)",
+         (long long)m, (long long)n, (long long)k, flops / t_each / 1e9,
+         flops / best / 1e9, t_each / best);
+  if (peak > 0)
+    printf(", %.0f%% of peak", 100 * flops / best / 1e9 / peak);
+  printf("\n");
+  kernel_gemm_pack_free(pk);
+  free(w);
+  free(x);
+  free(c);
+}
+
+/* N random F16 values in (-0.5, 0.5). */
+static uint16_t *random_halves(int64_t n, unsigned seed) {
+  uint16_t *p = xmalloc((size_t)n * sizeof *p);
+  uint32_t s = seed * 2654435761u + 1;
+  for (int64_t i = 0; i < n; i++) {
+    s = s * 1664525u + 1013904223u;
+    p[i] = (uint16_t)((s >> 16 & 0x8000) | (5 + (s >> 8) % 9) << 10 |
+                      (s & 0x3ff));
+  }
+  return p;
+}
+
+/* Decode products over copies of W (fp32, or F16 when HALF) totalling at
+ * least 256 MiB, one after another, so that each copy has left the cache
+ * when it comes round again. Returns GB/s of weights streamed. */
 static double bench_stream(int64_t m, int64_t n, int64_t k, bool row_major_b,
-                           Pool *pool, double copy_bw) {
-  int64_t wbytes = n * k * (int64_t)sizeof(float);
+                           bool half, Pool *pool, double copy_bw) {
+  int64_t wbytes = n * k * (half ? 2 : 4);
   int copies = (int)((((int64_t)256 << 20) + wbytes - 1) / wbytes);
   if (copies < 2)
     copies = 2;
-  float **w = xmalloc((size_t)copies * sizeof *w);
+  void **w = xmalloc((size_t)copies * sizeof *w);
   for (int i = 0; i < copies; i++)
-    w[i] = random_floats(n * k, 10 + (unsigned)i);
+    w[i] = half ? (void *)random_halves(n * k, 10 + (unsigned)i)
+                : (void *)random_floats(n * k, 10 + (unsigned)i);
   float *x = random_floats(m * k, 3);
   float *c = xmalloc((size_t)(m * n) * sizeof(float));
   double best = 1e30;
@@ -157,6 +203,7 @@ static double bench_stream(int64_t m, int64_t n, int64_t k, bool row_major_b,
     double t0 = now_seconds();
     for (int i = 0; i < copies; i++) {
       Gemm g = product(m, n, k, x, w[i], c, row_major_b);
+      g.b_type = half ? DT_F16 : DT_F32;
       kernel_gemm(&g, pool);
     }
     double dt = (now_seconds() - t0) / copies;
@@ -164,9 +211,11 @@ static double bench_stream(int64_t m, int64_t n, int64_t k, bool row_major_b,
       best = dt;
   }
   double gbs = (double)wbytes / best / 1e9;
-  printf("  gemv (%lld, %lld, %lld), B = %s: %.2f GB/s of weights, %.3f ms",
+  printf("  gemv (%lld, %lld, %lld), B = %s%s: %.2f GB/s of weights, %.3f "
+         "ms",
          (long long)m, (long long)n, (long long)k,
-         row_major_b ? "row-major" : "W^T", gbs, 1e3 * best);
+         row_major_b ? "row-major" : "W^T", half ? " in F16" : "", gbs,
+         1e3 * best);
   if (copy_bw > 0)
     printf(" (copy bandwidth / this = %.2f)", copy_bw / gbs);
   printf("\n");
@@ -190,11 +239,14 @@ int main(void) {
     bench_large(1024, 1536, 768, pool, peak);
     bench_large(1024, 768, 1536, pool, peak);
     bench_large(1024, 50280, 768, pool, peak);
-    bench_stream(1, 3072, 768, false, pool, copy);
-    bench_stream(1, 50280, 768, false, pool, copy);
-    bench_stream(16, 3072, 768, false, pool, copy);
-    bench_stream(1, 3072, 768, true, pool, copy);
-    bench_stream(16, 3072, 768, true, pool, copy);
+    bench_tile(1536, 64, 768, pool, peak);
+    bench_stream(1, 3072, 768, false, false, pool, copy);
+    bench_stream(1, 3072, 768, false, true, pool, copy);
+    bench_stream(1, 50280, 768, false, false, pool, copy);
+    bench_stream(1, 50280, 768, false, true, pool, copy);
+    bench_stream(16, 3072, 768, false, false, pool, copy);
+    bench_stream(1, 3072, 768, true, false, pool, copy);
+    bench_stream(16, 3072, 768, true, false, pool, copy);
     pool_free(pool);
   }
   return 0;

@@ -8,7 +8,7 @@ BUILD=${1:-build}
 "$BUILD/bench/bench_fusion" --chains
 "$BUILD/bench/bench_model"
 "$BUILD/bench/bench_sweep"   # design points per second (target >= 5000 on 2 cores)
-"$BUILD/bench/bench_exec"    # a whole mamba-130m: prefill, decode, memory
+"$BUILD/bench/bench_exec"    # mamba-130m in F16 and F32: prefill, decode, memory (--full: more)
 "$BUILD/bench/bench_kernels"
 out=$(mktemp -d)
 TIMEFORMAT="mambalaya reproduce --out DIR (the whole command, every figure as SVG, PDF and PNG): %R s"

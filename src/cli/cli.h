@@ -156,6 +156,14 @@ unsigned parse_formats(const char *list);
 /* Print BUF to stdout (all of it, at once). */
 void emit(const Buf *b);
 
+/* The tokenizer of a model directory (MODEL/tokenizer.json) or FILE when
+ * given; NULL after printing the message (cmd_tokenize.c). */
+typedef struct Tokenizer Tokenizer;
+Tokenizer *open_tokenizer(const char *model, const char *file);
+/* Append the bytes token ID stands for to OUT (nothing for an id that
+ * stands for nothing). */
+void token_text(const Tokenizer *t, int id, Buf *out);
+
 int cmd_classify(int argc, char **argv);
 int cmd_fuse(int argc, char **argv);
 int cmd_tensors(int argc, char **argv);
@@ -167,5 +175,6 @@ int cmd_sweep(int argc, char **argv);
 int cmd_init_weights(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
 
 #endif

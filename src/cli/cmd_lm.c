@@ -1,19 +1,22 @@
 /* cmd_lm.c — whole language models: `mambalaya init-weights`, `run` and
  * `generate`.
  *
- * Results go to files (--out) and, for generate, the generated token ids
- * to stdout; the one-line timing summary of run and generate goes to
- * stderr, so that stdout carries only results. */
+ * Results go to files (--out) and, for generate, the generated tokens to
+ * stdout (their text as they come with --prompt, else their ids); the
+ * one-line timing summary of run and generate goes to stderr, so that
+ * stdout carries only results (with --json: one JSON object). */
 #include "cli.h"
 
-#include "../exec/exec.h"
+#include "../lm/lm.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <jansson.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +24,9 @@
 
 typedef struct LmArgs {
   const char *model, *spec, *tokens_text, *tokens_file, *out;
+  const char *prompt, *tokenizer_file; /* --prompt, --tokenizer */
+  Tokenizer *tokenizer;                /* with --prompt */
+  bool json;
   double max_memory; /* --max-memory; 0: what the machine has */
   int batch;   /* --batch; 0: one sequence, or the rows given */
   bool fused;
@@ -42,6 +48,10 @@ static const char common_usage[] =
     "  --tokens-file F  the token ids from file F (a regular file or a named\n"
     "                   pipe, at most 64 MiB): as for --tokens, with a line\n"
     "                   break also ending a row\n"
+    "  --prompt TEXT    the tokens of TEXT instead (one sequence), by the\n"
+    "                   model's tokenizer.json (byte-level BPE)\n"
+    "  --tokenizer FILE the tokenizer.json for --prompt (default:\n"
+    "                   MODEL/tokenizer.json)\n"
     "  --batch N        split the list into N sequences of equal length\n"
     "  --strategy S     interpreter (default: Einsum by Einsum), or the fused\n"
     "                   executor with the plan of unfused, ri, ri+rsb,\n"
@@ -53,7 +63,10 @@ static const char common_usage[] =
     "  --threads N      worker threads (default: the CPUs, at most 16)\n"
     "  --max-memory B   refuse (exit 2) a run whose weights, activations and\n"
     "                   results would need more than B bytes (suffixes as\n"
-    "                   for --buffer; default: the memory available)\n";
+    "                   for --buffer; default: the memory available)\n"
+    "  --json           print one JSON object on stdout: the tokens, times,\n"
+    "                   bytes of weights, peak bytes of activations and the\n"
+    "                   peak resident memory\n";
 
 /* --tokens, or --tokens-file (where a line break ends a row). */
 static bool parse_tokens(const Args *a, LmArgs *o) {
@@ -94,9 +107,14 @@ static bool parse_tokens(const Args *a, LmArgs *o) {
 static bool lm_opt(Args *a, LmArgs *o, int *err) {
   *err = 0;
   static const char *const names[] = {
-      "--model", "--tokens",  "--batch", "--strategy",   "--buffer",
-      "--spec",  "--threads", "--out",   "--tokens-file", "--max-memory"};
+      "--model",  "--tokens",      "--batch",      "--strategy",
+      "--buffer", "--spec",        "--threads",    "--out",
+      "--tokens-file", "--max-memory", "--prompt", "--tokenizer"};
   enum { NNAMES = sizeof names / sizeof names[0] };
+  if (args_is(a, "--json")) { /* args_next refuses a value */
+    o->json = true;
+    return true;
+  }
   int k = 0;
   while (k < NNAMES && !args_is(a, names[k]))
     k++;
@@ -139,14 +157,91 @@ static bool lm_opt(Args *a, LmArgs *o, int *err) {
     break;
   case 7: o->out = a->val; break;
   case 8: o->tokens_file = a->val; break;
-  default:
+  case 9:
     if (!parse_bytes(a->val, &o->max_memory) || !(o->max_memory >= 1))
       *err = usage_error(a, "--max-memory expects a size in bytes (e.g. "
                             "8GiB), got '%s'",
                          a->val);
     break;
+  case 10: o->prompt = a->val; break;
+  default: o->tokenizer_file = a->val; break;
   }
   return true;
+}
+
+/* The tokens: --tokens, or --prompt through the tokenizer. */
+static int read_tokens(const Args *a, LmArgs *o) {
+  int given = !!o->tokens_text + !!o->tokens_file + !!o->prompt;
+  if (given != 1)
+    return usage_error(a, "needs one of --tokens, --tokens-file and --prompt "
+                          "(see %s --help)",
+                       a->cmd);
+  if (!o->prompt)
+    return parse_tokens(a, o) ? 0 : EXIT_INPUT;
+  if (o->batch > 1)
+    return usage_error(a, "--prompt is one sequence: --batch %d does not "
+                          "apply",
+                       o->batch);
+  if (!(o->tokenizer = open_tokenizer(o->model, o->tokenizer_file)))
+    return EXIT_INPUT;
+  Diag d = {0};
+  int n;
+  if (!tokenizer_encode(o->tokenizer, o->prompt, strlen(o->prompt),
+                        &o->tokens, &n, &d))
+    return usage_error(a, "--prompt: %s", d.msg);
+  if (n == 0) {
+    free(o->tokens);
+    o->tokens = NULL;
+    return usage_error(a, "--prompt: the text has no tokens");
+  }
+  o->nseq = 1;
+  o->len = n;
+  return 0;
+}
+
+/* The process's peak resident memory, in bytes (Linux: ru_maxrss KiB). */
+static double peak_rss(void) {
+  struct rusage ru;
+  return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss * 1024 : 0;
+}
+
+/* The figures both commands report in --json. */
+static void json_common(json_t *j, const LmArgs *o, const Lm *m) {
+  json_object_set_new(j, "model", json_string(o->model));
+  json_object_set_new(j, "strategy", json_string(o->strategy_name));
+  json_object_set_new(j, "batch", json_integer(o->nseq));
+  json_object_set_new(j, "prompt_tokens", json_integer(o->len));
+  json_object_set_new(j, "layers", json_integer(lm_config(m)->n_layer));
+  json_object_set_new(j, "weight_bytes", json_real(lm_weight_bytes(m)));
+  json_object_set_new(j, "peak_activation_bytes",
+                      json_real(lm_peak_bytes(m)));
+  json_object_set_new(j, "peak_rss_bytes", json_real(peak_rss()));
+}
+
+static json_t *json_ids(const int *ids, int n) {
+  json_t *a = json_array();
+  for (int i = 0; i < n; i++)
+    json_array_append_new(a, json_integer(ids[i]));
+  return a;
+}
+
+/* The text of IDS (N of them) as a JSON string; null if it is not UTF-8
+ * (a character cut by the end of the sequence). */
+static json_t *json_text(const Tokenizer *t, const int *ids, int n) {
+  Buf b = {0};
+  buf_printf(&b, "%s", "");
+  for (int i = 0; i < n; i++)
+    token_text(t, ids[i], &b);
+  json_t *j = json_stringn(b.s, b.len);
+  buf_free(&b);
+  return j ? j : json_null();
+}
+
+static void print_json(json_t *j) {
+  char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  if (s)
+    printf("%s\n", s);
+  free(s);
 }
 
 static void lm_args_init(LmArgs *o) {
@@ -270,6 +365,7 @@ static void warn_nonfinite(const Args *a, const Array *logits) {
 static void lm_args_free(LmArgs *o) {
   free(o->tokens);
   free(o->file_text);
+  tokenizer_free(o->tokenizer);
 }
 
 static void tokens_meta(Buf *b, const int *tokens, int nseq, int len) {
@@ -338,10 +434,10 @@ int cmd_run(int argc, char **argv) {
             "                   it is one of the inputs)\n"
             "  --mixer-outputs  also write each layer's mixer output\n"
             "\n"
-            "Example: mambalaya init-weights --model mamba-130m --set "
-            "n_layer=2 --out m\n"
-            "         mambalaya run --model m --tokens 1,2,3 --out r."
-            "safetensors\n",
+            "Examples:\n"
+            "  mambalaya run --model m130 --tokens 1,2,3 --strategy ri+rsb "
+            "--out out.safetensors\n"
+            "  mambalaya run --model m130 --prompt \"Mamba is\" --json\n",
             stdout);
       return 0;
     }
@@ -356,19 +452,14 @@ int cmd_run(int argc, char **argv) {
   }
   if (k < 0)
     return EXIT_INPUT;
-  if (!o.model || !(o.tokens_text || o.tokens_file) || !o.out)
-    return usage_error(&a, "needs --model, --tokens (or --tokens-file) and "
-                           "--out (see mambalaya run --help)");
-  if (o.tokens_text && o.tokens_file)
-    return usage_error(&a, "give --tokens or --tokens-file, not both");
+  if (!o.model || (!o.out && !o.json))
+    return usage_error(&a, "needs --model, --tokens (or --tokens-file or "
+                           "--prompt) and --out or --json (see mambalaya run "
+                           "--help)");
   if ((err = check_lm_output(&a, &o)))
     return err;
-  if (!parse_tokens(&a, &o)) {
-    lm_args_free(&o);
-    return EXIT_INPUT;
-  }
   Lm *m;
-  if ((err = open_model(&a, &o, &m))) {
+  if ((err = read_tokens(&a, &o)) || (err = open_model(&a, &o, &m))) {
     lm_args_free(&o);
     return err;
   }
@@ -408,10 +499,22 @@ int cmd_run(int argc, char **argv) {
       tensors_put(&arrays, out.names[i], out.arrays[i], false);
     Buf tok = {0};
     tokens_meta(&tok, o.tokens, o.nseq, o.len);
-    status = save_results(m, o.out, &arrays, tok.s, o.strategy_name);
+    if (o.out)
+      status = save_results(m, o.out, &arrays, tok.s, o.strategy_name);
     buf_free(&tok);
     tensors_free(&arrays);
     double n = (double)o.nseq * o.len;
+    if (!status && o.json) {
+      json_t *j = json_object();
+      json_object_set_new(j, "command", json_string("run"));
+      json_common(j, &o, m);
+      json_object_set_new(j, "tokens", json_ids(o.tokens, o.nseq * o.len));
+      json_object_set_new(j, "seconds", json_real(secs));
+      json_object_set_new(j, "tokens_per_s",
+                          json_real(n / (secs > 0 ? secs : 1e-9)));
+      print_json(j);
+      json_decref(j);
+    }
     if (!status)
       fprintf(stderr,
               "mambalaya run: %d x %d tokens, %d layer%s, %s: %.4f s, %.1f "
@@ -436,8 +539,10 @@ static const char gen_usage_head[] =
     "\n"
     "Greedy decoding: prefill the prompt in one pass, then one pass of one\n"
     "token per new token, each continuing from the decode state the last\n"
-    "pass left. Prints the N generated token ids of each sequence, one line\n"
-    "per sequence, comma-separated. With --out, FILE gets the logits of\n"
+    "pass left. With --prompt, prints the prompt and then each new token's\n"
+    "text as it is made; with --tokens, the N generated token ids of each\n"
+    "sequence, one line per sequence, comma-separated. With --out, FILE\n"
+    "gets the logits of\n"
     "every position that ran, [batch, prompt + N - 1, vocab] (the prompt's\n"
     "from the prefill, then one per step), and the final decode state as\n"
     "for mambalaya run. A summary line goes to stderr.\n"
@@ -464,6 +569,7 @@ typedef struct Gen {
   Lm *m;
   const LmArgs *o;
   Pool *pool;
+  bool stream; /* print each new token's text as it comes */
   int max_new;
   int *generated;  /* [nseq, max_new] */
   Array *all;      /* with --out: [nseq, prompt + max_new - 1, V] */
@@ -481,6 +587,12 @@ static void pick(Gen *g, const Array *logits, int step) {
     for (int i = 0; i < V; i++)
       g->nonfinite += !isfinite(last[i]);
     g->generated[s * g->max_new + step] = argmax(last, V);
+  }
+  if (g->stream) { /* one sequence: its bytes, as they come */
+    Buf b = {0};
+    token_text(g->o->tokenizer, g->generated[step], &b);
+    emit(&b);
+    buf_free(&b);
   }
 }
 
@@ -532,8 +644,11 @@ int cmd_generate(int argc, char **argv) {
             "  --out FILE       also write every position's logits and the\n"
             "                   final state (refused if it is an input)\n"
             "\n"
-            "Example: mambalaya generate --model m --tokens 1,2,3 --max-new "
-            "8\n",
+            "Examples:\n"
+            "  mambalaya generate --model m130 --prompt \"Mamba is\" "
+            "--max-new 32\n"
+            "  mambalaya generate --model m130 --tokens \"1,2;3,4\" "
+            "--max-new 8 --strategy full\n",
             stdout);
       return 0;
     }
@@ -553,21 +668,21 @@ int cmd_generate(int argc, char **argv) {
   }
   if (k < 0)
     return EXIT_INPUT;
-  if (!o.model || !(o.tokens_text || o.tokens_file) || !max_new)
-    return usage_error(&a, "needs --model, --tokens (or --tokens-file) and "
-                           "--max-new (see mambalaya generate --help)");
-  if (o.tokens_text && o.tokens_file)
-    return usage_error(&a, "give --tokens or --tokens-file, not both");
+  if (!o.model || !max_new)
+    return usage_error(&a, "needs --model, --tokens (or --tokens-file or "
+                           "--prompt) and --max-new (see mambalaya generate "
+                           "--help)");
   if ((err = check_lm_output(&a, &o)))
     return err;
-  if (!parse_tokens(&a, &o)) {
-    lm_args_free(&o);
-    return EXIT_INPUT;
-  }
   Gen g = {.o = &o, .max_new = (int)max_new};
-  if ((err = open_model(&a, &o, &g.m))) {
+  if ((err = read_tokens(&a, &o)) || (err = open_model(&a, &o, &g.m))) {
     lm_args_free(&o);
     return err;
+  }
+  g.stream = o.tokenizer && !o.json;
+  if (g.stream) { /* the prompt, then the new text as it comes */
+    fputs(o.prompt, stdout);
+    fflush(stdout);
   }
   int V = lm_config(g.m)->vocab;
   /* With --out, every position's logits, then their copy and image. */
@@ -610,12 +725,44 @@ int cmd_generate(int argc, char **argv) {
     buf_free(&tok);
     free(ran);
   }
-  if (!status) {
-    if (g.nonfinite)
-      fprintf(stderr,
-              "%s: warning: %lld logits were not finite (NaN or infinite "
-              "weights?): the tokens picked from them are meaningless\n",
-              a.cmd, (long long)g.nonfinite);
+  if (!status && g.nonfinite)
+    fprintf(stderr,
+            "%s: warning: %lld logits were not finite (NaN or infinite "
+            "weights?): the tokens picked from them are meaningless\n",
+            a.cmd, (long long)g.nonfinite);
+  double steps = (double)o.nseq * (double)(max_new - 1);
+  double prefill_rate = o.nseq * o.len / (g.prefill_s > 0 ? g.prefill_s : 1e-9);
+  double decode_rate =
+      max_new > 1 ? steps / (g.decode_s > 0 ? g.decode_s : 1e-9) : 0.0;
+  if (g.stream)
+    printf("\n");
+  if (!status && o.json) {
+    json_t *j = json_object();
+    json_object_set_new(j, "command", json_string("generate"));
+    json_common(j, &o, g.m);
+    json_object_set_new(j, "tokens", json_ids(o.tokens, o.nseq * o.len));
+    json_object_set_new(j, "max_new", json_integer(max_new));
+    json_t *gen = json_array(), *text = json_array();
+    for (int s = 0; s < o.nseq; s++) {
+      json_array_append_new(gen, json_ids(g.generated + s * max_new,
+                                          (int)max_new));
+      if (o.tokenizer)
+        json_array_append_new(text, json_text(o.tokenizer,
+                                              g.generated + s * max_new,
+                                              (int)max_new));
+    }
+    json_object_set_new(j, "generated", gen);
+    if (o.tokenizer)
+      json_object_set_new(j, "text", text);
+    else
+      json_decref(text);
+    json_object_set_new(j, "prefill_seconds", json_real(g.prefill_s));
+    json_object_set_new(j, "prefill_tokens_per_s", json_real(prefill_rate));
+    json_object_set_new(j, "decode_seconds", json_real(g.decode_s));
+    json_object_set_new(j, "decode_tokens_per_s", json_real(decode_rate));
+    print_json(j);
+    json_decref(j);
+  } else if (!status && !g.stream) {
     Buf b = {0};
     tokens_meta(&b, g.generated, o.nseq, (int)max_new);
     for (char *p = b.s; *p; p++)
@@ -623,14 +770,13 @@ int cmd_generate(int argc, char **argv) {
         *p = '\n';
     printf("%s\n", b.s);
     buf_free(&b);
-    double steps = (double)o.nseq * (double)(max_new - 1);
+  }
+  if (!status) {
     fprintf(stderr,
             "mambalaya generate: prompt %d x %d tokens in %.4f s (%.1f "
             "tokens/s); %ld new tokens per sequence, decode %.1f tokens/s "
             "(%s)\n",
-            o.nseq, o.len, g.prefill_s,
-            o.nseq * o.len / (g.prefill_s > 0 ? g.prefill_s : 1e-9), max_new,
-            max_new > 1 ? steps / (g.decode_s > 0 ? g.decode_s : 1e-9) : 0.0,
+            o.nseq, o.len, g.prefill_s, prefill_rate, max_new, decode_rate,
             o.strategy_name);
   }
   array_free(g.all);
@@ -702,35 +848,10 @@ static int check_init_memory(const Args *a, const ModelConfig *cfg, DType dt,
  * the sizes came from, which must not be replaced. */
 static int write_model(const ModelConfig *cfg, uint64_t seed, DType dt,
                        const char *dir, const char *input) {
-  Checkpoint ck = lm_random_checkpoint(cfg, seed);
-  CkptKey *keys;
-  int n = lm_checkpoint_keys(cfg, &keys);
-  StWriter *w = st_writer_new();
-  double params = 0;
-  for (int i = 0; i < n; i++) {
-    Array *a = ck.get(&ck, keys[i].name);
-    params += (double)a->n;
-    st_writer_add(w, keys[i].name, a, dt);
-    array_free(a);
-  }
-  st_writer_meta(w, "format", "pt");
-  free(keys);
-  size_t len;
-  unsigned char *image = st_writer_image(w, &len);
-  st_writer_free(w);
-  char *config = model_config_text(cfg);
-  OutSet *set = outset_new(dir);
-  if (input)
-    outset_protect(set, input);
   Diag d = {0};
+  double params;
   bool refused = false;
-  bool ok = outset_put(set, "model.safetensors", image, len, &d);
-  free(image);
-  ok = ok && outset_put(set, "config.json", config, strlen(config), &d) &&
-       outset_commit(set, &refused, &d);
-  free(config);
-  outset_free(set);
-  if (!ok) {
+  if (!lm_write_random(cfg, seed, dt, dir, input, &params, &refused, &d)) {
     diag_print(&d, stderr);
     return refused ? EXIT_INPUT : EXIT_RUN;
   }

@@ -26,6 +26,7 @@ static const Command commands[] = {
      "write a model directory with random Mamba weights"},
     {"run", cmd_run, "run a Mamba language model over tokens (logits, state)"},
     {"generate", cmd_generate, "greedy decoding: prefill, then token steps"},
+    {"tokenize", cmd_tokenize, "text to token ids and back (tokenizer.json)"},
 };
 
 static void print_usage(FILE *f) {

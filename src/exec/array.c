@@ -1,4 +1,5 @@
-/* array.c — dense fp32 arrays. */
+/* array.c — dense arrays: fp32, or 16-bit weights as a checkpoint stores
+ * them (possibly where they lie in a mapped file). */
 #include "exec.h"
 
 #include <stdlib.h>
@@ -14,7 +15,8 @@ static int64_t shape_count(int ndim, const int64_t *shape) {
   return count_elements(ndim, shape, limit, &n) ? (int64_t)n : -1;
 }
 
-Array *array_new(int ndim, const int64_t *shape) {
+/* An array of SHAPE without values yet; NULL if the size overflows. */
+static Array *shell(int ndim, const int64_t *shape) {
   if (ndim < 0 || ndim > IR_MAX_RANKS)
     return NULL;
   int64_t n = shape_count(ndim, shape);
@@ -25,20 +27,74 @@ Array *array_new(int ndim, const int64_t *shape) {
   if (ndim)
     memcpy(a->shape, shape, (size_t)ndim * sizeof shape[0]);
   a->n = n;
-  a->data = xcalloc((size_t)n, sizeof(float));
   return a;
 }
 
+Array *array_new(int ndim, const int64_t *shape) {
+  Array *a = shell(ndim, shape);
+  if (a)
+    a->own = a->data = xcalloc((size_t)a->n, sizeof(float));
+  return a;
+}
+
+double array_bytes(const Array *a) {
+  return (double)a->n * dtype_size(a->dtype);
+}
+
+/* An array of SHAPE in dtype T whose values start at P: copied into
+ * memory of its own when COPY, else borrowed. */
+static Array *array_at(DType t, const void *p, bool copy, int ndim,
+                       const int64_t *shape) {
+  Array *a = shell(ndim, shape);
+  if (!a)
+    return NULL;
+  size_t bytes = (size_t)a->n * (size_t)dtype_size(t);
+  a->dtype = t;
+  if (copy) {
+    a->own = xmalloc(bytes ? bytes : 1);
+    if (bytes)
+      memcpy(a->own, p, bytes);
+    p = a->own;
+  }
+  if (t == DT_F32)
+    a->data = (float *)p; /* borrowed values are never written */
+  else
+    a->half = p;
+  return a;
+}
+
+static const void *values(const Array *a) {
+  return a->dtype == DT_F32 ? (const void *)a->data : (const void *)a->half;
+}
+
 Array *array_clone(const Array *a) {
+  return array_at(a->dtype, values(a), true, a->ndim, a->shape);
+}
+
+Array *array_part(const Array *a, int64_t first, int ndim,
+                  const int64_t *shape) {
+  int64_t n = shape_count(ndim, shape);
+  if (ndim < 0 || ndim > IR_MAX_RANKS || n < 0 || first < 0 ||
+      first > a->n - n)
+    return NULL;
+  const char *p = (const char *)values(a) + first * dtype_size(a->dtype);
+  return array_at(a->dtype, p, a->own != NULL, ndim, shape);
+}
+
+Array *array_f32(const Array *a) {
   Array *b = array_new(a->ndim, a->shape);
-  if (b && a->n)
+  if (!b || !a->n)
+    return b;
+  if (a->dtype == DT_F32)
     memcpy(b->data, a->data, (size_t)a->n * sizeof(float));
+  else
+    kernel_widen(a->dtype, a->half, b->data, a->n);
   return b;
 }
 
 void array_free(Array *a) {
   if (!a)
     return;
-  free(a->data);
+  free(a->own);
   free(a);
 }

@@ -1,11 +1,12 @@
 /* exec.h — running cascades on real tensors.
  *
- * Arrays are dense fp32 tensors. Weights and results travel as
- * safetensors files (8-byte little-endian header length, a JSON header of
- * {name: {dtype, shape, data_offsets}}, raw little-endian data), read
- * strictly: a malformed file is rejected with a message, never half-read.
- * A model directory holds config.json (state-spaces or Hugging Face keys)
- * and model.safetensors, as Mamba checkpoints are distributed. */
+ * Arrays are dense fp32 tensors, or 16-bit weights as a checkpoint stores
+ * them (used where they lie in a mapped file). Tensors travel as
+ * safetensors files
+ * (8-byte little-endian header length, a JSON header of {name: {dtype,
+ * shape, data_offsets}}, raw little-endian data), read strictly: a
+ * malformed file is rejected with a message, never half-read. The
+ * executor knows cascades and plans, not language models (src/lm/). */
 #ifndef MAMBALAYA_EXEC_H
 #define MAMBALAYA_EXEC_H
 
@@ -14,24 +15,44 @@
 
 /* ---- arrays ---- */
 
-typedef struct Array {
-  int ndim;
-  int64_t shape[IR_MAX_RANKS];
-  int64_t n;   /* number of elements: the product of shape */
-  float *data; /* row-major, owned */
-} Array;
-
-/* A zero-filled array; NULL if the size overflows. */
-Array *array_new(int ndim, const int64_t *shape);
-Array *array_clone(const Array *a);
-void array_free(Array *a);
-
-/* ---- safetensors ---- */
-
 typedef enum { DT_F32, DT_F16, DT_BF16, DT_F64, DT_COUNT } DType;
 
 const char *dtype_name(DType t); /* "F32", ... */
 int dtype_size(DType t);         /* bytes per element */
+/* One F16 or BF16 value (T) as fp32: exact. */
+float dtype_half_value(DType t, uint16_t h);
+
+/* Computed tensors are fp32. Weights may stay in their checkpoint's 16-bit
+ * dtype (F16, BF16): the GEMM kernels read them as they are, converting in
+ * registers, and the vector machine widens what else reads them. */
+typedef struct Array {
+  int ndim;
+  int64_t shape[IR_MAX_RANKS];
+  int64_t n;            /* number of elements: the product of shape */
+  DType dtype;          /* DT_F32: the values are DATA; DT_F16, DT_BF16: HALF */
+  float *data;          /* fp32 values, row-major */
+  const uint16_t *half; /* 16-bit values, row-major */
+  void *own;            /* what array_free frees with the array; NULL when
+                           the values belong to another owner (a mapped
+                           checkpoint file) that outlives the array */
+} Array;
+
+/* A zero-filled fp32 array; NULL if the size overflows. */
+Array *array_new(int ndim, const int64_t *shape);
+/* A copy, in A's dtype. */
+Array *array_clone(const Array *a);
+/* A's values as a new fp32 array. */
+Array *array_f32(const Array *a);
+/* Elements [FIRST, FIRST + the product of SHAPE) of A as an array of
+ * SHAPE in A's dtype: sharing A's values when A does not own them (they
+ * live as long as their owner), a copy otherwise. NULL if out of range. */
+Array *array_part(const Array *a, int64_t first, int ndim,
+                  const int64_t *shape);
+/* Bytes of A's values. */
+double array_bytes(const Array *a);
+void array_free(Array *a);
+
+/* ---- safetensors ---- */
 
 typedef struct StEntry {
   const char *name;
@@ -43,8 +64,9 @@ typedef struct StEntry {
 
 typedef struct StFile {
   const char *path;
-  unsigned char *bytes; /* the whole file, owned */
+  unsigned char *bytes; /* the whole file, owned (read, or mapped) */
   size_t len;
+  bool mapped;          /* BYTES is a read-only mapping of the file */
   size_t data_start; /* 8 + the header's length */
   int n;
   StEntry *entries; /* in the order of their data */
@@ -62,11 +84,18 @@ typedef struct StFile {
  * not match dtype x shape. */
 StFile *st_parse(const char *path, const unsigned char *bytes, size_t len,
                  Diag *d);
+/* Open a file: mapped read-only where the system allows (a checkpoint's
+ * tensors are then used where they lie, see st_tensor), else read. */
 StFile *st_open(const char *path, Diag *d);
 void st_close(StFile *f);
 const StEntry *st_find(const StFile *f, const char *name);
 /* The tensor converted to fp32 (F16, BF16 and F64 are converted). */
 Array *st_array(const StFile *f, const StEntry *e);
+/* The tensor as stored (F64 converted to fp32): F32, F16 and BF16 values
+ * are used where they lie in F's bytes (no copy) when the host is
+ * little-endian and they are aligned, else copied. Close F only after
+ * freeing the array. */
+Array *st_tensor(const StFile *f, const StEntry *e);
 
 /* Writing: add arrays (stored as F32, or converted to F16/BF16), then
  * save atomically (a temporary file renamed into place). */
@@ -124,7 +153,8 @@ typedef struct ExecStats {
    * counted once per group (the model's ideal accounting). */
   double *read, *write; /* per tensor of the cascade, owned */
   double read_total, write_total;
-  double peak_bytes; /* the most tensor memory held at once */
+  double peak_bytes; /* the most bytes held at once: arrays, tile buffers,
+                        weights packed for tiles, widened 16-bit inputs */
 } ExecStats;
 
 /* Run C (bound by S) on INPUTS (every tensor no Einsum produces: weights,
@@ -148,6 +178,20 @@ void exec_stats_free(ExecStats *st);
 double exec_bytes(const Cascade *c, const Shape *s, const Plan *plan,
                   double buffer_bytes);
 
+/* The same, prepared once and run many times on inputs of the same shapes
+ * (a language model's layers, token after token): the schedule and the
+ * compiled jobs are kept between runs, and a run over inputs laid out as
+ * before only binds them and runs. C, S and O's plan must outlive it. */
+typedef struct Exec Exec;
+Exec *exec_new(const Cascade *c, const Shape *s, const ExecOpts *o,
+               Diag *d);
+bool exec_step(Exec *x, const Tensors *inputs, Tensors *results,
+               Tensors *next, ExecStats *stats, Diag *d);
+/* The most bytes the last run held at once: arrays, tile buffers, weights
+ * packed for tiles (ExecStats.peak_bytes, without counting traffic). */
+double exec_peak_bytes(const Exec *x);
+void exec_free(Exec *x);
+
 /* ---- worker threads ----
  *
  * A pool of threads owned by whoever runs a cascade (no global state). */
@@ -166,180 +210,46 @@ void pool_free(Pool *p);
 /* C[b][m][n] (+)= sum_k A[b][m][k] * B[b][k][n], every operand addressed by
  * element strides (so transposed and strided views need no copy):
  *   A[b][m][k] = a[b*a_b + m*a_m + k*a_k], and likewise for B and C.
- * fp32 data, fp32 accumulation in blocks (as BLAS and PyTorch do). */
+ * A and B are fp32, or 16-bit (F16, BF16: weights as a checkpoint stores
+ * them), read as they are and converted in registers; C is fp32; fp32
+ * accumulation in blocks (as BLAS and PyTorch do). */
 typedef struct Gemm {
   int64_t m, n, k, batch;
-  const float *a;
+  const void *a;
   int64_t a_m, a_k, a_b;
-  const float *b;
+  const void *b;
   int64_t b_k, b_n, b_b;
   float *c;
   int64_t c_m, c_n, c_b;
-  bool accumulate; /* C += A.B; else C = A.B */
+  DType a_type, b_type; /* DT_F32 (the zero value), DT_F16 or DT_BF16 */
+  bool accumulate;      /* C += A.B; else C = A.B */
 } Gemm;
 
 /* Blocked, packed, multithreaded over POOL (NULL: one thread). Fast when
  * m is large (prefill) and when m is small (decode: a matrix-vector
  * product that streams the weights at memory speed). */
 void kernel_gemm(const Gemm *g, Pool *pool);
+
+/* One operand of many products, packed once: the weights of a GEMM that
+ * runs over many regions (the tiles of a fused group), so that each
+ * product packs only its other operand. */
+typedef struct GemmPack GemmPack;
+/* G's A (B_SIDE false) or B, packed as kernel_gemm's packed path reads
+ * it; NULL when G would not take that path (nothing to gain). */
+GemmPack *kernel_gemm_pack(const Gemm *g, bool b_side, Pool *pool);
+/* kernel_gemm, reading the packed operand from PK when PK was packed from
+ * the same values, strides and sizes and the product takes the packed
+ * path; otherwise as kernel_gemm. */
+void kernel_gemm_with(const Gemm *g, const GemmPack *pk, Pool *pool);
+double kernel_gemm_pack_bytes(const GemmPack *pk);
+void kernel_gemm_pack_free(GemmPack *pk);
+
+/* DST[i] = SRC[i] (16-bit values of dtype T) as fp32, for i < N: F16C and
+ * AVX2 where the CPU has them. */
+void kernel_widen(DType t, const uint16_t *src, float *dst, int64_t n);
+
 /* The machine's copy bandwidth in bytes/s (read + write), measured by
  * copying BYTES (e.g. 256 MiB) a few times with POOL's threads. */
 double kernel_copy_bandwidth(size_t bytes, Pool *pool);
-
-/* ---- model configurations ---- */
-
-typedef struct ModelConfig {
-  int version; /* 1 (Mamba) or 2 (Mamba-2) */
-  int d_model, n_layer, vocab;
-  int d_state, d_conv, expand, d_inner;
-  int dt_rank;           /* Mamba-1 */
-  int headdim, nheads, ngroups; /* Mamba-2 */
-} ModelConfig;
-
-/* Read config.json in either published form: state-spaces
- * ({"d_model", "n_layer", "vocab_size", "ssm_cfg": {"layer": "Mamba2",
- * ...}}) or Hugging Face ({"model_type": "mamba"|"mamba2",
- * "hidden_size", "num_hidden_layers", "state_size", ...}). Defaults are
- * the published ones (d_state 16 / 128, d_conv 4, expand 2, headdim 64,
- * ngroups 1, dt_rank ceil(d_model/16)). */
-bool model_config_load(const char *path, ModelConfig *cfg, Diag *d);
-/* The same from TEXT (LEN bytes), named PATH in messages. */
-bool model_config_parse(const char *path, const char *text, size_t len,
-                        ModelConfig *cfg, Diag *d);
-void model_config_from_preset(const Preset *p, ModelConfig *cfg);
-/* Write config.json in the state-spaces form; its text (free it). */
-bool model_config_save(const ModelConfig *cfg, const char *path, Diag *d);
-char *model_config_text(const ModelConfig *cfg);
-
-/* ---- language models ----
- *
- * A Mamba language model runs one cascade per layer (specs/mamba1.yaml or
- * specs/mamba2.yaml) between an embedding lookup and a final RMSNorm with
- * tied logits. What the driver needs beyond the Einsums is in the spec's
- * `weights:` section (docs/spec-format.md, "Weights"): which checkpoint
- * key (and which rows of it, viewed how, mapped how) fills each weight
- * tensor of a layer, the model-level tensors, the layer's stream tensors
- * (the previous layer's output and residual in, this layer's out) and how
- * the decode state is written under the reference's names. */
-
-/* Where weights come from: a safetensors file, named in-memory arrays, or
- * random weights generated on demand (lm_random_checkpoint). GET returns
- * the tensor KEY as a new fp32 array (the caller frees it), or NULL when
- * the checkpoint has no such key. */
-typedef struct Checkpoint {
-  const char *path; /* named in messages */
-  Array *(*get)(const struct Checkpoint *ck, const char *key);
-  const void *src; /* the StFile or the Tensors */
-  uint64_t seed;   /* random weights: the seed and the model's sizes */
-  ModelConfig cfg;
-} Checkpoint;
-
-Checkpoint checkpoint_of_file(const StFile *f);
-Checkpoint checkpoint_of_tensors(const Tensors *t, const char *name);
-
-/* The parsed `weights:` section of a cascade. */
-typedef struct WeightMap WeightMap;
-
-/* Parse C's `weights:` section (errors as FILE:LINE:COL). Its size
- * expressions become symbols of C, so call this before binding C's shape.
- * Every input of the cascade must be mapped, a stream input, or a decode
- * state (an initialization's input). */
-WeightMap *weights_parse(Cascade *c, Diag *d);
-void weights_free(WeightMap *m);
-/* Put layer LAYER's weight tensors, read from CK, into OUT (owned), each
- * with the shape S gives it. Errors name the checkpoint, the key and the
- * mapping's place in the spec. */
-bool weights_load_layer(const WeightMap *m, const Shape *s,
-                        const Checkpoint *ck, int layer, Tensors *out,
-                        Diag *d);
-/* The model-level tensor WHAT ("embedding" or "norm_f"): the first of its
- * keys that CK holds; NULL and D set if none. */
-Array *weights_load_model(const WeightMap *m, const Checkpoint *ck,
-                          const char *what, Diag *d);
-/* The layer's stream: the inputs (the previous layer's mixer output and
- * residual) and the outputs (this layer's), as cascade tensor ids. */
-typedef struct LayerStream {
-  int hidden_in, residual_in, hidden_out, residual_out;
-} LayerStream;
-LayerStream weights_stream(const WeightMap *m);
-/* Is tensor T a decode state (an input an initialization reads)? */
-bool weights_is_state(const Cascade *c, int t);
-/* The decode state of one layer, STATE (tensor name -> array), written
- * under the section's names into OUT as PREFIX + name ("layers.3." +
- * "conv_state"), in the reference's layouts. */
-void weights_export_state(const WeightMap *m, const Tensors *state,
-                          const char *prefix, Tensors *out);
-
-/* A model's sizes: a preset name or a model directory's config.json, then
- * `--set` overrides (d_model, n_layer, vocab, d_state, d_conv, expand,
- * dt_rank, head_dim, n_heads, d_inner, ngroups); derived sizes follow
- * (d_inner = expand * d_model, dt_rank = ceil(d_model / 16), n_heads =
- * d_inner / head_dim) unless given. */
-bool lm_config_resolve(const char *model, const Setting *set, int nset,
-                       ModelConfig *cfg, Diag *d);
-
-/* Random weights with the statistics of a freshly initialized Mamba, each
- * tensor generated from SEED and its key alone (so any subset can be made
- * in any order): embedding and in_proj N(0, 0.02), out_proj N(0,
- * 0.02/sqrt(2 n_layer)), conv1d U(+-1/sqrt(d_conv)), x_proj U(+-1/sqrt(
- * d_inner)), dt_proj.weight U(+-dt_rank^-0.5), dt bias softplus^-1 of a
- * log-uniform value in [1e-3, 0.1], A_log = log(1..N) (Mamba-1, every
- * channel) or log(U(1, 16)) (Mamba-2, per head), D = 1, norm weights 1. */
-Checkpoint lm_random_checkpoint(const ModelConfig *cfg, uint64_t seed);
-/* The checkpoint keys of a model with their shapes, in the reference's
- * order (Hugging Face names). Returns the count; free *KEYS. */
-typedef struct CkptKey {
-  char name[96];
-  int ndim;
-  int64_t shape[4];
-} CkptKey;
-int lm_checkpoint_keys(const ModelConfig *cfg, CkptKey **keys);
-/* The number of parameters of those keys, overflow-checked (false if it
- * does not fit 64 bits), without listing every layer. */
-bool lm_param_count(const ModelConfig *cfg, uint64_t *count);
-
-typedef struct Lm Lm;
-
-typedef struct LmOpts {
-  bool fused;          /* the fused executor with STRATEGY's plan */
-  Strategy strategy;   /* else the interpreter */
-  double buffer_bytes; /* fused: the tile buffer */
-  Pool *pool;
-  bool last_only;      /* logits of each sequence's last token only */
-} LmOpts;
-
-/* A model from CFG and CK: loads every layer's weights once (CK is not
- * used afterwards). SPEC (owned by the Lm from here on, even on failure)
- * is the layer cascade; NULL picks the shipped one for CFG's version. */
-Lm *lm_new(const ModelConfig *cfg, const Checkpoint *ck, Cascade *spec,
-           Diag *d);
-/* A model directory: DIR/config.json and DIR/model.safetensors. */
-Lm *lm_open(const char *dir, Cascade *spec, Diag *d);
-void lm_free(Lm *m);
-const ModelConfig *lm_config(const Lm *m);
-const Cascade *lm_cascade(const Lm *m);
-/* Bytes of weights a decode step reads (every layer's and the
- * embedding's, fp32). */
-double lm_weight_bytes(const Lm *m);
-
-/* Run TOKENS (BATCH sequences of LEN, row-major) through the model,
- * continuing from the decode state (zero after lm_new / lm_reset), which
- * then holds the state after the last token. *LOGITS gets [BATCH, LEN,
- * vocab] (or [BATCH, vocab] with last_only). RECORD, when not NULL,
- * receives "layers.{i}.mixer_output" [BATCH, LEN, d_model]. */
-bool lm_forward(Lm *m, const int *tokens, int batch, int len,
-                const LmOpts *o, Array **logits, Tensors *record, Diag *d);
-/* Forget the decode state. */
-void lm_reset(Lm *m);
-/* Bytes a pass of BATCH x LEN tokens holds beyond the weights, an upper
- * bound: the executor's (exec_bytes), the decode state of every layer,
- * the stream, the head and the logits, and with RECORD the mixer
- * outputs. False with D set if the shape cannot be bound. */
-bool lm_pass_bytes(Lm *m, int batch, int len, const LmOpts *o, bool record,
-                   double *bytes, Diag *d);
-/* The decode state of every layer as "layers.{i}.conv_state" and
- * "layers.{i}.ssm_state" (the section's names) in the reference's layouts;
- * false if nothing has run yet. */
-bool lm_export_state(const Lm *m, Tensors *out);
 
 #endif

@@ -41,7 +41,6 @@ typedef struct Fused {
   bool counting;        /* the caller asked for the bytes (ExecStats) */
   Bits **rmap, **wmap; /* per group and tensor ([g * ntensors + t]):
                           elements read / written */
-  VmJob **jobs;           /* per Einsum of the unit: compiled once */
   int gfirst, glast;      /* the unit's groups */
   /* The tiling of the current unit. */
   int nt;
@@ -535,9 +534,7 @@ static void capture_tail(Fused *f, int t) {
 /* ---- running a unit ---- */
 
 static bool run_member(Fused *f, int e, const Region *rg) {
-  if (!f->jobs[e])
-    f->jobs[e] = vm_prepare(&f->r->env, f->r->c->einsums[e]);
-  if (!vm_exec(f->jobs[e], rg, f->r->d))
+  if (!vm_exec(run_job(f->r, 0, e), rg, f->r->d))
     return false;
   count_einsum(f, e, rg);
   return true;
@@ -739,10 +736,7 @@ static bool run_unit(Fused *f, int last) {
       return false;
   }
   bool ok = alloc_buffers(f) && walk_tiles(f);
-  for (int e = 0; e < c->neinsums; e++) {
-    vm_job_free(f->jobs[e]);
-    f->jobs[e] = NULL;
-  }
+  run_release_jobs(r, f->member); /* weights packed for the unit's tiles */
   free_buffers(f);
   flush_counts(f);
   for (int t = 0; ok && t < c->ntensors; t++)
@@ -789,8 +783,7 @@ bool run_fused(Run *r, Tensors *next) {
   size_t nmaps = nt * ((size_t)f.p->ngroups + 1);
   f.rmap = xcalloc(nmaps, sizeof *f.rmap);
   f.wmap = xcalloc(nmaps, sizeof *f.wmap);
-  f.jobs = xcalloc(ne, sizeof *f.jobs);
-  sched_build(c, &f.sched);
+  f.sched = r->sched;
   f.scc = f.sched.scc;
   f.counting = r->st != NULL;
   bool ok = true;
@@ -826,7 +819,6 @@ bool run_fused(Run *r, Tensors *next) {
   }
   for (size_t t = 0; t < nt; t++)
     array_free(f.tail[t]);
-  sched_free(&f.sched);
   free(f.member);
   free(f.onchip);
   free(f.made);
@@ -836,6 +828,5 @@ bool run_fused(Run *r, Tensors *next) {
   free(f.tail_len);
   free(f.rmap);
   free(f.wmap);
-  free(f.jobs);
   return ok;
 }

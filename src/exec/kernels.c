@@ -1,4 +1,5 @@
-/* kernels.c — fp32 matrix products, and a memory-bandwidth probe.
+/* kernels.c — matrix products over fp32 and 16-bit operands, conversion
+ * of 16-bit values, and a memory-bandwidth probe.
  *
  * kernel_gemm takes one of three paths:
  *
@@ -16,7 +17,8 @@
  *    sequence) against B = W^T with W's rows contiguous (the layout of
  *    checkpoint weights: projections, LM head). Each output is a dot
  *    product of two contiguous vectors, so the weights stream once, in
- *    order, at memory speed; 3 rows of A share each load of 4 rows of W.
+ *    order (row after row, fetched ahead), at memory speed; each row of W
+ *    serves up to 3 rows of A while it is in L1.
  *
  *  - The row path, for very few rows (m <= ROW_MAX_M) against a row-major
  *    B: B's rows are read in order, each scaled into per-row sums held in
@@ -25,6 +27,17 @@
  * A product with few columns and many rows is run transposed, and batches
  * that share B (or A) are folded into one product with more rows (or
  * columns), so the weights are read once for all of them.
+ *
+ * 16-bit operands (F16, BF16: weights as checkpoints store them) are read
+ * as they are: the dot path streams W's 16-bit values and converts them
+ * in registers (F16C; BF16 is a shift), so a decode step reads half the
+ * bytes; the packed path converts while packing, as it copies anyway. A
+ * 16-bit A with few columns in C is run transposed, to stream as W. The
+ * row path takes fp32 only (others go to the packed path).
+ *
+ * A weight that many products share (a fused group's GEMM, run once per
+ * tile) can be packed once (kernel_gemm_pack): each product then packs
+ * only its other operand.
  *
  * All paths accumulate in fp32 in blocks of KC along k: each block is
  * summed from zero, then added to the running total, so a long k (50k)
@@ -63,6 +76,8 @@ enum {
   DOT_MAX_M = 16,       /* the dot path takes m up to this */
   DOT_ROWS = 3,         /* rows of A per dot kernel call */
   DOT_COLS = 4,         /* rows of W per dot kernel call */
+  PF_BYTES = 4096,      /* how far ahead the dot kernel fetches W (the */
+                        /* hardware prefetcher alone: ~15% slower) */
   ROW_MAX_M = 4,        /* the row path takes m up to this (beyond, the */
                         /* packed path does better: measured) */
   ROW_ROWS = 4,         /* rows of A per row kernel call */
@@ -79,10 +94,13 @@ typedef void MicroFn(int64_t kc, const float *a, const float *b, float *c,
                      int64_t c_m, int64_t c_n, int mr, int nr, bool overwrite);
 
 /* OUT[r*DOT_COLS + j] = dot(A row r, W row j) over K elements, for r in
- * [0, ROWS) (ROWS <= DOT_ROWS); A's rows are LDA apart, W's are W[j];
- * both are contiguous along k. */
+ * [0, ROWS) (ROWS <= DOT_ROWS); A's rows are LDA apart, W's are W[j] (in
+ * the dtype the function is for); both are contiguous along k. */
 typedef void DotFn(int rows, int64_t k, const float *a, int64_t lda,
-                   const float *const *w, float *out);
+                   const void *const *w, float *out);
+
+/* DST[i] = SRC[i] (dtype T: F16 or BF16) as fp32, for i < N. */
+typedef void WidenFn(DType t, const uint16_t *src, float *dst, int64_t n);
 
 /* T[r * ROW_SEG + j] += sum over p < kc of A[r][p] * B[p][j], for r <
  * ROWS (<= ROW_ROWS) and j < LEN (<= ROW_SEG): A[r][p] = a[r * a_m + p *
@@ -94,9 +112,12 @@ typedef void RowFn(int rows, int64_t kc, const float *a, int64_t a_m,
 typedef struct Isa {
   int mr, nr;
   MicroFn *micro;
-  DotFn *dot;
+  DotFn *dot[3]; /* by W's dtype */
   RowFn *row;
+  WidenFn *widen;
 } Isa;
+_Static_assert(DT_F32 == 0 && DT_F16 == 1 && DT_BF16 == 2,
+               "Isa.dot is indexed by the 16- and 32-bit dtypes");
 
 /* Call FN with ROWS (at most 3, or 4) as a compile-time constant, so that
  * its loops over the rows unroll into registers. */
@@ -111,6 +132,12 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+/* Bytes per element of an operand, and the address of element I. */
+static int64_t esize(DType t) { return t == DT_F32 ? 4 : 2; }
+static const void *elem(const void *p, DType t, int64_t i) {
+  return (const char *)p + i * esize(t);
+}
 
 /* The micro-kernels' write-back of a tile computed in TILE (NR_MAX
  * columns per row) to C at any strides. */
@@ -225,8 +252,44 @@ dot_rows_portable(int rows, int64_t k, const float *a, int64_t lda,
 }
 
 static void dot_portable(int rows, int64_t k, const float *a, int64_t lda,
-                         const float *const *w, float *out) {
-  WITH_ROWS_3(rows, dot_rows_portable, k, a, lda, w, out);
+                         const void *const *w, float *out) {
+  WITH_ROWS_3(rows, dot_rows_portable, k, a, lda, (const float *const *)w,
+              out);
+}
+
+static void widen_portable(DType t, const uint16_t *src, float *dst,
+                           int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    dst[i] = dtype_half_value(t, src[i]);
+}
+
+/* W in 16-bit: each KC block of W's rows widened, then the fp32 kernel. */
+static void dot16_portable(DType t, int rows, int64_t k, const float *a,
+                           int64_t lda, const void *const *w, float *out) {
+  float block[DOT_COLS][KC], part[DOT_ROWS * DOT_COLS];
+  const void *wf[DOT_COLS];
+  for (int i = 0; i < rows * DOT_COLS; i++)
+    out[i] = 0;
+  for (int64_t k0 = 0; k0 < k; k0 += KC) {
+    int64_t kc = min64(KC, k - k0);
+    for (int j = 0; j < DOT_COLS; j++) {
+      widen_portable(t, (const uint16_t *)w[j] + k0, block[j], kc);
+      wf[j] = block[j];
+    }
+    dot_portable(rows, kc, a + k0, lda, wf, part);
+    for (int i = 0; i < rows * DOT_COLS; i++)
+      out[i] += part[i];
+  }
+}
+
+static void dot_f16_portable(int rows, int64_t k, const float *a, int64_t lda,
+                             const void *const *w, float *out) {
+  dot16_portable(DT_F16, rows, k, a, lda, w, out);
+}
+
+static void dot_bf16_portable(int rows, int64_t k, const float *a,
+                              int64_t lda, const void *const *w, float *out) {
+  dot16_portable(DT_BF16, rows, k, a, lda, w, out);
 }
 
 /* The row kernel for a constant ROWS: each row of B is read once, from
@@ -265,13 +328,15 @@ static void row_portable(int rows, int64_t kc, const float *a, int64_t a_m,
   WITH_ROWS_4(rows, row_rows_portable, kc, a, a_m, a_k, b, ldb, len, t);
 }
 
-static const Isa isa_portable = {P_MR, P_NR, micro_portable, dot_portable,
-                                 row_portable};
+static const Isa isa_portable = {
+    P_MR, P_NR, micro_portable,
+    {dot_portable, dot_f16_portable, dot_bf16_portable}, row_portable,
+    widen_portable};
 
 /* ---- AVX2 + FMA kernels ---- */
 
 #if HAVE_X86
-#define AVX2 __attribute__((target("avx2,fma")))
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
 
 enum { X_MR = 6, X_NR = 16 };
 
@@ -337,66 +402,105 @@ AVX2 static __m256i lanes_below(int64_t n) {
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+/* Eight values of W (dtype T) from element I, as fp32. */
+AVX2 static inline __attribute__((always_inline)) __m256
+load8(DType t, const void *w, int64_t i) {
+  if (t == DT_F32)
+    return _mm256_loadu_ps((const float *)w + i);
+  __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
+  if (t == DT_F16)
+    return _mm256_cvtph_ps(h);
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* The N < 8 values of W from element I (MASK: lanes below N), zero past
+ * them. */
+AVX2 static inline __attribute__((always_inline)) __m256
+load_part(DType t, const void *w, int64_t i, int64_t n, __m256i mask) {
+  if (t == DT_F32)
+    return _mm256_maskload_ps((const float *)w + i, mask);
+  uint16_t part[8] = {0};
+  memcpy(part, (const uint16_t *)w + i, (size_t)n * sizeof *part);
+  return load8(t, part, 0);
+}
+
+/* W's rows one after another, each from end to end (W's rows are
+ * consecutive in memory: one sequential stream, which reads faster than
+ * DOT_COLS streams side by side), fetched PF_BYTES ahead; each row of A
+ * with two accumulators. A row's sums run in the same order whatever ROWS
+ * is: its result does not depend on how many rows of A are computed with
+ * it. ROWS is a constant in each instantiation (WITH_ROWS_3). */
 AVX2 static inline __attribute__((always_inline)) void
-dot_rows_avx2(int rows, int64_t k, const float *a, int64_t lda,
-              const float *const *w, float *out) {
-  __m256 total[DOT_ROWS][DOT_COLS];
-#pragma GCC unroll 6
-  for (int r = 0; r < rows; r++)
-#pragma GCC unroll 6
-    for (int j = 0; j < DOT_COLS; j++)
-      total[r][j] = _mm256_setzero_ps();
-  for (int64_t k0 = 0; k0 < k; k0 += KC) {
-    int64_t k1 = min64(k0 + KC, k), full = k0 + ((k1 - k0) & ~(int64_t)7);
-    __m256 acc[DOT_ROWS][DOT_COLS];
+dot_rows_avx2(int rows, DType t, int64_t k, const float *a, int64_t lda,
+              const void *const *w, float *out) {
+  for (int j = 0; j < DOT_COLS; j++) {
+    __m256 total[DOT_ROWS];
 #pragma GCC unroll 6
     for (int r = 0; r < rows; r++)
-#pragma GCC unroll 6
-      for (int j = 0; j < DOT_COLS; j++)
-        acc[r][j] = _mm256_setzero_ps();
-    for (int64_t kk = k0; kk < full; kk += 8) {
-      __m256 av[DOT_ROWS];
-#pragma GCC unroll 6
-      for (int r = 0; r < rows; r++)
-        av[r] = _mm256_loadu_ps(a + r * lda + kk);
-#pragma GCC unroll 6
-      for (int j = 0; j < DOT_COLS; j++) {
-        __m256 wv = _mm256_loadu_ps(w[j] + kk);
-#pragma GCC unroll 6
-        for (int r = 0; r < rows; r++)
-          acc[r][j] = _mm256_fmadd_ps(av[r], wv, acc[r][j]);
-      }
-    }
-    if (full < k1) {
-      __m256i mask = lanes_below(k1 - full);
-      __m256 av[DOT_ROWS];
+      total[r] = _mm256_setzero_ps();
+    for (int64_t k0 = 0; k0 < k; k0 += KC) {
+      int64_t k1 = min64(k0 + KC, k), kk = k0;
+      __m256 acc[DOT_ROWS][2];
 #pragma GCC unroll 6
       for (int r = 0; r < rows; r++)
-        av[r] = _mm256_maskload_ps(a + r * lda + full, mask);
+        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+      for (; kk + 16 <= k1; kk += 16) {
+        _mm_prefetch((const char *)w[j] + kk * (t == DT_F32 ? 4 : 2) + PF_BYTES,
+                     _MM_HINT_T0);
+        __m256 w0 = load8(t, w[j], kk), w1 = load8(t, w[j], kk + 8);
 #pragma GCC unroll 6
-      for (int j = 0; j < DOT_COLS; j++) {
-        __m256 wv = _mm256_maskload_ps(w[j] + full, mask);
+        for (int r = 0; r < rows; r++) {
+          acc[r][0] = _mm256_fmadd_ps(_mm256_loadu_ps(a + r * lda + kk), w0,
+                                      acc[r][0]);
+          acc[r][1] = _mm256_fmadd_ps(_mm256_loadu_ps(a + r * lda + kk + 8),
+                                      w1, acc[r][1]);
+        }
+      }
+      for (; kk < k1; kk += 8) {
+        int64_t n = min64(8, k1 - kk);
+        __m256i mask = lanes_below(n);
+        __m256 wv = load_part(t, w[j], kk, n, mask);
 #pragma GCC unroll 6
         for (int r = 0; r < rows; r++)
-          acc[r][j] = _mm256_fmadd_ps(av[r], wv, acc[r][j]);
+          acc[r][0] = _mm256_fmadd_ps(
+              _mm256_maskload_ps(a + r * lda + kk, mask), wv, acc[r][0]);
       }
+#pragma GCC unroll 6
+      for (int r = 0; r < rows; r++)
+        total[r] = _mm256_add_ps(total[r], _mm256_add_ps(acc[r][0], acc[r][1]));
     }
 #pragma GCC unroll 6
     for (int r = 0; r < rows; r++)
-#pragma GCC unroll 6
-      for (int j = 0; j < DOT_COLS; j++)
-        total[r][j] = _mm256_add_ps(total[r][j], acc[r][j]);
+      out[r * DOT_COLS + j] = m256_sum(total[r]);
   }
-#pragma GCC unroll 6
-  for (int r = 0; r < rows; r++)
-#pragma GCC unroll 6
-    for (int j = 0; j < DOT_COLS; j++)
-      out[r * DOT_COLS + j] = m256_sum(total[r][j]);
 }
 
 AVX2 static void dot_avx2(int rows, int64_t k, const float *a, int64_t lda,
-                          const float *const *w, float *out) {
-  WITH_ROWS_3(rows, dot_rows_avx2, k, a, lda, w, out);
+                          const void *const *w, float *out) {
+  WITH_ROWS_3(rows, dot_rows_avx2, DT_F32, k, a, lda, w, out);
+}
+
+AVX2 static void dot_f16_avx2(int rows, int64_t k, const float *a,
+                              int64_t lda, const void *const *w, float *out) {
+  WITH_ROWS_3(rows, dot_rows_avx2, DT_F16, k, a, lda, w, out);
+}
+
+AVX2 static void dot_bf16_avx2(int rows, int64_t k, const float *a,
+                               int64_t lda, const void *const *w, float *out) {
+  WITH_ROWS_3(rows, dot_rows_avx2, DT_BF16, k, a, lda, w, out);
+}
+
+AVX2 static void widen_avx2(DType t, const uint16_t *src, float *dst,
+                            int64_t n) {
+  int64_t i = 0;
+  if (t == DT_F16)
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(dst + i, load8(DT_F16, src, i));
+  else
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(dst + i, load8(DT_BF16, src, i));
+  for (; i < n; i++)
+    dst[i] = dtype_half_value(t, src[i]);
 }
 
 AVX2 static inline __attribute__((always_inline)) void
@@ -440,7 +544,25 @@ AVX2 static void row_avx2(int rows, int64_t kc, const float *a, int64_t a_m,
   WITH_ROWS_4(rows, row_rows_avx2, kc, a, a_m, a_k, b, ldb, len, t);
 }
 
-static const Isa isa_avx2 = {X_MR, X_NR, micro_avx2, dot_avx2, row_avx2};
+static const Isa isa_avx2 = {X_MR,
+                             X_NR,
+                             micro_avx2,
+                             {dot_avx2, dot_f16_avx2, dot_bf16_avx2},
+                             row_avx2,
+                             widen_avx2};
+#endif
+
+#if HAVE_X86
+/* F16C: every x86 CPU with AVX2 has it, and GCC can ask (clang 14's
+ * __builtin_cpu_supports does not know the name; only the fuzzers are
+ * built with clang). */
+static bool have_f16c(void) {
+#if defined(__clang__)
+  return true;
+#else
+  return __builtin_cpu_supports("f16c");
+#endif
+}
 #endif
 
 /* The kernels for this CPU; MAMBALAYA_KERNELS=portable forces the
@@ -450,10 +572,15 @@ static const Isa *select_isa(void) {
   if (force && strcmp(force, "portable") == 0)
     return &isa_portable;
 #if HAVE_X86
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      have_f16c())
     return &isa_avx2;
 #endif
   return &isa_portable;
+}
+
+void kernel_widen(DType t, const uint16_t *src, float *dst, int64_t n) {
+  select_isa()->widen(t, src, dst, n);
 }
 
 /* ---- buffers ---- */
@@ -472,6 +599,35 @@ static float *scratch_floats(int64_t n) {
 
 /* ---- packing ---- */
 
+/* A matrix operand: element (i, j) is the value of dtype T at P[i * RS +
+ * j * CS]. */
+typedef struct Mat {
+  const void *p;
+  DType t;
+  int64_t rs, cs;
+} Mat;
+
+/* The same matrix from element (I, J) on. */
+static Mat mat_from(Mat m, int64_t i, int64_t j) {
+  m.p = elem(m.p, m.t, i * m.rs + j * m.cs);
+  return m;
+}
+
+/* N consecutive values from P (dtype T) into DST as fp32. */
+static void get_run(const Isa *isa, const void *p, DType t, int64_t n,
+                    float *dst) {
+  if (t == DT_F32)
+    memcpy(dst, p, (size_t)n * sizeof *dst);
+  else
+    isa->widen(t, p, dst, n);
+}
+
+static float get_one(Mat m, int64_t i, int64_t j) {
+  int64_t k = i * m.rs + j * m.cs;
+  return m.t == DT_F32 ? ((const float *)m.p)[k]
+                       : dtype_half_value(m.t, ((const uint16_t *)m.p)[k]);
+}
+
 /* Interleave N vectors, each contiguous: dst[p * n + j] = v[j][p]. All N
  * are read together, p after p, so that N streams are in flight (one
  * vector at a time would wait on each one's misses in turn). */
@@ -481,65 +637,151 @@ static void interleave(const float *const *v, int n, int64_t len, float *dst) {
       dst[j] = v[j][p];
 }
 
-/* dst[p * n + j] = s[j * js + p * ps] for j < cols, 0 for cols <= j < n:
- * one sliver, for any strides. */
-static void pack_sliver(const float *s, int64_t js, int64_t ps, int cols, int n,
-                        int64_t len, float *dst) {
-  if (ps == 1 && cols == n) {
+/* dst[p * n + j] = S(j, p) for j < cols, 0 for cols <= j < n: one sliver
+ * of LEN <= KC, for any strides and dtype. */
+static void pack_sliver(const Isa *isa, Mat s, int cols, int n, int64_t len,
+                        float *dst) {
+  if (s.cs == 1 && cols == n) {
     const float *v[NR_MAX];
-    for (int j = 0; j < n; j++)
-      v[j] = s + j * js;
+    float rows[NR_MAX][KC];
+    for (int j = 0; j < n; j++) {
+      const void *row = elem(s.p, s.t, j * s.rs);
+      if (s.t != DT_F32)
+        get_run(isa, row, s.t, len, rows[j]);
+      v[j] = s.t == DT_F32 ? row : rows[j];
+    }
     interleave(v, n, len, dst);
     return;
   }
   if (cols < n)
     memset(dst, 0, (size_t)(n * len) * sizeof *dst);
-  if (js == 1 && cols == n) {
+  if (s.rs == 1 && cols == n) {
     for (int64_t p = 0; p < len; p++)
-      memcpy(dst + p * n, s + p * ps, (size_t)n * sizeof *dst);
+      get_run(isa, elem(s.p, s.t, p * s.cs), s.t, n, dst + p * n);
     return;
   }
   for (int64_t p = 0; p < len; p++)
     for (int j = 0; j < cols; j++)
-      dst[p * n + j] = s[j * js + p * ps];
+      dst[p * n + j] = get_one(s, j, p);
 }
 
-/* A[0..mc)[0..kc) (rows RS apart, columns CS apart) into slivers of MR
- * rows: dst[(i / MR) * MR * kc + p * MR + i % MR], rows past mc zero. */
-static void pack_a(const float *a, int64_t rs, int64_t cs, int64_t mc,
-                   int64_t kc, int mr, float *dst) {
+/* A[0..mc)[0..kc) into slivers of MR rows: dst[(i / MR) * MR * kc + p *
+ * MR + i % MR], rows past mc zero. */
+static void pack_a(const Isa *isa, Mat a, int64_t mc, int64_t kc, int mr,
+                   float *dst) {
   for (int64_t i0 = 0; i0 < mc; i0 += mr, dst += mr * kc)
-    pack_sliver(a + i0 * rs, rs, cs, (int)min64(mr, mc - i0), mr, kc, dst);
+    pack_sliver(isa, mat_from(a, i0, 0), (int)min64(mr, mc - i0), mr, kc, dst);
 }
 
-/* B[0..kc)[0..nc) (rows RS apart, columns CS apart) into slivers of NR
- * columns: dst[(j / NR) * NR * kc + p * NR + j % NR], columns past nc
- * zero. */
-static void pack_b(const float *b, int64_t rs, int64_t cs, int64_t kc,
-                   int64_t nc, int nr, float *dst) {
+/* B[0..kc)[0..nc) into slivers of NR columns: dst[(j / NR) * NR * kc + p
+ * * NR + j % NR], columns past nc zero. */
+static void pack_b(const Isa *isa, Mat b, int64_t kc, int64_t nc, int nr,
+                   float *dst) {
   int64_t whole = nc / nr * nr;
-  if (cs == 1) {
+  if (b.cs == 1) {
     /* Row-major: read each row of the panel from end to end, dealing its
      * pieces out to the slivers (walking one sliver down the rows would
      * touch a new page at every row when B is wide). */
     for (int64_t p = 0; p < kc; p++)
       for (int64_t j0 = 0; j0 < whole; j0 += nr)
-        memcpy(dst + j0 * kc + p * nr, b + p * rs + j0,
-               (size_t)nr * sizeof *dst);
-    b += whole;
+        get_run(isa, elem(b.p, b.t, p * b.rs + j0), b.t, nr,
+                dst + j0 * kc + p * nr);
+    b = mat_from(b, 0, whole);
     dst += whole * kc;
     nc -= whole;
   }
+  /* A sliver is B's columns as rows: transposed. */
+  Mat bt = {b.p, b.t, b.cs, b.rs};
   for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += nr * kc)
-    pack_sliver(b + j0 * cs, cs, rs, (int)min64(nr, nc - j0), nr, kc, dst);
+    pack_sliver(isa, mat_from(bt, j0, 0), (int)min64(nr, nc - j0), nr, kc,
+                dst);
 }
 
-/* A[0..m)[0..k) into dst[i * k + p]: contiguous rows for the dot path. */
-static void pack_rows(const float *a, int64_t rs, int64_t cs, int64_t m,
-                      int64_t k, float *dst) {
-  for (int64_t i = 0; i < m; i++)
+/* A[0..m)[0..k) into dst[i * k + p] as fp32: contiguous rows for the dot
+ * path. */
+static void pack_rows(const Isa *isa, Mat a, int64_t m, int64_t k,
+                      float *dst) {
+  for (int64_t i = 0; i < m; i++) {
+    if (a.cs == 1) {
+      get_run(isa, elem(a.p, a.t, i * a.rs), a.t, k, dst + i * k);
+      continue;
+    }
     for (int64_t p = 0; p < k; p++)
-      dst[i * k + p] = a[i * rs + p * cs];
+      dst[i * k + p] = get_one(a, i, p);
+  }
+}
+
+/* ---- operands packed once ---- */
+
+/* The whole of A (B_SIDE false: slivers of MR rows) or B (slivers of NR
+ * columns), KC-deep block after block: block PC (a multiple of KC) starts
+ * at round_up(m or n, MR or NR) * PC, and a block's slivers are in order,
+ * so the packed path finds its block (IC or JC, PC) at ... + IC * kc. */
+struct GemmPack {
+  const Isa *isa;
+  bool b_side;
+  Mat src;
+  int64_t outer, k; /* rows of A (or columns of B), and the depth */
+  float *data;
+  int64_t floats;
+};
+
+static const float *pack_block(const GemmPack *pk, int64_t first,
+                               int64_t pc) {
+  int step = pk->b_side ? pk->isa->nr : pk->isa->mr;
+  int64_t kc = min64(KC, pk->k - pc);
+  return pk->data + round_up(pk->outer, step) * pc + first * kc;
+}
+
+typedef struct PackJob {
+  GemmPack *pk;
+  int64_t per; /* slivers per task */
+  int64_t nslivers;
+} PackJob;
+
+/* Task T: a run of slivers of one KC block. */
+static void pack_task(void *arg, int t, int n) {
+  (void)n;
+  const PackJob *job = arg;
+  GemmPack *pk = job->pk;
+  int step = pk->b_side ? pk->isa->nr : pk->isa->mr;
+  int64_t parts = ceil_div(job->nslivers, job->per);
+  int64_t pc = (t / parts) * KC, s0 = (t % parts) * job->per;
+  int64_t s1 = min64(job->nslivers, s0 + job->per);
+  int64_t kc = min64(KC, pk->k - pc), first = s0 * step;
+  int64_t count = min64(s1 * step, pk->outer) - first;
+  float *dst = (float *)pack_block(pk, first, pc);
+  if (pk->b_side)
+    pack_b(pk->isa, mat_from(pk->src, pc, first), kc, count, step, dst);
+  else
+    pack_a(pk->isa, mat_from(pk->src, first, pc), count, kc, step, dst);
+}
+
+static GemmPack *pack_whole(const Isa *isa, bool b_side, Mat src,
+                            int64_t outer, int64_t k, Pool *pool) {
+  GemmPack *pk = xcalloc(1, sizeof *pk);
+  *pk = (GemmPack){.isa = isa, .b_side = b_side, .src = src, .outer = outer,
+                   .k = k};
+  int step = b_side ? isa->nr : isa->mr;
+  pk->floats = round_up(outer, step) * k;
+  pk->data = scratch_floats(pk->floats);
+  PackJob job = {.pk = pk, .nslivers = ceil_div(outer, step)};
+  int threads = pool_size(pool);
+  job.per = ceil_div(job.nslivers, 2 * (int64_t)threads);
+  int64_t tasks = ceil_div(k, KC) * ceil_div(job.nslivers, job.per);
+  pool_run(threads > 1 ? pool : NULL, pack_task, &job, (int)tasks);
+  return pk;
+}
+
+double kernel_gemm_pack_bytes(const GemmPack *pk) {
+  return pk ? 4.0 * (double)pk->floats : 0;
+}
+
+void kernel_gemm_pack_free(GemmPack *pk) {
+  if (!pk)
+    return;
+  free(pk->data);
+  free(pk);
 }
 
 /* ---- the packed path ---- */
@@ -557,30 +799,49 @@ typedef struct PackedJob {
   const Gemm *g;
   const Isa *isa;
   Split s;
+  const GemmPack *pa, *pb; /* A or B packed once, or NULL */
 } PackedJob;
 
-/* C[m0..m1)[n0..n1) of one batch, the Goto way. */
+/* G's operands as matrices: A (m x k) and B (k x n) of batch BI. */
+static Mat mat_a(const Gemm *g, int64_t bi) {
+  return (Mat){elem(g->a, g->a_type, bi * g->a_b), g->a_type, g->a_m, g->a_k};
+}
+
+static Mat mat_b(const Gemm *g, int64_t bi) {
+  return (Mat){elem(g->b, g->b_type, bi * g->b_b), g->b_type, g->b_k, g->b_n};
+}
+
+/* C[m0..m1)[n0..n1) of one batch, the Goto way: B panels and A blocks
+ * packed here (into BBUF, ABUF), or found packed in JOB's packs. */
 static void packed_block(const PackedJob *job, int64_t bi, int64_t m0,
                          int64_t m1, int64_t n0, int64_t n1, float *abuf,
                          float *bbuf) {
   const Gemm *g = job->g;
   const Isa *isa = job->isa;
   const int mr = isa->mr, nr = isa->nr;
-  const float *a = g->a + bi * g->a_b, *b = g->b + bi * g->b_b;
+  Mat a = mat_a(g, bi), b = mat_b(g, bi);
   float *c = g->c + bi * g->c_b;
   for (int64_t jc = n0; jc < n1; jc += NC_COLS) {
     int64_t nc = min64(NC_COLS, n1 - jc);
     for (int64_t pc = 0; pc < g->k; pc += KC) {
       int64_t kc = min64(KC, g->k - pc);
       bool overwrite = pc == 0 && !g->accumulate;
-      pack_b(b + pc * g->b_k + jc * g->b_n, g->b_k, g->b_n, kc, nc, nr, bbuf);
+      const float *bp = bbuf;
+      if (job->pb)
+        bp = pack_block(job->pb, jc, pc);
+      else
+        pack_b(isa, mat_from(b, pc, jc), kc, nc, nr, bbuf);
       for (int64_t ic = m0; ic < m1; ic += MC_ROWS) {
         int64_t mc = min64(MC_ROWS, m1 - ic);
-        pack_a(a + ic * g->a_m + pc * g->a_k, g->a_m, g->a_k, mc, kc, mr, abuf);
+        const float *ap = abuf;
+        if (job->pa)
+          ap = pack_block(job->pa, ic, pc);
+        else
+          pack_a(isa, mat_from(a, ic, pc), mc, kc, mr, abuf);
         for (int64_t jr = 0; jr < nc; jr += nr) {
           int cols = (int)min64(nr, nc - jr);
           for (int64_t ir = 0; ir < mc; ir += mr)
-            isa->micro(kc, abuf + ir * kc, bbuf + jr * kc,
+            isa->micro(kc, ap + ir * kc, bp + jr * kc,
                        c + (ic + ir) * g->c_m + (jc + jr) * g->c_n, g->c_m,
                        g->c_n, (int)min64(mr, mc - ir), cols, overwrite);
         }
@@ -602,10 +863,14 @@ static void packed_task(void *arg, int t, int n) {
   if (m0 >= m1 || n0 >= n1)
     return;
   int64_t kc = min64(KC, g->k);
-  float *abuf =
-      scratch_floats(round_up(min64(MC_ROWS, m1 - m0), job->isa->mr) * kc);
-  float *bbuf =
-      scratch_floats(round_up(min64(NC_COLS, n1 - n0), job->isa->nr) * kc);
+  float *abuf = job->pa ? NULL
+                        : scratch_floats(
+                              round_up(min64(MC_ROWS, m1 - m0), job->isa->mr) *
+                              kc);
+  float *bbuf = job->pb ? NULL
+                        : scratch_floats(
+                              round_up(min64(NC_COLS, n1 - n0), job->isa->nr) *
+                              kc);
   for (int64_t bi = b0; bi < b1; bi++)
     packed_block(job, bi, m0, m1, n0, n1, abuf, bbuf);
   free(abuf);
@@ -639,8 +904,8 @@ static Split split_work(int64_t batch, int64_t m, int64_t n, int threads,
 }
 
 static void gemm_packed(const Gemm *g, const Isa *isa, Pool *pool,
-                        int threads) {
-  PackedJob job = {.g = g, .isa = isa};
+                        int threads, const GemmPack *pa, const GemmPack *pb) {
+  PackedJob job = {.g = g, .isa = isa, .pa = pa, .pb = pb};
   job.s = split_work(g->batch, g->m, g->n, threads, isa->mr, isa->nr);
   pool_run(pool, packed_task, &job, job.s.ntasks);
 }
@@ -654,45 +919,52 @@ typedef struct DotJob {
 } DotJob;
 
 /* Start fetching part PART of NPARTS of W's rows [J, J + DOT_COLS) (those
- * before N1), K floats each. With many rows of A, each group of W's rows
+ * before N1), K values each. With many rows of A, each group of W's rows
  * is used by several dot kernel calls, which run from cache: meanwhile
  * the next group is fetched, a part per call, so that memory stays busy
  * (the hardware prefetcher alone runs only a few lines ahead). */
-static void prefetch_part(const float *b, int64_t b_n, int64_t j, int64_t n1,
-                          int64_t k, int64_t part, int64_t nparts) {
-  int64_t lines = ceil_div(k, 16); /* 16 floats per 64-byte line */
+static void prefetch_part(Mat w, int64_t j, int64_t n1, int64_t k,
+                          int64_t part, int64_t nparts) {
+  int64_t per_line = 64 / esize(w.t);
+  int64_t lines = ceil_div(k, per_line);
   int64_t l0 = lines * part / nparts, l1 = lines * (part + 1) / nparts;
   for (int64_t jj = j; jj < min64(j + DOT_COLS, n1); jj++)
     for (int64_t l = l0; l < l1; l++)
-      __builtin_prefetch(b + jj * b_n + 16 * l, 0, 3);
+      __builtin_prefetch(elem(w.p, w.t, jj * w.rs + per_line * l), 0, 3);
 }
 
 /* C[0..m)[n0..n1) of batch BI, W = B^T having contiguous rows. */
+static bool a_packed_for_dot(const Gemm *g) {
+  return g->a_k != 1 || g->a_type != DT_F32;
+}
+
 static void dot_block(const DotJob *job, int64_t bi, int64_t n0, int64_t n1,
                       float *apack) {
   const Gemm *g = job->g;
-  const float *a = g->a + bi * g->a_b, *b = g->b + bi * g->b_b;
+  const float *a = elem(g->a, g->a_type, bi * g->a_b);
+  Mat w = {elem(g->b, g->b_type, bi * g->b_b), g->b_type, g->b_n, 1}; /* B^T */
   float *c = g->c + bi * g->c_b;
   int64_t lda = g->a_m;
-  if (g->a_k != 1) {
-    pack_rows(a, g->a_m, g->a_k, g->m, g->k, apack);
+  if (a_packed_for_dot(g)) {
+    pack_rows(job->isa, mat_a(g, bi), g->m, g->k, apack);
     a = apack;
     lda = g->k;
   }
+  DotFn *dot = job->isa->dot[w.t];
   for (int64_t j0 = n0; j0 < n1; j0 += DOT_COLS) {
-    const float *w[DOT_COLS];
+    const void *wr[DOT_COLS];
     int cols = (int)min64(DOT_COLS, n1 - j0);
     /* Past the end, repeat the last row of W: computed and dropped. */
 #pragma GCC unroll 6
     for (int j = 0; j < DOT_COLS; j++)
-      w[j] = b + (j0 + (j < cols ? j : cols - 1)) * g->b_n;
+      wr[j] = elem(w.p, w.t, (j0 + (j < cols ? j : cols - 1)) * w.rs);
     for (int64_t i0 = 0; i0 < g->m; i0 += DOT_ROWS) {
       int rows = (int)min64(DOT_ROWS, g->m - i0);
       float out[DOT_ROWS * DOT_COLS];
       if (g->m > DOT_ROWS)
-        prefetch_part(b, g->b_n, j0 + DOT_COLS, n1, g->k, i0 / DOT_ROWS,
+        prefetch_part(w, j0 + DOT_COLS, n1, g->k, i0 / DOT_ROWS,
                       ceil_div(g->m, DOT_ROWS));
-      job->isa->dot(rows, g->k, a + i0 * lda, lda, w, out);
+      dot(rows, g->k, a + i0 * lda, lda, wr, out);
 #pragma GCC unroll 6
       for (int r = 0; r < rows; r++) {
         float *cr = c + (i0 + r) * g->c_m + j0 * g->c_n;
@@ -715,7 +987,7 @@ static void dot_task(void *arg, int t, int n) {
   int64_t n0 = (t % s->tn) * s->nstep, n1 = min64(g->n, n0 + s->nstep);
   if (n0 >= n1)
     return;
-  float *apack = g->a_k != 1 ? scratch_floats(g->m * g->k) : NULL;
+  float *apack = a_packed_for_dot(g) ? scratch_floats(g->m * g->k) : NULL;
   for (int64_t bi = b0; bi < b1; bi++)
     dot_block(job, bi, n0, n1, apack);
   free(apack);
@@ -737,8 +1009,9 @@ static void gemm_dot(const Gemm *g, const Isa *isa, Pool *pool, int threads) {
  * L1), TOTAL the running sums of all m rows. */
 static void row_block(const DotJob *job, int64_t bi, int64_t n0, int64_t n1,
                       float *t, float *total) {
-  const Gemm *g = job->g;
-  const float *a = g->a + bi * g->a_b, *b = g->b + bi * g->b_b;
+  const Gemm *g = job->g; /* fp32 operands only */
+  const float *a = (const float *)g->a + bi * g->a_b;
+  const float *b = (const float *)g->b + bi * g->b_b;
   float *c = g->c + bi * g->c_b;
   for (int64_t j0 = n0; j0 < n1; j0 += ROW_SEG) {
     int64_t len = min64(ROW_SEG, n1 - j0);
@@ -830,6 +1103,7 @@ static Gemm transposed(const Gemm *g) {
   t.m = g->n, t.n = g->m;
   t.a = g->b, t.a_m = g->b_n, t.a_k = g->b_k, t.a_b = g->b_b;
   t.b = g->a, t.b_k = g->a_k, t.b_n = g->a_m, t.b_b = g->a_b;
+  t.a_type = g->b_type, t.b_type = g->a_type;
   t.c_m = g->c_n, t.c_n = g->c_m;
   return t;
 }
@@ -844,38 +1118,120 @@ static void clear_c(const Gemm *g) {
         g->c[bi * g->c_b + i * g->c_m + j * g->c_n] = 0;
 }
 
-void kernel_gemm(const Gemm *gin, Pool *pool) {
-  if (gin->m <= 0 || gin->n <= 0 || gin->batch <= 0)
-    return;
-  if (gin->batch > 1 && gin->c_b == 0) {
-    for (int64_t bi = 0; bi < gin->batch; bi++) {
-      Gemm one = *gin;
-      one.batch = 1;
-      one.a += bi * gin->a_b;
-      one.b += bi * gin->b_b;
-      kernel_gemm(&one, pool);
-    }
-    return;
-  }
-  if (gin->k <= 0) {
-    clear_c(gin);
-    return;
-  }
-  Gemm g = fold_batches(gin);
+typedef enum { PATH_DOT, PATH_ROW, PATH_PACKED } Path;
+
+/* How a product runs: batches folded, perhaps transposed, and its path. */
+typedef struct Route {
+  Gemm g;
+  bool swapped; /* A and B exchanged: C^T = B^T A^T */
+  Path path;
+  const Isa *isa;
+  int threads;
+} Route;
+
+/* For a product with k > 0 and no batches that share all of C. */
+static Route route(const Gemm *in, Pool *pool) {
+  Route r = {.g = fold_batches(in), .isa = select_isa()};
+  Gemm *g = &r.g;
   /* Few columns and many rows: the transposed product has few rows, which
-   * the streaming paths do best (a matrix times a vector). */
-  if (g.n <= DOT_MAX_M && g.m > DOT_MAX_M)
-    g = transposed(&g);
-  const Isa *isa = select_isa();
-  double macs = (double)g.m * (double)g.n * (double)g.k * (double)g.batch;
-  int threads = macs < SMALL_WORK ? 1 : pool_size(pool);
-  Pool *p = threads > 1 ? pool : NULL;
-  if (g.m <= DOT_MAX_M && g.b_k == 1)
-    gemm_dot(&g, isa, p, threads);
-  else if (g.m <= ROW_MAX_M && g.b_n == 1)
-    gemm_rows(&g, isa, p, threads);
+   * the streaming paths do best (a matrix times a vector); likewise when
+   * only A is 16-bit, so that the dot path streams it as W. */
+  bool a16 = g->a_type != DT_F32 && g->b_type == DT_F32;
+  if (g->n <= DOT_MAX_M && (g->m > DOT_MAX_M || a16)) {
+    *g = transposed(g);
+    r.swapped = true;
+  }
+  double macs = (double)g->m * (double)g->n * (double)g->k * (double)g->batch;
+  r.threads = macs < SMALL_WORK ? 1 : pool_size(pool);
+  bool f32 = g->a_type == DT_F32 && g->b_type == DT_F32;
+  if (g->m <= DOT_MAX_M && g->b_k == 1)
+    r.path = PATH_DOT;
+  else if (g->m <= ROW_MAX_M && g->b_n == 1 && f32)
+    r.path = PATH_ROW;
   else
-    gemm_packed(&g, isa, p, threads);
+    r.path = PATH_PACKED;
+  return r;
+}
+
+/* Run a routed product; PK, when it is the packed form of one of its
+ * operands, spares packing that one. */
+static void run_route(const Route *r, const GemmPack *pk, Pool *pool) {
+  Pool *p = r->threads > 1 ? pool : NULL;
+  const Gemm *g = &r->g;
+  switch (r->path) {
+  case PATH_DOT:
+    gemm_dot(g, r->isa, p, r->threads);
+    break;
+  case PATH_ROW:
+    gemm_rows(g, r->isa, p, r->threads);
+    break;
+  case PATH_PACKED:
+    gemm_packed(g, r->isa, p, r->threads, pk && !pk->b_side ? pk : NULL,
+                pk && pk->b_side ? pk : NULL);
+    break;
+  }
+}
+
+/* Batches that share all of C run one after another (so that with
+ * accumulate C sums them); true if G was such and has run. */
+static bool run_shared_c(const Gemm *g, Pool *pool) {
+  if (g->batch <= 1 || g->c_b != 0)
+    return false;
+  for (int64_t bi = 0; bi < g->batch; bi++) {
+    Gemm one = *g;
+    one.batch = 1;
+    one.a = elem(g->a, g->a_type, bi * g->a_b);
+    one.b = elem(g->b, g->b_type, bi * g->b_b);
+    kernel_gemm(&one, pool);
+  }
+  return true;
+}
+
+void kernel_gemm(const Gemm *g, Pool *pool) {
+  kernel_gemm_with(g, NULL, pool);
+}
+
+/* Operand B_SIDE of the routed product R as packed for its packed path:
+ * the matrix, its outer size (rows of A, columns of B) and depth. */
+static Mat routed_operand(const Route *r, bool b_side, int64_t *outer) {
+  const Gemm *g = &r->g;
+  *outer = b_side ? g->n : g->m;
+  return b_side ? mat_b(g, 0) : mat_a(g, 0);
+}
+
+static bool same_mat(Mat a, Mat b) {
+  return a.p == b.p && a.t == b.t && a.rs == b.rs && a.cs == b.cs;
+}
+
+GemmPack *kernel_gemm_pack(const Gemm *g, bool b_side, Pool *pool) {
+  if (g->m <= 0 || g->n <= 0 || g->k <= 0 || g->batch <= 0 ||
+      (g->batch > 1 && g->c_b == 0))
+    return NULL;
+  Route r = route(g, pool);
+  if (r.path != PATH_PACKED || r.g.batch != 1)
+    return NULL;
+  bool side = b_side != r.swapped;
+  int64_t outer;
+  Mat m = routed_operand(&r, side, &outer);
+  return pack_whole(r.isa, side, m, outer, r.g.k, pool);
+}
+
+void kernel_gemm_with(const Gemm *g, const GemmPack *pk, Pool *pool) {
+  if (g->m <= 0 || g->n <= 0 || g->batch <= 0 || run_shared_c(g, pool))
+    return;
+  if (g->k <= 0) {
+    clear_c(g);
+    return;
+  }
+  Route r = route(g, pool);
+  if (pk) { /* only where it is this product's operand, packed alike */
+    int64_t outer;
+    Mat m = routed_operand(&r, pk->b_side, &outer);
+    if (r.path != PATH_PACKED || r.g.batch != 1 || pk->isa != r.isa ||
+        !same_mat(m, pk->src) || outer != pk->outer || r.g.k != pk->k)
+      pk = NULL;
+  }
+  run_route(&r, pk, pool);
 }
 
 /* ---- copy bandwidth ---- */

@@ -1,6 +1,8 @@
-/* run.c — running a cascade: binding its inputs, the interpreter (Einsum
- * by Einsum; recurrences a step at a time), and the state a following pass
- * continues from. The fused executor is in fused.c. */
+/* run.c — what every run of a cascade shares: binding its inputs, arrays
+ * with their fronts, recurrences and the schedule, stretches, the
+ * interpreter (Einsum by Einsum; recurrences a step at a time), and the
+ * state a following pass continues from. The fused executor is in
+ * fused.c, the entry point exec_run in exec.c. */
 #include "run.h"
 
 #include <math.h>
@@ -67,7 +69,7 @@ bool bind_inputs(Run *r, const Tensors *inputs) {
     }
     r->arrays[t] = a;
     r->borrowed[t] = true;
-    r->views[t] = view_of(a->data, a->shape, a->ndim);
+    r->views[t] = view_of_array(a);
   }
   return true;
 }
@@ -130,7 +132,9 @@ bool fill_front(Run *r, int t, int64_t steps, const int64_t *lo,
                 const int64_t *hi) {
   Region reg;
   front_region(r, t, steps, lo, hi, &reg);
-  return vm_einsum(&r->env, r->c->tensors[t].init, &reg, r->d);
+  if (!r->init_jobs[t])
+    r->init_jobs[t] = vm_prepare(&r->env, r->c->tensors[t].init);
+  return vm_exec(r->init_jobs[t], &reg, r->d);
 }
 
 /* ---- memory ---- */
@@ -204,7 +208,7 @@ static bool run_one(Run *r, int i) {
     return false;
   Region reg;
   region_full(r->s, e, &reg);
-  return vm_einsum(&r->env, e, &reg, r->d);
+  return vm_exec(run_job(r, 0, i), &reg, r->d);
 }
 
 /* ---- the schedule ---- */
@@ -311,7 +315,6 @@ typedef struct Workers {
   int64_t nslices;
   bool ok;
   Diag *diags;
-  int *faults;
 } Workers;
 
 /* Member K's region restricted to slice [slo, shi) of the split rank and,
@@ -371,20 +374,15 @@ static void stretch_worker(void *arg, int w, int nw) {
   Workers *wk = arg;
   const Stretch *st = wk->st;
   Run *r = wk->r;
-  Env env = r->env;
-  env.pool = NULL;
-  env.fault = &wk->faults[w];
   VmJob **jobs = xcalloc((size_t)st->n, sizeof *jobs);
   bool ok = true;
   for (int k = 0; k < st->n; k++)
-    jobs[k] = vm_prepare(&env, r->c->einsums[st->members[k]]);
+    jobs[k] = run_job(r, 1 + w, st->members[k]);
   for (int64_t i = w; ok && i < wk->nslices; i += nw) {
     int64_t slo = wk->lo + i * st->slice;
     int64_t shi = slo + st->slice < wk->hi ? slo + st->slice : wk->hi;
     ok = run_slice(wk, jobs, slo, shi, &wk->diags[w]);
   }
-  for (int k = 0; k < st->n; k++)
-    vm_job_free(jobs[k]);
   free(jobs);
   if (!ok)
     wk->ok = false;
@@ -402,23 +400,29 @@ bool run_stretch(Run *r, const Stretch *st, const int *scc) {
     whole.slice = wk.hi - wk.lo;
   wk.st = &whole;
   wk.nslices = (wk.hi - wk.lo + whole.slice - 1) / whole.slice;
-  int workers = r->o->pool ? pool_size(r->o->pool) : 1;
+  int workers = r->nslots - 1;
   if (workers > wk.nslices)
     workers = (int)wk.nslices;
   wk.diags = xcalloc((size_t)workers, sizeof *wk.diags);
-  wk.faults = xcalloc((size_t)workers, sizeof *wk.faults);
+  /* Each worker's jobs read its env: the run's, without the pool (the
+   * workers are the pool), with a fault flag of its own. */
+  for (int w = 0; w < workers; w++) {
+    r->faults[w] = 0;
+    r->envs[w] = r->env;
+    r->envs[w].pool = NULL;
+    r->envs[w].fault = &r->faults[w];
+  }
   if (workers > 1)
     pool_run(r->o->pool, stretch_worker, &wk, workers);
   else
     stretch_worker(&wk, 0, 1);
   for (int w = 0; w < workers; w++) {
-    if (wk.faults[w])
+    if (r->faults[w])
       r->fault = 1;
     if (wk.diags[w].failed && !r->d->failed)
       *r->d = wk.diags[w];
   }
   free(wk.diags);
-  free(wk.faults);
   return wk.ok && !r->fault;
 }
 
@@ -444,42 +448,32 @@ static bool run_recurrence(Run *r, const int *members, int n, const int *scc) {
 
 /* Is tensor T still needed once the schedule's first DONE Einsums have
  * run (not yet produced, read by a later one, an output, or state)? */
-static bool needed_later(const Run *r, const Sched *sc, int t, int done) {
+static bool needed_later(const Run *r, int t, int done) {
   const Cascade *c = r->c;
   if (c->tensors[t].output || c->tensors[t].init || r->o->keep_all)
     return true;
-  for (int i = done; i < sc->n; i++) {
-    const Einsum *e = c->einsums[sc->order[i]];
-    if (e->out.tensor == t)
-      return true;
-    for (int k = 0; k < e->nreads; k++)
-      if (e->reads[k]->tensor == t)
-        return true;
-  }
-  return false;
+  return r->last_use[t] >= done;
 }
 
-static bool interpret(Run *r) {
+bool run_interpret(Run *r) {
   const Cascade *c = r->c;
-  Sched sc;
-  sched_build(c, &sc);
+  const Sched *sc = &r->sched;
   bool ok = true;
-  for (int i = 0; ok && i < sc.n;) {
-    int e = sc.order[i], n = 1;
-    if (sc.scc[e] >= 0) {
-      while (i + n < sc.n && sc.scc[sc.order[i + n]] == sc.scc[e])
+  for (int i = 0; ok && i < sc->n;) {
+    int e = sc->order[i], n = 1;
+    if (sc->scc[e] >= 0) {
+      while (i + n < sc->n && sc->scc[sc->order[i + n]] == sc->scc[e])
         n++;
-      ok = run_recurrence(r, &sc.order[i], n, sc.scc);
+      ok = run_recurrence(r, &sc->order[i], n, sc->scc);
     } else {
       ok = run_one(r, e);
     }
     /* Free what no later Einsum reads. */
     for (int t = 0; ok && t < c->ntensors; t++)
-      if (c->tensors[t].producer >= 0 && !needed_later(r, &sc, t, i + n))
+      if (c->tensors[t].producer >= 0 && !needed_later(r, t, i + n))
         run_release(r, t);
     i += n;
   }
-  sched_free(&sc);
   return ok;
 }
 
@@ -549,6 +543,36 @@ static int64_t view_offset(const Run *r, int t, const int64_t *coords) {
   return off;
 }
 
+/* S' as a strided walk of T's view: S'[pos] = data[*OFF0 + sum_k pos[k]
+ * * STEP[k]], when every element lies in the view. T's coordinates grow
+ * with pos (each is a coordinate of S' less an offset, or fixed), so the
+ * first and last corners bound them all. */
+static bool state_strides(const Run *r, int t, const int64_t *shape, int n,
+                          int64_t *off0, int64_t *step) {
+  int64_t pos[IR_MAX_RANKS] = {0}, coords[IR_MAX_RANKS];
+  if (!state_coords(r, t, pos, coords) ||
+      (*off0 = view_offset(r, t, coords)) < 0)
+    return false;
+  int64_t expect = *off0;
+  for (int k = 0; k < n; k++) {
+    step[k] = 0;
+    if (shape[k] > 1) {
+      pos[k] = 1;
+      state_coords(r, t, pos, coords);
+      pos[k] = 0;
+      int64_t o = view_offset(r, t, coords);
+      if (o < 0)
+        return false;
+      step[k] = o - *off0;
+    }
+    expect += (shape[k] - 1) * step[k];
+  }
+  for (int k = 0; k < n; k++)
+    pos[k] = shape[k] - 1;
+  state_coords(r, t, pos, coords);
+  return view_offset(r, t, coords) == expect;
+}
+
 bool next_state(Run *r, int t, Tensors *next) {
   const Cascade *c = r->c;
   const Einsum *ini = c->tensors[t].init;
@@ -562,6 +586,25 @@ bool next_state(Run *r, int t, Tensors *next) {
     shape[hist] = state_steps(r, t);
   Array *out = array_new(n, shape);
   int64_t row = n > 0 ? shape[n - 1] : 1;
+  int64_t off0, steps[IR_MAX_RANKS];
+  if (out->n > 0 && n > 0 && state_strides(r, t, shape, n, &off0, steps)) {
+    /* The whole of S' at once (the decode state, every step). */
+    int64_t pos[IR_MAX_RANKS] = {0}, off = off0;
+    const float *src = r->views[t].data;
+    for (int64_t base = 0; base < out->n; base += row) {
+      for (int64_t x = 0; x < row; x++)
+        out->data[base + x] = src[off + x * steps[n - 1]];
+      for (int k = n - 2; k >= 0; k--) {
+        off += steps[k];
+        if (++pos[k] < shape[k])
+          break;
+        off -= shape[k] * steps[k];
+        pos[k] = 0;
+      }
+    }
+    tensors_put(next, tname(c, st), out, true);
+    return true;
+  }
   int64_t pos[IR_MAX_RANKS] = {0};
   /* A row of S' (its last dimension) is a strided run of T's view when
    * both its ends lie in the view; otherwise element by element. */
@@ -624,107 +667,71 @@ void run_init(Run *r, const Cascade *c, const Shape *s, const ExecOpts *o,
   r->front = xcalloc(nt, sizeof *r->front);
   r->env = (Env){.c = c, .s = s, .views = r->views, .pool = o->pool,
                  .fault = &r->fault};
+  sched_build(c, &r->sched);
+  r->last_use = xmalloc(nt * sizeof *r->last_use);
+  for (int t = 0; t < c->ntensors; t++)
+    r->last_use[t] = -1;
+  for (int p = 0; p < r->sched.n; p++) {
+    const Einsum *e = c->einsums[r->sched.order[p]];
+    r->last_use[e->out.tensor] = p;
+    for (int k = 0; k < e->nreads; k++)
+      r->last_use[e->reads[k]->tensor] = p;
+  }
+  r->nslots = 1 + pool_size(o->pool);
+  r->jobs = xcalloc((size_t)r->nslots * ((size_t)c->neinsums + 1),
+                    sizeof *r->jobs);
+  r->envs = xcalloc((size_t)r->nslots, sizeof *r->envs);
+  r->init_jobs = xcalloc(nt, sizeof *r->init_jobs);
+  r->faults = xcalloc((size_t)r->nslots, sizeof *r->faults);
+}
+
+VmJob *run_job(Run *r, int slot, int e) {
+  VmJob **j = &r->jobs[(size_t)slot * (size_t)r->c->neinsums + (size_t)e];
+  if (!*j)
+    *j = vm_prepare(slot ? &r->envs[slot - 1] : &r->env, r->c->einsums[e]);
+  return *j;
+}
+
+void run_release_jobs(Run *r, const bool *member) {
+  double held = 0;
+  int ne = r->c->neinsums;
+  for (int k = 0; k < r->nslots * ne; k++)
+    if (r->jobs[k] && (!member || member[k % ne]))
+      held += vm_job_held(r->jobs[k]);
+  if (r->live + held > r->peak)
+    r->peak = r->live + held;
+  for (int k = 0; k < r->nslots * ne; k++)
+    if (r->jobs[k] && (!member || member[k % ne]))
+      vm_job_release(r->jobs[k]);
+}
+
+void run_reset(Run *r) {
+  run_release_jobs(r, NULL);
+  for (int t = 0; t < r->c->ntensors; t++)
+    if (r->init_jobs[t])
+      vm_job_release(r->init_jobs[t]);
+  for (int t = 0; t < r->c->ntensors; t++) {
+    run_release(r, t);
+    r->arrays[t] = NULL; /* the caller's inputs too */
+    r->borrowed[t] = false;
+    memset(&r->views[t], 0, sizeof r->views[t]);
+  }
 }
 
 void run_done(Run *r) {
+  run_reset(r);
+  for (int k = 0; k < r->nslots * r->c->neinsums; k++)
+    vm_job_free(r->jobs[k]);
   for (int t = 0; t < r->c->ntensors; t++)
-    run_release(r, t);
+    vm_job_free(r->init_jobs[t]);
+  free(r->jobs);
+  free(r->init_jobs);
+  free(r->envs);
+  free(r->faults);
+  free(r->last_use);
+  sched_free(&r->sched);
   free(r->arrays);
   free(r->borrowed);
   free(r->views);
   free(r->front);
-}
-
-/* A copy of T's array without the steps in front of its initialized rank. */
-static Array *without_front(const Run *r, int t) {
-  const Array *a = r->arrays[t];
-  int cond = r->c->tensors[t].init->out.cond_dim;
-  int64_t shape[IR_MAX_RANKS];
-  tensor_shape(r, t, shape);
-  Array *b = array_new(a->ndim, shape);
-  int64_t outer = 1, inner = 1;
-  for (int k = 0; k < a->ndim; k++) {
-    if (k < cond)
-      outer *= shape[k];
-    if (k > cond)
-      inner *= shape[k];
-  }
-  int64_t skip = r->front[t] * inner, row = shape[cond] * inner;
-  for (int64_t o = 0; o < outer; o++)
-    memcpy(b->data + o * row, a->data + o * (row + skip) + skip,
-           sizeof(float) * (size_t)row);
-  return b;
-}
-
-/* Hand the results over: the outputs (every produced tensor with
- * keep_all), then the next pass's state. */
-static bool collect(Run *r, Tensors *results, Tensors *next) {
-  const Cascade *c = r->c;
-  for (int t = 0; next && !r->o->plan && t < c->ntensors; t++)
-    if (c->tensors[t].init && r->arrays[t] &&
-        !next_state(r, t, next))
-      return false;
-  for (int t = 0; t < c->ntensors; t++) {
-    const Tensor *T = &c->tensors[t];
-    if (T->producer < 0 || !r->arrays[t] || (!T->output && !r->o->keep_all))
-      continue;
-    if (r->front[t] > 0) { /* hand over the tensor without its front */
-      Array *a = without_front(r, t);
-      run_release(r, t);
-      tensors_put(results, T->name, a, true);
-      continue;
-    }
-    tensors_put(results, T->name, r->arrays[t], true);
-    r->live -= 4.0 * (double)r->arrays[t]->n;
-    r->arrays[t] = NULL;
-  }
-  return true;
-}
-
-bool exec_run(const Cascade *c, const Shape *s, const Tensors *inputs,
-              const ExecOpts *o, Tensors *results, Tensors *next,
-              ExecStats *stats, Diag *d) {
-  if (!s->complete) {
-    diag_error(d, c->path, (Loc){0, 0},
-               "every rank needs a size to run the cascade");
-    return false;
-  }
-  Run r;
-  run_init(&r, c, s, o, d);
-  r.st = stats;
-  if (stats) {
-    memset(stats, 0, sizeof *stats);
-    stats->read = xcalloc((size_t)c->ntensors + 1, sizeof(double));
-    stats->write = xcalloc((size_t)c->ntensors + 1, sizeof(double));
-  }
-  bool ok = bind_inputs(&r, inputs);
-  if (ok)
-    ok = o->plan ? run_fused(&r, next) : interpret(&r);
-  if (ok)
-    ok = collect(&r, results, next);
-  if (stats)
-    stats->peak_bytes = r.peak;
-  run_done(&r);
-  return ok;
-}
-
-double exec_bytes(const Cascade *c, const Shape *s, const Plan *plan,
-                  double buffer_bytes) {
-  double b = plan ? buffer_bytes : 0;
-  for (int t = 0; t < c->ntensors; t++) {
-    double n = shape_tensor_elems(s, t);
-    if (plan) /* a read and a write map, a bit per element */
-      b += n / 4;
-    if (c->tensors[t].producer >= 0 && !(plan && plan->onchip[t]))
-      b += 4 * n;
-  }
-  return b;
-}
-
-void exec_stats_free(ExecStats *st) {
-  if (!st)
-    return;
-  free(st->read);
-  free(st->write);
-  st->read = st->write = NULL;
 }

@@ -1,15 +1,38 @@
-/* run.h — private to src/exec: the state of one run, shared by the
- * interpreter (run.c) and the fused executor (fused.c). */
+/* run.h — private to src/exec: the state of a cascade's runs, shared by
+ * the interpreter (run.c), the fused executor (fused.c) and the entry
+ * point (exec.c). What does not depend on the inputs' values (the
+ * schedule, each tensor's last reader, the compiled jobs) is made once
+ * and kept from run to run; the arrays live for one run. */
 #ifndef MAMBALAYA_EXEC_RUN_H
 #define MAMBALAYA_EXEC_RUN_H
 
 #include "vm.h"
+
+/* The order Einsums run in: the cascade's, except that a recurrence's
+ * members come together (consecutive in ORDER), after everything they
+ * read and before everything that reads them. */
+typedef struct Sched {
+  int n;
+  int *order; /* the Einsums */
+  int *scc;   /* per Einsum, its recurrence (Cascade.recurrence) */
+} Sched;
 
 typedef struct Run {
   const Cascade *c;
   const Shape *s;
   const ExecOpts *o;
   Diag *d;
+  Sched sched;
+  int *last_use; /* per tensor: the last position in SCHED reading or
+                    writing it (-1: none) */
+  /* Compiled jobs, per slot and Einsum: slot 0 runs on the caller's
+   * thread (with the pool), slot 1 + w is worker w of a stretch, which
+   * runs with ENVS[w] (no pool, its own fault flag). */
+  int nslots;
+  VmJob **jobs;
+  Env *envs;
+  int *faults;
+  VmJob **init_jobs; /* per tensor: its initialization's (slot 0) */
   Array **arrays; /* per tensor: the materialized array, or NULL */
   bool *borrowed; /* the array is the caller's input */
   View *views;    /* per tensor: where evaluation reads and writes it */
@@ -23,7 +46,14 @@ typedef struct Run {
 
 void run_init(Run *r, const Cascade *c, const Shape *s, const ExecOpts *o,
               Diag *d);
+/* The end of a run: its arrays released, and what the jobs hold for it
+ * (packed weights, widened copies), counted in PEAK first. */
+void run_reset(Run *r);
 void run_done(Run *r);
+/* The compiled job of Einsum E for SLOT (see Run). */
+VmJob *run_job(Run *r, int slot, int e);
+/* Release what the jobs of the Einsums in MEMBER hold for the run. */
+void run_release_jobs(Run *r, const bool *member);
 void tensor_shape(const Run *r, int t, int64_t *shape);
 bool bind_inputs(Run *r, const Tensors *inputs);
 /* Allocate tensor T whole and point its view at it: zeroed, with the
@@ -53,14 +83,6 @@ int recurrence_rank(const Cascade *c, int member, const int *scc);
 /* E's output variable over RANK, or -1. */
 int var_over(const Einsum *e, int rank);
 
-/* The order Einsums run in: the cascade's, except that a recurrence's
- * members come together (consecutive in ORDER), after everything they
- * read and before everything that reads them. */
-typedef struct Sched {
-  int n;
-  int *order; /* the Einsums */
-  int *scc;   /* per Einsum, its recurrence (Cascade.recurrence) */
-} Sched;
 void sched_build(const Cascade *c, Sched *sc);
 void sched_free(Sched *sc);
 
@@ -89,6 +111,10 @@ int64_t state_steps(const Run *r, int t);
  * an initialization), reading T's last steps through its view. */
 bool next_state(Run *r, int t, Tensors *next);
 
+/* The interpreter: every Einsum over its whole iteration space, in the
+ * schedule's order, each output a whole array freed after its last
+ * reader. */
+bool run_interpret(Run *r);
 /* The fused executor (fused.c): run r->o->plan, filling NEXT. */
 bool run_fused(Run *r, Tensors *next);
 

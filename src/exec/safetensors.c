@@ -14,10 +14,14 @@
 #include "exec.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* The reference reader's limit: a header longer than this is not a
  * header but a corrupt length (and would make us allocate for nothing). */
@@ -109,6 +113,10 @@ static uint16_t f32_to_f16(float f) {
 
 static float bf16_to_f32(uint16_t h) {
   return f32_from_bits((uint32_t)h << 16);
+}
+
+float dtype_half_value(DType t, uint16_t h) {
+  return t == DT_BF16 ? bf16_to_f32(h) : f16_to_f32(h);
 }
 
 /* binary32 -> bfloat16, rounding to nearest even on the 16 dropped bits
@@ -481,13 +489,15 @@ static bool parse_header(Parser *p) {
   return ok;
 }
 
-/* Parse BYTES (LEN bytes, malloc'd), taking ownership of them. */
+/* Parse BYTES (LEN bytes, malloc'd or MAPPED), taking ownership of
+ * them. */
 static StFile *parse_owned(const char *path, unsigned char *bytes, size_t len,
-                           Diag *d) {
+                           bool mapped, Diag *d) {
   StFile *f = xcalloc(1, sizeof *f);
   f->path = arena_strdup(&f->arena, path);
   f->bytes = bytes;
   f->len = len;
+  f->mapped = mapped;
   Parser p = {.f = f, .d = d};
   if (!parse_header(&p)) {
     st_close(f);
@@ -501,22 +511,47 @@ StFile *st_parse(const char *path, const unsigned char *bytes, size_t len,
   unsigned char *copy = xmalloc(len);
   if (len)
     memcpy(copy, bytes, len);
-  return parse_owned(path, copy, len, d);
+  return parse_owned(path, copy, len, false, d);
+}
+
+/* The file mapped read-only, or NULL (not a regular file, empty, or the
+ * system refuses): then it is read instead. */
+static unsigned char *map_file(const char *path, size_t *len) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0)
+    return NULL;
+  struct stat st;
+  void *p = MAP_FAILED;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+      (uint64_t)st.st_size <= SIZE_MAX) {
+    *len = (size_t)st.st_size;
+    p = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
+  }
+  close(fd);
+  return p == MAP_FAILED ? NULL : p;
 }
 
 StFile *st_open(const char *path, Diag *d) {
   size_t len;
+  unsigned char *map = map_file(path, &len);
+  /* No copy: a checkpoint may be gigabytes, and its tensors are used
+   * where they lie (st_tensor). A regular file is mapped; anything else
+   * (a pipe) is read as util.h's read_input reads inputs. */
+  if (map)
+    return parse_owned(path, map, len, true, d);
   char *bytes = read_input(path, SIZE_MAX / 4, &len, d);
   if (!bytes)
     return NULL;
-  /* No copy: a checkpoint may be gigabytes. */
-  return parse_owned(path, (unsigned char *)bytes, len, d);
+  return parse_owned(path, (unsigned char *)bytes, len, false, d);
 }
 
 void st_close(StFile *f) {
   if (!f)
     return;
-  free(f->bytes);
+  if (f->mapped)
+    munmap(f->bytes, f->len);
+  else
+    free(f->bytes);
   arena_free(&f->arena);
   free(f);
 }
@@ -556,6 +591,53 @@ Array *st_array(const StFile *f, const StEntry *e) {
     }
     }
   }
+  return a;
+}
+
+static bool little_endian(void) {
+  const uint16_t one = 1;
+  unsigned char b;
+  memcpy(&b, &one, 1);
+  return b == 1;
+}
+
+Array *st_tensor(const StFile *f, const StEntry *e) {
+  if (e->dtype == DT_F64)
+    return st_array(f, e);
+  const unsigned char *p = f->bytes + f->data_start + e->begin;
+  int size = dtype_size(e->dtype);
+  bool in_place = little_endian() && (uintptr_t)p % (uintptr_t)size == 0;
+  Array whole = {.ndim = 1, .shape = {(int64_t)((e->end - e->begin) / size)},
+                 .dtype = e->dtype};
+  whole.n = whole.shape[0];
+  if (in_place) {
+    if (e->dtype == DT_F32)
+      whole.data = (float *)p; /* read-only: never written */
+    else
+      whole.half = (const uint16_t *)p;
+    return array_part(&whole, 0, e->ndim, e->shape);
+  }
+  /* A copy in the stored dtype, decoded from little-endian. */
+  void *copy = xmalloc(whole.n ? (size_t)whole.n * (size_t)size : 1);
+  for (int64_t i = 0; i < whole.n; i++) {
+    uint64_t v = get_le(p + i * size, size);
+    if (size == 4) {
+      float x = f32_from_bits((uint32_t)v);
+      memcpy((char *)copy + i * 4, &x, 4);
+    } else {
+      uint16_t h = (uint16_t)v;
+      memcpy((char *)copy + i * 2, &h, 2);
+    }
+  }
+  if (e->dtype == DT_F32)
+    whole.data = copy;
+  else
+    whole.half = copy;
+  Array *a = array_part(&whole, 0, e->ndim, e->shape); /* borrows COPY */
+  if (a)
+    a->own = copy; /* and now owns it */
+  else
+    free(copy);
   return a;
 }
 

@@ -74,6 +74,11 @@ typedef struct Term {
   int64_t *row_step;
   bool gemm_done; /* by kernel_gemm, with GEMM's strides and sizes */
   Gemm gemm;
+  /* An operand that stays the same over the job's runs (an input of the
+   * cascade: weights), packed once the job runs a second time (the next
+   * tile of a fused group); kept until vm_job_release. */
+  GemmPack *pack;
+  int gemm_runs;
   int nins, cap, nregs, result;
   Ins *ins;
 } Term;
@@ -97,9 +102,20 @@ typedef struct Scratch {
   int nregs_max;
 } Scratch;
 
+/* A 16-bit input that a read other than kernel_gemm's takes: its view's
+ * values widened to fp32, laid out as the view. The copy lives for one run
+ * (vm_job_release drops it); the next run of the job widens the input's
+ * values again, without binding anew. */
+typedef struct Wide {
+  View view;   /* the copy's; DATA NULL between runs */
+  float *data; /* owned */
+  bool used;
+} Wide;
+
 struct VmJob {
   const Env *env;
   const Einsum *e;
+  Wide *wide; /* per read */
   Region reg;       /* the region of the last run */
   bool bound;       /* compiled for REG's extents and SEEN's views */
   View *seen;       /* the reads' views, then the output's */
@@ -132,6 +148,26 @@ View view_of(float *data, const int64_t *shape, int n) {
     stride *= shape[k];
   }
   return v;
+}
+
+View view_of_array(const Array *a) {
+  View v = view_of(a->data, a->shape, a->ndim);
+  v.half = a->half;
+  v.dtype = a->dtype;
+  return v;
+}
+
+static bool view_has_values(const View *v) { return v->data || v->half; }
+
+/* Elements a view spans from its first: the widened copy's length. */
+static int64_t view_span(const View *v) {
+  int64_t span = 1;
+  for (int k = 0; k < v->n; k++) {
+    if (v->extent[k] == 0)
+      return 0;
+    span += (v->extent[k] - 1) * v->stride[k];
+  }
+  return span;
 }
 
 static int64_t index_value(const Shape *s, const Index *ix,
@@ -168,13 +204,13 @@ float vm_read(const Env *env, int t, const int64_t *coords) {
   int64_t off = 0;
   for (int k = 0; k < T->nranks; k++) {
     int64_t rel = coords[k] - v->origin[k];
-    if (!v->data || rel < 0 || rel >= v->extent[k]) {
+    if (!view_has_values(v) || rel < 0 || rel >= v->extent[k]) {
       *env->fault = 1;
       return NAN;
     }
     off += rel * v->stride[k];
   }
-  return v->data[off];
+  return v->data ? v->data[off] : dtype_half_value(v->dtype, v->half[off]);
 }
 
 static float scalar_read(const Env *env, const Access *a, const int64_t *x) {
@@ -1004,7 +1040,7 @@ static bool plan_gemm(Job *j, Term *t) {
 
 /* Run a term planned for kernel_gemm over the current region: its operands
  * start at the region's first point. */
-static void run_gemm(const Job *j, const Term *t) {
+static void run_gemm(const Job *j, Term *t) {
   const Expr *x = t->x;
   const Acc *A = &j->acc[acc_index(j, x->a->acc)];
   const Acc *B = &j->acc[acc_index(j, x->b->acc)];
@@ -1015,10 +1051,17 @@ static void run_gemm(const Job *j, const Term *t) {
     oc += j->out_lin[v] * j->reg.lo[v];
   }
   Gemm g = t->gemm;
-  g.a = A->v->data + oa;
-  g.b = B->v->data + ob;
+  g.a_type = A->v->dtype;
+  g.b_type = B->v->dtype;
+  g.a = A->v->data ? (const void *)(A->v->data + oa) : A->v->half + oa;
+  g.b = B->v->data ? (const void *)(B->v->data + ob) : B->v->half + ob;
   g.c = j->out->data + oc;
-  kernel_gemm(&g, j->env->pool);
+  const Tensor *TA = &j->env->c->tensors[A->a->tensor];
+  const Tensor *TB = &j->env->c->tensors[B->a->tensor];
+  bool fixed_a = TA->producer < 0, fixed_b = TB->producer < 0;
+  if (!t->pack && fixed_a != fixed_b && t->gemm_runs++ > 0)
+    t->pack = kernel_gemm_pack(&g, fixed_b, j->env->pool);
+  kernel_gemm_with(&g, t->pack, j->env->pool);
 }
 
 /* A term runs a row at a time when it reduces a variable at least four
@@ -1083,9 +1126,32 @@ Job *vm_prepare(const Env *env, const Einsum *e) {
   return j;
 }
 
+double vm_job_held(const Job *j) {
+  double bytes = 0;
+  for (int t = 0; t < j->nterms; t++)
+    bytes += kernel_gemm_pack_bytes(j->terms[t].pack);
+  for (int k = 0; j->wide && k < j->nacc; k++)
+    bytes += j->wide[k].data ? 4.0 * (double)view_span(&j->wide[k].view) : 0;
+  return bytes;
+}
+
+void vm_job_release(Job *j) {
+  for (int t = 0; t < j->nterms; t++) {
+    kernel_gemm_pack_free(j->terms[t].pack);
+    j->terms[t].pack = NULL;
+    j->terms[t].gemm_runs = 0;
+  }
+  for (int k = 0; j->wide && k < j->nacc; k++) {
+    free(j->wide[k].data);
+    j->wide[k].data = j->wide[k].view.data = NULL;
+  }
+}
+
 void vm_job_free(Job *j) {
   if (!j)
     return;
+  vm_job_release(j);
+  free(j->wide);
   for (int t = 0; t < j->nterms; t++) {
     free(j->terms[t].ins);
     free(j->terms[t].row_kind);
@@ -1099,8 +1165,11 @@ void vm_job_free(Job *j) {
   free(j);
 }
 
+/* Laid out alike: a job compiled for A runs on B, reading B's values
+ * where they lie (nothing of A's values is kept across runs: widened
+ * copies and packed weights are made again, see vm_job_release). */
 static bool view_same(const View *a, const View *b) {
-  if (a->data != b->data || a->n != b->n)
+  if (a->n != b->n || a->dtype != b->dtype || !view_has_values(b))
     return false;
   for (int k = 0; k < a->n; k++)
     if (a->origin[k] != b->origin[k] || a->extent[k] != b->extent[k] ||
@@ -1109,8 +1178,9 @@ static bool view_same(const View *a, const View *b) {
   return true;
 }
 
-/* Is the job compiled for a region shaped like R, over the same views?
- * Then a run over R only moves the walk (a recurrence's next step). */
+/* Is the job compiled for a region shaped like R, over views laid out
+ * alike? Then a run over R only moves the walk (a recurrence's next step,
+ * the next tile, the next decode step). */
 static bool still_bound(const Job *j, const Region *r) {
   if (!j->bound)
     return false;
@@ -1124,6 +1194,37 @@ static bool still_bound(const Job *j, const Region *r) {
   return view_same(&j->seen[j->nacc], &views[j->e->out.tensor]);
 }
 
+/* Read K through an fp32 copy of its view when the view is 16-bit. */
+static void widen_read(Job *j, int k) {
+  Acc *c = &j->acc[k];
+  if (c->v->dtype == DT_F32)
+    return;
+  if (!j->wide)
+    j->wide = xcalloc((size_t)j->nacc + 1, sizeof *j->wide);
+  Wide *w = &j->wide[k];
+  const View *v = c->v;
+  int64_t span = view_span(v);
+  free(w->data);
+  w->data = xmalloc((size_t)(span ? span : 1) * sizeof(float));
+  kernel_widen(v->dtype, v->half, w->data, span);
+  w->view = *v;
+  w->view.data = w->data;
+  w->view.half = NULL;
+  w->view.dtype = DT_F32;
+  w->used = true;
+  c->v = &w->view;
+}
+
+/* A new run of a bound job: widen its 16-bit reads' values again (from
+ * the inputs' views, laid out as when it bound). */
+static void rewiden(Job *j) {
+  for (int k = 0; j->wide && k < j->nacc; k++)
+    if (j->wide[k].used && !j->wide[k].data) {
+      j->acc[k].v = &j->env->views[j->acc[k].a->tensor];
+      widen_read(j, k);
+    }
+}
+
 /* Compile the reads, the walk and the kernel_gemm terms for J->reg. */
 static bool bind(Job *j, Diag *d) {
   const Env *env = j->env;
@@ -1133,7 +1234,7 @@ static bool bind(Job *j, Diag *d) {
   for (int k = 0; k < j->nacc; k++) {
     Acc *c = &j->acc[k];
     c->v = &env->views[c->a->tensor];
-    if (!c->v->data) {
+    if (!view_has_values(c->v)) {
       diag_error(d, env->c->path, c->a->loc,
                  "%s is not available to the Einsum reading it",
                  env->c->tensors[c->a->tensor].name);
@@ -1163,6 +1264,10 @@ static bool bind(Job *j, Diag *d) {
       plan_row(j, &j->terms[t]);
     j->rows = j->rows || j->terms[t].row_var >= 0;
   }
+  for (int t = 0; t < j->nterms; t++)
+    for (int i = 0; !j->terms[t].gemm_done && i < j->terms[t].nins; i++)
+      if (j->terms[t].ins[i].op == I_LOAD)
+        widen_read(j, j->terms[t].ins[i].acc);
   if (j->w.uniform && j->w.units > 0) { /* one lane-offset table for all */
     if (!j->table)
       j->table = xmalloc(sizeof(int64_t) * (size_t)(j->nacc + 1) * VM_LANES);
@@ -1191,10 +1296,12 @@ bool vm_exec(Job *j, const Region *r, Diag *d) {
   const Env *env = j->env;
   bool same = still_bound(j, r);
   j->reg = *r;
-  if (same)
+  if (same) {
     move_walk(j);
-  else if (!bind(j, d))
+    rewiden(j);
+  } else if (!bind(j, d)) {
     return false;
+  }
   bool rest = j->nterms == 0;
   for (int t = 0; t < j->nterms; t++) {
     if (j->terms[t].gemm_done)

@@ -20,9 +20,13 @@ enum { VM_LANES = 256 };
 
 /* A window onto a tensor: global coordinate x on dimension k lives at
  * data[sum_k (x_k - origin_k) * stride_k], for origin_k <= x_k <
- * origin_k + extent_k. A full array is the view with origin 0. */
+ * origin_k + extent_k. A full array is the view with origin 0. An input
+ * held in 16 bits (weights) has HALF instead of DATA: kernel_gemm reads it
+ * as it is, other reads through a widened copy (vm.c). */
 typedef struct View {
   float *data;
+  const uint16_t *half;
+  DType dtype;
   int n;
   int64_t origin[IR_MAX_RANKS], extent[IR_MAX_RANKS], stride[IR_MAX_RANKS];
 } View;
@@ -38,8 +42,10 @@ typedef struct Env {
 } Env;
 
 /* (Region and region_full, boxes of an iteration space, are in ir.h.) */
-/* A view covering all of array A (whose shape is tensor T's). */
+/* A view covering all of an fp32 array of SHAPE at DATA. */
 View view_of(float *data, const int64_t *shape, int n);
+/* A view covering all of array A, in its dtype. */
+View view_of_array(const Array *a);
 
 /* Evaluate E over R into the view of its output. False (D set) when a
  * read falls outside its tensor's view. */
@@ -51,6 +57,11 @@ bool vm_einsum(const Env *env, const Einsum *e, const Region *r, Diag *d);
 typedef struct VmJob VmJob;
 VmJob *vm_prepare(const Env *env, const Einsum *e);
 bool vm_exec(VmJob *j, const Region *r, Diag *d);
+/* Bytes the job holds for the current run (weights packed for
+ * kernel_gemm, widened copies of 16-bit inputs), and their release: the
+ * compiled job stays, for the next run. */
+double vm_job_held(const VmJob *j);
+void vm_job_release(VmJob *j);
 void vm_job_free(VmJob *j);
 /* One element of tensor T at global COORDS: from its view, or from its
  * initialization (or 0) before the start of a rank, or 0 past the end. */

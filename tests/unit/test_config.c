@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../../src/exec/exec.h"
+#include "../../src/lm/lm.h"
 #include "test.h"
 
 static void config_path(char *out, size_t cap, const char *tag) {

@@ -2,6 +2,7 @@
  * Einsums, recurrences and windows under every plan. (Every plan of every
  * cascade against the interpreter and the model: test_invariants.c.) */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "../../src/exec/exec.h"
 #include "../../src/model/model.h"
@@ -483,4 +484,166 @@ TEST(exec_kv_cache_decode_equals_prefill) {
   tensors_free(&next);
   tensors_free(&next2);
   free_case(&k);
+}
+
+/* A 16-bit copy of fp32 array A (its values rounded to dtype T), and the
+ * fp32 array of exactly those values. */
+static Array *to_half(const Array *a, DType t, Array **wide) {
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/mambalaya-unit-%ld-half.safetensors",
+           (long)getpid());
+  StWriter *w = st_writer_new();
+  st_writer_add(w, "t", a, t);
+  Diag d = {0};
+  CHECK(st_writer_save(w, path, &d));
+  st_writer_free(w);
+  StFile *f = st_open(path, &d);
+  remove(path);
+  Array *h = st_tensor(f, st_find(f, "t"));
+  Array *copy = array_clone(h); /* owned: the file closes now */
+  array_free(h);
+  st_close(f);
+  *wide = array_f32(copy);
+  return copy;
+}
+
+/* Weights held in 16 bits: kernel_gemm reads W as it is (packed once and
+ * reused over the tiles of a fused group, or streamed by the dot path),
+ * the reads that are not a GEMM (a bias, a product too small for
+ * kernel_gemm) widen theirs; every plan equals the interpreter on the same
+ * values in fp32. */
+TEST(exec_16bit_weights) {
+  Case k = load_case("shape: {I: 64, K: 32, N: 24, J: 4}\n"
+                     "outputs: [Z, U]\n"
+                     "einsum:\n"
+                     "  declaration: {X: [I, K], H: [I, K], W: [N, K], "
+                     "Y: [I, N], B: [N], Z: [I, N], X2: [I, J], V: [J, N], "
+                     "U: [I, N]}\n"
+                     "  expressions:\n"
+                     "    - H[i,k] = X[i,k] * 2\n"
+                     "    - Y[i,n] = W[n,k] * H[i,k]\n"
+                     "    - Z[i,n] = Y[i,n] * B[n]\n"
+                     "    - U[i,n] = X2[i,j] * V[j,n]\n",
+                     NULL, NULL, 0);
+  if (!k.c)
+    return;
+  random_inputs(&k, 3);
+  const char *weights[] = {"W", "B", "V"};
+  const DType types[] = {DT_F16, DT_BF16};
+  Pair *pairs = fusion_classify(k.c, k.s);
+  Pool *pool = pool_new(2);
+  for (int ti = 0; ti < 2; ti++) {
+    Case h = k; /* the same cascade, with 16-bit weights */
+    h.in = (Tensors){0};
+    Case f = k; /* and with their values in fp32 */
+    f.in = (Tensors){0};
+    for (int i = 0; i < k.in.n; i++) {
+      bool weight = false;
+      for (int w = 0; w < 3; w++)
+        weight = weight || strcmp(k.in.names[i], weights[w]) == 0;
+      Array *wide = NULL;
+      Array *a = weight ? to_half(k.in.arrays[i], types[ti], &wide)
+                        : array_clone(k.in.arrays[i]);
+      if (weight)
+        CHECK_INT(a->dtype, types[ti]);
+      tensors_put(&h.in, k.in.names[i], a, true);
+      tensors_put(&f.in, k.in.names[i], wide ? wide : array_clone(a), true);
+    }
+    Tensors ref = {0};
+    if (run(&f, NULL, &ref, NULL, NULL)) {
+      const Array *Z = tensors_get(&ref, "Z"), *U = tensors_get(&ref, "U");
+      for (int st = -1; st < ST_COUNT; st++)
+        for (int b = 0; b < 3; b++) {
+          Diag d = {0};
+          Plan *p = st < 0 ? NULL
+                           : fusion_plan(k.c, k.s, pairs, (Strategy)st,
+                                         STITCH_GREEDY, OBJ_GROUPS, &d);
+          ExecOpts o = {.plan = p, .buffer_bytes = b == 0 ? 1 << 20 : b == 1 ? 2048 : 8192,
+                        .pool = b == 1 ? NULL : pool};
+          Tensors res = {0};
+          if (exec_run(k.c, k.s, &h.in, &o, &res, NULL, NULL, &d)) {
+            const Array *Zh = tensors_get(&res, "Z");
+            const Array *Uh = tensors_get(&res, "U");
+            for (int64_t n = 0; n < Z->n; n++)
+              CHECK_NEAR(Zh->data[n], Z->data[n], 1e-6);
+            for (int64_t n = 0; n < U->n; n++)
+              CHECK_NEAR(Uh->data[n], U->data[n], 1e-6);
+          } else {
+            test_fail(__FILE__, __LINE__, "%s, strategy %d: %s",
+                      dtype_name(types[ti]), st, d.msg);
+          }
+          tensors_free(&res);
+          plan_free(p);
+        }
+    }
+    tensors_free(&ref);
+    tensors_free(&h.in);
+    tensors_free(&f.in);
+  }
+  pool_free(pool);
+  free(pairs);
+  free_case(&k);
+}
+
+/* An Exec run step after step on new inputs (new arrays, other values)
+ * gives exactly what exec_run gives on each: results, next state, counted
+ * bytes; under the interpreter and every plan, with a pool. */
+static void check_prepared(const char *path, const Setting *set, int nset) {
+  Case k = load_case(NULL, path, set, nset);
+  if (!k.c || !k.s)
+    return;
+  Pair *pairs = fusion_classify(k.c, k.s);
+  Pool *pool = pool_new(2);
+  Diag d = {0};
+  for (int st = -1; st < ST_COUNT; st++) {
+    Plan *p = st < 0 ? NULL
+                     : fusion_plan(k.c, k.s, pairs, (Strategy)st,
+                                   STITCH_GREEDY, OBJ_GROUPS, &d);
+    ExecOpts o = {.plan = p, .buffer_bytes = 1 << 12, .pool = pool};
+    Exec *x = exec_new(k.c, k.s, &o, &d);
+    CHECK(x != NULL);
+    for (int step = 0; x && step < 3; step++) {
+      tensors_free(&k.in);
+      random_inputs(&k, 10 + (uint64_t)step);
+      Tensors r1 = {0}, n1 = {0}, r2 = {0}, n2 = {0};
+      ExecStats s1, s2;
+      CHECK(exec_step(x, &k.in, &r1, &n1, &s1, &d));
+      CHECK(exec_run(k.c, k.s, &k.in, &o, &r2, &n2, &s2, &d));
+      CHECK(exec_peak_bytes(x) == s1.peak_bytes && s1.peak_bytes > 0);
+      CHECK(s1.read_total == s2.read_total && s1.write_total == s2.write_total);
+      for (int pass = 0; pass < 2; pass++) {
+        Tensors *a = pass ? &n1 : &r1, *b = pass ? &n2 : &r2;
+        CHECK_INT(a->n, b->n);
+        for (int i = 0; i < a->n; i++) {
+          Array *y = tensors_get(b, a->names[i]);
+          CHECK(y && y->n == a->arrays[i]->n &&
+                memcmp(y->data, a->arrays[i]->data,
+                       sizeof(float) * (size_t)y->n) == 0);
+        }
+      }
+      exec_stats_free(&s1);
+      exec_stats_free(&s2);
+      tensors_free(&r1);
+      tensors_free(&n1);
+      tensors_free(&r2);
+      tensors_free(&n2);
+    }
+    exec_free(x);
+    plan_free(p);
+  }
+  pool_free(pool);
+  free(pairs);
+  free_case(&k);
+}
+
+TEST(exec_prepared_runs_equal_one_shot) {
+  Setting decode[] = {{"B", 2}, {"I", 1}, {"d_model", 16}, {"d_inner", 32},
+                      {"dt_rank", 4}, {"d_state", 4}};
+  check_prepared("specs/mamba1.yaml", decode, 6);
+  Setting prefill[] = {{"B", 1}, {"I", 9}, {"d_model", 16}, {"d_inner", 32},
+                       {"dt_rank", 4}, {"d_state", 4}};
+  check_prepared("specs/mamba1.yaml", prefill, 6);
+  Setting m2[] = {{"B", 2},       {"I", 3},        {"d_model", 16},
+                  {"n_heads", 4}, {"head_dim", 8}, {"d_state", 8}};
+  check_prepared("specs/mamba2.yaml", m2, 6);
 }

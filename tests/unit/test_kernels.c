@@ -1,8 +1,9 @@
 /* test_kernels.c — the worker pool (every index run exactly once, pools
  * reused and nested), and kernel_gemm against a double-precision
  * reference over many shapes, batch counts, stride layouts of each
- * operand, with and without accumulation, on one and two threads, with
- * the SIMD kernels and the portable ones. */
+ * operand, fp32 and 16-bit operands, operands packed once, with and
+ * without accumulation, on one and two threads, with the SIMD kernels and
+ * the portable ones; kernel_widen on every 16-bit value. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -107,9 +108,38 @@ static const char *const layout_names[L_COUNT] = {"row", "col", "pad",
 
 typedef struct Operand {
   float *data;
+  uint16_t *half; /* a 16-bit operand: its values (DATA holds them widened) */
+  DType dtype;
   int64_t rs, cs, bs, len;
   bool *logical; /* which elements of DATA belong to the matrix */
 } Operand;
+
+/* A random 16-bit value of dtype T in (-1, 1), subnormals included. */
+static uint16_t rng_half(Rng *r, DType t) {
+  r->s = r->s * 6364136223846793005ULL + 1442695040888963407ULL;
+  uint32_t bits = (uint32_t)(r->s >> 32);
+  uint16_t sign = (uint16_t)(bits & 0x8000);
+  if (t == DT_F16) /* exponent field 0..14: below 1 */
+    return (uint16_t)(sign | ((bits >> 16) % 15) << 10 | (bits & 0x3ff));
+  return (uint16_t)(sign | (100 + (bits >> 16) % 27) << 7 | (bits & 0x7f));
+}
+
+/* Make O a 16-bit operand of dtype T: new random values, DATA their fp32
+ * values (what the reference multiplies). */
+static void operand_half(Operand *o, DType t, Rng *r) {
+  o->dtype = t;
+  if (t == DT_F32)
+    return;
+  o->half = xmalloc((size_t)o->len * sizeof *o->half);
+  for (int64_t i = 0; i < o->len; i++) {
+    o->half[i] = rng_half(r, t);
+    o->data[i] = dtype_half_value(t, o->half[i]);
+  }
+}
+
+static const void *operand_values(const Operand *o) {
+  return o->half ? (const void *)o->half : o->data;
+}
 
 /* BATCH matrices (one shared by all when SHARED), random, with random
  * padding between the elements. */
@@ -146,6 +176,7 @@ static Operand operand_new(Layout l, int64_t rows, int64_t cols, int64_t batch,
 
 static void operand_free(Operand *o) {
   free(o->data);
+  free(o->half);
   free(o->logical);
 }
 
@@ -159,16 +190,22 @@ typedef struct Case {
   int64_t m, n, k, batch;
   Layout la, lb, lc;
   bool accumulate, share_a, share_b;
-  float lo, hi; /* the range of the random data */
+  float lo, hi;     /* the range of the random data */
+  DType ta, tb;     /* the operands' dtypes (default fp32) */
+  int packed;       /* 1: A packed once (kernel_gemm_pack), 2: B */
 } Case;
 
 static void describe(const Case *c, char *out, size_t cap) {
-  snprintf(out, cap, "m %lld n %lld k %lld batch %lld, A %s%s B %s%s C %s, %s",
+  snprintf(out, cap,
+           "m %lld n %lld k %lld batch %lld, A %s%s %s B %s%s %s C %s, %s%s",
            (long long)c->m, (long long)c->n, (long long)c->k,
            (long long)c->batch, layout_names[c->la],
-           c->share_a ? " shared" : "", layout_names[c->lb],
-           c->share_b ? " shared" : "", layout_names[c->lc],
-           c->accumulate ? "accumulate" : "overwrite");
+           c->share_a ? " shared" : "", dtype_name(c->ta), layout_names[c->lb],
+           c->share_b ? " shared" : "", dtype_name(c->tb), layout_names[c->lc],
+           c->accumulate ? "accumulate" : "overwrite",
+           c->packed == 1   ? ", A packed"
+           : c->packed == 2 ? ", B packed"
+                            : "");
 }
 
 /* Run case C on POOL; every element of C must match the double-precision
@@ -183,6 +220,8 @@ static bool check_case(const Case *c, Pool *pool, Rng *r) {
       operand_new(c->lb, c->k, c->n, c->batch, c->share_b, r, c->lo, c->hi);
   Operand out =
       operand_new(c->lc, c->m, c->n, c->batch, false, r, c->lo, c->hi);
+  operand_half(&a, c->ta, r);
+  operand_half(&b, c->tb, r);
   /* Overwriting must not read C: NaN there would show. */
   if (!c->accumulate)
     for (int64_t i = 0; i < out.len; i++)
@@ -194,11 +233,11 @@ static bool check_case(const Case *c, Pool *pool, Rng *r) {
             .n = c->n,
             .k = c->k,
             .batch = c->batch,
-            .a = a.data,
+            .a = operand_values(&a),
             .a_m = a.rs,
             .a_k = a.cs,
             .a_b = a.bs,
-            .b = b.data,
+            .b = operand_values(&b),
             .b_k = b.rs,
             .b_n = b.cs,
             .b_b = b.bs,
@@ -206,8 +245,12 @@ static bool check_case(const Case *c, Pool *pool, Rng *r) {
             .c_m = out.rs,
             .c_n = out.cs,
             .c_b = out.bs,
+            .a_type = a.dtype,
+            .b_type = b.dtype,
             .accumulate = c->accumulate};
-  kernel_gemm(&g, pool);
+  GemmPack *pk = c->packed ? kernel_gemm_pack(&g, c->packed == 2, pool) : NULL;
+  kernel_gemm_with(&g, pk, pool);
+  kernel_gemm_pack_free(pk);
 
   bool ok = true;
   char what[256];
@@ -496,24 +539,139 @@ TEST(kernels_gemm_batches_into_one_c) {
   free(b);
 }
 
-/* The portable kernels, which a CPU without AVX2 would run. */
-TEST(kernels_gemm_portable) {
-  const char *old = getenv("MAMBALAYA_KERNELS");
-  char *saved = old ? xstrdup(old) : NULL;
-  setenv("MAMBALAYA_KERNELS", "portable", 1);
+/* 16-bit operands on every path: the dot path streaming a 16-bit W (B,
+ * or A run transposed), the packed path converting while it packs, the
+ * row path's shapes (fp32 only: the packed path takes them). */
+static void check_16bit(Pool *one, Pool *two) {
+  const int64_t shapes[][3] = {{1, 67, 777},  {3, 40, 300}, {16, 5, 9},
+                               {17, 33, 129}, {64, 17, 7},  {2, 2, 3}};
+  const DType types[] = {DT_F32, DT_F16, DT_BF16};
+  Rng r = {16};
+  int idx = 0, failures = 0;
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int ta = 0; ta < 3; ta++)
+      for (int tb = 0; tb < 3; tb++)
+        for (int l = 0; l < 4; l++, idx++) {
+          if (ta == 0 && tb == 0)
+            continue;
+          Case c = {.m = shapes[s][0],
+                    .n = shapes[s][1],
+                    .k = shapes[s][2],
+                    .batch = idx % 3 == 0 ? 2 : 1,
+                    .la = l & 1 ? L_COL : L_ROW,
+                    .lb = l & 2 ? L_COL : L_PAD,
+                    .lc = idx % 5 == 0 ? L_STRIDED : L_ROW,
+                    .accumulate = idx % 2,
+                    .lo = -1,
+                    .hi = 1,
+                    .ta = types[ta],
+                    .tb = types[tb]};
+          if (!check_case(&c, idx % 4 < 2 ? one : two, &r) && ++failures > 5)
+            return;
+        }
+}
+
+TEST(kernels_gemm_16bit) {
   Pool *one = pool_new(1), *two = pool_new(2);
-  check_shapes(one, two, true);
-  check_small_m(two);
-  check_long_k(two);
-  check_shared(two);
+  check_16bit(one, two);
   pool_free(one);
   pool_free(two);
-  if (saved)
-    setenv("MAMBALAYA_KERNELS", saved, 1);
-  else
-    unsetenv("MAMBALAYA_KERNELS");
-  free(saved);
 }
+
+/* A or B packed once: products that take the packed path read it (and
+ * those that do not ignore it), in every dtype and layout. */
+static void check_packed(Pool *one, Pool *two) {
+  const int64_t shapes[][3] = {
+      {64, 40, 300}, {130, 17, 600}, {17, 2100, 33}, {40, 40, 256}};
+  const DType types[] = {DT_F32, DT_F16, DT_BF16};
+  Rng r = {77};
+  int idx = 0, failures = 0;
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int side = 1; side <= 2; side++)
+      for (int t = 0; t < 3; t++)
+        for (int l = 0; l < 4; l++, idx++) {
+          Case c = {.m = shapes[s][0],
+                    .n = shapes[s][1],
+                    .k = shapes[s][2],
+                    .batch = 1,
+                    .la = (Layout)l,
+                    .lb = (Layout)((l + side) % L_COUNT),
+                    .lc = L_ROW,
+                    .accumulate = idx % 2,
+                    .lo = -1,
+                    .hi = 1,
+                    .ta = side == 1 ? types[t] : DT_F32,
+                    .tb = side == 2 ? types[t] : DT_F32,
+                    .packed = side};
+          if (!check_case(&c, idx % 2 ? one : two, &r) && ++failures > 5)
+            return;
+        }
+}
+
+TEST(kernels_gemm_packed_operand) {
+  Pool *one = pool_new(1), *two = pool_new(2);
+  check_packed(one, two);
+  /* Nothing to pack for a decode-sized product (the dot path). */
+  float a[4 * 300] = {0}, b[300 * 40] = {0}, c[4 * 40];
+  Gemm g = {.m = 1, .n = 40, .k = 300, .batch = 1, .a = a, .a_m = 300,
+            .a_k = 1, .b = b, .b_k = 1, .b_n = 300, .c = c, .c_m = 40,
+            .c_n = 1};
+  CHECK(kernel_gemm_pack(&g, true, two) == NULL);
+  /* A pack of other values is ignored: C is still A.B. */
+  g.m = 4;
+  g.n = 40;
+  g.b_k = 40;
+  g.b_n = 1;
+  for (int i = 0; i < 4 * 300; i++)
+    a[i] = (float)(i % 7) - 3;
+  for (int i = 0; i < 300 * 40; i++)
+    b[i] = (float)(i % 5) - 2;
+  Gemm other = g;
+  float a2[4 * 300] = {0};
+  other.a = a2;
+  GemmPack *pk = kernel_gemm_pack(&other, false, two);
+  kernel_gemm_with(&g, pk, two);
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 40; j += 13) {
+      double sum = 0;
+      for (int p = 0; p < 300; p++)
+        sum += (double)a[i * 300 + p] * b[p * 40 + j];
+      CHECK(fabs(c[i * 40 + j] - sum) < 1e-3);
+    }
+  kernel_gemm_pack_free(pk);
+  pool_free(one);
+  pool_free(two);
+}
+
+/* kernel_widen against the exact scalar conversion, for every one of the
+ * 65536 values of each 16-bit dtype (NaNs stay NaNs), at every alignment
+ * of the vector loop's tail. */
+static void check_widen(void) {
+  uint16_t *h = xmalloc(65536 * sizeof *h);
+  float *f = xmalloc(65536 * sizeof *f);
+  for (int i = 0; i < 65536; i++)
+    h[i] = (uint16_t)i;
+  const DType types[] = {DT_F16, DT_BF16};
+  for (int t = 0; t < 2; t++)
+    for (int off = 0; off < 9; off++) {
+      kernel_widen(types[t], h + off, f, 65536 - off);
+      int bad = 0;
+      for (int i = 0; i < 65536 - off && bad < 3; i++) {
+        float want = dtype_half_value(types[t], h[i + off]);
+        bool same = isnan(want) ? isnan(f[i])
+                                : memcmp(&want, &f[i], sizeof want) == 0;
+        if (!same) {
+          test_fail(__FILE__, __LINE__, "%s 0x%04x: %g, expected %g",
+                    dtype_name(types[t]), h[i + off], f[i], want);
+          bad++;
+        }
+      }
+    }
+  free(h);
+  free(f);
+}
+
+TEST(kernels_widen_every_value) { check_widen(); }
 
 TEST(kernels_copy_bandwidth) {
   for (int t = 1; t <= 2; t++) {
@@ -524,4 +682,26 @@ TEST(kernels_copy_bandwidth) {
   }
   double tiny = kernel_copy_bandwidth(0, NULL);
   CHECK(isfinite(tiny) && tiny > 0);
+}
+
+/* The portable kernels, which a CPU without AVX2 would run. */
+TEST(kernels_gemm_portable) {
+  const char *old = getenv("MAMBALAYA_KERNELS");
+  char *saved = old ? xstrdup(old) : NULL;
+  setenv("MAMBALAYA_KERNELS", "portable", 1);
+  Pool *one = pool_new(1), *two = pool_new(2);
+  check_shapes(one, two, true);
+  check_small_m(two);
+  check_long_k(two);
+  check_shared(two);
+  check_16bit(one, two);
+  check_packed(one, two);
+  check_widen();
+  pool_free(one);
+  pool_free(two);
+  if (saved)
+    setenv("MAMBALAYA_KERNELS", saved, 1);
+  else
+    unsetenv("MAMBALAYA_KERNELS");
+  free(saved);
 }

@@ -3,8 +3,10 @@
  * overrides, random weights, and a whole tiny model: prefill + steps equal
  * one pass, and last-token logits equal the full logits' last rows. */
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#include "../../src/exec/exec.h"
+#include "../../src/lm/lm.h"
 #include "../../src/spec/spec.h"
 #include "test.h"
 
@@ -502,3 +504,81 @@ TEST(lm_fused_equals_interpreter) {
   array_free(ref);
   lm_free(m);
 }
+
+/* A model directory with 16-bit weights (F16 or BF16, as init-weights
+ * writes it) runs with its weights held as stored, 2 bytes each (norm_f
+ * and the mapped A, computed at load, in fp32): its logits equal those of
+ * the same values loaded into fp32 arrays. */
+static void check_16bit_model(DType t) {
+  ModelConfig c;
+  Diag d = {0};
+  Setting tiny[] = {{"d_model", 32}, {"n_layer", 2}, {"vocab", 40},
+                    {"d_state", 4}};
+  CHECK(lm_config_resolve("mamba-130m", tiny, 4, &c, &d));
+  char dir[128], path[160];
+  snprintf(dir, sizeof dir, "/tmp/mambalaya-unit-%ld-lm16", (long)getpid());
+  mkdir(dir, 0777);
+  Checkpoint ck = lm_random_checkpoint(&c, 4);
+  CkptKey *keys;
+  int nkeys = lm_checkpoint_keys(&c, &keys);
+  StWriter *w = st_writer_new();
+  double values = 0;
+  for (int i = 0; i < nkeys; i++) {
+    Array *a = ck.get(&ck, keys[i].name);
+    values += (double)a->n;
+    st_writer_add(w, keys[i].name, a, t);
+    array_free(a);
+  }
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  CHECK(st_writer_save(w, path, &d));
+  st_writer_free(w);
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  CHECK(model_config_save(&c, path, &d));
+  Lm *m = lm_open(dir, NULL, &d);
+  if (!m) {
+    test_fail(__FILE__, __LINE__, "lm_open: %s", d.msg);
+    free(keys);
+    return;
+  }
+  /* As stored, but norm_f and each layer's A in fp32. */
+  double fp32 = c.d_model + (double)c.n_layer * c.d_inner * c.d_state;
+  CHECK_NEAR(lm_weight_bytes(m), 2 * values + 2 * fp32, 0);
+  /* The same values, loaded from fp32 arrays. */
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  StFile *f = st_open(path, &d);
+  Tensors wide = {0};
+  for (int i = 0; f && i < f->n; i++)
+    tensors_put(&wide, f->entries[i].name, st_array(f, &f->entries[i]), true);
+  st_close(f);
+  Checkpoint ckw = checkpoint_of_tensors(&wide, "fp32 copy");
+  Lm *mw = lm_new(&c, &ckw, NULL, &d);
+  CHECK(mw && lm_weight_bytes(mw) == 4 * values);
+  const int tokens[] = {1, 7, 3, 39, 0, 12, 5, 5};
+  Pool *pool = pool_new(2);
+  for (int st = -1; mw && st < ST_COUNT; st += 3) {
+    LmOpts o = {.fused = st >= 0, .strategy = st < 0 ? ST_UNFUSED : st,
+                .buffer_bytes = 1 << 14, .pool = pool};
+    Array *a = NULL, *b = NULL;
+    lm_reset(m);
+    lm_reset(mw);
+    CHECK(lm_forward(m, tokens, 1, 8, &o, &a, NULL, &d));
+    CHECK(lm_forward(mw, tokens, 1, 8, &o, &b, NULL, &d));
+    if (a && b)
+      CHECK(max_diff(a->data, b->data, a->n) < 1e-6);
+    array_free(a);
+    array_free(b);
+  }
+  pool_free(pool);
+  lm_free(mw);
+  lm_free(m);
+  tensors_free(&wide);
+  free(keys);
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  remove(path);
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  remove(path);
+  rmdir(dir);
+}
+
+TEST(lm_f16_weights_stay_16bit) { check_16bit_model(DT_F16); }
+TEST(lm_bf16_weights_stay_16bit) { check_16bit_model(DT_BF16); }

@@ -529,3 +529,106 @@ TEST(st_rejects_bad_frames) {
   CHECK_STR(d5.file, "/nonexistent/m.safetensors");
   CHECK(strstr(d5.msg, "cannot read") != NULL);
 }
+
+/* ---- tensors used where they lie ---- */
+
+static bool inside(const StFile *f, const void *p) {
+  const unsigned char *b = p;
+  return b >= f->bytes && b < f->bytes + f->len;
+}
+
+/* A mapped file's aligned F32, F16 and BF16 tensors are arrays over the
+ * file's own bytes (no copy), equal to st_array's fp32 values; parts of
+ * them (array_part) share those bytes too, and array_f32 widens them. */
+TEST(st_tensor_in_place) {
+  char path[256];
+  scratch(path, sizeof path, "inplace");
+  const float v[5] = {1.5f, -2.25f, 0.125f, 1024.0f, -0.0f};
+  Array *a = vec(5, v);
+  StWriter *w = st_writer_new();
+  st_writer_add(w, "h", a, DT_F16);
+  st_writer_add(w, "b", a, DT_BF16);
+  st_writer_add(w, "f", a, DT_F32);
+  Diag d = {0};
+  CHECK(st_writer_save(w, path, &d));
+  st_writer_free(w);
+  StFile *f = st_open(path, &d);
+  remove(path); /* the mapping stays valid */
+  CHECK(f && f->mapped);
+  if (!f)
+    return;
+  const char *names[3] = {"h", "b", "f"};
+  const DType types[3] = {DT_F16, DT_BF16, DT_F32};
+  for (int k = 0; k < 3; k++) {
+    const StEntry *e = st_find(f, names[k]);
+    Array *t = st_tensor(f, e);
+    CHECK_INT(t->dtype, types[k]);
+    CHECK(t->own == NULL);
+    CHECK(inside(f, types[k] == DT_F32 ? (const void *)t->data : t->half));
+    CHECK(array_bytes(t) == 5.0 * dtype_size(types[k]));
+    Array *wide = array_f32(t), *ref = st_array(f, e);
+    for (int i = 0; i < 5; i++)
+      CHECK(bits32(wide->data[i]) == bits32(ref->data[i]));
+    Array *part = array_part(t, 2, 1, (int64_t[]){3});
+    CHECK(part && part->own == NULL && part->dtype == types[k]);
+    Array *pw = array_f32(part);
+    CHECK(pw->data[0] == 0.125f && pw->data[1] == 1024.0f);
+    CHECK(array_part(t, 3, 1, (int64_t[]){3}) == NULL); /* past the end */
+    /* A clone owns a copy; a part of an owned array is copied. */
+    Array *cl = array_clone(t);
+    CHECK(cl->own != NULL && cl->dtype == types[k]);
+    Array *cp = array_part(cl, 1, 1, (int64_t[]){2});
+    CHECK(cp->own != NULL);
+    Array *cw = array_f32(cp);
+    CHECK(cw->data[0] == -2.25f && cw->data[1] == 0.125f);
+    array_free(cw);
+    array_free(cp);
+    array_free(cl);
+    array_free(pw);
+    array_free(part);
+    array_free(ref);
+    array_free(wide);
+    array_free(t);
+  }
+  st_close(f);
+  array_free(a);
+}
+
+/* Values that are not aligned for their dtype (an F32 tensor after an odd
+ * number of 16-bit values) are copied, in their dtype. */
+TEST(st_tensor_copies_unaligned) {
+  /* The header is padded to 24 bytes, so the data starts at byte 32. */
+  const char *header = "{\"b\":{\"dtype\":\"F16\",\"shape\":[1],"
+                       "\"data_offsets\":[0,2]},\"d\":{\"dtype\":\"F32\","
+                       "\"shape\":[2],\"data_offsets\":[2,10]}}";
+  char padded[256];
+  size_t h = strlen(header), hp = (h + 7) / 8 * 8;
+  memcpy(padded, header, h);
+  memset(padded + h, ' ', hp - h);
+  padded[hp] = 0;
+  unsigned char data[10];
+  put_le(data, 0xc100, 2);         /* F16 -2.5 */
+  put_le(data + 2, 0x3f800000, 4); /* F32 1.0 */
+  put_le(data + 6, 0xbf000000, 4); /* F32 -0.5 */
+  size_t len;
+  unsigned char *bytes = image(padded, data, sizeof data, &len);
+  char path[256];
+  scratch(path, sizeof path, "unaligned");
+  CHECK(write_file_atomic(path, (const char *)bytes, len));
+  free(bytes);
+  Diag d = {0};
+  StFile *f = st_open(path, &d);
+  remove(path);
+  CHECK(f != NULL);
+  if (!f)
+    return;
+  Array *b = st_tensor(f, st_find(f, "b"));
+  CHECK(b->own == NULL && b->dtype == DT_F16);
+  CHECK(dtype_half_value(DT_F16, b->half[0]) == -2.5f);
+  Array *t = st_tensor(f, st_find(f, "d"));
+  CHECK(t->own != NULL && t->dtype == DT_F32);
+  CHECK(t->data[0] == 1.0f && t->data[1] == -0.5f);
+  array_free(t);
+  array_free(b);
+  st_close(f);
+}

@@ -20,7 +20,7 @@
  * model parameters, parsed by the spec's own parser, so errors point at
  * the character. The section is checked when a language model is built
  * from the spec, not by the spec loader, which keeps it as YAML. */
-#include "exec.h"
+#include "lm.h"
 
 #include "../spec/spec.h"
 
@@ -628,11 +628,16 @@ static Array *load_entry(const Load *l) {
     memcpy(shape, src->shape, sizeof shape);
     shape[0] = hi - lo;
     if (check_shape(l, shape, n, want, T->nranks)) {
-      dst = array_new(T->nranks, want);
+      /* The rows as stored, where they lie when the checkpoint's values
+       * outlive SRC (a mapped file); a map computes new fp32 values. */
       int64_t row = src->ndim && src->shape[0] ? src->n / src->shape[0] : 1;
-      if (dst->n)
-        memcpy(dst->data, src->data + lo * row, (size_t)dst->n * sizeof(float));
-      apply_fn(dst, e->fn);
+      dst = array_part(src, lo * row, T->nranks, want);
+      if (e->fn != FN_NONE) {
+        Array *f = array_f32(dst);
+        array_free(dst);
+        dst = f;
+        apply_fn(dst, e->fn);
+      }
     }
   }
   array_free(src);
@@ -745,7 +750,7 @@ void weights_export_state(const WeightMap *m, const Tensors *state,
 static Array *file_get(const Checkpoint *ck, const char *key) {
   const StFile *f = ck->src;
   const StEntry *e = st_find(f, key);
-  return e ? st_array(f, e) : NULL;
+  return e ? st_tensor(f, e) : NULL;
 }
 
 Checkpoint checkpoint_of_file(const StFile *f) {

@@ -14,7 +14,7 @@
  * Keys that do not change the sizes (rms_norm, residual_in_fp32, dt_min,
  * initializer_range, ...) are ignored, as the reference ignores them for
  * shapes. Absent sizes take the published defaults. */
-#include "exec.h"
+#include "lm.h"
 
 #include <errno.h>
 #include <jansson.h>

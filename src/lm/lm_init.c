@@ -6,7 +6,7 @@
  * stream shared by all of them: any subset comes out the same in any
  * order, so a model can be built layer by layer without materializing
  * the whole checkpoint first (the benchmark's 130m model). */
-#include "exec.h"
+#include "lm.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -391,4 +391,39 @@ static Array *random_get(const Checkpoint *ck, const char *key) {
 Checkpoint lm_random_checkpoint(const ModelConfig *cfg, uint64_t seed) {
   return (Checkpoint){.path = "(random weights)", .get = random_get,
                       .seed = seed, .cfg = *cfg};
+}
+
+/* ---- a model directory ---- */
+
+bool lm_write_random(const ModelConfig *cfg, uint64_t seed, DType dt,
+                     const char *dir, const char *keep, double *params,
+                     bool *refused, Diag *d) {
+  Checkpoint ck = lm_random_checkpoint(cfg, seed);
+  CkptKey *keys;
+  int n = lm_checkpoint_keys(cfg, &keys);
+  StWriter *w = st_writer_new();
+  *params = 0;
+  for (int i = 0; i < n; i++) {
+    Array *a = ck.get(&ck, keys[i].name);
+    *params += (double)a->n;
+    st_writer_add(w, keys[i].name, a, dt);
+    array_free(a);
+  }
+  st_writer_meta(w, "format", "pt");
+  free(keys);
+  size_t len;
+  unsigned char *image = st_writer_image(w, &len);
+  st_writer_free(w);
+  char *config = model_config_text(cfg);
+  /* Both files land together, or neither. */
+  OutSet *set = outset_new(dir);
+  if (keep)
+    outset_protect(set, keep);
+  bool ok = outset_put(set, "model.safetensors", image, len, d);
+  free(image);
+  ok = ok && outset_put(set, "config.json", config, strlen(config), d) &&
+       outset_commit(set, refused, d);
+  free(config);
+  outset_free(set);
+  return ok;
 }

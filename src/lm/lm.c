@@ -8,11 +8,13 @@
  *
  * The layer is whatever cascade the spec describes; its `weights:` section
  * says where each weight comes from (weights.c). Weights are loaded once,
- * when the model is built. Each layer keeps its decode state (the inputs
+ * when the model is built, and stay in the checkpoint's dtype: a model
+ * directory's file is mapped, and its F32, F16 and BF16 tensors are used
+ * where they lie (the file stays open while the model lives). Each layer keeps its decode state (the inputs
  * of the cascade's initializations: H0 and the convolution history), which
  * exec_run hands back after every pass: a prompt, then one token at a
  * time, continues exactly where the previous pass stopped. */
-#include "exec.h"
+#include "lm.h"
 
 #include "../embed/embed.h"
 #include "../spec/spec.h"
@@ -26,20 +28,27 @@ static const double norm_eps = 1e-5;
 
 struct Lm {
   ModelConfig cfg;
+  StFile *file; /* a model directory's weights: the arrays' values */
   Cascade *c;
   WeightMap *map;
   LayerStream io;
   Tensors *weights; /* per layer: the cascade's weight inputs */
-  Array *embedding; /* [vocab, d_model] */
-  Array *norm_f;    /* [d_model] */
+  Array *embedding; /* [vocab, d_model], as stored */
+  Array *norm_f;    /* [d_model], fp32 */
   Tensors *state;   /* per layer: the decode state */
   int batch;        /* the state's batch; 0 before the first pass */
-  /* The shape and plan of the last pass, reused while they fit. */
+  /* The shape and plan of the last pass, reused while they fit, and the
+   * layers' prepared executor for them: every layer is the same cascade
+   * over tensors of the same shapes, so one executor runs them all, from
+   * token to token (a decode step only binds each layer's inputs). */
   Shape *shape;
   int shape_batch, shape_len;
   Pair *pairs;
   Plan *plan;
   Strategy plan_strategy;
+  Exec *exec;      /* or NULL */
+  ExecOpts exec_o; /* what it was made with */
+  double peak;     /* the most bytes of activations held at once */
 };
 
 const ModelConfig *lm_config(const Lm *m) { return &m->cfg; }
@@ -190,6 +199,11 @@ static bool build(Lm *m, const Checkpoint *ck, Diag *d) {
                                                cfg->d_model, d));
   ok = ok && (m->norm_f = load_model_tensor(m, ck, "norm_f", cfg->d_model, 0,
                                             d));
+  if (ok && m->norm_f->dtype != DT_F32) { /* read by head(), in fp32 */
+    Array *f = array_f32(m->norm_f);
+    array_free(m->norm_f);
+    m->norm_f = f;
+  }
   /* The last layer first: a config that counts more layers than the
    * checkpoint holds fails here, before anything is allocated per layer. */
   Tensors last = {0};
@@ -238,7 +252,10 @@ Lm *lm_open(const char *dir, Cascade *spec, Diag *d) {
       Checkpoint ck = checkpoint_of_file(f);
       m = lm_new(&cfg, &ck, spec, d);
       spec = NULL; /* owned by the Lm, or freed by it */
-      st_close(f);
+      if (m)
+        m->file = f; /* the weights' values */
+      else
+        st_close(f);
     }
   }
   if (spec)
@@ -248,7 +265,13 @@ Lm *lm_open(const char *dir, Cascade *spec, Diag *d) {
   return m;
 }
 
+static void forget_exec(Lm *m) {
+  exec_free(m->exec);
+  m->exec = NULL;
+}
+
 static void forget_shape(Lm *m) {
+  forget_exec(m);
   plan_free(m->plan);
   free(m->pairs);
   shape_free(m->shape);
@@ -276,15 +299,16 @@ void lm_free(Lm *m) {
   array_free(m->norm_f);
   weights_free(m->map);
   cascade_free(m->c);
+  st_close(m->file);
   free(m);
 }
 
 double lm_weight_bytes(const Lm *m) {
-  double n = (double)m->embedding->n + (double)m->norm_f->n;
+  double n = array_bytes(m->embedding) + array_bytes(m->norm_f);
   for (int l = 0; l < m->cfg.n_layer; l++)
     for (int i = 0; i < m->weights[l].n; i++)
-      n += (double)m->weights[l].arrays[i]->n;
-  return 4 * n;
+      n += array_bytes(m->weights[l].arrays[i]);
+  return n;
 }
 
 /* ---- a pass ---- */
@@ -304,6 +328,7 @@ static const Shape *shape_for(Lm *m, int batch, int len, Diag *d) {
 static const Plan *plan_for(Lm *m, Strategy st, Diag *d) {
   if (m->plan && m->plan_strategy == st)
     return m->plan;
+  forget_exec(m);
   plan_free(m->plan);
   if (!m->pairs)
     m->pairs = fusion_classify(m->c, m->shape);
@@ -368,16 +393,46 @@ static bool check_tokens(const Lm *m, const int *tokens, int batch, int len,
 
 static Array *embed(const Lm *m, const Shape *s, const int *tokens) {
   Array *a = tensor_array(m->c, s, m->io.residual_in);
+  const Array *E = m->embedding;
   int64_t D = m->cfg.d_model;
   for (int64_t i = 0; i < a->n / D; i++)
-    memcpy(a->data + i * D, m->embedding->data + tokens[i] * D,
-           (size_t)D * sizeof(float));
+    if (E->dtype == DT_F32)
+      memcpy(a->data + i * D, E->data + tokens[i] * D,
+             (size_t)D * sizeof(float));
+    else
+      kernel_widen(E->dtype, E->half + tokens[i] * D, a->data + i * D, D);
   return a;
 }
 
 typedef struct Stream {
   Array *hidden, *residual; /* owned */
 } Stream;
+
+/* Activations held between layers: the stream and every layer's decode
+ * state; the peak adds what a layer's run (or the head) holds on top. */
+static void note_peak(Lm *m, const Stream *io, double on_top) {
+  double held = on_top + array_bytes(io->hidden) + array_bytes(io->residual);
+  for (int l = 0; l < m->cfg.n_layer; l++)
+    for (int i = 0; i < m->state[l].n; i++)
+      held += array_bytes(m->state[l].arrays[i]);
+  if (held > m->peak)
+    m->peak = held;
+}
+
+double lm_peak_bytes(const Lm *m) { return m->peak; }
+
+/* The layers' executor for EO and the current shape. */
+static Exec *exec_for(Lm *m, const ExecOpts *eo, Diag *d) {
+  bool same = m->exec && m->exec_o.plan == eo->plan &&
+              m->exec_o.pool == eo->pool &&
+              m->exec_o.buffer_bytes == eo->buffer_bytes;
+  if (!same) {
+    forget_exec(m);
+    m->exec = exec_new(m->c, m->shape, eo, d);
+    m->exec_o = *eo;
+  }
+  return m->exec;
+}
 
 /* Layer L: the stream in, the stream out, the state carried. */
 static bool run_layer(Lm *m, int l, const ExecOpts *eo, Stream *io,
@@ -391,7 +446,10 @@ static bool run_layer(Lm *m, int l, const ExecOpts *eo, Stream *io,
     tensors_put(&in, st->names[i], st->arrays[i], false);
   tensors_put(&in, c->tensors[m->io.hidden_in].name, io->hidden, false);
   tensors_put(&in, c->tensors[m->io.residual_in].name, io->residual, false);
-  bool ok = exec_run(c, m->shape, &in, eo, &out, &next, NULL, d);
+  Exec *x = exec_for(m, eo, d);
+  bool ok = x && exec_step(x, &in, &out, &next, NULL, d);
+  if (x)
+    note_peak(m, io, exec_peak_bytes(x));
   tensors_free(&in);
   if (ok) {
     array_free(io->hidden);
@@ -439,9 +497,11 @@ static Array *head(const Lm *m, const Stream *io, int batch, int len,
   }
   Array *logits = o->last_only ? array_new(2, (int64_t[]){batch, V})
                                : array_new(3, (int64_t[]){batch, len, V});
+  const Array *E = m->embedding;
   Gemm g = {.m = rows, .n = V, .k = D, .batch = 1,
             .a = h, .a_m = D, .a_k = 1,
-            .b = m->embedding->data, .b_k = 1, .b_n = D,
+            .b = E->dtype == DT_F32 ? (const void *)E->data : E->half,
+            .b_type = E->dtype, .b_k = 1, .b_n = D,
             .c = logits->data, .c_m = V, .c_n = 1};
   kernel_gemm(&g, o->pool);
   free(h);
@@ -476,8 +536,12 @@ bool lm_forward(Lm *m, const int *tokens, int batch, int len,
       tensors_put(record, name, array_clone(io.hidden), true);
     }
   }
-  if (ok)
+  if (ok) {
     *logits = head(m, &io, batch, len, o);
+    /* the normalized rows (as many as logits rows) and the logits */
+    note_peak(m, &io, array_bytes(*logits) * (1 + (double)m->cfg.d_model /
+                                                      m->cfg.vocab));
+  }
   array_free(io.hidden);
   array_free(io.residual);
   return ok;

@@ -1,0 +1,223 @@
+/* cmd_tokenize.c — `mambalaya tokenize`: text to token ids and back with a
+ * model's tokenizer.json (what run and generate do with --prompt). */
+#include "cli.h"
+
+#include "../lm/lm.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: mambalaya tokenize (--model DIR | --tokenizer FILE)\n"
+    "                          (--text TEXT | --ids LIST | --lines FILE |\n"
+    "                           --decode-lines FILE)\n"
+    "\n"
+    "Turn text into token ids and back with a byte-level BPE tokenizer.json\n"
+    "(GPT-2, GPT-NeoX: what Mamba checkpoints carry).\n"
+    "\n"
+    "  --model DIR          the tokenizer of a model directory\n"
+    "                       (DIR/tokenizer.json)\n"
+    "  --tokenizer FILE     a tokenizer.json\n"
+    "  --text TEXT          print TEXT's token ids, comma-separated\n"
+    "  --ids LIST           print the text of the ids (1,2,3)\n"
+    "  --lines FILE         each line a JSON string: print each one's ids as a\n"
+    "                       JSON array, one line each\n"
+    "  --decode-lines FILE  each line a JSON array of ids: print each one's\n"
+    "                       text as a JSON string, one line each\n"
+    "\n"
+    "Example:\n"
+    "  mambalaya tokenize --model m130 --text \"Hello, world\"\n";
+
+/* The tokenizer --model or --tokenizer names; NULL after a message. */
+Tokenizer *open_tokenizer(const char *model, const char *file) {
+  Buf path = {0};
+  if (file)
+    buf_printf(&path, "%s", file);
+  else
+    buf_printf(&path, "%s/tokenizer.json", model);
+  Diag d = {0};
+  Tokenizer *t = tokenizer_load(path.s, &d);
+  if (!t)
+    diag_print(&d, stderr);
+  buf_free(&path);
+  return t;
+}
+
+/* The ids in LIST ("1,2,3"), each below LIMIT; false after a message. */
+static bool parse_ids(const Args *a, const char *list, int limit, int **ids,
+                      int *n) {
+  int cap = 0;
+  *ids = NULL;
+  *n = 0;
+  for (const char *p = list; *p;) {
+    char *end;
+    errno = 0;
+    long v = strtol(p, &end, 10);
+    if (end == p || errno || v < 0 || v >= limit) {
+      usage_error(a, "--ids: expected token ids below %d, comma-separated, "
+                     "at '%s'",
+                  limit, p);
+      free(*ids);
+      return false;
+    }
+    VEC_PUSH(*ids, *n, cap, (int)v);
+    p = *end == ',' ? end + 1 : end;
+    if (*end && *end != ',') {
+      usage_error(a, "--ids: unexpected '%c'", *end);
+      free(*ids);
+      return false;
+    }
+  }
+  return true;
+}
+
+void token_text(const Tokenizer *t, int id, Buf *out) {
+  int len;
+  const char *s = tokenizer_token(t, id, &len);
+  if (!s)
+    return;
+  if (out->len + (size_t)len + 1 > out->cap) {
+    out->cap = 2 * (out->len + (size_t)len + 1);
+    out->s = xrealloc(out->s, out->cap);
+  }
+  memcpy(out->s + out->len, s, (size_t)len);
+  out->len += (size_t)len;
+  out->s[out->len] = 0;
+}
+
+/* Each line of PATH a JSON string (DECODE: an array of ids), printed as
+ * its ids (DECODE: its text) on a line of its own. Returns an exit
+ * status. */
+static int each_line(const Args *a, const char *path, const Tokenizer *t,
+                     bool decode) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    fprintf(stderr, "%s: error: cannot read: %s\n", path, strerror(errno));
+    return EXIT_INPUT;
+  }
+  Buf out = {0};
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t got;
+  int lineno = 0, status = 0;
+  while (!status && (got = getline(&line, &cap, f)) >= 0) {
+    lineno++;
+    json_error_t err;
+    json_t *v = json_loadb(line, (size_t)got, JSON_DECODE_ANY, &err);
+    if (!v || (decode ? !json_is_array(v) : !json_is_string(v))) {
+      fprintf(stderr, "%s:%d: error: expected a JSON %s\n", path, lineno,
+              decode ? "array of ids" : "string");
+      status = EXIT_INPUT;
+    } else if (decode) {
+      Buf text = {0};
+      buf_printf(&text, "%s", "");
+      for (size_t i = 0; i < json_array_size(v); i++)
+        token_text(t, (int)json_integer_value(json_array_get(v, i)), &text);
+      json_t *s = json_stringn(text.s, text.len);
+      char *js = s ? json_dumps(s, JSON_ENCODE_ANY | JSON_ENSURE_ASCII) : NULL;
+      if (js)
+        buf_printf(&out, "%s\n", js);
+      else
+        status = usage_error(a, "line %d does not decode to UTF-8 text",
+                             lineno);
+      free(js);
+      json_decref(s);
+      buf_free(&text);
+    } else {
+      int *ids, n;
+      Diag d = {0};
+      if (!tokenizer_encode(t, json_string_value(v), json_string_length(v),
+                            &ids, &n, &d)) {
+        fprintf(stderr, "%s:%d: error: %s\n", path, lineno, d.msg);
+        status = EXIT_INPUT;
+      } else {
+        buf_printf(&out, "[");
+        for (int i = 0; i < n; i++)
+          buf_printf(&out, "%s%d", i ? ", " : "", ids[i]);
+        buf_printf(&out, "]\n");
+        free(ids);
+      }
+    }
+    json_decref(v);
+  }
+  free(line);
+  fclose(f);
+  if (!status && out.s)
+    emit(&out);
+  buf_free(&out);
+  return status;
+}
+
+int cmd_tokenize(int argc, char **argv) {
+  Args a = {.cmd = "mambalaya tokenize", .argc = argc, .argv = argv, .i = 1};
+  const char *model = NULL, *file = NULL, *text = NULL, *ids_text = NULL;
+  const char *lines = NULL, *decode_lines = NULL;
+  int k;
+  while ((k = args_next(&a))) {
+    if (k == 2)
+      return args_unknown(&a);
+    if (args_is(&a, "--help") || args_is(&a, "-h")) {
+      fputs(usage, stdout);
+      return 0;
+    }
+    const char **slot = args_is(&a, "--model")          ? &model
+                        : args_is(&a, "--tokenizer")    ? &file
+                        : args_is(&a, "--text")         ? &text
+                        : args_is(&a, "--ids")          ? &ids_text
+                        : args_is(&a, "--lines")        ? &lines
+                        : args_is(&a, "--decode-lines") ? &decode_lines
+                                                        : NULL;
+    if (!slot)
+      return args_unknown(&a);
+    if (!args_value(&a))
+      return EXIT_INPUT;
+    *slot = a.val;
+  }
+  int inputs = !!text + !!ids_text + !!lines + !!decode_lines;
+  if ((!model == !file) || inputs != 1)
+    return usage_error(&a, "needs --model or --tokenizer, and one of --text, "
+                           "--ids, --lines, --decode-lines (see mambalaya "
+                           "tokenize --help)");
+  Tokenizer *t = open_tokenizer(model, file);
+  if (!t)
+    return EXIT_INPUT;
+  int status = 0;
+  if (lines || decode_lines) {
+    status = each_line(&a, lines ? lines : decode_lines, t, !lines);
+  } else if (text) {
+    int *ids, n;
+    Diag d = {0};
+    if (!tokenizer_encode(t, text, strlen(text), &ids, &n, &d)) {
+      fprintf(stderr, "mambalaya tokenize: error: --text: %s\n", d.msg);
+      status = EXIT_INPUT;
+    } else {
+      Buf out = {0};
+      buf_printf(&out, "%s", "");
+      for (int i = 0; i < n; i++)
+        buf_printf(&out, "%s%d", i ? "," : "", ids[i]);
+      buf_printf(&out, "\n");
+      emit(&out);
+      buf_free(&out);
+      free(ids);
+    }
+  } else {
+    int *ids, n;
+    if (!parse_ids(&a, ids_text, tokenizer_size(t), &ids, &n)) {
+      status = EXIT_INPUT;
+    } else {
+      Buf out = {0};
+      buf_printf(&out, "%s", "");
+      for (int i = 0; i < n; i++)
+        token_text(t, ids[i], &out);
+      fwrite(out.s, 1, out.len, stdout);
+      fputc('\n', stdout);
+      buf_free(&out);
+      free(ids);
+    }
+  }
+  tokenizer_free(t);
+  return status;
+}
