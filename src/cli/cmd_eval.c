@@ -93,6 +93,8 @@ int cmd_eval(int argc, char **argv) {
     return EXIT_INPUT;
   if (!o.spec)
     return usage_error(&a, "missing SPEC (see mambalaya eval --help)");
+  if (o.decode && mf.state_io < 0)
+    mf.state_io = 1; /* a decode step reads and writes its state */
   if (plan_file && design_given)
     return usage_error(&a, "--plan gives the plan: drop --design/--strategy");
   if (csv && o.json)

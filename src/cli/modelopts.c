@@ -13,8 +13,10 @@ const char model_opts_help[] =
     "  --pipelined         compose a group's Einsums by parallel pipelining\n"
     "  --ideal             the plan's algorithmic-minimum traffic instead of\n"
     "                      the mapping search's\n"
-    "  --state-io          count the decode state (H0, the convolution\n"
-    "                      history)\n"
+    "  --state-io, --no-state-io   count the decode state (H0, the\n"
+    "                      convolution history, a KV cache): read before the\n"
+    "                      pass, the steps it adds written after (default: on\n"
+    "                      for --phase decode, off for a prefill, as the paper)\n"
     "  --no-overlap        an Einsum's compute and DRAM transfers do not\n"
     "                      overlap\n"
     "  --reserve-share X   share of the buffer a group may hold across its\n"
@@ -56,6 +58,7 @@ bool model_opt(Args *a, ModelOverrides *f, int *err) {
       {"--pipelined", offsetof(ModelOverrides, pipelined), 1},
       {"--ideal", offsetof(ModelOverrides, ideal), 1},
       {"--state-io", offsetof(ModelOverrides, state_io), 1},
+      {"--no-state-io", offsetof(ModelOverrides, state_io), 0},
       {"--no-overlap", offsetof(ModelOverrides, no_overlap), 1},
       {"--two-pass", offsetof(ModelOverrides, two_pass), 1},
       {"--no-two-pass", offsetof(ModelOverrides, two_pass), 0},

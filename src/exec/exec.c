@@ -89,6 +89,15 @@ bool exec_step(Exec *x, const Tensors *inputs, Tensors *results,
   bool ok = bind_inputs(r, inputs);
   if (ok)
     ok = x->o.plan ? run_fused(r, next) : run_interpret(r);
+  /* The next pass's decode state, written by the pass: the steps it adds
+   * (fusion.h's rule, the model's too). */
+  for (int t = 0; ok && stats && x->o.plan && t < c->ntensors; t++) {
+    double n = 4 * state_write_elems(r->s, t);
+    if (n > 0) {
+      stats->write[c->tensors[t].init->rhs->acc->tensor] += n;
+      stats->write_total += n;
+    }
+  }
   if (ok)
     ok = collect(r, results, next);
   run_reset(r);

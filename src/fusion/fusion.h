@@ -141,6 +141,8 @@ typedef enum {
   XFER_WRITE, /* a tensor written by its producer */
   XFER_STATE, /* an initialization's input (the decode state), read for the
                  group's reads before the start */
+  XFER_STATE_OUT, /* the next pass's decode state, written by the Einsum
+                     producing the tensor it continues (state_write_elems) */
 } XferKind;
 
 /* One tensor crossing off chip at one Einsum. */
@@ -202,6 +204,14 @@ double einsum_read_elems(const Shape *s, int e, int t);
  * start need (its own reach), per input tensor into ELEMS (indexed by
  * tensor; the caller zeroes it). */
 void einsum_state_elems(const Shape *s, int e, double *elems);
+
+/* Elements of the next pass's decode state that a pass writes for tensor
+ * T (which has an initialization reading a state S): the steps this pass
+ * adds. A history of K steps (the convolution's) is a ring of K slots, so
+ * min(M, K) steps of M new ones; a cache that grows (`append:`) takes all
+ * M; a state without a history rank (H0) is written whole. 0 when T has
+ * no such state. */
+double state_write_elems(const Shape *s, int t);
 
 /* Fill P's geometry from its grouping (fusion_plan does). */
 void plan_geometry(const Cascade *c, const Shape *s, Plan *p);

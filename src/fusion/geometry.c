@@ -2,6 +2,7 @@
  * go off chip, and the elements of every off-chip transfer (fusion.h). */
 #include "fusion.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,6 +145,21 @@ void einsum_state_elems(const Shape *s, int e, double *elems) {
   free(boxes);
 }
 
+double state_write_elems(const Shape *s, int t) {
+  const Cascade *c = s->c;
+  const Einsum *ini = c->tensors[t].init;
+  if (!ini || ini->rhs->kind != EX_READ)
+    return 0;
+  int st = ini->rhs->acc->tensor, k = init_history_dim(ini);
+  double all = shape_tensor_elems(s, st);
+  if (k < 0)
+    return all;
+  double slots = (double)s->size[c->tensors[st].ranks[k]];
+  double fresh = (double)s->size[c->tensors[t].ranks[ini->out.cond_dim]];
+  double steps = c->tensors[st].append ? fresh : fmin(fresh, slots);
+  return slots > 0 ? all / slots * steps : 0;
+}
+
 /* ---- the geometry ---- */
 
 static ReadSrc read_src(const Cascade *c, const int *group_of, int e,
@@ -263,6 +279,10 @@ static void group_xfers(Fill *f, int gi) {
     int out = E->out.tensor;
     if (p->written[out])
       add_xfer(f, e, out, XFER_WRITE, whole(s, out));
+    double st = state_write_elems(s, out);
+    if (st > 0)
+      add_xfer(f, e, c->tensors[out].init->rhs->acc->tensor, XFER_STATE_OUT,
+               st);
   }
   for (int i = 0; i < g->n; i++) {
     const Einsum *E = c->einsums[g->einsums[i]];
@@ -317,7 +337,7 @@ void plan_geometry(const Cascade *c, const Shape *s, Plan *p) {
   for (int g = 0; g < p->ngroups; g++)
     group_xfers(&f, g);
   for (int i = 0; i < p->nxfers; i++)
-    if (p->xfers[i].kind != XFER_STATE &&
+    if ((p->xfers[i].kind == XFER_READ || p->xfers[i].kind == XFER_WRITE) &&
         tensor_is_intermediate(c, p->xfers[i].tensor))
       p->offchip_elems += p->xfers[i].elems;
   for (int t = 0; t < c->ntensors; t++)

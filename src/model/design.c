@@ -80,7 +80,7 @@ ModelOpts model_default_opts(Design d) {
 }
 
 ModelOverrides model_no_overrides(void) {
-  return (ModelOverrides){.two_pass = -1, .rd_partials = -1,
+  return (ModelOverrides){.state_io = -1, .two_pass = -1, .rd_partials = -1,
                           .spill_distance = -1, .stitch = -1,
                           .reserve_share = NAN, .weight_share = NAN};
 }
@@ -91,8 +91,8 @@ ModelOpts model_opts_with(const ModelOverrides *f, Design d) {
     o.compose = COMPOSE_PIPELINED;
   if (f->ideal)
     o.accounting = ACCOUNT_IDEAL;
-  if (f->state_io)
-    o.state_io = true;
+  if (f->state_io >= 0)
+    o.state_io = f->state_io;
   if (f->no_overlap)
     o.no_overlap = true;
   if (f->two_pass >= 0)

@@ -72,7 +72,7 @@ static void geometry_traffic(const Ctx *x, int e, EinsumEval *r,
     const Transfer *t = &p->xfers[i];
     if (t->einsum != e)
       continue;
-    bool is_state = t->kind == XFER_STATE;
+    bool is_state = t->kind == XFER_STATE || t->kind == XFER_STATE_OUT;
     if (is_state && !x->o.state_io)
       continue;
     double b = t->elems * x->word;
@@ -81,7 +81,8 @@ static void geometry_traffic(const Ctx *x, int e, EinsumEval *r,
     else
       r->ideal_intra += b;
     if ((moves && !is_state) || (state && is_state))
-      charge(x, r, t->tensor, t->elems, t->kind == XFER_WRITE, is_state);
+      charge(x, r, t->tensor, t->elems,
+             t->kind == XFER_WRITE || t->kind == XFER_STATE_OUT, is_state);
   }
 }
 
@@ -115,6 +116,9 @@ static void ideal_traffic(Ctx *x, EinsumEval *r) {
         seen[t] = true;
         charge(x, &r[e], t, st[t], false, true);
       }
+    double w = state_write_elems(x->s, out); /* the next pass's state */
+    if (w > 0)
+      charge(x, &r[e], c->tensors[out].init->rhs->acc->tensor, w, true, true);
   }
   for (int e = 0; e < c->neinsums; e++) {
     r[e].ideal_intra = r[e].intra_read + r[e].intra_write;

@@ -119,7 +119,8 @@ static void collect_held(Grp *G) {
   int g = p->group_of[m[0]];
   for (int i = 0; i < p->nxfers; i++) {
     const Transfer *f = &p->xfers[i];
-    if (p->group_of[f->einsum] == g && f->kind != XFER_STATE)
+    if (p->group_of[f->einsum] == g &&
+        (f->kind == XFER_READ || f->kind == XFER_WRITE))
       *(f->kind == XFER_WRITE ? &wr[f->tensor] : &rd[f->tensor]) = f->elems;
   }
   for (int j = 0; j < G->n; j++) {

@@ -121,8 +121,9 @@ ModelOpts model_default_opts(Design d);
 /* Options a user gave, applied over each design's defaults: -1 (or NAN)
  * where the default stands (the command line's model options). */
 typedef struct ModelOverrides {
-  int pipelined, ideal, state_io, no_overlap; /* 0 or 1 */
-  int two_pass, rd_partials, spill_distance, stitch;
+  int pipelined, ideal, no_overlap; /* 0 or 1 */
+  int state_io, two_pass, rd_partials, spill_distance, stitch; /* -1: the
+                                                                default */
   double reserve_share, weight_share;
 } ModelOverrides;
 

@@ -53,7 +53,7 @@ json_t *report_overrides_json(const ModelOverrides *o) {
     int v;
   } flags[] = {{"pipelined", o->pipelined ? 1 : -1},
                {"ideal", o->ideal ? 1 : -1},
-               {"state_io", o->state_io ? 1 : -1},
+               {"state_io", o->state_io},
                {"no_overlap", o->no_overlap ? 1 : -1},
                {"two_pass", o->two_pass},
                {"rd_partials", o->rd_partials}};

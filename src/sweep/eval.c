@@ -65,6 +65,8 @@ static Eval *price(Worker *w, int cm, int st, int slot, const DesignStitch *ds,
   const StudyShape *sh = study_shape(s, cm, st, slot);
   const Cascade *c = s->cascades[s->cms[cm].cascade].c;
   ModelOpts o = model_opts_with(ov, ds->design);
+  if (slot == SLOT_DECODE && ov->state_io < 0)
+    o.state_io = true; /* a decode step reads and writes its state */
   if (ds->stitch >= 0)
     o.stitch = (Stitcher)ds->stitch;
   long key = ((((long)cm * s->nstuples + st) * s->nslots + slot) * DES_COUNT +

@@ -40,7 +40,8 @@ static Study *load_text(const char *text) {
 }
 
 /* Design D of mamba1 (mamba-130m, B = 2, I = TOKENS) on the shipped
- * mambalaya: seconds and joules. */
+ * mambalaya: seconds and joules; a decode step (TOKENS = 1) counts its
+ * state, as sweep and eval do. */
 static void direct(Design d, double tokens, double *sec, double *joules) {
   Diag diag = {0};
   Source src;
@@ -54,6 +55,7 @@ static void direct(Design d, double tokens, double *sec, double *joules) {
   Shape *s = shape_bind(c, preset_find("mamba-130m"), set, 2, true, &diag);
   Pair *pairs = fusion_classify(c, s);
   ModelOpts o = model_default_opts(d);
+  o.state_io = tokens == 1;
   Eval *ev = model_eval(c, s, a, pairs, d, &o, &diag);
   *sec = ev ? ev->seconds : NAN;
   *joules = ev ? ev->energy_pj * 1e-12 : NAN;
