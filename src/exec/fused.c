@@ -326,43 +326,51 @@ static double tile_elems(const Fused *f, int t, const int64_t *tile) {
   return n;
 }
 
-/* The largest tile (a power of two, spread over the ranks innermost
- * first) whose buffers fit; the inner tile at least covers the halos. */
+/* Bytes of the unit's tile buffers for tiles TILE. */
+static double tile_bytes(const Fused *f, const int64_t *tile) {
+  double bytes = 0;
+  for (int t = 0; t < f->r->c->ntensors; t++)
+    if (f->onchip[t])
+      bytes += 4 * tile_elems(f, t, tile);
+  return bytes;
+}
+
+/* The tile. Under the plan's geometry the off-chip traffic does not depend
+ * on it (each distinct element once per group), so what is left to choose
+ * is the fewest tiles whose buffers fit: ranks are filled innermost first
+ * (consecutive steps of a recurrence), each to the largest extent that
+ * fits (by bisection: the buffers only grow with the tile), and the last
+ * rank that does not fit whole is cut into equal tiles, as many as that
+ * extent needs. The inner tile covers the halos. */
 static void choose_tile(Fused *f) {
   const Cascade *c = f->r->c;
   int64_t min_inner = 1;
   for (int t = 0; t < c->ntensors; t++)
     if (f->onchip[t] && f->halo[t] > min_inner)
       min_inner = f->halo[t];
-  double whole = 1;
+  int64_t tile[IR_MAX_RANKS];
   for (int j = 0; j < f->nt; j++)
-    whole *= (double)f->tsize[j];
-  double best = 1;
-  for (double total = 1; total <= whole; total *= 2) {
-    int64_t tile[IR_MAX_RANKS];
-    double rest = total;
-    for (int j = f->nt - 1; j >= 0; j--) {
-      tile[j] = rest < (double)f->tsize[j] ? (int64_t)rest : f->tsize[j];
-      rest = ceil(rest / (double)tile[j]);
-    }
-    double bytes = 0;
-    for (int t = 0; t < c->ntensors; t++)
-      if (f->onchip[t])
-        bytes += 4 * tile_elems(f, t, tile);
-    bool halo_ok = f->nt == 0 || tile[f->nt - 1] >= min_inner ||
-                   tile[f->nt - 1] == f->tsize[f->nt - 1];
-    if (bytes <= f->r->o->buffer_bytes && halo_ok)
-      best = total;
-    if (total == whole)
-      break;
-    if (total * 2 > whole)
-      total = whole / 2; /* end exactly at the whole extent */
-  }
-  double rest = best;
+    tile[j] = 1;
+  double cap = f->r->o->buffer_bytes;
   for (int j = f->nt - 1; j >= 0; j--) {
-    f->ttile[j] = rest < (double)f->tsize[j] ? (int64_t)rest : f->tsize[j];
-    rest = ceil(rest / (double)f->ttile[j]);
+    int64_t lo = 1, hi = f->tsize[j]; /* the largest that fits, in [1, hi] */
+    tile[j] = hi;
+    if (tile_bytes(f, tile) > cap) {
+      while (lo < hi) {
+        int64_t mid = lo + (hi - lo + 1) / 2;
+        tile[j] = mid;
+        if (tile_bytes(f, tile) <= cap)
+          lo = mid;
+        else
+          hi = mid - 1;
+      }
+      int64_t n = (f->tsize[j] + lo - 1) / lo; /* equal tiles */
+      tile[j] = (f->tsize[j] + n - 1) / n;
+      break;
+    }
   }
+  for (int j = 0; j < f->nt; j++)
+    f->ttile[j] = tile[j];
   if (f->nt > 0 && f->ttile[f->nt - 1] < min_inner)
     f->ttile[f->nt - 1] =
         min_inner < f->tsize[f->nt - 1] ? min_inner : f->tsize[f->nt - 1];
