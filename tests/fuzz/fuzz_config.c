@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../../src/exec/exec.h"
+#include "../../src/lm/lm.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
