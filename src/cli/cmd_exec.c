@@ -222,20 +222,10 @@ static int exec_opt(Args *a, ExecArgs *o, bool *handled) {
 
 /* Is tensor T read by some Einsum or initialization (an input exec_run
  * needs)? */
+/* An input the run needs: no Einsum produces it, some Einsum or
+ * initialization reads it. */
 static bool needed_input(const Cascade *c, int t) {
-  if (c->tensors[t].producer >= 0)
-    return false;
-  for (int i = 0; i < c->neinsums; i++)
-    for (int k = 0; k < c->einsums[i]->nreads; k++)
-      if (c->einsums[i]->reads[k]->tensor == t)
-        return true;
-  for (int u = 0; u < c->ntensors; u++) {
-    const Einsum *ini = c->tensors[u].init;
-    for (int k = 0; ini && k < ini->nreads; k++)
-      if (ini->reads[k]->tensor == t)
-        return true;
-  }
-  return false;
+  return c->tensors[t].producer < 0 && tensor_is_read(c, t);
 }
 
 static void shape_of(const Cascade *c, const Shape *s, int t, int64_t *shape) {

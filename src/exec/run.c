@@ -13,20 +13,6 @@ static const char *tname(const Cascade *c, int t) { return c->tensors[t].name; }
 
 /* ---- inputs ---- */
 
-static bool read_anywhere(const Cascade *c, int t) {
-  for (int i = 0; i < c->neinsums; i++)
-    for (int k = 0; k < c->einsums[i]->nreads; k++)
-      if (c->einsums[i]->reads[k]->tensor == t)
-        return true;
-  for (int u = 0; u < c->ntensors; u++) {
-    const Einsum *ini = c->tensors[u].init;
-    for (int k = 0; ini && k < ini->nreads; k++)
-      if (ini->reads[k]->tensor == t)
-        return true;
-  }
-  return false;
-}
-
 void tensor_shape(const Run *r, int t, int64_t *shape) {
   const Tensor *T = &r->c->tensors[t];
   for (int k = 0; k < T->nranks; k++)
@@ -44,7 +30,7 @@ bool bind_inputs(Run *r, const Tensors *inputs) {
   const Cascade *c = r->c;
   for (int t = 0; t < c->ntensors; t++) {
     const Tensor *T = &c->tensors[t];
-    if (T->producer >= 0 || !read_anywhere(c, t))
+    if (T->producer >= 0 || !tensor_is_read(c, t))
       continue;
     Array *a = tensors_get(inputs, T->name);
     if (!a) {

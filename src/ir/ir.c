@@ -181,6 +181,20 @@ int cascade_sequence_rank(const Cascade *c) {
   return cascade_rank(c, "I");
 }
 
+bool tensor_is_read(const Cascade *c, int t) {
+  for (int i = 0; i < c->neinsums; i++)
+    for (int k = 0; k < c->einsums[i]->nreads; k++)
+      if (c->einsums[i]->reads[k]->tensor == t)
+        return true;
+  for (int u = 0; u < c->ntensors; u++) {
+    const Einsum *ini = c->tensors[u].init;
+    for (int k = 0; ini && k < ini->nreads; k++)
+      if (ini->reads[k]->tensor == t)
+        return true;
+  }
+  return false;
+}
+
 bool tensor_is_intermediate(const Cascade *c, int t) {
   for (int i = 0; i < c->nedges; i++)
     if (c->edges[i].tensor == t &&

@@ -238,6 +238,8 @@ bool cascade_reaches(const Cascade *c, int from, int to);
  * else the rank a recurrence iterates (an initialization's `i<0`), else a
  * rank named I; -1 if none. */
 int cascade_sequence_rank(const Cascade *c);
+/* Does some Einsum, or some initialization, read tensor T? */
+bool tensor_is_read(const Cascade *c, int t);
 /* Is tensor T an intermediate: read by some Einsum other than its
  * producer? (An output may be one too: LEX.) */
 bool tensor_is_intermediate(const Cascade *c, int t);

@@ -155,7 +155,7 @@ static bool is_dir(const char *path) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* A temporary's name beside NAME in DIR: ".NAME.XXXXXXXX.tmp", NAME cut so
+/* A temporary's name beside NAME in DIR: ".NAME.<8 random>.tmp", NAME cut so
  * that the whole fits a file name. */
 static char *temp_name(const char *dir, const char *name) {
   static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
