@@ -218,6 +218,46 @@ static void staged_discard(Staged *s) {
   errno = e;
 }
 
+/* Make a fresh name beside NAME in DIR with MAKE (which fails with EEXIST
+ * when the name is taken), listed for removal on a signal; retried with new
+ * names a hundred times. */
+static bool claim_name(Staged *s, const char *dir, const char *name,
+                       bool (*make)(Staged *s, const char *tmp,
+                                    const char *ctx),
+                       const char *ctx) {
+  for (int tries = 0; tries < 100; tries++) {
+    char *tmp = temp_name(dir, name);
+    if (!note_named(tmp)) {
+      free(tmp);
+      errno = EMFILE;
+      return false;
+    }
+    if (make(s, tmp, ctx)) {
+      s->tmp = tmp;
+      return true;
+    }
+    int e = errno;
+    forget_named(tmp);
+    free(tmp);
+    errno = e;
+    if (e != EEXIST)
+      return false;
+  }
+  return false;
+}
+
+static bool create_named(Staged *s, const char *tmp, const char *ctx) {
+  (void)ctx;
+  s->fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+               0666);
+  return s->fd >= 0;
+}
+
+static bool link_named(Staged *s, const char *tmp, const char *proc) {
+  (void)s;
+  return linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0;
+}
+
 /* An anonymous temporary in DIR, or a named one beside NAME. */
 static bool staged_open(Staged *s, const char *dir, const char *name) {
   *s = (Staged){.fd = -1};
@@ -232,27 +272,7 @@ static bool staged_open(Staged *s, const char *dir, const char *name) {
       return false; /* ENOENT, EACCES, EROFS, ...: a named file would fail */
   }
 #endif
-  for (int tries = 0; tries < 100; tries++) {
-    char *tmp = temp_name(dir, name);
-    if (!note_named(tmp)) {
-      free(tmp);
-      errno = EMFILE;
-      return false;
-    }
-    s->fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                 0666);
-    if (s->fd >= 0) {
-      s->tmp = tmp;
-      return true;
-    }
-    int e = errno;
-    forget_named(tmp);
-    free(tmp);
-    errno = e;
-    if (e != EEXIST)
-      return false;
-  }
-  return false;
+  return claim_name(s, dir, name, create_named, NULL);
 }
 
 /* Stage DATA for NAME in directory DIR. */
@@ -273,25 +293,7 @@ static bool staged_link(Staged *s, const char *dir, const char *name) {
     return true;
   char proc[64];
   snprintf(proc, sizeof proc, "/proc/self/fd/%d", s->fd);
-  for (int tries = 0; tries < 100; tries++) {
-    char *tmp = temp_name(dir, name);
-    if (!note_named(tmp)) {
-      free(tmp);
-      errno = EMFILE;
-      return false;
-    }
-    if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) {
-      s->tmp = tmp;
-      return true;
-    }
-    int e = errno;
-    forget_named(tmp);
-    free(tmp);
-    errno = e;
-    if (e != EEXIST)
-      return false;
-  }
-  return false;
+  return claim_name(s, dir, name, link_named, proc);
 }
 
 /* Rename the linked temporary over PATH. */
