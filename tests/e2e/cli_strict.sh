@@ -4,26 +4,7 @@
 # shipped name is never shadowed by a local file unless written as a
 # path, and names from files reach the terminal escaped, on one line.
 set -u
-: "${MAMBALAYA:=build/mambalaya}"
-M=$(cd "$(dirname "$MAMBALAYA")" && pwd)/$(basename "$MAMBALAYA")
-ROOT=$(pwd)
-fails=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-cd "$tmp" || exit 1
-
-# Exit 2, nothing on stdout, one line on stderr matching TEXT.
-refused() {
-  text=$1
-  shift
-  "$@" >out 2>err
-  st=$?
-  [ "$st" -eq 2 ] || fail "$* exited $st, expected 2"
-  [ -s out ] && fail "$* printed on stdout"
-  [ "$(wc -l <err)" -eq 1 ] || fail "$*: not one line: $(cat err)"
-  grep -q -e "$text" err || fail "$*: expected '$text', got: $(cat err)"
-}
+. tests/e2e/lib/harness.sh
 
 # Flags take no value.
 refused "option --json takes no value" "$M" eval mamba1 --json=no

@@ -3,27 +3,7 @@
 # refused up front with one clear message and exit 2 (never SIGABRT, under
 # ASan+UBSan too); only regular files and named pipes are read.
 set -u
-: "${MAMBALAYA:=build/mambalaya}"
-M=$(cd "$(dirname "$MAMBALAYA")" && pwd)/$(basename "$MAMBALAYA")
-ROOT=$(pwd)
-fails=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-cd "$tmp" || exit 1
-
-# Run the command, which must exit 2 with one line on stderr containing
-# TEXT (a grep pattern) and print nothing on stdout.
-refused() {
-  text=$1
-  shift
-  "$@" >out 2>err
-  st=$?
-  [ "$st" -eq 2 ] || fail "$* exited $st, expected 2: $(cat err)"
-  [ -s out ] && fail "$* printed on stdout"
-  [ "$(wc -l <err)" -eq 1 ] || fail "$*: not one line: $(cat err)"
-  grep -q -e "$text" err || fail "$*: expected '$text', got: $(cat err)"
-}
+. tests/e2e/lib/harness.sh
 
 "$M" init-weights --model mamba-130m --set d_model=16 --set n_layer=2 \
   --set vocab=64 --out m >/dev/null || fail "init-weights"

@@ -4,14 +4,7 @@
 # user's X.tmp (a symlink), init-weights that fails or is killed, and
 # output paths that cannot be used (exit 2, before anything runs).
 set -u
-: "${MAMBALAYA:=build/mambalaya}"
-M=$(cd "$(dirname "$MAMBALAYA")" && pwd)/$(basename "$MAMBALAYA")
-ROOT=$(pwd)
-fails=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-cd "$tmp" || exit 1
+. tests/e2e/lib/harness.sh
 
 "$M" init-weights --model mamba-130m --set d_model=16 --set n_layer=2 \
   --set vocab=64 --out m >/dev/null || fail "init-weights"

@@ -1,0 +1,25 @@
+# What an end-to-end script needs, sourced from the repository root
+# (tests/run.sh runs each script there): $M is the binary as an absolute
+# path, $ROOT the repository, the script runs in a fresh directory that is
+# removed on exit, fail() counts failures, refused() checks a usage error.
+: "${MAMBALAYA:=build/mambalaya}"
+M=$(cd "$(dirname "$MAMBALAYA")" && pwd)/$(basename "$MAMBALAYA")
+ROOT=$(pwd)
+fails=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+cd "$tmp" || exit 1
+
+# Run the command, which must exit 2 with one line on stderr containing
+# TEXT (a grep pattern) and print nothing on stdout.
+refused() {
+  text=$1
+  shift
+  "$@" >out 2>err
+  st=$?
+  [ "$st" -eq 2 ] || fail "$* exited $st, expected 2: $(cat err)"
+  [ -s out ] && fail "$* printed on stdout"
+  [ "$(wc -l <err)" -eq 1 ] || fail "$*: not one line: $(cat err)"
+  grep -q -e "$text" err || fail "$*: expected '$text', got: $(cat err)"
+}
