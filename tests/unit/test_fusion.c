@@ -5,45 +5,8 @@
 #include "../../src/fusion/fusion.h"
 #include "../../src/report/report.h"
 #include "../../src/spec/spec.h"
+#include "classified.h"
 #include "test.h"
-
-typedef struct Loaded {
-  Cascade *c;
-  Shape *s;
-  Pair *pairs;
-} Loaded;
-
-static Loaded load(const char *path) {
-  Loaded l = {0};
-  Diag d = {0};
-  l.c = spec_load(path, &d);
-  if (!l.c) {
-    test_fail(__FILE__, __LINE__, "%s: %s", path, d.msg);
-    return l;
-  }
-  const Preset *p = l.c->model ? preset_find(l.c->model) : NULL;
-  l.s = shape_bind(l.c, p, NULL, 0, l.c->has_shape, &d);
-  l.pairs = fusion_classify(l.c, l.s);
-  return l;
-}
-
-static void unload(Loaded *l) {
-  free(l->pairs);
-  shape_free(l->s);
-  cascade_free(l->c);
-}
-
-static const char *class_of(const Loaded *l, const char *producer,
-                            const char *consumer, const char *tensor) {
-  for (int i = 0; i < l->c->nedges; i++) {
-    const Edge *e = l->pairs[i].edge;
-    if (strcmp(einsum_name(l->c, e->producer), producer) == 0 &&
-        strcmp(einsum_name(l->c, e->consumer), consumer) == 0 &&
-        strcmp(l->c->tensors[e->tensor].name, tensor) == 0)
-      return fusion_class_name(l->pairs[i].cls);
-  }
-  return "none";
-}
 
 /* "A B | C" : the groups of a plan, outputs in order. */
 static char *groups_text(const Cascade *c, const Plan *p) {
@@ -58,7 +21,7 @@ static char *groups_text(const Cascade *c, const Plan *p) {
   return b.s;
 }
 
-static void check_groups(const Loaded *l, Strategy st, Stitcher how,
+static void check_groups(const Classified *l, Strategy st, Stitcher how,
                          const char *want) {
   Diag d = {0};
   Plan *p = fusion_plan(l->c, l->s, l->pairs, st, how, OBJ_TRAFFIC, &d);
@@ -75,7 +38,7 @@ static void check_groups(const Loaded *l, Strategy st, Stitcher how,
 
 /* Every edge of the Mamba-1 cascade, with its class (§III-C). */
 TEST(fusion_mamba1_edge_classes) {
-  Loaded l = load("specs/mamba1.yaml");
+  Classified l = classified_load("specs/mamba1.yaml");
   if (!l.c)
     return;
   static const char *const want[][4] = {
@@ -99,7 +62,7 @@ TEST(fusion_mamba1_edge_classes) {
   int n = (int)(sizeof want / sizeof want[0]);
   CHECK_INT(l.c->nedges, n);
   for (int i = 0; i < n; i++) {
-    const char *got = class_of(&l, want[i][0], want[i][1], want[i][2]);
+    const char *got = pair_class(&l, want[i][0], want[i][1], want[i][2]);
     if (strcmp(got, want[i][3]) != 0)
       test_fail(__FILE__, __LINE__, "%s -> %s: %s, expected %s", want[i][0],
                 want[i][1], got, want[i][3]);
@@ -122,11 +85,11 @@ TEST(fusion_mamba1_edge_classes) {
     if (strcmp(l.c->tensors[e->tensor].name, "TTX") == 0)
       CHECK(e->windowed && !e->lagged);
   }
-  unload(&l);
+  classified_free(&l);
 }
 
 TEST(fusion_mamba1_merges) {
-  Loaded l = load("specs/mamba1.yaml");
+  Classified l = classified_load("specs/mamba1.yaml");
   if (!l.c)
     return;
   Nodes *m = fusion_merge(l.c, l.s);
@@ -140,12 +103,12 @@ TEST(fusion_mamba1_merges) {
   CHECK_STR(b.s, "TTX+RX;TTDelta+B+C;Abar+Bbar;");
   buf_free(&b);
   nodes_free(m);
-  unload(&l);
+  classified_free(&l);
 }
 
 /* Paper §IV: 24, 12, 8, 3 and 1 groups. */
 TEST(fusion_mamba1_groups) {
-  Loaded l = load("specs/mamba1.yaml");
+  Classified l = classified_load("specs/mamba1.yaml");
   if (!l.c)
     return;
   check_groups(&l, ST_UNFUSED, STITCH_GREEDY,
@@ -171,11 +134,11 @@ TEST(fusion_mamba1_groups) {
   check_groups(&l, ST_RI_RSB_RSP, STITCH_GLOBAL,
                "LEX PX NUM MEX SQEX NEX TTX RX | TX X TTDelta B C | TDelta "
                "Delta Abar Bbar HX HH H S6Y LY Y EY");
-  unload(&l);
+  classified_free(&l);
 }
 
 TEST(fusion_mamba2_groups) {
-  Loaded l = load("specs/mamba2.yaml");
+  Classified l = classified_load("specs/mamba2.yaml");
   if (!l.c)
     return;
   check_groups(&l, ST_RI, STITCH_GREEDY,
@@ -200,13 +163,13 @@ TEST(fusion_mamba2_groups) {
                "LEX PX NUM MEX SQEX NEX TX RX TB TC TDelta | TTX TTB TTC X B "
                "C Delta Abar Bbar HX HH H S6Y LY LLY PLLY PLLYNUM MLLY SQLLY "
                "NLLY EY");
-  unload(&l);
+  classified_free(&l);
 }
 
 /* Global stitching never moves more intermediate data than greedy, and
  * on Mamba-2 moves much less. */
 TEST(fusion_global_beats_greedy) {
-  Loaded l = load("specs/mamba2.yaml");
+  Classified l = classified_load("specs/mamba2.yaml");
   if (!l.c)
     return;
   for (int st = ST_RI; st < ST_FULL; st++) {
@@ -225,9 +188,9 @@ TEST(fusion_global_beats_greedy) {
     plan_free(g);
     plan_free(x);
   }
-  unload(&l);
+  classified_free(&l);
 
-  Loaded s = load("tests/specs/good/global_beats_greedy.yaml");
+  Classified s = classified_load("tests/specs/good/global_beats_greedy.yaml");
   if (!s.c)
     return;
   check_groups(&s, ST_RI_RSB_RSP, STITCH_GREEDY, "A B | C");
@@ -241,58 +204,58 @@ TEST(fusion_global_beats_greedy) {
   CHECK_NEAR(x->offchip_elems, 20000, 0); /* A only */
   plan_free(g);
   plan_free(x);
-  unload(&s);
+  classified_free(&s);
 }
 
 /* The paper's worked example (§III-E): Algorithm 1 as printed forms
  * {E1, E2, E3} and {E4, E5}. */
 TEST(fusion_algorithm1_worked_example) {
-  Loaded l = load("tests/specs/good/alg1_example.yaml");
+  Classified l = classified_load("tests/specs/good/alg1_example.yaml");
   if (!l.c)
     return;
   check_groups(&l, ST_RI_RSB_RSP, STITCH_ALG1, "Z Y X | V U");
   check_groups(&l, ST_RI, STITCH_ALG1, "Z Y | X V | U");
   check_groups(&l, ST_FULL, STITCH_ALG1, "Z Y X V U");
   /* Pairwise, E1 -> E2 is RD (E1 reduces k, E2 broadcasts p). */
-  CHECK_STR(class_of(&l, "Z", "Y", "Z"), "RD");
-  CHECK_STR(class_of(&l, "Y", "X", "Y"), "RSp");
-  CHECK_STR(class_of(&l, "X", "V", "X"), "RSb");
-  CHECK_STR(class_of(&l, "V", "U", "V"), "RSb");
-  unload(&l);
+  CHECK_STR(pair_class(&l, "Z", "Y", "Z"), "RD");
+  CHECK_STR(pair_class(&l, "Y", "X", "Y"), "RSp");
+  CHECK_STR(pair_class(&l, "X", "V", "X"), "RSb");
+  CHECK_STR(pair_class(&l, "V", "U", "V"), "RSb");
+  classified_free(&l);
 }
 
 TEST(fusion_transformer) {
-  Loaded l = load("specs/transformer.yaml");
+  Classified l = classified_load("specs/transformer.yaml");
   if (!l.c)
     return;
-  CHECK_STR(class_of(&l, "Q", "QK", "Q"), "RD");
-  CHECK_STR(class_of(&l, "QK", "SN", "QK"), "RSb");
-  CHECK_STR(class_of(&l, "SN", "SD", "SN"), "RI");
-  CHECK_STR(class_of(&l, "SN", "AV", "SN"), "RSp");
-  CHECK_STR(class_of(&l, "SD", "AV", "SD"), "RD");
+  CHECK_STR(pair_class(&l, "Q", "QK", "Q"), "RD");
+  CHECK_STR(pair_class(&l, "QK", "SN", "QK"), "RSb");
+  CHECK_STR(pair_class(&l, "SN", "SD", "SN"), "RI");
+  CHECK_STR(pair_class(&l, "SN", "AV", "SN"), "RSp");
+  CHECK_STR(pair_class(&l, "SD", "AV", "SD"), "RD");
   check_groups(&l, ST_RI_RSB_RSP, STITCH_GREEDY, "Q K V | QK SN SD | AV | Z");
   check_groups(&l, ST_FULL, STITCH_GREEDY, "Q K V QK SN SD AV Z");
-  unload(&l);
+  classified_free(&l);
 }
 
 TEST(fusion_teaal_spec_classifies) {
-  Loaded l = load("tests/specs/good/teaal_gemm.yaml");
+  Classified l = classified_load("tests/specs/good/teaal_gemm.yaml");
   if (!l.c)
     return;
   CHECK_INT(l.c->nedges, 1);
-  CHECK_STR(class_of(&l, "T1", "Z", "T1"), "RSb");
+  CHECK_STR(pair_class(&l, "T1", "Z", "T1"), "RSb");
   check_groups(&l, ST_RI, STITCH_GREEDY, "T1 | Z");
   check_groups(&l, ST_RI_RSB, STITCH_GREEDY, "T1 Z");
-  unload(&l);
-  Loaded v = load("tests/specs/good/teaal_conv.yaml");
+  classified_free(&l);
+  Classified v = classified_load("tests/specs/good/teaal_conv.yaml");
   if (!v.c)
     return;
-  CHECK_STR(class_of(&v, "O", "G", "O"), "RSb");
-  unload(&v);
+  CHECK_STR(pair_class(&v, "O", "G", "O"), "RSb");
+  classified_free(&v);
 }
 
 TEST(fusion_plan_onchip_tensors) {
-  Loaded l = load("specs/mamba1.yaml");
+  Classified l = classified_load("specs/mamba1.yaml");
   if (!l.c)
     return;
   Diag d = {0};
@@ -307,20 +270,7 @@ TEST(fusion_plan_onchip_tensors) {
   CHECK(!p->onchip[cascade_tensor(l.c, "EY")]);  /* an output */
   CHECK(!p->onchip[cascade_tensor(l.c, "LEX")]); /* an output */
   plan_free(p);
-  unload(&l);
-}
-
-static Loaded load_text(const char *text) {
-  Loaded l = {0};
-  Diag d = {0};
-  l.c = spec_parse("t.yaml", text, strlen(text), &d);
-  if (!l.c) {
-    test_fail(__FILE__, __LINE__, "%d:%d: %s", d.loc.line, d.loc.col, d.msg);
-    return l;
-  }
-  l.s = shape_bind(l.c, NULL, NULL, 0, true, &d);
-  l.pairs = fusion_classify(l.c, l.s);
-  return l;
+  classified_free(&l);
 }
 
 /* A rank read only at a constant index: the consumer does not iterate it.
@@ -344,7 +294,7 @@ static Loaded load_text(const char *text) {
  * IS(RNV) = {m1, f, p} is a proper superset of IS(A): RSb; IS(RDEN) =
  * {m1, p} has m1 that A lacks and A has f that RDEN lacks: RD. */
 TEST(fusion_constant_index_read) {
-  Loaded l = load_text(
+  Classified l = classified_parse(
       "shape: {B: 2, I: 5, D: 3, E: 4, M1: 3, F: 2, P: 4}\n"
       "einsum:\n"
       "  declaration: {X: [B, I, D], S: [B, I, D], F: [B, D], W: [E], "
@@ -359,12 +309,12 @@ TEST(fusion_constant_index_read) {
       "    - A[f,p] = RNV[M1-1,f,p] / RDEN[M1-1,p]\n");
   if (!l.c)
     return;
-  CHECK_STR(class_of(&l, "S", "F", "S"), "RSb");
-  CHECK_STR(class_of(&l, "S", "G", "S"), "RD");
-  CHECK_STR(class_of(&l, "RNV", "A", "RNV"), "RSb");
-  CHECK_STR(class_of(&l, "RDEN", "A", "RDEN"), "RD");
+  CHECK_STR(pair_class(&l, "S", "F", "S"), "RSb");
+  CHECK_STR(pair_class(&l, "S", "G", "S"), "RD");
+  CHECK_STR(pair_class(&l, "RNV", "A", "RNV"), "RSb");
+  CHECK_STR(pair_class(&l, "RDEN", "A", "RDEN"), "RD");
   /* The recurrence itself reads S[b,i-1,d]: every coordinate iterated. */
-  CHECK_STR(class_of(&l, "S", "S", "S"), "RI");
+  CHECK_STR(pair_class(&l, "S", "S", "S"), "RI");
   /* S -> F: the producer's unmatched loop is i. */
   for (int i = 0; i < l.c->nedges; i++)
     if (strcmp(einsum_name(l.c, l.pairs[i].edge->consumer), "F") == 0) {
@@ -374,7 +324,7 @@ TEST(fusion_constant_index_read) {
         CHECK_STR(p->vars[__builtin_ctzll(l.pairs[i].reduced)].name, "i");
       CHECK_INT(l.pairs[i].broadcast, 0);
     }
-  unload(&l);
+  classified_free(&l);
 }
 
 /* A tensor read twice through different variables: the consumer's space
@@ -397,7 +347,7 @@ TEST(fusion_constant_index_read) {
  *
  *   DF[c,l] = ACS[c,l] - ACS[c,0]          ACS[c,0] leaves l out: RSp */
 TEST(fusion_repeated_read) {
-  Loaded l = load_text("shape: {C: 2, L: 4, S: L}\n"
+  Classified l = classified_parse("shape: {C: 2, L: 4, S: L}\n"
                        "einsum:\n"
                        "  declaration: {A: [C, L], ACS: [C, L], "
                        "SEG: [C, L, S], SQ: [C, L], DF: [C, L]}\n"
@@ -408,13 +358,13 @@ TEST(fusion_repeated_read) {
                        "    - DF[c,l] = ACS[c,l] - ACS[c,0]\n");
   if (!l.c)
     return;
-  CHECK_STR(class_of(&l, "ACS", "SEG", "ACS"), "RSp");
-  CHECK_STR(class_of(&l, "ACS", "SQ", "ACS"), "RI");
-  CHECK_STR(class_of(&l, "ACS", "DF", "ACS"), "RSp");
+  CHECK_STR(pair_class(&l, "ACS", "SEG", "ACS"), "RSp");
+  CHECK_STR(pair_class(&l, "ACS", "SQ", "ACS"), "RI");
+  CHECK_STR(pair_class(&l, "ACS", "DF", "ACS"), "RSp");
   for (int i = 0; i < l.c->nedges; i++)
     if (strcmp(einsum_name(l.c, l.pairs[i].edge->consumer), "SEG") == 0) {
       CHECK_INT(l.pairs[i].reduced, 0);
       CHECK_INT(varset_count(l.pairs[i].broadcast), 2); /* l and s */
     }
-  unload(&l);
+  classified_free(&l);
 }

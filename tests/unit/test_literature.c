@@ -8,56 +8,14 @@
  * shared-input merging. That every plan of each runs, computes what the
  * interpreter computes and moves what the model prices is
  * test_invariants.c's. */
-#include <stdlib.h>
-
 #include "../../src/fusion/fusion.h"
 #include "../../src/report/report.h"
 #include "../../src/spec/spec.h"
+#include "classified.h"
 #include "test.h"
 
-typedef struct Lit {
-  Cascade *c;
-  Shape *s;
-  Pair *pairs;
-} Lit;
-
-static Lit load(const char *path) {
-  Lit l = {0};
-  Diag d = {0};
-  l.c = spec_load(path, &d);
-  if (!l.c) {
-    test_fail(__FILE__, __LINE__, "%s: %s", path, d.msg);
-    return l;
-  }
-  const Preset *p = l.c->model ? preset_find(l.c->model) : NULL;
-  l.s = shape_bind(l.c, p, NULL, 0, true, &d);
-  if (!l.s)
-    test_fail(__FILE__, __LINE__, "%s: %s", path, d.msg);
-  l.pairs = fusion_classify(l.c, l.s);
-  return l;
-}
-
-static void unload(Lit *l) {
-  free(l->pairs);
-  shape_free(l->s);
-  cascade_free(l->c);
-}
-
-/* The class of the pair PRODUCER -> CONSUMER (Einsums named by their
- * outputs) through the producer's output. */
-static const char *cls(const Lit *l, const char *producer,
-                       const char *consumer) {
-  for (int i = 0; i < l->c->nedges; i++) {
-    const Edge *e = l->pairs[i].edge;
-    if (strcmp(einsum_name(l->c, e->producer), producer) == 0 &&
-        strcmp(einsum_name(l->c, e->consumer), consumer) == 0)
-      return fusion_class_name(l->pairs[i].cls);
-  }
-  return "none";
-}
-
 /* "RI RSb RSp RD" counts, e.g. "2 2 1 2". */
-static void check_counts(const Lit *l, const char *want) {
+static void check_counts(const Classified *l, const char *want) {
   int n[FC_COUNT] = {0};
   for (int i = 0; i < l->c->nedges; i++)
     n[l->pairs[i].cls]++;
@@ -71,8 +29,8 @@ static void check_counts(const Lit *l, const char *want) {
 
 /* The groups of every strategy, unfused to full, per stitcher: "6 5 4 3
  * 1" for greedy, alg1 and global in turn. */
-static void check_groups(const Lit *l, const char *greedy, const char *alg1,
-                         const char *global) {
+static void check_groups(const Classified *l, const char *greedy,
+                         const char *alg1, const char *global) {
   const char *want[STITCH_COUNT] = {greedy, alg1, global};
   for (int how = 0; how < STITCH_COUNT; how++) {
     char got[64] = "";
@@ -106,23 +64,23 @@ static void check_groups(const Lit *l, const char *greedy, const char *alg1,
  * dependence of a softmax); SD -> A likewise. SN -> SD and SN -> A: the
  * same spaces, RI. A -> AV: AV's f reuses A: RSp. */
 TEST(literature_fusemax_3pass) {
-  Lit l = load("specs/fusemax_3pass.yaml");
+  Classified l = classified_load("specs/fusemax_3pass.yaml");
   if (!l.c)
     return;
-  CHECK_STR(cls(&l, "QK", "GM"), "RSb");
-  CHECK_STR(cls(&l, "QK", "SN"), "RSb");
-  CHECK_STR(cls(&l, "GM", "SN"), "RD");
-  CHECK_STR(cls(&l, "SN", "SD"), "RI");
-  CHECK_STR(cls(&l, "SN", "A"), "RI");
-  CHECK_STR(cls(&l, "SD", "A"), "RD");
-  CHECK_STR(cls(&l, "A", "AV"), "RSp");
+  CHECK_STR(pair_class(&l, "QK", "GM", NULL), "RSb");
+  CHECK_STR(pair_class(&l, "QK", "SN", NULL), "RSb");
+  CHECK_STR(pair_class(&l, "GM", "SN", NULL), "RD");
+  CHECK_STR(pair_class(&l, "SN", "SD", NULL), "RI");
+  CHECK_STR(pair_class(&l, "SN", "A", NULL), "RI");
+  CHECK_STR(pair_class(&l, "SD", "A", NULL), "RD");
+  CHECK_STR(pair_class(&l, "A", "AV", NULL), "RSp");
   check_counts(&l, "2 2 1 2");
   /* Greedy: {QK} {GM} {SN SD} {A} {AV} under ri; + QK->GM under RSb;
    * + A->AV under RSp; the RD pairs GM->SN and SD->A separate
    * {QK GM} {SN SD} {A AV} until full. Algorithm 1 sees the rank names
    * {B,H,M,P(,E,F)} of every pair's intersection equal: one group. */
   check_groups(&l, "6 5 4 3 1", "6 1 1 1 1", "6 5 4 3 1");
-  unload(&l);
+  classified_free(&l);
 }
 
 /* FuseMax's 1-pass attention: the keys in M1 chunks of M0, three running
@@ -143,24 +101,24 @@ TEST(literature_fusemax_3pass) {
  * AV: the same, and AV's f reuses RD: RD. LM -> RM, SLD -> RD, SLNV ->
  * RNV: the producer reduces m0: RSb. */
 TEST(literature_fusemax_1pass) {
-  Lit l = load("specs/fusemax_1pass.yaml");
+  Classified l = classified_load("specs/fusemax_1pass.yaml");
   if (!l.c)
     return;
-  CHECK_STR(cls(&l, "BQK", "LM"), "RSb");
-  CHECK_STR(cls(&l, "LM", "RM"), "RSb");
-  CHECK_STR(cls(&l, "RM", "RM"), "RI");
-  CHECK_STR(cls(&l, "RM", "SLN"), "RSp");
-  CHECK_STR(cls(&l, "RM", "PRM"), "RI");
-  CHECK_STR(cls(&l, "SLN", "SLNV"), "RSp");
-  CHECK_STR(cls(&l, "PRM", "SPNV"), "RSp");
-  CHECK_STR(cls(&l, "SLNV", "RNV"), "RSb");
-  CHECK_STR(cls(&l, "RNV", "AV"), "RSb");
-  CHECK_STR(cls(&l, "RD", "AV"), "RD");
+  CHECK_STR(pair_class(&l, "BQK", "LM", NULL), "RSb");
+  CHECK_STR(pair_class(&l, "LM", "RM", NULL), "RSb");
+  CHECK_STR(pair_class(&l, "RM", "RM", NULL), "RI");
+  CHECK_STR(pair_class(&l, "RM", "SLN", NULL), "RSp");
+  CHECK_STR(pair_class(&l, "RM", "PRM", NULL), "RI");
+  CHECK_STR(pair_class(&l, "SLN", "SLNV", NULL), "RSp");
+  CHECK_STR(pair_class(&l, "PRM", "SPNV", NULL), "RSp");
+  CHECK_STR(pair_class(&l, "SLNV", "RNV", NULL), "RSb");
+  CHECK_STR(pair_class(&l, "RNV", "AV", NULL), "RSb");
+  CHECK_STR(pair_class(&l, "RD", "AV", NULL), "RD");
   check_counts(&l, "8 6 3 1");
   /* Without RD the only pair left out is RD -> AV: everything up to RNV
    * is one ri+rsb+rsp group, AV a second. */
   check_groups(&l, "12 8 5 2 1", "12 5 3 1 1", "12 7 4 2 1");
-  unload(&l);
+  classified_free(&l);
 }
 
 /* The pre-LN block, prefill and decode alike (the decode cascade reads
@@ -178,25 +136,25 @@ TEST(literature_fusemax_1pass) {
  * j reuses Q: RD; K -> QK the same with m. QK -> S: RSb (e). AV -> AO:
  * AV reduces j, AO's d reuses it: RD. F1 -> GF: RSb; GF -> F2: RSp. */
 static void check_prenorm(const char *path) {
-  Lit l = load(path);
+  Classified l = classified_load(path);
   if (!l.c)
     return;
-  CHECK_STR(cls(&l, "MU1", "XC1"), "RD");
-  CHECK_STR(cls(&l, "XC1", "VAR1"), "RI");
-  CHECK_STR(cls(&l, "LN1", "Q"), "RSp");
-  CHECK_STR(cls(&l, "Q", "QK"), "RD");
-  CHECK_STR(cls(&l, "K", "QK"), "RD");
-  CHECK_STR(cls(&l, "QK", "S"), "RSb");
-  CHECK_STR(cls(&l, "S", "SM"), "RI");
-  CHECK_STR(cls(&l, "SM", "SN"), "RD");
-  CHECK_STR(cls(&l, "SN", "AV"), "RSp");
-  CHECK_STR(cls(&l, "AV", "AO"), "RD");
-  CHECK_STR(cls(&l, "AO", "R1"), "RSb");
-  CHECK_STR(cls(&l, "F1", "GF"), "RSb");
-  CHECK_STR(cls(&l, "GF", "F2"), "RSp");
+  CHECK_STR(pair_class(&l, "MU1", "XC1", NULL), "RD");
+  CHECK_STR(pair_class(&l, "XC1", "VAR1", NULL), "RI");
+  CHECK_STR(pair_class(&l, "LN1", "Q", NULL), "RSp");
+  CHECK_STR(pair_class(&l, "Q", "QK", NULL), "RD");
+  CHECK_STR(pair_class(&l, "K", "QK", NULL), "RD");
+  CHECK_STR(pair_class(&l, "QK", "S", NULL), "RSb");
+  CHECK_STR(pair_class(&l, "S", "SM", NULL), "RI");
+  CHECK_STR(pair_class(&l, "SM", "SN", NULL), "RD");
+  CHECK_STR(pair_class(&l, "SN", "AV", NULL), "RSp");
+  CHECK_STR(pair_class(&l, "AV", "AO", NULL), "RD");
+  CHECK_STR(pair_class(&l, "AO", "R1", NULL), "RSb");
+  CHECK_STR(pair_class(&l, "F1", "GF", NULL), "RSb");
+  CHECK_STR(pair_class(&l, "GF", "F2", NULL), "RSp");
   check_counts(&l, "10 4 6 10");
   check_groups(&l, "23 16 12 9 1", "23 5 5 5 1", "23 16 12 9 1");
-  unload(&l);
+  classified_free(&l);
 }
 
 TEST(literature_prenorm_block) { check_prenorm("specs/prenorm_block.yaml"); }
@@ -205,14 +163,14 @@ TEST(literature_prenorm_decode) {
   check_prenorm("specs/prenorm_decode.yaml");
   /* The cache: KC and VC grow (append), K and V read them before their
    * start, and the sequence rank is the new tokens'. */
-  Lit l = load("specs/prenorm_decode.yaml");
+  Classified l = classified_load("specs/prenorm_decode.yaml");
   if (!l.c)
     return;
   CHECK(l.c->tensors[cascade_tensor(l.c, "KC")].append);
   CHECK(l.c->tensors[cascade_tensor(l.c, "VC")].append);
   CHECK(l.c->tensors[cascade_tensor(l.c, "K")].init != NULL);
   CHECK_STR(l.c->ranks[cascade_sequence_rank(l.c)].name, "M");
-  unload(&l);
+  classified_free(&l);
 }
 
 /* Gated DeltaNet: the recurrence {KS, U, S} over i, with a contraction
@@ -228,18 +186,18 @@ TEST(literature_prenorm_decode) {
  * RSp; K -> S: S's f reuses K: RSp. S -> O: RI (O reduces e itself).
  * QN2 -> Q: the norm's RD; OG -> Y: Y's d reuses OG: RSp. */
 TEST(literature_gated_deltanet) {
-  Lit l = load("specs/gated_deltanet.yaml");
+  Classified l = classified_load("specs/gated_deltanet.yaml");
   if (!l.c)
     return;
-  CHECK_STR(cls(&l, "S", "KS"), "RI");
-  CHECK_STR(cls(&l, "KS", "U"), "RSb");
-  CHECK_STR(cls(&l, "U", "S"), "RSp");
-  CHECK_STR(cls(&l, "K", "S"), "RSp");
-  CHECK_STR(cls(&l, "ALPHA", "S"), "RSp");
-  CHECK_STR(cls(&l, "S", "S"), "RI");
-  CHECK_STR(cls(&l, "S", "O"), "RI");
-  CHECK_STR(cls(&l, "QN2", "Q"), "RD");
-  CHECK_STR(cls(&l, "OG", "Y"), "RSp");
+  CHECK_STR(pair_class(&l, "S", "KS", NULL), "RI");
+  CHECK_STR(pair_class(&l, "KS", "U", NULL), "RSb");
+  CHECK_STR(pair_class(&l, "U", "S", NULL), "RSp");
+  CHECK_STR(pair_class(&l, "K", "S", NULL), "RSp");
+  CHECK_STR(pair_class(&l, "ALPHA", "S", NULL), "RSp");
+  CHECK_STR(pair_class(&l, "S", "S", NULL), "RI");
+  CHECK_STR(pair_class(&l, "S", "O", NULL), "RI");
+  CHECK_STR(pair_class(&l, "QN2", "Q", NULL), "RD");
+  CHECK_STR(pair_class(&l, "OG", "Y", NULL), "RSp");
   check_counts(&l, "9 9 8 3");
   /* KS, U and S are one recurrence. */
   int ks = cascade_tensor(l.c, "KS"), s = cascade_tensor(l.c, "S");
@@ -249,7 +207,7 @@ TEST(literature_gated_deltanet) {
   CHECK_INT(l.c->recurrence[l.c->tensors[ks].producer], rec);
   CHECK_INT(l.c->recurrence[l.c->tensors[u].producer], rec);
   check_groups(&l, "23 16 9 7 1", "23 6 4 1 1", "23 9 6 3 1");
-  unload(&l);
+  classified_free(&l);
 }
 
 /* Mamba-2's chunked SSD.
@@ -269,22 +227,22 @@ TEST(literature_gated_deltanet) {
  * HS) and its p, n reuse ACS: RD. CB -> W: CB reduces n, W's h reuses it:
  * RD. HS -> YO: YO's l reuses the state: RSp. */
 TEST(literature_mamba2_chunked) {
-  Lit l = load("specs/mamba2_chunked.yaml");
+  Classified l = classified_load("specs/mamba2_chunked.yaml");
   if (!l.c)
     return;
-  CHECK_STR(cls(&l, "ACS", "SEG"), "RSp");
-  CHECK_STR(cls(&l, "ACS", "DS"), "RSp");
-  CHECK_STR(cls(&l, "ACS", "HS"), "RD");
-  CHECK_STR(cls(&l, "CB", "W"), "RD");
-  CHECK_STR(cls(&l, "SEG", "W"), "RI");
-  CHECK_STR(cls(&l, "ST", "HS"), "RSb");
-  CHECK_STR(cls(&l, "HS", "YO"), "RSp");
-  CHECK_STR(cls(&l, "YD", "Y"), "RSb");
+  CHECK_STR(pair_class(&l, "ACS", "SEG", NULL), "RSp");
+  CHECK_STR(pair_class(&l, "ACS", "DS", NULL), "RSp");
+  CHECK_STR(pair_class(&l, "ACS", "HS", NULL), "RD");
+  CHECK_STR(pair_class(&l, "CB", "W", NULL), "RD");
+  CHECK_STR(pair_class(&l, "SEG", "W", NULL), "RI");
+  CHECK_STR(pair_class(&l, "ST", "HS", NULL), "RSb");
+  CHECK_STR(pair_class(&l, "HS", "YO", NULL), "RSp");
+  CHECK_STR(pair_class(&l, "YD", "Y", NULL), "RSb");
   check_counts(&l, "4 3 8 2");
   /* The greedy walk needs an edge into the current group: XD reads only
    * inputs, so even full opens a group for it, and again for W. */
   check_groups(&l, "12 10 8 4 3", "12 4 4 3 1", "12 8 6 3 1");
-  unload(&l);
+  classified_free(&l);
 }
 
 /* The CNN layer.
@@ -297,24 +255,24 @@ TEST(literature_mamba2_chunked) {
  * overlap, so each A element feeds several (y, u): PL broadcasts u, v:
  * RSp. */
 TEST(literature_cnn_layer) {
-  Lit l = load("specs/cnn_layer.yaml");
+  Classified l = classified_load("specs/cnn_layer.yaml");
   if (!l.c)
     return;
-  CHECK_STR(cls(&l, "O", "A"), "RSb");
-  CHECK_STR(cls(&l, "A", "PL"), "RSp");
+  CHECK_STR(pair_class(&l, "O", "A", NULL), "RSb");
+  CHECK_STR(pair_class(&l, "A", "PL", NULL), "RSp");
   check_counts(&l, "0 1 1 0");
   check_groups(&l, "3 3 2 1 1", "3 2 1 1 1", "3 3 2 1 1");
   CHECK(cascade_sequence_rank(l.c) < 0); /* no decode phase */
-  unload(&l);
+  classified_free(&l);
 }
 
 /* ---- lagged reads from outside a recurrence order the merged nodes ---- */
 
-static int node_of(const Lit *l, const Nodes *m, const char *out) {
+static int node_of(const Classified *l, const Nodes *m, const char *out) {
   return m->node_of[l->c->tensors[cascade_tensor(l->c, out)].producer];
 }
 
-static const Edge *edge(const Lit *l, const char *producer,
+static const Edge *edge(const Classified *l, const char *producer,
                         const char *consumer) {
   for (int i = 0; i < l->c->nedges; i++) {
     const Edge *e = &l->c->edges[i];
@@ -328,13 +286,14 @@ static const Edge *edge(const Lit *l, const char *producer,
 /* P and Y read X2 alike and merge; Y reads H[i-1] from outside H's cycle,
  * so the merged node follows H although P is written before it. */
 TEST(literature_merged_node_reads_recurrence) {
-  Lit l = load("tests/specs/good/merged_reads_recurrence.yaml");
+  Classified l =
+      classified_load("tests/specs/good/merged_reads_recurrence.yaml");
   if (!l.c)
     return;
   const Edge *hy = edge(&l, "H", "Y"), *hh = edge(&l, "H", "H");
   CHECK(hy && hh);
   if (!hy || !hh) {
-    unload(&l);
+    classified_free(&l);
     return;
   }
   CHECK(hy->lagged && edge_orders(l.c, hy)); /* not a recurrence's */
@@ -355,7 +314,7 @@ TEST(literature_merged_node_reads_recurrence) {
   CHECK(p == NULL);
   CHECK(strstr(d.msg, "reads H, which group 2 produces later") != NULL);
   plan_free(p);
-  unload(&l);
+  classified_free(&l);
 }
 
 /* The chunked SSD: C is read alike by CB and YO, which merge; YO reads
@@ -363,7 +322,7 @@ TEST(literature_merged_node_reads_recurrence) {
  * YD, which read CB (YD and ST, which read XD alike, no longer merge: ST
  * feeds HS). */
 TEST(literature_chunked_ssd_merge_order) {
-  Lit l = load("specs/mamba2_chunked.yaml");
+  Classified l = classified_load("specs/mamba2_chunked.yaml");
   if (!l.c)
     return;
   Nodes *m = fusion_merge(l.c, l.s);
@@ -386,5 +345,5 @@ TEST(literature_chunked_ssd_merge_order) {
       plan_free(p);
     }
   nodes_free(m);
-  unload(&l);
+  classified_free(&l);
 }
