@@ -131,13 +131,6 @@ extern const char model_opts_help[]; /* the model's options, for --help */
  * Returns true if it was one (and *err set to an exit status when bad). */
 bool model_opt(Args *a, ModelOverrides *f, int *err);
 
-/* A plan as `fuse --json` writes it, for cascade C (bound by S): NULL and
- * D set (the file, and what is wrong) when it is not one, names Einsums C
- * lacks, misses one, or cannot run (a group reading what a later group
- * produces). */
-Plan *load_plan_file(const char *path, const Cascade *c, const Shape *s,
-                     Diag *d);
-
 /* Numbers in options: an integer in [LO, HI]; a size in bytes with an
  * optional unit ("2MiB", "512k", "1e6"); the worker threads by default
  * (the CPUs, at most 16). */

@@ -20,7 +20,8 @@ static const char usage_head[] =
     "                  full (default: full)\n"
     "  --strategy S    the same as --design for the four strategies\n"
     "  --plan FILE     price the plan in FILE, as `fuse --json` writes it\n"
-    "                  (priced with its strategy's rules)\n"
+    "                  (checked against its strategy; --strategy S picks\n"
+    "                  one of a file of several)\n"
     "  --phase P       prefill (the spec's sizes) or decode (the sequence\n"
     "                  rank, `sequence:` in the spec, set to 1)\n"
     "  --csv           print one row per Einsum as CSV (a header line, then\n"
@@ -43,6 +44,7 @@ int cmd_eval(int argc, char **argv) {
   SpecOpts o = {0};
   ModelOverrides mf = model_no_overrides();
   const char *arch_name = NULL, *plan_file = NULL; /* the shipped mambalaya */
+  const char *pick = NULL; /* --strategy: the plan of a file of several */
   Design design = DES_FULL;
   bool design_given = false, csv = false;
   int k, err;
@@ -75,6 +77,7 @@ int cmd_eval(int argc, char **argv) {
                            "marca, geens, ri, ri+rsb, ri+rsb+rsp or full)",
                            a.val);
       design_given = true;
+      pick = a.val;
     } else if (args_is(&a, "--phase")) {
       if (!args_value(&a))
         return EXIT_INPUT;
@@ -95,8 +98,10 @@ int cmd_eval(int argc, char **argv) {
     return usage_error(&a, "missing SPEC (see mambalaya eval --help)");
   if (o.decode && mf.state_io < 0)
     mf.state_io = 1; /* a decode step reads and writes its state */
-  if (plan_file && design_given)
-    return usage_error(&a, "--plan gives the plan: drop --design/--strategy");
+  Strategy pick_st;
+  if (plan_file && design_given && !strategy_from_name(pick, &pick_st))
+    return usage_error(&a, "--plan gives the plan: --strategy S only picks "
+                           "one of the file's plans");
   if (csv && o.json)
     return usage_error(&a, "--csv and --json: pick one");
   Diag d = {0};
@@ -123,7 +128,7 @@ int cmd_eval(int argc, char **argv) {
   }
   pairs = fusion_classify(c, s);
   if (plan_file) {
-    Plan *p = load_plan_file(plan_file, c, s, &d);
+    Plan *p = plan_read_file(plan_file, pick, c, s, &d);
     if (!p) {
       diag_print(&d, stderr);
       status = EXIT_INPUT;

@@ -37,6 +37,7 @@ static const char usage[] =
     "  --stitch HOW     greedy (default), alg1 or global: how the plan is\n"
     "                   stitched (as for fuse)\n"
     "  --plan FILE      run the plan in FILE, as `fuse --json` writes it\n"
+    "                   (--strategy S picks one of a file of several)\n"
     "  --model, --set   the sizes, as for classify; --phase decode sets the\n"
     "                   spec's sequence rank to 1\n"
     "  --buffer BYTES   the fused executor's tile buffer (default 2MiB;\n"
@@ -676,7 +677,9 @@ static int run(const ExecArgs *o, const Cascade *c, const Shape *s) {
   if (status)
     goto done;
   if (o->plan_file) {
-    plan = load_plan_file(o->plan_file, c, s, &d);
+    plan = plan_read_file(o->plan_file,
+                          o->fused ? strategy_name(o->strategy) : NULL, c, s,
+                          &d);
     if (!plan) {
       diag_print(&d, stderr);
       status = EXIT_INPUT;
@@ -791,8 +794,8 @@ int cmd_exec(int argc, char **argv) {
     return EXIT_INPUT;
   if (!o.spec.spec)
     return usage_error(&a, "missing SPEC (see mambalaya exec --help)");
-  if (o.plan_file && (o.fused || o.stitch_given))
-    return usage_error(&a, "--plan gives the plan: drop --strategy/--stitch");
+  if (o.plan_file && o.stitch_given)
+    return usage_error(&a, "--plan gives the plan: drop --stitch");
   if (o.stitch_given && !o.fused)
     return usage_error(&a, "--stitch needs a --strategy other than the "
                            "interpreter");

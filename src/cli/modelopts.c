@@ -1,5 +1,5 @@
-/* modelopts.c — the model's options on the command line (eval, reproduce),
- * and plans read back from `fuse --json`. */
+/* modelopts.c — the model's options on the command line (eval, reproduce).
+ * Plans read back from `fuse --json` are src/fusion/planfile.c's. */
 #include "cli.h"
 
 #include <errno.h>
@@ -107,87 +107,4 @@ bool model_opt(Args *a, ModelOverrides *f, int *err) {
     return true;
   }
   return false;
-}
-
-/* ---- plans from `fuse --json` ---- */
-
-static Plan *plan_error(Diag *d, const char *path, int line, int col,
-                        const char *msg) {
-  diag_error(d, path, (Loc){line, col}, "%s", msg);
-  return NULL;
-}
-
-Plan *load_plan_file(const char *path, const Cascade *c, const Shape *s,
-                     Diag *d) {
-  json_error_t je;
-  json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-  if (!root)
-    return plan_error(d, path, je.line, je.column, je.text);
-  json_t *plans = json_object_get(root, "plans");
-  json_t *p = root;
-  char msg[1600];
-  if (plans) {
-    if (!json_is_array(plans) || json_array_size(plans) != 1) {
-      json_decref(root);
-      snprintf(msg, sizeof msg,
-               "holds %zu plans: write one with `fuse --strategy S --json`",
-               json_is_array(plans) ? json_array_size(plans) : (size_t)0);
-      return plan_error(d, path, 0, 0, msg);
-    }
-    p = json_array_get(plans, 0);
-  }
-  json_t *groups = json_object_get(p, "groups");
-  const char *sname = json_string_value(json_object_get(p, "strategy"));
-  Strategy st = ST_FULL;
-  if (!json_is_array(groups) || !sname || !strategy_from_name(sname, &st)) {
-    json_decref(root);
-    return plan_error(d, path, 0, 0,
-                      "not a plan: expected {\"strategy\": S, \"groups\": "
-                      "[[EINSUM, ...], ...]} as `fuse --json` writes");
-  }
-  int *group_of = xmalloc(((size_t)c->neinsums + 1) * sizeof *group_of);
-  for (int e = 0; e < c->neinsums; e++)
-    group_of[e] = -1;
-  bool ok = true;
-  for (size_t g = 0; ok && g < json_array_size(groups); g++) {
-    json_t *names = json_array_get(groups, g);
-    for (size_t i = 0; ok && i < json_array_size(names); i++) {
-      const char *n = json_string_value(json_array_get(names, i));
-      int t = n ? cascade_tensor(c, n) : -1;
-      int e = t >= 0 ? c->tensors[t].producer : -1;
-      if (e < 0) {
-        snprintf(msg, sizeof msg, "group %zu names '%s', which no Einsum of "
-                                  "%s produces",
-                 g + 1, n ? n : "(not a string)", c->path);
-        ok = false;
-      } else if (group_of[e] >= 0) {
-        snprintf(msg, sizeof msg, "%s is in groups %d and %zu", n,
-                 group_of[e] + 1, g + 1);
-        ok = false;
-      } else {
-        group_of[e] = (int)g;
-      }
-    }
-  }
-  for (int e = 0; ok && e < c->neinsums; e++)
-    if (group_of[e] < 0) {
-      snprintf(msg, sizeof msg, "no group holds %s (every Einsum of %s must "
-                                "be in one)",
-               einsum_name(c, e), c->path);
-      ok = false;
-    }
-  Plan *plan = NULL;
-  if (ok) {
-    Diag pd = {0};
-    plan = fusion_plan_groups(c, s, st, group_of, &pd);
-    if (!plan) {
-      snprintf(msg, sizeof msg, "%s", pd.msg);
-      ok = false;
-    }
-  }
-  free(group_of);
-  json_decref(root);
-  if (!ok)
-    return plan_error(d, path, 0, 0, msg);
-  return plan;
 }

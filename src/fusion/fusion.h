@@ -153,7 +153,9 @@ typedef struct Transfer {
 } Transfer;
 
 typedef struct Plan {
-  Strategy strategy;
+  Strategy strategy; /* ST_FULL when read from a file labelled "any" */
+  bool any; /* labelled "any": its groups need follow no strategy's classes
+               (a file's label, or an Algorithm 1 plan that breaks ST's) */
   Stitcher stitcher;
   Objective objective;
   Nodes *nodes; /* the merged Einsums the groups are made of */
@@ -177,7 +179,9 @@ typedef struct Plan {
 /* Stitch C under strategy ST with stitcher HOW. PAIRS from
  * fusion_classify; S may be NULL (STITCH_GLOBAL with OBJ_TRAFFIC then
  * falls back to OBJ_GROUPS). NULL and D set if the stitcher cannot serve
- * the request (Algorithm 1 over more than 64 ranks). */
+ * the request (Algorithm 1 over more than 64 ranks). A plan whose groups
+ * break ST's classes (Algorithm 1's can: it compares rank sets) is
+ * labelled "any" (Plan.any). */
 Plan *fusion_plan(const Cascade *c, const Shape *s, const Pair *pairs,
                   Strategy st, Stitcher how, Objective obj, Diag *d);
 void plan_free(Plan *p);
@@ -212,6 +216,38 @@ void einsum_state_elems(const Shape *s, int e, double *elems);
  * M; a state without a history rank (H0) is written whole. 0 when T has
  * no such state. */
 double state_write_elems(const Shape *s, int t);
+
+/* ---- plan files (planfile.c) ----
+ *
+ * A plan as `fuse --json` writes it: {"strategy": S, "groups": [[EINSUM,
+ * ...], ...]}, or {"plans": [...]} holding several. Its label S is a
+ * strategy, whose classes every group's internal edges must respect, or
+ * "any": a plan that follows no named strategy, merged as full and
+ * priced by what its groups contain. */
+#define PLAN_LABEL_ANY "any"
+bool plan_label_from_name(const char *name, Strategy *st, bool *any);
+const char *plan_label(const Plan *p); /* "any" or the strategy's name */
+
+/* Does every group of P hold only edges of classes its strategy allows
+ * (and, unfused, one Einsum)? False with D set (FILE, the group, the edge
+ * as producer -> consumer, and its class) otherwise. PAIRS from
+ * fusion_classify. Every stitcher's plan passes (tests/unit). */
+bool plan_check_label(const Cascade *c, const Pair *pairs, const Plan *p,
+                      const char *file, Diag *d);
+
+/* Read the plan in TEXT (named FILE in messages) for cascade C bound by
+ * S: the one it holds, or the one labelled WANT of a file of several
+ * (NULL: the file must hold one; else it is refused with the list of the
+ * plans it holds). NULL and D set when it is not a plan, names an Einsum
+ * C lacks, leaves one out or names it twice, has an empty group, breaks
+ * its label or cannot run (a group reading what a later group
+ * produces). */
+Plan *plan_read_text(const char *file, const char *text, size_t len,
+                     const char *want, const Cascade *c, const Shape *s,
+                     Diag *d);
+/* plan_read_text on the file at PATH (read as every text input is). */
+Plan *plan_read_file(const char *path, const char *want, const Cascade *c,
+                     const Shape *s, Diag *d);
 
 /* Fill P's geometry from its grouping (fusion_plan does). */
 void plan_geometry(const Cascade *c, const Shape *s, Plan *p);

@@ -249,8 +249,34 @@ static void fill_groups(const Cascade *c, const Shape *s, Plan *p) {
   plan_geometry(c, s, p);
 }
 
+/* Does GROUP_OF number its groups 0, 1, ... with none empty? fill_groups
+ * sizes the groups by it. */
+static bool dense_groups(const Cascade *c, const int *group_of, Diag *d) {
+  bool *used = xcalloc((size_t)c->neinsums + 1, sizeof *used);
+  int ng = 0;
+  bool ok = true;
+  for (int e = 0; e < c->neinsums && ok; e++) {
+    ok = group_of[e] >= 0 && group_of[e] < c->neinsums;
+    if (ok && group_of[e] + 1 > ng)
+      ng = group_of[e] + 1;
+    if (ok)
+      used[group_of[e]] = true;
+  }
+  for (int g = 0; g < ng && ok; g++)
+    if (!used[g]) {
+      diag_error(d, c->path, (Loc){0, 0}, "group %d holds no Einsum", g + 1);
+      ok = false;
+    }
+  if (!ok && !d->failed)
+    diag_error(d, c->path, (Loc){0, 0}, "a group number out of range");
+  free(used);
+  return ok;
+}
+
 Plan *fusion_plan_groups(const Cascade *c, const Shape *s, Strategy st,
                          const int *group_of, Diag *d) {
+  if (!dense_groups(c, group_of, d))
+    return NULL;
   for (int i = 0; i < c->nedges; i++) {
     const Edge *e = &c->edges[i];
     if (edge_orders(c, e) && group_of[e->producer] > group_of[e->consumer]) {
@@ -307,6 +333,12 @@ Plan *fusion_plan(const Cascade *c, const Shape *s, const Pair *pairs,
   }
   free(start);
   fill_groups(c, s, p);
+  /* Algorithm 1 as printed compares rank sets, not classes: a group it
+   * forms may hold an edge its strategy forbids (the §III-E example's
+   * Z -> Y is RD under ri+rsb+rsp). Such a plan follows no named
+   * strategy, and says so. Greedy and global plans always pass. */
+  Diag scratch = {0};
+  p->any = !plan_check_label(c, pairs, p, c->path, &scratch);
   return p;
 }
 

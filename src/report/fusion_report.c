@@ -201,9 +201,12 @@ json_t *report_pairs_json(const Cascade *c, const Shape *s, const Pair *pairs,
 /* ---- plans ---- */
 
 void report_plan_text(Buf *b, const Cascade *c, const Plan *p) {
-  buf_printf(b, "strategy %s (%s stitching): %d group%s\n",
+  buf_printf(b, "strategy %s (%s stitching): %d group%s%s\n",
              strategy_name(p->strategy), stitcher_name(p->stitcher),
-             p->ngroups, p->ngroups == 1 ? "" : "s");
+             p->ngroups, p->ngroups == 1 ? "" : "s",
+             p->any ? " (labelled any: a group holds an edge of a class the "
+                      "strategy forbids)"
+                    : "");
   /* Each group's merged nodes in the order they run (merging may move an
    * Einsum after a later one: the chunked SSD's {CB YO} after HS), a
    * node's members in braces. */
@@ -235,7 +238,7 @@ void report_plan_text(Buf *b, const Cascade *c, const Plan *p) {
 
 json_t *report_plan_json(const Cascade *c, const Plan *p) {
   json_t *o = json_object();
-  json_object_set_new(o, "strategy", json_string(strategy_name(p->strategy)));
+  json_object_set_new(o, "strategy", json_string(plan_label(p)));
   json_object_set_new(o, "stitch", json_string(stitcher_name(p->stitcher)));
   json_t *groups = json_array();
   for (int g = 0; g < p->ngroups; g++) {

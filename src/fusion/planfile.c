@@ -1,0 +1,245 @@
+/* planfile.c — plans read back from `fuse --json`, and the one check that
+ * a plan's groups follow the strategy written on it.
+ *
+ * A file comes from a user: every group, every name and the label are
+ * checked against the cascade before anything is built from them, so
+ * that a plan that cannot be priced or run is refused with the group and
+ * the Einsum named, never half-read. */
+#include "fusion.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *out_name(const Cascade *c, int e) {
+  return c->tensors[c->einsums[e]->out.tensor].name;
+}
+
+/* The classes strategy ST allows, "RI, RSb" (or "none"), into BUF. */
+static const char *allowed_list(Strategy st, char *buf, size_t n) {
+  size_t len = 0;
+  buf[0] = 0;
+  for (int k = 0; k < FC_COUNT; k++)
+    if (strategy_allows(st, (FusionClass)k))
+      len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? ", " : "",
+                              fusion_class_name((FusionClass)k));
+  if (!len)
+    snprintf(buf, n, "none");
+  return buf;
+}
+
+/* Unfused allows no fusion at all: a group of two Einsums that share no
+ * edge (a merged TTX and RX) is still two Einsums fused. */
+static bool check_unfused(const Cascade *c, const Plan *p, const char *file,
+                          Diag *d) {
+  for (int g = 0; g < p->ngroups; g++)
+    if (p->groups[g].n > 1) {
+      diag_error(d, file, (Loc){0, 0},
+                 "group %d holds %d Einsums (%s, %s%s), but strategy "
+                 "'unfused' puts each Einsum in a group of its own: label "
+                 "the plan with the strategy it follows, or \"any\"",
+                 g + 1, p->groups[g].n, out_name(c, p->groups[g].einsums[0]),
+                 out_name(c, p->groups[g].einsums[1]),
+                 p->groups[g].n > 2 ? ", ..." : "");
+      return false;
+    }
+  return true;
+}
+
+bool plan_check_label(const Cascade *c, const Pair *pairs, const Plan *p,
+                      const char *file, Diag *d) {
+  if (p->any)
+    return true;
+  for (int i = 0; i < c->nedges; i++) {
+    const Edge *e = &c->edges[i];
+    int g = p->group_of[e->producer];
+    if (e->producer == e->consumer || g != p->group_of[e->consumer] ||
+        strategy_allows(p->strategy, pairs[i].cls))
+      continue;
+    char allowed[64];
+    diag_error(d, file, (Loc){0, 0},
+               "group %d holds the edge %s -> %s (through %s), of class %s, "
+               "which strategy '%s' does not allow (it allows %s): label the "
+               "plan \"any\" to price it by its content",
+               g + 1, out_name(c, e->producer), out_name(c, e->consumer),
+               c->tensors[e->tensor].name, fusion_class_name(pairs[i].cls),
+               strategy_name(p->strategy),
+               allowed_list(p->strategy, allowed, sizeof allowed));
+    return false;
+  }
+  return p->strategy != ST_UNFUSED || check_unfused(c, p, file, d);
+}
+
+bool plan_label_from_name(const char *name, Strategy *st, bool *any) {
+  *any = strcmp(name, PLAN_LABEL_ANY) == 0;
+  if (*any) {
+    *st = ST_FULL; /* merged like full; no class is refused */
+    return true;
+  }
+  return strategy_from_name(name, st);
+}
+
+const char *plan_label(const Plan *p) {
+  return p->any ? PLAN_LABEL_ANY : strategy_name(p->strategy);
+}
+
+/* ---- reading ---- */
+
+/* The plans a file holds: "ri, full" into BUF. */
+static const char *plan_list(json_t *plans, char *buf, size_t n) {
+  size_t len = 0;
+  buf[0] = 0;
+  for (size_t i = 0; i < json_array_size(plans) && len < n; i++) {
+    const char *s =
+        json_string_value(json_object_get(json_array_get(plans, i), "strategy"));
+    len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "",
+                            s ? s : "(unlabelled)");
+  }
+  return buf;
+}
+
+/* The one plan of ROOT to read: ROOT itself, or the element of its
+ * "plans" labelled WANT (or its only element when WANT is NULL). */
+static json_t *select_plan(json_t *root, const char *want, const char *file,
+                           Diag *d) {
+  json_t *plans = json_object_get(root, "plans");
+  if (!plans) {
+    const char *s = json_string_value(json_object_get(root, "strategy"));
+    if (want && s && strcmp(want, s) != 0) {
+      diag_error(d, file, (Loc){0, 0},
+                 "holds one plan, labelled '%s', not '%s'", s, want);
+      return NULL;
+    }
+    return root;
+  }
+  if (!json_is_array(plans) || json_array_size(plans) == 0) {
+    diag_error(d, file, (Loc){0, 0},
+               "\"plans\" holds no plan: write one with `fuse --json`");
+    return NULL;
+  }
+  if (!want && json_array_size(plans) == 1)
+    return json_array_get(plans, 0);
+  for (size_t i = 0; want && i < json_array_size(plans); i++) {
+    json_t *p = json_array_get(plans, i);
+    const char *s = json_string_value(json_object_get(p, "strategy"));
+    if (s && strcmp(s, want) == 0)
+      return p;
+  }
+  char list[512];
+  plan_list(plans, list, sizeof list);
+  if (want)
+    diag_error(d, file, (Loc){0, 0}, "holds no plan labelled '%s' (it holds "
+               "%zu: %s)", want, json_array_size(plans), list);
+  else
+    diag_error(d, file, (Loc){0, 0}, "holds %zu plans (%s): pick one with "
+               "--strategy S", json_array_size(plans), list);
+  return NULL;
+}
+
+/* GROUP_OF from the groups' names: every name an Einsum's output, every
+ * Einsum in exactly one group, no group empty (so there are at most as
+ * many groups as Einsums). */
+static bool read_groups(const Cascade *c, json_t *groups, int *group_of,
+                        const char *file, Diag *d) {
+  for (int e = 0; e < c->neinsums; e++)
+    group_of[e] = -1;
+  size_t ng = json_array_size(groups);
+  for (size_t g = 0; g < ng; g++) {
+    json_t *names = json_array_get(groups, g);
+    if (!json_is_array(names) || json_array_size(names) == 0) {
+      diag_error(d, file, (Loc){0, 0}, "group %zu is %s: a group is a "
+                 "non-empty list of Einsums", g + 1,
+                 json_is_array(names) ? "empty" : "not a list");
+      return false;
+    }
+    for (size_t i = 0; i < json_array_size(names); i++) {
+      const char *n = json_string_value(json_array_get(names, i));
+      int t = n ? cascade_tensor(c, n) : -1;
+      int e = t >= 0 ? c->tensors[t].producer : -1;
+      if (e < 0) {
+        diag_error(d, file, (Loc){0, 0}, "group %zu names '%s', which no "
+                   "Einsum of %s produces", g + 1,
+                   n ? n : "(not a string)", c->path);
+        return false;
+      }
+      if (group_of[e] >= 0) {
+        diag_error(d, file, (Loc){0, 0}, "%s is in groups %d and %zu", n,
+                   group_of[e] + 1, g + 1);
+        return false;
+      }
+      group_of[e] = (int)g;
+    }
+  }
+  for (int e = 0; e < c->neinsums; e++)
+    if (group_of[e] < 0) {
+      diag_error(d, file, (Loc){0, 0}, "no group holds %s (every Einsum of "
+                 "%s must be in one)", out_name(c, e), c->path);
+      return false;
+    }
+  return true;
+}
+
+/* The plan P describes, checked: its label, its groups, their order. */
+static Plan *build_plan(const Cascade *c, const Shape *s, json_t *p,
+                        const char *file, Diag *d) {
+  json_t *groups = json_object_get(p, "groups");
+  const char *label = json_string_value(json_object_get(p, "strategy"));
+  if (!json_is_array(groups) || !label) {
+    diag_error(d, file, (Loc){0, 0}, "not a plan: expected {\"strategy\": S, "
+               "\"groups\": [[EINSUM, ...], ...]} as `fuse --json` writes");
+    return NULL;
+  }
+  Strategy st;
+  bool any;
+  if (!plan_label_from_name(label, &st, &any)) {
+    diag_error(d, file, (Loc){0, 0}, "unknown strategy '%s' (expected "
+               "unfused, ri, ri+rsb, ri+rsb+rsp, full or any)", label);
+    return NULL;
+  }
+  int *group_of = xmalloc(((size_t)c->neinsums + 1) * sizeof *group_of);
+  Plan *plan = NULL;
+  if (read_groups(c, groups, group_of, file, d)) {
+    plan = fusion_plan_groups(c, s, st, group_of, d);
+    if (plan)
+      plan->any = any;
+  }
+  free(group_of);
+  Pair *pairs = plan ? fusion_classify(c, s) : NULL;
+  if (plan && !plan_check_label(c, pairs, plan, file, d)) {
+    plan_free(plan);
+    plan = NULL;
+  }
+  free(pairs);
+  return plan;
+}
+
+Plan *plan_read_text(const char *file, const char *text, size_t len,
+                     const char *want, const Cascade *c, const Shape *s,
+                     Diag *d) {
+  json_error_t je;
+  json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+  if (!root) {
+    diag_error(d, file, (Loc){je.line, je.column}, "%s", je.text);
+    return NULL;
+  }
+  Plan *plan = NULL;
+  json_t *p = json_is_object(root) ? select_plan(root, want, file, d) : NULL;
+  if (!json_is_object(root))
+    diag_error(d, file, (Loc){0, 0}, "not a plan: expected a JSON object "
+               "as `fuse --json` writes");
+  else if (p)
+    plan = build_plan(c, s, p, file, d);
+  json_decref(root);
+  return plan;
+}
+
+Plan *plan_read_file(const char *path, const char *want, const Cascade *c,
+                     const Shape *s, Diag *d) {
+  size_t len;
+  char *text = read_input(path, INPUT_TEXT_MAX, &len, d);
+  if (!text)
+    return NULL;
+  Plan *p = plan_read_text(path, text, len, want, c, s, d);
+  free(text);
+  return p;
+}
