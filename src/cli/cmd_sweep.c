@@ -23,7 +23,7 @@
 
 static const char usage[] =
     "usage: mambalaya sweep STUDY [--out DIR] [--threads N] [--format LIST]\n"
-    "                             [--json]\n"
+    "                             [--json] [--max-memory B]\n"
     "\n"
     "Price every point of a design-space study (docs/sweep.md): the\n"
     "cartesian product (or a listed set) of its cascades and models, shape\n"
@@ -49,6 +49,9 @@ static const char usage[] =
     "                 MPI, 1 per rank)\n"
     "  --format LIST  the chart's formats, of svg, pdf, png (default: svg)\n"
     "  --json         print sweep.json instead of the fronts\n"
+    "  --max-memory B refuse (exit 2) a study whose points would need more\n"
+    "                 memory than B (8GiB, 512MiB; default: what the\n"
+    "                 machine has available)\n"
     "\n"
     "Under MPI (when the build found OpenMPI), `mpirun -n K mambalaya sweep\n"
     "STUDY` splits the points over K ranks and writes, from rank 0, the\n"
@@ -155,29 +158,6 @@ static void gather(const Ranks *r, long n, PointResult *mine, long count,
 
 /* ---- outputs ---- */
 
-/* Write the outputs into DIR as one set: they land together or not at
- * all (util.h's OutSet), never beside a study file they would replace. */
-static bool write_outputs(const char *dir, const Study *s, const Buf *csv,
-                          const Buf *json, const Buf *charts,
-                          unsigned formats, Diag *d) {
-  OutSet *set = outset_new(dir);
-  outset_protect(set, study_path(s));
-  bool ok = outset_put(set, "points.csv", csv->s ? csv->s : "", csv->len, d) &&
-            outset_put(set, "sweep.json", json->s ? json->s : "", json->len,
-                       d);
-  for (int f = 0; ok && f < FMT_COUNT; f++)
-    if (formats & 1u << f) {
-      char name[16];
-      snprintf(name, sizeof name, "pareto.%s", format_name((Format)f));
-      ok = outset_put(set, name, charts[f].s ? charts[f].s : "",
-                      charts[f].len, d);
-    }
-  bool refused = false;
-  ok = ok && outset_commit(set, &refused, d);
-  outset_free(set);
-  return ok;
-}
-
 static int finish(const Study *s, const PointResult *res, const char *dir,
                   unsigned formats, bool json) {
   long n = study_points(s);
@@ -193,9 +173,10 @@ static int finish(const Study *s, const PointResult *res, const char *dir,
       sweep_chart(&charts[f], s, res, on, (Format)f);
   Diag d = {0};
   int status = 0;
-  if (!write_outputs(dir, s, &csv, &js, charts, formats, &d)) {
+  bool refused;
+  if (!sweep_write(s, dir, &csv, &js, charts, formats, &refused, &d)) {
     diag_print(&d, stderr);
-    status = EXIT_RUN;
+    status = refused ? EXIT_INPUT : EXIT_RUN;
   } else if (json) {
     emit(&js);
   } else {
@@ -216,6 +197,7 @@ static int finish(const Study *s, const PointResult *res, const char *dir,
 int cmd_sweep(int argc, char **argv) {
   Args a = {.cmd = "mambalaya sweep", .argc = argc, .argv = argv, .i = 1};
   const char *study = NULL, *out = NULL;
+  double max_memory = 0;
   unsigned formats = 1u << FMT_SVG;
   int threads = 0;
   bool json = false;
@@ -253,6 +235,13 @@ int cmd_sweep(int argc, char **argv) {
                            a.val);
     } else if (args_is(&a, "--json")) {
       json = true;
+    } else if (args_is(&a, "--max-memory")) {
+      if (!args_value(&a))
+        return EXIT_INPUT;
+      if (!parse_bytes(a.val, &max_memory) || !(max_memory >= 1))
+        return usage_error(&a, "--max-memory expects a size in bytes (e.g. "
+                               "8GiB), got '%s'",
+                           a.val);
     } else {
       return args_unknown(&a);
     }
@@ -265,17 +254,24 @@ int cmd_sweep(int argc, char **argv) {
     threads = r.mpi ? 1 : (int)(cores > 0 ? cores : 1);
   }
   Diag d = {0};
-  Study *s = study_load(study, &d);
+  Study *s = study_load(study, memory_budget(max_memory), &d);
   if (!s) {
     if (r.rank == 0)
       diag_print(&d, stderr);
     ranks_end(&r);
     return EXIT_INPUT;
   }
-  char dir[1024];
-  snprintf(dir, sizeof dir, "%s", out ? out : "out/");
-  if (!out)
-    snprintf(dir, sizeof dir, "out/%s", study_name(s));
+  Buf dir = {0};
+  buf_printf(&dir, out ? "%s" : "out/%s", out ? out : study_name(s));
+  /* The outputs are checked before the first point is priced. */
+  if (!sweep_output_check(s, dir.s, formats, &d)) {
+    if (r.rank == 0)
+      diag_print(&d, stderr);
+    buf_free(&dir);
+    study_free(s);
+    ranks_end(&r);
+    return EXIT_INPUT;
+  }
   long n = study_points(s);
   long lo = share(n, r.rank, r.size), hi = share(n, r.rank + 1, r.size);
   PointResult *mine = xcalloc((size_t)(hi - lo) + 1, sizeof *mine);
@@ -289,7 +285,8 @@ int cmd_sweep(int argc, char **argv) {
   gather(&r, n, mine, hi - lo, all);
   int status = 0;
   if (r.rank == 0)
-    status = finish(s, all, dir, formats, json);
+    status = finish(s, all, dir.s, formats, json);
+  buf_free(&dir);
   free(all);
   free(mine);
   study_free(s);

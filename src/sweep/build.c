@@ -9,11 +9,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* strtok_r skips empty keys: '', '.' and 'a..b' would name nothing (or
+ * the section itself) without a word. */
+bool study_path_valid(const char *path) {
+  size_t len = strlen(path);
+  return len && path[0] != '.' && path[len - 1] != '.' && !strstr(path, "..");
+}
+
 bool study_path_node(const YamlNode *root, const char *path,
                      YamlNode **parent, const char **key, Buf *why) {
   const YamlNode *n = ydoc_get(root, "architecture");
   if (!n || n->kind != YN_MAP) {
     buf_printf(why, "it has no architecture section");
+    return false;
+  }
+  if (!study_path_valid(path)) {
+    buf_printf(why, "a path is keys joined by '.', none of them empty");
     return false;
   }
   char *copy = xstrdup(path), *save = NULL;

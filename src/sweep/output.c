@@ -3,9 +3,11 @@
  * every component's energy and area, the fronts and the study's inputs),
  * for the eye (the fronts drawn through the chart model of src/report)
  * and for the terminal (each front as a table). Everything here is a
- * function of the results alone: no time, no host. */
+ * function of the results alone: no time, no host. The files land as
+ * one set, never over one of the study's inputs. */
 #include "study.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -380,4 +382,92 @@ void sweep_text(Buf *b, const Study *s, const PointResult *res,
   free(group_of);
   free(vary);
   free(cells);
+}
+
+/* ---- writing them ---- */
+
+/* The files S read: the study itself and the specs and architectures it
+ * names that are not shipped. The caller frees the array. */
+static const char **study_files(const Study *s, int *n) {
+  const char **f =
+      xcalloc((size_t)(1 + s->ncascades + s->narchs), sizeof *f);
+  *n = 0;
+  f[(*n)++] = s->path;
+  for (int i = 0; i < s->ncascades; i++)
+    if (!s->cascades[i].src.shipped)
+      f[(*n)++] = s->cascades[i].src.path;
+  for (int i = 0; i < s->narchs; i++)
+    if (!s->archs[i].src.shipped)
+      f[(*n)++] = s->archs[i].src.path;
+  return f;
+}
+
+enum { MAX_OUTPUTS = 2 + FMT_COUNT };
+
+/* The outputs' file names, in the order sweep_write puts them:
+ * points.csv, sweep.json, then pareto.FORMAT for each of FORMATS (into
+ * FMT, the format of each, -1 for the first two). Returns how many. */
+static int output_names(unsigned formats, char names[][16], int *fmt) {
+  int n = 0;
+  snprintf(names[n], 16, "points.csv");
+  fmt[n++] = -1;
+  snprintf(names[n], 16, "sweep.json");
+  fmt[n++] = -1;
+  for (int f = 0; f < FMT_COUNT; f++)
+    if (formats & 1u << f) {
+      snprintf(names[n], 16, "pareto.%s", format_name((Format)f));
+      fmt[n++] = f;
+    }
+  return n;
+}
+
+bool sweep_output_check(const Study *s, const char *dir, unsigned formats,
+                        Diag *d) {
+  if (!dir[0] || strlen(dir) + sizeof "/sweep.json" > PATH_MAX) {
+    diag_error(d, s->path, (Loc){0, 0}, "the output directory (--out) %s",
+               dir[0] ? "is too long: a file in it would pass the system's "
+                        "limit on a path"
+                      : "is empty: name a directory");
+    return false;
+  }
+  if (!output_dir_check(dir, d))
+    return false;
+  int nin;
+  const char **in = study_files(s, &nin);
+  char names[MAX_OUTPUTS][16], path[PATH_MAX + 32];
+  int fmt[MAX_OUTPUTS], nout = output_names(formats, names, fmt);
+  bool ok = true;
+  for (int k = 0; ok && k < nout; k++) {
+    snprintf(path, sizeof path, "%s/%s", dir, names[k]);
+    for (int i = 0; ok && i < nin; i++)
+      if (same_file(path, in[i])) {
+        diag_error(d, s->path, (Loc){0, 0}, "refusing to write %s: it is "
+                   "the input %s", path, in[i]);
+        ok = false;
+      }
+  }
+  free(in);
+  return ok;
+}
+
+bool sweep_write(const Study *s, const char *dir, const Buf *csv,
+                 const Buf *json, const Buf *charts, unsigned formats,
+                 bool *refused, Diag *d) {
+  OutSet *set = outset_new(dir);
+  int nin;
+  const char **in = study_files(s, &nin);
+  for (int i = 0; i < nin; i++)
+    outset_protect(set, in[i]);
+  free(in);
+  char names[MAX_OUTPUTS][16];
+  int fmt[MAX_OUTPUTS], nout = output_names(formats, names, fmt);
+  bool ok = true;
+  for (int k = 0; ok && k < nout; k++) {
+    const Buf *b = fmt[k] >= 0 ? &charts[fmt[k]] : k ? json : csv;
+    ok = outset_put(set, names[k], b->s ? b->s : "", b->len, d);
+  }
+  *refused = false;
+  ok = ok && outset_commit(set, refused, d);
+  outset_free(set);
+  return ok;
 }

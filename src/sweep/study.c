@@ -17,18 +17,59 @@
 
 enum { MAX_RANGE = 10000, MAX_POINTS = 100000000 };
 
+/* *ACC times N (a count of values, >= 0), checked: false when the product
+ * passes MAX_POINTS (five ranges of 8192 values would wrap a long). */
+static bool count_times(long *acc, long n) {
+  uint64_t r;
+  if (n < 0 || !mul_u64((uint64_t)*acc, (uint64_t)n, &r) || r > MAX_POINTS)
+    return false;
+  *acc = (long)r;
+  return true;
+}
+
 typedef struct Loader {
   Study *s;
   Diag *d;
+  double budget; /* bytes the study may hold (INFINITY: no limit) */
 } Loader;
 
 static bool fail(Loader *L, Loc loc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* What a study holds while it runs, measured on studies of 4000 and 8000
+ * points (peak RSS): per point about 16 KiB (its result, on its rank and
+ * gathered on rank 0; sweep.json's tree and text; points.csv; the chart),
+ * and per shape slot (a cascade bound to a settings tuple, with its
+ * classified pairs) about 4 KiB. */
+enum { POINT_BYTES = 16 << 10, SHAPE_BYTES = 4 << 10 };
+
+double study_memory(long points, double shapes) {
+  return (double)points * POINT_BYTES + shapes * SHAPE_BYTES;
+}
+
 static bool fail(Loader *L, Loc loc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   diag_verror(L->d, L->s->path, loc, fmt, ap);
   va_end(ap);
+  return false;
+}
+
+/* Refuse, before it is allocated, a study of POINTS points (WHAT says
+ * which) and SHAPES shape slots that would hold more than the budget. */
+static bool memory_fits(Loader *L, Loc loc, const char *what, long points,
+                        double shapes) {
+  double need = study_memory(points, shapes);
+  if (need <= L->budget)
+    return true;
+  Buf n = {0}, b = {0};
+  buf_bytes(&n, need);
+  buf_bytes(&b, L->budget);
+  fail(L, loc, "%s %ld points: about %s of memory, more than the budget of "
+               "%s (--max-memory, else the memory available)",
+       what, points, n.s, b.s);
+  buf_free(&n);
+  buf_free(&b);
   return false;
 }
 
@@ -159,8 +200,10 @@ static bool range_values(Loader *L, const YamlNode *m, const char *what,
     double x = times ? lo * pow(by, k) : lo + by * k;
     if (x > hi * (1 + 1e-12))
       break;
-    if (n == MAX_RANGE)
+    if (n == MAX_RANGE) {
+      free(v);
       return fail(L, m->loc, "a range of more than %d values", MAX_RANGE);
+    }
     v = xrealloc(v, (size_t)(n + 1) * sizeof *v);
     YamlNode *node = arena_alloc(&L->s->arena, sizeof *node);
     char text[96];
@@ -426,6 +469,11 @@ static bool load_archs(Loader *L, const YamlNode *n) {
 static bool add_param(Loader *L, const YamlNode *key, bool *listed) {
   Study *s = L->s;
   *listed = false;
+  if (!study_path_valid(key->text))
+    return fail(L, key->loc, "'%s' is not a parameter path: keys joined by "
+                             "'.', none of them empty "
+                             "(compute.array2d.shape)",
+                key->text);
   for (int k = 0; k < s->nparams; k++)
     if (strcmp(s->params[k].path, key->text) == 0)
       return fail(L, key->loc, "'%s' is given twice", key->text);
@@ -491,9 +539,10 @@ static bool load_param_axis(Loader *L, const YamlNode *key,
  * (the last axis fastest). */
 static bool product_combos(Loader *L, const YamlNode *params) {
   Study *s = L->s;
-  long ns = 1, np = 1;
+  long ns = 1, np = 1, both = 1;
+  bool fits = true;
   for (int k = 0; k < s->nsettings; k++)
-    ns *= s->settings[k].n;
+    fits = fits && count_times(&ns, s->settings[k].n);
   int naxes = params ? params->n : 0;
   YamlNode ****axv = xcalloc((size_t)naxes + 1, sizeof *axv);
   int *axn = xcalloc((size_t)naxes + 1, sizeof *axn);
@@ -501,10 +550,16 @@ static bool product_combos(Loader *L, const YamlNode *params) {
   for (int a = 0; ok && a < naxes; a++) {
     ok = load_param_axis(L, params->keys[a], params->items[a], &axv[a],
                          &axn[a]);
-    np *= ok ? axn[a] : 1;
+    fits = fits && (!ok || count_times(&np, axn[a]));
   }
-  if (ok && (ns > MAX_POINTS || np > MAX_POINTS || ns * np > MAX_POINTS))
-    ok = fail(L, (Loc){1, 1}, "too many settings and parameter values");
+  fits = fits && count_times(&both, ns) && count_times(&both, np);
+  if (ok && !fits)
+    ok = fail(L, (Loc){1, 1}, "the settings and parameter values make more "
+                              "than %d combinations",
+              MAX_POINTS);
+  /* Each combination is at least a point: refused before its tuples. */
+  ok = ok && memory_fits(L, (Loc){1, 1}, "the settings and parameters alone "
+                         "make", both, 0);
   if (ok) {
     s->nstuples = (int)ns;
     s->nptuples = (int)np;
@@ -731,9 +786,9 @@ static bool load_options(Loader *L, const YamlNode *m) {
   }
   long n = 1;
   for (int k = 0; k < s->noptions; k++)
-    n *= s->options[k].n;
-  if (n > MAX_POINTS)
-    return fail(L, m->loc, "too many option combinations");
+    if (!count_times(&n, s->options[k].n))
+      return fail(L, m->loc, "the options make more than %d combinations",
+                  MAX_POINTS);
   s->nocombos = (int)n;
   s->ocombo = xmalloc((size_t)n * sizeof *s->ocombo);
   for (long t = 0; t < n; t++) {
@@ -1022,21 +1077,27 @@ static bool load_study(Loader *L, const YamlNode *root) {
                     "take them from",
                     s->workloads[w].name,
                     s->cascades[s->cms[cm].cascade].spec);
-  if (!study_build(s, L->d))
-    return false;
   long dims[DIM_COUNT] = {s->ncms, s->ncombos, s->narchs,
                           s->nds,  s->nocombos, s->nworkloads};
-  double total = 1;
-  for (int k = 0; k < DIM_COUNT; k++)
-    total *= (double)(s->dim[k] = dims[k]);
-  if (total > MAX_POINTS)
-    return fail(L, m->loc, "the study has %.3g points (at most %d)", total,
+  long total = 1;
+  double shown = 1; /* the count in the message, past the limit */
+  bool fits = true;
+  for (int k = 0; k < DIM_COUNT; k++) {
+    shown *= (double)(s->dim[k] = dims[k]);
+    fits = fits && count_times(&total, dims[k]);
+  }
+  if (!fits)
+    return fail(L, m->loc, "the study has %.3g points (at most %d)", shown,
                 MAX_POINTS);
-  s->npoints = (long)total;
+  s->npoints = total;
+  double shapes = (double)s->ncms * s->nstuples * s->nslots;
+  if (!memory_fits(L, m->loc, "the study has", total, shapes) ||
+      !study_build(s, L->d))
+    return false;
   return load_front_per(L, ydoc_get(m, "front_per"));
 }
 
-Study *study_load(const char *name, Diag *d) {
+Study *study_load(const char *name, double budget, Diag *d) {
   Source src;
   if (!source_open("studies", name, &src, d))
     return NULL;
@@ -1050,7 +1111,7 @@ Study *study_load(const char *name, Diag *d) {
   source_free(&src);
   if (!s)
     return NULL;
-  Loader L = {s, d};
+  Loader L = {s, d, budget};
   if (!load_study(&L, doc->root)) {
     study_free(s);
     return NULL;

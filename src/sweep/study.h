@@ -163,6 +163,8 @@ int study_groups(const Study *s, int *group_of, char ***labels);
 
 /* ---- build.c ---- */
 
+/* Is PATH keys joined by '.', none of them empty? */
+bool study_path_valid(const char *path);
 /* The node PATH names in architecture tree ROOT ("compute.array2d.pes":
  * keys, and list items by their name): its mapping and key into *PARENT,
  * *KEY (the last key may be absent from its mapping: the loader decides

@@ -88,9 +88,15 @@ typedef struct Study Study;
 
 /* Load and check the study NAME (a path, or a shipped study under
  * studies/): every field known, every value possible, every spec, model,
- * setting and architecture variant loadable. NULL and D set
- * (FILE:LINE:COL in the study, or in the file it names) otherwise. */
-Study *study_load(const char *name, Diag *d);
+ * setting and architecture variant loadable, the points at most 10^8 and
+ * their memory within BUDGET. NULL and D set (FILE:LINE:COL in the
+ * study, or in the file it names) otherwise. */
+Study *study_load(const char *name, double budget, Diag *d);
+/* What a study of POINTS points and SHAPES shape slots holds while it
+ * runs, in bytes (an estimate: study.c). study_load refuses a study
+ * whose estimate passes BUDGET (bytes; INFINITY: no limit) before it
+ * builds anything per point. */
+double study_memory(long points, double shapes);
 void study_free(Study *s);
 
 const char *study_name(const Study *s);
@@ -119,6 +125,21 @@ json_t *sweep_json(const Study *s, const PointResult *res, const bool *on);
  * objectives as axes), in format F. */
 void sweep_chart(Buf *b, const Study *s, const PointResult *res,
                  const bool *on, Format f);
+/* Can the outputs (points.csv, sweep.json, pareto.* in FORMATS, a set
+ * of Format bits) go into DIR? Its name fits the system's limits, it can
+ * be created or written, and no output is one of the files the study
+ * read (itself, a spec, an architecture). False with D set otherwise:
+ * checked before the first point is priced. */
+bool sweep_output_check(const Study *s, const char *dir, unsigned formats,
+                        Diag *d);
+/* Write the outputs into DIR as one set (util.h's OutSet): they land
+ * together or not at all, never over one of the study's inputs. False
+ * with D set on failure; *REFUSED when the reason is the output path
+ * itself (exit 2) rather than the writing (exit 1). */
+bool sweep_write(const Study *s, const char *dir, const Buf *csv,
+                 const Buf *json, const Buf *charts, unsigned formats,
+                 bool *refused, Diag *d);
+
 /* A short table of each workload's front for the terminal. */
 void sweep_text(Buf *b, const Study *s, const PointResult *res,
                 const bool *on);

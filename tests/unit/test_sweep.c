@@ -30,7 +30,7 @@ static Study *load_text(const char *text) {
   Study *s = NULL;
   if (write_file_atomic(path, text, strlen(text))) {
     Diag d = {0};
-    s = study_load(path, &d);
+    s = study_load(path, INFINITY, &d);
     if (!s)
       test_fail(__FILE__, __LINE__, "%s:%d:%d: %s", d.file, d.loc.line,
                 d.loc.col, d.msg);
@@ -134,7 +134,7 @@ TEST(sweep_parameter_checked_by_the_loader) {
   close(fd);
   write_file_atomic(path, text, strlen(text));
   Diag d = {0};
-  Study *s = study_load(path, &d);
+  Study *s = study_load(path, INFINITY, &d);
   unlink(path);
   CHECK(s == NULL);
   CHECK_INT(d.loc.line, 5);
