@@ -46,20 +46,30 @@ Tokenizer *open_tokenizer(const char *model, const char *file) {
   return t;
 }
 
-/* The ids in LIST ("1,2,3"), each below LIMIT; false after a message. */
-static bool parse_ids(const Args *a, const char *list, int limit, int **ids,
-                      int *n) {
+/* Does ID stand for a token of T? */
+static bool is_token(const Tokenizer *t, long long id) {
+  int len;
+  return id >= 0 && id < tokenizer_size(t) && tokenizer_token(t, (int)id, &len);
+}
+
+/* The ids in LIST ("1,2,3"), each a token of T; false after a message. */
+static bool parse_ids(const Args *a, const char *list, const Tokenizer *t,
+                      int **ids, int *n) {
   int cap = 0;
   *ids = NULL;
   *n = 0;
+  if (!*list) {
+    usage_error(a, "--ids is empty: give token ids, comma-separated");
+    return false;
+  }
   for (const char *p = list; *p;) {
     char *end;
     errno = 0;
     long v = strtol(p, &end, 10);
-    if (end == p || errno || v < 0 || v >= limit) {
-      usage_error(a, "--ids: expected token ids below %d, comma-separated, "
-                     "at '%s'",
-                  limit, p);
+    if (end == p || errno || !is_token(t, v)) {
+      usage_error(a, "--ids: expected ids of tokens (below %d), "
+                     "comma-separated, at '%s'",
+                  tokenizer_size(t), p);
       free(*ids);
       return false;
     }
@@ -88,28 +98,48 @@ void token_text(const Tokenizer *t, int id, Buf *out) {
   out->s[out->len] = 0;
 }
 
+/* The index of the first element of array V that is not the id of a
+ * token of T, or -1. */
+static long bad_id(const Tokenizer *t, const json_t *v) {
+  for (size_t i = 0; i < json_array_size(v); i++) {
+    const json_t *x = json_array_get(v, i);
+    if (!json_is_integer(x) || !is_token(t, json_integer_value(x)))
+      return (long)i;
+  }
+  return -1;
+}
+
 /* Each line of PATH a JSON string (DECODE: an array of ids), printed as
- * its ids (DECODE: its text) on a line of its own. Returns an exit
- * status. */
+ * its ids (DECODE: its text) on a line of its own. PATH is read as every
+ * text input is: a regular file or a pipe, at most INPUT_TEXT_MAX bytes.
+ * Returns an exit status. */
 static int each_line(const Args *a, const char *path, const Tokenizer *t,
                      bool decode) {
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    fprintf(stderr, "%s: error: cannot read: %s\n", path, strerror(errno));
+  Diag d = {0};
+  size_t size;
+  char *all = read_input(path, INPUT_TEXT_MAX, &size, &d);
+  if (!all) {
+    diag_print(&d, stderr);
     return EXIT_INPUT;
   }
   Buf out = {0};
-  char *line = NULL;
-  size_t cap = 0;
-  ssize_t got;
   int lineno = 0, status = 0;
-  while (!status && (got = getline(&line, &cap, f)) >= 0) {
+  for (size_t at = 0; !status && at < size;) {
+    const char *line = all + at, *nl = memchr(line, '\n', size - at);
+    size_t got = nl ? (size_t)(nl - line) + 1 : size - at;
+    at += got;
     lineno++;
     json_error_t err;
-    json_t *v = json_loadb(line, (size_t)got, JSON_DECODE_ANY, &err);
+    json_t *v = json_loadb(line, got, JSON_DECODE_ANY, &err);
+    long bad = v && decode && json_is_array(v) ? bad_id(t, v) : -1;
     if (!v || (decode ? !json_is_array(v) : !json_is_string(v))) {
       fprintf(stderr, "%s:%d: error: expected a JSON %s\n", path, lineno,
               decode ? "array of ids" : "string");
+      status = EXIT_INPUT;
+    } else if (bad >= 0) {
+      fprintf(stderr, "%s:%d: error: element %ld is not the id of a token "
+                      "(an integer below %d that stands for one)\n",
+              path, lineno, bad + 1, tokenizer_size(t));
       status = EXIT_INPUT;
     } else if (decode) {
       Buf text = {0};
@@ -128,10 +158,10 @@ static int each_line(const Args *a, const char *path, const Tokenizer *t,
       buf_free(&text);
     } else {
       int *ids, n;
-      Diag d = {0};
+      Diag e = {0};
       if (!tokenizer_encode(t, json_string_value(v), json_string_length(v),
-                            &ids, &n, &d)) {
-        fprintf(stderr, "%s:%d: error: %s\n", path, lineno, d.msg);
+                            &ids, &n, &e)) {
+        fprintf(stderr, "%s:%d: error: %s\n", path, lineno, e.msg);
         status = EXIT_INPUT;
       } else {
         buf_printf(&out, "[");
@@ -143,8 +173,7 @@ static int each_line(const Args *a, const char *path, const Tokenizer *t,
     }
     json_decref(v);
   }
-  free(line);
-  fclose(f);
+  free(all);
   if (!status && out.s)
     emit(&out);
   buf_free(&out);
@@ -205,7 +234,7 @@ int cmd_tokenize(int argc, char **argv) {
     }
   } else {
     int *ids, n;
-    if (!parse_ids(&a, ids_text, tokenizer_size(t), &ids, &n)) {
+    if (!parse_ids(&a, ids_text, t, &ids, &n)) {
       status = EXIT_INPUT;
     } else {
       Buf out = {0};

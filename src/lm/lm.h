@@ -192,8 +192,13 @@ bool lm_pass_bytes(Lm *m, int batch, int len, const LmOpts *o, bool record,
  * supported of the format is in tokenizer.c. */
 typedef struct Tokenizer Tokenizer;
 
-/* Errors name the file (and the line and column of bad JSON). */
+/* Errors name the file (and the line and column of bad JSON). The file
+ * is read as every text input is (a regular file or a pipe, at most
+ * INPUT_TEXT_MAX bytes), and its ids are below its size in bytes. */
 Tokenizer *tokenizer_load(const char *path, Diag *d);
+/* The same for the LEN bytes of TEXT, named PATH in messages. */
+Tokenizer *tokenizer_parse(const char *path, const char *text, size_t len,
+                           Diag *d);
 void tokenizer_free(Tokenizer *t);
 /* Ids run from 0 to tokenizer_size - 1 (some may stand for nothing). */
 int tokenizer_size(const Tokenizer *t);

@@ -176,6 +176,7 @@ enum { ALPHABET_END = 256 + 68 }; /* 68 bytes are not printable */
 
 typedef struct Loader {
   const char *path;
+  size_t file_len; /* ids are below it: a file of N bytes names fewer */
   Diag *d;
   Tokenizer *t;
   int16_t byte_of[ALPHABET_END]; /* per character: its byte, or -1 */
@@ -238,6 +239,18 @@ static bool check_type(const Loader *l, const json_t *obj, const char *key,
                key, type ? type : "(none)", what);
 }
 
+/* Ids number the tokens a file lists, each in a few bytes of it: an id
+ * past the file's size leaves most of its table empty, and would have a
+ * 143-byte file ask for gigabytes. */
+static bool id_fits(const Loader *l, json_int_t id, const char *where,
+                    const char *token) {
+  if ((uint64_t)id < l->file_len && id < INT_MAX / 2)
+    return true;
+  return lfail(l, "%s: the id of '%s' is %" JSON_INTEGER_FORMAT ", past what "
+                  "a file of %zu bytes can number (ids are below its size)",
+               where, token, id, l->file_len);
+}
+
 static bool load_vocab(const Loader *l, const json_t *vocab) {
   Tokenizer *t = l->t;
   if (!json_is_object(vocab))
@@ -247,10 +260,12 @@ static bool load_vocab(const Loader *l, const json_t *vocab) {
   int max = -1;
   json_object_foreach((json_t *)vocab, key, v) {
     json_int_t id = json_is_integer(v) ? json_integer_value(v) : -1;
-    if (id < 0 || id >= INT_MAX / 2)
+    if (id < 0)
       return lfail(l, "model.vocab: the id of '%s' is not a non-negative "
                       "integer",
                    key);
+    if (!id_fits(l, id, "model.vocab", key))
+      return false;
     max = id > max ? (int)id : max;
   }
   t->size = max + 1;
@@ -333,8 +348,10 @@ static bool load_added(const Loader *l, const json_t *added) {
     const char *content = json_string_value(json_object_get(a, "content"));
     const json_t *idv = json_object_get(a, "id");
     json_int_t id = json_is_integer(idv) ? json_integer_value(idv) : -1;
-    if (!content || !*content || id < 0 || id >= INT_MAX / 2)
+    if (!content || !*content || id < 0)
       return lfail(l, "added_tokens[%zu] needs a content and an id", i);
+    if (!id_fits(l, id, "added_tokens", content))
+      return false;
     size_t len = strlen(content), at = 0;
     while (at < len && utf8_next((const unsigned char *)content, len, &at) >= 0)
       ;
@@ -389,8 +406,19 @@ static bool load(Loader *l, const json_t *root) {
 }
 
 Tokenizer *tokenizer_load(const char *path, Diag *d) {
+  size_t len;
+  char *text = read_input(path, INPUT_TEXT_MAX, &len, d);
+  if (!text)
+    return NULL;
+  Tokenizer *t = tokenizer_parse(path, text, len, d);
+  free(text);
+  return t;
+}
+
+Tokenizer *tokenizer_parse(const char *path, const char *text, size_t len,
+                           Diag *d) {
   json_error_t err;
-  json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+  json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
   if (!root) {
     diag_error(d, path, (Loc){err.line > 0 ? err.line : 0,
                               err.column > 0 ? err.column : 0},
@@ -398,7 +426,7 @@ Tokenizer *tokenizer_load(const char *path, Diag *d) {
     return NULL;
   }
   Tokenizer *t = xcalloc(1, sizeof *t);
-  Loader l = {.path = path, .d = d, .t = t};
+  Loader l = {.path = path, .file_len = len, .d = d, .t = t};
   alphabet_init(&l);
   bool ok = load(&l, root);
   json_decref(root);
