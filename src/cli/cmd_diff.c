@@ -19,21 +19,16 @@ static const char usage[] =
     "  --tolerance R  numbers within a relative R are the same (default 0:\n"
     "                 exactly)\n"
     "\n"
-    "Exit status: 0 no difference, 1 some difference, 2 bad input.\n"
+    "Two results of different commands (eval and fuse), or a file that is\n"
+    "not a result, are refused as not comparable.\n"
+    "\n"
+    "Exit status: 0 no difference, 1 some difference, 2 bad input or\n"
+    "results that are not comparable.\n"
     "\n"
     "example:\n"
     "  mambalaya eval mamba1 --json > out/a.json\n"
     "  mambalaya eval mamba1 --arch h100 --json > out/b.json\n"
     "  mambalaya diff out/a.json out/b.json\n";
-
-static json_t *load(const char *cmd, const char *path) {
-  json_error_t e;
-  json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &e);
-  if (!j)
-    fprintf(stderr, "%s:%d:%d: error: %s (%s)\n", path, e.line, e.column,
-            e.text, cmd);
-  return j;
-}
 
 int cmd_diff(int argc, char **argv) {
   Args a = {.cmd = "mambalaya diff", .argc = argc, .argv = argv, .i = 1};
@@ -64,9 +59,19 @@ int cmd_diff(int argc, char **argv) {
   }
   if (!files[1])
     return usage_error(&a, "give two results (see mambalaya diff --help)");
-  json_t *x = load(a.cmd, files[0]), *y = x ? load(a.cmd, files[1]) : NULL;
-  if (!x || !y) {
+  json_t *xy[2];
+  Diag d = {0};
+  if (!report_load_results(files, xy, &d)) {
+    diag_print(&d, stderr);
+    return EXIT_INPUT;
+  }
+  json_t *x = xy[0], *y = xy[1];
+  char why[256];
+  if (!report_comparable(x, y, why, sizeof why)) {
+    fprintf(stderr, "mambalaya diff: %s and %s: %s\n", files[0], files[1],
+            why);
     json_decref(x);
+    json_decref(y);
     return EXIT_INPUT;
   }
   Buf b = {0};

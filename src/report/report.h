@@ -139,6 +139,14 @@ bool report_figures(const Repro *r, OutSet *out, unsigned formats, Diag *d);
  * name), the inputs first; numbers within relative tolerance TOL are the
  * same. Returns how many differ. */
 int report_diff(Buf *out, json_t *a, json_t *b, double tol);
+/* Can A and B be compared: are both results (inputs.command) of one
+ * command? False with the reason in WHY (N bytes) otherwise. */
+bool report_comparable(json_t *a, json_t *b, char *why, size_t n);
+/* Read and parse the two results at PATH into OUT, one thread each (the
+ * parsing is most of a large diff's time). False with D set (the file,
+ * and the line and column of bad JSON) when one cannot be read. */
+bool report_load_results(const char *const path[2], json_t *out[2],
+                         Diag *d);
 
 /* A CSV field (RFC 4180): quoted, quotes doubled, only when it must be. */
 void csv_field(Buf *b, const char *s);
