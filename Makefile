@@ -6,8 +6,9 @@
 #                     the last line is "N passed, M failed"
 #   make fuzz         libFuzzer on every parser: specs, safetensors,
 #                     architectures (through eval), config.json (through
-#                     model construction) and the command line
-#                     (FUZZ_SECONDS each, default 60)
+#                     model construction), the command line, studies,
+#                     plan files and tokenizer.json (FUZZ_SECONDS each,
+#                     default 60)
 #   make bench        the benchmarks under bench/, printing their figures
 
 CC       ?= cc
@@ -115,7 +116,7 @@ asan:
 # libFuzzer needs clang. Each harness tests/fuzz/fuzz_NAME.c runs for
 # FUZZ_SECONDS from its own seed corpus FUZZ_SEEDS_NAME (the shipped
 # files among them).
-FUZZERS := spec safetensors arch config cli
+FUZZERS := spec safetensors arch config cli study plan tokenizer
 FUZZ_SEEDS_spec := specs/*.yaml tests/specs/good/*.yaml tests/specs/bad/*.yaml
 FUZZ_SEEDS_safetensors := tests/fuzz/seeds/safetensors/*
 FUZZ_FLAGS_safetensors := -dict=tests/fuzz/safetensors.dict
@@ -123,6 +124,9 @@ FUZZ_SEEDS_arch := archs/*.yaml
 FUZZ_SEEDS_config := tests/fuzz/seeds/config/*
 FUZZ_SEEDS_cli := tests/fuzz/seeds/cli/*
 FUZZ_FLAGS_cli := -dict=tests/fuzz/cli.dict -close_fd_mask=2
+FUZZ_SEEDS_study := studies/*.yaml tests/fuzz/seeds/study/*
+FUZZ_SEEDS_plan := tests/fuzz/seeds/plan/*
+FUZZ_SEEDS_tokenizer := tests/fuzz/seeds/tokenizer/*
 
 # The library is compiled once for all harnesses (instrumented for
 # coverage and the sanitizers), each harness then linked against it.

@@ -1101,16 +1101,20 @@ Study *study_load(const char *name, double budget, Diag *d) {
   Source src;
   if (!source_open("studies", name, &src, d))
     return NULL;
-  YamlDoc *doc = ydoc_parse(src.path, src.text, src.len, d);
-  Study *s = doc ? xcalloc(1, sizeof *s) : NULL;
-  if (s) {
-    s->path = arena_strdup(&s->arena, src.path);
-    s->doc = doc;
-    memcpy(s->sha256, src.sha256, sizeof s->sha256);
-  }
+  Study *s = study_parse(src.path, src.text, src.len, budget, d);
   source_free(&src);
-  if (!s)
+  return s;
+}
+
+Study *study_parse(const char *path, const char *text, size_t len,
+                   double budget, Diag *d) {
+  YamlDoc *doc = ydoc_parse(path, text, len, d);
+  if (!doc)
     return NULL;
+  Study *s = xcalloc(1, sizeof *s);
+  s->path = arena_strdup(&s->arena, path);
+  s->doc = doc;
+  sha256_hex(text, len, s->sha256);
   Loader L = {s, d, budget};
   if (!load_study(&L, doc->root)) {
     study_free(s);

@@ -92,6 +92,10 @@ typedef struct Study Study;
  * their memory within BUDGET. NULL and D set (FILE:LINE:COL in the
  * study, or in the file it names) otherwise. */
 Study *study_load(const char *name, double budget, Diag *d);
+/* The same for the LEN bytes of TEXT, read from PATH (the files it names
+ * are looked for beside PATH). */
+Study *study_parse(const char *path, const char *text, size_t len,
+                   double budget, Diag *d);
 /* What a study of POINTS points and SHAPES shape slots holds while it
  * runs, in bytes (an estimate: study.c). study_load refuses a study
  * whose estimate passes BUDGET (bytes; INFINITY: no limit) before it
