@@ -17,7 +17,7 @@ static const char usage[] =
     "                           [--set NAME=V]... [--phase P] [--buffer B]\n"
     "                           [--threads N] [--out FILE] [--keep T,...]\n"
     "                           [--next FILE] [--check] [--tolerance X]\n"
-    "                           [--json]\n"
+    "                           [--max-memory B] [--json]\n"
     "\n"
     "Run the cascade in SPEC on fp32 tensors (docs/executor.md): Einsum by\n"
     "Einsum (the interpreter), or group by group under a fusion plan (the\n"
@@ -53,7 +53,11 @@ static const char usage[] =
     "  --check          run the interpreter too and report the worst\n"
     "                   relative difference of every output (and of the next\n"
     "                   state): max |x - ref| / max |ref|; exit 1 if one\n"
-    "                   exceeds the tolerance\n"
+    "                   exceeds the tolerance, or holds a NaN (on either\n"
+    "                   side, even NaN against NaN)\n"
+    "  --max-memory B   refuse (exit 2) a run whose inputs and arrays would\n"
+    "                   need more memory than B (default: what the machine\n"
+    "                   has available)\n"
     "  --tolerance X    for --check (default 1e-5)\n"
     "  --json           print JSON: {\"spec\", \"sizes\", \"plan\",\n"
     "                   \"outputs\", \"check\", \"traffic\": {\"tensors\":\n"
@@ -98,6 +102,7 @@ typedef struct ExecArgs {
   int threads;
   bool check;
   double tolerance;
+  double max_memory; /* --max-memory; 0: what the machine has */
 } ExecArgs;
 
 /* ---- options ---- */
@@ -134,7 +139,7 @@ static int exec_opt(Args *a, ExecArgs *o, bool *handled) {
   static const char *const with_value[] = {
       "--inputs", "--random",    "--range",   "--strategy", "--stitch",
       "--plan",   "--buffer",    "--threads", "--out",      "--keep",
-      "--next",   "--tolerance", "--phase"};
+      "--next",   "--tolerance", "--phase",   "--max-memory"};
   size_t k = 0, nk = sizeof with_value / sizeof with_value[0];
   while (k < nk && !args_is(a, with_value[k]))
     k++;
@@ -204,6 +209,11 @@ static int exec_opt(Args *a, ExecArgs *o, bool *handled) {
     o->keep = v;
   } else if (args_is(a, "--next")) {
     o->next = v;
+  } else if (args_is(a, "--max-memory")) {
+    if (!parse_bytes(v, &o->max_memory) || !(o->max_memory >= 1))
+      return usage_error(a, "--max-memory expects a size in bytes (e.g. "
+                            "8GiB), got '%s'",
+                         v);
   } else if (args_is(a, "--tolerance")) {
     char *end;
     errno = 0;
@@ -372,17 +382,20 @@ static int gather_inputs(const ExecArgs *o, const Cascade *c, const Shape *s,
 /* ---- comparing ---- */
 
 /* max |x - ref| / max |ref| over the finite values; equal values
- * (infinities included, a masked score) differ by 0, a NaN or an infinity
- * where the other has something else by infinity. */
+ * (infinities included, a masked score) differ by 0, an infinity where
+ * the other has something else by infinity; a NaN on either side, even
+ * against a NaN, makes it NaN: --check fails. */
 static double rel_diff(const Array *x, const Array *ref) {
   if (!x || !ref || x->n != ref->n)
     return INFINITY;
   double worst = 0, scale = 0;
   for (int64_t i = 0; i < ref->n; i++) {
     double a = x->data[i], b = ref->data[i];
+    if (isnan(a) || isnan(b)) /* matches nothing, not even a NaN */
+      return NAN;
     if (isfinite(b))
       scale = fmax(scale, fabs(b));
-    if (a == b || (isnan(a) && isnan(b)))
+    if (a == b)
       continue;
     if (!isfinite(a) || !isfinite(b))
       return INFINITY;
@@ -457,8 +470,10 @@ static json_t *result_json(const ExecResult *r) {
       json_object_set_new(o, "tensor", json_string(r->diffs[i].name));
       json_object_set_new(o, "next_state", json_boolean(r->diffs[i].state));
       json_object_set_new(o, "max_rel_diff",
-                          isfinite(r->diffs[i].rel) ? report_real(r->diffs[i].rel)
-                                                    : json_string("inf"));
+                          isfinite(r->diffs[i].rel)
+                              ? report_real(r->diffs[i].rel)
+                              : json_string(isnan(r->diffs[i].rel) ? "nan"
+                                                                   : "inf"));
       json_array_append_new(chk, o);
     }
     json_object_set_new(root, "check", chk);
@@ -665,6 +680,23 @@ static Eval *model_of(const Cascade *c, const Shape *s, Plan *plan,
   return ev;
 }
 
+/* Refuse, before any input is made or read, a run whose inputs, arrays
+ * (exec_bytes: every tensor for the interpreter, or the plan's off-chip
+ * tensors and tile buffer) and --check's reference run exceed the
+ * budget: what `run` does for a language model. */
+static int check_exec_memory(const ExecArgs *o, const Cascade *c,
+                             const Shape *s, const Plan *plan) {
+  double need = exec_bytes(c, s, plan, o->buffer);
+  for (int t = 0; t < c->ntensors; t++)
+    if (needed_input(c, t))
+      need += 4 * shape_tensor_elems(s, t);
+  if (o->check)
+    need += exec_bytes(c, s, NULL, 0);
+  Args a = {.cmd = "mambalaya exec"};
+  return check_memory(&a, "this run", need, memory_budget(o->max_memory),
+                      o->max_memory > 0);
+}
+
 static int run(const ExecArgs *o, const Cascade *c, const Shape *s) {
   Tensors in = {0}, res = {0}, next = {0}, written = {0};
   Plan *plan = NULL;
@@ -673,9 +705,7 @@ static int run(const ExecArgs *o, const Cascade *c, const Shape *s) {
   Pool *pool = NULL;
   ExecResult r = {.c = c, .s = s, .o = o, .written = &written};
   Diag d = {0};
-  int status = gather_inputs(o, c, s, &in);
-  if (status)
-    goto done;
+  int status = 0;
   if (o->plan_file) {
     plan = plan_read_file(o->plan_file,
                           o->fused ? strategy_name(o->strategy) : NULL, c, s,
@@ -695,6 +725,9 @@ static int run(const ExecArgs *o, const Cascade *c, const Shape *s) {
       goto done;
     }
   }
+  if ((status = check_exec_memory(o, c, s, plan)) ||
+      (status = gather_inputs(o, c, s, &in)))
+    goto done;
   r.plan = plan;
   pool = pool_new(o->threads);
   ExecOpts eo = {.plan = plan,
@@ -745,7 +778,13 @@ static int run(const ExecArgs *o, const Cascade *c, const Shape *s) {
   emit(&b);
   buf_free(&b);
   for (int i = 0; i < r.ndiffs; i++)
-    if (!(r.diffs[i].rel <= o->tolerance)) {
+    if (isnan(r.diffs[i].rel)) {
+      fprintf(stderr,
+              "mambalaya exec: %s holds a NaN (in this run, the "
+              "interpreter's or both): a NaN is never a match\n",
+              r.diffs[i].name);
+      status = EXIT_RUN;
+    } else if (!(r.diffs[i].rel <= o->tolerance)) {
       fprintf(stderr,
               "mambalaya exec: %s differs from the interpreter by %g, more "
               "than the tolerance %g\n",
