@@ -65,9 +65,9 @@ static bool memory_fits(Loader *L, Loc loc, const char *what, long points,
   Buf n = {0}, b = {0};
   buf_bytes(&n, need);
   buf_bytes(&b, L->budget);
-  fail(L, loc, "%s %ld points: about %s of memory, more than the budget of "
-               "%s (--max-memory, else the memory available)",
-       what, points, n.s, b.s);
+  fail(L, loc, "%s %ld point%s: about %s of memory, more than the budget "
+               "of %s (--max-memory, else the memory available)",
+       what, points, points == 1 ? "" : "s", n.s, b.s);
   buf_free(&n);
   buf_free(&b);
   return false;
