@@ -198,10 +198,14 @@ static Plan *build_plan(const Cascade *c, const Shape *s, json_t *p,
   }
   int *group_of = xmalloc(((size_t)c->neinsums + 1) * sizeof *group_of);
   Plan *plan = NULL;
+  Diag pd = {0};
   if (read_groups(c, groups, group_of, file, d)) {
-    plan = fusion_plan_groups(c, s, st, group_of, d);
+    plan = fusion_plan_groups(c, s, st, group_of, &pd);
     if (plan)
       plan->any = any;
+    else /* the plan file is at fault: name it, and the Einsum's line */
+      diag_error(d, file, (Loc){0, 0}, "%s (%s:%d:%d)", pd.msg, pd.file,
+                 pd.loc.line, pd.loc.col);
   }
   free(group_of);
   Pair *pairs = plan ? fusion_classify(c, s) : NULL;

@@ -220,6 +220,6 @@ TEST(planfile_refuses_reading_a_later_group) {
   char msg[1024];
   CHECK(read_plan(&l, text, NULL, msg) == NULL);
   CHECK(strstr(msg, "this plan cannot run: Z (group 1) reads AV, which group "
-                    "2 produces later") != NULL);
+                    "2 produces later (specs/transformer.yaml:") == msg);
   classified_free(&l);
 }
