@@ -160,10 +160,15 @@ static void walk(Differ *d, const Path *path, json_t *a, json_t *b);
 static void walk_object(Differ *d, const Path *path, json_t *a, json_t *b) {
   const char *k;
   json_t *v;
+  size_t shared = 0;
   json_object_foreach(a, k, v) {
     Path sub = {path, k, false, 0};
-    walk(d, &sub, v, json_object_get(b, k));
+    json_t *w = json_object_get(b, k);
+    shared += w != NULL;
+    walk(d, &sub, v, w);
   }
+  if (shared == json_object_size(b))
+    return; /* B has no member A lacks */
   json_object_foreach(b, k, v) {
     Path sub = {path, k, false, 0};
     if (!json_object_get(a, k))

@@ -122,10 +122,10 @@ static bool number(Loader *L, const YamlNode *n, const char *what,
                    double *v) {
   if (!want(L, n, YN_SCALAR, what))
     return false;
-  char *end;
-  *v = strtod(n->text, &end);
-  if (end == n->text || *end || !isfinite(*v))
-    return fail(L, n->loc, "%s must be a number, found '%s'", what, n->text);
+  if (!parse_decimal(n->text, v)) /* the rule of specs and the CLI */
+    return fail(L, n->loc, "%s must be a plain decimal number (16, 2.5, "
+                           "1e3: no hex, inf or nan), found '%s'",
+                what, n->text);
   return true;
 }
 
@@ -148,10 +148,16 @@ static bool is_name(const char *s) {
 static const char *const range_keys[] = {"from", "to", "times", "step", NULL};
 
 static const char *unit_of(const char *text, double *v) {
-  char *end;
-  *v = strtod(text, &end);
-  if (end == text || !isfinite(*v))
+  size_t n = decimal_length(text);
+  char num[64];
+  if (n == 0 || n >= sizeof num)
     return NULL;
+  memcpy(num, text, n);
+  num[n] = 0;
+  *v = strtod(num, NULL);
+  if (!isfinite(*v))
+    return NULL;
+  const char *end = text + n;
   while (*end == ' ')
     end++;
   return end;
@@ -852,7 +858,8 @@ static bool load_scenario(Loader *L, const YamlNode *m) {
     if (!number(L, layers, "layers", &v))
       return false;
     if (!(v >= 1 && v == floor(v) && v <= 1e6))
-      return fail(L, layers->loc, "layers is a count, found '%s'",
+      return fail(L, layers->loc, "layers is a count from 1 to 1000000, "
+                                  "found '%s'",
                   layers->text);
     w.layers = (int)v;
   }

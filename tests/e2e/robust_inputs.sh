@@ -88,6 +88,10 @@ refused "'' is not a parameter path" "$M" sweep e1.yaml
 refused "'\.' is not a parameter path" "$M" sweep e2.yaml
 printf "study:\n  name: r\n  cascades: [{spec: mamba1}]\n  settings: {B: {from: 1, to: 10001, step: 1}}\n" >r.yaml
 refused "a range of more than 10000 values" "$M" sweep r.yaml
+printf "study:\n  name: h\n  cascades: [{spec: mamba1}]\n  settings: {B: 0x10}\n" >h.yaml
+refused "B must be a plain decimal number (16, 2.5, 1e3: no hex" "$M" sweep h.yaml
+printf "study:\n  name: l\n  cascades: [{spec: mamba1}]\n  scenarios: [{name: c, generate: 1, layers: 1e9}]\n" >l.yaml
+refused "layers is a count from 1 to 1000000, found '1e9'" "$M" sweep l.yaml
 refused "the settings and parameters alone make 1 point: about 16.0 KiB of memory, more than the budget of 1.00 KiB" \
   "$M" sweep s2.yaml --out o2 --max-memory 1024
 refused "the study has 1 point: about 24.0 KiB of memory, more than the budget of 20.0 KiB" \
