@@ -10,6 +10,7 @@ BUILD=${1:-build}
 "$BUILD/bench/bench_sweep"   # design points per second (target >= 5000 on 2 cores)
 "$BUILD/bench/bench_exec"    # mamba-130m in F16 and F32: prefill, decode, memory (--full: more)
 "$BUILD/bench/bench_kernels"
+"$BUILD/bench/bench_diff"    # diff of two 1 000 000-record results (target < 5 s)
 out=$(mktemp -d)
 TIMEFORMAT="mambalaya reproduce --out DIR (the whole command, every figure as SVG, PDF and PNG): %R s"
 time "$BUILD/mambalaya" reproduce --out "$out" >/dev/null
