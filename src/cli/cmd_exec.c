@@ -320,10 +320,10 @@ static Array *random_array(int n, const int64_t *shape, uint64_t seed,
   return a;
 }
 
-/* The inputs: from the files, the rest random (with --random). Exit
+/* The inputs the files give, and each --range naming an input. Exit
  * status, 0 on success. */
-static int gather_inputs(const ExecArgs *o, const Cascade *c, const Shape *s,
-                         Tensors *in) {
+static int read_input_files(const ExecArgs *o, const Cascade *c,
+                            const Shape *s, Tensors *in) {
   Diag d = {0};
   for (int i = 0; i < o->ninputs; i++)
     if (!read_inputs(c, s, o->inputs[i], in, &d)) {
@@ -343,6 +343,14 @@ static int gather_inputs(const ExecArgs *o, const Cascade *c, const Shape *s,
       return EXIT_INPUT;
     }
   }
+  return 0;
+}
+
+/* The inputs no file gave: random (with --random). Exit status, 0 on
+ * success. */
+static int random_inputs(const ExecArgs *o, const Cascade *c, const Shape *s,
+                         Tensors *in) {
+  Diag d = {0};
   for (int t = 0; t < c->ntensors; t++) {
     const Tensor *T = &c->tensors[t];
     if (!needed_input(c, t) || tensors_get(in, T->name))
@@ -680,7 +688,7 @@ static Eval *model_of(const Cascade *c, const Shape *s, Plan *plan,
   return ev;
 }
 
-/* Refuse, before any input is made or read, a run whose inputs, arrays
+/* Refuse, before any input is made, a run whose inputs, arrays
  * (exec_bytes: every tensor for the interpreter, or the plan's off-chip
  * tensors and tile buffer) and --check's reference run exceed the
  * budget: what `run` does for a language model. */
@@ -725,8 +733,9 @@ static int run(const ExecArgs *o, const Cascade *c, const Shape *s) {
       goto done;
     }
   }
-  if ((status = check_exec_memory(o, c, s, plan)) ||
-      (status = gather_inputs(o, c, s, &in)))
+  if ((status = read_input_files(o, c, s, &in)) ||
+      (status = check_exec_memory(o, c, s, plan)) ||
+      (status = random_inputs(o, c, s, &in)))
     goto done;
   r.plan = plan;
   pool = pool_new(o->threads);
