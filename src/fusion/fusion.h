@@ -153,7 +153,8 @@ typedef struct Transfer {
 } Transfer;
 
 typedef struct Plan {
-  Strategy strategy; /* ST_FULL when read from a file labelled "any" */
+  Strategy strategy; /* labelled "any" by a file: ST_FULL, or what its
+                        "strategy" asked (an Algorithm 1 plan) */
   bool any; /* labelled "any": its groups need follow no strategy's classes
                (a file's label, or an Algorithm 1 plan that breaks ST's) */
   Stitcher stitcher;
@@ -220,10 +221,13 @@ double state_write_elems(const Shape *s, int t);
 /* ---- plan files (planfile.c) ----
  *
  * A plan as `fuse --json` writes it: {"strategy": S, "groups": [[EINSUM,
- * ...], ...]}, or {"plans": [...]} holding several. Its label S is a
- * strategy, whose classes every group's internal edges must respect, or
- * "any": a plan that follows no named strategy, merged as full and
- * priced by what its groups contain. */
+ * ...], ...]}, or {"plans": [...]} holding several (--strategy S picks
+ * one by its "strategy"). Its label, "label" when there is one, else S,
+ * is a strategy, whose classes every group's internal edges must
+ * respect, or "any": a plan that follows no named strategy, merged as
+ * full and priced by what its groups contain. An Algorithm 1 plan that
+ * breaks its strategy's classes is written {"strategy": S, "label":
+ * "any"} (read back merged as S asked). */
 #define PLAN_LABEL_ANY "any"
 bool plan_label_from_name(const char *name, Strategy *st, bool *any);
 const char *plan_label(const Plan *p); /* "any" or the strategy's name */

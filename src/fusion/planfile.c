@@ -179,27 +179,42 @@ static bool read_groups(const Cascade *c, json_t *groups, int *group_of,
   return true;
 }
 
+/* P's label into *ST and *ANY: "label" when it has one, else its
+ * "strategy". Under "label": "any" (an Algorithm 1 plan that breaks its
+ * strategy's classes) the Einsums are merged as its "strategy" asked. */
+static bool read_label(json_t *p, Strategy *st, bool *any, const char *file,
+                       Diag *d) {
+  const char *sname = json_string_value(json_object_get(p, "strategy"));
+  json_t *relabel = json_object_get(p, "label");
+  const char *label = relabel ? json_string_value(relabel) : sname;
+  if (!json_is_array(json_object_get(p, "groups")) || !sname || !label) {
+    diag_error(d, file, (Loc){0, 0}, "not a plan: expected {\"strategy\": S, "
+               "\"groups\": [[EINSUM, ...], ...]} (and maybe \"label\": "
+               "\"any\") as `fuse --json` writes");
+    return false;
+  }
+  if (!plan_label_from_name(label, st, any)) {
+    diag_error(d, file, (Loc){0, 0}, "unknown strategy '%s' (expected "
+               "unfused, ri, ri+rsb, ri+rsb+rsp, full or any)", label);
+    return false;
+  }
+  Strategy asked;
+  if (relabel && *any && strategy_from_name(sname, &asked))
+    *st = asked;
+  return true;
+}
+
 /* The plan P describes, checked: its label, its groups, their order. */
 static Plan *build_plan(const Cascade *c, const Shape *s, json_t *p,
                         const char *file, Diag *d) {
-  json_t *groups = json_object_get(p, "groups");
-  const char *label = json_string_value(json_object_get(p, "strategy"));
-  if (!json_is_array(groups) || !label) {
-    diag_error(d, file, (Loc){0, 0}, "not a plan: expected {\"strategy\": S, "
-               "\"groups\": [[EINSUM, ...], ...]} as `fuse --json` writes");
-    return NULL;
-  }
   Strategy st;
   bool any;
-  if (!plan_label_from_name(label, &st, &any)) {
-    diag_error(d, file, (Loc){0, 0}, "unknown strategy '%s' (expected "
-               "unfused, ri, ri+rsb, ri+rsb+rsp, full or any)", label);
+  if (!read_label(p, &st, &any, file, d))
     return NULL;
-  }
   int *group_of = xmalloc(((size_t)c->neinsums + 1) * sizeof *group_of);
   Plan *plan = NULL;
   Diag pd = {0};
-  if (read_groups(c, groups, group_of, file, d)) {
+  if (read_groups(c, json_object_get(p, "groups"), group_of, file, d)) {
     plan = fusion_plan_groups(c, s, st, group_of, &pd);
     if (plan)
       plan->any = any;

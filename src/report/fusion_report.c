@@ -238,7 +238,9 @@ void report_plan_text(Buf *b, const Cascade *c, const Plan *p) {
 
 json_t *report_plan_json(const Cascade *c, const Plan *p) {
   json_t *o = json_object();
-  json_object_set_new(o, "strategy", json_string(plan_label(p)));
+  json_object_set_new(o, "strategy", json_string(strategy_name(p->strategy)));
+  if (p->any) /* the groups follow no strategy's classes: planfile.c */
+    json_object_set_new(o, "label", json_string(PLAN_LABEL_ANY));
   json_object_set_new(o, "stitch", json_string(stitcher_name(p->stitcher)));
   json_t *groups = json_array();
   for (int g = 0; g < p->ngroups; g++) {

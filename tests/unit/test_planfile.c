@@ -168,8 +168,9 @@ TEST(planfile_refusals) {
   static const char *const cases[][2] = {
       {"[]", "not a plan: expected a JSON object as `fuse --json` writes"},
       {"{\"strategy\": \"ri\"}", "not a plan: expected {\"strategy\": S, "
-                                 "\"groups\": [[EINSUM, ...], ...]} as "
-                                 "`fuse --json` writes"},
+                                 "\"groups\": [[EINSUM, ...], ...]} (and "
+                                 "maybe \"label\": \"any\") as `fuse "
+                                 "--json` writes"},
       {"{\"strategy\": \"fast\", \"groups\": []}",
        "unknown strategy 'fast' (expected unfused, ri, ri+rsb, ri+rsb+rsp, "
        "full or any)"},
@@ -177,6 +178,10 @@ TEST(planfile_refusals) {
        "group 1 is empty: a group is a non-empty list of Einsums"},
       {"{\"strategy\": \"any\", \"groups\": [\"Q\"]}",
        "group 1 is not a list: a group is a non-empty list of Einsums"},
+      {"{\"strategy\": \"ri\", \"label\": 3, \"groups\": []}",
+       "not a plan: expected {\"strategy\": S, \"groups\": [[EINSUM, "
+       "...], ...]} (and maybe \"label\": \"any\") as `fuse --json` "
+       "writes"},
       {"{\"strategy\": \"any\", \"groups\": [[\"Q\", 7]]}",
        "group 1 names '(not a string)', which no Einsum of "
        "specs/transformer.yaml produces"},
