@@ -14,12 +14,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const opclass_names[OPC_COUNT] = {
+static const char *const opclass_names[] = {
     "macc", "add", "mul", "div", "exp", "log", "sqrt", "silu", "max"};
-static const char *const role_names[ROLE_COUNT] = {"matrix", "vector",
+
+_Static_assert(sizeof opclass_names / sizeof opclass_names[0] == OPC_COUNT,
+
+               "an entry per opc");
+static const char *const role_names[] = {"matrix", "vector",
                                                    "feeder"};
-static const char *const rednet_names[REDNET_COUNT] = {"chain", "tree",
+_Static_assert(sizeof role_names / sizeof role_names[0] == ROLE_COUNT,
+               "an entry per role");
+static const char *const rednet_names[] = {"chain", "tree",
                                                        "none"};
+_Static_assert(sizeof rednet_names / sizeof rednet_names[0] == REDNET_COUNT,
+               "an entry per rednet");
 
 const char *rednet_name(RedNet r) {
   return (unsigned)r < REDNET_COUNT ? rednet_names[r] : "?";

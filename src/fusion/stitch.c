@@ -6,17 +6,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const strategy_names[ST_COUNT] = {
-    "unfused", "ri", "ri+rsb", "ri+rsb+rsp", "full"};
-static const char *const stitcher_names[STITCH_COUNT] = {"greedy", "alg1",
-                                                         "global"};
+static const struct {
+  const char *name;
+  unsigned classes; /* FC_BIT of each class a group may contain */
+} strategies[] = {
+#define X(id, name, classes) {name, classes},
+    STRATEGIES(X)
+#undef X
+};
+_Static_assert(sizeof strategies / sizeof strategies[0] == ST_COUNT,
+               "a row per strategy");
 
-const char *strategy_name(Strategy s) { return strategy_names[s]; }
+static const char *const stitcher_names[] = {
+#define X(id, name) name,
+    STITCHERS(X)
+#undef X
+};
+_Static_assert(sizeof stitcher_names / sizeof stitcher_names[0] ==
+                   STITCH_COUNT,
+               "a name per stitcher");
+
+const char *strategy_name(Strategy s) { return strategies[s].name; }
 const char *stitcher_name(Stitcher s) { return stitcher_names[s]; }
 
 bool strategy_from_name(const char *name, Strategy *s) {
   for (int i = 0; i < ST_COUNT; i++)
-    if (strcmp(strategy_names[i], name) == 0) {
+    if (strcmp(strategies[i].name, name) == 0) {
       *s = (Strategy)i;
       return true;
     }
@@ -33,20 +48,7 @@ bool stitcher_from_name(const char *name, Stitcher *s) {
 }
 
 bool strategy_allows(Strategy s, FusionClass k) {
-  switch (s) {
-  case ST_UNFUSED:
-    return false;
-  case ST_RI:
-    return k == FC_RI;
-  case ST_RI_RSB:
-    return k == FC_RI || k == FC_RSB;
-  case ST_RI_RSB_RSP:
-    return k != FC_RD;
-  case ST_FULL:
-  case ST_COUNT:
-    break;
-  }
-  return true;
+  return (strategies[s].classes & FC_BIT(k)) != 0;
 }
 
 /* Edges between node N and the nodes in [first, last] of the order, in

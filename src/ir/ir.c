@@ -233,8 +233,12 @@ const Edge *cascade_edge(const Cascade *c, int producer, int consumer) {
   return NULL;
 }
 
-static const char *const redop_names[RED_COUNT] = {"sum", "max", "min",
+static const char *const redop_names[] = {"sum", "max", "min",
                                                    "prod"};
+
+_Static_assert(sizeof redop_names / sizeof redop_names[0] == RED_COUNT,
+
+               "an entry per red");
 
 const char *redop_name(RedOp op) { return redop_names[op]; }
 

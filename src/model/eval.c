@@ -52,7 +52,7 @@ static Plan *recurrence_plan(const Cascade *c, const Shape *s,
 
 Plan *model_plan(const Cascade *c, const Shape *s, const Pair *pairs,
                  Design des, const ModelOpts *o, Diag *d) {
-  if (des == DES_MARCA || des == DES_GEENS)
+  if (o->plan == PLAN_RECURRENCE)
     return recurrence_plan(c, s, pairs);
   Strategy st = design_strategy(des);
   return fusion_plan(c, s, pairs, st, st == ST_UNFUSED ? STITCH_GREEDY
@@ -258,7 +258,7 @@ static void compose(Ctx *x) {
   Eval *ev = x->ev;
   const Arch *a = x->a;
   double t = 0;
-  bool ideal_pipe = x->d == DES_IDEAL && x->o.compose == COMPOSE_PIPELINED;
+  bool ideal_pipe = x->o.bound && x->o.compose == COMPOSE_PIPELINED;
   for (int g = 0; g < ev->ngroups; g++) {
     GroupEval *ge = &ev->g[g];
     EinsumEval *e = &ev->e[ge->first];
@@ -365,11 +365,11 @@ static Eval *eval_new(const Ctx *x) {
 /* Every Einsum's traffic, in execution order. */
 static bool price_traffic(Ctx *x) {
   Eval *ev = x->ev;
-  bool achieved = x->o.accounting == ACCOUNT_ACHIEVED && x->d != DES_IDEAL;
+  bool achieved = x->o.accounting == ACCOUNT_ACHIEVED && !x->o.bound;
   for (int g = 0; g < ev->ngroups; g++) {
     GroupEval *ge = &ev->g[g];
     EinsumEval *e = &ev->e[ge->first];
-    if (x->d != DES_IDEAL)
+    if (!x->o.bound)
       for (int i = 0; i < ge->n; i++)
         geometry_traffic(x, e[i].einsum, &e[i], !achieved, true);
     if (achieved && !price_group(x, g, e, ge))
@@ -419,7 +419,7 @@ Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
     }
   }
   double *mem = NULL;
-  if (d == DES_IDEAL) { /* its traffic decides its units */
+  if (x.o.bound) { /* its traffic decides its units */
     EinsumEval *byid = xcalloc(ne, sizeof *byid);
     ideal_traffic(&x, byid);
     mem = xcalloc(ne, sizeof *mem);

@@ -789,7 +789,7 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   const Cascade *c = x->c;
   Grp G = {.x = x, .gr = &x->plan->groups[g], .ev = ev};
   G.n = G.gr->n;
-  G.whole = x->d == DES_MARCA;
+  G.whole = x->o.hold_whole;
   G.budget = x->o.reserve_share * x->glb;
   G.held_of = xmalloc(((size_t)c->ntensors + 1) * sizeof *G.held_of);
   for (int t = 0; t < c->ntensors; t++)

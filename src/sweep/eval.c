@@ -11,16 +11,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const fig_columns[FIG_COUNT] = {
+static const char *const fig_columns[] = {
 #define SWEEP_FIG_COL(id, col, obj) col,
     SWEEP_FIGURES(SWEEP_FIG_COL)
 #undef SWEEP_FIG_COL
 };
-static const char *const fig_objectives[FIG_COUNT] = {
+
+_Static_assert(sizeof fig_columns / sizeof fig_columns[0] == FIG_COUNT,
+
+               "an entry per fig");
+static const char *const fig_objectives[] = {
 #define SWEEP_FIG_OBJ(id, col, obj) obj,
     SWEEP_FIGURES(SWEEP_FIG_OBJ)
 #undef SWEEP_FIG_OBJ
 };
+_Static_assert(sizeof fig_objectives / sizeof fig_objectives[0] == FIG_COUNT,
+               "an entry per fig");
 
 const char *figure_column(Figure f) {
   return (unsigned)f < FIG_COUNT ? fig_columns[f] : "?";

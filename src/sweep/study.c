@@ -622,11 +622,10 @@ static bool load_designs(Loader *L, const YamlNode *dn, const YamlNode *sn) {
   for (int i = 0; i < nd; i++) {
     const YamlNode *n = dn ? ds[i] : &full;
     Design d;
+    char names[256];
     if (!want(L, n, YN_SCALAR, "a design") || !design_from_name(n->text, &d))
-      return fail(L, n->loc,
-                  "unknown design '%s' (expected unfused, ideal, marca, "
-                  "geens, ri, ri+rsb, ri+rsb+rsp or full)",
-                  n->text);
+      return fail(L, n->loc, "unknown design '%s' (expected one of %s)",
+                  n->text, design_names(names, sizeof names));
     for (int j = 0; j < s->nds; j++)
       if (s->ds[j].design == d)
         return fail(L, n->loc, "design '%s' is given twice", n->text);
@@ -1024,8 +1023,10 @@ static bool load_study(Loader *L, const YamlNode *root) {
                     s->cascades[s->cms[cm].cascade].spec);
   if (!study_build(s, L->d))
     return false;
-  long dims[DIM_COUNT] = {s->ncms, s->ncombos, s->narchs,
-                          s->nds,  s->nocombos, s->nworkloads};
+  long dims[] = {s->ncms, s->ncombos, s->narchs,
+                 s->nds,  s->nocombos, s->nworkloads};
+  _Static_assert(sizeof dims / sizeof dims[0] == DIM_COUNT,
+                 "a count per dimension");
   double total = 1;
   for (int k = 0; k < DIM_COUNT; k++)
     total *= (double)(s->dim[k] = dims[k]);

@@ -53,6 +53,7 @@ static void check_cascade(const char *name, bool all) {
     return;
   }
   Pair *pairs = fusion_classify(c, s);
+  int planned = 0;
   for (int st = 0; st < ST_COUNT; st++)
     for (int how = 0; how < STITCH_COUNT; how++) {
       Diag pd = {0};
@@ -61,9 +62,14 @@ static void check_cascade(const char *name, bool all) {
       if (p) {
         CHECK(isfinite(p->offchip_elems));
         CHECK(isfinite(exec_bytes(c, s, p, 2 << 20)));
+        planned++;
+      } else {
+        CHECK_INT(how, STITCH_ALG1); /* only Algorithm 1 may refuse */
       }
       plan_free(p);
     }
+  /* A refused plan checks nothing: greedy and global never refuse. */
+  CHECK(planned >= ST_COUNT * (STITCH_COUNT - 1));
   CHECK(isfinite(exec_bytes(c, s, NULL, 0)));
   /* [B, I, D, N]: at least 1e15 squared. */
   CHECK(exec_bytes(c, s, NULL, 0) > 1e30);

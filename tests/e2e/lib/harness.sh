@@ -23,3 +23,11 @@ refused() {
   [ "$(wc -l <err)" -eq 1 ] || fail "$*: not one line: $(cat err)"
   grep -q -e "$text" err || fail "$*: expected '$text', got: $(cat err)"
 }
+
+# The script's last line: its name and failure count; exits non-zero on a
+# failure.
+finish() {
+  echo "$1: $fails failures"
+  [ "$fails" -eq 0 ]
+  exit
+}
