@@ -1100,9 +1100,3 @@ const char *study_name(const Study *s) { return s->name; }
 const char *study_path(const Study *s) { return s->path; }
 long study_points(const Study *s) { return s->npoints; }
 
-void study_point(const Study *s, long point, long *at) {
-  for (int k = DIM_COUNT - 1; k >= 0; k--) {
-    at[k] = point % s->dim[k];
-    point /= s->dim[k];
-  }
-}
