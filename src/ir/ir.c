@@ -24,9 +24,7 @@ void cascade_free(Cascade *c) {
   free(c->einsums);
   free(c->syms);
   free(c->params);
-  free(c->sections);
   free(c->edges);
-  ydoc_free(c->doc);
   arena_free(&c->arena);
   free(c);
 }
@@ -86,13 +84,6 @@ int cascade_param(const Cascade *c, const char *name) {
 void cascade_add_einsum(Cascade *c, Einsum *e) {
   e->id = c->neinsums;
   VEC_PUSH(c->einsums, c->neinsums, c->einsums_cap, e);
-}
-
-YamlNode *cascade_section(const Cascade *c, const char *name) {
-  for (int i = 0; i < c->nsections; i++)
-    if (strcmp(c->sections[i].name, name) == 0)
-      return c->sections[i].node;
-  return NULL;
 }
 
 /* ---- queries ---- */

@@ -424,8 +424,9 @@ static bool check_coverage(P *p, Loc section) {
   return true;
 }
 
-WeightMap *weights_parse(Cascade *c, Diag *d) {
-  const YamlNode *w = cascade_section(c, "weights");
+WeightMap *weights_parse(const Spec *spec, Diag *d) {
+  Cascade *c = spec->cascade;
+  const YamlNode *w = spec_section(spec, "weights");
   if (!w) {
     diag_error(d, c->path, (Loc){0, 0},
                "no weights section: the spec does not say which checkpoint "

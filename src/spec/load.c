@@ -1,7 +1,10 @@
 /* load.c — reading the sections of a cascade spec. */
 #include "spec.h"
 
+#include "../preset/preset.h"
+
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Sections of TeAAL (and ours) that later stages may read; the loader
@@ -103,7 +106,8 @@ static bool load_params(Cascade *c, const YamlNode *params, Diag *d) {
     Expr *e = spec_parse_const(c, v, d);
     if (!e)
       return false;
-    Param p = {.name = k->text, .loc = k->loc, .value = e};
+    Param p = {.name = arena_strdup(&c->arena, k->text), .loc = k->loc,
+               .value = e};
     VEC_PUSH(c->params, c->nparams, c->params_cap, p);
   }
   return true;
@@ -224,13 +228,13 @@ static bool load_model(Cascade *c, const YamlNode *model, Diag *d) {
   if (!preset_find(model->text)) {
     Buf b = {0};
     for (int i = 0; preset_at(i); i++)
-      buf_printf(&b, "%s%s", i ? ", " : "", preset_at(i)->name);
+      buf_printf(&b, "%s%s", i ? ", " : "", preset_at(i)->sizes.name);
     diag_error(d, c->path, model->loc, "unknown model '%s' (expected one of %s)",
                model->text, b.s);
     buf_free(&b);
     return false;
   }
-  c->model = model->text;
+  c->model = arena_strdup(&c->arena, model->text);
   c->model_loc = model->loc;
   return true;
 }
@@ -326,7 +330,7 @@ static bool load_units(Cascade *c, const YamlNode *m, Diag *d) {
       return false;
     }
     Einsum *e = c->einsums[c->tensors[t].producer];
-    e->unit = v->text;
+    e->unit = arena_strdup(&c->arena, v->text);
     e->unit_loc = v->loc;
   }
   return true;
@@ -401,10 +405,7 @@ static bool load_root(Cascade *c, const YamlNode *root, Diag *d) {
     return false;
   for (int i = 0; i < root->n; i++) {
     const char *k = root->keys[i]->text;
-    if (in_list(kept_sections, k)) {
-      Section s = {k, root->items[i]};
-      VEC_PUSH(c->sections, c->nsections, c->sections_cap, s);
-    } else if (!in_list(own_sections, k)) {
+    if (!in_list(kept_sections, k) && !in_list(own_sections, k)) {
       diag_error(d, c->path, root->keys[i]->loc,
                  "unknown section '%s' (expected einsum, shape, params, model, "
                  "outputs, sequence, units, append, weights, or TeAAL's "
@@ -455,29 +456,57 @@ static bool load_root(Cascade *c, const YamlNode *root, Diag *d) {
          load_append(c, ydoc_get(root, "append"), d);
 }
 
-Cascade *spec_parse(const char *path, const char *text, size_t len,
-                    Diag *d) {
-  YamlDoc *doc = ydoc_parse(path, text, len, d);
+/* The cascade of DOC (consumed: freed on failure), or NULL. */
+static Spec *spec_of(const char *path, YamlDoc *doc, Diag *d) {
   if (!doc)
     return NULL;
   Cascade *c = cascade_new(path);
-  c->doc = doc;
   if (!load_root(c, doc->root, d)) {
     cascade_free(c);
+    ydoc_free(doc);
     return NULL;
   }
+  Spec *s = xmalloc(sizeof *s);
+  *s = (Spec){c, doc};
+  return s;
+}
+
+Spec *spec_open_text(const char *path, const char *text, size_t len,
+                     Diag *d) {
+  return spec_of(path, ydoc_parse(path, text, len, d), d);
+}
+
+Spec *spec_open(const char *path, Diag *d) {
+  return spec_of(path, ydoc_load(path, d), d);
+}
+
+const YamlNode *spec_section(const Spec *s, const char *name) {
+  return in_list(kept_sections, name) ? ydoc_get(s->doc->root, name) : NULL;
+}
+
+void spec_close(Spec *s) {
+  if (!s)
+    return;
+  cascade_free(s->cascade);
+  ydoc_free(s->doc);
+  free(s);
+}
+
+/* The cascade of S, whose document is freed. */
+static Cascade *cascade_only(Spec *s) {
+  if (!s)
+    return NULL;
+  Cascade *c = s->cascade;
+  ydoc_free(s->doc);
+  free(s);
   return c;
 }
 
+Cascade *spec_parse(const char *path, const char *text, size_t len,
+                    Diag *d) {
+  return cascade_only(spec_open_text(path, text, len, d));
+}
+
 Cascade *spec_load(const char *path, Diag *d) {
-  YamlDoc *doc = ydoc_load(path, d);
-  if (!doc)
-    return NULL;
-  Cascade *c = cascade_new(path);
-  c->doc = doc;
-  if (!load_root(c, doc->root, d)) {
-    cascade_free(c);
-    return NULL;
-  }
-  return c;
+  return cascade_only(spec_open(path, d));
 }

@@ -160,8 +160,9 @@ static void price_point(Worker *w, long point, PointResult *r) {
     for (int f = 0; f < FIG_COUNT; f++)
       r->fig[f] = NAN;
   } else if (wl->kind == WL_SCENARIO) {
-    const Preset *p = s->cms[cm].preset;
-    double layers = wl->layers ? wl->layers : p->n_layer;
+    double layers = wl->layers;
+    if (!layers)
+      sizes_value(&s->cms[cm].preset->sizes, "n_layer", &layers);
     add_eval(r, arch, pre, layers);
     add_eval(r, arch, dec, layers * wl->generate);
     r->fig[FIG_GROUPS] = pre->ngroups;

@@ -258,7 +258,7 @@ static bool load_models(Loader *L, const YamlNode *models, int ci) {
       if (!p) {
         Buf b = {0};
         for (int k = 0; preset_at(k); k++)
-          buf_printf(&b, "%s%s", k ? ", " : "", preset_at(k)->name);
+          buf_printf(&b, "%s%s", k ? ", " : "", preset_at(k)->sizes.name);
         fail(L, at, "unknown model '%s' (expected one of %s)", name, b.s);
         buf_free(&b);
         return false;
@@ -268,7 +268,8 @@ static bool load_models(Loader *L, const YamlNode *models, int ci) {
         return fail(L, at,
                     "%s is written for Mamba-%d models (its model is %s), "
                     "but %s is a Mamba-%d model",
-                    c->path, own->version, own->name, p->name, p->version);
+                    c->path, own->version, own->sizes.name, p->sizes.name,
+                    p->version);
     }
     s->cms = xrealloc(s->cms, (size_t)(s->ncms + 1) * sizeof *s->cms);
     s->cms[s->ncms++] = (CascadeModel){ci, p};
@@ -302,7 +303,7 @@ static bool load_cascade(Loader *L, const YamlNode *m, int ci) {
     sc->set = arena_alloc(&s->arena, ((size_t)set->n + 1) * sizeof *sc->set);
     for (int i = 0; i < set->n; i++) {
       const char *name = set->keys[i]->text;
-      if (!shape_setting_known(sc->c, name))
+      if (!shape_setting_known(sc->c, name) && !preset_is_param(name))
         return fail(L, set->keys[i]->loc,
                     "'%s' is not a rank, parameter or model parameter of %s",
                     name, sc->c->path);
@@ -345,7 +346,7 @@ static bool check_setting(Loader *L, const YamlNode *key) {
                     "tokens: %s has no sequence rank (name it with "
                     "'sequence: RANK')",
                     sc->c->path);
-    } else if (!shape_setting_known(sc->c, name)) {
+    } else if (!shape_setting_known(sc->c, name) && !preset_is_param(name)) {
       return fail(L, key->loc,
                   "'%s' is not a rank, parameter or model parameter of %s "
                   "(give it in that cascade's 'set', or use 'tokens' for "

@@ -63,6 +63,7 @@ static Loc mark_loc(yaml_mark_t m) {
 
 static YamlNode *new_node(Builder *b, YamlKind kind, yaml_mark_t m) {
   YamlNode *n = arena_alloc(&b->doc->arena, sizeof *n);
+  n->doc = b->doc;
   n->kind = kind;
   n->loc = mark_loc(m);
   n->offset = byte_offset(b, m);
@@ -327,8 +328,8 @@ const char *ydoc_kind_name(YamlKind k) {
  * breaks of folded lines, escapes) advances the source alone. A cursor
  * resumes a walk where the last one stopped, so that locating every token
  * of a long expression in order costs one pass. */
-Loc ydoc_scalar_loc_at(const YamlDoc *doc, const YamlNode *s,
-                       YamlCursor *cur, size_t offset) {
+Loc ydoc_scalar_loc_at(const YamlNode *s, YamlCursor *cur, size_t offset) {
+  const YamlDoc *doc = s->doc;
   YamlCursor local = {0};
   if (!cur)
     cur = &local;
@@ -380,6 +381,6 @@ Loc ydoc_scalar_loc_at(const YamlDoc *doc, const YamlNode *s,
   }
 }
 
-Loc ydoc_scalar_loc(const YamlDoc *doc, const YamlNode *s, size_t offset) {
-  return ydoc_scalar_loc_at(doc, s, NULL, offset);
+Loc ydoc_scalar_loc(const YamlNode *s, size_t offset) {
+  return ydoc_scalar_loc_at(s, NULL, offset);
 }

@@ -14,7 +14,9 @@
 typedef enum { YN_SCALAR, YN_SEQ, YN_MAP } YamlKind;
 
 typedef struct YamlNode YamlNode;
+typedef struct YamlDoc YamlDoc;
 struct YamlNode {
+  const YamlDoc *doc; /* the document it was written in */
   YamlKind kind;
   Loc loc;        /* where the node starts */
   size_t offset;  /* byte offset of that start in the source */
@@ -25,13 +27,13 @@ struct YamlNode {
   YamlNode **keys;  /* YN_MAP: the keys (scalars) */
 };
 
-typedef struct YamlDoc {
+struct YamlDoc {
   Arena arena;
   const char *path;
   char *src; /* the source text, NUL-terminated, owned */
   size_t len;
   YamlNode *root; /* NULL for an empty document */
-} YamlDoc;
+};
 
 /* Parse TEXT (copied) as one YAML document. NULL and *diag set on error. */
 YamlDoc *ydoc_parse(const char *path, const char *text, size_t len,
@@ -55,8 +57,7 @@ const char *ydoc_kind_name(YamlKind k);
  * Plain and quoted scalars on one or several lines are mapped back to the
  * source, so an error inside an expression string points at the exact
  * column. */
-Loc ydoc_scalar_loc(const YamlDoc *doc, const YamlNode *scalar,
-                    size_t offset);
+Loc ydoc_scalar_loc(const YamlNode *scalar, size_t offset);
 /* The same, resuming from CURSOR (zero-initialized before first use) so
  * that offsets asked in increasing order cost one pass over the scalar. */
 typedef struct YamlCursor {
@@ -64,7 +65,7 @@ typedef struct YamlCursor {
   size_t voff, soff; /* the next value character, and where to look */
   Loc loc;           /* the location of soff */
 } YamlCursor;
-Loc ydoc_scalar_loc_at(const YamlDoc *doc, const YamlNode *scalar,
-                       YamlCursor *cur, size_t offset);
+Loc ydoc_scalar_loc_at(const YamlNode *scalar, YamlCursor *cur,
+                       size_t offset);
 
 #endif

@@ -40,7 +40,7 @@ assert i["ranks"]["B"] == 4 and i["ranks"]["I"] == 2048
 assert i["architecture"]["path"] == "archs/mambalaya.yaml"
 assert i["architecture"]["sha256"] == sha("archs/mambalaya.yaml")
 assert i["design"] == "ri" and i["phase"] == "prefill"
-assert i["options"]["stitch"] == "greedy" and i["options"]["two_pass"] is False
+assert i["options"]["stitch"] == "greedy" and i["options"]["two_pass"] is True
 f = json.load(open(os.path.join(t, "fuse.json")))["inputs"]
 assert f["stitch"] == "global" and f["strategy"] == "ri", f
 r = json.load(open(os.path.join(t, "repro.json")))["inputs"]
