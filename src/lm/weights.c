@@ -98,32 +98,14 @@ static bool perr(P *p, Loc loc, const char *fmt, ...) {
   return false;
 }
 
+/* The document checks of ydoc.h, in the parser's terms. */
 static bool want(P *p, const YamlNode *n, YamlKind k, const char *what) {
-  if (n->kind == k)
-    return true;
-  return perr(p, n->loc, "%s must be %s, found %s", what, ydoc_kind_name(k),
-              ydoc_kind_name(n->kind));
+  return ydoc_want(n, k, what, p->d);
 }
 
-/* Every key of mapping N must be in ALLOWED (NULL-terminated). */
 static bool known_keys(P *p, const YamlNode *n, const char *const *allowed,
                        const char *where) {
-  for (int i = 0; i < n->n; i++) {
-    bool ok = false;
-    for (int k = 0; !ok && allowed[k]; k++)
-      ok = strcmp(n->keys[i]->text, allowed[k]) == 0;
-    if (!ok) {
-      Buf b = {0};
-      for (int k = 0; allowed[k]; k++)
-        buf_printf(&b, "%s%s", k ? (allowed[k + 1] ? ", " : " or ") : "",
-                   allowed[k]);
-      perr(p, n->keys[i]->loc, "unknown key '%s' in %s (expected %s)",
-           n->keys[i]->text, where, b.s);
-      buf_free(&b);
-      return false;
-    }
-  }
-  return true;
+  return ydoc_known_keys(n, allowed, where, p->d);
 }
 
 /* A cascade tensor named by scalar N. */

@@ -32,34 +32,16 @@ static bool fail(Loader *L, Loc loc, const char *fmt, ...) {
   return false;
 }
 
+/* The document checks of ydoc.h, in the loader's terms. */
 static bool want(Loader *L, const YamlNode *n, YamlKind k, const char *what) {
-  if (n->kind == k)
-    return true;
-  return fail(L, n->loc, "expected %s for %s, found %s", ydoc_kind_name(k),
-              what, ydoc_kind_name(n->kind));
+  return ydoc_want(n, k, what, L->d);
 }
 
 static bool check_keys(Loader *L, const YamlNode *m,
                        const char *const *allowed, const char *where) {
-  for (int i = 0; i < m->n; i++) {
-    bool known = false;
-    for (int j = 0; allowed[j] && !known; j++)
-      known = strcmp(m->keys[i]->text, allowed[j]) == 0;
-    if (!known) {
-      Buf b = {0};
-      for (int j = 0; allowed[j]; j++)
-        buf_printf(&b, "%s%s", j ? ", " : "", allowed[j]);
-      fail(L, m->keys[i]->loc, "unknown key '%s' in %s (expected %s)",
-           m->keys[i]->text, where, b.s);
-      buf_free(&b);
-      return false;
-    }
-  }
-  return true;
+  return ydoc_known_keys(m, allowed, where, L->d);
 }
 
-/* A scalar, or a list of scalars, as a list: ITEMS/N point into the node
- * (a scalar is its own one-item list). */
 static bool as_list(Loader *L, const YamlNode *n, const char *what,
                     YamlNode *const **items, int *count, YamlNode **one) {
   if (n->kind == YN_SCALAR) {

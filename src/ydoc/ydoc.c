@@ -1,5 +1,6 @@
 #include "ydoc.h"
 
+#include <limits.h>
 #include <string.h>
 #include <yaml.h>
 
@@ -383,4 +384,71 @@ Loc ydoc_scalar_loc_at(const YamlNode *s, YamlCursor *cur, size_t offset) {
 
 Loc ydoc_scalar_loc(const YamlNode *s, size_t offset) {
   return ydoc_scalar_loc_at(s, NULL, offset);
+}
+
+/* ---- checking a document ---- */
+
+static const char *path_of(const YamlNode *n) {
+  return n && n->doc ? n->doc->path : "";
+}
+
+void ydoc_join(Buf *b, const char *const *names, int n) {
+  int count = 0;
+  while (count < n && names[count])
+    count++;
+  for (int i = 0; i < count; i++)
+    buf_printf(b, "%s%s", i == 0 ? "" : i == count - 1 ? " or " : ", ",
+               names[i]);
+}
+
+bool ydoc_want(const YamlNode *n, YamlKind k, const char *what, Diag *d) {
+  if (n && n->kind == k)
+    return true;
+  diag_error(d, path_of(n), n ? n->loc : (Loc){1, 1},
+             "expected %s for %s, found %s", ydoc_kind_name(k), what,
+             n ? ydoc_kind_name(n->kind) : "nothing");
+  return false;
+}
+
+bool ydoc_known_keys(const YamlNode *map, const char *const *allowed,
+                     const char *where, Diag *d) {
+  for (int i = 0; i < map->n; i++) {
+    const char *k = map->keys[i]->text;
+    bool known = false;
+    for (int j = 0; allowed[j] && !known; j++)
+      known = strcmp(k, allowed[j]) == 0;
+    if (!known) {
+      Buf b = {0};
+      ydoc_join(&b, allowed, INT_MAX);
+      diag_error(d, path_of(map), map->keys[i]->loc,
+                 "unknown key '%s' in %s (expected %s)", k, where, b.s);
+      buf_free(&b);
+      return false;
+    }
+  }
+  return true;
+}
+
+const YamlNode *ydoc_need(const YamlNode *map, const char *key, Loc at,
+                          const char *where, const char *hint, Diag *d) {
+  const YamlNode *v = ydoc_get(map, key);
+  if (!v)
+    diag_error(d, path_of(map), at, "%s is missing '%s' (%s)", where, key,
+               hint);
+  return v;
+}
+
+int ydoc_enum(const YamlNode *n, const char *const *names, int count,
+              const char *what, Diag *d) {
+  if (!ydoc_want(n, YN_SCALAR, what, d))
+    return -1;
+  for (int i = 0; i < count; i++)
+    if (names[i] && strcmp(names[i], n->text) == 0)
+      return i;
+  Buf b = {0};
+  ydoc_join(&b, names, count);
+  diag_error(d, path_of(n), n->loc, "unknown %s '%s' (expected %s)", what,
+             n->text, b.s);
+  buf_free(&b);
+  return -1;
 }
