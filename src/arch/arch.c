@@ -16,22 +16,14 @@
 
 static const char *const opclass_names[] = {
     "macc", "add", "mul", "div", "exp", "log", "sqrt", "silu", "max"};
-
 _Static_assert(sizeof opclass_names / sizeof opclass_names[0] == OPC_COUNT,
-
-               "an entry per opc");
-static const char *const role_names[] = {"matrix", "vector",
-                                                   "feeder"};
+               "a name per operation class");
+static const char *const role_names[] = {"matrix", "vector", "feeder"};
 _Static_assert(sizeof role_names / sizeof role_names[0] == ROLE_COUNT,
-               "an entry per role");
-static const char *const rednet_names[] = {"chain", "tree",
-                                                       "none"};
+               "a name per role");
+static const char *const rednet_names[] = {"chain", "tree", "none"};
 _Static_assert(sizeof rednet_names / sizeof rednet_names[0] == REDNET_COUNT,
-               "an entry per rednet");
-
-const char *rednet_name(RedNet r) {
-  return (unsigned)r < REDNET_COUNT ? rednet_names[r] : "?";
-}
+               "a name per reduction network");
 
 const char *opclass_name(OpClass k) {
   return (unsigned)k < OPC_COUNT ? opclass_names[k] : "?";

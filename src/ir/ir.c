@@ -217,21 +217,9 @@ int init_history_dim(const Einsum *ini) {
   return -1;
 }
 
-const Edge *cascade_edge(const Cascade *c, int producer, int consumer) {
-  for (int i = 0; i < c->nedges; i++)
-    if (c->edges[i].producer == producer && c->edges[i].consumer == consumer)
-      return &c->edges[i];
-  return NULL;
-}
-
-static const char *const redop_names[] = {"sum", "max", "min",
-                                                   "prod"};
-
+static const char *const redop_names[] = {"sum", "max", "min", "prod"};
 _Static_assert(sizeof redop_names / sizeof redop_names[0] == RED_COUNT,
-
-               "an entry per red");
-
-const char *redop_name(RedOp op) { return redop_names[op]; }
+               "a name per reduction");
 
 bool redop_from_name(const char *name, RedOp *op) {
   for (int i = 0; i < RED_COUNT; i++)

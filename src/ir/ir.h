@@ -250,10 +250,7 @@ bool edge_orders(const Cascade *c, const Edge *e);
  * none does (H0: the state before the first step) or the right-hand side
  * is not a read. */
 int init_history_dim(const Einsum *ini);
-/* The first edge from P to C, or NULL. */
-const Edge *cascade_edge(const Cascade *c, int producer, int consumer);
 
-const char *redop_name(RedOp op);
 bool redop_from_name(const char *name, RedOp *op);
 
 /* Is X the operator OP? */

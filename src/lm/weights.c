@@ -29,10 +29,9 @@
 #include <string.h>
 
 typedef enum { FN_NONE, FN_NEG, FN_EXP, FN_NEG_EXP, FN_COUNT } WeightFn;
-static const char *const fn_names[] = {"none", "neg", "exp",
-                                               "neg_exp"};
+static const char *const fn_names[] = {"none", "neg", "exp", "neg_exp"};
 _Static_assert(sizeof fn_names / sizeof fn_names[0] == FN_COUNT,
-               "an entry per fn");
+               "a name per map function");
 
 enum { MAX_KEYS = 8, MAX_STATE_TENSORS = 8 };
 

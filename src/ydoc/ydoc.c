@@ -382,10 +382,6 @@ Loc ydoc_scalar_loc_at(const YamlNode *s, YamlCursor *cur, size_t offset) {
   }
 }
 
-Loc ydoc_scalar_loc(const YamlNode *s, size_t offset) {
-  return ydoc_scalar_loc_at(s, NULL, offset);
-}
-
 /* ---- checking a document ---- */
 
 static const char *path_of(const YamlNode *n) {

@@ -79,10 +79,9 @@ void ydoc_join(Buf *b, const char *const *names, int n);
 /* Where the character at byte OFFSET of a scalar's value was written.
  * Plain and quoted scalars on one or several lines are mapped back to the
  * source, so an error inside an expression string points at the exact
- * column. */
-Loc ydoc_scalar_loc(const YamlNode *scalar, size_t offset);
-/* The same, resuming from CURSOR (zero-initialized before first use) so
- * that offsets asked in increasing order cost one pass over the scalar. */
+ * column. CURSOR (zero-initialized before first use; or NULL) resumes the
+ * walk, so that offsets asked in increasing order cost one pass over the
+ * scalar. */
 typedef struct YamlCursor {
   const YamlNode *node;
   size_t voff, soff; /* the next value character, and where to look */

@@ -5,12 +5,9 @@
 # component; eval --csv writes one row per Einsum; diff tells two results
 # apart (exit 1) or says they are the same (exit 0).
 set -u
-: "${MAMBALAYA:=build/mambalaya}"
+HARNESS_CWD=root
+. "$(dirname "$0")/lib/harness.sh"
 PY=python3
-fails=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 "$MAMBALAYA" classify mamba1 --json >"$tmp/classify.json" || fail classify
 "$MAMBALAYA" fuse mamba2 --strategy ri --stitch global --json \
