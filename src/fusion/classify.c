@@ -3,7 +3,13 @@
 
 #include <string.h>
 
-static const char *const class_names[FC_COUNT] = {"RI", "RSb", "RSp", "RD"};
+static const char *const class_names[] = {
+#define X(id, name) name,
+    FUSION_CLASSES(X)
+#undef X
+};
+_Static_assert(sizeof class_names / sizeof class_names[0] == FC_COUNT,
+               "a name per class");
 
 const char *fusion_class_name(FusionClass k) { return class_names[k]; }
 

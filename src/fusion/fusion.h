@@ -20,7 +20,14 @@
 
 #include "../ir/ir.h"
 
-typedef enum { FC_RI, FC_RSB, FC_RSP, FC_RD, FC_COUNT } FusionClass;
+#define FUSION_CLASSES(X) X(RI, "RI") X(RSB, "RSb") X(RSP, "RSp") X(RD, "RD")
+
+typedef enum {
+#define X(id, name) FC_##id,
+  FUSION_CLASSES(X)
+#undef X
+  FC_COUNT
+} FusionClass;
 
 const char *fusion_class_name(FusionClass k); /* "RI", "RSb", "RSp", "RD" */
 
@@ -66,31 +73,45 @@ void nodes_free(Nodes *m);
 
 /* ---- stitching ---- */
 
+/* The fusion strategies of §IV, one row each: the name, and the classes
+ * of edge a group may contain. Adding a strategy is one row here (and, if
+ * it is priced, one row of model.h's DESIGNS). */
+#define FC_BIT(k) (1u << (k))
+#define STRATEGIES(X)                                                      \
+  X(UNFUSED, "unfused", 0u) /* one group per Einsum, no merging */         \
+  X(RI, "ri", FC_BIT(FC_RI))                                               \
+  X(RI_RSB, "ri+rsb", FC_BIT(FC_RI) | FC_BIT(FC_RSB))                      \
+  X(RI_RSB_RSP, "ri+rsb+rsp",                                              \
+    FC_BIT(FC_RI) | FC_BIT(FC_RSB) | FC_BIT(FC_RSP))                       \
+  X(FULL, "full", /* + RD: the fully fused cascade */                      \
+    FC_BIT(FC_RI) | FC_BIT(FC_RSB) | FC_BIT(FC_RSP) | FC_BIT(FC_RD))
+
 typedef enum {
-  ST_UNFUSED,    /* one group per Einsum, no merging */
-  ST_RI,         /* RI edges only */
-  ST_RI_RSB,     /* + RSb */
-  ST_RI_RSB_RSP, /* + RSp */
-  ST_FULL,       /* + RD: the fully fused cascade */
+#define X(id, name, classes) ST_##id,
+  STRATEGIES(X)
+#undef X
   ST_COUNT
 } Strategy;
 
+/* How a strategy's groups are formed, one row each (name, then why):
+ *   greedy  the paper's walk, reading its rule pairwise: a merged Einsum
+ *           joins the current group when it has an edge from the group and
+ *           every edge between it and the group is of a class the strategy
+ *           allows. Reproduces the 24/12/8/3/1 groups of Mamba-1 (§IV).
+ *   alg1    Algorithm 1 as printed: intersect consecutive iteration spaces
+ *           (rank names) and join while the intersection is equal to / a
+ *           subset of / a superset of the previous one. Reproduces the
+ *           five-Einsum example of §III-E.
+ *   global  exact search over contiguous groupings of the merged cascade:
+ *           the fewest off-chip intermediate elements, then the fewest
+ *           groups (or the reverse, with OBJ_GROUPS). Beyond the paper
+ *           (§III-E's suggested global stitching). */
+#define STITCHERS(X) X(GREEDY, "greedy") X(ALG1, "alg1") X(GLOBAL, "global")
+
 typedef enum {
-  /* The paper's greedy walk, reading its rule pairwise: a merged Einsum
-   * joins the current group when it has an edge from the group and every
-   * edge between it and the group is of a class the strategy allows.
-   * Reproduces the 24/12/8/3/1 groups of Mamba-1 (§IV). */
-  STITCH_GREEDY,
-  /* Algorithm 1 as printed: intersect consecutive iteration spaces (rank
-   * names) and join while the intersection is equal to / a subset of / a
-   * superset of the previous one. Reproduces the five-Einsum example of
-   * §III-E. */
-  STITCH_ALG1,
-  /* Exact search over contiguous groupings of the merged cascade: the
-   * fewest off-chip intermediate elements, then the fewest groups (or the
-   * reverse, with OBJ_GROUPS). Beyond the paper (§III-E's suggested
-   * global stitching). */
-  STITCH_GLOBAL,
+#define X(id, name) STITCH_##id,
+  STITCHERS(X)
+#undef X
   STITCH_COUNT
 } Stitcher;
 
@@ -218,7 +239,7 @@ void einsum_state_elems(const Shape *s, int e, double *elems);
  * no such state. */
 double state_write_elems(const Shape *s, int t);
 
-/* ---- plan files (planfile.c) ----
+/* ---- plan files (planfile.c; the label check in stitch.c) ----
  *
  * A plan as `fuse --json` writes it: {"strategy": S, "groups": [[EINSUM,
  * ...], ...]}, or {"plans": [...]} holding several (--strategy S picks

@@ -1,5 +1,6 @@
-/* planfile.c — plans read back from `fuse --json`, and the one check that
- * a plan's groups follow the strategy written on it.
+/* planfile.c — plans read back from `fuse --json` (eval --plan, exec
+ * --plan): one reader, checking the file against the cascade and, through
+ * plan_check_label (stitch.c), against its own label.
  *
  * A file comes from a user: every group, every name and the label are
  * checked against the cascade before anything is built from them, so
@@ -10,80 +11,6 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *out_name(const Cascade *c, int e) {
-  return c->tensors[c->einsums[e]->out.tensor].name;
-}
-
-/* The classes strategy ST allows, "RI, RSb" (or "none"), into BUF. */
-static const char *allowed_list(Strategy st, char *buf, size_t n) {
-  size_t len = 0;
-  buf[0] = 0;
-  for (int k = 0; k < FC_COUNT; k++)
-    if (strategy_allows(st, (FusionClass)k))
-      len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? ", " : "",
-                              fusion_class_name((FusionClass)k));
-  if (!len)
-    snprintf(buf, n, "none");
-  return buf;
-}
-
-/* Unfused allows no fusion at all: a group of two Einsums that share no
- * edge (a merged TTX and RX) is still two Einsums fused. */
-static bool check_unfused(const Cascade *c, const Plan *p, const char *file,
-                          Diag *d) {
-  for (int g = 0; g < p->ngroups; g++)
-    if (p->groups[g].n > 1) {
-      diag_error(d, file, (Loc){0, 0},
-                 "group %d holds %d Einsums (%s, %s%s), but strategy "
-                 "'unfused' puts each Einsum in a group of its own: label "
-                 "the plan with the strategy it follows, or \"any\"",
-                 g + 1, p->groups[g].n, out_name(c, p->groups[g].einsums[0]),
-                 out_name(c, p->groups[g].einsums[1]),
-                 p->groups[g].n > 2 ? ", ..." : "");
-      return false;
-    }
-  return true;
-}
-
-bool plan_check_label(const Cascade *c, const Pair *pairs, const Plan *p,
-                      const char *file, Diag *d) {
-  if (p->any)
-    return true;
-  for (int i = 0; i < c->nedges; i++) {
-    const Edge *e = &c->edges[i];
-    int g = p->group_of[e->producer];
-    if (e->producer == e->consumer || g != p->group_of[e->consumer] ||
-        strategy_allows(p->strategy, pairs[i].cls))
-      continue;
-    char allowed[64];
-    diag_error(d, file, (Loc){0, 0},
-               "group %d holds the edge %s -> %s (through %s), of class %s, "
-               "which strategy '%s' does not allow (it allows %s): label the "
-               "plan \"any\" to price it by its content",
-               g + 1, out_name(c, e->producer), out_name(c, e->consumer),
-               c->tensors[e->tensor].name, fusion_class_name(pairs[i].cls),
-               strategy_name(p->strategy),
-               allowed_list(p->strategy, allowed, sizeof allowed));
-    return false;
-  }
-  return p->strategy != ST_UNFUSED || check_unfused(c, p, file, d);
-}
-
-bool plan_label_from_name(const char *name, Strategy *st, bool *any) {
-  *any = strcmp(name, PLAN_LABEL_ANY) == 0;
-  if (*any) {
-    *st = ST_FULL; /* merged like full; no class is refused */
-    return true;
-  }
-  return strategy_from_name(name, st);
-}
-
-const char *plan_label(const Plan *p) {
-  return p->any ? PLAN_LABEL_ANY : strategy_name(p->strategy);
-}
-
-/* ---- reading ---- */
 
 /* The plans a file holds: "ri, full" into BUF. */
 static const char *plan_list(json_t *plans, char *buf, size_t n) {
@@ -173,7 +100,8 @@ static bool read_groups(const Cascade *c, json_t *groups, int *group_of,
   for (int e = 0; e < c->neinsums; e++)
     if (group_of[e] < 0) {
       diag_error(d, file, (Loc){0, 0}, "no group holds %s (every Einsum of "
-                 "%s must be in one)", out_name(c, e), c->path);
+                 "%s must be in one)",
+                 c->tensors[c->einsums[e]->out.tensor].name, c->path);
       return false;
     }
   return true;

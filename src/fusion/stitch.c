@@ -6,17 +6,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const strategy_names[ST_COUNT] = {
-    "unfused", "ri", "ri+rsb", "ri+rsb+rsp", "full"};
-static const char *const stitcher_names[STITCH_COUNT] = {"greedy", "alg1",
-                                                         "global"};
+static const struct {
+  const char *name;
+  unsigned classes; /* FC_BIT of each class a group may contain */
+} strategies[] = {
+#define X(id, name, classes) {name, classes},
+    STRATEGIES(X)
+#undef X
+};
+_Static_assert(sizeof strategies / sizeof strategies[0] == ST_COUNT,
+               "a row per strategy");
 
-const char *strategy_name(Strategy s) { return strategy_names[s]; }
+static const char *const stitcher_names[] = {
+#define X(id, name) name,
+    STITCHERS(X)
+#undef X
+};
+_Static_assert(sizeof stitcher_names / sizeof stitcher_names[0] ==
+                   STITCH_COUNT,
+               "a name per stitcher");
+
+const char *strategy_name(Strategy s) { return strategies[s].name; }
 const char *stitcher_name(Stitcher s) { return stitcher_names[s]; }
 
 bool strategy_from_name(const char *name, Strategy *s) {
   for (int i = 0; i < ST_COUNT; i++)
-    if (strcmp(strategy_names[i], name) == 0) {
+    if (strcmp(strategies[i].name, name) == 0) {
       *s = (Strategy)i;
       return true;
     }
@@ -33,20 +48,83 @@ bool stitcher_from_name(const char *name, Stitcher *s) {
 }
 
 bool strategy_allows(Strategy s, FusionClass k) {
-  switch (s) {
-  case ST_UNFUSED:
-    return false;
-  case ST_RI:
-    return k == FC_RI;
-  case ST_RI_RSB:
-    return k == FC_RI || k == FC_RSB;
-  case ST_RI_RSB_RSP:
-    return k != FC_RD;
-  case ST_FULL:
-  case ST_COUNT:
-    break;
-  }
+  return (strategies[s].classes & FC_BIT(k)) != 0;
+}
+
+/* ---- a plan's label: the rule the stitchers follow, checked on plans
+ * read from files (planfile.c) and on Algorithm 1's ---- */
+
+static const char *einsum_out(const Cascade *c, int e) {
+  return c->tensors[c->einsums[e]->out.tensor].name;
+}
+
+/* The classes strategy ST allows, "RI, RSb" (or "none"), into BUF. */
+static const char *allowed_list(Strategy st, char *buf, size_t n) {
+  size_t len = 0;
+  buf[0] = 0;
+  for (int k = 0; k < FC_COUNT; k++)
+    if (strategy_allows(st, (FusionClass)k))
+      len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? ", " : "",
+                              fusion_class_name((FusionClass)k));
+  if (!len)
+    snprintf(buf, n, "none");
+  return buf;
+}
+
+/* Unfused allows no fusion at all: a group of two Einsums that share no
+ * edge (a merged TTX and RX) is still two Einsums fused. */
+static bool check_unfused(const Cascade *c, const Plan *p, const char *file,
+                          Diag *d) {
+  for (int g = 0; g < p->ngroups; g++)
+    if (p->groups[g].n > 1) {
+      diag_error(d, file, (Loc){0, 0},
+                 "group %d holds %d Einsums (%s, %s%s), but strategy "
+                 "'unfused' puts each Einsum in a group of its own: label "
+                 "the plan with the strategy it follows, or \"any\"",
+                 g + 1, p->groups[g].n,
+                 einsum_out(c, p->groups[g].einsums[0]),
+                 einsum_out(c, p->groups[g].einsums[1]),
+                 p->groups[g].n > 2 ? ", ..." : "");
+      return false;
+    }
   return true;
+}
+
+bool plan_check_label(const Cascade *c, const Pair *pairs, const Plan *p,
+                      const char *file, Diag *d) {
+  if (p->any)
+    return true;
+  for (int i = 0; i < c->nedges; i++) {
+    const Edge *e = &c->edges[i];
+    int g = p->group_of[e->producer];
+    if (e->producer == e->consumer || g != p->group_of[e->consumer] ||
+        strategy_allows(p->strategy, pairs[i].cls))
+      continue;
+    char allowed[64];
+    diag_error(d, file, (Loc){0, 0},
+               "group %d holds the edge %s -> %s (through %s), of class %s, "
+               "which strategy '%s' does not allow (it allows %s): label the "
+               "plan \"any\" to price it by its content",
+               g + 1, einsum_out(c, e->producer), einsum_out(c, e->consumer),
+               c->tensors[e->tensor].name, fusion_class_name(pairs[i].cls),
+               strategy_name(p->strategy),
+               allowed_list(p->strategy, allowed, sizeof allowed));
+    return false;
+  }
+  return p->strategy != ST_UNFUSED || check_unfused(c, p, file, d);
+}
+
+bool plan_label_from_name(const char *name, Strategy *st, bool *any) {
+  *any = strcmp(name, PLAN_LABEL_ANY) == 0;
+  if (*any) {
+    *st = ST_FULL; /* merged like full; no class is refused */
+    return true;
+  }
+  return strategy_from_name(name, st);
+}
+
+const char *plan_label(const Plan *p) {
+  return p->any ? PLAN_LABEL_ANY : strategy_name(p->strategy);
 }
 
 /* Edges between node N and the nodes in [first, last] of the order, in
@@ -283,7 +361,7 @@ Plan *fusion_plan_groups(const Cascade *c, const Shape *s, Strategy st,
       diag_error(d, c->path, c->einsums[e->consumer]->loc,
                  "this plan cannot run: %s (group %d) reads %s, which group "
                  "%d produces later",
-                 c->tensors[c->einsums[e->consumer]->out.tensor].name,
+                 einsum_out(c, e->consumer),
                  group_of[e->consumer] + 1, c->tensors[e->tensor].name,
                  group_of[e->producer] + 1);
       return NULL;

@@ -8,11 +8,12 @@
 static const struct {
   const char *text;
   int arity, prec;
-} ops[OP_COUNT] = {
+} ops[] = {
 #define X(id, text, arity, prec, cost) {text, arity, prec},
     IR_OPS(X)
 #undef X
 };
+_Static_assert(sizeof ops / sizeof ops[0] == OP_COUNT, "a row per operator");
 
 const char *op_text(Op op) { return ops[op].text; }
 int op_arity(Op op) { return ops[op].arity; }

@@ -305,7 +305,7 @@ bool bind_units(Ctx *x, const double *mem) {
     if (u >= 0) {
       if (!unit_runs(x, e, u))
         return cannot_run(x, e, u);
-    } else if (x->d == DES_IDEAL) {
+    } else if (x->o.bound) {
       u = ideal_unit(x, e, mem ? mem[e] : 0);
     } else {
       UnitRole r = rule_role(x, x->plan->group_of[e], e);

@@ -91,6 +91,23 @@ static void add_spill(Grp *G, int t, SpillReason why) {
   G->spills[G->nspills++] = (Spill){t, why};
 }
 
+/* ---- DRAM traffic ---- */
+
+void charge(const Ctx *x, EinsumEval *r, int t, double n, bool write,
+            bool intra) {
+  double b = n * x->word;
+  bool inter = x->inter[t] && !intra;
+  if (write) {
+    r->write += b;
+    *(inter ? &r->inter_write : &r->intra_write) += b;
+  } else {
+    r->read += b;
+    *(inter ? &r->inter_read : &r->intra_read) += b;
+  }
+  if (x->ev)
+    (write ? x->ev->tensor_write : x->ev->tensor_read)[t] += b;
+}
+
 /* ---- what the group holds ---- */
 
 static Held *new_held(Grp *G, int t, HeldKind k) {
@@ -789,7 +806,7 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   const Cascade *c = x->c;
   Grp G = {.x = x, .gr = &x->plan->groups[g], .ev = ev};
   G.n = G.gr->n;
-  G.whole = x->d == DES_MARCA;
+  G.whole = x->o.hold_whole;
   G.budget = x->o.reserve_share * x->glb;
   G.held_of = xmalloc(((size_t)c->ntensors + 1) * sizeof *G.held_of);
   for (int t = 0; t < c->ntensors; t++)

@@ -51,26 +51,70 @@ void model_work(const Cascade *c, const Shape *s, const Einsum *e, Work *w);
 
 /* ---- designs and options ---- */
 
+/* Which plan a design prices. */
 typedef enum {
-  DES_UNFUSED,    /* best unfused: every Einsum alone (paper Table I) */
-  DES_IDEAL,      /* a lower bound: no inter-Einsum traffic, every Einsum
-                     on the fastest unit some plan could give it */
-  DES_MARCA,      /* unfused + RI fusion of the recurrence's region, with
-                     intermediates over the whole iterative rank (§VI-B) */
-  DES_GEENS,      /* the same region, the state partitioned to unit size
-                     along the iterative rank */
-  DES_RI,         /* the fusion strategies of §IV */
-  DES_RI_RSB,
-  DES_RI_RSB_RSP,
-  DES_FULL,
+  PLAN_STITCHED,   /* its strategy's plan, stitched by ModelOpts.stitch */
+  PLAN_RECURRENCE, /* unfused, with the recurrence's RI region fused (the
+                      MARCA-like and Geens-like baselines, §VI-B) */
+} PlanSource;
+
+/* The designs of §VI, one row each: X(ID, name, label, strategy, help,
+ * baseline...), where the baseline is the ModelOpts fields that make the
+ * design what it is (model_default_opts applies them). Help texts,
+ * `reproduce`, the figures and the study loader iterate this table:
+ * adding a design (or a baseline) is one row here; a new strategy is one
+ * row of fusion.h's STRATEGIES too. Rows priced with a strategy's plan and
+ * no baseline field are the paper's fusion strategies (design_is_strategy).
+ *
+ *   ideal   a lower bound: no inter-Einsum traffic, every Einsum on the
+ *           fastest unit some plan could give it;
+ *   marca   unfused + RI fusion of the recurrence's region, with
+ *           intermediates over the whole iterative rank;
+ *   geens   the same region, the state partitioned to unit size along the
+ *           iterative rank.
+ * The rules that depend on what a group contains (two passes, the distance
+ * spill, RD partial products) are not a design's: every plan is priced by
+ * its groups' content (docs/model.md §2, "One plan, one price"). */
+#define DESIGNS(X)                                                          \
+  X(UNFUSED, "unfused", "Best unfused", ST_UNFUSED,                         \
+    "every Einsum alone, each with its best mapping (Table I)",             \
+    .plan = PLAN_STITCHED)                                                  \
+  X(IDEAL, "ideal", "Ideal fusion", ST_UNFUSED,                             \
+    "a lower bound: no inter-Einsum traffic, the fastest units",            \
+    .bound = true)                                                          \
+  X(MARCA, "marca", "MARCA-like", ST_UNFUSED,                               \
+    "the recurrence's region fused, intermediates over the whole rank",     \
+    .plan = PLAN_RECURRENCE, .hold_whole = true)                            \
+  X(GEENS, "geens", "Geens-like", ST_UNFUSED,                               \
+    "the recurrence's region fused, the state tiled to unit size",          \
+    .plan = PLAN_RECURRENCE)                                                \
+  X(RI, "ri", "RI", ST_RI, "RI pairs fused (§IV)", .plan = PLAN_STITCHED)  \
+  X(RI_RSB, "ri+rsb", "RI+RSb", ST_RI_RSB, "+ rank-subsetted pairs",       \
+    .plan = PLAN_STITCHED)                                                  \
+  X(RI_RSB_RSP, "ri+rsb+rsp", "RI+RSb+RSp", ST_RI_RSB_RSP,                 \
+    "+ rank-supersetted pairs", .plan = PLAN_STITCHED)                      \
+  X(FULL, "full", "Fully fused", ST_FULL,                                   \
+    "every pair, RD included (§IV-E)", .plan = PLAN_STITCHED)
+
+typedef enum {
+#define X(id, ...) DES_##id,
+  DESIGNS(X)
+#undef X
   DES_COUNT
 } Design;
 
 const char *design_name(Design d); /* "unfused", "ideal", "marca", ... */
 const char *design_label(Design d); /* "Best unfused", "MARCA-like", ... */
+const char *design_help(Design d);  /* its line in --help */
 bool design_from_name(const char *name, Design *d);
+/* "unfused, ideal, ..., full": every design's name, for messages, into
+ * BUF (256 bytes hold them). */
+const char *design_names(char *buf, size_t n);
 /* The fusion strategy a design stitches with. */
 Strategy design_strategy(Design d);
+/* Is D one of the paper's fusion strategies (RI ... full)? The figures
+ * and `reproduce` iterate these. */
+bool design_is_strategy(Design d);
 /* The design that prices a plan of strategy S (unfused, ri, ..., full). */
 Design design_of_strategy(Strategy s);
 /* A design's label for a plan: "Fully fused" only when the plan is one
@@ -111,11 +155,17 @@ typedef struct ModelOpts {
   bool rd_partials;   /* an RD pair inside a group writes the upstream's
                          partial products off chip (intra-Einsum traffic)
                          -- --rd-partials / --no-rd-partials */
+  /* The baselines' behaviour (set by their DESIGNS row, no flag): */
+  PlanSource plan; /* which plan the design prices */
+  bool bound;      /* a lower bound: the plan's algorithmic minimum traffic
+                      and the fastest unit for each Einsum (ideal) */
+  bool hold_whole; /* intermediates held over the whole iterative rank
+                      (MARCA-like) */
 } ModelOpts;
 
 /* The options each design is evaluated with by default: sequential,
  * achieved, greedy stitching, no decode state, reserve share 3/4, weight
- * share 1/2, and the paper's full-fusion rules for DES_FULL only. */
+ * share 1/2, then the fields of its DESIGNS row. */
 ModelOpts model_default_opts(Design d);
 
 /* Options a user gave, applied over each design's defaults: -1 (or NAN)

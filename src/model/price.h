@@ -1,6 +1,6 @@
 /* price.h — private to src/model: the state of one evaluation, shared by
  * binding (bind.c), the tiling of groups (group.c) and the pricing and
- * composition of Einsums (eval.c). */
+ * composition of Einsums (eval.c, compose.c). */
 #ifndef MAMBALAYA_MODEL_PRICE_H
 #define MAMBALAYA_MODEL_PRICE_H
 
@@ -48,17 +48,22 @@ bool unit_runs(const Ctx *x, int e, int u);
  * Achieved accounting only. False (diag set) when not even one tile fits. */
 bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge);
 
-/* ---- composition (eval.c) ---- */
-
-/* Cycles of N Einsums EV run as one group, with MEM[i] DRAM cycles each,
- * under the options' composition. */
-double compose_span(const Ctx *x, const EinsumEval *ev, int n,
-                    const double *mem);
-
 /* Charge N elements of tensor T to Einsum evaluation R, as a read or a
  * write; RECORD: also into the per-tensor totals. INTRA forces the
  * intra-Einsum class (partial products). */
 void charge(const Ctx *x, EinsumEval *r, int t, double n, bool write,
             bool intra);
+
+/* ---- composition (compose.c) ---- */
+
+/* Cycles of N Einsums EV run as one group, with MEM[i] DRAM cycles each,
+ * under the options' composition. */
+double compose_span(const Ctx *x, const EinsumEval *ev, int n,
+                    const double *mem);
+/* One Einsum's cycles: its compute and MEM DRAM cycles composed (the
+ * slower, or their sum with no_overlap), plus its unit's pipeline. */
+double einsum_cycles(const Ctx *x, const EinsumEval *r, double mem);
+/* Every group's cycles, start and end, and the layer's (X->ev). */
+void compose_layer(Ctx *x);
 
 #endif

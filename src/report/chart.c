@@ -1379,3 +1379,19 @@ void stack_scene(Scene *s, const char *title, const char *subtitle, int n,
   }
   free(l);
 }
+
+/* A chart (or a stack of them) drawn and rendered in format F. */
+void chart_render(Buf *b, const Chart *c, Format f) {
+  Scene s = {0};
+  chart_scene(&s, c);
+  scene_render(b, &s, f);
+  scene_free(&s);
+}
+
+void stack_render(Buf *b, const char *title, const char *subtitle, int n,
+                  const Chart *charts, Format f) {
+  Scene s = {0};
+  stack_scene(&s, title, subtitle, n, charts);
+  scene_render(b, &s, f);
+  scene_free(&s);
+}

@@ -25,19 +25,38 @@
 
 enum {
   MAX_FIGURES = 32,
-  NSTRAT = 4,
   SUBTITLE_LEN = 256,
 };
 
-/* The four fusion strategies of §IV, in the paper's order. */
-static const Design STRAT[NSTRAT] = {DES_RI, DES_RI_RSB, DES_RI_RSB_RSP,
-                                     DES_FULL};
-/* Okabe & Ito colours for the strategies, and lighter tints of them for
- * their ideal (or sequential) counterparts beside them. */
-static const char *const STRAT_COLOR[NSTRAT] = {"#0072B2", "#E69F00",
-                                                "#009E73", "#D55E00"};
-static const char *const STRAT_TINT[NSTRAT] = {"#99C7E0", "#F5D899",
-                                               "#99D8C5", "#EEBF99"};
+/* Okabe & Ito colours for the fusion strategies (design_is_strategy, in
+ * the DESIGNS table's order), and lighter tints of them for their ideal
+ * (or sequential) counterparts beside them; cycled past the eighth. */
+static const char *const STRAT_COLOR[] = {"#0072B2", "#E69F00", "#009E73",
+                                          "#D55E00", "#CC79A7", "#56B4E9",
+                                          "#F0E442", "#000000"};
+static const char *const STRAT_TINT[] = {"#99C7E0", "#F5D899", "#99D8C5",
+                                         "#EEBF99", "#EBC9DC", "#BBE1F6",
+                                         "#F9F4B3", "#999999"};
+_Static_assert(sizeof STRAT_TINT == sizeof STRAT_COLOR, "a tint per colour");
+enum { NCOLORS = sizeof STRAT_COLOR / sizeof STRAT_COLOR[0] };
+
+/* The fusion strategies, in table order, into OUT (DES_COUNT long). */
+static int strategy_designs(Design *out) {
+  int n = 0;
+  for (int d = 0; d < DES_COUNT; d++)
+    if (design_is_strategy((Design)d))
+      out[n++] = (Design)d;
+  return n;
+}
+
+/* The key of a per-strategy paper target: "speedup.prefill.ri_rsb". */
+static void strategy_key(char *out, size_t cap, const char *prefix,
+                         Design d) {
+  int n = snprintf(out, cap, "%s.%s", prefix, design_name(d));
+  for (int i = (int)strlen(prefix) + 1; i < n && i < (int)cap; i++)
+    if (out[i] == '+')
+      out[i] = '_';
+}
 
 static const char *const PHASE_NAME[] = {"prefill", "decode"};
 _Static_assert(sizeof PHASE_NAME / sizeof PHASE_NAME[0] == PH_COUNT,
@@ -224,13 +243,15 @@ static void fmt_rate(char *out, size_t cap, double v, const char *unit) {
 
 static double safe_div(double a, double b) { return b > 0 ? a / b : NAN; }
 
-/* The fastest of the four strategies (BY_DESIGN: latencies indexed by
+/* The fastest of the fusion strategies (BY_DESIGN: latencies indexed by
  * Design): Mambalaya's design for that case. */
 static Design best_strategy(const double *by_design) {
-  Design best = STRAT[0];
-  for (int k = 1; k < NSTRAT; k++)
-    if (by_design[STRAT[k]] < by_design[best])
-      best = STRAT[k];
+  Design st[DES_COUNT];
+  int n = strategy_designs(st);
+  Design best = st[0];
+  for (int k = 1; k < n; k++)
+    if (by_design[st[k]] < by_design[best])
+      best = st[k];
   return best;
 }
 
@@ -762,9 +783,10 @@ static void strategies(Figs *f) {
   subtitle_of(sub, sizeof sub, r, 0, detail);
   UtilStack u = {.stem = "utilization_strategies", .title = title,
                  .subtitle = sub, .n = 3, .height = 300};
+  static const Design fig6[] = {DES_RI, DES_RI_RSB, DES_RI_RSB_RSP};
   for (int i = 0; i < 3; i++) {
-    u.t[i] = &r->ideal_timeline[PH_PREFILL][STRAT[i]];
-    u.panel[i] = design_label(STRAT[i]);
+    u.t[i] = &r->ideal_timeline[PH_PREFILL][fig6[i]];
+    u.panel[i] = design_label(fig6[i]);
   }
   double gain = safe_div(u.t[0]->seconds, u.t[1]->seconds);
   buf_printf(&u.note[1], ", %.3gx over RI", gain);
@@ -901,8 +923,10 @@ static void traffic(Figs *f, Phase ph, bool zoom, const char *stem) {
                left_out.s);
   if (ph == PH_PREFILL) {
     double lo = INFINITY, hi = 0;
-    for (int k = 0; k < NSTRAT; k++) {
-      double red = safe_div(res[DES_UNFUSED].inter, res[STRAT[k]].inter);
+    Design st[DES_COUNT];
+    int nst = strategy_designs(st);
+    for (int k = 0; k < nst; k++) {
+      double red = safe_div(res[DES_UNFUSED].inter, res[st[k]].inter);
       lo = fmin(lo, red), hi = fmax(hi, red);
     }
     buf_printf(&cap, " The fused variants cut inter-Einsum traffic %.3gx "
@@ -944,52 +968,52 @@ static void e2e_subtitle(char *out, size_t cap, const Repro *r) {
  * counterpart (pipelined chart); the paper's values as marks over the
  * bars they belong to. */
 static void speedup(Figs *f, bool pipelined) {
-  static const char *const seq_keys[NSTRAT] = {
-      "speedup.prefill.ri", "speedup.prefill.ri_rsb",
-      "speedup.prefill.ri_rsb_rsp", "speedup.prefill.full"};
-  static const char *const pipe_keys[NSTRAT] = {
-      "speedup.pipelined.ri", "speedup.pipelined.ri_rsb",
-      "speedup.pipelined.ri_rsb_rsp", "speedup.pipelined.full"};
   const Repro *r = f->r;
   const int lc = REPRO_SCENARIOS - 1; /* long context, as in repro.c */
+  Design st[DES_COUNT];
+  int nst = strategy_designs(st);
   char labels[REPRO_SCENARIOS][160];
   const char *cats[REPRO_SCENARIOS];
-  double y[2 * NSTRAT][REPRO_SCENARIOS];
+  double y[2 * DES_COUNT][REPRO_SCENARIOS];
   const double(*primary)[DES_COUNT] = pipelined ? r->e2e_pipelined : r->e2e;
   const double(*beside)[DES_COUNT] = pipelined ? r->e2e : r->e2e_ideal;
   for (int sc = 0; sc < REPRO_SCENARIOS; sc++) {
     scenario_label(labels[sc], sizeof labels[sc], &r->scenarios[sc]);
     cats[sc] = labels[sc];
-    for (int k = 0; k < NSTRAT; k++) {
-      Design d = STRAT[k];
-      y[2 * k][sc] = safe_div(primary[sc][DES_UNFUSED], primary[sc][d]);
-      y[2 * k + 1][sc] = safe_div(beside[sc][DES_UNFUSED], beside[sc][d]);
+    for (int k = 0; k < nst; k++) {
+      y[2 * k][sc] = safe_div(primary[sc][DES_UNFUSED], primary[sc][st[k]]);
+      y[2 * k + 1][sc] = safe_div(beside[sc][DES_UNFUSED], beside[sc][st[k]]);
     }
   }
   /* The paper gives all four strategies at long context, and RI alone at
    * short context (sequential only). */
-  ChartMark marks[NSTRAT + 1];
+  ChartMark marks[DES_COUNT + 1];
   int nm = 0;
-  for (int k = 0; k < NSTRAT; k++) {
-    double v = paper_value(r, (pipelined ? pipe_keys : seq_keys)[k]);
+  for (int k = 0; k < nst; k++) {
+    char key[64];
+    strategy_key(key, sizeof key,
+                 pipelined ? "speedup.pipelined" : "speedup.prefill", st[k]);
+    double v = paper_value(r, key);
     if (isfinite(v))
       marks[nm++] = (ChartMark){lc, 2 * k, v};
   }
   double ri = paper_value(r, "speedup.decode.ri");
   if (!pipelined && isfinite(ri))
     marks[nm++] = (ChartMark){0, 0, ri};
-  char names[2 * NSTRAT][48];
-  ChartSeries s[2 * NSTRAT];
-  for (int k = 0; k < NSTRAT; k++) {
-    snprintf(names[2 * k], sizeof names[0], "%s%s", design_label(STRAT[k]),
+  char names[2 * DES_COUNT][48];
+  ChartSeries s[2 * DES_COUNT];
+  for (int k = 0; k < nst; k++) {
+    snprintf(names[2 * k], sizeof names[0], "%s%s", design_label(st[k]),
              pipelined ? ", pipelined" : "");
     snprintf(names[2 * k + 1], sizeof names[0], "%s, %s",
-             design_label(STRAT[k]), pipelined ? "sequential" : "ideal");
+             design_label(st[k]), pipelined ? "sequential" : "ideal");
     s[2 * k] = (ChartSeries){.name = names[2 * k], .n = REPRO_SCENARIOS,
-                             .y = y[2 * k], .color = STRAT_COLOR[k]};
+                             .y = y[2 * k],
+                             .color = STRAT_COLOR[k % NCOLORS]};
     s[2 * k + 1] = (ChartSeries){.name = names[2 * k + 1],
                                  .n = REPRO_SCENARIOS, .y = y[2 * k + 1],
-                                 .color = STRAT_TINT[k], .dashed = true};
+                                 .color = STRAT_TINT[k % NCOLORS],
+                                 .dashed = true};
   }
   char title[160], sub[SUBTITLE_LEN];
   title_of(title, sizeof title, f, "7",
@@ -1001,7 +1025,7 @@ static void speedup(Figs *f, bool pipelined) {
              .xlabel = "scenario (I0 prompt tokens, then G generated)",
              .ylabel = "speedup over best unfused (x)",
              .ncategories = REPRO_SCENARIOS, .categories = cats,
-             .nseries = 2 * NSTRAT, .series = s, .nmarks = nm,
+             .nseries = 2 * nst, .series = s, .nmarks = nm,
              .marks = marks, .marks_name = PAPER_MARKS, .width = 900,
              .height = 480};
   Buf cap = {0};
@@ -1175,7 +1199,9 @@ static void energy(Figs *f) {
   const Repro *r = f->r;
   const char *cats[DES_COUNT];
   double y[PH_COUNT][EN_COUNT][DES_COUNT];
-  double tokens[PH_COUNT] = {r->batch * r->prefill, r->batch};
+  double tokens[] = {r->batch * r->prefill, r->batch};
+  _Static_assert(sizeof tokens / sizeof tokens[0] == PH_COUNT,
+                 "tokens per phase");
   ChartSeries s[PH_COUNT][EN_COUNT];
   Chart c[PH_COUNT];
   char titles[PH_COUNT][160];

@@ -116,7 +116,7 @@ void report_eval_text(Buf *b, const Cascade *c, const Arch *a,
                  ge->tile[k]);
     if (ge->ntiled == 0)
       buf_printf(b, "untiled");
-    if (ev->opts.accounting == ACCOUNT_ACHIEVED && ev->design != DES_IDEAL)
+    if (ev->opts.accounting == ACCOUNT_ACHIEVED && !ev->opts.bound)
       buf_printf(b, ", %.3g / %.3g", ge->reserve, ge->budget);
     buf_printf(b, "\n");
     for (int k = 0; k < ge->nspills; k++)
@@ -189,7 +189,7 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
                         report_real(r->intra_read + r->intra_write));
     json_object_set_new(x, "energy_j", report_real(r->energy_pj * 1e-12));
     json_object_set_new(x, "mapping", json_string(r->mapping));
-    if (ev->opts.accounting == ACCOUNT_ACHIEVED && ev->design != DES_IDEAL) {
+    if (ev->opts.accounting == ACCOUNT_ACHIEVED && !ev->opts.bound) {
       json_object_set_new(x, "fits", json_boolean(r->fits));
       json_object_set_new(x, "footprint_elements", report_real(r->footprint));
       json_object_set_new(x, "capacity_elements", report_real(r->capacity));
@@ -214,7 +214,7 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
       json_object_set_new(tile, c->ranks[ge->tiled[k]].name,
                           report_real(ge->tile[k]));
     json_object_set_new(x, "tile", tile);
-    if (ev->opts.accounting == ACCOUNT_ACHIEVED && ev->design != DES_IDEAL) {
+    if (ev->opts.accounting == ACCOUNT_ACHIEVED && !ev->opts.bound) {
       json_object_set_new(x, "held_elements", report_real(ge->reserve));
       json_object_set_new(x, "budget_elements", report_real(ge->budget));
     }
@@ -266,7 +266,7 @@ void report_eval_csv(Buf *b, const Cascade *c, const Arch *a,
   buf_printf(b, "\n");
   double sec = 1 / a->clock_hz;
   bool mapped =
-      ev->opts.accounting == ACCOUNT_ACHIEVED && ev->design != DES_IDEAL;
+      ev->opts.accounting == ACCOUNT_ACHIEVED && !ev->opts.bound;
   for (int i = 0; i < ev->n; i++) {
     const EinsumEval *r = &ev->e[i];
     csv_field(b, design_name(ev->design));

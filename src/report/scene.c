@@ -27,21 +27,6 @@ void scene_render(Buf *b, const Scene *s, Format f) {
     cairo_render(b, s, f);
 }
 
-void chart_render(Buf *b, const Chart *c, Format f) {
-  Scene s = {0};
-  chart_scene(&s, c);
-  scene_render(b, &s, f);
-  scene_free(&s);
-}
-
-void stack_render(Buf *b, const char *title, const char *subtitle, int n,
-                  const Chart *charts, Format f) {
-  Scene s = {0};
-  stack_scene(&s, title, subtitle, n, charts);
-  scene_render(b, &s, f);
-  scene_free(&s);
-}
-
 void scene_free(Scene *s) {
   arena_free(&s->arena);
   free(s->items);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../embed/embed.h"
+#include "../preset/preset.h"
 #include "../spec/spec.h"
 
 /* Context to generated tokens: 1:16, 1:1, 64:1. */
@@ -33,7 +34,7 @@ typedef struct Run {
 static Shape *bind(Run *x, int model, double tokens) {
   x->sets[x->nsets] = (Setting){"B", x->r->batch};
   x->sets[x->nsets + 1] = (Setting){"I", tokens};
-  return shape_bind(x->c, x->presets[model], x->sets, x->nsets + 2, true,
+  return shape_bind(x->c, &x->presets[model]->sizes, x->sets, x->nsets + 2, true,
                     x->d);
 }
 
@@ -201,14 +202,12 @@ static void target(Repro *r, const char *key, const char *where,
   snprintf(t->what, sizeof t->what, "%s", what);
 }
 
-static const Design strategies[] = {DES_RI, DES_RI_RSB, DES_RI_RSB_RSP,
-                                    DES_FULL};
-
-/* The best of the four strategies: Mambalaya's design for that case. */
+/* The best of the fusion strategies: Mambalaya's design for that case. */
 static double best_of(const double *by_design) {
   double best = INFINITY;
-  for (int k = 0; k < 4; k++)
-    best = fmin(best, by_design[strategies[k]]);
+  for (int d = 0; d < DES_COUNT; d++)
+    if (design_is_strategy((Design)d))
+      best = fmin(best, by_design[d]);
   return best;
 }
 
@@ -256,16 +255,23 @@ static void spec_targets(Run *x, Repro *r) {
   if (!s)
     return;
   Pair *pairs = fusion_classify(c, s);
-  static const char *const keys[ST_COUNT] = {
-      "groups.unfused", "groups.ri", "groups.ri_rsb", "groups.ri_rsb_rsp",
-      "groups.full"};
-  static const double paper[ST_COUNT] = {24, 12, 8, 3, 1};
-  for (int st = 0; st < ST_COUNT; st++) {
-    Plan *p = fusion_plan(c, s, pairs, (Strategy)st, STITCH_GREEDY,
+  /* The paper's group counts per strategy (§IV). */
+  static const struct {
+    Strategy st;
+    const char *key;
+    double paper;
+  } groups[] = {{ST_UNFUSED, "groups.unfused", 24},
+                {ST_RI, "groups.ri", 12},
+                {ST_RI_RSB, "groups.ri_rsb", 8},
+                {ST_RI_RSB_RSP, "groups.ri_rsb_rsp", 3},
+                {ST_FULL, "groups.full", 1}};
+  for (size_t k = 0; k < sizeof groups / sizeof groups[0]; k++) {
+    Plan *p = fusion_plan(c, s, pairs, groups[k].st, STITCH_GREEDY,
                           OBJ_GROUPS, &d);
     char what[64];
-    snprintf(what, sizeof what, "fusion groups, %s", strategy_name(st));
-    target(r, keys[st], "§IV", what, paper[st], p->ngroups,
+    snprintf(what, sizeof what, "fusion groups, %s",
+             strategy_name(groups[k].st));
+    target(r, groups[k].key, "§IV", what, groups[k].paper, p->ngroups,
            "groups");
     plan_free(p);
   }
@@ -322,28 +328,33 @@ static void evaluation_targets(Repro *r) {
          pre[DES_RI].seconds_ideal / pre[DES_RI_RSB].seconds_ideal, "x");
 
   int lc = 2, sc = 0; /* long-context and short-context scenarios */
-  static const char *const skeys[] = {"speedup.prefill.ri",
-                                      "speedup.prefill.ri_rsb",
-                                      "speedup.prefill.ri_rsb_rsp",
-                                      "speedup.prefill.full"};
-  static const char *const pkeys[] = {"speedup.pipelined.ri",
-                                      "speedup.pipelined.ri_rsb",
-                                      "speedup.pipelined.ri_rsb_rsp",
-                                      "speedup.pipelined.full"};
-  static const double spaper[] = {2.72, 2.99, 3.35, 4.9};
-  static const double ppaper[] = {3.9, 4.7, 5.9, 6.0};
-  for (int k = 0; k < 4; k++) {
-    Design d = strategies[k];
+  /* The paper's end-to-end speedups of its strategies, sequential and
+   * pipelined (Fig. 11). */
+  static const struct {
+    Design d;
+    const char *skey, *pkey;
+    double spaper, ppaper;
+  } fig11[] = {
+      {DES_RI, "speedup.prefill.ri", "speedup.pipelined.ri", 2.72, 3.9},
+      {DES_RI_RSB, "speedup.prefill.ri_rsb", "speedup.pipelined.ri_rsb",
+       2.99, 4.7},
+      {DES_RI_RSB_RSP, "speedup.prefill.ri_rsb_rsp",
+       "speedup.pipelined.ri_rsb_rsp", 3.35, 5.9},
+      {DES_FULL, "speedup.prefill.full", "speedup.pipelined.full", 4.9,
+       6.0},
+  };
+  for (size_t k = 0; k < sizeof fig11 / sizeof fig11[0]; k++) {
+    Design d = fig11[k].d;
     char what[128];
     snprintf(what, sizeof what,
              "%s over unfused, end to end, long context (I0=%g, G=%g)",
              design_label(d), r->scenarios[lc].prompt,
              r->scenarios[lc].generated);
-    target(r, skeys[k], "§VI-C", what, spaper[k],
+    target(r, fig11[k].skey, "§VI-C", what, fig11[k].spaper,
            r->e2e[lc][DES_UNFUSED] / r->e2e[lc][d], "x");
     snprintf(what, sizeof what, "%s, with parallel pipelining",
              design_label(d));
-    target(r, pkeys[k], "§VI-C", what, ppaper[k],
+    target(r, fig11[k].pkey, "§VI-C", what, fig11[k].ppaper,
            r->e2e_pipelined[lc][DES_UNFUSED] / r->e2e_pipelined[lc][d], "x");
   }
   char what[128];
@@ -354,8 +365,10 @@ static void evaluation_targets(Repro *r) {
          r->e2e[sc][DES_UNFUSED] / r->e2e[sc][DES_RI], "x");
 
   double lo = INFINITY, hi = 0;
-  for (int k = 0; k < 4; k++) {
-    double red = u->inter / pre[strategies[k]].inter;
+  for (int d = 0; d < DES_COUNT; d++) {
+    if (!design_is_strategy((Design)d))
+      continue;
+    double red = u->inter / pre[d].inter;
     lo = fmin(lo, red);
     hi = fmax(hi, red);
   }
@@ -424,8 +437,10 @@ static bool pick_models(const ReproSetup *su, Run *x, Diag *d) {
       diag_error(d, NULL, (Loc){0}, "unknown model '%s'", names[m]);
       return false;
     }
-    r->model_names[m] = x->presets[m]->name;
-    r->layers[m] = x->presets[m]->n_layer;
+    double layers = 0;
+    sizes_value(&x->presets[m]->sizes, "n_layer", &layers);
+    r->model_names[m] = x->presets[m]->sizes.name;
+    r->layers[m] = (int)layers;
   }
   r->nmodels = n;
   return true;

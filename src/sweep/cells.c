@@ -1,12 +1,21 @@
 /* cells.c — a point's inputs as the columns of the outputs: the spec and
  * model, each setting, the architecture and each parameter, the design
  * and stitcher, each option, the workload; and the groups whose fronts
- * are computed apart. */
+ * are computed apart. A point's coordinates come first: every column is
+ * read off them. */
 #include "study.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A point's coordinate along each dimension (the last varies fastest). */
+void study_point(const Study *s, long point, long *at) {
+  for (int k = DIM_COUNT - 1; k >= 0; k--) {
+    at[k] = point % s->dim[k];
+    point /= s->dim[k];
+  }
+}
 
 static int text_cell(Cell *c, const char *name, const char *text) {
   c->name = name;
@@ -34,7 +43,7 @@ int study_cells(const Study *s, long point, Cell *cells) {
   const DesignStitch *ds = &s->ds[at[DIM_DESIGN]];
   int n = 0;
   n += text_cell(&cells[n], "spec", s->cascades[cm->cascade].spec);
-  n += text_cell(&cells[n], "model", cm->preset ? cm->preset->name : "");
+  n += text_cell(&cells[n], "model", cm->preset ? cm->preset->sizes.name : "");
   for (int k = 0; k < s->nsettings; k++)
     n += num_cell(&cells[n], s->settings[k].name,
                   s->stuple[(long)st * s->nsettings + k]);

@@ -7,8 +7,8 @@
  * rename), so a process killed at any point leaves nothing behind; else
  * it gets a fresh name with O_CREAT|O_EXCL|O_NOFOLLOW (never a user's
  * file, never through a symlink). Temporaries that have a name are
- * listed, so that SIGINT, SIGTERM and SIGHUP remove them before the
- * process dies. */
+ * listed (temps.c), so that SIGINT, SIGTERM and SIGHUP remove them before
+ * the process dies. */
 #define _GNU_SOURCE /* O_TMPFILE */
 #include "util.h"
 
@@ -21,106 +21,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ---- the temporaries that have a name right now ----
- *
- * Process-wide state, by necessity: a signal handler can only reach
- * globals. Each slot is a path and a flag saying it is in use; slots
- * change with the signals blocked, and the handler only reads them and
- * calls unlink (async-signal-safe). Static storage, not the heap: the
- * handler never reads memory that another thread may have freed. */
-
-enum { MAX_NAMED = 256, NAME_CAP = 4096 };
-static char named[MAX_NAMED][NAME_CAP];
-static volatile sig_atomic_t in_use[MAX_NAMED];
-static volatile sig_atomic_t handlers_installed;
-static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP};
-enum { NSIGNALS = sizeof cleanup_signals / sizeof cleanup_signals[0] };
-
-static void remove_named(void) {
-  for (int i = 0; i < MAX_NAMED; i++)
-    if (in_use[i])
-      unlink(named[i]);
-}
-
-static void on_signal(int sig) {
-  remove_named();
-  signal(sig, SIG_DFL);
-  raise(sig);
-}
-
-/* Install the handlers once, leaving alone a signal the caller ignores
- * (nohup's SIGHUP). */
-static void install_handlers(void) {
-  if (handlers_installed)
-    return;
-  handlers_installed = 1;
-  for (int i = 0; i < NSIGNALS; i++) {
-    struct sigaction old;
-    if (sigaction(cleanup_signals[i], NULL, &old) == 0 &&
-        old.sa_handler == SIG_IGN)
-      continue;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(cleanup_signals[i], &sa, NULL);
-  }
-}
-
-static void block_signals(sigset_t *old) {
-  sigset_t set;
-  sigemptyset(&set);
-  for (int i = 0; i < NSIGNALS; i++)
-    sigaddset(&set, cleanup_signals[i]);
-  pthread_sigmask(SIG_BLOCK, &set, old);
-}
-
-static void restore_signals(const sigset_t *old) {
-  pthread_sigmask(SIG_SETMASK, old, NULL);
-}
-
-/* Register PATH (copied); false if the list is full or PATH too long. */
-static bool note_named(const char *path) {
-  install_handlers();
-  if (strlen(path) >= NAME_CAP)
-    return false;
-  sigset_t old;
-  block_signals(&old);
-  bool ok = false;
-  for (int i = 0; i < MAX_NAMED && !ok; i++)
-    if (!in_use[i]) {
-      strcpy(named[i], path);
-      in_use[i] = 1;
-      ok = true;
-    }
-  restore_signals(&old);
-  return ok;
-}
-
-/* Forget PATH (after it was renamed or removed). */
-static void forget_named(const char *path) {
-  sigset_t old;
-  block_signals(&old);
-  bool found = false;
-  for (int i = 0; i < MAX_NAMED && !found; i++)
-    if (in_use[i] && strcmp(named[i], path) == 0) {
-      in_use[i] = 0;
-      found = true;
-    }
-  restore_signals(&old);
-}
-
-void out_of_memory(size_t size);
-void out_of_memory(size_t size) {
-  char msg[96];
-  int n = snprintf(msg, sizeof msg,
-                   "mambalaya: out of memory (allocating %zu bytes)\n", size);
-  if (n > 0 && write(STDERR_FILENO, msg, (size_t)n) < 0)
-    n = 0;
-  remove_named();
-  _exit(1);
-}
 
 /* ---- paths ---- */
 
@@ -210,7 +110,7 @@ static void staged_discard(Staged *s) {
     close(s->fd);
   if (s->tmp) {
     unlink(s->tmp);
-    forget_named(s->tmp);
+    temps_forget(s->tmp);
     free(s->tmp);
   }
   s->fd = -1;
@@ -227,7 +127,7 @@ static bool claim_name(Staged *s, const char *dir, const char *name,
                        const char *ctx) {
   for (int tries = 0; tries < 100; tries++) {
     char *tmp = temp_name(dir, name);
-    if (!note_named(tmp)) {
+    if (!temps_note(tmp)) {
       free(tmp);
       errno = EMFILE;
       return false;
@@ -237,7 +137,7 @@ static bool claim_name(Staged *s, const char *dir, const char *name,
       return true;
     }
     int e = errno;
-    forget_named(tmp);
+    temps_forget(tmp);
     free(tmp);
     errno = e;
     if (e != EEXIST)
@@ -300,7 +200,7 @@ static bool staged_link(Staged *s, const char *dir, const char *name) {
 static bool staged_rename(Staged *s, const char *path) {
   if (rename(s->tmp, path) != 0)
     return false;
-  forget_named(s->tmp);
+  temps_forget(s->tmp);
   free(s->tmp);
   s->tmp = NULL;
   close(s->fd);

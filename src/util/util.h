@@ -151,6 +151,13 @@ uint64_t memory_available(void);
  * new one, never a mix; two writers of one path each leave a whole
  * file (the last rename wins). */
 
+/* The temporaries that have a name (temps.c): listed while they do, and
+ * removed on those signals or when an allocation fails. False from
+ * temps_note when the list is full or PATH too long. */
+bool temps_note(const char *path);
+void temps_forget(const char *path);
+void temps_remove_all(void);
+
 /* Write PATH (its directory must exist). False with errno set. */
 bool write_file_atomic(const char *path, const char *data, size_t len);
 

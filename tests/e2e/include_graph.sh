@@ -4,8 +4,8 @@
 # (src/exec/) includes only ir, util and fusion (the plan) — nothing that
 # knows YAML specs, shipped files, presets or language models.
 set -u
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+HARNESS_CWD=root
+. "$(dirname "$0")/lib/harness.sh"
 
 # One "FROM TO" line per module edge, e.g. "lm exec".
 edges=$(for f in src/*/*.c src/*/*.h; do
@@ -33,7 +33,33 @@ if printf 'a b\nb a\n' | tsort >/dev/null 2>&1; then
   fail "tsort does not report a cycle"
 fi
 
-echo "include graph: $(echo "$edges" | wc -l) module edges; exec -> $exec_deps"
+# Inside a folder, files call one another one way too: from the objects
+# of BUILD, an edge "dir/a dir/b" where a.o uses a symbol b.o defines.
+build=${BUILD:-build}
+calls=$(for dir in "$build"/src/*/; do
+  mod=$(basename "$dir")
+  for o in "$dir"*.o; do
+    nm -u "$o" | awk '{ print $2 }' >"$tmp/undef"
+    for p in "$dir"*.o; do
+      [ "$p" = "$o" ] && continue
+      if nm --defined-only -g "$p" | awk '{ print $3 }' |
+        grep -qxF -f "$tmp/undef"; then
+        echo "$mod/$(basename "$o" .o) $mod/$(basename "$p" .o)"
+      fi
+    done
+  done
+done)
+[ -n "$calls" ] || fail "no calls between files found under $build/src/"
+floop=$(echo "$calls" | tsort 2>&1 >/dev/null)
+[ -z "$floop" ] || fail "files of one folder call each other in a circle: $floop"
+
+# ir.h is the data model alone: no YAML document, no model presets.
+for h in ydoc preset; do
+  grep -q "#include \"\.\./$h/" src/ir/ir.h &&
+    fail "src/ir/ir.h includes src/$h/ (the IR holds the cascade only)"
+done
+
+echo "include graph: $(echo "$edges" | wc -l) module edges, $(echo "$calls" | wc -l) file edges; exec -> $exec_deps"
 if [ "$fails" -ne 0 ]; then
   echo "include graph: $fails failures"
   exit 1

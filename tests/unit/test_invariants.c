@@ -16,6 +16,7 @@
 #include "../../src/exec/exec.h"
 #include "../../src/model/model.h"
 #include "../../src/spec/spec.h"
+#include "../../src/preset/preset.h"
 #include "test.h"
 
 /* ---- the cascades ---- */
@@ -48,9 +49,19 @@ static int list_specs(const char *dir, char **list, int n) {
   return n;
 }
 
+/* The cascades every invariant covers: the shipped ones and those under
+ * tests/specs/good. Run from anywhere else, it finds none: that fails
+ * (a loop over nothing checks nothing). */
+enum { MIN_SPECS = 18 };
 static int all_specs(char **list) {
   int n = list_specs("specs", list, 0);
-  return list_specs("tests/specs/good", list, n);
+  n = list_specs("tests/specs/good", list, n);
+  if (n < MIN_SPECS)
+    test_fail(__FILE__, __LINE__,
+              "found %d cascades under specs/ and tests/specs/good, "
+              "expected at least %d: run from the repository root",
+              n, MIN_SPECS);
+  return n;
 }
 
 static void free_list(char **list, int n) {
@@ -105,7 +116,7 @@ static Shape *bind(const Cascade *c, bool small, bool decode) {
       return NULL;
     set[n++] = (Setting){c->ranks[r].name, 1};
   }
-  const Preset *p = c->model ? preset_find(c->model) : NULL;
+  const ModelSizes *p = c->model ? preset_sizes(c->model) : NULL;
   Diag d = {0};
   Shape *s = shape_bind_filled(c, p, set, n, 6, &d);
   if (!s)
@@ -257,7 +268,7 @@ TEST(invariants_model_every_spec_arch_design) {
   int ns = all_specs(specs);
   Arch *archs[MAX_SPECS];
   int na = load_archs(archs);
-  CHECK(ns >= 7);
+  CHECK(na >= 3); /* the shipped ones and the tiny one */
   bool sanitized = getenv("MAMBALAYA_SANITIZED") != NULL;
   MapMemo *memo = map_memo_new(false);
   for (int i = 0; i < ns; i++) {
@@ -401,10 +412,12 @@ TEST(invariants_plans_fuse_eval_exec_agree) {
   Diag d = {0};
   Arch *a = arch_parse("tiny.yaml", tiny_arch, strlen(tiny_arch), &d);
   Pool *pool = pool_new(2);
+  int checked = 0;
   for (int i = 0; a && i < ns; i++) {
     Cascade *c = spec_load(specs[i], &d);
     Shape *s = c ? bind(c, true, false) : NULL;
     if (!s) {
+      test_fail(__FILE__, __LINE__, "%s: %s", specs[i], d.msg);
       cascade_free(c);
       continue;
     }
@@ -419,12 +432,18 @@ TEST(invariants_plans_fuse_eval_exec_agree) {
       for (int how = 0; how < STITCH_COUNT; how++) {
         Plan *p = fusion_plan(c, s, pairs, (Strategy)st, (Stitcher)how,
                               OBJ_TRAFFIC, &d);
-        if (!p)
-          continue; /* Algorithm 1 over too many ranks: refused */
+        if (!p) { /* only Algorithm 1 may refuse (over 64 ranks) */
+          if (how != STITCH_ALG1)
+            test_fail(__FILE__, __LINE__, "%s %s/%s refused: %s", specs[i],
+                      strategy_name((Strategy)st),
+                      stitcher_name((Stitcher)how), d.msg);
+          continue;
+        }
         char what[256];
         snprintf(what, sizeof what, "%s %s/%s", specs[i],
                  strategy_name((Strategy)st), stitcher_name((Stitcher)how));
         check_plan(c, s, a, pairs, p, &in, &ref, pool, what);
+        checked++;
       }
     free(pairs);
     tensors_free(&in);
@@ -432,7 +451,94 @@ TEST(invariants_plans_fuse_eval_exec_agree) {
     shape_free(s);
     cascade_free(c);
   }
+  /* Every cascade, strategy and stitcher, less Algorithm 1's refusals. */
+  CHECK(checked >= ns * ST_COUNT * (STITCH_COUNT - 1));
   pool_free(pool);
   arch_free(a);
+  free_list(specs, ns);
+}
+
+/* ---- one plan, one price ---- */
+
+/* Every figure of two evaluations of one plan. */
+static bool same_figures(const Eval *x, const Eval *y) {
+  bool same = x->n == y->n && x->cycles == y->cycles && x->read == y->read &&
+              x->write == y->write && x->energy_pj == y->energy_pj &&
+              x->inter == y->inter && x->intra == y->intra &&
+              x->ngroups == y->ngroups;
+  for (int i = 0; same && i < x->n; i++)
+    same = x->e[i].read == y->e[i].read && x->e[i].write == y->e[i].write &&
+           x->e[i].cycles == y->e[i].cycles && x->e[i].unit == y->e[i].unit &&
+           x->e[i].footprint == y->e[i].footprint &&
+           strcmp(x->e[i].mapping, y->e[i].mapping) == 0;
+  for (int g = 0; same && g < x->ngroups; g++)
+    same = x->g[g].nspills == y->g[g].nspills;
+  return same;
+}
+
+/* Plan P priced under every strategy's label gives the figures it gives
+ * under its own: a plan's price is a function of its groups (issue 23). */
+static int check_relabelled(const Cascade *c, const Shape *s, const Arch *a,
+                            const Pair *pairs, const Plan *p, MapMemo *memo,
+                            const char *what) {
+  Diag d = {0};
+  Design own = design_of_strategy(p->strategy);
+  ModelOpts o = model_default_opts(own);
+  Eval *ref = model_eval_memo(c, s, a, pairs, own, plan_copy(c, p), &o, memo,
+                              &d);
+  int n = 0;
+  for (int st = 0; ref && st < ST_COUNT; st++) {
+    Design label = design_of_strategy((Strategy)st);
+    ModelOpts lo = model_default_opts(label);
+    Eval *ev = model_eval_memo(c, s, a, pairs, label, plan_copy(c, p), &lo,
+                               memo, &d);
+    if (!ev || !same_figures(ref, ev))
+      test_fail(__FILE__, __LINE__, "%s on %s: labelled %s, another price",
+                what, a->name, strategy_name((Strategy)st));
+    eval_free(ev);
+    n++;
+  }
+  if (!ref)
+    test_fail(__FILE__, __LINE__, "%s on %s: %s", what, a->name, d.msg);
+  eval_free(ref);
+  return n;
+}
+
+TEST(invariants_plan_priced_by_content) {
+  char *specs[MAX_SPECS];
+  int ns = all_specs(specs);
+  Arch *archs[MAX_SPECS];
+  int na = load_archs(archs);
+  MapMemo *memo = map_memo_new(false);
+  int priced = 0;
+  for (int i = 0; i < ns; i++) {
+    Diag d = {0};
+    Cascade *c = spec_load(specs[i], &d);
+    Shape *s = c ? bind(c, true, false) : NULL;
+    if (!s) {
+      test_fail(__FILE__, __LINE__, "%s: %s", specs[i], d.msg);
+      cascade_free(c);
+      continue;
+    }
+    Pair *pairs = fusion_classify(c, s);
+    for (int st = 0; st < ST_COUNT; st++)
+      for (int how = 0; how < STITCH_COUNT; how++) {
+        Plan *p = fusion_plan(c, s, pairs, (Strategy)st, (Stitcher)how,
+                              OBJ_TRAFFIC, &d);
+        char what[256];
+        snprintf(what, sizeof what, "%s %s/%s", specs[i],
+                 strategy_name((Strategy)st), stitcher_name((Stitcher)how));
+        for (int k = 0; p && k < na; k++)
+          priced += check_relabelled(c, s, archs[k], pairs, p, memo, what);
+        plan_free(p);
+      }
+    free(pairs);
+    shape_free(s);
+    cascade_free(c);
+  }
+  CHECK(priced >= ns * ST_COUNT * (STITCH_COUNT - 1) * na * ST_COUNT);
+  map_memo_free(memo);
+  for (int k = 0; k < na; k++)
+    arch_free(archs[k]);
   free_list(specs, ns);
 }

@@ -10,6 +10,7 @@
 #include "../../src/exec/exec.h"
 #include "../../src/model/model.h"
 #include "../../src/spec/spec.h"
+#include "../../src/preset/preset.h"
 #include "test.h"
 
 static Cascade *shipped(const char *name) {
@@ -36,7 +37,7 @@ static Shape *bind_at(const Cascade *c, double size, bool all, Diag *d) {
     if (all || !strcmp(c->ranks[r].name, "B") ||
         !strcmp(c->ranks[r].name, "I"))
       set[n++] = (Setting){c->ranks[r].name, size};
-  Shape *s = shape_bind(c, preset_find(c->model), set, n, true, d);
+  Shape *s = shape_bind(c, preset_sizes(c->model), set, n, true, d);
   free(set);
   return s;
 }
@@ -53,6 +54,7 @@ static void check_cascade(const char *name, bool all) {
     return;
   }
   Pair *pairs = fusion_classify(c, s);
+  int planned = 0;
   for (int st = 0; st < ST_COUNT; st++)
     for (int how = 0; how < STITCH_COUNT; how++) {
       Diag pd = {0};
@@ -61,9 +63,14 @@ static void check_cascade(const char *name, bool all) {
       if (p) {
         CHECK(isfinite(p->offchip_elems));
         CHECK(isfinite(exec_bytes(c, s, p, 2 << 20)));
+        planned++;
+      } else {
+        CHECK_INT(how, STITCH_ALG1); /* only Algorithm 1 may refuse */
       }
       plan_free(p);
     }
+  /* A refused plan checks nothing: greedy and global never refuse. */
+  CHECK(planned >= ST_COUNT * (STITCH_COUNT - 1));
   CHECK(isfinite(exec_bytes(c, s, NULL, 0)));
   /* [B, I, D, N]: at least 1e15 squared. */
   CHECK(exec_bytes(c, s, NULL, 0) > 1e30);
