@@ -171,6 +171,7 @@ int cmd_classify(int argc, char **argv);
 int cmd_fuse(int argc, char **argv);
 int cmd_tensors(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_search(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_reproduce(int argc, char **argv);
 int cmd_diff(int argc, char **argv);

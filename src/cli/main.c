@@ -14,6 +14,8 @@ static const Command commands[] = {
      "classify every producer->consumer pair (RI, RSb, RSp, RD)"},
     {"fuse", cmd_fuse, "stitch the cascade into fusion groups per strategy"},
     {"eval", cmd_eval, "price a fusion plan on an accelerator"},
+    {"search", cmd_search,
+     "the best schedule on an accelerator, its lower bound and gap"},
     {"exec", cmd_exec,
      "run a cascade on tensors (interpreter or plan), check, count bytes"},
     {"reproduce", cmd_reproduce,
