@@ -13,75 +13,77 @@
 
 static bool blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
-bool parse_token_list(const char *cmd, const char *text, int batch,
-                      TokenList *out) {
-  const char *s = text;
+/* The ids of TEXT into OUT->ids (OUT->nseq rows of OUT->len); false
+ * after a message. */
+static bool scan_token_rows(const char *cmd, const char *text,
+                            TokenList *out) {
   int n = 0, cap = 0, rows = 1, row_len = 0, first_len = -1;
-  int *ids = NULL;
-  const char *p = s;
+  const char *p = text;
   for (;;) {
     while (blank(*p))
       p++;
     char *end = (char *)p;
     errno = 0;
     long v = isdigit((unsigned char)*p) ? strtol(p, &end, 10) : -1;
+    /* At most 64 MiB of text (INPUT_TEXT_MAX): n cannot overflow. */
     if (end == p || errno || v < 0 || v > INT_MAX) {
       usage_error(cmd, "--tokens: expected a token id (a non-negative "
-                     "integer) at '%.24s'",
+                       "integer) at '%.24s'",
                   *p ? p : "the end");
-      free(ids);
       return false;
     }
-    if (n == INT_MAX) {
-      usage_error(cmd, "--tokens: more than %d tokens", INT_MAX);
-      free(ids);
-      return false;
-    }
-    VEC_PUSH(ids, n, cap, (int)v);
+    VEC_PUSH(out->ids, n, cap, (int)v);
     row_len++;
-    p = end;
-    while (blank(*p))
-      p++;
+    for (p = end; blank(*p); p++)
+      ;
     if (*p == ',') {
       p++;
       continue;
     }
-    if (*p == ';' || !*p) {
-      if (first_len >= 0 && row_len != first_len) {
-        usage_error(cmd, "--tokens: row %d has %d tokens, the first has %d",
-                    rows, row_len, first_len);
-        free(ids);
-        return false;
-      }
-      first_len = row_len;
-      row_len = 0;
-      if (!*p)
-        break;
-      p++;
-      if (!*p)
-        break; /* a trailing ';' */
-      rows++;
-      continue;
+    if (*p != ';' && *p) {
+      usage_error(cmd, "--tokens: unexpected '%c' (ids are separated by ',' "
+                       "and rows by ';')",
+                  *p);
+      return false;
     }
-    usage_error(cmd, "--tokens: unexpected '%c' (ids are separated by ',' "
-                   "and rows by ';')",
-                *p);
-    free(ids);
+    if (first_len >= 0 && row_len != first_len) {
+      usage_error(cmd, "--tokens: row %d has %d tokens, the first has %d",
+                  rows, row_len, first_len);
+      return false;
+    }
+    first_len = row_len;
+    row_len = 0;
+    if (!*p || !*++p) /* the end, or a trailing ';' */
+      break;
+    rows++;
+  }
+  out->nseq = rows;
+  out->len = first_len;
+  return true;
+}
+
+bool parse_token_list(const char *cmd, const char *text, int batch,
+                      TokenList *out) {
+  TokenList t = {0};
+  bool ok = scan_token_rows(cmd, text, &t);
+  int n = t.nseq * t.len;
+  if (ok && t.nseq > 1 && batch && batch != t.nseq) {
+    usage_error(cmd, "--batch %d, but --tokens has %d rows", batch, t.nseq);
+    ok = false;
+  }
+  if (ok) {
+    batch = t.nseq > 1 ? t.nseq : batch ? batch : 1;
+    if (n % batch) {
+      usage_error(cmd, "--tokens: %d tokens do not split into %d sequences",
+                  n, batch);
+      ok = false;
+    }
+  }
+  if (!ok) {
+    free(t.ids);
     return false;
   }
-  if (rows > 1 && batch && batch != rows) {
-    usage_error(cmd, "--batch %d, but --tokens has %d rows", batch, rows);
-    free(ids);
-    return false;
-  }
-  batch = rows > 1 ? rows : batch ? batch : 1;
-  if (n % batch) {
-    usage_error(cmd, "--tokens: %d tokens do not split into %d sequences", n,
-                batch);
-    free(ids);
-    return false;
-  }
-  *out = (TokenList){ids, batch, n / batch};
+  *out = (TokenList){t.ids, batch, n / batch};
   return true;
 }
 
