@@ -162,22 +162,25 @@ static bool open_source(const char *dir, const char *name, Source *src,
   return true;
 }
 
-Cascade *open_spec(const char *name, Diag *d) {
+/* The spec (DIR "specs") or architecture ("archs") NAME stands for,
+ * parsed. */
+static void *open_parsed(const char *dir, const char *name, Diag *d) {
   Source src;
-  if (!open_source("specs", name, &src, d))
+  if (!open_source(dir, name, &src, d))
     return NULL;
-  Cascade *c = spec_parse(src.path, src.text, src.len, d);
+  void *parsed = strcmp(dir, "specs") == 0
+                     ? (void *)spec_parse(src.path, src.text, src.len, d)
+                     : (void *)arch_parse(src.path, src.text, src.len, d);
   source_free(&src);
-  return c;
+  return parsed;
+}
+
+Cascade *open_spec(const char *name, Diag *d) {
+  return open_parsed("specs", name, d);
 }
 
 Arch *open_arch(const char *name, Diag *d) {
-  Source src;
-  if (!open_source("archs", name, &src, d))
-    return NULL;
-  Arch *a = arch_parse(src.path, src.text, src.len, d);
-  source_free(&src);
-  return a;
+  return open_parsed("archs", name, d);
 }
 
 /* ---- outputs and memory ---- */
@@ -338,6 +341,31 @@ int load_spec(const char *cmd, const SpecOpts *o, bool complete,
 int default_threads(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n < 1 ? 1 : n > 16 ? 16 : (int)n;
+}
+
+/* ---- the executors' options ---- */
+
+static const Opt executor_opts[] = {
+    {"--strategy", OPT_ENUM, offsetof(ExecutorOpts, strategy), "S",
+     .help = "interpreter (default: Einsum by Einsum), or the fused executor "
+             "with the plan of unfused, ri, ri+rsb, ri+rsb+rsp or full; all "
+             "compute the same numbers",
+     .choices = &exec_strategy_choices},
+    {"--buffer", OPT_SIZE, offsetof(ExecutorOpts, buffer), "BYTES",
+     .help = "the fused executor's tile buffer (default 2MiB; suffixes k, M, "
+             "G, KiB, MiB, GiB)"},
+    {"--threads", OPT_INT, offsetof(ExecutorOpts, threads), "N",
+     .help = "worker threads (default: the CPUs, at most 16)", .lo = 1,
+     .hi = 256},
+};
+const OptTable executor_options = OPT_TABLE(executor_opts);
+
+ExecutorOpts executor_defaults(void) {
+  return (ExecutorOpts){-1, 2 << 20, default_threads()};
+}
+
+const char *executor_name(const ExecutorOpts *o) {
+  return o->strategy < 0 ? "interpreter" : strategy_name(o->strategy);
 }
 
 Inputs spec_inputs(const char *command, const SpecOpts *o, const Cascade *c,

@@ -160,6 +160,18 @@ extern const OptTable spec_options;
 /* The model's options (--pipelined, --stitch, ...), into a
  * ModelOverrides (eval, reproduce). */
 extern const OptTable model_options;
+/* The executors' options (exec, run, generate). */
+typedef struct ExecutorOpts {
+  int strategy;  /* --strategy; -1: the interpreter */
+  double buffer; /* --buffer: the fused executor's tile buffer */
+  int threads;   /* --threads */
+} ExecutorOpts;
+extern const OptTable executor_options;
+/* The interpreter, a 2 MiB buffer, default_threads(). */
+ExecutorOpts executor_defaults(void);
+/* "interpreter" or the strategy's name. */
+const char *executor_name(const ExecutorOpts *o);
+
 /* The names of the library's enums, as options take them. */
 extern const OptChoices phase_choices, strategy_choices, stitcher_choices,
     design_choices, objective_choices;

@@ -32,10 +32,9 @@ typedef struct ExecArgs {
   InputFiles inputs;
   uint64_t seed; /* with --random */
   Ranges ranges;
-  int strategy, stitch; /* strategy -1: the interpreter */
+  ExecutorOpts ex;
+  int stitch;
   const char *plan_file, *out, *next, *keep;
-  double buffer;
-  int threads;
   bool check;
   double tolerance;
   bool random; /* --random given */
@@ -100,10 +99,6 @@ static const Opt exec_opts[] = {
      .help = "the range of NAME, or of every input NAME is not given (positive for "
      "a variance: --range VAR=0.5:2)",
      .flags = OPT_REPEAT, .parse = parse_range_opt},
-    {"--strategy", OPT_ENUM, EO(strategy), "S",
-     .help = "interpreter (default), or the fused executor with the plan of "
-     "unfused, ri, ri+rsb, ri+rsb+rsp or full",
-     .choices = &exec_strategy_choices},
     {"--stitch", OPT_ENUM, EO(stitch), "HOW",
      .help = "greedy (default), alg1 or global: how the plan is stitched (as for "
      "fuse)",
@@ -113,11 +108,6 @@ static const Opt exec_opts[] = {
     {"--phase", OPT_ENUM, EO(spec.phase), "P",
      .help = "prefill, or decode: the spec's sequence rank set to 1",
      .choices = &phase_choices},
-    {"--buffer", OPT_SIZE, EO(buffer), "BYTES",
-     .help = "the fused executor's tile buffer (default 2MiB; suffixes k, M, G, "
-     "KiB, MiB, GiB)"},
-    {"--threads", OPT_INT, EO(threads), "N",
-     .help = "worker threads (default: the CPUs, at most 16)", .lo = 1, .hi = 256},
     {"--out", OPT_PATH, EO(out), "FILE",
      .help = "write the outputs (or the --keep tensors) to FILE, atomically"},
     {"--keep", OPT_STRING, EO(keep), "T,...",
@@ -141,10 +131,8 @@ static const Opt exec_opts[] = {
 static const OptTable exec_table = OPT_TABLE(exec_opts);
 
 static void exec_init(void *opts) {
-  *(ExecArgs *)opts = (ExecArgs){.strategy = -1, .stitch = STITCH_GREEDY,
-                                 .buffer = 2 << 20,
-                                 .threads = default_threads(),
-                                 .tolerance = 1e-5};
+  *(ExecArgs *)opts = (ExecArgs){.ex = executor_defaults(),
+                                 .stitch = STITCH_GREEDY, .tolerance = 1e-5};
 }
 
 /* ---- inputs ---- */
@@ -648,9 +636,9 @@ static int make_plan(const ExecArgs *o, const Cascade *c, const Shape *s,
   *plan = NULL;
   if (o->plan_file) {
     *plan = load_plan_file(o->plan_file, c, s, &d);
-  } else if (o->strategy >= 0) {
+  } else if (o->ex.strategy >= 0) {
     Pair *pairs = fusion_classify(c, s);
-    *plan = fusion_plan(c, s, pairs, (Strategy)o->strategy,
+    *plan = fusion_plan(c, s, pairs, (Strategy)o->ex.strategy,
                         (Stitcher)o->stitch, OBJ_TRAFFIC, &d);
     free(pairs);
   } else {
@@ -662,9 +650,9 @@ static int make_plan(const ExecArgs *o, const Cascade *c, const Shape *s,
 /* The executor (and with --check the interpreter) over the inputs. */
 static int execute(const ExecArgs *o, const Cascade *c, const Shape *s,
                    ExecRun *x) {
-  x->pool = pool_new(o->threads);
+  x->pool = pool_new(o->ex.threads);
   ExecOpts eo = {.plan = x->plan,
-                 .buffer_bytes = o->buffer,
+                 .buffer_bytes = o->ex.buffer,
                  .pool = x->pool,
                  .keep_all = o->keep != NULL};
   Diag d = {0};
@@ -759,7 +747,7 @@ static int run(const ExecArgs *o, const Cascade *c, const Shape *s) {
 /* The options that go together, and outputs that can be written and
  * overwrite no input: refused before any work. */
 static int check_args(const Parsed *p, const ExecArgs *o) {
-  bool fused = o->strategy >= 0, stitch = opt_given(p, "--stitch");
+  bool fused = o->ex.strategy >= 0, stitch = opt_given(p, "--stitch");
   if (o->plan_file && (fused || stitch))
     return usage_error(p->cmd,
                        "--plan gives the plan: drop --strategy/--stitch");
@@ -812,6 +800,7 @@ const Command exec_command = {
         "a path or a shipped name (mamba1, fusemax_1pass, prenorm_decode,\n"
         "...).\n",
     .uses = {{&exec_table, 0, NULL},
+             {&executor_options, offsetof(ExecArgs, ex), NULL},
              {&spec_options, offsetof(ExecArgs, spec), NULL}},
     .notes =
         "With a plan, the bytes the executor counted are printed beside the\n"

@@ -29,9 +29,7 @@ typedef struct LmArgs {
   bool json;
   double max_memory; /* --max-memory; 0: what the machine has */
   int batch;         /* --batch; 0: one sequence, or the rows given */
-  int strategy;      /* -1: the interpreter */
-  double buffer;
-  int threads;
+  ExecutorOpts ex;
   char *file_text; /* --tokens-file's contents */
   /* The token ids, [nseq, len] row-major. */
   int *tokens;
@@ -60,20 +58,9 @@ static const Opt lm_opts_table[] = {
     {"--batch", OPT_INT, LO(batch), "N",
      .help = "split the list into N sequences of equal length", .lo = 1,
      .hi = 1 << 20},
-    {"--strategy", OPT_ENUM, LO(strategy), "S",
-     .help = "interpreter (default: Einsum by Einsum), or the fused executor "
-             "with the plan of unfused, ri, ri+rsb, ri+rsb+rsp or full; all "
-             "compute the same numbers",
-     .choices = &exec_strategy_choices},
-    {"--buffer", OPT_SIZE, LO(buffer), "BYTES",
-     .help = "the fused executor's tile buffer (default 2MiB; suffixes k, M, "
-             "G, KiB, MiB, GiB)"},
     {"--spec", OPT_STRING, LO(spec), "SPEC",
      .help = "the layer cascade (default: mamba1 or mamba2, from "
              "config.json); its weights: section maps the keys"},
-    {"--threads", OPT_INT, LO(threads), "N",
-     .help = "worker threads (default: the CPUs, at most 16)", .lo = 1,
-     .hi = 256},
     {"--max-memory", OPT_SIZE, LO(max_memory), "B",
      .help = "refuse (exit 2) a run whose weights, activations and results "
              "would need more than B bytes (suffixes as for --buffer; "
@@ -86,12 +73,7 @@ static const Opt lm_opts_table[] = {
 static const OptTable lm_table = OPT_TABLE(lm_opts_table);
 
 static void lm_args_init(LmArgs *o) {
-  *o = (LmArgs){.strategy = -1, .buffer = 2 << 20,
-                .threads = default_threads()};
-}
-
-static const char *strategy_text(const LmArgs *o) {
-  return o->strategy < 0 ? "interpreter" : strategy_name(o->strategy);
+  *o = (LmArgs){.ex = executor_defaults()};
 }
 
 /* --tokens, or --tokens-file (where a line break ends a row). */
@@ -168,7 +150,7 @@ static double peak_rss(void) {
 /* The figures both commands report in --json. */
 static void json_common(json_t *j, const LmArgs *o, const Lm *m) {
   json_object_set_new(j, "model", json_string(o->model));
-  json_object_set_new(j, "strategy", json_string(strategy_text(o)));
+  json_object_set_new(j, "strategy", json_string(executor_name(&o->ex)));
   json_object_set_new(j, "batch", json_integer(o->nseq));
   json_object_set_new(j, "prompt_tokens", json_integer(o->len));
   json_object_set_new(j, "layers", json_integer(lm_config(m)->n_layer));
@@ -267,9 +249,10 @@ static int open_model(const char *cmd, const LmArgs *o, Lm **m) {
 }
 
 static LmOpts lm_opts(const LmArgs *o, Pool *pool, bool last_only) {
-  return (LmOpts){.fused = o->strategy >= 0,
-                  .strategy = o->strategy < 0 ? ST_FULL : (Strategy)o->strategy,
-                  .buffer_bytes = o->buffer, .pool = pool,
+  return (LmOpts){.fused = o->ex.strategy >= 0,
+                  .strategy = o->ex.strategy < 0 ? ST_FULL
+                                                 : (Strategy)o->ex.strategy,
+                  .buffer_bytes = o->ex.buffer, .pool = pool,
                   .last_only = last_only};
 }
 
@@ -393,7 +376,7 @@ static int check_pass_memory(const char *cmd, const RunArgs *r, Lm *m) {
       r->mixer ? 4.0 * cfg->n_layer * o->nseq * o->len * cfg->d_model : 0;
   char what[160];
   snprintf(what, sizeof what, "running %d x %d tokens (%s, %d layer%s)",
-           o->nseq, o->len, strategy_text(o), cfg->n_layer,
+           o->nseq, o->len, executor_name(&o->ex), cfg->n_layer,
            cfg->n_layer == 1 ? "" : "s");
   return check_run_memory(cmd, o, m, what, false, r->mixer,
                           2 * (logit_bytes + mixed));
@@ -416,14 +399,14 @@ static void run_report(const LmArgs *o, const Lm *m, double secs) {
   fprintf(stderr,
           "mambalaya run: %d x %d tokens, %d layer%s, %s: %.4f s, %.1f "
           "tokens/s\n",
-          o->nseq, o->len, layers, layers == 1 ? "" : "s", strategy_text(o),
+          o->nseq, o->len, layers, layers == 1 ? "" : "s", executor_name(&o->ex),
           secs, rate);
 }
 
 /* One pass over the tokens; the results into --out. */
 static int run_pass(const char *cmd, const RunArgs *r, Lm *m) {
   const LmArgs *o = &r->lm;
-  Pool *pool = pool_new(o->threads);
+  Pool *pool = pool_new(o->ex.threads);
   LmOpts lo = lm_opts(o, pool, false);
   Tensors out = {0}, arrays = {0};
   Array *logits;
@@ -443,7 +426,7 @@ static int run_pass(const char *cmd, const RunArgs *r, Lm *m) {
     Buf tok = {0};
     tokens_meta(&tok, o->tokens, o->nseq, o->len);
     if (o->out)
-      status = save_results(m, o->out, &arrays, tok.s, strategy_text(o));
+      status = save_results(m, o->out, &arrays, tok.s, executor_name(&o->ex));
     buf_free(&tok);
   }
   if (!status)
@@ -486,7 +469,9 @@ const Command run_command = {
         "  layers.{i}.mixer_output  [batch, tokens, d_model] (--mixer-outputs)\n"
         "the layouts of tests/oracle/mamba_ref.py. A summary line (tokens,\n"
         "time, tokens/s) goes to stderr. Needs --out FILE or --json.\n",
-    .uses = {{&run_table, 0, NULL}, {&lm_table, offsetof(RunArgs, lm), NULL}},
+    .uses = {{&run_table, 0, NULL},
+             {&lm_table, offsetof(RunArgs, lm), NULL},
+             {&executor_options, offsetof(RunArgs, lm.ex), NULL}},
     .example = "mambalaya run --model m130 --tokens 1,2,3 --strategy ri+rsb "
                "--out out.safetensors\n"
                "mambalaya run --model m130 --prompt \"Mamba is\" --json\n",
@@ -603,7 +588,7 @@ static int check_gen_memory(const char *cmd, const Gen *g) {
       o->out ? 4.0 * o->nseq * ((double)o->len + g->max_new - 1) * V : 0;
   char what[200];
   snprintf(what, sizeof what, "generating %d tokens after %d x %d (%s%s)",
-           g->max_new, o->nseq, o->len, strategy_text(o),
+           g->max_new, o->nseq, o->len, executor_name(&o->ex),
            o->out ? ", every position's logits kept for --out" : "");
   return check_run_memory(cmd, o, g->m, what, !o->out, false,
                           3 * all + 4.0 * o->nseq * g->max_new);
@@ -624,7 +609,7 @@ static int gen_save(const Gen *g) {
   tokens_meta(&tok, ran, o->nseq, total);
   Tensors arrays = {0};
   tensors_put(&arrays, "logits", g->all, false);
-  int status = save_results(g->m, o->out, &arrays, tok.s, strategy_text(o));
+  int status = save_results(g->m, o->out, &arrays, tok.s, executor_name(&o->ex));
   tensors_free(&arrays);
   buf_free(&tok);
   free(ran);
@@ -688,7 +673,7 @@ static void gen_report(const char *cmd, const Gen *g) {
           "tokens/s); %d new tokens per sequence, decode %.1f tokens/s "
           "(%s)\n",
           o->nseq, o->len, g->prefill_s, prefill_rate, g->max_new,
-          decode_rate, strategy_text(o));
+          decode_rate, executor_name(&o->ex));
 }
 
 /* Decode, then --out and the report. */
@@ -698,7 +683,7 @@ static int gen_run(const char *cmd, Gen *g) {
     fputs(o->prompt, stdout);
     fflush(stdout);
   }
-  g->pool = pool_new(o->threads);
+  g->pool = pool_new(o->ex.threads);
   g->generated =
       xcalloc((size_t)o->nseq * (size_t)g->max_new, sizeof(int));
   if (o->out)
@@ -749,7 +734,9 @@ const Command generate_command = {
         "of every position that ran, [batch, prompt + N - 1, vocab] (the\n"
         "prompt's from the prefill, then one per step), and the final decode\n"
         "state as for mambalaya run. A summary line goes to stderr.\n",
-    .uses = {{&gen_table, 0, NULL}, {&lm_table, offsetof(GenArgs, lm), NULL}},
+    .uses = {{&gen_table, 0, NULL},
+             {&lm_table, offsetof(GenArgs, lm), NULL},
+             {&executor_options, offsetof(GenArgs, lm.ex), NULL}},
     .example = "mambalaya generate --model m130 --prompt \"Mamba is\" "
                "--max-new 32\n"
                "mambalaya generate --model m130 --tokens \"1,2;3,4\" "
