@@ -396,25 +396,21 @@ static json_t *check_json(const ExecResult *r) {
   json_t *chk = json_array();
   for (int i = 0; i < r->ndiffs; i++) {
     const Diff *df = &r->diffs[i];
-    json_t *o = json_object();
-    json_object_set_new(o, "tensor", json_string(df->name));
-    json_object_set_new(o, "next_state", json_boolean(df->state));
-    json_object_set_new(o, "max_rel_diff", isfinite(df->rel)
-                                               ? report_real(df->rel)
-                                               : json_string("inf"));
-    json_array_append_new(chk, o);
+    json_t *rel =
+        isfinite(df->rel) ? report_real(df->rel) : json_string("inf");
+    json_array_append_new(chk, json_pack("{s:s, s:b, s:o}", "tensor",
+                                         df->name, "next_state", df->state,
+                                         "max_rel_diff", rel));
   }
   return chk;
 }
 
 static json_t *outputs_json(const Tensors *written) {
   json_t *outs = json_array();
-  for (int i = 0; i < written->n; i++) {
-    json_t *o = json_object();
-    json_object_set_new(o, "tensor", json_string(written->names[i]));
-    json_object_set_new(o, "shape", shape_json(written->arrays[i]));
-    json_array_append_new(outs, o);
-  }
+  for (int i = 0; i < written->n; i++)
+    json_array_append_new(outs, json_pack("{s:s, s:o}", "tensor",
+                                          written->names[i], "shape",
+                                          shape_json(written->arrays[i])));
   return outs;
 }
 

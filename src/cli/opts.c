@@ -124,56 +124,62 @@ static int store_switch(const char *cmd, const Opt *o, const char *v,
   return 0;
 }
 
+/* "--threads expects 1 to 256, got 'x'" */
+static int bad_value(const char *cmd, const Opt *o, const char *v,
+                     const char *expected) {
+  return usage_error(cmd, "%s expects %s, got '%s'", o->name, expected, v);
+}
+
 static int store_int(const char *cmd, const Opt *o, const char *v,
                      void *field) {
   long n;
-  if (!parse_count(v, o->lo, o->hi, &n))
-    return usage_error(cmd, "%s expects %.0f to %.0f, got '%s'", o->name,
-                       o->lo, o->hi, v);
-  *(int *)field = (int)n;
-  return 0;
+  char range[64];
+  if (parse_count(v, o->lo, o->hi, &n)) {
+    *(int *)field = (int)n;
+    return 0;
+  }
+  snprintf(range, sizeof range, "%.0f to %.0f", o->lo, o->hi);
+  return bad_value(cmd, o, v, range);
 }
 
 static int store_double(const char *cmd, const Opt *o, const char *v,
                         void *field) {
   double x;
   bool lo_open = o->flags & OPT_LO_OPEN, hi_open = o->flags & OPT_HI_OPEN;
-  if (!parse_decimal(v, &x) || (lo_open ? x <= o->lo : x < o->lo) ||
-      (hi_open ? x >= o->hi : x > o->hi)) {
-    if (isinf(o->hi))
-      return usage_error(cmd, "%s expects a number %s %g, got '%s'", o->name,
-                         lo_open ? ">" : ">=", o->lo, v);
-    return usage_error(cmd, "%s expects a number in %c%g, %g%c, got '%s'",
-                       o->name, lo_open ? '(' : '[', o->lo, o->hi,
-                       hi_open ? ')' : ']', v);
+  if (parse_decimal(v, &x) && (lo_open ? x > o->lo : x >= o->lo) &&
+      (hi_open ? x < o->hi : x <= o->hi)) {
+    *(double *)field = x;
+    return 0;
   }
-  *(double *)field = x;
-  return 0;
+  char range[96];
+  if (isinf(o->hi))
+    snprintf(range, sizeof range, "a number %s %g", lo_open ? ">" : ">=",
+             o->lo);
+  else
+    snprintf(range, sizeof range, "a number in %c%g, %g%c",
+             lo_open ? '(' : '[', o->lo, o->hi, hi_open ? ')' : ']');
+  return bad_value(cmd, o, v, range);
 }
 
 static int store_size(const char *cmd, const Opt *o, const char *v,
                       void *field) {
-  double x;
-  if (!parse_bytes(v, &x) || !(x >= 1))
-    return usage_error(cmd, "%s expects a size in bytes (e.g. 2MiB), got "
-                            "'%s'",
-                       o->name, v);
-  *(double *)field = x;
-  return 0;
+  if (parse_bytes(v, (double *)field) && *(double *)field >= 1)
+    return 0;
+  return bad_value(cmd, o, v, "a size in bytes (e.g. 2MiB)");
 }
 
 static int store_seed(const char *cmd, const Opt *o, const char *v,
                       void *field) {
-  char *end;
+  char *end = NULL;
   errno = 0;
-  unsigned long long s = isdigit((unsigned char)v[0]) ? strtoull(v, &end, 10)
-                                                      : 0;
-  if (!isdigit((unsigned char)v[0]) || errno || *end)
-    return usage_error(cmd, "%s expects a non-negative integer (decimal "
-                            "digits), got '%s'",
-                       o->name, v);
-  *(uint64_t *)field = s;
-  return 0;
+  if (isdigit((unsigned char)v[0])) {
+    unsigned long long s = strtoull(v, &end, 10);
+    if (!errno && !*end) {
+      *(uint64_t *)field = s;
+      return 0;
+    }
+  }
+  return bad_value(cmd, o, v, "a non-negative integer (decimal digits)");
 }
 
 static int store_string(const char *cmd, const Opt *o, const char *v,
@@ -186,7 +192,7 @@ static int store_string(const char *cmd, const Opt *o, const char *v,
 static int store_path(const char *cmd, const Opt *o, const char *v,
                       void *field) {
   if (!*v)
-    return usage_error(cmd, "%s expects a path, got ''", o->name);
+    return bad_value(cmd, o, v, "a path");
   *(const char **)field = v;
   return 0;
 }
