@@ -3,8 +3,8 @@
 # opening and closing brace): a command is its option table and a short
 # body (src/cli/opts.c runs the tables). A function starts where a line at
 # brace depth 0 opens a brace after a parenthesis with no '=' before it
-# (an initializer is not a function); comments and strings are not parsed,
-# so braces in them must balance, as they do.
+# (an initializer is not a function). Comments, strings and characters
+# are blanked first.
 set -u
 MAX=60
 # load_plan_file (modelopts.c) is moving to src/fusion/ as it is (issue
@@ -23,8 +23,21 @@ for f in src/cli/*.c; do
     }
     {
       line = $0
+      if (incomment) {
+        if (!index(line, "*/")) {
+          line = ""
+        } else {
+          line = substr(line, index(line, "*/") + 2)
+          incomment = 0
+        }
+      }
       gsub(/"([^"\\]|\\.)*"/, "\"\"", line)   # strings hold no braces
       gsub(/\x27([^\x27\\]|\\.)*\x27/, "0", line) # nor do characters
+      gsub(/\/\*([^*]|\*+[^*\/])*\*+\//, "", line)
+      if (index(line, "/*")) {
+        line = substr(line, 1, index(line, "/*") - 1)
+        incomment = 1
+      }
       sub(/\/\/.*/, "", line)
       if (depth == 0) {
         head = head " " line
