@@ -124,7 +124,8 @@ static const Opt spec_opts[] = {
     {"--model", OPT_STRING, offsetof(SpecOpts, model), "M",
      .help = "model preset for the shape (default: the spec's)"},
     {"--set", OPT_CUSTOM, 0, "NAME=V",
-     .help = "override a rank size or parameter (repeatable)", .flags = OPT_REPEAT,
+     .help = "override a rank size or parameter (repeatable)",
+     .flags = OPT_REPEAT,
      .parse = parse_set},
 };
 const OptTable spec_options = OPT_TABLE(spec_opts);
@@ -396,7 +397,8 @@ void emit_json(json_t *root, const Inputs *in) {
 int parse_formats(const char *cmd, const char *list, void *field) {
   unsigned set = 0;
   char *copy = xstrdup(list), *save = NULL;
-  for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+  for (char *t = strtok_r(copy, ",", &save); t;
+       t = strtok_r(NULL, ",", &save)) {
     Format f;
     if (!format_from_name(t, &f)) {
       set = 0;

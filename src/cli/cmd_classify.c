@@ -10,12 +10,12 @@ typedef struct ClassifyArgs {
 
 static const Opt classify_opts[] = {
     {"SPEC", OPT_STRING, offsetof(ClassifyArgs, spec.spec), NULL,
-     .help = "the cascade", .flags = OPT_POSITIONAL},
+     .flags = OPT_POSITIONAL},
     {"--merge", OPT_FLAG, offsetof(ClassifyArgs, merge), NULL,
      .help = "classify between Einsums after shared-input merging"},
     {"--json", OPT_FLAG, offsetof(ClassifyArgs, spec.json), NULL,
-     .help = "print JSON: {\"edges\": [{\"producer\", \"consumer\", \"tensor\", "
-     "\"class\", \"shared_ranks\", ...}]}"},
+     .help = "print JSON: {\"edges\": [{\"producer\", \"consumer\", "
+             "\"tensor\", \"class\", \"shared_ranks\", ...}]}"},
 };
 static const OptTable classify_table = OPT_TABLE(classify_opts);
 
@@ -45,8 +45,7 @@ static int classify(const Parsed *p, void *opts) {
 }
 
 const Command classify_command = {
-    .name = "classify",
-    .summary = "classify every producer->consumer pair (RI, RSb, RSp, RD)",
+    "classify", "classify every producer->consumer pair (RI, RSb, RSp, RD)",
     .about =
         "Classify every producer->consumer pair of the cascade in SPEC as RI\n"
         "(rank-isomorphic), RSb (rank-subsetted: the producer reduces), RSp\n"
@@ -56,6 +55,5 @@ const Command classify_command = {
     .uses = {{&classify_table, 0, NULL},
              {&spec_options, offsetof(ClassifyArgs, spec), NULL}},
     .example = "mambalaya classify mamba1 --merge\n",
-    .size = sizeof(ClassifyArgs),
-    .run = classify,
+    .size = sizeof(ClassifyArgs), .run = classify,
 };

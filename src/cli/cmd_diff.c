@@ -10,9 +10,9 @@ typedef struct DiffArgs {
 } DiffArgs;
 
 static const Opt diff_opts[] = {
-    {"A.json", OPT_PATH, offsetof(DiffArgs, files[0]), NULL, .help = NULL,
+    {"A.json", OPT_PATH, offsetof(DiffArgs, files[0]), NULL,
      .flags = OPT_POSITIONAL},
-    {"B.json", OPT_PATH, offsetof(DiffArgs, files[1]), NULL, .help = NULL,
+    {"B.json", OPT_PATH, offsetof(DiffArgs, files[1]), NULL,
      .flags = OPT_POSITIONAL},
     {"--tolerance", OPT_DOUBLE, offsetof(DiffArgs, tolerance), "R",
      .help = "numbers within a relative R are the same (default 0: exactly)",
@@ -47,8 +47,7 @@ static int diff(const Parsed *p, void *opts) {
 }
 
 const Command diff_command = {
-    .name = "diff",
-    .summary = "what changed between two --json results",
+    "diff", "what changed between two --json results",
     .about =
         "Compare two results written with --json (classify, fuse, eval,\n"
         "reproduce, sweep): first what differs in their inputs (spec,\n"
@@ -61,6 +60,5 @@ const Command diff_command = {
     .example = "mambalaya eval mamba1 --json > out/a.json\n"
                "mambalaya eval mamba1 --arch h100 --json > out/b.json\n"
                "mambalaya diff out/a.json out/b.json\n",
-    .size = sizeof(DiffArgs),
-    .run = diff,
+    .size = sizeof(DiffArgs), .run = diff,
 };

@@ -12,31 +12,31 @@ typedef struct EvalArgs {
 } EvalArgs;
 
 static const Opt eval_opts[] = {
-    {"SPEC", OPT_STRING, offsetof(EvalArgs, spec.spec), NULL, .help = NULL,
+    {"SPEC", OPT_STRING, offsetof(EvalArgs, spec.spec), NULL,
      .flags = OPT_POSITIONAL},
     {"--arch", OPT_STRING, offsetof(EvalArgs, arch), "ARCH",
      .help = "architecture (default: mambalaya)"},
     {"--design", OPT_ENUM, offsetof(EvalArgs, design), "D",
-     .help = "unfused, ideal, marca, geens, ri, ri+rsb, ri+rsb+rsp, full (default: "
-     "full)",
+     .help = "unfused, ideal, marca, geens, ri, ri+rsb, ri+rsb+rsp, full "
+             "(default: full)",
      .choices = &design_choices},
     {"--strategy", OPT_ENUM, offsetof(EvalArgs, design), "S",
      .help = "the same as --design for the four strategies",
      .choices = &design_choices},
     {"--plan", OPT_PATH, offsetof(EvalArgs, plan), "FILE",
-     .help = "price the plan in FILE, as `fuse --json` writes it (priced with its "
-     "strategy's rules)"},
+     .help = "price the plan in FILE, as `fuse --json` writes it (priced with "
+             "its strategy's rules)"},
     {"--phase", OPT_ENUM, offsetof(EvalArgs, spec.phase), "P",
-     .help = "prefill (the spec's sizes) or decode (the sequence rank, `sequence:` "
-     "in the spec, set to 1)",
+     .help = "prefill (the spec's sizes) or decode (the sequence rank, "
+             "`sequence:` in the spec, set to 1)",
      .choices = &phase_choices},
     {"--csv", OPT_FLAG, offsetof(EvalArgs, csv), NULL,
-     .help = "print one row per Einsum as CSV (a header line, then the rows in "
-     "execution order)"},
+     .help = "print one row per Einsum as CSV (a header line, then the rows "
+             "in execution order)"},
     {"--json", OPT_FLAG, offsetof(EvalArgs, spec.json), NULL,
-     .help = "print JSON, with the inputs that produced it (spec, architecture and "
-     "their SHA-256, model, settings, options, tool version) and the area "
-     "and energy of every component"},
+     .help = "print JSON, with the inputs that produced it (spec, "
+             "architecture and their SHA-256, model, settings, options, tool "
+             "version) and the area and energy of every component"},
 };
 static const OptTable eval_table = OPT_TABLE(eval_opts);
 
@@ -117,8 +117,7 @@ static int eval(const Parsed *p, void *opts) {
 }
 
 const Command eval_command = {
-    .name = "eval",
-    .summary = "price a fusion plan on an accelerator",
+    "eval", "price a fusion plan on an accelerator",
     .about =
         "Price a fusion plan of the cascade in SPEC on an accelerator: each\n"
         "Einsum's unit, operations, mapping, DRAM traffic and latency, each\n"
@@ -133,7 +132,5 @@ const Command eval_command = {
                "--json > p.json\n"
                "mambalaya eval mamba2 --plan p.json --phase decode --arch "
                "h100\n",
-    .size = sizeof(EvalArgs),
-    .init = eval_init,
-    .run = eval,
+    .size = sizeof(EvalArgs), .init = eval_init, .run = eval,
 };

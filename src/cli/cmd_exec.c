@@ -86,22 +86,22 @@ static bool range_names(const Range *r, const char *name) {
 
 #define EO(field) offsetof(ExecArgs, field)
 static const Opt exec_opts[] = {
-    {"SPEC", OPT_STRING, EO(spec.spec), NULL, .help = NULL, .flags = OPT_POSITIONAL},
+    {"SPEC", OPT_STRING, EO(spec.spec), NULL, .flags = OPT_POSITIONAL},
     {"--inputs", OPT_CUSTOM, EO(inputs), "FILE",
      .help = "a safetensors file of input tensors, named as in the spec "
-     "(repeatable: weights in one, activations in another); every input "
-     "must come from one, or from --random",
+             "(repeatable: weights in one, activations in another); every "
+             "input must come from one, or from --random",
      .flags = OPT_REPEAT, .parse = parse_input_file},
     {"--random", OPT_SEED, EO(seed), "SEED",
-     .help = "uniform random values for the inputs no file gives (each from SEED "
-     "and its name), in [-1, 1) unless --range says otherwise"},
+     .help = "uniform random values for the inputs no file gives (each from "
+             "SEED and its name), in [-1, 1) unless --range says otherwise"},
     {"--range", OPT_CUSTOM, EO(ranges), "[NAME=]LO:HI",
-     .help = "the range of NAME, or of every input NAME is not given (positive for "
-     "a variance: --range VAR=0.5:2)",
+     .help = "the range of NAME, or of every input NAME is not given "
+             "(positive for a variance: --range VAR=0.5:2)",
      .flags = OPT_REPEAT, .parse = parse_range_opt},
     {"--stitch", OPT_ENUM, EO(stitch), "HOW",
-     .help = "greedy (default), alg1 or global: how the plan is stitched (as for "
-     "fuse)",
+     .help = "greedy (default), alg1 or global: how the plan is stitched (as "
+             "for fuse)",
      .choices = &stitcher_choices},
     {"--plan", OPT_PATH, EO(plan_file), "FILE",
      .help = "run the plan in FILE, as `fuse --json` writes it"},
@@ -114,19 +114,19 @@ static const Opt exec_opts[] = {
      .help = "the tensors --out writes: any produced tensor or input"},
     {"--next", OPT_PATH, EO(next), "FILE",
      .help = "write the state a following pass continues from: each "
-     "initialization's input (H0, a convolution's history, a KV cache grown "
-     "by this pass's tokens)"},
+             "initialization's input (H0, a convolution's history, a KV cache "
+             "grown by this pass's tokens)"},
     {"--check", OPT_FLAG, EO(check), NULL,
-     .help = "run the interpreter too and report the worst relative difference of "
-     "every output (and of the next state): max |x - ref| / max |ref|; exit "
-     "1 if one exceeds the tolerance"},
+     .help = "run the interpreter too and report the worst relative "
+             "difference of every output (and of the next state): max |x - "
+             "ref| / max |ref|; exit 1 if one exceeds the tolerance"},
     {"--tolerance", OPT_DOUBLE, EO(tolerance), "X",
      .help = "for --check (default 1e-5)", .lo = 0, .hi = INFINITY},
     {"--json", OPT_FLAG, EO(spec.json), NULL,
-     .help = "print JSON: {\"spec\", \"sizes\", \"plan\", \"outputs\", \"check\", "
-     "\"traffic\": {\"tensors\": [{\"tensor\", \"read_bytes\", "
-     "\"write_bytes\", \"model_read_bytes\", \"model_write_bytes\"}], ...}, "
-     "\"seconds\", ...}"},
+     .help = "print JSON: {\"spec\", \"sizes\", \"plan\", \"outputs\", "
+             "\"check\", \"traffic\": {\"tensors\": [{\"tensor\", "
+             "\"read_bytes\", \"write_bytes\", \"model_read_bytes\", "
+             "\"model_write_bytes\"}], ...}, \"seconds\", ...}"},
 };
 static const OptTable exec_table = OPT_TABLE(exec_opts);
 
@@ -786,15 +786,14 @@ static int exec_cmd(const Parsed *p, void *opts) {
 }
 
 const Command exec_command = {
-    .name = "exec",
-    .summary =
-        "run a cascade on tensors (interpreter or plan), check, count bytes",
+    "exec",
+    "run a cascade on tensors (interpreter or plan), check, count bytes",
     .about =
-        "Run the cascade in SPEC on fp32 tensors (docs/executor.md): Einsum by\n"
-        "Einsum (the interpreter), or group by group under a fusion plan (the\n"
-        "fused executor, which counts every byte it moves off chip). SPEC is\n"
-        "a path or a shipped name (mamba1, fusemax_1pass, prenorm_decode,\n"
-        "...).\n",
+        "Run the cascade in SPEC on fp32 tensors (docs/executor.md): Einsum\n"
+        "by Einsum (the interpreter), or group by group under a fusion plan\n"
+        "(the fused executor, which counts every byte it moves off chip).\n"
+        "SPEC is a path or a shipped name (mamba1, fusemax_1pass,\n"
+        "prenorm_decode, ...).\n",
     .uses = {{&exec_table, 0, NULL},
              {&executor_options, offsetof(ExecArgs, ex), NULL},
              {&spec_options, offsetof(ExecArgs, spec), NULL}},
@@ -810,7 +809,5 @@ const Command exec_command = {
         "> p.json\n"
         "mambalaya exec mamba2_chunked --plan p.json --inputs in.safetensors "
         "--json\n",
-    .size = sizeof(ExecArgs),
-    .init = exec_init,
-    .run = exec_cmd,
+    .size = sizeof(ExecArgs), .init = exec_init, .run = exec_cmd,
 };

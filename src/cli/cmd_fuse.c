@@ -13,25 +13,26 @@ typedef struct FuseArgs {
 } FuseArgs;
 
 static const Opt fuse_opts[] = {
-    {"SPEC", OPT_STRING, offsetof(FuseArgs, spec.spec), NULL, .help = NULL,
+    {"SPEC", OPT_STRING, offsetof(FuseArgs, spec.spec), NULL,
      .flags = OPT_POSITIONAL},
     {"--strategy", OPT_ENUM, offsetof(FuseArgs, strategy), "S",
      .help = "unfused, ri, ri+rsb, ri+rsb+rsp, full, or all (default)",
      .choices = &strategy_choices},
     {"--stitch", OPT_ENUM, offsetof(FuseArgs, stitch), "HOW",
-     .help = "greedy (default; the paper's walk, pairwise classes), alg1 (Algorithm "
-     "1 as printed: iteration-space intersections), global (exact search)",
+     .help = "greedy (default; the paper's walk, pairwise classes), alg1 "
+             "(Algorithm 1 as printed: iteration-space intersections), global "
+             "(exact search)",
      .choices = &stitcher_choices},
     {"--objective", OPT_ENUM, offsetof(FuseArgs, objective), "O",
-     .help = "for --stitch global: traffic (default: fewest off-chip intermediate "
-     "elements, then fewest groups) or groups",
+     .help = "for --stitch global: traffic (default: fewest off-chip "
+             "intermediate elements, then fewest groups) or groups",
      .choices = &objective_choices},
     {"--json", OPT_FLAG, offsetof(FuseArgs, spec.json), NULL,
-     .help = "print JSON: {\"strategy\", \"groups\": [[OUT, ...]]}; with --strategy "
-     "all, {\"plans\": [...]}"},
+     .help = "print JSON: {\"strategy\", \"groups\": [[OUT, ...]]}; with "
+             "--strategy all, {\"plans\": [...]}"},
     {"--dot", OPT_PATH, offsetof(FuseArgs, dot), "FILE",
-     .help = "write the plan as a Graphviz graph, groups as clusters (needs one "
-     "--strategy)"},
+     .help = "write the plan as a Graphviz graph, groups as clusters (needs "
+             "one --strategy)"},
 };
 static const OptTable fuse_table = OPT_TABLE(fuse_opts);
 
@@ -123,15 +124,12 @@ static int fuse(const Parsed *p, void *opts) {
 }
 
 const Command fuse_command = {
-    .name = "fuse",
-    .summary = "stitch the cascade into fusion groups per strategy",
+    "fuse", "stitch the cascade into fusion groups per strategy",
     .about = "Merge Einsums that share an input, then stitch the cascade into "
              "fusion\ngroups (paper SIII-E, SIV).\n",
     .uses = {{&fuse_table, 0, NULL},
              {&spec_options, offsetof(FuseArgs, spec), NULL}},
     .example = "mambalaya fuse mamba1 --strategy ri+rsb --stitch global "
                "--json\n",
-    .size = sizeof(FuseArgs),
-    .init = fuse_init,
-    .run = fuse,
+    .size = sizeof(FuseArgs), .init = fuse_init, .run = fuse,
 };

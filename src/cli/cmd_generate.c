@@ -16,8 +16,8 @@ static const Opt gen_opts[] = {
      .help = "how many tokens to generate (1 to 1048576)", .lo = 1,
      .hi = 1 << 20, .flags = OPT_REQUIRED},
     {"--out", OPT_PATH, offsetof(GenArgs, lm.out), "FILE",
-     .help = "also write every position's logits and the final state "
-             "(refused if it is an input)"},
+     .help = "also write every position's logits and the final state (refused "
+             "if it is an input)"},
 };
 static const OptTable gen_table = OPT_TABLE(gen_opts);
 
@@ -133,7 +133,8 @@ static int gen_save(const Gen *g) {
   tokens_meta(&tok, ran, o->nseq, total);
   Tensors arrays = {0};
   tensors_put(&arrays, "logits", g->all, false);
-  int status = save_results(g->m, o->out, &arrays, tok.s, executor_name(&o->ex));
+  int status =
+      save_results(g->m, o->out, &arrays, tok.s, executor_name(&o->ex));
   tensors_free(&arrays);
   buf_free(&tok);
   free(ran);
@@ -246,8 +247,7 @@ static int generate_cmd(const Parsed *p, void *opts) {
 }
 
 const Command generate_command = {
-    .name = "generate",
-    .summary = "greedy decoding: prefill, then token steps",
+    "generate", "greedy decoding: prefill, then token steps",
     .about =
         "Greedy decoding: prefill the prompt (--tokens, --tokens-file or\n"
         "--prompt) in one pass, then one pass of one token per new token,\n"
@@ -265,8 +265,6 @@ const Command generate_command = {
                "--max-new 32\n"
                "mambalaya generate --model m130 --tokens \"1,2;3,4\" "
                "--max-new 8 --strategy full\n",
-    .size = sizeof(GenArgs),
-    .init = gen_init,
-    .run = generate_cmd,
+    .size = sizeof(GenArgs), .init = gen_init, .run = generate_cmd,
 };
 

@@ -38,8 +38,8 @@ static const Opt init_opts[] = {
      .help = "where to write (not the --model directory itself)",
      .flags = OPT_REQUIRED},
     {"--max-memory", OPT_SIZE, offsetof(InitArgs, max_memory), "B",
-     .help = "refuse a model that needs more than B bytes to write "
-             "(default: the memory available)"},
+     .help = "refuse a model that needs more than B bytes to write (default: "
+             "the memory available)"},
 };
 static const OptTable init_table = OPT_TABLE(init_opts);
 
@@ -107,8 +107,7 @@ static int init_weights(const Parsed *p, void *opts) {
 }
 
 const Command init_weights_command = {
-    .name = "init-weights",
-    .summary = "write a model directory with random Mamba weights",
+    "init-weights", "write a model directory with random Mamba weights",
     .about =
         "Write DIR/config.json (state-spaces form) and DIR/model.safetensors\n"
         "(Hugging Face key names) with random weights that have the\n"
@@ -125,7 +124,6 @@ const Command init_weights_command = {
     .uses = {{&init_table, 0, NULL}},
     .example = "mambalaya init-weights --model mamba-130m --set n_layer=2 "
                "--out m\n",
-    .size = sizeof(InitArgs),
-    .run = init_weights,
+    .size = sizeof(InitArgs), .run = init_weights,
 };
 

@@ -33,8 +33,7 @@ static const Opt lm_opts[] = {
      .help = "the tokens of TEXT instead (one sequence), by the model's "
              "tokenizer.json (byte-level BPE)"},
     {"--tokenizer", OPT_PATH, LO(tokenizer_file), "FILE",
-     .help = "the tokenizer.json for --prompt (default: "
-             "MODEL/tokenizer.json)"},
+     .help = "the tokenizer.json for --prompt (default: MODEL/tokenizer.json)"},
     {"--batch", OPT_INT, LO(batch), "N",
      .help = "split the list into N sequences of equal length", .lo = 1,
      .hi = 1 << 20},
@@ -47,8 +46,7 @@ static const Opt lm_opts[] = {
              "default: the memory available)"},
     {"--json", OPT_FLAG, LO(json), NULL,
      .help = "print one JSON object on stdout: the tokens, times, bytes of "
-             "weights, peak bytes of activations and the peak resident "
-             "memory"},
+             "weights, peak bytes of activations and the peak resident memory"},
 };
 const OptTable lm_options = OPT_TABLE(lm_opts);
 

@@ -20,20 +20,21 @@ static const Opt repro_opts[] = {
     {"--out", OPT_PATH, offsetof(ReproArgs, out), "DIR",
      .help = "where the figures go (default: out)"},
     {"--format", OPT_CUSTOM, offsetof(ReproArgs, formats), "LIST",
-     .help = "the figures' formats, of svg, pdf, png (default: svg,pdf: SVG for the "
-     "browser, as index.html shows it, PDF for papers; add png for slides: "
-     "it takes about four times as long as the rest together)",
+     .help = "the figures' formats, of svg, pdf, png (default: svg,pdf: SVG "
+             "for the browser, as index.html shows it, PDF for papers; add "
+             "png for slides: it takes about four times as long as the rest "
+             "together)",
      .parse = parse_formats},
     {"--json", OPT_FLAG, offsetof(ReproArgs, spec.json), NULL,
-     .help = "print {\"setup\", \"targets\": {KEY: {\"ours\", \"paper\", ...}}, "
-     "\"designs\"}"},
+     .help = "print {\"setup\", \"targets\": {KEY: {\"ours\", \"paper\", "
+             "...}}, \"designs\"}"},
     {"--spec", OPT_STRING, offsetof(ReproArgs, spec.spec), "SPEC",
      .help = "the cascade (default: the shipped mamba1)"},
     {"--model", OPT_STRING, offsetof(ReproArgs, spec.model), "M",
      .help = "the model preset (default: the spec's own)"},
     {"--set", OPT_CUSTOM, offsetof(ReproArgs, spec), "NAME=V",
-     .help = "B: the batch (default 64); I: the prefill's tokens (default 2048); "
-     "any other rank or parameter as given",
+     .help = "B: the batch (default 64); I: the prefill's tokens (default "
+             "2048); any other rank or parameter as given",
      .flags = OPT_REPEAT, .parse = parse_set},
     {"--arch", OPT_STRING, offsetof(ReproArgs, arch), "ARCH",
      .help = "the architecture (default: the shipped mambalaya)"},
@@ -161,8 +162,7 @@ static int reproduce(const Parsed *p, void *opts) {
 }
 
 const Command reproduce_command = {
-    .name = "reproduce",
-    .summary = "run the paper's evaluation: every figure beside ours",
+    "reproduce", "run the paper's evaluation: every figure beside ours",
     .about =
         "Run the paper's evaluation: every design (best unfused, ideal, the\n"
         "MARCA-like and Geens-like accelerators, the four fusion strategies)\n"
@@ -190,7 +190,5 @@ const Command reproduce_command = {
     .example = "mambalaya reproduce --spec mamba2 --model mamba2-370m --out "
                "out/mamba2\n"
                "mambalaya reproduce --reserve-share 0.8 --out out/share80\n",
-    .size = sizeof(ReproArgs),
-    .init = repro_init,
-    .run = reproduce,
+    .size = sizeof(ReproArgs), .init = repro_init, .run = reproduce,
 };

@@ -53,7 +53,8 @@ static void run_report(const LmArgs *o, const Lm *m, double secs) {
   fprintf(stderr,
           "mambalaya run: %d x %d tokens, %d layer%s, %s: %.4f s, %.1f "
           "tokens/s\n",
-          o->nseq, o->len, layers, layers == 1 ? "" : "s", executor_name(&o->ex),
+          o->nseq, o->len, layers, layers == 1 ? "" : "s",
+          executor_name(&o->ex),
           secs, rate);
 }
 
@@ -108,8 +109,7 @@ static int run_cmd(const Parsed *p, void *opts) {
 }
 
 const Command run_command = {
-    .name = "run",
-    .summary = "run a Mamba language model over tokens (logits, state)",
+    "run", "run a Mamba language model over tokens (logits, state)",
     .about =
         "Run a Mamba language model over the tokens (--tokens, --tokens-file\n"
         "or --prompt) in one pass (every layer a cascade on the executor) and\n"
@@ -129,8 +129,6 @@ const Command run_command = {
     .example = "mambalaya run --model m130 --tokens 1,2,3 --strategy ri+rsb "
                "--out out.safetensors\n"
                "mambalaya run --model m130 --prompt \"Mamba is\" --json\n",
-    .size = sizeof(RunArgs),
-    .init = run_init,
-    .run = run_cmd,
+    .size = sizeof(RunArgs), .init = run_init, .run = run_cmd,
 };
 

@@ -29,11 +29,10 @@ typedef struct SweepArgs {
 } SweepArgs;
 
 static const Opt sweep_opts[] = {
-    {"STUDY", OPT_PATH, offsetof(SweepArgs, study), NULL, NULL,
+    {"STUDY", OPT_PATH, offsetof(SweepArgs, study), NULL,
      .flags = OPT_POSITIONAL},
     {"--out", OPT_PATH, offsetof(SweepArgs, out), "DIR",
-     .help = "where the outputs go (default: out/NAME, NAME the study's "
-             "name)"},
+     .help = "where the outputs go (default: out/NAME, NAME the study's name)"},
     {"--threads", OPT_INT, offsetof(SweepArgs, threads), "N",
      .help = "threads pricing points (default: every core; under MPI, 1 per "
              "rank)",
@@ -252,8 +251,7 @@ static int sweep_cmd(const Parsed *p, void *opts) {
 }
 
 const Command sweep_command = {
-    .name = "sweep",
-    .summary = "a design-space study: many points, their Pareto front",
+    "sweep", "a design-space study: many points, their Pareto front",
     .about =
         "Price every point of a design-space study (docs/sweep.md): the\n"
         "cartesian product (or a listed set) of its cascades and models,\n"
@@ -279,7 +277,5 @@ const Command sweep_command = {
         "the same files as one process.\n",
     .example = "mambalaya sweep arch-neighbourhood --out out/neighbourhood\n"
                "mpirun -n 2 mambalaya sweep studies/model-comparison.yaml\n",
-    .size = sizeof(SweepArgs),
-    .init = sweep_init,
-    .run = sweep_cmd,
+    .size = sizeof(SweepArgs), .init = sweep_init, .run = sweep_cmd,
 };

@@ -13,12 +13,12 @@ typedef struct TensorsArgs {
 } TensorsArgs;
 
 static const Opt tensors_opts[] = {
-    {"FILE", OPT_PATH, offsetof(TensorsArgs, path), NULL, .help = NULL,
+    {"FILE", OPT_PATH, offsetof(TensorsArgs, path), NULL,
      .flags = OPT_POSITIONAL},
     {"--json", OPT_FLAG, offsetof(TensorsArgs, json), NULL,
      .help = "print JSON: {\"file\", \"header_bytes\", \"data_bytes\", "
-     "\"metadata\": {KEY: VALUE}, \"tensors\": [{\"name\", \"dtype\", "
-     "\"shape\", \"data_offsets\"}]}"},
+             "\"metadata\": {KEY: VALUE}, \"tensors\": [{\"name\", \"dtype\", "
+             "\"shape\", \"data_offsets\"}]}"},
 };
 static const OptTable tensors_table = OPT_TABLE(tensors_opts);
 
@@ -119,8 +119,7 @@ static int tensors(const Parsed *p, void *opts) {
 }
 
 const Command tensors_command = {
-    .name = "tensors",
-    .summary = "list the tensors of a safetensors file",
+    "tensors", "list the tensors of a safetensors file",
     .about =
         "List the tensors of the safetensors file FILE, in the order of their\n"
         "data: name, dtype, shape and byte range [begin, end) in the data\n"
@@ -131,6 +130,5 @@ const Command tensors_command = {
     .notes = "Names and metadata are printed with control characters escaped "
              "as\n\\xNN (JSON escapes them its own way).\n",
     .example = "mambalaya tensors m/model.safetensors\n",
-    .size = sizeof(TensorsArgs),
-    .run = tensors,
+    .size = sizeof(TensorsArgs), .run = tensors,
 };

@@ -211,14 +211,12 @@ static int tokenize(const Parsed *p, void *opts) {
 }
 
 const Command tokenize_command = {
-    .name = "tokenize",
-    .summary = "text to token ids and back (tokenizer.json)",
+    "tokenize", "text to token ids and back (tokenizer.json)",
     .about = "Turn text into token ids and back with a byte-level BPE "
              "tokenizer.json\n(GPT-2, GPT-NeoX: what Mamba checkpoints "
              "carry). Give --model or\n--tokenizer, and one of --text, "
              "--ids, --lines and --decode-lines.\n",
     .uses = {{&tokenize_table, 0, NULL}},
     .example = "mambalaya tokenize --model m130 --text \"Hello, world\"\n",
-    .size = sizeof(TokenizeArgs),
-    .run = tokenize,
+    .size = sizeof(TokenizeArgs), .run = tokenize,
 };

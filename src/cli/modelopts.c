@@ -33,31 +33,32 @@ const OptChoices objective_choices = {"objective", objective_at, 2, NULL,
 #define MO(field) offsetof(ModelOverrides, field)
 static const Opt model_opts[] = {
     {"--stitch", OPT_ENUM, MO(stitch), "HOW",
-     .help = "greedy (default), alg1 or global: how the fused designs stitch their "
-     "groups",
+     .help = "greedy (default), alg1 or global: how the fused designs stitch "
+             "their groups",
      .choices = &stitcher_choices},
     {"--pipelined", OPT_SWITCH, MO(pipelined), NULL,
      .help = "compose a group's Einsums by parallel pipelining", .lo = 1},
     {"--ideal", OPT_SWITCH, MO(ideal), NULL,
      .help = "the plan's algorithmic-minimum traffic instead of the mapping "
-     "search's",
+             "search's",
      .lo = 1},
     {"--state-io", OPT_SWITCH, MO(state_io), NULL,
-     .help = "count the decode state (H0, the convolution history, a KV cache): "
-     "read before the pass, the steps it adds written after (default: on "
-     "for --phase decode, off for a prefill, as the paper)",
+     .help = "count the decode state (H0, the convolution history, a KV "
+             "cache): read before the pass, the steps it adds written after "
+             "(default: on for --phase decode, off for a prefill, as the "
+             "paper)",
      .lo = 1},
     {"--no-state-io", OPT_SWITCH, MO(state_io), NULL,
      .help = "do not count the decode state", .lo = 0},
     {"--no-overlap", OPT_SWITCH, MO(no_overlap), NULL,
      .help = "an Einsum's compute and DRAM transfers do not overlap", .lo = 1},
     {"--reserve-share", OPT_DOUBLE, MO(reserve_share), "X",
-     .help = "share of the buffer a group may hold across its Einsums (default "
-     "0.75)",
+     .help = "share of the buffer a group may hold across its Einsums "
+             "(default 0.75)",
      .lo = 0, .hi = 1, .flags = OPT_LO_OPEN},
     {"--weight-share", OPT_DOUBLE, MO(weight_share), "X",
-     .help = "a group's weights stay resident when they fit in this share of the "
-     "buffer (default 0.5)",
+     .help = "a group's weights stay resident when they fit in this share of "
+             "the buffer (default 0.5)",
      .lo = 0, .hi = 1},
     {"--two-pass", OPT_SWITCH, MO(two_pass), NULL,
      .help = "FuseMax's second pass over LEX and X (default: on for full only)",
@@ -65,12 +66,14 @@ static const Opt model_opts[] = {
     {"--no-two-pass", OPT_SWITCH, MO(two_pass), NULL,
      .help = "no second pass", .lo = 0},
     {"--rd-partials", OPT_SWITCH, MO(rd_partials), NULL,
-     .help = "RD pairs write partial products (default: on for full only)", .lo = 1},
+     .help = "RD pairs write partial products (default: on for full only)",
+     .lo = 1},
     {"--no-rd-partials", OPT_SWITCH, MO(rd_partials), NULL,
      .help = "RD pairs write no partial products", .lo = 0},
     {"--spill-distance", OPT_INT, MO(spill_distance), "N",
-     .help = "send an on-chip intermediate off chip when its last reader is more "
-     "than N Einsums later (default: 12 for full, 0 = never otherwise)",
+     .help = "send an on-chip intermediate off chip when its last reader is "
+             "more than N Einsums later (default: 12 for full, 0 = never "
+             "otherwise)",
      .lo = 0, .hi = 1000000},
 };
 const OptTable model_options = OPT_TABLE(model_opts);
