@@ -339,6 +339,19 @@ int load_spec(const char *cmd, const SpecOpts *o, bool complete,
   return EXIT_INPUT;
 }
 
+int load_spec_arch(const char *cmd, const SpecOpts *o, const char *arch_name,
+                   bool complete, Arch **a, Cascade **c, Shape **s) {
+  Diag d = {0};
+  if (!(*a = open_arch(arch_name, &d)))
+    return input_failed(&d);
+  int status = load_spec(cmd, o, complete, c, s);
+  if (status) {
+    arch_free(*a);
+    *a = NULL;
+  }
+  return status;
+}
+
 int default_threads(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n < 1 ? 1 : n > 16 ? 16 : (int)n;

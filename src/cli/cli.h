@@ -227,6 +227,11 @@ Arch *open_arch(const char *name, Diag *d);
 int load_spec(const char *cmd, const SpecOpts *o, bool complete,
               Cascade **c, Shape **s);
 
+/* The architecture ARCH_NAME (NULL: the shipped mambalaya), then
+ * load_spec; 0 with all three set, or an exit status with none. */
+int load_spec_arch(const char *cmd, const SpecOpts *o, const char *arch_name,
+                   bool complete, Arch **a, Cascade **c, Shape **s);
+
 /* A plan as `fuse --json` writes it, for cascade C (bound by S): NULL and
  * D set (the file, and what is wrong) when it is not one, names Einsums C
  * lacks, misses one, or cannot run (a group reading what a later group

@@ -92,17 +92,13 @@ static int eval(const Parsed *p, void *opts) {
                        "--plan gives the plan: drop --design/--strategy");
   if (o->csv && o->spec.json)
     return usage_error(p->cmd, "--csv and --json: pick one");
-  Diag d = {0};
-  Arch *arch = open_arch(o->arch, &d);
-  if (!arch)
-    return input_failed(&d);
+  Arch *arch;
   Cascade *c;
   Shape *s;
-  int status = load_spec(p->cmd, &o->spec, true, &c, &s);
-  if (status) {
-    arch_free(arch);
+  int status = load_spec_arch(p->cmd, &o->spec, o->arch, true, &arch, &c, &s);
+  if (status)
     return status;
-  }
+  Diag d = {0};
   Design design = (Design)o->design;
   Eval *ev = price(o, c, s, arch, &design, &d);
   if (ev)

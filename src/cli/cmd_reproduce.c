@@ -139,18 +139,14 @@ static int reproduce(const Parsed *p, void *opts) {
   Diag d = {0};
   if (!output_dir_check(o->out, &d))
     return input_failed(&d);
-  Arch *arch = open_arch(o->arch, &d);
-  if (!arch)
-    return input_failed(&d);
   /* load_spec checks the model and the settings against the spec, and
    * that its shape binds; the evaluation binds its own points. */
+  Arch *arch;
   Cascade *c;
   Shape *s;
-  int status = load_spec(p->cmd, &o->spec, false, &c, &s);
-  if (status) {
-    arch_free(arch);
+  int status = load_spec_arch(p->cmd, &o->spec, o->arch, false, &arch, &c, &s);
+  if (status)
     return status;
-  }
   shape_free(s);
   Repro *r = evaluate(o, c, arch, &status);
   if (r)
