@@ -6,177 +6,123 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage_head[] =
-    "usage: mambalaya search SPEC [--arch ARCH] [--model M] [--set NAME=V]...\n"
-    "                             [--objective O] [--phase P] [--plan-out FILE]\n"
-    "                             [model options] [--json]\n"
-    "\n"
-    "Find the schedule of the cascade in SPEC that minimizes the objective on\n"
-    "an accelerator: every partition of the merged cascade into contiguous\n"
-    "groups that can run, each group priced by the model (a dynamic program,\n"
-    "exact over that space), and every named design's plan under every\n"
-    "stitcher beside it. Prints the space, the plan found, its cost, the\n"
-    "lower bound (the ideal design) and the gap, then the schedule as `eval`\n"
-    "prints it (docs/search.md).\n"
-    "\n"
-    "  --arch ARCH       architecture (default: mambalaya)\n"
-    "  --objective O     latency (default), energy, edp or traffic\n"
-    "  --phase P         prefill (the spec's sizes) or decode\n"
-    "  --plan-out FILE   write the plan found, as `fuse --json` writes one:\n"
-    "                    `eval --plan FILE` and `exec --plan FILE` take it\n";
-
-static const char usage_tail[] =
-    "  --model, --set    as for classify\n"
-    "  --json            print JSON: the objective, found, lower_bound, gap,\n"
-    "                    the space, the plan, the schedule and the bound as\n"
-    "                    eval --json prints them, and the inputs\n"
-    "\n"
-    "example:\n"
-    "  mambalaya search mamba1 --model mamba-370m --arch h100 "
-    "--plan-out best.json\n"
-    "  mambalaya eval mamba1 --model mamba-370m --arch h100 --plan best.json\n";
-
-typedef struct SearchOpts {
+typedef struct SearchArgs {
   SpecOpts spec;
-  ModelOverrides model;
+  ModelOverrides mf;
   const char *arch, *plan_out;
-  SearchObjective objective;
-} SearchOpts;
+  int objective;
+} SearchArgs;
 
-/* One option of `search` (or of the shared spec and model sets). */
-static int search_opt(Args *a, SearchOpts *o) {
-  int err = 0;
-  if (args_is(a, "--arch") || args_is(a, "--plan-out")) {
-    const char **to = args_is(a, "--arch") ? &o->arch : &o->plan_out;
-    if (!args_value(a))
-      return EXIT_INPUT;
-    *to = a->val;
-  } else if (args_is(a, "--objective")) {
-    if (!args_value(a))
-      return EXIT_INPUT;
-    if (!search_objective_from_name(a->val, &o->objective))
-      return usage_error(a, "--objective expects latency, energy, edp or "
-                            "traffic, got '%s'",
-                         a->val);
-  } else if (args_is(a, "--phase")) {
-    if (!args_value(a))
-      return EXIT_INPUT;
-    if (strcmp(a->val, "prefill") && strcmp(a->val, "decode"))
-      return usage_error(a, "--phase expects prefill or decode, got '%s'",
-                         a->val);
-    o->spec.decode = strcmp(a->val, "decode") == 0;
-  } else if (!model_opt(a, &o->model, &err) && !spec_opt(a, &o->spec, &err)) {
-    return args_unknown(a);
-  }
-  return err;
+static const Opt search_opts[] = {
+    {"SPEC", OPT_STRING, offsetof(SearchArgs, spec.spec), NULL,
+     .flags = OPT_POSITIONAL},
+    {"--arch", OPT_STRING, offsetof(SearchArgs, arch), "ARCH",
+     .help = "architecture (default: mambalaya)"},
+    {"--objective", OPT_ENUM, offsetof(SearchArgs, objective), "O",
+     .help = "what to minimize (default: latency)", .flags = OPT_LIST,
+     .choices = &search_objective_choices},
+    {"--phase", OPT_ENUM, offsetof(SearchArgs, spec.phase), "P",
+     .help = "prefill (the spec's sizes) or decode (the sequence rank set to "
+             "1)",
+     .choices = &phase_choices},
+    {"--plan-out", OPT_PATH, offsetof(SearchArgs, plan_out), "FILE",
+     .help = "write the plan found as `fuse --json` writes one: `eval --plan "
+             "FILE` and `exec --plan FILE` take it"},
+    {"--json", OPT_FLAG, offsetof(SearchArgs, spec.json), NULL,
+     .help = "print JSON: objective, found, lower_bound, gap, the space, the "
+             "plan, the schedule and the bound as eval --json prints them, and "
+             "the inputs"},
+};
+static const OptTable search_table = OPT_TABLE(search_opts);
+
+static void search_init(void *opts) {
+  *(SearchArgs *)opts = (SearchArgs){.mf = model_no_overrides(),
+                                     .objective = SO_LATENCY};
 }
 
-/* Parse the command line into O: 0, -1 after --help, or an exit status. */
-static int parse(int argc, char **argv, SearchOpts *o) {
-  Args a = {.cmd = "mambalaya search", .argc = argc, .argv = argv, .i = 1};
-  int k, err;
-  while ((k = args_next(&a)) > 0) {
-    if (k == 2 && !o->spec.spec) {
-      o->spec.spec = a.val;
-    } else if (k == 2) {
-      return args_unknown(&a);
-    } else if (args_is(&a, "--help") || args_is(&a, "-h")) {
-      fputs(usage_head, stdout);
-      fputs(model_opts_help, stdout);
-      fputs(usage_tail, stdout);
-      return -1;
-    } else if ((err = search_opt(&a, o))) {
-      return err;
-    }
-  }
-  if (k < 0)
-    return EXIT_INPUT;
-  if (!o->spec.spec)
-    return usage_error(&a, "missing SPEC (see mambalaya search --help)");
-  const char *inputs[] = {input_path("specs", o->spec.spec)};
-  if (o->plan_out && (err = check_output(&a, o->plan_out, inputs, 1)))
-    return err;
-  if (o->spec.decode && o->model.state_io < 0)
-    o->model.state_io = 1; /* a decode step reads and writes its state */
-  return 0;
-}
-
-/* The result as text or JSON into B, and the plan into --plan-out. */
-static int report(const SearchOpts *o, const Cascade *c, const Shape *s,
-                  const Arch *arch, const SearchResult *r) {
-  Buf b = {0};
+/* Write the plan found into --plan-out; an exit status. */
+static int write_plan(const SearchArgs *o, const Cascade *c,
+                      const SearchResult *r) {
+  json_t *p = report_plan_json(c, r->best->plan);
+  char *text = json_dumps(p, JSON_INDENT(2));
+  json_decref(p);
   int status = 0;
-  if (o->spec.json) {
-    json_t *j = report_search_json(c, arch, r, o->objective);
-    Inputs in = spec_inputs("search", &o->spec, c, s);
-    in.arch = o->arch ? o->arch : "mambalaya";
-    in.phase = o->spec.decode ? "decode" : "prefill";
-    in.objective = search_objective_name(o->objective);
-    in.opts = &r->best->opts;
-    report_json_with_inputs(&b, j, &in);
-    json_decref(j);
-  } else {
-    report_search_text(&b, c, arch, r, o->objective);
+  if (!write_file_atomic(o->plan_out, text, strlen(text))) {
+    fprintf(stderr, "mambalaya search: cannot write %s: %s\n", o->plan_out,
+            strerror(errno));
+    status = EXIT_RUN;
   }
-  if (o->plan_out) {
-    json_t *p = report_plan_json(c, r->best->plan);
-    char *text = json_dumps(p, JSON_INDENT(2));
-    json_decref(p);
-    if (!write_file_atomic(o->plan_out, text, strlen(text))) {
-      fprintf(stderr, "mambalaya search: cannot write %s: %s\n", o->plan_out,
-              strerror(errno));
-      status = EXIT_RUN;
-    }
-    free(text);
-  }
-  if (status == 0)
-    emit(&b);
-  buf_free(&b);
+  free(text);
   return status;
 }
 
-static int search_loaded(const SearchOpts *o, const Cascade *c,
-                         const Shape *s, const Arch *arch) {
-  if (!s->complete) {
-    fprintf(stderr, "mambalaya search: %s has ranks without sizes: give a "
-                    "shape section or --set RANK=N\n",
-            o->spec.spec);
-    return EXIT_INPUT;
+static void print_result(const SearchArgs *o, const Cascade *c,
+                         const Shape *s, const Arch *arch,
+                         const SearchResult *r) {
+  SearchObjective obj = (SearchObjective)o->objective;
+  if (o->spec.json) {
+    Inputs in = spec_inputs("search", &o->spec, c, s);
+    in.arch = o->arch ? o->arch : "mambalaya";
+    in.phase = o->spec.phase == PHASE_DECODE ? "decode" : "prefill";
+    in.objective = search_objective_name(obj);
+    in.opts = &r->best->opts;
+    emit_json(report_search_json(c, arch, r, obj), &in);
+    return;
   }
+  Buf b = {0};
+  report_search_text(&b, c, arch, r, obj);
+  emit(&b);
+  buf_free(&b);
+}
+
+static int search(const Parsed *p, void *opts) {
+  SearchArgs *o = opts;
+  const char *inputs[] = {input_path("specs", o->spec.spec)};
+  int err;
+  if (o->plan_out && (err = check_output(p->cmd, o->plan_out, inputs, 1)))
+    return err;
+  if (o->spec.phase == PHASE_DECODE && o->mf.state_io < 0)
+    o->mf.state_io = 1; /* a decode step reads and writes its state */
+  Arch *arch;
+  Cascade *c;
+  Shape *s;
+  int status = load_spec_arch(p->cmd, &o->spec, o->arch, true, &arch, &c, &s);
+  if (status)
+    return status;
   Diag d = {0};
   Pair *pairs = fusion_classify(c, s);
   MapMemo *memo = map_memo_new(false);
-  SearchResult *r =
-      search_best(c, s, arch, pairs, &o->model, o->objective, memo, &d);
-  int status = r ? report(o, c, s, arch, r) : EXIT_INPUT;
+  SearchResult *r = search_best(c, s, arch, pairs, &o->mf,
+                                (SearchObjective)o->objective, memo, &d);
   if (!r)
-    diag_print(&d, stderr);
+    status = input_failed(&d);
+  else if (!o->plan_out || !(status = write_plan(o, c, r)))
+    print_result(o, c, s, arch, r);
   search_free(r);
   map_memo_free(memo);
   free(pairs);
-  return status;
-}
-
-int cmd_search(int argc, char **argv) {
-  SearchOpts o = {.model = model_no_overrides(), .objective = SO_LATENCY};
-  int err = parse(argc, argv, &o);
-  if (err)
-    return err < 0 ? 0 : err;
-  Diag d = {0};
-  Arch *arch = open_arch(o.arch, &d);
-  if (!arch) {
-    diag_print(&d, stderr);
-    return EXIT_INPUT;
-  }
-  Cascade *c;
-  Shape *s;
-  if ((err = load_spec(&o.spec, &c, &s))) {
-    arch_free(arch);
-    return err;
-  }
-  int status = search_loaded(&o, c, s, arch);
   shape_free(s);
   cascade_free(c);
   arch_free(arch);
   return status;
 }
+
+const Command search_command = {
+    "search", "the best schedule on an accelerator, its bound and its gap",
+    .about =
+        "Find the schedule of the cascade in SPEC that minimizes the\n"
+        "objective on an accelerator: every partition of the merged cascade\n"
+        "into contiguous groups that can run, each group priced by the model\n"
+        "(a dynamic program, exact over that space), and every named design's\n"
+        "plan under every stitcher beside it. Prints the space, the plan\n"
+        "found, its cost, the lower bound (the ideal design) and the gap, then\n"
+        "the schedule as `eval` prints it (docs/search.md).\n",
+    .uses = {{&search_table, 0, NULL},
+             {&spec_options, offsetof(SearchArgs, spec), NULL},
+             {&model_options, offsetof(SearchArgs, mf), "model options:"}},
+    .example = "mambalaya search mamba1 --model mamba-370m --arch h100 "
+               "--plan-out best.json\n"
+               "mambalaya eval mamba1 --model mamba-370m --arch h100 --plan "
+               "best.json\n",
+    .size = sizeof(SearchArgs), .init = search_init, .run = search,
+};
