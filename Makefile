@@ -142,7 +142,8 @@ $(BUILD)/fuzz/obj/embedded.o: $(BUILD)/gen/embedded.c
 	$(FUZZ_CC) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
 
 # The command-line harness also needs the CLI's option code.
-$(BUILD)/fuzz/fuzz_cli: $(BUILD)/fuzz/obj/src/cli/args.o
+$(BUILD)/fuzz/fuzz_cli: $(BUILD)/fuzz/obj/src/cli/args.o \
+    $(BUILD)/fuzz/obj/src/cli/opts.o $(BUILD)/fuzz/obj/src/cli/modelopts.o
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
 	@mkdir -p $(dir $@)

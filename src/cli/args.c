@@ -1,4 +1,5 @@
-/* args.c — option scanning and spec loading shared by the commands. */
+/* args.c — what the commands that read a spec share: --model and --set,
+ * token lists, inputs, outputs and memory, spec loading. */
 #include "cli.h"
 
 #include <ctype.h>
@@ -10,197 +11,79 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* A flag given a value (--json=no): the command took the option without
- * asking for its value. */
-static bool value_ignored(const Args *a) {
-  if (!a->opt || !a->inline_val || a->val_taken)
-    return false;
-  Buf b = {0};
-  buf_escaped(&b, a->opt);
-  fprintf(stderr, "%s: option %s takes no value (see %s --help)\n", a->cmd,
-          b.s, a->cmd);
-  buf_free(&b);
-  return true;
-}
-
-int args_next(Args *a) {
-  if (value_ignored(a))
-    return -1;
-  if (a->i >= a->argc)
-    return 0;
-  const char *s = a->argv[a->i++];
-  a->inline_val = false;
-  a->val_taken = false;
-  a->val = NULL;
-  a->opt = NULL;
-  if (s[0] == '-' && s[1]) {
-    const char *eq = s[1] == '-' ? strchr(s, '=') : NULL;
-    size_t n = eq ? (size_t)(eq - s) : strlen(s);
-    if (n >= sizeof a->optbuf)
-      n = sizeof a->optbuf - 1;
-    memcpy(a->optbuf, s, n);
-    a->optbuf[n] = 0;
-    a->opt = a->optbuf;
-    if (eq) {
-      a->val = eq + 1;
-      a->inline_val = true;
-    }
-    return 1;
-  }
-  a->val = s;
-  return 2;
-}
-
-bool args_is(const Args *a, const char *name) {
-  return a->opt && strcmp(a->opt, name) == 0;
-}
-
-bool args_value(Args *a) {
-  a->val_taken = true;
-  if (a->inline_val)
-    return true;
-  if (a->i >= a->argc) {
-    fprintf(stderr, "%s: option %s needs a value (see %s --help)\n", a->cmd,
-            a->opt, a->cmd);
-    return false;
-  }
-  a->val = a->argv[a->i++];
-  return true;
-}
-
-int args_unknown(const Args *a) {
-  if (a->val && !a->opt)
-    return usage_error(a, "unexpected argument '%s' (see %s --help)", a->val,
-                       a->cmd);
-  return usage_error(a, "unknown option '%s' (see %s --help)", a->opt,
-                     a->cmd);
-}
-
-int usage_error(const Args *a, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char msg[1024];
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  Buf b = {0};
-  buf_escaped(&b, msg); /* a value with a newline stays on one line */
-  fprintf(stderr, "%s: %s\n", a->cmd, b.s);
-  buf_free(&b);
-  return EXIT_INPUT;
-}
-
-/* ---- numbers ---- */
-
-bool parse_count(const char *s, long lo, long hi, long *out) {
-  double v;
-  if (!parse_decimal(s, &v) || v != floor(v) || v < (double)lo ||
-      v > (double)hi)
-    return false;
-  *out = (long)v;
-  return true;
-}
-
-bool parse_bytes(const char *s, double *out) {
-  static const struct {
-    const char *suffix;
-    double scale;
-  } units[] = {{"", 1},          {"B", 1},           {"k", 1e3},
-               {"K", 1024},      {"KiB", 1024},      {"M", 1e6},
-               {"MiB", 1 << 20}, {"G", 1e9},         {"GiB", 1 << 30},
-               {"T", 1e12},      {"TiB", 0x1p40}};
-  while (*s == ' ')
-    s++;
-  size_t n = decimal_length(s);
-  char num[64];
-  if (n == 0 || n >= sizeof num || s[0] == '-')
-    return false;
-  memcpy(num, s, n);
-  num[n] = 0;
-  double v;
-  if (!parse_decimal(num, &v))
-    return false;
-  const char *unit = s + n;
-  while (*unit == ' ')
-    unit++;
-  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-    if (strcmp(unit, units[i].suffix) == 0) {
-      *out = v * units[i].scale;
-      return isfinite(*out);
-    }
-  return false;
-}
-
 static bool blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
-bool parse_token_list(const Args *a, const char *text, int batch,
-                      TokenList *out) {
-  const char *s = text;
+/* The ids of TEXT into OUT->ids (OUT->nseq rows of OUT->len); false
+ * after a message. */
+static bool scan_token_rows(const char *cmd, const char *text,
+                            TokenList *out) {
   int n = 0, cap = 0, rows = 1, row_len = 0, first_len = -1;
-  int *ids = NULL;
-  const char *p = s;
+  const char *p = text;
   for (;;) {
     while (blank(*p))
       p++;
     char *end = (char *)p;
     errno = 0;
     long v = isdigit((unsigned char)*p) ? strtol(p, &end, 10) : -1;
+    /* At most 64 MiB of text (INPUT_TEXT_MAX): n cannot overflow. */
     if (end == p || errno || v < 0 || v > INT_MAX) {
-      usage_error(a, "--tokens: expected a token id (a non-negative "
-                     "integer) at '%.24s'",
+      usage_error(cmd, "--tokens: expected a token id (a non-negative "
+                       "integer) at '%.24s'",
                   *p ? p : "the end");
-      free(ids);
       return false;
     }
-    if (n == INT_MAX) {
-      usage_error(a, "--tokens: more than %d tokens", INT_MAX);
-      free(ids);
-      return false;
-    }
-    VEC_PUSH(ids, n, cap, (int)v);
+    VEC_PUSH(out->ids, n, cap, (int)v);
     row_len++;
-    p = end;
-    while (blank(*p))
-      p++;
+    for (p = end; blank(*p); p++)
+      ;
     if (*p == ',') {
       p++;
       continue;
     }
-    if (*p == ';' || !*p) {
-      if (first_len >= 0 && row_len != first_len) {
-        usage_error(a, "--tokens: row %d has %d tokens, the first has %d",
-                    rows, row_len, first_len);
-        free(ids);
-        return false;
-      }
-      first_len = row_len;
-      row_len = 0;
-      if (!*p)
-        break;
-      p++;
-      if (!*p)
-        break; /* a trailing ';' */
-      rows++;
-      continue;
+    if (*p != ';' && *p) {
+      usage_error(cmd, "--tokens: unexpected '%c' (ids are separated by ',' "
+                       "and rows by ';')",
+                  *p);
+      return false;
     }
-    usage_error(a, "--tokens: unexpected '%c' (ids are separated by ',' "
-                   "and rows by ';')",
-                *p);
-    free(ids);
+    if (first_len >= 0 && row_len != first_len) {
+      usage_error(cmd, "--tokens: row %d has %d tokens, the first has %d",
+                  rows, row_len, first_len);
+      return false;
+    }
+    first_len = row_len;
+    row_len = 0;
+    if (!*p || !*++p) /* the end, or a trailing ';' */
+      break;
+    rows++;
+  }
+  out->nseq = rows;
+  out->len = first_len;
+  return true;
+}
+
+bool parse_token_list(const char *cmd, const char *text, int batch,
+                      TokenList *out) {
+  TokenList t = {0};
+  bool ok = scan_token_rows(cmd, text, &t);
+  int n = t.nseq * t.len;
+  if (ok && t.nseq > 1 && batch && batch != t.nseq) {
+    usage_error(cmd, "--batch %d, but --tokens has %d rows", batch, t.nseq);
+    ok = false;
+  }
+  if (ok) {
+    batch = t.nseq > 1 ? t.nseq : batch ? batch : 1;
+    if (n % batch) {
+      usage_error(cmd, "--tokens: %d tokens do not split into %d sequences",
+                  n, batch);
+      ok = false;
+    }
+  }
+  if (!ok) {
+    free(t.ids);
     return false;
   }
-  if (rows > 1 && batch && batch != rows) {
-    usage_error(a, "--batch %d, but --tokens has %d rows", batch, rows);
-    free(ids);
-    return false;
-  }
-  batch = rows > 1 ? rows : batch ? batch : 1;
-  if (n % batch) {
-    usage_error(a, "--tokens: %d tokens do not split into %d sequences", n,
-                batch);
-    free(ids);
-    return false;
-  }
-  *out = (TokenList){ids, batch, n / batch};
+  *out = (TokenList){t.ids, batch, n / batch};
   return true;
 }
 
@@ -220,42 +103,37 @@ bool spec_set(SpecOpts *o, const char *name, size_t len, double value) {
   return true;
 }
 
-bool spec_opt(Args *a, SpecOpts *o, int *err) {
-  *err = 0;
-  if (args_is(a, "--json")) {
-    o->json = true;
-    return true;
-  }
-  if (args_is(a, "--model")) {
-    if (!args_value(a))
-      *err = EXIT_INPUT;
-    else
-      o->model = a->val;
-    return true;
-  }
-  if (args_is(a, "--set")) {
-    if (!args_value(a)) {
-      *err = EXIT_INPUT;
-      return true;
-    }
-    Setting st;
-    if (!parse_setting(a->val, &st)) {
-      *err = usage_error(a,
-                         "--set expects NAME=NUMBER (a plain decimal number "
-                         "such as 16, 2.5 or 1e3), got '%s'",
-                         a->val);
-      return true;
-    }
-    /* The name must be NUL-terminated: copy it out of argv. */
-    size_t n = (size_t)(strchr(a->val, '=') - a->val);
-    if (n >= sizeof o->set_names[0])
-      *err = usage_error(a, "--set name too long: '%s'", a->val);
-    else if (!spec_set(o, a->val, n, st.value))
-      *err = usage_error(a, "too many --set options (at most %d)", MAX_SETS);
-    return true;
-  }
-  return false;
+int parse_set(const char *cmd, const char *val, void *field) {
+  SpecOpts *o = field;
+  Setting st;
+  if (!parse_setting(val, &st))
+    return usage_error(cmd,
+                       "--set expects NAME=NUMBER (a plain decimal number "
+                       "such as 16, 2.5 or 1e3), got '%s'",
+                       val);
+  /* The name must be NUL-terminated: copy it out of argv. */
+  size_t n = (size_t)(strchr(val, '=') - val);
+  if (n >= sizeof o->set_names[0])
+    return usage_error(cmd, "--set name too long: '%s'", val);
+  if (!spec_set(o, val, n, st.value))
+    return usage_error(cmd, "too many --set options (at most %d)", MAX_SETS);
+  return 0;
 }
+
+static const Opt spec_opts[] = {
+    {"--model", OPT_STRING, offsetof(SpecOpts, model), "M",
+     .help = "model preset for the shape (default: the spec's)"},
+    {"--set", OPT_CUSTOM, 0, "NAME=V",
+     .help = "override a rank size or parameter (repeatable)",
+     .flags = OPT_REPEAT,
+     .parse = parse_set},
+};
+const OptTable spec_options = OPT_TABLE(spec_opts);
+
+static const char *phase_name(int i) {
+  return i == PHASE_DECODE ? "decode" : "prefill";
+}
+const OptChoices phase_choices = {"phase", phase_name, 2, NULL, false};
 
 /* ---- shipped names and paths ---- */
 
@@ -285,13 +163,31 @@ static bool open_source(const char *dir, const char *name, Source *src,
   return true;
 }
 
-Spec *open_spec_doc(const char *name, Diag *d) {
+/* The source of the spec (DIR "specs") or architecture ("archs") NAME,
+ * parsed by PARSE. */
+static void *open_parsed(const char *dir, const char *name, Diag *d,
+                         void *(*parse)(const char *path, const char *text,
+                                        size_t len, Diag *d)) {
   Source src;
-  if (!open_source("specs", name, &src, d))
+  if (!open_source(dir, name, &src, d))
     return NULL;
-  Spec *s = spec_open_text(src.path, src.text, src.len, d);
+  void *parsed = parse(src.path, src.text, src.len, d);
   source_free(&src);
-  return s;
+  return parsed;
+}
+
+static void *parse_spec(const char *path, const char *text, size_t len,
+                        Diag *d) {
+  return spec_open_text(path, text, len, d);
+}
+
+static void *parse_arch(const char *path, const char *text, size_t len,
+                        Diag *d) {
+  return arch_parse(path, text, len, d);
+}
+
+Spec *open_spec_doc(const char *name, Diag *d) {
+  return open_parsed("specs", name, d, parse_spec);
 }
 
 Cascade *open_spec(const char *name, Diag *d) {
@@ -305,27 +201,20 @@ Cascade *open_spec(const char *name, Diag *d) {
 }
 
 Arch *open_arch(const char *name, Diag *d) {
-  Source src;
-  if (!open_source("archs", name, &src, d))
-    return NULL;
-  Arch *a = arch_parse(src.path, src.text, src.len, d);
-  source_free(&src);
-  return a;
+  return open_parsed("archs", name, d, parse_arch);
 }
 
 /* ---- outputs and memory ---- */
 
-int check_output(const Args *a, const char *path, const char *const *inputs,
-                 int n) {
+int check_output(const char *cmd, const char *path,
+                 const char *const *inputs, int n) {
   Diag d = {0};
-  if (!output_check(path, &d)) {
-    diag_print(&d, stderr);
-    return EXIT_INPUT;
-  }
+  if (!output_check(path, &d))
+    return input_failed(&d);
   for (int i = 0; i < n; i++)
     if (inputs[i] && same_file(path, inputs[i]))
-      return usage_error(a, "refusing to write %s: it is the input %s", path,
-                         inputs[i]);
+      return usage_error(cmd, "refusing to write %s: it is the input %s",
+                         path, inputs[i]);
   return 0;
 }
 
@@ -336,14 +225,14 @@ double memory_budget(double max_memory) {
   return m ? (double)m : INFINITY;
 }
 
-int check_memory(const Args *a, const char *what, double need, double budget,
-                 bool given) {
+int check_memory(const char *cmd, const char *what, double need,
+                 double budget, bool given) {
   if (need <= budget)
     return 0;
   Buf n = {0}, b = {0};
   buf_bytes(&n, need);
   buf_bytes(&b, budget);
-  usage_error(a, "%s needs %s of memory, more than the %s %s", what, n.s,
+  usage_error(cmd, "%s needs %s of memory, more than the %s %s", what, n.s,
               b.s,
               given ? "that --max-memory allows"
                     : "this machine has available (see --max-memory)");
@@ -352,36 +241,41 @@ int check_memory(const Args *a, const char *what, double need, double budget,
   return EXIT_INPUT;
 }
 
-int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
-  Diag d = {0};
-  *c = open_spec(o->spec, &d);
-  if (!*c) {
-    diag_print(&d, stderr);
-    return EXIT_INPUT;
-  }
-  const char *model = o->model ? o->model : (*c)->model;
-  const Preset *preset = NULL;
-  if (model) {
-    preset = preset_find(model);
-    if (!preset) {
-      Buf b = {0};
-      buf_printf(&b, "mambalaya: unknown model '");
-      buf_escaped(&b, model);
-      buf_printf(&b, "' (expected one of");
-      for (int i = 0; preset_at(i); i++)
-        buf_printf(&b, "%s %s", i ? "," : "", preset_at(i)->sizes.name);
-      fprintf(stderr, "%s)\n", b.s);
-      buf_free(&b);
-      cascade_free(*c);
-      *c = NULL;
-      return EXIT_INPUT;
-    }
-  }
-  for (int i = 0; i < o->nsets; i++) {
-    const char *n = o->sets[i].name;
-    if (!shape_setting_known(*c, n) && !preset_is_param(n)) {
+int input_failed(const Diag *d) {
+  diag_print(d, stderr);
+  return EXIT_INPUT;
+}
+
+/* ---- loading a spec ---- */
+
+/* The preset --model (else the spec's own) names, into *P (NULL: none);
+ * false after a message. */
+static bool find_preset(const SpecOpts *o, const Cascade *c,
+                        const Preset **p) {
+  const char *model = o->model ? o->model : c->model;
+  *p = model ? preset_find(model) : NULL;
+  if (!model || *p)
+    return true;
+  Buf b = {0};
+  buf_printf(&b, "mambalaya: unknown model '");
+  buf_escaped(&b, model);
+  buf_printf(&b, "' (expected one of");
+  for (int i = 0; preset_at(i); i++)
+    buf_printf(&b, "%s %s", i ? "," : "", preset_at(i)->sizes.name);
+  fprintf(stderr, "%s)\n", b.s);
+  buf_free(&b);
+  return false;
+}
+
+/* Every --set names something of the spec, and the preset is of the
+ * spec's Mamba version; false after a message. */
+static bool check_settings(const SpecOpts *o, const Cascade *c,
+                           const Preset *preset) {
+  for (int i = 0; i < o->nsets; i++)
+    if (!shape_setting_known(c, o->sets[i].name) &&
+        !preset_is_param(o->sets[i].name)) {
       Buf b = {0}, sp = {0};
-      buf_escaped(&b, n);
+      buf_escaped(&b, o->sets[i].name);
       buf_escaped(&sp, o->spec);
       fprintf(stderr,
               "mambalaya: --set %s: not a rank, parameter or model parameter "
@@ -389,66 +283,126 @@ int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
               b.s, sp.s);
       buf_free(&b);
       buf_free(&sp);
-      cascade_free(*c);
-      *c = NULL;
-      return EXIT_INPUT;
+      return false;
     }
+  const Preset *own = preset && c->model ? preset_find(c->model) : NULL;
+  if (own && own->version != preset->version) {
+    fprintf(stderr,
+            "mambalaya: %s is written for Mamba-%d models (its model is "
+            "%s), but %s is a Mamba-%d model: pick a matching --model, or "
+            "give the sizes with --set\n",
+            o->spec, own->version, own->sizes.name, preset->sizes.name,
+            preset->version);
+    return false;
   }
-  if (preset && (*c)->model) {
-    const Preset *own = preset_find((*c)->model);
-    if (own && own->version != preset->version) {
+  return true;
+}
+
+/* --phase decode: the sequence rank set to 1 in SETS (*N of them, room
+ * for one more); false after a message. */
+static bool decode_setting(const SpecOpts *o, const Cascade *c, Setting *sets,
+                           int *n) {
+  int r = cascade_sequence_rank(c);
+  if (r < 0) {
+    fprintf(stderr,
+            "mambalaya: --phase decode: %s has no sequence rank (no "
+            "recurrence, no rank I): name it with 'sequence: RANK'\n",
+            o->spec);
+    return false;
+  }
+  const char *rn = c->ranks[r].name;
+  for (int i = 0; i < *n; i++)
+    if (strcmp(sets[i].name, rn) == 0 && sets[i].value != 1) {
       fprintf(stderr,
-              "mambalaya: %s is written for Mamba-%d models (its model is "
-              "%s), but %s is a Mamba-%d model: pick a matching --model, or "
-              "give the sizes with --set\n",
-              o->spec, own->version, own->sizes.name, preset->sizes.name,
-              preset->version);
-      cascade_free(*c);
-      *c = NULL;
-      return EXIT_INPUT;
+              "mambalaya: --phase decode sets the sequence rank %s to 1, "
+              "but --set %s=%g asks for %g: drop one of them\n",
+              rn, rn, sets[i].value, sets[i].value);
+      return false;
     }
-  }
+  sets[(*n)++] = (Setting){rn, 1};
+  return true;
+}
+
+/* C's shape from O; NULL after a message. */
+static Shape *bind_shape(const char *cmd, const SpecOpts *o, const Cascade *c,
+                         bool complete) {
+  const Preset *preset;
   Setting sets[MAX_SETS + 1];
   int nsets = o->nsets;
   memcpy(sets, o->sets, sizeof(Setting) * (size_t)o->nsets);
-  if (o->decode) {
-    int r = cascade_sequence_rank(*c);
-    if (r < 0) {
-      fprintf(stderr,
-              "mambalaya: --phase decode: %s has no sequence rank (no "
-              "recurrence, no rank I): name it with 'sequence: RANK'\n",
-              o->spec);
-      cascade_free(*c);
-      *c = NULL;
-      return EXIT_INPUT;
-    }
-    const char *rn = (*c)->ranks[r].name;
-    for (int i = 0; i < nsets; i++)
-      if (strcmp(sets[i].name, rn) == 0 && sets[i].value != 1) {
-        fprintf(stderr,
-                "mambalaya: --phase decode sets the sequence rank %s to 1, "
-                "but --set %s=%g asks for %g: drop one of them\n",
-                rn, rn, sets[i].value, sets[i].value);
-        cascade_free(*c);
-        *c = NULL;
-        return EXIT_INPUT;
-      }
-    sets[nsets++] = (Setting){rn, 1};
-  }
-  *s = shape_bind(*c, preset ? &preset->sizes : NULL, sets, nsets,
-                  (*c)->has_shape, &d);
-  if (!*s) {
+  if (!find_preset(o, c, &preset) || !check_settings(o, c, preset) ||
+      (o->phase == PHASE_DECODE && !decode_setting(o, c, sets, &nsets)))
+    return NULL;
+  Diag d = {0};
+  Shape *s = shape_bind(c, preset ? &preset->sizes : NULL, sets, nsets,
+                        c->has_shape, &d);
+  if (!s)
     diag_print(&d, stderr);
-    cascade_free(*c);
-    *c = NULL;
-    return EXIT_INPUT;
+  else if (complete && !s->complete) {
+    fprintf(stderr, "%s: %s has ranks without sizes: give a shape section "
+                    "or --set RANK=N\n",
+            cmd, o->spec);
+    shape_free(s);
+    s = NULL;
   }
-  return 0;
+  return s;
+}
+
+int load_spec(const char *cmd, const SpecOpts *o, bool complete,
+              Cascade **c, Shape **s) {
+  Diag d = {0};
+  *c = open_spec(o->spec, &d);
+  if (!*c)
+    return input_failed(&d);
+  *s = bind_shape(cmd, o, *c, complete);
+  if (*s)
+    return 0;
+  cascade_free(*c);
+  *c = NULL;
+  return EXIT_INPUT;
+}
+
+int load_spec_arch(const char *cmd, const SpecOpts *o, const char *arch_name,
+                   bool complete, Arch **a, Cascade **c, Shape **s) {
+  Diag d = {0};
+  if (!(*a = open_arch(arch_name, &d)))
+    return input_failed(&d);
+  int status = load_spec(cmd, o, complete, c, s);
+  if (status) {
+    arch_free(*a);
+    *a = NULL;
+  }
+  return status;
 }
 
 int default_threads(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n < 1 ? 1 : n > 16 ? 16 : (int)n;
+}
+
+/* ---- the executors' options ---- */
+
+static const Opt executor_opts[] = {
+    {"--strategy", OPT_ENUM, offsetof(ExecutorOpts, strategy), "S",
+     .help = "(default: interpreter, Einsum by Einsum; the others run the "
+             "fused executor with that strategy's plan; all compute the same "
+             "numbers)",
+     .flags = OPT_LIST, .choices = &exec_strategy_choices},
+    {"--buffer", OPT_SIZE, offsetof(ExecutorOpts, buffer), "BYTES",
+     .help = "the fused executor's tile buffer (default 2MiB; suffixes k, M, "
+             "G, KiB, MiB, GiB)"},
+    {"--threads", OPT_INT, offsetof(ExecutorOpts, threads), "N",
+     .help = "worker threads (default: the CPUs, at most 16)", .lo = 1,
+     .hi = 256},
+};
+const OptTable executor_options = OPT_TABLE(executor_opts);
+
+ExecutorOpts executor_defaults(void) {
+  return (ExecutorOpts){-1, 2 << 20, default_threads()};
+}
+
+const char *executor_name(const ExecutorOpts *o) {
+  return o->strategy < 0 ? "interpreter" : strategy_name(o->strategy);
 }
 
 Inputs spec_inputs(const char *command, const SpecOpts *o, const Cascade *c,
@@ -459,7 +413,7 @@ Inputs spec_inputs(const char *command, const SpecOpts *o, const Cascade *c,
                   .nsets = o->nsets,
                   .sets = o->sets,
                   .shape = s,
-                  .phase = o->decode ? "decode" : NULL};
+                  .phase = o->phase == PHASE_DECODE ? "decode" : NULL};
 }
 
 void emit(const Buf *b) {
@@ -468,10 +422,19 @@ void emit(const Buf *b) {
   fflush(stdout);
 }
 
-unsigned parse_formats(const char *list) {
+void emit_json(json_t *root, const Inputs *in) {
+  Buf b = {0};
+  report_json_with_inputs(&b, root, in);
+  json_decref(root);
+  emit(&b);
+  buf_free(&b);
+}
+
+int parse_formats(const char *cmd, const char *list, void *field) {
   unsigned set = 0;
   char *copy = xstrdup(list), *save = NULL;
-  for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+  for (char *t = strtok_r(copy, ",", &save); t;
+       t = strtok_r(NULL, ",", &save)) {
     Format f;
     if (!format_from_name(t, &f)) {
       set = 0;
@@ -480,5 +443,10 @@ unsigned parse_formats(const char *list) {
     set |= 1u << f;
   }
   free(copy);
-  return set;
+  if (!set)
+    return usage_error(cmd, "--format expects a list of svg, pdf and png, "
+                            "got '%s'",
+                       list);
+  *(unsigned *)field = set;
+  return 0;
 }

@@ -32,65 +32,168 @@
 
 enum { EXIT_INPUT = 2, EXIT_RUN = 1, MAX_SETS = 64 };
 
+/* ---- declarative commands (opts.c) ----
+ *
+ * A command is a Command: its name, its help prose, its option tables and
+ * the function that runs it. Each option is one Opt in a table: its name,
+ * the kind of value it takes, where in the command's options struct the
+ * value goes, what it accepts and its help line. One engine parses argv
+ * against the tables (refusing unknown options, missing or bad values, a
+ * flag given a value), checks the positionals and required options, and
+ * writes --help; a command's body sees only the parsed struct. */
+
+typedef enum OptKind {
+  OPT_FLAG,    /* no value: sets a bool */
+  OPT_SWITCH,  /* no value: sets an int to lo (--two-pass 1, --no-two-pass
+                  0) */
+  OPT_INT,     /* an integer in [lo, hi], a plain decimal (16, 1e3): int */
+  OPT_DOUBLE,  /* a plain decimal in lo..hi (ends open with OPT_LO_OPEN,
+                  OPT_HI_OPEN): double */
+  OPT_SIZE,    /* bytes, an optional unit (2MiB, 512k, 1e6), >= 1: double */
+  OPT_SEED,    /* a non-negative integer in decimal digits: uint64_t */
+  OPT_STRING,  /* any text: const char * */
+  OPT_PATH,    /* a file or directory name, not empty: const char * */
+  OPT_ENUM,    /* one of choices' names: its value (an int) */
+  OPT_CUSTOM,  /* parse() turns the value into the field */
+  OPT_REFUSED, /* an option the command refuses; help says why */
+  OPT_KIND_COUNT
+} OptKind;
+
+enum {
+  OPT_POSITIONAL = 1, /* an argument, not an option: name is "SPEC" */
+  OPT_REQUIRED = 2,   /* must be given ("needs --model") */
+  OPT_REPEAT = 4,     /* may be given again and adds (--set) */
+  OPT_LO_OPEN = 8,    /* OPT_DOUBLE: lo itself is out of range */
+  OPT_HI_OPEN = 16,
+  OPT_LIST = 32, /* OPT_ENUM: --help lists the choices before the help
+                    line (they come from the concept's own table) */
+};
+
+/* The names an OPT_ENUM accepts: name(i) for values 0..count-1, and
+ * EXTRA (value -1: "interpreter", "all") first or last. */
+typedef struct OptChoices {
+  const char *noun; /* "strategy": "unknown strategy 'x' (expected ...)" */
+  const char *(*name)(int value);
+  int count;
+  const char *extra;
+  bool extra_first;
+} OptChoices;
+
+typedef struct Opt {
+  const char *name; /* "--arch" (or a positional's "SPEC") */
+  OptKind kind;
+  size_t off;       /* where the value goes, from the table's base */
+  const char *arg;  /* the value's name in help: "ARCH" */
+  const char *help; /* one line; --help wraps it */
+  double lo, hi;    /* the range; OPT_SWITCH's value in lo */
+  unsigned flags;
+  const OptChoices *choices; /* OPT_ENUM */
+  /* OPT_CUSTOM: 0, or an exit status after a message naming CMD. */
+  int (*parse)(const char *cmd, const char *val, void *field);
+} Opt;
+
+typedef struct OptTable {
+  const Opt *opts;
+  int n;
+} OptTable;
+#define OPT_TABLE(a) {a, (int)(sizeof a / sizeof a[0])}
+
+/* A table a command takes, at BASE in its options struct, under HEADING
+ * in --help (NULL: none). The command's own table comes first: an option
+ * there hides a shared one of the same name. */
+typedef struct OptUse {
+  const OptTable *table;
+  size_t base;
+  const char *heading;
+} OptUse;
+
+enum { OPT_MAX = 64, OPT_USES = 4 };
+
+typedef struct Command Command;
+
+/* What parsing found, for the command's body. */
+typedef struct Parsed {
+  const Command *command;
+  char cmd[48];        /* "mambalaya eval", for messages */
+  bool seen[OPT_MAX];  /* by the option's place over the tables */
+} Parsed;
+
+struct Command {
+  const char *name;    /* "eval" */
+  const char *summary; /* its line in `mambalaya --help` */
+  const char *about;   /* --help's prose, after the usage line */
+  OptUse uses[OPT_USES];
+  const char *notes;   /* --help's prose after the options, or NULL */
+  const char *example; /* one command a line (required) */
+  size_t size;         /* its options struct */
+  void (*init)(void *opts); /* its values before parsing (NULL: zeros) */
+  int (*run)(const Parsed *p, void *opts);
+};
+
+/* Parse ARGV (ARGV[0] the command's name) into a fresh options struct
+ * and run the command: its exit status (0 after --help). */
+int command_main(const Command *c, int argc, char **argv);
+/* Print C's --help on stdout. */
+void command_help(const Command *c);
+/* Was option NAME given? */
+bool opt_given(const Parsed *p, const char *name);
+
+/* Print "CMD: message" on stderr (on one line: control characters are
+ * escaped); returns EXIT_INPUT. */
+int usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- shared options ---- */
+
 /* Options common to the commands that read a spec. */
 typedef struct SpecOpts {
-  const char *spec;  /* the positional SPEC argument */
+  const char *spec;  /* the positional SPEC argument, or --spec */
   const char *model; /* --model */
   Setting sets[MAX_SETS];
   char set_names[MAX_SETS][64];
   int nsets;
   bool json;   /* --json */
-  bool decode; /* --phase decode: the spec's sequence rank is 1 */
+  int phase;   /* --phase: PHASE_DECODE sets the sequence rank to 1 */
 } SpecOpts;
 
-/* An option scanner: argv is walked once; each command asks for the
- * options it knows and reports anything else. */
-typedef struct Args {
-  const char *cmd; /* "mambalaya fuse", for messages */
-  int argc;
-  char **argv;
-  int i;
-  const char *opt; /* the current option's name, e.g. "--model" */
-  char optbuf[128];
-  const char *val; /* its value, after next_value */
-  bool inline_val; /* given as --opt=value */
-  bool val_taken;  /* args_value took it (else a flag was given a value) */
-  const char *usage; /* the command's --help text */
-} Args;
+enum { PHASE_PREFILL, PHASE_DECODE };
 
-/* Advance to the next argument. Returns 1 for an option (a->opt set),
- * 2 for a positional argument (a->val set), 0 at the end, and -1 (with a
- * message) when the previous option was a flag given a value. Commands
- * loop while it is > 0 and return EXIT_INPUT on -1. */
-int args_next(Args *a);
-/* Is the current option NAME? */
-bool args_is(const Args *a, const char *name);
-/* Take the current option's value; false (and a message) if missing. */
-bool args_value(Args *a);
-/* Report an unknown option or extra argument; returns EXIT_INPUT. */
-int args_unknown(const Args *a);
-/* Print "CMD: message" on stderr (on one line: control characters are
- * escaped); returns EXIT_INPUT. */
-int usage_error(const Args *a, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* --model and --set, into a SpecOpts. */
+extern const OptTable spec_options;
+/* The model's options (--pipelined, --stitch, ...), into a
+ * ModelOverrides (eval, reproduce). */
+extern const OptTable model_options;
+/* The executors' options (exec, run, generate). */
+typedef struct ExecutorOpts {
+  int strategy;  /* --strategy; -1: the interpreter */
+  double buffer; /* --buffer: the fused executor's tile buffer */
+  int threads;   /* --threads */
+} ExecutorOpts;
+extern const OptTable executor_options;
+/* The interpreter, a 2 MiB buffer, default_threads(). */
+ExecutorOpts executor_defaults(void);
+/* "interpreter" or the strategy's name. */
+const char *executor_name(const ExecutorOpts *o);
 
-/* An integer in [LO, HI] written as a plain decimal ("16", "1e3"). */
-bool parse_count(const char *s, long lo, long hi, long *out);
-/* A byte count: a plain decimal with an optional suffix B, k, K, KiB, M,
- * MiB, G, GiB, T, TiB ("2MiB", "512k", "1e6"). */
-bool parse_bytes(const char *s, double *out);
+/* The names of the library's enums, as options take them. */
+extern const OptChoices phase_choices, strategy_choices, stitcher_choices,
+    design_choices, objective_choices, search_objective_choices;
+/* --strategy of the executors: interpreter (-1) or a strategy. */
+extern const OptChoices exec_strategy_choices;
 
 /* Token ids: non-negative decimal integers separated by ',' in rows
  * separated by ';' (all rows of one length). One row is split into BATCH
  * equal sequences (0: one); several rows are the sequences (BATCH, if
- * given, must match). False with a message. */
+ * given, must match). False with a message naming CMD. */
 typedef struct TokenList {
   int *ids; /* [nseq, len], row-major, owned */
   int nseq, len;
 } TokenList;
-bool parse_token_list(const Args *a, const char *text, int batch,
+bool parse_token_list(const char *cmd, const char *text, int batch,
                       TokenList *out);
 
+/* --set NAME=V into the SpecOpts FIELD (an OPT_CUSTOM parser). */
+int parse_set(const char *cmd, const char *val, void *field);
 /* Add NAME (LEN bytes of it) = VALUE to O's settings; false when full. */
 bool spec_set(SpecOpts *o, const char *name, size_t len, double value);
 
@@ -101,20 +204,18 @@ bool spec_set(SpecOpts *o, const char *name, size_t len, double value);
 const char *input_path(const char *dir, const char *name);
 /* Refuse an output PATH that cannot be written or that is one of the
  * run's N INPUTS (NULL entries are skipped). 0, or EXIT_INPUT with a
- * message. */
-int check_output(const Args *a, const char *path, const char *const *inputs,
-                 int n);
+ * message naming CMD. */
+int check_output(const char *cmd, const char *path,
+                 const char *const *inputs, int n);
 /* The bytes a run may hold: --max-memory if given (> 0), else the memory
  * the machine has available (unlimited if unknown). */
 double memory_budget(double max_memory);
 /* Refuse a run that needs NEED bytes for WHAT when BUDGET is less:
  * EXIT_INPUT with a message naming both; 0 if it fits. */
-int check_memory(const Args *a, const char *what, double need, double budget,
-                 bool given);
-
-/* Handle --model, --set and --json. Returns true if the option was one of
- * them (and *err set to an exit status when its value is bad). */
-bool spec_opt(Args *a, SpecOpts *o, int *err);
+int check_memory(const char *cmd, const char *what, double need,
+                 double budget, bool given);
+/* Print D's diagnostic; returns EXIT_INPUT (a bad input). */
+int input_failed(const Diag *d);
 
 /* Open a spec or an architecture by path, or by the name of a shipped
  * one ("mamba1", "mambalaya"); NULL opens the default (the shipped
@@ -125,18 +226,18 @@ Arch *open_arch(const char *name, Diag *d);
 Spec *open_spec_doc(const char *name, Diag *d);
 
 /* Load o->spec, select its model (--model, else the spec's default) and
- * bind its shape. On failure prints the diagnostic and returns
- * EXIT_INPUT; on success returns 0 with *c and *s set. */
-int load_spec(const SpecOpts *o, Cascade **c, Shape **s);
+ * bind its shape; with COMPLETE, every rank must have a size (CMD names
+ * the command in that message). On failure prints the diagnostic and
+ * returns EXIT_INPUT; on success returns 0 with *c and *s set. */
+int load_spec(const char *cmd, const SpecOpts *o, bool complete,
+              Cascade **c, Shape **s);
 
-extern const char model_opts_help[]; /* the model's options, for --help */
-/* Handle one of the model's options (--pipelined, --stitch, ...) into F.
- * Returns true if it was one (and *err set to an exit status when bad). */
-bool model_opt(Args *a, ModelOverrides *f, int *err);
+/* The architecture ARCH_NAME (NULL: the shipped mambalaya), then
+ * load_spec; 0 with all three set, or an exit status with none. */
+int load_spec_arch(const char *cmd, const SpecOpts *o, const char *arch_name,
+                   bool complete, Arch **a, Cascade **c, Shape **s);
 
-/* Numbers in options: an integer in [LO, HI]; a size in bytes with an
- * optional unit ("2MiB", "512k", "1e6"); the worker threads by default
- * (the CPUs, at most 16). */
+/* The worker threads by default: the CPUs, at most 16. */
 int default_threads(void);
 
 /* The inputs of a command that read o->spec into C (bound by S, or
@@ -144,10 +245,12 @@ int default_threads(void);
  * rest (the architecture, the design, the options). */
 Inputs spec_inputs(const char *command, const SpecOpts *o, const Cascade *c,
                    const Shape *s);
+/* Print ROOT (taken) with its "inputs" on stdout. */
+void emit_json(json_t *root, const Inputs *in);
 
-/* "svg,pdf" -> the set of formats (1 << Format); 0 when a name is not a
- * format. */
-unsigned parse_formats(const char *list);
+/* --format LIST: "svg,pdf" -> the set of formats (1 << Format), into an
+ * unsigned. */
+int parse_formats(const char *cmd, const char *list, void *field);
 
 /* Print BUF to stdout (all of it, at once). */
 void emit(const Buf *b);
@@ -160,17 +263,9 @@ Tokenizer *open_tokenizer(const char *model, const char *file);
  * stands for nothing). */
 void token_text(const Tokenizer *t, int id, Buf *out);
 
-int cmd_classify(int argc, char **argv);
-int cmd_fuse(int argc, char **argv);
-int cmd_tensors(int argc, char **argv);
-int cmd_eval(int argc, char **argv);
-int cmd_exec(int argc, char **argv);
-int cmd_reproduce(int argc, char **argv);
-int cmd_diff(int argc, char **argv);
-int cmd_sweep(int argc, char **argv);
-int cmd_init_weights(int argc, char **argv);
-int cmd_run(int argc, char **argv);
-int cmd_generate(int argc, char **argv);
-int cmd_tokenize(int argc, char **argv);
+extern const Command classify_command, fuse_command, eval_command,
+    search_command, exec_command, reproduce_command, sweep_command, diff_command,
+    tensors_command, init_weights_command, run_command, generate_command,
+    tokenize_command;
 
 #endif

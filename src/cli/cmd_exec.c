@@ -10,74 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage[] =
-    "usage: mambalaya exec SPEC [--inputs FILE]... [--random SEED]\n"
-    "                           [--range [NAME=]LO:HI]... [--strategy S]\n"
-    "                           [--stitch HOW | --plan FILE] [--model M]\n"
-    "                           [--set NAME=V]... [--phase P] [--buffer B]\n"
-    "                           [--threads N] [--out FILE] [--keep T,...]\n"
-    "                           [--next FILE] [--check] [--tolerance X]\n"
-    "                           [--max-memory B] [--json]\n"
-    "\n"
-    "Run the cascade in SPEC on fp32 tensors (docs/executor.md): Einsum by\n"
-    "Einsum (the interpreter), or group by group under a fusion plan (the\n"
-    "fused executor, which counts every byte it moves off chip). SPEC is a\n"
-    "path or a shipped name (mamba1, fusemax_1pass, prenorm_decode, ...).\n"
-    "\n"
-    "  --inputs FILE    a safetensors file of input tensors, named as in the\n"
-    "                   spec (repeatable: weights in one, activations in\n"
-    "                   another); every input must come from one, or from\n"
-    "  --random SEED    uniform random values for the inputs no file gives\n"
-    "                   (each from SEED and its name), in [-1, 1) unless\n"
-    "  --range [NAME=]LO:HI  sets the range of NAME, or of every input\n"
-    "                   NAME is not given (positive for a variance:\n"
-    "                   --range VAR=0.5:2)\n"
-    "  --strategy S     interpreter (default), or the fused executor with the\n"
-    "                   plan of unfused, ri, ri+rsb, ri+rsb+rsp or full\n"
-    "  --stitch HOW     greedy (default), alg1 or global: how the plan is\n"
-    "                   stitched (as for fuse)\n"
-    "  --plan FILE      run the plan in FILE, as `fuse --json` writes it\n"
-    "                   (--strategy S picks one of a file of several)\n"
-    "  --model, --set   the sizes, as for classify; --phase decode sets the\n"
-    "                   spec's sequence rank to 1\n"
-    "  --buffer BYTES   the fused executor's tile buffer (default 2MiB;\n"
-    "                   suffixes k, M, G, KiB, MiB, GiB)\n"
-    "  --threads N      worker threads (default: the CPUs, at most 16)\n"
-    "  --out FILE       write the outputs (or the --keep tensors) to FILE,\n"
-    "                   atomically\n"
-    "  --keep T,...     the tensors --out writes: any produced tensor or\n"
-    "                   input\n"
-    "  --next FILE      write the state a following pass continues from:\n"
-    "                   each initialization's input (H0, a convolution's\n"
-    "                   history, a KV cache grown by this pass's tokens)\n"
-    "  --check          run the interpreter too and report the worst\n"
-    "                   relative difference of every output (and of the next\n"
-    "                   state): max |x - ref| / max |ref|; exit 1 if one\n"
-    "                   exceeds the tolerance, or holds a NaN (on either\n"
-    "                   side, even NaN against NaN)\n"
-    "  --max-memory B   refuse (exit 2) a run whose inputs and arrays would\n"
-    "                   need more memory than B (default: what the machine\n"
-    "                   has available)\n"
-    "  --tolerance X    for --check (default 1e-5)\n"
-    "  --json           print JSON: {\"spec\", \"sizes\", \"plan\",\n"
-    "                   \"outputs\", \"check\", \"traffic\": {\"tensors\":\n"
-    "                   [{\"tensor\", \"read_bytes\", \"write_bytes\",\n"
-    "                   \"model_read_bytes\", \"model_write_bytes\"}],\n"
-    "                   ...}, \"seconds\", ...}\n"
-    "\n"
-    "With a plan, the bytes the executor counted are printed beside the\n"
-    "model's for the same plan (its ideal accounting, the decode state\n"
-    "included, in fp32 bytes): they agree tensor by tensor.\n"
-    "\n"
-    "examples:\n"
-    "  mambalaya exec fusemax_1pass --set B=1 --set H=2 --set M1=4 "
-    "--set M0=64 \\\n"
-    "      --random 1 --strategy ri+rsb+rsp --check --out av.safetensors\n"
-    "  mambalaya fuse mamba2_chunked --strategy full --stitch global --json "
-    "> p.json\n"
-    "  mambalaya exec mamba2_chunked --plan p.json --inputs in.safetensors "
-    "--json\n";
-
 enum { MAX_INPUT_FILES = 16, MAX_RANGES = 64 };
 
 typedef struct Range {
@@ -85,46 +17,66 @@ typedef struct Range {
   double lo, hi;
 } Range;
 
+typedef struct InputFiles {
+  const char *path[MAX_INPUT_FILES];
+  int n;
+} InputFiles;
+
+typedef struct Ranges {
+  Range r[MAX_RANGES];
+  int n;
+} Ranges;
+
 typedef struct ExecArgs {
   SpecOpts spec;
-  const char *inputs[MAX_INPUT_FILES];
-  int ninputs;
-  bool random;
-  uint64_t seed;
-  Range ranges[MAX_RANGES];
-  int nranges;
-  bool fused;
-  Strategy strategy;
-  Stitcher stitch;
-  bool stitch_given;
+  InputFiles inputs;
+  uint64_t seed; /* with --random */
+  Ranges ranges;
+  ExecutorOpts ex;
+  int stitch;
   const char *plan_file, *out, *next, *keep;
-  double buffer;
-  int threads;
   bool check;
   double tolerance;
+  bool random;       /* --random given */
   double max_memory; /* --max-memory; 0: what the machine has */
 } ExecArgs;
 
 /* ---- options ---- */
 
+static int parse_input_file(const char *cmd, const char *val, void *field) {
+  InputFiles *f = field;
+  if (f->n == MAX_INPUT_FILES)
+    return usage_error(cmd, "at most %d --inputs files", MAX_INPUT_FILES);
+  f->path[f->n++] = val;
+  return 0;
+}
+
+/* [NAME=]LO:HI */
 static bool parse_range(const char *s, Range *r) {
   const char *eq = strchr(s, '='), *num = eq ? eq + 1 : s;
-  char *end;
-  errno = 0;
-  r->lo = strtod(num, &end);
-  if (errno || end == num || *end != ':' || !isfinite(r->lo))
+  double lo, hi;
+  size_t n = decimal_length(num);
+  char text[64];
+  if (n == 0 || n >= sizeof text || num[n] != ':' || eq == s)
     return false;
-  const char *h = end + 1;
-  r->hi = strtod(h, &end);
-  if (errno || end == h || *end || !isfinite(r->hi) || r->hi < r->lo)
+  snprintf(text, sizeof text, "%.*s", (int)n, num);
+  if (!parse_decimal(text, &lo) || !parse_decimal(num + n + 1, &hi) ||
+      hi < lo)
     return false;
-  r->name = NULL;
-  if (eq) {
-    if (eq == s)
-      return false;
-    r->name = s; /* NAME=..., cut at the '=' when matched */
-  }
+  *r = (Range){eq ? s : NULL, lo, hi}; /* NAME=..., cut at the '=' */
   return true;
+}
+
+static int parse_range_opt(const char *cmd, const char *val, void *field) {
+  Ranges *rs = field;
+  if (rs->n == MAX_RANGES)
+    return usage_error(cmd, "at most %d --range options", MAX_RANGES);
+  if (!parse_range(val, &rs->r[rs->n]))
+    return usage_error(cmd, "--range expects [NAME=]LO:HI with LO <= HI, "
+                            "got '%s'",
+                       val);
+  rs->n++;
+  return 0;
 }
 
 /* Does range R name tensor NAME? */
@@ -133,100 +85,60 @@ static bool range_names(const Range *r, const char *name) {
   return strlen(name) == n && strncmp(r->name, name, n) == 0;
 }
 
-static int exec_opt(Args *a, ExecArgs *o, bool *handled) {
-  *handled = true;
-  int err = 0;
-  static const char *const with_value[] = {
-      "--inputs", "--random",    "--range",   "--strategy", "--stitch",
-      "--plan",   "--buffer",    "--threads", "--out",      "--keep",
-      "--next",   "--tolerance", "--phase",   "--max-memory"};
-  size_t k = 0, nk = sizeof with_value / sizeof with_value[0];
-  while (k < nk && !args_is(a, with_value[k]))
-    k++;
-  if (args_is(a, "--check")) {
-    o->check = true;
-    return 0;
-  }
-  if (k == nk) {
-    *handled = false;
-    return 0;
-  }
-  if (!args_value(a))
-    return EXIT_INPUT;
-  const char *v = a->val;
-  long n;
-  if (args_is(a, "--inputs")) {
-    if (o->ninputs == MAX_INPUT_FILES)
-      return usage_error(a, "at most %d --inputs files", MAX_INPUT_FILES);
-    o->inputs[o->ninputs++] = v;
-  } else if (args_is(a, "--random")) {
-    char *end;
-    errno = 0;
-    unsigned long long s = strtoull(v, &end, 10);
-    if (errno || end == v || *end || v[0] == '-')
-      return usage_error(a,
-                         "--random expects a seed (a non-negative "
-                         "integer), got '%s'",
-                         v);
-    o->random = true;
-    o->seed = s;
-  } else if (args_is(a, "--range")) {
-    if (o->nranges == MAX_RANGES)
-      return usage_error(a, "at most %d --range options", MAX_RANGES);
-    if (!parse_range(v, &o->ranges[o->nranges]))
-      return usage_error(a,
-                         "--range expects [NAME=]LO:HI with LO <= HI, "
-                         "got '%s'",
-                         v);
-    o->nranges++;
-  } else if (args_is(a, "--strategy")) {
-    o->fused = strcmp(v, "interpreter") != 0;
-    if (o->fused && !strategy_from_name(v, &o->strategy))
-      return usage_error(a,
-                         "unknown strategy '%s' (expected interpreter, "
-                         "unfused, ri, ri+rsb, ri+rsb+rsp or full)",
-                         v);
-  } else if (args_is(a, "--stitch")) {
-    if (!stitcher_from_name(v, &o->stitch))
-      return usage_error(
-          a, "unknown stitcher '%s' (expected greedy, alg1 or global)", v);
-    o->stitch_given = true;
-  } else if (args_is(a, "--plan")) {
-    o->plan_file = v;
-  } else if (args_is(a, "--buffer")) {
-    if (!parse_bytes(v, &o->buffer) || o->buffer < 1)
-      return usage_error(a,
-                         "--buffer expects a size in bytes (e.g. 2MiB), "
-                         "got '%s'",
-                         v);
-  } else if (args_is(a, "--threads")) {
-    if (!parse_count(v, 1, 256, &n))
-      return usage_error(a, "--threads expects 1 to 256, got '%s'", v);
-    o->threads = (int)n;
-  } else if (args_is(a, "--out")) {
-    o->out = v;
-  } else if (args_is(a, "--keep")) {
-    o->keep = v;
-  } else if (args_is(a, "--next")) {
-    o->next = v;
-  } else if (args_is(a, "--max-memory")) {
-    if (!parse_bytes(v, &o->max_memory) || !(o->max_memory >= 1))
-      return usage_error(a, "--max-memory expects a size in bytes (e.g. "
-                            "8GiB), got '%s'",
-                         v);
-  } else if (args_is(a, "--tolerance")) {
-    char *end;
-    errno = 0;
-    o->tolerance = strtod(v, &end);
-    if (errno || end == v || *end || !(o->tolerance >= 0) ||
-        !isfinite(o->tolerance))
-      return usage_error(a, "--tolerance expects a number >= 0, got '%s'", v);
-  } else { /* --phase */
-    if (strcmp(v, "prefill") && strcmp(v, "decode"))
-      return usage_error(a, "--phase expects prefill or decode, got '%s'", v);
-    o->spec.decode = strcmp(v, "decode") == 0;
-  }
-  return err;
+#define EO(field) offsetof(ExecArgs, field)
+static const Opt exec_opts[] = {
+    {"SPEC", OPT_STRING, EO(spec.spec), NULL, .flags = OPT_POSITIONAL},
+    {"--inputs", OPT_CUSTOM, EO(inputs), "FILE",
+     .help = "a safetensors file of input tensors, named as in the spec "
+             "(repeatable: weights in one, activations in another); every "
+             "input must come from one, or from --random",
+     .flags = OPT_REPEAT, .parse = parse_input_file},
+    {"--random", OPT_SEED, EO(seed), "SEED",
+     .help = "uniform random values for the inputs no file gives (each from "
+             "SEED and its name), in [-1, 1) unless --range says otherwise"},
+    {"--range", OPT_CUSTOM, EO(ranges), "[NAME=]LO:HI",
+     .help = "the range of NAME, or of every input NAME is not given "
+             "(positive for a variance: --range VAR=0.5:2)",
+     .flags = OPT_REPEAT, .parse = parse_range_opt},
+    {"--stitch", OPT_ENUM, EO(stitch), "HOW",
+     .help = "greedy (default), alg1 or global: how the plan is stitched (as "
+             "for fuse)",
+     .choices = &stitcher_choices},
+    {"--plan", OPT_PATH, EO(plan_file), "FILE",
+     .help = "run the plan in FILE, as `fuse --json` writes it (--strategy S "
+             "picks one of a file of several)"},
+    {"--phase", OPT_ENUM, EO(spec.phase), "P",
+     .help = "prefill, or decode: the spec's sequence rank set to 1",
+     .choices = &phase_choices},
+    {"--out", OPT_PATH, EO(out), "FILE",
+     .help = "write the outputs (or the --keep tensors) to FILE, atomically"},
+    {"--keep", OPT_STRING, EO(keep), "T,...",
+     .help = "the tensors --out writes: any produced tensor or input"},
+    {"--next", OPT_PATH, EO(next), "FILE",
+     .help = "write the state a following pass continues from: each "
+             "initialization's input (H0, a convolution's history, a KV cache "
+             "grown by this pass's tokens)"},
+    {"--check", OPT_FLAG, EO(check), NULL,
+     .help = "run the interpreter too and report the worst relative "
+             "difference of every output (and of the next state): max |x - "
+             "ref| / max |ref|; exit 1 if one exceeds the tolerance, or holds "
+             "a NaN (on either side, even NaN against NaN)"},
+    {"--max-memory", OPT_SIZE, EO(max_memory), "B",
+     .help = "refuse (exit 2) a run whose inputs and arrays would need more "
+             "memory than B (default: what the machine has available)"},
+    {"--tolerance", OPT_DOUBLE, EO(tolerance), "X",
+     .help = "for --check (default 1e-5)", .lo = 0, .hi = INFINITY},
+    {"--json", OPT_FLAG, EO(spec.json), NULL,
+     .help = "print JSON: {\"spec\", \"sizes\", \"plan\", \"outputs\", "
+             "\"check\", \"traffic\": {\"tensors\": [{\"tensor\", "
+             "\"read_bytes\", \"write_bytes\", \"model_read_bytes\", "
+             "\"model_write_bytes\"}], ...}, \"seconds\", ...}"},
+};
+static const OptTable exec_table = OPT_TABLE(exec_opts);
+
+static void exec_init(void *opts) {
+  *(ExecArgs *)opts = (ExecArgs){.ex = executor_defaults(),
+                                 .stitch = STITCH_GREEDY, .tolerance = 1e-5};
 }
 
 /* ---- inputs ---- */
@@ -320,70 +232,82 @@ static Array *random_array(int n, const int64_t *shape, uint64_t seed,
   return a;
 }
 
-/* The inputs the files give, and each --range naming an input. Exit
- * status, 0 on success. */
-static int read_input_files(const ExecArgs *o, const Cascade *c,
-                            const Shape *s, Tensors *in) {
-  Diag d = {0};
-  for (int i = 0; i < o->ninputs; i++)
-    if (!read_inputs(c, s, o->inputs[i], in, &d)) {
-      diag_print(&d, stderr);
-      return EXIT_INPUT;
-    }
-  for (int i = 0; i < o->nranges; i++) {
-    const Range *r = &o->ranges[i];
-    if (!r->name)
-      continue;
-    bool found = false;
+/* Every --range NAME=... names an input of C; false after a message. */
+static bool ranges_known(const Ranges *rs, const Cascade *c) {
+  for (int i = 0; i < rs->n; i++) {
+    const Range *r = &rs->r[i];
+    bool found = !r->name;
     for (int t = 0; !found && t < c->ntensors; t++)
       found = needed_input(c, t) && range_names(r, c->tensors[t].name);
     if (!found) {
       fprintf(stderr, "mambalaya exec: --range %s: not an input of %s\n",
               r->name, c->path);
-      return EXIT_INPUT;
+      return false;
     }
   }
-  return 0;
+  return true;
+}
+
+/* The range of input NAME: the last --range naming it, else the last for
+ * every input, else [-1, 1). */
+static Range range_of(const Ranges *rs, const char *name) {
+  Range out = {NULL, -1, 1};
+  bool named = false;
+  for (int i = 0; i < rs->n; i++) {
+    const Range *r = &rs->r[i];
+    bool mine = r->name && range_names(r, name);
+    if (mine || (!r->name && !named)) {
+      out = *r;
+      named = named || mine;
+    }
+  }
+  return out;
+}
+
+/* Input T of C, random (with --random); false after a message. */
+static bool random_input(const ExecArgs *o, const Cascade *c, const Shape *s,
+                         int t, Tensors *in) {
+  const Tensor *T = &c->tensors[t];
+  if (!o->random) {
+    Diag d = {0};
+    diag_error(&d, c->path, T->loc,
+               "no value for the input %s: give it in an --inputs file, or "
+               "use --random SEED",
+               T->name);
+    diag_print(&d, stderr);
+    return false;
+  }
+  Range r = range_of(&o->ranges, T->name);
+  int64_t shape[IR_MAX_RANKS];
+  shape_of(c, s, t, shape);
+  Array *a = random_array(T->nranks, shape, o->seed, T->name, r.lo, r.hi);
+  if (!a) {
+    fprintf(stderr, "mambalaya exec: input %s is too large\n", T->name);
+    return false;
+  }
+  tensors_put(in, T->name, a, true);
+  return true;
+}
+
+/* The inputs the files give, and each --range naming an input. Exit
+ * status, 0 on success. */
+static int read_input_files(const ExecArgs *o, const Cascade *c,
+                            const Shape *s, Tensors *in) {
+  Diag d = {0};
+  for (int i = 0; i < o->inputs.n; i++)
+    if (!read_inputs(c, s, o->inputs.path[i], in, &d))
+      return input_failed(&d);
+  return ranges_known(&o->ranges, c) ? 0 : EXIT_INPUT;
 }
 
 /* The inputs no file gave: random (with --random). Exit status, 0 on
  * success. */
 static int random_inputs(const ExecArgs *o, const Cascade *c, const Shape *s,
                          Tensors *in) {
-  Diag d = {0};
-  for (int t = 0; t < c->ntensors; t++) {
-    const Tensor *T = &c->tensors[t];
-    if (!needed_input(c, t) || tensors_get(in, T->name))
-      continue;
-    if (!o->random) {
-      diag_error(&d, c->path, T->loc,
-                 "no value for the input %s: give it in an --inputs file, "
-                 "or use --random SEED",
-                 T->name);
-      diag_print(&d, stderr);
+  for (int t = 0; t < c->ntensors; t++)
+    if (needed_input(c, t) && !tensors_get(in, c->tensors[t].name) &&
+        !random_input(o, c, s, t, in))
       return EXIT_INPUT;
-    }
-    /* The last --range naming it, else the last for every input. */
-    double lo = -1, hi = 1;
-    bool named = false;
-    for (int i = 0; i < o->nranges; i++) {
-      const Range *r = &o->ranges[i];
-      bool mine = r->name && range_names(r, T->name);
-      if (mine || (!r->name && !named)) {
-        lo = r->lo;
-        hi = r->hi;
-        named = named || mine;
-      }
-    }
-    int64_t shape[IR_MAX_RANKS];
-    shape_of(c, s, t, shape);
-    Array *a = random_array(T->nranks, shape, o->seed, T->name, lo, hi);
-    if (!a) {
-      fprintf(stderr, "mambalaya exec: input %s is too large\n", T->name);
-      return EXIT_INPUT;
-    }
-    tensors_put(in, T->name, a, true);
-  }
   return 0;
 }
 
@@ -436,9 +360,15 @@ typedef struct ExecResult {
   double seconds;
 } ExecResult;
 
-/* The model's bytes of tensor T in fp32, what the executor moves. */
-static double model_bytes(const ExecResult *r, int t, bool write) {
-  return 4 * (write ? r->ev->tensor_write[t] : r->ev->tensor_read[t]) / r->word;
+/* Tensor T's off-chip bytes: read and written as the executor counted
+ * them, then as the model prices them (in fp32). False when all are 0. */
+static bool traffic(const ExecResult *r, int t, double v[4]) {
+  double scale = 4 / r->word;
+  v[0] = r->st->read[t];
+  v[1] = r->st->write[t];
+  v[2] = scale * r->ev->tensor_read[t];
+  v[3] = scale * r->ev->tensor_write[t];
+  return v[0] + v[1] + v[2] + v[3] != 0;
 }
 
 static json_t *shape_json(const Array *a) {
@@ -446,6 +376,56 @@ static json_t *shape_json(const Array *a) {
   for (int k = 0; k < a->ndim; k++)
     json_array_append_new(j, json_integer(a->shape[k]));
   return j;
+}
+
+static const char *const traffic_keys[4] = {
+    "read_bytes", "write_bytes", "model_read_bytes", "model_write_bytes"};
+
+static json_t *traffic_json(const ExecResult *r) {
+  const Cascade *c = r->c;
+  json_t *tr = json_object(), *rows = json_array();
+  double sum[4] = {0, 0, 0, 0}, v[4];
+  for (int t = 0; t < c->ntensors; t++) {
+    if (!traffic(r, t, v))
+      continue;
+    json_t *o = json_object();
+    json_object_set_new(o, "tensor", json_string(c->tensors[t].name));
+    json_object_set_new(o, "intermediate",
+                        json_boolean(tensor_is_intermediate(c, t)));
+    for (int k = 0; k < 4; k++) {
+      json_object_set_new(o, traffic_keys[k], report_real(v[k]));
+      sum[k] += v[k];
+    }
+    json_array_append_new(rows, o);
+  }
+  json_object_set_new(tr, "tensors", rows);
+  for (int k = 0; k < 4; k++)
+    json_object_set_new(tr, traffic_keys[k], report_real(sum[k]));
+  json_object_set_new(tr, "offchip_intermediate_bytes",
+                      report_real(4 * r->plan->offchip_elems));
+  return tr;
+}
+
+static json_t *check_json(const ExecResult *r) {
+  json_t *chk = json_array();
+  for (int i = 0; i < r->ndiffs; i++) {
+    const Diff *df = &r->diffs[i];
+    json_t *rel = isfinite(df->rel) ? report_real(df->rel)
+                  : json_string(isnan(df->rel) ? "nan" : "inf");
+    json_array_append_new(chk, json_pack("{s:s, s:b, s:o}", "tensor",
+                                         df->name, "next_state", df->state,
+                                         "max_rel_diff", rel));
+  }
+  return chk;
+}
+
+static json_t *outputs_json(const Tensors *written) {
+  json_t *outs = json_array();
+  for (int i = 0; i < written->n; i++)
+    json_array_append_new(outs, json_pack("{s:s, s:o}", "tensor",
+                                          written->names[i], "shape",
+                                          shape_json(written->arrays[i])));
+  return outs;
 }
 
 static json_t *result_json(const ExecResult *r) {
@@ -461,67 +441,23 @@ static json_t *result_json(const ExecResult *r) {
                       json_string(r->plan ? "fused" : "interpreter"));
   json_object_set_new(root, "plan",
                       r->plan_json ? json_incref(r->plan_json) : json_null());
-  json_t *outs = json_array();
-  for (int i = 0; i < r->written->n; i++) {
-    json_t *o = json_object();
-    json_object_set_new(o, "tensor", json_string(r->written->names[i]));
-    json_object_set_new(o, "shape", shape_json(r->written->arrays[i]));
-    json_array_append_new(outs, o);
-  }
-  json_object_set_new(root, "outputs", outs);
+  json_object_set_new(root, "outputs", outputs_json(r->written));
   json_object_set_new(root, "out",
                       r->o->out ? json_string(r->o->out) : json_null());
   if (r->o->check) {
-    json_t *chk = json_array();
-    for (int i = 0; i < r->ndiffs; i++) {
-      json_t *o = json_object();
-      json_object_set_new(o, "tensor", json_string(r->diffs[i].name));
-      json_object_set_new(o, "next_state", json_boolean(r->diffs[i].state));
-      json_object_set_new(o, "max_rel_diff",
-                          isfinite(r->diffs[i].rel)
-                              ? report_real(r->diffs[i].rel)
-                              : json_string(isnan(r->diffs[i].rel) ? "nan"
-                                                                   : "inf"));
-      json_array_append_new(chk, o);
-    }
-    json_object_set_new(root, "check", chk);
+    json_object_set_new(root, "check", check_json(r));
     json_object_set_new(root, "tolerance", report_real(r->o->tolerance));
   }
   if (r->plan) {
-    json_t *tr = json_object(), *rows = json_array();
-    double sum[4] = {0, 0, 0, 0};
-    for (int t = 0; t < c->ntensors; t++) {
-      double v[4] = {r->st->read[t], r->st->write[t], model_bytes(r, t, 0),
-                     model_bytes(r, t, 1)};
-      if (v[0] + v[1] + v[2] + v[3] == 0)
-        continue;
-      json_t *o = json_object();
-      json_object_set_new(o, "tensor", json_string(c->tensors[t].name));
-      json_object_set_new(o, "intermediate",
-                          json_boolean(tensor_is_intermediate(c, t)));
-      json_object_set_new(o, "read_bytes", report_real(v[0]));
-      json_object_set_new(o, "write_bytes", report_real(v[1]));
-      json_object_set_new(o, "model_read_bytes", report_real(v[2]));
-      json_object_set_new(o, "model_write_bytes", report_real(v[3]));
-      json_array_append_new(rows, o);
-      for (int k = 0; k < 4; k++)
-        sum[k] += v[k];
-    }
-    json_object_set_new(tr, "tensors", rows);
-    json_object_set_new(tr, "read_bytes", report_real(sum[0]));
-    json_object_set_new(tr, "write_bytes", report_real(sum[1]));
-    json_object_set_new(tr, "model_read_bytes", report_real(sum[2]));
-    json_object_set_new(tr, "model_write_bytes", report_real(sum[3]));
-    json_object_set_new(tr, "offchip_intermediate_bytes",
-                        report_real(4 * r->plan->offchip_elems));
-    json_object_set_new(root, "traffic", tr);
+    json_object_set_new(root, "traffic", traffic_json(r));
     json_object_set_new(root, "peak_bytes", report_real(r->st->peak_bytes));
   }
   json_object_set_new(root, "seconds", report_real(r->seconds));
   return root;
 }
 
-static void result_text(Buf *b, const ExecResult *r) {
+/* "exec SPEC (SIZES): PLAN, SECONDS" */
+static void headline_text(Buf *b, const ExecResult *r) {
   const Cascade *c = r->c;
   buf_printf(b, "exec %s (", c->path);
   for (int k = 0, first = 1; k < c->nranks; k++)
@@ -539,6 +475,30 @@ static void result_text(Buf *b, const ExecResult *r) {
   else
     buf_printf(b, "the interpreter");
   buf_printf(b, ", %.3g s\n", r->seconds);
+}
+
+static void traffic_text(Buf *b, const ExecResult *r) {
+  buf_printf(b, "off-chip bytes, counted by the executor | the model's "
+                "ideal accounting (fp32):\n");
+  buf_printf(b, "  %-12s %14s %14s | %14s %14s\n", "tensor", "read", "write",
+             "read", "write");
+  double sum[4] = {0, 0, 0, 0}, v[4];
+  for (int t = 0; t < r->c->ntensors; t++) {
+    if (!traffic(r, t, v))
+      continue;
+    buf_printf(b, "  %-12s %14.0f %14.0f | %14.0f %14.0f%s\n",
+               r->c->tensors[t].name, v[0], v[1], v[2], v[3],
+               v[0] == v[2] && v[1] == v[3] ? "" : "  differs");
+    for (int k = 0; k < 4; k++)
+      sum[k] += v[k];
+  }
+  buf_printf(b, "  %-12s %14.0f %14.0f | %14.0f %14.0f\n", "total", sum[0],
+             sum[1], sum[2], sum[3]);
+  buf_printf(b, "  peak tensor memory %.0f bytes\n", r->st->peak_bytes);
+}
+
+static void result_text(Buf *b, const ExecResult *r) {
+  headline_text(b, r);
   for (int i = 0; i < r->written->n; i++) {
     buf_printf(b, "  %s ", r->written->names[i]);
     shape_text(b, r->written->arrays[i]->shape, r->written->arrays[i]->ndim);
@@ -557,27 +517,8 @@ static void result_text(Buf *b, const ExecResult *r) {
       buf_printf(b, "  %-12s %.3g%s\n", r->diffs[i].name, r->diffs[i].rel,
                  r->diffs[i].state ? "  (next state)" : "");
   }
-  if (!r->plan)
-    return;
-  buf_printf(b, "off-chip bytes, counted by the executor | the model's "
-                "ideal accounting (fp32):\n");
-  buf_printf(b, "  %-12s %14s %14s | %14s %14s\n", "tensor", "read", "write",
-             "read", "write");
-  double sum[4] = {0, 0, 0, 0};
-  for (int t = 0; t < c->ntensors; t++) {
-    double v[4] = {r->st->read[t], r->st->write[t], model_bytes(r, t, 0),
-                   model_bytes(r, t, 1)};
-    if (v[0] + v[1] + v[2] + v[3] == 0)
-      continue;
-    buf_printf(b, "  %-12s %14.0f %14.0f | %14.0f %14.0f%s\n",
-               c->tensors[t].name, v[0], v[1], v[2], v[3],
-               v[0] == v[2] && v[1] == v[3] ? "" : "  differs");
-    for (int k = 0; k < 4; k++)
-      sum[k] += v[k];
-  }
-  buf_printf(b, "  %-12s %14.0f %14.0f | %14.0f %14.0f\n", "total", sum[0],
-             sum[1], sum[2], sum[3]);
-  buf_printf(b, "  peak tensor memory %.0f bytes\n", r->st->peak_bytes);
+  if (r->plan)
+    traffic_text(b, r);
 }
 
 /* ---- running ---- */
@@ -688,199 +629,228 @@ static Eval *model_of(const Cascade *c, const Shape *s, Plan *plan,
   return ev;
 }
 
-/* Refuse, before any input is made, a run whose inputs, arrays
+/* One run's state, freed by run_free. */
+typedef struct ExecRun {
+  Tensors in, res, next, written;
+  Plan *plan;
+  Eval *ev;
+  ExecStats st;
+  Pool *pool;
+  ExecResult r;
+} ExecRun;
+
+/* --plan's plan (the one --strategy picks of a file of several), or the
+ * strategy's (none for the interpreter). */
+static int make_plan(const ExecArgs *o, const Cascade *c, const Shape *s,
+                     Plan **plan) {
+  Diag d = {0};
+  *plan = NULL;
+  if (o->plan_file) {
+    const char *pick = o->ex.strategy >= 0
+                           ? strategy_name((Strategy)o->ex.strategy)
+                           : NULL;
+    *plan = plan_read_file(o->plan_file, pick, c, s, &d);
+  } else if (o->ex.strategy >= 0) {
+    Pair *pairs = fusion_classify(c, s);
+    *plan = fusion_plan(c, s, pairs, (Strategy)o->ex.strategy,
+                        (Stitcher)o->stitch, OBJ_TRAFFIC, &d);
+    free(pairs);
+  } else {
+    return 0;
+  }
+  return *plan ? 0 : input_failed(&d);
+}
+
+/* The executor (and with --check the interpreter) over the inputs. */
+static int execute(const ExecArgs *o, const Cascade *c, const Shape *s,
+                   ExecRun *x) {
+  x->pool = pool_new(o->ex.threads);
+  ExecOpts eo = {.plan = x->plan,
+                 .buffer_bytes = o->ex.buffer,
+                 .pool = x->pool,
+                 .keep_all = o->keep != NULL};
+  Diag d = {0};
+  double t0 = now_seconds();
+  if (!exec_run(c, s, &x->in, &eo, &x->res, o->next ? &x->next : NULL,
+                x->plan ? &x->st : NULL, &d)) {
+    diag_print(&d, stderr);
+    return EXIT_RUN;
+  }
+  x->r.seconds = now_seconds() - t0;
+  x->r.st = &x->st;
+  int status = pick_written(o, c, &x->in, &x->res, &x->written);
+  if (status)
+    return status;
+  x->r.next = o->next ? &x->next : NULL;
+  if (o->check && !check(c, s, &x->in, x->pool, &x->res, x->r.next, &x->r))
+    return EXIT_RUN;
+  return 0;
+}
+
+/* The model's accounting of the plan beside the executor's (the Eval
+ * takes the plan). */
+static int price_plan(const Cascade *c, const Shape *s, ExecRun *x) {
+  if (!x->plan)
+    return 0;
+  x->r.plan_json = report_plan_json(c, x->plan);
+  x->ev = model_of(c, s, x->plan, &x->r.word);
+  x->plan = NULL;
+  x->r.plan = x->ev ? x->ev->plan : NULL;
+  x->r.ev = x->ev;
+  return x->ev ? 0 : EXIT_INPUT;
+}
+
+/* Write --out and --next, print the result; exit 1 past the tolerance. */
+static int finish(const ExecArgs *o, const Cascade *c, ExecRun *x) {
+  const char *executor = x->r.plan ? "fused" : "interpreter";
+  if ((o->out && !save(&x->written, o->out, c, executor)) ||
+      (o->next && !save(&x->next, o->next, c, "next state")))
+    return EXIT_RUN;
+  Buf b = {0};
+  if (o->spec.json) {
+    json_t *j = result_json(&x->r);
+    report_json(&b, j);
+    json_decref(j);
+  } else {
+    result_text(&b, &x->r);
+  }
+  emit(&b);
+  buf_free(&b);
+  int status = 0;
+  for (int i = 0; i < x->r.ndiffs; i++)
+    if (isnan(x->r.diffs[i].rel)) {
+      fprintf(stderr,
+              "mambalaya exec: %s holds a NaN (in this run, the "
+              "interpreter's or both): a NaN is never a match\n",
+              x->r.diffs[i].name);
+      status = EXIT_RUN;
+    } else if (!(x->r.diffs[i].rel <= o->tolerance)) {
+      fprintf(stderr,
+              "mambalaya exec: %s differs from the interpreter by %g, more "
+              "than the tolerance %g\n",
+              x->r.diffs[i].name, x->r.diffs[i].rel, o->tolerance);
+      status = EXIT_RUN;
+    }
+  return status;
+}
+
+static void run_free(ExecRun *x) {
+  json_decref(x->r.plan_json);
+  free(x->r.diffs);
+  eval_free(x->ev);
+  plan_free(x->plan);
+  exec_stats_free(&x->st);
+  pool_free(x->pool);
+  tensors_free(&x->written); /* borrowed arrays */
+  tensors_free(&x->in);
+  tensors_free(&x->res);
+  tensors_free(&x->next);
+}
+
+/* Refuse, before any random input is made, a run whose inputs, arrays
  * (exec_bytes: every tensor for the interpreter, or the plan's off-chip
  * tensors and tile buffer) and --check's reference run exceed the
  * budget: what `run` does for a language model. */
 static int check_exec_memory(const ExecArgs *o, const Cascade *c,
                              const Shape *s, const Plan *plan) {
-  double need = exec_bytes(c, s, plan, o->buffer);
+  double need = exec_bytes(c, s, plan, o->ex.buffer);
   for (int t = 0; t < c->ntensors; t++)
     if (needed_input(c, t))
       need += 4 * shape_tensor_elems(s, t);
   if (o->check)
     need += exec_bytes(c, s, NULL, 0);
-  Args a = {.cmd = "mambalaya exec"};
-  return check_memory(&a, "this run", need, memory_budget(o->max_memory),
-                      o->max_memory > 0);
+  return check_memory("mambalaya exec", "this run", need,
+                      memory_budget(o->max_memory), o->max_memory > 0);
 }
 
 static int run(const ExecArgs *o, const Cascade *c, const Shape *s) {
-  Tensors in = {0}, res = {0}, next = {0}, written = {0};
-  Plan *plan = NULL;
-  Eval *ev = NULL;
-  ExecStats st = {0};
-  Pool *pool = NULL;
-  ExecResult r = {.c = c, .s = s, .o = o, .written = &written};
-  Diag d = {0};
-  int status = 0;
-  if (o->plan_file) {
-    plan = plan_read_file(o->plan_file,
-                          o->fused ? strategy_name(o->strategy) : NULL, c, s,
-                          &d);
-    if (!plan) {
-      diag_print(&d, stderr);
-      status = EXIT_INPUT;
-      goto done;
-    }
-  } else if (o->fused) {
-    Pair *pairs = fusion_classify(c, s);
-    plan = fusion_plan(c, s, pairs, o->strategy, o->stitch, OBJ_TRAFFIC, &d);
-    free(pairs);
-    if (!plan) {
-      diag_print(&d, stderr);
-      status = EXIT_INPUT;
-      goto done;
-    }
-  }
-  if ((status = read_input_files(o, c, s, &in)) ||
-      (status = check_exec_memory(o, c, s, plan)) ||
-      (status = random_inputs(o, c, s, &in)))
-    goto done;
-  r.plan = plan;
-  pool = pool_new(o->threads);
-  ExecOpts eo = {.plan = plan,
-                 .buffer_bytes = o->buffer,
-                 .pool = pool,
-                 .keep_all = o->keep != NULL};
-  double t0 = now_seconds();
-  if (!exec_run(c, s, &in, &eo, &res, o->next ? &next : NULL,
-                plan ? &st : NULL, &d)) {
-    diag_print(&d, stderr);
-    status = EXIT_RUN;
-    goto done;
-  }
-  r.seconds = now_seconds() - t0;
-  r.st = &st;
-  if ((status = pick_written(o, c, &in, &res, &written)))
-    goto done;
-  r.next = o->next ? &next : NULL;
-  if (o->check && !check(c, s, &in, pool, &res, r.next, &r)) {
-    status = EXIT_RUN;
-    goto done;
-  }
-  if (plan) {
-    r.plan_json = report_plan_json(c, plan);
-    ev = model_of(c, s, plan, &r.word); /* takes the plan */
-    r.plan = ev ? ev->plan : NULL;
-    plan = NULL;
-    if (!ev) {
-      status = EXIT_INPUT;
-      goto done;
-    }
-    r.ev = ev;
-  }
-  if ((o->out &&
-       !save(&written, o->out, c, r.plan ? "fused" : "interpreter")) ||
-      (o->next && !save(&next, o->next, c, "next state"))) {
-    status = EXIT_RUN;
-    goto done;
-  }
-  Buf b = {0};
-  if (o->spec.json) {
-    json_t *j = result_json(&r);
-    report_json(&b, j);
-    json_decref(j);
-  } else {
-    result_text(&b, &r);
-  }
-  emit(&b);
-  buf_free(&b);
-  for (int i = 0; i < r.ndiffs; i++)
-    if (isnan(r.diffs[i].rel)) {
-      fprintf(stderr,
-              "mambalaya exec: %s holds a NaN (in this run, the "
-              "interpreter's or both): a NaN is never a match\n",
-              r.diffs[i].name);
-      status = EXIT_RUN;
-    } else if (!(r.diffs[i].rel <= o->tolerance)) {
-      fprintf(stderr,
-              "mambalaya exec: %s differs from the interpreter by %g, more "
-              "than the tolerance %g\n",
-              r.diffs[i].name, r.diffs[i].rel, o->tolerance);
-      status = EXIT_RUN;
-    }
-done:
-  json_decref(r.plan_json);
-  free(r.diffs);
-  eval_free(ev);
-  plan_free(plan);
-  exec_stats_free(&st);
-  pool_free(pool);
-  tensors_free(&written); /* borrowed arrays */
-  tensors_free(&in);
-  tensors_free(&res);
-  tensors_free(&next);
+  ExecRun x = {.r = {.c = c, .s = s, .o = o}};
+  x.r.written = &x.written;
+  int status = read_input_files(o, c, s, &x.in);
+  if (!status)
+    status = make_plan(o, c, s, &x.plan);
+  if (!status)
+    status = check_exec_memory(o, c, s, x.plan);
+  if (!status)
+    status = random_inputs(o, c, s, &x.in);
+  x.r.plan = x.plan;
+  if (!status)
+    status = execute(o, c, s, &x);
+  if (!status)
+    status = price_plan(c, s, &x);
+  if (!status)
+    status = finish(o, c, &x);
+  run_free(&x);
   return status;
 }
 
-int cmd_exec(int argc, char **argv) {
-  Args a = {.cmd = "mambalaya exec", .argc = argc, .argv = argv, .i = 1};
-  ExecArgs o = {
-      .buffer = 2 << 20, .threads = default_threads(), .tolerance = 1e-5};
-  int k, err;
-  while ((k = args_next(&a)) > 0) {
-    bool handled;
-    if (k == 2) {
-      if (o.spec.spec)
-        return args_unknown(&a);
-      o.spec.spec = a.val;
-    } else if (args_is(&a, "--help") || args_is(&a, "-h")) {
-      fputs(usage, stdout);
-      return 0;
-    } else if ((err = exec_opt(&a, &o, &handled)) || handled) {
-      if (err)
-        return err;
-    } else if (spec_opt(&a, &o.spec, &err)) {
-      if (err)
-        return err;
-    } else {
-      return args_unknown(&a);
-    }
-  }
-  if (k < 0)
-    return EXIT_INPUT;
-  if (!o.spec.spec)
-    return usage_error(&a, "missing SPEC (see mambalaya exec --help)");
-  if (o.plan_file && o.stitch_given)
-    return usage_error(&a, "--plan gives the plan: drop --stitch");
-  if (o.stitch_given && !o.fused)
-    return usage_error(&a, "--stitch needs a --strategy other than the "
-                           "interpreter");
-  if (o.check && !o.fused && !o.plan_file)
-    return usage_error(&a, "--check compares a plan with the interpreter: "
-                           "give --strategy or --plan");
-  if (o.keep && !o.out)
-    return usage_error(&a, "--keep says what --out writes: give --out FILE");
-  /* Outputs that cannot be written, or would overwrite an input: refused
-   * before any work. */
-  const char *in[MAX_INPUT_FILES + 2];
-  int nin = 0;
-  in[nin++] = input_path("specs", o.spec.spec);
-  in[nin++] = o.plan_file;
-  for (int i = 0; i < o.ninputs; i++)
-    in[nin++] = o.inputs[i];
-  const char *outs[2] = {o.out, o.next};
+/* The options that go together, and outputs that can be written and
+ * overwrite no input: refused before any work. */
+static int check_args(const Parsed *p, const ExecArgs *o) {
+  bool fused = o->ex.strategy >= 0, stitch = opt_given(p, "--stitch");
+  if (o->plan_file && stitch)
+    return usage_error(p->cmd, "--plan gives the plan: drop --stitch");
+  if (stitch && !fused)
+    return usage_error(p->cmd, "--stitch needs a --strategy other than the "
+                               "interpreter");
+  if (o->check && !fused && !o->plan_file)
+    return usage_error(p->cmd, "--check compares a plan with the "
+                               "interpreter: give --strategy or --plan");
+  if (o->keep && !o->out)
+    return usage_error(p->cmd,
+                       "--keep says what --out writes: give --out FILE");
+  const char *in[MAX_INPUT_FILES + 2] = {input_path("specs", o->spec.spec),
+                                         o->plan_file};
+  memcpy(in + 2, o->inputs.path, sizeof o->inputs.path);
+  const char *outs[2] = {o->out, o->next};
+  int err;
   for (int i = 0; i < 2; i++)
-    if (outs[i] && (err = check_output(&a, outs[i], in, nin)))
+    if (outs[i] &&
+        (err = check_output(p->cmd, outs[i], in, o->inputs.n + 2)))
       return err;
-  if (o.out && o.next && (strcmp(o.out, o.next) == 0 || same_file(o.out, o.next)))
-    return usage_error(&a, "--out and --next name the same file");
+  if (o->out && o->next &&
+      (strcmp(o->out, o->next) == 0 || same_file(o->out, o->next)))
+    return usage_error(p->cmd, "--out and --next name the same file");
+  return 0;
+}
+
+static int exec_cmd(const Parsed *p, void *opts) {
+  ExecArgs *o = opts;
+  o->random = opt_given(p, "--random");
+  int status = check_args(p, o);
   Cascade *c;
   Shape *s;
-  if ((err = load_spec(&o.spec, &c, &s)))
-    return err;
-  int status;
-  if (!s->complete) {
-    fprintf(stderr,
-            "mambalaya exec: %s has ranks without sizes: give a "
-            "shape section or --set RANK=N\n",
-            o.spec.spec);
-    status = EXIT_INPUT;
-  } else {
-    status = run(&o, c, s);
-  }
+  if (status || (status = load_spec(p->cmd, &o->spec, true, &c, &s)))
+    return status;
+  status = run(o, c, s);
   shape_free(s);
   cascade_free(c);
   return status;
 }
+
+const Command exec_command = {
+    "exec",
+    "run a cascade on tensors (interpreter or plan), check, count bytes",
+    .about =
+        "Run the cascade in SPEC on fp32 tensors (docs/executor.md): Einsum\n"
+        "by Einsum (the interpreter), or group by group under a fusion plan\n"
+        "(the fused executor, which counts every byte it moves off chip).\n"
+        "SPEC is a path or a shipped name (mamba1, fusemax_1pass,\n"
+        "prenorm_decode, ...).\n",
+    .uses = {{&exec_table, 0, NULL},
+             {&executor_options, offsetof(ExecArgs, ex), NULL},
+             {&spec_options, offsetof(ExecArgs, spec), NULL}},
+    .notes =
+        "With a plan, the bytes the executor counted are printed beside the\n"
+        "model's for the same plan (its ideal accounting, the decode state\n"
+        "included, in fp32 bytes): they agree tensor by tensor.\n",
+    .example =
+        "mambalaya exec fusemax_1pass --set B=1 --set H=2 --set M1=4 "
+        "--set M0=64 \\\n"
+        "    --random 1 --strategy ri+rsb+rsp --check --out av.safetensors\n"
+        "mambalaya fuse mamba2_chunked --strategy full --stitch global --json "
+        "> p.json\n"
+        "mambalaya exec mamba2_chunked --plan p.json --inputs in.safetensors "
+        "--json\n",
+    .size = sizeof(ExecArgs), .init = exec_init, .run = exec_cmd,
+};

@@ -5,48 +5,50 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage[] =
-    "usage: mambalaya reproduce [--out DIR] [--format LIST] [--json]\n"
-    "                           [--spec SPEC] [--model M] [--set NAME=V]...\n"
-    "                           [--arch ARCH] [model options]\n"
-    "\n"
-    "Run the paper's evaluation: every design (best unfused, ideal, the\n"
-    "MARCA-like and Geens-like accelerators, the four fusion strategies)\n"
-    "priced for prefill and decode, end to end in three scenarios, and over\n"
-    "I = 2^0..2^20; print a table of the designs and, where the setup is\n"
-    "the paper's, every figure of the paper beside ours with the ratio\n"
-    "ours/paper. Writes every figure (in each format of --format), every\n"
-    "plotted series (figures.csv), the figures beside the paper's\n"
-    "(targets.csv) and an index.html showing them all into DIR, creating\n"
-    "it if missing; stdout is written only after them. The files land\n"
-    "together: a failed or interrupted run leaves DIR as it was.\n"
-    "\n"
-    "The paper's setup is the default: the shipped mamba1 cascade, models\n"
-    "mamba-370m (and mamba-2.8b for a second sweep), the shipped mambalaya\n"
-    "architecture, B=64, prefill at I=2048. Any other spec, model,\n"
-    "architecture or setting runs the same evaluation and draws the same\n"
-    "figures for it, labelled with it; the paper's values are shown only\n"
-    "for what the paper evaluated (an edited copy of a shipped file is not\n"
-    "the paper's).\n"
-    "\n"
-    "  --out DIR      where the figures go (default: out)\n"
-    "  --format LIST  the figures' formats, of svg, pdf, png (default:\n"
-    "                 svg,pdf: SVG for the browser, as index.html shows it,\n"
-    "                 PDF for papers; add png for slides: it takes about\n"
-    "                 four times as long as the rest together)\n"
-    "  --json         print {\"setup\", \"targets\": {KEY: {\"ours\",\n"
-    "                 \"paper\", ...}}, \"designs\"}\n"
-    "  --spec SPEC    the cascade (default: the shipped mamba1)\n"
-    "  --model M      the model preset (default: the spec's own)\n"
-    "  --set NAME=V   B: the batch (default 64); I: the prefill's tokens\n"
-    "                 (default 2048); any other rank or parameter as given\n"
-    "  --arch ARCH    the architecture (default: the shipped mambalaya)\n"
-    "\n"
-    "Model options (as for eval; every design gets them over its defaults;\n"
-    "the figures choose sequential or pipelined, achieved or ideal):\n"
-    "example: mambalaya reproduce --spec mamba2 --model mamba2-370m "
-    "--out out/mamba2\n"
-    "         mambalaya reproduce --reserve-share 0.8 --out out/share80\n";
+typedef struct ReproArgs {
+  SpecOpts spec;
+  ModelOverrides mopts;
+  const char *out, *arch; /* arch NULL: the shipped mambalaya */
+  unsigned formats;
+} ReproArgs;
+
+static const char both_ways[] =
+    "reproduce prices every design both sequential and pipelined, achieved "
+    "and ideal";
+
+static const Opt repro_opts[] = {
+    {"--out", OPT_PATH, offsetof(ReproArgs, out), "DIR",
+     .help = "where the figures go (default: out)"},
+    {"--format", OPT_CUSTOM, offsetof(ReproArgs, formats), "LIST",
+     .help = "the figures' formats, of svg, pdf, png (default: svg,pdf: SVG "
+             "for the browser, as index.html shows it, PDF for papers; add "
+             "png for slides: it takes about four times as long as the rest "
+             "together)",
+     .parse = parse_formats},
+    {"--json", OPT_FLAG, offsetof(ReproArgs, spec.json), NULL,
+     .help = "print {\"setup\", \"targets\": {KEY: {\"ours\", \"paper\", "
+             "...}}, \"designs\"}"},
+    {"--spec", OPT_STRING, offsetof(ReproArgs, spec.spec), "SPEC",
+     .help = "the cascade (default: the shipped mamba1)"},
+    {"--model", OPT_STRING, offsetof(ReproArgs, spec.model), "M",
+     .help = "the model preset (default: the spec's own)"},
+    {"--set", OPT_CUSTOM, offsetof(ReproArgs, spec), "NAME=V",
+     .help = "B: the batch (default 64); I: the prefill's tokens (default "
+             "2048); any other rank or parameter as given",
+     .flags = OPT_REPEAT, .parse = parse_set},
+    {"--arch", OPT_STRING, offsetof(ReproArgs, arch), "ARCH",
+     .help = "the architecture (default: the shipped mambalaya)"},
+    {"--pipelined", OPT_REFUSED, 0, NULL, .help = both_ways},
+    {"--ideal", OPT_REFUSED, 0, NULL, .help = both_ways},
+};
+static const OptTable repro_table = OPT_TABLE(repro_opts);
+
+static void repro_init(void *opts) {
+  *(ReproArgs *)opts = (ReproArgs){.spec.spec = "mamba1",
+                                   .mopts = model_no_overrides(),
+                                   .out = "out",
+                                   .formats = 1u << FMT_SVG | 1u << FMT_PDF};
+}
 
 /* The shipped file (under DIR, "specs" or "archs") that NAME denotes:
  * the name of one ("mamba1"), or a path to a byte-for-byte copy of one.
@@ -78,126 +80,111 @@ static const char *shipped_identity(const char *dir, const char *name) {
   return found;
 }
 
-int cmd_reproduce(int argc, char **argv) {
-  Args a = {.cmd = "mambalaya reproduce", .argc = argc, .argv = argv, .i = 1};
-  SpecOpts o = {.spec = "mamba1"};
-  const char *out = "out", *arch_name = NULL; /* the shipped mambalaya */
-  unsigned formats = 1u << FMT_SVG | 1u << FMT_PDF;
-  ModelOverrides mopts = model_no_overrides();
-  int k, err;
-  while ((k = args_next(&a)) > 0) {
-    if (k == 2)
-      return args_unknown(&a);
-    if (args_is(&a, "--help") || args_is(&a, "-h")) {
-      const char *split = strstr(usage, "example:");
-      fwrite(usage, 1, (size_t)(split - usage), stdout);
-      fputs(model_opts_help, stdout);
-      fputs("\n", stdout);
-      fputs(split, stdout);
-      return 0;
-    } else if (args_is(&a, "--out")) {
-      if (!args_value(&a))
-        return EXIT_INPUT;
-      out = a.val;
-    } else if (args_is(&a, "--format")) {
-      if (!args_value(&a))
-        return EXIT_INPUT;
-      formats = parse_formats(a.val);
-      if (!formats)
-        return usage_error(&a,
-                           "--format expects a list of svg, pdf and png, "
-                           "got '%s'",
-                           a.val);
-    } else if (args_is(&a, "--spec")) {
-      if (!args_value(&a))
-        return EXIT_INPUT;
-      o.spec = a.val;
-    } else if (args_is(&a, "--arch")) {
-      if (!args_value(&a))
-        return EXIT_INPUT;
-      arch_name = a.val;
-    } else if (args_is(&a, "--pipelined") || args_is(&a, "--ideal")) {
-      return usage_error(&a, "%s: reproduce prices every design both "
-                             "sequential and pipelined, achieved and ideal",
-                         a.opt);
-    } else if (model_opt(&a, &mopts, &err) || spec_opt(&a, &o, &err)) {
-      if (err)
-        return err;
-    } else {
-      return args_unknown(&a);
-    }
-  }
-  if (k < 0)
-    return EXIT_INPUT;
-  Diag d = {0};
-  if (!output_dir_check(out, &d)) {
-    diag_print(&d, stderr);
-    return EXIT_INPUT;
-  }
-  Arch *arch = open_arch(arch_name, &d);
-  if (!arch) {
-    diag_print(&d, stderr);
-    return EXIT_INPUT;
-  }
-  /* load_spec checks the model and the settings against the spec, and
-   * that its shape binds; the evaluation binds its own points. */
-  Cascade *c;
-  Shape *s;
-  if ((err = load_spec(&o, &c, &s))) {
-    arch_free(arch);
-    return err;
-  }
-  shape_free(s);
+/* The evaluation for O's setup (C the spec it loaded), its figures
+ * written; NULL after a message (*status set). */
+static Repro *evaluate(const ReproArgs *o, const Cascade *c, Arch *arch,
+                       int *status) {
   ReproSetup setup = {.spec = c,
-                      .spec_shipped = shipped_identity("specs", o.spec),
+                      .spec_shipped = shipped_identity("specs", o->spec.spec),
                       .arch = arch,
-                      .arch_shipped = shipped_identity("archs", arch_name),
-                      .model = o.model,
-                      .nsets = o.nsets,
-                      .sets = o.sets,
-                      .opts = mopts};
+                      .arch_shipped = shipped_identity("archs", o->arch),
+                      .model = o->spec.model,
+                      .nsets = o->spec.nsets,
+                      .sets = o->spec.sets,
+                      .opts = o->mopts};
+  Diag d = {0};
   Repro *r = repro_run(&setup, &d);
-  OutSet *set = outset_new(out);
-  const char *inputs[] = {input_path("specs", o.spec),
-                          input_path("archs", arch_name)};
+  if (!r) {
+    *status = input_failed(&d);
+    return NULL;
+  }
+  OutSet *set = outset_new(o->out);
+  const char *inputs[] = {input_path("specs", o->spec.spec),
+                          input_path("archs", o->arch)};
   for (int i = 0; i < 2; i++)
     if (inputs[i])
       outset_protect(set, inputs[i]);
-  int status = 0;
   bool refused = false;
-  if (!r) {
-    diag_print(&d, stderr);
-    status = EXIT_INPUT;
-  } else if (!report_figures(r, set, formats, &d) ||
-             !outset_commit(set, &refused, &d)) {
+  if (!report_figures(r, set, o->formats, &d) ||
+      !outset_commit(set, &refused, &d)) {
     /* Nothing on stdout: the figures are part of what was asked. */
     diag_print(&d, stderr);
-    status = refused ? EXIT_INPUT : EXIT_RUN;
-  } else {
-    Buf b = {0};
-    if (o.json) {
-      json_t *j = report_repro_json(r);
-      Inputs in = {.command = "reproduce",
-                   .spec = o.spec,
-                   .model = o.model ? o.model : c->model,
-                   .nsets = o.nsets,
-                   .sets = o.sets,
-                   .arch = arch_name ? arch_name : "mambalaya",
-                   .overrides = &mopts};
-      report_json_with_inputs(&b, j, &in);
-      json_decref(j);
-    } else {
-      report_repro_text(&b, r);
-      size_t n = strlen(out);
-      buf_printf(&b, "figures written to %s%sindex.html\n", out,
-                 n > 0 && out[n - 1] == '/' ? "" : "/");
-    }
-    emit(&b);
-    buf_free(&b);
+    *status = refused ? EXIT_INPUT : EXIT_RUN;
+    repro_free(r);
+    r = NULL;
   }
   outset_free(set);
+  return r;
+}
+
+static void print_repro(const ReproArgs *o, const Cascade *c, Repro *r) {
+  if (o->spec.json) {
+    Inputs in = spec_inputs("reproduce", &o->spec, c, NULL);
+    in.arch = o->arch ? o->arch : "mambalaya";
+    in.overrides = &o->mopts;
+    emit_json(report_repro_json(r), &in);
+    return;
+  }
+  Buf b = {0};
+  report_repro_text(&b, r);
+  size_t n = strlen(o->out);
+  buf_printf(&b, "figures written to %s%sindex.html\n", o->out,
+             n > 0 && o->out[n - 1] == '/' ? "" : "/");
+  emit(&b);
+  buf_free(&b);
+}
+
+static int reproduce(const Parsed *p, void *opts) {
+  const ReproArgs *o = opts;
+  Diag d = {0};
+  if (!output_dir_check(o->out, &d))
+    return input_failed(&d);
+  /* load_spec checks the model and the settings against the spec, and
+   * that its shape binds; the evaluation binds its own points. */
+  Arch *arch;
+  Cascade *c;
+  Shape *s;
+  int status = load_spec_arch(p->cmd, &o->spec, o->arch, false, &arch, &c, &s);
+  if (status)
+    return status;
+  shape_free(s);
+  Repro *r = evaluate(o, c, arch, &status);
+  if (r)
+    print_repro(o, c, r);
   repro_free(r);
   cascade_free(c);
   arch_free(arch);
   return status;
 }
+
+const Command reproduce_command = {
+    "reproduce", "run the paper's evaluation: every figure beside ours",
+    .about =
+        "Run the paper's evaluation: every design (best unfused, ideal, the\n"
+        "MARCA-like and Geens-like accelerators, the four fusion strategies)\n"
+        "priced for prefill and decode, end to end in three scenarios, and\n"
+        "over I = 2^0..2^20; print a table of the designs and, where the\n"
+        "setup is the paper's, every figure of the paper beside ours with the\n"
+        "ratio ours/paper. Writes every figure (in each format of --format),\n"
+        "every plotted series (figures.csv), the figures beside the paper's\n"
+        "(targets.csv) and an index.html showing them all into DIR, creating\n"
+        "it if missing; stdout is written only after them. The files land\n"
+        "together: a failed or interrupted run leaves DIR as it was.\n"
+        "\n"
+        "The paper's setup is the default: the shipped mamba1 cascade, models\n"
+        "mamba-370m (and mamba-2.8b for a second sweep), the shipped\n"
+        "mambalaya architecture, B=64, prefill at I=2048. Any other spec,\n"
+        "model, architecture or setting runs the same evaluation and draws\n"
+        "the same figures for it, labelled with it; the paper's values are\n"
+        "shown only for what the paper evaluated (an edited copy of a shipped\n"
+        "file is not the paper's).\n",
+    .uses = {{&repro_table, 0, NULL},
+             {&model_options, offsetof(ReproArgs, mopts),
+              "model options (as for eval; every design gets them over its\n"
+              "defaults; the figures choose sequential or pipelined, achieved\n"
+              "or ideal):"}},
+    .example = "mambalaya reproduce --spec mamba2 --model mamba2-370m --out "
+               "out/mamba2\n"
+               "mambalaya reproduce --reserve-share 0.8 --out out/share80\n",
+    .size = sizeof(ReproArgs), .init = repro_init, .run = reproduce,
+};

@@ -21,45 +21,38 @@
 #include <mpi.h>
 #endif
 
-static const char usage[] =
-    "usage: mambalaya sweep STUDY [--out DIR] [--threads N] [--format LIST]\n"
-    "                             [--json] [--max-memory B]\n"
-    "\n"
-    "Price every point of a design-space study (docs/sweep.md): the\n"
-    "cartesian product (or a listed set) of its cascades and models, shape\n"
-    "settings, architecture parameters, designs, stitchers, model options,\n"
-    "phases and scenarios. Writes into DIR:\n"
-    "\n"
-    "  points.csv   one row per point: a column per input, per figure\n"
-    "               (latency, energy, EDP, area, DRAM traffic, energy and\n"
-    "               area by component role) and whether it is on the front\n"
-    "  sweep.json   the same, with every component's energy and area, the\n"
-    "               fronts, and the study's inputs (paths and SHA-256)\n"
-    "  pareto.svg   every point and the Pareto front over the study's\n"
-    "               objectives, a panel per workload (and .pdf, .png with\n"
-    "               --format)\n"
-    "\n"
-    "then prints each front. STUDY is a path or a shipped study (studies/:\n"
-    "arch-neighbourhood, model-comparison). Progress and an ETA go to\n"
-    "stderr when it is a terminal.\n"
-    "\n"
-    "  --out DIR      where the outputs go (default: out/NAME, NAME the\n"
-    "                 study's name)\n"
-    "  --threads N    threads pricing points (default: every core; under\n"
-    "                 MPI, 1 per rank)\n"
-    "  --format LIST  the chart's formats, of svg, pdf, png (default: svg)\n"
-    "  --json         print sweep.json instead of the fronts\n"
-    "  --max-memory B refuse (exit 2) a study whose points would need more\n"
-    "                 memory than B (8GiB, 512MiB; default: what the\n"
-    "                 machine has available)\n"
-    "\n"
-    "Under MPI (when the build found OpenMPI), `mpirun -n K mambalaya sweep\n"
-    "STUDY` splits the points over K ranks and writes, from rank 0, the\n"
-    "same files as one process.\n"
-    "\n"
-    "example:\n"
-    "  mambalaya sweep arch-neighbourhood --out out/neighbourhood\n"
-    "  mpirun -n 2 mambalaya sweep studies/model-comparison.yaml\n";
+typedef struct SweepArgs {
+  const char *study, *out;
+  int threads; /* 0: every core (1 per rank under MPI) */
+  unsigned formats;
+  bool json;
+  double max_memory; /* 0: what the machine has */
+} SweepArgs;
+
+static const Opt sweep_opts[] = {
+    {"STUDY", OPT_PATH, offsetof(SweepArgs, study), NULL,
+     .flags = OPT_POSITIONAL},
+    {"--out", OPT_PATH, offsetof(SweepArgs, out), "DIR",
+     .help = "where the outputs go (default: out/NAME, NAME the study's name)"},
+    {"--threads", OPT_INT, offsetof(SweepArgs, threads), "N",
+     .help = "threads pricing points (default: every core; under MPI, 1 per "
+             "rank)",
+     .lo = 1, .hi = 1024},
+    {"--format", OPT_CUSTOM, offsetof(SweepArgs, formats), "LIST",
+     .help = "the chart's formats, of svg, pdf, png (default: svg)",
+     .parse = parse_formats},
+    {"--json", OPT_FLAG, offsetof(SweepArgs, json), NULL,
+     .help = "print sweep.json instead of the fronts"},
+    {"--max-memory", OPT_SIZE, offsetof(SweepArgs, max_memory), "B",
+     .help = "refuse (exit 2) a study whose points would need more memory "
+             "than B (8GiB, 512MiB; default: what the machine has "
+             "available)"},
+};
+static const OptTable sweep_table = OPT_TABLE(sweep_opts);
+
+static void sweep_init(void *opts) {
+  *(SweepArgs *)opts = (SweepArgs){.formats = 1u << FMT_SVG};
+}
 
 /* ---- progress ---- */
 
@@ -89,20 +82,18 @@ typedef struct Ranks {
   bool mpi;
 } Ranks;
 
-static Ranks ranks_begin(int *argc, char ***argv) {
+static Ranks ranks_begin(void) {
   Ranks r = {0, 1, false};
   bool launched = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") ||
                   getenv("PMIX_RANK");
 #ifdef MAMBALAYA_MPI
   if (launched) {
-    MPI_Init(argc, argv);
+    MPI_Init(NULL, NULL);
     MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &r.size);
     r.mpi = true;
   }
 #else
-  (void)argc;
-  (void)argv;
   if (launched)
     fprintf(stderr, "mambalaya sweep: this build has no MPI (OpenMPI was "
                     "not found when it was built): every rank prices the "
@@ -194,102 +185,86 @@ static int finish(const Study *s, const PointResult *res, const char *dir,
   return status;
 }
 
-int cmd_sweep(int argc, char **argv) {
-  Args a = {.cmd = "mambalaya sweep", .argc = argc, .argv = argv, .i = 1};
-  const char *study = NULL, *out = NULL;
-  double max_memory = 0;
-  unsigned formats = 1u << FMT_SVG;
-  int threads = 0;
-  bool json = false;
-  int k;
-  while ((k = args_next(&a))) {
-    if (k == 2) {
-      if (study)
-        return args_unknown(&a);
-      study = a.val;
-    } else if (args_is(&a, "--help") || args_is(&a, "-h")) {
-      fputs(usage, stdout);
-      return 0;
-    } else if (args_is(&a, "--out")) {
-      if (!args_value(&a))
-        return EXIT_INPUT;
-      out = a.val;
-    } else if (args_is(&a, "--threads")) {
-      if (!args_value(&a))
-        return EXIT_INPUT;
-      char *end;
-      errno = 0;
-      long v = strtol(a.val, &end, 10);
-      if (errno || end == a.val || *end || v < 1 || v > 1024)
-        return usage_error(&a, "--threads expects a count from 1 to 1024, "
-                               "got '%s'",
-                           a.val);
-      threads = (int)v;
-    } else if (args_is(&a, "--format")) {
-      if (!args_value(&a))
-        return EXIT_INPUT;
-      formats = parse_formats(a.val);
-      if (!formats)
-        return usage_error(&a, "--format expects a list of svg, pdf and "
-                               "png, got '%s'",
-                           a.val);
-    } else if (args_is(&a, "--json")) {
-      json = true;
-    } else if (args_is(&a, "--max-memory")) {
-      if (!args_value(&a))
-        return EXIT_INPUT;
-      if (!parse_bytes(a.val, &max_memory) || !(max_memory >= 1))
-        return usage_error(&a, "--max-memory expects a size in bytes (e.g. "
-                               "8GiB), got '%s'",
-                           a.val);
-    } else {
-      return args_unknown(&a);
-    }
-  }
-  if (!study)
-    return usage_error(&a, "missing STUDY (see mambalaya sweep --help)");
-  Ranks r = ranks_begin(&argc, &argv);
+/* This rank's share of the points priced, gathered on rank 0, and the
+ * outputs written there. */
+static int sweep(const SweepArgs *o, const Study *s, const Ranks *r) {
+  int threads = o->threads;
   if (!threads) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    threads = r.mpi ? 1 : (int)(cores > 0 ? cores : 1);
-  }
-  Diag d = {0};
-  Study *s = study_load(study, memory_budget(max_memory), &d);
-  if (!s) {
-    if (r.rank == 0)
-      diag_print(&d, stderr);
-    ranks_end(&r);
-    return EXIT_INPUT;
+    threads = r->mpi ? 1 : (int)(cores > 0 ? cores : 1);
   }
   Buf dir = {0};
-  buf_printf(&dir, out ? "%s" : "out/%s", out ? out : study_name(s));
+  buf_printf(&dir, o->out ? "%s" : "out/%s", o->out ? o->out : study_name(s));
   /* The outputs are checked before the first point is priced. */
-  if (!sweep_output_check(s, dir.s, formats, &d)) {
-    if (r.rank == 0)
+  Diag d = {0};
+  if (!sweep_output_check(s, dir.s, o->formats, &d)) {
+    if (r->rank == 0)
       diag_print(&d, stderr);
     buf_free(&dir);
-    study_free(s);
-    ranks_end(&r);
     return EXIT_INPUT;
   }
   long n = study_points(s);
-  long lo = share(n, r.rank, r.size), hi = share(n, r.rank + 1, r.size);
+  long lo = share(n, r->rank, r->size), hi = share(n, r->rank + 1, r->size);
   PointResult *mine = xcalloc((size_t)(hi - lo) + 1, sizeof *mine);
-  Progress pr = {now_seconds(), r.rank, r.size, false};
-  bool tty = r.rank == 0 && isatty(2);
+  Progress pr = {now_seconds(), r->rank, r->size, false};
+  bool tty = r->rank == 0 && isatty(2);
   sweep_eval(s, lo, hi, threads, mine, tty ? show_progress : NULL, &pr);
   if (pr.shown)
     fprintf(stderr, "\n");
   PointResult *all =
-      r.rank == 0 ? xcalloc((size_t)n + 1, sizeof *all) : NULL;
-  gather(&r, n, mine, hi - lo, all);
+      r->rank == 0 ? xcalloc((size_t)n + 1, sizeof *all) : NULL;
+  gather(r, n, mine, hi - lo, all);
   int status = 0;
-  if (r.rank == 0)
-    status = finish(s, all, dir.s, formats, json);
+  if (r->rank == 0)
+    status = finish(s, all, dir.s, o->formats, o->json);
   buf_free(&dir);
   free(all);
   free(mine);
+  return status;
+}
+
+static int sweep_cmd(const Parsed *p, void *opts) {
+  (void)p;
+  const SweepArgs *o = opts;
+  Ranks r = ranks_begin();
+  Diag d = {0};
+  Study *s = study_load(o->study, memory_budget(o->max_memory), &d);
+  int status = EXIT_INPUT;
+  if (s)
+    status = sweep(o, s, &r);
+  else if (r.rank == 0)
+    diag_print(&d, stderr);
   study_free(s);
   ranks_end(&r);
   return status;
 }
+
+const Command sweep_command = {
+    "sweep", "a design-space study: many points, their Pareto front",
+    .about =
+        "Price every point of a design-space study (docs/sweep.md): the\n"
+        "cartesian product (or a listed set) of its cascades and models,\n"
+        "shape settings, architecture parameters, designs, stitchers, model\n"
+        "options, phases and scenarios. Writes into DIR:\n"
+        "\n"
+        "  points.csv   one row per point: a column per input, per figure\n"
+        "               (latency, energy, EDP, area, DRAM traffic, energy and\n"
+        "               area by component role) and whether it is on the front\n"
+        "  sweep.json   the same, with every component's energy and area, the\n"
+        "               fronts, and the study's inputs (paths and SHA-256)\n"
+        "  pareto.svg   every point and the Pareto front over the study's\n"
+        "               objectives, a panel per workload (and .pdf, .png with\n"
+        "               --format)\n"
+        "\n"
+        "then prints each front. STUDY is a path or a shipped study\n"
+        "(studies/: arch-neighbourhood, model-comparison). Progress and an\n"
+        "ETA go to stderr when it is a terminal.\n",
+    .uses = {{&sweep_table, 0, NULL}},
+    .notes =
+        "Under MPI (when the build found OpenMPI), `mpirun -n K mambalaya\n"
+        "sweep STUDY` splits the points over K ranks and writes, from rank 0,\n"
+        "the same files as one process.\n",
+    .example = "mambalaya sweep arch-neighbourhood --out out/neighbourhood\n"
+               "mpirun -n 2 mambalaya sweep studies/model-comparison.yaml\n",
+    .size = sizeof(SweepArgs), .init = sweep_init, .run = sweep_cmd,
+};

@@ -7,24 +7,20 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char usage[] =
-    "usage: mambalaya tensors FILE [--json]\n"
-    "\n"
-    "List the tensors of the safetensors file FILE, in the order of their\n"
-    "data: name, dtype, shape and byte range [begin, end) in the data\n"
-    "section, and the file's __metadata__. The file is checked strictly\n"
-    "(the tensors must tile the data section exactly); a malformed file is\n"
-    "reported as FILE: error: MESSAGE with exit status 2.\n"
-    "\n"
-    "  --json           print JSON: {\"file\", \"header_bytes\", "
-    "\"data_bytes\",\n"
-    "                   \"metadata\": {KEY: VALUE}, \"tensors\": [{\"name\",\n"
-    "                   \"dtype\", \"shape\", \"data_offsets\"}]}\n"
-    "\n"
-    "Names and metadata are printed with control characters escaped as\n"
-    "\\xNN (JSON escapes them its own way).\n"
-    "\n"
-    "Example: mambalaya tensors m/model.safetensors\n";
+typedef struct TensorsArgs {
+  const char *path;
+  bool json;
+} TensorsArgs;
+
+static const Opt tensors_opts[] = {
+    {"FILE", OPT_PATH, offsetof(TensorsArgs, path), NULL,
+     .flags = OPT_POSITIONAL},
+    {"--json", OPT_FLAG, offsetof(TensorsArgs, json), NULL,
+     .help = "print JSON: {\"file\", \"header_bytes\", \"data_bytes\", "
+             "\"metadata\": {KEY: VALUE}, \"tensors\": [{\"name\", \"dtype\", "
+             "\"shape\", \"data_offsets\"}]}"},
+};
+static const OptTable tensors_table = OPT_TABLE(tensors_opts);
 
 static void shape_str(Buf *b, const StEntry *e) {
   buf_printf(b, "[");
@@ -95,43 +91,21 @@ static json_t *list_json(const StFile *f) {
                    "tensors", tensors);
 }
 
-int cmd_tensors(int argc, char **argv) {
-  Args a = {.cmd = "mambalaya tensors", .argc = argc, .argv = argv, .i = 1};
-  const char *path = NULL;
-  bool json = false;
-  int k, err;
-  while ((k = args_next(&a)) > 0) {
-    if (k == 2) {
-      if (path)
-        return args_unknown(&a);
-      path = a.val;
-    } else if (args_is(&a, "--help") || args_is(&a, "-h")) {
-      fputs(usage, stdout);
-      return 0;
-    } else if (args_is(&a, "--json")) {
-      json = true;
-    } else {
-      return args_unknown(&a);
-    }
-  }
-  if (k < 0)
-    return EXIT_INPUT;
-  if (!path)
-    return usage_error(&a, "missing FILE (see mambalaya tensors --help)");
+static int tensors(const Parsed *p, void *opts) {
+  const TensorsArgs *o = opts;
   /* The file is read whole: it must fit the memory available. */
   struct stat st;
-  if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-      (err = check_memory(&a, "reading the file", (double)st.st_size,
+  int err;
+  if (stat(o->path, &st) == 0 && S_ISREG(st.st_mode) &&
+      (err = check_memory(p->cmd, "reading the file", (double)st.st_size,
                           memory_budget(0), false)))
     return err;
   Diag d = {0};
-  StFile *f = st_open(path, &d);
-  if (!f) {
-    diag_print(&d, stderr);
-    return EXIT_INPUT;
-  }
+  StFile *f = st_open(o->path, &d);
+  if (!f)
+    return input_failed(&d);
   Buf b = {0};
-  if (json) {
+  if (o->json) {
     json_t *j = list_json(f);
     report_json(&b, j);
     json_decref(j);
@@ -143,3 +117,18 @@ int cmd_tensors(int argc, char **argv) {
   st_close(f);
   return 0;
 }
+
+const Command tensors_command = {
+    "tensors", "list the tensors of a safetensors file",
+    .about =
+        "List the tensors of the safetensors file FILE, in the order of their\n"
+        "data: name, dtype, shape and byte range [begin, end) in the data\n"
+        "section, and the file's __metadata__. The file is checked strictly\n"
+        "(the tensors must tile the data section exactly); a malformed file\n"
+        "is reported as FILE: error: MESSAGE with exit status 2.\n",
+    .uses = {{&tensors_table, 0, NULL}},
+    .notes = "Names and metadata are printed with control characters escaped "
+             "as\n\\xNN (JSON escapes them its own way).\n",
+    .example = "mambalaya tensors m/model.safetensors\n",
+    .size = sizeof(TensorsArgs), .run = tensors,
+};

@@ -10,26 +10,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage[] =
-    "usage: mambalaya tokenize (--model DIR | --tokenizer FILE)\n"
-    "                          (--text TEXT | --ids LIST | --lines FILE |\n"
-    "                           --decode-lines FILE)\n"
-    "\n"
-    "Turn text into token ids and back with a byte-level BPE tokenizer.json\n"
-    "(GPT-2, GPT-NeoX: what Mamba checkpoints carry).\n"
-    "\n"
-    "  --model DIR          the tokenizer of a model directory\n"
-    "                       (DIR/tokenizer.json)\n"
-    "  --tokenizer FILE     a tokenizer.json\n"
-    "  --text TEXT          print TEXT's token ids, comma-separated\n"
-    "  --ids LIST           print the text of the ids (1,2,3)\n"
-    "  --lines FILE         each line a JSON string: print each one's ids as a\n"
-    "                       JSON array, one line each\n"
-    "  --decode-lines FILE  each line a JSON array of ids: print each one's\n"
-    "                       text as a JSON string, one line each\n"
-    "\n"
-    "Example:\n"
-    "  mambalaya tokenize --model m130 --text \"Hello, world\"\n";
+typedef struct TokenizeArgs {
+  const char *model, *file, *text, *ids, *lines, *decode_lines;
+} TokenizeArgs;
+
+#define TO(field) offsetof(TokenizeArgs, field)
+static const Opt tokenize_opts[] = {
+    {"--model", OPT_PATH, TO(model), "DIR",
+     .help = "the tokenizer of a model directory (DIR/tokenizer.json)"},
+    {"--tokenizer", OPT_PATH, TO(file), "FILE", .help = "a tokenizer.json"},
+    {"--text", OPT_STRING, TO(text), "TEXT",
+     .help = "print TEXT's token ids, comma-separated"},
+    {"--ids", OPT_STRING, TO(ids), "LIST",
+     .help = "print the text of the ids (1,2,3)"},
+    {"--lines", OPT_PATH, TO(lines), "FILE",
+     .help = "each line a JSON string: print each one's ids as a JSON array, "
+             "one line each"},
+    {"--decode-lines", OPT_PATH, TO(decode_lines), "FILE",
+     .help = "each line a JSON array of ids: print each one's text as a JSON "
+             "string, one line each"},
+};
+static const OptTable tokenize_table = OPT_TABLE(tokenize_opts);
 
 /* The tokenizer --model or --tokenizer names; NULL after a message. */
 Tokenizer *open_tokenizer(const char *model, const char *file) {
@@ -53,13 +54,13 @@ static bool is_token(const Tokenizer *t, long long id) {
 }
 
 /* The ids in LIST ("1,2,3"), each a token of T; false after a message. */
-static bool parse_ids(const Args *a, const char *list, const Tokenizer *t,
+static bool parse_ids(const char *cmd, const char *list, const Tokenizer *t,
                       int **ids, int *n) {
   int cap = 0;
   *ids = NULL;
   *n = 0;
   if (!*list) {
-    usage_error(a, "--ids is empty: give token ids, comma-separated");
+    usage_error(cmd, "--ids is empty: give token ids, comma-separated");
     return false;
   }
   for (const char *p = list; *p;) {
@@ -67,8 +68,8 @@ static bool parse_ids(const Args *a, const char *list, const Tokenizer *t,
     errno = 0;
     long v = strtol(p, &end, 10);
     if (end == p || errno || !is_token(t, v)) {
-      usage_error(a, "--ids: expected ids of tokens (below %d), "
-                     "comma-separated, at '%s'",
+      usage_error(cmd, "--ids: expected ids of tokens (below %d), "
+                       "comma-separated, at '%s'",
                   tokenizer_size(t), p);
       free(*ids);
       return false;
@@ -76,7 +77,7 @@ static bool parse_ids(const Args *a, const char *list, const Tokenizer *t,
     VEC_PUSH(*ids, *n, cap, (int)v);
     p = *end == ',' ? end + 1 : end;
     if (*end && *end != ',') {
-      usage_error(a, "--ids: unexpected '%c'", *end);
+      usage_error(cmd, "--ids: unexpected '%c'", *end);
       free(*ids);
       return false;
     }
@@ -113,13 +114,13 @@ static long bad_id(const Tokenizer *t, const json_t *v) {
  * its ids (DECODE: its text) on a line of its own. PATH is read as every
  * text input is: a regular file or a pipe, at most INPUT_TEXT_MAX bytes.
  * Returns an exit status. */
-static int each_line(const Args *a, const char *path, const Tokenizer *t,
+static int each_line(const char *cmd, const char *path, const Tokenizer *t,
                      bool decode) {
-  Diag d = {0};
+  Diag rd = {0};
   size_t size;
-  char *all = read_input(path, INPUT_TEXT_MAX, &size, &d);
+  char *all = read_input(path, INPUT_TEXT_MAX, &size, &rd);
   if (!all) {
-    diag_print(&d, stderr);
+    diag_print(&rd, stderr);
     return EXIT_INPUT;
   }
   Buf out = {0};
@@ -151,17 +152,17 @@ static int each_line(const Args *a, const char *path, const Tokenizer *t,
       if (js)
         buf_printf(&out, "%s\n", js);
       else
-        status = usage_error(a, "line %d does not decode to UTF-8 text",
+        status = usage_error(cmd, "line %d does not decode to UTF-8 text",
                              lineno);
       free(js);
       json_decref(s);
       buf_free(&text);
     } else {
       int *ids, n;
-      Diag e = {0};
+      Diag d = {0};
       if (!tokenizer_encode(t, json_string_value(v), json_string_length(v),
-                            &ids, &n, &e)) {
-        fprintf(stderr, "%s:%d: error: %s\n", path, lineno, e.msg);
+                            &ids, &n, &d)) {
+        fprintf(stderr, "%s:%d: error: %s\n", path, lineno, d.msg);
         status = EXIT_INPUT;
       } else {
         buf_printf(&out, "[");
@@ -180,73 +181,71 @@ static int each_line(const Args *a, const char *path, const Tokenizer *t,
   return status;
 }
 
-int cmd_tokenize(int argc, char **argv) {
-  Args a = {.cmd = "mambalaya tokenize", .argc = argc, .argv = argv, .i = 1};
-  const char *model = NULL, *file = NULL, *text = NULL, *ids_text = NULL;
-  const char *lines = NULL, *decode_lines = NULL;
-  int k;
-  while ((k = args_next(&a))) {
-    if (k == 2)
-      return args_unknown(&a);
-    if (args_is(&a, "--help") || args_is(&a, "-h")) {
-      fputs(usage, stdout);
-      return 0;
-    }
-    const char **slot = args_is(&a, "--model")          ? &model
-                        : args_is(&a, "--tokenizer")    ? &file
-                        : args_is(&a, "--text")         ? &text
-                        : args_is(&a, "--ids")          ? &ids_text
-                        : args_is(&a, "--lines")        ? &lines
-                        : args_is(&a, "--decode-lines") ? &decode_lines
-                                                        : NULL;
-    if (!slot)
-      return args_unknown(&a);
-    if (!args_value(&a))
-      return EXIT_INPUT;
-    *slot = a.val;
+/* --text: its ids, comma-separated. */
+static int encode_text(const Tokenizer *t, const char *text) {
+  int *ids, n;
+  Diag d = {0};
+  if (!tokenizer_encode(t, text, strlen(text), &ids, &n, &d)) {
+    fprintf(stderr, "mambalaya tokenize: error: --text: %s\n", d.msg);
+    return EXIT_INPUT;
   }
-  int inputs = !!text + !!ids_text + !!lines + !!decode_lines;
-  if ((!model == !file) || inputs != 1)
-    return usage_error(&a, "needs --model or --tokenizer, and one of --text, "
-                           "--ids, --lines, --decode-lines (see mambalaya "
-                           "tokenize --help)");
-  Tokenizer *t = open_tokenizer(model, file);
+  Buf out = {0};
+  buf_printf(&out, "%s", "");
+  for (int i = 0; i < n; i++)
+    buf_printf(&out, "%s%d", i ? "," : "", ids[i]);
+  buf_printf(&out, "\n");
+  emit(&out);
+  buf_free(&out);
+  free(ids);
+  return 0;
+}
+
+/* --ids: their text. */
+static int decode_ids(const char *cmd, const Tokenizer *t, const char *list) {
+  int *ids, n;
+  if (!parse_ids(cmd, list, t, &ids, &n))
+    return EXIT_INPUT;
+  Buf out = {0};
+  buf_printf(&out, "%s", "");
+  for (int i = 0; i < n; i++)
+    token_text(t, ids[i], &out);
+  buf_printf(&out, "\n");
+  emit(&out);
+  buf_free(&out);
+  free(ids);
+  return 0;
+}
+
+static int tokenize(const Parsed *p, void *opts) {
+  const TokenizeArgs *o = opts;
+  int inputs = !!o->text + !!o->ids + !!o->lines + !!o->decode_lines;
+  if ((!o->model == !o->file) || inputs != 1)
+    return usage_error(p->cmd, "needs --model or --tokenizer, and one of "
+                               "--text, --ids, --lines, --decode-lines (see "
+                               "%s --help)",
+                       p->cmd);
+  Tokenizer *t = open_tokenizer(o->model, o->file);
   if (!t)
     return EXIT_INPUT;
-  int status = 0;
-  if (lines || decode_lines) {
-    status = each_line(&a, lines ? lines : decode_lines, t, !lines);
-  } else if (text) {
-    int *ids, n;
-    Diag d = {0};
-    if (!tokenizer_encode(t, text, strlen(text), &ids, &n, &d)) {
-      fprintf(stderr, "mambalaya tokenize: error: --text: %s\n", d.msg);
-      status = EXIT_INPUT;
-    } else {
-      Buf out = {0};
-      buf_printf(&out, "%s", "");
-      for (int i = 0; i < n; i++)
-        buf_printf(&out, "%s%d", i ? "," : "", ids[i]);
-      buf_printf(&out, "\n");
-      emit(&out);
-      buf_free(&out);
-      free(ids);
-    }
-  } else {
-    int *ids, n;
-    if (!parse_ids(&a, ids_text, t, &ids, &n)) {
-      status = EXIT_INPUT;
-    } else {
-      Buf out = {0};
-      buf_printf(&out, "%s", "");
-      for (int i = 0; i < n; i++)
-        token_text(t, ids[i], &out);
-      fwrite(out.s, 1, out.len, stdout);
-      fputc('\n', stdout);
-      buf_free(&out);
-      free(ids);
-    }
-  }
+  int status;
+  if (o->lines || o->decode_lines)
+    status = each_line(p->cmd, o->lines ? o->lines : o->decode_lines, t,
+                       !o->lines);
+  else if (o->text)
+    status = encode_text(t, o->text);
+  else
+    status = decode_ids(p->cmd, t, o->ids);
   tokenizer_free(t);
   return status;
 }
+
+const Command tokenize_command = {
+    "tokenize", "text to token ids and back (tokenizer.json)",
+    .about = "Turn text into token ids and back with a byte-level BPE "
+             "tokenizer.json\n(GPT-2, GPT-NeoX: what Mamba checkpoints "
+             "carry). Give --model or\n--tokenizer, and one of --text, "
+             "--ids, --lines and --decode-lines.\n",
+    .uses = {{&tokenize_table, 0, NULL}},
+    .example = "mambalaya tokenize --model m130 --text \"Hello, world\"\n",
+    .size = sizeof(TokenizeArgs), .run = tokenize,
+};

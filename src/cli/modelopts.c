@@ -1,5 +1,6 @@
-/* modelopts.c — the model's options on the command line (eval, reproduce).
- * Plans read back from `fuse --json` are src/fusion/planfile.c's. */
+/* modelopts.c — the model's options on the command line (eval, reproduce)
+ * and the names of the library's enums as options take them. Plans read
+ * back from `fuse --json` are src/fusion/planfile.c's. */
 #include "cli.h"
 
 #include <errno.h>
@@ -7,104 +8,77 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char model_opts_help[] =
-    "  --stitch HOW        greedy (default), alg1 or global: how the fused\n"
-    "                      designs stitch their groups\n"
-    "  --pipelined         compose a group's Einsums by parallel pipelining\n"
-    "  --ideal             the plan's algorithmic-minimum traffic instead of\n"
-    "                      the mapping search's\n"
-    "  --state-io, --no-state-io   count the decode state (H0, the\n"
-    "                      convolution history, a KV cache): read before the\n"
-    "                      pass, the steps it adds written after (default: on\n"
-    "                      for --phase decode, off for a prefill, as the paper)\n"
-    "  --no-overlap        an Einsum's compute and DRAM transfers do not\n"
-    "                      overlap\n"
-    "  --reserve-share X   share of the buffer a group may hold across its\n"
-    "                      Einsums (default 0.75)\n"
-    "  --weight-share X    a group's weights stay resident when they fit in\n"
-    "                      this share of the buffer (default 0.5)\n"
-    "  --two-pass, --no-two-pass       FuseMax's second pass over LEX and X\n"
-    "                      (default: on for full only)\n"
-    "  --rd-partials, --no-rd-partials RD pairs write partial products\n"
-    "                      (default: on for full only)\n"
-    "  --spill-distance N  send an on-chip intermediate off chip when its\n"
-    "                      last reader is more than N Einsums later (default:\n"
-    "                      12 for full, 0 = never otherwise)\n";
+/* ---- the names of the library's enums ---- */
 
-static bool parse_share(Args *a, double lo_open, double *out, int *err) {
-  if (!args_value(a)) {
-    *err = EXIT_INPUT;
-    return true;
-  }
-  char *end;
-  errno = 0;
-  double v = strtod(a->val, &end);
-  if (errno || end == a->val || *end || !(v > lo_open) || v > 1) {
-    *err = usage_error(a, "%s expects a share in (%g, 1], got '%s'", a->opt,
-                       lo_open, a->val);
-    return true;
-  }
-  *out = v;
-  return true;
+static const char *strategy_at(int i) { return strategy_name((Strategy)i); }
+static const char *stitcher_at(int i) { return stitcher_name((Stitcher)i); }
+static const char *design_at(int i) { return design_name((Design)i); }
+static const char *objective_at(int i) {
+  return i == OBJ_GROUPS ? "groups" : "traffic";
 }
 
-bool model_opt(Args *a, ModelOverrides *f, int *err) {
-  *err = 0;
-  static const struct {
-    const char *name;
-    size_t off;
-    int value;
-  } toggles[] = {
-      {"--pipelined", offsetof(ModelOverrides, pipelined), 1},
-      {"--ideal", offsetof(ModelOverrides, ideal), 1},
-      {"--state-io", offsetof(ModelOverrides, state_io), 1},
-      {"--no-state-io", offsetof(ModelOverrides, state_io), 0},
-      {"--no-overlap", offsetof(ModelOverrides, no_overlap), 1},
-      {"--two-pass", offsetof(ModelOverrides, two_pass), 1},
-      {"--no-two-pass", offsetof(ModelOverrides, two_pass), 0},
-      {"--rd-partials", offsetof(ModelOverrides, rd_partials), 1},
-      {"--no-rd-partials", offsetof(ModelOverrides, rd_partials), 0},
-  };
-  for (size_t i = 0; i < sizeof toggles / sizeof toggles[0]; i++)
-    if (args_is(a, toggles[i].name)) { /* args_next refuses a value */
-      *(int *)((char *)f + toggles[i].off) = toggles[i].value;
-      return true;
-    }
-  if (args_is(a, "--reserve-share"))
-    return parse_share(a, 0, &f->reserve_share, err);
-  if (args_is(a, "--weight-share"))
-    return parse_share(a, -1e-300, &f->weight_share, err);
-  if (args_is(a, "--spill-distance")) {
-    if (!args_value(a)) {
-      *err = EXIT_INPUT;
-      return true;
-    }
-    char *end;
-    errno = 0;
-    long v = strtol(a->val, &end, 10);
-    if (errno || end == a->val || *end || v < 0 || v > 1000000) {
-      *err = usage_error(a, "--spill-distance expects a count of Einsums "
-                            "(0 = never), got '%s'",
-                         a->val);
-      return true;
-    }
-    f->spill_distance = (int)v;
-    return true;
-  }
-  if (args_is(a, "--stitch")) {
-    if (!args_value(a)) {
-      *err = EXIT_INPUT;
-      return true;
-    }
-    Stitcher st;
-    if (!stitcher_from_name(a->val, &st)) {
-      *err = usage_error(
-          a, "unknown stitcher '%s' (expected greedy, alg1 or global)",
-          a->val);
-      return true;
-    }
-    f->stitch = (int)st;
-    return true;
-  }
-  return false;
+const OptChoices strategy_choices = {"strategy", strategy_at, ST_COUNT,
+                                     "all", false};
+const OptChoices exec_strategy_choices = {"strategy", strategy_at, ST_COUNT,
+                                          "interpreter", true};
+const OptChoices stitcher_choices = {"stitcher", stitcher_at, STITCH_COUNT,
+                                     NULL, false};
+const OptChoices design_choices = {"design", design_at, DES_COUNT, NULL,
+                                   false};
+const OptChoices objective_choices = {"objective", objective_at, 2, NULL,
+                                      false};
+static const char *search_objective_at(int i) {
+  return search_objective_name((SearchObjective)i);
 }
+const OptChoices search_objective_choices = {"objective", search_objective_at,
+                                             SO_COUNT, NULL, false};
+
+/* ---- the model's options ---- */
+
+#define MO(field) offsetof(ModelOverrides, field)
+static const Opt model_opts[] = {
+    {"--stitch", OPT_ENUM, MO(stitch), "HOW",
+     .help = "greedy (default), alg1 or global: how the fused designs stitch "
+             "their groups",
+     .choices = &stitcher_choices},
+    {"--pipelined", OPT_SWITCH, MO(pipelined), NULL,
+     .help = "compose a group's Einsums by parallel pipelining", .lo = 1},
+    {"--ideal", OPT_SWITCH, MO(ideal), NULL,
+     .help = "the plan's algorithmic-minimum traffic instead of the mapping "
+             "search's",
+     .lo = 1},
+    {"--state-io", OPT_SWITCH, MO(state_io), NULL,
+     .help = "count the decode state (H0, the convolution history, a KV "
+             "cache): read before the pass, the steps it adds written after "
+             "(default: on for --phase decode, off for a prefill, as the "
+             "paper)",
+     .lo = 1},
+    {"--no-state-io", OPT_SWITCH, MO(state_io), NULL,
+     .help = "do not count the decode state", .lo = 0},
+    {"--no-overlap", OPT_SWITCH, MO(no_overlap), NULL,
+     .help = "an Einsum's compute and DRAM transfers do not overlap", .lo = 1},
+    {"--reserve-share", OPT_DOUBLE, MO(reserve_share), "X",
+     .help = "share of the buffer a group may hold across its Einsums "
+             "(default 0.75)",
+     .lo = 0, .hi = 1, .flags = OPT_LO_OPEN},
+    {"--weight-share", OPT_DOUBLE, MO(weight_share), "X",
+     .help = "a group's weights stay resident when they fit in this share of "
+             "the buffer (default 0.5)",
+     .lo = 0, .hi = 1},
+    {"--two-pass", OPT_SWITCH, MO(two_pass), NULL,
+     .help = "FuseMax's second pass over LEX and X (default: on for full only)",
+     .lo = 1},
+    {"--no-two-pass", OPT_SWITCH, MO(two_pass), NULL,
+     .help = "no second pass", .lo = 0},
+    {"--rd-partials", OPT_SWITCH, MO(rd_partials), NULL,
+     .help = "RD pairs write partial products (default: on for full only)",
+     .lo = 1},
+    {"--no-rd-partials", OPT_SWITCH, MO(rd_partials), NULL,
+     .help = "RD pairs write no partial products", .lo = 0},
+    {"--spill-distance", OPT_INT, MO(spill_distance), "N",
+     .help = "send an on-chip intermediate off chip when its last reader is "
+             "more than N Einsums later (default: 12 for full, 0 = never "
+             "otherwise)",
+     .lo = 0, .hi = 1000000},
+};
+const OptTable model_options = OPT_TABLE(model_opts);

@@ -11,6 +11,7 @@
 
 #include "../fusion/fusion.h"
 #include "../model/model.h"
+#include "../search/search.h"
 #include "../repro/repro.h"
 
 /* The tool's version, in every result's "inputs". */
@@ -335,5 +336,16 @@ const char *sc_str(Scene *s, const char *text);
 /* The renderers scene_render calls. */
 void svg_render(Buf *b, const Scene *s);
 void cairo_render(Buf *b, const Scene *s, Format f);
+
+/* ---- searches ---- */
+
+/* The space, the schedule found (its plan and its evaluation), the bound
+ * and the gap. */
+void report_search_text(Buf *b, const Cascade *c, const Arch *a,
+                        const SearchResult *r, SearchObjective o);
+/* {"objective", "found", "lower_bound", "gap", "from", "space": {...},
+ *  "plan" (as fuse --json), "schedule" and "bound" (as eval --json)} */
+json_t *report_search_json(const Cascade *c, const Arch *a,
+                           const SearchResult *r, SearchObjective o);
 
 #endif

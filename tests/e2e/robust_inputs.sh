@@ -65,7 +65,7 @@ cmp -s o/pareto.svg spec.orig && cmp -s o/points.csv arch.orig ||
 sed 's|architectures: \[o/points.csv\]|architectures: [mambalaya]|' s.yaml >s2.yaml
 refused "refusing to write o/pareto.svg: it is the input o/pareto.svg" \
   "$M" sweep s2.yaml --out o
-refused "the output directory (--out) is empty" "$M" sweep s.yaml --out ''
+refused "--out" "$M" sweep s.yaml --out ''
 [ -e points.csv ] && fail "sweep --out '' wrote here"
 long=$(python3 -c 'print("d" * 200 + "/" + "e/" * 2000)')
 refused "the output directory (--out) is too long" "$M" sweep s.yaml --out "$long"

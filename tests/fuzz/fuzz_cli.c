@@ -1,10 +1,12 @@
-/* fuzz_cli.c — libFuzzer harness for the command-line parser: the bytes,
- * split at NUL bytes, are an argv scanned as the commands scan theirs
- * (options with inline or separate values, flags, positionals), with the
- * shared option handlers (--model, --set, --json) and the value parsers
- * (counts, byte sizes, token lists, decimals). Every accepted value must
- * be within the bounds its parser promises; nothing may crash, leak or
- * trip a sanitizer. Messages go to stderr (run with -close_fd_mask=2). */
+/* fuzz_cli.c — libFuzzer harness for the command line: the bytes, split
+ * at NUL bytes, are an argv parsed by the option engine (src/cli/opts.c)
+ * against a table with an option of every kind (flags, switches, counts,
+ * shares, byte sizes, seeds, strings, paths, names, a refused option, a
+ * positional) beside the shared --model and --set; a token list is then
+ * parsed as run and generate parse theirs. Every accepted value must be
+ * within the bounds its table entry promises; nothing may crash, leak or
+ * trip a sanitizer. Messages go to stderr (run with -close_fd_mask=2),
+ * --help to stdout. */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -17,42 +19,79 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 enum { MAX_ARGS = 64 };
 
-static void value(Args *a, SpecOpts *o, int *batch) {
-  long v;
-  double x;
-  if (args_is(a, "--batch") || args_is(a, "--threads") ||
-      args_is(a, "--max-new")) {
-    if (args_value(a) && parse_count(a->val, 1, 1 << 20, &v)) {
-      if (v < 1 || v > 1 << 20)
-        __builtin_trap();
-      if (args_is(a, "--batch"))
-        *batch = (int)v;
-    }
-  } else if (args_is(a, "--buffer") || args_is(a, "--max-memory")) {
-    if (args_value(a) && parse_bytes(a->val, &x) && !(x >= 0 && isfinite(x)))
-      __builtin_trap();
-  } else if (args_is(a, "--tokens")) {
-    TokenList t;
-    if (args_value(a) && parse_token_list(a, a->val, *batch, &t)) {
-      if (t.nseq < 1 || t.len < 1)
-        __builtin_trap();
-      for (int64_t i = 0; i < (int64_t)t.nseq * t.len; i++)
-        if (t.ids[i] < 0)
-          __builtin_trap();
-      free(t.ids);
-    }
-  } else if (args_is(a, "--out") || args_is(a, "--arch")) {
-    if (args_value(a) && parse_decimal(a->val, &x) && !isfinite(x))
-      __builtin_trap();
-  } else if (!args_is(a, "--pipelined") && !args_is(a, "--ideal")) {
-    int err;
-    if (!spec_opt(a, o, &err))
-      args_unknown(a);
-    for (int i = 0; i < o->nsets; i++)
-      if (!isfinite(o->sets[i].value) || !o->sets[i].name[0])
-        __builtin_trap();
-  }
+typedef struct FuzzArgs {
+  SpecOpts spec;
+  int two_pass, batch, threads, strategy;
+  double share, bytes;
+  uint64_t seed;
+  const char *tokens, *out;
+} FuzzArgs;
+
+#define FO(field) offsetof(FuzzArgs, field)
+static const Opt fuzz_opts[] = {
+    {"ARG", OPT_STRING, FO(spec.spec), NULL, .flags = OPT_POSITIONAL},
+    {"--json", OPT_FLAG, FO(spec.json), NULL, .help = "a flag"},
+    {"--two-pass", OPT_SWITCH, FO(two_pass), NULL, .help = "on", .lo = 1},
+    {"--no-two-pass", OPT_SWITCH, FO(two_pass), NULL, .help = "off"},
+    {"--batch", OPT_INT, FO(batch), "N", .help = "a count", .lo = 1,
+     .hi = 1 << 20},
+    {"--threads", OPT_INT, FO(threads), "N", .help = "a count", .lo = 1,
+     .hi = 256},
+    {"--share", OPT_DOUBLE, FO(share), "X", .help = "a share", .lo = 0,
+     .hi = 1, .flags = OPT_LO_OPEN},
+    {"--buffer", OPT_SIZE, FO(bytes), "B", .help = "a size"},
+    {"--seed", OPT_SEED, FO(seed), "N", .help = "a seed"},
+    {"--tokens", OPT_STRING, FO(tokens), "LIST", .help = "token ids"},
+    {"--out", OPT_PATH, FO(out), "FILE", .help = "a path"},
+    {"--strategy", OPT_ENUM, FO(strategy), "S", .help = "a name",
+     .choices = &exec_strategy_choices},
+    {"--phase", OPT_ENUM, FO(spec.phase), "P", .help = "a name",
+     .choices = &phase_choices},
+    {"--pipelined", OPT_REFUSED, 0, NULL, .help = "refused"},
+};
+static const OptTable fuzz_table = OPT_TABLE(fuzz_opts);
+
+static void fuzz_init(void *opts) {
+  *(FuzzArgs *)opts = (FuzzArgs){.two_pass = -1, .strategy = -1,
+                                 .share = 0.5, .bytes = 1};
 }
+
+/* The bounds the table promises, then the token list. */
+static int fuzz_run(const Parsed *p, void *opts) {
+  const FuzzArgs *o = opts;
+  const SpecOpts *s = &o->spec;
+  if (o->two_pass < -1 || o->two_pass > 1 || o->batch < 0 ||
+      o->batch > 1 << 20 || o->threads < 0 || o->threads > 256 ||
+      !(o->share > 0 && o->share <= 1) || !(o->bytes >= 1) ||
+      !isfinite(o->bytes) || o->strategy < -1 || o->strategy >= ST_COUNT ||
+      (o->out && !o->out[0]) || !s->spec || s->nsets > MAX_SETS)
+    __builtin_trap();
+  for (int i = 0; i < s->nsets; i++)
+    if (!isfinite(s->sets[i].value) || !s->sets[i].name[0])
+      __builtin_trap();
+  TokenList t;
+  if (o->tokens && parse_token_list(p->cmd, o->tokens, o->batch, &t)) {
+    if (t.nseq < 1 || t.len < 1)
+      __builtin_trap();
+    for (int64_t i = 0; i < (int64_t)t.nseq * t.len; i++)
+      if (t.ids[i] < 0)
+        __builtin_trap();
+    free(t.ids);
+  }
+  return 0;
+}
+
+static const Command fuzz_command = {
+    .name = "fuzz",
+    .summary = "the option engine",
+    .about = "Every kind of option.\n",
+    .uses = {{&fuzz_table, 0, NULL},
+             {&spec_options, offsetof(FuzzArgs, spec), NULL}},
+    .example = "mambalaya fuzz x --set B=2\n",
+    .size = sizeof(FuzzArgs),
+    .init = fuzz_init,
+    .run = fuzz_run,
+};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *copy = malloc(size + 1);
@@ -63,14 +102,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (char *p = copy; argc < MAX_ARGS && p < copy + size;
        p += strlen(p) + 1)
     argv[argc++] = p;
-  Args a = {.cmd = "mambalaya fuzz", .argc = argc, .argv = argv, .i = 1};
-  SpecOpts o = {0};
-  int batch = 0, k;
-  while ((k = args_next(&a)) > 0)
-    if (k == 1)
-      value(&a, &o, &batch);
-  if (k < 0 && !a.opt)
-    __builtin_trap(); /* -1 names the flag that was given a value */
+  int st = command_main(&fuzz_command, argc, argv);
+  if (st != 0 && st != EXIT_INPUT)
+    __builtin_trap();
   free(copy);
   return 0;
 }

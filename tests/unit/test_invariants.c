@@ -9,7 +9,11 @@
  *   - one plan, one traffic figure: fuse's off-chip elements, eval's ideal
  *     inter-Einsum traffic and the executor's counted bytes agree exactly,
  *     for every strategy and stitcher, and the plan runs and computes what
- *     the interpreter computes. */
+ *     the interpreter computes;
+ *   - one plan, one price: relabelled, a plan prices the same;
+ *   - the search: `best` is never worse than a named design nor better
+ *     than `ideal`, and on small cascades it equals every partition of the
+ *     documented space priced whole. */
 #include <dirent.h>
 #include <stdlib.h>
 
@@ -17,6 +21,7 @@
 #include "../../src/model/model.h"
 #include "../../src/spec/spec.h"
 #include "../../src/preset/preset.h"
+#include "../../src/search/search.h"
 #include "test.h"
 
 /* ---- the cascades ---- */
@@ -52,7 +57,7 @@ static int list_specs(const char *dir, char **list, int n) {
 /* The cascades every invariant covers: the shipped ones and those under
  * tests/specs/good. Run from anywhere else, it finds none: that fails
  * (a loop over nothing checks nothing). */
-enum { MIN_SPECS = 18 };
+enum { MIN_SPECS = 21 };
 static int all_specs(char **list) {
   int n = list_specs("specs", list, 0);
   n = list_specs("tests/specs/good", list, n);
@@ -537,6 +542,168 @@ TEST(invariants_plan_priced_by_content) {
     cascade_free(c);
   }
   CHECK(priced >= ns * ST_COUNT * (STITCH_COUNT - 1) * na * ST_COUNT);
+  map_memo_free(memo);
+  for (int k = 0; k < na; k++)
+    arch_free(archs[k]);
+  free_list(specs, ns);
+}
+
+/* ---- the search ---- */
+
+/* The best FIGURE over every contiguous partition of C's merged nodes
+ * priced whole, and over every named design (the documented space,
+ * enumerated): what the search must find. */
+static double enumerate_space(const Cascade *c, const Shape *s,
+                              const Arch *a, const Pair *pairs,
+                              SearchObjective obj, MapMemo *memo) {
+  ModelOverrides ov = model_no_overrides();
+  Design plain = design_of_strategy(ST_FULL);
+  ModelOpts o = model_opts_with(&ov, plain);
+  Nodes *nodes = fusion_merge(c, s);
+  int n = nodes->n;
+  int *group_of = xcalloc((size_t)c->neinsums + 1, sizeof *group_of);
+  double best = INFINITY;
+  for (long mask = 0; mask < (1L << (n - 1)); mask++) {
+    int g = 0;
+    for (int k = 0; k < n; k++) {
+      g += k > 0 && (mask >> (k - 1) & 1);
+      for (int i = 0; i < nodes->nodes[k].n; i++)
+        group_of[nodes->nodes[k].einsums[i]] = g;
+    }
+    Diag d = {0};
+    Plan *p = fusion_plan_groups(c, s, ST_FULL, group_of, &d);
+    Eval *ev = p ? model_eval_memo(c, s, a, pairs, plain, p, &o, memo, &d)
+                 : NULL;
+    if (ev)
+      best = fmin(best, search_figure(ev, obj));
+    eval_free(ev);
+  }
+  for (int des = 0; des < DES_COUNT; des++) {
+    ModelOpts mo = model_opts_with(&ov, (Design)des);
+    for (int st = 0; !mo.bound && st < STITCH_COUNT; st++) {
+      mo.stitch = (Stitcher)st;
+      Diag d = {0};
+      Plan *p = model_plan(c, s, pairs, (Design)des, &mo, &d);
+      Eval *ev = p ? model_eval_memo(c, s, a, pairs, (Design)des, p, &mo,
+                                     memo, &d)
+                   : NULL;
+      if (ev)
+        best = fmin(best, search_figure(ev, obj));
+      eval_free(ev);
+    }
+  }
+  free(group_of);
+  nodes_free(nodes);
+  return best;
+}
+
+TEST(search_equals_enumeration_small_cascades) {
+  char *specs[MAX_SPECS];
+  int ns = all_specs(specs);
+  Arch *archs[MAX_SPECS];
+  int na = load_archs(archs);
+  MapMemo *memo = map_memo_new(false);
+  int checked = 0;
+  for (int i = 0; i < ns; i++) {
+    Diag d = {0};
+    Cascade *c = spec_load(specs[i], &d);
+    Shape *s = c ? bind(c, true, false) : NULL;
+    if (!s || c->neinsums > 10) {
+      cascade_free(c);
+      shape_free(s);
+      continue;
+    }
+    Pair *pairs = fusion_classify(c, s);
+    ModelOverrides ov = model_no_overrides();
+    for (int k = 0; k < na; k++)
+      for (int obj = 0; obj < SO_COUNT; obj += SO_ENERGY) { /* lat, energy */
+        SearchResult *r = search_best(c, s, archs[k], pairs, &ov,
+                                      (SearchObjective)obj, memo, &d);
+        double all = enumerate_space(c, s, archs[k], pairs,
+                                     (SearchObjective)obj, memo);
+        if (!r || fabs(r->found - all) > 1e-12 * all)
+          test_fail(__FILE__, __LINE__, "%s on %s, %s: search %.9g, "
+                    "enumeration %.9g", specs[i], archs[k]->name,
+                    search_objective_name((SearchObjective)obj),
+                    r ? r->found : NAN, all);
+        search_free(r);
+        checked++;
+      }
+    free(pairs);
+    shape_free(s);
+    cascade_free(c);
+  }
+  CHECK(checked >= 12 * na * 2); /* the small ones, both objectives */
+  map_memo_free(memo);
+  for (int k = 0; k < na; k++)
+    arch_free(archs[k]);
+  free_list(specs, ns);
+}
+
+/* Best is no worse than any named design (every stitcher), and no better
+ * than ideal, on every cascade, architecture and phase. */
+static int check_best(const Cascade *c, const Shape *s, const Arch *a,
+                      const Pair *pairs, MapMemo *memo, const char *what) {
+  ModelOverrides ov = model_no_overrides();
+  Diag d = {0};
+  SearchResult *r = search_best(c, s, a, pairs, &ov, SO_LATENCY, memo, &d);
+  if (!r) {
+    test_fail(__FILE__, __LINE__, "%s on %s: %s", what, a->name, d.msg);
+    return 0;
+  }
+  int n = 0;
+  for (int des = 0; des < DES_COUNT; des++) {
+    ModelOpts mo = model_opts_with(&ov, (Design)des);
+    for (int st = 0; !mo.bound && st < STITCH_COUNT; st++, n++) {
+      mo.stitch = (Stitcher)st;
+      Plan *p = model_plan(c, s, pairs, (Design)des, &mo, &d);
+      Eval *ev = p ? model_eval_memo(c, s, a, pairs, (Design)des, p, &mo,
+                                     memo, &d)
+                   : NULL;
+      if (ev && ev->seconds < r->found)
+        test_fail(__FILE__, __LINE__, "%s on %s: %s/%s %.9g beats best %.9g",
+                  what, a->name, design_name((Design)des),
+                  stitcher_name((Stitcher)st), ev->seconds, r->found);
+      eval_free(ev);
+    }
+  }
+  if (r->found < r->lower * (1 - 1e-12))
+    test_fail(__FILE__, __LINE__, "%s on %s: best %.9g beats ideal %.9g",
+              what, a->name, r->found, r->lower);
+  search_free(r);
+  return n;
+}
+
+TEST(search_best_between_ideal_and_every_design) {
+  char *specs[MAX_SPECS];
+  int ns = all_specs(specs);
+  Arch *archs[MAX_SPECS];
+  int na = load_archs(archs);
+  MapMemo *memo = map_memo_new(false);
+  int checked = 0;
+  for (int i = 0; i < ns; i++) {
+    Diag d = {0};
+    Cascade *c = spec_load(specs[i], &d);
+    if (!c) {
+      test_fail(__FILE__, __LINE__, "%s: %s", specs[i], d.msg);
+      continue;
+    }
+    for (int phase = 0; phase < 2; phase++) {
+      Shape *s = bind(c, false, phase == 1);
+      if (!s)
+        continue;
+      Pair *pairs = fusion_classify(c, s);
+      char what[256];
+      snprintf(what, sizeof what, "%s (%s)", specs[i],
+               phase ? "decode" : "prefill");
+      for (int k = 0; k < na; k++)
+        checked += check_best(c, s, archs[k], pairs, memo, what) > 0;
+      free(pairs);
+      shape_free(s);
+    }
+    cascade_free(c);
+  }
+  CHECK(checked >= ns * na); /* every cascade's prefill at least */
   map_memo_free(memo);
   for (int k = 0; k < na; k++)
     arch_free(archs[k]);

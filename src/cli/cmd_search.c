@@ -1,0 +1,128 @@
+/* cmd_search.c — `mambalaya search SPEC`: the best schedule, its bound and
+ * its gap (src/search/search.h, docs/search.md). */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct SearchArgs {
+  SpecOpts spec;
+  ModelOverrides mf;
+  const char *arch, *plan_out;
+  int objective;
+} SearchArgs;
+
+static const Opt search_opts[] = {
+    {"SPEC", OPT_STRING, offsetof(SearchArgs, spec.spec), NULL,
+     .flags = OPT_POSITIONAL},
+    {"--arch", OPT_STRING, offsetof(SearchArgs, arch), "ARCH",
+     .help = "architecture (default: mambalaya)"},
+    {"--objective", OPT_ENUM, offsetof(SearchArgs, objective), "O",
+     .help = "what to minimize (default: latency)", .flags = OPT_LIST,
+     .choices = &search_objective_choices},
+    {"--phase", OPT_ENUM, offsetof(SearchArgs, spec.phase), "P",
+     .help = "prefill (the spec's sizes) or decode (the sequence rank set to "
+             "1)",
+     .choices = &phase_choices},
+    {"--plan-out", OPT_PATH, offsetof(SearchArgs, plan_out), "FILE",
+     .help = "write the plan found as `fuse --json` writes one: `eval --plan "
+             "FILE` and `exec --plan FILE` take it"},
+    {"--json", OPT_FLAG, offsetof(SearchArgs, spec.json), NULL,
+     .help = "print JSON: objective, found, lower_bound, gap, the space, the "
+             "plan, the schedule and the bound as eval --json prints them, and "
+             "the inputs"},
+};
+static const OptTable search_table = OPT_TABLE(search_opts);
+
+static void search_init(void *opts) {
+  *(SearchArgs *)opts = (SearchArgs){.mf = model_no_overrides(),
+                                     .objective = SO_LATENCY};
+}
+
+/* Write the plan found into --plan-out; an exit status. */
+static int write_plan(const SearchArgs *o, const Cascade *c,
+                      const SearchResult *r) {
+  json_t *p = report_plan_json(c, r->best->plan);
+  char *text = json_dumps(p, JSON_INDENT(2));
+  json_decref(p);
+  int status = 0;
+  if (!write_file_atomic(o->plan_out, text, strlen(text))) {
+    fprintf(stderr, "mambalaya search: cannot write %s: %s\n", o->plan_out,
+            strerror(errno));
+    status = EXIT_RUN;
+  }
+  free(text);
+  return status;
+}
+
+static void print_result(const SearchArgs *o, const Cascade *c,
+                         const Shape *s, const Arch *arch,
+                         const SearchResult *r) {
+  SearchObjective obj = (SearchObjective)o->objective;
+  if (o->spec.json) {
+    Inputs in = spec_inputs("search", &o->spec, c, s);
+    in.arch = o->arch ? o->arch : "mambalaya";
+    in.phase = o->spec.phase == PHASE_DECODE ? "decode" : "prefill";
+    in.objective = search_objective_name(obj);
+    in.opts = &r->best->opts;
+    emit_json(report_search_json(c, arch, r, obj), &in);
+    return;
+  }
+  Buf b = {0};
+  report_search_text(&b, c, arch, r, obj);
+  emit(&b);
+  buf_free(&b);
+}
+
+static int search(const Parsed *p, void *opts) {
+  SearchArgs *o = opts;
+  const char *inputs[] = {input_path("specs", o->spec.spec)};
+  int err;
+  if (o->plan_out && (err = check_output(p->cmd, o->plan_out, inputs, 1)))
+    return err;
+  if (o->spec.phase == PHASE_DECODE && o->mf.state_io < 0)
+    o->mf.state_io = 1; /* a decode step reads and writes its state */
+  Arch *arch;
+  Cascade *c;
+  Shape *s;
+  int status = load_spec_arch(p->cmd, &o->spec, o->arch, true, &arch, &c, &s);
+  if (status)
+    return status;
+  Diag d = {0};
+  Pair *pairs = fusion_classify(c, s);
+  MapMemo *memo = map_memo_new(false);
+  SearchResult *r = search_best(c, s, arch, pairs, &o->mf,
+                                (SearchObjective)o->objective, memo, &d);
+  if (!r)
+    status = input_failed(&d);
+  else if (!o->plan_out || !(status = write_plan(o, c, r)))
+    print_result(o, c, s, arch, r);
+  search_free(r);
+  map_memo_free(memo);
+  free(pairs);
+  shape_free(s);
+  cascade_free(c);
+  arch_free(arch);
+  return status;
+}
+
+const Command search_command = {
+    "search", "the best schedule on an accelerator, its bound and its gap",
+    .about =
+        "Find the schedule of the cascade in SPEC that minimizes the\n"
+        "objective on an accelerator: every partition of the merged cascade\n"
+        "into contiguous groups that can run, each group priced by the model\n"
+        "(a dynamic program, exact over that space), and every named design's\n"
+        "plan under every stitcher beside it. Prints the space, the plan\n"
+        "found, its cost, the lower bound (the ideal design) and the gap, then\n"
+        "the schedule as `eval` prints it (docs/search.md).\n",
+    .uses = {{&search_table, 0, NULL},
+             {&spec_options, offsetof(SearchArgs, spec), NULL},
+             {&model_options, offsetof(SearchArgs, mf), "model options:"}},
+    .example = "mambalaya search mamba1 --model mamba-370m --arch h100 "
+               "--plan-out best.json\n"
+               "mambalaya eval mamba1 --model mamba-370m --arch h100 --plan "
+               "best.json\n",
+    .size = sizeof(SearchArgs), .init = search_init, .run = search,
+};

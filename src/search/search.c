@@ -1,0 +1,337 @@
+/* search.c — the dynamic program over contiguous groupings (search.h),
+ * the named designs beside it, and the bound. */
+#include "search.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const objective_names[] = {
+#define X(id, name) name,
+    SEARCH_OBJECTIVES(X)
+#undef X
+};
+_Static_assert(sizeof objective_names / sizeof objective_names[0] ==
+                   SO_COUNT,
+               "a name per objective");
+
+const char *search_objective_name(SearchObjective o) {
+  return objective_names[o];
+}
+
+bool search_objective_from_name(const char *name, SearchObjective *o) {
+  for (int i = 0; i < SO_COUNT; i++)
+    if (strcmp(objective_names[i], name) == 0) {
+      *o = (SearchObjective)i;
+      return true;
+    }
+  return false;
+}
+
+/* ---- figures ---- */
+
+/* What the program adds up over groups: seconds, joules, bytes. */
+typedef struct Cost {
+  double lat, energy, traffic;
+} Cost;
+
+static double figure_of(Cost c, SearchObjective o) {
+  switch (o) {
+  case SO_LATENCY:
+    return c.lat;
+  case SO_ENERGY:
+    return c.energy;
+  case SO_EDP:
+    return c.lat * c.energy;
+  case SO_TRAFFIC:
+  case SO_COUNT:
+    break;
+  }
+  return c.traffic;
+}
+
+static Cost eval_cost(const Eval *ev) {
+  return (Cost){ev->seconds, ev->energy_pj * 1e-12, ev->read + ev->write};
+}
+
+double search_figure(const Eval *ev, SearchObjective o) {
+  return figure_of(eval_cost(ev), o);
+}
+
+/* The two additive figures a prefix keeps the front of: the objective's,
+ * then the one that breaks its ties (EDP: both of its factors). */
+static void key_of(Cost c, SearchObjective o, double *k1, double *k2) {
+  switch (o) {
+  case SO_ENERGY:
+    *k1 = c.energy, *k2 = c.lat;
+    return;
+  case SO_TRAFFIC:
+    *k1 = c.traffic, *k2 = c.lat;
+    return;
+  default:
+    *k1 = c.lat, *k2 = c.energy;
+  }
+}
+
+/* ---- one candidate group ---- */
+
+typedef struct Ctx {
+  const Cascade *c;
+  const Shape *s;
+  const Arch *a;
+  const Pair *pairs;
+  const Nodes *nodes;
+  ModelOpts o;
+  Design design; /* the row that prices a partition: no baseline field */
+  MapMemo *memo;
+  Diag *d;
+  int *group_of; /* scratch, per Einsum */
+} Ctx;
+
+/* Number the groups of a partition in run order: node k starts a new
+ * group where START[k]. */
+static Plan *plan_of(Ctx *x, const bool *start) {
+  int g = -1;
+  for (int k = 0; k < x->nodes->n; k++) {
+    g += start[k];
+    const Node *nd = &x->nodes->nodes[k];
+    for (int i = 0; i < nd->n; i++)
+      x->group_of[nd->einsums[i]] = g;
+  }
+  Diag ignore = {0}; /* a grouping that cannot run is no candidate */
+  return fusion_plan_groups(x->c, x->s, ST_FULL, x->group_of, &ignore);
+}
+
+/* The cost of the group of nodes [I, J), priced in a plan where every
+ * other node stands alone; false when the group cannot run. */
+static bool group_cost(Ctx *x, int i, int j, Cost *out, bool *failed) {
+  int n = x->nodes->n;
+  bool *start = xcalloc((size_t)n + 1, sizeof *start);
+  for (int k = 0; k < n; k++)
+    start[k] = k <= i || k >= j;
+  Plan *p = plan_of(x, start);
+  free(start);
+  if (!p)
+    return false;
+  Eval *ev = model_eval_memo(x->c, x->s, x->a, x->pairs, x->design, p, &x->o,
+                             x->memo, x->d);
+  if (!ev) {
+    *failed = true;
+    return false;
+  }
+  const GroupEval *ge = &ev->g[i];
+  Cost c = {ge->cycles / x->a->clock_hz, 0, 0};
+  for (int k = ge->first; k < ge->first + ge->n; k++) {
+    c.energy += ev->e[k].energy_pj * 1e-12;
+    c.traffic += ev->e[k].read + ev->e[k].write;
+  }
+  eval_free(ev);
+  *out = c;
+  return true;
+}
+
+/* ---- the program ---- */
+
+/* A partition of a prefix on its front: its cost, and where its last
+ * group starts (the front entry of that shorter prefix it extends). */
+typedef struct Entry {
+  Cost cost;
+  int from, prev;
+} Entry;
+
+typedef struct Front {
+  int n, cap;
+  Entry *e;
+} Front;
+
+/* Add E to F unless an entry dominates it; drop those it dominates. */
+static void front_add(Front *f, Entry e, SearchObjective o) {
+  double a1, a2;
+  key_of(e.cost, o, &a1, &a2);
+  int w = 0;
+  for (int k = 0; k < f->n; k++) {
+    double b1, b2;
+    key_of(f->e[k].cost, o, &b1, &b2);
+    if (b1 <= a1 && b2 <= a2)
+      return; /* dominated (or equal): keep the first */
+    if (!(a1 <= b1 && a2 <= b2))
+      f->e[w++] = f->e[k];
+  }
+  f->n = w;
+  VEC_PUSH(f->e, f->n, f->cap, e);
+}
+
+/* Fill FRONT[0..n] over the candidate groups; false if the model failed. */
+static bool program(Ctx *x, SearchObjective o, Front *front, long *priced) {
+  int n = x->nodes->n;
+  front[0].n = 0;
+  VEC_PUSH(front[0].e, front[0].n, front[0].cap,
+           ((Entry){{0, 0, 0}, -1, -1}));
+  for (int j = 1; j <= n; j++)
+    for (int i = 0; i < j; i++) {
+      if (front[i].n == 0)
+        continue;
+      Cost g;
+      bool failed = false;
+      if (!group_cost(x, i, j, &g, &failed)) {
+        if (failed)
+          return false;
+        continue;
+      }
+      (*priced)++;
+      for (int k = 0; k < front[i].n; k++) {
+        Cost c = front[i].e[k].cost;
+        Entry e = {{c.lat + g.lat, c.energy + g.energy,
+                    c.traffic + g.traffic},
+                   i, k};
+        front_add(&front[j], e, o);
+      }
+    }
+  return true;
+}
+
+/* The partition behind the best entry of FRONT[n], as group starts. */
+static bool *best_partition(const Front *front, int n, SearchObjective o) {
+  const Front *f = &front[n];
+  int best = 0;
+  for (int k = 1; k < f->n; k++)
+    if (figure_of(f->e[k].cost, o) < figure_of(f->e[best].cost, o))
+      best = k;
+  bool *start = xcalloc((size_t)n + 1, sizeof *start);
+  for (int j = n, k = best; j > 0;) {
+    const Entry *e = &front[j].e[k];
+    start[e->from] = true;
+    k = e->prev;
+    j = e->from;
+  }
+  return start;
+}
+
+/* ---- the named designs beside the program ---- */
+
+/* Keep CAND (owned) if it beats R's best. */
+static void consider(SearchResult *r, Eval *cand, Design from,
+                     SearchObjective o) {
+  if (!cand)
+    return;
+  double f = search_figure(cand, o);
+  if (!r->best || f < r->found) {
+    eval_free(r->best);
+    r->best = cand;
+    r->found = f;
+    r->from = from;
+  } else {
+    eval_free(cand);
+  }
+}
+
+/* Every design but the bound, under every stitcher it stitches with. */
+static bool named_designs(Ctx *x, const ModelOverrides *ov, SearchResult *r,
+                          SearchObjective o) {
+  for (int d = 0; d < DES_COUNT; d++) {
+    ModelOpts mo = model_opts_with(ov, (Design)d);
+    if (mo.bound)
+      continue;
+    bool stitches = design_strategy((Design)d) != ST_UNFUSED &&
+                    mo.plan == PLAN_STITCHED;
+    for (int st = 0; st < (stitches ? STITCH_COUNT : 1); st++) {
+      if (stitches)
+        mo.stitch = (Stitcher)st;
+      Diag pd = {0};
+      Plan *p = model_plan(x->c, x->s, x->pairs, (Design)d, &mo, &pd);
+      if (!p)
+        continue; /* Algorithm 1 over too many ranks */
+      Eval *ev = model_eval_memo(x->c, x->s, x->a, x->pairs, (Design)d, p,
+                                 &mo, x->memo, x->d);
+      if (!ev)
+        return false;
+      r->named++;
+      consider(r, ev, (Design)d, o);
+    }
+  }
+  return true;
+}
+
+Strategy search_label(const Cascade *c, const Pair *pairs, const Plan *p) {
+  for (int st = 0; st < ST_COUNT; st++) {
+    bool ok = true;
+    for (int k = 0; ok && k < c->nedges; k++) {
+      const Edge *e = &c->edges[k];
+      ok = p->group_of[e->producer] != p->group_of[e->consumer] ||
+           e->producer == e->consumer ||
+           (st != ST_UNFUSED && strategy_allows((Strategy)st, pairs[k].cls));
+    }
+    if (ok)
+      return (Strategy)st;
+  }
+  return ST_FULL;
+}
+
+/* Price the program's partition whole, as the plan it is. */
+static Eval *found_eval(Ctx *x, const bool *start) {
+  Plan *p = plan_of(x, start);
+  if (!p)
+    return NULL;
+  p->strategy = search_label(x->c, x->pairs, p);
+  return model_eval_memo(x->c, x->s, x->a, x->pairs, x->design, p, &x->o,
+                         x->memo, x->d);
+}
+
+static bool run(Ctx *x, const ModelOverrides *ov, SearchObjective o,
+                SearchResult *r) {
+  int n = x->nodes->n;
+  Front *front = xcalloc((size_t)n + 1, sizeof *front);
+  bool ok = program(x, o, front, &r->priced);
+  if (ok && front[n].n > 0) {
+    bool *start = best_partition(front, n, o);
+    Eval *ev = found_eval(x, start);
+    free(start);
+    ok = ev != NULL;
+    consider(r, ev, DES_COUNT, o);
+  }
+  for (int j = 0; j <= n; j++)
+    free(front[j].e);
+  free(front);
+  ok = ok && named_designs(x, ov, r, o);
+  ModelOpts io = model_opts_with(ov, DES_IDEAL);
+  r->bound = ok ? model_eval_memo(x->c, x->s, x->a, x->pairs, DES_IDEAL,
+                                  model_plan(x->c, x->s, x->pairs, DES_IDEAL,
+                                             &io, x->d),
+                                  &io, x->memo, x->d)
+                : NULL;
+  if (r->bound)
+    r->lower = search_figure(r->bound, o);
+  return r->bound != NULL;
+}
+
+SearchResult *search_best(const Cascade *c, const Shape *s, const Arch *a,
+                          const Pair *pairs, const ModelOverrides *o,
+                          SearchObjective obj, MapMemo *memo, Diag *d) {
+  Design plain = design_of_strategy(ST_FULL);
+  Ctx x = {.c = c, .s = s, .a = a, .pairs = pairs, .design = plain,
+           .o = model_opts_with(o, plain), .memo = memo, .d = d};
+  Nodes *nodes = fusion_merge(c, s);
+  x.nodes = nodes;
+  x.group_of = xcalloc((size_t)c->neinsums + 1, sizeof *x.group_of);
+  SearchResult *r = xcalloc(1, sizeof *r);
+  r->nodes = nodes->n;
+  r->partitions = ldexp(1, nodes->n - 1);
+  r->groups = (long)nodes->n * (nodes->n + 1) / 2;
+  r->from = DES_COUNT;
+  bool ok = run(&x, o, obj, r);
+  free(x.group_of);
+  nodes_free(nodes);
+  if (!ok) {
+    search_free(r);
+    return NULL;
+  }
+  return r;
+}
+
+void search_free(SearchResult *r) {
+  if (!r)
+    return;
+  eval_free(r->best);
+  eval_free(r->bound);
+  free(r);
+}

@@ -1,0 +1,74 @@
+/* search.h — the best schedule of a cascade on an architecture, found and
+ * proven within a stated space (docs/search.md).
+ *
+ * The space: every partition of the merged cascade (fusion_merge's nodes,
+ * in their stitching order) into contiguous groups that can run (the
+ * plan's dependencies allow them: fusion_plan_groups), each group priced
+ * by the model under the given options (its binding, passes, spills and
+ * tiles as the model decides them for that group); and, beside those, the
+ * plan of every named design under every stitcher, priced as that design
+ * prices it. The chosen schedule is the best of these for the objective.
+ *
+ * Why a dynamic program is exact here: a group's price depends only on
+ * which Einsums it holds. Its reads come off chip unless produced inside
+ * it, its writes go off chip when a reader lies outside it, its mapping,
+ * binding and spills are decided from its own content, and the layer's
+ * latency, energy and traffic are sums over its groups (docs/model.md,
+ * "One plan, one price"). So the best partition of the first j nodes is
+ * the best partition of some first i plus the group [i, j): the program
+ * keeps, for each prefix, the partitions not dominated in the objective's
+ * two additive figures (latency and energy; traffic and latency), which
+ * makes it exact for a product (EDP) too. A test checks it against every
+ * partition priced whole on small cascades.
+ *
+ * The lower bound is the `ideal` design (docs/model.md §5): no schedule
+ * of any plan beats it; the gap is found / bound. */
+#ifndef MAMBALAYA_SEARCH_H
+#define MAMBALAYA_SEARCH_H
+
+#include "../model/model.h"
+
+#define SEARCH_OBJECTIVES(X)                                                \
+  X(LATENCY, "latency") X(ENERGY, "energy") X(EDP, "edp")                   \
+  X(TRAFFIC, "traffic")
+
+typedef enum {
+#define X(id, name) SO_##id,
+  SEARCH_OBJECTIVES(X)
+#undef X
+  SO_COUNT
+} SearchObjective;
+
+const char *search_objective_name(SearchObjective o);
+bool search_objective_from_name(const char *name, SearchObjective *o);
+/* The objective's figure of an evaluation (seconds, joules, J·s, bytes). */
+double search_figure(const Eval *ev, SearchObjective o);
+
+typedef struct SearchResult {
+  Eval *best;       /* the chosen schedule, priced (it owns its plan) */
+  Design from;      /* the named design it is, or DES_COUNT: a partition
+                       found by the search */
+  Eval *bound;      /* ideal: the lower bound */
+  double found;     /* search_figure(best) */
+  double lower;     /* search_figure(bound) */
+  int nodes;        /* merged Einsums the partitions are made of */
+  double partitions; /* 2^(nodes-1): the contiguous partitions */
+  long groups;       /* candidate groups: nodes (nodes + 1) / 2 */
+  long priced;       /* of which could run, and were priced */
+  long named;        /* named-design plans priced beside */
+} SearchResult;
+
+/* Search the space above for C (bound by S) on A under O (the model's
+ * options; the designs' own baseline fields are theirs). MEMO (may be
+ * NULL) shares mapping searches. NULL and D set when the architecture
+ * cannot run the cascade. */
+SearchResult *search_best(const Cascade *c, const Shape *s, const Arch *a,
+                          const Pair *pairs, const ModelOverrides *o,
+                          SearchObjective obj, MapMemo *memo, Diag *d);
+void search_free(SearchResult *r);
+
+/* The narrowest strategy whose classes cover every edge inside P's groups:
+ * the label a found plan carries (unfused when no group holds an edge). */
+Strategy search_label(const Cascade *c, const Pair *pairs, const Plan *p);
+
+#endif
