@@ -65,10 +65,11 @@ static bool reduces_keys(const Cascade *c, int s, int y, const bool *in) {
   return false;
 }
 
-/* Mark in IN the block starting at S (S, its softmax, Y), if there is
- * one; false (IN cleared) otherwise. TAKEN: Einsums of earlier blocks. */
-static bool find_block(const Cascade *c, const Work *w, int s,
-                       const bool *taken, bool *in) {
+/* Mark in IN the block starting at S (S, its softmax, Y) and return Y,
+ * or -1 (IN cleared) when S starts none. TAKEN: Einsums of earlier
+ * blocks. */
+static int find_block(const Cascade *c, const Work *w, int s,
+                      const bool *taken, bool *in) {
   int n = c->neinsums;
   for (int e = 0; e < n; e++)
     in[e] = e == s;
@@ -96,7 +97,7 @@ static bool find_block(const Cascade *c, const Work *w, int s,
     in[y] = true;
   for (int e = 0; e < n; e++)
     in[e] = in[e] && y >= 0;
-  return y >= 0;
+  return y;
 }
 
 /* Drop from IN every Einsum that reads, through an Einsum outside IN,
@@ -164,10 +165,14 @@ Plan *flat_plan(const Cascade *c, const Shape *s, Diag *d) {
   for (int e = 0; e < n; e++)
     unit[e] = e;
   for (int e = 0; e < n; e++) {
-    if (taken[e] || !batched_matrix(&w[e], c->einsums[e]) ||
-        !find_block(c, w, e, taken, in))
+    int y = taken[e] || !batched_matrix(&w[e], c->einsums[e])
+                ? -1
+                : find_block(c, w, e, taken, in);
+    if (y < 0)
       continue;
     make_convex(c, in);
+    if (!in[e] || !in[y]) /* no longer the two products */
+      continue;
     for (int m = 0; m < n; m++)
       if (in[m]) {
         unit[m] = e; /* its members follow S in the cascade */

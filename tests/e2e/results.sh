@@ -40,7 +40,9 @@ assert i["ranks"]["B"] == 4 and i["ranks"]["I"] == 2048
 assert i["architecture"]["path"] == "archs/mambalaya.yaml"
 assert i["architecture"]["sha256"] == sha("archs/mambalaya.yaml")
 assert i["design"] == "ri" and i["phase"] == "prefill"
-assert i["options"]["stitch"] == "greedy" and i["options"]["two_pass"] is False
+# The full-fusion rules price every design's groups by their content
+# (docs/model.md §5): two passes are on for RI too.
+assert i["options"]["stitch"] == "greedy" and i["options"]["two_pass"] is True
 f = json.load(open(os.path.join(t, "fuse.json")))["inputs"]
 assert f["stitch"] == "global" and f["strategy"] == "ri", f
 r = json.load(open(os.path.join(t, "repro.json")))["inputs"]
