@@ -39,6 +39,8 @@ Plan *model_plan(const Cascade *c, const Shape *s, const Pair *pairs,
                  Design des, const ModelOpts *o, Diag *d) {
   if (o->plan == PLAN_RECURRENCE)
     return recurrence_plan(c, s, pairs);
+  if (o->plan == PLAN_ATTENTION)
+    return flat_plan(c, s, d);
   Strategy st = design_strategy(des);
   return fusion_plan(c, s, pairs, st, st == ST_UNFUSED ? STITCH_GREEDY
                                                        : o->stitch,

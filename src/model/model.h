@@ -16,8 +16,8 @@
  *   cost      cycles = the slowest of compute (ops / (PEs x utilization x
  *             rate)) and DRAM (bytes / bandwidth); energy from the arch's
  *             per-access and per-op figures;
- *   designs   best unfused, ideal, MARCA-like, Geens-like and the four
- *             fusion strategies, each "ideal" (algorithmic-minimum traffic)
+ *   designs   best unfused, ideal, MARCA-like, Geens-like, FLAT and the
+ *             four fusion strategies, each "ideal" (algorithmic-minimum traffic)
  *             or "achieved" (from the mapping search);
  *   scenarios L layers, a prefill of I0 tokens then G decode steps.
  *
@@ -56,6 +56,8 @@ typedef enum {
   PLAN_STITCHED,   /* its strategy's plan, stitched by ModelOpts.stitch */
   PLAN_RECURRENCE, /* unfused, with the recurrence's RI region fused (the
                       MARCA-like and Geens-like baselines, §VI-B) */
+  PLAN_ATTENTION,  /* unfused, with each attention block (QK, its softmax,
+                      AV) one group tiled by query rows: FLAT (flat.c) */
 } PlanSource;
 
 /* The designs of §VI, one row each: X(ID, name, label, strategy, help,
@@ -71,7 +73,14 @@ typedef enum {
  *   marca   unfused + RI fusion of the recurrence's region, with
  *           intermediates over the whole iterative rank;
  *   geens   the same region, the state partitioned to unit size along the
- *           iterative rank.
+ *           iterative rank;
+ *   flat    FLAT (Kao et al., ASPLOS 2023), the attention baseline FuseMax
+ *           compares against: each attention block fused at row
+ *           granularity (whole rows of the scores held, so a row's passes
+ *           and reductions stay on chip: no two-pass spill, no partial
+ *           products by default), its GEMMs on the
+ *           2D array and its softmax on the 1D array; on a cascade without
+ *           attention it is the unfused design.
  * The rules that depend on what a group contains (two passes, the distance
  * spill, RD partial products) are not a design's: every plan is priced by
  * its groups' content (docs/model.md §2, "One plan, one price"). */
@@ -88,6 +97,9 @@ typedef enum {
   X(GEENS, "geens", "Geens-like", ST_UNFUSED,                               \
     "the recurrence's region fused, the state tiled to unit size",          \
     .plan = PLAN_RECURRENCE)                                                \
+  X(FLAT, "flat", "FLAT", ST_UNFUSED,                                       \
+    "attention fused by query rows, softmax on the 1D array (Kao et al.)", \
+    .plan = PLAN_ATTENTION, .bind_alone = true)                             \
   X(RI, "ri", "RI", ST_RI, "RI pairs fused (§IV)", .plan = PLAN_STITCHED)  \
   X(RI_RSB, "ri+rsb", "RI+RSb", ST_RI_RSB, "+ rank-subsetted pairs",       \
     .plan = PLAN_STITCHED)                                                  \
@@ -161,11 +173,16 @@ typedef struct ModelOpts {
                       and the fastest unit for each Einsum (ideal) */
   bool hold_whole; /* intermediates held over the whole iterative rank
                       (MARCA-like) */
+  bool bind_alone; /* every Einsum on the unit it has alone: elementwise
+                      work on the vector unit even after a GEMM in its group
+                      (FLAT's softmax on the 1D array) */
 } ModelOpts;
 
 /* The options each design is evaluated with by default: sequential,
  * achieved, greedy stitching, no decode state, reserve share 3/4, weight
- * share 1/2, then the fields of its DESIGNS row. */
+ * share 1/2, the full-fusion rules on (two passes and RD partial products
+ * off for FLAT, which holds whole rows), then the fields of its DESIGNS
+ * row. */
 ModelOpts model_default_opts(Design d);
 
 /* Options a user gave, applied over each design's defaults: -1 (or NAN)

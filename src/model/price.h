@@ -54,6 +54,13 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge);
 void charge(const Ctx *x, EinsumEval *r, int t, double n, bool write,
             bool intra);
 
+/* ---- FLAT's plan (flat.c) ---- */
+
+/* Each attention block of C (the scores' GEMM, its softmax, the GEMM with
+ * the values) one group, every other Einsum alone: the unfused plan where
+ * C has no attention. NULL and D set if the grouping cannot run. */
+Plan *flat_plan(const Cascade *c, const Shape *s, Diag *d);
+
 /* ---- composition (compose.c) ---- */
 
 /* Cycles of N Einsums EV run as one group, with MEM[i] DRAM cycles each,
