@@ -211,13 +211,14 @@ static bool parse_setting(const char *s, Setting *out) {
 }
 
 bool spec_set(SpecOpts *o, const char *name, size_t len, double value) {
-  if (o->nsets == MAX_SETS || len >= sizeof o->set_names[0])
-    return false;
-  memcpy(o->set_names[o->nsets], name, len);
-  o->set_names[o->nsets][len] = 0;
-  o->sets[o->nsets] = (Setting){o->set_names[o->nsets], value};
-  o->nsets++;
+  Setting st = {arena_strndup(&o->names, name, len), value};
+  VEC_PUSH(o->sets, o->nsets, o->sets_cap, st);
   return true;
+}
+
+void spec_opts_free(SpecOpts *o) {
+  free(o->sets);
+  arena_free(&o->names);
 }
 
 bool spec_opt(Args *a, SpecOpts *o, int *err) {
@@ -247,11 +248,7 @@ bool spec_opt(Args *a, SpecOpts *o, int *err) {
       return true;
     }
     /* The name must be NUL-terminated: copy it out of argv. */
-    size_t n = (size_t)(strchr(a->val, '=') - a->val);
-    if (n >= sizeof o->set_names[0])
-      *err = usage_error(a, "--set name too long: '%s'", a->val);
-    else if (!spec_set(o, a->val, n, st.value))
-      *err = usage_error(a, "too many --set options (at most %d)", MAX_SETS);
+    spec_set(o, a->val, (size_t)(strchr(a->val, '=') - a->val), st.value);
     return true;
   }
   return false;
@@ -286,10 +283,16 @@ static bool open_source(const char *dir, const char *name, Source *src,
 }
 
 Cascade *open_spec(const char *name, Diag *d) {
+  return open_spec_set(name, NULL, d);
+}
+
+Cascade *open_spec_set(const char *name, const SpecOpts *o, Diag *d) {
   Source src;
   if (!open_source("specs", name, &src, d))
     return NULL;
-  Cascade *c = spec_parse(src.path, src.text, src.len, d);
+  SpecLoad l = {.sets = o ? o->sets : NULL, .nsets = o ? o->nsets : 0,
+                .notes = stderr};
+  Cascade *c = spec_parse_with(src.path, src.text, src.len, &l, d);
   source_free(&src);
   return c;
 }
@@ -344,7 +347,7 @@ int check_memory(const Args *a, const char *what, double need, double budget,
 
 int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
   Diag d = {0};
-  *c = open_spec(o->spec, &d);
+  *c = open_spec_set(o->spec, o, &d);
   if (!*c) {
     diag_print(&d, stderr);
     return EXIT_INPUT;
@@ -398,7 +401,7 @@ int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
       return EXIT_INPUT;
     }
   }
-  Setting sets[MAX_SETS + 1];
+  Setting *sets = xcalloc((size_t)o->nsets + 1, sizeof *sets);
   int nsets = o->nsets;
   memcpy(sets, o->sets, sizeof(Setting) * (size_t)o->nsets);
   if (o->decode) {
@@ -408,6 +411,7 @@ int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
               "mambalaya: --phase decode: %s has no sequence rank (no "
               "recurrence, no rank I): name it with 'sequence: RANK'\n",
               o->spec);
+      free(sets);
       cascade_free(*c);
       *c = NULL;
       return EXIT_INPUT;
@@ -419,6 +423,7 @@ int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
                 "mambalaya: --phase decode sets the sequence rank %s to 1, "
                 "but --set %s=%g asks for %g: drop one of them\n",
                 rn, rn, sets[i].value, sets[i].value);
+        free(sets);
         cascade_free(*c);
         *c = NULL;
         return EXIT_INPUT;
@@ -426,6 +431,7 @@ int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
     sets[nsets++] = (Setting){rn, 1};
   }
   *s = shape_bind(*c, preset, sets, nsets, (*c)->has_shape, &d);
+  free(sets);
   if (!*s) {
     diag_print(&d, stderr);
     cascade_free(*c);

@@ -29,15 +29,16 @@
 #include "../report/report.h"
 #include "../spec/spec.h"
 
-enum { EXIT_INPUT = 2, EXIT_RUN = 1, MAX_SETS = 64 };
+enum { EXIT_INPUT = 2, EXIT_RUN = 1 };
 
 /* Options common to the commands that read a spec. */
 typedef struct SpecOpts {
   const char *spec;  /* the positional SPEC argument */
   const char *model; /* --model */
-  Setting sets[MAX_SETS];
-  char set_names[MAX_SETS][64];
-  int nsets;
+  Setting *sets; /* --set, as many as given: held for the command's life
+                    (spec_opts_free; tests/lsan.supp) */
+  int nsets, sets_cap;
+  Arena names; /* their names */
   bool json;   /* --json */
   bool decode; /* --phase decode: the spec's sequence rank is 1 */
 } SpecOpts;
@@ -90,7 +91,7 @@ typedef struct TokenList {
 bool parse_token_list(const Args *a, const char *text, int batch,
                       TokenList *out);
 
-/* Add NAME (LEN bytes of it) = VALUE to O's settings; false when full. */
+/* Add NAME (LEN bytes of it) = VALUE to O's settings (always true). */
 bool spec_set(SpecOpts *o, const char *name, size_t len, double value);
 
 /* ---- inputs, outputs and memory ---- */
@@ -119,6 +120,10 @@ bool spec_opt(Args *a, SpecOpts *o, int *err);
  * one ("mamba1", "mambalaya"); NULL opens the default (the shipped
  * mamba1, mambalaya) without a warning about a local file of that name. */
 Cascade *open_spec(const char *name, Diag *d);
+/* open_spec with the --set values: they bind scalars and an AccelForge
+ * template's variables; notes go to stderr. */
+Cascade *open_spec_set(const char *name, const SpecOpts *o, Diag *d);
+void spec_opts_free(SpecOpts *o);
 Arch *open_arch(const char *name, Diag *d);
 
 /* Load o->spec, select its model (--model, else the spec's default) and
@@ -164,6 +169,7 @@ Tokenizer *open_tokenizer(const char *model, const char *file);
  * stands for nothing). */
 void token_text(const Tokenizer *t, int id, Buf *out);
 
+int cmd_import(int argc, char **argv);
 int cmd_classify(int argc, char **argv);
 int cmd_fuse(int argc, char **argv);
 int cmd_tensors(int argc, char **argv);

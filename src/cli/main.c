@@ -21,6 +21,7 @@ static const Command commands[] = {
     {"sweep", cmd_sweep,
      "a design-space study: many points, their Pareto front"},
     {"diff", cmd_diff, "what changed between two --json results"},
+    {"import", cmd_import, "an AccelForge or Timeloop workload as a spec"},
     {"tensors", cmd_tensors, "list the tensors of a safetensors file"},
     {"init-weights", cmd_init_weights,
      "write a model directory with random Mamba weights"},

@@ -1,7 +1,8 @@
 /* load.c — reading the sections of a cascade spec. */
-#include "spec.h"
+#include "peer.h"
 
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Sections of TeAAL (and ours) that later stages may read; the loader
@@ -455,29 +456,86 @@ static bool load_root(Cascade *c, const YamlNode *root, Diag *d) {
          load_append(c, ydoc_get(root, "append"), d);
 }
 
-Cascade *spec_parse(const char *path, const char *text, size_t len,
-                    Diag *d) {
+static bool is_set(const SpecLoad *o, const char *name) {
+  for (int i = 0; o && i < o->nsets; i++)
+    if (strcmp(o->sets[i].name, name) == 0)
+      return true;
+  return false;
+}
+
+/* A scalar that nothing binds would evaluate as NaN (an all-NaN result,
+ * exit 0): refuse it where it is first used. */
+static bool check_bound(Cascade *c, const SpecLoad *o, Diag *d) {
+  for (int i = 0; i < c->nsyms; i++) {
+    const char *n = c->syms[i].name;
+    if (cascade_rank(c, n) >= 0 || cascade_param(c, n) >= 0 ||
+        in_list(preset_param_names, n) || is_set(o, n))
+      continue;
+    diag_error(d, c->path, c->syms[i].loc,
+               "unbound scalar '%s': not a rank, a params entry or a model "
+               "parameter; give its value in the params section or with "
+               "--set %s=VALUE",
+               n, n);
+    return false;
+  }
+  return true;
+}
+
+/* TeAAL's sections that we keep but do not model: said once, by name. */
+static void note_unmodelled(const Cascade *c, FILE *notes) {
+  static const char *const teaal[] = {"mapping", "format", "architecture",
+                                      "bindings", NULL};
+  Buf b = {0};
+  for (int i = 0; i < c->nsections; i++)
+    if (in_list(teaal, c->sections[i].name))
+      buf_printf(&b, "%s%s", b.len ? ", " : "", c->sections[i].name);
+  if (b.len && notes)
+    fprintf(notes,
+            "%s: warning: TeAAL's %s section%s read but not modelled: the "
+            "cascade is priced dense, with the mappings of the accelerator "
+            "model (docs/compat.md)\n",
+            c->path, b.s, strchr(b.s, ',') ? "s are" : " is");
+  buf_free(&b);
+}
+
+Cascade *spec_parse_native(const char *path, const char *text, size_t len,
+                           const SpecLoad *o, Diag *d) {
   YamlDoc *doc = ydoc_parse(path, text, len, d);
   if (!doc)
     return NULL;
   Cascade *c = cascade_new(path);
   c->doc = doc;
-  if (!load_root(c, doc->root, d)) {
+  if (!load_root(c, doc->root, d) || !check_bound(c, o, d)) {
     cascade_free(c);
     return NULL;
   }
+  note_unmodelled(c, o ? o->notes : NULL);
+  return c;
+}
+
+Cascade *spec_parse_with(const char *path, const char *text, size_t len,
+                         const SpecLoad *o, Diag *d) {
+  SpecFormat f = spec_format(text, len);
+  if (f == SPEC_NATIVE)
+    return spec_parse_native(path, text, len, o, d);
+  return spec_parse_peer(f, path, text, len, o, d);
+}
+
+Cascade *spec_parse(const char *path, const char *text, size_t len,
+                    Diag *d) {
+  return spec_parse_with(path, text, len, NULL, d);
+}
+
+Cascade *spec_load_with(const char *path, const SpecLoad *o, Diag *d) {
+  size_t len;
+  char *text = read_input(path, INPUT_TEXT_MAX, &len, d);
+  if (!text)
+    return NULL;
+  Cascade *c = spec_parse_with(path, text, len, o, d);
+  free(text);
   return c;
 }
 
 Cascade *spec_load(const char *path, Diag *d) {
-  YamlDoc *doc = ydoc_load(path, d);
-  if (!doc)
-    return NULL;
-  Cascade *c = cascade_new(path);
-  c->doc = doc;
-  if (!load_root(c, doc->root, d)) {
-    cascade_free(c);
-    return NULL;
-  }
-  return c;
+  return spec_load_with(path, NULL, d);
 }

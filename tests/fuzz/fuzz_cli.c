@@ -71,6 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       value(&a, &o, &batch);
   if (k < 0 && !a.opt)
     __builtin_trap(); /* -1 names the flag that was given a value */
+  spec_opts_free(&o);
   free(copy);
   return 0;
 }
