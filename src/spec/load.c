@@ -472,9 +472,9 @@ static bool check_bound(Cascade *c, const SpecLoad *o, Diag *d) {
         in_list(preset_param_names, n) || is_set(o, n))
       continue;
     diag_error(d, c->path, c->syms[i].loc,
-               "unbound scalar '%s': not a rank, a params entry or a model "
-               "parameter; give its value in the params section or with "
-               "--set %s=VALUE",
+               "unknown name '%s': an unbound scalar (not a rank, a params "
+               "entry or a model parameter); give its value in the params "
+               "section or with --set %s=VALUE",
                n, n);
     return false;
   }
