@@ -454,8 +454,8 @@ static bool is_true(const YamlNode *n) {
 static bool load_einsum_map(Af *af, AfEinsum *e, const YamlNode *m) {
   static const char *const keys[] = {"einsum", "name", "tensor_accesses",
                                      "is_copy_operation", "renames",
-                                     "iteration_space_shape", "rank_sizes",
-                                     "n_instances", NULL};
+                                     "iteration_space_shape", "shape",
+                                     "rank_sizes", "n_instances", NULL};
   if (!check_keys(af, m, "an Einsum", keys))
     return false;
   const YamlNode *str = ydoc_get(m, "einsum");
@@ -486,7 +486,8 @@ static bool load_einsum_map(Af *af, AfEinsum *e, const YamlNode *m) {
       af->ranks[r].size = sizes->items[i];
   }
   return load_bounds(af, ydoc_get(m, "iteration_space_shape"), e->bounds,
-                     &e->nbounds);
+                     &e->nbounds) &&
+         load_bounds(af, ydoc_get(m, "shape"), e->bounds, &e->nbounds);
 }
 
 /* workload.einsums, flattened: AccelForge splices a list inside the list
