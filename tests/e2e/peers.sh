@@ -99,4 +99,18 @@ $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); s=d["inputs"]["settings
 assert len(s) == 201 and s["p199"] == 199 and s["I"] == 7, s' many.json 2>err ||
   fail "200 settings reported: $(cat err)"
 
+# The shipped translations of AccelForge's Transformer layers, priced:
+# their operations are the layers' multiply-accumulates (4MD² + 2M²HE +
+# 2MDC for GPT-3 6.7B; GQA's smaller K and V, a GLU and its elementwise
+# product for Llama 3 8B; one token against 2048 cached in decode).
+for x in gpt3_6.7b_prefill:446676598784 llama3_8b_prefill:481065697280 \
+  llama3_8b_decode:234895360; do
+  name=${x%%:*}
+  "$M" eval "$ROOT/specs/peers/$name.yaml" --json >"$name.json" 2>err ||
+    fail "eval $name: $(cat err)"
+  $PY -c 'import json,sys; t=json.load(open(sys.argv[1]))["totals"]
+assert t["ops"] == float(sys.argv[2]) and t["latency_s"] > 0, t' \
+    "$name.json" "${x#*:}" || fail "$name: ops"
+done
+
 [ "$fails" -eq 0 ]
