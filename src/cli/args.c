@@ -403,7 +403,8 @@ int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
   }
   Setting *sets = xcalloc((size_t)o->nsets + 1, sizeof *sets);
   int nsets = o->nsets;
-  memcpy(sets, o->sets, sizeof(Setting) * (size_t)o->nsets);
+  if (o->nsets) /* o->sets is NULL without --set */
+    memcpy(sets, o->sets, sizeof(Setting) * (size_t)o->nsets);
   if (o->decode) {
     int r = cascade_sequence_rank(*c);
     if (r < 0) {

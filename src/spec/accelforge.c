@@ -379,9 +379,9 @@ static bool parse_string(Af *af, AfEinsum *e, const YamlNode *n) {
 }
 
 static bool parse_projection(Af *af, AfAccess *a, const YamlNode *p) {
-  if (!p)
-    return fail(af, (Loc){1, 1}, "tensor access %s has no projection",
-                a->tensor);
+  if (!p || p->kind == YN_SCALAR)
+    return fail(af, p ? p->loc : (Loc){1, 1}, "tensor access %s: expected a "
+                "projection, a list [m, n] or a mapping {M: m}", a->tensor);
   for (int i = 0; i < p->n; i++) {
     const YamlNode *x = p->items[i];
     if (!want(af, x, YN_SCALAR, "(a projection index)"))
@@ -402,6 +402,16 @@ static void note_unmodelled_attr(Af *af, const char *attr, const char *on) {
   if (af->nnoted < (int)(sizeof af->noted / sizeof af->noted[0]))
     af->noted[af->nnoted++] = attr;
   tr_note(af->t, "%s is read but not modelled (first in %s)", attr, on);
+}
+
+static bool is_true(const YamlNode *n) {
+  return n && n->kind == YN_SCALAR &&
+         (strcmp(n->text, "true") == 0 || strcmp(n->text, "True") == 0);
+}
+
+/* A scalar other than TEXT (n_instances other than 1). */
+static bool is_not(const YamlNode *n, const char *text) {
+  return n && (n->kind != YN_SCALAR || strcmp(n->text, text) != 0);
 }
 
 /* tensor_accesses: [{name, projection, output, ...}, ...] */
@@ -431,9 +441,7 @@ static bool load_accesses(Af *af, AfEinsum *e, const YamlNode *list,
                     "projection", name->text);
       continue;
     }
-    const YamlNode *out = ydoc_get(m, "output");
-    bool is_out = out && (strcmp(out->text, "true") == 0 ||
-                          strcmp(out->text, "True") == 0);
+    bool is_out = is_true(ydoc_get(m, "output"));
     if (is_out && e->out.tensor)
       return fail(af, m->loc, "a second output (%s): mambalaya's Einsums "
                   "write one tensor", name->text);
@@ -445,10 +453,6 @@ static bool load_accesses(Af *af, AfEinsum *e, const YamlNode *list,
       return false;
   }
   return true;
-}
-
-static bool is_true(const YamlNode *n) {
-  return n && (strcmp(n->text, "true") == 0 || strcmp(n->text, "True") == 0);
 }
 
 static bool load_einsum_map(Af *af, AfEinsum *e, const YamlNode *m) {
@@ -474,13 +478,16 @@ static bool load_einsum_map(Af *af, AfEinsum *e, const YamlNode *m) {
     e->name = name && name->kind == YN_SCALAR ? name->text : e->out.tensor;
   }
   e->copy = is_true(ydoc_get(m, "is_copy_operation"));
-  const YamlNode *inst = ydoc_get(m, "n_instances");
-  if (inst && strcmp(inst->text, "1"))
+  if (is_not(ydoc_get(m, "n_instances"), "1"))
     note_unmodelled_attr(af, "n_instances", e->name);
   if (ydoc_get(m, "renames"))
     note_unmodelled_attr(af, "renames", e->name);
   const YamlNode *sizes = ydoc_get(m, "rank_sizes");
-  for (int i = 0; sizes && sizes->kind == YN_MAP && i < sizes->n; i++) {
+  if (sizes && !want(af, sizes, YN_MAP, "(rank_sizes: RANK: size)"))
+    return false;
+  for (int i = 0; sizes && i < sizes->n; i++) {
+    if (!want(af, sizes->items[i], YN_SCALAR, "(a size)"))
+      return false;
     int r = rank_get(af, sizes->keys[i]->text, sizes->keys[i]->loc);
     if (!af->ranks[r].size)
       af->ranks[r].size = sizes->items[i];
@@ -602,8 +609,8 @@ static bool class_size(Af *af, int r, double s, const char *why, Loc loc) {
     return true;
   return fail(af, loc, "rank %s has size %g (%s) and size %g (%s): "
               "mambalaya gives a rank one size",
-              af->ranks[r].name, root->value, root->why ? root->why : "rank_sizes",
-              s, why);
+              af->ranks[r].name, root->value,
+              root->why ? root->why : "rank_sizes", s, why);
 }
 
 /* Sizes from rank_sizes, then from the bounds of variables alone at an
@@ -736,6 +743,26 @@ static bool check_copy(Af *af, const AfEinsum *e) {
   return !af->d->failed;
 }
 
+/* Every access in its tensor's rank order; ranks one variable indexes
+ * made one. */
+static bool order_einsums(Af *af) {
+  for (int i = 0; i < af->neinsums; i++) {
+    AfEinsum *e = &af->einsums[i];
+    for (int a = 0; a < e->nin; a++)
+      if (!order_access(af, &e->in[a], e->loc))
+        return false;
+    if (!order_access(af, &e->out, e->loc))
+      return false;
+    for (int k = 0; k < e->out.n; k++)
+      if (!e->out.plain[k])
+        return fail(af, e->loc, "%s: the output is indexed by an expression "
+                    "('%s'): mambalaya's outputs take variables", e->name,
+                    e->out.expr[k]);
+    unite_vars(af, e);
+  }
+  return true;
+}
+
 /* ---- the spec of ours ---- */
 
 static void emit_access(Buf *b, const AfAccess *a) {
@@ -763,7 +790,11 @@ static void emit_einsum(Af *af, const AfEinsum *e) {
       emit_access(&b, &e->in[i]);
     }
   }
-  tr_line(af->t, e->loc, "    - \"%s\"", b.s);
+  Buf q = {0}; /* a double-quoted YAML scalar */
+  for (const char *c = b.s; *c; c++)
+    buf_printf(&q, "%s%c", *c == '"' || *c == '\\' ? "\\" : "", *c);
+  tr_line(af->t, e->loc, "    - \"%s\"", q.s);
+  buf_free(&q);
   buf_free(&b);
 }
 
@@ -835,7 +866,7 @@ static bool load_workload(Af *af, const YamlNode *w) {
     const char *k = w->keys[i]->text;
     if (strcmp(k, "bits_per_value") == 0 ||
         strcmp(k, "persistent_tensors") == 0 ||
-        (strcmp(k, "n_instances") == 0 && strcmp(w->items[i]->text, "1")))
+        (strcmp(k, "n_instances") == 0 && is_not(w->items[i], "1")))
       note_unmodelled_attr(af, k, "workload");
   }
   const YamlNode *sizes = ydoc_get(w, "rank_sizes");
@@ -855,23 +886,8 @@ static bool load_workload(Af *af, const YamlNode *w) {
   const YamlNode *einsums = ydoc_get(w, "einsums");
   if (!einsums || einsums->kind != YN_SEQ || !einsums->n)
     return fail(af, w->loc, "workload has no einsums");
-  if (!load_einsums(af, einsums))
-    return false;
-  for (int i = 0; i < af->neinsums; i++) {
-    AfEinsum *e = &af->einsums[i];
-    for (int a = 0; a < e->nin; a++)
-      if (!order_access(af, &e->in[a], e->loc))
-        return false;
-    if (!order_access(af, &e->out, e->loc))
-      return false;
-    for (int k = 0; k < e->out.n; k++)
-      if (!e->out.plain[k])
-        return fail(af, e->loc, "%s: the output is indexed by an expression "
-                    "('%s'): mambalaya's outputs take variables", e->name,
-                    e->out.expr[k]);
-    unite_vars(af, e);
-  }
-  if (!size_classes(af) || !derive_sizes(af))
+  if (!load_einsums(af, einsums) || !order_einsums(af) ||
+      !size_classes(af) || !derive_sizes(af))
     return false;
   for (int i = 0; i < af->neinsums; i++)
     if (!check_copy(af, &af->einsums[i]))

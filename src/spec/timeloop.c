@@ -54,15 +54,19 @@ static int dim_index(const Tl *tl, const char *name) {
  * written in place. */
 static double coef_value(const Tl *tl, const char *name) {
   const YamlNode *v = tl->instance ? ydoc_get(tl->instance, name) : NULL;
-  for (int i = 0; !v && tl->coefs && i < tl->coefs->n; i++) {
+  for (int i = 0; !v && tl->coefs && tl->coefs->kind == YN_SEQ &&
+                  i < tl->coefs->n; i++) {
     const YamlNode *c = tl->coefs->items[i];
     const YamlNode *cn = c->kind == YN_MAP ? ydoc_get(c, "name") : NULL;
-    if (cn && strcmp(cn->text, name) == 0)
+    if (cn && cn->kind == YN_SCALAR && strcmp(cn->text, name) == 0)
       v = ydoc_get(c, "default");
   }
+  if (v && v->kind != YN_SCALAR)
+    return NAN;
+  const char *text = v ? v->text : name;
   char *end;
-  double x = strtod(v ? v->text : name, &end);
-  return *end || end == (v ? v->text : name) ? NAN : x;
+  double x = strtod(text, &end);
+  return *end || end == text ? NAN : x;
 }
 
 /* One term of a coordinate, [DIM] or [DIM, COEFFICIENT] (or DIM alone),
@@ -81,7 +85,8 @@ static bool term(Tl *tl, const YamlNode *t, Buf *ix, Buf *rank,
   int d = dim_index(tl, dim->text);
   if (d < 0)
     return tl_fail(tl, dim, "not a dimension of the problem");
-  double c = coef ? coef_value(tl, coef->text) : 1;
+  double c = !coef ? 1 : coef->kind == YN_SCALAR ? coef_value(tl, coef->text)
+                                                 : NAN;
   if (isnan(c) || c < 1 || c != floor(c))
     return tl_fail(tl, coef, "a coefficient must be a positive whole number "
                              "(from the instance or its default)");
@@ -127,8 +132,9 @@ static bool sizes(Tl *tl) {
   for (int i = 0; i < tl->dims->n; i++) {
     const YamlNode *v = ydoc_get(tl->instance, tl->dims->items[i]->text);
     char *end = NULL;
-    tl->size[i] = v ? strtod(v->text, &end) : NAN;
-    if (!v || *end || tl->size[i] < 1 || tl->size[i] != floor(tl->size[i]))
+    tl->size[i] = v && v->kind == YN_SCALAR ? strtod(v->text, &end) : NAN;
+    if (isnan(tl->size[i]) || *end || tl->size[i] < 1 ||
+        tl->size[i] != floor(tl->size[i]))
       return tl_fail(tl, v ? v : tl->dims->items[i],
                      "every dimension needs a positive whole size in "
                      "problem.instance");
@@ -147,16 +153,26 @@ typedef struct Space {
   bool output;
 } Space;
 
+/* Is RANK already a line "  RANK: ..." of SHAPE? (Two data spaces may
+ * index the same sum of dimensions; it is one rank.) */
+static bool declared(const Buf *shape, const char *rank) {
+  size_t n = strlen(rank);
+  for (const char *l = shape->s; l && *l; l = strchr(l, '\n') + 1)
+    if (strncmp(l + 2, rank, n) == 0 && l[2 + n] == ':')
+      return true;
+  return false;
+}
+
 static bool load_space(Tl *tl, const YamlNode *s, Space *sp, Buf *shape) {
   const YamlNode *name = s->kind == YN_MAP ? ydoc_get(s, "name") : NULL;
   const YamlNode *proj = name ? ydoc_get(s, "projection") : NULL;
-  if (!proj || proj->kind != YN_SEQ)
+  if (!proj || proj->kind != YN_SEQ || name->kind != YN_SCALAR)
     return tl_fail(tl, s, "a data space is {name: NAME, projection: "
                           "[[[DIM]], ...]}");
   sp->name = name->text;
   const YamlNode *rw = ydoc_get(s, "read-write");
-  sp->output = rw && (strcmp(rw->text, "True") == 0 ||
-                      strcmp(rw->text, "true") == 0);
+  sp->output = rw && rw->kind == YN_SCALAR &&
+               (strcmp(rw->text, "True") == 0 || strcmp(rw->text, "true") == 0);
   for (int k = 0; k < proj->n; k++) {
     Buf rank = {0}, ix = {0};
     double size;
@@ -164,7 +180,7 @@ static bool load_space(Tl *tl, const YamlNode *s, Space *sp, Buf *shape) {
     if (ok) {
       buf_printf(&sp->index, "%s%s", k ? ", " : "", ix.s);
       buf_printf(&sp->ranks, "%s%s", k ? ", " : "", rank.s);
-      if (dim_index(tl, rank.s) < 0)
+      if (dim_index(tl, rank.s) < 0 && !declared(shape, rank.s))
         buf_printf(shape, "  %s: %.17g    # derived from %s of %s\n", rank.s,
                    size, ix.s, sp->name);
     }
@@ -224,8 +240,11 @@ static bool translate(Tl *tl, const YamlNode *root) {
   tl->coefs = ydoc_get(shape, "coefficients");
   tl->instance = ydoc_get(p, "instance");
   const YamlNode *spaces = ydoc_get(shape, "data-spaces");
-  if (!tl->dims || tl->dims->kind != YN_SEQ || !tl->dims->n ||
-      tl->dims->n > TL_MAX_DIMS)
+  bool names = tl->dims && tl->dims->kind == YN_SEQ && tl->dims->n &&
+               tl->dims->n <= TL_MAX_DIMS;
+  for (int i = 0; names && i < tl->dims->n; i++)
+    names = tl->dims->items[i]->kind == YN_SCALAR;
+  if (!names)
     return tl_fail(tl, shape, "problem.shape.dimensions: a list of at most "
                               "16 names");
   if (!spaces || spaces->kind != YN_SEQ || spaces->n < 2 ||

@@ -20,8 +20,9 @@ typedef struct Loaded {
 static Loaded load(const char *path) {
   Diag d = {0};
   Loaded l = {.c = spec_load(path, &d)};
+  Setting none[1] = {{"", 0}};
   if (l.c)
-    l.s = shape_bind_filled(l.c, NULL, NULL, 0, 6, &d);
+    l.s = shape_bind_filled(l.c, NULL, none, 0, 6, &d);
   if (!l.s) {
     test_fail(__FILE__, __LINE__, "%s:%d:%d: %s", path, d.loc.line,
               d.loc.col, d.msg);
