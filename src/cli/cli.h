@@ -170,6 +170,7 @@ Tokenizer *open_tokenizer(const char *model, const char *file);
 void token_text(const Tokenizer *t, int id, Buf *out);
 
 int cmd_import(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 int cmd_classify(int argc, char **argv);
 int cmd_fuse(int argc, char **argv);
 int cmd_tensors(int argc, char **argv);

@@ -22,6 +22,7 @@ static const Command commands[] = {
      "a design-space study: many points, their Pareto front"},
     {"diff", cmd_diff, "what changed between two --json results"},
     {"import", cmd_import, "an AccelForge or Timeloop workload as a spec"},
+    {"export", cmd_export, "each Einsum as a Timeloop problem and mapping"},
     {"tensors", cmd_tensors, "list the tensors of a safetensors file"},
     {"init-weights", cmd_init_weights,
      "write a model directory with random Mamba weights"},

@@ -99,6 +99,26 @@ $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); s=d["inputs"]["settings
 assert len(s) == 201 and s["p199"] == 199 and s["I"] == 7, s' many.json 2>err ||
   fail "200 settings reported: $(cat err)"
 
+# export timeloop: each Einsum as a problem and the model's mapping; the
+# tiles cover each dimension, and the problem loads back (one Einsum).
+"$M" export timeloop "$ROOT/specs/cnn_layer.yaml" --design full --out tl \
+  2>err || fail "export timeloop: $(cat err)"
+[ "$(ls tl | wc -l)" -eq 6 ] || fail "three Einsums, two files each: $(ls tl)"
+$PY - tl <<'PYEOF' || fail "exported mappings"
+import glob, math, sys, yaml
+for p in sorted(glob.glob(sys.argv[1] + "/*.problem.yaml")):
+    inst = yaml.safe_load(open(p))["problem"]["instance"]
+    m = yaml.safe_load(open(p.replace("problem", "mapping")))["mapping"]
+    f = [dict(x.split("=") for x in l["factors"].split()) for l in m]
+    for d, n in inst.items():
+        dram, buf = int(f[0][d]), int(f[1][d])
+        assert buf <= n and dram * buf >= n > (dram - 1) * buf, (p, d)
+PYEOF
+"$M" classify tl/01_O.problem.yaml >/dev/null 2>err ||
+  fail "an exported problem loads back: $(cat err)"
+grep -q "2\*p + r, 2\*q + s" err || grep -q "offset" tl/01_O.problem.yaml ||
+  fail "the dropped offset is said"
+
 # The shipped translations of AccelForge's Transformer layers, priced:
 # their operations are the layers' multiply-accumulates (4MD² + 2M²HE +
 # 2MDC for GPT-3 6.7B; GQA's smaller K and V, a GLU and its elementwise
