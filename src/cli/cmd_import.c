@@ -43,9 +43,10 @@ static int parse_args(int argc, char **argv, ImportOpts *o) {
       o->file = a.val;
     else if (k == 2)
       return args_unknown(&a);
-    else if (args_is(&a, "--help") || args_is(&a, "-h"))
-      return fputs(usage, stdout), -1;
-    else if (args_is(&a, "--rendered"))
+    else if (args_is(&a, "--help") || args_is(&a, "-h")) {
+      fputs(usage, stdout);
+      return -1; /* done: exit 0 */
+    } else if (args_is(&a, "--rendered"))
       o->rendered = true;
     else if (args_is(&a, "--out")) {
       if (!args_value(&a))

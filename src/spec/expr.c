@@ -747,11 +747,13 @@ static bool declare_var(Parser *p, const char *name, int rank, size_t pos) {
   if (v >= 0) {
     if (p->vars[v].rank != rank) {
       Loc first = loc_at(p, p->vars[v].pos);
+      const char *here = p->c->ranks[rank].name;
+      const char *there = p->c->ranks[p->vars[v].rank].name;
       perr(p, pos,
            "index variable '%s' ranges over rank %s here but over rank %s "
-           "at %d:%d",
-           name, p->c->ranks[rank].name, p->c->ranks[p->vars[v].rank].name,
-           first.line, first.col);
+           "at %d:%d (if they are the same positions, make one another "
+           "name of the other: '%s: %s' in the shape section)",
+           name, here, there, first.line, first.col, here, there);
       return false;
     }
     return true;
