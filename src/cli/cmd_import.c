@@ -78,6 +78,9 @@ static int parse_args(int argc, char **argv, ImportOpts *o) {
                            "timeloop)", o->format);
   if (o->rendered && strcmp(o->format, "accelforge"))
     return usage_error(&a, "--rendered is for AccelForge templates");
+  if (o->nvars && strcmp(o->format, "accelforge"))
+    return usage_error(&a, "--set is for AccelForge templates (a Timeloop "
+                           "problem's instance gives its sizes)");
   if (o->out) {
     const char *in[] = {o->file};
     return check_output(&a, o->out, in, 1);

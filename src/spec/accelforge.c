@@ -932,6 +932,10 @@ bool accelforge_translate(const char *path, const char *text, size_t len,
       used = rendered.s + strlen("# variables:");
       doc = ydoc_parse(af.path, rendered.s, rendered.len, d);
     }
+  } else if (o && o->vars && o->nvars) {
+    diag_error(d, path, (Loc){0, 0}, "--set %.*s: the file is no template "
+               "(it reads no variables)", (int)strcspn(o->vars[0], "="),
+               o->vars[0]);
   } else {
     doc = ydoc_parse(path, text, len, d);
   }

@@ -199,8 +199,9 @@ static const char script[] =
     "    return at\n"
     "\n"
     "def main():\n"
-    "    path = sys.argv[1]\n"
-    "    for a in sys.argv[2:]:\n"
+    "    strict = sys.argv[1] == \"--strict\"\n"
+    "    path = sys.argv[1 + strict]\n"
+    "    for a in sys.argv[2 + strict:]:\n"
     "        k, v = a.split(\"=\", 1)\n"
     "        given[k] = value(v)\n"
     "    try:\n"
@@ -211,6 +212,11 @@ static const char script[] =
     "        if isinstance(e, jinja2.UndefinedError):\n"
     "            msg += \" (give template variables with --set NAME=VALUE)\"\n"
     "        print(\"ERROR\\t%s\\t%d\\t%s\" % (f or path, line or 0, msg))\n"
+    "        sys.exit(1)\n"
+    "    unread = sorted(k for k in given if k not in used)\n"
+    "    if strict and unread:\n"
+    "        print(\"ERROR\\t%s\\t0\\t--set %s: the template does not read it\"\n"
+    "              % (path, unread[0]))\n"
     "        sys.exit(1)\n"
     "    names = sorted(k for k in given if k in used)\n"
     "    print(\"# variables: \" + \" \".join(names))\n"
@@ -223,12 +229,14 @@ static const char script[] =
 static bool run_script(const char *path, const SpecLoad *o, Buf *out,
                        Diag *d) {
   int nvars = o ? (o->vars ? o->nvars : o->nsets) : 0;
-  char **argv = xcalloc((size_t)nvars + 5, sizeof *argv);
+  char **argv = xcalloc((size_t)nvars + 6, sizeof *argv);
   char (*set)[160] = xcalloc((size_t)nvars + 1, sizeof *set);
   int n = 0;
   argv[n++] = "python3";
   argv[n++] = "-c";
   argv[n++] = (char *)script;
+  if (o && o->vars) /* given for the template alone: each must be read */
+    argv[n++] = "--strict";
   argv[n++] = (char *)path;
   for (int i = 0; i < nvars; i++) {
     if (o->vars)

@@ -31,7 +31,8 @@ Cascade *spec_parse(const char *path, const char *text, size_t len, Diag *d);
  * reads VARS (NAME=VALUE; NULL: the SETS) as its variables. What the load
  * assumes or reads without modelling goes to NOTES, one line each
  * ("FILE: note: ..."); NULL drops them. spec_parse and spec_load load with
- * no settings and no notes. */
+ * no settings and no notes. VARS given (`import`) are for the template
+ * alone: one it does not read is an error. */
 typedef struct SpecLoad {
   const Setting *sets;
   int nsets;

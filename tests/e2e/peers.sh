@@ -46,6 +46,12 @@ refused "undef.yaml:2:1: error: 'N_TOKENS' is undefined (give template variables
   "$M" classify undef.yaml
 "$M" import accelforge undef.yaml --set N_TOKENS=3 | grep -q "^  M: 3$" ||
   fail "--set reaches the template"
+refused "block.yaml: error: --set NOT_READ: the template does not read it" \
+  "$M" import accelforge "$P/accelforge/block.yaml" --set NOT_READ=1
+refused "112_accelforge_copy_reduces.yaml: error: --set N: the file is no template" \
+  "$M" import accelforge "$ROOT/tests/specs/bad/112_accelforge_copy_reduces.yaml" --set N=1
+refused "set is for AccelForge templates" \
+  "$M" import timeloop "$P/timeloop/conv.yaml" --set C=4
 "$M" import accelforge "$P/accelforge/block.yaml" --rendered >r.yaml ||
   fail "--rendered"
 grep -q "^- - FFG\[b, m, c\] = Z\[b, m, g\] \* WFFG\[g, c\]" r.yaml ||
