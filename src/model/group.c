@@ -1,4 +1,5 @@
-/* group.c — one fusion group on the global buffer (docs/model.md §3):
+/* group.c — one fusion group on the fusion level, the global buffer
+ * (docs/model.md §3):
  * what it holds across its Einsums, the tile its loops walk, what goes off
  * chip when that does not fit, and each Einsum's mapping and traffic.
  *
@@ -106,6 +107,7 @@ void charge(const Ctx *x, EinsumEval *r, int t, double n, bool write,
   }
   if (x->ev)
     (write ? x->ev->tensor_write : x->ev->tensor_read)[t] += b;
+  level_add(x, r, 0, t, write ? 0 : b, write ? b : 0);
 }
 
 /* ---- what the group holds ---- */
@@ -385,46 +387,47 @@ static void clear_tensor(MapTensor *m, double elems) {
   m->output = m->dram = false;
 }
 
-/* Member I's loop nest between DRAM and the buffer, built once per group:
- * its tensors, their coordinates and coefficients (TENSOR_OF maps the
- * problem's tensors to the cascade's; READ_AT each read to its problem
- * tensor, -1 past the limit). What changes between tiles -- which tensors
- * move (the group holds some), the group's tiles, the capacity -- is set
- * by member_problem. */
-static Nest *build_nest(const Grp *G, int i) {
-  const Ctx *x = G->x;
+void einsum_nest(const Ctx *x, int ei, const double *read_elems,
+                 MapProblem *p, int *tensor_of, int *read_at) {
   const Shape *s = x->s;
-  int ei = G->gr->einsums[i];
   const Einsum *e = x->c->einsums[ei];
-  Nest *n = xmalloc(sizeof *n);
-  n->read_at = xmalloc(((size_t)e->nreads + 1) * sizeof *n->read_at);
-  MapProblem *p = &n->p;
   p->ntensors = 0;
   p->outer = 0;
   p->nvars = e->nvars < MAP_MAX_VARS ? e->nvars : MAP_MAX_VARS;
   for (int v = 0; v < p->nvars; v++)
     p->size[v] = (double)s->size[e->vars[v].rank];
   for (int k = 0; k < e->nreads; k++) {
-    n->read_at[k] = -1;
+    read_at[k] = -1;
     if (p->ntensors >= MAP_MAX_TENSORS - 1)
       continue;
     int t = e->reads[k]->tensor;
     int j = 0;
-    while (j < p->ntensors && n->tensor_of[j] != t)
+    while (j < p->ntensors && tensor_of[j] != t)
       j++;
     if (j == p->ntensors) {
-      n->tensor_of[p->ntensors] = t;
-      clear_tensor(&p->t[p->ntensors++], G->read_elems[i][k]);
+      tensor_of[p->ntensors] = t;
+      clear_tensor(&p->t[p->ntensors++], read_elems[k]);
     }
-    n->read_at[k] = j;
+    read_at[k] = j;
     add_access(s, e->reads[k], &p->t[j]);
   }
   int out = e->out.tensor;
-  n->tensor_of[p->ntensors] = out;
+  tensor_of[p->ntensors] = out;
   MapTensor *mo = &p->t[p->ntensors++];
   clear_tensor(mo, shape_tensor_elems(s, out));
   mo->output = true;
   add_access(s, &e->out, mo);
+}
+
+/* Member I's loop nest between DRAM and the buffer, built once per group.
+ * What changes between tiles -- which tensors move (the group holds
+ * some), the group's tiles, the capacity -- is set by member_problem. */
+static Nest *build_nest(const Grp *G, int i) {
+  int ei = G->gr->einsums[i];
+  const Einsum *e = G->x->c->einsums[ei];
+  Nest *n = xmalloc(sizeof *n);
+  n->read_at = xmalloc(((size_t)e->nreads + 1) * sizeof *n->read_at);
+  einsum_nest(G->x, ei, G->read_elems[i], &n->p, n->tensor_of, n->read_at);
   return n;
 }
 
@@ -726,7 +729,7 @@ static void design_extras(Grp *G) {
 static bool too_small(const Grp *G) {
   const Ctx *x = G->x;
   const Cascade *c = x->c;
-  const MemLevel *buf = &x->a->levels[1];
+  const MemLevel *buf = &x->a->levels[x->a->fusion_level];
   Buf names = {0};
   for (int i = 0; i < G->n && i < 6; i++)
     buf_printf(&names, "%s%s", i ? ", " : "",

@@ -15,7 +15,7 @@ typedef struct Ctx {
   ModelOpts o;
   Plan *plan;
   double word; /* bytes per element */
-  double glb;  /* elements the global buffer holds */
+  double glb;  /* elements the fusion level holds */
   double bw;   /* DRAM bytes per cycle */
   Work *work;  /* per Einsum */
   int *unit;   /* per Einsum: the unit it runs on */
@@ -48,11 +48,31 @@ bool unit_runs(const Ctx *x, int e, int u);
  * Achieved accounting only. False (diag set) when not even one tile fits. */
 bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge);
 
+/* Einsum E's loop nest as a mapping problem: its distinct reads (each
+ * READ_ELEMS[k] elements, what read k touches), then its output; no
+ * tensor crosses a boundary yet (.dram false), no tile is fixed.
+ * TENSOR_OF maps the problem's tensors to the cascade's, READ_AT each
+ * read to its problem tensor (-1 past MAP_MAX_TENSORS). */
+void einsum_nest(const Ctx *x, int e, const double *read_elems,
+                 MapProblem *p, int *tensor_of, int *read_at);
+
 /* Charge N elements of tensor T to Einsum evaluation R, as a read or a
  * write; RECORD: also into the per-tensor totals. INTRA forces the
  * intra-Einsum class (partial products). */
 void charge(const Ctx *x, EinsumEval *r, int t, double n, bool write,
             bool intra);
+
+/* ---- the memory levels (levels.c) ---- */
+
+/* Einsum evaluation R's bytes at every level, per tensor, from its
+ * off-chip traffic (charged) and a mapping per level inside the fusion
+ * level; each level's time and energy; R's mem_cycles (the slowest
+ * level) and the level that bounds it. */
+void price_levels(Ctx *x, EinsumEval *r);
+/* Record B bytes of tensor T read from / written to level L by Einsum
+ * R. */
+void level_add(const Ctx *x, const EinsumEval *r, int l, int t, double read,
+               double write);
 
 /* ---- composition (compose.c) ---- */
 
