@@ -362,63 +362,6 @@ static bool own_write(const Grp *G, int i) {
   return x->plan->written[t] || h >= 0;
 }
 
-static void add_access(const Shape *s, const Access *a, MapTensor *m) {
-  m->vars |= access_vars(a);
-  m->ndims = a->n;
-  for (int k = 0; k < a->n; k++) {
-    const Index *ix = &a->idx[k];
-    for (int t = 0; t < ix->nterms; t++) {
-      int v = ix->var[t];
-      double coef = ix->coef[t] ? fabs(shape_eval(s, ix->coef[t])) : 1;
-      m->dim_vars[k] |= VARSET_BIT(v);
-      m->dim_coef[k][v] = coef;
-    }
-  }
-}
-
-/* An empty tensor of ELEMS elements. Its coefficient table is left as is:
- * the search reads only the coefficients of each coordinate's variables,
- * which add_access sets. */
-static void clear_tensor(MapTensor *m, double elems) {
-  m->vars = 0;
-  m->elems = elems;
-  m->ndims = 0;
-  memset(m->dim_vars, 0, sizeof m->dim_vars);
-  m->output = m->dram = false;
-}
-
-void einsum_nest(const Ctx *x, int ei, const double *read_elems,
-                 MapProblem *p, int *tensor_of, int *read_at) {
-  const Shape *s = x->s;
-  const Einsum *e = x->c->einsums[ei];
-  p->ntensors = 0;
-  p->outer = 0;
-  p->nvars = e->nvars < MAP_MAX_VARS ? e->nvars : MAP_MAX_VARS;
-  for (int v = 0; v < p->nvars; v++)
-    p->size[v] = (double)s->size[e->vars[v].rank];
-  for (int k = 0; k < e->nreads; k++) {
-    read_at[k] = -1;
-    if (p->ntensors >= MAP_MAX_TENSORS - 1)
-      continue;
-    int t = e->reads[k]->tensor;
-    int j = 0;
-    while (j < p->ntensors && tensor_of[j] != t)
-      j++;
-    if (j == p->ntensors) {
-      tensor_of[p->ntensors] = t;
-      clear_tensor(&p->t[p->ntensors++], read_elems[k]);
-    }
-    read_at[k] = j;
-    add_access(s, e->reads[k], &p->t[j]);
-  }
-  int out = e->out.tensor;
-  tensor_of[p->ntensors] = out;
-  MapTensor *mo = &p->t[p->ntensors++];
-  clear_tensor(mo, shape_tensor_elems(s, out));
-  mo->output = true;
-  add_access(s, &e->out, mo);
-}
-
 /* Member I's loop nest between DRAM and the buffer, built once per group.
  * What changes between tiles -- which tensors move (the group holds
  * some), the group's tiles, the capacity -- is set by member_problem. */
