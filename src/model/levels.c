@@ -79,21 +79,25 @@ static double split(MapProblem *p, VarSet out, double n) {
 /* The boundary above inner level L: its instances' tiling, scaled to all
  * of them, into DOWN/UP (elements per problem tensor); U gets the
  * footprint, fit and instances. */
-static void inner_boundary(Ctx *x, const EinsumEval *r, int l,
-                           const MapProblem *nest, double *down, double *up,
-                           LevelUse *u) {
+static void inner_boundary(Ctx *x, const EinsumEval *r, int l, MapProblem *p,
+                           double *down, double *up, LevelUse *u) {
   const MemLevel *lv = &x->a->levels[l];
-  MapProblem p = *nest;
-  for (int t = 0; t < p.ntensors; t++)
-    p.t[t].dram = true;
-  double used = split(&p, x->c->einsums[r->einsum]->out_vars, lv->instances);
-  p.capacity = lv->capacity / x->word;
+  /* P is split in place and restored (a copy of a MapProblem costs more
+   * than the search's memo lookup). */
+  double size[MAP_MAX_VARS], elems[MAP_MAX_TENSORS];
+  memcpy(size, p->size, sizeof size);
+  for (int t = 0; t < p->ntensors; t++)
+    elems[t] = p->t[t].elems;
+  double used = split(p, x->c->einsums[r->einsum]->out_vars, lv->instances);
+  p->capacity = lv->capacity / x->word;
   Mapping m;
-  map_search_memo(x->memo, &p, &m);
-  for (int t = 0; t < p.ntensors; t++) {
+  map_search_memo(x->memo, p, &m);
+  for (int t = 0; t < p->ntensors; t++) {
     down[t] = m.read[t] * used;
     up[t] = m.write[t] * used;
+    p->t[t].elems = elems[t];
   }
+  memcpy(p->size, size, sizeof size);
   u->footprint = m.footprint;
   u->fits = m.fits;
   u->instances = used;
@@ -139,6 +143,8 @@ static void inner_levels(Ctx *x, EinsumEval *r, LevelUse *use) {
     read_elems[k] = einsum_read_elems(x->s, r->einsum, e->reads[k]->tensor);
   MapProblem nest;
   einsum_nest(x, r->einsum, read_elems, &nest, tensor_of, read_at);
+  for (int t = 0; t < nest.ntensors; t++)
+    nest.t[t].dram = true; /* every tensor crosses an inner boundary */
   double down[MAP_MAX_TENSORS], up[MAP_MAX_TENSORS];
   for (int l = a->fusion_level + 1; l <= a->nlevels; l++) {
     if (l < a->nlevels)
