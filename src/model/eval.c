@@ -135,6 +135,18 @@ static void ops_energy(const Ctx *x, EinsumEval *r) {
 
 /* ---- the whole evaluation ---- */
 
+/* Per Einsum, per read: the elements the read touches. */
+static double **touched(const Cascade *c, const Shape *s) {
+  double **t = xmalloc(((size_t)c->neinsums + 1) * sizeof *t);
+  for (int e = 0; e < c->neinsums; e++) {
+    const Einsum *E = c->einsums[e];
+    t[e] = xmalloc(((size_t)E->nreads + 1) * sizeof **t);
+    for (int k = 0; k < E->nreads; k++)
+      t[e][k] = einsum_read_elems(s, e, E->reads[k]->tensor);
+  }
+  return t;
+}
+
 static Eval *eval_new(const Ctx *x) {
   const Cascade *c = x->c;
   size_t nt = (size_t)c->ntensors + 1;
@@ -208,6 +220,7 @@ Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
     x.inter[t] = tensor_is_intermediate(c, t);
   for (int e = 0; e < c->neinsums; e++)
     model_work(c, s, c->einsums[e], &x.work[e]);
+  x.touch = touched(c, s);
   Eval *ev = eval_new(&x);
   x.ev = ev;
   /* Execution order: the plan's groups, each in its order. */
@@ -269,6 +282,9 @@ Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
   free(x.work);
   free(x.unit);
   free(x.inter);
+  for (int e = 0; e < c->neinsums; e++)
+    free(x.touch[e]);
+  free(x.touch);
   if (!ok) {
     eval_free(ev);
     return NULL;

@@ -55,8 +55,6 @@ typedef struct Grp {
   bool whole;     /* MARCA-like: intermediates whole, for the whole group */
   int nspills;
   Spill *spills;
-  double **read_elems; /* per member, per read: what it touches (every
-                          tile's mapping problem needs them) */
   struct Nest **nest;  /* per member: its loop nest (member_problem) */
 } Grp;
 
@@ -370,7 +368,7 @@ static Nest *build_nest(const Grp *G, int i) {
   const Einsum *e = G->x->c->einsums[ei];
   Nest *n = xmalloc(sizeof *n);
   n->read_at = xmalloc(((size_t)e->nreads + 1) * sizeof *n->read_at);
-  einsum_nest(G->x, ei, G->read_elems[i], &n->p, n->tensor_of, n->read_at);
+  einsum_nest(G->x, ei, &n->p, n->tensor_of, n->read_at);
   return n;
 }
 
@@ -761,14 +759,6 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   memcpy(G.rank, G.gr->tiled, sizeof G.rank);
   for (int k = 0; k < G.nt; k++)
     G.size[k] = (double)x->s->size[G.rank[k]];
-  G.read_elems = xcalloc((size_t)G.n + 1, sizeof *G.read_elems);
-  for (int i = 0; i < G.n; i++) {
-    int e = G.gr->einsums[i];
-    const Einsum *E = c->einsums[e];
-    G.read_elems[i] = xcalloc((size_t)E->nreads + 1, sizeof **G.read_elems);
-    for (int k = 0; k < E->nreads; k++)
-      G.read_elems[i][k] = einsum_read_elems(x->s, e, E->reads[k]->tensor);
-  }
   G.nest = xcalloc((size_t)G.n + 1, sizeof *G.nest);
   for (int i = 0; i < G.n; i++)
     G.nest[i] = build_nest(&G, i);
@@ -831,12 +821,10 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   ge->nspills = G.nspills;
   ge->spills = G.spills;
   for (int i = 0; i < G.n; i++) {
-    free(G.read_elems[i]);
     free(G.nest[i]->read_at);
     free(G.nest[i]);
   }
   free(G.nest);
-  free(G.read_elems);
   free(G.held);
   free(G.held_of);
   return ok;

@@ -136,13 +136,10 @@ static void outer_levels(const Ctx *x, const EinsumEval *r) {
 static void inner_levels(Ctx *x, EinsumEval *r, LevelUse *use) {
   const Arch *a = x->a;
   const Einsum *e = x->c->einsums[r->einsum];
-  double *read_elems = xmalloc(((size_t)e->nreads + 1) * sizeof *read_elems);
   int *read_at = xmalloc(((size_t)e->nreads + 1) * sizeof *read_at);
   int tensor_of[MAP_MAX_TENSORS];
-  for (int k = 0; k < e->nreads; k++)
-    read_elems[k] = einsum_read_elems(x->s, r->einsum, e->reads[k]->tensor);
   MapProblem nest;
-  einsum_nest(x, r->einsum, read_elems, &nest, tensor_of, read_at);
+  einsum_nest(x, r->einsum, &nest, tensor_of, read_at);
   for (int t = 0; t < nest.ntensors; t++)
     nest.t[t].dram = true; /* every tensor crosses an inner boundary */
   double down[MAP_MAX_TENSORS], up[MAP_MAX_TENSORS];
@@ -158,7 +155,6 @@ static void inner_levels(Ctx *x, EinsumEval *r, LevelUse *use) {
         level_add(x, r, l, tensor_of[t], u, dn);
     }
   }
-  free(read_elems);
   free(read_at);
 }
 

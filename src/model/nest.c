@@ -31,8 +31,9 @@ static void clear_tensor(MapTensor *m, double elems) {
   m->output = m->dram = false;
 }
 
-void einsum_nest(const Ctx *x, int ei, const double *read_elems,
-                 MapProblem *p, int *tensor_of, int *read_at) {
+void einsum_nest(const Ctx *x, int ei, MapProblem *p, int *tensor_of,
+                 int *read_at) {
+  const double *read_elems = x->touch[ei];
   const Shape *s = x->s;
   const Einsum *e = x->c->einsums[ei];
   p->ntensors = 0;

@@ -20,6 +20,8 @@ typedef struct Ctx {
   Work *work;  /* per Einsum */
   int *unit;   /* per Einsum: the unit it runs on */
   bool *inter; /* per tensor: an intermediate */
+  double **touch; /* per Einsum, per read: the elements it touches
+                     (einsum_read_elems), for every level's nest */
   Eval *ev;
   MapMemo *memo; /* the caller's, or NULL */
   Diag *diag;
@@ -49,12 +51,12 @@ bool unit_runs(const Ctx *x, int e, int u);
 bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge);
 
 /* Einsum E's loop nest as a mapping problem: its distinct reads (each
- * READ_ELEMS[k] elements, what read k touches), then its output; no
+ * x->touch[e][k] elements, what read k touches), then its output; no
  * tensor crosses a boundary yet (.dram false), no tile is fixed.
  * TENSOR_OF maps the problem's tensors to the cascade's, READ_AT each
  * read to its problem tensor (-1 past MAP_MAX_TENSORS). */
-void einsum_nest(const Ctx *x, int e, const double *read_elems,
-                 MapProblem *p, int *tensor_of, int *read_at);
+void einsum_nest(const Ctx *x, int e, MapProblem *p, int *tensor_of,
+                 int *read_at);
 
 /* Charge N elements of tensor T to Einsum evaluation R, as a read or a
  * write; RECORD: also into the per-tensor totals. INTRA forces the
