@@ -174,10 +174,9 @@ static Eval *eval_new(const Ctx *x) {
   for (int l = 0; l < L; l++)
     ev->level[l] = (LevelUse){.instances = x->a->levels[l].instances,
                               .fits = true};
-  size_t ns = (size_t)c->neinsums * (size_t)L * (size_t)ev->nslots + 1;
-  ev->tuse = xcalloc(ns, sizeof *ev->tuse);
-  for (size_t k = 0; k < ns; k++)
-    ev->tuse[k].tensor = -1;
+  size_t nl = (size_t)c->neinsums * (size_t)L;
+  ev->tuse = xmalloc((nl * (size_t)ev->nslots + 1) * sizeof *ev->tuse);
+  ev->ntuse = xcalloc(nl + 1, sizeof *ev->ntuse);
   return ev;
 }
 
@@ -319,5 +318,6 @@ void eval_free(Eval *e) {
   free(e->use);
   free(e->level);
   free(e->tuse);
+  free(e->ntuse);
   free(e);
 }

@@ -27,15 +27,18 @@ void level_add(const Ctx *x, const EinsumEval *r, int l, int t, double read,
   Eval *ev = x->ev;
   if (!ev || (read == 0 && write == 0))
     return;
-  TensorUse *u = &ev->tuse[((size_t)r->einsum * (size_t)ev->nlevels +
-                            (size_t)l) * (size_t)ev->nslots];
-  for (int j = 0; j < ev->nslots; j++)
-    if (u[j].tensor == t || u[j].tensor < 0) {
-      u[j].tensor = t;
-      u[j].read += read;
-      u[j].write += write;
-      return;
-    }
+  size_t at = (size_t)r->einsum * (size_t)ev->nlevels + (size_t)l;
+  TensorUse *u = &ev->tuse[at * (size_t)ev->nslots];
+  int *n = &ev->ntuse[at], j = 0;
+  while (j < *n && u[j].tensor != t)
+    j++;
+  if (j == *n) {
+    if (j == ev->nslots)
+      return; /* no room: the level's totals still count it */
+    u[(*n)++] = (TensorUse){.tensor = t};
+  }
+  u[j].read += read;
+  u[j].write += write;
 }
 
 /* The extent a tensor covers in P (each coordinate's span). */
@@ -55,6 +58,8 @@ static double extent(const MapProblem *p, const MapTensor *T) {
  * instances in use. Each tensor keeps its share of its elements. */
 static double split(MapProblem *p, VarSet out, double n) {
   double before[MAP_MAX_TENSORS], used = 1;
+  if (n <= 1)
+    return 1;
   for (int t = 0; t < p->ntensors; t++)
     before[t] = extent(p, &p->t[t]);
   while (n > 1) {
@@ -123,8 +128,9 @@ static void compute_boundary(const Ctx *x, const EinsumEval *r,
 static void outer_levels(const Ctx *x, const EinsumEval *r) {
   const Eval *ev = x->ev;
   int f = x->a->fusion_level;
-  const TensorUse *d = eval_tensors(ev, (int)(r - ev->e), 0);
-  for (int j = 0; j < ev->nslots && d[j].tensor >= 0; j++) {
+  const TensorUse *d;
+  int n = eval_tensors(ev, (int)(r - ev->e), 0, &d);
+  for (int j = 0; j < n; j++) {
     double rd = d[j].read, wr = d[j].write;
     for (int l = 1; l < f; l++)
       level_add(x, r, l, d[j].tensor, rd + wr, rd + wr);
@@ -161,9 +167,10 @@ static void inner_levels(Ctx *x, EinsumEval *r, LevelUse *use) {
 /* Sum a level's tensors into U, with its time and energy. */
 static void level_totals(const Ctx *x, EinsumEval *r, int l, LevelUse *u) {
   const MemLevel *lv = &x->a->levels[l];
-  const TensorUse *t = eval_tensors(x->ev, (int)(r - x->ev->e), l);
+  const TensorUse *t;
+  int n = eval_tensors(x->ev, (int)(r - x->ev->e), l, &t);
   u->read = u->write = 0;
-  for (int j = 0; j < x->ev->nslots && t[j].tensor >= 0; j++) {
+  for (int j = 0; j < n; j++) {
     u->read += t[j].read;
     u->write += t[j].write;
   }
@@ -207,7 +214,8 @@ void price_levels(Ctx *x, EinsumEval *r) {
     r->bound = -1;
 }
 
-const TensorUse *eval_tensors(const Eval *ev, int i, int l) {
-  return &ev->tuse[((size_t)ev->e[i].einsum * (size_t)ev->nlevels +
-                    (size_t)l) * (size_t)ev->nslots];
+int eval_tensors(const Eval *ev, int i, int l, const TensorUse **t) {
+  size_t at = (size_t)ev->e[i].einsum * (size_t)ev->nlevels + (size_t)l;
+  *t = &ev->tuse[at * (size_t)ev->nslots];
+  return ev->ntuse[at];
 }

@@ -216,7 +216,7 @@ typedef struct LevelUse {
 
 /* Bytes of one tensor at one level for one Einsum. */
 typedef struct TensorUse {
-  int tensor; /* -1: a free slot */
+  int tensor;
   double read, write;
 } TensorUse;
 
@@ -284,8 +284,9 @@ typedef struct Eval {
   LevelUse *use;   /* [i * nlevels + l]: Einsum i (execution order) at
                       level l */
   LevelUse *level; /* per level, summed over the layer */
-  int nslots;      /* tensors recorded per Einsum and level */
+  int nslots;      /* room for tensors per Einsum and level */
   TensorUse *tuse; /* per Einsum id and level: eval_tensors */
+  int *ntuse;      /* the tensors used in each */
   double *unit_energy; /* pJ of operations per unit (Arch.units): the unit
                           an Einsum runs on, or its epilogue for the classes
                           the unit has no rate for; they sum to energy_ops */
@@ -304,9 +305,9 @@ Eval *model_eval_plan(const Cascade *c, const Shape *s, const Arch *a,
                       const Pair *pairs, Design d, Plan *plan,
                       const ModelOpts *o, Diag *diag);
 void eval_free(Eval *e);
-/* Einsum I's (execution order) bytes per tensor at level L: EV->nslots
- * entries, the used ones first (tensor -1 past them). */
-const TensorUse *eval_tensors(const Eval *ev, int i, int l);
+/* Einsum I's (execution order) bytes per tensor at level L: *T gets
+ * them; returns how many. */
+int eval_tensors(const Eval *ev, int i, int l, const TensorUse **t);
 
 /* ---- reuse across evaluations ----
  *

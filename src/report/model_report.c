@@ -114,8 +114,9 @@ static void tensors_text(Buf *b, const Cascade *c, const Arch *a,
       buf_printf(b, " %-14s %10.4g %10.4g %9.4g %10.4g %s", a->levels[l].name,
                  u->read / 1e6, u->write / 1e6, u->cycles * us,
                  u->energy_pj * 1e-6, r->bound == l ? "*" : " ");
-      const TensorUse *t = eval_tensors(ev, i, l);
-      for (int j = 0; j < ev->nslots && t[j].tensor >= 0; j++)
+      const TensorUse *t;
+      int nt = eval_tensors(ev, i, l, &t);
+      for (int j = 0; j < nt; j++)
         buf_printf(b, " %s %.4g/%.4g", c->tensors[t[j].tensor].name,
                    t[j].read / 1e6, t[j].write / 1e6);
       buf_printf(b, "\n");
@@ -209,8 +210,9 @@ static json_t *einsum_levels_json(const Cascade *c, const Arch *a,
     json_object_set_new(x, "footprint_elements", report_real(u->footprint));
     json_object_set_new(x, "fits", json_boolean(u->fits));
     json_t *ts = json_object();
-    const TensorUse *t = eval_tensors(ev, i, l);
-    for (int j = 0; j < ev->nslots && t[j].tensor >= 0; j++) {
+    const TensorUse *t;
+    int nt = eval_tensors(ev, i, l, &t);
+    for (int j = 0; j < nt; j++) {
       json_t *y = json_object();
       json_object_set_new(y, "read_bytes", report_real(t[j].read));
       json_object_set_new(y, "write_bytes", report_real(t[j].write));
@@ -369,8 +371,9 @@ static void levels_csv(Buf *b, const Cascade *c, const Arch *a,
       csv_number(b, nums[k]);
     }
     Buf ts = {0};
-    const TensorUse *t = eval_tensors(ev, i, l);
-    for (int j = 0; j < ev->nslots && t[j].tensor >= 0; j++)
+    const TensorUse *t;
+    int nt = eval_tensors(ev, i, l, &t);
+    for (int j = 0; j < nt; j++)
       buf_printf(&ts, "%s%s=%.17g/%.17g", j ? " " : "",
                  c->tensors[t[j].tensor].name, t[j].read, t[j].write);
     buf_printf(b, ",");

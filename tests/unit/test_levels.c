@@ -81,8 +81,9 @@ static Eval *price(const Case *k, const Arch *a, Design des) {
 
 static const TensorUse *find(const Eval *ev, const Cascade *c, int l,
                              const char *name) {
-  const TensorUse *t = eval_tensors(ev, 0, l);
-  for (int j = 0; j < ev->nslots && t[j].tensor >= 0; j++)
+  const TensorUse *t;
+  int n = eval_tensors(ev, 0, l, &t);
+  for (int j = 0; j < n; j++)
     if (strcmp(c->tensors[t[j].tensor].name, name) == 0)
       return &t[j];
   return NULL;
