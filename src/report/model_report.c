@@ -69,12 +69,21 @@ static void components_text(Buf *b, const Arch *a, const Eval *ev) {
   free(cs);
 }
 
-/* A quantity or "unlimited" (an omitted capacity or bandwidth). */
-static void put_limit(Buf *b, double v, double unit, const char *name) {
-  if (isfinite(v))
-    buf_printf(b, " %9.4g %-4s", v / unit, name);
-  else
+/* A quantity in the largest of UNITS (each 1000 or 1024 times the one
+ * before, from B or B/s) that it reaches, or "unlimited" (an omitted
+ * capacity or bandwidth). */
+static void put_limit(Buf *b, double v, double step,
+                      const char *const *units) {
+  if (!isfinite(v)) {
     buf_printf(b, " %14s", "unlimited");
+    return;
+  }
+  int k = 0;
+  while (units[k + 1] && v >= step) {
+    v /= step;
+    k++;
+  }
+  buf_printf(b, " %9.4g %-4s", v, units[k]);
 }
 
 /* The hierarchy, outermost first: each level's role, limits and totals. */
@@ -88,8 +97,12 @@ static void levels_text(Buf *b, const Arch *a, const Eval *ev) {
     const LevelUse *u = &ev->level[l];
     buf_printf(b, "  %-14s %-9s", lv->name,
                level_role_name(arch_level_role(a, l)));
-    put_limit(b, lv->capacity, 1048576, "MiB");
-    put_limit(b, lv->bandwidth, 1e9, "GB/s");
+    static const char *const bytes[] = {"B", "KiB", "MiB", "GiB", "TiB",
+                                        NULL};
+    static const char *const rates[] = {"B/s", "kB/s", "MB/s", "GB/s",
+                                        "TB/s", NULL};
+    put_limit(b, lv->capacity, 1024, bytes);
+    put_limit(b, lv->bandwidth, 1000, rates);
     buf_printf(b, " %9d %10.4g %10.4g %11.4g %10.4g%s\n", lv->instances,
                u->read / 1e6, u->write / 1e6, u->cycles * us,
                u->energy_pj * 1e-6, u->fits ? "" : "  (a tile did not fit)");
