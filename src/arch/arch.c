@@ -243,8 +243,9 @@ static bool unknown_opclass(Loader *L, const YamlNode *key,
 /* ---- memory ---- */
 
 static const char *const level_keys[] = {
-    "name",      "capacity", "bandwidth", "read_energy", "write_energy",
-    "instances", "fusion",   "area",      "ports",       "port_area",
+    "name",           "capacity",        "bandwidth", "read_bandwidth",
+    "write_bandwidth", "read_energy",    "write_energy", "instances",
+    "fusion",         "area",            "ports",     "port_area",
     NULL};
 
 static const char *const level_role_names[] = {"dram", "staging", "buffer",
@@ -338,6 +339,15 @@ static bool load_level(Loader *L, const YamlNode *m, bool outermost,
                 "e.g. '2039 GB/s')",
                 where);
   if (bw && !get_positive(L, bw, "bytes/s", "bandwidth", &lv->bandwidth))
+    return false;
+  const YamlNode *rbw = ydoc_get(m, "read_bandwidth");
+  const YamlNode *wbw = ydoc_get(m, "write_bandwidth");
+  lv->read_bandwidth = lv->write_bandwidth = INFINITY;
+  if (rbw && !get_positive(L, rbw, "bytes/s", "read_bandwidth",
+                           &lv->read_bandwidth))
+    return false;
+  if (wbw && !get_positive(L, wbw, "bytes/s", "write_bandwidth",
+                           &lv->write_bandwidth))
     return false;
 
   const YamlNode *inst = ydoc_get(m, "instances"), *fu = ydoc_get(m, "fusion");

@@ -108,6 +108,8 @@ typedef struct MemLevel {
   double capacity;  /* bytes per instance; INFINITY for off-chip memory */
   double bandwidth; /* bytes per second per instance, reads and writes
                        together; INFINITY if never a bottleneck */
+  double read_bandwidth, write_bandwidth; /* the same for reads alone and
+                                             writes alone (INFINITY) */
   double read_pj, write_pj; /* energy per byte read / written */
   int instances;    /* copies (per-PE or per-core stores; 1 unless given):
                        an Einsum's iteration space is split over them */

@@ -164,6 +164,11 @@ static void inner_levels(Ctx *x, EinsumEval *r, LevelUse *use) {
   free(read_at);
 }
 
+/* Cycles to move BYTES at BW bytes per cycle (0 when unlimited). */
+static double busy(double bytes, double bw) {
+  return isfinite(bw) ? bytes / bw : 0;
+}
+
 /* Sum a level's tensors into U, with its time and energy. */
 static void level_totals(const Ctx *x, EinsumEval *r, int l, LevelUse *u) {
   const MemLevel *lv = &x->a->levels[l];
@@ -174,8 +179,12 @@ static void level_totals(const Ctx *x, EinsumEval *r, int l, LevelUse *u) {
     u->read += t[j].read;
     u->write += t[j].write;
   }
-  double bw = lv->bandwidth * u->instances / x->a->clock_hz;
-  u->cycles = isfinite(bw) ? (u->read + u->write) / bw : 0;
+  /* Bytes per cycle over the instances in use: both ways together, and
+   * each way alone; the slowest bounds. */
+  double k = u->instances / x->a->clock_hz;
+  u->cycles = fmax(busy(u->read + u->write, lv->bandwidth * k),
+                   fmax(busy(u->read, lv->read_bandwidth * k),
+                        busy(u->write, lv->write_bandwidth * k)));
   u->energy_pj = u->read * lv->read_pj + u->write * lv->write_pj;
 }
 

@@ -251,6 +251,10 @@ static json_t *levels_json(const Arch *a, const Eval *ev) {
     json_object_set_new(x, "capacity_bytes", real_or_null(lv->capacity));
     json_object_set_new(x, "bandwidth_bytes_per_s",
                         real_or_null(lv->bandwidth));
+    json_object_set_new(x, "read_bandwidth_bytes_per_s",
+                        real_or_null(lv->read_bandwidth));
+    json_object_set_new(x, "write_bandwidth_bytes_per_s",
+                        real_or_null(lv->write_bandwidth));
     json_object_set_new(x, "instances", json_integer(lv->instances));
     json_object_set_new(x, "read_bytes", report_real(u->read));
     json_object_set_new(x, "write_bytes", report_real(u->write));

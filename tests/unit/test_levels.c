@@ -148,6 +148,30 @@ TEST(levels_three_level_gemm_by_hand) {
   case_free(&k);
 }
 
+/* Separate read and write bandwidths: the Buffer reads 10240 B at 2 B per
+ * cycle (5120 cycles) and writes 6144 B at 8 B per cycle (768): its reads
+ * bound the GEMM, above the shared 4 B per cycle (4096). */
+TEST(levels_read_and_write_bandwidth) {
+  Buf arch = {0};
+  const char *at = strstr(gemm_arch, "bandwidth: 4 GB/s,");
+  buf_printf(&arch, "%.*sbandwidth: 4 GB/s, read_bandwidth: 2 GB/s, "
+                    "write_bandwidth: 8 GB/s,%s",
+             (int)(at - gemm_arch), gemm_arch,
+             at + strlen("bandwidth: 4 GB/s,"));
+  Case k = load_case(arch.s, arch.len, gemm_spec, strlen(gemm_spec));
+  buf_free(&arch);
+  if (!k.s)
+    return;
+  Eval *ev = price(&k, k.a, DES_UNFUSED);
+  if (ev) {
+    CHECK_NEAR(ev->use[1].cycles, 5120, 1e-9);
+    CHECK_INT(ev->e[0].bound, 1);
+    CHECK_NEAR(ev->cycles, 5120 + 1, 1e-9);
+  }
+  eval_free(ev);
+  case_free(&k);
+}
+
 /* ---- levels by role, on the paper's architecture ---- */
 
 static bool contains(const char *s, size_t len, const char *needle) {
