@@ -11,6 +11,7 @@
 
 #include "../src/fusion/fusion.h"
 #include "../src/spec/spec.h"
+#include "../src/preset/preset.h"
 
 static int analyse(const char *path) {
   Diag d = {0};
@@ -19,7 +20,7 @@ static int analyse(const char *path) {
     diag_print(&d, stderr);
     return 1;
   }
-  Shape *s = shape_bind(c, c->model ? preset_find(c->model) : NULL, NULL, 0,
+  Shape *s = shape_bind(c, c->model ? preset_sizes(c->model) : NULL, NULL, 0,
                         c->has_shape, &d);
   Pair *pairs = fusion_classify(c, s);
   int groups = 0;

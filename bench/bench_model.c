@@ -13,6 +13,7 @@
 #include "../src/embed/embed.h"
 #include "../src/repro/repro.h"
 #include "../src/spec/spec.h"
+#include "../src/preset/preset.h"
 
 static Cascade *shipped_spec(Diag *d) {
   const EmbeddedFile *f = embedded_file("specs/mamba1.yaml");
@@ -34,7 +35,7 @@ static void time_spec(const char *path, Arch **archs, int na, double *worst,
     diag_print(&d, stderr);
     return;
   }
-  const Preset *p = c->model ? preset_find(c->model) : NULL;
+  const ModelSizes *p = c->model ? preset_sizes(c->model) : NULL;
   for (int phase = 0; phase < 2; phase++) {
     int r = cascade_sequence_rank(c);
     if (phase == 1 && r < 0)
@@ -109,7 +110,7 @@ int main(void) {
     diag_print(&d, stderr);
     return 1;
   }
-  Shape *s = shape_bind(c, preset_find("mamba-370m"), NULL, 0, true, &d);
+  Shape *s = shape_bind(c, preset_sizes("mamba-370m"), NULL, 0, true, &d);
   Pair *pairs = fusion_classify(c, s);
   int runs = 200;
   double t0 = now_seconds();

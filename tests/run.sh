@@ -38,7 +38,10 @@ fi
 [ "$status" -eq 0 ] || [ "$failed" -gt 0 ] || failed=$((failed + 1))
 for t in tests/e2e/*.sh; do
   echo "== $t ($BUILD)"
-  if sh "$t"; then
+  if ! grep -q 'lib/harness.sh' "$t"; then
+    echo "FAILED: $t does not use tests/e2e/lib/harness.sh"
+    failed=$((failed + 1))
+  elif sh "$t"; then
     passed=$((passed + 1))
   else
     failed=$((failed + 1))

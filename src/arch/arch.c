@@ -16,22 +16,14 @@
 
 static const char *const opclass_names[] = {
     "macc", "add", "mul", "div", "exp", "log", "sqrt", "silu", "max"};
-
 _Static_assert(sizeof opclass_names / sizeof opclass_names[0] == OPC_COUNT,
-
-               "an entry per opc");
-static const char *const role_names[] = {"matrix", "vector",
-                                                   "feeder"};
+               "a name per operation class");
+static const char *const role_names[] = {"matrix", "vector", "feeder"};
 _Static_assert(sizeof role_names / sizeof role_names[0] == ROLE_COUNT,
-               "an entry per role");
-static const char *const rednet_names[] = {"chain", "tree",
-                                                       "none"};
+               "a name per role");
+static const char *const rednet_names[] = {"chain", "tree", "none"};
 _Static_assert(sizeof rednet_names / sizeof rednet_names[0] == REDNET_COUNT,
-               "an entry per rednet");
-
-const char *rednet_name(RedNet r) {
-  return (unsigned)r < REDNET_COUNT ? rednet_names[r] : "?";
-}
+               "a name per reduction network");
 
 const char *opclass_name(OpClass k) {
   return (unsigned)k < OPC_COUNT ? opclass_names[k] : "?";
@@ -72,38 +64,15 @@ static bool fail(Loader *L, Loc loc, const char *fmt, ...) {
   return false;
 }
 
+/* The document checks of ydoc.h, in the loader's terms. */
 static bool want(Loader *L, const YamlNode *n, YamlKind kind,
                  const char *what) {
-  if (n->kind == kind)
-    return true;
-  return fail(L, n->loc, "expected %s for %s, found %s", ydoc_kind_name(kind),
-              what, ydoc_kind_name(n->kind));
+  return ydoc_want(n, kind, what, L->d);
 }
 
-/* "a, b, c" from a NULL-terminated list, for "expected ..." messages. */
-static void join(Buf *b, const char *const *list, int n) {
-  for (int i = 0; i < n && list[i]; i++)
-    buf_printf(b, "%s%s", i ? ", " : "", list[i]);
-}
-
-/* Reject any key of MAP that is not in ALLOWED (NULL-terminated). */
 static bool check_keys(Loader *L, const YamlNode *map,
                        const char *const *allowed, const char *where) {
-  for (int i = 0; i < map->n; i++) {
-    const char *k = map->keys[i]->text;
-    bool known = false;
-    for (int j = 0; allowed[j] && !known; j++)
-      known = strcmp(k, allowed[j]) == 0;
-    if (!known) {
-      Buf b = {0};
-      join(&b, allowed, INT_MAX);
-      fail(L, map->keys[i]->loc, "unknown key '%s' in %s (expected %s)", k,
-           where, b.s);
-      buf_free(&b);
-      return false;
-    }
-  }
-  return true;
+  return ydoc_known_keys(map, allowed, where, L->d);
 }
 
 /* The value under KEY, or NULL with an error at AT (where the mapping's
@@ -111,10 +80,7 @@ static bool check_keys(Loader *L, const YamlNode *map,
 static const YamlNode *need_at(Loader *L, Loc at, const YamlNode *map,
                                const char *key, const char *where,
                                const char *hint) {
-  const YamlNode *v = ydoc_get(map, key);
-  if (!v)
-    fail(L, at, "%s is missing '%s' (%s)", where, key, hint);
-  return v;
+  return ydoc_need(map, key, at, where, hint, L->d);
 }
 
 static const YamlNode *need(Loader *L, const YamlNode *map, const char *key,
@@ -233,7 +199,7 @@ static int find_opclass(const char *s) {
 static bool unknown_opclass(Loader *L, const YamlNode *key,
                             const char *where) {
   Buf b = {0};
-  join(&b, opclass_names, OPC_COUNT);
+  ydoc_join(&b, opclass_names, OPC_COUNT);
   fail(L, key->loc, "unknown operation class '%s' in %s (expected %s)",
        key->text, where, b.s);
   buf_free(&b);
@@ -268,13 +234,10 @@ LevelRole arch_level_role(const Arch *a, int l) {
 
 static bool get_flag(Loader *L, const YamlNode *n, const char *what,
                      bool *out) {
-  if (!want(L, n, YN_SCALAR, what))
-    return false;
-  if (strcmp(n->text, "true") != 0 && strcmp(n->text, "false") != 0)
-    return fail(L, n->loc, "%s must be true or false, found '%s'", what,
-                n->text);
-  *out = strcmp(n->text, "true") == 0;
-  return true;
+  static const char *const flags[] = {"false", "true"};
+  int k = ydoc_enum(n, flags, 2, what, L->d);
+  *out = k == 1;
+  return k >= 0;
 }
 
 /* area, ports, port_area: checked against the area section once it is
@@ -458,15 +421,9 @@ static const char *const unit_keys[] = {
     "epilogue", "reduction", NULL};
 
 static bool load_role(Loader *L, const YamlNode *n, UnitRole *out) {
-  if (!want(L, n, YN_SCALAR, "role"))
-    return false;
-  for (int r = 0; r < ROLE_COUNT; r++)
-    if (strcmp(role_names[r], n->text) == 0) {
-      *out = (UnitRole)r;
-      return true;
-    }
-  return fail(L, n->loc, "unknown role '%s' (expected matrix, vector, feeder)",
-              n->text);
+  int r = ydoc_enum(n, role_names, ROLE_COUNT, "role", L->d);
+  *out = (UnitRole)r;
+  return r >= 0;
 }
 
 /* shape: [ROWS, COLS] and/or pes: N; when both are given they must agree. */
@@ -561,16 +518,10 @@ static bool load_unit(Loader *L, const YamlNode *m, Unit *u) {
   u->reduction = REDNET_CHAIN;
   u->epilogue = -1;
   if (red) {
-    if (!want(L, red, YN_SCALAR, "reduction (chain, tree or none)"))
+    int r = ydoc_enum(red, rednet_names, REDNET_COUNT, "reduction network",
+                      L->d);
+    if (r < 0)
       return false;
-    int r = 0;
-    while (r < REDNET_COUNT && strcmp(rednet_names[r], red->text) != 0)
-      r++;
-    if (r == REDNET_COUNT)
-      return fail(L, red->loc,
-                  "unknown reduction network '%s' (expected chain, tree or "
-                  "none)",
-                  red->text);
     u->reduction = (RedNet)r;
   }
   const YamlNode *ops = ydoc_get(m, "ops");

@@ -51,8 +51,6 @@ typedef enum {
   REDNET_COUNT
 } RedNet;
 
-const char *rednet_name(RedNet r); /* "chain", "tree", "none" */
-
 typedef struct Unit {
   const char *name;
   Loc loc;

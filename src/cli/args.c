@@ -285,12 +285,22 @@ static bool open_source(const char *dir, const char *name, Source *src,
   return true;
 }
 
-Cascade *open_spec(const char *name, Diag *d) {
+Spec *open_spec_doc(const char *name, Diag *d) {
   Source src;
   if (!open_source("specs", name, &src, d))
     return NULL;
-  Cascade *c = spec_parse(src.path, src.text, src.len, d);
+  Spec *s = spec_open_text(src.path, src.text, src.len, d);
   source_free(&src);
+  return s;
+}
+
+Cascade *open_spec(const char *name, Diag *d) {
+  Spec *s = open_spec_doc(name, d);
+  if (!s)
+    return NULL;
+  Cascade *c = s->cascade;
+  s->cascade = NULL;
+  spec_close(s);
   return c;
 }
 
@@ -359,7 +369,7 @@ int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
       buf_escaped(&b, model);
       buf_printf(&b, "' (expected one of");
       for (int i = 0; preset_at(i); i++)
-        buf_printf(&b, "%s %s", i ? "," : "", preset_at(i)->name);
+        buf_printf(&b, "%s %s", i ? "," : "", preset_at(i)->sizes.name);
       fprintf(stderr, "%s)\n", b.s);
       buf_free(&b);
       cascade_free(*c);
@@ -369,7 +379,7 @@ int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
   }
   for (int i = 0; i < o->nsets; i++) {
     const char *n = o->sets[i].name;
-    if (!shape_setting_known(*c, n)) {
+    if (!shape_setting_known(*c, n) && !preset_is_param(n)) {
       Buf b = {0}, sp = {0};
       buf_escaped(&b, n);
       buf_escaped(&sp, o->spec);
@@ -391,7 +401,7 @@ int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
               "mambalaya: %s is written for Mamba-%d models (its model is "
               "%s), but %s is a Mamba-%d model: pick a matching --model, or "
               "give the sizes with --set\n",
-              o->spec, own->version, own->name, preset->name,
+              o->spec, own->version, own->sizes.name, preset->sizes.name,
               preset->version);
       cascade_free(*c);
       *c = NULL;
@@ -425,7 +435,8 @@ int load_spec(const SpecOpts *o, Cascade **c, Shape **s) {
       }
     sets[nsets++] = (Setting){rn, 1};
   }
-  *s = shape_bind(*c, preset, sets, nsets, (*c)->has_shape, &d);
+  *s = shape_bind(*c, preset ? &preset->sizes : NULL, sets, nsets,
+                  (*c)->has_shape, &d);
   if (!*s) {
     diag_print(&d, stderr);
     cascade_free(*c);

@@ -26,6 +26,7 @@
 #include "../embed/embed.h"
 #include "../fusion/fusion.h"
 #include "../model/model.h"
+#include "../preset/preset.h"
 #include "../report/report.h"
 #include "../spec/spec.h"
 
@@ -120,6 +121,8 @@ bool spec_opt(Args *a, SpecOpts *o, int *err);
  * mamba1, mambalaya) without a warning about a local file of that name. */
 Cascade *open_spec(const char *name, Diag *d);
 Arch *open_arch(const char *name, Diag *d);
+/* open_spec with the spec's document (its kept sections: weights). */
+Spec *open_spec_doc(const char *name, Diag *d);
 
 /* Load o->spec, select its model (--model, else the spec's default) and
  * bind its shape. On failure prints the diagnostic and returns

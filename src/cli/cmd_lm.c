@@ -290,8 +290,8 @@ static int open_model(const Args *a, const LmArgs *o, Lm **m) {
   int status = check_load_memory(a, o, memory_budget(o->max_memory));
   if (status)
     return status;
-  Cascade *spec = NULL;
-  if (o->spec && !(spec = open_spec(o->spec, &d))) {
+  Spec *spec = NULL;
+  if (o->spec && !(spec = open_spec_doc(o->spec, &d))) {
     diag_print(&d, stderr);
     return EXIT_INPUT;
   }

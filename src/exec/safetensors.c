@@ -30,13 +30,11 @@ enum { ST_MAX_HEADER = 100000000 };
 /* ---- dtypes ---- */
 
 static const char *const dtype_names[] = {"F32", "F16", "BF16", "F64"};
-
 _Static_assert(sizeof dtype_names / sizeof dtype_names[0] == DT_COUNT,
-
-               "an entry per dt");
+               "an entry per dtype");
 static const int dtype_sizes[] = {4, 2, 2, 8};
 _Static_assert(sizeof dtype_sizes / sizeof dtype_sizes[0] == DT_COUNT,
-               "an entry per dt");
+               "an entry per dtype");
 
 const char *dtype_name(DType t) {
   return (unsigned)t < DT_COUNT ? dtype_names[t] : "?";

@@ -24,9 +24,7 @@ void cascade_free(Cascade *c) {
   free(c->einsums);
   free(c->syms);
   free(c->params);
-  free(c->sections);
   free(c->edges);
-  ydoc_free(c->doc);
   arena_free(&c->arena);
   free(c);
 }
@@ -86,13 +84,6 @@ int cascade_param(const Cascade *c, const char *name) {
 void cascade_add_einsum(Cascade *c, Einsum *e) {
   e->id = c->neinsums;
   VEC_PUSH(c->einsums, c->neinsums, c->einsums_cap, e);
-}
-
-YamlNode *cascade_section(const Cascade *c, const char *name) {
-  for (int i = 0; i < c->nsections; i++)
-    if (strcmp(c->sections[i].name, name) == 0)
-      return c->sections[i].node;
-  return NULL;
 }
 
 /* ---- queries ---- */
@@ -226,21 +217,9 @@ int init_history_dim(const Einsum *ini) {
   return -1;
 }
 
-const Edge *cascade_edge(const Cascade *c, int producer, int consumer) {
-  for (int i = 0; i < c->nedges; i++)
-    if (c->edges[i].producer == producer && c->edges[i].consumer == consumer)
-      return &c->edges[i];
-  return NULL;
-}
-
-static const char *const redop_names[] = {"sum", "max", "min",
-                                                   "prod"};
-
+static const char *const redop_names[] = {"sum", "max", "min", "prod"};
 _Static_assert(sizeof redop_names / sizeof redop_names[0] == RED_COUNT,
-
-               "an entry per red");
-
-const char *redop_name(RedOp op) { return redop_names[op]; }
+               "a name per reduction");
 
 bool redop_from_name(const char *name, RedOp *op) {
   for (int i = 0; i < RED_COUNT; i++)

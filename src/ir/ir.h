@@ -25,9 +25,7 @@
 #ifndef MAMBALAYA_IR_H
 #define MAMBALAYA_IR_H
 
-#include "../preset/preset.h"
 #include "../util/util.h"
-#include "../ydoc/ydoc.h"
 #include "ops.h"
 
 enum {
@@ -152,13 +150,6 @@ typedef struct Param {
   Expr *value;
 } Param;
 
-/* A top-level YAML section the cascade keeps without interpreting it
- * (TeAAL's mapping, format, architecture, bindings; our weights). */
-typedef struct Section {
-  const char *name;
-  YamlNode *node;
-} Section;
-
 /* A producer->consumer dependence through one intermediate tensor. */
 typedef struct Edge {
   int producer, consumer, tensor;
@@ -171,8 +162,7 @@ typedef struct Edge {
 typedef struct Cascade {
   Arena arena;
   const char *path;
-  YamlDoc *doc;      /* the source, kept for kept sections and locations */
-  const char *model; /* default preset, or NULL */
+  const char *model; /* the spec's default model (`model:`), or NULL */
   Loc model_loc;
   bool has_shape; /* a shape section was given: every rank must be bound */
   int sequence;   /* the `sequence:` rank, or -1 (cascade_sequence_rank) */
@@ -188,8 +178,6 @@ typedef struct Cascade {
   Sym *syms;
   int nparams, params_cap;
   Param *params;
-  int nsections, sections_cap;
-  Section *sections;
 
   /* Derived by cascade_finish. */
   int nedges;
@@ -214,7 +202,6 @@ int cascade_add_tensor(Cascade *c, const char *name, Loc loc, int nranks,
 int cascade_sym(Cascade *c, const char *name, Loc loc);
 int cascade_param(const Cascade *c, const char *name);
 void cascade_add_einsum(Cascade *c, Einsum *e);
-YamlNode *cascade_section(const Cascade *c, const char *name);
 
 /* Derive producers and edges and check the graph: one producer per tensor,
  * every non-lagged read after its producer, every cycle through a lagged
@@ -263,10 +250,7 @@ bool edge_orders(const Cascade *c, const Edge *e);
  * none does (H0: the state before the first step) or the right-hand side
  * is not a read. */
 int init_history_dim(const Einsum *ini);
-/* The first edge from P to C, or NULL. */
-const Edge *cascade_edge(const Cascade *c, int producer, int consumer);
 
-const char *redop_name(RedOp op);
 bool redop_from_name(const char *name, RedOp *op);
 
 /* Is X the operator OP? */
@@ -285,32 +269,42 @@ typedef struct Setting {
   double value;
 } Setting;
 
+/* A model's sizes: a named list of settings that a cascade's names fall
+ * back on (src/preset/ holds the published ones; a model's config.json
+ * gives another). */
+typedef struct ModelSizes {
+  const char *name;
+  int n;
+  const Setting *set;
+} ModelSizes;
+
 /* The sizes of a cascade's ranks and the values of its symbols for one
  * model. Names resolve in this order: --set, rank sizes, spec params,
- * model parameters. A rank without a size has size 0. A size is a
+ * the model's settings. A rank without a size has size 0. A size is a
  * positive integer of at most MAX_RANK_SIZE (so that any product of
  * IR_MAX_RANKS sizes is a finite double and each fits an int64_t); a
  * parameter is a finite number. */
 #define MAX_RANK_SIZE 1e15
 typedef struct Shape {
   const Cascade *c;
-  const Preset *preset;
+  const ModelSizes *model; /* NULL when bound without one */
   int64_t *size; /* per rank */
   double *sym;   /* per symbol; NaN where unresolved */
   bool complete; /* every rank has a size */
 } Shape;
 
-/* Can a setting called NAME bind something of C: a rank, a parameter, a
- * model parameter (d_model, ...) or a symbol? */
+/* Can a setting called NAME bind something of C: a rank, a parameter or a
+ * symbol? (A model's own parameters are the model's to name.) */
 bool shape_setting_known(const Cascade *c, const char *name);
-/* Bind C's sizes. With REQUIRE, every rank and symbol must resolve (specs
- * with a shape section); otherwise unresolved ones are left unknown. */
-Shape *shape_bind(const Cascade *c, const Preset *preset, const Setting *set,
-                  int nset, bool require, Diag *d);
+/* Bind C's sizes for MODEL (NULL: none) with SET's overrides. With
+ * REQUIRE, every rank and symbol must resolve (specs with a shape
+ * section); otherwise unresolved ones are left unknown. */
+Shape *shape_bind(const Cascade *c, const ModelSizes *model,
+                  const Setting *set, int nset, bool require, Diag *d);
 /* Bind C as shape_bind does, then give every rank still without a size
  * the size FILL and every unknown scalar the value 1: for cascades written
  * without sizes (TeAAL's), in tests and benchmarks. */
-Shape *shape_bind_filled(const Cascade *c, const Preset *preset,
+Shape *shape_bind_filled(const Cascade *c, const ModelSizes *model,
                          const Setting *set, int nset, int64_t fill,
                          Diag *d);
 void shape_free(Shape *s);

@@ -9,7 +9,7 @@ enum { UNSEEN, BUSY, DONE };
 
 typedef struct Binder {
   const Cascade *c;
-  const Preset *preset;
+  const ModelSizes *model;
   const Setting *set;
   int nset;
   Shape *s;
@@ -22,11 +22,16 @@ typedef struct Binder {
 static double eval(Binder *b, const Expr *e);
 static double bind_sym(Binder *b, int sym);
 
-static const Setting *find_setting(const Binder *b, const char *name) {
-  for (int i = b->nset - 1; i >= 0; i--) /* the last --set wins */
-    if (strcmp(b->set[i].name, name) == 0)
-      return &b->set[i];
+/* The last of N settings called NAME (the last --set wins), or NULL. */
+static const Setting *find_in(const Setting *set, int n, const char *name) {
+  for (int i = n - 1; i >= 0; i--)
+    if (strcmp(set[i].name, name) == 0)
+      return &set[i];
   return NULL;
+}
+
+static const Setting *find_setting(const Binder *b, const char *name) {
+  return find_in(b->set, b->nset, name);
 }
 
 static void cycle_error(Binder *b, Loc loc, const char *what,
@@ -113,6 +118,8 @@ static double bind_sym(Binder *b, int sym) {
   const char *name = b->c->syms[sym].name;
   double v = NAN;
   const Setting *st = find_setting(b, name);
+  const Setting *ms = b->model ? find_in(b->model->set, b->model->n, name)
+                               : NULL;
   int r = cascade_rank(b->c, name);
   int p = cascade_param(b->c, name);
   if (st)
@@ -121,10 +128,8 @@ static double bind_sym(Binder *b, int sym) {
     v = bind_rank(b, r);
   else if (p >= 0)
     v = bind_param(b, p);
-  else if (b->preset && preset_param(b->preset, name, &v))
-    ;
-  else
-    v = NAN;
+  else if (ms)
+    v = ms->value;
   b->s->sym[sym] = v;
   b->sym_state[sym] = DONE;
   return v;
@@ -139,24 +144,21 @@ static double eval(Binder *b, const Expr *e) {
 bool shape_setting_known(const Cascade *c, const char *name) {
   if (cascade_rank(c, name) >= 0 || cascade_param(c, name) >= 0)
     return true;
-  for (int k = 0; preset_param_names[k]; k++)
-    if (strcmp(preset_param_names[k], name) == 0)
-      return true;
   for (int k = 0; k < c->nsyms; k++)
     if (strcmp(c->syms[k].name, name) == 0)
       return true;
   return false;
 }
 
-Shape *shape_bind(const Cascade *c, const Preset *preset, const Setting *set,
-                  int nset, bool require, Diag *d) {
+Shape *shape_bind(const Cascade *c, const ModelSizes *model,
+                  const Setting *set, int nset, bool require, Diag *d) {
   Shape *s = xcalloc(1, sizeof *s);
   s->c = c;
-  s->preset = preset;
+  s->model = model;
   s->size = xcalloc((size_t)c->nranks + 1, sizeof *s->size);
   s->sym = xcalloc((size_t)c->nsyms + 1, sizeof *s->sym);
   Binder b = {.c = c,
-              .preset = preset,
+              .model = model,
               .set = set,
               .nset = nset,
               .s = s,
@@ -176,7 +178,7 @@ Shape *shape_bind(const Cascade *c, const Preset *preset, const Setting *set,
                  "unknown name '%s': not a rank, a parameter of the spec's "
                  "params section, or a model parameter%s",
                  c->syms[i].name,
-                 preset ? "" : " (no --model preset is selected)");
+                 model ? "" : " (no --model preset is selected)");
       b.failed = true;
     }
   /* Another name of a rank has its size: --set may not part them. */
@@ -222,13 +224,13 @@ Shape *shape_bind(const Cascade *c, const Preset *preset, const Setting *set,
   return s;
 }
 
-Shape *shape_bind_filled(const Cascade *c, const Preset *preset,
+Shape *shape_bind_filled(const Cascade *c, const ModelSizes *model,
                          const Setting *set, int nset, int64_t fill,
                          Diag *d) {
   Diag ignore = {0};
-  Shape *s = shape_bind(c, preset, set, nset, false, &ignore);
+  Shape *s = shape_bind(c, model, set, nset, false, &ignore);
   if (!s)
-    return shape_bind(c, preset, set, nset, true, d);
+    return shape_bind(c, model, set, nset, true, d);
   size_t cap = (size_t)nset + (size_t)c->nranks + (size_t)c->nsyms + 1;
   Setting *all = xcalloc(cap, sizeof *all);
   memcpy(all, set, sizeof *all * (size_t)nset);
@@ -240,7 +242,7 @@ Shape *shape_bind_filled(const Cascade *c, const Preset *preset,
     if (isnan(s->sym[k]) && cascade_rank(c, c->syms[k].name) < 0)
       all[n++] = (Setting){c->syms[k].name, 1};
   shape_free(s);
-  s = shape_bind(c, preset, all, n, true, d);
+  s = shape_bind(c, model, all, n, true, d);
   free(all);
   return s;
 }

@@ -81,7 +81,7 @@ static void set_defaults(ModelConfig *c, int version) {
   c->d_conv = 4;
   c->expand = 2;
   c->d_state = version == 1 ? 16 : 128;
-  c->headdim = version == 1 ? 0 : 64;
+  c->head_dim = version == 1 ? 0 : 64;
   c->ngroups = version == 1 ? 0 : 1;
 }
 
@@ -107,20 +107,20 @@ static bool finish(const Loader *l, ModelConfig *c, int inner, int heads,
   if (c->version == 1) {
     if (!c->dt_rank)
       c->dt_rank = (int)(((long long)c->d_model + 15) / 16);
-    c->headdim = c->nheads = c->ngroups = 0;
+    c->head_dim = c->n_heads = c->ngroups = 0;
     return true;
   }
   c->dt_rank = 0;
-  if (c->d_inner % c->headdim)
-    return cfail(l, "d_inner %d is not divisible by headdim %d", c->d_inner,
-                 c->headdim);
-  c->nheads = c->d_inner / c->headdim;
-  if (heads && heads != c->nheads)
+  if (c->d_inner % c->head_dim)
+    return cfail(l, "d_inner %d is not divisible by head_dim %d", c->d_inner,
+                 c->head_dim);
+  c->n_heads = c->d_inner / c->head_dim;
+  if (heads && heads != c->n_heads)
     return cfail(l, "num_heads %d is not d_inner / head_dim = %d / %d = %d",
-                 heads, c->d_inner, c->headdim, c->nheads);
-  if (c->nheads % c->ngroups)
+                 heads, c->d_inner, c->head_dim, c->n_heads);
+  if (c->n_heads % c->ngroups)
     return cfail(l, "the %d heads cannot be split into %d groups (ngroups)",
-                 c->nheads, c->ngroups);
+                 c->n_heads, c->ngroups);
   return true;
 }
 
@@ -169,7 +169,7 @@ static bool load_state_spaces(const Loader *l, const json_t *root,
     if (version == 1 && !get_dt_rank(l, ssm, "dt_rank", &c->dt_rank))
       return false;
     int d_ssm = 0;
-    if (version == 2 && (!get_int(l, ssm, "headdim", &c->headdim) ||
+    if (version == 2 && (!get_int(l, ssm, "headdim", &c->head_dim) ||
                          !get_int(l, ssm, "ngroups", &c->ngroups) ||
                          !get_int(l, ssm, "d_ssm", &d_ssm)))
       return false;
@@ -206,7 +206,7 @@ static bool load_hugging_face(const Loader *l, const json_t *root,
     return false;
   if (version == 1 && !get_dt_rank(l, root, "time_step_rank", &c->dt_rank))
     return false;
-  if (version == 2 && (!get_int(l, root, "head_dim", &c->headdim) ||
+  if (version == 2 && (!get_int(l, root, "head_dim", &c->head_dim) ||
                        !get_int(l, root, "num_heads", &heads) ||
                        !get_int(l, root, "n_groups", &c->ngroups)))
     return false;
@@ -250,20 +250,23 @@ bool model_config_parse(const char *path, const char *text, size_t len,
 }
 
 void model_config_from_preset(const Preset *p, ModelConfig *cfg) {
-  *cfg = (ModelConfig){
-      .version = p->version,
-      .d_model = p->d_model,
-      .n_layer = p->n_layer,
-      .vocab = p->vocab,
-      .d_state = p->d_state,
-      .d_conv = p->d_conv,
-      .expand = p->expand,
-      .d_inner = p->d_inner,
-      .dt_rank = p->dt_rank,
-      .headdim = p->head_dim,
-      .nheads = p->n_heads,
-      .ngroups = p->ngroups,
-  };
+  *cfg = (ModelConfig){.version = p->version};
+  double v;
+#define X(id, field, alias)                                                 \
+  if (sizes_value(&p->sizes, #field, &v))                                   \
+    cfg->field = (int)v;
+  MODEL_PARAMS(X)
+#undef X
+}
+
+int model_config_settings(const ModelConfig *cfg, Setting *out) {
+  int n = 0;
+#define X(id, field, alias)                                                 \
+  if (cfg->field)                                                           \
+    out[n++] = (Setting){#field, cfg->field};
+  MODEL_PARAMS(X)
+#undef X
+  return n;
 }
 
 char *model_config_text(const ModelConfig *cfg) {
@@ -271,7 +274,7 @@ char *model_config_text(const ModelConfig *cfg) {
       "{s:s, s:i, s:i, s:i}", "layer", cfg->version == 2 ? "Mamba2" : "Mamba1",
       "d_state", cfg->d_state, "d_conv", cfg->d_conv, "expand", cfg->expand);
   if (cfg->version == 2) {
-    json_object_set_new(ssm, "headdim", json_integer(cfg->headdim));
+    json_object_set_new(ssm, "headdim", json_integer(cfg->head_dim));
     json_object_set_new(ssm, "ngroups", json_integer(cfg->ngroups));
   } else {
     json_object_set_new(ssm, "dt_rank", json_integer(cfg->dt_rank));

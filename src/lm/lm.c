@@ -29,7 +29,8 @@ static const double norm_eps = 1e-5;
 struct Lm {
   ModelConfig cfg;
   StFile *file; /* a model directory's weights: the arrays' values */
-  Cascade *c;
+  Spec *spec;   /* the layer's spec: its cascade and weights section */
+  Cascade *c;   /* spec->cascade */
   WeightMap *map;
   LayerStream io;
   Tensors *weights; /* per layer: the cascade's weight inputs */
@@ -56,38 +57,23 @@ const Cascade *lm_cascade(const Lm *m) { return m->c; }
 
 /* ---- building ---- */
 
-static Cascade *shipped_spec(int version, Diag *d) {
+static Spec *shipped_spec(int version, Diag *d) {
   const char *name = version == 2 ? "specs/mamba2.yaml" : "specs/mamba1.yaml";
   const EmbeddedFile *f = embedded_file(name);
   if (!f) {
     diag_error(d, name, (Loc){0, 0}, "not compiled into this binary");
     return NULL;
   }
-  return spec_parse(f->name, (const char *)f->data, f->len, d);
+  return spec_open_text(f->name, (const char *)f->data, f->len, d);
 }
 
 /* The cascade's sizes for BATCH sequences of LEN tokens: every model
  * parameter from the config (the spec's default preset plays no part). */
 static Shape *bind(const Lm *m, int batch, int len, Diag *d) {
-  const ModelConfig *c = &m->cfg;
-  Setting set[16];
-  int n = 0;
+  Setting set[MP_COUNT + 2];
+  int n = model_config_settings(&m->cfg, set);
   set[n++] = (Setting){"B", batch};
   set[n++] = (Setting){"I", len};
-  set[n++] = (Setting){"d_model", c->d_model};
-  set[n++] = (Setting){"n_layer", c->n_layer};
-  set[n++] = (Setting){"vocab", c->vocab};
-  set[n++] = (Setting){"d_state", c->d_state};
-  set[n++] = (Setting){"d_conv", c->d_conv};
-  set[n++] = (Setting){"expand", c->expand};
-  set[n++] = (Setting){"d_inner", c->d_inner};
-  if (c->version == 1) {
-    set[n++] = (Setting){"dt_rank", c->dt_rank};
-  } else {
-    set[n++] = (Setting){"n_heads", c->nheads};
-    set[n++] = (Setting){"head_dim", c->headdim};
-    set[n++] = (Setting){"ngroups", c->ngroups};
-  }
   return shape_bind(m->c, NULL, set, n, true, d);
 }
 
@@ -181,11 +167,12 @@ static bool check_groups(const Lm *m, Diag *d) {
 
 static bool build(Lm *m, const Checkpoint *ck, Diag *d) {
   const ModelConfig *cfg = &m->cfg;
-  if (!m->c && !(m->c = shipped_spec(cfg->version, d)))
+  if (!m->spec && !(m->spec = shipped_spec(cfg->version, d)))
     return false;
+  m->c = m->spec->cascade;
   if (!check_groups(m, d))
     return false;
-  if (!(m->map = weights_parse(m->c, d)) || !check_version(m, d))
+  if (!(m->map = weights_parse(m->spec, d)) || !check_version(m, d))
     return false;
   m->io = weights_stream(m->map);
   if (cascade_rank(m->c, "B") < 0 || cascade_rank(m->c, "I") < 0) {
@@ -228,11 +215,11 @@ static bool build(Lm *m, const Checkpoint *ck, Diag *d) {
   return ok;
 }
 
-Lm *lm_new(const ModelConfig *cfg, const Checkpoint *ck, Cascade *spec,
+Lm *lm_new(const ModelConfig *cfg, const Checkpoint *ck, Spec *spec,
            Diag *d) {
   Lm *m = xcalloc(1, sizeof *m);
   m->cfg = *cfg;
-  m->c = spec;
+  m->spec = spec;
   if (!build(m, ck, d)) {
     lm_free(m);
     return NULL;
@@ -240,7 +227,7 @@ Lm *lm_new(const ModelConfig *cfg, const Checkpoint *ck, Cascade *spec,
   return m;
 }
 
-Lm *lm_open(const char *dir, Cascade *spec, Diag *d) {
+Lm *lm_open(const char *dir, Spec *spec, Diag *d) {
   Buf cpath = {0}, wpath = {0};
   buf_printf(&cpath, "%s/config.json", dir);
   buf_printf(&wpath, "%s/model.safetensors", dir);
@@ -258,8 +245,7 @@ Lm *lm_open(const char *dir, Cascade *spec, Diag *d) {
         st_close(f);
     }
   }
-  if (spec)
-    cascade_free(spec);
+  spec_close(spec);
   buf_free(&cpath);
   buf_free(&wpath);
   return m;
@@ -298,7 +284,7 @@ void lm_free(Lm *m) {
   array_free(m->embedding);
   array_free(m->norm_f);
   weights_free(m->map);
-  cascade_free(m->c);
+  spec_close(m->spec);
   st_close(m->file);
   free(m);
 }

@@ -12,28 +12,51 @@
 #define MAMBALAYA_LM_H
 
 #include "../exec/exec.h"
+#include "../preset/preset.h"
+#include "../spec/spec.h"
 
 /* ---- model configurations ---- */
 
+/* A model's parameters, X(ID, field, alias): by the names presets, specs
+ * and --set use (src/preset/), ALIAS being config.json's other spelling
+ * (or NULL). Mamba-1 sets dt_rank; Mamba-2 n_heads, head_dim and
+ * ngroups; the others are 0. */
+#define MODEL_PARAMS(X)                                                     \
+  X(D_MODEL, d_model, NULL) X(N_LAYER, n_layer, NULL)                      \
+  X(VOCAB, vocab, "vocab_size") X(D_STATE, d_state, NULL)                  \
+  X(D_CONV, d_conv, NULL) X(EXPAND, expand, NULL)                          \
+  X(D_INNER, d_inner, NULL) X(DT_RANK, dt_rank, NULL)                      \
+  X(HEAD_DIM, head_dim, "headdim") X(N_HEADS, n_heads, "nheads")           \
+  X(NGROUPS, ngroups, NULL)
+
+enum {
+#define X(id, field, alias) MP_##id,
+  MODEL_PARAMS(X)
+#undef X
+  MP_COUNT
+};
+
 typedef struct ModelConfig {
   int version; /* 1 (Mamba) or 2 (Mamba-2) */
-  int d_model, n_layer, vocab;
-  int d_state, d_conv, expand, d_inner;
-  int dt_rank;           /* Mamba-1 */
-  int headdim, nheads, ngroups; /* Mamba-2 */
+#define X(id, field, alias) int field;
+  MODEL_PARAMS(X)
+#undef X
 } ModelConfig;
 
 /* Read config.json in either published form: state-spaces
  * ({"d_model", "n_layer", "vocab_size", "ssm_cfg": {"layer": "Mamba2",
  * ...}}) or Hugging Face ({"model_type": "mamba"|"mamba2",
  * "hidden_size", "num_hidden_layers", "state_size", ...}). Defaults are
- * the published ones (d_state 16 / 128, d_conv 4, expand 2, headdim 64,
+ * the published ones (d_state 16 / 128, d_conv 4, expand 2, head_dim 64,
  * ngroups 1, dt_rank ceil(d_model/16)). */
 bool model_config_load(const char *path, ModelConfig *cfg, Diag *d);
 /* The same from TEXT (LEN bytes), named PATH in messages. */
 bool model_config_parse(const char *path, const char *text, size_t len,
                         ModelConfig *cfg, Diag *d);
 void model_config_from_preset(const Preset *p, ModelConfig *cfg);
+/* The config's parameters as settings (the nonzero ones) into OUT
+ * (MP_COUNT long); how many. */
+int model_config_settings(const ModelConfig *cfg, Setting *out);
 /* Write config.json in the state-spaces form; its text (free it). */
 bool model_config_save(const ModelConfig *cfg, const char *path, Diag *d);
 char *model_config_text(const ModelConfig *cfg);
@@ -72,7 +95,7 @@ typedef struct WeightMap WeightMap;
  * expressions become symbols of C, so call this before binding C's shape.
  * Every input of the cascade must be mapped, a stream input, or a decode
  * state (an initialization's input). */
-WeightMap *weights_parse(Cascade *c, Diag *d);
+WeightMap *weights_parse(const Spec *spec, Diag *d);
 void weights_free(WeightMap *m);
 /* Put layer LAYER's weight tensors, read from CK, into OUT (owned), each
  * with the shape S gives it. Errors name the checkpoint, the key and the
@@ -149,10 +172,10 @@ typedef struct LmOpts {
  * outlive the model: lm_open keeps its file open). SPEC (owned by the Lm
  * from here on, even on failure) is the layer cascade; NULL picks the
  * shipped one for CFG's version. */
-Lm *lm_new(const ModelConfig *cfg, const Checkpoint *ck, Cascade *spec,
+Lm *lm_new(const ModelConfig *cfg, const Checkpoint *ck, Spec *spec,
            Diag *d);
 /* A model directory: DIR/config.json and DIR/model.safetensors. */
-Lm *lm_open(const char *dir, Cascade *spec, Diag *d);
+Lm *lm_open(const char *dir, Spec *spec, Diag *d);
 void lm_free(Lm *m);
 const ModelConfig *lm_config(const Lm *m);
 const Cascade *lm_cascade(const Lm *m);

@@ -14,29 +14,20 @@
 
 /* ---- sizes ---- */
 
-/* The overridable sizes, in the order of the table below. */
-enum { O_D_MODEL, O_N_LAYER, O_VOCAB, O_D_STATE, O_D_CONV, O_EXPAND,
-       O_D_INNER, O_DT_RANK, O_HEAD_DIM, O_N_HEADS, O_NGROUPS };
-
+/* The overridable sizes: every model parameter, by name or alias. */
 typedef struct Override {
   const char *name, *alias;
   size_t offset;
 } Override;
 
 static const Override overrides[] = {
-    {"d_model", NULL, offsetof(ModelConfig, d_model)},
-    {"n_layer", NULL, offsetof(ModelConfig, n_layer)},
-    {"vocab", "vocab_size", offsetof(ModelConfig, vocab)},
-    {"d_state", NULL, offsetof(ModelConfig, d_state)},
-    {"d_conv", NULL, offsetof(ModelConfig, d_conv)},
-    {"expand", NULL, offsetof(ModelConfig, expand)},
-    {"d_inner", NULL, offsetof(ModelConfig, d_inner)},
-    {"dt_rank", NULL, offsetof(ModelConfig, dt_rank)},
-    {"head_dim", "headdim", offsetof(ModelConfig, headdim)},
-    {"n_heads", "nheads", offsetof(ModelConfig, nheads)},
-    {"ngroups", NULL, offsetof(ModelConfig, ngroups)},
+#define X(id, field, alias) {#field, alias, offsetof(ModelConfig, field)},
+    MODEL_PARAMS(X)
+#undef X
 };
-enum { NOVERRIDES = sizeof overrides / sizeof overrides[0] };
+_Static_assert(sizeof overrides / sizeof overrides[0] == MP_COUNT,
+               "an override per model parameter");
+enum { NOVERRIDES = MP_COUNT };
 
 static bool is_dir_with_config(const char *path, Buf *config) {
   buf_printf(config, "%s/config.json", path);
@@ -59,7 +50,7 @@ static bool base_config(const char *model, ModelConfig *cfg, Diag *d) {
   } else {
     Buf names = {0};
     for (int i = 0; preset_at(i); i++)
-      buf_printf(&names, "%s%s", i ? ", " : "", preset_at(i)->name);
+      buf_printf(&names, "%s%s", i ? ", " : "", preset_at(i)->sizes.name);
     diag_error(d, model, (Loc){0, 0},
                "not a model preset (%s) nor a directory with config.json",
                names.s);
@@ -73,7 +64,7 @@ static bool base_config(const char *model, ModelConfig *cfg, Diag *d) {
 static bool derive(ModelConfig *c, const bool *given, Diag *d,
                    const char *model) {
   long long inner = (long long)c->expand * c->d_model;
-  if ((given[O_D_MODEL] || given[O_EXPAND]) && !given[O_D_INNER])
+  if ((given[MP_D_MODEL] || given[MP_EXPAND]) && !given[MP_D_INNER])
     c->d_inner = (int)inner;
   if (c->d_inner != inner) {
     diag_error(d, model, (Loc){0, 0},
@@ -82,28 +73,28 @@ static bool derive(ModelConfig *c, const bool *given, Diag *d,
     return false;
   }
   if (c->version == 1) {
-    if (given[O_D_MODEL] && !given[O_DT_RANK])
+    if (given[MP_D_MODEL] && !given[MP_DT_RANK])
       c->dt_rank = (int)(((long long)c->d_model + 15) / 16);
-    c->headdim = c->nheads = c->ngroups = 0;
+    c->head_dim = c->n_heads = c->ngroups = 0;
     return true;
   }
   c->dt_rank = 0;
-  if (given[O_N_HEADS] && !given[O_HEAD_DIM])
-    c->headdim = c->d_inner / c->nheads;
-  if (c->headdim <= 0 || c->d_inner % c->headdim) {
+  if (given[MP_N_HEADS] && !given[MP_HEAD_DIM])
+    c->head_dim = c->d_inner / c->n_heads;
+  if (c->head_dim <= 0 || c->d_inner % c->head_dim) {
     diag_error(d, model, (Loc){0, 0},
                "d_inner %d is not divisible by head_dim %d", c->d_inner,
-               c->headdim);
+               c->head_dim);
     return false;
   }
-  int heads = c->d_inner / c->headdim;
-  if (given[O_N_HEADS] && c->nheads != heads) {
+  int heads = c->d_inner / c->head_dim;
+  if (given[MP_N_HEADS] && c->n_heads != heads) {
     diag_error(d, model, (Loc){0, 0},
-               "n_heads %d is not d_inner / head_dim = %d / %d", c->nheads,
-               c->d_inner, c->headdim);
+               "n_heads %d is not d_inner / head_dim = %d / %d", c->n_heads,
+               c->d_inner, c->head_dim);
     return false;
   }
-  c->nheads = heads;
+  c->n_heads = heads;
   if (c->ngroups != 1) {
     diag_error(d, model, (Loc){0, 0},
                "ngroups %d: only ngroups = 1 is supported", c->ngroups);
@@ -161,7 +152,7 @@ static void add_key(CkptKey **keys, int *n, int *cap, const char *prefix,
 static void layer_keys(const ModelConfig *cfg, int i, CkptKey **keys, int *n,
                        int *cap) {
   int64_t D = cfg->d_model, di = cfg->d_inner, N = cfg->d_state;
-  int64_t K = cfg->d_conv, R = cfg->dt_rank, H = cfg->nheads;
+  int64_t K = cfg->d_conv, R = cfg->dt_rank, H = cfg->n_heads;
   char p[64];
   snprintf(p, sizeof p, "backbone.layers.%d.", i);
   add_key(keys, n, cap, p, "norm.weight", 1, D, 0, 0);

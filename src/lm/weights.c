@@ -29,10 +29,9 @@
 #include <string.h>
 
 typedef enum { FN_NONE, FN_NEG, FN_EXP, FN_NEG_EXP, FN_COUNT } WeightFn;
-static const char *const fn_names[] = {"none", "neg", "exp",
-                                               "neg_exp"};
+static const char *const fn_names[] = {"none", "neg", "exp", "neg_exp"};
 _Static_assert(sizeof fn_names / sizeof fn_names[0] == FN_COUNT,
-               "an entry per fn");
+               "a name per map function");
 
 enum { MAX_KEYS = 8, MAX_STATE_TENSORS = 8 };
 
@@ -98,32 +97,14 @@ static bool perr(P *p, Loc loc, const char *fmt, ...) {
   return false;
 }
 
+/* The document checks of ydoc.h, in the parser's terms. */
 static bool want(P *p, const YamlNode *n, YamlKind k, const char *what) {
-  if (n->kind == k)
-    return true;
-  return perr(p, n->loc, "%s must be %s, found %s", what, ydoc_kind_name(k),
-              ydoc_kind_name(n->kind));
+  return ydoc_want(n, k, what, p->d);
 }
 
-/* Every key of mapping N must be in ALLOWED (NULL-terminated). */
 static bool known_keys(P *p, const YamlNode *n, const char *const *allowed,
                        const char *where) {
-  for (int i = 0; i < n->n; i++) {
-    bool ok = false;
-    for (int k = 0; !ok && allowed[k]; k++)
-      ok = strcmp(n->keys[i]->text, allowed[k]) == 0;
-    if (!ok) {
-      Buf b = {0};
-      for (int k = 0; allowed[k]; k++)
-        buf_printf(&b, "%s%s", k ? (allowed[k + 1] ? ", " : " or ") : "",
-                   allowed[k]);
-      perr(p, n->keys[i]->loc, "unknown key '%s' in %s (expected %s)",
-           n->keys[i]->text, where, b.s);
-      buf_free(&b);
-      return false;
-    }
-  }
-  return true;
+  return ydoc_known_keys(n, allowed, where, p->d);
 }
 
 /* A cascade tensor named by scalar N. */
@@ -424,8 +405,9 @@ static bool check_coverage(P *p, Loc section) {
   return true;
 }
 
-WeightMap *weights_parse(Cascade *c, Diag *d) {
-  const YamlNode *w = cascade_section(c, "weights");
+WeightMap *weights_parse(const Spec *spec, Diag *d) {
+  Cascade *c = spec->cascade;
+  const YamlNode *w = spec_section(spec, "weights");
   if (!w) {
     diag_error(d, c->path, (Loc){0, 0},
                "no weights section: the spec does not say which checkpoint "

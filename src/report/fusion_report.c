@@ -91,8 +91,8 @@ void report_pairs_text(Buf *b, const Cascade *c, const Shape *s,
   if (nodes)
     buf_printf(b, ", %d after shared-input merging", nodes->n);
   buf_printf(b, ", %d producer->consumer pairs", n);
-  if (s && s->preset)
-    buf_printf(b, ", model %s", s->preset->name);
+  if (s && s->model)
+    buf_printf(b, ", model %s", s->model->name);
   buf_printf(b, "\n\n");
 
   /* Format cells first to size the columns. */
@@ -158,8 +158,8 @@ json_t *report_pairs_json(const Cascade *c, const Shape *s, const Pair *pairs,
                           const Nodes *nodes) {
   json_t *root = json_object();
   json_object_set_new(root, "spec", json_string(c->path));
-  json_object_set_new(root, "model", s && s->preset
-                                         ? json_string(s->preset->name)
+  json_object_set_new(root, "model", s && s->model
+                                         ? json_string(s->model->name)
                                          : json_null());
   json_object_set_new(root, "einsums", json_integer(c->neinsums));
   json_object_set_new(root, "gemm_like", json_integer(count_gemms(c)));

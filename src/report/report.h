@@ -1,5 +1,6 @@
-/* report.h — rendering results for people (tables), for programs (JSON,
- * through jansson) and for drawings (Graphviz DOT).
+/* report.h — rendering results for people (tables), for programs (JSON
+ * through jansson, CSV) and as figures (a scene drawn as SVG, or as PDF
+ * and PNG through cairo); a fusion plan also as a Graphviz digraph.
  *
  * Renderers write into a Buf, never straight to a stream, so that a
  * command prints nothing until it has fully succeeded. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../embed/embed.h"
+#include "../preset/preset.h"
 #include "../spec/spec.h"
 
 /* Context to generated tokens: 1:16, 1:1, 64:1. */
@@ -33,7 +34,7 @@ typedef struct Run {
 static Shape *bind(Run *x, int model, double tokens) {
   x->sets[x->nsets] = (Setting){"B", x->r->batch};
   x->sets[x->nsets + 1] = (Setting){"I", tokens};
-  return shape_bind(x->c, x->presets[model], x->sets, x->nsets + 2, true,
+  return shape_bind(x->c, &x->presets[model]->sizes, x->sets, x->nsets + 2, true,
                     x->d);
 }
 
@@ -441,8 +442,10 @@ static bool pick_models(const ReproSetup *su, Run *x, Diag *d) {
       diag_error(d, NULL, (Loc){0}, "unknown model '%s'", names[m]);
       return false;
     }
-    r->model_names[m] = x->presets[m]->name;
-    r->layers[m] = x->presets[m]->n_layer;
+    double layers = 0;
+    sizes_value(&x->presets[m]->sizes, "n_layer", &layers);
+    r->model_names[m] = x->presets[m]->sizes.name;
+    r->layers[m] = (int)layers;
   }
   r->nmodels = n;
   return true;

@@ -26,6 +26,8 @@
  * symbol. */
 #include "spec.h"
 
+#include "../preset/preset.h"
+
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -116,7 +118,7 @@ typedef struct Parser {
 /* ---- errors ---- */
 
 static Loc loc_at(Parser *p, size_t pos) {
-  return ydoc_scalar_loc_at(p->c->doc, p->node, &p->cursor, pos);
+  return ydoc_scalar_loc_at(p->node, &p->cursor, pos);
 }
 
 __attribute__((format(printf, 3, 4))) static void perr(Parser *p, size_t pos,
@@ -724,10 +726,7 @@ static bool declare_var(Parser *p, const char *name, int rank, size_t pos) {
 static bool is_constant_name(const Parser *p, const char *name) {
   if (cascade_rank(p->c, name) >= 0 || cascade_param(p->c, name) >= 0)
     return true;
-  for (int i = 0; preset_param_names[i]; i++)
-    if (strcmp(preset_param_names[i], name) == 0)
-      return true;
-  return false;
+  return preset_is_param(name);
 }
 
 static bool declare_vars_of(Parser *p, const RawAccess *ra) {
@@ -1184,7 +1183,7 @@ bool spec_parse_einsum(Cascade *c, const YamlNode *node, Diag *d) {
   Parser p = {.c = c, .node = node, .d = d, .s = node->text,
               .len = strlen(node->text), .ar = &c->arena};
   Einsum *e = arena_alloc(&c->arena, sizeof *e);
-  e->text = node->text;
+  e->text = arena_strdup(&c->arena, node->text);
   e->loc = node->loc;
   bool ok = parse_einsum(&p, e) && !p.failed;
   free(p.raws);

@@ -1,7 +1,10 @@
 /* load.c — reading the sections of a cascade spec. */
 #include "spec.h"
 
+#include "../preset/preset.h"
+
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Sections of TeAAL (and ours) that later stages may read; the loader
@@ -29,13 +32,15 @@ static bool is_identifier(const char *s) {
   return true;
 }
 
+/* ydoc.h's check, in the loader's terms (N NULL: the section is empty). */
 static bool want(Cascade *c, const YamlNode *n, YamlKind kind,
                  const char *what, Diag *d) {
-  if (n && n->kind == kind)
-    return true;
-  diag_error(d, c->path, n ? n->loc : (Loc){1, 1}, "expected %s %s, found %s",
-             ydoc_kind_name(kind), what, n ? ydoc_kind_name(n->kind) : "nothing");
-  return false;
+  if (!n) { /* an empty value: no node to name the file */
+    diag_error(d, c->path, (Loc){1, 1}, "expected %s for %s, found nothing",
+               ydoc_kind_name(kind), what);
+    return false;
+  }
+  return ydoc_want(n, kind, what, d);
 }
 
 static bool want_identifier(Cascade *c, const YamlNode *n, const char *what,
@@ -58,13 +63,13 @@ static bool load_declaration(Cascade *c, const YamlNode *decl, Diag *d) {
                "einsum.declaration is empty: declare TENSOR: [RANKS]");
     return false;
   }
-  if (!want(c, decl, YN_MAP, "(einsum.declaration: TENSOR: [RANKS])", d))
+  if (!want(c, decl, YN_MAP, "einsum.declaration (TENSOR: [RANKS])", d))
     return false;
   for (int i = 0; i < decl->n; i++) {
     const YamlNode *name = decl->keys[i], *ranks = decl->items[i];
     if (!want_identifier(c, name, "tensor name", d))
       return false;
-    if (!want(c, ranks, YN_SEQ, "of rank names", d))
+    if (!want(c, ranks, YN_SEQ, "the ranks of a tensor (a list of rank names)", d))
       return false;
     if (ranks->n > IR_MAX_RANKS) {
       diag_error(d, c->path, ranks->loc, "%s has %d ranks (at most %d)",
@@ -85,7 +90,7 @@ static bool load_declaration(Cascade *c, const YamlNode *decl, Diag *d) {
 static bool load_params(Cascade *c, const YamlNode *params, Diag *d) {
   if (!params)
     return true;
-  if (!want(c, params, YN_MAP, "(params: NAME: value)", d))
+  if (!want(c, params, YN_MAP, "params (NAME: value)", d))
     return false;
   for (int i = 0; i < params->n; i++) {
     const YamlNode *k = params->keys[i], *v = params->items[i];
@@ -98,12 +103,13 @@ static bool load_params(Cascade *c, const YamlNode *params, Diag *d) {
                  k->text);
       return false;
     }
-    if (!want(c, v, YN_SCALAR, "(a constant value)", d))
+    if (!want(c, v, YN_SCALAR, "a parameter's value (a constant)", d))
       return false;
     Expr *e = spec_parse_const(c, v, d);
     if (!e)
       return false;
-    Param p = {.name = k->text, .loc = k->loc, .value = e};
+    Param p = {.name = arena_strdup(&c->arena, k->text), .loc = k->loc,
+               .value = e};
     VEC_PUSH(c->params, c->nparams, c->params_cap, p);
   }
   return true;
@@ -147,7 +153,7 @@ static bool resolve_aliases(Cascade *c, const YamlNode *shape, Diag *d) {
 static bool load_shape(Cascade *c, const YamlNode *shape, Diag *d) {
   if (!shape)
     return true;
-  if (!want(c, shape, YN_MAP, "(shape: RANK: size)", d))
+  if (!want(c, shape, YN_MAP, "shape (RANK: size)", d))
     return false;
   c->has_shape = true;
   for (int i = 0; i < shape->n; i++) {
@@ -166,7 +172,7 @@ static bool load_shape(Cascade *c, const YamlNode *shape, Diag *d) {
       r = cascade_add_rank(c, k->text, k->loc);
       c->ranks[r].window = true;
     }
-    if (!want(c, v, YN_SCALAR, "(a size expression)", d))
+    if (!want(c, v, YN_SCALAR, "a rank's size (an expression)", d))
       return false;
     c->ranks[r].size = spec_parse_const(c, v, d);
     c->ranks[r].size_loc = v->loc;
@@ -219,24 +225,24 @@ static bool check_window_ranks(Cascade *c, Diag *d) {
 static bool load_model(Cascade *c, const YamlNode *model, Diag *d) {
   if (!model)
     return true;
-  if (!want(c, model, YN_SCALAR, "(a model preset name)", d))
+  if (!want(c, model, YN_SCALAR, "model (a preset name)", d))
     return false;
   if (!preset_find(model->text)) {
     Buf b = {0};
     for (int i = 0; preset_at(i); i++)
-      buf_printf(&b, "%s%s", i ? ", " : "", preset_at(i)->name);
+      buf_printf(&b, "%s%s", i ? ", " : "", preset_at(i)->sizes.name);
     diag_error(d, c->path, model->loc, "unknown model '%s' (expected one of %s)",
                model->text, b.s);
     buf_free(&b);
     return false;
   }
-  c->model = model->text;
+  c->model = arena_strdup(&c->arena, model->text);
   c->model_loc = model->loc;
   return true;
 }
 
 static bool load_expressions(Cascade *c, const YamlNode *exprs, Diag *d) {
-  if (!want(c, exprs, YN_SEQ, "(einsum.expressions: a list of strings)", d))
+  if (!want(c, exprs, YN_SEQ, "einsum.expressions (a list of strings)", d))
     return false;
   if (exprs->n == 0) {
     diag_error(d, c->path, exprs->loc, "einsum.expressions is empty");
@@ -251,7 +257,7 @@ static bool load_expressions(Cascade *c, const YamlNode *exprs, Diag *d) {
                  "the expression (\"Y[i] = X[i,k] :: max(k)\")");
       return false;
     }
-    if (!want(c, x, YN_SCALAR, "(an expression string)", d))
+    if (!want(c, x, YN_SCALAR, "an expression (a string)", d))
       return false;
     if (!spec_parse_einsum(c, x, d))
       return false;
@@ -267,11 +273,11 @@ static bool load_expressions(Cascade *c, const YamlNode *exprs, Diag *d) {
 static bool load_outputs(Cascade *c, const YamlNode *outs, Diag *d) {
   if (!outs)
     return true;
-  if (!want(c, outs, YN_SEQ, "(outputs: a list of tensor names)", d))
+  if (!want(c, outs, YN_SEQ, "outputs (a list of tensor names)", d))
     return false;
   for (int i = 0; i < outs->n; i++) {
     const YamlNode *x = outs->items[i];
-    if (!want(c, x, YN_SCALAR, "(a tensor name)", d))
+    if (!want(c, x, YN_SCALAR, "an output (a tensor name)", d))
       return false;
     int t = cascade_tensor(c, x->text);
     if (t < 0) {
@@ -307,7 +313,7 @@ static bool load_units(Cascade *c, const YamlNode *m, Diag *d) {
   static const char *const roles[] = {"matrix", "vector", "feeder", NULL};
   if (!m)
     return true;
-  if (!want(c, m, YN_MAP, "(units: TENSOR: matrix, vector or feeder)", d))
+  if (!want(c, m, YN_MAP, "units (TENSOR: matrix, vector or feeder)", d))
     return false;
   for (int i = 0; i < m->n; i++) {
     const YamlNode *k = m->keys[i], *v = m->items[i];
@@ -317,7 +323,7 @@ static bool load_units(Cascade *c, const YamlNode *m, Diag *d) {
                  "units: '%s' is not the output of an Einsum", k->text);
       return false;
     }
-    if (!want(c, v, YN_SCALAR, "(matrix, vector or feeder)", d))
+    if (!want(c, v, YN_SCALAR, "a unit (matrix, vector or feeder)", d))
       return false;
     if (!in_list(roles, v->text)) {
       diag_error(d, c->path, v->loc,
@@ -326,7 +332,7 @@ static bool load_units(Cascade *c, const YamlNode *m, Diag *d) {
       return false;
     }
     Einsum *e = c->einsums[c->tensors[t].producer];
-    e->unit = v->text;
+    e->unit = arena_strdup(&c->arena, v->text);
     e->unit_loc = v->loc;
   }
   return true;
@@ -352,7 +358,7 @@ static bool is_history(const Cascade *c, int t) {
 static bool load_append(Cascade *c, const YamlNode *list, Diag *d) {
   if (!list)
     return true;
-  if (!want(c, list, YN_SEQ, "(append: a list of decode-state tensors)", d))
+  if (!want(c, list, YN_SEQ, "append (a list of decode-state tensors)", d))
     return false;
   for (int i = 0; i < list->n; i++) {
     const YamlNode *x = list->items[i];
@@ -397,14 +403,11 @@ static bool load_root(Cascade *c, const YamlNode *root, Diag *d) {
                "empty spec: expected an 'einsum' section");
     return false;
   }
-  if (!want(c, root, YN_MAP, "at the top level (with an 'einsum' section)", d))
+  if (!want(c, root, YN_MAP, "the top level (with an 'einsum' section)", d))
     return false;
   for (int i = 0; i < root->n; i++) {
     const char *k = root->keys[i]->text;
-    if (in_list(kept_sections, k)) {
-      Section s = {k, root->items[i]};
-      VEC_PUSH(c->sections, c->nsections, c->sections_cap, s);
-    } else if (!in_list(own_sections, k)) {
+    if (!in_list(kept_sections, k) && !in_list(own_sections, k)) {
       diag_error(d, c->path, root->keys[i]->loc,
                  "unknown section '%s' (expected einsum, shape, params, model, "
                  "outputs, sequence, units, append, weights, or TeAAL's "
@@ -422,18 +425,12 @@ static bool load_root(Cascade *c, const YamlNode *root, Diag *d) {
     diag_error(d, c->path, root->loc, "missing 'einsum' section");
     return false;
   }
-  if (!want(c, einsum, YN_MAP, "(einsum: declaration, expressions)", d))
+  if (!want(c, einsum, YN_MAP, "einsum (declaration, expressions)", d))
     return false;
-  for (int i = 0; i < einsum->n; i++) {
-    const char *k = einsum->keys[i]->text;
-    if (strcmp(k, "declaration") && strcmp(k, "expressions")) {
-      diag_error(d, c->path, einsum->keys[i]->loc,
-                 "unknown key '%s' in einsum (expected declaration, "
-                 "expressions)",
-                 k);
-      return false;
-    }
-  }
+  static const char *const einsum_keys[] = {"declaration", "expressions",
+                                             NULL};
+  if (!ydoc_known_keys(einsum, einsum_keys, "einsum", d))
+    return false;
   const YamlNode *decl = ydoc_get(einsum, "declaration");
   const YamlNode *exprs = ydoc_get(einsum, "expressions");
   if (!decl || !exprs) {
@@ -455,29 +452,57 @@ static bool load_root(Cascade *c, const YamlNode *root, Diag *d) {
          load_append(c, ydoc_get(root, "append"), d);
 }
 
-Cascade *spec_parse(const char *path, const char *text, size_t len,
-                    Diag *d) {
-  YamlDoc *doc = ydoc_parse(path, text, len, d);
+/* The cascade of DOC (consumed: freed on failure), or NULL. */
+static Spec *spec_of(const char *path, YamlDoc *doc, Diag *d) {
   if (!doc)
     return NULL;
   Cascade *c = cascade_new(path);
-  c->doc = doc;
   if (!load_root(c, doc->root, d)) {
     cascade_free(c);
+    ydoc_free(doc);
     return NULL;
   }
+  Spec *s = xmalloc(sizeof *s);
+  *s = (Spec){c, doc};
+  return s;
+}
+
+Spec *spec_open_text(const char *path, const char *text, size_t len,
+                     Diag *d) {
+  return spec_of(path, ydoc_parse(path, text, len, d), d);
+}
+
+Spec *spec_open(const char *path, Diag *d) {
+  return spec_of(path, ydoc_load(path, d), d);
+}
+
+const YamlNode *spec_section(const Spec *s, const char *name) {
+  return in_list(kept_sections, name) ? ydoc_get(s->doc->root, name) : NULL;
+}
+
+void spec_close(Spec *s) {
+  if (!s)
+    return;
+  cascade_free(s->cascade);
+  ydoc_free(s->doc);
+  free(s);
+}
+
+/* The cascade of S, whose document is freed. */
+static Cascade *cascade_only(Spec *s) {
+  if (!s)
+    return NULL;
+  Cascade *c = s->cascade;
+  ydoc_free(s->doc);
+  free(s);
   return c;
 }
 
+Cascade *spec_parse(const char *path, const char *text, size_t len,
+                    Diag *d) {
+  return cascade_only(spec_open_text(path, text, len, d));
+}
+
 Cascade *spec_load(const char *path, Diag *d) {
-  YamlDoc *doc = ydoc_load(path, d);
-  if (!doc)
-    return NULL;
-  Cascade *c = cascade_new(path);
-  c->doc = doc;
-  if (!load_root(c, doc->root, d)) {
-    cascade_free(c);
-    return NULL;
-  }
-  return c;
+  return cascade_only(spec_open(path, d));
 }

@@ -19,9 +19,25 @@
 #define MAMBALAYA_SPEC_H
 
 #include "../ir/ir.h"
+#include "../ydoc/ydoc.h"
 
+/* The cascade alone (its YAML document is freed once it is built). */
 Cascade *spec_load(const char *path, Diag *d);
 Cascade *spec_parse(const char *path, const char *text, size_t len, Diag *d);
+
+/* A spec with its document: for readers of the sections the cascade does
+ * not interpret (TeAAL's mapping, format, architecture and bindings; our
+ * weights, read by src/lm/). */
+typedef struct Spec {
+  Cascade *cascade;
+  YamlDoc *doc;
+} Spec;
+Spec *spec_open(const char *path, Diag *d);
+Spec *spec_open_text(const char *path, const char *text, size_t len,
+                     Diag *d);
+/* The kept section NAME, or NULL. */
+const YamlNode *spec_section(const Spec *s, const char *name);
+void spec_close(Spec *s); /* the cascade and the document */
 
 /* The two halves of the loader (load.c reads the sections, expr.c parses
  * the strings). The strings come from scalar nodes of C's document, so

@@ -204,7 +204,8 @@ static bool build_shapes(Study *s, Diag *d) {
         const StudyCascade *sc = &s->cascades[s->cms[cm].cascade];
         int ns = point_settings(s, cm, st, slot, set);
         Diag sd = {0};
-        Shape *sh = shape_bind(sc->c, s->cms[cm].preset, set, ns, true, &sd);
+        Shape *sh = shape_bind(sc->c, s->cms[cm].preset ? &s->cms[cm].preset->sizes : NULL,
+                   set, ns, true, &sd);
         if (!sh || !sh->complete) {
           Buf b = {0};
           for (int k = 0; k < ns; k++)
@@ -212,7 +213,7 @@ static bool build_shapes(Study *s, Diag *d) {
                        set[k].value);
           diag_error(d, s->path, sc->loc, "%s%s%s with %s: %s", sc->spec,
                      s->cms[cm].preset ? " " : "",
-                     s->cms[cm].preset ? s->cms[cm].preset->name : "",
+                     s->cms[cm].preset ? s->cms[cm].preset->sizes.name : "",
                      b.len ? b.s : "its own sizes",
                      sh ? "some ranks have no size" : sd.msg);
           ok = false;

@@ -43,7 +43,7 @@ int study_cells(const Study *s, long point, Cell *cells) {
   const DesignStitch *ds = &s->ds[at[DIM_DESIGN]];
   int n = 0;
   n += text_cell(&cells[n], "spec", s->cascades[cm->cascade].spec);
-  n += text_cell(&cells[n], "model", cm->preset ? cm->preset->name : "");
+  n += text_cell(&cells[n], "model", cm->preset ? cm->preset->sizes.name : "");
   for (int k = 0; k < s->nsettings; k++)
     n += num_cell(&cells[n], s->settings[k].name,
                   s->stuple[(long)st * s->nsettings + k]);

@@ -16,17 +16,16 @@ static const char *const fig_columns[] = {
     SWEEP_FIGURES(SWEEP_FIG_COL)
 #undef SWEEP_FIG_COL
 };
-
 _Static_assert(sizeof fig_columns / sizeof fig_columns[0] == FIG_COUNT,
+               "an entry per figure");
 
-               "an entry per fig");
 static const char *const fig_objectives[] = {
 #define SWEEP_FIG_OBJ(id, col, obj) obj,
     SWEEP_FIGURES(SWEEP_FIG_OBJ)
 #undef SWEEP_FIG_OBJ
 };
 _Static_assert(sizeof fig_objectives / sizeof fig_objectives[0] == FIG_COUNT,
-               "an entry per fig");
+               "an entry per figure");
 
 const char *figure_column(Figure f) {
   return (unsigned)f < FIG_COUNT ? fig_columns[f] : "?";
@@ -162,8 +161,9 @@ static void price_point(Worker *w, long point, PointResult *r) {
     for (int f = 0; f < FIG_COUNT; f++)
       r->fig[f] = NAN;
   } else if (wl->kind == WL_SCENARIO) {
-    const Preset *p = s->cms[cm].preset;
-    double layers = wl->layers ? wl->layers : p->n_layer;
+    double layers = wl->layers;
+    if (!layers)
+      sizes_value(&s->cms[cm].preset->sizes, "n_layer", &layers);
     add_eval(r, arch, pre, layers);
     add_eval(r, arch, dec, layers * wl->generate);
     r->fig[FIG_GROUPS] = pre->ngroups;

@@ -32,34 +32,16 @@ static bool fail(Loader *L, Loc loc, const char *fmt, ...) {
   return false;
 }
 
+/* The document checks of ydoc.h, in the loader's terms. */
 static bool want(Loader *L, const YamlNode *n, YamlKind k, const char *what) {
-  if (n->kind == k)
-    return true;
-  return fail(L, n->loc, "expected %s for %s, found %s", ydoc_kind_name(k),
-              what, ydoc_kind_name(n->kind));
+  return ydoc_want(n, k, what, L->d);
 }
 
 static bool check_keys(Loader *L, const YamlNode *m,
                        const char *const *allowed, const char *where) {
-  for (int i = 0; i < m->n; i++) {
-    bool known = false;
-    for (int j = 0; allowed[j] && !known; j++)
-      known = strcmp(m->keys[i]->text, allowed[j]) == 0;
-    if (!known) {
-      Buf b = {0};
-      for (int j = 0; allowed[j]; j++)
-        buf_printf(&b, "%s%s", j ? ", " : "", allowed[j]);
-      fail(L, m->keys[i]->loc, "unknown key '%s' in %s (expected %s)",
-           m->keys[i]->text, where, b.s);
-      buf_free(&b);
-      return false;
-    }
-  }
-  return true;
+  return ydoc_known_keys(m, allowed, where, L->d);
 }
 
-/* A scalar, or a list of scalars, as a list: ITEMS/N point into the node
- * (a scalar is its own one-item list). */
 static bool as_list(Loader *L, const YamlNode *n, const char *what,
                     YamlNode *const **items, int *count, YamlNode **one) {
   if (n->kind == YN_SCALAR) {
@@ -258,7 +240,7 @@ static bool load_models(Loader *L, const YamlNode *models, int ci) {
       if (!p) {
         Buf b = {0};
         for (int k = 0; preset_at(k); k++)
-          buf_printf(&b, "%s%s", k ? ", " : "", preset_at(k)->name);
+          buf_printf(&b, "%s%s", k ? ", " : "", preset_at(k)->sizes.name);
         fail(L, at, "unknown model '%s' (expected one of %s)", name, b.s);
         buf_free(&b);
         return false;
@@ -268,7 +250,8 @@ static bool load_models(Loader *L, const YamlNode *models, int ci) {
         return fail(L, at,
                     "%s is written for Mamba-%d models (its model is %s), "
                     "but %s is a Mamba-%d model",
-                    c->path, own->version, own->name, p->name, p->version);
+                    c->path, own->version, own->sizes.name, p->sizes.name,
+                    p->version);
     }
     s->cms = xrealloc(s->cms, (size_t)(s->ncms + 1) * sizeof *s->cms);
     s->cms[s->ncms++] = (CascadeModel){ci, p};
@@ -302,7 +285,7 @@ static bool load_cascade(Loader *L, const YamlNode *m, int ci) {
     sc->set = arena_alloc(&s->arena, ((size_t)set->n + 1) * sizeof *sc->set);
     for (int i = 0; i < set->n; i++) {
       const char *name = set->keys[i]->text;
-      if (!shape_setting_known(sc->c, name))
+      if (!shape_setting_known(sc->c, name) && !preset_is_param(name))
         return fail(L, set->keys[i]->loc,
                     "'%s' is not a rank, parameter or model parameter of %s",
                     name, sc->c->path);
@@ -345,7 +328,7 @@ static bool check_setting(Loader *L, const YamlNode *key) {
                     "tokens: %s has no sequence rank (name it with "
                     "'sequence: RANK')",
                     sc->c->path);
-    } else if (!shape_setting_known(sc->c, name)) {
+    } else if (!shape_setting_known(sc->c, name) && !preset_is_param(name)) {
       return fail(L, key->loc,
                   "'%s' is not a rank, parameter or model parameter of %s "
                   "(give it in that cascade's 'set', or use 'tokens' for "

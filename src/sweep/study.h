@@ -8,6 +8,7 @@
 #include "sweep.h"
 
 #include "../embed/embed.h"
+#include "../preset/preset.h"
 
 /* A spec of the study, with its fixed settings. */
 typedef struct StudyCascade {

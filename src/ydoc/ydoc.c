@@ -1,5 +1,6 @@
 #include "ydoc.h"
 
+#include <limits.h>
 #include <string.h>
 #include <yaml.h>
 
@@ -63,6 +64,7 @@ static Loc mark_loc(yaml_mark_t m) {
 
 static YamlNode *new_node(Builder *b, YamlKind kind, yaml_mark_t m) {
   YamlNode *n = arena_alloc(&b->doc->arena, sizeof *n);
+  n->doc = b->doc;
   n->kind = kind;
   n->loc = mark_loc(m);
   n->offset = byte_offset(b, m);
@@ -327,8 +329,8 @@ const char *ydoc_kind_name(YamlKind k) {
  * breaks of folded lines, escapes) advances the source alone. A cursor
  * resumes a walk where the last one stopped, so that locating every token
  * of a long expression in order costs one pass. */
-Loc ydoc_scalar_loc_at(const YamlDoc *doc, const YamlNode *s,
-                       YamlCursor *cur, size_t offset) {
+Loc ydoc_scalar_loc_at(const YamlNode *s, YamlCursor *cur, size_t offset) {
+  const YamlDoc *doc = s->doc;
   YamlCursor local = {0};
   if (!cur)
     cur = &local;
@@ -380,6 +382,69 @@ Loc ydoc_scalar_loc_at(const YamlDoc *doc, const YamlNode *s,
   }
 }
 
-Loc ydoc_scalar_loc(const YamlDoc *doc, const YamlNode *s, size_t offset) {
-  return ydoc_scalar_loc_at(doc, s, NULL, offset);
+/* ---- checking a document ---- */
+
+static const char *path_of(const YamlNode *n) {
+  return n && n->doc ? n->doc->path : "";
+}
+
+void ydoc_join(Buf *b, const char *const *names, int n) {
+  int count = 0;
+  while (count < n && names[count])
+    count++;
+  for (int i = 0; i < count; i++)
+    buf_printf(b, "%s%s", i == 0 ? "" : i == count - 1 ? " or " : ", ",
+               names[i]);
+}
+
+bool ydoc_want(const YamlNode *n, YamlKind k, const char *what, Diag *d) {
+  if (n && n->kind == k)
+    return true;
+  diag_error(d, path_of(n), n ? n->loc : (Loc){1, 1},
+             "expected %s for %s, found %s", ydoc_kind_name(k), what,
+             n ? ydoc_kind_name(n->kind) : "nothing");
+  return false;
+}
+
+bool ydoc_known_keys(const YamlNode *map, const char *const *allowed,
+                     const char *where, Diag *d) {
+  for (int i = 0; i < map->n; i++) {
+    const char *k = map->keys[i]->text;
+    bool known = false;
+    for (int j = 0; allowed[j] && !known; j++)
+      known = strcmp(k, allowed[j]) == 0;
+    if (!known) {
+      Buf b = {0};
+      ydoc_join(&b, allowed, INT_MAX);
+      diag_error(d, path_of(map), map->keys[i]->loc,
+                 "unknown key '%s' in %s (expected %s)", k, where, b.s);
+      buf_free(&b);
+      return false;
+    }
+  }
+  return true;
+}
+
+const YamlNode *ydoc_need(const YamlNode *map, const char *key, Loc at,
+                          const char *where, const char *hint, Diag *d) {
+  const YamlNode *v = ydoc_get(map, key);
+  if (!v)
+    diag_error(d, path_of(map), at, "%s is missing '%s' (%s)", where, key,
+               hint);
+  return v;
+}
+
+int ydoc_enum(const YamlNode *n, const char *const *names, int count,
+              const char *what, Diag *d) {
+  if (!ydoc_want(n, YN_SCALAR, what, d))
+    return -1;
+  for (int i = 0; i < count; i++)
+    if (names[i] && strcmp(names[i], n->text) == 0)
+      return i;
+  Buf b = {0};
+  ydoc_join(&b, names, count);
+  diag_error(d, path_of(n), n->loc, "unknown %s '%s' (expected %s)", what,
+             n->text, b.s);
+  buf_free(&b);
+  return -1;
 }

@@ -7,9 +7,8 @@
 # the standard library (struct, json); it prints one line per malformed
 # file: NAME<TAB>part of the expected message.
 set -u
-: "${MAMBALAYA:=build/mambalaya}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+HARNESS_CWD=root
+. "$(dirname "$0")/lib/harness.sh"
 
 /usr/bin/python3 - "$tmp" >"$tmp/cases" <<'EOF' || { echo "FAIL: generator"; exit 1; }
 import json, struct, sys

@@ -4,11 +4,10 @@
 # on stderr, exit status 2 and nothing on stdout. The first line of each
 # file says what is expected:  # expect: LINE:COL: part of the message
 set -u
-: "${MAMBALAYA:=build/mambalaya}"
+HARNESS_CWD=root
+. "$(dirname "$0")/lib/harness.sh"
 n=0
 bad=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 for f in tests/specs/bad/*.yaml; do
   n=$((n + 1))
   want=$(sed -n '1s/^# expect: //p' "$f")

@@ -2,12 +2,9 @@
 # The classify and fuse commands end to end: the JSON contract, the paper's
 # group counts, --dot, --set/--model, --help and bad usage.
 set -u
-: "${MAMBALAYA:=build/mambalaya}"
+HARNESS_CWD=root
+. "$(dirname "$0")/lib/harness.sh"
 PY=python3
-fails=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 # fuse --json: 24/12/8/3/1 groups for Mamba-1 (paper SIV).
 for pair in unfused:24 ri:12 ri+rsb:8 ri+rsb+rsp:3 full:1; do

@@ -6,12 +6,9 @@
 # written by `fuse --stitch global --json` prices with the off-chip figure
 # fuse printed; and the decode phase and model presets fail clearly.
 set -u
-: "${MAMBALAYA:=build/mambalaya}"
+HARNESS_CWD=root
+. "$(dirname "$0")/lib/harness.sh"
 PY=python3
-fails=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 n=0
 mkdir "$tmp/all"

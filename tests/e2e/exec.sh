@@ -5,12 +5,9 @@
 # files, --keep, --plan, the KV cache's next state across passes, and bad
 # input (exit 2, FILE: error or FILE:LINE:COL).
 set -u
-: "${MAMBALAYA:=build/mambalaya}"
+HARNESS_CWD=root
+. "$(dirname "$0")/lib/harness.sh"
 PY=/usr/bin/python3   # with NumPy (python3-numpy), as tests/e2e/oracle.sh
-fails=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 # Small sizes, so that every plan runs in moments (a 4 KiB buffer still
 # makes the fused executor tile).

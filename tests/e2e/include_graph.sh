@@ -4,10 +4,8 @@
 # (src/exec/) includes only ir, util and fusion (the plan) — nothing that
 # knows YAML specs, shipped files, presets or language models.
 set -u
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+HARNESS_CWD=root
+. "$(dirname "$0")/lib/harness.sh"
 
 # One "FROM TO" line per module edge, e.g. "lm exec".
 edges=$(for f in src/*/*.c src/*/*.h; do

@@ -10,16 +10,13 @@
 # MAMBALAYA_SANITIZED=1 (set by `make test` for the ASan build) skips the
 # 130m-shaped cases, which are slow under the sanitizers.
 set -u
-: "${MAMBALAYA:=build/mambalaya}"
+HARNESS_CWD=root
+. "$(dirname "$0")/lib/harness.sh"
 : "${MAMBALAYA_SANITIZED:=0}"
 PY=/usr/bin/python3
 ORACLE=tests/oracle/mamba_ref.py
 CMP=tests/e2e/oracle_compare.py
 ALL="interpreter unfused ri ri+rsb ri+rsb+rsp full"
-fails=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 if ! $PY -c 'import numpy' 2>/dev/null; then
   echo "oracle: SKIPPED ($PY has no NumPy)"

@@ -7,14 +7,11 @@
 # architecture of another name, other settings, Mamba-2) labelled as what
 # they are, with the paper's figures only where they apply.
 set -u
-: "${MAMBALAYA:=build/mambalaya}"
+HARNESS_CWD=root
+. "$(dirname "$0")/lib/harness.sh"
 PY=/usr/bin/python3
 CHECK=tests/e2e/svg_check.py
 RENDER=tests/e2e/render_check.py
-fails=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 FIGURES="roofline roofline_decode utilization_prefill utilization_decode
 utilization_strategies utilization_designs_prefill utilization_designs_decode

@@ -5,12 +5,9 @@
 # component; eval --csv writes one row per Einsum; diff tells two results
 # apart (exit 1) or says they are the same (exit 0).
 set -u
-: "${MAMBALAYA:=build/mambalaya}"
+HARNESS_CWD=root
+. "$(dirname "$0")/lib/harness.sh"
 PY=python3
-fails=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 "$MAMBALAYA" classify mamba1 --json >"$tmp/classify.json" || fail classify
 "$MAMBALAYA" fuse mamba2 --strategy ri --stitch global --json \
@@ -40,7 +37,7 @@ assert i["ranks"]["B"] == 4 and i["ranks"]["I"] == 2048
 assert i["architecture"]["path"] == "archs/mambalaya.yaml"
 assert i["architecture"]["sha256"] == sha("archs/mambalaya.yaml")
 assert i["design"] == "ri" and i["phase"] == "prefill"
-assert i["options"]["stitch"] == "greedy" and i["options"]["two_pass"] is False
+assert i["options"]["stitch"] == "greedy" and i["options"]["two_pass"] is True
 f = json.load(open(os.path.join(t, "fuse.json")))["inputs"]
 assert f["stitch"] == "global" and f["strategy"] == "ri", f
 r = json.load(open(os.path.join(t, "repro.json")))["inputs"]

@@ -5,14 +5,12 @@
 # PNG beside it hold the same figure; broken copies must be rejected, so
 # that the checkers are known to catch what they claim to.
 set -u
+HARNESS_CWD=root
+. "$(dirname "$0")/lib/harness.sh"
 : "${BUILD:=build}"
 PY=/usr/bin/python3
 CHECK=tests/e2e/svg_check.py
 RENDER=tests/e2e/render_check.py
-fails=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 mkdir "$tmp/svg"
 MAMBALAYA_SVG_OUT="$tmp/svg" "$BUILD/unit_tests" svg >"$tmp/log" 2>&1 ||

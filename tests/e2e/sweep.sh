@@ -6,12 +6,9 @@
 # results do not depend on the threads, nor on MPI ranks (mpirun -n 2,
 # byte for byte); bad studies fail at FILE:LINE:COL with exit status 2.
 set -u
-: "${MAMBALAYA:=build/mambalaya}"
+HARNESS_CWD=root
+. "$(dirname "$0")/lib/harness.sh"
 PY=python3
-fails=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 for study in arch-neighbourhood model-comparison; do
   "$MAMBALAYA" sweep "studies/$study.yaml" --out "$tmp/$study" \

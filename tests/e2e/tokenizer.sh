@@ -8,13 +8,10 @@
 # tiny model with that tokenizer: the tokens are the reference's, and the
 # streamed text is the prompt followed by the generated ids' text.
 set -u
-: "${MAMBALAYA:=build/mambalaya}"
+HARNESS_CWD=root
+. "$(dirname "$0")/lib/harness.sh"
 PY=/usr/bin/python3
 REF=tests/tokenizer/bpe_ref.py
-fails=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 if ! $PY -c 'import json, unicodedata' 2>/dev/null; then
   echo "tokenizer: SKIPPED (no $PY)"

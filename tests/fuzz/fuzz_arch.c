@@ -12,6 +12,7 @@
 #include "../../src/model/model.h"
 #include "../../src/report/report.h"
 #include "../../src/spec/spec.h"
+#include "../../src/preset/preset.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -25,7 +26,7 @@ static void setup(void) {
   Diag d = {0};
   cascade = spec_parse(f->name, (const char *)f->data, f->len, &d);
   Setting small[] = {{"B", 2}, {"I", 64}};
-  shape = shape_bind(cascade, preset_find("mamba-130m"), small, 2, true, &d);
+  shape = shape_bind(cascade, preset_sizes("mamba-130m"), small, 2, true, &d);
   pairs = fusion_classify(cascade, shape);
   if (!shape)
     __builtin_trap();

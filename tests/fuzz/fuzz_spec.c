@@ -8,6 +8,7 @@
 
 #include "../../src/fusion/fusion.h"
 #include "../../src/spec/spec.h"
+#include "../../src/preset/preset.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -16,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   Cascade *c = spec_parse("fuzz.yaml", (const char *)data, size, &d);
   if (!c)
     return 0;
-  Shape *s = shape_bind(c, preset_find("mamba-130m"), NULL, 0, false, &d);
+  Shape *s = shape_bind(c, preset_sizes("mamba-130m"), NULL, 0, false, &d);
   Pair *pairs = fusion_classify(c, s);
   for (int st = 0; st < ST_COUNT; st++)
     for (int how = 0; how < STITCH_COUNT; how++) {

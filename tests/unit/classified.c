@@ -17,7 +17,7 @@ static Classified classify(Cascade *c, const char *name, Diag *d) {
               d->msg);
     return l;
   }
-  const Preset *p = l.c->model ? preset_find(l.c->model) : NULL;
+  const ModelSizes *p = l.c->model ? preset_sizes(l.c->model) : NULL;
   l.s = shape_bind(l.c, p, NULL, 0, l.c->has_shape, d);
   if (!l.s) {
     test_fail(__FILE__, __LINE__, "%s: %s", name, d->msg);

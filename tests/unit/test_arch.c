@@ -381,10 +381,10 @@ static char *variant(const char *from, const char *to) {
 static const BadCase bad_cases[] = {
     {"      pes: 8\n", "      pes: 8\n      colour: red\n", 24, 7,
      "unknown key 'colour' in a compute unit (expected name, role, shape, "
-     "pes, mode_of, pipeline, ops, epilogue, reduction)"},
+     "pes, mode_of, pipeline, ops, epilogue or reduction)"},
     {"  word: 2 B\n", "  word: 2 B\n  speed: 3\n", 5, 3,
      "unknown key 'speed' in architecture (expected name, clock, word, "
-     "memory, compute, energy, binding, area)"},
+     "memory, compute, energy, binding or area)"},
     {"      capacity: 1 MiB\n", "      capacity: 1 MiB\n      size: 1 MiB\n",
      12, 7, "unknown key 'size' in a memory level"},
     {"clock: 1 GHz", "clock: 1", 3, 10,
@@ -410,7 +410,7 @@ static const BadCase bad_cases[] = {
      "capacity '1 furlong' is not a size in bytes such as '32 MiB' (units: "
      "B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)"},
     {"role: vector", "role: scalar", 21, 13,
-     "unknown role 'scalar' (expected matrix, vector, feeder)"},
+     "unknown role 'scalar' (expected matrix, vector or feeder)"},
     {"mode_of: mx", "mode_of: my", 22, 16,
      "mode_of names unknown unit 'my' (units: mx, vx)"},
     {"mode_of: mx", "mode_of: vx", 22, 16, "cannot be a mode of itself"},
@@ -439,7 +439,7 @@ static const BadCase bad_cases[] = {
     {"add: 1}", "add: 0x10}", 18, 27, "found '0x10'"},
     {"add: 1}", "tanh: 1}", 18, 22,
      "unknown operation class 'tanh' in unit 'mx' (expected macc, add, mul, "
-     "div, exp, log, sqrt, silu, max)"},
+     "div, exp, log, sqrt, silu or max)"},
     {"{macc: 1, add: 1}", "{add: 1}", 18, 12,
      "unit 'mx' has role matrix but no macc rate"},
     {"{macc: 1, add: 1}", "{macc: 0}", 18, 12,

@@ -31,8 +31,8 @@ static bool load_text(const char *text, ModelConfig *c, Diag *d) {
     CHECK_INT((a).expand, (b).expand);                                         \
     CHECK_INT((a).d_inner, (b).d_inner);                                       \
     CHECK_INT((a).dt_rank, (b).dt_rank);                                       \
-    CHECK_INT((a).headdim, (b).headdim);                                       \
-    CHECK_INT((a).nheads, (b).nheads);                                         \
+    CHECK_INT((a).head_dim, (b).head_dim);                                       \
+    CHECK_INT((a).n_heads, (b).n_heads);                                         \
     CHECK_INT((a).ngroups, (b).ngroups);                                       \
   } while (0)
 
@@ -51,11 +51,11 @@ TEST(config_from_preset) {
   CHECK_INT(c.dt_rank, 64);
   CHECK_INT(c.d_state, 16);
   CHECK_INT(c.vocab, 50280);
-  CHECK_INT(c.nheads, 0);
+  CHECK_INT(c.n_heads, 0);
   ModelConfig m2 = preset_config("mamba2-2.7b");
   CHECK_INT(m2.version, 2);
-  CHECK_INT(m2.nheads, 80);
-  CHECK_INT(m2.headdim, 64);
+  CHECK_INT(m2.n_heads, 80);
+  CHECK_INT(m2.head_dim, 64);
   CHECK_INT(m2.ngroups, 1);
   CHECK_INT(m2.d_state, 128);
   CHECK_INT(m2.dt_rank, 0);
@@ -121,8 +121,8 @@ TEST(config_state_spaces_values_and_defaults) {
                   &c, &d));
   CHECK_INT(c.version, 2);
   CHECK_INT(c.d_inner, 512);
-  CHECK_INT(c.headdim, 32);
-  CHECK_INT(c.nheads, 16);
+  CHECK_INT(c.head_dim, 32);
+  CHECK_INT(c.n_heads, 16);
   CHECK_INT(c.ngroups, 4);
   CHECK_INT(c.d_state, 64);
   CHECK_INT(c.dt_rank, 0);
@@ -169,8 +169,8 @@ TEST(config_hugging_face_files) {
                   " \"num_hidden_layers\": 1, \"vocab_size\": 10}",
                   &c, &d));
   CHECK_INT(c.d_state, 128);
-  CHECK_INT(c.headdim, 64);
-  CHECK_INT(c.nheads, 2);
+  CHECK_INT(c.head_dim, 64);
+  CHECK_INT(c.n_heads, 2);
   CHECK_INT(c.ngroups, 1);
   if (d.failed)
     test_fail(__FILE__, __LINE__, "%s", d.msg);
@@ -206,7 +206,7 @@ TEST(config_rejects_inconsistent_values) {
   expect_config_error(__LINE__,
                       "{\"d_model\": 100, \"n_layer\": 1, \"vocab_size\": 8,"
                       " \"ssm_cfg\": {\"layer\": \"Mamba2\"}}",
-                      "d_inner 200 is not divisible by headdim 64");
+                      "d_inner 200 is not divisible by head_dim 64");
   expect_config_error(__LINE__,
                       "{\"d_model\": 64, \"n_layer\": 1, \"vocab_size\": 8,"
                       " \"ssm_cfg\": {\"d_conv\": 0}}",

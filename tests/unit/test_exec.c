@@ -7,6 +7,7 @@
 #include "../../src/exec/exec.h"
 #include "../../src/model/model.h"
 #include "../../src/spec/spec.h"
+#include "../../src/preset/preset.h"
 #include "test.h"
 
 typedef struct Case {
@@ -53,7 +54,7 @@ static Case load_case(const char *spec_text, const char *path,
               d.msg);
     return k;
   }
-  const Preset *p = k.c->model ? preset_find(k.c->model) : NULL;
+  const ModelSizes *p = k.c->model ? preset_sizes(k.c->model) : NULL;
   k.s = shape_bind(k.c, p, set, nset, true, &d);
   if (!k.s)
     test_fail(__FILE__, __LINE__, "shape: %s", d.msg);

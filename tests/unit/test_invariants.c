@@ -16,6 +16,7 @@
 #include "../../src/exec/exec.h"
 #include "../../src/model/model.h"
 #include "../../src/spec/spec.h"
+#include "../../src/preset/preset.h"
 #include "test.h"
 
 /* ---- the cascades ---- */
@@ -115,7 +116,7 @@ static Shape *bind(const Cascade *c, bool small, bool decode) {
       return NULL;
     set[n++] = (Setting){c->ranks[r].name, 1};
   }
-  const Preset *p = c->model ? preset_find(c->model) : NULL;
+  const ModelSizes *p = c->model ? preset_sizes(c->model) : NULL;
   Diag d = {0};
   Shape *s = shape_bind_filled(c, p, set, n, 6, &d);
   if (!s)

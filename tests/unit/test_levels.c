@@ -233,7 +233,7 @@ static Mamba mamba1(void) {
   m.a = arch_load("archs/mambalaya.yaml", &d);
   m.c = spec_load("specs/mamba1.yaml", &d);
   if (m.a && m.c)
-    m.s = shape_bind(m.c, preset_find("mamba-370m"), NULL, 0, true, &d);
+    m.s = shape_bind(m.c, preset_sizes("mamba-370m"), NULL, 0, true, &d);
   if (m.s)
     m.pairs = fusion_classify(m.c, m.s);
   else
@@ -471,7 +471,7 @@ TEST(levels_loader_refusals) {
           6, "off chip");
   refused(DRAM_LINE LEVEL("B", ", fusion: true") LEVEL("C", ", fusion: true"),
           8, "second fusion level");
-  refused(DRAM_LINE LEVEL("B", ", fusion: yes"), 7, "true or false");
+  refused(DRAM_LINE LEVEL("B", ", fusion: yes"), 7, "false or true");
   refused(DRAM_LINE LEVEL("B", ", instances: 4"), 7, "inside the fusion");
   refused(DRAM_LINE
           "    - {name: L2, capacity: 64 KiB, read_energy: 1 pJ/B, "

@@ -10,6 +10,7 @@
 #include "../../src/exec/exec.h"
 #include "../../src/model/model.h"
 #include "../../src/spec/spec.h"
+#include "../../src/preset/preset.h"
 #include "test.h"
 
 static Cascade *shipped(const char *name) {
@@ -36,7 +37,7 @@ static Shape *bind_at(const Cascade *c, double size, bool all, Diag *d) {
     if (all || !strcmp(c->ranks[r].name, "B") ||
         !strcmp(c->ranks[r].name, "I"))
       set[n++] = (Setting){c->ranks[r].name, size};
-  Shape *s = shape_bind(c, preset_find(c->model), set, n, true, d);
+  Shape *s = shape_bind(c, preset_sizes(c->model), set, n, true, d);
   free(set);
   return s;
 }

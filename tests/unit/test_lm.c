@@ -45,6 +45,7 @@ static const char good_weights[] =
     "    s: S\n";
 
 typedef struct Fixture {
+  Spec *spec;
   Cascade *c;
   WeightMap *m;
   Shape *s;
@@ -56,14 +57,15 @@ static Fixture load(const char *weights) {
   Fixture f = {0};
   Buf text = {0};
   buf_printf(&text, "%s%s", head_text, weights);
-  f.c = spec_parse("t.yaml", text.s, text.len, &f.d);
+  f.spec = spec_open_text("t.yaml", text.s, text.len, &f.d);
+  f.c = f.spec ? f.spec->cascade : NULL;
   buf_free(&text);
   if (!f.c) {
     test_fail(__FILE__, __LINE__, "spec: %d:%d %s", f.d.loc.line,
               f.d.loc.col, f.d.msg);
     return f;
   }
-  f.m = weights_parse(f.c, &f.d);
+  f.m = weights_parse(f.spec, &f.d);
   if (f.m)
     f.s = shape_bind(f.c, NULL, NULL, 0, true, &f.d);
   return f;
@@ -72,7 +74,7 @@ static Fixture load(const char *weights) {
 static void unload(Fixture *f) {
   shape_free(f->s);
   weights_free(f->m);
-  cascade_free(f->c);
+  spec_close(f->spec);
 }
 
 static Array *filled(int ndim, const int64_t *shape, float start) {
@@ -275,22 +277,22 @@ TEST(weights_parse_errors) {
   unload(&f);
   /* No section at all. */
   Diag d = {0};
-  Cascade *c = spec_parse("t.yaml", head_text, strlen(head_text), &d);
-  CHECK(c && !weights_parse(c, &d) && strstr(d.msg, "no weights section"));
-  cascade_free(c);
+  Spec *sp = spec_open_text("t.yaml", head_text, strlen(head_text), &d);
+  CHECK(sp && !weights_parse(sp, &d) && strstr(d.msg, "no weights section"));
+  spec_close(sp);
 }
 
 TEST(weights_shipped_specs_parse) {
   const char *specs[] = {"specs/mamba1.yaml", "specs/mamba2.yaml"};
   for (int i = 0; i < 2; i++) {
     Diag d = {0};
-    Cascade *c = spec_load(specs[i], &d);
-    WeightMap *m = c ? weights_parse(c, &d) : NULL;
+    Spec *sp = spec_open(specs[i], &d);
+    WeightMap *m = sp ? weights_parse(sp, &d) : NULL;
     if (!m)
       test_fail(__FILE__, __LINE__, "%s: %d:%d %s", specs[i], d.loc.line,
                 d.loc.col, d.msg);
     weights_free(m);
-    cascade_free(c);
+    spec_close(sp);
   }
 }
 
@@ -298,11 +300,11 @@ TEST(weights_shipped_specs_parse) {
  * conv_state, channels x, B, C, oldest step first. */
 TEST(weights_export_state_layout) {
   Diag d = {0};
-  Cascade *c = spec_load("specs/mamba2.yaml", &d);
-  WeightMap *m = c ? weights_parse(c, &d) : NULL;
+  Spec *sp = spec_open("specs/mamba2.yaml", &d);
+  WeightMap *m = sp ? weights_parse(sp, &d) : NULL;
   CHECK(m != NULL);
   if (!m) {
-    cascade_free(c);
+    spec_close(sp);
     return;
   }
   Tensors st = {0}, out = {0};
@@ -331,7 +333,7 @@ TEST(weights_export_state_layout) {
   tensors_free(&out);
   tensors_free(&st);
   weights_free(m);
-  cascade_free(c);
+  spec_close(sp);
 }
 
 TEST(lm_config_overrides) {
@@ -345,12 +347,12 @@ TEST(lm_config_overrides) {
   CHECK_INT(c.vocab, 128);
   CHECK(lm_config_resolve("mamba2-130m", tiny, 3, &c, &d));
   CHECK_INT(c.version, 2);
-  CHECK_INT(c.nheads, 2);
-  CHECK_INT(c.headdim, 64);
+  CHECK_INT(c.n_heads, 2);
+  CHECK_INT(c.head_dim, 64);
   CHECK_INT(c.d_state, 128);
   Setting heads[] = {{"d_model", 64}, {"n_heads", 8}};
   CHECK(lm_config_resolve("mamba2-130m", heads, 2, &c, &d));
-  CHECK_INT(c.headdim, 16);
+  CHECK_INT(c.head_dim, 16);
   Setting bad[] = {{"width", 3}};
   CHECK(!lm_config_resolve("mamba-130m", bad, 1, &c, &d));
   CHECK(strstr(d.msg, "not a model size") != NULL);

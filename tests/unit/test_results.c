@@ -5,6 +5,7 @@
 #include "../../src/embed/embed.h"
 #include "../../src/report/report.h"
 #include "../../src/spec/spec.h"
+#include "../../src/preset/preset.h"
 #include "test.h"
 
 TEST(results_sha256_known_vectors) {
@@ -56,7 +57,7 @@ static Priced price(const char *arch, Design d) {
   p.a = arch_parse(src.path, src.text, src.len, &diag);
   source_free(&src);
   Setting set[2] = {{"B", 2}, {"I", 64}};
-  p.s = shape_bind(p.c, preset_find("mamba-130m"), set, 2, true, &diag);
+  p.s = shape_bind(p.c, preset_sizes("mamba-130m"), set, 2, true, &diag);
   p.pairs = fusion_classify(p.c, p.s);
   ModelOpts o = model_default_opts(d);
   p.ev = model_eval(p.c, p.s, p.a, p.pairs, d, &o, &diag);

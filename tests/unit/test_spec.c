@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "../../src/spec/spec.h"
+#include "../../src/preset/preset.h"
 #include "test.h"
 
 static Cascade *parse(const char *text) {
@@ -108,7 +109,7 @@ TEST(spec_affine_indices) {
     CHECK_STR(tx->vars[ix->var[0]].name, "i");
     CHECK_STR(tx->vars[ix->var[1]].name, "f");
     CHECK(ix->coef[0] == NULL && ix->coef[1] == NULL);
-    Shape *s = shape_bind(c, preset_find("mamba-370m"), NULL, 0, true, &d);
+    Shape *s = shape_bind(c, preset_sizes("mamba-370m"), NULL, 0, true, &d);
     CHECK(s != NULL);
     if (s) {
       CHECK_NEAR(shape_eval(s, ix->off), -3, 0); /* 1 - F with F = 4 */
@@ -147,7 +148,7 @@ TEST(spec_split_rank_index) {
   const Index *ix = &w->idx[0];
   CHECK_INT(ix->nterms, 2);
   CHECK(index_injective(c, NULL, tx, ix)); /* symbolically: Q*p + q */
-  Shape *s = shape_bind(c, preset_find("mamba2-370m"), NULL, 0, true, &d);
+  Shape *s = shape_bind(c, preset_sizes("mamba2-370m"), NULL, 0, true, &d);
   CHECK(s != NULL);
   if (s) {
     CHECK(index_injective(c, s, tx, ix));
@@ -166,7 +167,7 @@ TEST(spec_shape_binding_and_overrides) {
     CHECK(c != NULL);
     return;
   }
-  Shape *s = shape_bind(c, preset_find("mamba-2.8b"), NULL, 0, true, &d);
+  Shape *s = shape_bind(c, preset_sizes("mamba-2.8b"), NULL, 0, true, &d);
   CHECK(s != NULL);
   if (s) {
     CHECK_INT(s->size[cascade_rank(c, "ED")], 2560);
@@ -180,7 +181,7 @@ TEST(spec_shape_binding_and_overrides) {
   }
   /* --set overrides a rank and a model parameter; the last one wins. */
   Setting set[] = {{"I", 1}, {"d_model", 512}, {"I", 16}, {"eps", 0.5}};
-  s = shape_bind(c, preset_find("mamba-130m"), set, 4, true, &d);
+  s = shape_bind(c, preset_sizes("mamba-130m"), set, 4, true, &d);
   CHECK(s != NULL);
   if (s) {
     CHECK_INT(s->size[cascade_rank(c, "I")], 16);
@@ -205,17 +206,19 @@ TEST(spec_shape_binding_and_overrides) {
 
 TEST(spec_teaal_loads_and_keeps_sections) {
   Diag d = {0};
-  Cascade *c = spec_load("tests/specs/good/teaal_gemm.yaml", &d);
-  CHECK(c != NULL);
-  if (!c)
+  Spec *sp = spec_open("tests/specs/good/teaal_gemm.yaml", &d);
+  CHECK(sp != NULL);
+  if (!sp)
     return;
+  Cascade *c = sp->cascade;
   CHECK_INT(c->neinsums, 2);
   CHECK(!c->has_shape);
-  CHECK(cascade_section(c, "mapping") != NULL);
-  CHECK(cascade_section(c, "format") != NULL);
-  CHECK(cascade_section(c, "architecture") != NULL);
-  CHECK(cascade_section(c, "bindings") != NULL);
-  YamlNode *lo = ydoc_get(ydoc_get(cascade_section(c, "mapping"),
+  CHECK(spec_section(sp, "mapping") != NULL);
+  CHECK(spec_section(sp, "format") != NULL);
+  CHECK(spec_section(sp, "architecture") != NULL);
+  CHECK(spec_section(sp, "bindings") != NULL);
+  CHECK(spec_section(sp, "einsum") == NULL); /* the cascade's own */
+  YamlNode *lo = ydoc_get(ydoc_get(spec_section(sp, "mapping"),
                                    "loop-order"), "T1");
   CHECK(lo && lo->kind == YN_SEQ && lo->n == 3);
   /* sum(K).(...) sums over k; the scalars a and b are symbols. */
@@ -230,7 +233,7 @@ TEST(spec_teaal_loads_and_keeps_sections) {
     CHECK(!s->complete);
     shape_free(s);
   }
-  cascade_free(c);
+  spec_close(sp);
 }
 
 TEST(spec_initialization_forms) {

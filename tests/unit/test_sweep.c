@@ -7,6 +7,7 @@
 
 #include "../../src/embed/embed.h"
 #include "../../src/spec/spec.h"
+#include "../../src/preset/preset.h"
 #include "../../src/sweep/sweep.h"
 #include "test.h"
 
@@ -52,7 +53,7 @@ static void direct(Design d, double tokens, double *sec, double *joules) {
   Arch *a = arch_parse(src.path, src.text, src.len, &diag);
   source_free(&src);
   Setting set[2] = {{"B", 2}, {"I", tokens}};
-  Shape *s = shape_bind(c, preset_find("mamba-130m"), set, 2, true, &diag);
+  Shape *s = shape_bind(c, preset_sizes("mamba-130m"), set, 2, true, &diag);
   Pair *pairs = fusion_classify(c, s);
   ModelOpts o = model_default_opts(d);
   o.state_io = tokens == 1;

@@ -1,7 +1,9 @@
 # What an end-to-end script needs, sourced from the repository root
 # (tests/run.sh runs each script there): $M is the binary as an absolute
-# path, $ROOT the repository, the script runs in a fresh directory that is
-# removed on exit, fail() counts failures, refused() checks a usage error.
+# path, $ROOT the repository, $tmp a fresh directory removed on exit, in
+# which the script then runs (unless it set HARNESS_CWD=root: then it
+# stays in the repository), fail() counts failures, refused() checks a
+# usage error, finish() ends the script with its count.
 : "${MAMBALAYA:=build/mambalaya}"
 M=$(cd "$(dirname "$MAMBALAYA")" && pwd)/$(basename "$MAMBALAYA")
 ROOT=$(pwd)
@@ -9,7 +11,7 @@ fails=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-cd "$tmp" || exit 1
+[ "${HARNESS_CWD:-}" = root ] || cd "$tmp" || exit 1
 
 # Run the command, which must exit 2 with one line on stderr containing
 # TEXT (a grep pattern) and print nothing on stdout.
