@@ -1,0 +1,47 @@
+"""Compare mambalaya's per-level, per-tensor accesses (eval --json) with
+Timeloop's (timeloop-model.stats.txt) for the same mapping.
+
+    python3 compare.py OURS.json timeloop-model.stats.txt WORD_BYTES
+
+Ours count bytes read from and written into each level; Timeloop counts
+scalar reads, fills and updates per level and data space. The same
+accesses: our reads = Timeloop's reads; our writes = its fills + updates.
+Prints one line per level and tensor and exits 1 on a difference."""
+import json, re, sys
+
+ours = json.load(open(sys.argv[1]))
+word = float(sys.argv[3])
+tl = {}
+level = space = None
+count = re.compile(r"(?:Algorithmic s|S)calar (reads|fills|updates) "
+                   r"\(per-instance\)\s*:\s*([0-9.e+]+)")
+for line in open(sys.argv[2]):
+    m = re.match(r"=== (\S+) ===", line)
+    if m:
+        level, space = m.group(1), None
+        continue
+    m = re.match(r"^\s{4}(\w+):\s*$", line)
+    if m and level:
+        space = m.group(1)
+        continue
+    m = count.search(line)
+    if m and level and space:
+        tl.setdefault((level, space), {})[m.group(1)] = float(m.group(2))
+
+bad = 0
+print("%-10s %-4s %12s %12s %12s %12s" % ("level", "data", "our reads",
+      "TL reads", "our writes", "TL fill+upd"))
+for lv in ours["einsums"][0]["levels"]:
+    for t, b in sorted(lv["tensors"].items()):
+        c = tl.get((lv["level"], t))
+        if c is None:
+            print("%-10s %-4s: not in Timeloop's stats" % (lv["level"], t))
+            bad += 1
+            continue
+        r, w = b["read_bytes"] / word, b["write_bytes"] / word
+        tr, tw = c.get("reads", 0), c.get("fills", 0) + c.get("updates", 0)
+        same = abs(r - tr) < 0.5 and abs(w - tw) < 0.5
+        bad += not same
+        print("%-10s %-4s %12.0f %12.0f %12.0f %12.0f %s" %
+              (lv["level"], t, r, tr, w, tw, "" if same else "DIFFERENT"))
+sys.exit(1 if bad else 0)
