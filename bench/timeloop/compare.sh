@@ -13,11 +13,18 @@ if ! command -v timeloop-model >/dev/null 2>&1; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$BUILD/mambalaya" eval "$here/gemm.yaml" --arch "$here/three.yaml" \
-  --design unfused --json >"$tmp/ours.json"
-(cd "$tmp" && timeloop-model "$here/gemm.tl.yaml" >timeloop.log 2>&1) || {
-  cat "$tmp/timeloop.log"
-  exit 1
+status=0
+# compare NAME [WINDOW]: NAME.yaml priced on three.yaml against NAME.tl.yaml.
+compare() {
+  mkdir "$tmp/$1"
+  "$BUILD/mambalaya" eval "$here/$1.yaml" --arch "$here/three.yaml" \
+    --design unfused --json >"$tmp/$1/ours.json"
+  (cd "$tmp/$1" && timeloop-model "$here/$1.tl.yaml" >timeloop.log 2>&1) ||
+    { cat "$tmp/$1/timeloop.log"; status=1; return; }
+  echo "== $1"
+  python3 "$here/compare.py" "$tmp/$1/ours.json" \
+    "$tmp/$1/timeloop-model.stats.txt" 2 ${2:-} || status=1
 }
-python3 "$here/compare.py" "$tmp/ours.json" \
-  "$tmp/timeloop-model.stats.txt" 2
+compare gemm
+compare conv Inputs
+exit $status

@@ -683,37 +683,6 @@ static bool too_small(const Grp *G) {
   return false;
 }
 
-/* Append " NAME/TILE" (no blank first) to BUF of CAP bytes at LEN, as
- * snprintf("%s%s/%.0f") would (the new length, possibly past CAP), but
- * without its cost for the whole numbers tiles are: an evaluation writes
- * one per loop. */
-static size_t put_tile(char *buf, size_t cap, size_t len, bool blank,
-                       const char *name, double tile) {
-  if (!(tile >= 0 && tile < 1e15 && tile == floor(tile)))
-    return len + (size_t)snprintf(buf + len, cap - len, "%s%s/%.0f",
-                                  blank ? " " : "", name, tile);
-  char digits[24];
-  int nd = 0;
-  for (long long t = (long long)tile; nd == 0 || t > 0; t /= 10)
-    digits[nd++] = (char)('0' + t % 10);
-  size_t need = (blank ? 1 : 0) + strlen(name) + 1 + (size_t)nd;
-  char *tmp = xmalloc(need + 1), *p = tmp;
-  if (blank)
-    *p++ = ' ';
-  p = strcpy(p, name) + strlen(name);
-  *p++ = '/';
-  while (nd > 0)
-    *p++ = digits[--nd];
-  *p = 0;
-  if (len < cap) {
-    size_t n = need < cap - len - 1 ? need : cap - len - 1;
-    memcpy(buf + len, tmp, n);
-    buf[len + n] = 0;
-  }
-  free(tmp);
-  return len + need;
-}
-
 /* Charge member I's traffic: its mapping and the group's once-per-group
  * moves at it. */
 static void charge_member(Grp *G, int i, const Mapping *m,
@@ -734,16 +703,8 @@ static void charge_member(Grp *G, int i, const Mapping *m,
   r->footprint = m->footprint;
   r->capacity = p->capacity;
   r->fits = m->fits;
-  size_t len = 0;
-  const Einsum *e = x->c->einsums[G->gr->einsums[i]];
-  r->mapping[0] = 0;
-  for (int j = 0; j < m->norder && len + 24 < sizeof r->mapping; j++) {
-    int v = m->order[j];
-    len = put_tile(r->mapping, sizeof r->mapping, len, j > 0, e->vars[v].name,
-                   m->tile[v]);
-  }
-  if (len == 0)
-    snprintf(r->mapping, sizeof r->mapping, "-");
+  mapping_text(x->c->einsums[G->gr->einsums[i]], m, r->mapping,
+               sizeof r->mapping);
 }
 
 bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {

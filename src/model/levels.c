@@ -106,6 +106,7 @@ static void inner_boundary(Ctx *x, const EinsumEval *r, int l, MapProblem *p,
   u->footprint = m.footprint;
   u->fits = m.fits;
   u->instances = used;
+  mapping_text(x->c->einsums[r->einsum], &m, u->mapping, sizeof u->mapping);
 }
 
 /* The PEs' accesses to the innermost level, per problem tensor. */

@@ -212,6 +212,8 @@ typedef struct LevelUse {
   bool fits;          /* the tile fits one instance; else its operands
                          stream from the next level out (the search's
                          least footprint) */
+  char mapping[48];   /* a level inside the fusion level: its tiled loops
+                         above it, as EinsumEval.mapping ("" elsewhere) */
 } LevelUse;
 
 /* Bytes of one tensor at one level for one Einsum. */

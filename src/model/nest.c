@@ -4,6 +4,8 @@
 #include "price.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void add_access(const Shape *s, const Access *a, MapTensor *m) {
@@ -62,4 +64,46 @@ void einsum_nest(const Ctx *x, int ei, MapProblem *p, int *tensor_of,
   clear_tensor(mo, shape_tensor_elems(s, out));
   mo->output = true;
   add_access(s, &e->out, mo);
+}
+
+/* Append " NAME/TILE" (no blank first) to BUF of CAP bytes at LEN, as
+ * snprintf("%s%s/%.0f") would (the new length, possibly past CAP), but
+ * without its cost for the whole numbers tiles are: an evaluation writes
+ * one per loop. */
+static size_t put_tile(char *buf, size_t cap, size_t len, bool blank,
+                       const char *name, double tile) {
+  if (!(tile >= 0 && tile < 1e15 && tile == floor(tile)))
+    return len + (size_t)snprintf(buf + len, cap - len, "%s%s/%.0f",
+                                  blank ? " " : "", name, tile);
+  char digits[24];
+  int nd = 0;
+  for (long long t = (long long)tile; nd == 0 || t > 0; t /= 10)
+    digits[nd++] = (char)('0' + t % 10);
+  size_t need = (blank ? 1 : 0) + strlen(name) + 1 + (size_t)nd;
+  char *tmp = xmalloc(need + 1), *p = tmp;
+  if (blank)
+    *p++ = ' ';
+  p = strcpy(p, name) + strlen(name);
+  *p++ = '/';
+  while (nd > 0)
+    *p++ = digits[--nd];
+  *p = 0;
+  if (len < cap) {
+    size_t n = need < cap - len - 1 ? need : cap - len - 1;
+    memcpy(buf + len, tmp, n);
+    buf[len + n] = 0;
+  }
+  free(tmp);
+  return len + need;
+}
+
+void mapping_text(const Einsum *e, const Mapping *m, char *buf, size_t cap) {
+  size_t len = 0;
+  buf[0] = 0;
+  for (int j = 0; j < m->norder && len + 24 < cap; j++) {
+    int v = m->order[j];
+    len = put_tile(buf, cap, len, j > 0, e->vars[v].name, m->tile[v]);
+  }
+  if (len == 0)
+    snprintf(buf, cap, "-");
 }

@@ -58,6 +58,10 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge);
 void einsum_nest(const Ctx *x, int e, MapProblem *p, int *tensor_of,
                  int *read_at);
 
+/* M's tiled loops as "NAME/TILE ...", outermost first ("-": none), into
+ * BUF of CAP bytes. */
+void mapping_text(const Einsum *e, const Mapping *m, char *buf, size_t cap);
+
 /* Charge N elements of tensor T to Einsum evaluation R, as a read or a
  * write; RECORD: also into the per-tensor totals. INTRA forces the
  * intra-Einsum class (partial products). */

@@ -132,10 +132,13 @@ static void tensors_text(Buf *b, const Cascade *c, const Arch *a,
       for (int j = 0; j < nt; j++)
         buf_printf(b, " %s %.4g/%.4g", c->tensors[t[j].tensor].name,
                    t[j].read / 1e6, t[j].write / 1e6);
+      if (u->mapping[0])
+        buf_printf(b, "  [%s]", u->mapping);
       buf_printf(b, "\n");
     }
   }
-  buf_printf(b, "  (* the level whose time bounds the Einsum)\n");
+  buf_printf(b, "  (* the level whose time bounds the Einsum; [the tiled "
+                "loops above a level inside the fusion level])\n");
 }
 
 void report_eval_text(Buf *b, const Cascade *c, const Arch *a,
@@ -222,6 +225,8 @@ static json_t *einsum_levels_json(const Cascade *c, const Arch *a,
     json_object_set_new(x, "instances", report_real(u->instances));
     json_object_set_new(x, "footprint_elements", report_real(u->footprint));
     json_object_set_new(x, "fits", json_boolean(u->fits));
+    if (u->mapping[0])
+      json_object_set_new(x, "mapping", json_string(u->mapping));
     json_t *ts = json_object();
     const TensorUse *t;
     int nt = eval_tensors(ev, i, l, &t);
