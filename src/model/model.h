@@ -9,16 +9,17 @@
  *             groups of elementwise Einsums on its 1D mode, elementwise
  *             producers of a GEMM on the small 1D array, elementwise work
  *             after a GEMM in 2D mode);
- *   mapping   a tiling of its loop nest between DRAM and the global
- *             buffer, searched exhaustively (with provably neutral choices
- *             pruned) under the buffer's capacity and the fusion group's
- *             constraints, minimizing DRAM traffic;
+ *   mapping   a tiling of its loop nest between DRAM and the fusion
+ *             level (the global buffer), searched exhaustively (with
+ *             provably neutral choices pruned) under its capacity and the
+ *             fusion group's constraints, minimizing DRAM traffic; and one
+ *             tiling per level inside it, per instance (levels.c);
  *   cost      cycles = the slowest of compute (ops / (PEs x utilization x
- *             rate)) and DRAM (bytes / bandwidth); energy from the arch's
- *             per-access and per-op figures;
+ *             rate)) and every level (its bytes / its bandwidth); energy
+ *             from every level's bytes and the per-op figures;
  *   designs   best unfused, ideal, MARCA-like, Geens-like, FLAT and the
- *             four fusion strategies, each "ideal" (algorithmic-minimum traffic)
- *             or "achieved" (from the mapping search);
+ *             four fusion strategies, each "ideal" (algorithmic-minimum
+ *             traffic) or "achieved" (from the mapping search);
  *   scenarios L layers, a prefill of I0 tokens then G decode steps.
  *
  * Every choice the paper leaves open is a named field of ModelOpts,
@@ -214,6 +215,30 @@ typedef struct Spill {
   SpillReason why;
 } Spill;
 
+/* One Einsum's use of one memory level, or a level's total over the
+ * layer (docs/model.md §4). */
+typedef struct LevelUse {
+  double read, write; /* bytes read from and written into the level */
+  double cycles;      /* (read + write) / the level's bandwidth over the
+                         instances in use; 0 when unlimited */
+  double energy_pj;   /* read x read_energy + write x write_energy */
+  double footprint;   /* elements per instance of the Einsum's tile: the
+                         fusion level's mapping, or this level's own */
+  double instances;   /* instances the Einsum's iteration space is split
+                         over (1 outside the fusion level) */
+  bool fits;          /* the tile fits one instance; else its operands
+                         stream from the next level out (the search's
+                         least footprint) */
+  char mapping[48];   /* a level inside the fusion level: its tiled loops
+                         above it, as EinsumEval.mapping ("" elsewhere) */
+} LevelUse;
+
+/* Bytes of one tensor at one level for one Einsum. */
+typedef struct TensorUse {
+  int tensor;
+  double read, write;
+} TensorUse;
+
 typedef struct EinsumEval {
   int einsum, group;
   int unit;     /* index into Arch.units */
@@ -225,7 +250,8 @@ typedef struct EinsumEval {
                             none) */
   double unit_cycles, epilogue_cycles; /* compute on each (overlapped) */
   double compute_cycles; /* the slower of the two */
-  double mem_cycles;     /* DRAM bytes / bandwidth */
+  double mem_cycles;     /* the slowest level: its bytes / bandwidth */
+  int bound;             /* that level, or -1 when compute is slower */
   double cycles;         /* compute and memory composed, + pipeline */
   double read, write;    /* DRAM bytes */
   double inter_read, inter_write; /* intermediates (read by an Einsum
@@ -233,7 +259,6 @@ typedef struct EinsumEval {
   double intra_read, intra_write; /* weights, inputs, outputs, partial
                                      products */
   double ideal_inter, ideal_intra; /* the plan's algorithmic minimum */
-  double glb_bytes, reg_bytes;
   double energy_pj;
   double footprint, capacity; /* its tiles in the buffer, elements */
   bool fits;                  /* footprint <= capacity */
@@ -271,7 +296,16 @@ typedef struct Eval {
   double read, write, inter, intra; /* DRAM bytes */
   double ideal_inter, ideal_intra;
   double ops;
+  /* Energy by role: off-chip memory; the staging and fusion levels;
+   * the levels inside the fusion level; operations. */
   double energy_pj, energy_dram, energy_glb, energy_reg, energy_ops;
+  int nlevels;     /* the architecture's */
+  LevelUse *use;   /* [i * nlevels + l]: Einsum i (execution order) at
+                      level l */
+  LevelUse *level; /* per level, summed over the layer */
+  int nslots;      /* room for tensors per Einsum and level */
+  TensorUse *tuse; /* per Einsum id and level: eval_tensors */
+  int *ntuse;      /* the tensors used in each */
   double *unit_energy; /* pJ of operations per unit (Arch.units): the unit
                           an Einsum runs on, or its epilogue for the classes
                           the unit has no rate for; they sum to energy_ops */
@@ -290,6 +324,9 @@ Eval *model_eval_plan(const Cascade *c, const Shape *s, const Arch *a,
                       const Pair *pairs, Design d, Plan *plan,
                       const ModelOpts *o, Diag *diag);
 void eval_free(Eval *e);
+/* Einsum I's (execution order) bytes per tensor at level L: *T gets
+ * them; returns how many. */
+int eval_tensors(const Eval *ev, int i, int l, const TensorUse **t);
 
 /* ---- reuse across evaluations ----
  *
