@@ -17,3 +17,4 @@ time "$BUILD/mambalaya" reproduce --out "$out" >/dev/null
 TIMEFORMAT="mambalaya reproduce --format svg --out DIR (SVG only): %R s"
 time "$BUILD/mambalaya" reproduce --format svg --out "$out/svg" >/dev/null
 rm -rf "$out"
+bash bench/search.sh "$BUILD"

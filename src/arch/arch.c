@@ -209,8 +209,36 @@ static bool unknown_opclass(Loader *L, const YamlNode *key,
 /* ---- memory ---- */
 
 static const char *const level_keys[] = {
-    "name",         "capacity", "bandwidth", "read_energy",
-    "write_energy", "area",     "ports",     "port_area", NULL};
+    "name",           "capacity",        "bandwidth", "read_bandwidth",
+    "write_bandwidth", "read_energy",    "write_energy", "instances",
+    "fusion",         "area",            "ports",     "port_area",
+    NULL};
+
+static const char *const level_role_names[] = {"dram", "staging", "buffer",
+                                               "level", "registers"};
+_Static_assert(sizeof level_role_names / sizeof level_role_names[0] ==
+                   LEVEL_ROLE_COUNT,
+               "a name per level role");
+
+const char *level_role_name(LevelRole r) { return level_role_names[r]; }
+
+LevelRole arch_level_role(const Arch *a, int l) {
+  if (l == 0)
+    return LEVEL_OFFCHIP;
+  if (l < a->fusion_level)
+    return LEVEL_STAGING;
+  if (l == a->fusion_level)
+    return LEVEL_FUSION;
+  return l == a->nlevels - 1 ? LEVEL_REGISTERS : LEVEL_INNER;
+}
+
+static bool get_flag(Loader *L, const YamlNode *n, const char *what,
+                     bool *out) {
+  static const char *const flags[] = {"false", "true"};
+  int k = ydoc_enum(n, flags, 2, what, L->d);
+  *out = k == 1;
+  return k >= 0;
+}
 
 /* area, ports, port_area: checked against the area section once it is
  * loaded (check_level_areas). */
@@ -275,6 +303,23 @@ static bool load_level(Loader *L, const YamlNode *m, bool outermost,
                 where);
   if (bw && !get_positive(L, bw, "bytes/s", "bandwidth", &lv->bandwidth))
     return false;
+  const YamlNode *rbw = ydoc_get(m, "read_bandwidth");
+  const YamlNode *wbw = ydoc_get(m, "write_bandwidth");
+  lv->read_bandwidth = lv->write_bandwidth = INFINITY;
+  if (rbw && !get_positive(L, rbw, "bytes/s", "read_bandwidth",
+                           &lv->read_bandwidth))
+    return false;
+  if (wbw && !get_positive(L, wbw, "bytes/s", "write_bandwidth",
+                           &lv->write_bandwidth))
+    return false;
+
+  const YamlNode *inst = ydoc_get(m, "instances"), *fu = ydoc_get(m, "fusion");
+  lv->instances = 1;
+  lv->fusion = false;
+  if (inst && !get_count(L, inst, "instances", &lv->instances))
+    return false;
+  if (fu && !get_flag(L, fu, "fusion", &lv->fusion))
+    return false;
 
   const YamlNode *rd = need(L, m, "read_energy", where, "e.g. '1.25 pJ/B'");
   if (!rd || !get_non_negative(L, rd, "pJ/B", "read_energy", &lv->read_pj))
@@ -283,6 +328,67 @@ static bool load_level(Loader *L, const YamlNode *m, bool outermost,
   return wr &&
          get_non_negative(L, wr, "pJ/B", "write_energy", &lv->write_pj) &&
          load_level_area(L, m, lv);
+}
+
+/* The fusion level: the one marked `fusion: true`; unmarked, the only
+ * on-chip level above the registers (files of two or three levels); with
+ * more, the file must say. */
+static bool find_fusion(Loader *L, const YamlNode *seq) {
+  Arch *a = L->a;
+  a->fusion_level = -1;
+  for (int i = 0; i < a->nlevels; i++) {
+    if (!a->levels[i].fusion)
+      continue;
+    const YamlNode *f = ydoc_get(seq->items[i], "fusion");
+    if (i == 0)
+      return fail(L, f->loc,
+                  "memory level '%s' is off chip: a fusion group keeps its "
+                  "intermediates on chip (mark an on-chip level "
+                  "'fusion: true')",
+                  a->levels[i].name);
+    if (a->fusion_level >= 0)
+      return fail(L, f->loc,
+                  "memory level '%s' is a second fusion level ('%s' is "
+                  "one): a fusion group keeps its intermediates in one",
+                  a->levels[i].name, a->levels[a->fusion_level].name);
+    a->fusion_level = i;
+  }
+  if (a->fusion_level < 0 && a->nlevels > 3)
+    return fail(L, seq->loc,
+                "memory has %d on-chip levels: mark the one a fusion group "
+                "keeps its intermediates in with 'fusion: true'",
+                a->nlevels - 1);
+  if (a->fusion_level < 0)
+    a->fusion_level = 1;
+  a->levels[a->fusion_level].fusion = true;
+  return true;
+}
+
+/* Instances split an Einsum's iteration space: only levels inside the
+ * fusion level have them. A staging level passes the fusion level's
+ * traffic through: it must hold what the fusion level holds. */
+static bool check_roles(Loader *L, const YamlNode *seq) {
+  const Arch *a = L->a;
+  const MemLevel *f = &a->levels[a->fusion_level];
+  for (int i = 0; i <= a->fusion_level; i++) {
+    const MemLevel *lv = &a->levels[i];
+    const YamlNode *inst = ydoc_get(seq->items[i], "instances");
+    if (inst)
+      return fail(L, inst->loc,
+                  "memory level '%s' is not inside the fusion level '%s': "
+                  "only the stores inside it (per-PE or per-core) may have "
+                  "instances",
+                  lv->name, f->name);
+    const YamlNode *cap = ydoc_get(seq->items[i], "capacity");
+    if (i > 0 && i < a->fusion_level && lv->capacity < f->capacity)
+      return fail(L, cap->loc,
+                  "memory level '%s' (%.4g B) stages what the fusion level "
+                  "'%s' (%.4g B) exchanges with off-chip memory: it must "
+                  "hold at least as much, or be the fusion level "
+                  "('fusion: true')",
+                  lv->name, lv->capacity, f->name, f->capacity);
+  }
+  return true;
 }
 
 static bool load_memory(Loader *L, const YamlNode *seq) {
@@ -305,7 +411,7 @@ static bool load_memory(Loader *L, const YamlNode *seq) {
                     "duplicate memory level name '%s' (first at line %d)",
                     a->levels[i].name, a->levels[j].loc.line);
   }
-  return true;
+  return find_fusion(L, seq) && check_roles(L, seq);
 }
 
 /* ---- compute ---- */

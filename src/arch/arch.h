@@ -74,12 +74,44 @@ typedef struct ArchBinding {
   Loc loc;
 } ArchBinding;
 
+/* What a memory level is to the model (docs/architecture.md, "Memory
+ * levels"), from its place relative to the fusion level, never from its
+ * index alone:
+ *   off-chip  the outermost level: every figure's DRAM;
+ *   staging   between off-chip memory and the fusion level (a GPU's L2
+ *             when shared memory is the fusion level): every byte the
+ *             fusion level exchanges with off-chip memory passes through
+ *             it; it keeps nothing the fusion level's mapping does not;
+ *   fusion    where a fusion group keeps its intermediates and which its
+ *             tile and reservation are sized against (`fusion: true`);
+ *   inner     inside the fusion level, towards the PEs: each Einsum maps
+ *             its own tile onto it (per instance, after the spatial
+ *             split); the innermost such level is the registers. */
+typedef enum {
+  LEVEL_OFFCHIP,
+  LEVEL_STAGING,
+  LEVEL_FUSION,
+  LEVEL_INNER,
+  LEVEL_REGISTERS, /* the innermost level, inside the fusion level */
+  LEVEL_ROLE_COUNT
+} LevelRole;
+
+/* "dram", "staging", "buffer", "level", "registers": the roles the
+ * reports and the sweep's by-role figures name. */
+const char *level_role_name(LevelRole r);
+
 typedef struct MemLevel {
   const char *name;
   Loc loc;
-  double capacity;  /* bytes; INFINITY for off-chip memory */
-  double bandwidth; /* bytes per second; INFINITY if never a bottleneck */
+  double capacity;  /* bytes per instance; INFINITY for off-chip memory */
+  double bandwidth; /* bytes per second per instance, reads and writes
+                       together; INFINITY if never a bottleneck */
+  double read_bandwidth, write_bandwidth; /* the same for reads alone and
+                                             writes alone (INFINITY) */
   double read_pj, write_pj; /* energy per byte read / written */
+  int instances;    /* copies (per-PE or per-core stores; 1 unless given):
+                       an Einsum's iteration space is split over them */
+  bool fusion;      /* the fusion level (given, or by the default rule) */
   /* Area (on-chip levels of an architecture with an area section): */
   double area_per_byte; /* mm2 per byte of capacity with one port */
   int ports;            /* read/write ports (1 unless given) */
@@ -113,7 +145,8 @@ typedef struct Arch {
   double clock_hz;
   int word_bytes; /* bytes per tensor element (2: 16-bit data) */
   int nlevels;
-  MemLevel *levels; /* outermost first: DRAM, global buffer, registers */
+  MemLevel *levels; /* outermost first: off-chip memory, ..., registers */
+  int fusion_level; /* index of the level with .fusion */
   int nunits;
   Unit *units;
   double op_pj[OPC_COUNT]; /* energy per operation */
@@ -124,14 +157,19 @@ typedef struct Arch {
 
 /* Load an architecture from a YAML file, or parse TEXT. Unknown keys,
  * missing fields, values without (or with the wrong) units, a mode_of
- * naming no unit, a level without capacity (other than the outermost)
- * are errors with FILE:LINE:COL. */
+ * naming no unit, a level without capacity (other than the outermost),
+ * two fusion levels, instances outside the fusion level's inside, a
+ * staging level smaller than the fusion level are errors with
+ * FILE:LINE:COL. */
 Arch *arch_load(const char *path, Diag *d);
 Arch *arch_parse(const char *path, const char *text, size_t len, Diag *d);
 /* The same from a YAML tree (ROOT may be NULL: an empty file), e.g. one a
  * sweep has edited; errors name PATH and the nodes' locations. */
 Arch *arch_from_yaml(const char *path, const YamlNode *root, Diag *d);
 void arch_free(Arch *a);
+
+/* Level L's role (LEVEL_OFFCHIP ... LEVEL_REGISTERS). */
+LevelRole arch_level_role(const Arch *a, int l);
 
 /* The first unit with role R, or -1. */
 int arch_unit(const Arch *a, UnitRole r);

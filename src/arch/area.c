@@ -1,6 +1,6 @@
 /* area.c — the area model (docs/architecture.md, "Area"): what a compute
  * unit's PEs and an on-chip memory cost in mm2 at the architecture file's
- * technology node. */
+ * technology node. A level's instances each take its area. */
 #include "arch.h"
 
 #include <math.h>
@@ -34,7 +34,7 @@ double arch_level_area(const Arch *a, int level) {
   const MemLevel *lv = &a->levels[level];
   if (level == 0 || !isfinite(lv->capacity))
     return 0;
-  return lv->capacity *
+  return lv->instances * lv->capacity *
          (lv->area_per_byte + (lv->ports - 1) * lv->port_area_per_byte);
 }
 

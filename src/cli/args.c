@@ -94,13 +94,15 @@ static bool parse_setting(const char *s, Setting *out) {
 }
 
 bool spec_set(SpecOpts *o, const char *name, size_t len, double value) {
-  if (o->nsets == MAX_SETS || len >= sizeof o->set_names[0])
-    return false;
-  memcpy(o->set_names[o->nsets], name, len);
-  o->set_names[o->nsets][len] = 0;
-  o->sets[o->nsets] = (Setting){o->set_names[o->nsets], value};
-  o->nsets++;
+  Setting st = {arena_strndup(&o->names, name, len), value};
+  VEC_PUSH(o->sets, o->nsets, o->sets_cap, st);
   return true;
+}
+
+static void spec_opts_fini(void *base) {
+  SpecOpts *o = base;
+  free(o->sets);
+  arena_free(&o->names);
 }
 
 int parse_set(const char *cmd, const char *val, void *field) {
@@ -112,11 +114,7 @@ int parse_set(const char *cmd, const char *val, void *field) {
                        "such as 16, 2.5 or 1e3), got '%s'",
                        val);
   /* The name must be NUL-terminated: copy it out of argv. */
-  size_t n = (size_t)(strchr(val, '=') - val);
-  if (n >= sizeof o->set_names[0])
-    return usage_error(cmd, "--set name too long: '%s'", val);
-  if (!spec_set(o, val, n, st.value))
-    return usage_error(cmd, "too many --set options (at most %d)", MAX_SETS);
+  spec_set(o, val, (size_t)(strchr(val, '=') - val), st.value);
   return 0;
 }
 
@@ -128,7 +126,9 @@ static const Opt spec_opts[] = {
      .flags = OPT_REPEAT,
      .parse = parse_set},
 };
-const OptTable spec_options = OPT_TABLE(spec_opts);
+const OptTable spec_options = {spec_opts,
+                                (int)(sizeof spec_opts / sizeof spec_opts[0]),
+                                spec_opts_fini};
 
 static const char *phase_name(int i) {
   return i == PHASE_DECODE ? "decode" : "prefill";
@@ -191,12 +191,17 @@ Spec *open_spec_doc(const char *name, Diag *d) {
 }
 
 Cascade *open_spec(const char *name, Diag *d) {
-  Spec *s = open_spec_doc(name, d);
-  if (!s)
+  return open_spec_set(name, NULL, d);
+}
+
+Cascade *open_spec_set(const char *name, const SpecOpts *o, Diag *d) {
+  Source src;
+  if (!open_source("specs", name, &src, d))
     return NULL;
-  Cascade *c = s->cascade;
-  s->cascade = NULL;
-  spec_close(s);
+  SpecLoad l = {.sets = o ? o->sets : NULL, .nsets = o ? o->nsets : 0,
+                .notes = stderr};
+  Cascade *c = spec_parse_with(src.path, src.text, src.len, &l, d);
+  source_free(&src);
   return c;
 }
 
@@ -327,18 +332,21 @@ static bool decode_setting(const SpecOpts *o, const Cascade *c, Setting *sets,
 static Shape *bind_shape(const char *cmd, const SpecOpts *o, const Cascade *c,
                          bool complete) {
   const Preset *preset;
-  Setting sets[MAX_SETS + 1];
+  Setting *sets = xcalloc((size_t)o->nsets + 1, sizeof *sets);
   int nsets = o->nsets;
-  memcpy(sets, o->sets, sizeof(Setting) * (size_t)o->nsets);
-  if (!find_preset(o, c, &preset) || !check_settings(o, c, preset) ||
-      (o->phase == PHASE_DECODE && !decode_setting(o, c, sets, &nsets)))
-    return NULL;
+  for (int i = 0; i < nsets; i++)
+    sets[i] = o->sets[i];
+  Shape *s = NULL;
   Diag d = {0};
-  Shape *s = shape_bind(c, preset ? &preset->sizes : NULL, sets, nsets,
-                        c->has_shape, &d);
-  if (!s)
-    diag_print(&d, stderr);
-  else if (complete && !s->complete) {
+  if (find_preset(o, c, &preset) && check_settings(o, c, preset) &&
+      (o->phase != PHASE_DECODE || decode_setting(o, c, sets, &nsets)))
+    s = shape_bind(c, preset ? &preset->sizes : NULL, sets, nsets,
+                   c->has_shape, &d);
+  free(sets);
+  if (!s) {
+    if (d.failed)
+      diag_print(&d, stderr);
+  } else if (complete && !s->complete) {
     fprintf(stderr, "%s: %s has ranks without sizes: give a shape section "
                     "or --set RANK=N\n",
             cmd, o->spec);
@@ -351,7 +359,7 @@ static Shape *bind_shape(const char *cmd, const SpecOpts *o, const Cascade *c,
 int load_spec(const char *cmd, const SpecOpts *o, bool complete,
               Cascade **c, Shape **s) {
   Diag d = {0};
-  *c = open_spec(o->spec, &d);
+  *c = open_spec_set(o->spec, o, &d);
   if (!*c)
     return input_failed(&d);
   *s = bind_shape(cmd, o, *c, complete);

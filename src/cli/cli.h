@@ -30,7 +30,7 @@
 #include "../report/report.h"
 #include "../spec/spec.h"
 
-enum { EXIT_INPUT = 2, EXIT_RUN = 1, MAX_SETS = 64 };
+enum { EXIT_INPUT = 2, EXIT_RUN = 1 };
 
 /* ---- declarative commands (opts.c) ----
  *
@@ -95,8 +95,11 @@ typedef struct Opt {
 typedef struct OptTable {
   const Opt *opts;
   int n;
+  /* What the table's fields own, freed after the command ran (NULL:
+   * nothing): the engine calls it at the table's base. */
+  void (*fini)(void *base);
 } OptTable;
-#define OPT_TABLE(a) {a, (int)(sizeof a / sizeof a[0])}
+#define OPT_TABLE(a) {a, (int)(sizeof a / sizeof a[0]), NULL}
 
 /* A table a command takes, at BASE in its options struct, under HEADING
  * in --help (NULL: none). The command's own table comes first: an option
@@ -149,9 +152,9 @@ int usage_error(const char *cmd, const char *fmt, ...)
 typedef struct SpecOpts {
   const char *spec;  /* the positional SPEC argument, or --spec */
   const char *model; /* --model */
-  Setting sets[MAX_SETS];
-  char set_names[MAX_SETS][64];
-  int nsets;
+  Setting *sets;     /* --set, as many as given (spec_options' fini) */
+  int nsets, sets_cap;
+  Arena names;       /* their names */
   bool json;   /* --json */
   int phase;   /* --phase: PHASE_DECODE sets the sequence rank to 1 */
 } SpecOpts;
@@ -224,6 +227,9 @@ Cascade *open_spec(const char *name, Diag *d);
 Arch *open_arch(const char *name, Diag *d);
 /* open_spec with the spec's document (its kept sections: weights). */
 Spec *open_spec_doc(const char *name, Diag *d);
+/* open_spec with O's --set values: they bind scalars and an AccelForge
+ * template's variables; notes go to stderr. */
+Cascade *open_spec_set(const char *name, const SpecOpts *o, Diag *d);
 
 /* Load o->spec, select its model (--model, else the spec's default) and
  * bind its shape; with COMPLETE, every rank must have a size (CMD names
@@ -264,7 +270,7 @@ Tokenizer *open_tokenizer(const char *model, const char *file);
 void token_text(const Tokenizer *t, int id, Buf *out);
 
 extern const Command classify_command, fuse_command, eval_command,
-    search_command, exec_command, reproduce_command, sweep_command, diff_command,
+    search_command, import_command, export_command, exec_command, reproduce_command, sweep_command, diff_command,
     tensors_command, init_weights_command, run_command, generate_command,
     tokenize_command;
 

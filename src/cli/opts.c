@@ -353,6 +353,9 @@ int command_main(const Command *c, int argc, char **argv) {
   int st = parse(&p, argc, argv, o, &help);
   if (!st && !help)
     st = c->run(&p, o);
+  for (int u = 0; u < OPT_USES && c->uses[u].table; u++)
+    if (c->uses[u].table->fini)
+      c->uses[u].table->fini((char *)o + c->uses[u].base);
   free(o);
   return st;
 }

@@ -174,6 +174,8 @@ void price_compute(const Ctx *x, int e, int u, EinsumEval *r) {
 static UnitRole rule_role(const Ctx *x, int g, int e) {
   if (x->work[e].matrix)
     return ROLE_MATRIX;
+  if (x->o.bind_alone)
+    return ROLE_VECTOR;
   const Group *gr = &x->plan->groups[g];
   int first = -1;
   for (int i = 0; i < gr->n && first < 0; i++)

@@ -1,4 +1,4 @@
-/* design.c — the designs of §VI and their default options. */
+/* design.c — the designs of §VI (and FLAT) and their default options. */
 #include "model.h"
 
 #include <math.h>
@@ -84,10 +84,14 @@ ModelOpts model_default_opts(Design d) {
   o.weight_share = 0.5;
   /* The paper states these for full fusion (§IV-E, §VI); each fires only
    * where a group holds what it is about (a reduction read on both sides,
-   * a far reader, an RD pair), so they price any plan by its content. */
-  o.two_pass = true;
+   * a far reader, an RD pair), so they price any plan by its content.
+   * FLAT holds whole rows of the scores: a row's passes and reductions
+   * complete on chip (what does not fit spills for capacity, as in any
+   * group). */
+  bool rows = o.plan == PLAN_ATTENTION;
+  o.two_pass = !rows;
   o.spill_distance = 12;
-  o.rd_partials = true;
+  o.rd_partials = !rows;
   return o;
 }
 

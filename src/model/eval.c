@@ -1,6 +1,7 @@
 /* eval.c — pricing one plan: the work and binding of every Einsum, each
- * group on the buffer (group.c), the DRAM traffic, the composition into a
- * layer's latency (compose.c), and energy. */
+ * group on the fusion level (group.c), the DRAM traffic, every level's
+ * bytes (levels.c), the composition into a layer's latency (compose.c),
+ * and energy. */
 #include "price.h"
 
 #include <math.h>
@@ -39,6 +40,8 @@ Plan *model_plan(const Cascade *c, const Shape *s, const Pair *pairs,
                  Design des, const ModelOpts *o, Diag *d) {
   if (o->plan == PLAN_RECURRENCE)
     return recurrence_plan(c, s, pairs);
+  if (o->plan == PLAN_ATTENTION)
+    return flat_plan(c, s, d);
   Strategy st = design_strategy(des);
   return fusion_plan(c, s, pairs, st, st == ST_UNFUSED ? STITCH_GREEDY
                                                        : o->stitch,
@@ -115,41 +118,36 @@ static void ideal_traffic(Ctx *x, EinsumEval *r) {
 
 /* ---- energy ---- */
 
-static const MemLevel *level(const Arch *a, int k) {
-  return &a->levels[k < a->nlevels ? k : a->nlevels - 1];
-}
-
-static void energy(const Ctx *x, EinsumEval *r) {
+/* The operations' energy, by the unit that runs each class (the levels'
+ * is price_levels'). */
+static void ops_energy(const Ctx *x, EinsumEval *r) {
   const Arch *a = x->a;
-  const Cascade *c = x->c;
-  const MemLevel *dram = level(a, 0), *glb = level(a, 1);
-  const MemLevel *reg = level(a, a->nlevels - 1);
-  /* The buffer sees every operand once per Einsum; registers, three
-   * accesses per operation. */
-  const Einsum *E = c->einsums[r->einsum];
-  double ops_b = shape_tensor_elems(x->s, E->out.tensor);
-  for (int k = 0; k < E->nreads; k++)
-    ops_b += shape_tensor_elems(x->s, E->reads[k]->tensor);
-  r->glb_bytes = ops_b * x->word + r->read + r->write;
-  r->reg_bytes = 3 * r->work.total * x->word;
-  double d = r->read * dram->read_pj + r->write * dram->write_pj;
-  double g = r->glb_bytes * 0.5 * (glb->read_pj + glb->write_pj);
-  double rg = r->reg_bytes * 0.5 * (reg->read_pj + reg->write_pj);
   double ops = 0;
   for (int k = 0; k < OPC_COUNT; k++) {
     double e = r->work.ops[k] * a->op_pj[k];
     ops += e;
     x->ev->unit_energy[op_unit(a, r->unit, (OpClass)k)] += e;
   }
-  r->energy_pj = d + g + rg + ops;
-  Eval *ev = x->ev;
-  ev->energy_dram += d;
-  ev->energy_glb += g;
-  ev->energy_reg += rg;
-  ev->energy_ops += ops;
+  const LevelUse *u = &x->ev->use[(size_t)(r - x->ev->e) * (size_t)a->nlevels];
+  r->energy_pj = ops;
+  for (int l = 0; l < a->nlevels; l++)
+    r->energy_pj += u[l].energy_pj;
+  x->ev->energy_ops += ops;
 }
 
 /* ---- the whole evaluation ---- */
+
+/* Per Einsum, per read: the elements the read touches. */
+static double **touched(const Cascade *c, const Shape *s) {
+  double **t = xmalloc(((size_t)c->neinsums + 1) * sizeof *t);
+  for (int e = 0; e < c->neinsums; e++) {
+    const Einsum *E = c->einsums[e];
+    t[e] = xmalloc(((size_t)E->nreads + 1) * sizeof **t);
+    for (int k = 0; k < E->nreads; k++)
+      t[e][k] = einsum_read_elems(s, e, E->reads[k]->tensor);
+  }
+  return t;
+}
 
 static Eval *eval_new(const Ctx *x) {
   const Cascade *c = x->c;
@@ -166,6 +164,21 @@ static Eval *eval_new(const Ctx *x) {
   ev->tensor_read = xcalloc(nt, sizeof(double));
   ev->tensor_write = xcalloc(nt, sizeof(double));
   ev->unit_energy = xcalloc((size_t)x->a->nunits + 1, sizeof(double));
+  /* Per Einsum and level: its reads and output, and room for the decode
+   * state it moves. */
+  int L = x->a->nlevels, most = 0;
+  for (int e = 0; e < c->neinsums; e++)
+    most = c->einsums[e]->nreads > most ? c->einsums[e]->nreads : most;
+  ev->nlevels = L;
+  ev->nslots = most + 4;
+  ev->use = xcalloc((size_t)c->neinsums * (size_t)L + 1, sizeof *ev->use);
+  ev->level = xcalloc((size_t)L, sizeof *ev->level);
+  for (int l = 0; l < L; l++)
+    ev->level[l] = (LevelUse){.instances = x->a->levels[l].instances,
+                              .fits = true};
+  size_t nl = (size_t)c->neinsums * (size_t)L;
+  ev->tuse = xmalloc((nl * (size_t)ev->nslots + 1) * sizeof *ev->tuse);
+  ev->ntuse = xcalloc(nl + 1, sizeof *ev->ntuse);
   return ev;
 }
 
@@ -198,7 +211,7 @@ Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
   Ctx x = {.c = c, .s = s, .a = a, .pairs = pairs, .d = d, .o = *o,
            .plan = plan, .memo = memo, .diag = diag};
   x.word = a->word_bytes;
-  x.glb = a->nlevels > 1 ? a->levels[1].capacity / a->word_bytes : INFINITY;
+  x.glb = a->levels[a->fusion_level].capacity / a->word_bytes;
   x.bw = a->levels[0].bandwidth / a->clock_hz;
   size_t nt = (size_t)c->ntensors + 1, ne = (size_t)c->neinsums + 1;
   x.work = xcalloc(ne, sizeof *x.work);
@@ -208,6 +221,7 @@ Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
     x.inter[t] = tensor_is_intermediate(c, t);
   for (int e = 0; e < c->neinsums; e++)
     model_work(c, s, c->einsums[e], &x.work[e]);
+  x.touch = touched(c, s);
   Eval *ev = eval_new(&x);
   x.ev = ev;
   /* Execution order: the plan's groups, each in its order. */
@@ -228,8 +242,10 @@ Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
   double *mem = NULL;
   if (x.o.bound) { /* its traffic decides its units */
     EinsumEval *byid = xcalloc(ne, sizeof *byid);
-    ideal_traffic(&x, byid);
     mem = xcalloc(ne, sizeof *mem);
+    for (int e = 0; e < c->neinsums; e++)
+      byid[e].einsum = e; /* its charges are recorded by Einsum */
+    ideal_traffic(&x, byid);
     for (int e = 0; e < c->neinsums; e++) {
       EinsumEval *r = &ev->e[pos[e]];
       byid[e].einsum = e;
@@ -246,9 +262,9 @@ Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
   ok = ok && price_traffic(&x);
   for (int i = 0; ok && i < ev->n; i++) {
     EinsumEval *r = &ev->e[i];
-    r->mem_cycles = (r->read + r->write) / x.bw;
+    price_levels(&x, r);
     r->cycles = einsum_cycles(&x, r, r->mem_cycles);
-    energy(&x, r);
+    ops_energy(&x, r);
     ev->read += r->read;
     ev->write += r->write;
     ev->inter += r->inter_read + r->inter_write;
@@ -267,6 +283,9 @@ Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
   free(x.work);
   free(x.unit);
   free(x.inter);
+  for (int e = 0; e < c->neinsums; e++)
+    free(x.touch[e]);
+  free(x.touch);
   if (!ok) {
     eval_free(ev);
     return NULL;
@@ -298,5 +317,9 @@ void eval_free(Eval *e) {
   free(e->tensor_read);
   free(e->tensor_write);
   free(e->unit_energy);
+  free(e->use);
+  free(e->level);
+  free(e->tuse);
+  free(e->ntuse);
   free(e);
 }

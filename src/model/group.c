@@ -1,4 +1,5 @@
-/* group.c — one fusion group on the global buffer (docs/model.md §3):
+/* group.c — one fusion group on the fusion level, the global buffer
+ * (docs/model.md §3):
  * what it holds across its Einsums, the tile its loops walk, what goes off
  * chip when that does not fit, and each Einsum's mapping and traffic.
  *
@@ -54,8 +55,6 @@ typedef struct Grp {
   bool whole;     /* MARCA-like: intermediates whole, for the whole group */
   int nspills;
   Spill *spills;
-  double **read_elems; /* per member, per read: what it touches (every
-                          tile's mapping problem needs them) */
   struct Nest **nest;  /* per member: its loop nest (member_problem) */
 } Grp;
 
@@ -106,6 +105,7 @@ void charge(const Ctx *x, EinsumEval *r, int t, double n, bool write,
   }
   if (x->ev)
     (write ? x->ev->tensor_write : x->ev->tensor_read)[t] += b;
+  level_add(x, r, 0, t, write ? 0 : b, write ? b : 0);
 }
 
 /* ---- what the group holds ---- */
@@ -360,71 +360,15 @@ static bool own_write(const Grp *G, int i) {
   return x->plan->written[t] || h >= 0;
 }
 
-static void add_access(const Shape *s, const Access *a, MapTensor *m) {
-  m->vars |= access_vars(a);
-  m->ndims = a->n;
-  for (int k = 0; k < a->n; k++) {
-    const Index *ix = &a->idx[k];
-    for (int t = 0; t < ix->nterms; t++) {
-      int v = ix->var[t];
-      double coef = ix->coef[t] ? fabs(shape_eval(s, ix->coef[t])) : 1;
-      m->dim_vars[k] |= VARSET_BIT(v);
-      m->dim_coef[k][v] = coef;
-    }
-  }
-}
-
-/* An empty tensor of ELEMS elements. Its coefficient table is left as is:
- * the search reads only the coefficients of each coordinate's variables,
- * which add_access sets. */
-static void clear_tensor(MapTensor *m, double elems) {
-  m->vars = 0;
-  m->elems = elems;
-  m->ndims = 0;
-  memset(m->dim_vars, 0, sizeof m->dim_vars);
-  m->output = m->dram = false;
-}
-
-/* Member I's loop nest between DRAM and the buffer, built once per group:
- * its tensors, their coordinates and coefficients (TENSOR_OF maps the
- * problem's tensors to the cascade's; READ_AT each read to its problem
- * tensor, -1 past the limit). What changes between tiles -- which tensors
- * move (the group holds some), the group's tiles, the capacity -- is set
- * by member_problem. */
+/* Member I's loop nest between DRAM and the buffer, built once per group.
+ * What changes between tiles -- which tensors move (the group holds
+ * some), the group's tiles, the capacity -- is set by member_problem. */
 static Nest *build_nest(const Grp *G, int i) {
-  const Ctx *x = G->x;
-  const Shape *s = x->s;
   int ei = G->gr->einsums[i];
-  const Einsum *e = x->c->einsums[ei];
+  const Einsum *e = G->x->c->einsums[ei];
   Nest *n = xmalloc(sizeof *n);
   n->read_at = xmalloc(((size_t)e->nreads + 1) * sizeof *n->read_at);
-  MapProblem *p = &n->p;
-  p->ntensors = 0;
-  p->outer = 0;
-  p->nvars = e->nvars < MAP_MAX_VARS ? e->nvars : MAP_MAX_VARS;
-  for (int v = 0; v < p->nvars; v++)
-    p->size[v] = (double)s->size[e->vars[v].rank];
-  for (int k = 0; k < e->nreads; k++) {
-    n->read_at[k] = -1;
-    if (p->ntensors >= MAP_MAX_TENSORS - 1)
-      continue;
-    int t = e->reads[k]->tensor;
-    int j = 0;
-    while (j < p->ntensors && n->tensor_of[j] != t)
-      j++;
-    if (j == p->ntensors) {
-      n->tensor_of[p->ntensors] = t;
-      clear_tensor(&p->t[p->ntensors++], G->read_elems[i][k]);
-    }
-    n->read_at[k] = j;
-    add_access(s, e->reads[k], &p->t[j]);
-  }
-  int out = e->out.tensor;
-  n->tensor_of[p->ntensors] = out;
-  MapTensor *mo = &p->t[p->ntensors++];
-  clear_tensor(mo, shape_tensor_elems(s, out));
-  mo->output = true;
-  add_access(s, &e->out, mo);
+  einsum_nest(G->x, ei, &n->p, n->tensor_of, n->read_at);
   return n;
 }
 
@@ -726,7 +670,7 @@ static void design_extras(Grp *G) {
 static bool too_small(const Grp *G) {
   const Ctx *x = G->x;
   const Cascade *c = x->c;
-  const MemLevel *buf = &x->a->levels[1];
+  const MemLevel *buf = &x->a->levels[x->a->fusion_level];
   Buf names = {0};
   for (int i = 0; i < G->n && i < 6; i++)
     buf_printf(&names, "%s%s", i ? ", " : "",
@@ -737,37 +681,6 @@ static bool too_small(const Grp *G) {
              buf->name, x->glb, names.s, G->n > 6 ? ", ..." : "", c->path);
   buf_free(&names);
   return false;
-}
-
-/* Append " NAME/TILE" (no blank first) to BUF of CAP bytes at LEN, as
- * snprintf("%s%s/%.0f") would (the new length, possibly past CAP), but
- * without its cost for the whole numbers tiles are: an evaluation writes
- * one per loop. */
-static size_t put_tile(char *buf, size_t cap, size_t len, bool blank,
-                       const char *name, double tile) {
-  if (!(tile >= 0 && tile < 1e15 && tile == floor(tile)))
-    return len + (size_t)snprintf(buf + len, cap - len, "%s%s/%.0f",
-                                  blank ? " " : "", name, tile);
-  char digits[24];
-  int nd = 0;
-  for (long long t = (long long)tile; nd == 0 || t > 0; t /= 10)
-    digits[nd++] = (char)('0' + t % 10);
-  size_t need = (blank ? 1 : 0) + strlen(name) + 1 + (size_t)nd;
-  char *tmp = xmalloc(need + 1), *p = tmp;
-  if (blank)
-    *p++ = ' ';
-  p = strcpy(p, name) + strlen(name);
-  *p++ = '/';
-  while (nd > 0)
-    *p++ = digits[--nd];
-  *p = 0;
-  if (len < cap) {
-    size_t n = need < cap - len - 1 ? need : cap - len - 1;
-    memcpy(buf + len, tmp, n);
-    buf[len + n] = 0;
-  }
-  free(tmp);
-  return len + need;
 }
 
 /* Charge member I's traffic: its mapping and the group's once-per-group
@@ -790,16 +703,8 @@ static void charge_member(Grp *G, int i, const Mapping *m,
   r->footprint = m->footprint;
   r->capacity = p->capacity;
   r->fits = m->fits;
-  size_t len = 0;
-  const Einsum *e = x->c->einsums[G->gr->einsums[i]];
-  r->mapping[0] = 0;
-  for (int j = 0; j < m->norder && len + 24 < sizeof r->mapping; j++) {
-    int v = m->order[j];
-    len = put_tile(r->mapping, sizeof r->mapping, len, j > 0, e->vars[v].name,
-                   m->tile[v]);
-  }
-  if (len == 0)
-    snprintf(r->mapping, sizeof r->mapping, "-");
+  mapping_text(x->c->einsums[G->gr->einsums[i]], m, r->mapping,
+               sizeof r->mapping);
 }
 
 bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
@@ -815,14 +720,6 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   memcpy(G.rank, G.gr->tiled, sizeof G.rank);
   for (int k = 0; k < G.nt; k++)
     G.size[k] = (double)x->s->size[G.rank[k]];
-  G.read_elems = xcalloc((size_t)G.n + 1, sizeof *G.read_elems);
-  for (int i = 0; i < G.n; i++) {
-    int e = G.gr->einsums[i];
-    const Einsum *E = c->einsums[e];
-    G.read_elems[i] = xcalloc((size_t)E->nreads + 1, sizeof **G.read_elems);
-    for (int k = 0; k < E->nreads; k++)
-      G.read_elems[i][k] = einsum_read_elems(x->s, e, E->reads[k]->tensor);
-  }
   G.nest = xcalloc((size_t)G.n + 1, sizeof *G.nest);
   for (int i = 0; i < G.n; i++)
     G.nest[i] = build_nest(&G, i);
@@ -885,12 +782,10 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   ge->nspills = G.nspills;
   ge->spills = G.spills;
   for (int i = 0; i < G.n; i++) {
-    free(G.read_elems[i]);
     free(G.nest[i]->read_at);
     free(G.nest[i]);
   }
   free(G.nest);
-  free(G.read_elems);
   free(G.held);
   free(G.held_of);
   return ok;

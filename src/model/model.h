@@ -9,16 +9,17 @@
  *             groups of elementwise Einsums on its 1D mode, elementwise
  *             producers of a GEMM on the small 1D array, elementwise work
  *             after a GEMM in 2D mode);
- *   mapping   a tiling of its loop nest between DRAM and the global
- *             buffer, searched exhaustively (with provably neutral choices
- *             pruned) under the buffer's capacity and the fusion group's
- *             constraints, minimizing DRAM traffic;
+ *   mapping   a tiling of its loop nest between DRAM and the fusion
+ *             level (the global buffer), searched exhaustively (with
+ *             provably neutral choices pruned) under its capacity and the
+ *             fusion group's constraints, minimizing DRAM traffic; and one
+ *             tiling per level inside it, per instance (levels.c);
  *   cost      cycles = the slowest of compute (ops / (PEs x utilization x
- *             rate)) and DRAM (bytes / bandwidth); energy from the arch's
- *             per-access and per-op figures;
- *   designs   best unfused, ideal, MARCA-like, Geens-like and the four
- *             fusion strategies, each "ideal" (algorithmic-minimum traffic)
- *             or "achieved" (from the mapping search);
+ *             rate)) and every level (its bytes / its bandwidth); energy
+ *             from every level's bytes and the per-op figures;
+ *   designs   best unfused, ideal, MARCA-like, Geens-like, FLAT and the
+ *             four fusion strategies, each "ideal" (algorithmic-minimum
+ *             traffic) or "achieved" (from the mapping search);
  *   scenarios L layers, a prefill of I0 tokens then G decode steps.
  *
  * Every choice the paper leaves open is a named field of ModelOpts,
@@ -56,6 +57,8 @@ typedef enum {
   PLAN_STITCHED,   /* its strategy's plan, stitched by ModelOpts.stitch */
   PLAN_RECURRENCE, /* unfused, with the recurrence's RI region fused (the
                       MARCA-like and Geens-like baselines, §VI-B) */
+  PLAN_ATTENTION,  /* unfused, with each attention block (QK, its softmax,
+                      AV) one group tiled by query rows: FLAT (flat.c) */
 } PlanSource;
 
 /* The designs of §VI, one row each: X(ID, name, label, strategy, help,
@@ -71,7 +74,14 @@ typedef enum {
  *   marca   unfused + RI fusion of the recurrence's region, with
  *           intermediates over the whole iterative rank;
  *   geens   the same region, the state partitioned to unit size along the
- *           iterative rank.
+ *           iterative rank;
+ *   flat    FLAT (Kao et al., ASPLOS 2023), the attention baseline FuseMax
+ *           compares against: each attention block fused at row
+ *           granularity (whole rows of the scores held, so a row's passes
+ *           and reductions stay on chip: no two-pass spill, no partial
+ *           products by default), its GEMMs on the
+ *           2D array and its softmax on the 1D array; on a cascade without
+ *           attention it is the unfused design.
  * The rules that depend on what a group contains (two passes, the distance
  * spill, RD partial products) are not a design's: every plan is priced by
  * its groups' content (docs/model.md §2, "One plan, one price"). */
@@ -88,6 +98,9 @@ typedef enum {
   X(GEENS, "geens", "Geens-like", ST_UNFUSED,                               \
     "the recurrence's region fused, the state tiled to unit size",          \
     .plan = PLAN_RECURRENCE)                                                \
+  X(FLAT, "flat", "FLAT", ST_UNFUSED,                                       \
+    "attention fused by query rows, softmax on the 1D array (Kao et al.)", \
+    .plan = PLAN_ATTENTION, .bind_alone = true)                             \
   X(RI, "ri", "RI", ST_RI, "RI pairs fused (§IV)", .plan = PLAN_STITCHED)  \
   X(RI_RSB, "ri+rsb", "RI+RSb", ST_RI_RSB, "+ rank-subsetted pairs",       \
     .plan = PLAN_STITCHED)                                                  \
@@ -161,11 +174,16 @@ typedef struct ModelOpts {
                       and the fastest unit for each Einsum (ideal) */
   bool hold_whole; /* intermediates held over the whole iterative rank
                       (MARCA-like) */
+  bool bind_alone; /* every Einsum on the unit it has alone: elementwise
+                      work on the vector unit even after a GEMM in its group
+                      (FLAT's softmax on the 1D array) */
 } ModelOpts;
 
 /* The options each design is evaluated with by default: sequential,
  * achieved, greedy stitching, no decode state, reserve share 3/4, weight
- * share 1/2, then the fields of its DESIGNS row. */
+ * share 1/2, the full-fusion rules on (two passes and RD partial products
+ * off for FLAT, which holds whole rows), then the fields of its DESIGNS
+ * row. */
 ModelOpts model_default_opts(Design d);
 
 /* Options a user gave, applied over each design's defaults: -1 (or NAN)
@@ -197,6 +215,30 @@ typedef struct Spill {
   SpillReason why;
 } Spill;
 
+/* One Einsum's use of one memory level, or a level's total over the
+ * layer (docs/model.md §4). */
+typedef struct LevelUse {
+  double read, write; /* bytes read from and written into the level */
+  double cycles;      /* (read + write) / the level's bandwidth over the
+                         instances in use; 0 when unlimited */
+  double energy_pj;   /* read x read_energy + write x write_energy */
+  double footprint;   /* elements per instance of the Einsum's tile: the
+                         fusion level's mapping, or this level's own */
+  double instances;   /* instances the Einsum's iteration space is split
+                         over (1 outside the fusion level) */
+  bool fits;          /* the tile fits one instance; else its operands
+                         stream from the next level out (the search's
+                         least footprint) */
+  char mapping[48];   /* a level inside the fusion level: its tiled loops
+                         above it, as EinsumEval.mapping ("" elsewhere) */
+} LevelUse;
+
+/* Bytes of one tensor at one level for one Einsum. */
+typedef struct TensorUse {
+  int tensor;
+  double read, write;
+} TensorUse;
+
 typedef struct EinsumEval {
   int einsum, group;
   int unit;     /* index into Arch.units */
@@ -208,7 +250,8 @@ typedef struct EinsumEval {
                             none) */
   double unit_cycles, epilogue_cycles; /* compute on each (overlapped) */
   double compute_cycles; /* the slower of the two */
-  double mem_cycles;     /* DRAM bytes / bandwidth */
+  double mem_cycles;     /* the slowest level: its bytes / bandwidth */
+  int bound;             /* that level, or -1 when compute is slower */
   double cycles;         /* compute and memory composed, + pipeline */
   double read, write;    /* DRAM bytes */
   double inter_read, inter_write; /* intermediates (read by an Einsum
@@ -216,7 +259,6 @@ typedef struct EinsumEval {
   double intra_read, intra_write; /* weights, inputs, outputs, partial
                                      products */
   double ideal_inter, ideal_intra; /* the plan's algorithmic minimum */
-  double glb_bytes, reg_bytes;
   double energy_pj;
   double footprint, capacity; /* its tiles in the buffer, elements */
   bool fits;                  /* footprint <= capacity */
@@ -254,7 +296,16 @@ typedef struct Eval {
   double read, write, inter, intra; /* DRAM bytes */
   double ideal_inter, ideal_intra;
   double ops;
+  /* Energy by role: off-chip memory; the staging and fusion levels;
+   * the levels inside the fusion level; operations. */
   double energy_pj, energy_dram, energy_glb, energy_reg, energy_ops;
+  int nlevels;     /* the architecture's */
+  LevelUse *use;   /* [i * nlevels + l]: Einsum i (execution order) at
+                      level l */
+  LevelUse *level; /* per level, summed over the layer */
+  int nslots;      /* room for tensors per Einsum and level */
+  TensorUse *tuse; /* per Einsum id and level: eval_tensors */
+  int *ntuse;      /* the tensors used in each */
   double *unit_energy; /* pJ of operations per unit (Arch.units): the unit
                           an Einsum runs on, or its epilogue for the classes
                           the unit has no rate for; they sum to energy_ops */
@@ -273,6 +324,9 @@ Eval *model_eval_plan(const Cascade *c, const Shape *s, const Arch *a,
                       const Pair *pairs, Design d, Plan *plan,
                       const ModelOpts *o, Diag *diag);
 void eval_free(Eval *e);
+/* Einsum I's (execution order) bytes per tensor at level L: *T gets
+ * them; returns how many. */
+int eval_tensors(const Eval *ev, int i, int l, const TensorUse **t);
 
 /* ---- reuse across evaluations ----
  *

@@ -15,11 +15,13 @@ typedef struct Ctx {
   ModelOpts o;
   Plan *plan;
   double word; /* bytes per element */
-  double glb;  /* elements the global buffer holds */
+  double glb;  /* elements the fusion level holds */
   double bw;   /* DRAM bytes per cycle */
   Work *work;  /* per Einsum */
   int *unit;   /* per Einsum: the unit it runs on */
   bool *inter; /* per tensor: an intermediate */
+  double **touch; /* per Einsum, per read: the elements it touches
+                     (einsum_read_elems), for every level's nest */
   Eval *ev;
   MapMemo *memo; /* the caller's, or NULL */
   Diag *diag;
@@ -48,11 +50,42 @@ bool unit_runs(const Ctx *x, int e, int u);
  * Achieved accounting only. False (diag set) when not even one tile fits. */
 bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge);
 
+/* Einsum E's loop nest as a mapping problem: its distinct reads (each
+ * x->touch[e][k] elements, what read k touches), then its output; no
+ * tensor crosses a boundary yet (.dram false), no tile is fixed.
+ * TENSOR_OF maps the problem's tensors to the cascade's, READ_AT each
+ * read to its problem tensor (-1 past MAP_MAX_TENSORS). */
+void einsum_nest(const Ctx *x, int e, MapProblem *p, int *tensor_of,
+                 int *read_at);
+
+/* M's tiled loops as "NAME/TILE ...", outermost first ("-": none), into
+ * BUF of CAP bytes. */
+void mapping_text(const Einsum *e, const Mapping *m, char *buf, size_t cap);
+
 /* Charge N elements of tensor T to Einsum evaluation R, as a read or a
  * write; RECORD: also into the per-tensor totals. INTRA forces the
  * intra-Einsum class (partial products). */
 void charge(const Ctx *x, EinsumEval *r, int t, double n, bool write,
             bool intra);
+
+/* ---- FLAT's plan (flat.c) ---- */
+
+/* Each attention block of C (the scores' GEMM, its softmax, the GEMM with
+ * the values) one group, every other Einsum alone: the unfused plan where
+ * C has no attention. NULL and D set if the grouping cannot run. */
+Plan *flat_plan(const Cascade *c, const Shape *s, Diag *d);
+
+/* ---- the memory levels (levels.c) ---- */
+
+/* Einsum evaluation R's bytes at every level, per tensor, from its
+ * off-chip traffic (charged) and a mapping per level inside the fusion
+ * level; each level's time and energy; R's mem_cycles (the slowest
+ * level) and the level that bounds it. */
+void price_levels(Ctx *x, EinsumEval *r);
+/* Record B bytes of tensor T read from / written to level L by Einsum
+ * R. */
+void level_add(const Ctx *x, const EinsumEval *r, int l, int t, double read,
+               double write);
 
 /* ---- composition (compose.c) ---- */
 

@@ -1283,30 +1283,6 @@ static void targets_csv(Figs *f) {
   buf_free(&b);
 }
 
-static void html_text(Buf *b, const char *s) {
-  for (; s && *s; s++) {
-    switch (*s) {
-    case '&':
-      buf_printf(b, "&amp;");
-      break;
-    case '<':
-      buf_printf(b, "&lt;");
-      break;
-    case '>':
-      buf_printf(b, "&gt;");
-      break;
-    case '"':
-      buf_printf(b, "&quot;");
-      break;
-    case '\'':
-      buf_printf(b, "&#39;");
-      break;
-    default:
-      buf_printf(b, "%c", *s);
-    }
-  }
-}
-
 /* Where docs/model.md is seen from DIR: DIR is taken to be relative to
  * the repository root the command runs in (the usual "out"), so a
  * relative DIR without ".." climbs back one level per component; any
@@ -1360,18 +1336,18 @@ static void html_targets(Buf *b, const Repro *r, const char *href) {
     off += !ok;
     const char *u = t->unit[0] == 'x' ? "x" : t->unit[0] == '%' ? "%" : "";
     buf_printf(b, "<tr id=\"t-");
-    html_text(b, t->key);
+    put_xml(b, t->key);
     buf_printf(b, "\"%s><td>", ok ? "" : " class=\"off\"");
-    html_text(b, t->where);
+    put_xml(b, t->where);
     buf_printf(b, "</td><td>");
-    html_text(b, t->what);
+    put_xml(b, t->what);
     buf_printf(b, "</td><td class=\"n\">%s%.4g%s</td>"
                   "<td class=\"n\">%.4g%s</td><td class=\"n\">%.3f",
                t->at_least ? "&gt;" : "", t->paper, u, t->ours, u,
                ratio_of(t));
     if (!ok) {
       buf_printf(b, " <a href=\"");
-      html_text(b, href);
+      put_xml(b, href);
       buf_printf(b, "\">why?</a>");
     }
     buf_printf(b, "</td></tr>\n");
@@ -1381,7 +1357,7 @@ static void html_targets(Buf *b, const Repro *r, const char *href) {
              "of the paper's; the highlighted ones are explained in "
              "<a href=\"",
              r->ntargets, r->ntargets - off);
-  html_text(b, href);
+  put_xml(b, href);
   buf_printf(b, "\">docs/model.md</a>.</p>\n");
 }
 
@@ -1390,30 +1366,30 @@ static void html_formats(Buf *b, const Figs *f, const Entry *e) {
     if (!(f->formats & 1u << k))
       continue;
     buf_printf(b, "%s<a href=\"", n++ ? " &middot; " : "");
-    html_text(b, e->stem);
+    put_xml(b, e->stem);
     buf_printf(b, ".%s\">", format_name((Format)k));
-    html_text(b, e->stem);
+    put_xml(b, e->stem);
     buf_printf(b, ".%s</a>", format_name((Format)k));
   }
 }
 
 static void html_figure(Buf *b, const Figs *f, const Entry *e) {
   buf_printf(b, "<figure id=\"");
-  html_text(b, e->stem);
+  put_xml(b, e->stem);
   buf_printf(b, "\">\n");
   /* Shown as SVG where there is one, else as PNG; PDF alone is linked. */
   Format shown = f->formats & 1u << FMT_SVG ? FMT_SVG : FMT_PNG;
   if (f->formats & 1u << shown) {
     buf_printf(b, "<img src=\"");
-    html_text(b, e->stem);
+    put_xml(b, e->stem);
     buf_printf(b, ".%s\" alt=\"", format_name(shown));
-    html_text(b, e->alt);
+    put_xml(b, e->alt);
     buf_printf(b, "\">\n");
   }
   buf_printf(b, "<figcaption>");
   html_formats(b, f, e);
   buf_printf(b, ": ");
-  html_text(b, e->caption);
+  put_xml(b, e->caption);
   buf_printf(b, "</figcaption>\n</figure>\n");
 }
 
@@ -1428,14 +1404,14 @@ static void index_html(Figs *f) {
                r->model_names[0], r->arch_label);
   buf_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
                  "<meta charset=\"utf-8\">\n<title>mambalaya: ");
-  html_text(&b, head.s);
+  put_xml(&b, head.s);
   buf_printf(&b, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>",
              STYLE);
-  html_text(&b, head.s);
+  put_xml(&b, head.s);
   buf_printf(&b, "</h1>\n<p class=\"setup\">");
   Buf setup = {0};
   report_repro_setup(&setup, r);
-  html_text(&b, setup.s);
+  put_xml(&b, setup.s);
   buf_free(&setup);
   buf_printf(&b, "</p>\n");
   if (r->ntargets > 0)

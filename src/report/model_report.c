@@ -4,26 +4,18 @@
 #include <math.h>
 #include <string.h>
 
-static const char *bound_of(const EinsumEval *r) {
-  return r->compute_cycles >= r->mem_cycles ? "compute" : "memory";
+/* What bounds R's cycles: "compute", or the slowest level's name. */
+static const char *bound_of(const Arch *a, const EinsumEval *r) {
+  return r->bound < 0 ? "compute" : a->levels[r->bound].name;
 }
 
 int report_components(const Arch *a, const Eval *ev, Component *out) {
-  int n = 0, last = a->nlevels - 1;
-  for (int l = 0; l < a->nlevels; l++) {
-    double pj = 0;
-    if (ev) {
-      pj += l == 0 ? ev->energy_dram : 0;
-      pj += l == 1 ? ev->energy_glb : 0;
-      pj += l == last ? ev->energy_reg : 0;
-    }
+  int n = 0;
+  for (int l = 0; l < a->nlevels; l++)
     out[n++] = (Component){a->levels[l].name, "memory",
-                           l == 0      ? "dram"
-                           : l == 1    ? "buffer"
-                           : l == last ? "registers"
-                                       : "level",
-                           ev ? pj * 1e-12 : NAN, arch_level_area(a, l)};
-  }
+                           level_role_name(arch_level_role(a, l)),
+                           ev ? ev->level[l].energy_pj * 1e-12 : NAN,
+                           arch_level_area(a, l)};
   for (int u = 0; u < a->nunits; u++)
     out[n++] = (Component){a->units[u].name, "compute",
                            role_name(a->units[u].role),
@@ -77,6 +69,78 @@ static void components_text(Buf *b, const Arch *a, const Eval *ev) {
   free(cs);
 }
 
+/* A quantity in the largest of UNITS (each 1000 or 1024 times the one
+ * before, from B or B/s) that it reaches, or "unlimited" (an omitted
+ * capacity or bandwidth). */
+static void put_limit(Buf *b, double v, double step,
+                      const char *const *units) {
+  if (!isfinite(v)) {
+    buf_printf(b, " %14s", "unlimited");
+    return;
+  }
+  int k = 0;
+  while (units[k + 1] && v >= step) {
+    v /= step;
+    k++;
+  }
+  buf_printf(b, " %9.4g %-4s", v, units[k]);
+}
+
+/* The hierarchy, outermost first: each level's role, limits and totals. */
+static void levels_text(Buf *b, const Arch *a, const Eval *ev) {
+  double us = 1e6 / a->clock_hz;
+  buf_printf(b, "\n  %-14s %-9s %14s %14s %9s %10s %10s %11s %10s\n",
+             "level", "role", "capacity", "bandwidth", "instances",
+             "read_MB", "write_MB", "busy_us", "energy_uJ");
+  for (int l = 0; l < a->nlevels; l++) {
+    const MemLevel *lv = &a->levels[l];
+    const LevelUse *u = &ev->level[l];
+    buf_printf(b, "  %-14s %-9s", lv->name,
+               level_role_name(arch_level_role(a, l)));
+    static const char *const bytes[] = {"B", "KiB", "MiB", "GiB", "TiB",
+                                        NULL};
+    static const char *const rates[] = {"B/s", "kB/s", "MB/s", "GB/s",
+                                        "TB/s", NULL};
+    put_limit(b, lv->capacity, 1024, bytes);
+    put_limit(b, lv->bandwidth, 1000, rates);
+    buf_printf(b, " %9d %10.4g %10.4g %11.4g %10.4g%s\n", lv->instances,
+               u->read / 1e6, u->write / 1e6, u->cycles * us,
+               u->energy_pj * 1e-6, u->fits ? "" : "  (a tile did not fit)");
+  }
+}
+
+/* Every Einsum's bytes at every level, per tensor. */
+static void tensors_text(Buf *b, const Cascade *c, const Arch *a,
+                         const Eval *ev) {
+  double us = 1e6 / a->clock_hz;
+  buf_printf(b, "\n  %-3s %-10s %-14s %10s %10s %9s %10s  %s\n", "#",
+             "einsum", "level", "read_MB", "write_MB", "time_us",
+             "energy_uJ", "per tensor: read/write MB");
+  for (int i = 0; i < ev->n; i++) {
+    const EinsumEval *r = &ev->e[i];
+    for (int l = 0; l < a->nlevels; l++) {
+      const LevelUse *u = &ev->use[(size_t)i * (size_t)ev->nlevels + l];
+      if (l == 0)
+        buf_printf(b, "  %-3d %-10s", r->einsum + 1, einsum_name(c, r->einsum));
+      else
+        buf_printf(b, "  %-3s %-10s", "", "");
+      buf_printf(b, " %-14s %10.4g %10.4g %9.4g %10.4g %s", a->levels[l].name,
+                 u->read / 1e6, u->write / 1e6, u->cycles * us,
+                 u->energy_pj * 1e-6, r->bound == l ? "*" : " ");
+      const TensorUse *t;
+      int nt = eval_tensors(ev, i, l, &t);
+      for (int j = 0; j < nt; j++)
+        buf_printf(b, " %s %.4g/%.4g", c->tensors[t[j].tensor].name,
+                   t[j].read / 1e6, t[j].write / 1e6);
+      if (u->mapping[0])
+        buf_printf(b, "  [%s]", u->mapping);
+      buf_printf(b, "\n");
+    }
+  }
+  buf_printf(b, "  (* the level whose time bounds the Einsum; [the tiled "
+                "loops above a level inside the fusion level])\n");
+}
+
 void report_eval_text(Buf *b, const Cascade *c, const Arch *a,
                       const Eval *ev) {
   double us = 1e6 / a->clock_hz;
@@ -100,7 +164,7 @@ void report_eval_text(Buf *b, const Cascade *c, const Arch *a,
                a->units[r->unit].name, ops.s, 100 * r->util,
                r->compute_cycles * us, (r->inter_read + r->inter_write) / 1e6,
                (r->intra_read + r->intra_write) / 1e6,
-               (r->end - r->start) * us, bound_of(r), r->mapping);
+               (r->end - r->start) * us, bound_of(a, r), r->mapping);
     buf_free(&ops);
   }
   buf_printf(b, "\n  %-5s %12s %12s %12s %12s  %s\n", "group", "latency_us",
@@ -142,6 +206,69 @@ void report_eval_text(Buf *b, const Cascade *c, const Arch *a,
              100 * ev->energy_reg / ev->energy_pj,
              100 * ev->energy_ops / ev->energy_pj);
   components_text(b, a, ev);
+  levels_text(b, a, ev);
+  tensors_text(b, c, a, ev);
+}
+
+/* Einsum I's levels: bytes (per tensor), time, energy, its tile's fit. */
+static json_t *einsum_levels_json(const Cascade *c, const Arch *a,
+                                  const Eval *ev, int i) {
+  json_t *arr = json_array();
+  for (int l = 0; l < a->nlevels; l++) {
+    const LevelUse *u = &ev->use[(size_t)i * (size_t)ev->nlevels + l];
+    json_t *x = json_object();
+    json_object_set_new(x, "level", json_string(a->levels[l].name));
+    json_object_set_new(x, "read_bytes", report_real(u->read));
+    json_object_set_new(x, "write_bytes", report_real(u->write));
+    json_object_set_new(x, "time_s", report_real(u->cycles / a->clock_hz));
+    json_object_set_new(x, "energy_j", report_real(u->energy_pj * 1e-12));
+    json_object_set_new(x, "instances", report_real(u->instances));
+    json_object_set_new(x, "footprint_elements", report_real(u->footprint));
+    json_object_set_new(x, "fits", json_boolean(u->fits));
+    if (u->mapping[0])
+      json_object_set_new(x, "mapping", json_string(u->mapping));
+    json_t *ts = json_object();
+    const TensorUse *t;
+    int nt = eval_tensors(ev, i, l, &t);
+    for (int j = 0; j < nt; j++) {
+      json_t *y = json_object();
+      json_object_set_new(y, "read_bytes", report_real(t[j].read));
+      json_object_set_new(y, "write_bytes", report_real(t[j].write));
+      json_object_set_new(ts, c->tensors[t[j].tensor].name, y);
+    }
+    json_object_set_new(x, "tensors", ts);
+    json_array_append_new(arr, x);
+  }
+  return arr;
+}
+
+/* The hierarchy: each level's role, limits (null: unlimited) and
+ * totals over the layer. */
+static json_t *levels_json(const Arch *a, const Eval *ev) {
+  json_t *arr = json_array();
+  for (int l = 0; l < a->nlevels; l++) {
+    const MemLevel *lv = &a->levels[l];
+    const LevelUse *u = &ev->level[l];
+    json_t *x = json_object();
+    json_object_set_new(x, "name", json_string(lv->name));
+    json_object_set_new(x, "role",
+                        json_string(level_role_name(arch_level_role(a, l))));
+    json_object_set_new(x, "capacity_bytes", real_or_null(lv->capacity));
+    json_object_set_new(x, "bandwidth_bytes_per_s",
+                        real_or_null(lv->bandwidth));
+    json_object_set_new(x, "read_bandwidth_bytes_per_s",
+                        real_or_null(lv->read_bandwidth));
+    json_object_set_new(x, "write_bandwidth_bytes_per_s",
+                        real_or_null(lv->write_bandwidth));
+    json_object_set_new(x, "instances", json_integer(lv->instances));
+    json_object_set_new(x, "read_bytes", report_real(u->read));
+    json_object_set_new(x, "write_bytes", report_real(u->write));
+    json_object_set_new(x, "busy_s", report_real(u->cycles / a->clock_hz));
+    json_object_set_new(x, "energy_j", report_real(u->energy_pj * 1e-12));
+    json_object_set_new(x, "fits", json_boolean(u->fits));
+    json_array_append_new(arr, x);
+  }
+  return arr;
 }
 
 json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
@@ -196,6 +323,8 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
     }
     json_object_set_new(x, "ideal_inter_bytes", report_real(r->ideal_inter));
     json_object_set_new(x, "ideal_intra_bytes", report_real(r->ideal_intra));
+    json_object_set_new(x, "bound", json_string(bound_of(a, r)));
+    json_object_set_new(x, "levels", einsum_levels_json(c, a, ev, i));
     json_array_append_new(es, x);
   }
   json_object_set_new(o, "einsums", es);
@@ -246,8 +375,33 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
     json_object_set_new(t, "area_node_nm", report_real(a->area.node_nm));
   json_object_set_new(o, "totals", t);
   json_object_set_new(o, "components", report_components_json(a, ev));
+  json_object_set_new(o, "levels", levels_json(a, ev));
   json_object_set_new(o, "plan", report_plan_json(c, ev->plan));
   return o;
+}
+
+/* Einsum I's columns per level: bytes, seconds, energy, and its tensors
+ * as "NAME=READ/WRITE" (bytes) separated by blanks. */
+static void levels_csv(Buf *b, const Cascade *c, const Arch *a,
+                       const Eval *ev, int i) {
+  for (int l = 0; l < a->nlevels; l++) {
+    const LevelUse *u = &ev->use[(size_t)i * (size_t)ev->nlevels + l];
+    const double nums[] = {u->read, u->write, u->cycles / a->clock_hz,
+                           u->energy_pj * 1e-12};
+    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
+      buf_printf(b, ",");
+      csv_number(b, nums[k]);
+    }
+    Buf ts = {0};
+    const TensorUse *t;
+    int nt = eval_tensors(ev, i, l, &t);
+    for (int j = 0; j < nt; j++)
+      buf_printf(&ts, "%s%s=%.17g/%.17g", j ? " " : "",
+                 c->tensors[t[j].tensor].name, t[j].read, t[j].write);
+    buf_printf(b, ",");
+    csv_field(b, ts.s ? ts.s : "");
+    buf_free(&ts);
+  }
 }
 
 void report_eval_csv(Buf *b, const Cascade *c, const Arch *a,
@@ -263,6 +417,17 @@ void report_eval_csv(Buf *b, const Cascade *c, const Arch *a,
     buf_printf(b, "%s%s", i ? "," : "", cols[i]);
   for (int k = 0; k < OPC_COUNT; k++)
     buf_printf(b, ",ops_%s", opclass_name((OpClass)k));
+  buf_printf(b, ",bound");
+  static const char *const per_level[] = {"read_bytes", "write_bytes",
+                                          "s", "energy_j", "tensors"};
+  for (int l = 0; l < a->nlevels; l++)
+    for (size_t k = 0; k < sizeof per_level / sizeof per_level[0]; k++) {
+      Buf col = {0};
+      buf_printf(&col, "%s_%s", a->levels[l].name, per_level[k]);
+      buf_printf(b, ",");
+      csv_field(b, col.s);
+      buf_free(&col);
+    }
   buf_printf(b, "\n");
   double sec = 1 / a->clock_hz;
   bool mapped =
@@ -297,6 +462,9 @@ void report_eval_csv(Buf *b, const Cascade *c, const Arch *a,
       buf_printf(b, ",");
       csv_number(b, r->work.ops[k]);
     }
+    buf_printf(b, ",");
+    csv_field(b, bound_of(a, r));
+    levels_csv(b, c, a, ev, i);
     buf_printf(b, "\n");
   }
 }

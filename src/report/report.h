@@ -337,6 +337,10 @@ const char *sc_str(Scene *s, const char *text);
 void svg_render(Buf *b, const Scene *s);
 void cairo_render(Buf *b, const Scene *s, Format f);
 
+/* Append S as XML (SVG, HTML) text or attribute value: & < > " ' escaped
+ * (the text is valid UTF-8 without control characters). */
+void put_xml(Buf *b, const char *s);
+
 /* ---- searches ---- */
 
 /* The space, the schedule found (its plan and its evaluation), the bound

@@ -16,12 +16,20 @@ static void origin(Buf *b, const SearchResult *r) {
     buf_printf(b, " (%s stitching)", stitcher_name(r->best->opts.stitch));
 }
 
+/* V in the objective's unit, scaled to three significant digits. */
 static void figure(Buf *b, double v, SearchObjective o) {
   static const char *const unit[] = {"s", "J", "J s", "B"};
   _Static_assert(sizeof unit / sizeof unit[0] == SO_COUNT,
                  "a unit per objective");
-  fmt_si(b, v);
-  buf_printf(b, "%s", unit[o]);
+  static const struct {
+    double scale;
+    const char *prefix;
+  } si[] = {{1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""},
+            {1e-3, "m"}, {1e-6, "u"}, {1e-9, "n"}, {1e-12, "p"}};
+  size_t k = 0;
+  while (k + 1 < sizeof si / sizeof si[0] && fabs(v) < si[k].scale)
+    k++;
+  buf_printf(b, "%.4g %s%s", v / si[k].scale, si[k].prefix, unit[o]);
 }
 
 void report_search_text(Buf *b, const Cascade *c, const Arch *a,
@@ -39,9 +47,13 @@ void report_search_text(Buf *b, const Cascade *c, const Arch *a,
   origin(b, r);
   buf_printf(b, "\nlower bound (ideal): ");
   figure(b, r->lower, o);
-  buf_printf(b, ", gap %.4gx (exact over the space: the bound is what no "
-                "plan can beat)\n\n",
+  buf_printf(b, "; gap %.4gx (the search is exact over its space; no plan "
+                "beats the bound)\n\n",
              r->lower > 0 ? r->found / r->lower : NAN);
+  if (r->from == DES_COUNT)
+    buf_printf(b, "plan found (labelled %s, the narrowest strategy its groups "
+                  "allow):\n",
+               strategy_name(r->best->plan->strategy));
   report_plan_text(b, c, r->best->plan);
   buf_printf(b, "\n");
   report_eval_text(b, c, a, r->best);

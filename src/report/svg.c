@@ -16,9 +16,7 @@ static double px(double v) {
   return v == 0 ? 0 : v;
 }
 
-/* Append S as XML text or attribute value (the scene's text is already
- * valid UTF-8 without control characters). */
-static void put_xml(Buf *b, const char *s) {
+void put_xml(Buf *b, const char *s) {
   for (; s && *s; s++) {
     switch (*s) {
     case '&':

@@ -294,10 +294,15 @@ static void arch_targets(Repro *r, const Arch *a) {
          "GHz");
   target(r, "arch.dram_gbps", "Table II", "DRAM bandwidth", 2039,
          a->levels[0].bandwidth / 1e9, "GB/s");
+  int regs = a->nlevels - 1; /* the registers: innermost, inside the
+                               fusion level */
   target(r, "arch.glb_mb", "Table II", "global buffer", 32,
-         a->nlevels > 1 ? a->levels[1].capacity / 1048576 : 0, "MiB");
+         a->levels[a->fusion_level].capacity / 1048576, "MiB");
   target(r, "arch.registers_mb", "Table II", "registers", 4.25,
-         a->nlevels > 2 ? a->levels[2].capacity / 1048576 : 0, "MiB");
+         arch_level_role(a, regs) == LEVEL_REGISTERS
+             ? a->levels[regs].instances * a->levels[regs].capacity / 1048576
+             : 0,
+         "MiB");
 }
 
 static double pct(double part, double whole) {

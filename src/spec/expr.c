@@ -494,16 +494,60 @@ static bool parse_access(Parser *p, RawAccess *ra, const char *name,
   return true;
 }
 
+/* TeAAL's take(X0, ..., Xn-1, I), after '(': the value of operand I where
+ * every other operand is non-zero (an intersection of sparse operands),
+ * else 0. Every operand is read, as TeAAL's intersection reads them, so the
+ * model and the executor see the same traffic: it is built as
+ * where(Xj, ..., 0) around XI for each other operand j. */
+static Expr *parse_take(Parser *p, size_t pos, int depth) {
+  enum { MAX_TAKE = 8 };
+  Expr *arg[MAX_TAKE + 1];
+  int n = 0;
+  for (;;) {
+    if (n == MAX_TAKE + 1) {
+      perr(p, p->tok.pos, "take() takes at most %d operands", MAX_TAKE);
+      return NULL;
+    }
+    if (!(arg[n++] = parse_expr(p, depth + 1)))
+      return NULL;
+    if (p->tok.k != T_COMMA)
+      break;
+    next(p);
+  }
+  if (!expect(p, T_RPAREN, "')'"))
+    return NULL;
+  const Expr *which = arg[n - 1];
+  int nops = n - 1;
+  if (nops < 2 || which->kind != EX_NUM || which->num != floor(which->num) ||
+      which->num < 0 || which->num >= nops) {
+    perr(p, pos,
+         "take(X0, X1, ..., I) takes at least two operands and the index I "
+         "of the one whose value it takes (a whole number from 0 to %d)",
+         nops > 1 ? nops - 1 : 1);
+    return NULL;
+  }
+  int keep = (int)which->num;
+  Expr *e = arg[keep];
+  for (int j = nops - 1; j >= 0; j--) {
+    if (j == keep)
+      continue;
+    Expr *w = ex_new(p, EX_OP, pos);
+    w->op = OP_WHERE;
+    w->a = arg[j];
+    w->b = e;
+    w->c = ex_new(p, EX_NUM, pos);
+    e = w;
+  }
+  return e;
+}
+
 /* NAME '(' expr { ',' expr } ')' : a function of ops.h's table. */
 static Expr *parse_call(Parser *p, const char *name, size_t pos, int depth) {
   next(p); /* '(' */
   Op op;
   if (!op_function(name, &op)) {
-    if (strcmp(name, "take") == 0) {
-      perr(p, pos, "TeAAL's take() is not supported (it selects among "
-                   "sparse operands; dense cascades have no use for it)");
-      return NULL;
-    }
+    if (strcmp(name, "take") == 0)
+      return parse_take(p, pos, depth);
     Buf b = {0};
     for (int i = 0; i < OP_COUNT; i++)
       if (op_prec((Op)i) == 0)
@@ -705,11 +749,13 @@ static bool declare_var(Parser *p, const char *name, int rank, size_t pos) {
   if (v >= 0) {
     if (p->vars[v].rank != rank) {
       Loc first = loc_at(p, p->vars[v].pos);
+      const char *here = p->c->ranks[rank].name;
+      const char *there = p->c->ranks[p->vars[v].rank].name;
       perr(p, pos,
            "index variable '%s' ranges over rank %s here but over rank %s "
-           "at %d:%d",
-           name, p->c->ranks[rank].name, p->c->ranks[p->vars[v].rank].name,
-           first.line, first.col);
+           "at %d:%d (if they are the same positions, make one another "
+           "name of the other: '%s: %s' in the shape section)",
+           name, here, there, first.line, first.col, here, there);
       return false;
     }
     return true;
@@ -1059,6 +1105,31 @@ static Expr *parse_teaal_sum(Parser *p) {
   return parse_factor(p, 0);
 }
 
+/* A copy (the right-hand side one read) that drops a variable of its input
+ * and adds one of its own, as a scatter to experts does
+ * (Z_per_expert[b,x,xt,g] = Z[b,m,g]), would sum over the dropped one and
+ * repeat the sum along the added ones: never what such a line means, so
+ * the sum must be written. A copy that only drops variables is Einstein's
+ * sum (SLD[p] = SLN[m0,p]); one that only adds them is a broadcast. */
+static bool check_copy(Parser *p, const Einsum *e) {
+  if (e->rhs->kind != EX_READ)
+    return true;
+  VarSet in = expr_vars(e->rhs);
+  VarSet dropped = in & ~e->out_vars, added = e->out_vars & ~in;
+  if (!dropped || !added)
+    return true;
+  Buf b = {0};
+  for (int v = 0; v < e->nvars; v++)
+    if (VARSET_HAS(dropped, v))
+      buf_printf(&b, "%s%s", b.len ? ", " : "", e->vars[v].name);
+  perr(p, p->eq_pos,
+       "a copy that drops %s of its input and adds %s: it would sum over "
+       "%s; write the reduction if a sum is meant (\"... :: sum(%s)\")",
+       b.s, e->vars[__builtin_ctzll(added)].name, b.s, b.s);
+  buf_free(&b);
+  return false;
+}
+
 static bool parse_einsum(Parser *p, Einsum *e) {
   next(p);
   if (p->tok.k != T_ID) {
@@ -1176,7 +1247,7 @@ static bool parse_einsum(Parser *p, Einsum *e) {
       return false;
     }
   }
-  return e->explicit_red || check_terms(p, e, e->rhs);
+  return e->explicit_red || (check_copy(p, e) && check_terms(p, e, e->rhs));
 }
 
 bool spec_parse_einsum(Cascade *c, const YamlNode *node, Diag *d) {

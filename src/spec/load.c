@@ -1,5 +1,5 @@
 /* load.c — reading the sections of a cascade spec. */
-#include "spec.h"
+#include "peer.h"
 
 #include "../preset/preset.h"
 
@@ -452,40 +452,64 @@ static bool load_root(Cascade *c, const YamlNode *root, Diag *d) {
          load_append(c, ydoc_get(root, "append"), d);
 }
 
-/* The cascade of DOC (consumed: freed on failure), or NULL. */
-static Spec *spec_of(const char *path, YamlDoc *doc, Diag *d) {
+static bool is_set(const SpecLoad *o, const char *name) {
+  for (int i = 0; o && i < o->nsets; i++)
+    if (strcmp(o->sets[i].name, name) == 0)
+      return true;
+  return false;
+}
+
+/* A scalar that nothing binds would evaluate as NaN (an all-NaN result,
+ * exit 0): refuse it where it is first used. */
+static bool check_bound(Cascade *c, const SpecLoad *o, Diag *d) {
+  for (int i = 0; i < c->nsyms; i++) {
+    const char *n = c->syms[i].name;
+    if (cascade_rank(c, n) >= 0 || cascade_param(c, n) >= 0 ||
+        preset_is_param(n) || is_set(o, n))
+      continue;
+    diag_error(d, c->path, c->syms[i].loc,
+               "unknown name '%s': an unbound scalar (not a rank, a params "
+               "entry or a model parameter); give its value in the params "
+               "section or with --set %s=VALUE",
+               n, n);
+    return false;
+  }
+  return true;
+}
+
+/* TeAAL's sections that we keep but do not model: said once, by name. */
+static void note_unmodelled(const Cascade *c, const YamlNode *root,
+                            FILE *notes) {
+  static const char *const teaal[] = {"mapping", "format", "architecture",
+                                      "bindings", NULL};
+  Buf b = {0};
+  for (int i = 0; root && i < root->n; i++)
+    if (in_list(teaal, root->keys[i]->text))
+      buf_printf(&b, "%s%s", b.len ? ", " : "", root->keys[i]->text);
+  if (b.len && notes)
+    fprintf(notes,
+            "%s: warning: TeAAL's %s section%s read but not modelled: the "
+            "cascade is priced dense, with the mappings of the accelerator "
+            "model (docs/compat.md)\n",
+            c->path, b.s, strchr(b.s, ',') ? "s are" : " is");
+  buf_free(&b);
+}
+
+/* The spec of DOC (consumed: freed on failure), or NULL. */
+static Spec *spec_of(const char *path, YamlDoc *doc, const SpecLoad *o,
+                     Diag *d) {
   if (!doc)
     return NULL;
   Cascade *c = cascade_new(path);
-  if (!load_root(c, doc->root, d)) {
+  if (!load_root(c, doc->root, d) || !check_bound(c, o, d)) {
     cascade_free(c);
     ydoc_free(doc);
     return NULL;
   }
+  note_unmodelled(c, doc->root, o ? o->notes : NULL);
   Spec *s = xmalloc(sizeof *s);
   *s = (Spec){c, doc};
   return s;
-}
-
-Spec *spec_open_text(const char *path, const char *text, size_t len,
-                     Diag *d) {
-  return spec_of(path, ydoc_parse(path, text, len, d), d);
-}
-
-Spec *spec_open(const char *path, Diag *d) {
-  return spec_of(path, ydoc_load(path, d), d);
-}
-
-const YamlNode *spec_section(const Spec *s, const char *name) {
-  return in_list(kept_sections, name) ? ydoc_get(s->doc->root, name) : NULL;
-}
-
-void spec_close(Spec *s) {
-  if (!s)
-    return;
-  cascade_free(s->cascade);
-  ydoc_free(s->doc);
-  free(s);
 }
 
 /* The cascade of S, whose document is freed. */
@@ -498,11 +522,74 @@ static Cascade *cascade_only(Spec *s) {
   return c;
 }
 
+Cascade *spec_parse_native(const char *path, const char *text, size_t len,
+                           const SpecLoad *o, Diag *d) {
+  return cascade_only(spec_of(path, ydoc_parse(path, text, len, d), o, d));
+}
+
+/* A peer's file has no document of ours: its cascade alone. */
+static Spec *spec_open_with(const char *path, const char *text, size_t len,
+                            const SpecLoad *o, Diag *d) {
+  SpecFormat f = spec_format(text, len);
+  if (f == SPEC_NATIVE)
+    return spec_of(path, ydoc_parse(path, text, len, d), o, d);
+  Cascade *c = spec_parse_peer(f, path, text, len, o, d);
+  if (!c)
+    return NULL;
+  Spec *s = xmalloc(sizeof *s);
+  *s = (Spec){c, NULL};
+  return s;
+}
+
+Spec *spec_open_text(const char *path, const char *text, size_t len,
+                     Diag *d) {
+  return spec_open_with(path, text, len, NULL, d);
+}
+
+Spec *spec_open(const char *path, Diag *d) {
+  size_t len;
+  char *text = read_input(path, INPUT_TEXT_MAX, &len, d);
+  if (!text)
+    return NULL;
+  Spec *s = spec_open_with(path, text, len, NULL, d);
+  free(text);
+  return s;
+}
+
+const YamlNode *spec_section(const Spec *s, const char *name) {
+  return s->doc && in_list(kept_sections, name)
+             ? ydoc_get(s->doc->root, name)
+             : NULL;
+}
+
+void spec_close(Spec *s) {
+  if (!s)
+    return;
+  cascade_free(s->cascade);
+  ydoc_free(s->doc);
+  free(s);
+}
+
+Cascade *spec_parse_with(const char *path, const char *text, size_t len,
+                         const SpecLoad *o, Diag *d) {
+  return cascade_only(spec_open_with(path, text, len, o, d));
+}
+
 Cascade *spec_parse(const char *path, const char *text, size_t len,
                     Diag *d) {
-  return cascade_only(spec_open_text(path, text, len, d));
+  return spec_parse_with(path, text, len, NULL, d);
+}
+
+Cascade *spec_load_with(const char *path, const SpecLoad *o, Diag *d) {
+  size_t len;
+  char *text = read_input(path, INPUT_TEXT_MAX, &len, d);
+  if (!text)
+    return NULL;
+  Cascade *c = spec_parse_with(path, text, len, o, d);
+  free(text);
+  return c;
 }
 
 Cascade *spec_load(const char *path, Diag *d) {
-  return cascade_only(spec_open(path, d));
+  return spec_load_with(path, NULL, d);
 }

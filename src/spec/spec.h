@@ -10,6 +10,8 @@
  *   model:   preset-name                        # optional default --model
  *   outputs: [TENSOR, ...]                      # optional
  *   mapping / format / architecture / bindings / weights:  kept as is
+ *                                               (TeAAL's: one note says
+ *                                               they are not modelled)
  *
  * Loading parses the YAML (libyaml), parses every expression string,
  * resolves names and index variables, and checks the graph
@@ -38,6 +40,40 @@ Spec *spec_open_text(const char *path, const char *text, size_t len,
 /* The kept section NAME, or NULL. */
 const YamlNode *spec_section(const Spec *s, const char *name);
 void spec_close(Spec *s); /* the cascade and the document */
+
+/* How a spec is loaded. A scalar symbol of an expression (TeAAL's `a` in
+ * `a * T1[m,n]`) must be a rank, a params entry, a model parameter or one
+ * of SETS: else the load fails at its first use. An AccelForge template
+ * reads VARS (NAME=VALUE; NULL: the SETS) as its variables. What the load
+ * assumes or reads without modelling goes to NOTES, one line each
+ * ("FILE: note: ..."); NULL drops them. spec_parse and spec_load load with
+ * no settings and no notes. VARS given (`import`) are for the template
+ * alone: one it does not read is an error. */
+typedef struct SpecLoad {
+  const Setting *sets;
+  int nsets;
+  const char *const *vars;
+  int nvars;
+  FILE *notes;
+} SpecLoad;
+
+Cascade *spec_parse_with(const char *path, const char *text, size_t len,
+                         const SpecLoad *o, Diag *d);
+Cascade *spec_load_with(const char *path, const SpecLoad *o, Diag *d);
+
+/* The peers' formats a spec file may be written in (docs/compat.md): ours
+ * (TeAAL's, extended), an AccelForge workload (`workload:`, maybe a Jinja
+ * template) or a Timeloop problem (`problem:`). */
+typedef enum { SPEC_NATIVE, SPEC_ACCELFORGE, SPEC_TIMELOOP } SpecFormat;
+SpecFormat spec_format(const char *text, size_t len);
+/* The spec in our format that a peer's file stands for, as loading it
+ * translates it (`mambalaya import`): into OUT, commented. */
+bool spec_translate(SpecFormat f, const char *path, const char *text,
+                    size_t len, const SpecLoad *o, Buf *out, Diag *d);
+/* An AccelForge file as its Jinja templating renders it (includes
+ * resolved, merges done), in YAML: what its line numbers refer to. */
+bool spec_render_accelforge(const char *path, const SpecLoad *o, Buf *out,
+                            Diag *d);
 
 /* The two halves of the loader (load.c reads the sections, expr.c parses
  * the strings). The strings come from scalar nodes of C's document, so

@@ -105,7 +105,8 @@ static void add_eval(PointResult *r, const Arch *a, const Eval *ev, double k) {
       const char *role;
       Figure f;
     } roles[] = {{"dram", FIG_E_DRAM},         {"buffer", FIG_E_BUFFER},
-                 {"registers", FIG_E_REGISTERS}, {"matrix", FIG_E_MATRIX},
+                 {"staging", FIG_E_BUFFER},      {"registers", FIG_E_REGISTERS},
+                 {"level", FIG_E_REGISTERS},     {"matrix", FIG_E_MATRIX},
                  {"vector", FIG_E_VECTOR},     {"feeder", FIG_E_FEEDER}};
     for (size_t j = 0; j < sizeof roles / sizeof roles[0]; j++)
       if (strcmp(cs[i].role, roles[j].role) == 0)
@@ -121,15 +122,16 @@ static void add_area(PointResult *r, const Arch *a) {
   static const struct {
     const char *role;
     Figure f;
-  } roles[] = {{"buffer", FIG_A_BUFFER},   {"registers", FIG_A_REGISTERS},
+  } roles[] = {{"buffer", FIG_A_BUFFER},   {"staging", FIG_A_BUFFER},
+               {"registers", FIG_A_REGISTERS}, {"level", FIG_A_REGISTERS},
                {"matrix", FIG_A_MATRIX},   {"vector", FIG_A_VECTOR},
                {"feeder", FIG_A_FEEDER}};
-  for (size_t j = 0; j < sizeof roles / sizeof roles[0]; j++) {
+  for (size_t j = 0; j < sizeof roles / sizeof roles[0]; j++)
     r->fig[roles[j].f] = a->area.given ? 0 : NAN;
+  for (size_t j = 0; j < sizeof roles / sizeof roles[0]; j++)
     for (int i = 0; i < n; i++)
       if (strcmp(cs[i].role, roles[j].role) == 0)
         r->fig[roles[j].f] += cs[i].area_mm2;
-  }
 }
 
 /* Price one point: a phase is one evaluation, a scenario L layers of a

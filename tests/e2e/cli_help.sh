@@ -9,7 +9,7 @@ set -u
 . tests/e2e/lib/harness.sh
 
 cmds=$("$M" --help | sed -n '/^commands:/,/^$/p' | awk 'NF > 1 {print $1}')
-[ "$(echo "$cmds" | wc -l)" -eq 12 ] || fail "12 commands, got: $cmds"
+[ "$(echo "$cmds" | wc -l)" -eq 15 ] || fail "15 commands, got: $cmds"
 for c in $cmds; do
   "$M" "$c" --help >h 2>err || fail "$c --help exited $?"
   [ -s err ] && fail "$c --help wrote on stderr"
@@ -54,7 +54,7 @@ refused "--max-memory expects a size in bytes (e.g. 2MiB), got '0'" \
   "$M" init-weights --model mamba-130m --out m --max-memory 0
 refused "--seed expects a non-negative integer (decimal digits), got '-3'" \
   "$M" init-weights --model mamba-130m --out m --seed -3
-refused "unknown design 'fused' (expected unfused, ideal, marca, geens, ri, ri+rsb, ri+rsb+rsp or full)" \
+refused "unknown design 'fused' (expected unfused, ideal, marca, geens, flat, ri, ri+rsb, ri+rsb+rsp or full)" \
   "$M" eval mamba1 --design fused
 refused "unknown strategy 'x' (expected interpreter, unfused, ri, ri+rsb, ri+rsb+rsp or full)" \
   "$M" exec mamba1 --strategy x

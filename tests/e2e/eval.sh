@@ -22,7 +22,7 @@ for spec in specs/*.yaml; do
     phases=prefill
   fi
   for arch in archs/*.yaml; do
-    for d in unfused ideal marca geens ri ri+rsb ri+rsb+rsp full; do
+    for d in unfused ideal marca geens flat ri ri+rsb ri+rsb+rsp full; do
       for ph in $phases; do
         n=$((n + 1))
         if ! "$MAMBALAYA" eval "$spec" --arch "$arch" --design "$d" \

@@ -88,7 +88,7 @@ assert "Best unfused / Einsum 7 TTX" in seen["roofline"], seen["roofline"]
 assert "Ideal fusion / compute, array2d (matrix)" in seen["utilization_prefill"]
 assert "Ideal fusion / DRAM bandwidth" in seen["utilization_prefill"]
 assert {"prefill / DRAM", "decode / operations"} <= seen["energy"], seen["energy"]
-assert len(seen["sweep_370m"]) == 7, seen["sweep_370m"]
+assert len(seen["sweep_370m"]) == 8 and "FLAT" in seen["sweep_370m"], seen["sweep_370m"]
 # The paper's values are marks on the bars they belong to, not bars.
 paper = [r for r in rows[1:] if r[0] == "speedup_e2e" and
          r[1].startswith("paper: ")]

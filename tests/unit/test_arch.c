@@ -174,8 +174,17 @@ TEST(arch_h100) {
   CHECK_INT(a->word_bytes, 2);
   CHECK_NEAR(a->levels[0].bandwidth, 2039e9, 0);
   CHECK_NEAR(a->levels[1].capacity, 50.0 * (1 << 20), 0);
-  CHECK_NEAR(a->levels[2].capacity, 28.5 * (1 << 20), 0);
-  CHECK_NEAR(a->levels[2].capacity, 114.0 * 256 * 1024, 0);
+  CHECK_NEAR(a->levels[1].bandwidth, 5.5e12, 0);
+  CHECK_INT(a->fusion_level, 1); /* the L2, as Table II's model */
+  CHECK_STR(a->levels[2].name, "SharedMemory");
+  CHECK_NEAR(a->levels[2].capacity, 228.0 * 1024, 0);
+  CHECK_INT(a->levels[2].instances, 114);
+  CHECK_NEAR(a->levels[2].bandwidth, 224.6e9, 0);
+  CHECK_INT(arch_level_role(a, 2), LEVEL_INNER);
+  /* Table II's 28.5 MB of registers: 114 SMs x 256 KiB. */
+  CHECK_NEAR(a->levels[3].instances * a->levels[3].capacity,
+             28.5 * (1 << 20), 0);
+  CHECK_INT(arch_level_role(a, 3), LEVEL_REGISTERS);
   CHECK_INT(arch_unit(a, ROLE_FEEDER), -1);
   int m = arch_unit(a, ROLE_MATRIX), v = arch_unit(a, ROLE_VECTOR);
   CHECK(m >= 0 && v >= 0);
@@ -340,7 +349,8 @@ TEST(arch_area_presets) {
   CHECK(m && h);
   if (m && h) {
     CHECK_NEAR(arch_area(m), 135.357, 1e-5);
-    CHECK_NEAR(arch_area(h), 85.478, 1e-5);
+    /* + shared memory: 114 x 228 KiB x 0.32 mm2/MiB = 8.122 mm2. */
+    CHECK_NEAR(arch_area(h), 85.478 + 114 * 228.0 / 1024 * 0.32, 1e-5);
   }
   arch_free(m);
   arch_free(h);

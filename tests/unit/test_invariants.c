@@ -108,6 +108,12 @@ static Shape *bind(const Cascade *c, bool small, bool decode) {
         {"S", 3}}},
       {"tests/specs/good/teaal_conv.yaml",
        {{"M", 7}, {"N", 8}, {"R", 3}, {"S", 2}, {"X", 5}, {"Y", 7}}},
+      {"tests/specs/good/retnet.yaml",
+       {{"B", 2}, {"I", 5}, {"D", 8}, {"H", 2}, {"E", 3}, {"F", 4}}},
+      {"tests/specs/good/rwkv6_shift.yaml",
+       {{"B", 2}, {"I", 5}, {"D", 8}, {"E", 6}}},
+      {"tests/specs/good/swiglu_mlp.yaml",
+       {{"B", 2}, {"I", 5}, {"D", 8}, {"F", 12}}},
   };
   Setting set[16];
   int n = 0;

@@ -1,0 +1,231 @@
+/* levels.c — every memory level's bytes, time and energy for one Einsum
+ * (docs/model.md §4, "Memory levels").
+ *
+ * Each boundary between two adjacent levels moves what the one rule of
+ * mapper.c says a tiling moves across it:
+ *   - off-chip memory <-> the fusion level: the group's mapping (group.c),
+ *     charged as the Einsum's DRAM traffic; a staging level between them
+ *     passes those bytes through (written in, read out, each way);
+ *   - the fusion level <-> each level inside it: the Einsum's own best
+ *     tiling onto one instance of that level (map_search, every tensor
+ *     crossing), its iteration space split over the instances (the output
+ *     variables, largest first), times the instances in use -- an operand
+ *     every instance needs is sent to each (no multicast);
+ *   - the innermost level <-> the PEs: every iteration point reads each
+ *     operand once and updates its output (a reduction reads the partial
+ *     sum back: points - outputs reads).
+ * A level's reads are what it sends across either of its boundaries, its
+ * writes what it receives. */
+#include "price.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void level_add(const Ctx *x, const EinsumEval *r, int l, int t, double read,
+               double write) {
+  Eval *ev = x->ev;
+  if (!ev || (read == 0 && write == 0))
+    return;
+  size_t at = (size_t)r->einsum * (size_t)ev->nlevels + (size_t)l;
+  TensorUse *u = &ev->tuse[at * (size_t)ev->nslots];
+  int *n = &ev->ntuse[at], j = 0;
+  while (j < *n && u[j].tensor != t)
+    j++;
+  if (j == *n) {
+    if (j == ev->nslots)
+      return; /* no room: the level's totals still count it */
+    u[(*n)++] = (TensorUse){.tensor = t};
+  }
+  u[j].read += read;
+  u[j].write += write;
+}
+
+/* The extent a tensor covers in P (each coordinate's span). */
+static double extent(const MapProblem *p, const MapTensor *T) {
+  double n = 1;
+  for (int k = 0; k < T->ndims; k++) {
+    double ext = 1;
+    for (int v = 0; v < p->nvars; v++)
+      if (VARSET_HAS(T->dim_vars[k], v))
+        ext += T->dim_coef[k][v] * (p->size[v] - 1);
+    n *= ext;
+  }
+  return n;
+}
+
+/* Split P's output variables over N instances, the largest first: the
+ * instances in use. Each tensor keeps its share of its elements. */
+static double split(MapProblem *p, VarSet out, double n) {
+  double before[MAP_MAX_TENSORS], used = 1;
+  if (n <= 1)
+    return 1;
+  for (int t = 0; t < p->ntensors; t++)
+    before[t] = extent(p, &p->t[t]);
+  while (n > 1) {
+    int big = -1;
+    for (int v = 0; v < p->nvars; v++)
+      if (VARSET_HAS(out, v) && p->size[v] > 1 &&
+          (big < 0 || p->size[v] > p->size[big]))
+        big = v;
+    if (big < 0)
+      break;
+    double f = fmin(n, p->size[big]);
+    p->size[big] = ceil(p->size[big] / f - 1e-12);
+    used *= f;
+    n = ceil(n / f - 1e-12);
+  }
+  for (int t = 0; t < p->ntensors; t++)
+    if (before[t] > 0)
+      p->t[t].elems *= extent(p, &p->t[t]) / before[t];
+  return used;
+}
+
+/* The boundary above inner level L: its instances' tiling, scaled to all
+ * of them, into DOWN/UP (elements per problem tensor); U gets the
+ * footprint, fit and instances. */
+static void inner_boundary(Ctx *x, const EinsumEval *r, int l, MapProblem *p,
+                           double *down, double *up, LevelUse *u) {
+  const MemLevel *lv = &x->a->levels[l];
+  /* P is split in place and restored (a copy of a MapProblem costs more
+   * than the search's memo lookup). */
+  double size[MAP_MAX_VARS], elems[MAP_MAX_TENSORS];
+  memcpy(size, p->size, sizeof size);
+  for (int t = 0; t < p->ntensors; t++)
+    elems[t] = p->t[t].elems;
+  double used = split(p, x->c->einsums[r->einsum]->out_vars, lv->instances);
+  p->capacity = lv->capacity / x->word;
+  Mapping m;
+  map_search_memo(x->memo, p, &m);
+  for (int t = 0; t < p->ntensors; t++) {
+    down[t] = m.read[t] * used;
+    up[t] = m.write[t] * used;
+    p->t[t].elems = elems[t];
+  }
+  memcpy(p->size, size, sizeof size);
+  u->footprint = m.footprint;
+  u->fits = m.fits;
+  u->instances = used;
+  mapping_text(x->c->einsums[r->einsum], &m, u->mapping, sizeof u->mapping);
+}
+
+/* The PEs' accesses to the innermost level, per problem tensor. */
+static void compute_boundary(const Ctx *x, const EinsumEval *r,
+                             const int *read_at, const MapProblem *p,
+                             double *down, double *up) {
+  const Einsum *e = x->c->einsums[r->einsum];
+  double points = r->work.points, outs = r->work.parallel;
+  memset(down, 0, sizeof(double) * (size_t)p->ntensors);
+  memset(up, 0, sizeof(double) * (size_t)p->ntensors);
+  for (int k = 0; k < e->nreads; k++)
+    if (read_at[k] >= 0)
+      down[read_at[k]] += points;
+  up[p->ntensors - 1] = points;
+  down[p->ntensors - 1] += points - outs;
+}
+
+/* Off-chip traffic (level 0, charged) through the staging levels into the
+ * fusion level. */
+static void outer_levels(const Ctx *x, const EinsumEval *r) {
+  const Eval *ev = x->ev;
+  int f = x->a->fusion_level;
+  const TensorUse *d;
+  int n = eval_tensors(ev, (int)(r - ev->e), 0, &d);
+  for (int j = 0; j < n; j++) {
+    double rd = d[j].read, wr = d[j].write;
+    for (int l = 1; l < f; l++)
+      level_add(x, r, l, d[j].tensor, rd + wr, rd + wr);
+    level_add(x, r, f, d[j].tensor, wr, rd);
+  }
+}
+
+/* Every boundary inside the fusion level, down to the PEs. */
+static void inner_levels(Ctx *x, EinsumEval *r, LevelUse *use) {
+  const Arch *a = x->a;
+  const Einsum *e = x->c->einsums[r->einsum];
+  int *read_at = xmalloc(((size_t)e->nreads + 1) * sizeof *read_at);
+  int tensor_of[MAP_MAX_TENSORS];
+  MapProblem nest;
+  einsum_nest(x, r->einsum, &nest, tensor_of, read_at);
+  for (int t = 0; t < nest.ntensors; t++)
+    nest.t[t].dram = true; /* every tensor crosses an inner boundary */
+  double down[MAP_MAX_TENSORS], up[MAP_MAX_TENSORS];
+  for (int l = a->fusion_level + 1; l <= a->nlevels; l++) {
+    if (l < a->nlevels)
+      inner_boundary(x, r, l, &nest, down, up, &use[l]);
+    else
+      compute_boundary(x, r, read_at, &nest, down, up);
+    for (int t = 0; t < nest.ntensors; t++) {
+      double dn = down[t] * x->word, u = up[t] * x->word;
+      level_add(x, r, l - 1, tensor_of[t], dn, u);
+      if (l < a->nlevels)
+        level_add(x, r, l, tensor_of[t], u, dn);
+    }
+  }
+  free(read_at);
+}
+
+/* Cycles to move BYTES at BW bytes per cycle (0 when unlimited). */
+static double busy(double bytes, double bw) {
+  return isfinite(bw) ? bytes / bw : 0;
+}
+
+/* Sum a level's tensors into U, with its time and energy. */
+static void level_totals(const Ctx *x, EinsumEval *r, int l, LevelUse *u) {
+  const MemLevel *lv = &x->a->levels[l];
+  const TensorUse *t;
+  int n = eval_tensors(x->ev, (int)(r - x->ev->e), l, &t);
+  u->read = u->write = 0;
+  for (int j = 0; j < n; j++) {
+    u->read += t[j].read;
+    u->write += t[j].write;
+  }
+  /* Bytes per cycle over the instances in use: both ways together, and
+   * each way alone; the slowest bounds. */
+  double k = u->instances / x->a->clock_hz;
+  u->cycles = fmax(busy(u->read + u->write, lv->bandwidth * k),
+                   fmax(busy(u->read, lv->read_bandwidth * k),
+                        busy(u->write, lv->write_bandwidth * k)));
+  u->energy_pj = u->read * lv->read_pj + u->write * lv->write_pj;
+}
+
+void price_levels(Ctx *x, EinsumEval *r) {
+  Eval *ev = x->ev;
+  const Arch *a = x->a;
+  int f = a->fusion_level;
+  LevelUse *use = &ev->use[(size_t)(r - ev->e) * (size_t)ev->nlevels];
+  for (int l = 0; l < a->nlevels; l++)
+    use[l] = (LevelUse){.instances = 1, .fits = true};
+  use[f].footprint = r->footprint;
+  use[f].fits = r->fits;
+  outer_levels(x, r);
+  inner_levels(x, r, use);
+  r->mem_cycles = 0;
+  r->bound = -1;
+  for (int l = 0; l < a->nlevels; l++) {
+    LevelUse *u = &use[l];
+    level_totals(x, r, l, u);
+    if (u->cycles > r->mem_cycles) {
+      r->mem_cycles = u->cycles;
+      r->bound = l;
+    }
+    LevelRole role = arch_level_role(a, l);
+    *(role == LEVEL_OFFCHIP ? &ev->energy_dram
+      : l <= f              ? &ev->energy_glb
+                            : &ev->energy_reg) += u->energy_pj;
+    LevelUse *tot = &ev->level[l];
+    tot->read += u->read;
+    tot->write += u->write;
+    tot->cycles += u->cycles;
+    tot->energy_pj += u->energy_pj;
+    tot->fits = tot->fits && u->fits;
+  }
+  if (r->compute_cycles >= r->mem_cycles)
+    r->bound = -1;
+}
+
+int eval_tensors(const Eval *ev, int i, int l, const TensorUse **t) {
+  size_t at = (size_t)ev->e[i].einsum * (size_t)ev->nlevels + (size_t)l;
+  *t = &ev->tuse[at * (size_t)ev->nslots];
+  return ev->ntuse[at];
+}

@@ -1,0 +1,107 @@
+#!/bin/sh
+# The memory hierarchy end to end (docs/architecture.md, "Memory levels"):
+# eval reports every level's bytes per tensor, time and energy in text,
+# --json and --csv, and which level bounds each Einsum; an omitted
+# bandwidth prints as unlimited; a sweep over the GlobalBuffer's bandwidth
+# and one over an inner level's capacity both move latency; a file with
+# four levels and no fusion level is refused at its line.
+set -u
+. tests/e2e/lib/harness.sh
+PY=python3
+
+"$M" eval mamba1 --set B=4 --design full >text.txt || fail "eval text"
+grep -q "GlobalBuffer   buffer .*unlimited" text.txt ||
+  fail "eval text: the GlobalBuffer's bandwidth is not printed unlimited"
+grep -q "per tensor: read/write MB" text.txt || fail "eval text: no tensors"
+"$M" eval mamba1 --set B=4 --design full --arch h100 --json >h.json ||
+  fail "eval --json"
+"$M" eval mamba1 --set B=4 --design full --arch h100 --csv >h.csv ||
+  fail "eval --csv"
+$PY - <<'PYEOF' || fail "per-level JSON and CSV"
+import csv, json
+d = json.load(open("h.json"))
+levels = [l["name"] for l in d["levels"]]
+assert levels == ["HBM", "L2", "SharedMemory", "Registers"], levels
+assert [l["role"] for l in d["levels"]] == ["dram", "buffer", "level",
+                                            "registers"]
+assert d["levels"][3]["bandwidth_bytes_per_s"] is None   # unlimited
+assert d["levels"][2]["instances"] == 114
+for e in d["einsums"]:
+    assert e["bound"] in levels + ["compute"], e["bound"]
+    assert [l["level"] for l in e["levels"]] == levels
+    for l in e["levels"]:
+        r = sum(t["read_bytes"] for t in l["tensors"].values())
+        w = sum(t["write_bytes"] for t in l["tensors"].values())
+        assert abs(r - l["read_bytes"]) <= 1e-9 * max(r, 1), (e["einsum"], l)
+        assert abs(w - l["write_bytes"]) <= 1e-9 * max(w, 1), (e["einsum"], l)
+    hbm = e["levels"][0]
+    assert hbm["read_bytes"] == e["dram_read_bytes"], e["einsum"]
+    assert hbm["write_bytes"] == e["dram_write_bytes"], e["einsum"]
+tot = d["totals"]["energy_j"]
+parts = sum(c["energy_j"] for c in d["components"])
+assert abs(parts - tot) <= 1e-9 * tot, (parts, tot)
+rows = list(csv.DictReader(open("h.csv")))
+assert len(rows) == len(d["einsums"])
+for r, e in zip(rows, d["einsums"]):
+    assert r["bound"] == e["bound"]
+    for l in e["levels"]:
+        n = l["level"]
+        for k in ("read_bytes", "write_bytes"):
+            v = float(r[n + "_" + k])
+            assert abs(v - l[k]) <= 1e-9 * max(l[k], 1), (n, k, v, l[k])
+        got = dict(kv.split("=") for kv in r[n + "_tensors"].split()) \
+            if r[n + "_tensors"] else {}
+        for t, b in l["tensors"].items():
+            rd, wr = got[t].split("/")
+            for v, k in ((rd, "read_bytes"), (wr, "write_bytes")):
+                assert abs(float(v) - b[k]) <= 1e-9 * max(b[k], 1), (n, t)
+PYEOF
+
+# Sweeps: the GlobalBuffer's bandwidth on the paper's architecture (the
+# example path of docs/sweep.md), an inner level's capacity on Eyeriss.
+cat >bw.yaml <<'EOF'
+study:
+  name: bw
+  cascades:
+    - {spec: mamba1, models: [mamba-370m]}
+  settings: {B: 64}
+  architectures: [mambalaya]
+  parameters:
+    bw:
+      memory.GlobalBuffer.bandwidth: [1 GB/s, 100 GB/s, 10 TB/s]
+  designs: [full]
+  phases: [prefill]
+  objectives: [latency, energy]
+EOF
+cat >spad.yaml <<'EOF'
+study:
+  name: spad
+  cascades:
+    - {spec: cnn_layer}
+  architectures: [eyeriss]
+  parameters:
+    spad:
+      memory.Scratchpad.capacity: [64 B, 512 B, 2 KiB]
+  designs: [unfused]
+  phases: [prefill]
+  objectives: [latency, energy]
+EOF
+"$M" sweep bw.yaml --out bw >/dev/null 2>err || fail "sweep bw: $(cat err)"
+"$M" sweep spad.yaml --out spad >/dev/null 2>err ||
+  fail "sweep spad: $(cat err)"
+$PY - <<'PYEOF' || fail "the sweeps move latency"
+import csv
+for study in ("bw", "spad"):
+    lat = [float(r["latency_s"]) for r in csv.DictReader(
+        open(study + "/points.csv"))]
+    assert len(lat) == 3 and lat[0] > lat[1] > lat[2], (study, lat)
+PYEOF
+
+# Four levels and no fusion level: refused at the memory list's first item.
+sed -e '/fusion: true/d' \
+  -e 's/^    - name: GlobalBuffer$/    - {name: L2, capacity: 64 MiB, read_energy: 1 pJ\/B, write_energy: 1 pJ\/B, area: 0.32 mm2\/MiB}\n    - name: GlobalBuffer/' \
+  "$ROOT/archs/mambalaya.yaml" >four.yaml
+refused "four.yaml:18:5: error: .*fusion: true" \
+  "$M" eval mamba1 --arch four.yaml
+
+finish levels

@@ -1,0 +1,45 @@
+#!/bin/sh
+# `search`: the plan it writes is the plan `eval --plan` prices (the same
+# latency, to the digit) and `exec --plan` runs (matching the
+# interpreter); best is never worse than a named design nor better than
+# ideal; a bad objective is a usage error.
+. "$(dirname "$0")/lib/harness.sh"
+PY=python3
+
+for spec in mamba1 "$ROOT/tests/specs/good/retnet.yaml"; do
+  for arch in mambalaya h100; do
+    "$M" search "$spec" --arch "$arch" --json --plan-out p.json >s.json ||
+      fail "search $spec $arch"
+    "$M" eval "$spec" --arch "$arch" --plan p.json --json >e.json ||
+      fail "eval --plan $spec $arch"
+    $PY - "$spec $arch" <<'PYEOF' || fail "search vs eval: $spec $arch"
+import json, sys
+s = json.load(open("s.json"))
+e = json.load(open("e.json"))
+found = s["schedule"]["totals"]["latency_s"]
+assert s["found"] == found, (s["found"], found)
+assert e["totals"]["latency_s"] == found, (e["totals"]["latency_s"], found)
+assert s["lower_bound"] <= s["found"] and s["gap"] >= 1, s["gap"]
+assert s["space"]["groups_priced"] > 0
+PYEOF
+    for d in unfused marca geens flat ri ri+rsb ri+rsb+rsp full; do
+      "$M" eval "$spec" --arch "$arch" --design "$d" --json >d.json || continue
+      $PY -c '
+import json
+s = json.load(open("s.json"))["found"]
+d = json.load(open("d.json"))["totals"]["latency_s"]
+assert s <= d, (s, d)' || fail "$d beats best on $spec $arch"
+    done
+  done
+done
+
+# The plan runs, and computes what the interpreter computes.
+"$M" search "$ROOT/tests/specs/good/retnet.yaml" --set I=6 --set D=8 \
+  --set E=4 --set F=4 --set H=2 --plan-out small.json >/dev/null ||
+  fail "search small"
+"$M" exec "$ROOT/tests/specs/good/retnet.yaml" --set I=6 --set D=8 \
+  --set E=4 --set F=4 --set H=2 --plan small.json --random 1 --check \
+  >x.out 2>&1 || fail "exec --plan of the plan found: $(cat x.out)"
+
+refused "unknown objective 'speed'" "$M" search mamba1 --objective speed
+finish search
