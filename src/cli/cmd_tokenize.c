@@ -110,6 +110,56 @@ static long bad_id(const Tokenizer *t, const json_t *v) {
   return -1;
 }
 
+/* One line's value V (a string; DECODE: an array of ids) onto OUT as its
+ * ids (DECODE: its text); an exit status, after a message naming PATH
+ * and LINENO. */
+static int one_line(const char *cmd, const char *path, int lineno,
+                    const Tokenizer *t, bool decode, json_t *v, Buf *out) {
+  long bad = v && decode && json_is_array(v) ? bad_id(t, v) : -1;
+  if (!v || (decode ? !json_is_array(v) : !json_is_string(v))) {
+    fprintf(stderr, "%s:%d: error: expected a JSON %s\n", path, lineno,
+            decode ? "array of ids" : "string");
+    return EXIT_INPUT;
+  }
+  if (bad >= 0) {
+    fprintf(stderr, "%s:%d: error: element %ld is not the id of a token "
+                    "(an integer below %d that stands for one)\n",
+            path, lineno, bad + 1, tokenizer_size(t));
+    return EXIT_INPUT;
+  }
+  int status = 0;
+  if (decode) {
+    Buf text = {0};
+    buf_printf(&text, "%s", "");
+    for (size_t i = 0; i < json_array_size(v); i++)
+      token_text(t, (int)json_integer_value(json_array_get(v, i)), &text);
+    json_t *s = json_stringn(text.s, text.len);
+    char *js = s ? json_dumps(s, JSON_ENCODE_ANY | JSON_ENSURE_ASCII) : NULL;
+    if (js)
+      buf_printf(out, "%s\n", js);
+    else
+      status = usage_error(cmd, "line %d does not decode to UTF-8 text",
+                           lineno);
+    free(js);
+    json_decref(s);
+    buf_free(&text);
+    return status;
+  }
+  int *ids, n;
+  Diag d = {0};
+  if (!tokenizer_encode(t, json_string_value(v), json_string_length(v), &ids,
+                        &n, &d)) {
+    fprintf(stderr, "%s:%d: error: %s\n", path, lineno, d.msg);
+    return EXIT_INPUT;
+  }
+  buf_printf(out, "[");
+  for (int i = 0; i < n; i++)
+    buf_printf(out, "%s%d", i ? ", " : "", ids[i]);
+  buf_printf(out, "]\n");
+  free(ids);
+  return 0;
+}
+
 /* Each line of PATH a JSON string (DECODE: an array of ids), printed as
  * its ids (DECODE: its text) on a line of its own. PATH is read as every
  * text input is: a regular file or a pipe, at most INPUT_TEXT_MAX bytes.
@@ -129,49 +179,9 @@ static int each_line(const char *cmd, const char *path, const Tokenizer *t,
     const char *line = all + at, *nl = memchr(line, '\n', size - at);
     size_t got = nl ? (size_t)(nl - line) + 1 : size - at;
     at += got;
-    lineno++;
     json_error_t err;
     json_t *v = json_loadb(line, got, JSON_DECODE_ANY, &err);
-    long bad = v && decode && json_is_array(v) ? bad_id(t, v) : -1;
-    if (!v || (decode ? !json_is_array(v) : !json_is_string(v))) {
-      fprintf(stderr, "%s:%d: error: expected a JSON %s\n", path, lineno,
-              decode ? "array of ids" : "string");
-      status = EXIT_INPUT;
-    } else if (bad >= 0) {
-      fprintf(stderr, "%s:%d: error: element %ld is not the id of a token "
-                      "(an integer below %d that stands for one)\n",
-              path, lineno, bad + 1, tokenizer_size(t));
-      status = EXIT_INPUT;
-    } else if (decode) {
-      Buf text = {0};
-      buf_printf(&text, "%s", "");
-      for (size_t i = 0; i < json_array_size(v); i++)
-        token_text(t, (int)json_integer_value(json_array_get(v, i)), &text);
-      json_t *s = json_stringn(text.s, text.len);
-      char *js = s ? json_dumps(s, JSON_ENCODE_ANY | JSON_ENSURE_ASCII) : NULL;
-      if (js)
-        buf_printf(&out, "%s\n", js);
-      else
-        status = usage_error(cmd, "line %d does not decode to UTF-8 text",
-                             lineno);
-      free(js);
-      json_decref(s);
-      buf_free(&text);
-    } else {
-      int *ids, n;
-      Diag d = {0};
-      if (!tokenizer_encode(t, json_string_value(v), json_string_length(v),
-                            &ids, &n, &d)) {
-        fprintf(stderr, "%s:%d: error: %s\n", path, lineno, d.msg);
-        status = EXIT_INPUT;
-      } else {
-        buf_printf(&out, "[");
-        for (int i = 0; i < n; i++)
-          buf_printf(&out, "%s%d", i ? ", " : "", ids[i]);
-        buf_printf(&out, "]\n");
-        free(ids);
-      }
-    }
+    status = one_line(cmd, path, ++lineno, t, decode, v, &out);
     json_decref(v);
   }
   free(all);
