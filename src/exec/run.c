@@ -441,17 +441,46 @@ static bool needed_later(const Run *r, int t, int done) {
   return r->last_use[t] >= done;
 }
 
+/* A linear recurrence and its read-out at the start of ORDER, by the scan
+ * kernel over their whole iteration spaces: returns the positions it ran
+ * (0: none, run them as usual; -1: failed). */
+static int interpret_scan(Run *r, const int *order, int n) {
+  const Cascade *c = r->c;
+  Scan sc;
+  if (!scan_match(c, order, r->sched.scc, n, &sc))
+    return 0;
+  int ts = c->einsums[sc.add]->out.tensor, tt = c->einsums[sc.mul]->out.tensor;
+  int tu = sc.prod >= 0 ? c->einsums[sc.prod]->out.tensor : -1;
+  int ty = sc.out >= 0 ? c->einsums[sc.out]->out.tensor : -1;
+  bool wt = !scan_internal(r, &sc, tt), wu = tu >= 0 && !scan_internal(r, &sc, tu);
+  int want[] = {ts, ty, wt ? tt : -1, wu ? tu : -1};
+  for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+    if (want[k] >= 0 && !r->arrays[want[k]] && !run_alloc(r, want[k]))
+      return -1;
+  Region base[4];
+  for (int p = 0; p < sc.npos; p++)
+    region_full(r->s, c->einsums[order[p]], &base[p]);
+  return scan_run(r, &sc, order, base, wt, wu) ? sc.npos : 0;
+}
+
 bool run_interpret(Run *r) {
   const Cascade *c = r->c;
   const Sched *sc = &r->sched;
   bool ok = true;
   for (int i = 0; ok && i < sc->n;) {
-    int e = sc->order[i], n = 1;
-    if (sc->scc[e] >= 0) {
+    int e = sc->order[i], n = interpret_scan(r, &sc->order[i], sc->n - i);
+    if (n < 0) {
+      ok = false;
+      n = 1;
+    } else if (n > 0) {
+      /* run by the scan kernel */
+    } else if (sc->scc[e] >= 0) {
+      n = 1;
       while (i + n < sc->n && sc->scc[sc->order[i + n]] == sc->scc[e])
         n++;
       ok = run_recurrence(r, &sc->order[i], n, sc->scc);
     } else {
+      n = 1;
       ok = run_one(r, e);
     }
     /* Free what no later Einsum reads. */

@@ -111,6 +111,31 @@ int64_t state_steps(const Run *r, int t);
  * an initialization), reading T's last steps through its view. */
 bool next_state(Run *r, int t, Tensors *next);
 
+/* A linear recurrence and its read-out, recognized in the schedule and run
+ * as one kernel (scan.c): Einsums (ids; -1 where absent)
+ *   PROD: U = F * G, MUL: T = DECAY * S[i-1], ADD: S = U + T,
+ *   OUT:  Y = COEF * S :: sum(the state's innermost variable). */
+typedef struct Scan {
+  int prod, mul, add, out;
+  int npos; /* schedule positions covered: PROD?, the recurrence, OUT? */
+  int lag_dim; /* the dimension of S the recurrence runs along */
+  const Access *f, *g, *decay, *lagged, *input, *coef, *state;
+} Scan;
+/* The pattern at the start of ORDER (N positions of a schedule whose
+ * recurrences SCC gives), or 0. */
+int scan_match(const Cascade *c, const int *order, const int *scc, int n,
+               Scan *sc);
+/* Run it over BASE (per position of ORDER, as for a stretch) through the
+ * current views: S and OUT always written, T and U when asked. False,
+ * having written nothing, when the views do not suit the kernel (a
+ * 16-bit operand, a layout not contiguous along the state's innermost
+ * rank, regions that disagree): then run the Einsums as usual. */
+bool scan_run(Run *r, const Scan *sc, const int *order, const Region *base,
+              bool write_t, bool write_u);
+/* Is tensor T read by nothing but the pattern's Einsums (and neither a
+ * result nor kept)? Then the kernel need not write it. */
+bool scan_internal(const Run *r, const Scan *sc, int t);
+
 /* The interpreter: every Einsum over its whole iteration space, in the
  * schedule's order, each output a whole array freed after its last
  * reader. */
