@@ -145,6 +145,8 @@ typedef struct ExecOpts {
   double buffer_bytes; /* fused: the on-chip buffer for held tiles */
   Pool *pool;          /* worker threads (NULL: one) */
   bool keep_all;       /* return every produced tensor, not only outputs */
+  bool vm_only;        /* every Einsum through the vector machine and
+                          kernel_gemm: no scan kernel (to test it against) */
 } ExecOpts;
 
 typedef struct ExecStats {
@@ -155,6 +157,8 @@ typedef struct ExecStats {
   double read_total, write_total;
   double peak_bytes; /* the most bytes held at once: arrays, tile buffers,
                         weights packed for tiles, widened 16-bit inputs */
+  int64_t scan_einsums; /* Einsum runs the scan kernel did (a linear
+                           recurrence and its read-out, run.h) */
 } ExecStats;
 
 /* Run C (bound by S) on INPUTS (every tensor no Einsum produces: weights,

@@ -585,7 +585,8 @@ static int members_from(const Fused *f, int i) {
 
 /* Does the scan kernel's pattern start at position I? */
 static bool scan_at(const Fused *f, int i, Scan *sc) {
-  return scan_match(f->r->c, &f->sched.order[i], f->scc, members_from(f, i),
+  return !f->r->o->vm_only &&
+         scan_match(f->r->c, &f->sched.order[i], f->scc, members_from(f, i),
                     sc) > 0;
 }
 
@@ -662,6 +663,8 @@ static int run_scan(Fused *f, int i, const Region *base) {
     return 0;
   for (int k = 0; k < sc.npos; k++)
     count_einsum(f, f->sched.order[i + k], &base[k]);
+  if (f->r->st)
+    f->r->st->scan_einsums += sc.npos;
   return sc.npos;
 }
 

@@ -447,7 +447,7 @@ static bool needed_later(const Run *r, int t, int done) {
 static int interpret_scan(Run *r, const int *order, int n) {
   const Cascade *c = r->c;
   Scan sc;
-  if (!scan_match(c, order, r->sched.scc, n, &sc))
+  if (r->o->vm_only || !scan_match(c, order, r->sched.scc, n, &sc))
     return 0;
   int ts = c->einsums[sc.add]->out.tensor, tt = c->einsums[sc.mul]->out.tensor;
   int tu = sc.prod >= 0 ? c->einsums[sc.prod]->out.tensor : -1;
@@ -460,7 +460,11 @@ static int interpret_scan(Run *r, const int *order, int n) {
   Region base[4];
   for (int p = 0; p < sc.npos; p++)
     region_full(r->s, c->einsums[order[p]], &base[p]);
-  return scan_run(r, &sc, order, base, wt, wu) ? sc.npos : 0;
+  if (!scan_run(r, &sc, order, base, wt, wu))
+    return 0;
+  if (r->st)
+    r->st->scan_einsums += sc.npos;
+  return sc.npos;
 }
 
 bool run_interpret(Run *r) {
