@@ -390,7 +390,7 @@ static bool alloc_buffers(Fused *f) {
       int k = first_dim(T, f->trank[j]);
       shape[k] = f->ttile[j] + (j == f->nt - 1 ? f->halo[t] : 0);
     }
-    f->buf[t] = array_new(T->nranks, shape);
+    f->buf[t] = run_array(f->r, t, T->nranks, shape);
     if (!f->buf[t]) {
       diag_error(f->r->d, c->path, T->loc, "tile of %s too large", T->name);
       return false;
@@ -407,7 +407,7 @@ static void free_buffers(Fused *f) {
   for (int t = 0; t < f->r->c->ntensors; t++)
     if (f->buf[t]) {
       f->r->live -= 4.0 * (double)f->buf[t]->n;
-      array_free(f->buf[t]);
+      run_drop(f->r, t, f->buf[t]);
       f->buf[t] = NULL;
       memset(&f->r->views[t], 0, sizeof f->r->views[t]);
     }

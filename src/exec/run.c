@@ -125,6 +125,32 @@ bool fill_front(Run *r, int t, int64_t steps, const int64_t *lo,
 
 /* ---- memory ---- */
 
+/* Arrays of up to SPARE_BYTES (a decode step's activations and state) are
+ * kept from run to run, one per tensor, and handed out again zeroed: a
+ * decode step then neither maps fresh pages nor takes page faults. */
+enum { SPARE_BYTES = 8 << 20 };
+
+Array *run_array(Run *r, int t, int ndim, const int64_t *shape) {
+  Array *a = r->spare[t];
+  bool same = a && a->ndim == ndim;
+  for (int k = 0; same && k < ndim; k++)
+    same = a->shape[k] == shape[k];
+  if (!same)
+    return array_new(ndim, shape);
+  r->spare[t] = NULL;
+  memset(a->data, 0, sizeof(float) * (size_t)a->n);
+  return a;
+}
+
+void run_drop(Run *r, int t, Array *a) {
+  if (a && !r->spare[t] && a->dtype == DT_F32 && a->own &&
+      4.0 * (double)a->n <= SPARE_BYTES) {
+    r->spare[t] = a;
+    return;
+  }
+  array_free(a);
+}
+
 /* A tensor with an initialization that its readers reach before the start
  * of gets those steps in front of its array, filled from the
  * initialization: every read then lies in the view. */
@@ -135,7 +161,7 @@ Array *run_alloc(Run *r, int t) {
   int64_t front = init_reach(r, t);
   int cond = T->init ? T->init->out.cond_dim : 0;
   shape[cond] += front;
-  Array *a = array_new(T->nranks, shape);
+  Array *a = run_array(r, t, T->nranks, shape);
   if (!a) {
     diag_error(r->d, r->c->path, T->loc, "%s is too large to allocate",
                tname(r->c, t));
@@ -158,7 +184,7 @@ void run_release(Run *r, int t) {
   if (!r->arrays[t] || r->borrowed[t])
     return;
   r->live -= 4.0 * (double)r->arrays[t]->n;
-  array_free(r->arrays[t]);
+  run_drop(r, t, r->arrays[t]);
   r->arrays[t] = NULL;
   memset(&r->views[t], 0, sizeof r->views[t]);
 }
@@ -684,6 +710,7 @@ void run_init(Run *r, const Cascade *c, const Shape *s, const ExecOpts *o,
   r->borrowed = xcalloc(nt, sizeof *r->borrowed);
   r->views = xcalloc(nt, sizeof *r->views);
   r->front = xcalloc(nt, sizeof *r->front);
+  r->spare = xcalloc(nt, sizeof *r->spare);
   r->env = (Env){.c = c, .s = s, .views = r->views, .pool = o->pool,
                  .fault = &r->fault};
   sched_build(c, &r->sched);
@@ -753,4 +780,7 @@ void run_done(Run *r) {
   free(r->borrowed);
   free(r->views);
   free(r->front);
+  for (int t = 0; t < r->c->ntensors; t++)
+    array_free(r->spare[t]);
+  free(r->spare);
 }
