@@ -20,6 +20,7 @@
  * double), so the results are the same numbers. */
 #include "run.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- recognizing the pattern ---- */
@@ -181,6 +182,7 @@ typedef struct Kern {
   Region reg;  /* over the state's dimensions */
   Opnd s, lag, t, u, a, f, g, in, c, y;
   bool write_t, write_u, prod, readout;
+  bool s_all; /* S written at every step, not only the last */
   int rows[IR_MAX_RANKS], nrows; /* the dimensions a row is one point of */
   int64_t nrow;                  /* rows in all */
 } Kern;
@@ -316,11 +318,10 @@ static int64_t offset(const Opnd *o, const int64_t *x, int nd) {
  * SG, SC: whether the decay, the factors (or the input) and C move along
  * it (1) or stay (0). The compiler specializes the calls below. */
 #define INLINE static inline __attribute__((always_inline))
-INLINE double step_row(const Kern *k, const int64_t *x, int64_t n, int sa,
+INLINE double step_row(const Kern *k, const int64_t *x, int64_t n,
+                       float *restrict h, const float *restrict hp, int sa,
                        int sf, int sg, int sc) {
   int nd = k->nd;
-  float *restrict h = k->s.data + offset(&k->s, x, nd);
-  const float *restrict hp = k->lag.data + offset(&k->lag, x, nd);
   const float *restrict a = k->a.data + offset(&k->a, x, nd);
   const float *restrict f =
       k->prod ? k->f.data + offset(&k->f, x, nd) : k->in.data + offset(&k->in, x, nd);
@@ -358,8 +359,10 @@ INLINE double step_row(const Kern *k, const int64_t *x, int64_t n, int sa,
   return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
 }
 
-/* Rows [lo, hi): each through every step. */
-INLINE void run_rows(const Kern *k, int64_t lo, int64_t hi) {
+/* Rows [lo, hi): each through every step, its state written to S where
+ * something reads it there (the last step: the next tile's halo, the next
+ * pass's state), else kept in BUF (2 x the innermost extent). */
+INLINE void run_rows(const Kern *k, int64_t lo, int64_t hi, float *buf) {
   int nd = k->nd, in = nd - 1;
   int64_t n = k->reg.hi[in] - k->reg.lo[in];
   int sa = (int)k->a.lin[in], sf = (int)(k->prod ? k->f : k->in).lin[in];
@@ -373,30 +376,37 @@ INLINE void run_rows(const Kern *k, int64_t lo, int64_t hi) {
       rest /= ext;
     }
     x[in] = k->reg.lo[in];
-    for (x[k->ld] = k->reg.lo[k->ld]; x[k->ld] < k->reg.hi[k->ld]; x[k->ld]++) {
+    int64_t first = k->reg.lo[k->ld], last = k->reg.hi[k->ld] - 1;
+    x[k->ld] = first;
+    const float *hp = k->lag.data + offset(&k->lag, x, nd);
+    for (; x[k->ld] <= last; x[k->ld]++) {
+      float *h = k->s_all || x[k->ld] == last
+                     ? k->s.data + offset(&k->s, x, nd)
+                     : buf + ((x[k->ld] - first) & 1) * n;
       double acc;
       /* The layouts of Mamba-2 (a constant decay) and Mamba-1 (a decay
        * per element), the factors' contiguous one first; any other. */
       if (sf == 1 && sg == 0 && sa == 0)
-        acc = step_row(k, x, n, 0, 1, 0, 1);
+        acc = step_row(k, x, n, h, hp, 0, 1, 0, 1);
       else if (sf == 1 && sg == 0 && sa == 1)
-        acc = step_row(k, x, n, 1, 1, 0, 1);
+        acc = step_row(k, x, n, h, hp, 1, 1, 0, 1);
       else
-        acc = step_row(k, x, n, sa, sf, sg, 1);
+        acc = step_row(k, x, n, h, hp, sa, sf, sg, 1);
+      hp = h;
       if (k->readout)
         k->y.data[offset(&k->y, x, nd)] = (float)acc;
     }
   }
 }
 
-static void rows_base(const Kern *k, int64_t lo, int64_t hi) {
-  run_rows(k, lo, hi);
+static void rows_base(const Kern *k, int64_t lo, int64_t hi, float *buf) {
+  run_rows(k, lo, hi, buf);
 }
 
 #if defined(__x86_64__)
 __attribute__((target("avx2,fma"))) static void
-rows_avx2(const Kern *k, int64_t lo, int64_t hi) {
-  run_rows(k, lo, hi);
+rows_avx2(const Kern *k, int64_t lo, int64_t hi, float *buf) {
+  run_rows(k, lo, hi, buf);
 }
 #endif
 
@@ -413,19 +423,39 @@ static void rows_task(void *arg, int i, int n) {
     hi = sh->k->nrow;
   if (lo >= hi)
     return;
+  const Kern *k = sh->k;
+  float *buf = xmalloc(2 * sizeof(float) *
+                       (size_t)(k->reg.hi[k->nd - 1] - k->reg.lo[k->nd - 1] + 1));
 #if defined(__x86_64__)
-  if (vm_have_avx2()) {
-    rows_avx2(sh->k, lo, hi);
-    return;
-  }
+  if (vm_have_avx2())
+    rows_avx2(k, lo, hi, buf);
+  else
 #endif
-  rows_base(sh->k, lo, hi);
+    rows_base(k, lo, hi, buf);
+  free(buf);
+}
+
+/* Is T read by nothing but the pattern's Einsums (and neither a result
+ * nor kept)? */
+static bool read_inside(const Run *r, const Scan *sc, int t) {
+  const Cascade *c = r->c;
+  if (c->tensors[t].output || r->o->keep_all)
+    return false;
+  for (int k = 0; k < c->nedges; k++) {
+    int e = c->edges[k].consumer;
+    if (c->edges[k].tensor == t && e != sc->mul && e != sc->add &&
+        e != sc->prod && e != sc->out)
+      return false;
+  }
+  return true;
 }
 
 bool scan_run(Run *r, const Scan *sc, const int *order, const Region *base,
               bool write_t, bool write_u) {
+  int ts = r->c->einsums[sc->add]->out.tensor;
   Kern k = {.write_t = write_t, .write_u = write_u, .prod = sc->prod >= 0,
-            .readout = sc->out >= 0};
+            .readout = sc->out >= 0,
+            .s_all = !read_inside(r, sc, ts) || state_steps(r, ts) > 1};
   if (!kern_bind(r, sc, order, base, &k))
     return false;
   if (k.write_u && k.prod) {
@@ -457,14 +487,5 @@ bool scan_run(Run *r, const Scan *sc, const int *order, const Region *base,
 }
 
 bool scan_internal(const Run *r, const Scan *sc, int t) {
-  const Cascade *c = r->c;
-  if (c->tensors[t].output || c->tensors[t].init || r->o->keep_all)
-    return false;
-  for (int k = 0; k < c->nedges; k++) {
-    int e = c->edges[k].consumer;
-    if (c->edges[k].tensor == t && e != sc->mul && e != sc->add &&
-        e != sc->prod && e != sc->out)
-      return false;
-  }
-  return true;
+  return !r->c->tensors[t].init && read_inside(r, sc, t);
 }
