@@ -1256,6 +1256,14 @@ static Route route(const Gemm *in, Pool *pool) {
     r.path = PATH_ROW;
   else
     r.path = PATH_PACKED;
+  /* The packed path writes a tile of C a row at a time: where C's columns
+   * are strided and its rows contiguous (channels by tokens, written
+   * tokens by channels), the transposed product writes whole vectors
+   * instead of one element at a time. */
+  if (r.path == PATH_PACKED && g->c_n != 1 && g->c_m == 1) {
+    *g = transposed(g);
+    r.swapped = !r.swapped;
+  }
   return r;
 }
 

@@ -314,25 +314,52 @@ static int64_t offset(const Opnd *o, const int64_t *x, int nd) {
   return off;
 }
 
-/* One step of one row: N elements along the innermost dimension. SA, SF,
- * SG, SC: whether the decay, the factors (or the input) and C move along
- * it (1) or stay (0). The compiler specializes the calls below. */
-#define INLINE static inline __attribute__((always_inline))
-INLINE double step_row(const Kern *k, const int64_t *x, int64_t n,
-                       float *restrict h, const float *restrict hp, int sa,
-                       int sf, int sg, int sc) {
+/* Where one step of one row reads and writes; each moves by its operand's
+ * stride along the recurrence from a step to the next. */
+typedef struct Ptrs {
+  float *s, *t, *u, *y;
+  const float *a, *f, *g, *c;
+} Ptrs;
+
+static void ptrs_at(const Kern *k, const int64_t *x, Ptrs *p) {
   int nd = k->nd;
-  const float *restrict a = k->a.data + offset(&k->a, x, nd);
-  const float *restrict f =
-      k->prod ? k->f.data + offset(&k->f, x, nd) : k->in.data + offset(&k->in, x, nd);
-  const float *restrict g = k->prod ? k->g.data + offset(&k->g, x, nd) : NULL;
-  const float *restrict c =
-      k->readout ? k->c.data + offset(&k->c, x, nd) : NULL;
-  float *t = k->write_t ? k->t.data + offset(&k->t, x, nd) : NULL;
-  float *u = k->write_u ? k->u.data + offset(&k->u, x, nd) : NULL;
+  p->s = k->s.data + offset(&k->s, x, nd);
+  p->a = k->a.data + offset(&k->a, x, nd);
+  p->f = k->prod ? k->f.data + offset(&k->f, x, nd)
+                 : k->in.data + offset(&k->in, x, nd);
+  p->g = k->prod ? k->g.data + offset(&k->g, x, nd) : NULL;
+  p->c = k->readout ? k->c.data + offset(&k->c, x, nd) : NULL;
+  p->y = k->readout ? k->y.data + offset(&k->y, x, nd) : NULL;
+  p->t = k->write_t ? k->t.data + offset(&k->t, x, nd) : NULL;
+  p->u = k->write_u ? k->u.data + offset(&k->u, x, nd) : NULL;
+}
+
+static void ptrs_step(const Kern *k, Ptrs *p) {
+  int ld = k->ld;
+  p->s += k->s.lin[ld];
+  p->a += k->a.lin[ld];
+  p->f += (k->prod ? k->f : k->in).lin[ld];
+  p->g += k->prod ? k->g.lin[ld] : 0;
+  p->c += k->readout ? k->c.lin[ld] : 0;
+  p->y += k->readout ? k->y.lin[ld] : 0;
+  p->t += k->write_t ? k->t.lin[ld] : 0;
+  p->u += k->write_u ? k->u.lin[ld] : 0;
+}
+
+/* One step of one row: N elements along the innermost dimension, the
+ * state from HP into H. SA, SF, SG, SC: whether the decay, the factors
+ * (or the input) and C move along it (1) or stay (0). The compiler
+ * specializes the calls below. */
+#define INLINE static inline __attribute__((always_inline))
+INLINE double step_row(const Ptrs *p, int64_t n, float *restrict h,
+                       const float *restrict hp, int sa, int sf, int sg,
+                       int sc) {
+  const float *restrict a = p->a, *restrict f = p->f, *restrict g = p->g,
+                        *restrict c = p->c;
+  float *t = p->t, *u = p->u;
   if (t || u) /* the terms kept too */
     for (int64_t m = 0; m < n; m++) {
-      float in = k->prod ? f[m * sf] * g[m * sg] : f[m * sf];
+      float in = g ? f[m * sf] * g[m * sg] : f[m * sf];
       float dec = a[m * sa] * hp[m];
       h[m] = in + dec;
       if (t)
@@ -340,7 +367,7 @@ INLINE double step_row(const Kern *k, const int64_t *x, int64_t n,
       if (u)
         u[m] = in;
     }
-  else if (k->prod)
+  else if (g)
     for (int64_t m = 0; m < n; m++)
       h[m] = f[m * sf] * g[m * sg] + a[m * sa] * hp[m];
   else
@@ -349,14 +376,14 @@ INLINE double step_row(const Kern *k, const int64_t *x, int64_t n,
   if (!c)
     return 0;
   /* Eight partial sums in double, so that the loop vectorizes. */
-  double p[8] = {0};
+  double q[8] = {0};
   int64_t m = 0;
   for (; m + 8 <= n; m += 8)
     for (int j = 0; j < 8; j++)
-      p[j] += (double)(c[(m + j) * sc] * h[m + j]);
+      q[j] += (double)(c[(m + j) * sc] * h[m + j]);
   for (; m < n; m++)
-    p[0] += (double)(c[m * sc] * h[m]);
-  return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+    q[0] += (double)(c[m * sc] * h[m]);
+  return ((q[0] + q[1]) + (q[2] + q[3])) + ((q[4] + q[5]) + (q[6] + q[7]));
 }
 
 /* Rows [lo, hi): each through every step, its state written to S where
@@ -376,25 +403,25 @@ INLINE void run_rows(const Kern *k, int64_t lo, int64_t hi, float *buf) {
       rest /= ext;
     }
     x[in] = k->reg.lo[in];
-    int64_t first = k->reg.lo[k->ld], last = k->reg.hi[k->ld] - 1;
-    x[k->ld] = first;
+    x[k->ld] = k->reg.lo[k->ld];
+    int64_t steps = k->reg.hi[k->ld] - k->reg.lo[k->ld];
     const float *hp = k->lag.data + offset(&k->lag, x, nd);
-    for (; x[k->ld] <= last; x[k->ld]++) {
-      float *h = k->s_all || x[k->ld] == last
-                     ? k->s.data + offset(&k->s, x, nd)
-                     : buf + ((x[k->ld] - first) & 1) * n;
+    Ptrs p;
+    ptrs_at(k, x, &p);
+    for (int64_t i = 0; i < steps; i++, ptrs_step(k, &p)) {
+      float *h = k->s_all || i == steps - 1 ? p.s : buf + (i & 1) * n;
       double acc;
       /* The layouts of Mamba-2 (a constant decay) and Mamba-1 (a decay
        * per element), the factors' contiguous one first; any other. */
       if (sf == 1 && sg == 0 && sa == 0)
-        acc = step_row(k, x, n, h, hp, 0, 1, 0, 1);
+        acc = step_row(&p, n, h, hp, 0, 1, 0, 1);
       else if (sf == 1 && sg == 0 && sa == 1)
-        acc = step_row(k, x, n, h, hp, 1, 1, 0, 1);
+        acc = step_row(&p, n, h, hp, 1, 1, 0, 1);
       else
-        acc = step_row(k, x, n, h, hp, sa, sf, sg, 1);
+        acc = step_row(&p, n, h, hp, sa, sf, sg, 1);
       hp = h;
-      if (k->readout)
-        k->y.data[offset(&k->y, x, nd)] = (float)acc;
+      if (p.y)
+        *p.y = (float)acc;
     }
   }
 }
