@@ -637,8 +637,11 @@ bool next_state(Run *r, int t, Tensors *next) {
     int64_t pos[IR_MAX_RANKS] = {0}, off = off0;
     const float *src = r->views[t].data;
     for (int64_t base = 0; base < out->n; base += row) {
-      for (int64_t x = 0; x < row; x++)
-        out->data[base + x] = src[off + x * steps[n - 1]];
+      if (steps[n - 1] == 1) /* rows contiguous in the view too */
+        memcpy(out->data + base, src + off, sizeof(float) * (size_t)row);
+      else
+        for (int64_t x = 0; x < row; x++)
+          out->data[base + x] = src[off + x * steps[n - 1]];
       for (int k = n - 2; k >= 0; k--) {
         off += steps[k];
         if (++pos[k] < shape[k])
