@@ -1298,6 +1298,26 @@ static void move_walk(Job *j) {
   update_guards(j);
 }
 
+/* Below this many evaluations of a term's point (an output element times
+ * the points it reduces) a job runs on the calling thread alone: handing
+ * it to the pool and waiting for the workers costs more than the work (a
+ * decode step's norms, gates and convolutions). */
+enum { MIN_SHARED_WORK = 16384 };
+
+static double job_work(const Job *j) {
+  double work = 0;
+  for (int t = 0; t < j->nterms; t++) {
+    if (j->terms[t].gemm_done)
+      continue;
+    double points = (double)j->w.units * j->w.lanes;
+    for (int v = 0; v < j->e->nvars; v++)
+      if (VARSET_HAS(j->terms[t].red, v))
+        points *= (double)(j->reg.hi[v] - j->reg.lo[v]);
+    work += points;
+  }
+  return work;
+}
+
 bool vm_exec(Job *j, const Region *r, Diag *d) {
   const Env *env = j->env;
   bool same = still_bound(j, r);
@@ -1315,7 +1335,9 @@ bool vm_exec(Job *j, const Region *r, Diag *d) {
     rest = rest || !j->terms[t].gemm_done;
   }
   if (rest && j->w.units > 0) {
-    int workers = env->pool ? pool_size(env->pool) : 1;
+    int workers = env->pool && job_work(j) >= MIN_SHARED_WORK
+                      ? pool_size(env->pool)
+                      : 1;
     int64_t parts = workers > 1 ? 4 * workers : 1;
     if (parts > j->w.units)
       parts = j->w.units;
