@@ -501,10 +501,10 @@ bool scan_run(Run *r, const Scan *sc, const int *order, const Region *base,
       k.nrow *= k.reg.hi[d] - k.reg.lo[d];
     }
   Pool *pool = r->o->pool;
-  /* Too little work to hand to the pool: on this thread (as vm.c). */
+  /* Too little work to hand to the pool: on this thread. */
   double work = (double)k.nrow * (double)(k.reg.hi[k.ld] - k.reg.lo[k.ld]) *
                 (double)(k.reg.hi[k.nd - 1] - k.reg.lo[k.nd - 1]);
-  int workers = pool && work >= 16384 ? pool_size(pool) : 1;
+  int workers = pool && work >= VM_MIN_SHARED_WORK ? pool_size(pool) : 1;
   int64_t parts = workers > 1 ? 4 * (int64_t)workers : 1;
   if (parts > k.nrow)
     parts = k.nrow;

@@ -1298,12 +1298,6 @@ static void move_walk(Job *j) {
   update_guards(j);
 }
 
-/* Below this many evaluations of a term's point (an output element times
- * the points it reduces) a job runs on the calling thread alone: handing
- * it to the pool and waiting for the workers costs more than the work (a
- * decode step's norms, gates and convolutions). */
-enum { MIN_SHARED_WORK = 16384 };
-
 static double job_work(const Job *j) {
   double work = 0;
   for (int t = 0; t < j->nterms; t++) {
@@ -1335,7 +1329,7 @@ bool vm_exec(Job *j, const Region *r, Diag *d) {
     rest = rest || !j->terms[t].gemm_done;
   }
   if (rest && j->w.units > 0) {
-    int workers = env->pool && job_work(j) >= MIN_SHARED_WORK
+    int workers = env->pool && job_work(j) >= VM_MIN_SHARED_WORK
                       ? pool_size(env->pool)
                       : 1;
     int64_t parts = workers > 1 ? 4 * workers : 1;
