@@ -126,8 +126,13 @@ bool fill_front(Run *r, int t, int64_t steps, const int64_t *lo,
 /* ---- memory ---- */
 
 /* Arrays of up to SPARE_BYTES (a decode step's activations and state) are
- * kept from run to run, one per tensor, and handed out again zeroed: a
- * decode step then neither maps fresh pages nor takes page faults. */
+ * kept from run to run, one per tensor, and handed out again as they are:
+ * a decode step then neither maps fresh pages nor takes page faults, nor
+ * clears them. Nothing reads an element before it is written (every
+ * Einsum writes its whole region; fronts and halos are filled from the
+ * initialization; the scan kernel's skipped steps are read by no one), so
+ * old values are as good as zeros; tests/unit/test_exec.c holds an Exec
+ * run again on new inputs to exec_run's fresh arrays, bit for bit. */
 enum { SPARE_BYTES = 8 << 20 };
 
 Array *run_array(Run *r, int t, int ndim, const int64_t *shape) {
@@ -138,7 +143,6 @@ Array *run_array(Run *r, int t, int ndim, const int64_t *shape) {
   if (!same)
     return array_new(ndim, shape);
   r->spare[t] = NULL;
-  memset(a->data, 0, sizeof(float) * (size_t)a->n);
   return a;
 }
 

@@ -57,13 +57,15 @@ VmJob *run_job(Run *r, int slot, int e);
 void run_release_jobs(Run *r, const bool *member);
 void tensor_shape(const Run *r, int t, int64_t *shape);
 bool bind_inputs(Run *r, const Tensors *inputs);
-/* Allocate tensor T whole and point its view at it: zeroed, with the
- * steps its readers reach before the start of its initialized rank in
- * front, filled from the initialization. */
+/* Allocate tensor T whole (run_array: its values are the producer's to
+ * write) and point its view at it, with the steps its readers reach
+ * before the start of its initialized rank in front, filled from the
+ * initialization. */
 Array *run_alloc(Run *r, int t);
 void run_release(Run *r, int t);
-/* A zeroed fp32 array of SHAPE for tensor T (its array or tile buffer):
- * T's spare from an earlier run when shaped alike, else a new one; and
+/* An fp32 array of SHAPE for tensor T (its array or tile buffer): T's
+ * spare from an earlier run when shaped alike (its old values kept), else
+ * a new, zeroed one; and
  * its return, kept as T's spare when small (decode-sized), else freed. */
 Array *run_array(Run *r, int t, int ndim, const int64_t *shape);
 void run_drop(Run *r, int t, Array *a);
