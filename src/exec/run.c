@@ -622,6 +622,28 @@ static bool state_strides(const Run *r, int t, const int64_t *shape, int n,
   return view_offset(r, t, coords) == expect;
 }
 
+/* The whole of OUT at once from SRC, element POS at sum_k pos[k] *
+ * STEP[k] (the decode state, every step): a row whose elements are
+ * consecutive in SRC too in one copy. */
+static void copy_strided(Array *out, const float *src, const int64_t *step) {
+  int n = out->ndim;
+  int64_t pos[IR_MAX_RANKS] = {0}, off = 0, row = out->shape[n - 1];
+  for (int64_t base = 0; base < out->n; base += row) {
+    if (step[n - 1] == 1)
+      memcpy(out->data + base, src + off, sizeof(float) * (size_t)row);
+    else
+      for (int64_t x = 0; x < row; x++)
+        out->data[base + x] = src[off + x * step[n - 1]];
+    for (int k = n - 2; k >= 0; k--) {
+      off += step[k];
+      if (++pos[k] < out->shape[k])
+        break;
+      off -= out->shape[k] * step[k];
+      pos[k] = 0;
+    }
+  }
+}
+
 bool next_state(Run *r, int t, Tensors *next) {
   const Cascade *c = r->c;
   const Einsum *ini = c->tensors[t].init;
@@ -637,23 +659,7 @@ bool next_state(Run *r, int t, Tensors *next) {
   int64_t row = n > 0 ? shape[n - 1] : 1;
   int64_t off0, steps[IR_MAX_RANKS];
   if (out->n > 0 && n > 0 && state_strides(r, t, shape, n, &off0, steps)) {
-    /* The whole of S' at once (the decode state, every step). */
-    int64_t pos[IR_MAX_RANKS] = {0}, off = off0;
-    const float *src = r->views[t].data;
-    for (int64_t base = 0; base < out->n; base += row) {
-      if (steps[n - 1] == 1) /* rows contiguous in the view too */
-        memcpy(out->data + base, src + off, sizeof(float) * (size_t)row);
-      else
-        for (int64_t x = 0; x < row; x++)
-          out->data[base + x] = src[off + x * steps[n - 1]];
-      for (int k = n - 2; k >= 0; k--) {
-        off += steps[k];
-        if (++pos[k] < shape[k])
-          break;
-        off -= shape[k] * steps[k];
-        pos[k] = 0;
-      }
-    }
+    copy_strided(out, r->views[t].data + off0, steps);
     tensors_put(next, tname(c, st), out, true);
     return true;
   }

@@ -196,11 +196,11 @@ static void dims_of(const Einsum *e, const Access *acc, int *dim) {
     dim[acc->idx[k].var[0]] = k;
 }
 
-/* Address ACC (plain, or one step back) of E through its tensor's view;
- * false when the view lacks values or does not hold every element the
- * region reads, or is not fp32. */
-static bool operand(const Run *r, const Einsum *e, const Access *acc,
-                    const int *dim, const Region *reg, Opnd *o) {
+/* Address ACC (plain, or one step back; DIM: its Einsum's variables as state
+ * dimensions) through its tensor's view; false when the view lacks values,
+ * is not fp32, or does not hold every element the region reads. */
+static bool operand(const Run *r, const Access *acc, const int *dim,
+                    const Region *reg, Opnd *o) {
   const View *v = &r->views[acc->tensor];
   if (!v->data || v->dtype != DT_F32)
     return false;
@@ -218,7 +218,6 @@ static bool operand(const Run *r, const Einsum *e, const Access *acc,
     o->lin[d] += v->stride[k];
     o->base += (off - v->origin[k]) * v->stride[k];
   }
-  (void)e;
   return true;
 }
 
@@ -274,22 +273,22 @@ static bool kern_bind(const Run *r, const Scan *sc, const int *order,
   k->ld = sc->lag_dim;
   dims_of(S, &S->out, dim);
   region_agrees(S, dim, region_of(sc, order, base, sc->add), &k->reg, true);
-  bool ok = operand(r, S, &S->out, dim, &k->reg, &k->s) &&
-            (k->prod || operand(r, S, sc->input, dim, &k->reg, &k->in)) &&
-            (!k->write_t || operand(r, S, &T->out, dim, &k->reg, &k->t));
+  bool ok = operand(r, &S->out, dim, &k->reg, &k->s) &&
+            (k->prod || operand(r, sc->input, dim, &k->reg, &k->in)) &&
+            (!k->write_t || operand(r, &T->out, dim, &k->reg, &k->t));
   dims_of(T, &T->out, dim);
   ok = ok &&
        region_agrees(T, dim, region_of(sc, order, base, sc->mul), &k->reg,
                      false) &&
-       operand(r, T, sc->lagged, dim, &k->reg, &k->lag) &&
-       operand(r, T, sc->decay, dim, &k->reg, &k->a);
+       operand(r, sc->lagged, dim, &k->reg, &k->lag) &&
+       operand(r, sc->decay, dim, &k->reg, &k->a);
   if (ok && k->prod) {
     const Einsum *P = c->einsums[sc->prod];
     dims_of(P, &P->out, dim);
     ok = region_agrees(P, dim, region_of(sc, order, base, sc->prod), &k->reg,
                        false) &&
-         operand(r, P, sc->f, dim, &k->reg, &k->f) &&
-         operand(r, P, sc->g, dim, &k->reg, &k->g);
+         operand(r, sc->f, dim, &k->reg, &k->f) &&
+         operand(r, sc->g, dim, &k->reg, &k->g);
     if (ok && k->f.lin[k->nd - 1] == 0) { /* the contiguous factor first */
       Opnd s = k->f;
       k->f = k->g;
@@ -301,8 +300,8 @@ static bool kern_bind(const Run *r, const Scan *sc, const int *order,
     dims_of(Y, sc->state, dim);
     ok = region_agrees(Y, dim, region_of(sc, order, base, sc->out), &k->reg,
                        false) &&
-         operand(r, Y, sc->coef, dim, &k->reg, &k->c) &&
-         operand(r, Y, &Y->out, dim, &k->reg, &k->y);
+         operand(r, sc->coef, dim, &k->reg, &k->c) &&
+         operand(r, &Y->out, dim, &k->reg, &k->y);
   }
   return ok && inner_ok(k);
 }
@@ -489,7 +488,7 @@ bool scan_run(Run *r, const Scan *sc, const int *order, const Region *base,
     const Einsum *P = r->c->einsums[sc->prod];
     int dim[IR_MAX_VARS];
     dims_of(P, &P->out, dim);
-    if (!operand(r, P, &P->out, dim, &k.reg, &k.u) ||
+    if (!operand(r, &P->out, dim, &k.reg, &k.u) ||
         k.u.lin[k.nd - 1] != 1)
       return false;
   }
