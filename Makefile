@@ -58,7 +58,8 @@ all: $(BUILD)/mambalaya
 
 # The executor's inner loops are written for the vectorizer.
 VECTORIZE := -O3 -fno-math-errno -fno-trapping-math
-$(BUILD)/src/exec/vmath.o $(BUILD)/src/exec/vm.o: ALL_CFLAGS += $(VECTORIZE)
+$(BUILD)/src/exec/vmath.o $(BUILD)/src/exec/vm.o $(BUILD)/src/exec/scan.o: \
+    ALL_CFLAGS += $(VECTORIZE)
 $(BUILD)/src/report/cairo.o $(BUILD)/tests/unit/test_render.o: \
     ALL_CFLAGS += $(CAIRO_CFLAGS)
 ifneq ($(MPI_LIBS),)

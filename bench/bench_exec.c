@@ -1,6 +1,7 @@
 /* bench_exec.c — whole language models on the executor, as a user runs
  * them: a model directory with random weights (init-weights' code, Mamba's
- * initial statistics) in the mamba-130m and mamba-370m shapes, stored as
+ * initial statistics) in the mamba-130m, mamba-370m and mamba2-130m shapes
+ * (--models 130m,370m,mamba2-130m: a size, or a preset's name), stored as
  * F32 or F16, opened as run and generate open one (the file mapped, the
  * weights used where they lie), batch 1, a pool of 2 threads:
  *
@@ -28,7 +29,7 @@
  *              [--steps N] [--plans interpreter,ri,...|all] [--threads N]
  *              [--repeat N] [--full] [--dir DIR]
  *
- * Default: 130m, F16 and F32, prefill 512 with the interpreter, ri,
+ * Default: 130m and mamba2-130m, F16 and F32, prefill 512 with the interpreter, ri,
  * ri+rsb and full, decode 128 with the interpreter and full (a few
  * minutes). --full: both shapes, prefill 512, 1024 and 4096: at 512 every
  * plan, at 1024 and 4096 the interpreter and the best plan at 512. */
@@ -311,7 +312,10 @@ static void write_child(const void *arg, Result *r) {
 
 static void bench_model(const Bench *b, const char *shape, const char *dtype) {
   char preset[32], dir[320], label[96];
-  snprintf(preset, sizeof preset, "mamba-%s", shape);
+  if (strncmp(shape, "mamba", 5) == 0) /* a preset's name: mamba2-130m */
+    snprintf(preset, sizeof preset, "%s", shape);
+  else
+    snprintf(preset, sizeof preset, "mamba-%s", shape);
   snprintf(dir, sizeof dir, "%s/%s-%s", b->dir, shape, dtype);
   Write w = {.dt = strcmp(dtype, "F16") == 0    ? DT_F16
                    : strcmp(dtype, "BF16") == 0 ? DT_BF16
@@ -427,7 +431,7 @@ static bool parse_plans(char *s, Bench *b) {
 }
 
 int main(int argc, char **argv) {
-  static char models[] = "130m", dtypes[] = "F16,F32", plans[] =
+  static char models[] = "130m,mamba2-130m", dtypes[] = "F16,F32", plans[] =
       "interpreter,ri,ri+rsb,full";
   Bench b = {.threads = 2, .steps = 128, .prefill = {512}, .nprefill = 1,
              .repeat = 1};
@@ -438,7 +442,7 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     bool has = i + 1 < argc;
     if (strcmp(argv[i], "--full") == 0) {
-      static char all_models[] = "130m,370m", all[] = "all";
+      static char all_models[] = "130m,370m,mamba2-130m", all[] = "all";
       b.full = true;
       b.nmodels = split(all_models, b.models);
       b.prefill[0] = 512, b.prefill[1] = 1024, b.prefill[2] = 4096;

@@ -19,8 +19,13 @@ typedef enum { DT_F32, DT_F16, DT_BF16, DT_F64, DT_COUNT } DType;
 
 const char *dtype_name(DType t); /* "F32", ... */
 int dtype_size(DType t);         /* bytes per element */
+/* The dtype named S ("F32", ...); false if none is. */
+bool dtype_from_name(const char *s, DType *t);
 /* One F16 or BF16 value (T) as fp32: exact. */
 float dtype_half_value(DType t, uint16_t h);
+/* V as an F16 or BF16 value (T), rounded to nearest even (too large: inf;
+ * NaN stays a quiet NaN). */
+uint16_t dtype_half_of(DType t, float v);
 
 /* Computed tensors are fp32. Weights may stay in their checkpoint's 16-bit
  * dtype (F16, BF16): the GEMM kernels read them as they are, converting in
@@ -145,6 +150,8 @@ typedef struct ExecOpts {
   double buffer_bytes; /* fused: the on-chip buffer for held tiles */
   Pool *pool;          /* worker threads (NULL: one) */
   bool keep_all;       /* return every produced tensor, not only outputs */
+  bool vm_only;        /* every Einsum through the vector machine and
+                          kernel_gemm: no scan kernel (to test it against) */
 } ExecOpts;
 
 typedef struct ExecStats {
@@ -155,6 +162,8 @@ typedef struct ExecStats {
   double read_total, write_total;
   double peak_bytes; /* the most bytes held at once: arrays, tile buffers,
                         weights packed for tiles, widened 16-bit inputs */
+  int64_t scan_einsums; /* Einsum runs the scan kernel did (a linear
+                           recurrence and its read-out, run.h) */
 } ExecStats;
 
 /* Run C (bound by S) on INPUTS (every tensor no Einsum produces: weights,

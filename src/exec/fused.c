@@ -390,7 +390,7 @@ static bool alloc_buffers(Fused *f) {
       int k = first_dim(T, f->trank[j]);
       shape[k] = f->ttile[j] + (j == f->nt - 1 ? f->halo[t] : 0);
     }
-    f->buf[t] = array_new(T->nranks, shape);
+    f->buf[t] = run_array(f->r, t, T->nranks, shape);
     if (!f->buf[t]) {
       diag_error(f->r->d, c->path, T->loc, "tile of %s too large", T->name);
       return false;
@@ -407,7 +407,7 @@ static void free_buffers(Fused *f) {
   for (int t = 0; t < f->r->c->ntensors; t++)
     if (f->buf[t]) {
       f->r->live -= 4.0 * (double)f->buf[t]->n;
-      array_free(f->buf[t]);
+      run_drop(f->r, t, f->buf[t]);
       f->buf[t] = NULL;
       memset(&f->r->views[t], 0, sizeof f->r->views[t]);
     }
@@ -575,13 +575,30 @@ static int node_len(const Fused *f, int i) {
 /* Extend a stretch from position I over the following nodes of the unit
  * while they share a rank to slice; GEMMs stay out (they run whole, on
  * every worker). Returns the positions it spans; *SPLIT its rank. */
+/* The unit's members from schedule position I on (consecutive). */
+static int members_from(const Fused *f, int i) {
+  int n = 0;
+  while (i + n < f->sched.n && f->member[f->sched.order[i + n]])
+    n++;
+  return n;
+}
+
+/* Does the scan kernel's pattern start at position I? */
+static bool scan_at(const Fused *f, int i, Scan *sc) {
+  return !f->r->o->vm_only &&
+         scan_match(f->r->c, &f->sched.order[i], f->scc, members_from(f, i),
+                    sc) > 0;
+}
+
 static int grow_stretch(const Fused *f, int i, const Region *base,
                         int *split) {
   const Sched *sc = &f->sched;
   const Cascade *c = f->r->c;
   int n = 0;
   *split = -1;
-  while (i + n < sc->n && f->member[sc->order[i + n]]) {
+  Scan scan;
+  while (i + n < sc->n && f->member[sc->order[i + n]] &&
+         (n == 0 || !scan_at(f, i + n, &scan))) {
     int len = node_len(f, i + n);
     bool gemm = false;
     for (int k = 0; k < len; k++)
@@ -630,6 +647,27 @@ static int64_t slice_extent(const Fused *f, const Stretch *st) {
   return slice < 1 ? 1 : slice > fair ? fair : slice;
 }
 
+/* A linear recurrence and its read-out at position I, by the scan kernel
+ * over their regions in the tile (BASE, by position), counted as the plan
+ * places them: returns the positions it ran (0: none). */
+static int run_scan(Fused *f, int i, const Region *base) {
+  const Cascade *c = f->r->c;
+  Scan sc;
+  if (!scan_at(f, i, &sc))
+    return 0;
+  int tt = c->einsums[sc.mul]->out.tensor;
+  int tu = sc.prod >= 0 ? c->einsums[sc.prod]->out.tensor : -1;
+  bool wt = !scan_internal(f->r, &sc, tt);
+  bool wu = tu >= 0 && !scan_internal(f->r, &sc, tu);
+  if (!scan_run(f->r, &sc, &f->sched.order[i], base, wt, wu))
+    return 0;
+  for (int k = 0; k < sc.npos; k++)
+    count_einsum(f, f->sched.order[i + k], &base[k]);
+  if (f->r->st)
+    f->r->st->scan_einsums += sc.npos;
+  return sc.npos;
+}
+
 /* The unit's Einsums over the current tile, in schedule order; a stretch
  * of them slice by slice, a recurrence a step at a time. */
 static bool run_tile(Fused *f) {
@@ -644,6 +682,11 @@ static bool run_tile(Fused *f) {
   for (int i = 0; ok && i < sc->n;) {
     if (!f->member[sc->order[i]]) {
       i++;
+      continue;
+    }
+    int done = run_scan(f, i, &base[i]);
+    if (done) {
+      i += done;
       continue;
     }
     int split, n = grow_stretch(f, i, &base[i], &split);

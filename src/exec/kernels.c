@@ -553,6 +553,106 @@ static const Isa isa_avx2 = {X_MR,
 #endif
 
 #if HAVE_X86
+/* AVX-512 (F): the dot path with 16 lanes, and a 16-bit row widened by one
+ * instruction per 16 values — a decode step's GEMVs are bound by how fast
+ * a thread turns F16/BF16 weights into products, not by memory, with 8
+ * lanes. The rest of the AVX2 kernels serve as they are. */
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+
+/* Sixteen values of W (dtype T) from element I, as fp32. */
+AVX512 static inline __attribute__((always_inline)) __m512
+load16(DType t, const void *w, int64_t i) {
+  if (t == DT_F32)
+    return _mm512_loadu_ps((const float *)w + i);
+  __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)w + i));
+  if (t == DT_F16)
+    return _mm512_cvtph_ps(h);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* The N < 16 values of W from element I, zero past them. */
+AVX512 static inline __attribute__((always_inline)) __m512
+load16_part(DType t, const void *w, int64_t i, __mmask16 m) {
+  if (t == DT_F32)
+    return _mm512_maskz_loadu_ps(m, (const float *)w + i);
+  __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)w + i);
+  if (t == DT_F16)
+    return _mm512_cvtph_ps(h);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* As dot_rows_avx2, 16 lanes wide: W's rows one after another, each row
+ * of A with two accumulators, summed per KC block in the same order
+ * whatever ROWS is. */
+AVX512 static inline __attribute__((always_inline)) void
+dot_rows_avx512(int rows, DType t, int64_t k, const float *a, int64_t lda,
+                const void *const *w, float *out) {
+  for (int j = 0; j < DOT_COLS; j++) {
+    __m512 total[DOT_ROWS];
+#pragma GCC unroll 6
+    for (int r = 0; r < rows; r++)
+      total[r] = _mm512_setzero_ps();
+    for (int64_t k0 = 0; k0 < k; k0 += KC) {
+      int64_t k1 = min64(k0 + KC, k), kk = k0;
+      __m512 acc[DOT_ROWS][2];
+#pragma GCC unroll 6
+      for (int r = 0; r < rows; r++)
+        acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+      for (; kk + 32 <= k1; kk += 32) {
+        _mm_prefetch((const char *)w[j] + kk * (t == DT_F32 ? 4 : 2) + PF_BYTES,
+                     _MM_HINT_T0);
+        __m512 w0 = load16(t, w[j], kk), w1 = load16(t, w[j], kk + 16);
+#pragma GCC unroll 6
+        for (int r = 0; r < rows; r++) {
+          acc[r][0] = _mm512_fmadd_ps(_mm512_loadu_ps(a + r * lda + kk), w0,
+                                      acc[r][0]);
+          acc[r][1] = _mm512_fmadd_ps(_mm512_loadu_ps(a + r * lda + kk + 16),
+                                      w1, acc[r][1]);
+        }
+      }
+      for (; kk < k1; kk += 16) {
+        int64_t n = min64(16, k1 - kk);
+        __mmask16 m = (__mmask16)((1u << n) - 1);
+        __m512 wv = load16_part(t, w[j], kk, m);
+#pragma GCC unroll 6
+        for (int r = 0; r < rows; r++)
+          acc[r][0] = _mm512_fmadd_ps(
+              _mm512_maskz_loadu_ps(m, a + r * lda + kk), wv, acc[r][0]);
+      }
+#pragma GCC unroll 6
+      for (int r = 0; r < rows; r++)
+        total[r] = _mm512_add_ps(total[r], _mm512_add_ps(acc[r][0], acc[r][1]));
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < rows; r++)
+      out[r * DOT_COLS + j] = _mm512_reduce_add_ps(total[r]);
+  }
+}
+
+AVX512 static void dot_avx512(int rows, int64_t k, const float *a,
+                              int64_t lda, const void *const *w, float *out) {
+  WITH_ROWS_3(rows, dot_rows_avx512, DT_F32, k, a, lda, w, out);
+}
+
+AVX512 static void dot_f16_avx512(int rows, int64_t k, const float *a,
+                                  int64_t lda, const void *const *w,
+                                  float *out) {
+  WITH_ROWS_3(rows, dot_rows_avx512, DT_F16, k, a, lda, w, out);
+}
+
+AVX512 static void dot_bf16_avx512(int rows, int64_t k, const float *a,
+                                   int64_t lda, const void *const *w,
+                                   float *out) {
+  WITH_ROWS_3(rows, dot_rows_avx512, DT_BF16, k, a, lda, w, out);
+}
+
+static const Isa isa_avx512 = {X_MR,
+                               X_NR,
+                               micro_avx2,
+                               {dot_avx512, dot_f16_avx512, dot_bf16_avx512},
+                               row_avx2,
+                               widen_avx2};
+
 /* F16C: every x86 CPU with AVX2 has it, and GCC can ask (clang 14's
  * __builtin_cpu_supports does not know the name; only the fuzzers are
  * built with clang). */
@@ -565,15 +665,21 @@ static bool have_f16c(void) {
 }
 #endif
 
-/* The kernels for this CPU; MAMBALAYA_KERNELS=portable forces the
- * portable ones (for testing them, or to rule the SIMD code out). */
+/* The kernels for this CPU; MAMBALAYA_KERNELS=portable (or avx2) forces
+ * the portable (or AVX2) ones, for testing them or to rule the wider SIMD
+ * code out. */
 static const Isa *select_isa(void) {
   const char *force = getenv("MAMBALAYA_KERNELS");
   if (force && strcmp(force, "portable") == 0)
     return &isa_portable;
 #if HAVE_X86
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      have_f16c())
+  bool avx2 = __builtin_cpu_supports("avx2") &&
+              __builtin_cpu_supports("fma") && have_f16c();
+  if (avx2 && !(force && strcmp(force, "avx2") == 0) &&
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl"))
+    return &isa_avx512;
+  if (avx2)
     return &isa_avx2;
 #endif
   return &isa_portable;
@@ -1150,6 +1256,14 @@ static Route route(const Gemm *in, Pool *pool) {
     r.path = PATH_ROW;
   else
     r.path = PATH_PACKED;
+  /* The packed path writes a tile of C a row at a time: where C's columns
+   * are strided and its rows contiguous (channels by tokens, written
+   * tokens by channels), the transposed product writes whole vectors
+   * instead of one element at a time. */
+  if (r.path == PATH_PACKED && g->c_n != 1 && g->c_m == 1) {
+    *g = transposed(g);
+    r.swapped = !r.swapped;
+  }
   return r;
 }
 

@@ -125,6 +125,36 @@ bool fill_front(Run *r, int t, int64_t steps, const int64_t *lo,
 
 /* ---- memory ---- */
 
+/* Arrays of up to SPARE_BYTES (a decode step's activations and state) are
+ * kept from run to run, one per tensor, and handed out again as they are:
+ * a decode step then neither maps fresh pages nor takes page faults, nor
+ * clears them. Nothing reads an element before it is written (every
+ * Einsum writes its whole region; fronts and halos are filled from the
+ * initialization; the scan kernel's skipped steps are read by no one), so
+ * old values are as good as zeros; tests/unit/test_exec.c holds an Exec
+ * run again on new inputs to exec_run's fresh arrays, bit for bit. */
+enum { SPARE_BYTES = 8 << 20 };
+
+Array *run_array(Run *r, int t, int ndim, const int64_t *shape) {
+  Array *a = r->spare[t];
+  bool same = a && a->ndim == ndim;
+  for (int k = 0; same && k < ndim; k++)
+    same = a->shape[k] == shape[k];
+  if (!same)
+    return array_new(ndim, shape);
+  r->spare[t] = NULL;
+  return a;
+}
+
+void run_drop(Run *r, int t, Array *a) {
+  if (a && !r->spare[t] && a->dtype == DT_F32 && a->own &&
+      4.0 * (double)a->n <= SPARE_BYTES) {
+    r->spare[t] = a;
+    return;
+  }
+  array_free(a);
+}
+
 /* A tensor with an initialization that its readers reach before the start
  * of gets those steps in front of its array, filled from the
  * initialization: every read then lies in the view. */
@@ -135,7 +165,7 @@ Array *run_alloc(Run *r, int t) {
   int64_t front = init_reach(r, t);
   int cond = T->init ? T->init->out.cond_dim : 0;
   shape[cond] += front;
-  Array *a = array_new(T->nranks, shape);
+  Array *a = run_array(r, t, T->nranks, shape);
   if (!a) {
     diag_error(r->d, r->c->path, T->loc, "%s is too large to allocate",
                tname(r->c, t));
@@ -158,7 +188,7 @@ void run_release(Run *r, int t) {
   if (!r->arrays[t] || r->borrowed[t])
     return;
   r->live -= 4.0 * (double)r->arrays[t]->n;
-  array_free(r->arrays[t]);
+  run_drop(r, t, r->arrays[t]);
   r->arrays[t] = NULL;
   memset(&r->views[t], 0, sizeof r->views[t]);
 }
@@ -441,17 +471,50 @@ static bool needed_later(const Run *r, int t, int done) {
   return r->last_use[t] >= done;
 }
 
+/* A linear recurrence and its read-out at the start of ORDER, by the scan
+ * kernel over their whole iteration spaces: returns the positions it ran
+ * (0: none, run them as usual; -1: failed). */
+static int interpret_scan(Run *r, const int *order, int n) {
+  const Cascade *c = r->c;
+  Scan sc;
+  if (r->o->vm_only || !scan_match(c, order, r->sched.scc, n, &sc))
+    return 0;
+  int ts = c->einsums[sc.add]->out.tensor, tt = c->einsums[sc.mul]->out.tensor;
+  int tu = sc.prod >= 0 ? c->einsums[sc.prod]->out.tensor : -1;
+  int ty = sc.out >= 0 ? c->einsums[sc.out]->out.tensor : -1;
+  bool wt = !scan_internal(r, &sc, tt), wu = tu >= 0 && !scan_internal(r, &sc, tu);
+  int want[] = {ts, ty, wt ? tt : -1, wu ? tu : -1};
+  for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+    if (want[k] >= 0 && !r->arrays[want[k]] && !run_alloc(r, want[k]))
+      return -1;
+  Region base[4];
+  for (int p = 0; p < sc.npos; p++)
+    region_full(r->s, c->einsums[order[p]], &base[p]);
+  if (!scan_run(r, &sc, order, base, wt, wu))
+    return 0;
+  if (r->st)
+    r->st->scan_einsums += sc.npos;
+  return sc.npos;
+}
+
 bool run_interpret(Run *r) {
   const Cascade *c = r->c;
   const Sched *sc = &r->sched;
   bool ok = true;
   for (int i = 0; ok && i < sc->n;) {
-    int e = sc->order[i], n = 1;
-    if (sc->scc[e] >= 0) {
+    int e = sc->order[i], n = interpret_scan(r, &sc->order[i], sc->n - i);
+    if (n < 0) {
+      ok = false;
+      n = 1;
+    } else if (n > 0) {
+      /* run by the scan kernel */
+    } else if (sc->scc[e] >= 0) {
+      n = 1;
       while (i + n < sc->n && sc->scc[sc->order[i + n]] == sc->scc[e])
         n++;
       ok = run_recurrence(r, &sc->order[i], n, sc->scc);
     } else {
+      n = 1;
       ok = run_one(r, e);
     }
     /* Free what no later Einsum reads. */
@@ -559,6 +622,28 @@ static bool state_strides(const Run *r, int t, const int64_t *shape, int n,
   return view_offset(r, t, coords) == expect;
 }
 
+/* The whole of OUT at once from SRC, element POS at sum_k pos[k] *
+ * STEP[k] (the decode state, every step): a row whose elements are
+ * consecutive in SRC too in one copy. */
+static void copy_strided(Array *out, const float *src, const int64_t *step) {
+  int n = out->ndim;
+  int64_t pos[IR_MAX_RANKS] = {0}, off = 0, row = out->shape[n - 1];
+  for (int64_t base = 0; base < out->n; base += row) {
+    if (step[n - 1] == 1)
+      memcpy(out->data + base, src + off, sizeof(float) * (size_t)row);
+    else
+      for (int64_t x = 0; x < row; x++)
+        out->data[base + x] = src[off + x * step[n - 1]];
+    for (int k = n - 2; k >= 0; k--) {
+      off += step[k];
+      if (++pos[k] < out->shape[k])
+        break;
+      off -= out->shape[k] * step[k];
+      pos[k] = 0;
+    }
+  }
+}
+
 bool next_state(Run *r, int t, Tensors *next) {
   const Cascade *c = r->c;
   const Einsum *ini = c->tensors[t].init;
@@ -574,20 +659,7 @@ bool next_state(Run *r, int t, Tensors *next) {
   int64_t row = n > 0 ? shape[n - 1] : 1;
   int64_t off0, steps[IR_MAX_RANKS];
   if (out->n > 0 && n > 0 && state_strides(r, t, shape, n, &off0, steps)) {
-    /* The whole of S' at once (the decode state, every step). */
-    int64_t pos[IR_MAX_RANKS] = {0}, off = off0;
-    const float *src = r->views[t].data;
-    for (int64_t base = 0; base < out->n; base += row) {
-      for (int64_t x = 0; x < row; x++)
-        out->data[base + x] = src[off + x * steps[n - 1]];
-      for (int k = n - 2; k >= 0; k--) {
-        off += steps[k];
-        if (++pos[k] < shape[k])
-          break;
-        off -= shape[k] * steps[k];
-        pos[k] = 0;
-      }
-    }
+    copy_strided(out, r->views[t].data + off0, steps);
     tensors_put(next, tname(c, st), out, true);
     return true;
   }
@@ -651,6 +723,7 @@ void run_init(Run *r, const Cascade *c, const Shape *s, const ExecOpts *o,
   r->borrowed = xcalloc(nt, sizeof *r->borrowed);
   r->views = xcalloc(nt, sizeof *r->views);
   r->front = xcalloc(nt, sizeof *r->front);
+  r->spare = xcalloc(nt, sizeof *r->spare);
   r->env = (Env){.c = c, .s = s, .views = r->views, .pool = o->pool,
                  .fault = &r->fault};
   sched_build(c, &r->sched);
@@ -720,4 +793,7 @@ void run_done(Run *r) {
   free(r->borrowed);
   free(r->views);
   free(r->front);
+  for (int t = 0; t < r->c->ntensors; t++)
+    array_free(r->spare[t]);
+  free(r->spare);
 }

@@ -34,6 +34,7 @@ typedef struct Run {
   int *faults;
   VmJob **init_jobs; /* per tensor: its initialization's (slot 0) */
   Array **arrays; /* per tensor: the materialized array, or NULL */
+  Array **spare;  /* per tensor: an array of an earlier run, for reuse */
   bool *borrowed; /* the array is the caller's input */
   View *views;    /* per tensor: where evaluation reads and writes it */
   int64_t *front; /* per tensor: steps of its array before the start of its
@@ -56,11 +57,18 @@ VmJob *run_job(Run *r, int slot, int e);
 void run_release_jobs(Run *r, const bool *member);
 void tensor_shape(const Run *r, int t, int64_t *shape);
 bool bind_inputs(Run *r, const Tensors *inputs);
-/* Allocate tensor T whole and point its view at it: zeroed, with the
- * steps its readers reach before the start of its initialized rank in
- * front, filled from the initialization. */
+/* Allocate tensor T whole (run_array: its values are the producer's to
+ * write) and point its view at it, with the steps its readers reach
+ * before the start of its initialized rank in front, filled from the
+ * initialization. */
 Array *run_alloc(Run *r, int t);
 void run_release(Run *r, int t);
+/* An fp32 array of SHAPE for tensor T (its array or tile buffer): T's
+ * spare from an earlier run when shaped alike (its old values kept), else
+ * a new, zeroed one; and
+ * its return, kept as T's spare when small (decode-sized), else freed. */
+Array *run_array(Run *r, int t, int ndim, const int64_t *shape);
+void run_drop(Run *r, int t, Array *a);
 
 /* Along dimension K of the tensor that A reads in E, the index is E's
  * output variable over that rank plus an offset in [*LO, *HI] (a lag, a
@@ -110,6 +118,31 @@ int64_t state_steps(const Run *r, int t);
 /* Put into NEXT the state a following pass needs from tensor T (which has
  * an initialization), reading T's last steps through its view. */
 bool next_state(Run *r, int t, Tensors *next);
+
+/* A linear recurrence and its read-out, recognized in the schedule and run
+ * as one kernel (scan.c): Einsums (ids; -1 where absent)
+ *   PROD: U = F * G, MUL: T = DECAY * S[i-1], ADD: S = U + T,
+ *   OUT:  Y = COEF * S :: sum(the state's innermost variable). */
+typedef struct Scan {
+  int prod, mul, add, out;
+  int npos; /* schedule positions covered: PROD?, the recurrence, OUT? */
+  int lag_dim; /* the dimension of S the recurrence runs along */
+  const Access *f, *g, *decay, *lagged, *input, *coef, *state;
+} Scan;
+/* The pattern at the start of ORDER (N positions of a schedule whose
+ * recurrences SCC gives), or 0. */
+int scan_match(const Cascade *c, const int *order, const int *scc, int n,
+               Scan *sc);
+/* Run it over BASE (per position of ORDER, as for a stretch) through the
+ * current views: S and OUT always written, T and U when asked. False,
+ * having written nothing, when the views do not suit the kernel (a
+ * 16-bit operand, a layout not contiguous along the state's innermost
+ * rank, regions that disagree): then run the Einsums as usual. */
+bool scan_run(Run *r, const Scan *sc, const int *order, const Region *base,
+              bool write_t, bool write_u);
+/* Is tensor T read by nothing but the pattern's Einsums (and neither a
+ * result nor kept)? Then the kernel need not write it. */
+bool scan_internal(const Run *r, const Scan *sc, int t);
 
 /* The interpreter: every Einsum over its whole iteration space, in the
  * schedule's order, each output a whole array freed after its last

@@ -27,21 +27,6 @@
  * header but a corrupt length (and would make us allocate for nothing). */
 enum { ST_MAX_HEADER = 100000000 };
 
-/* ---- dtypes ---- */
-
-static const char *const dtype_names[] = {"F32", "F16", "BF16", "F64"};
-_Static_assert(sizeof dtype_names / sizeof dtype_names[0] == DT_COUNT,
-               "an entry per dtype");
-static const int dtype_sizes[] = {4, 2, 2, 8};
-_Static_assert(sizeof dtype_sizes / sizeof dtype_sizes[0] == DT_COUNT,
-               "an entry per dtype");
-
-const char *dtype_name(DType t) {
-  return (unsigned)t < DT_COUNT ? dtype_names[t] : "?";
-}
-
-int dtype_size(DType t) { return (unsigned)t < DT_COUNT ? dtype_sizes[t] : 0; }
-
 /* Dtypes of the format that we recognize but do not read: integer and
  * 8-bit float tensors have no place in a Mamba checkpoint's weights. */
 static const char *const unsupported_dtypes[] = {
@@ -73,63 +58,6 @@ static uint32_t f32_bits(float f) {
   uint32_t u;
   memcpy(&u, &f, sizeof u);
   return u;
-}
-
-/* IEEE binary16 -> binary32; exact for every value, NaN payloads kept. */
-static float f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-  uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  if (exp == 0) { /* zero or subnormal: mant * 2^-24 */
-    float v = (float)mant * 0x1p-24f;
-    return f32_from_bits(f32_bits(v) | sign);
-  }
-  if (exp == 31) /* inf or NaN */
-    return f32_from_bits(sign | 0x7f800000u | mant << 13);
-  return f32_from_bits(sign | (exp + 112) << 23 | mant << 13);
-}
-
-/* binary32 -> binary16, rounding to nearest even: too large becomes inf,
- * too small a subnormal or zero; NaN stays a quiet NaN. */
-static uint16_t f32_to_f16(float f) {
-  uint32_t x = f32_bits(f);
-  uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
-  uint32_t ax = x & 0x7fffffffu;
-  if (ax > 0x7f800000u) /* NaN: quiet, with the top of the payload */
-    return (uint16_t)(sign | 0x7e00 | ((ax >> 13) & 0x3ff));
-  if (ax >= 0x477ff000u) /* >= 65520 (65504 + half an ulp, a tie to even) */
-    return (uint16_t)(sign | 0x7c00);
-  if (ax >= 0x38800000u) {         /* >= 2^-14: a normal half */
-    uint32_t m = ax - 0x38000000u; /* rebias the exponent by 127 - 15 */
-    m += 0xfff + ((m >> 13) & 1);  /* a carry correctly bumps the exponent */
-    return (uint16_t)(sign | m >> 13);
-  }
-  if (ax <= 0x33000000u) /* <= 2^-25: rounds to zero (2^-25 is a tie) */
-    return sign;
-  /* A subnormal half: the value in units of 2^-24, rounded. */
-  int shift = 126 - (int)(ax >> 23); /* 14..24 */
-  uint32_t mant = (ax & 0x7fffffu) | 0x800000u;
-  uint32_t k = mant >> shift, rem = mant & ((1u << shift) - 1);
-  uint32_t half = 1u << (shift - 1);
-  if (rem > half || (rem == half && (k & 1)))
-    k++; /* may reach 0x400, the smallest normal: the right encoding */
-  return (uint16_t)(sign | k);
-}
-
-static float bf16_to_f32(uint16_t h) {
-  return f32_from_bits((uint32_t)h << 16);
-}
-
-float dtype_half_value(DType t, uint16_t h) {
-  return t == DT_BF16 ? bf16_to_f32(h) : f16_to_f32(h);
-}
-
-/* binary32 -> bfloat16, rounding to nearest even on the 16 dropped bits
- * (as torch does); NaN stays a quiet NaN rather than rounding into inf. */
-static uint16_t f32_to_bf16(float f) {
-  uint32_t u = f32_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    return (uint16_t)((u >> 16) | 0x40);
-  return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
 }
 
 /* ---- messages ---- */
@@ -219,11 +147,8 @@ static bool parse_dtype(Parser *p, const Quoted *q, const json_t *v,
   if (!json_is_string(v))
     return fail(p, "tensor %s: dtype is %s, not a string", q->s, json_kind(v));
   const char *s = json_string_value(v);
-  for (int t = 0; t < DT_COUNT; t++)
-    if (strcmp(s, dtype_names[t]) == 0) {
-      *out = (DType)t;
-      return true;
-    }
+  if (dtype_from_name(s, out))
+    return true;
   Quoted dq = quoted(s);
   for (int i = 0; unsupported_dtypes[i]; i++)
     if (strcmp(s, unsupported_dtypes[i]) == 0)
@@ -581,10 +506,10 @@ Array *st_array(const StFile *f, const StEntry *e) {
       a->data[i] = f32_from_bits((uint32_t)get_le(p, 4));
       break;
     case DT_F16:
-      a->data[i] = f16_to_f32((uint16_t)get_le(p, 2));
+      a->data[i] = dtype_half_value(DT_F16, (uint16_t)get_le(p, 2));
       break;
     case DT_BF16:
-      a->data[i] = bf16_to_f32((uint16_t)get_le(p, 2));
+      a->data[i] = dtype_half_value(DT_BF16, (uint16_t)get_le(p, 2));
       break;
     default: { /* F64, narrowed with IEEE rounding (out of range: inf) */
       uint64_t u = get_le(p, 8);
@@ -705,10 +630,10 @@ void st_writer_add(StWriter *w, const char *name, const Array *a, DType as) {
       put_le(p, f32_bits(v), 4);
       break;
     case DT_F16:
-      put_le(p, f32_to_f16(v), 2);
+      put_le(p, dtype_half_of(DT_F16, v), 2);
       break;
     case DT_BF16:
-      put_le(p, f32_to_bf16(v), 2);
+      put_le(p, dtype_half_of(DT_BF16, v), 2);
       break;
     default: {
       double x = v;

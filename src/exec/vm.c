@@ -295,12 +295,26 @@ static void split_terms(Job *j, const Expr *x, double sign) {
   j->terms[j->nterms++] = (Term){.x = x, .sign = sign};
 }
 
+/* Can guard G fail anywhere in region R? Its index is affine: check the
+ * region's corners. */
+static bool guard_fails_in(const Guard *g, const Region *r) {
+  int64_t mn = g->off, mx = g->off;
+  for (int t = 0; t < g->nterms; t++) {
+    int64_t c = g->coef[t], lo = r->lo[g->var[t]], hi = r->hi[g->var[t]] - 1;
+    mn += c >= 0 ? c * lo : c * hi;
+    mx += c >= 0 ? c * hi : c * lo;
+  }
+  return mn < g->lo || mx >= g->hi;
+}
+
 /* Offsets of a read: coordinate k is sum coef*x + off; lin[v] collects
  * stride_k * coef over the coordinates. */
 static void compile_access(const Job *j, Acc *c) {
   const Access *a = c->a;
   const View *v = c->v;
   const Tensor *T = &j->env->c->tensors[a->tensor];
+  Region full;
+  region_full(j->env->s, j->e, &full);
   memset(c->lin, 0, sizeof c->lin);
   c->base = 0;
   c->nguard = 0;
@@ -327,7 +341,11 @@ static void compile_access(const Job *j, Acc *c) {
     g->lo = v->origin[k];
     g->hi = v->origin[k] + v->extent[k] < size ? v->origin[k] + v->extent[k]
                                                : size;
-    c->nguard++;
+    /* A coordinate that stays inside the view over the Einsum's whole
+     * iteration space (a flattened channel, Q*p+q over all of D) is no
+     * guard: the read is as plain as any, and may go to kernel_gemm. */
+    if (guard_fails_in(g, &full))
+      c->nguard++;
   }
 }
 
@@ -342,18 +360,6 @@ static void mark_lane_guards(const Job *j, Acc *c) {
   }
 }
 
-/* Can guard G fail anywhere in the region? Its index is affine: check
- * the region's corners. */
-static bool guard_may_fail(const Job *j, const Guard *g) {
-  int64_t mn = g->off, mx = g->off;
-  for (int t = 0; t < g->nterms; t++) {
-    int64_t c = g->coef[t], lo = j->reg.lo[g->var[t]],
-            hi = j->reg.hi[g->var[t]] - 1;
-    mn += c >= 0 ? c * lo : c * hi;
-    mx += c >= 0 ? c * hi : c * lo;
-  }
-  return mn < g->lo || mx >= g->hi;
-}
 
 /* Which reads must check their guards in the current region (most need
  * not: halos and fronts hold what lags and windows reach). */
@@ -363,7 +369,7 @@ static void update_guards(Job *j) {
     Acc *c = &j->acc[a];
     c->live = false;
     for (int g = 0; g < c->nguard; g++)
-      c->live = c->live || guard_may_fail(j, &c->guard[g]);
+      c->live = c->live || guard_fails_in(&c->guard[g], &j->reg);
     j->guards = j->guards || c->live;
   }
 }
@@ -1292,6 +1298,20 @@ static void move_walk(Job *j) {
   update_guards(j);
 }
 
+static double job_work(const Job *j) {
+  double work = 0;
+  for (int t = 0; t < j->nterms; t++) {
+    if (j->terms[t].gemm_done)
+      continue;
+    double points = (double)j->w.units * j->w.lanes;
+    for (int v = 0; v < j->e->nvars; v++)
+      if (VARSET_HAS(j->terms[t].red, v))
+        points *= (double)(j->reg.hi[v] - j->reg.lo[v]);
+    work += points;
+  }
+  return work;
+}
+
 bool vm_exec(Job *j, const Region *r, Diag *d) {
   const Env *env = j->env;
   bool same = still_bound(j, r);
@@ -1309,7 +1329,9 @@ bool vm_exec(Job *j, const Region *r, Diag *d) {
     rest = rest || !j->terms[t].gemm_done;
   }
   if (rest && j->w.units > 0) {
-    int workers = env->pool ? pool_size(env->pool) : 1;
+    int workers = env->pool && job_work(j) >= VM_MIN_SHARED_WORK
+                      ? pool_size(env->pool)
+                      : 1;
     int64_t parts = workers > 1 ? 4 * workers : 1;
     if (parts > j->w.units)
       parts = j->w.units;

@@ -18,6 +18,12 @@
 
 enum { VM_LANES = 256 };
 
+/* Below this many evaluations of a term's point (an output element times
+ * the points it reduces) a job runs on the calling thread alone (vm.c,
+ * scan.c): handing it to the pool and waiting for the workers costs more
+ * than the work (a decode step's norms, gates and convolutions). */
+enum { VM_MIN_SHARED_WORK = 16384 };
+
 /* A window onto a tensor: global coordinate x on dimension k lives at
  * data[sum_k (x_k - origin_k) * stride_k], for origin_k <= x_k <
  * origin_k + extent_k. A full array is the view with origin 0. An input

@@ -1,0 +1,520 @@
+/* scan.c — a linear recurrence and its read-out as one kernel.
+ *
+ * A selective state-space layer (Mamba-1 and Mamba-2, but nothing here
+ * knows either) writes its state update as four elementwise Einsums and a
+ * contraction:
+ *
+ *   U[x]    = F[x] * G[x]            (optional: the input term)
+ *   T[x]    = A[x] * S[x, i-1]       (the decay of the previous state)
+ *   S[x]    = U[x] + T[x]            (the state)
+ *   Y[x\n]  = C[x] * S[x]  :: sum(n) (optional: the read-out, over the
+ *                                     state's innermost rank)
+ *
+ * Run Einsum by Einsum, every step of the recurrence is four passes over
+ * the state, each through the vector machine, with U and T materialized.
+ * Recognized (like a GEMM), they run as one pass per step: each row of the
+ * state advances through the steps with the read-out taken as it is made;
+ * U and T are written only where something outside the pattern reads them.
+ * Every product and sum is rounded as the vector machine rounds it (fp32
+ * products, the sums of two terms in fp32, the read-out accumulated in
+ * double), so the results are the same numbers. */
+#include "run.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- recognizing the pattern ---- */
+
+static bool elementwise(const Einsum *e) {
+  return !e->explicit_red && (einsum_all_vars(e) & ~e->out_vars) == 0;
+}
+
+static bool plain_access(const Access *a) {
+  for (int k = 0; k < a->n; k++)
+    if (!a->idx[k].plain)
+      return false;
+  return true;
+}
+
+/* Does A read, at every dimension, E's output variable of that dimension,
+ * except (LAG_DIM >= 0) one step back along LAG_DIM? */
+static bool same_coords(const Einsum *e, const Access *a, int lag_dim) {
+  if (a->n != e->out.n)
+    return false;
+  for (int k = 0; k < a->n; k++) {
+    const Index *ix = &a->idx[k];
+    bool lagged = k == lag_dim;
+    if (ix->nterms != 1 || ix->var[0] != e->out.idx[k].var[0] ||
+        (lagged ? ix->lag != 1 || ix->coef[0] : !ix->plain))
+      return false;
+  }
+  return true;
+}
+
+/* The two reads of a binary OP of reads, or false. */
+static bool two_reads(const Expr *x, Op op, const Access **a,
+                      const Access **b) {
+  if (!expr_is(x, op) || x->a->kind != EX_READ || x->b->kind != EX_READ)
+    return false;
+  *a = x->a->acc;
+  *b = x->b->acc;
+  return true;
+}
+
+static int lag_dim(const Access *a) {
+  for (int k = 0; k < a->n; k++)
+    if (a->idx[k].lag > 0)
+      return k;
+  return -1;
+}
+
+/* T = A * S[i-1] and S = U + T: fills the Scan's T, S, U and A. */
+static bool match_core(const Cascade *c, int et, int es, Scan *sc) {
+  const Einsum *T = c->einsums[et], *S = c->einsums[es];
+  const Access *x, *y, *u, *t;
+  if (!elementwise(T) || !elementwise(S) ||
+      !two_reads(T->rhs, OP_MUL, &x, &y) ||
+      !two_reads(S->rhs, OP_ADD, &u, &t))
+    return false;
+  if (x->tensor == S->out.tensor) { /* S[i-1] * A */
+    const Access *s = x;
+    x = y;
+    y = s;
+  }
+  if (u->tensor == T->out.tensor) {
+    const Access *s = u;
+    u = t;
+    t = s;
+  }
+  int ld = lag_dim(y);
+  if (y->tensor != S->out.tensor || t->tensor != T->out.tensor || ld < 0 ||
+      ld == S->out.n - 1 || T->out.n != S->out.n ||
+      !same_coords(T, y, ld) || !same_coords(S, t, -1) ||
+      !same_coords(S, u, -1) || !plain_access(x) ||
+      x->tensor == S->out.tensor)
+    return false;
+  sc->mul = et;
+  sc->add = es;
+  sc->decay = x;
+  sc->lagged = y;
+  sc->input = u;
+  sc->lag_dim = ld;
+  return true;
+}
+
+/* U = F * G, producing the input U of S. */
+static bool match_input(const Cascade *c, int ep, Scan *sc) {
+  const Einsum *P = c->einsums[ep];
+  const Access *f, *g;
+  if (!elementwise(P) || P->out.tensor != sc->input->tensor ||
+      !two_reads(P->rhs, OP_MUL, &f, &g) || !plain_access(f) ||
+      !plain_access(g))
+    return false;
+  sc->prod = ep;
+  sc->f = f;
+  sc->g = g;
+  return true;
+}
+
+/* Y = C * S reduced over S's innermost variable. */
+static bool match_readout(const Cascade *c, int ey, Scan *sc) {
+  const Einsum *Y = c->einsums[ey], *S = c->einsums[sc->add];
+  const Access *a, *b;
+  if ((Y->explicit_red && Y->red != RED_SUM) ||
+      !two_reads(Y->rhs, OP_MUL, &a, &b))
+    return false;
+  if (a->tensor == S->out.tensor) {
+    const Access *s = a;
+    a = b;
+    b = s;
+  }
+  if (b->tensor != S->out.tensor || a->tensor == S->out.tensor ||
+      !plain_access(a) || !plain_access(b) || !plain_access(&Y->out))
+    return false;
+  VarSet red = einsum_all_vars(Y) & ~Y->out_vars;
+  if (red != VARSET_BIT(b->idx[b->n - 1].var[0]))
+    return false;
+  for (int k = 0; k + 1 < b->n; k++)
+    if (!VARSET_HAS(Y->out_vars, b->idx[k].var[0]))
+      return false;
+  sc->out = ey;
+  sc->coef = a;
+  sc->state = b;
+  return true;
+}
+
+int scan_match(const Cascade *c, const int *order, const int *scc, int n,
+               Scan *sc) {
+  memset(sc, 0, sizeof *sc);
+  sc->prod = sc->out = -1;
+  int at = 0;
+  /* The input term's product comes first, when it is there. */
+  bool lead = n >= 3 && scc[order[0]] < 0;
+  if (lead)
+    at = 1;
+  if (n < at + 2 || scc[order[at]] < 0 || scc[order[at]] != scc[order[at + 1]] ||
+      (at + 2 < n && scc[order[at + 2]] == scc[order[at]]))
+    return 0;
+  if (!match_core(c, order[at], order[at + 1], sc) &&
+      !match_core(c, order[at + 1], order[at], sc))
+    return 0;
+  if (lead && !match_input(c, order[0], sc))
+    return 0;
+  int len = at + 2;
+  if (len < n && match_readout(c, order[len], sc))
+    len++;
+  sc->npos = len;
+  return len;
+}
+
+/* ---- running it ---- */
+
+/* One operand, addressed by the state's dimensions: element
+ * base + sum_k lin[k] * x_k of DATA. */
+typedef struct Opnd {
+  float *data;
+  int64_t lin[IR_MAX_RANKS];
+  int64_t base;
+} Opnd;
+
+typedef struct Kern {
+  int nd, ld;  /* the state's dimensions; the recurrence's */
+  Region reg;  /* over the state's dimensions */
+  Opnd s, lag, t, u, a, f, g, in, c, y;
+  bool write_t, write_u, prod, readout;
+  bool s_all; /* S written at every step, not only the last */
+  int rows[IR_MAX_RANKS], nrows; /* the dimensions a row is one point of */
+  int64_t nrow;                  /* rows in all */
+} Kern;
+
+/* The state dimension each of E's variables is (-1: none), through ACC,
+ * which reads or writes the state's shape at E's coordinates. */
+static void dims_of(const Einsum *e, const Access *acc, int *dim) {
+  for (int v = 0; v < e->nvars; v++)
+    dim[v] = -1;
+  for (int k = 0; k < acc->n; k++)
+    dim[acc->idx[k].var[0]] = k;
+}
+
+/* Address ACC (plain, or one step back; DIM: its Einsum's variables as state
+ * dimensions) through its tensor's view; false when the view lacks values,
+ * is not fp32, or does not hold every element the region reads. */
+static bool operand(const Run *r, const Access *acc, const int *dim,
+                    const Region *reg, Opnd *o) {
+  const View *v = &r->views[acc->tensor];
+  if (!v->data || v->dtype != DT_F32)
+    return false;
+  memset(o, 0, sizeof *o);
+  o->data = v->data;
+  for (int k = 0; k < acc->n; k++) {
+    const Index *ix = &acc->idx[k];
+    int d = dim[ix->var[0]];
+    if (d < 0)
+      return false;
+    int64_t off = -(int64_t)ix->lag;
+    if (reg->lo[d] + off < v->origin[k] ||
+        reg->hi[d] + off > v->origin[k] + v->extent[k])
+      return false;
+    o->lin[d] += v->stride[k];
+    o->base += (off - v->origin[k]) * v->stride[k];
+  }
+  return true;
+}
+
+/* The region of Einsum E (over its variables) in state dimensions; false
+ * when it differs from REG where both are given. */
+static bool region_agrees(const Einsum *e, const int *dim, const Region *er,
+                          Region *reg, bool set) {
+  for (int v = 0; v < e->nvars; v++) {
+    int d = dim[v];
+    if (d < 0)
+      return false;
+    if (set) {
+      reg->lo[d] = er->lo[v];
+      reg->hi[d] = er->hi[v];
+    } else if (reg->lo[d] != er->lo[v] || reg->hi[d] != er->hi[v]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Along the innermost dimension every operand is contiguous or constant,
+ * and the written ones contiguous. */
+static bool inner_ok(const Kern *k) {
+  int in = k->nd - 1;
+  const Opnd *rd[] = {&k->lag, &k->a, k->prod ? &k->f : &k->in,
+                      k->prod ? &k->g : &k->in, k->readout ? &k->c : &k->a};
+  for (size_t i = 0; i < sizeof rd / sizeof rd[0]; i++)
+    if (rd[i]->lin[in] != 0 && rd[i]->lin[in] != 1)
+      return false;
+  return k->s.lin[in] == 1 && (!k->write_t || k->t.lin[in] == 1) &&
+         (!k->write_u || k->u.lin[in] == 1) &&
+         (!k->readout || k->y.lin[in] == 0);
+}
+
+/* The region of Einsum E among the pattern's positions. */
+static const Region *region_of(const Scan *sc, const int *order,
+                               const Region *base, int e) {
+  for (int p = 0; p < sc->npos; p++)
+    if (order[p] == e)
+      return &base[p];
+  return NULL;
+}
+
+/* Address every operand for the pattern's regions (BASE, by position in
+ * ORDER); false where the kernel does not apply to their views. */
+static bool kern_bind(const Run *r, const Scan *sc, const int *order,
+                      const Region *base, Kern *k) {
+  const Cascade *c = r->c;
+  const Einsum *S = c->einsums[sc->add], *T = c->einsums[sc->mul];
+  int dim[IR_MAX_VARS];
+  k->nd = S->out.n;
+  k->ld = sc->lag_dim;
+  dims_of(S, &S->out, dim);
+  region_agrees(S, dim, region_of(sc, order, base, sc->add), &k->reg, true);
+  bool ok = operand(r, &S->out, dim, &k->reg, &k->s) &&
+            (k->prod || operand(r, sc->input, dim, &k->reg, &k->in)) &&
+            (!k->write_t || operand(r, &T->out, dim, &k->reg, &k->t));
+  dims_of(T, &T->out, dim);
+  ok = ok &&
+       region_agrees(T, dim, region_of(sc, order, base, sc->mul), &k->reg,
+                     false) &&
+       operand(r, sc->lagged, dim, &k->reg, &k->lag) &&
+       operand(r, sc->decay, dim, &k->reg, &k->a);
+  if (ok && k->prod) {
+    const Einsum *P = c->einsums[sc->prod];
+    dims_of(P, &P->out, dim);
+    ok = region_agrees(P, dim, region_of(sc, order, base, sc->prod), &k->reg,
+                       false) &&
+         operand(r, sc->f, dim, &k->reg, &k->f) &&
+         operand(r, sc->g, dim, &k->reg, &k->g);
+    if (ok && k->f.lin[k->nd - 1] == 0) { /* the contiguous factor first */
+      Opnd s = k->f;
+      k->f = k->g;
+      k->g = s;
+    }
+  }
+  if (ok && k->readout) {
+    const Einsum *Y = c->einsums[sc->out];
+    dims_of(Y, sc->state, dim);
+    ok = region_agrees(Y, dim, region_of(sc, order, base, sc->out), &k->reg,
+                       false) &&
+         operand(r, sc->coef, dim, &k->reg, &k->c) &&
+         operand(r, &Y->out, dim, &k->reg, &k->y);
+  }
+  return ok && inner_ok(k);
+}
+
+static int64_t offset(const Opnd *o, const int64_t *x, int nd) {
+  int64_t off = o->base;
+  for (int d = 0; d < nd; d++)
+    off += o->lin[d] * x[d];
+  return off;
+}
+
+/* Where one step of one row reads and writes; each moves by its operand's
+ * stride along the recurrence from a step to the next. */
+typedef struct Ptrs {
+  float *s, *t, *u, *y;
+  const float *a, *f, *g, *c;
+} Ptrs;
+
+static void ptrs_at(const Kern *k, const int64_t *x, Ptrs *p) {
+  int nd = k->nd;
+  p->s = k->s.data + offset(&k->s, x, nd);
+  p->a = k->a.data + offset(&k->a, x, nd);
+  p->f = k->prod ? k->f.data + offset(&k->f, x, nd)
+                 : k->in.data + offset(&k->in, x, nd);
+  p->g = k->prod ? k->g.data + offset(&k->g, x, nd) : NULL;
+  p->c = k->readout ? k->c.data + offset(&k->c, x, nd) : NULL;
+  p->y = k->readout ? k->y.data + offset(&k->y, x, nd) : NULL;
+  p->t = k->write_t ? k->t.data + offset(&k->t, x, nd) : NULL;
+  p->u = k->write_u ? k->u.data + offset(&k->u, x, nd) : NULL;
+}
+
+static void ptrs_step(const Kern *k, Ptrs *p) {
+  int ld = k->ld;
+  p->s += k->s.lin[ld];
+  p->a += k->a.lin[ld];
+  p->f += (k->prod ? k->f : k->in).lin[ld];
+  p->g += k->prod ? k->g.lin[ld] : 0;
+  p->c += k->readout ? k->c.lin[ld] : 0;
+  p->y += k->readout ? k->y.lin[ld] : 0;
+  p->t += k->write_t ? k->t.lin[ld] : 0;
+  p->u += k->write_u ? k->u.lin[ld] : 0;
+}
+
+/* One step of one row: N elements along the innermost dimension, the
+ * state from HP into H. SA, SF, SG, SC: whether the decay, the factors
+ * (or the input) and C move along it (1) or stay (0). The compiler
+ * specializes the calls below. */
+#define INLINE static inline __attribute__((always_inline))
+INLINE double step_row(const Ptrs *p, int64_t n, float *restrict h,
+                       const float *restrict hp, int sa, int sf, int sg,
+                       int sc) {
+  const float *restrict a = p->a, *restrict f = p->f, *restrict g = p->g,
+                        *restrict c = p->c;
+  float *t = p->t, *u = p->u;
+  if (t || u) /* the terms kept too */
+    for (int64_t m = 0; m < n; m++) {
+      float in = g ? f[m * sf] * g[m * sg] : f[m * sf];
+      float dec = a[m * sa] * hp[m];
+      h[m] = in + dec;
+      if (t)
+        t[m] = dec;
+      if (u)
+        u[m] = in;
+    }
+  else if (g)
+    for (int64_t m = 0; m < n; m++)
+      h[m] = f[m * sf] * g[m * sg] + a[m * sa] * hp[m];
+  else
+    for (int64_t m = 0; m < n; m++)
+      h[m] = f[m * sf] + a[m * sa] * hp[m];
+  if (!c)
+    return 0;
+  /* Eight partial sums in double, so that the loop vectorizes. */
+  double q[8] = {0};
+  int64_t m = 0;
+  for (; m + 8 <= n; m += 8)
+    for (int j = 0; j < 8; j++)
+      q[j] += (double)(c[(m + j) * sc] * h[m + j]);
+  for (; m < n; m++)
+    q[0] += (double)(c[m * sc] * h[m]);
+  return ((q[0] + q[1]) + (q[2] + q[3])) + ((q[4] + q[5]) + (q[6] + q[7]));
+}
+
+/* Rows [lo, hi): each through every step, its state written to S where
+ * something reads it there (the last step: the next tile's halo, the next
+ * pass's state), else kept in BUF (2 x the innermost extent). */
+INLINE void run_rows(const Kern *k, int64_t lo, int64_t hi, float *buf) {
+  int nd = k->nd, in = nd - 1;
+  int64_t n = k->reg.hi[in] - k->reg.lo[in];
+  int sa = (int)k->a.lin[in], sf = (int)(k->prod ? k->f : k->in).lin[in];
+  int sg = k->prod ? (int)k->g.lin[in] : 0;
+  for (int64_t row = lo; row < hi; row++) {
+    int64_t x[IR_MAX_RANKS], rest = row;
+    for (int j = k->nrows - 1; j >= 0; j--) {
+      int d = k->rows[j];
+      int64_t ext = k->reg.hi[d] - k->reg.lo[d];
+      x[d] = k->reg.lo[d] + rest % ext;
+      rest /= ext;
+    }
+    x[in] = k->reg.lo[in];
+    x[k->ld] = k->reg.lo[k->ld];
+    int64_t steps = k->reg.hi[k->ld] - k->reg.lo[k->ld];
+    const float *hp = k->lag.data + offset(&k->lag, x, nd);
+    Ptrs p;
+    ptrs_at(k, x, &p);
+    for (int64_t i = 0; i < steps; i++, ptrs_step(k, &p)) {
+      float *h = k->s_all || i == steps - 1 ? p.s : buf + (i & 1) * n;
+      double acc;
+      /* The layouts of Mamba-2 (a constant decay) and Mamba-1 (a decay
+       * per element), the factors' contiguous one first; any other. */
+      if (sf == 1 && sg == 0 && sa == 0)
+        acc = step_row(&p, n, h, hp, 0, 1, 0, 1);
+      else if (sf == 1 && sg == 0 && sa == 1)
+        acc = step_row(&p, n, h, hp, 1, 1, 0, 1);
+      else
+        acc = step_row(&p, n, h, hp, sa, sf, sg, 1);
+      hp = h;
+      if (p.y)
+        *p.y = (float)acc;
+    }
+  }
+}
+
+static void rows_base(const Kern *k, int64_t lo, int64_t hi, float *buf) {
+  run_rows(k, lo, hi, buf);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) static void
+rows_avx2(const Kern *k, int64_t lo, int64_t hi, float *buf) {
+  run_rows(k, lo, hi, buf);
+}
+#endif
+
+typedef struct Share {
+  const Kern *k;
+  int64_t per;
+} Share;
+
+static void rows_task(void *arg, int i, int n) {
+  const Share *sh = arg;
+  int64_t lo = (int64_t)i * sh->per, hi = lo + sh->per;
+  (void)n;
+  if (hi > sh->k->nrow)
+    hi = sh->k->nrow;
+  if (lo >= hi)
+    return;
+  const Kern *k = sh->k;
+  float *buf = xmalloc(2 * sizeof(float) *
+                       (size_t)(k->reg.hi[k->nd - 1] - k->reg.lo[k->nd - 1] + 1));
+#if defined(__x86_64__)
+  if (vm_have_avx2())
+    rows_avx2(k, lo, hi, buf);
+  else
+#endif
+    rows_base(k, lo, hi, buf);
+  free(buf);
+}
+
+/* Is T read by nothing but the pattern's Einsums (and neither a result
+ * nor kept)? */
+static bool read_inside(const Run *r, const Scan *sc, int t) {
+  const Cascade *c = r->c;
+  if (c->tensors[t].output || r->o->keep_all)
+    return false;
+  for (int k = 0; k < c->nedges; k++) {
+    int e = c->edges[k].consumer;
+    if (c->edges[k].tensor == t && e != sc->mul && e != sc->add &&
+        e != sc->prod && e != sc->out)
+      return false;
+  }
+  return true;
+}
+
+bool scan_run(Run *r, const Scan *sc, const int *order, const Region *base,
+              bool write_t, bool write_u) {
+  int ts = r->c->einsums[sc->add]->out.tensor;
+  Kern k = {.write_t = write_t, .write_u = write_u, .prod = sc->prod >= 0,
+            .readout = sc->out >= 0,
+            .s_all = !read_inside(r, sc, ts) || state_steps(r, ts) > 1};
+  if (!kern_bind(r, sc, order, base, &k))
+    return false;
+  if (k.write_u && k.prod) {
+    const Einsum *P = r->c->einsums[sc->prod];
+    int dim[IR_MAX_VARS];
+    dims_of(P, &P->out, dim);
+    if (!operand(r, &P->out, dim, &k.reg, &k.u) ||
+        k.u.lin[k.nd - 1] != 1)
+      return false;
+  }
+  k.write_u = k.write_u && k.prod;
+  k.nrow = 1;
+  for (int d = 0; d < k.nd - 1; d++)
+    if (d != k.ld) {
+      k.rows[k.nrows++] = d;
+      k.nrow *= k.reg.hi[d] - k.reg.lo[d];
+    }
+  Pool *pool = r->o->pool;
+  /* Too little work to hand to the pool: on this thread. */
+  double work = (double)k.nrow * (double)(k.reg.hi[k.ld] - k.reg.lo[k.ld]) *
+                (double)(k.reg.hi[k.nd - 1] - k.reg.lo[k.nd - 1]);
+  int workers = pool && work >= VM_MIN_SHARED_WORK ? pool_size(pool) : 1;
+  int64_t parts = workers > 1 ? 4 * (int64_t)workers : 1;
+  if (parts > k.nrow)
+    parts = k.nrow;
+  Share sh = {.k = &k, .per = parts ? (k.nrow + parts - 1) / parts : 0};
+  if (parts > 1)
+    pool_run(pool, rows_task, &sh, (int)parts);
+  else if (parts == 1)
+    rows_task(&sh, 0, 1);
+  return true;
+}
+
+bool scan_internal(const Run *r, const Scan *sc, int t) {
+  return !r->c->tensors[t].init && read_inside(r, sc, t);
+}
