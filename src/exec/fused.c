@@ -782,7 +782,7 @@ static bool run_unit(Fused *f, int last) {
   }
   choose_tile(f);
   for (int t = 0; t < c->ntensors; t++) {
-    f->tail_len[t] = f->onchip[t] ? state_steps(r, t) : 0;
+    f->tail_len[t] = f->onchip[t] ? tensor_state_steps(r->s, t) : 0;
     if (f->made[t] && !f->onchip[t] && !r->arrays[t] && !run_alloc(r, t))
       return false;
   }

@@ -535,20 +535,6 @@ bool run_interpret(Run *r) {
  * along its history and keeps its origin: S' is S followed by this pass's
  * steps of T, S'[s] = T at i = s - N for a history of N steps. */
 
-int64_t state_steps(const Run *r, int t) {
-  const Cascade *c = r->c;
-  const Einsum *ini = c->tensors[t].init;
-  if (!ini || ini->rhs->kind != EX_READ)
-    return 0;
-  int st = ini->rhs->acc->tensor, k = init_history_dim(ini);
-  if (k < 0)
-    return 1;
-  int64_t n = r->s->size[c->tensors[st].ranks[k]];
-  if (c->tensors[st].append)
-    n += r->s->size[c->tensors[t].ranks[ini->out.cond_dim]];
-  return n;
-}
-
 /* T's coordinates for the element of S' at POS; false if the
  * initialization does not determine them. */
 static bool state_coords(const Run *r, int t, const int64_t *pos,
@@ -654,7 +640,7 @@ bool next_state(Run *r, int t, Tensors *next) {
   tensor_shape(r, st, shape);
   int hist = init_history_dim(ini);
   if (hist >= 0)
-    shape[hist] = state_steps(r, t);
+    shape[hist] = tensor_state_steps(r->s, t);
   Array *out = array_new(n, shape);
   int64_t row = n > 0 ? shape[n - 1] : 1;
   int64_t off0, steps[IR_MAX_RANKS];

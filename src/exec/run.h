@@ -110,11 +110,6 @@ typedef struct Stretch {
 int stretch_rank(const Run *r, const int *members, int n, const Region *base);
 bool run_stretch(Run *r, const Stretch *st, const int *scc);
 
-/* How many last steps of T (which has an initialization) the next pass's
- * state holds: its input's extent along the history (the convolution's
- * K), or that plus this pass's steps for a growing one (`append`: a KV
- * cache), or 1 (H0: the last step); 0 if nothing is carried. */
-int64_t state_steps(const Run *r, int t);
 /* Put into NEXT the state a following pass needs from tensor T (which has
  * an initialization), reading T's last steps through its view. */
 bool next_state(Run *r, int t, Tensors *next);

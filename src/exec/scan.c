@@ -481,7 +481,7 @@ bool scan_run(Run *r, const Scan *sc, const int *order, const Region *base,
   int ts = r->c->einsums[sc->add]->out.tensor;
   Kern k = {.write_t = write_t, .write_u = write_u, .prod = sc->prod >= 0,
             .readout = sc->out >= 0,
-            .s_all = !read_inside(r, sc, ts) || state_steps(r, ts) > 1};
+            .s_all = !read_inside(r, sc, ts) || tensor_state_steps(r->s, ts) > 1};
   if (!kern_bind(r, sc, order, base, &k))
     return false;
   if (k.write_u && k.prod) {

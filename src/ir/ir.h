@@ -310,6 +310,12 @@ Shape *shape_bind_filled(const Cascade *c, const ModelSizes *model,
 void shape_free(Shape *s);
 /* Value of a constant expression (numbers and symbols). */
 double shape_eval(const Shape *s, const Expr *e);
+/* How many last steps of tensor T (which has an initialization) the next
+ * pass's decode state holds: its input's extent along the history (the
+ * convolution's K), or that plus this pass's steps for a growing one
+ * (`append`: a KV cache), or 1 (H0: the last step); 0 if nothing is
+ * carried. One fact for the executor and whoever prices the state. */
+int64_t tensor_state_steps(const Shape *s, int t);
 /* Number of elements of a tensor (product of its rank sizes). */
 double shape_tensor_elems(const Shape *s, int tensor);
 /* Number of points of an Einsum's iteration space. */

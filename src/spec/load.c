@@ -496,7 +496,7 @@ static void note_unmodelled(const Cascade *c, const YamlNode *root,
 }
 
 /* The spec of DOC (consumed: freed on failure), or NULL. */
-static Spec *spec_of(const char *path, YamlDoc *doc, const SpecLoad *o,
+Spec *spec_of(const char *path, YamlDoc *doc, const SpecLoad *o,
                      Diag *d) {
   if (!doc)
     return NULL;
@@ -513,7 +513,7 @@ static Spec *spec_of(const char *path, YamlDoc *doc, const SpecLoad *o,
 }
 
 /* The cascade of S, whose document is freed. */
-static Cascade *cascade_only(Spec *s) {
+Cascade *cascade_only(Spec *s) {
   if (!s)
     return NULL;
   Cascade *c = s->cascade;
@@ -525,35 +525,6 @@ static Cascade *cascade_only(Spec *s) {
 Cascade *spec_parse_native(const char *path, const char *text, size_t len,
                            const SpecLoad *o, Diag *d) {
   return cascade_only(spec_of(path, ydoc_parse(path, text, len, d), o, d));
-}
-
-/* A peer's file has no document of ours: its cascade alone. */
-static Spec *spec_open_with(const char *path, const char *text, size_t len,
-                            const SpecLoad *o, Diag *d) {
-  SpecFormat f = spec_format(text, len);
-  if (f == SPEC_NATIVE)
-    return spec_of(path, ydoc_parse(path, text, len, d), o, d);
-  Cascade *c = spec_parse_peer(f, path, text, len, o, d);
-  if (!c)
-    return NULL;
-  Spec *s = xmalloc(sizeof *s);
-  *s = (Spec){c, NULL};
-  return s;
-}
-
-Spec *spec_open_text(const char *path, const char *text, size_t len,
-                     Diag *d) {
-  return spec_open_with(path, text, len, NULL, d);
-}
-
-Spec *spec_open(const char *path, Diag *d) {
-  size_t len;
-  char *text = read_input(path, INPUT_TEXT_MAX, &len, d);
-  if (!text)
-    return NULL;
-  Spec *s = spec_open_with(path, text, len, NULL, d);
-  free(text);
-  return s;
 }
 
 const YamlNode *spec_section(const Spec *s, const char *name) {
@@ -568,28 +539,4 @@ void spec_close(Spec *s) {
   cascade_free(s->cascade);
   ydoc_free(s->doc);
   free(s);
-}
-
-Cascade *spec_parse_with(const char *path, const char *text, size_t len,
-                         const SpecLoad *o, Diag *d) {
-  return cascade_only(spec_open_with(path, text, len, o, d));
-}
-
-Cascade *spec_parse(const char *path, const char *text, size_t len,
-                    Diag *d) {
-  return spec_parse_with(path, text, len, NULL, d);
-}
-
-Cascade *spec_load_with(const char *path, const SpecLoad *o, Diag *d) {
-  size_t len;
-  char *text = read_input(path, INPUT_TEXT_MAX, &len, d);
-  if (!text)
-    return NULL;
-  Cascade *c = spec_parse_with(path, text, len, o, d);
-  free(text);
-  return c;
-}
-
-Cascade *spec_load(const char *path, Diag *d) {
-  return spec_load_with(path, NULL, d);
 }

@@ -30,7 +30,11 @@ bool accelforge_translate(const char *path, const char *text, size_t len,
 bool timeloop_translate(const char *path, const char *text, size_t len,
                         const SpecLoad *o, Translation *t, Diag *d);
 
-/* The native loader (load.c), and the peers' (peer.c). */
+/* The native loader (load.c): the spec of DOC (consumed: freed on
+ * failure), or NULL; the cascade of S, its document freed. And the
+ * peers' (peer.c). */
+Spec *spec_of(const char *path, YamlDoc *doc, const SpecLoad *o, Diag *d);
+Cascade *cascade_only(Spec *s);
 Cascade *spec_parse_native(const char *path, const char *text, size_t len,
                            const SpecLoad *o, Diag *d);
 Cascade *spec_parse_peer(SpecFormat f, const char *path, const char *text,
