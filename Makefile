@@ -130,8 +130,11 @@ FUZZ_SEEDS_plan := tests/fuzz/seeds/plan/*
 FUZZ_SEEDS_tokenizer := tests/fuzz/seeds/tokenizer/*
 
 # The library is compiled once for all harnesses (instrumented for
-# coverage and the sanitizers), each harness then linked against it.
-FUZZ_CC := clang $(WARN) $(CAIRO_CFLAGS) -iquote . -O1 -g -fno-sanitize-recover=all
+# coverage and the sanitizers), each harness then linked against it. The
+# objects track their headers (-MMD): a struct changed in a header must
+# recompile them, or the harnesses read stale layouts.
+FUZZ_CC := clang $(WARN) $(CAIRO_CFLAGS) -iquote . -O1 -g -fno-sanitize-recover=all \
+           -MMD -MP
 FUZZ_OBJ := $(LIB_SRC:%.c=$(BUILD)/fuzz/obj/%.o) $(BUILD)/fuzz/obj/embedded.o
 
 $(BUILD)/fuzz/obj/%.o: %.c
@@ -167,4 +170,4 @@ clean:
 	rm -rf build
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) \
-         $(BENCH_BIN:=.d)
+         $(BENCH_BIN:=.d) $(FUZZ_OBJ:.o=.d)

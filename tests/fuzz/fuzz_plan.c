@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "../../src/fusion/fusion.h"
+#include "../../src/preset/preset.h"
 #include "../../src/spec/spec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -22,7 +23,7 @@ static void load(int i, const char *path) {
   cascade[i] = spec_load(path, &d);
   if (!cascade[i])
     __builtin_trap();
-  shape[i] = shape_bind(cascade[i], preset_find("mamba-130m"), NULL, 0,
+  shape[i] = shape_bind(cascade[i], preset_sizes("mamba-130m"), NULL, 0,
                         cascade[i]->has_shape, &d);
   if (!shape[i])
     __builtin_trap();
