@@ -912,10 +912,22 @@ static bool translate_doc(Af *af, const YamlNode *root, const char *used,
   return true;
 }
 
+/* Does TEXT (LEN bytes, not NUL-terminated) hold PAT? */
+static bool holds(const char *text, size_t len, const char *pat) {
+  size_t n = strlen(pat);
+  for (size_t i = 0; i + n <= len; i++)
+    if (text[i] == pat[0] && memcmp(text + i, pat, n) == 0)
+      return true;
+  return false;
+}
+
 /* Does TEXT need AccelForge's preprocessing (Jinja, includes, merges)? */
-static bool templated(const char *text) {
-  return strstr(text, "{{") || strstr(text, "{%") || strstr(text, "{#") ||
-         strstr(text, "!include") || strstr(text, "<<");
+static bool templated(const char *text, size_t len) {
+  static const char *const marks[] = {"{{", "{%", "{#", "!include", "<<"};
+  for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
+    if (holds(text, len, marks[i]))
+      return true;
+  return false;
 }
 
 bool accelforge_translate(const char *path, const char *text, size_t len,
@@ -924,7 +936,7 @@ bool accelforge_translate(const char *path, const char *text, size_t len,
   Buf rendered = {0};
   YamlDoc *doc = NULL;
   const char *used = NULL;
-  if (templated(text)) {
+  if (templated(text, len)) {
     if (spec_render_accelforge(path, o, &rendered, d)) {
       /* Positions refer to the rendered text (import --rendered). */
       snprintf(t->rendered, sizeof t->rendered, "%s (rendered)", path);
