@@ -338,11 +338,17 @@ static void ptrs_step(const Kern *k, Ptrs *p) {
   p->s += k->s.lin[ld];
   p->a += k->a.lin[ld];
   p->f += (k->prod ? k->f : k->in).lin[ld];
-  p->g += k->prod ? k->g.lin[ld] : 0;
-  p->c += k->readout ? k->c.lin[ld] : 0;
-  p->y += k->readout ? k->y.lin[ld] : 0;
-  p->t += k->write_t ? k->t.lin[ld] : 0;
-  p->u += k->write_u ? k->u.lin[ld] : 0;
+  /* The absent operands stay NULL: no offset is applied to them. */
+  if (k->prod)
+    p->g += k->g.lin[ld];
+  if (k->readout) {
+    p->c += k->c.lin[ld];
+    p->y += k->y.lin[ld];
+  }
+  if (k->write_t)
+    p->t += k->t.lin[ld];
+  if (k->write_u)
+    p->u += k->u.lin[ld];
 }
 
 /* One step of one row: N elements along the innermost dimension, the
