@@ -27,13 +27,13 @@ bool dtype_from_name(const char *s, DType *t) {
   return false;
 }
 
-static float f32_from_bits(uint32_t u) {
+float f32_from_bits(uint32_t u) {
   float f;
   memcpy(&f, &u, sizeof f);
   return f;
 }
 
-static uint32_t f32_bits(float f) {
+uint32_t f32_bits(float f) {
   uint32_t u;
   memcpy(&u, &f, sizeof u);
   return u;

@@ -26,6 +26,9 @@ float dtype_half_value(DType t, uint16_t h);
 /* V as an F16 or BF16 value (T), rounded to nearest even (too large: inf;
  * NaN stays a quiet NaN). */
 uint16_t dtype_half_of(DType t, float v);
+/* An fp32 value from its bits, and its bits (IEEE 754 binary32). */
+float f32_from_bits(uint32_t u);
+uint32_t f32_bits(float f);
 
 /* Computed tensors are fp32. Weights may stay in their checkpoint's 16-bit
  * dtype (F16, BF16): the GEMM kernels read them as they are, converting in

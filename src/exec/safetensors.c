@@ -48,18 +48,6 @@ static void put_le(unsigned char *p, uint64_t v, int n) {
     p[i] = (unsigned char)(v & 0xff);
 }
 
-static float f32_from_bits(uint32_t u) {
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-static uint32_t f32_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  return u;
-}
-
 /* ---- messages ---- */
 
 /* S made printable for a one-line message: control bytes become \xNN and
