@@ -10,6 +10,7 @@ typedef struct ReproArgs {
   ModelOverrides mopts;
   const char *out, *arch; /* arch NULL: the shipped mambalaya */
   unsigned formats;
+  int layers; /* --layers; 0: the model's */
 } ReproArgs;
 
 static const char both_ways[] =
@@ -38,6 +39,10 @@ static const Opt repro_opts[] = {
      .flags = OPT_REPEAT, .parse = parse_set},
     {"--arch", OPT_STRING, offsetof(ReproArgs, arch), "ARCH",
      .help = "the architecture (default: the shipped mambalaya)"},
+    {"--layers", OPT_INT, offsetof(ReproArgs, layers), "N",
+     .help = "layers end to end, for the end-to-end figures (default: the "
+             "model's; a spec without a model draws them only with this)",
+     .lo = 1, .hi = 100000},
     {"--pipelined", OPT_REFUSED, 0, NULL, .help = both_ways},
     {"--ideal", OPT_REFUSED, 0, NULL, .help = both_ways},
 };
@@ -89,6 +94,7 @@ static Repro *evaluate(const ReproArgs *o, const Cascade *c, Arch *arch,
                       .arch = arch,
                       .arch_shipped = shipped_identity("archs", o->arch),
                       .model = o->spec.model,
+                      .layers = o->layers,
                       .nsets = o->spec.nsets,
                       .sets = o->spec.sets,
                       .opts = o->mopts};

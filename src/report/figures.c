@@ -270,12 +270,14 @@ static void title_of(char *out, size_t cap, const Figs *f, const char *fig,
 
 /* The subtitle: the setup of model M, and DETAIL (the phase and the
  * sequence length): "mamba-370m, specs/mamba1.yaml on mambalaya; B=64,
- * prefill I=2048". */
+ * prefill I=2048"; without a model, the spec and its sizes alone. */
 static void subtitle_of(char *out, size_t cap, const Repro *r, int m,
                         const char *detail) {
   Buf b = {0};
-  buf_printf(&b, "%s, %s on %s; B=%g, %s%s%s", r->model_names[m],
-             r->spec_label, r->arch_label, r->batch, detail,
+  if (r->model_names[m])
+    buf_printf(&b, "%s, ", r->model_names[m]);
+  buf_printf(&b, "%s on %s; B=%g, %s%s%s", r->spec_label, r->arch_label,
+             r->batch, detail,
              r->settings[0] ? ", " : "", r->settings);
   snprintf(out, cap, "%s", b.s);
   buf_free(&b);
@@ -289,16 +291,16 @@ static void phase_detail(char *out, size_t cap, const Repro *r, Phase ph) {
 }
 
 /* How a caption starts: "Paper Fig. 2a: " for the paper's setup, else
- * which paper figure this one follows, and the paper's setup for it. */
+ * which paper figure this one follows, for this setup (the page's header
+ * says how the paper's differs). */
 static void caption_head(Buf *b, const Figs *f, const char *fig) {
   if (f->r->paper_setup)
     buf_printf(b, "Paper Fig. %s: ", fig);
   else
-    buf_printf(b,
-               "As paper Fig. %s, for this setup (the paper's is "
-               REPRO_PAPER_MODEL " with its Mamba-1 cascade on the "
-               "Mambalaya architecture, B=%d, I=%d): ",
-               fig, REPRO_PAPER_BATCH, REPRO_PAPER_PREFILL);
+    buf_printf(b, "As paper Fig. %s, for this setup (%s on %s, B=%g, "
+                  "I=%g): ",
+               fig, repro_workload(f->r, 0), f->r->arch_label, f->r->batch,
+               f->r->prefill);
 }
 
 
@@ -799,7 +801,7 @@ static void strategies(Figs *f) {
              "utilization over time of ideal RI, RI+RSb and RI+RSb+RSp "
              "fusion (algorithmic-minimum traffic), one prefill layer of "
              "%s. RI+RSb is %.3gx faster than RI",
-             r->model_names[0], gain);
+             repro_workload(r, 0), gain);
   paper_note(&cap, r, "ideal.ri_rsb_over_ri");
   buf_printf(&cap, ".");
   util_sentence(&cap, r);
@@ -1129,9 +1131,14 @@ static void sota(Figs *f) {
 
 /* ---- the sweep over I, and energy ---- */
 
-/* "sweep_370m" for mamba-370m, "sweep_mamba2-370m" for mamba2-370m. */
+/* "sweep_370m" for mamba-370m, "sweep_mamba2-370m" for mamba2-370m,
+ * "sweep" without a model. */
 static void sweep_stem(char *out, size_t cap, const char *model) {
   const char *p = "mamba-";
+  if (!model) {
+    snprintf(out, cap, "sweep");
+    return;
+  }
   snprintf(out, cap, "sweep_%s",
            strncmp(model, p, strlen(p)) == 0 ? model + strlen(p) : model);
 }
@@ -1156,7 +1163,7 @@ static void sweep(Figs *f, int m) {
   snprintf(title, sizeof title,
            "Prefill speedup over best unfused vs sequence length, %s, one "
            "layer",
-           r->model_names[m]);
+           repro_workload(r, m));
   subtitle_of(sub, sizeof sub, r, m, "prefill I=2^0..2^20");
   /* From 0, so that a design no faster than best unfused (1x) is not
    * drawn along the axis. */
@@ -1177,7 +1184,7 @@ static void sweep(Figs *f, int m) {
              "prints no figure of it): per-layer prefill latency of each "
              "design on %s over I = 2^0 .. 2^20, as speedup over best "
              "unfused at the same I.",
-             r->model_names[m]);
+             repro_workload(r, m));
   char stem[64];
   sweep_stem(stem, sizeof stem, r->model_names[m]);
   emit_chart(f, stem, &c, cap.s);
@@ -1401,7 +1408,7 @@ static void index_html(Figs *f) {
     buf_printf(&head, "Mambalaya: the paper's evaluation reproduced");
   else
     buf_printf(&head, "Mambalaya: the paper's evaluation, for %s on %s",
-               r->model_names[0], r->arch_label);
+               repro_workload(r, 0), r->arch_label);
   buf_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
                  "<meta charset=\"utf-8\">\n<title>mambalaya: ");
   put_xml(&b, head.s);
@@ -1444,9 +1451,11 @@ bool report_figures(const Repro *r, OutSet *out, unsigned formats,
   traffic(&f, PH_PREFILL, false, "traffic_prefill");
   traffic(&f, PH_PREFILL, true, "traffic_prefill_fused");
   traffic(&f, PH_DECODE, false, "traffic_decode");
-  speedup(&f, false);
-  speedup(&f, true);
-  sota(&f);
+  if (repro_has_e2e(r)) { /* a layer count makes them meaningful */
+    speedup(&f, false);
+    speedup(&f, true);
+    sota(&f);
+  }
   for (int m = 0; m < r->nmodels; m++)
     sweep(&f, m);
   energy(&f);

@@ -31,8 +31,11 @@ static void paper_part(Buf *b, const Repro *r) {
                   "ours.");
     return;
   }
-  buf_printf(b, "The paper evaluates " REPRO_PAPER_MODEL " with "
-                REPRO_PAPER_SPEC " on " REPRO_PAPER_ARCH ", B=%d, I=%d; ",
+  /* Its model is named only where this setup has a model too: a cascade
+   * without one is no language model. */
+  buf_printf(b, "The paper evaluates %s" REPRO_PAPER_SPEC " on "
+                REPRO_PAPER_ARCH ", B=%d, I=%d; ",
+             r->model_names[0] ? REPRO_PAPER_MODEL " with " : "",
              REPRO_PAPER_BATCH, REPRO_PAPER_PREFILL);
   if (r->paper_spec && r->paper_arch)
     buf_printf(b, "of its figures, only the cascade's structure (§II, "
@@ -47,10 +50,24 @@ static void paper_part(Buf *b, const Repro *r) {
     buf_printf(b, "none of its figures compares with this setup.");
 }
 
+/* The first model and its layers, or the spec's own sizes. */
+static void model_part(Buf *b, const Repro *r) {
+  if (r->model_names[0])
+    buf_printf(b, "; model %s", r->model_names[0]);
+  else
+    buf_printf(b, "; no model: the spec's own sizes");
+  if (r->layers[0] > 0)
+    buf_printf(b, r->model_names[0] ? " (%d layers)" : "; %d layers end to "
+                                                        "end", r->layers[0]);
+  else
+    buf_printf(b, "; no layer count, so no end-to-end figures (--layers N "
+                  "gives one)");
+}
+
 void report_repro_setup(Buf *b, const Repro *r) {
-  buf_printf(b, "Cascade %s (%d Einsums per layer); model %s (%d layers)",
-             r->spec_label, r->cascade->neinsums, r->model_names[0],
-             r->layers[0]);
+  buf_printf(b, "Cascade %s (%d Einsums per layer)", r->spec_label,
+             r->cascade->neinsums);
+  model_part(b, r);
   for (int m = 1; m < r->nmodels; m++)
     buf_printf(b, ", and %s (%d layers) for a second sweep",
                r->model_names[m], r->layers[m]);
@@ -87,7 +104,7 @@ static void designs_text(Buf *b, const Repro *r) {
 
 void report_repro_text(Buf *b, const Repro *r) {
   report_repro_setup(b, r);
-  buf_printf(b, "\n\nOne layer of %s per design:\n", r->model_names[0]);
+  buf_printf(b, "\n\nOne layer of %s per design:\n", repro_workload(r, 0));
   designs_text(b, r);
   if (r->ntargets > 0) {
     buf_printf(b, "\n%-10s %-64s %10s %10s %7s\n", "where", "figure",
@@ -109,10 +126,13 @@ void report_repro_text(Buf *b, const Repro *r) {
                   "marked * are explained in docs/model.md.\n",
                r->ntargets, r->ntargets - off);
   }
-  buf_printf(b, "The whole evaluation (%d model%s, %d sequence lengths, %d "
-                "designs, prefill and decode) took %.3f s.\n",
-             r->nmodels, r->nmodels > 1 ? "s" : "", REPRO_LENGTHS, DES_COUNT,
-             r->elapsed);
+  char models[32] = "the spec's sizes";
+  if (r->model_names[0])
+    snprintf(models, sizeof models, "%d model%s", r->nmodels,
+             r->nmodels > 1 ? "s" : "");
+  buf_printf(b, "The whole evaluation (%s, %d sequence lengths, %d designs, "
+                "prefill and decode) took %.3f s.\n",
+             models, REPRO_LENGTHS, DES_COUNT, r->elapsed);
 }
 
 json_t *report_repro_json(const Repro *r) {
@@ -123,6 +143,9 @@ json_t *report_repro_json(const Repro *r) {
   for (int m = 0; m < r->nmodels; m++)
     json_array_append_new(models, json_string(r->model_names[m]));
   json_object_set_new(setup, "models", models);
+  json_object_set_new(setup, "layers", r->layers[0] > 0
+                                           ? json_integer(r->layers[0])
+                                           : json_null());
   json_object_set_new(setup, "arch", json_string(r->arch_label));
   json_object_set_new(setup, "arch_path", json_string(r->arch_path));
   json_object_set_new(setup, "batch", report_real(r->batch));

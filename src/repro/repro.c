@@ -25,16 +25,22 @@ typedef struct Run {
   Repro *r;
   const ModelOverrides *opts;
   MapMemo *memo; /* the points share many mapping problems */
-  const Preset *presets[REPRO_MAX_MODELS];
+  const Preset *presets[REPRO_MAX_MODELS]; /* NULL: no model */
+  int model_layers; /* the first model's n_layer (--layers may differ) */
   /* The settings of every point: the caller's others, then B and I. */
   int nsets;
   Setting sets[MAX_SETS + 2];
 } Run;
 
+/* Model M's sizes, or none when the spec's own sizes are all there is. */
+static const ModelSizes *model_sizes(const Run *x, int m) {
+  return x->presets[m] ? &x->presets[m]->sizes : NULL;
+}
+
 static Shape *bind(Run *x, int model, double tokens) {
   x->sets[x->nsets] = (Setting){"B", x->r->batch};
   x->sets[x->nsets + 1] = (Setting){"I", tokens};
-  return shape_bind(x->c, &x->presets[model]->sizes, x->sets, x->nsets + 2, true,
+  return shape_bind(x->c, model_sizes(x, model), x->sets, x->nsets + 2, true,
                     x->d);
 }
 
@@ -429,11 +435,10 @@ static bool is_file(const char *shipped, const char *name) {
 static bool pick_models(const ReproSetup *su, Run *x, Diag *d) {
   Repro *r = x->r;
   const char *first = su->model ? su->model : su->spec->model;
-  if (!first) {
-    diag_error(d, su->spec->path, (Loc){0},
-               "the spec names no model: give one with --model");
-    return false;
-  }
+  r->nmodels = 1;
+  r->layers[0] = su->layers;
+  if (!first) /* the spec's sizes alone: no model, no second sweep */
+    return true;
   const char *names[REPRO_MAX_MODELS] = {first, REPRO_PAPER_SWEEP};
   int n = !su->model && r->paper_spec ? 2 : 1;
   for (int m = 0; m < n; m++) {
@@ -445,17 +450,37 @@ static bool pick_models(const ReproSetup *su, Run *x, Diag *d) {
     double layers = 0;
     sizes_value(&x->presets[m]->sizes, "n_layer", &layers);
     r->model_names[m] = x->presets[m]->sizes.name;
-    r->layers[m] = (int)layers;
+    if (m == 0)
+      x->model_layers = (int)layers;
+    if (!(m == 0 && su->layers > 0))
+      r->layers[m] = (int)layers;
   }
   r->nmodels = n;
   return true;
+}
+
+/* B and I where no --set gives them: the spec's own sizes (for its
+ * model, and the other settings) when it has them, else the paper's. */
+static void spec_defaults(const ReproSetup *su, Run *x) {
+  Repro *r = x->r;
+  double *v[2] = {&r->batch, &r->prefill};
+  const double paper[2] = {REPRO_PAPER_BATCH, REPRO_PAPER_PREFILL};
+  Diag quiet = {0};
+  Shape *s = shape_bind(su->spec, model_sizes(x, 0), x->sets, x->nsets, false,
+                        &quiet);
+  for (int k = 0; k < 2; k++) {
+    if (*v[k] > 0)
+      continue;
+    int rank = cascade_rank(su->spec, k ? "I" : "B");
+    *v[k] = s && s->size[rank] > 0 ? (double)s->size[rank] : paper[k];
+  }
+  shape_free(s);
 }
 
 /* B and I from the settings; the others are passed on to every point,
  * and named in R->settings. */
 static bool take_settings(const ReproSetup *su, Run *x, Diag *d) {
   Repro *r = x->r;
-  r->batch = REPRO_PAPER_BATCH, r->prefill = REPRO_PAPER_PREFILL;
   Buf others = {0};
   for (int i = 0; i < su->nsets; i++) {
     const Setting *st = &su->sets[i];
@@ -479,6 +504,7 @@ static bool take_settings(const ReproSetup *su, Run *x, Diag *d) {
                  k ? "I" : "B");
       return false;
     }
+  spec_defaults(su, x);
   return true;
 }
 
@@ -498,13 +524,15 @@ Repro *repro_run(const ReproSetup *su, Diag *d) {
   r->bandwidth = su->arch->levels[0].bandwidth;
   bool ok = pick_models(su, &x, d) && take_settings(su, &x, d);
   r->paper_setup = ok && r->paper_spec && r->paper_arch &&
+                   r->model_names[0] &&
                    strcmp(r->model_names[0], REPRO_PAPER_MODEL) == 0 &&
+                   r->layers[0] == x.model_layers &&
                    r->batch == REPRO_PAPER_BATCH &&
                    r->prefill == REPRO_PAPER_PREFILL && x.nsets == 0;
   for (int m = 0; ok && m < r->nmodels; m++)
     for (int p = 0; ok && p < PH_COUNT; p++)
       ok = price_point(&x, m, (Phase)p);
-  ok = ok && end_to_end(&x);
+  ok = ok && (r->layers[0] <= 0 || end_to_end(&x));
   for (int m = 0; ok && m < r->nmodels; m++)
     ok = sweep(&x, m);
   map_memo_free(x.memo);
@@ -539,3 +567,9 @@ const Target *repro_target(const Repro *r, const char *key) {
       return &r->targets[i];
   return NULL;
 }
+
+const char *repro_workload(const Repro *r, int m) {
+  return r->model_names[m] ? r->model_names[m] : r->spec_label;
+}
+
+bool repro_has_e2e(const Repro *r) { return r->layers[0] > 0; }

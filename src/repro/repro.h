@@ -41,11 +41,15 @@ typedef struct ReproSetup {
   const char *arch_shipped; /* likewise ("archs/mambalaya.yaml") */
   const char *model; /* a preset; NULL: the spec's default model (and,
                         for the paper's spec, mamba-2.8b for a second
-                        sweep, as in the paper) */
+                        sweep, as in the paper), or none when the spec
+                        names none: its own sizes alone */
+  int layers;        /* layers end to end; 0: the model's n_layer, or no
+                        end-to-end figures when there is no model */
   int nsets;
-  const Setting *sets; /* B sets the batch (default 64), I the prefill's
-                          length (default 2048); the others bind as given
-                          at every point */
+  const Setting *sets; /* B sets the batch, I the prefill's length (by
+                          default the spec's sizes of B and I, or 64 and
+                          2048 where it gives none); the others bind as
+                          given at every point */
   ModelOverrides opts; /* the model's options, over each design's defaults
                           (composition and accounting are the figures') */
 } ReproSetup;
@@ -111,8 +115,11 @@ typedef struct Repro {
   const char *arch_label; /* the architecture's name ("h100") */
   const char *arch_path;
   int nmodels;
-  const char *model_names[REPRO_MAX_MODELS]; /* the first is the figures' */
-  int layers[REPRO_MAX_MODELS];
+  const char *model_names[REPRO_MAX_MODELS]; /* the first is the figures';
+                                                NULL: no model (the spec's
+                                                sizes alone) */
+  int layers[REPRO_MAX_MODELS]; /* 0: unknown (no model, no --layers):
+                                   no end-to-end figures */
   double batch, prefill; /* B, and I of the prefill */
   char settings[256];    /* the other --set values, "d_state=32", or "" */
   bool paper_spec;  /* the paper's cascade */
@@ -143,6 +150,11 @@ typedef struct Repro {
 Repro *repro_run(const ReproSetup *setup, Diag *d);
 void repro_free(Repro *r);
 const Target *repro_target(const Repro *r, const char *key);
+/* What one layer of model M is called in titles and captions: the model's
+ * name, or the spec's path when there is no model. */
+const char *repro_workload(const Repro *r, int m);
+/* Whether the end-to-end figures exist: a layer count was known. */
+bool repro_has_e2e(const Repro *r);
 /* The peak of unit U (ops/s): its fastest op class. */
 double repro_unit_peak(const Arch *a, int u);
 
