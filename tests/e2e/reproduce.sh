@@ -214,6 +214,43 @@ st=$?
 grep -q "specs/transformer.yaml: error: .*rank I" "$tmp/bad.err" ||
   fail "--spec transformer: unclear message: $(cat "$tmp/bad.err")"
 
+# A cascade that names no model (issue 17): its own sizes (B=4, I=1024),
+# labelled with the spec, its sizes and the architecture; no output names
+# a model preset, and without a layer count no end-to-end figure is drawn.
+rw=tests/specs/good/rwkv6_shift.yaml
+"$MAMBALAYA" reproduce --spec $rw --arch h100 --format svg,png \
+  --out "$tmp/rw" >"$tmp/rw.table" 2>"$tmp/err" ||
+  fail "reproduce --spec rwkv6_shift --arch h100 exited $?: $(cat "$tmp/err")"
+labels "$tmp/rw" "$rw" h100 "B=4"
+grep -q "I=1024" "$tmp/rw/utilization_prefill.svg" ||
+  fail "rwkv6_shift: the spec's I=1024 not in the prefill figures"
+"$MAMBALAYA" reproduce --spec $rw --arch h100 --json --format svg \
+  --out "$tmp/rwj" >"$tmp/rw.json" 2>"$tmp/err" ||
+  fail "reproduce --spec rwkv6_shift --json exited $?: $(cat "$tmp/err")"
+for f in speedup_e2e speedup_e2e_pipelined sota; do
+  [ -e "$tmp/rw/$f.svg" ] && fail "rwkv6_shift without layers: $f drawn"
+done
+[ -s "$tmp/rw/sweep.svg" ] && [ -s "$tmp/rw/sweep.png" ] ||
+  fail "rwkv6_shift: no sweep figure"
+grep -l -i 'mamba2\?-[0-9.]*[mb]\b\|over [0-9]* layers' "$tmp/rw"/* \
+  "$tmp/rw.table" "$tmp/rw.json" && fail "rwkv6_shift: a model named"
+$PY -c "import json, sys; s = json.load(open(sys.argv[1]))['setup']
+assert s['models'] == [] and s['layers'] is None and s['batch'] == 4, s
+" "$tmp/rw.json" || fail "rwkv6_shift: the JSON setup"
+# --layers N draws them, over N layers; --model asks for a preset, whose
+# name then labels the figures, at the spec's own B.
+"$MAMBALAYA" reproduce --spec $rw --arch h100 --layers 24 --format svg \
+  --out "$tmp/rwl" >/dev/null 2>"$tmp/err" ||
+  fail "reproduce --layers 24 exited $?: $(cat "$tmp/err")"
+grep -q "end to end over 24 layers" "$tmp/rwl/speedup_e2e.svg" ||
+  fail "--layers 24: speedup_e2e.svg not over 24 layers"
+"$MAMBALAYA" reproduce --spec $rw --arch h100 --model mamba-370m \
+  --format svg --out "$tmp/rwm" >"$tmp/rwm.table" 2>"$tmp/err" ||
+  fail "reproduce --model mamba-370m exited $?: $(cat "$tmp/err")"
+labels "$tmp/rwm" mamba-370m "B=4"
+"$MAMBALAYA" reproduce --layers 0 --out "$tmp/l0" >/dev/null 2>&1 &&
+  fail "--layers 0 accepted"
+
 # Mamba-2 (slow under the sanitizers: its mapping search is larger).
 if [ -z "${MAMBALAYA_SANITIZED:-}" ]; then
   "$MAMBALAYA" reproduce --spec mamba2 --model mamba2-370m \
