@@ -1144,18 +1144,29 @@ static bool scatter_point(const Layout *l, const ChartSeries *s, int k,
   return true;
 }
 
+/* Where a label of width W would go at candidate I of POINT_SPOTS: its
+ * baseline start (or end, for left-hand spots) and its box. */
+enum { POINT_RINGS = 3, POINT_SPOTS = 4 * POINT_RINGS };
+static Box label_spot(double x, double y, double w, int i, double *tx,
+                      double *ty) {
+  static const double DX[4] = {6, 6, -6, -6}, DY[4] = {-5, 12, -5, 12};
+  double out = (i / 4) * (FONT_NOTE + 1); /* further rings move away */
+  int k = i % 4;
+  *tx = x + DX[k], *ty = y + DY[k] + (DY[k] < 0 ? -out : out);
+  return (Box){DX[k] > 0 ? *tx : *tx - w, *ty - FONT_NOTE,
+               DX[k] > 0 ? *tx + w : *tx, *ty + 2};
+}
+
 /* A point's label goes to the first free spot among up-right, down-right,
- * up-left and down-left that stays inside the plot (else up-right). */
+ * up-left and down-left that stays inside the plot, then the same a line
+ * further out (twice); else the first spot inside the plot. */
 static void draw_point_label(Scene *s, const Layout *l, Boxes *taken,
                              double x, double y, const char *text) {
-  double w = text_w(text, FONT_NOTE), h = FONT_NOTE;
-  static const double DX[4] = {6, 6, -6, -6}, DY[4] = {-5, 12, -5, 12};
+  double w = text_w(text, FONT_NOTE), tx, ty;
   int pick = -1;
   for (int pass = 0; pass < 2 && pick < 0; pass++)
-    for (int i = 0; i < 4 && pick < 0; i++) {
-      double tx = x + DX[i], ty = y + DY[i];
-      Box bx = {DX[i] > 0 ? tx : tx - w, ty - h, DX[i] > 0 ? tx + w : tx,
-                ty + 2};
+    for (int i = 0; i < POINT_SPOTS && pick < 0; i++) {
+      Box bx = label_spot(x, y, w, i, &tx, &ty);
       bool inside = bx.x0 >= l->L && bx.x1 <= l->R && bx.y0 >= l->T &&
                     bx.y1 <= l->B;
       if (inside && (pass == 1 || !boxes_hit(taken, bx)))
@@ -1163,11 +1174,9 @@ static void draw_point_label(Scene *s, const Layout *l, Boxes *taken,
     }
   if (pick < 0)
     pick = x + 6 + w <= l->R ? 0 : 2;
-  double tx = x + DX[pick], ty = y + DY[pick];
-  Box bx = {DX[pick] > 0 ? tx : tx - w, ty - h, DX[pick] > 0 ? tx + w : tx,
-            ty + 2};
+  Box bx = label_spot(x, y, w, pick, &tx, &ty);
   VEC_PUSH(taken->v, taken->n, taken->cap, bx);
-  draw_text(s, "point-label", tx, ty, DX[pick] > 0 ? ANCHOR_START : ANCHOR_END,
+  draw_text(s, "point-label", tx, ty, pick % 4 < 2 ? ANCHOR_START : ANCHOR_END,
             FONT_NOTE, text);
 }
 
