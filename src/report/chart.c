@@ -473,6 +473,11 @@ static bool drawn_as_line(const Chart *c, const ChartSeries *s) {
   return c->kind == CHART_LINE || (c->kind == CHART_SCATTER && s->line);
 }
 
+/* A step series drawn as its edge alone, unfilled. */
+static bool step_edge(const Chart *c, const ChartSeries *s) {
+  return c->kind == CHART_STEP_AREA && s->line;
+}
+
 static int nmarks(const Chart *c) {
   return c->marks && c->nmarks > 0 && is_bars(c) ? c->nmarks : 0;
 }
@@ -529,6 +534,27 @@ static Extent y_extent(const Chart *c, const Axis *x, bool logy) {
     extent_add(&e, c->hlines[i].at, logy);
   if (!logy && (c->kind == CHART_STEP_AREA || is_bars(c)))
     extent_add(&e, 0, false); /* areas and bars grow from 0 */
+  return e;
+}
+
+/* Room around the data of an automatic range: bars never reach the top
+ * of the plot (a bar at the axis maximum reads as clipped), and scatter
+ * points never sit on an axis (a Pareto front in the corner hides behind
+ * the axes). FRAC of the span (of the decades, on a log axis). */
+static Extent pad_extent(Extent e, bool log, double frac, bool below) {
+  if (!e.any)
+    return e;
+  if (log) {
+    double span = fmax(log10(e.hi) - log10(e.lo), 1);
+    e.hi *= pow(10, frac * span);
+    if (below)
+      e.lo /= pow(10, frac * span);
+    return e;
+  }
+  double span = e.hi - e.lo > 0 ? e.hi - e.lo : fabs(e.hi) + 1;
+  e.hi += frac * span;
+  if (below) /* data that is never negative keeps a non-negative axis */
+    e.lo = e.lo >= 0 ? fmax(0, e.lo - frac * span) : e.lo - frac * span;
   return e;
 }
 
@@ -645,7 +671,10 @@ static double layout_x_axis(const Chart *c, Layout *l) {
   }
   l->x.scale = c->logx ? SCALE_LOG : SCALE_LINEAR;
   int target = (int)clampd((l->R - l->L) / 90, 3, 10);
-  axis_range(&l->x, x_extent(c, c->logx), c->xmin, c->xmax, target);
+  Extent e = x_extent(c, c->logx);
+  if (c->kind == CHART_SCATTER)
+    e = pad_extent(e, c->logx, 0.05, true);
+  axis_range(&l->x, e, c->xmin, c->xmax, target);
   axis_ticks(&l->x, target);
   return 20;
 }
@@ -682,7 +711,10 @@ static void layout(const Chart *c, Layout *l, double min_left,
   l->y.scale = c->logy ? SCALE_LOG : SCALE_LINEAR;
   int ty = (int)clampd(guess_h / 45, 3, 8);
   l->x.scale = c->logx && !is_bars(c) ? SCALE_LOG : SCALE_LINEAR;
-  axis_range(&l->y, y_extent(c, &l->x, c->logy), c->ymin, c->ymax, ty);
+  Extent ye = y_extent(c, &l->x, c->logy);
+  if (is_bars(c) || c->kind == CHART_SCATTER)
+    ye = pad_extent(ye, c->logy, 0.05, c->kind == CHART_SCATTER);
+  axis_range(&l->y, ye, c->ymin, c->ymax, ty);
   axis_ticks(&l->y, ty);
   l->L = fmax(14 + FONT_LABEL + 8 + max_label_w(&l->y) + 8, min_left);
   l->R = l->w - right;
@@ -937,7 +969,7 @@ static void draw_swatch(Scene *s, const Chart *c, int i, double x, double y) {
   }
   const ChartSeries *se = &c->series[i];
   const char *color = series_color(c, i);
-  if (drawn_as_line(c, se)) {
+  if (drawn_as_line(c, se) || step_edge(c, se)) {
     sc_line(s, "swatch", x, y, x + 22, y)->paint =
         (Paint){.stroke = color, .width = 2, .dash = se->dashed ? "5 3" : NULL};
   } else if (c->kind == CHART_SCATTER) {
@@ -1075,10 +1107,11 @@ static void draw_line_series(Scene *sc, const Layout *l, const ChartSeries *s,
 }
 
 static void close_area(Scene *s, Poly *area, Poly *edge, double x,
-                       double base) {
+                       double base, bool fill) {
   poly_add(area, x, base);
-  sc_poly(s, SC_POLYGON, "area", area->n / 2, area->pts)->paint.stroke =
-      "none";
+  if (fill)
+    sc_poly(s, SC_POLYGON, "area", area->n / 2, area->pts)->paint.stroke =
+        "none";
   area->n = 0;
   poly_flush(s, edge);
 }
@@ -1109,7 +1142,7 @@ static void draw_step_series(Scene *sc, const Layout *l,
       poly_add(&edge, x0, y), poly_add(&edge, right, y);
     }
     if (area.n > 0 && (!ok || k + 2 >= n))
-      close_area(sc, &area, &edge, right, base);
+      close_area(sc, &area, &edge, right, base, !s->line);
   }
   free(area.pts);
   free(edge.pts);
@@ -1287,7 +1320,7 @@ static void open_series(Scene *s, const Chart *c, int i) {
   const char *color = series_color(c, i);
   char tmp[32];
   Paint p;
-  if (drawn_as_line(c, se))
+  if (drawn_as_line(c, se) || step_edge(c, se))
     p = (Paint){.fill = "none", .stroke = color, .width = 2, .round = true};
   else if (c->kind == CHART_STEP_AREA)
     p = (Paint){.fill = color, .opacity = 0.35, .stroke = color,

@@ -13,9 +13,10 @@
  * half-written figure nor a partial set; the first failure stops the rest
  * and its diagnostic names the path and the reason.
  *
- * Units are fixed per kind of axis (time in µs, traffic in MB, energy in
- * µJ per token, utilization in %), and figures.csv holds the values as
- * plotted, so one column means one unit within a figure. */
+ * Units are fixed per kind of axis (time in µs, traffic in MB, or GB where
+ * MB would pass 10k, energy in µJ per token, utilization in %), and
+ * figures.csv holds the values as plotted, so one column means one unit
+ * within a figure. */
 #include "report.h"
 
 #include <math.h>
@@ -618,7 +619,7 @@ static void util_panel(UtilPanel *p, const Timeline *t, const Arch *a) {
   }
   p->s[p->ns++] = (ChartSeries){.name = "DRAM bandwidth", .n = p->n,
                                 .x = p->x, .y = p->mu, .color = "#D55E00",
-                                .dashed = true};
+                                .dashed = true, .line = true};
   free(runs);
 }
 
@@ -867,9 +868,23 @@ static double traffic_total(const Result *res) {
   return res->inter + res->intra;
 }
 
+/* The unit of a traffic axis: MB, or GB where MB would pass 10k (1 MB =
+ * 10^6 bytes). */
+static double traffic_unit(const Result *res, const char **name) {
+  double most = 0;
+  for (int d = 0; d < DES_COUNT; d++)
+    most = fmax(most, traffic_total(&res[d]));
+  bool gb = most >= 1e10;
+  *name = gb ? "GB" : "MB";
+  return gb ? 1e9 : 1e6;
+}
+
 /* ZOOM leaves out the designs that move at least half of best unfused's
- * traffic (best unfused itself, and MARCA-like where it spills as much):
- * next to them the fused designs' bars are too short to read. */
+ * traffic (best unfused itself, and MARCA-like where it spills as much)
+ * and stacks the parts on a linear axis. Without it, every design is
+ * there, a bar per part on a log axis: the fused designs' bars, orders of
+ * magnitude shorter, stay visible (stacks on a log axis would misstate
+ * the upper parts). */
 static void traffic(Figs *f, Phase ph, bool zoom, const char *stem) {
   static const Design all[] = {DES_UNFUSED, DES_MARCA,      DES_GEENS,
                                DES_RI,      DES_RI_RSB,     DES_RI_RSB_RSP,
@@ -882,18 +897,20 @@ static void traffic(Figs *f, Phase ph, bool zoom, const char *stem) {
   double y[4][NALL];
   int n = 0;
   Buf left_out = {0};
+  const char *uname;
+  double unit = traffic_unit(res, &uname);
   for (int i = 0; i < NALL; i++) {
     const Result *x = &res[all[i]];
     if (zoom && traffic_total(x) >= 0.5 * unfused) {
-      buf_printf(&left_out, "%s%s (%.4g MB)", left_out.len ? ", " : "",
-                 design_label(all[i]), traffic_total(x) / 1e6);
+      buf_printf(&left_out, "%s%s (%.4g %s)", left_out.len ? ", " : "",
+                 design_label(all[i]), traffic_total(x) / unit, uname);
       continue;
     }
     cats[n] = design_label(all[i]);
-    y[0][n] = x->ideal_inter / 1e6;
-    y[1][n] = fmax(0, x->inter - x->ideal_inter) / 1e6;
-    y[2][n] = x->ideal_intra / 1e6;
-    y[3][n++] = fmax(0, x->intra - x->ideal_intra) / 1e6;
+    y[0][n] = x->ideal_inter / unit;
+    y[1][n] = fmax(0, x->inter - x->ideal_inter) / unit;
+    y[2][n] = x->ideal_intra / unit;
+    y[3][n++] = fmax(0, x->intra - x->ideal_intra) / unit;
   }
   /* The paper's colours: dark for the ideal traffic, light for the
    * excess achieved; intra-Einsum red (its "light pink segment"). */
@@ -909,17 +926,25 @@ static void traffic(Figs *f, Phase ph, bool zoom, const char *stem) {
   title_of(title, sizeof title, f, ph == PH_PREFILL ? "9a" : "9b", what);
   phase_detail(detail, sizeof detail, r, ph);
   subtitle_of(sub, sizeof sub, r, 0, detail);
-  Chart c = {.kind = CHART_STACKED_BARS, .title = title, .subtitle = sub,
-             .xlabel = "design", .ylabel = "DRAM traffic per layer (MB)",
-             .ncategories = n, .categories = cats, .nseries = 4, .series = s};
+  char ylabel[64];
+  snprintf(ylabel, sizeof ylabel, "DRAM traffic per layer (%s%s)", uname,
+           zoom ? "" : ", log scale");
+  Chart c = {.kind = zoom ? CHART_STACKED_BARS : CHART_BARS, .title = title,
+             .subtitle = sub, .xlabel = "design", .ylabel = ylabel,
+             .logy = !zoom, .ncategories = n, .categories = cats,
+             .nseries = 4, .series = s};
   Buf cap = {0};
   caption_head(&cap, f, ph == PH_PREFILL ? "9a" : "9b");
   buf_printf(&cap,
              "inter- and intra-Einsum DRAM traffic of one %s layer per "
-             "design (1 MB = 10^6 bytes); dark: the ideal "
+             "design (1 %s = 10^%d bytes); dark: the ideal "
              "(algorithmic-minimum) traffic of the design, light: the excess "
-             "achieved by the mapping search.",
-             PHASE_NAME[ph]);
+             "achieved by the mapping search; %s.",
+             PHASE_NAME[ph], uname, unit > 1e6 ? 9 : 6,
+             zoom ? "stacked, on a linear axis"
+                  : "a bar per part, on a log axis, so that the fused "
+                    "designs' bars show beside the unfused ones (a part of "
+                    "0 bytes has no bar)");
   if (left_out.len)
     buf_printf(&cap, " Left out, as they would dwarf the others: %s.",
                left_out.s);

@@ -206,7 +206,9 @@ typedef struct ChartSeries {
   const char *color;    /* "#rrggbb", or NULL for the palette's next */
   bool dashed;
   bool line; /* SCATTER: draw this series as a line, not as points (the
-                roof of a roofline, under the Einsums' points) */
+                roof of a roofline, under the Einsums' points); STEP_AREA:
+                draw its steps' edge alone, unfilled, so that it never
+                overlaps the filled series in a colour no legend entry has */
 } ChartSeries;
 
 typedef struct ChartLine { /* a reference line across the plot */
