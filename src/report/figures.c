@@ -1356,6 +1356,21 @@ static const char STYLE[] =
     "figcaption{font-size:90%;color:#444}"
     ".setup{color:#444}";
 
+/* The anchor of docs/model.md's paragraph (§7) that explains why a
+ * target is off, by its key's prefix; the section itself for the rest. */
+static const char *why_anchor(const char *key) {
+  static const struct {
+    const char *prefix, *anchor;
+  } why[] = {{"speedup.prefill.", "why-sequential-e2e"},
+             {"speedup.decode.ri", "why-decode-ri"},
+             {"inter_reduction.", "why-inter-reduction"},
+             {"vs_marca.decode", "why-marca-decode"}};
+  for (size_t i = 0; i < sizeof why / sizeof why[0]; i++)
+    if (strncmp(key, why[i].prefix, strlen(why[i].prefix)) == 0)
+      return why[i].anchor;
+  return "where-our-figures-differ";
+}
+
 static void html_targets(Buf *b, const Repro *r, const char *href) {
   int off = 0;
   buf_printf(b, "<h2 id=\"targets\">The paper's figures beside ours</h2>\n"
@@ -1366,21 +1381,24 @@ static void html_targets(Buf *b, const Repro *r, const char *href) {
     const Target *t = &r->targets[i];
     bool ok = target_holds(t);
     off += !ok;
-    const char *u = t->unit[0] == 'x' ? "x" : t->unit[0] == '%' ? "%" : "";
+    char paper[48], ours[48];
+    target_value(paper, sizeof paper, t, t->paper, true);
+    target_value(ours, sizeof ours, t, t->ours, false);
     buf_printf(b, "<tr id=\"t-");
     put_xml(b, t->key);
     buf_printf(b, "\"%s><td>", ok ? "" : " class=\"off\"");
     put_xml(b, t->where);
     buf_printf(b, "</td><td>");
     put_xml(b, t->what);
-    buf_printf(b, "</td><td class=\"n\">%s%.4g%s</td>"
-                  "<td class=\"n\">%.4g%s</td><td class=\"n\">%.3f",
-               t->at_least ? "&gt;" : "", t->paper, u, t->ours, u,
-               ratio_of(t));
+    buf_printf(b, "</td><td class=\"n\">");
+    put_xml(b, paper);
+    buf_printf(b, "</td><td class=\"n\">");
+    put_xml(b, ours);
+    buf_printf(b, "</td><td class=\"n\">%.3f", ratio_of(t));
     if (!ok) {
       buf_printf(b, " <a href=\"");
       put_xml(b, href);
-      buf_printf(b, "\">why?</a>");
+      buf_printf(b, "#%s\">why?</a>", why_anchor(t->key));
     }
     buf_printf(b, "</td></tr>\n");
   }
@@ -1390,7 +1408,8 @@ static void html_targets(Buf *b, const Repro *r, const char *href) {
              "<a href=\"",
              r->ntargets, r->ntargets - off);
   put_xml(b, href);
-  buf_printf(b, "\">docs/model.md</a>.</p>\n");
+  buf_printf(b, "#where-our-figures-differ\">docs/model.md, section "
+                "7</a>.</p>\n");
 }
 
 static void html_formats(Buf *b, const Figs *f, const Entry *e) {

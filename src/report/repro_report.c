@@ -2,6 +2,7 @@
 #include "report.h"
 
 #include <math.h>
+#include <string.h>
 
 static double ratio(const Target *t) {
   return t->paper != 0 ? t->ours / t->paper : NAN;
@@ -12,6 +13,14 @@ bool target_holds(const Target *t) {
   if (t->at_least)
     return t->ours >= t->paper * 0.85;
   return r >= 0.85 && r <= 1.15;
+}
+
+void target_value(char *out, size_t cap, const Target *t, double v,
+                  bool bound) {
+  const char *u = t->unit ? t->unit : "";
+  bool attached = strcmp(u, "x") == 0 || strcmp(u, "%") == 0;
+  snprintf(out, cap, "%s%.4g%s%s", bound && t->at_least ? ">" : "", v,
+           u[0] && !attached ? " " : "", u);
 }
 
 void report_units(Buf *b, const Arch *a) {
@@ -115,10 +124,8 @@ void report_repro_text(Buf *b, const Repro *r) {
       bool ok = target_holds(t);
       off += !ok;
       char paper[32], ours[32];
-      const char *u = t->unit[0] == 'x' ? "x" : t->unit[0] == '%' ? "%" : "";
-      snprintf(paper, sizeof paper, "%s%.4g%s", t->at_least ? ">" : "",
-               t->paper, u);
-      snprintf(ours, sizeof ours, "%.4g%s", t->ours, u);
+      target_value(paper, sizeof paper, t, t->paper, true);
+      target_value(ours, sizeof ours, t, t->ours, false);
       buf_printf(b, "%-10s %-64.64s %10s %10s %7.3f%s\n", t->where, t->what,
                  paper, ours, ratio(t), ok ? "" : "  *");
     }
