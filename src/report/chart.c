@@ -460,12 +460,25 @@ static const char *series_color(const Chart *c, int i) {
   return PALETTE[k % NPALETTE];
 }
 
-/* Scatter series that are not lines get one of four marker shapes in turn,
- * so that they differ by more than colour. */
+enum {
+  SHAPE_CIRCLE,
+  SHAPE_SQUARE,
+  SHAPE_DIAMOND,
+  SHAPE_TRIANGLE,
+  SHAPE_TRIANGLE_DOWN,
+  SHAPE_HEXAGON,
+  SHAPE_COUNT
+};
+
+/* Scatter series that are not lines get the marker shape they ask for,
+ * else one of the first four in turn, so that they differ by more than
+ * colour. */
 static int series_shape(const Chart *c, int i) {
+  if (c->series[i].marker > 0)
+    return (c->series[i].marker - 1) % SHAPE_COUNT;
   int k = 0;
   for (int j = 0; j < i; j++)
-    k += !c->series[j].line;
+    k += !c->series[j].line && c->series[j].marker <= 0;
   return k % 4;
 }
 
@@ -934,9 +947,8 @@ static void draw_vlines(Scene *s, const Chart *c, const Layout *l) {
   free(shown);
 }
 
-enum { SHAPE_CIRCLE, SHAPE_SQUARE, SHAPE_DIAMOND, SHAPE_TRIANGLE };
-
-/* A marker centred on (X, Y): circle, square, diamond or triangle. */
+/* A marker centred on (X, Y): circle, square, diamond, triangle (up or
+ * down) or hexagon. */
 static void draw_marker(Scene *s, const char *cls, int shape, double x,
                         double y, double r) {
   if (shape == SHAPE_CIRCLE) {
@@ -949,10 +961,18 @@ static void draw_marker(Scene *s, const char *cls, int shape, double x,
     r *= 1.25;
     double p[] = {x, y - r, x + r, y, x, y + r, x - r, y};
     sc_poly(s, SC_POLYGON, cls, 4, p);
-  } else {
+  } else if (shape == SHAPE_TRIANGLE || shape == SHAPE_TRIANGLE_DOWN) {
     r *= 1.2;
-    double p[] = {x, y - r, x + r, y + 0.8 * r, x - r, y + 0.8 * r};
+    double up = shape == SHAPE_TRIANGLE ? 1 : -1;
+    double p[] = {x, y - up * r, x + r, y + up * 0.8 * r, x - r,
+                  y + up * 0.8 * r};
     sc_poly(s, SC_POLYGON, cls, 3, p);
+  } else {
+    r *= 1.1;
+    double p[12];
+    for (int k = 0; k < 6; k++)
+      p[2 * k] = x + r * cos(PI / 3 * k), p[2 * k + 1] = y + r * sin(PI / 3 * k);
+    sc_poly(s, SC_POLYGON, cls, 6, p);
   }
 }
 
@@ -972,6 +992,11 @@ static void draw_swatch(Scene *s, const Chart *c, int i, double x, double y) {
   if (drawn_as_line(c, se) || step_edge(c, se)) {
     sc_line(s, "swatch", x, y, x + 22, y)->paint =
         (Paint){.stroke = color, .width = 2, .dash = se->dashed ? "5 3" : NULL};
+  } else if (c->kind == CHART_SCATTER && se->ring) {
+    sc_group(s, "swatch", (Paint){.fill = "none", .stroke = color,
+                                  .width = 1.6});
+    draw_marker(s, "point", SHAPE_CIRCLE, x + 11, y, 6);
+    sc_end(s);
   } else if (c->kind == CHART_SCATTER) {
     sc_group(s, "swatch", (Paint){.fill = color});
     draw_marker(s, "point", series_shape(c, i), x + 11, y, 4);
@@ -1219,7 +1244,8 @@ static void draw_scatter_series(Scene *sc, const Chart *c, const Layout *l,
   double x, y;
   for (int k = 0; k < series_n(s); k++)
     if (scatter_point(l, s, k, &x, &y))
-      draw_marker(sc, "point", series_shape(c, i), x, y, 3.5);
+      draw_marker(sc, "point", s->ring ? SHAPE_CIRCLE : series_shape(c, i),
+                  x, y, s->ring ? 7 : 3.5);
   sc_group(sc, "point-labels", (Paint){.fill = "#333333", .stroke = "none"});
   for (int k = 0; s->labels && k < series_n(s); k++)
     if (s->labels[k] && s->labels[k][0] && scatter_point(l, s, k, &x, &y))
@@ -1325,6 +1351,8 @@ static void open_series(Scene *s, const Chart *c, int i) {
   else if (c->kind == CHART_STEP_AREA)
     p = (Paint){.fill = color, .opacity = 0.35, .stroke = color,
                 .width = 1.5};
+  else if (c->kind == CHART_SCATTER && se->ring)
+    p = (Paint){.fill = "none", .stroke = color, .width = 1.6};
   else if (c->kind == CHART_SCATTER)
     p = (Paint){.fill = color, .stroke = "#ffffff", .width = 0.6};
   else

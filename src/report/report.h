@@ -213,6 +213,11 @@ typedef struct ChartSeries {
                 roof of a roofline, under the Einsums' points); STEP_AREA:
                 draw its steps' edge alone, unfilled, so that it never
                 overlaps the filled series in a colour no legend entry has */
+  int marker; /* SCATTER: 1 + a marker shape (circle, square, diamond,
+                 triangle, triangle down, hexagon), so that a caller can
+                 encode one property in it; 0: the next shape in turn */
+  bool ring;  /* SCATTER: hollow rings, larger than the markers, around
+                 points of other series (a Pareto front over them) */
 } ChartSeries;
 
 typedef struct ChartLine { /* a reference line across the plot */
