@@ -34,8 +34,8 @@ static const Opt repro_opts[] = {
     {"--model", OPT_STRING, offsetof(ReproArgs, spec.model), "M",
      .help = "the model preset (default: the spec's own)"},
     {"--set", OPT_CUSTOM, offsetof(ReproArgs, spec), "NAME=V",
-     .help = "B: the batch (default 64); I: the prefill's tokens (default "
-             "2048); any other rank or parameter as given",
+     .help = "B: the batch; I: the prefill's tokens (default: the spec's "
+             "sizes, else 64 and 2048); any other rank or parameter as given",
      .flags = OPT_REPEAT, .parse = parse_set},
     {"--arch", OPT_STRING, offsetof(ReproArgs, arch), "ARCH",
      .help = "the architecture (default: the shipped mambalaya)"},
@@ -183,7 +183,9 @@ const Command reproduce_command = {
         "model, architecture or setting runs the same evaluation and draws\n"
         "the same figures for it, labelled with it; the paper's values are\n"
         "shown only for what the paper evaluated (an edited copy of a shipped\n"
-        "file is not the paper's).\n",
+        "file is not the paper's). A spec that names no model is evaluated\n"
+        "at its own sizes; the end-to-end figures need a layer count (the\n"
+        "model's, or --layers N).\n",
     .uses = {{&repro_table, 0, NULL},
              {&model_options, offsetof(ReproArgs, mopts),
               "model options (as for eval; every design gets them over its\n"
@@ -191,6 +193,8 @@ const Command reproduce_command = {
               "or ideal):"}},
     .example = "mambalaya reproduce --spec mamba2 --model mamba2-370m --out "
                "out/mamba2\n"
+               "mambalaya reproduce --spec tests/specs/good/rwkv6_shift.yaml "
+               "--arch h100 --layers 32\n"
                "mambalaya reproduce --reserve-share 0.8 --out out/share80\n",
     .size = sizeof(ReproArgs), .init = repro_init, .run = reproduce,
 };

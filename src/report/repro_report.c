@@ -18,6 +18,8 @@ bool target_holds(const Target *t) {
 void target_value(char *out, size_t cap, const Target *t, double v,
                   bool bound) {
   const char *u = t->unit ? t->unit : "";
+  if (strcmp(u, "groups") == 0) /* a count, which T's "what" names */
+    u = "";
   bool attached = strcmp(u, "x") == 0 || strcmp(u, "%") == 0;
   snprintf(out, cap, "%s%.4g%s%s", bound && t->at_least ? ">" : "", v,
            u[0] && !attached ? " " : "", u);
