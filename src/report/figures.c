@@ -271,14 +271,16 @@ static void title_of(char *out, size_t cap, const Figs *f, const char *fig,
 
 /* The subtitle: the setup of model M, and DETAIL (the phase and the
  * sequence length): "mamba-370m, specs/mamba1.yaml on mambalaya; B=64,
- * prefill I=2048"; without a model, the spec and its sizes alone. */
+ * prefill I=2048"; without a model, the spec with its sizes. */
 static void subtitle_of(char *out, size_t cap, const Repro *r, int m,
                         const char *detail) {
   Buf b = {0};
   if (r->model_names[m])
     buf_printf(&b, "%s, ", r->model_names[m]);
-  buf_printf(&b, "%s on %s; B=%g, %s%s%s", r->spec_label, r->arch_label,
-             r->batch, detail,
+  buf_printf(&b, "%s", r->spec_label);
+  if (!r->model_names[m] && r->sizes[0]) /* no model's name to imply them */
+    buf_printf(&b, " (%s)", r->sizes);
+  buf_printf(&b, " on %s; B=%g, %s%s%s", r->arch_label, r->batch, detail,
              r->settings[0] ? ", " : "", r->settings);
   snprintf(out, cap, "%s", b.s);
   buf_free(&b);

@@ -76,8 +76,8 @@ static void model_part(Buf *b, const Repro *r) {
 }
 
 void report_repro_setup(Buf *b, const Repro *r) {
-  buf_printf(b, "Cascade %s (%d Einsums per layer)", r->spec_label,
-             r->cascade->neinsums);
+  buf_printf(b, "Cascade %s (%d Einsums per layer%s%s)", r->spec_label,
+             r->cascade->neinsums, r->sizes[0] ? "; " : "", r->sizes);
   model_part(b, r);
   for (int m = 1; m < r->nmodels; m++)
     buf_printf(b, ", and %s (%d layers) for a second sweep",

@@ -459,6 +459,24 @@ static bool pick_models(const ReproSetup *su, Run *x, Diag *d) {
   return true;
 }
 
+/* The sizes of the ranks other than B and I, as bound at the prefill
+ * point, into R->sizes: what titles the setup besides B and I. */
+static void other_sizes(Run *x) {
+  Repro *r = x->r;
+  Shape *s = bind(x, 0, r->prefill);
+  Buf b = {0};
+  for (int k = 0; s && k < x->c->nranks; k++) {
+    const Rank *rk = &x->c->ranks[k];
+    if (strcmp(rk->name, "B") != 0 && strcmp(rk->name, "I") != 0 &&
+        rk->same_as < 0 && !rk->window && s->size[k] > 0)
+      buf_printf(&b, "%s%s=%lld", b.len ? ", " : "", rk->name,
+                 (long long)s->size[k]);
+  }
+  snprintf(r->sizes, sizeof r->sizes, "%s", b.s ? b.s : "");
+  buf_free(&b);
+  shape_free(s);
+}
+
 /* B and I where no --set gives them: the spec's own sizes (for its
  * model, and the other settings) when it has them, else the paper's. */
 static void spec_defaults(const ReproSetup *su, Run *x) {
@@ -529,6 +547,8 @@ Repro *repro_run(const ReproSetup *su, Diag *d) {
                    r->layers[0] == x.model_layers &&
                    r->batch == REPRO_PAPER_BATCH &&
                    r->prefill == REPRO_PAPER_PREFILL && x.nsets == 0;
+  if (ok)
+    other_sizes(&x);
   for (int m = 0; ok && m < r->nmodels; m++)
     for (int p = 0; ok && p < PH_COUNT; p++)
       ok = price_point(&x, m, (Phase)p);

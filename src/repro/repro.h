@@ -122,6 +122,8 @@ typedef struct Repro {
                                    no end-to-end figures */
   double batch, prefill; /* B, and I of the prefill */
   char settings[256];    /* the other --set values, "d_state=32", or "" */
+  char sizes[256];       /* the other ranks' sizes at the prefill point,
+                            "D=2048, E=2048" */
   bool paper_spec;  /* the paper's cascade */
   bool paper_arch;  /* the paper's architecture */
   bool paper_setup; /* all of the paper's setup: its evaluation compares */

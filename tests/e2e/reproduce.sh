@@ -221,7 +221,7 @@ rw=tests/specs/good/rwkv6_shift.yaml
 "$MAMBALAYA" reproduce --spec $rw --arch h100 --format svg,png \
   --out "$tmp/rw" >"$tmp/rw.table" 2>"$tmp/err" ||
   fail "reproduce --spec rwkv6_shift --arch h100 exited $?: $(cat "$tmp/err")"
-labels "$tmp/rw" "$rw" h100 "B=4"
+labels "$tmp/rw" "$rw" h100 "B=4" "D=2048, E=2048"
 grep -q "I=1024" "$tmp/rw/utilization_prefill.svg" ||
   fail "rwkv6_shift: the spec's I=1024 not in the prefill figures"
 "$MAMBALAYA" reproduce --spec $rw --arch h100 --json --format svg \

@@ -40,6 +40,7 @@ TEST(repro_without_model_uses_spec_sizes) {
   if (s.r) {
     CHECK_NEAR(s.r->batch, 4, 0);
     CHECK_NEAR(s.r->prefill, 1024, 0);
+    CHECK_STR(s.r->sizes, "D=2048, E=2048");
     CHECK_INT(s.r->nmodels, 1);
     CHECK(s.r->model_names[0] == NULL);
     CHECK_INT(s.r->layers[0], 0);
