@@ -244,7 +244,7 @@ void sweep_chart(Buf *b, const Study *s, const PointResult *res,
       if (k == front) {
         char *l = labels + 48 * i;
         snprintf(l, 48, "#%ld %s", i,
-                 design_name(s->ds[at[DIM_DESIGN]].design));
+                 study_design_name(s->ds[at[DIM_DESIGN]].design));
         p->labels[p->n[k]] = nfront <= 6 ? l : NULL;
       }
       p->n[k]++;
