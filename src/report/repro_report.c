@@ -83,12 +83,41 @@ static void designs_text(Buf *b, const Repro *r) {
                dec[d].seconds * 1e6,
                dec[DES_UNFUSED].seconds / dec[d].seconds,
                pre[d].energy_j / tp * 1e6, dec[d].energy_j / td * 1e6);
+  const Searched *bp = &r->best[0][PH_PREFILL], *bd = &r->best[0][PH_DECODE];
+  buf_printf(b, "%-13s %14.2f %7.3fx %14.2f %7.3fx %11.4g %11.4g\n",
+             "best (searched)", bp->seconds * 1e6,
+             pre[DES_UNFUSED].seconds / bp->seconds, bd->seconds * 1e6,
+             dec[DES_UNFUSED].seconds / bd->seconds, bp->energy_j / tp * 1e6,
+             bd->energy_j / td * 1e6);
+  buf_printf(b, "best (searched): the schedule `mambalaya search` finds for "
+                "latency; gap to ideal %.4gx prefill (%d groups), %.4gx "
+                "decode (%d groups)\n",
+             bp->seconds / bp->ideal, bp->groups, bd->seconds / bd->ideal,
+             bd->groups);
+}
+
+/* Every figure where the paper's best variant appears, again with best
+ * (searched) in its place, and both gaps to ideal. */
+static void searched_text(Buf *b, const Repro *r) {
+  buf_printf(b, "\nThe best variant (the best of the four strategies) "
+                "against best (searched):\n%-56s %8s %8s %8s %8s %8s\n",
+             "figure", "paper", "variant", "searched", "var_gap",
+             "srch_gap");
+  for (int i = 0; i < r->nsearched; i++) {
+    const SearchedRow *w = &r->searched[i];
+    char paper[16] = "-";
+    if (isfinite(w->paper))
+      snprintf(paper, sizeof paper, "%.4gx", w->paper);
+    buf_printf(b, "%-56.56s %8s %7.4gx %7.4gx %7.4gx %7.4gx\n", w->what,
+               paper, w->variant, w->searched, w->variant_gap, w->gap);
+  }
 }
 
 void report_repro_text(Buf *b, const Repro *r) {
   report_repro_setup(b, r);
   buf_printf(b, "\n\nOne layer of %s per design:\n", r->model_names[0]);
   designs_text(b, r);
+  searched_text(b, r);
   if (r->ntargets > 0) {
     buf_printf(b, "\n%-10s %-64s %10s %10s %7s\n", "where", "figure",
                "paper", "ours", "ratio");
@@ -113,6 +142,27 @@ void report_repro_text(Buf *b, const Repro *r) {
                 "designs, prefill and decode) took %.3f s.\n",
              r->nmodels, r->nmodels > 1 ? "s" : "", REPRO_LENGTHS, DES_COUNT,
              r->elapsed);
+}
+
+/* designs.best: best (searched) per phase, as the designs are, with its
+ * gap to ideal and where it came from. */
+static json_t *searched_json(const Repro *r) {
+  json_t *o = json_object();
+  for (int p = 0; p < PH_COUNT; p++) {
+    const Searched *x = &r->best[0][p];
+    json_t *ph = json_object();
+    json_object_set_new(ph, "latency_s", report_real(x->seconds));
+    json_object_set_new(ph, "dram_bytes", report_real(x->dram_bytes));
+    json_object_set_new(ph, "energy_j", report_real(x->energy_j));
+    json_object_set_new(ph, "groups", json_integer(x->groups));
+    json_object_set_new(ph, "gap_to_ideal",
+                        report_real(x->seconds / x->ideal));
+    json_object_set_new(ph, "from", json_string(x->from == DES_COUNT
+                                                    ? "search"
+                                                    : design_name(x->from)));
+    json_object_set_new(o, p == PH_PREFILL ? "prefill" : "decode", ph);
+  }
+  return o;
 }
 
 json_t *report_repro_json(const Repro *r) {
@@ -158,7 +208,21 @@ json_t *report_repro_json(const Repro *r) {
     }
     json_object_set_new(ds, design_name((Design)d), o);
   }
+  json_object_set_new(ds, "best", searched_json(r));
   json_object_set_new(root, "designs", ds);
+  json_t *rows = json_object();
+  for (int i = 0; i < r->nsearched; i++) {
+    const SearchedRow *w = &r->searched[i];
+    json_t *o = json_object();
+    json_object_set_new(o, "what", json_string(w->what));
+    json_object_set_new(o, "paper", report_real(w->paper));
+    json_object_set_new(o, "variant", report_real(w->variant));
+    json_object_set_new(o, "searched", report_real(w->searched));
+    json_object_set_new(o, "variant_gap_to_ideal", report_real(w->variant_gap));
+    json_object_set_new(o, "searched_gap_to_ideal", report_real(w->gap));
+    json_object_set_new(rows, w->key, o);
+  }
+  json_object_set_new(root, "best_searched", rows);
   json_object_set_new(root, "elapsed_s", report_real(r->elapsed));
   return root;
 }
