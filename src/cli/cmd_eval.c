@@ -113,7 +113,7 @@ static void search_csv(Buf *b, const Buf *csv, const SearchResult *r) {
     if (header)
       buf_printf(b, ",best_from,ideal_latency_s,gap_to_ideal\n");
     else
-      buf_printf(b, ",%s,%.12g,%.12g\n", search_from(r), r->lower,
+      buf_printf(b, ",%s,%.10g,%.10g\n", search_from(r), r->lower,
                  search_gap(r));
     header = false;
     l += n + (l[n] == '\n');
