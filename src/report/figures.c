@@ -857,7 +857,7 @@ static void designs_utilization(Figs *f, Phase ph) {
                    "finds, is %.3gx faster than MARCA-like (%.3gx from "
                    "ideal; the best strategy %.3gx).",
              safe_div(lat[DES_MARCA], bs->seconds),
-             safe_div(bs->seconds, bs->ideal),
+             repro_searched_gap(bs),
              safe_div(lat[b], bs->ideal));
   util_sentence(&cap, r);
   u.caption = cap.s;
@@ -1116,8 +1116,8 @@ static void sota(Figs *f) {
              "accelerator at long context.",
              best.s, safe_div(y[2][lc], fmax(y[0][lc], y[1][lc])));
   buf_printf(&cap, " Best (searched), the schedule `mambalaya search` finds "
-                   "per layer, is %.3gx faster than the better prior accelerator "
-                   "there.",
+                   "per layer, is %.3gx faster than the better prior "
+                   "accelerator there.",
              safe_div(y[3][lc], fmax(y[0][lc], y[1][lc])));
   if (r->paper_setup) {
     double gain = paper_value(r, "long_context.improvement");

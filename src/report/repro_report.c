@@ -68,32 +68,40 @@ void report_repro_setup(Buf *b, const Repro *r) {
   paper_part(b, r);
 }
 
-/* The designs at a glance: per-layer latency, prefill and decode, as
- * speedup over best unfused, and the energy per token. */
+/* One row of the designs table: LABEL's per-layer latency (S) and energy
+ * (J), prefill and decode, the latency also as speedup over best
+ * unfused, the energy per token. */
+static void design_row(Buf *b, const Repro *r, const char *label,
+                       const double s[PH_COUNT], const double j[PH_COUNT]) {
+  const Result *u = &r->res[0][PH_PREFILL][DES_UNFUSED],
+               *ud = &r->res[0][PH_DECODE][DES_UNFUSED];
+  buf_printf(b, "%-15s %14.2f %7.3fx %14.2f %7.3fx %11.4g %11.4g\n", label,
+             s[PH_PREFILL] * 1e6, u->seconds / s[PH_PREFILL],
+             s[PH_DECODE] * 1e6, ud->seconds / s[PH_DECODE],
+             j[PH_PREFILL] / (r->batch * r->prefill) * 1e6,
+             j[PH_DECODE] / r->batch * 1e6);
+}
+
+/* The designs at a glance, and best (searched) beside them. */
 static void designs_text(Buf *b, const Repro *r) {
-  const Result *pre = r->res[0][PH_PREFILL], *dec = r->res[0][PH_DECODE];
-  double tp = r->batch * r->prefill, td = r->batch;
-  buf_printf(b, "%-13s %14s %8s %14s %8s %11s %11s\n", "design",
+  buf_printf(b, "%-15s %14s %8s %14s %8s %11s %11s\n", "design",
              "prefill_us", "speedup", "decode_us", "speedup",
              "pre_uJ/tok", "dec_uJ/tok");
-  for (int d = 0; d < DES_COUNT; d++)
-    buf_printf(b, "%-13s %14.2f %7.3fx %14.2f %7.3fx %11.4g %11.4g\n",
-               design_label((Design)d), pre[d].seconds * 1e6,
-               pre[DES_UNFUSED].seconds / pre[d].seconds,
-               dec[d].seconds * 1e6,
-               dec[DES_UNFUSED].seconds / dec[d].seconds,
-               pre[d].energy_j / tp * 1e6, dec[d].energy_j / td * 1e6);
-  const Searched *bp = &r->best[0][PH_PREFILL], *bd = &r->best[0][PH_DECODE];
-  buf_printf(b, "%-13s %14.2f %7.3fx %14.2f %7.3fx %11.4g %11.4g\n",
-             "best (searched)", bp->seconds * 1e6,
-             pre[DES_UNFUSED].seconds / bp->seconds, bd->seconds * 1e6,
-             dec[DES_UNFUSED].seconds / bd->seconds, bp->energy_j / tp * 1e6,
-             bd->energy_j / td * 1e6);
+  double s[PH_COUNT], j[PH_COUNT];
+  for (int d = 0; d < DES_COUNT; d++) {
+    for (int p = 0; p < PH_COUNT; p++)
+      s[p] = r->res[0][p][d].seconds, j[p] = r->res[0][p][d].energy_j;
+    design_row(b, r, design_label((Design)d), s, j);
+  }
+  const Searched *bs = r->best[0];
+  for (int p = 0; p < PH_COUNT; p++)
+    s[p] = bs[p].seconds, j[p] = bs[p].energy_j;
+  design_row(b, r, "best (searched)", s, j);
   buf_printf(b, "best (searched): the schedule `mambalaya search` finds for "
                 "latency; gap to ideal %.4gx prefill (%d groups), %.4gx "
                 "decode (%d groups)\n",
-             bp->seconds / bp->ideal, bp->groups, bd->seconds / bd->ideal,
-             bd->groups);
+             repro_searched_gap(&bs[PH_PREFILL]), bs[PH_PREFILL].groups,
+             repro_searched_gap(&bs[PH_DECODE]), bs[PH_DECODE].groups);
 }
 
 /* Every figure where the paper's best variant appears, again with best
@@ -156,7 +164,7 @@ static json_t *searched_json(const Repro *r) {
     json_object_set_new(ph, "energy_j", report_real(x->energy_j));
     json_object_set_new(ph, "groups", json_integer(x->groups));
     json_object_set_new(ph, "gap_to_ideal",
-                        report_real(x->seconds / x->ideal));
+                        report_real(repro_searched_gap(x)));
     json_object_set_new(ph, "from", json_string(x->from == DES_COUNT
                                                     ? "search"
                                                     : design_name(x->from)));

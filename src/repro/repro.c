@@ -105,6 +105,10 @@ static bool searched(const Run *x, const Shape *s, const Pair *pairs,
   return true;
 }
 
+double repro_searched_gap(const Searched *s) {
+  return s->ideal > 0 ? s->seconds / s->ideal : NAN;
+}
+
 /* Every design at one model and phase. */
 static bool price_point(Run *x, int model, Phase ph) {
   Shape *s = bind(x, model, ph == PH_PREFILL ? x->r->prefill : 1);

@@ -175,6 +175,8 @@ typedef struct Repro {
 Repro *repro_run(const ReproSetup *setup, Diag *d);
 void repro_free(Repro *r);
 const Target *repro_target(const Repro *r, const char *key);
+/* best (searched)'s gap to ideal: its latency over the bound's. */
+double repro_searched_gap(const Searched *s);
 /* The peak of unit U (ops/s): its fastest op class. */
 double repro_unit_peak(const Arch *a, int u);
 
