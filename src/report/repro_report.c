@@ -115,7 +115,8 @@ static void searched_text(Buf *b, const Repro *r) {
     const SearchedRow *w = &r->searched[i];
     char paper[16] = "-";
     if (isfinite(w->paper))
-      snprintf(paper, sizeof paper, "%.4gx", w->paper);
+      snprintf(paper, sizeof paper, "%s%.4gx", w->at_least ? ">" : "",
+               w->paper);
     buf_printf(b, "%-56.56s %8s %7.4gx %7.4gx %7.4gx %7.4gx\n", w->what,
                paper, w->variant, w->searched, w->variant_gap, w->gap);
   }
@@ -224,6 +225,7 @@ json_t *report_repro_json(const Repro *r) {
     json_t *o = json_object();
     json_object_set_new(o, "what", json_string(w->what));
     json_object_set_new(o, "paper", report_real(w->paper));
+    json_object_set_new(o, "at_least", json_boolean(w->at_least));
     json_object_set_new(o, "variant", report_real(w->variant));
     json_object_set_new(o, "searched", report_real(w->searched));
     json_object_set_new(o, "variant_gap_to_ideal", report_real(w->variant_gap));

@@ -541,7 +541,7 @@ static void searched_rows(Repro *r) {
     const Target *t = repro_target(r, searched_figures[k].key);
     SearchedRow *row = &r->searched[r->nsearched++];
     *row = (SearchedRow){searched_figures[k].key, "", t ? t->paper : NAN,
-                         speedup_at(at, &vs, &variant),
+                         t && t->at_least, speedup_at(at, &vs, &variant),
                          speedup_at(at, &vs, &best),
                          speedup_at(at, &best, &ideal),
                          speedup_at(at, &variant, &ideal)};

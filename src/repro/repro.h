@@ -116,6 +116,7 @@ typedef struct SearchedRow {
   const char *key;   /* the figure's target key: "vs_marca.prefill" */
   char what[128];
   double paper;      /* the paper's value (NAN unless its setup) */
+  bool at_least;     /* the paper gives a lower bound */
   double variant;    /* ours, with the best variant (the target's) */
   double searched;   /* ours, with best (searched) */
   double gap;        /* best (searched)'s latency over ideal's, there */
