@@ -5,6 +5,8 @@
  * own slot: the results do not depend on which thread priced what. */
 #include "study.h"
 
+#include "../search/search.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -62,6 +64,21 @@ static void worker_free(Worker *w) {
   free(w);
 }
 
+/* Design best: the schedule the search finds for latency in SH under
+ * the point's options OV, as `eval --design best` prices it. */
+static Eval *price_best(Worker *w, const Cascade *c, const StudyShape *sh,
+                        const Arch *arch, const ModelOverrides *ov,
+                        Diag *diag) {
+  SearchResult *r = search_best(c, sh->s, arch, sh->pairs, ov, SO_LATENCY,
+                                w->memo, diag);
+  if (!r)
+    return NULL;
+  Eval *ev = r->best; /* kept: the search lets go of it */
+  r->best = NULL;
+  search_free(r);
+  return ev;
+}
+
 /* One evaluation: design DS of shape (CM, ST, SLOT) on ARCH with options
  * O; NULL with DIAG set when the model cannot price it. */
 static Eval *price(Worker *w, int cm, int st, int slot, const DesignStitch *ds,
@@ -69,8 +86,15 @@ static Eval *price(Worker *w, int cm, int st, int slot, const DesignStitch *ds,
   const Study *s = w->s;
   const StudyShape *sh = study_shape(s, cm, st, slot);
   const Cascade *c = s->cascades[s->cms[cm].cascade].c;
+  bool decode = slot == SLOT_DECODE && ov->state_io < 0;
+  if (ds->design == DESIGN_BEST) {
+    ModelOverrides b = *ov;
+    if (decode)
+      b.state_io = 1; /* as below */
+    return price_best(w, c, sh, arch, &b, diag);
+  }
   ModelOpts o = model_opts_with(ov, ds->design);
-  if (slot == SLOT_DECODE && ov->state_io < 0)
+  if (decode)
     o.state_io = true; /* a decode step reads and writes its state */
   if (ds->stitch >= 0)
     o.stitch = (Stitcher)ds->stitch;

@@ -231,7 +231,8 @@ static const char *series_name(Arena *a, const Study *s, int k) {
   for (int j = 0; j < s->nds; j++)
     same += s->ds[j].design == ds->design;
   Buf b = {0};
-  buf_printf(&b, "%s", design_label(ds->design));
+  buf_printf(&b, "%s", ds->design == DESIGN_BEST ? "best (searched)"
+                                                 : design_label(ds->design));
   if (same > 1 && ds->stitch >= 0)
     buf_printf(&b, ", %s", stitcher_name((Stitcher)ds->stitch));
   if (nc > 1)

@@ -665,16 +665,19 @@ static bool load_designs(Loader *L, const YamlNode *dn, const YamlNode *sn) {
   s->ds = xcalloc((size_t)(nd * nst), sizeof *s->ds);
   for (int i = 0; i < nd; i++) {
     const YamlNode *n = dn ? ds[i] : &full;
-    Design d;
+    Design d = DESIGN_BEST;
     char names[256];
-    if (!want(L, n, YN_SCALAR, "a design") || !design_from_name(n->text, &d))
-      return fail(L, n->loc, "unknown design '%s' (expected one of %s)",
+    if (!want(L, n, YN_SCALAR, "a design") ||
+        (strcmp(n->text, "best") && !design_from_name(n->text, &d)))
+      return fail(L, n->loc, "unknown design '%s' (expected one of %s or "
+                             "best)",
                   n->text, design_names(names, sizeof names));
     for (int j = 0; j < s->nds; j++)
       if (s->ds[j].design == d)
         return fail(L, n->loc, "design '%s' is given twice", n->text);
-    /* The strategies stitch; the others' plans are fixed. */
-    bool stitches = design_strategy(d) != ST_UNFUSED;
+    /* The strategies stitch; the others' plans are fixed; best's search
+     * tries every stitcher. */
+    bool stitches = d != DESIGN_BEST && design_strategy(d) != ST_UNFUSED;
     for (int k = 0; k < (stitches ? nst : 1); k++)
       s->ds[s->nds++] = (DesignStitch){d, stitches ? stitch[k] : -1};
   }

@@ -60,6 +60,12 @@ typedef struct Workload {
   int prompt_slot; /* the shape slot of its prefill (below) */
 } Workload;
 
+/* The design `best` of a study: the schedule `search` finds for latency
+ * (src/search). Not a model design: the model is below the search. */
+#define DESIGN_BEST ((Design)DES_COUNT)
+/* "best", or the model design's name. */
+const char *study_design_name(Design d);
+
 /* A design, with the stitcher of the fused designs (-1: none applies). */
 typedef struct DesignStitch {
   Design design;
