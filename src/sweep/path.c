@@ -125,7 +125,8 @@ typedef struct Walk {
 } Walk;
 
 /* One step: KEY in a mapping (then SEL, if any, in the list it holds), or
- * KEY as an item's name in a list. LAST: KEY is the path's last. */
+ * KEY as an item's name in a list. TOP: the walk is at the architecture
+ * section, whose memory and compute lists take role selectors. */
 static bool step(Walk *w, const char *key, const char *sel, bool top) {
   const YamlNode *n = w->n, *child = NULL;
   if (n->kind == YN_MAP) {
@@ -214,21 +215,13 @@ bool study_path_node(const YamlNode *root, const char *path,
   return w.n && walk(&w, path, parent, key);
 }
 
-/* Does PATH select an item by something other than a position? */
-static bool has_role_selector(const char *path) {
-  for (const char *p = strchr(path, '['); p; p = strchr(p + 1, '['))
-    if (p[1] != '-' && (p[1] < '0' || p[1] > '9'))
-      return true;
-  return false;
-}
-
 bool study_path_resolve(const YamlNode *root, const char *file,
                         const char *path, Buf *canon, Buf *why) {
   Walk w = {arch_section(root, path, why), NULL, canon, why};
   if (!w.n)
     return false;
   Arch *a = NULL;
-  if (has_role_selector(path)) {
+  if (strchr(path, '[')) { /* a selector, maybe a role: load the roles */
     Diag d = {0};
     a = arch_from_yaml(file, root, &d);
     if (!a) {
