@@ -138,7 +138,7 @@ static void add_eval(PointResult *r, const Arch *a, const Eval *ev, double k) {
   }
 }
 
-/* The area figures of architecture A: its total and by role. */
+/* The area figures of architecture A: its total, by role and by class. */
 static void add_area(PointResult *r, const Arch *a) {
   Component cs[SWEEP_MAX_COMPONENTS];
   int n = report_components(a, NULL, cs);
@@ -156,6 +156,14 @@ static void add_area(PointResult *r, const Arch *a) {
     for (int i = 0; i < n; i++)
       if (strcmp(cs[i].role, roles[j].role) == 0)
         r->fig[roles[j].f] += cs[i].area_mm2;
+  double cls[AREA_CLASS_COUNT];
+  arch_area_by_class(a, cls);
+  static const Figure by_class[] = {FIG_A_COMPUTE, FIG_A_NONLINEAR,
+                                    FIG_A_INTERCONNECT, FIG_A_MEMORY};
+  _Static_assert(sizeof by_class / sizeof by_class[0] == AREA_CLASS_COUNT,
+                 "a column per area class");
+  for (int c = 0; c < AREA_CLASS_COUNT; c++)
+    r->fig[by_class[c]] = cls[c];
 }
 
 /* Price one point: a phase is one evaluation, a scenario L layers of a
