@@ -749,13 +749,14 @@ static void run_free(ExecRun *x) {
 
 /* Refuse, before any random input is made, a run whose inputs, arrays
  * (exec_bytes: every tensor for the interpreter, or the plan's off-chip
- * tensors and tile buffer) and --check's reference run exceed the
- * budget: what `run` does for a language model. */
+ * tensors and tile buffer, and with --keep the copies of its on-chip
+ * ones) and --check's reference run exceed the budget: what `run` does
+ * for a language model. */
 static int check_exec_memory(const ExecArgs *o, const Cascade *c,
                              const Shape *s, const Plan *plan) {
   double need = exec_bytes(c, s, plan, o->ex.buffer);
   for (int t = 0; t < c->ntensors; t++)
-    if (needed_input(c, t))
+    if (needed_input(c, t) || (plan && o->keep && plan->onchip[t]))
       need += 4 * shape_tensor_elems(s, t);
   if (o->check)
     need += exec_bytes(c, s, NULL, 0);

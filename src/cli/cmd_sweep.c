@@ -149,8 +149,17 @@ static void gather(const Ranks *r, long n, PointResult *mine, long count,
 
 /* ---- outputs ---- */
 
+/* How the points were priced, when MPI ranks shared them: the outputs do
+ * not depend on it (byte for byte), so only the report says it. */
+static void say_ranks(Buf *b, const Ranks *r, int threads) {
+  if (r->size > 1)
+    buf_printf(b, "priced on %d MPI ranks, %d thread%s each\n", r->size,
+               threads, threads == 1 ? "" : "s");
+}
+
 static int finish(const Study *s, const PointResult *res, const char *dir,
-                  unsigned formats, bool json) {
+                  const SweepArgs *o, const Ranks *r, int threads) {
+  unsigned formats = o->formats;
   long n = study_points(s);
   bool *on = xcalloc((size_t)n + 1, sizeof *on);
   sweep_front(s, res, on);
@@ -168,12 +177,15 @@ static int finish(const Study *s, const PointResult *res, const char *dir,
   if (!sweep_write(s, dir, &csv, &js, charts, formats, &refused, &d)) {
     diag_print(&d, stderr);
     status = refused ? EXIT_INPUT : EXIT_RUN;
-  } else if (json) {
+  } else if (o->json) {
     emit(&js);
+    say_ranks(&text, r, threads); /* stdout is the JSON: said on stderr */
+    fputs(text.s ? text.s : "", stderr);
   } else {
     sweep_text(&text, s, res, on);
     buf_printf(&text, "\nwritten to %s/{points.csv, sweep.json, pareto.*}\n",
                dir);
+    say_ranks(&text, r, threads);
     emit(&text);
   }
   buf_free(&csv);
@@ -216,7 +228,7 @@ static int sweep(const SweepArgs *o, const Study *s, const Ranks *r) {
   gather(r, n, mine, hi - lo, all);
   int status = 0;
   if (r->rank == 0)
-    status = finish(s, all, dir.s, o->formats, o->json);
+    status = finish(s, all, dir.s, o, r, threads);
   buf_free(&dir);
   free(all);
   free(mine);

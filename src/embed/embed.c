@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 
 const EmbeddedFile *embedded_file(const char *name) {
@@ -29,6 +30,87 @@ const EmbeddedFile *embedded_named(const char *dir, const char *name) {
   return embedded_file(path);
 }
 
+/* The Levenshtein distance between A and B (both short names). */
+static size_t edit_distance(const char *a, const char *b) {
+  size_t nb = strlen(b);
+  size_t *row = xmalloc((nb + 1) * sizeof *row);
+  for (size_t j = 0; j <= nb; j++)
+    row[j] = j;
+  for (size_t i = 1; a[i - 1]; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= nb; j++) {
+      size_t up = row[j];
+      size_t best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best)
+        best = up + 1;
+      if (row[j - 1] + 1 < best)
+        best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  size_t r = row[nb];
+  free(row);
+  return r;
+}
+
+/* The bare name of shipped file F if it lies directly under DIR
+ * ("specs/mamba1.yaml" -> "mamba1", length in *N), else NULL. */
+static const char *shipped_stem(const EmbeddedFile *f, const char *dir,
+                                 size_t *n) {
+  size_t nd = strlen(dir), nf = strlen(f->name);
+  if (strncmp(f->name, dir, nd) != 0 || f->name[nd] != '/' || nf < nd + 6 ||
+      strchr(f->name + nd + 1, '/'))
+    return NULL;
+  *n = nf - nd - 1 - 5;
+  return f->name + nd + 1;
+}
+
+/* Append DIR's shipped names to B, comma-separated; with NEAR, only those
+ * within a third of NEAR's length (at least 1) in edit distance. Returns
+ * how many were appended. */
+static int list_shipped(Buf *b, const char *dir, const char *near) {
+  int count = 0;
+  for (const EmbeddedFile *f = embedded_files; f->name; f++) {
+    size_t n;
+    const char *stem = shipped_stem(f, dir, &n);
+    if (!stem)
+      continue;
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)n, stem);
+    size_t limit = strlen(near ? near : "") / 3;
+    if (near && edit_distance(near, name) > (limit ? limit : 1))
+      continue;
+    buf_printf(b, "%s%s", count ? ", " : "", name);
+    count++;
+  }
+  return count;
+}
+
+/* NAME is neither a file nor a shipped name under DIR: say so, with the
+ * close shipped names and every shipped spec, architecture and study (one
+ * line, as every error is). */
+static void unknown_name(const char *dir, const char *name, Diag *d) {
+  Buf near = {0}, all = {0};
+  int close = list_shipped(&near, dir, name);
+  static const char *const dirs[] = {"specs", "archs", "studies"};
+  static const char *const titles[] = {"specs", "architectures", "studies"};
+  for (int i = 0; i < 3; i++) {
+    buf_printf(&all, "%sshipped %s: ", i ? "; " : "", titles[i]);
+    list_shipped(&all, dirs[i], NULL);
+  }
+  diag_error(d, name, (Loc){0, 0},
+             "no such file, and no shipped %s of that name%s%s%s; %s",
+             strcmp(dir, "archs") == 0     ? "architecture"
+             : strcmp(dir, "studies") == 0 ? "study"
+                                           : "spec",
+             close ? " (did you mean " : "", close ? near.s : "",
+             close ? "?)" : "", all.s);
+  buf_free(&near);
+  buf_free(&all);
+}
+
 bool source_open(const char *dir, const char *name, Source *s, Diag *d) {
   memset(s, 0, sizeof *s);
   const EmbeddedFile *f = embedded_named(dir, name);
@@ -45,6 +127,10 @@ bool source_open(const char *dir, const char *name, Source *s, Diag *d) {
       return false;
     }
     s->path = name;
+    if (!written_as_path(name) && access(name, F_OK) != 0 && errno == ENOENT) {
+      unknown_name(dir, name, d);
+      return false;
+    }
     s->text = read_input(name, INPUT_TEXT_MAX, &s->len, d);
     if (!s->text)
       return false;

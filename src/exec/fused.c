@@ -37,6 +37,7 @@ typedef struct Fused {
   int64_t *halo;  /* per tensor: steps kept from the previous tile */
   Array **buf;    /* per tensor: its tile buffer */
   Array **tail;   /* per tensor with an initialization: its last steps */
+  Array **kept;   /* per on-chip tensor, with keep_all: its whole copy */
   int64_t *tail_len;
   bool counting;        /* the caller asked for the bytes (ExecStats) */
   Bits **rmap, **wmap; /* per group and tensor ([g * ntensors + t]):
@@ -480,22 +481,13 @@ static void place_tile(Fused *f) {
   }
 }
 
-/* ---- the state a next pass continues from ---- */
+/* ---- copies out of the tile buffers ---- */
 
-/* Copy the steps of on-chip T that a next pass needs from its buffer. */
-static void capture_tail(Fused *f, int t) {
+/* The box [LO, HI) of on-chip T that the current tile computed: not its
+ * halo, not stale rows past its end. False if it is empty. */
+static bool tile_box(const Fused *f, int t, int64_t *lo, int64_t *hi) {
   const Tensor *T = &f->r->c->tensors[t];
-  int cond = T->init->out.cond_dim;
-  int64_t steps = rank_size(f, T->ranks[cond]);
-  if (!f->tail[t]) {
-    int64_t shape[IR_MAX_RANKS];
-    tensor_shape(f->r, t, shape);
-    shape[cond] = f->tail_len[t];
-    f->tail[t] = array_new(T->nranks, shape);
-  }
   const View *v = &f->r->views[t];
-  /* This tile's own steps (not its halo, not stale rows past its end). */
-  int64_t lo[IR_MAX_RANKS] = {0}, hi[IR_MAX_RANKS] = {0};
   for (int k = 0; k < T->nranks; k++) {
     lo[k] = v->origin[k] < 0 ? 0 : v->origin[k];
     hi[k] = v->origin[k] + v->extent[k];
@@ -508,26 +500,27 @@ static void capture_tail(Fused *f, int t) {
         hi[k] = f->thi[j] < hi[k] ? f->thi[j] : hi[k];
       }
   }
-  if (lo[cond] < steps - f->tail_len[t])
-    lo[cond] = steps - f->tail_len[t];
   for (int k = 0; k < T->nranks; k++)
     if (lo[k] >= hi[k])
-      return;
-  /* Row by row along the last dimension, contiguous in both (a tensor
-   * with an initialization has at least its conditioned dimension). */
-  int n = T->nranks;
+      return false;
+  return true;
+}
+
+/* Copy the non-empty box [LO, HI) of view V (N >= 1 dimensions) into DST,
+ * whose dimension k starts at coordinate AT[k] of V's: row by row along
+ * the last dimension, contiguous in both. */
+static void copy_box(const View *v, int n, const int64_t *lo,
+                     const int64_t *hi, Array *dst, const int64_t *at) {
   int64_t pos[IR_MAX_RANKS];
   memcpy(pos, lo, sizeof(int64_t) * (size_t)n);
-  const Array *tail = f->tail[t];
   for (;;) {
-    int64_t src = 0, dst = 0, stride = 1;
+    int64_t src = 0, to = 0, stride = 1;
     for (int k = n - 1; k >= 0; k--) {
       src += (pos[k] - v->origin[k]) * v->stride[k];
-      int64_t tk = k == cond ? pos[k] - (steps - f->tail_len[t]) : pos[k];
-      dst += tk * stride;
-      stride *= tail->shape[k];
+      to += (pos[k] - at[k]) * stride;
+      stride *= dst->shape[k];
     }
-    memcpy(tail->data + dst, v->data + src,
+    memcpy(dst->data + to, v->data + src,
            sizeof(float) * (size_t)(hi[n - 1] - lo[n - 1]));
     int k = n - 2;
     while (k >= 0 && ++pos[k] == hi[k]) {
@@ -537,6 +530,67 @@ static void capture_tail(Fused *f, int t) {
     if (k < 0)
       break;
   }
+}
+
+/* Copy the steps of on-chip T that a next pass needs from its buffer (a
+ * tensor with an initialization has at least its conditioned dimension). */
+static void capture_tail(Fused *f, int t) {
+  const Tensor *T = &f->r->c->tensors[t];
+  int cond = T->init->out.cond_dim;
+  int64_t steps = rank_size(f, T->ranks[cond]);
+  int64_t shape[IR_MAX_RANKS], at[IR_MAX_RANKS] = {0};
+  if (!f->tail[t]) {
+    tensor_shape(f->r, t, shape);
+    shape[cond] = f->tail_len[t];
+    f->tail[t] = array_new(T->nranks, shape);
+  }
+  int64_t lo[IR_MAX_RANKS], hi[IR_MAX_RANKS];
+  at[cond] = steps - f->tail_len[t];
+  if (!tile_box(f, t, lo, hi))
+    return;
+  if (lo[cond] < at[cond])
+    lo[cond] = at[cond];
+  if (lo[cond] < hi[cond])
+    copy_box(&f->r->views[t], T->nranks, lo, hi, f->tail[t], at);
+}
+
+/* Keep a whole copy of on-chip T, tile by tile, when the caller asked for
+ * every produced tensor (keep_all: `exec --keep`): the copy is the
+ * caller's, not the plan's, so no byte of it is counted as traffic. */
+static bool keep_tile(Fused *f, int t) {
+  const Tensor *T = &f->r->c->tensors[t];
+  int64_t lo[IR_MAX_RANKS], hi[IR_MAX_RANKS], at[IR_MAX_RANKS] = {0};
+  if (!f->kept[t]) {
+    int64_t shape[IR_MAX_RANKS];
+    tensor_shape(f->r, t, shape);
+    f->kept[t] = array_new(T->nranks, shape);
+    if (!f->kept[t]) {
+      diag_error(f->r->d, f->r->c->path, T->loc,
+                 "%s is too large to keep a copy of", T->name);
+      return false;
+    }
+  }
+  if (T->nranks == 0)
+    f->kept[t]->data[0] = f->r->views[t].data[0];
+  else if (tile_box(f, t, lo, hi))
+    copy_box(&f->r->views[t], T->nranks, lo, hi, f->kept[t], at);
+  return true;
+}
+
+/* Hand the unit's kept copies over as the tensors' arrays (exec.c's
+ * collect returns them with the results). */
+static void hand_over_kept(Fused *f) {
+  Run *r = f->r;
+  for (int t = 0; t < r->c->ntensors; t++)
+    if (f->kept[t]) {
+      r->arrays[t] = f->kept[t];
+      r->borrowed[t] = false;
+      r->front[t] = 0;
+      r->live += 4.0 * (double)f->kept[t]->n;
+      f->kept[t] = NULL;
+    }
+  if (r->live > r->peak)
+    r->peak = r->live;
 }
 
 /* ---- running a unit ---- */
@@ -707,9 +761,12 @@ static bool run_tile(Fused *f) {
     i += n;
   }
   free(base);
-  for (int t = 0; ok && t < c->ntensors; t++)
+  for (int t = 0; ok && t < c->ntensors; t++) {
     if (f->onchip[t] && f->tail_len[t] > 0)
       capture_tail(f, t);
+    if (f->onchip[t] && f->r->o->keep_all)
+      ok = keep_tile(f, t);
+  }
   return ok;
 }
 
@@ -789,6 +846,7 @@ static bool run_unit(Fused *f, int last) {
   bool ok = alloc_buffers(f) && walk_tiles(f);
   run_release_jobs(r, f->member); /* weights packed for the unit's tiles */
   free_buffers(f);
+  hand_over_kept(f);
   flush_counts(f);
   for (int t = 0; ok && t < c->ntensors; t++)
     if (c->tensors[t].producer >= 0 &&
@@ -830,6 +888,7 @@ bool run_fused(Run *r, Tensors *next) {
   f.halo = xcalloc(nt, sizeof *f.halo);
   f.buf = xcalloc(nt, sizeof *f.buf);
   f.tail = xcalloc(nt, sizeof *f.tail);
+  f.kept = xcalloc(nt, sizeof *f.kept);
   f.tail_len = xcalloc(nt, sizeof *f.tail_len);
   size_t nmaps = nt * ((size_t)f.p->ngroups + 1);
   f.rmap = xcalloc(nmaps, sizeof *f.rmap);
@@ -868,14 +927,17 @@ bool run_fused(Run *r, Tensors *next) {
       ok = next_state(r, t, next);
     r->views[t] = saved;
   }
-  for (size_t t = 0; t < nt; t++)
+  for (size_t t = 0; t < nt; t++) {
     array_free(f.tail[t]);
+    array_free(f.kept[t]);
+  }
   free(f.member);
   free(f.onchip);
   free(f.made);
   free(f.halo);
   free(f.buf);
   free(f.tail);
+  free(f.kept);
   free(f.tail_len);
   free(f.rmap);
   free(f.wmap);

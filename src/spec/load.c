@@ -495,6 +495,82 @@ static void note_unmodelled(const Cascade *c, const YamlNode *root,
   buf_free(&b);
 }
 
+/* ---- a sum over one factor of a product ---- */
+
+static bool reads_tensor(const Expr *x) {
+  return x && (x->kind == EX_READ || reads_tensor(x->a) ||
+               reads_tensor(x->b) || reads_tensor(x->c));
+}
+
+/* The factors of product X (through '*', both sides of '/' and prefix
+ * '-') that read a tensor; constants and sizes are not factors here. */
+static int tensor_factors(const Expr *x, const Expr **out, int n, int max) {
+  if (expr_is(x, OP_MUL) || expr_is(x, OP_DIV))
+    return tensor_factors(x->b, out, tensor_factors(x->a, out, n, max), max);
+  if (expr_is(x, OP_NEG))
+    return tensor_factors(x->a, out, n, max);
+  if (reads_tensor(x) && n < max)
+    out[n++] = x;
+  return n;
+}
+
+/* Where variable V is first used in X: an index of a read, or V as a
+ * value. */
+static const Loc *var_loc(const Expr *x, int v) {
+  if (!x)
+    return NULL;
+  if (x->kind == EX_VAR && x->var == v)
+    return &x->loc;
+  if (x->kind == EX_READ)
+    for (int k = 0; k < x->acc->n; k++)
+      for (int t = 0; t < x->acc->idx[k].nterms; t++)
+        if (x->acc->idx[k].var[t] == v)
+          return &x->acc->idx[k].loc;
+  const Loc *l = var_loc(x->a, v);
+  l = l ? l : var_loc(x->b, v);
+  return l ? l : var_loc(x->c, v);
+}
+
+/* The implicit sum of term X of E over a variable that only one factor of
+ * the product reads: sum_w ON[v] * silu(GA[w]) scales ON by a sum of GA,
+ * which a typo (w for v) writes as often as the intent does. */
+static void warn_one_factor_sums(const Cascade *c, const Einsum *e,
+                                 const Expr *x, FILE *notes) {
+  if (expr_is(x, OP_ADD) || expr_is(x, OP_SUB)) {
+    warn_one_factor_sums(c, e, x->a, notes);
+    warn_one_factor_sums(c, e, x->b, notes);
+    return;
+  }
+  const Expr *f[IR_MAX_VARS];
+  int n = tensor_factors(x, f, 0, IR_MAX_VARS);
+  VarSet red = expr_vars(x) & ~e->out_vars;
+  for (int v = 0; n >= 2 && v < e->nvars; v++) {
+    if (!VARSET_HAS(red, v))
+      continue;
+    int in = -1, count = 0;
+    for (int i = 0; i < n; i++)
+      if (VARSET_HAS(expr_vars(f[i]), v)) {
+        in = i;
+        count++;
+      }
+    const Loc *l = count == 1 ? var_loc(f[in], v) : NULL;
+    if (l)
+      fprintf(notes,
+              "%s:%d:%d: warning: '%s' is summed but only one factor of the "
+              "product reads it: the sum scales the other factors by a sum "
+              "over %s; write ':: sum(%s)' if that is meant, else check the "
+              "index\n",
+              c->path, l->line, l->col, e->vars[v].name, e->vars[v].name,
+              e->vars[v].name);
+  }
+}
+
+static void warn_sums(const Cascade *c, FILE *notes) {
+  for (int i = 0; notes && i < c->neinsums; i++)
+    if (!c->einsums[i]->explicit_red)
+      warn_one_factor_sums(c, c->einsums[i], c->einsums[i]->rhs, notes);
+}
+
 /* The spec of DOC (consumed: freed on failure), or NULL. */
 Spec *spec_of(const char *path, YamlDoc *doc, const SpecLoad *o,
                      Diag *d) {
@@ -507,6 +583,7 @@ Spec *spec_of(const char *path, YamlDoc *doc, const SpecLoad *o,
     return NULL;
   }
   note_unmodelled(c, doc->root, o ? o->notes : NULL);
+  warn_sums(c, o ? o->notes : NULL);
   Spec *s = xmalloc(sizeof *s);
   *s = (Spec){c, doc};
   return s;

@@ -109,6 +109,10 @@ if command -v mpirun >/dev/null 2>&1 && ldd "$MAMBALAYA" | grep -q libmpi; then
   done
   [ "$(grep -c '^study model-comparison' "$tmp/mpi.txt")" -eq 1 ] ||
     fail "mpirun -n 2: not one report (rank 0's)"
+  grep -qx "priced on 2 MPI ranks, 1 thread each" "$tmp/mpi.txt" ||
+    fail "mpirun -n 2: the rank count is not said: $(tail -n 2 "$tmp/mpi.txt")"
+  grep -q "MPI ranks" "$tmp/model-comparison.txt" &&
+    fail "one process says MPI ranks"
   echo "sweep: mpirun -n 2 gives the single process's bytes"
 else
   echo "sweep: no MPI in this build, mpirun not tested"

@@ -94,7 +94,7 @@ TEST(flat_fuses_the_3pass_attention_by_rows) {
   point_free(&p);
 }
 
-/* The Transformer: QK, the softmax (SN, SD) and AV one group; the
+/* The Transformer: QK, the softmax (GM, SN, SD) and AV one group; the
  * projections Q, K, V and Z alone. */
 TEST(flat_keeps_the_projections_alone) {
   Point p = price("specs/transformer.yaml", NULL, 0, DES_FLAT, -1, NULL);
@@ -103,13 +103,13 @@ TEST(flat_keeps_the_projections_alone) {
     return;
   }
   CHECK_INT(p.ev->ngroups, 5);
-  const char *block[] = {"QK", "SN", "SD", "AV"};
+  const char *block[] = {"QK", "GM", "SN", "SD", "AV"};
   int blocks = 0, alone = 0;
   for (int g = 0; g < p.ev->ngroups; g++) {
     const GroupEval *ge = &p.ev->g[g];
     alone += ge->n == 1;
-    blocks += ge->n == 4;
-    for (int i = 0; ge->n == 4 && i < 4; i++)
+    blocks += ge->n == 5;
+    for (int i = 0; ge->n == 5 && i < 5; i++)
       CHECK_STR(out_name(&p, ge->first + i), block[i]);
   }
   CHECK_INT(blocks, 1);

@@ -229,12 +229,15 @@ TEST(fusion_transformer) {
   if (!l.c)
     return;
   CHECK_STR(pair_class(&l, "Q", "QK", "Q"), "RD");
+  CHECK_STR(pair_class(&l, "QK", "GM", "QK"), "RSb");
   CHECK_STR(pair_class(&l, "QK", "SN", "QK"), "RSb");
+  CHECK_STR(pair_class(&l, "GM", "SN", "GM"), "RD");
   CHECK_STR(pair_class(&l, "SN", "SD", "SN"), "RI");
   CHECK_STR(pair_class(&l, "SN", "AV", "SN"), "RSp");
   CHECK_STR(pair_class(&l, "SD", "AV", "SD"), "RD");
-  check_groups(&l, ST_RI_RSB_RSP, STITCH_GREEDY, "Q K V | QK SN SD | AV | Z");
-  check_groups(&l, ST_FULL, STITCH_GREEDY, "Q K V QK SN SD AV Z");
+  check_groups(&l, ST_RI_RSB_RSP, STITCH_GREEDY,
+               "Q K V | QK GM | SN SD | AV | Z");
+  check_groups(&l, ST_FULL, STITCH_GREEDY, "Q K V QK GM SN SD AV Z");
   classified_free(&l);
 }
 

@@ -203,12 +203,13 @@ TEST(planfile_refusals) {
   }
   /* A file of several: --strategy picks one, or names what it holds. */
   const char *two = "{\"plans\": [{\"strategy\": \"unfused\", \"groups\": "
-                    "[[\"Q\"], [\"K\"], [\"V\"], [\"QK\"], [\"SN\"], "
-                    "[\"SD\"], [\"AV\"], [\"Z\"]]}, {\"strategy\": \"full\"}]}";
+                    "[[\"Q\"], [\"K\"], [\"V\"], [\"QK\"], [\"GM\"], "
+                    "[\"SN\"], [\"SD\"], [\"AV\"], [\"Z\"]]}, "
+                    "{\"strategy\": \"full\"}]}";
   Plan *p = read_plan(&l, two, "unfused", msg);
   CHECK(p != NULL);
   if (p)
-    CHECK_INT(p->ngroups, 8);
+    CHECK_INT(p->ngroups, 9);
   plan_free(p);
   CHECK(read_plan(&l, two, "ri", msg) == NULL);
   CHECK_STR(msg, "holds no plan labelled 'ri' (it holds 2: unfused, full)");
@@ -221,7 +222,8 @@ TEST(planfile_refuses_reading_a_later_group) {
   if (!l.c)
     return;
   const char *text = "{\"strategy\": \"any\", \"groups\": [[\"Z\"], "
-                     "[\"Q\", \"K\", \"V\", \"QK\", \"SN\", \"SD\", \"AV\"]]}";
+                     "[\"Q\", \"K\", \"V\", \"QK\", \"GM\", \"SN\", \"SD\", "
+                     "\"AV\"]]}";
   char msg[1024];
   CHECK(read_plan(&l, text, NULL, msg) == NULL);
   CHECK(strstr(msg, "this plan cannot run: Z (group 1) reads AV, which group "

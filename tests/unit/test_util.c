@@ -336,7 +336,9 @@ TEST(ydoc_huge_mapping) {
   buf_free(&b);
 }
 
-/* A figure that is not finite is written as null, not dropped. */
+/* A figure that is not finite is written as null, not dropped, with a
+ * warning on stderr for each: captured here and checked, so that the
+ * test log shows no warning a test provokes on purpose. */
 TEST(report_json_nonfinite_figures) {
   json_t *o = json_object();
   json_object_set_new(o, "ok", report_real(2.5));
@@ -345,10 +347,24 @@ TEST(report_json_nonfinite_figures) {
   json_array_append_new(a, report_real(NAN));
   json_object_set_new(o, "list", a);
   Buf b = {0};
+  FILE *err = tmpfile();
+  CHECK(err != NULL);
+  fflush(stderr);
+  int saved = dup(2);
+  dup2(fileno(err), 2);
   report_json(&b, o);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
   json_decref(o);
   CHECK(strstr(b.s, "\"ok\": 2.5") != NULL);
   CHECK(strstr(b.s, "\"latency_s\": null") != NULL);
   CHECK(strstr(b.s, "null\n  ]") != NULL);
+  char said[256] = "";
+  rewind(err);
+  said[fread(said, 1, sizeof said - 1, err)] = 0;
+  fclose(err);
+  CHECK_STR(said, "mambalaya: warning: latency_s is inf: written as null\n"
+                  "mambalaya: warning: list[0] is NaN: written as null\n");
   buf_free(&b);
 }
