@@ -310,6 +310,8 @@ SearchResult *search_best(const Cascade *c, const Shape *s, const Arch *a,
   Design plain = design_of_strategy(ST_FULL);
   Ctx x = {.c = c, .s = s, .a = a, .pairs = pairs, .design = plain,
            .o = model_opts_with(o, plain), .memo = memo, .d = d};
+  if (o->bind < 0) /* the search's own groups bind by cost */
+    x.o.bind = BIND_COST;
   Nodes *nodes = fusion_merge(c, s);
   x.nodes = nodes;
   x.group_of = xcalloc((size_t)c->neinsums + 1, sizeof *x.group_of);
