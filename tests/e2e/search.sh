@@ -1,6 +1,6 @@
 #!/bin/sh
-# `search`: the plan it writes is the plan `eval --plan` prices (the same
-# latency, to the digit) and `exec --plan` runs (matching the
+# `search`: the plan it writes is the plan `eval --plan --bind cost` prices
+# (the same latency, to the digit) and `exec --plan` runs (matching the
 # interpreter); best is never worse than a named design nor better than
 # ideal; a bad objective is a usage error.
 . "$(dirname "$0")/lib/harness.sh"
@@ -10,7 +10,8 @@ for spec in mamba1 "$ROOT/tests/specs/good/retnet.yaml"; do
   for arch in mambalaya h100; do
     "$M" search "$spec" --arch "$arch" --json --plan-out p.json >s.json ||
       fail "search $spec $arch"
-    "$M" eval "$spec" --arch "$arch" --plan p.json --json >e.json ||
+    "$M" eval "$spec" --arch "$arch" --plan p.json --bind cost --json \
+      >e.json ||
       fail "eval --plan $spec $arch"
     $PY - "$spec $arch" <<'PYEOF' || fail "search vs eval: $spec $arch"
 import json, sys
