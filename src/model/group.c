@@ -729,6 +729,20 @@ static void charge_member(Grp *G, int i, const Mapping *m,
                sizeof r->mapping);
 }
 
+/* Is the recurrence's state all the group still reserves room for, every
+ * tensor held across its members having gone off chip? Then that room
+ * buys nothing: the lagged read is the recurrence's own either way (as
+ * the unfused design co-iterates it), and the members' tiles can use it
+ * (the MARCA-like baseline at a long sequence: docs/model.md §5). */
+static bool idle_state(const Grp *G) {
+  if (G->state_t < 0)
+    return false;
+  for (int k = 0; k < G->nheld; k++)
+    if (G->held[k].on && G->held[k].kind != HELD_WEIGHT)
+      return false;
+  return true;
+}
+
 bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   const Cascade *c = x->c;
   Grp G = {.x = x, .gr = &x->plan->groups[g], .ev = ev};
@@ -781,6 +795,11 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
       add_spill(&G, G.state_t, SPILL_CAPACITY);
     G.state_t = -1;
     G.nt = 0;
+  }
+  if (total > 0 && idle_state(&G)) {
+    G.state_t = -1; /* its room serves nothing: give it to the members */
+    G.nt = 0;
+    total = choose_tile(&G, maps, &smallest, &peak);
   }
   bool ok = total > 0;
   if (ok) {
