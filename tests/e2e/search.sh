@@ -42,5 +42,28 @@ done
   --set E=4 --set F=4 --set H=2 --plan small.json --random 1 --check \
   >x.out 2>&1 || fail "exec --plan of the plan found: $(cat x.out)"
 
+# A budget: the best of what was priced, never better than the exact
+# search, its found / bound stated; the latency-energy front.
+"$M" search mamba1 --json >full.json || fail "search mamba1"
+"$M" search mamba1 --budget 30 --json >budget.json || fail "search --budget"
+"$M" search mamba1 --pareto latency,energy --json >front.json ||
+  fail "search --pareto"
+$PY - <<'PYEOF' || fail "budget and front"
+import json
+f = json.load(open("full.json"))
+b = json.load(open("budget.json"))
+p = json.load(open("front.json"))
+assert not f["space"]["stopped_at_budget"]
+assert b["space"]["stopped_at_budget"] and b["found"] >= f["found"]
+assert abs(b["gap"] / (b["found"] / b["lower_bound"]) - 1) < 1e-9
+assert b["gap"] >= f["gap"]
+pts = p["pareto"]
+assert pts and min(q["latency_s"] for q in pts) == p["found"] == f["found"]
+for q in pts:
+    assert not any(r["latency_s"] <= q["latency_s"] and
+                   r["energy_j"] < q["energy_j"] for r in pts if r is not q)
+PYEOF
+
+refused "--pareto takes latency,energy" "$M" search mamba1 --pareto latency,area
 refused "unknown objective 'speed'" "$M" search mamba1 --objective speed
 finish search
