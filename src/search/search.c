@@ -245,10 +245,13 @@ static int by_seconds(const void *a, const void *b) {
 
 /* Keep the points no other point dominates, fastest first. */
 static void pareto_filter(SearchResult *r) {
+  if (r->npareto == 0)
+    return; /* traffic: no front kept */
   qsort(r->pareto, (size_t)r->npareto, sizeof *r->pareto, by_seconds);
   int w = 0;
   for (int k = 0; k < r->npareto; k++)
-    if (w == 0 || r->pareto[k].joules < r->pareto[w - 1].joules * (1 - 1e-12))
+    if (w == 0 ||
+        r->pareto[k].joules < r->pareto[w - 1].joules * (1 - 1e-12))
       r->pareto[w++] = r->pareto[k];
   r->npareto = w;
 }
