@@ -9,7 +9,13 @@
  * vector unit (the 1D mode). A spec's `units:` (by role) or an
  * architecture's `binding:` (by unit) overrides the rule. A unit runs the
  * operation classes it has a rate for; its `epilogue` unit runs the rest
- * (a GPU's CUDA cores beside its tensor cores). */
+ * (a GPU's CUDA cores beside its tensor cores).
+ *
+ * By cost (ModelOpts.bind, the search's policy): each group's Einsums that
+ * no override fixes go to the units able to run them in the assignment
+ * with the least compute time -- per Einsum under sequential composition,
+ * by branch and bound under pipelining (docs/model.md §2). The ideal
+ * design takes each Einsum's fastest able unit, a bound for both. */
 #include "price.h"
 
 #include <math.h>

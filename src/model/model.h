@@ -8,7 +8,8 @@
  *   binding   which compute unit runs it (§V-B: GEMMs on the 2D array,
  *             groups of elementwise Einsums on its 1D mode, elementwise
  *             producers of a GEMM on the small 1D array, elementwise work
- *             after a GEMM in 2D mode);
+ *             after a GEMM in 2D mode), or by cost: the assignment of a
+ *             group's Einsums to units with the least compute time;
  *   mapping   a tiling of its loop nest between DRAM and the fusion
  *             level (the global buffer), searched exhaustively (with
  *             provably neutral choices pruned) under its capacity and the
