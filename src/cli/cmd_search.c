@@ -9,8 +9,8 @@
 typedef struct SearchArgs {
   SpecOpts spec;
   ModelOverrides mf;
-  const char *arch, *plan_out;
-  int objective;
+  const char *arch, *plan_out, *pareto;
+  int objective, budget;
 } SearchArgs;
 
 static const Opt search_opts[] = {
@@ -27,7 +27,16 @@ static const Opt search_opts[] = {
      .choices = &phase_choices},
     {"--plan-out", OPT_PATH, offsetof(SearchArgs, plan_out), "FILE",
      .help = "write the plan found as `fuse --json` writes one: `eval --plan "
-             "FILE` and `exec --plan FILE` take it"},
+             "FILE --bind cost` prices it as found, `exec --plan FILE` runs "
+             "it"},
+    {"--budget", OPT_INT, offsetof(SearchArgs, budget), "N",
+     .help = "price at most N candidate groups, then extend by single "
+             "Einsums: the best found and its gap to the bound (default: "
+             "every group, exact)",
+     .lo = 1, .hi = 1000000000},
+    {"--pareto", OPT_STRING, offsetof(SearchArgs, pareto), "latency,energy",
+     .help = "print the latency-energy front: every schedule no other is "
+             "both as fast and as frugal as"},
     {"--json", OPT_FLAG, offsetof(SearchArgs, spec.json), NULL,
      .help = "print JSON: objective, found, lower_bound, gap, the space, the "
              "plan, the schedule and the bound as eval --json prints them, and "
@@ -66,17 +75,33 @@ static void print_result(const SearchArgs *o, const Cascade *c,
     in.phase = o->spec.phase == PHASE_DECODE ? "decode" : "prefill";
     in.objective = search_objective_name(obj);
     in.opts = &r->best->opts;
-    emit_json(report_search_json(c, arch, r, obj), &in);
+    json_t *j = report_search_json(c, arch, r, obj);
+    if (o->pareto)
+      json_object_set_new(j, "pareto", report_pareto_json(r));
+    emit_json(j, &in);
     return;
   }
   Buf b = {0};
   report_search_text(&b, c, arch, r, obj);
+  if (o->pareto)
+    report_pareto_text(&b, r);
   emit(&b);
   buf_free(&b);
 }
 
+/* --pareto names the two figures of the front the program keeps. */
+static bool pareto_ok(const char *f) {
+  return strcmp(f, "latency,energy") == 0 || strcmp(f, "energy,latency") == 0;
+}
+
 static int search(const Parsed *p, void *opts) {
   SearchArgs *o = opts;
+  if (o->pareto && !pareto_ok(o->pareto))
+    return usage_error(p->cmd, "--pareto takes latency,energy (got '%s')",
+                       o->pareto);
+  if (o->pareto && o->objective == SO_TRAFFIC)
+    return usage_error(p->cmd, "--pareto latency,energy needs an objective "
+                               "of latency, energy or edp");
   const char *inputs[] = {input_path("specs", o->spec.spec)};
   int err;
   if (o->plan_out && (err = check_output(p->cmd, o->plan_out, inputs, 1)))
@@ -92,8 +117,9 @@ static int search(const Parsed *p, void *opts) {
   Diag d = {0};
   Pair *pairs = fusion_classify(c, s);
   MapMemo *memo = map_memo_new(false);
-  SearchResult *r = search_best(c, s, arch, pairs, &o->mf,
-                                (SearchObjective)o->objective, memo, &d);
+  SearchResult *r = search_best_within(c, s, arch, pairs, &o->mf,
+                                       (SearchObjective)o->objective,
+                                       o->budget, memo, &d);
   if (!r)
     status = input_failed(&d);
   else if (!o->plan_out || !(status = write_plan(o, c, r)))
@@ -113,7 +139,8 @@ const Command search_command = {
         "Find the schedule of the cascade in SPEC that minimizes the\n"
         "objective on an accelerator: every partition of the merged cascade\n"
         "into contiguous groups that can run, each group priced by the model\n"
-        "(a dynamic program, exact over that space), and every named design's\n"
+        "with its Einsums bound to units by cost (a dynamic program, exact\n"
+        "over that space), and every named design's\n"
         "plan under every stitcher beside it. Prints the space, the plan\n"
         "found, its cost, the lower bound (the ideal design) and the gap, then\n"
         "the schedule as `eval` prints it (docs/search.md).\n",
@@ -123,6 +150,6 @@ const Command search_command = {
     .example = "mambalaya search mamba1 --model mamba-370m --arch h100 "
                "--plan-out best.json\n"
                "mambalaya eval mamba1 --model mamba-370m --arch h100 --plan "
-               "best.json\n",
+               "best.json --bind cost\n",
     .size = sizeof(SearchArgs), .init = search_init, .run = search,
 };

@@ -34,6 +34,9 @@ const OptChoices objective_choices = {"objective", objective_at, 2, NULL,
 static const char *search_objective_at(int i) {
   return search_objective_name((SearchObjective)i);
 }
+static const char *bind_at(int i) { return bind_policy_name((BindPolicy)i); }
+static const OptChoices bind_choices = {"binding", bind_at, BIND_COUNT, NULL,
+                                        false};
 const OptChoices search_objective_choices = {"objective", search_objective_at,
                                              SO_COUNT, NULL, false};
 
@@ -45,6 +48,11 @@ static const Opt model_opts[] = {
      .help = "greedy (default), alg1 or global: how the fused designs stitch "
              "their groups",
      .choices = &stitcher_choices},
+    {"--bind", OPT_ENUM, MO(bind), "HOW",
+     .help = "rule (the paper's §V-B; default for named designs) or cost "
+             "(each group's Einsums on the units with the least compute "
+             "time; default for search)",
+     .choices = &bind_choices},
     {"--pipelined", OPT_SWITCH, MO(pipelined), NULL,
      .help = "compose a group's Einsums by parallel pipelining", .lo = 1},
     {"--ideal", OPT_SWITCH, MO(ideal), NULL,

@@ -9,11 +9,18 @@
  * vector unit (the 1D mode). A spec's `units:` (by role) or an
  * architecture's `binding:` (by unit) overrides the rule. A unit runs the
  * operation classes it has a rate for; its `epilogue` unit runs the rest
- * (a GPU's CUDA cores beside its tensor cores). */
+ * (a GPU's CUDA cores beside its tensor cores).
+ *
+ * By cost (ModelOpts.bind, the search's policy): each group's Einsums that
+ * no override fixes go to the units able to run them in the assignment
+ * with the least compute time -- per Einsum under sequential composition,
+ * by branch and bound under pipelining (docs/model.md §2). The ideal
+ * design takes each Einsum's fastest able unit, a bound for both. */
 #include "price.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static double fold(double x) { return x >= 1 ? x / ceil(x - 1e-9) : x; }
@@ -263,61 +270,316 @@ static double cycles_on(const Ctx *x, int e, int u, double mem) {
          x->a->units[u].pipeline;
 }
 
-/* The ideal design: the fastest unit among those some plan could give E
- * (the matrix unit if a matrix operation precedes it or it is one, the
- * feeder if one follows it, the vector unit always). */
-static int ideal_unit(const Ctx *x, int e, double mem) {
-  bool before = false, after = false;
-  for (int i = 0; i < x->c->neinsums; i++)
-    if (x->work[i].matrix) {
-      before = before || i <= e;
-      after = after || i > e;
-    }
-  UnitRole cand[3];
+/* The units that can run E as its own: every unit with a rate for some
+ * of its operations that can run the rest (on its epilogue), or with no
+ * epilogue to hand them to. A unit that runs none of E's operations hands
+ * them all to its epilogue, which is the candidate then. Returns how many
+ * (at most BIND_MAX_CAND). */
+enum { BIND_MAX_CAND = 16 };
+static int candidates(const Ctx *x, int e, int *out) {
   int n = 0;
-  if (x->work[e].matrix) {
-    cand[n++] = ROLE_MATRIX;
-  } else {
-    cand[n++] = ROLE_VECTOR;
-    if (before)
-      cand[n++] = ROLE_MATRIX;
-    if (after)
-      cand[n++] = ROLE_FEEDER;
+  for (int u = 0; u < x->a->nunits && n < BIND_MAX_CAND; u++) {
+    const Unit *U = &x->a->units[u];
+    bool any = false;
+    for (int k = 0; k < OPC_COUNT; k++)
+      any = any || (x->work[e].ops[k] > 0 && U->rate[k] > 0);
+    if (unit_runs(x, e, u) && (any || U->epilogue < 0))
+      out[n++] = u;
   }
+  return n;
+}
+
+/* The ideal design: the fastest unit able to run E (any plan bound by
+ * cost may give it any of them). */
+static int ideal_unit(const Ctx *x, int e, double mem) {
+  int cand[BIND_MAX_CAND];
+  int n = candidates(x, e, cand);
   int best = -1;
   double best_c = INFINITY;
   for (int i = 0; i < n; i++) {
-    int u = capable_unit(x, e, cand[i]);
-    if (u < 0)
-      continue;
-    double c = cycles_on(x, e, u, mem);
+    double c = cycles_on(x, e, cand[i], mem);
     if (c < best_c) {
       best_c = c;
-      best = u;
+      best = cand[i];
     }
   }
   return best;
 }
 
+/* ---- binding by cost ---- */
+
+/* The array whose PEs unit U uses: modes of one array never run at
+ * once, so their busy time adds up (as compose.c composes them). */
+static int array_of(const Arch *a, int u) {
+  while (a->units[u].mode_of >= 0)
+    u = a->units[u].mode_of;
+  return u;
+}
+
+/* One way to run a free Einsum: on UNIT, busy CYC[0] on array ARR[0] and
+ * CYC[1] on ARR[1] (its epilogue's; -1: none), with FILL cycles of
+ * pipeline, SEQ cycles one after another (compute + fill). */
+typedef struct Choice {
+  int unit, arr[2];
+  double cyc[2], fill, seq;
+} Choice;
+
+typedef struct Free {
+  int e, n;
+  Choice c[BIND_MAX_CAND];
+  double least; /* the least busy time it adds, over its choices */
+} Free;
+
+/* Does A do no better than B on any figure (same arrays)? */
+static bool dominated(const Choice *a, const Choice *b) {
+  return a->arr[0] == b->arr[0] && a->arr[1] == b->arr[1] &&
+         b->cyc[0] <= a->cyc[0] && b->cyc[1] <= a->cyc[1] &&
+         b->fill <= a->fill;
+}
+
+/* E's choices, the dominated ones dropped (a mode of the array that is
+ * slower than another mode of it: the same PEs, longer). */
+static void free_of(const Ctx *x, int e, Free *f) {
+  int cand[BIND_MAX_CAND];
+  int n = candidates(x, e, cand);
+  f->e = e;
+  f->n = 0;
+  f->least = INFINITY;
+  for (int i = 0; i < n; i++) {
+    EinsumEval r = {0};
+    price_compute(x, e, cand[i], &r);
+    const Unit *U = &x->a->units[cand[i]];
+    Choice c = {cand[i],
+                {array_of(x->a, cand[i]),
+                 r.epilogue >= 0 ? array_of(x->a, r.epilogue) : -1},
+                {r.unit_cycles, r.epilogue >= 0 ? r.epilogue_cycles : 0},
+                U->pipeline,
+                r.compute_cycles + U->pipeline};
+    bool drop = false;
+    for (int j = 0; j < f->n && !drop; j++)
+      drop = dominated(&c, &f->c[j]);
+    for (int j = 0; !drop && j < f->n;)
+      if (dominated(&f->c[j], &c))
+        f->c[j] = f->c[--f->n];
+      else
+        j++;
+    if (!drop)
+      f->c[f->n++] = c;
+  }
+  for (int i = 0; i < f->n; i++)
+    f->least = fmin(f->least, f->c[i].cyc[0] + f->c[i].cyc[1]);
+}
+
+/* Sequential composition: a group's compute time is the sum of its
+ * Einsums', so each takes the unit with the least compute + fill (ties:
+ * the rule's, already in x->unit). Exact. */
+static void bind_sequential(Ctx *x, const Free *f, int n) {
+  for (int i = 0; i < n; i++) {
+    int e = f[i].e;
+    double now = INFINITY;
+    for (int k = 0; k < f[i].n; k++)
+      if (f[i].c[k].unit == x->unit[e])
+        now = f[i].c[k].seq;
+    for (int k = 0; k < f[i].n; k++)
+      if (f[i].c[k].seq < now * (1 - 1e-12)) {
+        now = f[i].c[k].seq;
+        x->unit[e] = f[i].c[k].unit;
+      }
+  }
+}
+/* Pipelined composition: a group takes as long as its busiest array plus
+ * the longest fill (and DRAM, which no binding changes): a makespan over
+ * unrelated machines. Branch and bound over the assignments, the largest
+ * Einsums first, from the better of the rule's assignment and a greedy
+ * one; a partial assignment is cut when its busiest array, or the average
+ * over the arrays with every remaining Einsum at its least, already
+ * reaches the best found. Exact within BIND_BUDGET nodes a group; past
+ * that the best found stands (counted in Eval.bind_capped). */
+enum { BIND_BUDGET = 1 << 16 };
+
+typedef struct Bnb {
+  const Free *f;
+  int n, narrays;
+  double *busy; /* per unit index; only arrays (mode_of < 0) grow */
+  double *rest; /* rest[i]: the least busy time f[i..n) add */
+  int *pick, *best_pick;
+  double best;
+  long nodes;
+} Bnb;
+
+static double top_busy(const Bnb *b, int nunits) {
+  double m = 0;
+  for (int u = 0; u < nunits; u++)
+    m = fmax(m, b->busy[u]);
+  return m;
+}
+
+static void branch(Bnb *b, int nunits, int i, double fill, double sum) {
+  if (++b->nodes > BIND_BUDGET)
+    return;
+  double cut = b->best * (1 - 1e-12);
+  double top = top_busy(b, nunits);
+  if (top + fill >= cut || (sum + b->rest[i]) / b->narrays + fill >= cut)
+    return;
+  if (i == b->n) {
+    b->best = top + fill;
+    memcpy(b->best_pick, b->pick, (size_t)b->n * sizeof *b->pick);
+    return;
+  }
+  for (int k = 0; k < b->f[i].n; k++) {
+    const Choice *c = &b->f[i].c[k];
+    double old0 = b->busy[c->arr[0]];
+    double old1 = c->arr[1] >= 0 ? b->busy[c->arr[1]] : 0;
+    b->busy[c->arr[0]] += c->cyc[0];
+    if (c->arr[1] >= 0)
+      b->busy[c->arr[1]] += c->cyc[1];
+    b->pick[i] = k;
+    branch(b, nunits, i + 1, fmax(fill, c->fill), sum + c->cyc[0] + c->cyc[1]);
+    if (c->arr[1] >= 0)
+      b->busy[c->arr[1]] = old1;
+    b->busy[c->arr[0]] = old0;
+  }
+}
+
+/* Add Einsum E's compute on unit U to BUSY (per array); its fill. */
+static double add_busy(const Ctx *x, int e, int u, double *busy) {
+  EinsumEval r = {0};
+  price_compute(x, e, u, &r);
+  busy[array_of(x->a, u)] += r.unit_cycles;
+  if (r.epilogue >= 0)
+    busy[array_of(x->a, r.epilogue)] += r.epilogue_cycles;
+  return x->a->units[u].pipeline;
+}
+
+/* The greedy assignment (each Einsum, largest first, where the span grows
+ * least) into B->pick, and its span; BUSY and FILL start from the fixed
+ * Einsums'. */
+static double greedy(Bnb *b, int nunits, const double *busy0, double fill) {
+  memcpy(b->busy, busy0, (size_t)nunits * sizeof *b->busy);
+  for (int i = 0; i < b->n; i++) {
+    double best = INFINITY;
+    for (int k = 0; k < b->f[i].n; k++) {
+      const Choice *c = &b->f[i].c[k];
+      double t0 = b->busy[c->arr[0]] + c->cyc[0];
+      double t1 = c->arr[1] >= 0 ? b->busy[c->arr[1]] + c->cyc[1] : 0;
+      double v = fmax(top_busy(b, nunits), fmax(t0, t1)) +
+                 fmax(fill, c->fill);
+      if (v < best) {
+        best = v;
+        b->pick[i] = k;
+      }
+    }
+    const Choice *c = &b->f[i].c[b->pick[i]];
+    b->busy[c->arr[0]] += c->cyc[0];
+    if (c->arr[1] >= 0)
+      b->busy[c->arr[1]] += c->cyc[1];
+    fill = fmax(fill, c->fill);
+  }
+  return top_busy(b, nunits) + fill;
+}
+
+static int by_least(const void *a, const void *b) {
+  double x = ((const Free *)a)->least, y = ((const Free *)b)->least;
+  return (x < y) - (x > y);
+}
+
+/* Bind F's N Einsums (sorted here) by branch and bound; BUSY0 and FILL
+ * are the fixed Einsums' (and the rule's span RULE is the first best). */
+static void bind_pipelined(Ctx *x, Free *f, int n, const double *busy0,
+                           double fill, double rule) {
+  int nu = x->a->nunits;
+  qsort(f, (size_t)n, sizeof *f, by_least);
+  Bnb b = {.f = f, .n = n, .best = rule};
+  b.busy = xcalloc((size_t)nu + 1, sizeof *b.busy);
+  b.rest = xcalloc((size_t)n + 1, sizeof *b.rest);
+  b.pick = xcalloc((size_t)n + 1, sizeof *b.pick);
+  b.best_pick = xcalloc((size_t)n + 1, sizeof *b.best_pick);
+  for (int u = 0; u < nu; u++)
+    b.narrays += x->a->units[u].mode_of < 0;
+  for (int i = n - 1; i >= 0; i--)
+    b.rest[i] = b.rest[i + 1] + f[i].least;
+  bool found = false;
+  double g = greedy(&b, nu, busy0, fill);
+  if (g < b.best * (1 - 1e-12)) {
+    b.best = g;
+    memcpy(b.best_pick, b.pick, (size_t)n * sizeof *b.pick);
+    found = true;
+  }
+  double rule_best = b.best, sum0 = 0;
+  memcpy(b.busy, busy0, (size_t)nu * sizeof *b.busy);
+  for (int u = 0; u < nu; u++)
+    sum0 += busy0[u];
+  branch(&b, nu, 0, fill, sum0);
+  found = found || b.best < rule_best;
+  if (b.nodes > BIND_BUDGET && x->ev)
+    x->ev->bind_capped++;
+  for (int i = 0; found && i < n; i++)
+    x->unit[f[i].e] = f[i].c[b.best_pick[i]].unit;
+  free(b.busy);
+  free(b.rest);
+  free(b.pick);
+  free(b.best_pick);
+}
+
+/* Bind group G's free Einsums (not FIXED by an override) by cost; the
+ * rule's units are in x->unit. */
+static void bind_group_cost(Ctx *x, int g, const bool *fixed) {
+  const Group *gr = &x->plan->groups[g];
+  int nu = x->a->nunits;
+  Free *f = xmalloc(((size_t)gr->n + 1) * sizeof *f);
+  double *busy0 = xcalloc((size_t)nu + 1, sizeof *busy0);
+  double *rule = xcalloc((size_t)nu + 1, sizeof *rule);
+  double fill = 0, rule_fill = 0;
+  int n = 0;
+  for (int i = 0; i < gr->n; i++) {
+    int e = gr->einsums[i];
+    if (fixed[e]) {
+      fill = fmax(fill, add_busy(x, e, x->unit[e], busy0));
+      continue;
+    }
+    rule_fill = fmax(rule_fill, add_busy(x, e, x->unit[e], rule));
+    free_of(x, e, &f[n]);
+    n += f[n].n > 0;
+  }
+  double rule_span = 0;
+  for (int u = 0; u < nu; u++)
+    rule_span = fmax(rule_span, busy0[u] + rule[u]);
+  if (x->o.compose == COMPOSE_SEQUENTIAL)
+    bind_sequential(x, f, n);
+  else if (n > 0)
+    bind_pipelined(x, f, n, busy0, fill, rule_span + fmax(fill, rule_fill));
+  free(f);
+  free(busy0);
+  free(rule);
+}
+
 bool bind_units(Ctx *x, const double *mem) {
-  for (int e = 0; e < x->c->neinsums; e++) {
+  bool *fixed = xcalloc((size_t)x->c->neinsums + 1, sizeof *fixed);
+  bool ok = true;
+  for (int e = 0; ok && e < x->c->neinsums; e++) {
     int u = override_unit(x, e);
-    if (u == -2)
-      return false;
-    if (u >= 0) {
+    fixed[e] = u >= 0;
+    if (u == -2) {
+      ok = false;
+    } else if (u >= 0) {
       if (!unit_runs(x, e, u))
-        return cannot_run(x, e, u);
+        ok = cannot_run(x, e, u);
     } else if (x->o.bound) {
       u = ideal_unit(x, e, mem ? mem[e] : 0);
     } else {
       UnitRole r = rule_role(x, x->plan->group_of[e], e);
       u = capable_unit(x, e, r);
       if (u < 0)
-        return cannot_run(x, e, unit_of_role(x->a, r));
+        ok = cannot_run(x, e, unit_of_role(x->a, r));
     }
-    if (u < 0)
-      return cannot_run(x, e, unit_of_role(x->a, ROLE_VECTOR));
-    x->unit[e] = u;
+    if (ok && u < 0)
+      ok = cannot_run(x, e, unit_of_role(x->a, ROLE_VECTOR));
+    if (ok)
+      x->unit[e] = u;
   }
-  return true;
+  if (ok && x->o.bind == BIND_COST && !x->o.bound)
+    for (int g = 0; g < x->plan->ngroups; g++)
+      bind_group_cost(x, g, fixed);
+  free(fixed);
+  return ok;
 }

@@ -26,6 +26,12 @@ _Static_assert(sizeof spill_names / sizeof spill_names[0] == SPILL_COUNT,
 
 const char *spill_reason_name(SpillReason r) { return spill_names[r]; }
 
+static const char *const bind_names[] = {"rule", "cost"};
+_Static_assert(sizeof bind_names / sizeof bind_names[0] == BIND_COUNT,
+               "a name per binding policy");
+
+const char *bind_policy_name(BindPolicy b) { return bind_names[b]; }
+
 const char *design_name(Design d) { return designs[d].name; }
 const char *design_label(Design d) { return designs[d].label; }
 const char *design_help(Design d) { return designs[d].help; }
@@ -80,16 +86,19 @@ ModelOpts model_default_opts(Design d) {
   o.accounting = ACCOUNT_ACHIEVED;
   o.state_io = false;
   o.stitch = STITCH_GREEDY;
+  /* The named designs bind by the paper's rule (§V-B), as the paper
+   * prices them; the search binds by cost (docs/model.md §2). */
+  o.bind = BIND_RULE;
   o.reserve_share = 0.75;
   o.weight_share = 0.5;
   /* The paper states these for full fusion (§IV-E, §VI); each fires only
-   * where a group holds what it is about (a reduction read on both sides,
-   * a far reader, an RD pair), so they price any plan by its content.
-   * FLAT holds whole rows of the scores: a row's passes and reductions
-   * complete on chip (what does not fit spills for capacity, as in any
-   * group). */
+   * where a group holds what it is about (a reduction read on both sides
+   * over a rank its tile splits, a far reader, an RD pair), so they price
+   * any plan by its content. FLAT holds whole rows of the scores: a row's
+   * reductions complete on chip, so it writes no partial products (its
+   * tile holds the reduced rank whole: two passes never fire). */
   bool rows = o.plan == PLAN_ATTENTION;
-  o.two_pass = !rows;
+  o.two_pass = true;
   o.spill_distance = 12;
   o.rd_partials = !rows;
   return o;
@@ -98,6 +107,7 @@ ModelOpts model_default_opts(Design d) {
 ModelOverrides model_no_overrides(void) {
   return (ModelOverrides){.state_io = -1, .two_pass = -1, .rd_partials = -1,
                           .spill_distance = -1, .stitch = -1,
+                          .bind = -1,
                           .reserve_share = NAN, .weight_share = NAN};
 }
 
@@ -119,6 +129,8 @@ ModelOpts model_opts_with(const ModelOverrides *f, Design d) {
     o.spill_distance = f->spill_distance;
   if (f->stitch >= 0)
     o.stitch = (Stitcher)f->stitch;
+  if (f->bind >= 0)
+    o.bind = (BindPolicy)f->bind;
   if (!isnan(f->reserve_share))
     o.reserve_share = f->reserve_share;
   if (!isnan(f->weight_share))

@@ -595,16 +595,36 @@ static bool reduces_rank_of(const Cascade *c, const Einsum *r, int t) {
   return false;
 }
 
+/* Does the group's tile split a rank of T that Einsum R reduces over (a
+ * tiled rank whose tile is short of its extent)? Then R sees T one tile
+ * at a time and cannot finish before the tile is gone. */
+static bool tile_splits_reduction(const Grp *G, int t, int r) {
+  const Cascade *c = G->x->c;
+  const Einsum *E = c->einsums[r];
+  VarSet red = einsum_reduced_vars(E);
+  for (int v = 0; v < E->nvars; v++)
+    for (int j = 0; VARSET_HAS(red, v) && j < G->nt; j++)
+      if (E->vars[v].rank == G->rank[j] && G->tile[j] < G->size[j] &&
+          has_rank(&c->tensors[t], G->rank[j]))
+        return true;
+  return false;
+}
+
 /* FuseMax's pass analysis: T needs two passes in the group when one
  * reader's data flows into a reduction over one of T's ranks whose result
- * another reader of T waits for (RMSNorm's LEX; Mamba's X). */
+ * another reader of T waits for (RMSNorm's LEX; Mamba's X), and the
+ * group's tile does not hold that rank whole: where it does, the
+ * reduction completes within the tile and the waiting reader finds T
+ * still on chip (one pass: FuseMax's 256-key chunk, a token's model
+ * dimension). */
 static bool needs_two_passes(const Grp *G, int t, const int *reader,
                              int nreaders) {
   const Cascade *c = G->x->c;
   const int *m = G->gr->einsums;
   for (int ri = 0; ri < G->n; ri++) {
     int r = m[ri];
-    if (!reduces_rank_of(c, c->einsums[r], t))
+    if (!reduces_rank_of(c, c->einsums[r], t) ||
+        !tile_splits_reduction(G, t, r))
       continue;
     bool fed = false, waits = false;
     for (int i = 0; i < nreaders; i++) {
@@ -636,13 +656,15 @@ static void design_extras(Grp *G) {
     int h = G->held_of[t];
     bool held = h >= 0 && G->held[h].on && G->held[h].kind == HELD_MADE;
     double n = shape_tensor_elems(x->s, t);
-    if (x->o.two_pass && x->inter[t]) {
+    /* Only a held tensor: one off chip is read from DRAM by every reader
+     * already. */
+    if (x->o.two_pass && x->inter[t] && held) {
       int nr = 0;
       for (int j = i + 1; j < G->n; j++)
         if (reads_tensor(c->einsums[G->gr->einsums[j]], t))
           reader[nr++] = G->gr->einsums[j];
       if (nr > 1 && needs_two_passes(G, t, reader, nr)) {
-        if (held && !x->plan->written[t])
+        if (!x->plan->written[t])
           charge(x, &G->ev[i], t, n, true, false);
         int last = i;
         for (int j = i + 1; j < G->n; j++)
@@ -707,6 +729,20 @@ static void charge_member(Grp *G, int i, const Mapping *m,
                sizeof r->mapping);
 }
 
+/* Is the recurrence's state all the group still reserves room for, every
+ * tensor held across its members having gone off chip? Then that room
+ * buys nothing: the lagged read is the recurrence's own either way (as
+ * the unfused design co-iterates it), and the members' tiles can use it
+ * (the MARCA-like baseline at a long sequence: docs/model.md §5). */
+static bool idle_state(const Grp *G) {
+  if (G->state_t < 0)
+    return false;
+  for (int k = 0; k < G->nheld; k++)
+    if (G->held[k].on && G->held[k].kind != HELD_WEIGHT)
+      return false;
+  return true;
+}
+
 bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   const Cascade *c = x->c;
   Grp G = {.x = x, .gr = &x->plan->groups[g], .ev = ev};
@@ -759,6 +795,11 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
       add_spill(&G, G.state_t, SPILL_CAPACITY);
     G.state_t = -1;
     G.nt = 0;
+  }
+  if (total > 0 && idle_state(&G)) {
+    G.state_t = -1; /* its room serves nothing: give it to the members */
+    G.nt = 0;
+    total = choose_tile(&G, maps, &smallest, &peak);
   }
   bool ok = total > 0;
   if (ok) {

@@ -8,7 +8,8 @@
  *   binding   which compute unit runs it (§V-B: GEMMs on the 2D array,
  *             groups of elementwise Einsums on its 1D mode, elementwise
  *             producers of a GEMM on the small 1D array, elementwise work
- *             after a GEMM in 2D mode);
+ *             after a GEMM in 2D mode), or by cost: the assignment of a
+ *             group's Einsums to units with the least compute time;
  *   mapping   a tiling of its loop nest between DRAM and the fusion
  *             level (the global buffer), searched exhaustively (with
  *             provably neutral choices pruned) under its capacity and the
@@ -135,6 +136,11 @@ Design design_of_strategy(Strategy s);
 const char *design_plan_label(Design d, const Plan *p, char *buf, size_t n);
 
 typedef enum { COMPOSE_SEQUENTIAL, COMPOSE_PIPELINED } Compose;
+/* How a group's Einsums are bound to units (docs/model.md §2): the
+ * paper's rule (§V-B), or, per group, the assignment to the units able to
+ * run them that takes the least compute time (bind.c). */
+typedef enum { BIND_RULE, BIND_COST, BIND_COUNT } BindPolicy;
+const char *bind_policy_name(BindPolicy b); /* "rule", "cost" */
 typedef enum { ACCOUNT_ACHIEVED, ACCOUNT_IDEAL } Accounting;
 
 /* Every choice the paper leaves open (docs/model.md names each with its
@@ -151,6 +157,8 @@ typedef struct ModelOpts {
                             overlap: cycles = compute + memory (default:
                             the slower of the two) -- --no-overlap */
   Stitcher stitch;       /* how the fused designs stitch -- --stitch */
+  BindPolicy bind;       /* the rule (default: the paper's) or the least
+                            compute time (the search's) -- --bind */
   double reserve_share;  /* share of the global buffer a group may reserve
                             for what it holds across its Einsums; the rest
                             holds each Einsum's own tiles --
@@ -190,8 +198,8 @@ ModelOpts model_default_opts(Design d);
  * where the default stands (the command line's model options). */
 typedef struct ModelOverrides {
   int pipelined, ideal, no_overlap; /* 0 or 1 */
-  int state_io, two_pass, rd_partials, spill_distance, stitch; /* -1: the
-                                                                default */
+  int state_io, two_pass, rd_partials, spill_distance, stitch,
+      bind; /* -1: the default */
   double reserve_share, weight_share;
 } ModelOverrides;
 
@@ -309,6 +317,9 @@ typedef struct Eval {
   double *unit_energy; /* pJ of operations per unit (Arch.units): the unit
                           an Einsum runs on, or its epilogue for the classes
                           the unit has no rate for; they sum to energy_ops */
+  int bind_capped; /* groups bound by cost whose assignments were not all
+                      tried (bind.c's budget): their binding is the best
+                      found, not proven least */
 } Eval;
 
 /* Price design D of cascade C (bound by S) on A. PAIRS from

@@ -28,6 +28,7 @@ static json_t *source_json(const char *dir, const char *name) {
 json_t *report_opts_json(const ModelOpts *o) {
   json_t *j = json_object();
   json_object_set_new(j, "stitch", json_string(stitcher_name(o->stitch)));
+  json_object_set_new(j, "bind", json_string(bind_policy_name(o->bind)));
   json_object_set_new(j, "compose",
                       json_string(o->compose == COMPOSE_PIPELINED
                                       ? "pipelined"
@@ -65,6 +66,9 @@ json_t *report_overrides_json(const ModelOverrides *o) {
   if (o->stitch >= 0)
     json_object_set_new(j, "stitch",
                         json_string(stitcher_name((Stitcher)o->stitch)));
+  if (o->bind >= 0)
+    json_object_set_new(j, "bind",
+                        json_string(bind_policy_name((BindPolicy)o->bind)));
   if (!isnan(o->reserve_share))
     json_object_set_new(j, "reserve_share", report_real(o->reserve_share));
   if (!isnan(o->weight_share))

@@ -362,5 +362,9 @@ void report_search_text(Buf *b, const Cascade *c, const Arch *a,
  *  "plan" (as fuse --json), "schedule" and "bound" (as eval --json)} */
 json_t *report_search_json(const Cascade *c, const Arch *a,
                            const SearchResult *r, SearchObjective o);
+/* The latency-energy front (search --pareto): a table; an array of
+ * {"latency_s", "energy_j", "groups", "from"}. */
+void report_pareto_text(Buf *b, const SearchResult *r);
+json_t *report_pareto_json(const SearchResult *r);
 
 #endif

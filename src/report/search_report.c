@@ -47,9 +47,22 @@ void report_search_text(Buf *b, const Cascade *c, const Arch *a,
   origin(b, r);
   buf_printf(b, "\nlower bound (ideal): ");
   figure(b, r->lower, o);
-  buf_printf(b, "; gap %.4gx (the search is exact over its space; no plan "
-                "beats the bound)\n\n",
-             r->lower > 0 ? r->found / r->lower : NAN);
+  double gap = r->lower > 0 ? r->found / r->lower : NAN;
+  if (r->stopped)
+    buf_printf(b, "; found / bound %.4gx (stopped at the budget of %ld "
+                  "groups: the best of what was priced, not proven)\n",
+               gap, r->budget);
+  else
+    buf_printf(b, "; gap %.4gx (the search is exact over its space; no plan "
+                  "beats the bound)\n",
+               gap);
+  buf_printf(b, "binding: by cost, every assignment of each group's Einsums "
+                "to the units able to run them");
+  if (r->bind_capped > 0)
+    buf_printf(b, " (%ld groups pipelined past the binding's budget: best "
+                  "found)",
+               r->bind_capped);
+  buf_printf(b, "\n\n");
   if (r->from == DES_COUNT)
     buf_printf(b, "plan found (labelled %s, the narrowest strategy its groups "
                   "allow):\n",
@@ -76,9 +89,42 @@ json_t *report_search_json(const Cascade *c, const Arch *a,
   json_object_set_new(sp, "candidate_groups", json_integer(r->groups));
   json_object_set_new(sp, "groups_priced", json_integer(r->priced));
   json_object_set_new(sp, "named_plans_priced", json_integer(r->named));
+  json_object_set_new(sp, "stopped_at_budget", json_boolean(r->stopped));
+  json_object_set_new(sp, "bindings_capped", json_integer(r->bind_capped));
   json_object_set_new(j, "space", sp);
   json_object_set_new(j, "plan", report_plan_json(c, r->best->plan));
   json_object_set_new(j, "schedule", report_eval_json(c, a, r->best));
   json_object_set_new(j, "bound", report_eval_json(c, a, r->bound));
   return j;
+}
+
+/* Where a front point comes from: "search" or the design's name. */
+static const char *point_from(const SearchPoint *p) {
+  return p->from == DES_COUNT ? "search" : design_name(p->from);
+}
+
+void report_pareto_text(Buf *b, const SearchResult *r) {
+  buf_printf(b, "\nlatency-energy front (%d schedules, fastest first):\n",
+             r->npareto);
+  buf_printf(b, "  %12s %12s %7s  %s\n", "latency_us", "energy_uJ", "groups",
+             "from");
+  for (int k = 0; k < r->npareto; k++) {
+    const SearchPoint *p = &r->pareto[k];
+    buf_printf(b, "  %12.4f %12.4f %7d  %s\n", p->seconds * 1e6,
+               p->joules * 1e6, p->groups, point_from(p));
+  }
+}
+
+json_t *report_pareto_json(const SearchResult *r) {
+  json_t *a = json_array();
+  for (int k = 0; k < r->npareto; k++) {
+    const SearchPoint *p = &r->pareto[k];
+    json_t *j = json_object();
+    json_object_set_new(j, "latency_s", report_real(p->seconds));
+    json_object_set_new(j, "energy_j", report_real(p->joules));
+    json_object_set_new(j, "groups", json_integer(p->groups));
+    json_object_set_new(j, "from", json_string(point_from(p)));
+    json_array_append_new(a, j);
+  }
+  return a;
 }

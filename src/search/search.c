@@ -86,6 +86,8 @@ typedef struct Ctx {
   MapMemo *memo;
   Diag *d;
   int *group_of; /* scratch, per Einsum */
+  long budget;   /* candidate groups it may price (0: all) */
+  SearchResult *r;
 } Ctx;
 
 /* Number the groups of a partition in run order: node k starts a new
@@ -119,6 +121,7 @@ static bool group_cost(Ctx *x, int i, int j, Cost *out, bool *failed) {
     *failed = true;
     return false;
   }
+  x->r->bind_capped += ev->bind_capped;
   const GroupEval *ge = &ev->g[i];
   Cost c = {ge->cycles / x->a->clock_hz, 0, 0};
   for (int k = ge->first; k < ge->first + ge->n; k++) {
@@ -171,6 +174,10 @@ static bool program(Ctx *x, SearchObjective o, Front *front, long *priced) {
     for (int i = 0; i < j; i++) {
       if (front[i].n == 0)
         continue;
+      if (x->budget > 0 && *priced >= x->budget && i < j - 1) {
+        x->r->stopped = true; /* past the budget: single nodes only */
+        continue;
+      }
       Cost g;
       bool failed = false;
       if (!group_cost(x, i, j, &g, &failed)) {
@@ -207,6 +214,48 @@ static bool *best_partition(const Front *front, int n, SearchObjective o) {
   return start;
 }
 
+/* ---- the latency-energy front ---- */
+
+static void point_add(SearchResult *r, int *cap, SearchPoint p) {
+  VEC_PUSH(r->pareto, r->npareto, *cap, p);
+}
+
+/* The program's front at the whole cascade, as points (its keys are
+ * latency and energy for these objectives). */
+static void front_points(const Front *front, int n, SearchResult *r,
+                         int *cap) {
+  for (int k = 0; k < front[n].n; k++) {
+    int groups = 0;
+    for (int j = n, q = k; j > 0; groups++) {
+      const Entry *e = &front[j].e[q];
+      q = e->prev;
+      j = e->from;
+    }
+    Cost c = front[n].e[k].cost;
+    point_add(r, cap, (SearchPoint){c.lat, c.energy, groups, DES_COUNT});
+  }
+}
+
+static int by_seconds(const void *a, const void *b) {
+  const SearchPoint *x = a, *y = b;
+  if (x->seconds != y->seconds)
+    return (x->seconds > y->seconds) - (x->seconds < y->seconds);
+  return (x->joules > y->joules) - (x->joules < y->joules);
+}
+
+/* Keep the points no other point dominates, fastest first. */
+static void pareto_filter(SearchResult *r) {
+  if (r->npareto == 0)
+    return; /* traffic: no front kept */
+  qsort(r->pareto, (size_t)r->npareto, sizeof *r->pareto, by_seconds);
+  int w = 0;
+  for (int k = 0; k < r->npareto; k++)
+    if (w == 0 ||
+        r->pareto[k].joules < r->pareto[w - 1].joules * (1 - 1e-12))
+      r->pareto[w++] = r->pareto[k];
+  r->npareto = w;
+}
+
 /* ---- the named designs beside the program ---- */
 
 /* Keep CAND (owned) if it beats R's best. */
@@ -227,7 +276,7 @@ static void consider(SearchResult *r, Eval *cand, Design from,
 
 /* Every design but the bound, under every stitcher it stitches with. */
 static bool named_designs(Ctx *x, const ModelOverrides *ov, SearchResult *r,
-                          SearchObjective o) {
+                          SearchObjective o, int *cap) {
   for (int d = 0; d < DES_COUNT; d++) {
     ModelOpts mo = model_opts_with(ov, (Design)d);
     if (mo.bound)
@@ -246,6 +295,9 @@ static bool named_designs(Ctx *x, const ModelOverrides *ov, SearchResult *r,
       if (!ev)
         return false;
       r->named++;
+      if (*cap >= 0)
+        point_add(r, cap, (SearchPoint){ev->seconds, ev->energy_pj * 1e-12,
+                                        ev->ngroups, (Design)d});
       consider(r, ev, (Design)d, o);
     }
   }
@@ -282,17 +334,21 @@ static bool run(Ctx *x, const ModelOverrides *ov, SearchObjective o,
   int n = x->nodes->n;
   Front *front = xcalloc((size_t)n + 1, sizeof *front);
   bool ok = program(x, o, front, &r->priced);
+  int cap = o == SO_TRAFFIC ? -1 : 0; /* -1: no latency-energy front */
   if (ok && front[n].n > 0) {
     bool *start = best_partition(front, n, o);
     Eval *ev = found_eval(x, start);
     free(start);
     ok = ev != NULL;
     consider(r, ev, DES_COUNT, o);
+    if (cap >= 0)
+      front_points(front, n, r, &cap);
   }
   for (int j = 0; j <= n; j++)
     free(front[j].e);
   free(front);
-  ok = ok && named_designs(x, ov, r, o);
+  ok = ok && named_designs(x, ov, r, o, &cap);
+  pareto_filter(r);
   ModelOpts io = model_opts_with(ov, DES_IDEAL);
   r->bound = ok ? model_eval_memo(x->c, x->s, x->a, x->pairs, DES_IDEAL,
                                   model_plan(x->c, x->s, x->pairs, DES_IDEAL,
@@ -307,13 +363,24 @@ static bool run(Ctx *x, const ModelOverrides *ov, SearchObjective o,
 SearchResult *search_best(const Cascade *c, const Shape *s, const Arch *a,
                           const Pair *pairs, const ModelOverrides *o,
                           SearchObjective obj, MapMemo *memo, Diag *d) {
+  return search_best_within(c, s, a, pairs, o, obj, 0, memo, d);
+}
+
+SearchResult *search_best_within(const Cascade *c, const Shape *s,
+                                 const Arch *a, const Pair *pairs,
+                                 const ModelOverrides *o, SearchObjective obj,
+                                 long budget, MapMemo *memo, Diag *d) {
   Design plain = design_of_strategy(ST_FULL);
+  SearchResult *r = xcalloc(1, sizeof *r);
   Ctx x = {.c = c, .s = s, .a = a, .pairs = pairs, .design = plain,
-           .o = model_opts_with(o, plain), .memo = memo, .d = d};
+           .o = model_opts_with(o, plain), .memo = memo, .d = d,
+           .budget = budget, .r = r};
+  if (o->bind < 0) /* the search's own groups bind by cost */
+    x.o.bind = BIND_COST;
   Nodes *nodes = fusion_merge(c, s);
   x.nodes = nodes;
   x.group_of = xcalloc((size_t)c->neinsums + 1, sizeof *x.group_of);
-  SearchResult *r = xcalloc(1, sizeof *r);
+  r->budget = budget;
   r->nodes = nodes->n;
   r->partitions = ldexp(1, nodes->n - 1);
   r->groups = (long)nodes->n * (nodes->n + 1) / 2;
@@ -333,5 +400,6 @@ void search_free(SearchResult *r) {
     return;
   eval_free(r->best);
   eval_free(r->bound);
+  free(r->pareto);
   free(r);
 }

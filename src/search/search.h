@@ -4,8 +4,9 @@
  * The space: every partition of the merged cascade (fusion_merge's nodes,
  * in their stitching order) into contiguous groups that can run (the
  * plan's dependencies allow them: fusion_plan_groups), each group priced
- * by the model under the given options (its binding, passes, spills and
- * tiles as the model decides them for that group); and, beside those, the
+ * by the model under the given options, its Einsums bound to units by cost
+ * (every assignment to the units able to run them: bind.c), its passes,
+ * spills and tiles as the model decides them for that group; and, beside those, the
  * plan of every named design under every stitcher, priced as that design
  * prices it. The chosen schedule is the best of these for the objective.
  *
@@ -44,6 +45,14 @@ bool search_objective_from_name(const char *name, SearchObjective *o);
 /* The objective's figure of an evaluation (seconds, joules, J·s, bytes). */
 double search_figure(const Eval *ev, SearchObjective o);
 
+/* A schedule on the latency-energy front: no other priced schedule is as
+ * fast and as frugal, one of them strictly. */
+typedef struct SearchPoint {
+  double seconds, joules;
+  int groups;  /* of its plan */
+  Design from; /* a named design, or DES_COUNT: a partition */
+} SearchPoint;
+
 typedef struct SearchResult {
   Eval *best;       /* the chosen schedule, priced (it owns its plan) */
   Design from;      /* the named design it is, or DES_COUNT: a partition
@@ -56,6 +65,15 @@ typedef struct SearchResult {
   long groups;       /* candidate groups: nodes (nodes + 1) / 2 */
   long priced;       /* of which could run, and were priced */
   long named;        /* named-design plans priced beside */
+  long budget;       /* candidate groups the search could price (0: all) */
+  bool stopped;      /* the budget ran out: the rest of the program took
+                        single nodes only, so found is the best of what was
+                        priced, its gap to the bound stated, not proven */
+  long bind_capped;  /* priced groups whose binding by cost stopped at its
+                        own budget (bind.c): best found, not proven */
+  int npareto;       /* the latency-energy front (objectives latency,
+                        energy, edp; else 0), fastest first */
+  SearchPoint *pareto;
 } SearchResult;
 
 /* Search the space above for C (bound by S) on A under O (the model's
@@ -65,6 +83,12 @@ typedef struct SearchResult {
 SearchResult *search_best(const Cascade *c, const Shape *s, const Arch *a,
                           const Pair *pairs, const ModelOverrides *o,
                           SearchObjective obj, MapMemo *memo, Diag *d);
+/* search_best pricing at most BUDGET candidate groups (0: no limit);
+ * past it, the program extends each prefix by single nodes only. */
+SearchResult *search_best_within(const Cascade *c, const Shape *s,
+                                 const Arch *a, const Pair *pairs,
+                                 const ModelOverrides *o, SearchObjective obj,
+                                 long budget, MapMemo *memo, Diag *d);
 void search_free(SearchResult *r);
 
 /* The narrowest strategy whose classes cover every edge inside P's groups:

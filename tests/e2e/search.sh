@@ -1,6 +1,6 @@
 #!/bin/sh
-# `search`: the plan it writes is the plan `eval --plan` prices (the same
-# latency, to the digit) and `exec --plan` runs (matching the
+# `search`: the plan it writes is the plan `eval --plan --bind cost` prices
+# (the same latency, to the digit) and `exec --plan` runs (matching the
 # interpreter); best is never worse than a named design nor better than
 # ideal; a bad objective is a usage error.
 . "$(dirname "$0")/lib/harness.sh"
@@ -10,7 +10,8 @@ for spec in mamba1 "$ROOT/tests/specs/good/retnet.yaml"; do
   for arch in mambalaya h100; do
     "$M" search "$spec" --arch "$arch" --json --plan-out p.json >s.json ||
       fail "search $spec $arch"
-    "$M" eval "$spec" --arch "$arch" --plan p.json --json >e.json ||
+    "$M" eval "$spec" --arch "$arch" --plan p.json --bind cost --json \
+      >e.json ||
       fail "eval --plan $spec $arch"
     $PY - "$spec $arch" <<'PYEOF' || fail "search vs eval: $spec $arch"
 import json, sys
@@ -41,5 +42,28 @@ done
   --set E=4 --set F=4 --set H=2 --plan small.json --random 1 --check \
   >x.out 2>&1 || fail "exec --plan of the plan found: $(cat x.out)"
 
+# A budget: the best of what was priced, never better than the exact
+# search, its found / bound stated; the latency-energy front.
+"$M" search mamba1 --json >full.json || fail "search mamba1"
+"$M" search mamba1 --budget 30 --json >budget.json || fail "search --budget"
+"$M" search mamba1 --pareto latency,energy --json >front.json ||
+  fail "search --pareto"
+$PY - <<'PYEOF' || fail "budget and front"
+import json
+f = json.load(open("full.json"))
+b = json.load(open("budget.json"))
+p = json.load(open("front.json"))
+assert not f["space"]["stopped_at_budget"]
+assert b["space"]["stopped_at_budget"] and b["found"] >= f["found"]
+assert abs(b["gap"] / (b["found"] / b["lower_bound"]) - 1) < 1e-9
+assert b["gap"] >= f["gap"]
+pts = p["pareto"]
+assert pts and min(q["latency_s"] for q in pts) == p["found"] == f["found"]
+for q in pts:
+    assert not any(r["latency_s"] <= q["latency_s"] and
+                   r["energy_j"] < q["energy_j"] for r in pts if r is not q)
+PYEOF
+
+refused "--pareto takes latency,energy" "$M" search mamba1 --pareto latency,area
 refused "unknown objective 'speed'" "$M" search mamba1 --objective speed
 finish search

@@ -143,14 +143,15 @@ TEST(flat_is_unfused_without_attention) {
  * the unfused 3-pass attention (every score tensor written and read
  * again) and more than FuseMax's fused 1-pass cascade, which holds a
  * chunk of 256 keys and tiles 16384 queries (its one pass over a chunk
- * stays on chip: --no-two-pass, docs/model.md §5). */
+ * stays on chip: its tile holds the chunk whole, so one pass, without
+ * --no-two-pass: docs/model.md §3). */
 TEST(flat_between_unfused_and_fused_at_long_sequence) {
   Setting three[] = {{"M", 65536}};
   Setting one[] = {{"M1", 256}};
   Point u = price("specs/fusemax_3pass.yaml", three, 1, DES_UNFUSED, -1,
                   NULL);
   Point f = price("specs/fusemax_3pass.yaml", three, 1, DES_FLAT, -1, NULL);
-  Point x = price("specs/fusemax_1pass.yaml", one, 1, DES_FULL, 0, NULL);
+  Point x = price("specs/fusemax_1pass.yaml", one, 1, DES_FULL, -1, NULL);
   CHECK_NEAR(dram(&u), 8.8005e12, 1e-4);
   CHECK_NEAR(dram(&f), 2.2012e12, 1e-4);
   CHECK_NEAR(dram(&x), 1.5032e10, 1e-4);

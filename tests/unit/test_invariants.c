@@ -13,7 +13,9 @@
  *   - one plan, one price: relabelled, a plan prices the same;
  *   - the search: `best` is never worse than a named design nor better
  *     than `ideal`, and on small cascades it equals every partition of the
- *     documented space priced whole. */
+ *     documented space priced whole;
+ *   - binding by cost: no assignment of a group's Einsums to units takes
+ *     less compute time than the one it chooses. */
 #include <dirent.h>
 #include <stdlib.h>
 
@@ -593,6 +595,7 @@ static double enumerate_space(const Cascade *c, const Shape *s,
   ModelOverrides ov = model_no_overrides();
   Design plain = design_of_strategy(ST_FULL);
   ModelOpts o = model_opts_with(&ov, plain);
+  o.bind = BIND_COST; /* the search's groups bind by cost */
   Nodes *nodes = fusion_merge(c, s);
   int n = nodes->n;
   int *group_of = xcalloc((size_t)c->neinsums + 1, sizeof *group_of);
@@ -715,6 +718,122 @@ TEST(search_best_between_ideal_and_every_design) {
     cascade_free(c);
   }
   CHECK(checked >= ns * na); /* every cascade's prefill at least */
+  map_memo_free(memo);
+  for (int k = 0; k < na; k++)
+    arch_free(archs[k]);
+  free_list(specs, ns);
+}
+
+/* ---- binding by cost ---- */
+
+static int array_of(const Arch *a, int u) {
+  while (a->units[u].mode_of >= 0)
+    u = a->units[u].mode_of;
+  return u;
+}
+
+/* Group G's compute time as binding by cost counts it: one Einsum after
+ * another (compute + fill), or pipelined (the busiest array + the longest
+ * fill). */
+static double compute_span(const Eval *ev, const Arch *a, int g,
+                           Compose how) {
+  const GroupEval *ge = &ev->g[g];
+  double busy[64] = {0}, fill = 0, seq = 0;
+  for (int i = ge->first; i < ge->first + ge->n; i++) {
+    const EinsumEval *r = &ev->e[i];
+    seq += r->compute_cycles + a->units[r->unit].pipeline;
+    busy[array_of(a, r->unit)] += r->unit_cycles;
+    if (r->epilogue >= 0)
+      busy[array_of(a, r->epilogue)] += r->epilogue_cycles;
+    fill = fmax(fill, a->units[r->unit].pipeline);
+  }
+  double top = 0;
+  for (int u = 0; u < a->nunits; u++)
+    top = fmax(top, busy[u]);
+  return how == COMPOSE_SEQUENTIAL ? seq : top + fill;
+}
+
+/* Every assignment of C's Einsums to A's units (an architecture binding
+ * for each: those a unit cannot run fail to price), in the one-group plan
+ * PLAN: none takes less compute than binding by cost. */
+static int check_assignments(const Cascade *c, const Shape *s, Arch *a,
+                             const Pair *pairs, const int *group_of,
+                             Compose how, MapMemo *memo) {
+  ModelOpts o = model_default_opts(design_of_strategy(ST_FULL));
+  o.compose = how;
+  o.bind = BIND_COST;
+  Diag d = {0};
+  Design des = design_of_strategy(ST_FULL);
+  Eval *best = model_eval_memo(
+      c, s, a, pairs, des, fusion_plan_groups(c, s, ST_FULL, group_of, &d),
+      &o, memo, &d);
+  if (!best)
+    return 0;
+  double least = compute_span(best, a, 0, how);
+  int n = c->neinsums, tried = 0;
+  ArchBinding *saved = a->bindings, bd[16];
+  int nsaved = a->nbindings;
+  long total = 1;
+  for (int i = 0; i < n; i++)
+    total *= a->nunits;
+  o.bind = BIND_RULE; /* the binding section decides every Einsum */
+  for (long k = 0; k < total; k++) {
+    long q = k;
+    for (int i = 0; i < n; i++, q /= a->nunits)
+      bd[i] = (ArchBinding){
+          c->tensors[c->einsums[i]->out.tensor].name, (int)(q % a->nunits),
+          {0, 0}};
+    a->bindings = bd;
+    a->nbindings = n;
+    Diag ig = {0};
+    Eval *ev = model_eval_memo(
+        c, s, a, pairs, des, fusion_plan_groups(c, s, ST_FULL, group_of, &ig),
+        &o, memo, &ig);
+    a->bindings = saved;
+    a->nbindings = nsaved;
+    if (!ev)
+      continue;
+    tried++;
+    double span = compute_span(ev, a, 0, how);
+    if (span < least * (1 - 1e-9))
+      test_fail(__FILE__, __LINE__,
+                "%s on %s (%s): assignment %ld takes %.9g cycles, binding by "
+                "cost %.9g",
+                c->path, a->name, how ? "pipelined" : "sequential", k, span,
+                least);
+    eval_free(ev);
+  }
+  eval_free(best);
+  return tried;
+}
+
+TEST(bind_cost_least_of_every_assignment) {
+  char *specs[MAX_SPECS];
+  int ns = all_specs(specs);
+  Arch *archs[MAX_SPECS];
+  int na = load_archs(archs);
+  MapMemo *memo = map_memo_new(false);
+  int checked = 0;
+  for (int i = 0; i < ns; i++) {
+    Diag d = {0};
+    Cascade *c = spec_load(specs[i], &d);
+    Shape *s = c && c->neinsums <= 6 ? bind(c, true, false) : NULL;
+    if (!s) {
+      cascade_free(c);
+      continue;
+    }
+    Pair *pairs = fusion_classify(c, s);
+    int *one = xcalloc((size_t)c->neinsums + 1, sizeof *one);
+    for (int k = 0; k < na; k++)
+      for (int how = 0; how < 2; how++)
+        checked += check_assignments(c, s, archs[k], pairs, one,
+                                     (Compose)how, memo) > 0;
+    free(one);
+    free(pairs);
+    shape_free(s);
+    cascade_free(c);
+  }
+  CHECK(checked >= 4 * na); /* a few small cascades, both compositions */
   map_memo_free(memo);
   for (int k = 0; k < na; k++)
     arch_free(archs[k]);
