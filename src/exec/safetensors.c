@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -120,15 +119,7 @@ typedef struct Parser {
   uint64_t data_len;
 } Parser;
 
-static bool fail(Parser *p, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static bool fail(Parser *p, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  diag_verror(p->d, p->f->path, (Loc){0, 0}, fmt, ap);
-  va_end(ap);
-  return false;
-}
+#define fail(p, ...) diag_fail((p)->d, (p)->f->path, (Loc){0, 0}, __VA_ARGS__)
 
 static bool parse_dtype(Parser *p, const Quoted *q, const json_t *v,
                         DType *out) {

@@ -19,7 +19,6 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,15 +27,7 @@ typedef struct Loader {
   Diag *d;
 } Loader;
 
-static bool cfail(const Loader *l, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static bool cfail(const Loader *l, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  diag_verror(l->d, l->path, (Loc){0, 0}, fmt, ap);
-  va_end(ap);
-  return false;
-}
+#define cfail(l, ...) diag_fail((l)->d, (l)->path, (Loc){0, 0}, __VA_ARGS__)
 
 /* An optional positive integer KEY of OBJ: *out keeps its default when
  * the key is absent (or null, as Hugging Face writes unset values). */

@@ -87,15 +87,7 @@ typedef struct P {
   Diag *d;
 } P;
 
-static bool perr(P *p, Loc loc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static bool perr(P *p, Loc loc, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  diag_verror(p->d, p->c->path, loc, fmt, ap);
-  va_end(ap);
-  return false;
-}
+#define perr(p, ...) diag_fail((p)->d, (p)->c->path, __VA_ARGS__)
 
 /* The document checks of ydoc.h, in the parser's terms. */
 static bool want(P *p, const YamlNode *n, YamlKind k, const char *what) {

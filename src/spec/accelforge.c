@@ -29,7 +29,6 @@
 
 #include <ctype.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,15 +93,7 @@ typedef struct Af {
   int nnoted;
 } Af;
 
-static bool fail(Af *af, Loc loc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static bool fail(Af *af, Loc loc, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  diag_verror(af->d, af->path, loc, fmt, ap);
-  va_end(ap);
-  return false;
-}
+#define fail(af, ...) diag_fail((af)->d, (af)->path, __VA_ARGS__)
 
 static char *dup_trim(Af *af, const char *s, size_t n) {
   while (n && isspace((unsigned char)*s))

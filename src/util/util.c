@@ -25,6 +25,14 @@ void diag_error(Diag *d, const char *file, Loc loc, const char *fmt, ...) {
   va_end(ap);
 }
 
+bool diag_fail(Diag *d, const char *file, Loc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  diag_verror(d, file, loc, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
 void diag_print(const Diag *d, FILE *out) {
   Buf b = {0};
   if (d->file[0]) {

@@ -36,6 +36,10 @@ void diag_error(Diag *d, const char *file, Loc loc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void diag_verror(Diag *d, const char *file, Loc loc, const char *fmt,
                  va_list ap) __attribute__((format(printf, 4, 0)));
+/* diag_error, then false: every loader's `return fail(...)` (each wraps
+ * it in a macro that names its own Diag and file). */
+bool diag_fail(Diag *d, const char *file, Loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Print "FILE:LINE:COL: error: MSG" (or "FILE: error: MSG" without a
  * line) on one line: control characters of the file name or the message
  * (a newline in a user's name) are escaped as \xNN. */
