@@ -651,6 +651,17 @@ static double reduce_identity(RedOp op) {
   }
 }
 
+/* Step X to the next point of the region's variables RV (NR of them, the
+ * last fastest): false after the last point. */
+INLINE bool next_point(const Job *j, const int *rv, int nr, int64_t *x) {
+  int k = nr - 1;
+  while (k >= 0 && ++x[rv[k]] == j->reg.hi[rv[k]]) {
+    x[rv[k]] = j->reg.lo[rv[k]];
+    k--;
+  }
+  return k >= 0;
+}
+
 /* Accumulate one term over its reduced variables for the unit's lanes:
  * a sum straight into OUT, another reduction through SC->acc. */
 INLINE void run_term(const Job *j, const Term *t, Scratch *sc, int64_t *x,
@@ -689,12 +700,7 @@ INLINE void run_term(const Job *j, const Term *t, Scratch *sc, int64_t *x,
     case RED_COUNT:
       break;
     }
-    int k = nr - 1;
-    while (k >= 0 && ++x[rv[k]] == j->reg.hi[rv[k]]) {
-      x[rv[k]] = j->reg.lo[rv[k]];
-      k--;
-    }
-    if (k < 0)
+    if (!next_point(j, rv, nr, x))
       break;
   }
   if (op != RED_SUM)
@@ -758,12 +764,7 @@ INLINE void run_term_row(const Job *j, const Term *t, Scratch *sc,
         x[row] = r0;
         acc = reduce_row(op, acc, run_program(j, t, sc, x, m, NULL, true), m);
       }
-      int k = nr - 1;
-      while (k >= 0 && ++x[rv[k]] == j->reg.hi[rv[k]]) {
-        x[rv[k]] = j->reg.lo[rv[k]];
-        k--;
-      }
-      if (k < 0)
+      if (!next_point(j, rv, nr, x))
         break;
     }
     out[l] += t->sign * acc;

@@ -177,6 +177,10 @@ bool tensor_is_read(const Cascade *c, int t) {
     for (int k = 0; k < c->einsums[i]->nreads; k++)
       if (c->einsums[i]->reads[k]->tensor == t)
         return true;
+  return tensor_is_init_read(c, t);
+}
+
+bool tensor_is_init_read(const Cascade *c, int t) {
   for (int u = 0; u < c->ntensors; u++) {
     const Einsum *ini = c->tensors[u].init;
     for (int k = 0; ini && k < ini->nreads; k++)

@@ -227,6 +227,8 @@ bool cascade_reaches(const Cascade *c, int from, int to);
 int cascade_sequence_rank(const Cascade *c);
 /* Does some Einsum, or some initialization, read tensor T? */
 bool tensor_is_read(const Cascade *c, int t);
+/* Does some initialization read tensor T (a decode state)? */
+bool tensor_is_init_read(const Cascade *c, int t);
 /* Is tensor T an intermediate: read by some Einsum other than its
  * producer? (An output may be one too: LEX.) */
 bool tensor_is_intermediate(const Cascade *c, int t);

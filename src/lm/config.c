@@ -128,6 +128,14 @@ static bool check_pure_mamba(const Loader *l, const json_t *root) {
   return true;
 }
 
+/* 1 if NAME is V1, 2 if it is V2, else 0 (NULL too): the Mamba version a
+ * config names, each format with its own spelling. */
+static int version_named(const char *name, const char *v1, const char *v2) {
+  if (!name)
+    return 0;
+  return strcmp(name, v1) == 0 ? 1 : strcmp(name, v2) == 0 ? 2 : 0;
+}
+
 static bool load_state_spaces(const Loader *l, const json_t *root,
                               ModelConfig *c) {
   const json_t *ssm = json_object_get(root, "ssm_cfg");
@@ -135,15 +143,9 @@ static bool load_state_spaces(const Loader *l, const json_t *root,
     return cfail(l, "\"ssm_cfg\" must be an object");
   int version = 1;
   const json_t *layer = ssm ? json_object_get(ssm, "layer") : NULL;
-  if (layer) {
-    const char *s = json_string_value(layer);
-    if (s && strcmp(s, "Mamba1") == 0)
-      version = 1;
-    else if (s && strcmp(s, "Mamba2") == 0)
-      version = 2;
-    else
-      return cfail(l, "ssm_cfg.layer must be \"Mamba1\" or \"Mamba2\"");
-  }
+  if (layer &&
+      !(version = version_named(json_string_value(layer), "Mamba1", "Mamba2")))
+    return cfail(l, "ssm_cfg.layer must be \"Mamba1\" or \"Mamba2\"");
   set_defaults(c, version);
   int pad = 0;
   if (!need_int(l, root, "d_model", &c->d_model) ||
@@ -177,12 +179,8 @@ static bool load_state_spaces(const Loader *l, const json_t *root,
 static bool load_hugging_face(const Loader *l, const json_t *root,
                               ModelConfig *c) {
   const char *type = json_string_value(json_object_get(root, "model_type"));
-  int version;
-  if (type && strcmp(type, "mamba") == 0)
-    version = 1;
-  else if (type && strcmp(type, "mamba2") == 0)
-    version = 2;
-  else
+  int version = version_named(type, "mamba", "mamba2");
+  if (!version)
     return cfail(l, "model_type must be \"mamba\" or \"mamba2\"");
   set_defaults(c, version);
   int inner = 0, heads = 0, pad = 0;

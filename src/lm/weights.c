@@ -124,13 +124,7 @@ static bool is_read(const Cascade *c, int t) {
 }
 
 bool weights_is_state(const Cascade *c, int t) {
-  for (int u = 0; u < c->ntensors; u++) {
-    const Einsum *ini = c->tensors[u].init;
-    for (int k = 0; ini && k < ini->nreads; k++)
-      if (ini->reads[k]->tensor == t)
-        return true;
-  }
-  return false;
+  return tensor_is_init_read(c, t);
 }
 
 /* ---- tensors: ---- */
