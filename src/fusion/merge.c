@@ -112,12 +112,13 @@ typedef struct Sets {
 static void sets_init(const Cascade *c, Sets *u) {
   int n = c->neinsums;
   size_t sz = (size_t)n + 1;
-  u->parent = xmalloc(sz * sizeof(int));
-  u->head = xmalloc(sz * sizeof(int));
-  u->next = xmalloc(sz * sizeof(int));
-  u->tail = xmalloc(sz * sizeof(int));
-  u->mark = xcalloc(sz, sizeof(int));
-  u->stack = xmalloc(sz * sizeof(int));
+  /* The six per-Einsum arrays in one block, at parent (sets_free). */
+  u->parent = xcalloc(6 * sz, sizeof(int));
+  u->head = u->parent + sz;
+  u->next = u->head + sz;
+  u->tail = u->next + sz;
+  u->mark = u->tail + sz;
+  u->stack = u->mark + sz;
   u->stamp = 0;
   for (int i = 0; i < n; i++) {
     u->parent[i] = u->head[i] = u->tail[i] = i;
@@ -140,14 +141,9 @@ static void sets_init(const Cascade *c, Sets *u) {
 }
 
 static void sets_free(Sets *u) {
-  free(u->parent);
-  free(u->head);
-  free(u->next);
-  free(u->tail);
+  free(u->parent); /* with head, next, tail, mark and stack */
   free(u->start);
   free(u->succ);
-  free(u->mark);
-  free(u->stack);
 }
 
 /* Does the set rooted at FROM reach the set rooted at TO in the graph of
