@@ -17,11 +17,7 @@ static const struct {
 _Static_assert(sizeof strategies / sizeof strategies[0] == ST_COUNT,
                "a row per strategy");
 
-static const char *const stitcher_names[] = {
-#define X(id, name) name,
-    STITCHERS(X)
-#undef X
-};
+static const char *const stitcher_names[] = {STITCHERS(NAME_ENTRY)};
 _Static_assert(sizeof stitcher_names / sizeof stitcher_names[0] ==
                    STITCH_COUNT,
                "a name per stitcher");

@@ -11,28 +11,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const fig_columns[] = {
-#define SWEEP_FIG_COL(id, col, obj) col,
-    SWEEP_FIGURES(SWEEP_FIG_COL)
-#undef SWEEP_FIG_COL
+/* Each figure's column and objective, one entry per figure. */
+static const struct {
+  const char *column, *objective;
+} figures[] = {
+#define SWEEP_FIG(id, col, obj) {col, obj},
+    SWEEP_FIGURES(SWEEP_FIG)
+#undef SWEEP_FIG
 };
-_Static_assert(sizeof fig_columns / sizeof fig_columns[0] == FIG_COUNT,
-               "an entry per figure");
-
-static const char *const fig_objectives[] = {
-#define SWEEP_FIG_OBJ(id, col, obj) obj,
-    SWEEP_FIGURES(SWEEP_FIG_OBJ)
-#undef SWEEP_FIG_OBJ
-};
-_Static_assert(sizeof fig_objectives / sizeof fig_objectives[0] == FIG_COUNT,
+_Static_assert(sizeof figures / sizeof figures[0] == FIG_COUNT,
                "an entry per figure");
 
 const char *figure_column(Figure f) {
-  return (unsigned)f < FIG_COUNT ? fig_columns[f] : "?";
+  return (unsigned)f < FIG_COUNT ? figures[f].column : "?";
 }
 
 const char *figure_objective(Figure f) {
-  return (unsigned)f < FIG_COUNT ? fig_objectives[f] : NULL;
+  return (unsigned)f < FIG_COUNT ? figures[f].objective : NULL;
 }
 
 /* What one thread keeps between points. */

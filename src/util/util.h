@@ -76,6 +76,11 @@ char *xstrdup(const char *s);
     (arr)[(n)++] = (item);                                                 \
   } while (0)
 
+/* The name of an X-macro entry X(id, name): `static const char *const
+ * names[] = {LIST(NAME_ENTRY)};`, declared [] so that its _Static_assert
+ * against the enum's count fails when an entry is missing. */
+#define NAME_ENTRY(id, name) name,
+
 /* A string builder. */
 typedef struct Buf {
   char *s;
