@@ -101,9 +101,9 @@ typedef struct OptTable {
 } OptTable;
 #define OPT_TABLE(a) {a, (int)(sizeof a / sizeof a[0]), NULL}
 
-/* A table a command takes, at BASE in its options struct, under HEADING
- * in --help (NULL: none). The command's own table comes first: an option
- * there hides a shared one of the same name. */
+/* A shared table a command takes, at BASE in its options struct, under
+ * HEADING in --help (NULL: none). The command's own table comes first:
+ * an option there hides a shared one of the same name. */
 typedef struct OptUse {
   const OptTable *table;
   size_t base;
@@ -125,7 +125,8 @@ struct Command {
   const char *name;    /* "eval" */
   const char *summary; /* its line in `mambalaya --help` */
   const char *about;   /* --help's prose, after the usage line */
-  OptUse uses[OPT_USES];
+  const OptTable *opts; /* its own options, at the start of its struct */
+  OptUse uses[OPT_USES]; /* the shared tables it takes (USE_SPEC, ...) */
   const char *notes;   /* --help's prose after the options, or NULL */
   const char *example; /* one command a line (required) */
   size_t size;         /* its options struct */
@@ -166,6 +167,11 @@ extern const OptTable spec_options;
 /* The model's options (--pipelined, --stitch, ...), into a
  * ModelOverrides (eval, reproduce). */
 extern const OptTable model_options;
+/* A command's use of a shared table, at the member of its options struct
+ * ARGS that each one fills (spec, mf): where it goes and its heading are
+ * written once. */
+#define USE_SPEC(Args) {&spec_options, offsetof(Args, spec), NULL}
+#define USE_MODEL(Args) {&model_options, offsetof(Args, mf), "model options:"}
 /* The executors' options (exec, run, generate). */
 typedef struct ExecutorOpts {
   int strategy;  /* --strategy; -1: the interpreter */
@@ -173,6 +179,8 @@ typedef struct ExecutorOpts {
   int threads;   /* --threads */
 } ExecutorOpts;
 extern const OptTable executor_options;
+#define USE_EXECUTOR(Args, member)                                            \
+  {&executor_options, offsetof(Args, member), NULL}
 /* The interpreter, a 2 MiB buffer, default_threads(). */
 ExecutorOpts executor_defaults(void);
 /* "interpreter" or the strategy's name. */

@@ -52,8 +52,8 @@ const Command classify_command = {
         "(rank-supersetted: the consumer broadcasts) or RD (rank-disjoint:\n"
         "both), relative to the intermediate tensor they share (paper\n"
         "SIII-C).\n",
-    .uses = {{&classify_table, 0, NULL},
-             {&spec_options, offsetof(ClassifyArgs, spec), NULL}},
+    .opts = &classify_table,
+    .uses = {USE_SPEC(ClassifyArgs)},
     .example = "mambalaya classify mamba1 --merge\n",
     .size = sizeof(ClassifyArgs), .run = classify,
 };

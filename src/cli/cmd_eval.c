@@ -129,9 +129,8 @@ const Command eval_command = {
         "totals and energy (paper SV-VI; docs/model.md). SPEC and ARCH are\n"
         "paths or shipped names (mamba1, mamba2, transformer; mambalaya,\n"
         "h100).\n",
-    .uses = {{&eval_table, 0, NULL},
-             {&spec_options, offsetof(EvalArgs, spec), NULL},
-             {&model_options, offsetof(EvalArgs, mf), "model options:"}},
+    .opts = &eval_table,
+    .uses = {USE_SPEC(EvalArgs), USE_MODEL(EvalArgs)},
     .example = "mambalaya fuse mamba2 --strategy ri+rsb+rsp --stitch global "
                "--json > p.json\n"
                "mambalaya eval mamba2 --plan p.json --phase decode --arch "

@@ -837,9 +837,8 @@ const Command exec_command = {
         "(the fused executor, which counts every byte it moves off chip).\n"
         "SPEC is a path or a shipped name (mamba1, fusemax_1pass,\n"
         "prenorm_decode, ...).\n",
-    .uses = {{&exec_table, 0, NULL},
-             {&executor_options, offsetof(ExecArgs, ex), NULL},
-             {&spec_options, offsetof(ExecArgs, spec), NULL}},
+    .opts = &exec_table,
+    .uses = {USE_EXECUTOR(ExecArgs, ex), USE_SPEC(ExecArgs)},
     .notes =
         "With a plan, the bytes the executor counted are printed beside the\n"
         "model's for the same plan (its ideal accounting, the decode state\n"

@@ -236,8 +236,8 @@ const Command export_command = {
         "tiles the Buffer holds). Timeloop computes a multiply-accumulate; what\n"
         "it cannot say (other operators, index offsets, a tensor read twice)\n"
         "is a comment in the problem.\n",
-    .uses = {{&export_table, 0, NULL},
-             {&spec_options, offsetof(ExportOpts, spec), NULL}},
+    .opts = &export_table,
+    .uses = {USE_SPEC(ExportOpts)},
     .example = "mambalaya export timeloop mamba1 --set B=1 --set I=64 --out "
                "out/timeloop\n",
     .size = sizeof(ExportOpts), .run = export,

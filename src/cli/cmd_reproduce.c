@@ -178,11 +178,11 @@ const Command reproduce_command = {
         "the same figures for it, labelled with it; the paper's values are\n"
         "shown only for what the paper evaluated (an edited copy of a shipped\n"
         "file is not the paper's).\n",
-    .uses = {{&repro_table, 0, NULL},
-             {&model_options, offsetof(ReproArgs, mopts),
-              "model options (as for eval; every design gets them over its\n"
-              "defaults; the figures choose sequential or pipelined, achieved\n"
-              "or ideal):"}},
+    .opts = &repro_table,
+    .uses = {{&model_options, offsetof(ReproArgs, mopts),
+             "model options (as for eval; every design gets them over its\n"
+             "defaults; the figures choose sequential or pipelined, achieved\n"
+             "or ideal):"}},
     .example = "mambalaya reproduce --spec mamba2 --model mamba2-370m --out "
                "out/mamba2\n"
                "mambalaya reproduce --reserve-share 0.8 --out out/share80\n",

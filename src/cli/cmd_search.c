@@ -117,9 +117,8 @@ const Command search_command = {
         "plan under every stitcher beside it. Prints the space, the plan\n"
         "found, its cost, the lower bound (the ideal design) and the gap, then\n"
         "the schedule as `eval` prints it (docs/search.md).\n",
-    .uses = {{&search_table, 0, NULL},
-             {&spec_options, offsetof(SearchArgs, spec), NULL},
-             {&model_options, offsetof(SearchArgs, mf), "model options:"}},
+    .opts = &search_table,
+    .uses = {USE_SPEC(SearchArgs), USE_MODEL(SearchArgs)},
     .example = "mambalaya search mamba1 --model mamba-370m --arch h100 "
                "--plan-out best.json\n"
                "mambalaya eval mamba1 --model mamba-370m --arch h100 --plan "

@@ -23,6 +23,7 @@ typedef struct LmArgs {
 /* The options run and generate share (--model, --tokens, ...), into an
  * LmArgs; with executor_options at its ex. */
 extern const OptTable lm_options;
+#define USE_LM(Args) {&lm_options, offsetof(Args, lm), NULL}
 
 void lm_args_init(LmArgs *o);
 void lm_args_free(LmArgs *o);
