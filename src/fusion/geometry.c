@@ -147,15 +147,15 @@ void einsum_state_elems(const Shape *s, int e, double *elems) {
 
 double state_write_elems(const Shape *s, int t) {
   const Cascade *c = s->c;
-  const Einsum *ini = c->tensors[t].init;
-  if (!ini || ini->rhs->kind != EX_READ)
+  int k, st = init_state_source(c, t, &k);
+  if (st < 0)
     return 0;
-  int st = ini->rhs->acc->tensor, k = init_history_dim(ini);
   double all = shape_tensor_elems(s, st);
   if (k < 0)
     return all;
   double slots = (double)s->size[c->tensors[st].ranks[k]];
-  double fresh = (double)s->size[c->tensors[t].ranks[ini->out.cond_dim]];
+  int cond = c->tensors[t].init->out.cond_dim;
+  double fresh = (double)s->size[c->tensors[t].ranks[cond]];
   double steps = c->tensors[st].append ? fresh : fmin(fresh, slots);
   return slots > 0 ? all / slots * steps : 0;
 }

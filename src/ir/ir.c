@@ -221,6 +221,14 @@ int init_history_dim(const Einsum *ini) {
   return -1;
 }
 
+int init_state_source(const Cascade *c, int t, int *k) {
+  const Einsum *ini = c->tensors[t].init;
+  if (!ini || ini->rhs->kind != EX_READ)
+    return -1;
+  *k = init_history_dim(ini);
+  return ini->rhs->acc->tensor;
+}
+
 static const char *const redop_names[] = {"sum", "max", "min", "prod"};
 _Static_assert(sizeof redop_names / sizeof redop_names[0] == RED_COUNT,
                "a name per reduction");

@@ -252,6 +252,10 @@ bool edge_orders(const Cascade *c, const Edge *e);
  * none does (H0: the state before the first step) or the right-hand side
  * is not a read. */
 int init_history_dim(const Einsum *ini);
+/* The tensor that tensor T's initialization reads whole (its decode
+ * state's source), with *K its init_history_dim; -1 if T has no such
+ * initialization. */
+int init_state_source(const Cascade *c, int t, int *k);
 
 bool redop_from_name(const char *name, RedOp *op);
 

@@ -335,14 +335,13 @@ bool index_injective(const Cascade *c, const Shape *s, const Einsum *e,
 
 int64_t tensor_state_steps(const Shape *s, int t) {
   const Cascade *c = s->c;
-  const Einsum *ini = c->tensors[t].init;
-  if (!ini || ini->rhs->kind != EX_READ)
+  int k, st = init_state_source(c, t, &k);
+  if (st < 0)
     return 0;
-  int st = ini->rhs->acc->tensor, k = init_history_dim(ini);
   if (k < 0)
     return 1;
   int64_t n = s->size[c->tensors[st].ranks[k]];
   if (c->tensors[st].append)
-    n += s->size[c->tensors[t].ranks[ini->out.cond_dim]];
+    n += s->size[c->tensors[t].ranks[c->tensors[t].init->out.cond_dim]];
   return n;
 }
