@@ -29,11 +29,25 @@ void cascade_free(Cascade *c) {
   free(c);
 }
 
-int cascade_rank(const Cascade *c, const char *name) {
-  for (int i = 0; i < c->nranks; i++)
-    if (strcmp(c->ranks[i].name, name) == 0)
+_Static_assert(offsetof(Rank, name) == 0 && offsetof(Tensor, name) == 0 &&
+                   offsetof(Sym, name) == 0 && offsetof(Param, name) == 0,
+               "find_named reads an entry's name at its start");
+
+/* The index of the entry named NAME among the N entries of SIZE bytes at
+ * ARR, each a struct whose first member is its name (Rank, Tensor, Sym,
+ * Param); -1 if none. */
+static int find_named(const void *arr, int n, size_t size, const char *name) {
+  for (int i = 0; i < n; i++) {
+    const char *const *entry =
+        (const void *)((const char *)arr + (size_t)i * size);
+    if (strcmp(*entry, name) == 0)
       return i;
+  }
   return -1;
+}
+
+int cascade_rank(const Cascade *c, const char *name) {
+  return find_named(c->ranks, c->nranks, sizeof *c->ranks, name);
 }
 
 int cascade_add_rank(Cascade *c, const char *name, Loc loc) {
@@ -46,10 +60,7 @@ int cascade_add_rank(Cascade *c, const char *name, Loc loc) {
 }
 
 int cascade_tensor(const Cascade *c, const char *name) {
-  for (int i = 0; i < c->ntensors; i++)
-    if (strcmp(c->tensors[i].name, name) == 0)
-      return i;
-  return -1;
+  return find_named(c->tensors, c->ntensors, sizeof *c->tensors, name);
 }
 
 int cascade_add_tensor(Cascade *c, const char *name, Loc loc, int nranks,
@@ -66,19 +77,16 @@ int cascade_add_tensor(Cascade *c, const char *name, Loc loc, int nranks,
 }
 
 int cascade_sym(Cascade *c, const char *name, Loc loc) {
-  for (int i = 0; i < c->nsyms; i++)
-    if (strcmp(c->syms[i].name, name) == 0)
-      return i;
+  int i = find_named(c->syms, c->nsyms, sizeof *c->syms, name);
+  if (i >= 0)
+    return i;
   Sym s = {.name = arena_strdup(&c->arena, name), .loc = loc};
   VEC_PUSH(c->syms, c->nsyms, c->syms_cap, s);
   return c->nsyms - 1;
 }
 
 int cascade_param(const Cascade *c, const char *name) {
-  for (int i = 0; i < c->nparams; i++)
-    if (strcmp(c->params[i].name, name) == 0)
-      return i;
-  return -1;
+  return find_named(c->params, c->nparams, sizeof *c->params, name);
 }
 
 void cascade_add_einsum(Cascade *c, Einsum *e) {
