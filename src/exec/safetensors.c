@@ -466,11 +466,10 @@ void st_close(StFile *f) {
 
 /* A linear search: checkpoints hold hundreds of tensors, not millions,
  * and each is looked up once. */
+_Static_assert(offsetof(StEntry, name) == 0, "find_named reads it there");
 const StEntry *st_find(const StFile *f, const char *name) {
-  for (int i = 0; i < f->n; i++)
-    if (strcmp(f->entries[i].name, name) == 0)
-      return &f->entries[i];
-  return NULL;
+  int i = find_named(f->entries, f->n, sizeof *f->entries, name);
+  return i < 0 ? NULL : &f->entries[i];
 }
 
 Array *st_array(const StFile *f, const StEntry *e) {

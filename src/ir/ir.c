@@ -33,19 +33,6 @@ _Static_assert(offsetof(Rank, name) == 0 && offsetof(Tensor, name) == 0 &&
                    offsetof(Sym, name) == 0 && offsetof(Param, name) == 0,
                "find_named reads an entry's name at its start");
 
-/* The index of the entry named NAME among the N entries of SIZE bytes at
- * ARR, each a struct whose first member is its name (Rank, Tensor, Sym,
- * Param); -1 if none. */
-static int find_named(const void *arr, int n, size_t size, const char *name) {
-  for (int i = 0; i < n; i++) {
-    const char *const *entry =
-        (const void *)((const char *)arr + (size_t)i * size);
-    if (strcmp(*entry, name) == 0)
-      return i;
-  }
-  return -1;
-}
-
 int cascade_rank(const Cascade *c, const char *name) {
   return find_named(c->ranks, c->nranks, sizeof *c->ranks, name);
 }

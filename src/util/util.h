@@ -81,6 +81,12 @@ char *xstrdup(const char *s);
  * against the enum's count fails when an entry is missing. */
 #define NAME_ENTRY(id, name) name,
 
+/* The index of the entry named NAME among the N entries of SIZE bytes at
+ * ARR, each a struct whose first member is its name (const char *); -1
+ * if none. A linear search: for the few dozen ranks or tensors of a
+ * cascade, the hundreds of a checkpoint. */
+int find_named(const void *arr, int n, size_t size, const char *name);
+
 /* A string builder. */
 typedef struct Buf {
   char *s;
