@@ -9,11 +9,7 @@
 static const struct {
   const char *name;
   unsigned classes; /* FC_BIT of each class a group may contain */
-} strategies[] = {
-#define X(id, name, classes) {name, classes},
-    STRATEGIES(X)
-#undef X
-};
+} strategies[] = {STRATEGIES(TABLE_ROW)};
 _Static_assert(sizeof strategies / sizeof strategies[0] == ST_COUNT,
                "a row per strategy");
 

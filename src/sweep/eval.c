@@ -14,11 +14,7 @@
 /* Each figure's column and objective, one entry per figure. */
 static const struct {
   const char *column, *objective;
-} figures[] = {
-#define SWEEP_FIG(id, col, obj) {col, obj},
-    SWEEP_FIGURES(SWEEP_FIG)
-#undef SWEEP_FIG
-};
+} figures[] = {SWEEP_FIGURES(TABLE_ROW)};
 _Static_assert(sizeof figures / sizeof figures[0] == FIG_COUNT,
                "an entry per figure");
 

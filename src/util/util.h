@@ -80,6 +80,9 @@ char *xstrdup(const char *s);
  * names[] = {LIST(NAME_ENTRY)};`, declared [] so that its _Static_assert
  * against the enum's count fails when an entry is missing. */
 #define NAME_ENTRY(id, name) name,
+/* The row {a, b, ...} of an X-macro entry X(id, a, b, ...): `} rows[] =
+ * {LIST(TABLE_ROW)};`, a table of every field but the id. */
+#define TABLE_ROW(id, ...) {__VA_ARGS__},
 
 /* The index of the entry named NAME among the N entries of SIZE bytes at
  * ARR, each a struct whose first member is its name (const char *); -1
