@@ -562,6 +562,8 @@ typedef struct StItem {
 typedef struct StMeta {
   char *key, *value;
 } StMeta;
+_Static_assert(offsetof(StItem, name) == 0 && offsetof(StMeta, key) == 0,
+               "find_named reads the name, the key, there");
 
 struct StWriter {
   StItem *items;
@@ -591,9 +593,8 @@ void st_writer_add(StWriter *w, const char *name, const Array *a, DType as) {
     writer_bug("unknown dtype for tensor", name);
   if (strcmp(name, "__metadata__") == 0)
     writer_bug("reserved tensor name", name);
-  for (int i = 0; i < w->n; i++)
-    if (strcmp(w->items[i].name, name) == 0)
-      writer_bug("duplicate tensor name", name);
+  if (find_named(w->items, w->n, sizeof *w->items, name) >= 0)
+    writer_bug("duplicate tensor name", name);
   check_key(name);
   StItem it = {.name = xstrdup(name), .dtype = as, .ndim = a->ndim};
   memcpy(it.shape, a->shape, sizeof it.shape);
@@ -626,9 +627,8 @@ void st_writer_add(StWriter *w, const char *name, const Array *a, DType as) {
 }
 
 void st_writer_meta(StWriter *w, const char *key, const char *value) {
-  for (int i = 0; i < w->nmeta; i++)
-    if (strcmp(w->meta[i].key, key) == 0)
-      writer_bug("duplicate metadata key", key);
+  if (find_named(w->meta, w->nmeta, sizeof *w->meta, key) >= 0)
+    writer_bug("duplicate metadata key", key);
   check_key(key);
   check_key(value);
   StMeta m = {xstrdup(key), xstrdup(value)};
