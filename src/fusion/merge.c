@@ -235,24 +235,41 @@ static void order_nodes(const Cascade *c, Nodes *m) {
   free(new_index);
 }
 
+void fusion_partition(int n, const int *of, int nparts, int *members,
+                      int *start) {
+  memset(start, 0, ((size_t)nparts + 1) * sizeof *start);
+  for (int i = 0; i < n; i++)
+    start[of[i] + 1]++;
+  for (int p = 0; p < nparts; p++)
+    start[p + 1] += start[p];
+  int *at = xmalloc(((size_t)nparts + 1) * sizeof *at);
+  memcpy(at, start, ((size_t)nparts + 1) * sizeof *at);
+  for (int i = 0; i < n; i++)
+    members[at[of[i]]++] = i;
+  free(at);
+}
+
+/* The nodes of the sets PARENT makes, numbered by first member, then put
+ * in stitching order; their members in one block. */
 static Nodes *nodes_from_parents(const Cascade *c, int *parent) {
+  size_t ne = (size_t)c->neinsums + 1;
   Nodes *m = xcalloc(1, sizeof *m);
-  m->node_of = xcalloc((size_t)c->neinsums + 1, sizeof *m->node_of);
-  m->nodes = xcalloc((size_t)c->neinsums + 1, sizeof *m->nodes);
-  int *root_node = xmalloc(((size_t)c->neinsums + 1) * sizeof *root_node);
+  m->node_of = xcalloc(ne, sizeof *m->node_of);
+  m->nodes = xcalloc(ne, sizeof *m->nodes);
+  m->members = xcalloc(ne, sizeof *m->members);
+  int *root_node = xmalloc(ne * sizeof *root_node);
   for (int i = 0; i < c->neinsums; i++)
     root_node[i] = -1;
   for (int i = 0; i < c->neinsums; i++) {
     int r = find(parent, i);
-    if (root_node[r] < 0) {
-      root_node[r] = m->n;
-      m->nodes[m->n].einsums = xcalloc((size_t)c->neinsums, sizeof(int));
-      m->n++;
-    }
-    Node *nd = &m->nodes[root_node[r]];
-    nd->einsums[nd->n++] = i;
+    if (root_node[r] < 0)
+      root_node[r] = m->n++;
     m->node_of[i] = root_node[r];
   }
+  int *start = root_node; /* reused: m->n + 1 <= ne entries */
+  fusion_partition(c->neinsums, m->node_of, m->n, m->members, start);
+  for (int k = 0; k < m->n; k++)
+    m->nodes[k] = (Node){start[k + 1] - start[k], m->members + start[k]};
   free(root_node);
   order_nodes(c, m);
   return m;
@@ -307,8 +324,7 @@ Nodes *fusion_singletons(const Cascade *c) {
 void nodes_free(Nodes *m) {
   if (!m)
     return;
-  for (int i = 0; i < m->n; i++)
-    free(m->nodes[i].einsums);
+  free(m->members);
   free(m->nodes);
   free(m->node_of);
   free(m);
