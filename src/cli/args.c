@@ -119,6 +119,9 @@ int parse_set(const char *cmd, const char *val, void *field) {
 }
 
 static const Opt spec_opts[] = {
+    /* after the command's own positionals (export FORMAT SPEC) */
+    {"SPEC", OPT_STRING, offsetof(SpecOpts, spec), NULL,
+     .flags = OPT_POSITIONAL},
     {"--model", OPT_STRING, offsetof(SpecOpts, model), "M",
      .help = "model preset for the shape (default: the spec's)"},
     {"--set", OPT_CUSTOM, 0, "NAME=V",

@@ -162,7 +162,8 @@ typedef struct SpecOpts {
 
 enum { PHASE_PREFILL, PHASE_DECODE };
 
-/* --model and --set, into a SpecOpts. */
+/* SPEC (after the command's own positionals), --model and --set, into a
+ * SpecOpts. */
 extern const OptTable spec_options;
 /* The model's options (--pipelined, --stitch, ...), into a
  * ModelOverrides (eval, reproduce). */

@@ -9,8 +9,6 @@ typedef struct ClassifyArgs {
 } ClassifyArgs;
 
 static const Opt classify_opts[] = {
-    {"SPEC", OPT_STRING, offsetof(ClassifyArgs, spec.spec), NULL,
-     .flags = OPT_POSITIONAL},
     {"--merge", OPT_FLAG, offsetof(ClassifyArgs, merge), NULL,
      .help = "classify between Einsums after shared-input merging"},
     {"--json", OPT_FLAG, offsetof(ClassifyArgs, spec.json), NULL,

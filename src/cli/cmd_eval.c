@@ -12,8 +12,6 @@ typedef struct EvalArgs {
 } EvalArgs;
 
 static const Opt eval_opts[] = {
-    {"SPEC", OPT_STRING, offsetof(EvalArgs, spec.spec), NULL,
-     .flags = OPT_POSITIONAL},
     {"--arch", OPT_STRING, offsetof(EvalArgs, arch), "ARCH",
      .help = "architecture (default: mambalaya)"},
     {"--design", OPT_ENUM, offsetof(EvalArgs, design), "D",

@@ -87,7 +87,6 @@ static bool range_names(const Range *r, const char *name) {
 
 #define EO(field) offsetof(ExecArgs, field)
 static const Opt exec_opts[] = {
-    {"SPEC", OPT_STRING, EO(spec.spec), NULL, .flags = OPT_POSITIONAL},
     {"--inputs", OPT_CUSTOM, EO(inputs), "FILE",
      .help = "a safetensors file of input tensors, named as in the spec "
              "(repeatable: weights in one, activations in another); every "

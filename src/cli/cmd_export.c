@@ -27,8 +27,6 @@ typedef struct ExportOpts {
 static const Opt export_opts[] = {
     {"FORMAT", OPT_ENUM, offsetof(ExportOpts, format), NULL,
      .flags = OPT_POSITIONAL, .choices = &format_choices},
-    {"SPEC", OPT_STRING, offsetof(ExportOpts, spec.spec), NULL,
-     .flags = OPT_POSITIONAL},
     {"--out", OPT_PATH, offsetof(ExportOpts, out), "DIR",
      .help = "the directory to write (created)", .flags = OPT_REQUIRED},
     {"--arch", OPT_STRING, offsetof(ExportOpts, arch), "ARCH",

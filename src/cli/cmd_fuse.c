@@ -13,8 +13,6 @@ typedef struct FuseArgs {
 } FuseArgs;
 
 static const Opt fuse_opts[] = {
-    {"SPEC", OPT_STRING, offsetof(FuseArgs, spec.spec), NULL,
-     .flags = OPT_POSITIONAL},
     {"--strategy", OPT_ENUM, offsetof(FuseArgs, strategy), "S",
      .help = "(default: all)", .flags = OPT_LIST,
      .choices = &strategy_choices},

@@ -14,8 +14,6 @@ typedef struct SearchArgs {
 } SearchArgs;
 
 static const Opt search_opts[] = {
-    {"SPEC", OPT_STRING, offsetof(SearchArgs, spec.spec), NULL,
-     .flags = OPT_POSITIONAL},
     {"--arch", OPT_STRING, offsetof(SearchArgs, arch), "ARCH",
      .help = "architecture (default: mambalaya)"},
     {"--objective", OPT_ENUM, offsetof(SearchArgs, objective), "O",

@@ -307,18 +307,20 @@ static int scan_positional(Scan *s, const char *arg) {
   return store_at(s, k, arg);
 }
 
-/* Every positional and required option given? */
+/* Every positional given, then every required option? The first one
+ * missing is named: the arguments before the options, whichever table
+ * declares them (SPEC is spec_options'). */
 static int check_required(const Parsed *p) {
   size_t base;
   const Opt *o;
-  for (int k = 0; (o = opt_at(p->command, k, &base)); k++) {
-    if (p->seen[k] || !(o->flags & (OPT_POSITIONAL | OPT_REQUIRED)))
-      continue;
-    if (o->flags & OPT_POSITIONAL)
+  for (int k = 0; (o = opt_at(p->command, k, &base)); k++)
+    if (!p->seen[k] && (o->flags & OPT_POSITIONAL))
       return usage_error(p->cmd, "missing %s (see %s --help)", o->name,
                          p->cmd);
-    return usage_error(p->cmd, "needs %s (see %s --help)", o->name, p->cmd);
-  }
+  for (int k = 0; (o = opt_at(p->command, k, &base)); k++)
+    if (!p->seen[k] && (o->flags & OPT_REQUIRED))
+      return usage_error(p->cmd, "needs %s (see %s --help)", o->name,
+                         p->cmd);
   return 0;
 }
 

@@ -29,7 +29,6 @@ typedef struct FuzzArgs {
 
 #define FO(field) offsetof(FuzzArgs, field)
 static const Opt fuzz_opts[] = {
-    {"ARG", OPT_STRING, FO(spec.spec), NULL, .flags = OPT_POSITIONAL},
     {"--json", OPT_FLAG, FO(spec.json), NULL, .help = "a flag"},
     {"--two-pass", OPT_SWITCH, FO(two_pass), NULL, .help = "on", .lo = 1},
     {"--no-two-pass", OPT_SWITCH, FO(two_pass), NULL, .help = "off"},
