@@ -75,6 +75,8 @@ Nodes *fusion_singletons(const Cascade *c); /* no merging */
  * p's are MEMBERS[START[p] .. START[p + 1]) (START: NPARTS + 1 ints). */
 void fusion_partition(int n, const int *of, int nparts, int *members,
                       int *start);
+/* A copy of FROM (nodes of C). */
+Nodes *nodes_copy(const Cascade *c, const Nodes *from);
 void nodes_free(Nodes *m);
 
 /* ---- stitching ---- */

@@ -228,8 +228,8 @@ static void order_nodes(const Cascade *c, Nodes *m) {
   }
   for (int i = 0; i < c->neinsums; i++)
     m->node_of[i] = new_index[m->node_of[i]];
-  free(m->nodes);
-  m->nodes = sorted;
+  memcpy(m->nodes, sorted, (size_t)n * sizeof *sorted);
+  free(sorted);
   free(indeg);
   free(done);
   free(new_index);
@@ -249,14 +249,37 @@ void fusion_partition(int n, const int *of, int nparts, int *members,
   free(at);
 }
 
+/* Empty Nodes for C, and its three tables, in one zeroed block (nodes_free
+ * frees it): the nodes, then node_of and members. */
+static Nodes *nodes_alloc(const Cascade *c) {
+  size_t ne = (size_t)c->neinsums + 1;
+  Nodes *m = xcalloc(1, sizeof *m + ne * (sizeof(Node) + 2 * sizeof(int)));
+  m->nodes = (Node *)(m + 1);
+  m->node_of = (int *)(m->nodes + ne);
+  m->members = m->node_of + ne;
+  return m;
+}
+_Static_assert(sizeof(Nodes) % _Alignof(Node) == 0 &&
+                   sizeof(Node) % _Alignof(int) == 0,
+               "a Nodes' tables follow it in its block, aligned");
+
+Nodes *nodes_copy(const Cascade *c, const Nodes *from) {
+  size_t ne = (size_t)c->neinsums + 1;
+  Nodes *m = nodes_alloc(c);
+  m->n = from->n;
+  memcpy(m->node_of, from->node_of, ne * sizeof *m->node_of);
+  memcpy(m->members, from->members, ne * sizeof *m->members);
+  for (int k = 0; k < m->n; k++) /* the same slices of the copy */
+    m->nodes[k] = (Node){from->nodes[k].n,
+                         m->members + (from->nodes[k].einsums - from->members)};
+  return m;
+}
+
 /* The nodes of the sets PARENT makes, numbered by first member, then put
  * in stitching order; their members in one block. */
 static Nodes *nodes_from_parents(const Cascade *c, int *parent) {
   size_t ne = (size_t)c->neinsums + 1;
-  Nodes *m = xcalloc(1, sizeof *m);
-  m->node_of = xcalloc(ne, sizeof *m->node_of);
-  m->nodes = xcalloc(ne, sizeof *m->nodes);
-  m->members = xcalloc(ne, sizeof *m->members);
+  Nodes *m = nodes_alloc(c);
   int *root_node = xmalloc(ne * sizeof *root_node);
   for (int i = 0; i < c->neinsums; i++)
     root_node[i] = -1;
@@ -321,11 +344,4 @@ Nodes *fusion_singletons(const Cascade *c) {
   return m;
 }
 
-void nodes_free(Nodes *m) {
-  if (!m)
-    return;
-  free(m->members);
-  free(m->nodes);
-  free(m->node_of);
-  free(m);
-}
+void nodes_free(Nodes *m) { free(m); /* with its tables (nodes_alloc) */ }

@@ -426,15 +426,7 @@ Plan *plan_copy(const Cascade *c, const Plan *p) {
   size_t ne = (size_t)c->neinsums + 1, nt = (size_t)c->ntensors + 1;
   Plan *q = xmalloc(sizeof *q);
   *q = *p;
-  Nodes *m = xcalloc(1, sizeof *m);
-  m->n = p->nodes->n;
-  m->node_of = dup_mem(p->nodes->node_of, ne * sizeof *m->node_of);
-  m->nodes = dup_mem(p->nodes->nodes, ne * sizeof *m->nodes);
-  m->members = dup_mem(p->nodes->members, ne * sizeof *m->members);
-  for (int k = 0; k < m->n; k++) /* the same slices of the copy */
-    m->nodes[k].einsums = m->members + (p->nodes->nodes[k].einsums -
-                                        p->nodes->members);
-  q->nodes = m;
+  q->nodes = nodes_copy(c, p->nodes);
   q->groups = dup_mem(p->groups, ne * sizeof *q->groups);
   q->members = dup_mem(p->members, ne * sizeof *q->members);
   for (int g = 0; g < p->ngroups; g++)
