@@ -386,6 +386,13 @@ int load_spec_arch(const char *cmd, const SpecOpts *o, const char *arch_name,
   return status;
 }
 
+int spec_arch_free(Arch *a, Cascade *c, Shape *s, int status) {
+  shape_free(s);
+  cascade_free(c);
+  arch_free(a);
+  return status;
+}
+
 int default_threads(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n < 1 ? 1 : n > 16 ? 16 : (int)n;

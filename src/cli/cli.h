@@ -251,6 +251,9 @@ int load_spec(const char *cmd, const SpecOpts *o, bool complete,
  * load_spec; 0 with all three set, or an exit status with none. */
 int load_spec_arch(const char *cmd, const SpecOpts *o, const char *arch_name,
                    bool complete, Arch **a, Cascade **c, Shape **s);
+/* load_spec_arch's other end: A, C and S freed (S may be freed already:
+ * NULL); returns STATUS. */
+int spec_arch_free(Arch *a, Cascade *c, Shape *s, int status);
 
 /* The worker threads by default: the CPUs, at most 16. */
 int default_threads(void);

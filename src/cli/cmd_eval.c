@@ -112,10 +112,7 @@ static int eval(const Parsed *p, void *opts) {
   else
     status = input_failed(&d);
   eval_free(ev);
-  shape_free(s);
-  cascade_free(c);
-  arch_free(arch);
-  return status;
+  return spec_arch_free(arch, c, s, status);
 }
 
 const Command eval_command = {

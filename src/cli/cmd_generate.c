@@ -241,9 +241,7 @@ static int generate_cmd(const Parsed *p, void *opts) {
   g.stream = ga->lm.tokenizer && !ga->lm.json;
   if (!(err = check_gen_memory(p->cmd, &g)))
     err = gen_run(p->cmd, &g);
-  lm_free(g.m);
-  lm_args_free(&ga->lm);
-  return err;
+  return lm_finish(g.m, &ga->lm, err);
 }
 
 const Command generate_command = {

@@ -152,9 +152,7 @@ static int reproduce(const Parsed *p, void *opts) {
   if (r)
     print_repro(o, c, r);
   repro_free(r);
-  cascade_free(c);
-  arch_free(arch);
-  return status;
+  return spec_arch_free(arch, c, NULL, status);
 }
 
 const Command reproduce_command = {

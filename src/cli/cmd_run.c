@@ -103,9 +103,7 @@ static int run_cmd(const Parsed *p, void *opts) {
     return err;
   if (!(err = check_pass_memory(p->cmd, r, m)))
     err = run_pass(p->cmd, r, m);
-  lm_free(m);
-  lm_args_free(&r->lm);
-  return err;
+  return lm_finish(m, &r->lm, err);
 }
 
 const Command run_command = {

@@ -99,10 +99,7 @@ static int search(const Parsed *p, void *opts) {
   search_free(r);
   map_memo_free(memo);
   free(pairs);
-  shape_free(s);
-  cascade_free(c);
-  arch_free(arch);
-  return status;
+  return spec_arch_free(arch, c, s, status);
 }
 
 const Command search_command = {

@@ -30,6 +30,8 @@ void lm_args_free(LmArgs *o);
 /* The tokens and the model, once --out is known to be writable: 0, or
  * an exit status with O freed. */
 int lm_start(const char *cmd, LmArgs *o, Lm **m);
+/* lm_start's other end: the model M and O freed; returns STATUS. */
+int lm_finish(Lm *m, LmArgs *o, int status);
 /* The executor's options for a pass (LAST_ONLY: the last token's logits
  * only). */
 LmOpts lm_pass_opts(const LmArgs *o, Pool *pool, bool last_only);
