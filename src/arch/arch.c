@@ -54,15 +54,7 @@ typedef struct Loader {
   Diag *d;
 } Loader;
 
-static bool fail(Loader *L, Loc loc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static bool fail(Loader *L, Loc loc, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  diag_verror(L->d, L->a->path, loc, fmt, ap);
-  va_end(ap);
-  return false;
-}
+#define fail(L, ...) diag_fail((L)->d, (L)->a->path, __VA_ARGS__)
 
 /* The document checks of ydoc.h, in the loader's terms. */
 static bool want(Loader *L, const YamlNode *n, YamlKind kind,

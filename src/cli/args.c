@@ -119,6 +119,9 @@ int parse_set(const char *cmd, const char *val, void *field) {
 }
 
 static const Opt spec_opts[] = {
+    /* after the command's own positionals (export FORMAT SPEC) */
+    {"SPEC", OPT_STRING, offsetof(SpecOpts, spec), NULL,
+     .flags = OPT_POSITIONAL},
     {"--model", OPT_STRING, offsetof(SpecOpts, model), "M",
      .help = "model preset for the shape (default: the spec's)"},
     {"--set", OPT_CUSTOM, 0, "NAME=V",
@@ -380,6 +383,13 @@ int load_spec_arch(const char *cmd, const SpecOpts *o, const char *arch_name,
     arch_free(*a);
     *a = NULL;
   }
+  return status;
+}
+
+int spec_arch_free(Arch *a, Cascade *c, Shape *s, int status) {
+  shape_free(s);
+  cascade_free(c);
+  arch_free(a);
   return status;
 }
 

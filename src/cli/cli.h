@@ -101,9 +101,9 @@ typedef struct OptTable {
 } OptTable;
 #define OPT_TABLE(a) {a, (int)(sizeof a / sizeof a[0]), NULL}
 
-/* A table a command takes, at BASE in its options struct, under HEADING
- * in --help (NULL: none). The command's own table comes first: an option
- * there hides a shared one of the same name. */
+/* A shared table a command takes, at BASE in its options struct, under
+ * HEADING in --help (NULL: none). The command's own table comes first:
+ * an option there hides a shared one of the same name. */
 typedef struct OptUse {
   const OptTable *table;
   size_t base;
@@ -125,7 +125,8 @@ struct Command {
   const char *name;    /* "eval" */
   const char *summary; /* its line in `mambalaya --help` */
   const char *about;   /* --help's prose, after the usage line */
-  OptUse uses[OPT_USES];
+  const OptTable *opts; /* its own options, at the start of its struct */
+  OptUse uses[OPT_USES]; /* the shared tables it takes (USE_SPEC, ...) */
   const char *notes;   /* --help's prose after the options, or NULL */
   const char *example; /* one command a line (required) */
   size_t size;         /* its options struct */
@@ -161,11 +162,17 @@ typedef struct SpecOpts {
 
 enum { PHASE_PREFILL, PHASE_DECODE };
 
-/* --model and --set, into a SpecOpts. */
+/* SPEC (after the command's own positionals), --model and --set, into a
+ * SpecOpts. */
 extern const OptTable spec_options;
 /* The model's options (--pipelined, --stitch, ...), into a
  * ModelOverrides (eval, reproduce). */
 extern const OptTable model_options;
+/* A command's use of a shared table, at the member of its options struct
+ * ARGS that each one fills (spec, mf): where it goes and its heading are
+ * written once. */
+#define USE_SPEC(Args) {&spec_options, offsetof(Args, spec), NULL}
+#define USE_MODEL(Args) {&model_options, offsetof(Args, mf), "model options:"}
 /* The executors' options (exec, run, generate). */
 typedef struct ExecutorOpts {
   int strategy;  /* --strategy; -1: the interpreter */
@@ -173,6 +180,8 @@ typedef struct ExecutorOpts {
   int threads;   /* --threads */
 } ExecutorOpts;
 extern const OptTable executor_options;
+#define USE_EXECUTOR(Args, member)                                            \
+  {&executor_options, offsetof(Args, member), NULL}
 /* The interpreter, a 2 MiB buffer, default_threads(). */
 ExecutorOpts executor_defaults(void);
 /* "interpreter" or the strategy's name. */
@@ -244,6 +253,9 @@ int load_spec(const char *cmd, const SpecOpts *o, bool complete,
  * load_spec; 0 with all three set, or an exit status with none. */
 int load_spec_arch(const char *cmd, const SpecOpts *o, const char *arch_name,
                    bool complete, Arch **a, Cascade **c, Shape **s);
+/* load_spec_arch's other end: A, C and S freed (S may be freed already:
+ * NULL); returns STATUS. */
+int spec_arch_free(Arch *a, Cascade *c, Shape *s, int status);
 
 /* The worker threads by default: the CPUs, at most 16. */
 int default_threads(void);

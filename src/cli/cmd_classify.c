@@ -9,8 +9,6 @@ typedef struct ClassifyArgs {
 } ClassifyArgs;
 
 static const Opt classify_opts[] = {
-    {"SPEC", OPT_STRING, offsetof(ClassifyArgs, spec.spec), NULL,
-     .flags = OPT_POSITIONAL},
     {"--merge", OPT_FLAG, offsetof(ClassifyArgs, merge), NULL,
      .help = "classify between Einsums after shared-input merging"},
     {"--json", OPT_FLAG, offsetof(ClassifyArgs, spec.json), NULL,
@@ -52,8 +50,8 @@ const Command classify_command = {
         "(rank-supersetted: the consumer broadcasts) or RD (rank-disjoint:\n"
         "both), relative to the intermediate tensor they share (paper\n"
         "SIII-C).\n",
-    .uses = {{&classify_table, 0, NULL},
-             {&spec_options, offsetof(ClassifyArgs, spec), NULL}},
+    .opts = &classify_table,
+    .uses = {USE_SPEC(ClassifyArgs)},
     .example = "mambalaya classify mamba1 --merge\n",
     .size = sizeof(ClassifyArgs), .run = classify,
 };

@@ -55,7 +55,7 @@ const Command diff_command = {
         "version), then every figure that changed, by its path, with the\n"
         "relative change of numbers. Records are matched by name (Einsums,\n"
         "components, points), so a reordering is no change.\n",
-    .uses = {{&diff_table, 0, NULL}},
+    .opts = &diff_table,
     .notes = "Two results of different commands (eval and fuse), or a file\n"
              "that is not a result, are refused as not comparable.\n"
              "Exit status: 0 no difference, 1 some difference, 2 bad input\n"

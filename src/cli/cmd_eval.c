@@ -16,8 +16,6 @@ typedef struct EvalArgs {
 } EvalArgs;
 
 static const Opt eval_opts[] = {
-    {"SPEC", OPT_STRING, offsetof(EvalArgs, spec.spec), NULL,
-     .flags = OPT_POSITIONAL},
     {"--arch", OPT_STRING, offsetof(EvalArgs, arch), "ARCH",
      .help = "architecture (default: mambalaya)"},
     {"--design", OPT_ENUM, offsetof(EvalArgs, design), "D",
@@ -199,10 +197,7 @@ static int eval(const Parsed *p, void *opts) {
   if (o->design != EVAL_BEST)
     eval_free(ev);
   search_free(best);
-  shape_free(s);
-  cascade_free(c);
-  arch_free(arch);
-  return status;
+  return spec_arch_free(arch, c, s, status);
 }
 
 const Command eval_command = {
@@ -214,9 +209,8 @@ const Command eval_command = {
         "totals and energy (paper SV-VI; docs/model.md). SPEC and ARCH are\n"
         "paths or shipped names (mamba1, mamba2, transformer; mambalaya,\n"
         "h100).\n",
-    .uses = {{&eval_table, 0, NULL},
-             {&spec_options, offsetof(EvalArgs, spec), NULL},
-             {&model_options, offsetof(EvalArgs, mf), "model options:"}},
+    .opts = &eval_table,
+    .uses = {USE_SPEC(EvalArgs), USE_MODEL(EvalArgs)},
     .example = "mambalaya fuse mamba2 --strategy ri+rsb+rsp --stitch global "
                "--json > p.json\n"
                "mambalaya eval mamba2 --plan p.json --phase decode --arch "

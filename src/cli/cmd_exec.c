@@ -87,7 +87,6 @@ static bool range_names(const Range *r, const char *name) {
 
 #define EO(field) offsetof(ExecArgs, field)
 static const Opt exec_opts[] = {
-    {"SPEC", OPT_STRING, EO(spec.spec), NULL, .flags = OPT_POSITIONAL},
     {"--inputs", OPT_CUSTOM, EO(inputs), "FILE",
      .help = "a safetensors file of input tensors, named as in the spec "
              "(repeatable: weights in one, activations in another); every "
@@ -838,9 +837,8 @@ const Command exec_command = {
         "(the fused executor, which counts every byte it moves off chip).\n"
         "SPEC is a path or a shipped name (mamba1, fusemax_1pass,\n"
         "prenorm_decode, ...).\n",
-    .uses = {{&exec_table, 0, NULL},
-             {&executor_options, offsetof(ExecArgs, ex), NULL},
-             {&spec_options, offsetof(ExecArgs, spec), NULL}},
+    .opts = &exec_table,
+    .uses = {USE_EXECUTOR(ExecArgs, ex), USE_SPEC(ExecArgs)},
     .notes =
         "With a plan, the bytes the executor counted are printed beside the\n"
         "model's for the same plan (its ideal accounting, the decode state\n"

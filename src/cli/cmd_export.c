@@ -27,8 +27,6 @@ typedef struct ExportOpts {
 static const Opt export_opts[] = {
     {"FORMAT", OPT_ENUM, offsetof(ExportOpts, format), NULL,
      .flags = OPT_POSITIONAL, .choices = &format_choices},
-    {"SPEC", OPT_STRING, offsetof(ExportOpts, spec.spec), NULL,
-     .flags = OPT_POSITIONAL},
     {"--out", OPT_PATH, offsetof(ExportOpts, out), "DIR",
      .help = "the directory to write (created)", .flags = OPT_REQUIRED},
     {"--arch", OPT_STRING, offsetof(ExportOpts, arch), "ARCH",
@@ -236,8 +234,8 @@ const Command export_command = {
         "tiles the Buffer holds). Timeloop computes a multiply-accumulate; what\n"
         "it cannot say (other operators, index offsets, a tensor read twice)\n"
         "is a comment in the problem.\n",
-    .uses = {{&export_table, 0, NULL},
-             {&spec_options, offsetof(ExportOpts, spec), NULL}},
+    .opts = &export_table,
+    .uses = {USE_SPEC(ExportOpts)},
     .example = "mambalaya export timeloop mamba1 --set B=1 --set I=64 --out "
                "out/timeloop\n",
     .size = sizeof(ExportOpts), .run = export,

@@ -13,8 +13,6 @@ typedef struct FuseArgs {
 } FuseArgs;
 
 static const Opt fuse_opts[] = {
-    {"SPEC", OPT_STRING, offsetof(FuseArgs, spec.spec), NULL,
-     .flags = OPT_POSITIONAL},
     {"--strategy", OPT_ENUM, offsetof(FuseArgs, strategy), "S",
      .help = "(default: all)", .flags = OPT_LIST,
      .choices = &strategy_choices},
@@ -127,8 +125,8 @@ const Command fuse_command = {
     "fuse", "stitch the cascade into fusion groups per strategy",
     .about = "Merge Einsums that share an input, then stitch the cascade into "
              "fusion\ngroups (paper SIII-E, SIV).\n",
-    .uses = {{&fuse_table, 0, NULL},
-             {&spec_options, offsetof(FuseArgs, spec), NULL}},
+    .opts = &fuse_table,
+    .uses = {USE_SPEC(FuseArgs)},
     .example = "mambalaya fuse mamba1 --strategy ri+rsb --stitch global "
                "--json\n",
     .size = sizeof(FuseArgs), .init = fuse_init, .run = fuse,

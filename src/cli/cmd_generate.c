@@ -241,9 +241,7 @@ static int generate_cmd(const Parsed *p, void *opts) {
   g.stream = ga->lm.tokenizer && !ga->lm.json;
   if (!(err = check_gen_memory(p->cmd, &g)))
     err = gen_run(p->cmd, &g);
-  lm_free(g.m);
-  lm_args_free(&ga->lm);
-  return err;
+  return lm_finish(g.m, &ga->lm, err);
 }
 
 const Command generate_command = {
@@ -258,9 +256,8 @@ const Command generate_command = {
         "of every position that ran, [batch, prompt + N - 1, vocab] (the\n"
         "prompt's from the prefill, then one per step), and the final decode\n"
         "state as for mambalaya run. A summary line goes to stderr.\n",
-    .uses = {{&gen_table, 0, NULL},
-             {&lm_options, offsetof(GenArgs, lm), NULL},
-             {&executor_options, offsetof(GenArgs, lm.ex), NULL}},
+    .opts = &gen_table,
+    .uses = {USE_LM(GenArgs), USE_EXECUTOR(GenArgs, lm.ex)},
     .example = "mambalaya generate --model m130 --prompt \"Mamba is\" "
                "--max-new 32\n"
                "mambalaya generate --model m130 --tokens \"1,2;3,4\" "

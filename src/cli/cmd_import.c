@@ -126,7 +126,7 @@ const Command import_command = {
         "rendered by python3-jinja2) or a Timeloop problem, translates to: the\n"
         "cascade classify, fuse, eval, exec and sweep load when given FILE.\n"
         "Assumptions and what is read but not modelled are comment lines.\n",
-    .uses = {{&import_table, 0, NULL}},
+    .opts = &import_table,
     .example = "mambalaya import accelforge llama3_8B.yaml --set "
                "BATCH_SIZE=1 --set N_NEW_TOKENS=2048 --set DECODE=0\n",
     .size = sizeof(ImportOpts), .run = import,

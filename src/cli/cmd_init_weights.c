@@ -121,7 +121,7 @@ const Command init_weights_command = {
         "existing model there is replaced whole); a failed or interrupted run\n"
         "leaves DIR as it was. A run that would need more memory than\n"
         "available is refused (exit 2).\n",
-    .uses = {{&init_table, 0, NULL}},
+    .opts = &init_table,
     .example = "mambalaya init-weights --model mamba-130m --set n_layer=2 "
                "--out m\n",
     .size = sizeof(InitArgs), .run = init_weights,

@@ -326,3 +326,9 @@ int lm_start(const char *cmd, LmArgs *o, Lm **m) {
   return err;
 }
 
+int lm_finish(Lm *m, LmArgs *o, int status) {
+  lm_free(m);
+  lm_args_free(o);
+  return status;
+}
+

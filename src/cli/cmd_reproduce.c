@@ -158,9 +158,7 @@ static int reproduce(const Parsed *p, void *opts) {
   if (r)
     print_repro(o, c, r);
   repro_free(r);
-  cascade_free(c);
-  arch_free(arch);
-  return status;
+  return spec_arch_free(arch, c, NULL, status);
 }
 
 const Command reproduce_command = {
@@ -189,8 +187,8 @@ const Command reproduce_command = {
         "file is not the paper's). A spec that names no model is evaluated\n"
         "at its own sizes; the end-to-end figures need a layer count (the\n"
         "model's, or --layers N).\n",
-    .uses = {{&repro_table, 0, NULL},
-             {&model_options, offsetof(ReproArgs, mopts),
+    .opts = &repro_table,
+    .uses = {{&model_options, offsetof(ReproArgs, mopts),
               "model options (as for eval; every design gets them over its\n"
               "defaults; the figures choose sequential or pipelined, achieved\n"
               "or ideal):"}},

@@ -103,9 +103,7 @@ static int run_cmd(const Parsed *p, void *opts) {
     return err;
   if (!(err = check_pass_memory(p->cmd, r, m)))
     err = run_pass(p->cmd, r, m);
-  lm_free(m);
-  lm_args_free(&r->lm);
-  return err;
+  return lm_finish(m, &r->lm, err);
 }
 
 const Command run_command = {
@@ -123,9 +121,8 @@ const Command run_command = {
         "  layers.{i}.mixer_output  [batch, tokens, d_model] (--mixer-outputs)\n"
         "the layouts of tests/oracle/mamba_ref.py. A summary line (tokens,\n"
         "time, tokens/s) goes to stderr. Needs --out FILE or --json.\n",
-    .uses = {{&run_table, 0, NULL},
-             {&lm_options, offsetof(RunArgs, lm), NULL},
-             {&executor_options, offsetof(RunArgs, lm.ex), NULL}},
+    .opts = &run_table,
+    .uses = {USE_LM(RunArgs), USE_EXECUTOR(RunArgs, lm.ex)},
     .example = "mambalaya run --model m130 --tokens 1,2,3 --strategy ri+rsb "
                "--out out.safetensors\n"
                "mambalaya run --model m130 --prompt \"Mamba is\" --json\n",

@@ -14,8 +14,6 @@ typedef struct SearchArgs {
 } SearchArgs;
 
 static const Opt search_opts[] = {
-    {"SPEC", OPT_STRING, offsetof(SearchArgs, spec.spec), NULL,
-     .flags = OPT_POSITIONAL},
     {"--arch", OPT_STRING, offsetof(SearchArgs, arch), "ARCH",
      .help = "architecture (default: mambalaya)"},
     {"--objective", OPT_ENUM, offsetof(SearchArgs, objective), "O",
@@ -127,10 +125,7 @@ static int search(const Parsed *p, void *opts) {
   search_free(r);
   map_memo_free(memo);
   free(pairs);
-  shape_free(s);
-  cascade_free(c);
-  arch_free(arch);
-  return status;
+  return spec_arch_free(arch, c, s, status);
 }
 
 const Command search_command = {
@@ -144,9 +139,8 @@ const Command search_command = {
         "plan under every stitcher beside it. Prints the space, the plan\n"
         "found, its cost, the lower bound (the ideal design) and the gap, then\n"
         "the schedule as `eval` prints it (docs/search.md).\n",
-    .uses = {{&search_table, 0, NULL},
-             {&spec_options, offsetof(SearchArgs, spec), NULL},
-             {&model_options, offsetof(SearchArgs, mf), "model options:"}},
+    .opts = &search_table,
+    .uses = {USE_SPEC(SearchArgs), USE_MODEL(SearchArgs)},
     .example = "mambalaya search mamba1 --model mamba-370m --arch h100 "
                "--plan-out best.json\n"
                "mambalaya eval mamba1 --model mamba-370m --arch h100 --plan "

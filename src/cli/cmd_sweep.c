@@ -271,7 +271,7 @@ const Command sweep_command = {
         "then prints each front. STUDY is a path or a shipped study\n"
         "(studies/: arch-neighbourhood, model-comparison). Progress and an\n"
         "ETA go to stderr when it is a terminal.\n",
-    .uses = {{&sweep_table, 0, NULL}},
+    .opts = &sweep_table,
     .notes =
         "Under MPI (when the build found OpenMPI), `mpirun -n K mambalaya\n"
         "sweep STUDY` splits the points over K ranks and writes, from rank 0,\n"

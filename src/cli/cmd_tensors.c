@@ -126,7 +126,7 @@ const Command tensors_command = {
         "section, and the file's __metadata__. The file is checked strictly\n"
         "(the tensors must tile the data section exactly); a malformed file\n"
         "is reported as FILE: error: MESSAGE with exit status 2.\n",
-    .uses = {{&tensors_table, 0, NULL}},
+    .opts = &tensors_table,
     .notes = "Names and metadata are printed with control characters escaped "
              "as\n\\xNN (JSON escapes them its own way).\n",
     .example = "mambalaya tensors m/model.safetensors\n",

@@ -255,7 +255,7 @@ const Command tokenize_command = {
              "tokenizer.json\n(GPT-2, GPT-NeoX: what Mamba checkpoints "
              "carry). Give --model or\n--tokenizer, and one of --text, "
              "--ids, --lines and --decode-lines.\n",
-    .uses = {{&tokenize_table, 0, NULL}},
+    .opts = &tokenize_table,
     .example = "mambalaya tokenize --model m130 --text \"Hello, world\"\n",
     .size = sizeof(TokenizeArgs), .run = tokenize,
 };

@@ -23,12 +23,15 @@ typedef struct LmArgs {
 /* The options run and generate share (--model, --tokens, ...), into an
  * LmArgs; with executor_options at its ex. */
 extern const OptTable lm_options;
+#define USE_LM(Args) {&lm_options, offsetof(Args, lm), NULL}
 
 void lm_args_init(LmArgs *o);
 void lm_args_free(LmArgs *o);
 /* The tokens and the model, once --out is known to be writable: 0, or
  * an exit status with O freed. */
 int lm_start(const char *cmd, LmArgs *o, Lm **m);
+/* lm_start's other end: the model M and O freed; returns STATUS. */
+int lm_finish(Lm *m, LmArgs *o, int status);
 /* The executor's options for a pass (LAST_ONLY: the last token's logits
  * only). */
 LmOpts lm_pass_opts(const LmArgs *o, Pool *pool, bool last_only);

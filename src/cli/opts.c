@@ -23,16 +23,24 @@ int usage_error(const char *cmd, const char *fmt, ...) {
 
 /* ---- the tables ---- */
 
+/* C's U-th table: its own, then the shared ones; a NULL table past the
+ * last. */
+static OptUse use_of(const Command *c, int u) {
+  if (u == 0)
+    return (OptUse){c->opts, 0, NULL};
+  return u <= OPT_USES ? c->uses[u - 1] : (OptUse){NULL, 0, NULL};
+}
+
 /* The K-th option of C over its tables, in order (NULL past the last),
  * with the base of its table. */
 static const Opt *opt_at(const Command *c, int k, size_t *base) {
-  for (int u = 0; u < OPT_USES && c->uses[u].table; u++) {
-    const OptTable *t = c->uses[u].table;
-    if (k < t->n) {
-      *base = c->uses[u].base;
-      return &t->opts[k];
+  OptUse use;
+  for (int u = 0; (use = use_of(c, u)).table; u++) {
+    if (k < use.table->n) {
+      *base = use.base;
+      return &use.table->opts[k];
     }
-    k -= t->n;
+    k -= use.table->n;
   }
   return NULL;
 }
@@ -299,18 +307,20 @@ static int scan_positional(Scan *s, const char *arg) {
   return store_at(s, k, arg);
 }
 
-/* Every positional and required option given? */
+/* Every positional given, then every required option? The first one
+ * missing is named: the arguments before the options, whichever table
+ * declares them (SPEC is spec_options'). */
 static int check_required(const Parsed *p) {
   size_t base;
   const Opt *o;
-  for (int k = 0; (o = opt_at(p->command, k, &base)); k++) {
-    if (p->seen[k] || !(o->flags & (OPT_POSITIONAL | OPT_REQUIRED)))
-      continue;
-    if (o->flags & OPT_POSITIONAL)
+  for (int k = 0; (o = opt_at(p->command, k, &base)); k++)
+    if (!p->seen[k] && (o->flags & OPT_POSITIONAL))
       return usage_error(p->cmd, "missing %s (see %s --help)", o->name,
                          p->cmd);
-    return usage_error(p->cmd, "needs %s (see %s --help)", o->name, p->cmd);
-  }
+  for (int k = 0; (o = opt_at(p->command, k, &base)); k++)
+    if (!p->seen[k] && (o->flags & OPT_REQUIRED))
+      return usage_error(p->cmd, "needs %s (see %s --help)", o->name,
+                         p->cmd);
   return 0;
 }
 
@@ -353,9 +363,10 @@ int command_main(const Command *c, int argc, char **argv) {
   int st = parse(&p, argc, argv, o, &help);
   if (!st && !help)
     st = c->run(&p, o);
-  for (int u = 0; u < OPT_USES && c->uses[u].table; u++)
-    if (c->uses[u].table->fini)
-      c->uses[u].table->fini((char *)o + c->uses[u].base);
+  OptUse use;
+  for (int u = 0; (use = use_of(c, u)).table; u++)
+    if (use.table->fini)
+      use.table->fini((char *)o + use.base);
   free(o);
   return st;
 }
@@ -433,10 +444,11 @@ static int help_column(const Command *c) {
 
 static void help_options(const Command *c) {
   int col = help_column(c), k = 0;
-  for (int u = 0; u < OPT_USES && c->uses[u].table; u++) {
-    const OptTable *t = c->uses[u].table;
-    if (c->uses[u].heading)
-      printf("\n%s\n", c->uses[u].heading);
+  OptUse use;
+  for (int u = 0; (use = use_of(c, u)).table; u++) {
+    const OptTable *t = use.table;
+    if (use.heading)
+      printf("\n%s\n", use.heading);
     for (int i = 0; i < t->n; i++, k++) {
       const Opt *o = &t->opts[i];
       if (!shown(c, k, o))

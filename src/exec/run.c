@@ -697,6 +697,26 @@ bool next_state(Run *r, int t, Tensors *next) {
 
 /* ---- the entry point ---- */
 
+/* The seven per-tensor tables of R, NT entries each, in one zeroed block
+ * at views (run_done frees it), the widest types first: each table
+ * starts aligned. */
+static void per_tensor_tables(Run *r, size_t nt) {
+  size_t each = sizeof *r->views + sizeof *r->arrays + sizeof *r->spare +
+                sizeof *r->init_jobs + sizeof *r->front +
+                sizeof *r->last_use + sizeof *r->borrowed;
+  r->views = xcalloc(nt, each);
+  r->arrays = (Array **)(r->views + nt);
+  r->spare = r->arrays + nt;
+  r->init_jobs = (VmJob **)(r->spare + nt);
+  r->front = (int64_t *)(r->init_jobs + nt);
+  r->last_use = (int *)(r->front + nt);
+  r->borrowed = (bool *)(r->last_use + nt);
+}
+_Static_assert(sizeof(View) % _Alignof(Array *) == 0 &&
+                   _Alignof(View) >= _Alignof(int64_t) &&
+                   _Alignof(int64_t) >= _Alignof(int),
+               "run_init's per-tensor tables start aligned");
+
 void run_init(Run *r, const Cascade *c, const Shape *s, const ExecOpts *o,
               Diag *d) {
   memset(r, 0, sizeof *r);
@@ -704,16 +724,10 @@ void run_init(Run *r, const Cascade *c, const Shape *s, const ExecOpts *o,
   r->s = s;
   r->o = o;
   r->d = d;
-  size_t nt = (size_t)c->ntensors + 1;
-  r->arrays = xcalloc(nt, sizeof *r->arrays);
-  r->borrowed = xcalloc(nt, sizeof *r->borrowed);
-  r->views = xcalloc(nt, sizeof *r->views);
-  r->front = xcalloc(nt, sizeof *r->front);
-  r->spare = xcalloc(nt, sizeof *r->spare);
+  per_tensor_tables(r, (size_t)c->ntensors + 1);
   r->env = (Env){.c = c, .s = s, .views = r->views, .pool = o->pool,
                  .fault = &r->fault};
   sched_build(c, &r->sched);
-  r->last_use = xmalloc(nt * sizeof *r->last_use);
   for (int t = 0; t < c->ntensors; t++)
     r->last_use[t] = -1;
   for (int p = 0; p < r->sched.n; p++) {
@@ -726,7 +740,6 @@ void run_init(Run *r, const Cascade *c, const Shape *s, const ExecOpts *o,
   r->jobs = xcalloc((size_t)r->nslots * ((size_t)c->neinsums + 1),
                     sizeof *r->jobs);
   r->envs = xcalloc((size_t)r->nslots, sizeof *r->envs);
-  r->init_jobs = xcalloc(nt, sizeof *r->init_jobs);
   r->faults = xcalloc((size_t)r->nslots, sizeof *r->faults);
 }
 
@@ -770,16 +783,10 @@ void run_done(Run *r) {
   for (int t = 0; t < r->c->ntensors; t++)
     vm_job_free(r->init_jobs[t]);
   free(r->jobs);
-  free(r->init_jobs);
   free(r->envs);
   free(r->faults);
-  free(r->last_use);
   sched_free(&r->sched);
-  free(r->arrays);
-  free(r->borrowed);
-  free(r->views);
-  free(r->front);
   for (int t = 0; t < r->c->ntensors; t++)
     array_free(r->spare[t]);
-  free(r->spare);
+  free(r->views); /* with the other per-tensor tables (run_init) */
 }

@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -120,15 +119,7 @@ typedef struct Parser {
   uint64_t data_len;
 } Parser;
 
-static bool fail(Parser *p, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static bool fail(Parser *p, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  diag_verror(p->d, p->f->path, (Loc){0, 0}, fmt, ap);
-  va_end(ap);
-  return false;
-}
+#define fail(p, ...) diag_fail((p)->d, (p)->f->path, (Loc){0, 0}, __VA_ARGS__)
 
 static bool parse_dtype(Parser *p, const Quoted *q, const json_t *v,
                         DType *out) {
@@ -475,11 +466,10 @@ void st_close(StFile *f) {
 
 /* A linear search: checkpoints hold hundreds of tensors, not millions,
  * and each is looked up once. */
+_Static_assert(offsetof(StEntry, name) == 0, "find_named reads it there");
 const StEntry *st_find(const StFile *f, const char *name) {
-  for (int i = 0; i < f->n; i++)
-    if (strcmp(f->entries[i].name, name) == 0)
-      return &f->entries[i];
-  return NULL;
+  int i = find_named(f->entries, f->n, sizeof *f->entries, name);
+  return i < 0 ? NULL : &f->entries[i];
 }
 
 Array *st_array(const StFile *f, const StEntry *e) {
@@ -572,6 +562,8 @@ typedef struct StItem {
 typedef struct StMeta {
   char *key, *value;
 } StMeta;
+_Static_assert(offsetof(StItem, name) == 0 && offsetof(StMeta, key) == 0,
+               "find_named reads the name, the key, there");
 
 struct StWriter {
   StItem *items;
@@ -601,9 +593,8 @@ void st_writer_add(StWriter *w, const char *name, const Array *a, DType as) {
     writer_bug("unknown dtype for tensor", name);
   if (strcmp(name, "__metadata__") == 0)
     writer_bug("reserved tensor name", name);
-  for (int i = 0; i < w->n; i++)
-    if (strcmp(w->items[i].name, name) == 0)
-      writer_bug("duplicate tensor name", name);
+  if (find_named(w->items, w->n, sizeof *w->items, name) >= 0)
+    writer_bug("duplicate tensor name", name);
   check_key(name);
   StItem it = {.name = xstrdup(name), .dtype = as, .ndim = a->ndim};
   memcpy(it.shape, a->shape, sizeof it.shape);
@@ -636,9 +627,8 @@ void st_writer_add(StWriter *w, const char *name, const Array *a, DType as) {
 }
 
 void st_writer_meta(StWriter *w, const char *key, const char *value) {
-  for (int i = 0; i < w->nmeta; i++)
-    if (strcmp(w->meta[i].key, key) == 0)
-      writer_bug("duplicate metadata key", key);
+  if (find_named(w->meta, w->nmeta, sizeof *w->meta, key) >= 0)
+    writer_bug("duplicate metadata key", key);
   check_key(key);
   check_key(value);
   StMeta m = {xstrdup(key), xstrdup(value)};

@@ -651,6 +651,17 @@ static double reduce_identity(RedOp op) {
   }
 }
 
+/* Step X to the next point of the region's variables RV (NR of them, the
+ * last fastest): false after the last point. */
+INLINE bool next_point(const Job *j, const int *rv, int nr, int64_t *x) {
+  int k = nr - 1;
+  while (k >= 0 && ++x[rv[k]] == j->reg.hi[rv[k]]) {
+    x[rv[k]] = j->reg.lo[rv[k]];
+    k--;
+  }
+  return k >= 0;
+}
+
 /* Accumulate one term over its reduced variables for the unit's lanes:
  * a sum straight into OUT, another reduction through SC->acc. */
 INLINE void run_term(const Job *j, const Term *t, Scratch *sc, int64_t *x,
@@ -689,12 +700,7 @@ INLINE void run_term(const Job *j, const Term *t, Scratch *sc, int64_t *x,
     case RED_COUNT:
       break;
     }
-    int k = nr - 1;
-    while (k >= 0 && ++x[rv[k]] == j->reg.hi[rv[k]]) {
-      x[rv[k]] = j->reg.lo[rv[k]];
-      k--;
-    }
-    if (k < 0)
+    if (!next_point(j, rv, nr, x))
       break;
   }
   if (op != RED_SUM)
@@ -758,12 +764,7 @@ INLINE void run_term_row(const Job *j, const Term *t, Scratch *sc,
         x[row] = r0;
         acc = reduce_row(op, acc, run_program(j, t, sc, x, m, NULL, true), m);
       }
-      int k = nr - 1;
-      while (k >= 0 && ++x[rv[k]] == j->reg.hi[rv[k]]) {
-        x[rv[k]] = j->reg.lo[rv[k]];
-        k--;
-      }
-      if (k < 0)
+      if (!next_point(j, rv, nr, x))
         break;
     }
     out[l] += t->sign * acc;
@@ -924,20 +925,23 @@ static void scratch_init(const Job *j, Scratch *sc) {
   for (int t = 0; t < j->nterms; t++)
     if (j->terms[t].nregs > nregs)
       nregs = j->terms[t].nregs;
-  sc->regs = xmalloc(sizeof(float) * (size_t)nregs * VM_LANES);
-  sc->src = xmalloc(sizeof(float *) * (size_t)nregs);
-  sc->acc = xmalloc(sizeof(double) * VM_LANES);
-  sc->lane_x = xmalloc(sizeof(int64_t) * (size_t)(j->w.nchunk + 1) * VM_LANES);
-  sc->gather = xmalloc(sizeof(int64_t) * (size_t)(j->nacc + 1) * VM_LANES);
+  /* One block at regs (scratch_free frees it): the registers first, where
+   * malloc aligns them for the vector loops, a multiple of 8 bytes long
+   * (VM_LANES floats each), then the 8-byte tables. */
+  size_t nx = (size_t)(j->w.nchunk + 1) * VM_LANES,
+         ng = (size_t)(j->nacc + 1) * VM_LANES;
+  sc->regs = xmalloc(sizeof(float) * (size_t)nregs * VM_LANES +
+                     sizeof(float *) * (size_t)nregs +
+                     sizeof(double) * VM_LANES + sizeof(int64_t) * (nx + ng));
+  sc->src = (const float **)(sc->regs + (size_t)nregs * VM_LANES);
+  sc->acc = (double *)(sc->src + nregs);
+  sc->lane_x = (int64_t *)(sc->acc + VM_LANES);
+  sc->gather = sc->lane_x + nx;
 }
 
-static void scratch_free(Scratch *sc) {
-  free(sc->regs);
-  free(sc->src);
-  free(sc->acc);
-  free(sc->lane_x);
-  free(sc->gather);
-}
+static void scratch_free(Scratch *sc) { free(sc->regs); /* the block */ }
+_Static_assert(VM_LANES * sizeof(float) % sizeof(int64_t) == 0,
+               "scratch_init's tables after the registers start aligned");
 
 static void run_share(void *arg, int i, int n) {
   const Share *sh = arg;
@@ -1096,9 +1100,10 @@ static void plan_row(Job *j, Term *t) {
   }
   if (t->row_var < 0)
     return;
-  if (!t->row_kind) {
-    t->row_kind = xcalloc((size_t)j->nacc + 1, sizeof *t->row_kind);
-    t->row_step = xcalloc((size_t)j->nacc + 1, sizeof *t->row_step);
+  if (!t->row_step) { /* both tables in one block, at row_step */
+    size_t n = (size_t)j->nacc + 1;
+    t->row_step = xcalloc(n, sizeof *t->row_step + sizeof *t->row_kind);
+    t->row_kind = (AccKind *)(t->row_step + n);
   }
   for (int a = 0; a < j->nacc; a++) {
     int64_t l = j->acc[a].lin[t->row_var];
@@ -1113,8 +1118,9 @@ Job *vm_prepare(const Env *env, const Einsum *e) {
   Job *j = xcalloc(1, sizeof *j);
   j->env = env;
   j->e = e;
-  j->acc = xcalloc((size_t)e->nreads + 1, sizeof *j->acc);
-  j->seen = xcalloc((size_t)e->nreads + 1, sizeof *j->seen);
+  size_t nr = (size_t)e->nreads + 1; /* acc and seen: one block, at acc */
+  j->acc = xcalloc(nr, sizeof *j->acc + sizeof *j->seen);
+  j->seen = (View *)(j->acc + nr);
   for (int k = 0; k < e->nreads; k++)
     j->acc[j->nacc++].a = e->reads[k];
   j->terms = xcalloc(e->explicit_red ? 1 : (size_t)count_terms(e->rhs),
@@ -1160,12 +1166,10 @@ void vm_job_free(Job *j) {
   free(j->wide);
   for (int t = 0; t < j->nterms; t++) {
     free(j->terms[t].ins);
-    free(j->terms[t].row_kind);
-    free(j->terms[t].row_step);
+    free(j->terms[t].row_step); /* and row_kind */
   }
   free(j->terms);
-  free(j->acc);
-  free(j->seen);
+  free(j->acc); /* and seen */
   free(j->table);
   scratch_free(&j->serial);
   free(j);

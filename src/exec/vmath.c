@@ -22,6 +22,21 @@ static inline int32_t float_to_bits(float f) {
   return i;
 }
 
+/* C[0] x^(N-1) + C[1] x^(N-2) + ... + C[N-1] by Horner's rule, each
+ * polynomial's coefficients a table, highest power first (the order of
+ * the operations of Cephes' code). N is a constant at every call: the
+ * loop unrolls, and the vector loops stay straight-line code. */
+#define POLY(x, c) horner((x), (c), (int)(sizeof(c) / sizeof((c)[0])))
+static inline __attribute__((always_inline)) float horner(float x,
+                                                          const float *c,
+                                                          int n) {
+  float y = c[0];
+#pragma GCC unroll 16
+  for (int i = 1; i < n; i++)
+    y = y * x + c[i];
+  return y;
+}
+
 static inline __attribute__((always_inline)) float exp1(float x) {
   x = x < 88.3762626647949f ? x : 88.3762626647949f;
   bool tiny = x < -87.3365447504f;
@@ -32,12 +47,10 @@ static inline __attribute__((always_inline)) float exp1(float x) {
    * keeps GCC from vectorizing the AVX2 version). */
   float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   float r = x - n * 0.693359375f + n * 2.12194440e-4f;
-  float p = 1.9875691500E-4f;
-  p = p * r + 1.3981999507E-3f;
-  p = p * r + 8.3334519073E-3f;
-  p = p * r + 4.1665795894E-2f;
-  p = p * r + 1.6666665459E-1f;
-  p = p * r + 5.0000001201E-1f;
+  static const float exp_p[] = {
+      1.9875691500E-4f, 1.3981999507E-3f, 8.3334519073E-3f, 4.1665795894E-2f,
+      1.6666665459E-1f, 5.0000001201E-1f};
+  float p = POLY(r, exp_p);
   float y = p * r * r + r + 1.0f;
   y *= bits_to_float(((int32_t)n + 127) << 23);
   return tiny ? 0.0f : y;
@@ -51,15 +64,11 @@ static inline __attribute__((always_inline)) float log1(float x) {
   e -= small;
   m = small ? m + m - 1.0f : m - 1.0f;
   float z = m * m;
-  float y = 7.0376836292E-2f;
-  y = y * m - 1.1514610310E-1f;
-  y = y * m + 1.1676998740E-1f;
-  y = y * m - 1.2420140846E-1f;
-  y = y * m + 1.4249322787E-1f;
-  y = y * m - 1.6668057665E-1f;
-  y = y * m + 2.0000714765E-1f;
-  y = y * m - 2.4999993993E-1f;
-  y = y * m + 3.3333331174E-1f;
+  static const float log_p[] = {
+      7.0376836292E-2f, -1.1514610310E-1f, 1.1676998740E-1f, -1.2420140846E-1f,
+      1.4249322787E-1f, -1.6668057665E-1f, 2.0000714765E-1f, -2.4999993993E-1f,
+      3.3333331174E-1f};
+  float y = POLY(m, log_p);
   y = y * m * z;
   float fe = (float)e;
   y += -2.12194440e-4f * fe;
@@ -84,11 +93,10 @@ static inline __attribute__((always_inline)) float log1p1(float e) {
  * about 1 ulp. */
 INLINE float tanh1(float x) {
   float a = fabsf(x), z = x * x;
-  float p = -5.70498872745E-3f;
-  p = p * z + 2.06390887954E-2f;
-  p = p * z - 5.37397155531E-2f;
-  p = p * z + 1.33314422036E-1f;
-  p = p * z - 3.33332819422E-1f;
+  static const float tanh_p[] = {
+      -5.70498872745E-3f, 2.06390887954E-2f, -5.37397155531E-2f,
+      1.33314422036E-1f, -3.33332819422E-1f};
+  float p = POLY(z, tanh_p);
   float small = p * z * x + x;
   float big = 1.0f - 2.0f / (exp1(a + a) + 1.0f);
   big = x < 0.0f ? -big : big;
@@ -100,27 +108,20 @@ INLINE float tanh1(float x) {
  * about 2e-7 for erf, 2e-6 for erfc, from the rounding of x^2). */
 INLINE float erf_small(float x) {
   float z = x * x;
-  float p = 7.923142070e-05f;
-  p = p * z - 8.030938609e-04f;
-  p = p * z + 5.190671306e-03f;
-  p = p * z - 2.685504684e-02f;
-  p = p * z + 1.128361532e-01f;
-  p = p * z - 3.761262871e-01f;
-  p = p * z + 1.128379166e+00f;
+  static const float erf_p[] = {
+      7.923142070e-05f, -8.030938609e-04f, 5.190671306e-03f, -2.685504684e-02f,
+      1.128361532e-01f, -3.761262871e-01f, 1.128379166e+00f};
+  float p = POLY(z, erf_p);
   return x * p;
 }
 
 INLINE float erfc_large(float x) { /* x >= 1 */
   float t = 1.0f / (1.0f + 0.5f * x);
-  float r = 8.334517888e-02f;
-  r = r * t - 1.928420633e-01f;
-  r = r * t + 3.559307727e-02f;
-  r = r * t + 9.747188107e-02f;
-  r = r * t + 1.615945340e-01f;
-  r = r * t + 2.519768426e-01f;
-  r = r * t + 2.811570760e-01f;
-  r = r * t + 2.821840421e-01f;
-  r = r * t - 3.505295833e-06f;
+  static const float erfc_p[] = {
+      8.334517888e-02f, -1.928420633e-01f, 3.559307727e-02f, 9.747188107e-02f,
+      1.615945340e-01f, 2.519768426e-01f, 2.811570760e-01f, 2.821840421e-01f,
+      -3.505295833e-06f};
+  float r = POLY(t, erfc_p);
   return exp1(-x * x) * r;
 }
 

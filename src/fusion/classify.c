@@ -3,11 +3,7 @@
 
 #include <string.h>
 
-static const char *const class_names[] = {
-#define X(id, name) name,
-    FUSION_CLASSES(X)
-#undef X
-};
+static const char *const class_names[] = {FUSION_CLASSES(NAME_ENTRY)};
 _Static_assert(sizeof class_names / sizeof class_names[0] == FC_COUNT,
                "a name per class");
 

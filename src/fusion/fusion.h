@@ -65,10 +65,18 @@ typedef struct Nodes {
   int n;
   Node *nodes;  /* in stitching order (a topological order) */
   int *node_of; /* Einsum id -> node index */
+  int *members; /* every node's einsums, one slice per node (owned) */
 } Nodes;
 
 Nodes *fusion_merge(const Cascade *c, const Shape *s);
 Nodes *fusion_singletons(const Cascade *c); /* no merging */
+/* A counting sort of items 0..N-1 by part OF[i] (< NPARTS): MEMBERS (N
+ * ints) gets them part by part, each part's in increasing order; part
+ * p's are MEMBERS[START[p] .. START[p + 1]) (START: NPARTS + 1 ints). */
+void fusion_partition(int n, const int *of, int nparts, int *members,
+                      int *start);
+/* A copy of FROM (nodes of C). */
+Nodes *nodes_copy(const Cascade *c, const Nodes *from);
 void nodes_free(Nodes *m);
 
 /* ---- stitching ---- */
@@ -185,6 +193,7 @@ typedef struct Plan {
   int ngroups;
   Group *groups;     /* in the order they run */
   int *group_of;     /* Einsum id -> group */
+  int *members;      /* every group's einsums, one slice per group (owned) */
   /* The geometry. */
   ReadSrc **src;     /* per Einsum, per read (Einsum.reads[k]) */
   bool *written;     /* per tensor: its producer writes it off chip */

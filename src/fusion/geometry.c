@@ -147,15 +147,15 @@ void einsum_state_elems(const Shape *s, int e, double *elems) {
 
 double state_write_elems(const Shape *s, int t) {
   const Cascade *c = s->c;
-  const Einsum *ini = c->tensors[t].init;
-  if (!ini || ini->rhs->kind != EX_READ)
+  int k, st = init_state_source(c, t, &k);
+  if (st < 0)
     return 0;
-  int st = ini->rhs->acc->tensor, k = init_history_dim(ini);
   double all = shape_tensor_elems(s, st);
   if (k < 0)
     return all;
   double slots = (double)s->size[c->tensors[st].ranks[k]];
-  double fresh = (double)s->size[c->tensors[t].ranks[ini->out.cond_dim]];
+  int cond = c->tensors[t].init->out.cond_dim;
+  double fresh = (double)s->size[c->tensors[t].ranks[cond]];
   double steps = c->tensors[st].append ? fresh : fmin(fresh, slots);
   return slots > 0 ? all / slots * steps : 0;
 }
@@ -377,8 +377,13 @@ SegCost *segcost_new(const Cascade *c, const Shape *s, const Nodes *m) {
   sc->c = c;
   sc->s = s;
   sc->m = m;
-  sc->last_node = xmalloc(nt * sizeof *sc->last_node);
-  sc->inter = xcalloc(nt, sizeof *sc->inter);
+  /* The five per-tensor tables in one zeroed block at boxes (segcost_free
+   * frees it), the widest type first: each starts aligned. */
+  sc->boxes = xcalloc(nt, sizeof(Boxes) + 2 * sizeof(int) + 2 * sizeof(bool));
+  sc->last_node = (int *)(sc->boxes + nt);
+  sc->seen = sc->last_node + nt;
+  sc->inter = (bool *)(sc->seen + nt);
+  sc->inside = sc->inter + nt;
   for (int t = 0; t < c->ntensors; t++) {
     sc->last_node[t] = -1;
     sc->inter[t] = tensor_is_intermediate(c, t);
@@ -395,8 +400,9 @@ SegCost *segcost_new(const Cascade *c, const Shape *s, const Nodes *m) {
     sc->read_base[e] = nreads;
     nreads += c->einsums[e]->nreads;
   }
-  sc->spans = xcalloc((size_t)nreads + 1, sizeof *sc->spans);
-  sc->rec = xcalloc((size_t)nreads + 1, sizeof *sc->rec);
+  size_t nr = (size_t)nreads + 1; /* the per-read tables: one block too */
+  sc->spans = xcalloc(nr, sizeof *sc->spans + sizeof *sc->rec);
+  sc->rec = (bool *)(sc->spans + nr);
   for (int e = 0; e < c->neinsums; e++) {
     const Einsum *E = c->einsums[e];
     for (int k = 0; k < E->nreads; k++) {
@@ -404,9 +410,6 @@ SegCost *segcost_new(const Cascade *c, const Shape *s, const Nodes *m) {
       sc->rec[sc->read_base[e] + k] = read_in_recurrence(c, e, E->reads[k]);
     }
   }
-  sc->seen = xcalloc(nt, sizeof *sc->seen);
-  sc->inside = xcalloc(nt, sizeof *sc->inside);
-  sc->boxes = xcalloc(nt, sizeof *sc->boxes);
   return sc;
 }
 
@@ -415,14 +418,9 @@ void segcost_free(SegCost *sc) {
     return;
   for (int t = 0; t < sc->c->ntensors; t++)
     free(sc->boxes[t].box);
-  free(sc->boxes);
-  free(sc->seen);
-  free(sc->inside);
-  free(sc->spans);
-  free(sc->rec);
+  free(sc->boxes); /* and the other per-tensor tables */
+  free(sc->spans); /* and rec */
   free(sc->read_base);
-  free(sc->inter);
-  free(sc->last_node);
   free(sc);
 }
 

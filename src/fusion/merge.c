@@ -112,12 +112,13 @@ typedef struct Sets {
 static void sets_init(const Cascade *c, Sets *u) {
   int n = c->neinsums;
   size_t sz = (size_t)n + 1;
-  u->parent = xmalloc(sz * sizeof(int));
-  u->head = xmalloc(sz * sizeof(int));
-  u->next = xmalloc(sz * sizeof(int));
-  u->tail = xmalloc(sz * sizeof(int));
-  u->mark = xcalloc(sz, sizeof(int));
-  u->stack = xmalloc(sz * sizeof(int));
+  /* The six per-Einsum arrays in one block, at parent (sets_free). */
+  u->parent = xcalloc(6 * sz, sizeof(int));
+  u->head = u->parent + sz;
+  u->next = u->head + sz;
+  u->tail = u->next + sz;
+  u->mark = u->tail + sz;
+  u->stack = u->mark + sz;
   u->stamp = 0;
   for (int i = 0; i < n; i++) {
     u->parent[i] = u->head[i] = u->tail[i] = i;
@@ -140,14 +141,9 @@ static void sets_init(const Cascade *c, Sets *u) {
 }
 
 static void sets_free(Sets *u) {
-  free(u->parent);
-  free(u->head);
-  free(u->next);
-  free(u->tail);
+  free(u->parent); /* with head, next, tail, mark and stack */
   free(u->start);
   free(u->succ);
-  free(u->mark);
-  free(u->stack);
 }
 
 /* Does the set rooted at FROM reach the set rooted at TO in the graph of
@@ -232,31 +228,71 @@ static void order_nodes(const Cascade *c, Nodes *m) {
   }
   for (int i = 0; i < c->neinsums; i++)
     m->node_of[i] = new_index[m->node_of[i]];
-  free(m->nodes);
-  m->nodes = sorted;
+  memcpy(m->nodes, sorted, (size_t)n * sizeof *sorted);
+  free(sorted);
   free(indeg);
   free(done);
   free(new_index);
 }
 
+void fusion_partition(int n, const int *of, int nparts, int *members,
+                      int *start) {
+  memset(start, 0, ((size_t)nparts + 1) * sizeof *start);
+  for (int i = 0; i < n; i++)
+    start[of[i] + 1]++;
+  for (int p = 0; p < nparts; p++)
+    start[p + 1] += start[p];
+  int *at = xmalloc(((size_t)nparts + 1) * sizeof *at);
+  memcpy(at, start, ((size_t)nparts + 1) * sizeof *at);
+  for (int i = 0; i < n; i++)
+    members[at[of[i]]++] = i;
+  free(at);
+}
+
+/* Empty Nodes for C, and its three tables, in one zeroed block (nodes_free
+ * frees it): the nodes, then node_of and members. */
+static Nodes *nodes_alloc(const Cascade *c) {
+  size_t ne = (size_t)c->neinsums + 1;
+  Nodes *m = xcalloc(1, sizeof *m + ne * (sizeof(Node) + 2 * sizeof(int)));
+  m->nodes = (Node *)(m + 1);
+  m->node_of = (int *)(m->nodes + ne);
+  m->members = m->node_of + ne;
+  return m;
+}
+_Static_assert(sizeof(Nodes) % _Alignof(Node) == 0 &&
+                   sizeof(Node) % _Alignof(int) == 0,
+               "a Nodes' tables follow it in its block, aligned");
+
+Nodes *nodes_copy(const Cascade *c, const Nodes *from) {
+  size_t ne = (size_t)c->neinsums + 1;
+  Nodes *m = nodes_alloc(c);
+  m->n = from->n;
+  memcpy(m->node_of, from->node_of, ne * sizeof *m->node_of);
+  memcpy(m->members, from->members, ne * sizeof *m->members);
+  for (int k = 0; k < m->n; k++) /* the same slices of the copy */
+    m->nodes[k] = (Node){from->nodes[k].n,
+                         m->members + (from->nodes[k].einsums - from->members)};
+  return m;
+}
+
+/* The nodes of the sets PARENT makes, numbered by first member, then put
+ * in stitching order; their members in one block. */
 static Nodes *nodes_from_parents(const Cascade *c, int *parent) {
-  Nodes *m = xcalloc(1, sizeof *m);
-  m->node_of = xcalloc((size_t)c->neinsums + 1, sizeof *m->node_of);
-  m->nodes = xcalloc((size_t)c->neinsums + 1, sizeof *m->nodes);
-  int *root_node = xmalloc(((size_t)c->neinsums + 1) * sizeof *root_node);
+  size_t ne = (size_t)c->neinsums + 1;
+  Nodes *m = nodes_alloc(c);
+  int *root_node = xmalloc(ne * sizeof *root_node);
   for (int i = 0; i < c->neinsums; i++)
     root_node[i] = -1;
   for (int i = 0; i < c->neinsums; i++) {
     int r = find(parent, i);
-    if (root_node[r] < 0) {
-      root_node[r] = m->n;
-      m->nodes[m->n].einsums = xcalloc((size_t)c->neinsums, sizeof(int));
-      m->n++;
-    }
-    Node *nd = &m->nodes[root_node[r]];
-    nd->einsums[nd->n++] = i;
+    if (root_node[r] < 0)
+      root_node[r] = m->n++;
     m->node_of[i] = root_node[r];
   }
+  int *start = root_node; /* reused: m->n + 1 <= ne entries */
+  fusion_partition(c->neinsums, m->node_of, m->n, m->members, start);
+  for (int k = 0; k < m->n; k++)
+    m->nodes[k] = (Node){start[k + 1] - start[k], m->members + start[k]};
   free(root_node);
   order_nodes(c, m);
   return m;
@@ -308,12 +344,4 @@ Nodes *fusion_singletons(const Cascade *c) {
   return m;
 }
 
-void nodes_free(Nodes *m) {
-  if (!m)
-    return;
-  for (int i = 0; i < m->n; i++)
-    free(m->nodes[i].einsums);
-  free(m->nodes);
-  free(m->node_of);
-  free(m);
-}
+void nodes_free(Nodes *m) { free(m); /* with its tables (nodes_alloc) */ }

@@ -9,19 +9,11 @@
 static const struct {
   const char *name;
   unsigned classes; /* FC_BIT of each class a group may contain */
-} strategies[] = {
-#define X(id, name, classes) {name, classes},
-    STRATEGIES(X)
-#undef X
-};
+} strategies[] = {STRATEGIES(TABLE_ROW)};
 _Static_assert(sizeof strategies / sizeof strategies[0] == ST_COUNT,
                "a row per strategy");
 
-static const char *const stitcher_names[] = {
-#define X(id, name) name,
-    STITCHERS(X)
-#undef X
-};
+static const char *const stitcher_names[] = {STITCHERS(NAME_ENTRY)};
 _Static_assert(sizeof stitcher_names / sizeof stitcher_names[0] ==
                    STITCH_COUNT,
                "a name per stitcher");
@@ -314,16 +306,19 @@ static void stitch_global(const Cascade *c, const Shape *s, const Pair *pairs,
 
 /* Fill the groups from group_of, then the geometry. */
 static void fill_groups(const Cascade *c, const Shape *s, Plan *p) {
-  p->groups = xcalloc((size_t)c->neinsums + 1, sizeof *p->groups);
+  size_t ne = (size_t)c->neinsums + 1;
+  p->groups = xcalloc(ne, sizeof *p->groups);
+  p->members = xcalloc(ne, sizeof *p->members);
   for (int i = 0; i < c->neinsums; i++)
     if (p->group_of[i] + 1 > p->ngroups)
       p->ngroups = p->group_of[i] + 1;
-  for (int g = 0; g < p->ngroups; g++)
-    p->groups[g].einsums = xcalloc((size_t)c->neinsums, sizeof(int));
-  for (int i = 0; i < c->neinsums; i++) {
-    Group *g = &p->groups[p->group_of[i]];
-    g->einsums[g->n++] = i;
+  int *start = xmalloc(((size_t)p->ngroups + 1) * sizeof *start);
+  fusion_partition(c->neinsums, p->group_of, p->ngroups, p->members, start);
+  for (int g = 0; g < p->ngroups; g++) {
+    p->groups[g].n = start[g + 1] - start[g];
+    p->groups[g].einsums = p->members + start[g];
   }
+  free(start);
   plan_geometry(c, s, p);
 }
 
@@ -431,20 +426,12 @@ Plan *plan_copy(const Cascade *c, const Plan *p) {
   size_t ne = (size_t)c->neinsums + 1, nt = (size_t)c->ntensors + 1;
   Plan *q = xmalloc(sizeof *q);
   *q = *p;
-  Nodes *m = xcalloc(1, sizeof *m);
-  m->n = p->nodes->n;
-  m->node_of = dup_mem(p->nodes->node_of, ne * sizeof *m->node_of);
-  m->nodes = xcalloc(ne, sizeof *m->nodes);
-  for (int k = 0; k < m->n; k++) {
-    m->nodes[k].n = p->nodes->nodes[k].n;
-    m->nodes[k].einsums = dup_mem(p->nodes->nodes[k].einsums,
-                                  (size_t)c->neinsums * sizeof(int));
-  }
-  q->nodes = m;
+  q->nodes = nodes_copy(c, p->nodes);
   q->groups = dup_mem(p->groups, ne * sizeof *q->groups);
+  q->members = dup_mem(p->members, ne * sizeof *q->members);
   for (int g = 0; g < p->ngroups; g++)
-    q->groups[g].einsums = dup_mem(p->groups[g].einsums,
-                                   (size_t)c->neinsums * sizeof(int));
+    q->groups[g].einsums =
+        q->members + (p->groups[g].einsums - p->members);
   q->group_of = dup_mem(p->group_of, ne * sizeof *q->group_of);
   q->src = xcalloc(ne, sizeof *q->src);
   for (int e = 0; e < c->neinsums; e++)
@@ -459,8 +446,7 @@ Plan *plan_copy(const Cascade *c, const Plan *p) {
 void plan_free(Plan *p) {
   if (!p)
     return;
-  for (int g = 0; g < p->ngroups; g++)
-    free(p->groups[g].einsums);
+  free(p->members);
   for (int e = 0; p->src && e < p->neinsums; e++)
     free(p->src[e]);
   free(p->src);

@@ -29,11 +29,12 @@ void cascade_free(Cascade *c) {
   free(c);
 }
 
+_Static_assert(offsetof(Rank, name) == 0 && offsetof(Tensor, name) == 0 &&
+                   offsetof(Sym, name) == 0 && offsetof(Param, name) == 0,
+               "find_named reads an entry's name at its start");
+
 int cascade_rank(const Cascade *c, const char *name) {
-  for (int i = 0; i < c->nranks; i++)
-    if (strcmp(c->ranks[i].name, name) == 0)
-      return i;
-  return -1;
+  return find_named(c->ranks, c->nranks, sizeof *c->ranks, name);
 }
 
 int cascade_add_rank(Cascade *c, const char *name, Loc loc) {
@@ -46,10 +47,7 @@ int cascade_add_rank(Cascade *c, const char *name, Loc loc) {
 }
 
 int cascade_tensor(const Cascade *c, const char *name) {
-  for (int i = 0; i < c->ntensors; i++)
-    if (strcmp(c->tensors[i].name, name) == 0)
-      return i;
-  return -1;
+  return find_named(c->tensors, c->ntensors, sizeof *c->tensors, name);
 }
 
 int cascade_add_tensor(Cascade *c, const char *name, Loc loc, int nranks,
@@ -66,19 +64,16 @@ int cascade_add_tensor(Cascade *c, const char *name, Loc loc, int nranks,
 }
 
 int cascade_sym(Cascade *c, const char *name, Loc loc) {
-  for (int i = 0; i < c->nsyms; i++)
-    if (strcmp(c->syms[i].name, name) == 0)
-      return i;
+  int i = find_named(c->syms, c->nsyms, sizeof *c->syms, name);
+  if (i >= 0)
+    return i;
   Sym s = {.name = arena_strdup(&c->arena, name), .loc = loc};
   VEC_PUSH(c->syms, c->nsyms, c->syms_cap, s);
   return c->nsyms - 1;
 }
 
 int cascade_param(const Cascade *c, const char *name) {
-  for (int i = 0; i < c->nparams; i++)
-    if (strcmp(c->params[i].name, name) == 0)
-      return i;
-  return -1;
+  return find_named(c->params, c->nparams, sizeof *c->params, name);
 }
 
 void cascade_add_einsum(Cascade *c, Einsum *e) {
@@ -177,6 +172,10 @@ bool tensor_is_read(const Cascade *c, int t) {
     for (int k = 0; k < c->einsums[i]->nreads; k++)
       if (c->einsums[i]->reads[k]->tensor == t)
         return true;
+  return tensor_is_init_read(c, t);
+}
+
+bool tensor_is_init_read(const Cascade *c, int t) {
   for (int u = 0; u < c->ntensors; u++) {
     const Einsum *ini = c->tensors[u].init;
     for (int k = 0; ini && k < ini->nreads; k++)
@@ -215,6 +214,14 @@ int init_history_dim(const Einsum *ini) {
       if (a->idx[k].var[j] == v)
         return k;
   return -1;
+}
+
+int init_state_source(const Cascade *c, int t, int *k) {
+  const Einsum *ini = c->tensors[t].init;
+  if (!ini || ini->rhs->kind != EX_READ)
+    return -1;
+  *k = init_history_dim(ini);
+  return ini->rhs->acc->tensor;
 }
 
 static const char *const redop_names[] = {"sum", "max", "min", "prod"};

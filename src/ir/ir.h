@@ -227,6 +227,8 @@ bool cascade_reaches(const Cascade *c, int from, int to);
 int cascade_sequence_rank(const Cascade *c);
 /* Does some Einsum, or some initialization, read tensor T? */
 bool tensor_is_read(const Cascade *c, int t);
+/* Does some initialization read tensor T (a decode state)? */
+bool tensor_is_init_read(const Cascade *c, int t);
 /* Is tensor T an intermediate: read by some Einsum other than its
  * producer? (An output may be one too: LEX.) */
 bool tensor_is_intermediate(const Cascade *c, int t);
@@ -250,6 +252,10 @@ bool edge_orders(const Cascade *c, const Edge *e);
  * none does (H0: the state before the first step) or the right-hand side
  * is not a read. */
 int init_history_dim(const Einsum *ini);
+/* The tensor that tensor T's initialization reads whole (its decode
+ * state's source), with *K its init_history_dim; -1 if T has no such
+ * initialization. */
+int init_state_source(const Cascade *c, int t, int *k);
 
 bool redop_from_name(const char *name, RedOp *op);
 

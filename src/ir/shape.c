@@ -152,11 +152,14 @@ bool shape_setting_known(const Cascade *c, const char *name) {
 
 Shape *shape_bind(const Cascade *c, const ModelSizes *model,
                   const Setting *set, int nset, bool require, Diag *d) {
-  Shape *s = xcalloc(1, sizeof *s);
+  /* The shape and its two tables in one block: shape_free frees it. */
+  size_t nsize = (size_t)c->nranks + 1, nsym = (size_t)c->nsyms + 1;
+  Shape *s = xcalloc(1, sizeof *s + nsize * sizeof *s->size +
+                            nsym * sizeof *s->sym);
   s->c = c;
   s->model = model;
-  s->size = xcalloc((size_t)c->nranks + 1, sizeof *s->size);
-  s->sym = xcalloc((size_t)c->nsyms + 1, sizeof *s->sym);
+  s->size = (int64_t *)(s + 1);
+  s->sym = (double *)(s->size + nsize);
   Binder b = {.c = c,
               .model = model,
               .set = set,
@@ -247,13 +250,11 @@ Shape *shape_bind_filled(const Cascade *c, const ModelSizes *model,
   return s;
 }
 
-void shape_free(Shape *s) {
-  if (!s)
-    return;
-  free(s->size);
-  free(s->sym);
-  free(s);
-}
+_Static_assert(sizeof(Shape) % _Alignof(int64_t) == 0 &&
+                   _Alignof(double) <= _Alignof(int64_t),
+               "a Shape's tables follow it in its block, aligned");
+
+void shape_free(Shape *s) { free(s); /* with its tables (shape_bind) */ }
 
 static double table_sym(void *ctx, int sym) {
   return ((const Shape *)ctx)->sym[sym];
@@ -334,14 +335,13 @@ bool index_injective(const Cascade *c, const Shape *s, const Einsum *e,
 
 int64_t tensor_state_steps(const Shape *s, int t) {
   const Cascade *c = s->c;
-  const Einsum *ini = c->tensors[t].init;
-  if (!ini || ini->rhs->kind != EX_READ)
+  int k, st = init_state_source(c, t, &k);
+  if (st < 0)
     return 0;
-  int st = ini->rhs->acc->tensor, k = init_history_dim(ini);
   if (k < 0)
     return 1;
   int64_t n = s->size[c->tensors[st].ranks[k]];
   if (c->tensors[st].append)
-    n += s->size[c->tensors[t].ranks[ini->out.cond_dim]];
+    n += s->size[c->tensors[t].ranks[c->tensors[t].init->out.cond_dim]];
   return n;
 }

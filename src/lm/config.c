@@ -19,7 +19,6 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,15 +27,7 @@ typedef struct Loader {
   Diag *d;
 } Loader;
 
-static bool cfail(const Loader *l, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static bool cfail(const Loader *l, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  diag_verror(l->d, l->path, (Loc){0, 0}, fmt, ap);
-  va_end(ap);
-  return false;
-}
+#define cfail(l, ...) diag_fail((l)->d, (l)->path, (Loc){0, 0}, __VA_ARGS__)
 
 /* An optional positive integer KEY of OBJ: *out keeps its default when
  * the key is absent (or null, as Hugging Face writes unset values). */
@@ -137,6 +128,14 @@ static bool check_pure_mamba(const Loader *l, const json_t *root) {
   return true;
 }
 
+/* 1 if NAME is V1, 2 if it is V2, else 0 (NULL too): the Mamba version a
+ * config names, each format with its own spelling. */
+static int version_named(const char *name, const char *v1, const char *v2) {
+  if (!name)
+    return 0;
+  return strcmp(name, v1) == 0 ? 1 : strcmp(name, v2) == 0 ? 2 : 0;
+}
+
 static bool load_state_spaces(const Loader *l, const json_t *root,
                               ModelConfig *c) {
   const json_t *ssm = json_object_get(root, "ssm_cfg");
@@ -144,15 +143,9 @@ static bool load_state_spaces(const Loader *l, const json_t *root,
     return cfail(l, "\"ssm_cfg\" must be an object");
   int version = 1;
   const json_t *layer = ssm ? json_object_get(ssm, "layer") : NULL;
-  if (layer) {
-    const char *s = json_string_value(layer);
-    if (s && strcmp(s, "Mamba1") == 0)
-      version = 1;
-    else if (s && strcmp(s, "Mamba2") == 0)
-      version = 2;
-    else
-      return cfail(l, "ssm_cfg.layer must be \"Mamba1\" or \"Mamba2\"");
-  }
+  if (layer &&
+      !(version = version_named(json_string_value(layer), "Mamba1", "Mamba2")))
+    return cfail(l, "ssm_cfg.layer must be \"Mamba1\" or \"Mamba2\"");
   set_defaults(c, version);
   int pad = 0;
   if (!need_int(l, root, "d_model", &c->d_model) ||
@@ -186,12 +179,8 @@ static bool load_state_spaces(const Loader *l, const json_t *root,
 static bool load_hugging_face(const Loader *l, const json_t *root,
                               ModelConfig *c) {
   const char *type = json_string_value(json_object_get(root, "model_type"));
-  int version;
-  if (type && strcmp(type, "mamba") == 0)
-    version = 1;
-  else if (type && strcmp(type, "mamba2") == 0)
-    version = 2;
-  else
+  int version = version_named(type, "mamba", "mamba2");
+  if (!version)
     return cfail(l, "model_type must be \"mamba\" or \"mamba2\"");
   set_defaults(c, version);
   int inner = 0, heads = 0, pad = 0;

@@ -210,15 +210,7 @@ static bool alphabet_bytes(const Loader *l, const char *s, Bytes *out) {
   return true;
 }
 
-static bool lfail(const Loader *l, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static bool lfail(const Loader *l, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  diag_verror(l->d, l->path, (Loc){0, 0}, fmt, ap);
-  va_end(ap);
-  return false;
-}
+#define lfail(l, ...) diag_fail((l)->d, (l)->path, (Loc){0, 0}, __VA_ARGS__)
 
 /* OBJ.KEY's "type" is one of ALLOWED (NULL-terminated; "null" allows the
  * key to be absent or null). */

@@ -87,15 +87,7 @@ typedef struct P {
   Diag *d;
 } P;
 
-static bool perr(P *p, Loc loc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static bool perr(P *p, Loc loc, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  diag_verror(p->d, p->c->path, loc, fmt, ap);
-  va_end(ap);
-  return false;
-}
+#define perr(p, ...) diag_fail((p)->d, (p)->c->path, __VA_ARGS__)
 
 /* The document checks of ydoc.h, in the parser's terms. */
 static bool want(P *p, const YamlNode *n, YamlKind k, const char *what) {
@@ -132,13 +124,7 @@ static bool is_read(const Cascade *c, int t) {
 }
 
 bool weights_is_state(const Cascade *c, int t) {
-  for (int u = 0; u < c->ntensors; u++) {
-    const Einsum *ini = c->tensors[u].init;
-    for (int k = 0; ini && k < ini->nreads; k++)
-      if (ini->reads[k]->tensor == t)
-        return true;
-  }
-  return false;
+  return tensor_is_init_read(c, t);
 }
 
 /* ---- tensors: ---- */
@@ -159,8 +145,13 @@ static bool parse_sizes(P *p, const YamlNode *n, Expr **out, int max,
   return true;
 }
 
+/* One entry NAME: V of a section into *OUT (an Entry, a StateOut). */
+typedef bool (*EntryParser)(P *p, const YamlNode *name, const YamlNode *v,
+                            void *out);
+
 static bool parse_entry(P *p, const YamlNode *name, const YamlNode *v,
-                        Entry *e) {
+                        void *out) {
+  Entry *e = out;
   e->tensor = tensor_ref(p, name, "weights.tensors");
   e->loc = name->loc;
   if (e->tensor < 0)
@@ -215,15 +206,25 @@ static bool parse_entry(P *p, const YamlNode *name, const YamlNode *v,
   return true;
 }
 
+/* Section N, a mapping (WHAT in messages), into a table of an item of
+ * SIZE bytes per key, in the map's arena, each parsed by PARSE; *COUNT
+ * counts the items parsed. The table, or NULL. */
+static void *parse_section(P *p, const YamlNode *n, const char *what,
+                           size_t size, int *count, EntryParser parse) {
+  if (!want(p, n, YN_MAP, what))
+    return NULL;
+  char *table = arena_alloc(&p->m->arena, ((size_t)n->n + 1) * size);
+  for (int i = 0; i < n->n; i++, (*count)++)
+    if (!parse(p, n->keys[i], n->items[i], table + (size_t)i * size))
+      return NULL;
+  return table;
+}
+
 static bool parse_tensors(P *p, const YamlNode *n) {
-  if (!want(p, n, YN_MAP, "weights.tensors"))
-    return false;
   WeightMap *m = p->m;
-  m->entries = arena_alloc(&m->arena, ((size_t)n->n + 1) * sizeof(Entry));
-  for (int i = 0; i < n->n; i++, m->n++)
-    if (!parse_entry(p, n->keys[i], n->items[i], &m->entries[i]))
-      return false;
-  return true;
+  m->entries = parse_section(p, n, "weights.tensors", sizeof(Entry), &m->n,
+                             parse_entry);
+  return m->entries;
 }
 
 /* ---- model:, stream:, state: ---- */
@@ -301,7 +302,8 @@ static bool same_batch_time(const Cascade *c, int t, int first) {
 }
 
 static bool parse_state_entry(P *p, const YamlNode *name, const YamlNode *v,
-                              StateOut *so) {
+                              void *out) {
+  StateOut *so = out;
   so->name = name->text;
   so->loc = name->loc;
   const YamlNode *list = v;
@@ -352,14 +354,10 @@ static bool parse_state_entry(P *p, const YamlNode *name, const YamlNode *v,
 static bool parse_state(P *p, const YamlNode *n) {
   if (!n)
     return true;
-  if (!want(p, n, YN_MAP, "weights.state"))
-    return false;
   WeightMap *m = p->m;
-  m->state = arena_alloc(&m->arena, ((size_t)n->n + 1) * sizeof(StateOut));
-  for (int i = 0; i < n->n; i++, m->nstate++)
-    if (!parse_state_entry(p, n->keys[i], n->items[i], &m->state[i]))
-      return false;
-  return true;
+  m->state = parse_section(p, n, "weights.state", sizeof(StateOut),
+                           &m->nstate, parse_state_entry);
+  return m->state;
 }
 
 /* ---- the whole section ---- */

@@ -36,6 +36,19 @@ static void warn(const Buf *path, const char *what) {
   buf_free(&b);
 }
 
+static void fix(json_t *v, Buf *path);
+
+/* X at PATH: true if it is a marker, after the warning (its parent writes
+ * null in its place); else the markers under it are replaced. */
+static bool is_marker(json_t *x, Buf *path) {
+  const char *what = nonfinite(x);
+  if (what)
+    warn(path, what);
+  else
+    fix(x, path);
+  return what;
+}
+
 /* Replace the markers under V (at PATH) with null, warning about each. */
 static void fix(json_t *v, Buf *path) {
   size_t len = path->len;
@@ -44,27 +57,16 @@ static void fix(json_t *v, Buf *path) {
     json_t *x;
     json_object_foreach(v, key, x) {
       buf_printf(path, "%s%s", len ? "." : "", key);
-      const char *what = nonfinite(x);
-      if (what) {
-        warn(path, what);
+      if (is_marker(x, path))
         json_object_set_new(v, key, json_null());
-      } else {
-        fix(x, path);
-      }
       path->len = len;
       path->s[len] = 0;
     }
   } else if (json_is_array(v)) {
     for (size_t i = 0; i < json_array_size(v); i++) {
-      json_t *x = json_array_get(v, i);
       buf_printf(path, "[%zu]", i);
-      const char *what = nonfinite(x);
-      if (what) {
-        warn(path, what);
+      if (is_marker(json_array_get(v, i), path))
         json_array_set_new(v, i, json_null());
-      } else {
-        fix(x, path);
-      }
       path->len = len;
       path->s[len] = 0;
     }
@@ -73,13 +75,9 @@ static void fix(json_t *v, Buf *path) {
 
 void report_json(Buf *b, json_t *root) {
   Buf path = {0};
-  const char *what = nonfinite(root);
-  if (what)
-    warn(&path, what);
-  else
-    fix(root, &path);
+  bool marker = is_marker(root, &path);
   buf_free(&path);
-  char *s = json_dumps(what ? json_null() : root,
+  char *s = json_dumps(marker ? json_null() : root,
                        JSON_INDENT(2) | JSON_PRESERVE_ORDER |
                            JSON_REAL_PRECISION(12) | JSON_ENCODE_ANY);
   if (s) {

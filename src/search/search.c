@@ -6,11 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const objective_names[] = {
-#define X(id, name) name,
-    SEARCH_OBJECTIVES(X)
-#undef X
-};
+static const char *const objective_names[] = {SEARCH_OBJECTIVES(NAME_ENTRY)};
 _Static_assert(sizeof objective_names / sizeof objective_names[0] ==
                    SO_COUNT,
                "a name per objective");

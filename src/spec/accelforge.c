@@ -29,7 +29,6 @@
 
 #include <ctype.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,15 +93,7 @@ typedef struct Af {
   int nnoted;
 } Af;
 
-static bool fail(Af *af, Loc loc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static bool fail(Af *af, Loc loc, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  diag_verror(af->d, af->path, loc, fmt, ap);
-  va_end(ap);
-  return false;
-}
+#define fail(af, ...) diag_fail((af)->d, (af)->path, __VA_ARGS__)
 
 static char *dup_trim(Af *af, const char *s, size_t n) {
   while (n && isspace((unsigned char)*s))
@@ -253,6 +244,21 @@ static bool parse_bound(Af *af, const YamlNode *n, AfBound *b) {
     return fail(af, n->loc, "iteration_space_shape: '%s' starts %s at %g; "
                 "mambalaya's ranks start at 0 (an offset is not modelled)",
                 s, b->var, b->lo);
+  return true;
+}
+
+/* rank_sizes: RANK: size, of the workload (OVERRIDE: it sets every size
+ * it names) or of an Einsum (it sets a size the workload left unset). */
+static bool load_rank_sizes(Af *af, const YamlNode *sizes, bool override) {
+  if (sizes && !want(af, sizes, YN_MAP, "(rank_sizes: RANK: size)"))
+    return false;
+  for (int i = 0; sizes && i < sizes->n; i++) {
+    if (!want(af, sizes->items[i], YN_SCALAR, "(a size)"))
+      return false;
+    int r = rank_get(af, sizes->keys[i]->text, sizes->keys[i]->loc);
+    if (override || !af->ranks[r].size)
+      af->ranks[r].size = sizes->items[i];
+  }
   return true;
 }
 
@@ -482,17 +488,8 @@ static bool load_einsum_map(Af *af, AfEinsum *e, const YamlNode *m) {
     note_unmodelled_attr(af, "n_instances", e->name);
   if (ydoc_get(m, "renames"))
     note_unmodelled_attr(af, "renames", e->name);
-  const YamlNode *sizes = ydoc_get(m, "rank_sizes");
-  if (sizes && !want(af, sizes, YN_MAP, "(rank_sizes: RANK: size)"))
-    return false;
-  for (int i = 0; sizes && i < sizes->n; i++) {
-    if (!want(af, sizes->items[i], YN_SCALAR, "(a size)"))
-      return false;
-    int r = rank_get(af, sizes->keys[i]->text, sizes->keys[i]->loc);
-    if (!af->ranks[r].size)
-      af->ranks[r].size = sizes->items[i];
-  }
-  return load_bounds(af, ydoc_get(m, "iteration_space_shape"), e->bounds,
+  return load_rank_sizes(af, ydoc_get(m, "rank_sizes"), false) &&
+         load_bounds(af, ydoc_get(m, "iteration_space_shape"), e->bounds,
                      &e->nbounds) &&
          load_bounds(af, ydoc_get(m, "shape"), e->bounds, &e->nbounds);
 }
@@ -869,15 +866,8 @@ static bool load_workload(Af *af, const YamlNode *w) {
         (strcmp(k, "n_instances") == 0 && is_not(w->items[i], "1")))
       note_unmodelled_attr(af, k, "workload");
   }
-  const YamlNode *sizes = ydoc_get(w, "rank_sizes");
-  if (sizes && !want(af, sizes, YN_MAP, "(rank_sizes: RANK: size)"))
+  if (!load_rank_sizes(af, ydoc_get(w, "rank_sizes"), true))
     return false;
-  for (int i = 0; sizes && i < sizes->n; i++) {
-    if (!want(af, sizes->items[i], YN_SCALAR, "(a size)"))
-      return false;
-    int r = rank_get(af, sizes->keys[i]->text, sizes->keys[i]->loc);
-    af->ranks[r].size = sizes->items[i];
-  }
   /* `shape` is version 0.5's name of iteration_space_shape. */
   if (!load_bounds(af, ydoc_get(w, "iteration_space_shape"), af->bounds,
                    &af->nbounds) ||

@@ -135,14 +135,19 @@ Spec *spec_open_text(const char *path, const char *text, size_t len,
   return spec_open_with(path, text, len, NULL, d);
 }
 
-Spec *spec_open(const char *path, Diag *d) {
+/* The spec in file PATH: the one way spec_open and spec_load_with read. */
+static Spec *open_file(const char *path, const SpecLoad *o, Diag *d) {
   size_t len;
   char *text = read_input(path, INPUT_TEXT_MAX, &len, d);
   if (!text)
     return NULL;
-  Spec *s = spec_open_with(path, text, len, NULL, d);
+  Spec *s = spec_open_with(path, text, len, o, d);
   free(text);
   return s;
+}
+
+Spec *spec_open(const char *path, Diag *d) {
+  return open_file(path, NULL, d);
 }
 
 Cascade *spec_parse_with(const char *path, const char *text, size_t len,
@@ -156,13 +161,7 @@ Cascade *spec_parse(const char *path, const char *text, size_t len,
 }
 
 Cascade *spec_load_with(const char *path, const SpecLoad *o, Diag *d) {
-  size_t len;
-  char *text = read_input(path, INPUT_TEXT_MAX, &len, d);
-  if (!text)
-    return NULL;
-  Cascade *c = spec_parse_with(path, text, len, o, d);
-  free(text);
-  return c;
+  return cascade_only(open_file(path, o, d));
 }
 
 Cascade *spec_load(const char *path, Diag *d) {

@@ -13,28 +13,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const fig_columns[] = {
-#define SWEEP_FIG_COL(id, col, obj) col,
-    SWEEP_FIGURES(SWEEP_FIG_COL)
-#undef SWEEP_FIG_COL
-};
-_Static_assert(sizeof fig_columns / sizeof fig_columns[0] == FIG_COUNT,
-               "an entry per figure");
-
-static const char *const fig_objectives[] = {
-#define SWEEP_FIG_OBJ(id, col, obj) obj,
-    SWEEP_FIGURES(SWEEP_FIG_OBJ)
-#undef SWEEP_FIG_OBJ
-};
-_Static_assert(sizeof fig_objectives / sizeof fig_objectives[0] == FIG_COUNT,
+/* Each figure's column and objective, one entry per figure. */
+static const struct {
+  const char *column, *objective;
+} figures[] = {SWEEP_FIGURES(TABLE_ROW)};
+_Static_assert(sizeof figures / sizeof figures[0] == FIG_COUNT,
                "an entry per figure");
 
 const char *figure_column(Figure f) {
-  return (unsigned)f < FIG_COUNT ? fig_columns[f] : "?";
+  return (unsigned)f < FIG_COUNT ? figures[f].column : "?";
 }
 
 const char *figure_objective(Figure f) {
-  return (unsigned)f < FIG_COUNT ? fig_objectives[f] : NULL;
+  return (unsigned)f < FIG_COUNT ? figures[f].objective : NULL;
 }
 
 /* What one thread keeps between points. */
@@ -112,6 +103,21 @@ static Eval *price(Worker *w, int cm, int st, int slot, const DesignStitch *ds,
                          plan_copy(c, w->plans[key]), &o, w->memo, diag);
 }
 
+/* Each component role's energy figure and area figure (FIG_COUNT: none;
+ * off-chip memory has no area), one row per role. */
+static const struct {
+  const char *role;
+  Figure energy, area;
+} roles[] = {{"dram", FIG_E_DRAM, FIG_COUNT},
+             {"buffer", FIG_E_BUFFER, FIG_A_BUFFER},
+             {"staging", FIG_E_BUFFER, FIG_A_BUFFER},
+             {"registers", FIG_E_REGISTERS, FIG_A_REGISTERS},
+             {"level", FIG_E_REGISTERS, FIG_A_REGISTERS},
+             {"matrix", FIG_E_MATRIX, FIG_A_MATRIX},
+             {"vector", FIG_E_VECTOR, FIG_A_VECTOR},
+             {"feeder", FIG_E_FEEDER, FIG_A_FEEDER}};
+enum { NROLES = sizeof roles / sizeof roles[0] };
+
 /* Accumulate K x EV's figures and component energies into R. */
 static void add_eval(PointResult *r, const Arch *a, const Eval *ev, double k) {
   r->fig[FIG_LATENCY] += k * ev->seconds;
@@ -125,16 +131,9 @@ static void add_eval(PointResult *r, const Arch *a, const Eval *ev, double k) {
   for (int i = 0; i < n; i++) {
     double e = k * cs[i].energy_j;
     r->component_j[i] += e;
-    static const struct {
-      const char *role;
-      Figure f;
-    } roles[] = {{"dram", FIG_E_DRAM},         {"buffer", FIG_E_BUFFER},
-                 {"staging", FIG_E_BUFFER},      {"registers", FIG_E_REGISTERS},
-                 {"level", FIG_E_REGISTERS},     {"matrix", FIG_E_MATRIX},
-                 {"vector", FIG_E_VECTOR},     {"feeder", FIG_E_FEEDER}};
-    for (size_t j = 0; j < sizeof roles / sizeof roles[0]; j++)
+    for (int j = 0; j < NROLES; j++)
       if (strcmp(cs[i].role, roles[j].role) == 0)
-        r->fig[roles[j].f] += e;
+        r->fig[roles[j].energy] += e;
   }
 }
 
@@ -143,19 +142,13 @@ static void add_area(PointResult *r, const Arch *a) {
   Component cs[SWEEP_MAX_COMPONENTS];
   int n = report_components(a, NULL, cs);
   r->fig[FIG_AREA] = arch_area(a);
-  static const struct {
-    const char *role;
-    Figure f;
-  } roles[] = {{"buffer", FIG_A_BUFFER},   {"staging", FIG_A_BUFFER},
-               {"registers", FIG_A_REGISTERS}, {"level", FIG_A_REGISTERS},
-               {"matrix", FIG_A_MATRIX},   {"vector", FIG_A_VECTOR},
-               {"feeder", FIG_A_FEEDER}};
-  for (size_t j = 0; j < sizeof roles / sizeof roles[0]; j++)
-    r->fig[roles[j].f] = a->area.given ? 0 : NAN;
-  for (size_t j = 0; j < sizeof roles / sizeof roles[0]; j++)
-    for (int i = 0; i < n; i++)
+  for (int j = 0; j < NROLES; j++)
+    if (roles[j].area != FIG_COUNT)
+      r->fig[roles[j].area] = a->area.given ? 0 : NAN;
+  for (int j = 0; j < NROLES; j++)
+    for (int i = 0; i < n && roles[j].area != FIG_COUNT; i++)
       if (strcmp(cs[i].role, roles[j].role) == 0)
-        r->fig[roles[j].f] += cs[i].area_mm2;
+        r->fig[roles[j].area] += cs[i].area_mm2;
   double cls[AREA_CLASS_COUNT];
   arch_area_by_class(a, cls);
   static const Figure by_class[] = {FIG_A_COMPUTE, FIG_A_NONLINEAR,

@@ -33,8 +33,7 @@ typedef struct Loader {
   double budget; /* bytes the study may hold (INFINITY: no limit) */
 } Loader;
 
-static bool fail(Loader *L, Loc loc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#define fail(L, ...) diag_fail((L)->d, (L)->s->path, __VA_ARGS__)
 
 /* What a study holds while it runs, measured on studies of 4000 and 8000
  * points (peak RSS): per point about 16 KiB (its result, on its rank and
@@ -45,14 +44,6 @@ enum { POINT_BYTES = 16 << 10, SHAPE_BYTES = 4 << 10 };
 
 double study_memory(long points, double shapes) {
   return (double)points * POINT_BYTES + shapes * SHAPE_BYTES;
-}
-
-static bool fail(Loader *L, Loc loc, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  diag_verror(L->d, L->s->path, loc, fmt, ap);
-  va_end(ap);
-  return false;
 }
 
 /* Refuse, before it is allocated, a study of POINTS points (WHAT says

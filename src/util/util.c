@@ -25,6 +25,24 @@ void diag_error(Diag *d, const char *file, Loc loc, const char *fmt, ...) {
   va_end(ap);
 }
 
+int find_named(const void *arr, int n, size_t size, const char *name) {
+  for (int i = 0; i < n; i++) {
+    const char *const *entry =
+        (const void *)((const char *)arr + (size_t)i * size);
+    if (strcmp(*entry, name) == 0)
+      return i;
+  }
+  return -1;
+}
+
+bool diag_fail(Diag *d, const char *file, Loc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  diag_verror(d, file, loc, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
 void diag_print(const Diag *d, FILE *out) {
   Buf b = {0};
   if (d->file[0]) {

@@ -36,6 +36,10 @@ void diag_error(Diag *d, const char *file, Loc loc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void diag_verror(Diag *d, const char *file, Loc loc, const char *fmt,
                  va_list ap) __attribute__((format(printf, 4, 0)));
+/* diag_error, then false: every loader's `return fail(...)` (each wraps
+ * it in a macro that names its own Diag and file). */
+bool diag_fail(Diag *d, const char *file, Loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Print "FILE:LINE:COL: error: MSG" (or "FILE: error: MSG" without a
  * line) on one line: control characters of the file name or the message
  * (a newline in a user's name) are escaped as \xNN. */
@@ -71,6 +75,20 @@ char *xstrdup(const char *s);
     }                                                                      \
     (arr)[(n)++] = (item);                                                 \
   } while (0)
+
+/* The name of an X-macro entry X(id, name): `static const char *const
+ * names[] = {LIST(NAME_ENTRY)};`, declared [] so that its _Static_assert
+ * against the enum's count fails when an entry is missing. */
+#define NAME_ENTRY(id, name) name,
+/* The row {a, b, ...} of an X-macro entry X(id, a, b, ...): `} rows[] =
+ * {LIST(TABLE_ROW)};`, a table of every field but the id. */
+#define TABLE_ROW(id, ...) {__VA_ARGS__},
+
+/* The index of the entry named NAME among the N entries of SIZE bytes at
+ * ARR, each a struct whose first member is its name (const char *); -1
+ * if none. A linear search: for the few dozen ranks or tensors of a
+ * cascade, the hundreds of a checkpoint. */
+int find_named(const void *arr, int n, size_t size, const char *name);
 
 /* A string builder. */
 typedef struct Buf {

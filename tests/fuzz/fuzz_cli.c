@@ -29,7 +29,6 @@ typedef struct FuzzArgs {
 
 #define FO(field) offsetof(FuzzArgs, field)
 static const Opt fuzz_opts[] = {
-    {"ARG", OPT_STRING, FO(spec.spec), NULL, .flags = OPT_POSITIONAL},
     {"--json", OPT_FLAG, FO(spec.json), NULL, .help = "a flag"},
     {"--two-pass", OPT_SWITCH, FO(two_pass), NULL, .help = "on", .lo = 1},
     {"--no-two-pass", OPT_SWITCH, FO(two_pass), NULL, .help = "off"},
@@ -85,8 +84,8 @@ static const Command fuzz_command = {
     .name = "fuzz",
     .summary = "the option engine",
     .about = "Every kind of option.\n",
-    .uses = {{&fuzz_table, 0, NULL},
-             {&spec_options, offsetof(FuzzArgs, spec), NULL}},
+    .opts = &fuzz_table,
+    .uses = {USE_SPEC(FuzzArgs)},
     .example = "mambalaya fuzz x --set B=2\n",
     .size = sizeof(FuzzArgs),
     .init = fuzz_init,
