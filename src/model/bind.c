@@ -263,32 +263,14 @@ static double cycles_on(const Ctx *x, int e, int u, double mem) {
          x->a->units[u].pipeline;
 }
 
-/* The ideal design: the fastest unit among those some plan could give E
- * (the matrix unit if a matrix operation precedes it or it is one, the
- * feeder if one follows it, the vector unit always). */
+/* The ideal design: the fastest of every unit able to run E, whatever
+ * the rule would give it -- a plan may bind E anywhere (an architecture's
+ * `binding:`, the search's binding by cost), so no design runs E faster. */
 static int ideal_unit(const Ctx *x, int e, double mem) {
-  bool before = false, after = false;
-  for (int i = 0; i < x->c->neinsums; i++)
-    if (x->work[i].matrix) {
-      before = before || i <= e;
-      after = after || i > e;
-    }
-  UnitRole cand[3];
-  int n = 0;
-  if (x->work[e].matrix) {
-    cand[n++] = ROLE_MATRIX;
-  } else {
-    cand[n++] = ROLE_VECTOR;
-    if (before)
-      cand[n++] = ROLE_MATRIX;
-    if (after)
-      cand[n++] = ROLE_FEEDER;
-  }
   int best = -1;
   double best_c = INFINITY;
-  for (int i = 0; i < n; i++) {
-    int u = capable_unit(x, e, cand[i]);
-    if (u < 0)
+  for (int u = 0; u < x->a->nunits; u++) {
+    if (!unit_runs(x, e, u))
       continue;
     double c = cycles_on(x, e, u, mem);
     if (c < best_c) {
