@@ -143,12 +143,17 @@ static void count(const Ctx *x, const Expr *t, double n, double *ops) {
 
 /* The share of points inside T's mask when T is where(mask, a, ID), ID
  * the identity of the reduction over it (0 for a sum): the points outside
- * add nothing and are not computed. 1 otherwise. */
+ * add nothing and are not computed. -1 when T is no such where. */
 static double masked_share(const Ctx *x, const Expr *t, double id) {
   if (!expr_is(t, OP_WHERE) || expr_varies(t->c) ||
       shape_eval(x->s, t->c) != id)
-    return 1;
-  double in = mask_share(x, t->a);
+    return -1;
+  return mask_share(x, t->a);
+}
+
+/* The share of a reduction's steps that run: masked_share, 1 if none. */
+static double steps_share(const Ctx *x, const Expr *t, double id) {
+  double in = masked_share(x, t, id);
   return in >= 0 ? in : 1;
 }
 
@@ -185,8 +190,8 @@ static void factors_of(const Expr *x, bool den, Factors *fs) {
 static double unmask(const Ctx *x, Factors *fs) {
   double share = 1;
   for (int i = 0; i < fs->n; i++) {
-    double in = fs->den[i] ? 1 : masked_share(x, fs->f[i], 0);
-    if (in < 1) {
+    double in = fs->den[i] ? -1 : masked_share(x, fs->f[i], 0);
+    if (in >= 0) {
       share *= in;
       fs->f[i] = fs->f[i]->b;
     }
@@ -289,13 +294,13 @@ static void reduce_explicit(const Ctx *x) {
     return;
   switch (e->red) {
   case RED_MAX:
-    w->ops[OPC_MAX] += w->points * masked_share(x, e->rhs, -INFINITY);
+    w->ops[OPC_MAX] += w->points * steps_share(x, e->rhs, -INFINITY);
     break;
   case RED_MIN:
-    w->ops[OPC_MAX] += w->points * masked_share(x, e->rhs, INFINITY);
+    w->ops[OPC_MAX] += w->points * steps_share(x, e->rhs, INFINITY);
     break;
   case RED_PROD:
-    w->ops[OPC_MUL] += w->points * masked_share(x, e->rhs, 1);
+    w->ops[OPC_MUL] += w->points * steps_share(x, e->rhs, 1);
     break;
   case RED_SUM:
   case RED_COUNT:

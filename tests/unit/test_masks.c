@@ -47,6 +47,7 @@ TEST(masks_causal_convolution) {
   CHECK_NEAR(w.total, 2080, 0);
   CHECK_NEAR(full.ops[OPC_MACC], 4096, 0);
   CHECK_NEAR(w.points, 4096, 0); /* the loop nest's box is unchanged */
+  CHECK(w.matrix && full.matrix); /* a product of two reused reads */
 }
 
 /* Masked scores, prefill and decode. Prefill (I = J = 32): the division
