@@ -1,6 +1,8 @@
 /* compose.c — Einsums composed into a group's and a layer's latency:
  * one after another, or pipelined across the units (§VI "parallel
- * pipelining"), and the ideal design's pipelined lower bound. */
+ * pipelining"), and the ideal design's lower bound: its units checked
+ * against each Einsum's whole memory time, and the pipelined bound
+ * (docs/model.md §5). */
 #include "price.h"
 
 #include <math.h>
@@ -206,11 +208,54 @@ static double ideal_pipelined(const Ctx *x) {
          (isfinite(fill) ? fill : 0);
 }
 
+/* The level whose time is Einsum I's memory time (price_levels). */
+static int slowest_level(const Eval *ev, int i) {
+  const LevelUse *u = &ev->use[(size_t)i * (size_t)ev->nlevels];
+  int most = -1;
+  for (int l = 0; l < ev->nlevels; l++)
+    if (u[l].cycles > 0 && (most < 0 || u[l].cycles > u[most].cycles))
+      most = l;
+  return most;
+}
+
+/* The ideal design's units were chosen knowing each Einsum's DRAM time
+ * only (bind.c); its slowest level is known now. Where another unit able
+ * to run it gives a shorter Einsum with that memory time (a unit with a
+ * deeper pipeline was faster while memory was short), run it there: the
+ * sequential ideal is then each Einsum's least time on any unit, which no
+ * binding beats. Its operations' energy follows it. */
+static void ideal_rebind(Ctx *x) {
+  const Arch *a = x->a;
+  Eval *ev = x->ev;
+  for (int i = 0; i < ev->n; i++) {
+    EinsumEval *r = &ev->e[i];
+    for (int u = 0; u < a->nunits; u++) {
+      if (u == r->unit || !unit_runs(x, r->einsum, u))
+        continue;
+      EinsumEval t = *r;
+      price_compute(x, r->einsum, u, &t);
+      t.cycles = einsum_cycles(x, &t, t.mem_cycles);
+      if (!(t.cycles < r->cycles))
+        continue;
+      for (int k = 0; k < OPC_COUNT; k++) {
+        double e = r->work.ops[k] * a->op_pj[k];
+        ev->unit_energy[op_unit(a, r->unit, (OpClass)k)] -= e;
+        ev->unit_energy[op_unit(a, u, (OpClass)k)] += e;
+      }
+      t.bound = t.compute_cycles >= t.mem_cycles ? -1 : slowest_level(ev, i);
+      *r = t;
+      x->unit[r->einsum] = u;
+    }
+  }
+}
+
 void compose_layer(Ctx *x) {
   Eval *ev = x->ev;
   const Arch *a = x->a;
   double t = 0;
   bool ideal_pipe = x->o.bound && x->o.compose == COMPOSE_PIPELINED;
+  if (x->o.bound)
+    ideal_rebind(x);
   for (int g = 0; g < ev->ngroups; g++) {
     GroupEval *ge = &ev->g[g];
     EinsumEval *e = &ev->e[ge->first];

@@ -151,3 +151,62 @@ TEST(bound_pipelined_single_array_mamba1) {
   cascade_free(c);
   arch_free(a);
 }
+
+/* The sequential ideal's units, when pipelines differ: Y = exp(X) over
+ * 4096 elements on an 8x8 array with a 100-stage pipeline (64 cycles of
+ * compute) or a 16-PE vector unit with one stage (256). With DRAM alone
+ * (16.4 cycles) the array looks faster (164 against 257), but the buffer
+ * (16 B/cycle) moves X in and to the PEs, Y back and out: 32768 B, 2048
+ * cycles, so the array takes 2048 + 100 and the vector unit 2048 + 1 --
+ * which the unfused design takes. The ideal is the 2049. */
+TEST(bound_sequential_units_after_levels) {
+  static const char arch[] =
+      "architecture:\n"
+      "  name: pipe\n  clock: 1 GHz\n  word: 2 B\n"
+      "  memory:\n"
+      "    - {name: DRAM, bandwidth: 1 TB/s, read_energy: 1 pJ/B, "
+      "write_energy: 1 pJ/B}\n"
+      "    - {name: Buffer, capacity: 1 MiB, fusion: true, bandwidth: "
+      "16 GB/s, read_energy: 1 pJ/B, write_energy: 1 pJ/B}\n"
+      "  compute:\n"
+      "    - {name: mat, role: matrix, shape: [8, 8], pipeline: 100, ops: "
+      "{macc: 1, add: 1, mul: 1, exp: 1}}\n"
+      "    - {name: vec, role: vector, pes: 16, pipeline: 1, ops: {macc: 1, "
+      "add: 1, mul: 1, exp: 1}}\n"
+      "  energy: {macc: 1 pJ, add: 1 pJ, mul: 1 pJ, exp: 1 pJ}\n";
+  static const char spec[] = "shape: {N: 4096}\n"
+                             "einsum:\n"
+                             "  declaration: {X: [N], Y: [N]}\n"
+                             "  expressions:\n"
+                             "    - Y[n] = exp(X[n])\n";
+  Diag d = {0};
+  Arch *a = arch_parse("pipe.yaml", arch, strlen(arch), &d);
+  Cascade *c = a ? spec_parse("t.yaml", spec, strlen(spec), &d) : NULL;
+  Shape *s = c ? shape_bind(c, NULL, NULL, 0, true, &d) : NULL;
+  if (!s) {
+    test_fail(__FILE__, __LINE__, "%s", d.msg);
+    cascade_free(c);
+    arch_free(a);
+    return;
+  }
+  Pair *pairs = fusion_classify(c, s);
+  ModelOpts o = model_default_opts(DES_IDEAL);
+  Eval *i = model_eval(c, s, a, pairs, DES_IDEAL, &o, &d);
+  o = model_default_opts(DES_UNFUSED);
+  Eval *u = model_eval(c, s, a, pairs, DES_UNFUSED, &o, &d);
+  CHECK(i && u);
+  if (i && u) {
+    CHECK_NEAR(i->cycles, 2048 + 1, 1e-9);
+    CHECK_NEAR(u->cycles, 2048 + 1, 1e-9);
+    CHECK_STR(a->units[i->e[0].unit].name, "vec");
+    CHECK_INT(i->e[0].bound, 1); /* the buffer */
+    CHECK_NEAR(i->unit_energy[1], 4096, 1e-9); /* its exps, on vec */
+    CHECK_NEAR(i->unit_energy[0], 0, 1e-9);
+  }
+  eval_free(i);
+  eval_free(u);
+  free(pairs);
+  shape_free(s);
+  cascade_free(c);
+  arch_free(a);
+}
