@@ -1,22 +1,53 @@
 #!/usr/bin/env bash
-# The search's time on every shipped cascade (prefill, the mambalaya
-# architecture, latency), one run each: the whole command, the space's
-# size and the share of it priced (each candidate group once).
+# The search's time on every shipped cascade on every shipped
+# architecture, prefill and decode (latency, default options), one run
+# each: the whole command's wall and CPU time (the search runs on one
+# core), the space's size and the share of it priced. Ends with the
+# slowest run and Mamba-1's worst (target: <= 1 s; issue 16).
+#   bash bench/search.sh [BUILD]
 set -euo pipefail
 BUILD=${1:-build}
-printf '%-28s %8s %8s %14s %8s %8s\n' spec seconds nodes partitions groups gap
+out=$(mktemp)
+timing=$(mktemp)
+trap 'rm -f "$out" "$timing"' EXIT
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-16s %-10s %-8s %7s %7s %6s %10s %7s %7s %6s %7s\n' spec arch phase \
+  wall_s cpu_s nodes partitions groups priced named gap
+worst=0 worst_at='' mamba1=0
 for spec in specs/*.yaml; do
-  start=$(date +%s.%N)
-  "$BUILD/mambalaya" search "$spec" --json >/tmp/bench_search.$$ 2>/dev/null ||
-    continue
-  end=$(date +%s.%N)
-  python3 - "$spec" "$start" "$end" /tmp/bench_search.$$ <<'PY'
-import json, sys
-spec, start, end, path = sys.argv[1:]
+  for arch in archs/*.yaml; do
+    for phase in prefill decode; do
+      if ! /usr/bin/time -f '%e %U' -o "$timing" "$BUILD/mambalaya" search \
+        "$spec" --arch "$arch" --phase "$phase" --json >"$out" 2>/dev/null; then
+        why="FAILED"
+        [ "$phase" = decode ] && why="not run: no sequence rank, no decode"
+        printf '%-16s %-10s %-8s (%s)\n' "$(basename "$spec" .yaml)" \
+          "$(basename "$arch" .yaml)" "$phase" "$why"
+        continue
+      fi
+      read -r wall cpu <"$timing"
+      python3 - "$spec" "$arch" "$phase" "$wall" "$cpu" "$out" <<'PY'
+import json, os, sys
+spec, arch, phase, wall, cpu, path = sys.argv[1:]
 d = json.load(open(path))
 sp = d["space"]
-print("%-28s %8.3f %8d %14.6g %8d %8.3f" % (spec, float(end) - float(start),
-      sp["merged_einsums"], sp["partitions"], sp["groups_priced"], d["gap"]))
+name = lambda p: os.path.splitext(os.path.basename(p))[0]
+cand = sp.get("candidate_groups") or 0
+priced = sp.get("groups_priced", 0)
+print("%-16s %-10s %-8s %7.3f %7.3f %6d %10.4g %7d %6.0f%% %7d %7.3f" % (
+    name(spec), name(arch), phase, float(wall), float(cpu),
+    sp["merged_einsums"], sp["partitions"], cand,
+    100.0 * priced / cand if cand else 0, sp.get("named_plans_priced", 0),
+    d["gap"]))
 PY
+      if awk -v a="$wall" -v b="$worst" 'BEGIN { exit !(a > b) }'; then
+        worst=$wall worst_at="$spec $arch $phase"
+      fi
+      if [ "$(basename "$spec")" = mamba1.yaml ] &&
+        awk -v a="$wall" -v b="$mamba1" 'BEGIN { exit !(a > b) }'; then
+        mamba1=$wall
+      fi
+    done
+  done
 done
-rm -f /tmp/bench_search.$$
+echo "slowest: ${worst} s ($worst_at); mamba1 at most ${mamba1} s (target <= 1 s)"

@@ -716,7 +716,13 @@ static bool load_energy(Loader *L, const YamlNode *m) {
 /* ---- area ---- */
 
 static const char *const area_keys[] = {"node", "functional_units",
-                                        "interconnect", NULL};
+                                        "interconnect", "nonlinear", NULL};
+
+/* The classes MARCA's nonlinear unit computes on the PE's FMA. */
+static bool nonlinear_class(int k) {
+  return k == OPC_DIV || k == OPC_EXP || k == OPC_LOG || k == OPC_SQRT ||
+         k == OPC_SILU;
+}
 static const char *const fu_keys[] = {"name", "ops", "area", NULL};
 
 /* One functional unit: {name, ops: [CLASS, ...], area}. A class belongs
@@ -755,13 +761,39 @@ static bool load_fu(Loader *L, const YamlNode *m, FuncUnit *f, int *owner,
     owner[c] = index;
     f->ops[c] = true;
   }
+  f->nonlinear = true;
+  for (int k = 0; k < OPC_COUNT; k++)
+    f->nonlinear = f->nonlinear && (!f->ops[k] || nonlinear_class(k));
   const YamlNode *area =
       need(L, m, "area", where, "for one operation per cycle, e.g. '177 um2'");
   return area && get_positive(L, area, "mm2", "area", &f->area);
 }
 
+/* `nonlinear: separate | marca` (default separate): MARCA's reading
+ * builds the nonlinear units from the FMA, so the file needs one. */
+static bool load_nonlinear(Loader *L, const YamlNode *m, ArchArea *ar) {
+  const YamlNode *n = ydoc_get(m, "nonlinear");
+  ar->nonlinear = NONLINEAR_SEPARATE;
+  if (!n)
+    return true;
+  static const char *const names[] = {"separate", "marca"};
+  _Static_assert(sizeof names / sizeof names[0] == NONLINEAR_COUNT,
+                 "a name per reading of the nonlinear hardware");
+  int k = ydoc_enum(n, names, NONLINEAR_COUNT, "nonlinear hardware", L->d);
+  if (k < 0)
+    return false;
+  ar->nonlinear = (NonlinearHw)k;
+  for (int f = 0; f < ar->nfus; f++)
+    if (ar->fus[f].ops[OPC_MACC] || k == NONLINEAR_SEPARATE)
+      return true;
+  return fail(L, n->loc,
+              "nonlinear: marca builds the nonlinear units from the PE's "
+              "FMA, but no functional unit performs macc");
+}
+
 /* The area section: the node every figure is scaled to, the functional
- * units PEs are built of, the interconnect per PE. */
+ * units PEs are built of, the interconnect per PE, the reading of the
+ * nonlinear units. */
 static bool load_area(Loader *L, const YamlNode *key, const YamlNode *m) {
   if (!want(L, m, YN_MAP, "area (node, functional_units, interconnect)"))
     return false;
@@ -795,8 +827,9 @@ static bool load_area(Loader *L, const YamlNode *key, const YamlNode *m) {
                     "performs: its PEs' area would be unknown",
                     opclass_names[k], L->a->units[u].name);
   const YamlNode *ic = ydoc_get(m, "interconnect");
-  return !ic ||
-         get_non_negative(L, ic, "mm2", "interconnect", &ar->interconnect);
+  return (!ic ||
+          get_non_negative(L, ic, "mm2", "interconnect", &ar->interconnect)) &&
+         load_nonlinear(L, m, ar);
 }
 
 /* With an area section, every on-chip level has an area and off-chip

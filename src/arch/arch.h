@@ -126,8 +126,39 @@ typedef struct FuncUnit {
   const char *name;
   Loc loc;
   bool ops[OPC_COUNT];
-  double area; /* mm2 */
+  double area;    /* mm2 */
+  bool nonlinear; /* it performs only div, exp, log, sqrt, silu */
 } FuncUnit;
+
+/* What a PE's nonlinear functional units are (docs/architecture.md,
+ * "Area"): the reading of the paper's "MARCA's nonlinear unit" decides
+ * the area of every PE that performs exp or SiLU. */
+typedef enum {
+  NONLINEAR_SEPARATE, /* stages of their own, each its `area` */
+  NONLINEAR_MARCA,    /* MARCA's reusable unit: built from the PE's FMA
+                         (the functional unit performing macc), no area
+                         of its own; the PE has as many FMAs as the
+                         fastest of its FMA and nonlinear rates */
+  NONLINEAR_COUNT
+} NonlinearHw;
+
+const char *nonlinear_hw_name(NonlinearHw h); /* "separate", "marca" */
+
+/* The classes area is counted in, the same for every architecture, so
+ * that two architectures' totals compare like for like. Off-chip memory
+ * interfaces (PHYs), control (schedulers, instruction issue, a
+ * controller) and the on-chip network between the memories and the PE
+ * arrays are counted on no architecture (docs/architecture.md). */
+typedef enum {
+  AREA_COMPUTE,      /* functional units other than the nonlinear ones */
+  AREA_NONLINEAR,    /* the nonlinear functional units (div, exp, ...) */
+  AREA_INTERCONNECT, /* per PE: links, operand forwarding */
+  AREA_MEMORY,       /* every on-chip memory level, register files too */
+  AREA_CLASS_COUNT
+} AreaClass;
+
+/* "compute", "nonlinear", "interconnect", "memory". */
+const char *area_class_name(AreaClass c);
 
 /* The area section: every figure scaled to one technology node. */
 typedef struct ArchArea {
@@ -136,6 +167,7 @@ typedef struct ArchArea {
   int nfus;
   FuncUnit *fus;
   double interconnect; /* mm2 per PE: links, operand forwarding */
+  NonlinearHw nonlinear;
 } ArchArea;
 
 typedef struct Arch {
@@ -186,6 +218,14 @@ double arch_peak(const Arch *a, int unit, OpClass k);
 double arch_unit_area(const Arch *a, int unit);
 double arch_level_area(const Arch *a, int level);
 double arch_area(const Arch *a); /* the sum over units and levels */
+/* The area of class C of unit UNIT (levels are AREA_MEMORY); of each
+ * class summed over the architecture into OUT (NAN without an area
+ * section). They add up to arch_area. */
+double arch_unit_area_class(const Arch *a, int unit, AreaClass c);
+void arch_area_by_class(const Arch *a, double out[AREA_CLASS_COUNT]);
+/* The total if the file's nonlinear hardware were H instead (NAN without
+ * an area section): the other reading's figure, reported beside it. */
+double arch_area_as(const Arch *a, NonlinearHw h);
 
 /* Parse a quantity with a unit: "32 MiB" -> bytes, "2039 GB/s" -> bytes/s,
  * "1.75 GHz" -> Hz, "20 pJ/B" -> pJ per byte, "0.9 pJ" -> pJ, "177 um2"

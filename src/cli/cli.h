@@ -181,6 +181,8 @@ const char *executor_name(const ExecutorOpts *o);
 /* The names of the library's enums, as options take them. */
 extern const OptChoices phase_choices, strategy_choices, stitcher_choices,
     design_choices, objective_choices, search_objective_choices;
+/* --design of eval: a design, or best (-1): the searched schedule. */
+extern const OptChoices design_or_best_choices;
 /* --strategy of the executors: interpreter (-1) or a strategy. */
 extern const OptChoices exec_strategy_choices;
 

@@ -2,6 +2,10 @@
 #include "cli.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+/* --design best: not a model design (the model is below the search). */
+enum { EVAL_BEST = -1 };
 
 typedef struct EvalArgs {
   SpecOpts spec;
@@ -17,8 +21,9 @@ static const Opt eval_opts[] = {
     {"--arch", OPT_STRING, offsetof(EvalArgs, arch), "ARCH",
      .help = "architecture (default: mambalaya)"},
     {"--design", OPT_ENUM, offsetof(EvalArgs, design), "D",
-     .help = "(default: full)", .flags = OPT_LIST,
-     .choices = &design_choices},
+     .help = "(default: full; best: the schedule `search` finds for latency, "
+             "with its gap to ideal)",
+     .flags = OPT_LIST, .choices = &design_or_best_choices},
     {"--strategy", OPT_ENUM, offsetof(EvalArgs, design), "S",
      .help = "the same as --design for the four strategies",
      .choices = &design_choices},
@@ -64,25 +69,99 @@ static Eval *price(const EvalArgs *o, const char *pick, const Cascade *c,
   return ev;
 }
 
+/* The schedule `search` finds for latency under O's options: what
+ * `eval --design best` prices (docs/search.md, "best elsewhere"). */
+static SearchResult *search_for(const EvalArgs *o, const Cascade *c,
+                                const Shape *s, const Arch *arch, Diag *d) {
+  Pair *pairs = fusion_classify(c, s);
+  MapMemo *memo = map_memo_new(false);
+  SearchResult *r =
+      search_best(c, s, arch, pairs, &o->mf, SO_LATENCY, memo, d);
+  map_memo_free(memo);
+  free(pairs);
+  return r;
+}
+
+static double search_gap(const SearchResult *r) {
+  return r->lower > 0 ? r->found / r->lower : 1;
+}
+
+/* "search" (a partition the search found) or the named design it is. */
+static const char *search_from(const SearchResult *r) {
+  return r->from == DES_COUNT ? "search" : design_name(r->from);
+}
+
+static json_t *search_json(const SearchResult *r) {
+  json_t *j = json_object();
+  json_object_set_new(j, "objective",
+                      json_string(search_objective_name(SO_LATENCY)));
+  json_object_set_new(j, "found", report_real(r->found));
+  json_object_set_new(j, "lower_bound", report_real(r->lower));
+  json_object_set_new(j, "gap", report_real(search_gap(r)));
+  json_object_set_new(j, "from", json_string(search_from(r)));
+  return j;
+}
+
+/* CSV's rows of --design best: each line of CSV with the search's
+ * columns (where the schedule came from, the ideal latency, the gap)
+ * appended. No field of report_eval_csv holds a line break. */
+static void search_csv(Buf *b, const Buf *csv, const SearchResult *r) {
+  bool header = true;
+  for (const char *l = csv->s; l && *l;) {
+    size_t n = strcspn(l, "\n");
+    buf_printf(b, "%.*s", (int)n, l);
+    if (header)
+      buf_printf(b, ",best_from,ideal_latency_s,gap_to_ideal\n");
+    else
+      buf_printf(b, ",%s,%.10g,%.10g\n", search_from(r), r->lower,
+                 search_gap(r));
+    header = false;
+    l += n + (l[n] == '\n');
+  }
+}
+
+/* The text's line under the schedule of --design best. */
+static void search_text(Buf *b, const SearchResult *r) {
+  buf_printf(b, "\nbest (searched): %.4g ms, %s; ideal %.4g ms; gap to "
+                "ideal %.4gx (`mambalaya search` prints the space and the "
+                "plan)\n",
+             r->found * 1e3,
+             r->from == DES_COUNT ? "a partition found by the search"
+                                  : design_name(r->from),
+             r->lower * 1e3, search_gap(r));
+}
+
+/* EV priced as DESIGN (BEST: the search that found it, or NULL). */
 static void print_eval(const EvalArgs *o, const Cascade *c, const Shape *s,
-                       const Arch *arch, const Eval *ev, Design design) {
+                       const Arch *arch, const Eval *ev, Design design,
+                       const SearchResult *best) {
   if (o->spec.json) {
     Inputs in = spec_inputs("eval", &o->spec, c, s);
     in.arch = o->arch ? o->arch : "mambalaya";
     in.plan = o->plan;
-    in.design = design_name(design);
+    in.design = best ? "best" : design_name(design);
     in.phase = o->spec.phase == PHASE_DECODE ? "decode" : "prefill";
     in.opts = &ev->opts;
-    emit_json(report_eval_json(c, arch, ev), &in);
+    json_t *j = report_eval_json(c, arch, ev);
+    if (best)
+      json_object_set_new(j, "search", search_json(best));
+    emit_json(j, &in);
     return;
   }
-  Buf b = {0};
-  if (o->csv)
+  Buf b = {0}, rows = {0};
+  if (o->csv && best) {
+    report_eval_csv(&rows, c, arch, ev);
+    search_csv(&b, &rows, best);
+  } else if (o->csv) {
     report_eval_csv(&b, c, arch, ev);
-  else
+  } else {
     report_eval_text(&b, c, arch, ev);
+    if (best)
+      search_text(&b, best);
+  }
   emit(&b);
   buf_free(&b);
+  buf_free(&rows);
 }
 
 static int eval(const Parsed *p, void *opts) {
@@ -108,12 +187,18 @@ static int eval(const Parsed *p, void *opts) {
     return status;
   Diag d = {0};
   Design design = (Design)o->design;
-  Eval *ev = price(o, pick, c, s, arch, &design, &d);
+  SearchResult *best = o->design == EVAL_BEST
+                           ? search_for(o, c, s, arch, &d)
+                           : NULL;
+  Eval *ev = o->design == EVAL_BEST ? (best ? best->best : NULL)
+                                    : price(o, pick, c, s, arch, &design, &d);
   if (ev)
-    print_eval(o, c, s, arch, ev, design);
+    print_eval(o, c, s, arch, ev, design, best);
   else
     status = input_failed(&d);
-  eval_free(ev);
+  if (o->design != EVAL_BEST)
+    eval_free(ev);
+  search_free(best);
   shape_free(s);
   cascade_free(c);
   arch_free(arch);

@@ -10,6 +10,7 @@ typedef struct ReproArgs {
   ModelOverrides mopts;
   const char *out, *arch; /* arch NULL: the shipped mambalaya */
   unsigned formats;
+  int layers; /* --layers; 0: the model's */
 } ReproArgs;
 
 static const char both_ways[] =
@@ -33,11 +34,15 @@ static const Opt repro_opts[] = {
     {"--model", OPT_STRING, offsetof(ReproArgs, spec.model), "M",
      .help = "the model preset (default: the spec's own)"},
     {"--set", OPT_CUSTOM, offsetof(ReproArgs, spec), "NAME=V",
-     .help = "B: the batch (default 64); I: the prefill's tokens (default "
-             "2048); any other rank or parameter as given",
+     .help = "B: the batch; I: the prefill's tokens (default: the spec's "
+             "sizes, else 64 and 2048); any other rank or parameter as given",
      .flags = OPT_REPEAT, .parse = parse_set},
     {"--arch", OPT_STRING, offsetof(ReproArgs, arch), "ARCH",
      .help = "the architecture (default: the shipped mambalaya)"},
+    {"--layers", OPT_INT, offsetof(ReproArgs, layers), "N",
+     .help = "layers end to end, for the end-to-end figures (default: the "
+             "model's; a spec without a model draws them only with this)",
+     .lo = 1, .hi = 100000},
     {"--pipelined", OPT_REFUSED, 0, NULL, .help = both_ways},
     {"--ideal", OPT_REFUSED, 0, NULL, .help = both_ways},
 };
@@ -89,6 +94,7 @@ static Repro *evaluate(const ReproArgs *o, const Cascade *c, Arch *arch,
                       .arch = arch,
                       .arch_shipped = shipped_identity("archs", o->arch),
                       .model = o->spec.model,
+                      .layers = o->layers,
                       .nsets = o->spec.nsets,
                       .sets = o->spec.sets,
                       .opts = o->mopts};
@@ -163,13 +169,16 @@ const Command reproduce_command = {
         "Run the paper's evaluation: every design (best unfused, ideal, the\n"
         "MARCA-like and Geens-like accelerators, the four fusion strategies)\n"
         "priced for prefill and decode, end to end in three scenarios, and\n"
-        "over I = 2^0..2^20; print a table of the designs and, where the\n"
-        "setup is the paper's, every figure of the paper beside ours with the\n"
-        "ratio ours/paper. Writes every figure (in each format of --format),\n"
-        "every plotted series (figures.csv), the figures beside the paper's\n"
-        "(targets.csv) and an index.html showing them all into DIR, creating\n"
-        "it if missing; stdout is written only after them. The files land\n"
-        "together: a failed or interrupted run leaves DIR as it was.\n"
+        "over I = 2^0..2^20, and beside them best (searched), the schedule\n"
+        "`mambalaya search` finds, with its gap to ideal; print a table of the\n"
+        "designs, every figure where the paper's best variant appears again\n"
+        "with best (searched), and, where the setup is the paper's, every\n"
+        "figure of the paper beside ours with the ratio ours/paper. Writes\n"
+        "every figure (in each format of --format), every plotted series\n"
+        "(figures.csv), the figures beside the paper's (targets.csv) and an\n"
+        "index.html showing them all into DIR, creating it if missing; stdout\n"
+        "is written only after them. The files land together: a failed or\n"
+        "interrupted run leaves DIR as it was.\n"
         "\n"
         "The paper's setup is the default: the shipped mamba1 cascade, models\n"
         "mamba-370m (and mamba-2.8b for a second sweep), the shipped\n"
@@ -177,7 +186,9 @@ const Command reproduce_command = {
         "model, architecture or setting runs the same evaluation and draws\n"
         "the same figures for it, labelled with it; the paper's values are\n"
         "shown only for what the paper evaluated (an edited copy of a shipped\n"
-        "file is not the paper's).\n",
+        "file is not the paper's). A spec that names no model is evaluated\n"
+        "at its own sizes; the end-to-end figures need a layer count (the\n"
+        "model's, or --layers N).\n",
     .uses = {{&repro_table, 0, NULL},
              {&model_options, offsetof(ReproArgs, mopts),
               "model options (as for eval; every design gets them over its\n"
@@ -185,6 +196,8 @@ const Command reproduce_command = {
               "or ideal):"}},
     .example = "mambalaya reproduce --spec mamba2 --model mamba2-370m --out "
                "out/mamba2\n"
+               "mambalaya reproduce --spec tests/specs/good/rwkv6_shift.yaml "
+               "--arch h100 --layers 32\n"
                "mambalaya reproduce --reserve-share 0.8 --out out/share80\n",
     .size = sizeof(ReproArgs), .init = repro_init, .run = reproduce,
 };

@@ -25,6 +25,10 @@ const OptChoices stitcher_choices = {"stitcher", stitcher_at, STITCH_COUNT,
                                      NULL, false};
 const OptChoices design_choices = {"design", design_at, DES_COUNT, NULL,
                                    false};
+/* best (value -1) is not a model design: the commands that take it run
+ * the search (docs/search.md, "best elsewhere"). */
+const OptChoices design_or_best_choices = {"design", design_at, DES_COUNT,
+                                           "best", false};
 const OptChoices objective_choices = {"objective", objective_at, 2, NULL,
                                       false};
 static const char *search_objective_at(int i) {

@@ -460,17 +460,35 @@ static const char *series_color(const Chart *c, int i) {
   return PALETTE[k % NPALETTE];
 }
 
-/* Scatter series that are not lines get one of four marker shapes in turn,
- * so that they differ by more than colour. */
+enum {
+  SHAPE_CIRCLE,
+  SHAPE_SQUARE,
+  SHAPE_DIAMOND,
+  SHAPE_TRIANGLE,
+  SHAPE_TRIANGLE_DOWN,
+  SHAPE_HEXAGON,
+  SHAPE_COUNT
+};
+
+/* Scatter series that are not lines get the marker shape they ask for,
+ * else one of the first four in turn, so that they differ by more than
+ * colour. */
 static int series_shape(const Chart *c, int i) {
+  if (c->series[i].marker > 0)
+    return (c->series[i].marker - 1) % SHAPE_COUNT;
   int k = 0;
   for (int j = 0; j < i; j++)
-    k += !c->series[j].line;
+    k += !c->series[j].line && c->series[j].marker <= 0;
   return k % 4;
 }
 
 static bool drawn_as_line(const Chart *c, const ChartSeries *s) {
   return c->kind == CHART_LINE || (c->kind == CHART_SCATTER && s->line);
+}
+
+/* A step series drawn as its edge alone, unfilled. */
+static bool step_edge(const Chart *c, const ChartSeries *s) {
+  return c->kind == CHART_STEP_AREA && s->line;
 }
 
 static int nmarks(const Chart *c) {
@@ -529,6 +547,27 @@ static Extent y_extent(const Chart *c, const Axis *x, bool logy) {
     extent_add(&e, c->hlines[i].at, logy);
   if (!logy && (c->kind == CHART_STEP_AREA || is_bars(c)))
     extent_add(&e, 0, false); /* areas and bars grow from 0 */
+  return e;
+}
+
+/* Room around the data of an automatic range: bars never reach the top
+ * of the plot (a bar at the axis maximum reads as clipped), and scatter
+ * points never sit on an axis (a Pareto front in the corner hides behind
+ * the axes). FRAC of the span (of the decades, on a log axis). */
+static Extent pad_extent(Extent e, bool log, double frac, bool below) {
+  if (!e.any)
+    return e;
+  if (log) {
+    double span = fmax(log10(e.hi) - log10(e.lo), 1);
+    e.hi *= pow(10, frac * span);
+    if (below)
+      e.lo /= pow(10, frac * span);
+    return e;
+  }
+  double span = e.hi - e.lo > 0 ? e.hi - e.lo : fabs(e.hi) + 1;
+  e.hi += frac * span;
+  if (below) /* data that is never negative keeps a non-negative axis */
+    e.lo = e.lo >= 0 ? fmax(0, e.lo - frac * span) : e.lo - frac * span;
   return e;
 }
 
@@ -645,7 +684,10 @@ static double layout_x_axis(const Chart *c, Layout *l) {
   }
   l->x.scale = c->logx ? SCALE_LOG : SCALE_LINEAR;
   int target = (int)clampd((l->R - l->L) / 90, 3, 10);
-  axis_range(&l->x, x_extent(c, c->logx), c->xmin, c->xmax, target);
+  Extent e = x_extent(c, c->logx);
+  if (c->kind == CHART_SCATTER)
+    e = pad_extent(e, c->logx, 0.05, true);
+  axis_range(&l->x, e, c->xmin, c->xmax, target);
   axis_ticks(&l->x, target);
   return 20;
 }
@@ -682,7 +724,10 @@ static void layout(const Chart *c, Layout *l, double min_left,
   l->y.scale = c->logy ? SCALE_LOG : SCALE_LINEAR;
   int ty = (int)clampd(guess_h / 45, 3, 8);
   l->x.scale = c->logx && !is_bars(c) ? SCALE_LOG : SCALE_LINEAR;
-  axis_range(&l->y, y_extent(c, &l->x, c->logy), c->ymin, c->ymax, ty);
+  Extent ye = y_extent(c, &l->x, c->logy);
+  if (is_bars(c) || c->kind == CHART_SCATTER)
+    ye = pad_extent(ye, c->logy, 0.05, c->kind == CHART_SCATTER);
+  axis_range(&l->y, ye, c->ymin, c->ymax, ty);
   axis_ticks(&l->y, ty);
   l->L = fmax(14 + FONT_LABEL + 8 + max_label_w(&l->y) + 8, min_left);
   l->R = l->w - right;
@@ -902,9 +947,8 @@ static void draw_vlines(Scene *s, const Chart *c, const Layout *l) {
   free(shown);
 }
 
-enum { SHAPE_CIRCLE, SHAPE_SQUARE, SHAPE_DIAMOND, SHAPE_TRIANGLE };
-
-/* A marker centred on (X, Y): circle, square, diamond or triangle. */
+/* A marker centred on (X, Y): circle, square, diamond, triangle (up or
+ * down) or hexagon. */
 static void draw_marker(Scene *s, const char *cls, int shape, double x,
                         double y, double r) {
   if (shape == SHAPE_CIRCLE) {
@@ -917,10 +961,18 @@ static void draw_marker(Scene *s, const char *cls, int shape, double x,
     r *= 1.25;
     double p[] = {x, y - r, x + r, y, x, y + r, x - r, y};
     sc_poly(s, SC_POLYGON, cls, 4, p);
-  } else {
+  } else if (shape == SHAPE_TRIANGLE || shape == SHAPE_TRIANGLE_DOWN) {
     r *= 1.2;
-    double p[] = {x, y - r, x + r, y + 0.8 * r, x - r, y + 0.8 * r};
+    double up = shape == SHAPE_TRIANGLE ? 1 : -1;
+    double p[] = {x, y - up * r, x + r, y + up * 0.8 * r, x - r,
+                  y + up * 0.8 * r};
     sc_poly(s, SC_POLYGON, cls, 3, p);
+  } else {
+    r *= 1.1;
+    double p[12];
+    for (int k = 0; k < 6; k++)
+      p[2 * k] = x + r * cos(PI / 3 * k), p[2 * k + 1] = y + r * sin(PI / 3 * k);
+    sc_poly(s, SC_POLYGON, cls, 6, p);
   }
 }
 
@@ -937,9 +989,14 @@ static void draw_swatch(Scene *s, const Chart *c, int i, double x, double y) {
   }
   const ChartSeries *se = &c->series[i];
   const char *color = series_color(c, i);
-  if (drawn_as_line(c, se)) {
+  if (drawn_as_line(c, se) || step_edge(c, se)) {
     sc_line(s, "swatch", x, y, x + 22, y)->paint =
         (Paint){.stroke = color, .width = 2, .dash = se->dashed ? "5 3" : NULL};
+  } else if (c->kind == CHART_SCATTER && se->ring) {
+    sc_group(s, "swatch", (Paint){.fill = "none", .stroke = color,
+                                  .width = 1.6});
+    draw_marker(s, "point", SHAPE_CIRCLE, x + 11, y, 6);
+    sc_end(s);
   } else if (c->kind == CHART_SCATTER) {
     sc_group(s, "swatch", (Paint){.fill = color});
     draw_marker(s, "point", series_shape(c, i), x + 11, y, 4);
@@ -1075,10 +1132,11 @@ static void draw_line_series(Scene *sc, const Layout *l, const ChartSeries *s,
 }
 
 static void close_area(Scene *s, Poly *area, Poly *edge, double x,
-                       double base) {
+                       double base, bool fill) {
   poly_add(area, x, base);
-  sc_poly(s, SC_POLYGON, "area", area->n / 2, area->pts)->paint.stroke =
-      "none";
+  if (fill)
+    sc_poly(s, SC_POLYGON, "area", area->n / 2, area->pts)->paint.stroke =
+        "none";
   area->n = 0;
   poly_flush(s, edge);
 }
@@ -1109,7 +1167,7 @@ static void draw_step_series(Scene *sc, const Layout *l,
       poly_add(&edge, x0, y), poly_add(&edge, right, y);
     }
     if (area.n > 0 && (!ok || k + 2 >= n))
-      close_area(sc, &area, &edge, right, base);
+      close_area(sc, &area, &edge, right, base, !s->line);
   }
   free(area.pts);
   free(edge.pts);
@@ -1144,18 +1202,29 @@ static bool scatter_point(const Layout *l, const ChartSeries *s, int k,
   return true;
 }
 
+/* Where a label of width W would go at candidate I of POINT_SPOTS: its
+ * baseline start (or end, for left-hand spots) and its box. */
+enum { POINT_RINGS = 3, POINT_SPOTS = 4 * POINT_RINGS };
+static Box label_spot(double x, double y, double w, int i, double *tx,
+                      double *ty) {
+  static const double DX[4] = {6, 6, -6, -6}, DY[4] = {-5, 12, -5, 12};
+  double out = (i / 4) * (FONT_NOTE + 1); /* further rings move away */
+  int k = i % 4;
+  *tx = x + DX[k], *ty = y + DY[k] + (DY[k] < 0 ? -out : out);
+  return (Box){DX[k] > 0 ? *tx : *tx - w, *ty - FONT_NOTE,
+               DX[k] > 0 ? *tx + w : *tx, *ty + 2};
+}
+
 /* A point's label goes to the first free spot among up-right, down-right,
- * up-left and down-left that stays inside the plot (else up-right). */
+ * up-left and down-left that stays inside the plot, then the same a line
+ * further out (twice); else the first spot inside the plot. */
 static void draw_point_label(Scene *s, const Layout *l, Boxes *taken,
                              double x, double y, const char *text) {
-  double w = text_w(text, FONT_NOTE), h = FONT_NOTE;
-  static const double DX[4] = {6, 6, -6, -6}, DY[4] = {-5, 12, -5, 12};
+  double w = text_w(text, FONT_NOTE), tx, ty;
   int pick = -1;
   for (int pass = 0; pass < 2 && pick < 0; pass++)
-    for (int i = 0; i < 4 && pick < 0; i++) {
-      double tx = x + DX[i], ty = y + DY[i];
-      Box bx = {DX[i] > 0 ? tx : tx - w, ty - h, DX[i] > 0 ? tx + w : tx,
-                ty + 2};
+    for (int i = 0; i < POINT_SPOTS && pick < 0; i++) {
+      Box bx = label_spot(x, y, w, i, &tx, &ty);
       bool inside = bx.x0 >= l->L && bx.x1 <= l->R && bx.y0 >= l->T &&
                     bx.y1 <= l->B;
       if (inside && (pass == 1 || !boxes_hit(taken, bx)))
@@ -1163,11 +1232,9 @@ static void draw_point_label(Scene *s, const Layout *l, Boxes *taken,
     }
   if (pick < 0)
     pick = x + 6 + w <= l->R ? 0 : 2;
-  double tx = x + DX[pick], ty = y + DY[pick];
-  Box bx = {DX[pick] > 0 ? tx : tx - w, ty - h, DX[pick] > 0 ? tx + w : tx,
-            ty + 2};
+  Box bx = label_spot(x, y, w, pick, &tx, &ty);
   VEC_PUSH(taken->v, taken->n, taken->cap, bx);
-  draw_text(s, "point-label", tx, ty, DX[pick] > 0 ? ANCHOR_START : ANCHOR_END,
+  draw_text(s, "point-label", tx, ty, pick % 4 < 2 ? ANCHOR_START : ANCHOR_END,
             FONT_NOTE, text);
 }
 
@@ -1177,7 +1244,8 @@ static void draw_scatter_series(Scene *sc, const Chart *c, const Layout *l,
   double x, y;
   for (int k = 0; k < series_n(s); k++)
     if (scatter_point(l, s, k, &x, &y))
-      draw_marker(sc, "point", series_shape(c, i), x, y, 3.5);
+      draw_marker(sc, "point", s->ring ? SHAPE_CIRCLE : series_shape(c, i),
+                  x, y, s->ring ? 7 : 3.5);
   sc_group(sc, "point-labels", (Paint){.fill = "#333333", .stroke = "none"});
   for (int k = 0; s->labels && k < series_n(s); k++)
     if (s->labels[k] && s->labels[k][0] && scatter_point(l, s, k, &x, &y))
@@ -1278,11 +1346,13 @@ static void open_series(Scene *s, const Chart *c, int i) {
   const char *color = series_color(c, i);
   char tmp[32];
   Paint p;
-  if (drawn_as_line(c, se))
+  if (drawn_as_line(c, se) || step_edge(c, se))
     p = (Paint){.fill = "none", .stroke = color, .width = 2, .round = true};
   else if (c->kind == CHART_STEP_AREA)
     p = (Paint){.fill = color, .opacity = 0.35, .stroke = color,
                 .width = 1.5};
+  else if (c->kind == CHART_SCATTER && se->ring)
+    p = (Paint){.fill = "none", .stroke = color, .width = 1.6};
   else if (c->kind == CHART_SCATTER)
     p = (Paint){.fill = color, .stroke = "#ffffff", .width = 0.6};
   else

@@ -13,9 +13,10 @@
  * half-written figure nor a partial set; the first failure stops the rest
  * and its diagnostic names the path and the reason.
  *
- * Units are fixed per kind of axis (time in µs, traffic in MB, energy in
- * µJ per token, utilization in %), and figures.csv holds the values as
- * plotted, so one column means one unit within a figure. */
+ * Units are fixed per kind of axis (time in µs, traffic in MB, or GB where
+ * MB would pass 10k, energy in µJ per token, utilization in %), and
+ * figures.csv holds the values as plotted, so one column means one unit
+ * within a figure. */
 #include "report.h"
 
 #include <math.h>
@@ -270,12 +271,16 @@ static void title_of(char *out, size_t cap, const Figs *f, const char *fig,
 
 /* The subtitle: the setup of model M, and DETAIL (the phase and the
  * sequence length): "mamba-370m, specs/mamba1.yaml on mambalaya; B=64,
- * prefill I=2048". */
+ * prefill I=2048"; without a model, the spec with its sizes. */
 static void subtitle_of(char *out, size_t cap, const Repro *r, int m,
                         const char *detail) {
   Buf b = {0};
-  buf_printf(&b, "%s, %s on %s; B=%g, %s%s%s", r->model_names[m],
-             r->spec_label, r->arch_label, r->batch, detail,
+  if (r->model_names[m])
+    buf_printf(&b, "%s, ", r->model_names[m]);
+  buf_printf(&b, "%s", r->spec_label);
+  if (!r->model_names[m] && r->sizes[0]) /* no model's name to imply them */
+    buf_printf(&b, " (%s)", r->sizes);
+  buf_printf(&b, " on %s; B=%g, %s%s%s", r->arch_label, r->batch, detail,
              r->settings[0] ? ", " : "", r->settings);
   snprintf(out, cap, "%s", b.s);
   buf_free(&b);
@@ -289,16 +294,16 @@ static void phase_detail(char *out, size_t cap, const Repro *r, Phase ph) {
 }
 
 /* How a caption starts: "Paper Fig. 2a: " for the paper's setup, else
- * which paper figure this one follows, and the paper's setup for it. */
+ * which paper figure this one follows, for this setup (the page's header
+ * says how the paper's differs). */
 static void caption_head(Buf *b, const Figs *f, const char *fig) {
   if (f->r->paper_setup)
     buf_printf(b, "Paper Fig. %s: ", fig);
   else
-    buf_printf(b,
-               "As paper Fig. %s, for this setup (the paper's is "
-               REPRO_PAPER_MODEL " with its Mamba-1 cascade on the "
-               "Mambalaya architecture, B=%d, I=%d): ",
-               fig, REPRO_PAPER_BATCH, REPRO_PAPER_PREFILL);
+    buf_printf(b, "As paper Fig. %s, for this setup (%s on %s, B=%g, "
+                  "I=%g): ",
+               fig, repro_workload(f->r, 0), f->r->arch_label, f->r->batch,
+               f->r->prefill);
 }
 
 
@@ -616,7 +621,7 @@ static void util_panel(UtilPanel *p, const Timeline *t, const Arch *a) {
   }
   p->s[p->ns++] = (ChartSeries){.name = "DRAM bandwidth", .n = p->n,
                                 .x = p->x, .y = p->mu, .color = "#D55E00",
-                                .dashed = true};
+                                .dashed = true, .line = true};
   free(runs);
 }
 
@@ -799,7 +804,7 @@ static void strategies(Figs *f) {
              "utilization over time of ideal RI, RI+RSb and RI+RSb+RSp "
              "fusion (algorithmic-minimum traffic), one prefill layer of "
              "%s. RI+RSb is %.3gx faster than RI",
-             r->model_names[0], gain);
+             repro_workload(r, 0), gain);
   paper_note(&cap, r, "ideal.ri_rsb_over_ri");
   buf_printf(&cap, ".");
   util_sentence(&cap, r);
@@ -852,7 +857,13 @@ static void designs_utilization(Figs *f, Phase ph) {
              safe_div(lat[DES_GEENS], lat[b]));
   if (ph == PH_PREFILL)
     paper_note(&cap, r, "vs_geens.prefill");
-  buf_printf(&cap, ".");
+  const Searched *bs = &r->best[0][ph];
+  buf_printf(&cap, ". Best (searched), the schedule `mambalaya search` "
+                   "finds, is %.3gx faster than MARCA-like (%.3gx from "
+                   "ideal; the best strategy %.3gx).",
+             safe_div(lat[DES_MARCA], bs->seconds),
+             repro_searched_gap(bs),
+             safe_div(lat[b], bs->ideal));
   util_sentence(&cap, r);
   u.caption = cap.s;
   emit_util_stack(f, &u);
@@ -865,9 +876,23 @@ static double traffic_total(const Result *res) {
   return res->inter + res->intra;
 }
 
+/* The unit of a traffic axis: MB, or GB where MB would pass 10k (1 MB =
+ * 10^6 bytes). */
+static double traffic_unit(const Result *res, const char **name) {
+  double most = 0;
+  for (int d = 0; d < DES_COUNT; d++)
+    most = fmax(most, traffic_total(&res[d]));
+  bool gb = most >= 1e10;
+  *name = gb ? "GB" : "MB";
+  return gb ? 1e9 : 1e6;
+}
+
 /* ZOOM leaves out the designs that move at least half of best unfused's
- * traffic (best unfused itself, and MARCA-like where it spills as much):
- * next to them the fused designs' bars are too short to read. */
+ * traffic (best unfused itself, and MARCA-like where it spills as much)
+ * and stacks the parts on a linear axis. Without it, every design is
+ * there, a bar per part on a log axis: the fused designs' bars, orders of
+ * magnitude shorter, stay visible (stacks on a log axis would misstate
+ * the upper parts). */
 static void traffic(Figs *f, Phase ph, bool zoom, const char *stem) {
   static const Design all[] = {DES_UNFUSED, DES_MARCA,      DES_GEENS,
                                DES_RI,      DES_RI_RSB,     DES_RI_RSB_RSP,
@@ -880,18 +905,20 @@ static void traffic(Figs *f, Phase ph, bool zoom, const char *stem) {
   double y[4][NALL];
   int n = 0;
   Buf left_out = {0};
+  const char *uname;
+  double unit = traffic_unit(res, &uname);
   for (int i = 0; i < NALL; i++) {
     const Result *x = &res[all[i]];
     if (zoom && traffic_total(x) >= 0.5 * unfused) {
-      buf_printf(&left_out, "%s%s (%.4g MB)", left_out.len ? ", " : "",
-                 design_label(all[i]), traffic_total(x) / 1e6);
+      buf_printf(&left_out, "%s%s (%.4g %s)", left_out.len ? ", " : "",
+                 design_label(all[i]), traffic_total(x) / unit, uname);
       continue;
     }
     cats[n] = design_label(all[i]);
-    y[0][n] = x->ideal_inter / 1e6;
-    y[1][n] = fmax(0, x->inter - x->ideal_inter) / 1e6;
-    y[2][n] = x->ideal_intra / 1e6;
-    y[3][n++] = fmax(0, x->intra - x->ideal_intra) / 1e6;
+    y[0][n] = x->ideal_inter / unit;
+    y[1][n] = fmax(0, x->inter - x->ideal_inter) / unit;
+    y[2][n] = x->ideal_intra / unit;
+    y[3][n++] = fmax(0, x->intra - x->ideal_intra) / unit;
   }
   /* The paper's colours: dark for the ideal traffic, light for the
    * excess achieved; intra-Einsum red (its "light pink segment"). */
@@ -907,17 +934,25 @@ static void traffic(Figs *f, Phase ph, bool zoom, const char *stem) {
   title_of(title, sizeof title, f, ph == PH_PREFILL ? "9a" : "9b", what);
   phase_detail(detail, sizeof detail, r, ph);
   subtitle_of(sub, sizeof sub, r, 0, detail);
-  Chart c = {.kind = CHART_STACKED_BARS, .title = title, .subtitle = sub,
-             .xlabel = "design", .ylabel = "DRAM traffic per layer (MB)",
-             .ncategories = n, .categories = cats, .nseries = 4, .series = s};
+  char ylabel[64];
+  snprintf(ylabel, sizeof ylabel, "DRAM traffic per layer (%s%s)", uname,
+           zoom ? "" : ", log scale");
+  Chart c = {.kind = zoom ? CHART_STACKED_BARS : CHART_BARS, .title = title,
+             .subtitle = sub, .xlabel = "design", .ylabel = ylabel,
+             .logy = !zoom, .ncategories = n, .categories = cats,
+             .nseries = 4, .series = s};
   Buf cap = {0};
   caption_head(&cap, f, ph == PH_PREFILL ? "9a" : "9b");
   buf_printf(&cap,
              "inter- and intra-Einsum DRAM traffic of one %s layer per "
-             "design (1 MB = 10^6 bytes); dark: the ideal "
+             "design (1 %s = 10^%d bytes); dark: the ideal "
              "(algorithmic-minimum) traffic of the design, light: the excess "
-             "achieved by the mapping search.",
-             PHASE_NAME[ph]);
+             "achieved by the mapping search; %s.",
+             PHASE_NAME[ph], uname, unit > 1e6 ? 9 : 6,
+             zoom ? "stacked, on a linear axis"
+                  : "a bar per part, on a log axis, so that the fused "
+                    "designs' bars show beside the unfused ones (a part of "
+                    "0 bytes has no bar)");
   if (left_out.len)
     buf_printf(&cap, " Left out, as they would dwarf the others: %s.",
                left_out.s);
@@ -1060,7 +1095,7 @@ static void sota(Figs *f) {
   const int lc = REPRO_SCENARIOS - 1;
   char labels[REPRO_SCENARIOS][160];
   const char *cats[REPRO_SCENARIOS];
-  double y[3][REPRO_SCENARIOS];
+  double y[4][REPRO_SCENARIOS];
   Buf best = {0};
   for (int sc = 0; sc < REPRO_SCENARIOS; sc++) {
     const double *e = r->e2e[sc];
@@ -1070,6 +1105,7 @@ static void sota(Figs *f) {
     y[0][sc] = safe_div(e[DES_UNFUSED], e[DES_MARCA]);
     y[1][sc] = safe_div(e[DES_UNFUSED], e[DES_GEENS]);
     y[2][sc] = safe_div(e[DES_UNFUSED], e[b]);
+    y[3][sc] = safe_div(e[DES_UNFUSED], r->e2e_best[sc]);
     buf_printf(&best, "%s%s: %s", sc ? "; " : "", r->scenarios[sc].label,
                design_label(b));
   }
@@ -1079,13 +1115,15 @@ static void sota(Figs *f) {
    * more than 44 %. */
   double mamba = paper_value(r, "speedup.prefill.full");
   ChartMark mark = {lc, 2, mamba};
-  ChartSeries s[3] = {
+  ChartSeries s[4] = {
       {.name = "MARCA-like", .n = REPRO_SCENARIOS, .y = y[0],
        .color = "#999999"},
       {.name = "Geens-like", .n = REPRO_SCENARIOS, .y = y[1],
        .color = "#56B4E9"},
       {.name = "Mambalaya", .n = REPRO_SCENARIOS, .y = y[2],
        .color = "#D55E00"},
+      {.name = "best (searched)", .n = REPRO_SCENARIOS, .y = y[3],
+       .color = "#009E73"},
   };
   char title[160], sub[SUBTITLE_LEN];
   title_of(title, sizeof title, f, "8",
@@ -1095,7 +1133,7 @@ static void sota(Figs *f) {
              .xlabel = "scenario (I0 prompt tokens, then G generated)",
              .ylabel = "speedup over best unfused (x)",
              .ncategories = REPRO_SCENARIOS, .categories = cats,
-             .nseries = 3, .series = s, .nmarks = isfinite(mamba),
+             .nseries = 4, .series = s, .nmarks = isfinite(mamba),
              .marks = &mark, .marks_name = PAPER_MARKS, .width = 860,
              .height = 440};
   Buf cap = {0};
@@ -1106,6 +1144,10 @@ static void sota(Figs *f) {
              "to end. Mambalaya is %.3gx faster than the better prior "
              "accelerator at long context.",
              best.s, safe_div(y[2][lc], fmax(y[0][lc], y[1][lc])));
+  buf_printf(&cap, " Best (searched), the schedule `mambalaya search` finds "
+                   "per layer, is %.3gx faster than the better prior "
+                   "accelerator there.",
+             safe_div(y[3][lc], fmax(y[0][lc], y[1][lc])));
   if (r->paper_setup) {
     double gain = paper_value(r, "long_context.improvement");
     buf_printf(&cap,
@@ -1129,17 +1171,22 @@ static void sota(Figs *f) {
 
 /* ---- the sweep over I, and energy ---- */
 
-/* "sweep_370m" for mamba-370m, "sweep_mamba2-370m" for mamba2-370m. */
+/* "sweep_370m" for mamba-370m, "sweep_mamba2-370m" for mamba2-370m,
+ * "sweep" without a model. */
 static void sweep_stem(char *out, size_t cap, const char *model) {
   const char *p = "mamba-";
+  if (!model) {
+    snprintf(out, cap, "sweep");
+    return;
+  }
   snprintf(out, cap, "sweep_%s",
            strncmp(model, p, strlen(p)) == 0 ? model + strlen(p) : model);
 }
 
 static void sweep(Figs *f, int m) {
   const Repro *r = f->r;
-  double x[REPRO_LENGTHS], y[DES_COUNT][REPRO_LENGTHS];
-  ChartSeries s[DES_COUNT];
+  double x[REPRO_LENGTHS], y[DES_COUNT + 1][REPRO_LENGTHS];
+  ChartSeries s[DES_COUNT + 1]; /* the designs, then best (searched) */
   int ns = 0;
   for (int k = 0; k < REPRO_LENGTHS; k++)
     x[k] = ldexp(1, k);
@@ -1152,11 +1199,16 @@ static void sweep(Figs *f, int m) {
                             .n = REPRO_LENGTHS, .x = x, .y = y[d],
                             .dashed = d == DES_IDEAL || d == DES_MARCA};
   }
+  for (int k = 0; k < REPRO_LENGTHS; k++)
+    y[DES_COUNT][k] =
+        safe_div(r->sweep[m][k][DES_UNFUSED], r->sweep_best[m][k]);
+  s[ns++] = (ChartSeries){.name = "best (searched)", .n = REPRO_LENGTHS,
+                          .x = x, .y = y[DES_COUNT]};
   char title[160], sub[SUBTITLE_LEN];
   snprintf(title, sizeof title,
            "Prefill speedup over best unfused vs sequence length, %s, one "
            "layer",
-           r->model_names[m]);
+           repro_workload(r, m));
   subtitle_of(sub, sizeof sub, r, m, "prefill I=2^0..2^20");
   /* From 0, so that a design no faster than best unfused (1x) is not
    * drawn along the axis. */
@@ -1175,9 +1227,10 @@ static void sweep(Figs *f, int m) {
   buf_printf(&cap,
              "§VI sweep (the paper's setup varies I from 1 to 2^20; it "
              "prints no figure of it): per-layer prefill latency of each "
-             "design on %s over I = 2^0 .. 2^20, as speedup over best "
+             "design on %s over I = 2^0 .. 2^20, and of best (searched), "
+             "the schedule `mambalaya search` finds, as speedup over best "
              "unfused at the same I.",
-             r->model_names[m]);
+             repro_workload(r, m));
   char stem[64];
   sweep_stem(stem, sizeof stem, r->model_names[m]);
   emit_chart(f, stem, &c, cap.s);
@@ -1324,6 +1377,21 @@ static const char STYLE[] =
     "figcaption{font-size:90%;color:#444}"
     ".setup{color:#444}";
 
+/* The anchor of docs/model.md's paragraph (§7) that explains why a
+ * target is off, by its key's prefix; the section itself for the rest. */
+static const char *why_anchor(const char *key) {
+  static const struct {
+    const char *prefix, *anchor;
+  } why[] = {{"speedup.prefill.", "why-sequential-e2e"},
+             {"speedup.decode.ri", "why-decode-ri"},
+             {"inter_reduction.", "why-inter-reduction"},
+             {"vs_marca.decode", "why-marca-decode"}};
+  for (size_t i = 0; i < sizeof why / sizeof why[0]; i++)
+    if (strncmp(key, why[i].prefix, strlen(why[i].prefix)) == 0)
+      return why[i].anchor;
+  return "where-our-figures-differ";
+}
+
 static void html_targets(Buf *b, const Repro *r, const char *href) {
   int off = 0;
   buf_printf(b, "<h2 id=\"targets\">The paper's figures beside ours</h2>\n"
@@ -1334,21 +1402,24 @@ static void html_targets(Buf *b, const Repro *r, const char *href) {
     const Target *t = &r->targets[i];
     bool ok = target_holds(t);
     off += !ok;
-    const char *u = t->unit[0] == 'x' ? "x" : t->unit[0] == '%' ? "%" : "";
+    char paper[48], ours[48];
+    target_value(paper, sizeof paper, t, t->paper, true);
+    target_value(ours, sizeof ours, t, t->ours, false);
     buf_printf(b, "<tr id=\"t-");
     put_xml(b, t->key);
     buf_printf(b, "\"%s><td>", ok ? "" : " class=\"off\"");
     put_xml(b, t->where);
     buf_printf(b, "</td><td>");
     put_xml(b, t->what);
-    buf_printf(b, "</td><td class=\"n\">%s%.4g%s</td>"
-                  "<td class=\"n\">%.4g%s</td><td class=\"n\">%.3f",
-               t->at_least ? "&gt;" : "", t->paper, u, t->ours, u,
-               ratio_of(t));
+    buf_printf(b, "</td><td class=\"n\">");
+    put_xml(b, paper);
+    buf_printf(b, "</td><td class=\"n\">");
+    put_xml(b, ours);
+    buf_printf(b, "</td><td class=\"n\">%.3f", ratio_of(t));
     if (!ok) {
       buf_printf(b, " <a href=\"");
       put_xml(b, href);
-      buf_printf(b, "\">why?</a>");
+      buf_printf(b, "#%s\">why?</a>", why_anchor(t->key));
     }
     buf_printf(b, "</td></tr>\n");
   }
@@ -1358,7 +1429,8 @@ static void html_targets(Buf *b, const Repro *r, const char *href) {
              "<a href=\"",
              r->ntargets, r->ntargets - off);
   put_xml(b, href);
-  buf_printf(b, "\">docs/model.md</a>.</p>\n");
+  buf_printf(b, "#where-our-figures-differ\">docs/model.md, section "
+                "7</a>.</p>\n");
 }
 
 static void html_formats(Buf *b, const Figs *f, const Entry *e) {
@@ -1401,7 +1473,7 @@ static void index_html(Figs *f) {
     buf_printf(&head, "Mambalaya: the paper's evaluation reproduced");
   else
     buf_printf(&head, "Mambalaya: the paper's evaluation, for %s on %s",
-               r->model_names[0], r->arch_label);
+               repro_workload(r, 0), r->arch_label);
   buf_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
                  "<meta charset=\"utf-8\">\n<title>mambalaya: ");
   put_xml(&b, head.s);
@@ -1444,9 +1516,11 @@ bool report_figures(const Repro *r, OutSet *out, unsigned formats,
   traffic(&f, PH_PREFILL, false, "traffic_prefill");
   traffic(&f, PH_PREFILL, true, "traffic_prefill_fused");
   traffic(&f, PH_DECODE, false, "traffic_decode");
-  speedup(&f, false);
-  speedup(&f, true);
-  sota(&f);
+  if (repro_has_e2e(r)) { /* a layer count makes them meaningful */
+    speedup(&f, false);
+    speedup(&f, true);
+    sota(&f);
+  }
   for (int m = 0; m < r->nmodels; m++)
     sweep(&f, m);
   energy(&f);

@@ -45,6 +45,52 @@ json_t *report_components_json(const Arch *a, const Eval *ev) {
   return arr;
 }
 
+/* What no architecture's area counts (docs/architecture.md, "Area"). */
+static const char *const area_excluded[] = {
+    "off-chip interfaces", "control", "on-chip network", NULL};
+
+/* A's area by class, the reading of its nonlinear hardware and the total
+ * under each reading: the like-for-like sum a reader can redo. */
+static void area_classes_text(Buf *b, const Arch *a) {
+  double cls[AREA_CLASS_COUNT];
+  arch_area_by_class(a, cls);
+  buf_printf(b, "  area by class (mm2):");
+  for (int c = 0; c < AREA_CLASS_COUNT; c++)
+    buf_printf(b, " %s %.2f%s", area_class_name((AreaClass)c), cls[c],
+               c + 1 < AREA_CLASS_COUNT ? "," : "\n");
+  buf_printf(b, "  nonlinear hardware: %s; total as",
+             nonlinear_hw_name(a->area.nonlinear));
+  for (int h = 0; h < NONLINEAR_COUNT; h++)
+    buf_printf(b, " %s %.2f%s", nonlinear_hw_name((NonlinearHw)h),
+               arch_area_as(a, (NonlinearHw)h),
+               h + 1 < NONLINEAR_COUNT ? "," : "\n");
+  buf_printf(b, "  not counted on any architecture:");
+  for (int i = 0; area_excluded[i]; i++)
+    buf_printf(b, "%s %s", i ? "," : "", area_excluded[i]);
+  buf_printf(b, "\n");
+}
+
+static json_t *area_classes_json(const Arch *a) {
+  json_t *o = json_object(), *by = json_object(), *as = json_object();
+  double cls[AREA_CLASS_COUNT];
+  arch_area_by_class(a, cls);
+  for (int c = 0; c < AREA_CLASS_COUNT; c++)
+    json_object_set_new(by, area_class_name((AreaClass)c),
+                        report_real(cls[c]));
+  for (int h = 0; h < NONLINEAR_COUNT; h++)
+    json_object_set_new(as, nonlinear_hw_name((NonlinearHw)h),
+                        report_real(arch_area_as(a, (NonlinearHw)h)));
+  json_t *ex = json_array();
+  for (int i = 0; area_excluded[i]; i++)
+    json_array_append_new(ex, json_string(area_excluded[i]));
+  json_object_set_new(o, "by_class_mm2", by);
+  json_object_set_new(o, "nonlinear_hardware",
+                      json_string(nonlinear_hw_name(a->area.nonlinear)));
+  json_object_set_new(o, "total_as_mm2", as);
+  json_object_set_new(o, "excluded", ex);
+  return o;
+}
+
 /* The components table: energy and area per memory level and unit. */
 static void components_text(Buf *b, const Arch *a, const Eval *ev) {
   Component *cs = xcalloc((size_t)(a->nlevels + a->nunits), sizeof *cs);
@@ -66,6 +112,8 @@ static void components_text(Buf *b, const Arch *a, const Eval *ev) {
     buf_printf(b, "  %-14s %-8s %-10s %12.4g %6.1f%% %10.2f   (at %g nm)\n",
                "total", "", "", ev->energy_pj * 1e-9, 100.0, area,
                a->area.node_nm);
+  if (isfinite(area))
+    area_classes_text(b, a);
   free(cs);
 }
 
@@ -371,8 +419,10 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
   json_object_set_new(t, "ops", report_real(ev->ops));
   json_object_set_new(t, "energy_j", report_real(ev->energy_pj * 1e-12));
   json_object_set_new(t, "area_mm2", real_or_null(arch_area(a)));
-  if (a->area.given)
+  if (a->area.given) {
     json_object_set_new(t, "area_node_nm", report_real(a->area.node_nm));
+    json_object_set_new(t, "area", area_classes_json(a));
+  }
   json_object_set_new(o, "totals", t);
   json_object_set_new(o, "components", report_components_json(a, ev));
   json_object_set_new(o, "levels", levels_json(a, ev));

@@ -111,6 +111,10 @@ json_t *report_components_json(const Arch *a, const Eval *ev);
 
 /* Is our figure within 0.85-1.15 of the paper's (or above its bound)? */
 bool target_holds(const Target *t);
+/* V (T's paper value, with BOUND: "> " where the paper gives a lower
+ * bound, or ours) with T's unit: "5.79x", "99.1%", "1.75 GHz", "32 MiB". */
+void target_value(char *out, size_t cap, const Target *t, double v,
+                  bool bound);
 /* The setup; each design's per-layer latency, speedup and energy per
  * token; and, where the setup is (partly) the paper's, every figure of
  * the paper that applies: where, what, the paper's value, ours, the
@@ -206,7 +210,14 @@ typedef struct ChartSeries {
   const char *color;    /* "#rrggbb", or NULL for the palette's next */
   bool dashed;
   bool line; /* SCATTER: draw this series as a line, not as points (the
-                roof of a roofline, under the Einsums' points) */
+                roof of a roofline, under the Einsums' points); STEP_AREA:
+                draw its steps' edge alone, unfilled, so that it never
+                overlaps the filled series in a colour no legend entry has */
+  int marker; /* SCATTER: 1 + a marker shape (circle, square, diamond,
+                 triangle, triangle down, hexagon), so that a caller can
+                 encode one property in it; 0: the next shape in turn */
+  bool ring;  /* SCATTER: hollow rings, larger than the markers, around
+                 points of other series (a Pareto front over them) */
 } ChartSeries;
 
 typedef struct ChartLine { /* a reference line across the plot */

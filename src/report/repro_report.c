@@ -2,6 +2,7 @@
 #include "report.h"
 
 #include <math.h>
+#include <string.h>
 
 static double ratio(const Target *t) {
   return t->paper != 0 ? t->ours / t->paper : NAN;
@@ -12,6 +13,16 @@ bool target_holds(const Target *t) {
   if (t->at_least)
     return t->ours >= t->paper * 0.85;
   return r >= 0.85 && r <= 1.15;
+}
+
+void target_value(char *out, size_t cap, const Target *t, double v,
+                  bool bound) {
+  const char *u = t->unit ? t->unit : "";
+  if (strcmp(u, "groups") == 0) /* a count, which T's "what" names */
+    u = "";
+  bool attached = strcmp(u, "x") == 0 || strcmp(u, "%") == 0;
+  snprintf(out, cap, "%s%.4g%s%s", bound && t->at_least ? ">" : "", v,
+           u[0] && !attached ? " " : "", u);
 }
 
 void report_units(Buf *b, const Arch *a) {
@@ -31,8 +42,11 @@ static void paper_part(Buf *b, const Repro *r) {
                   "ours.");
     return;
   }
-  buf_printf(b, "The paper evaluates " REPRO_PAPER_MODEL " with "
-                REPRO_PAPER_SPEC " on " REPRO_PAPER_ARCH ", B=%d, I=%d; ",
+  /* Its model is named only where this setup has a model too: a cascade
+   * without one is no language model. */
+  buf_printf(b, "The paper evaluates %s" REPRO_PAPER_SPEC " on "
+                REPRO_PAPER_ARCH ", B=%d, I=%d; ",
+             r->model_names[0] ? REPRO_PAPER_MODEL " with " : "",
              REPRO_PAPER_BATCH, REPRO_PAPER_PREFILL);
   if (r->paper_spec && r->paper_arch)
     buf_printf(b, "of its figures, only the cascade's structure (§II, "
@@ -47,10 +61,24 @@ static void paper_part(Buf *b, const Repro *r) {
     buf_printf(b, "none of its figures compares with this setup.");
 }
 
+/* The first model and its layers, or the spec's own sizes. */
+static void model_part(Buf *b, const Repro *r) {
+  if (r->model_names[0])
+    buf_printf(b, "; model %s", r->model_names[0]);
+  else
+    buf_printf(b, "; no model: the spec's own sizes");
+  if (r->layers[0] > 0)
+    buf_printf(b, r->model_names[0] ? " (%d layers)" : "; %d layers end to "
+                                                        "end", r->layers[0]);
+  else
+    buf_printf(b, "; no layer count, so no end-to-end figures (--layers N "
+                  "gives one)");
+}
+
 void report_repro_setup(Buf *b, const Repro *r) {
-  buf_printf(b, "Cascade %s (%d Einsums per layer); model %s (%d layers)",
-             r->spec_label, r->cascade->neinsums, r->model_names[0],
-             r->layers[0]);
+  buf_printf(b, "Cascade %s (%d Einsums per layer%s%s)", r->spec_label,
+             r->cascade->neinsums, r->sizes[0] ? "; " : "", r->sizes);
+  model_part(b, r);
   for (int m = 1; m < r->nmodels; m++)
     buf_printf(b, ", and %s (%d layers) for a second sweep",
                r->model_names[m], r->layers[m]);
@@ -68,27 +96,65 @@ void report_repro_setup(Buf *b, const Repro *r) {
   paper_part(b, r);
 }
 
-/* The designs at a glance: per-layer latency, prefill and decode, as
- * speedup over best unfused, and the energy per token. */
+/* One row of the designs table: LABEL's per-layer latency (S) and energy
+ * (J), prefill and decode, the latency also as speedup over best
+ * unfused, the energy per token. */
+static void design_row(Buf *b, const Repro *r, const char *label,
+                       const double s[PH_COUNT], const double j[PH_COUNT]) {
+  const Result *u = &r->res[0][PH_PREFILL][DES_UNFUSED],
+               *ud = &r->res[0][PH_DECODE][DES_UNFUSED];
+  buf_printf(b, "%-15s %14.2f %7.3fx %14.2f %7.3fx %11.4g %11.4g\n", label,
+             s[PH_PREFILL] * 1e6, u->seconds / s[PH_PREFILL],
+             s[PH_DECODE] * 1e6, ud->seconds / s[PH_DECODE],
+             j[PH_PREFILL] / (r->batch * r->prefill) * 1e6,
+             j[PH_DECODE] / r->batch * 1e6);
+}
+
+/* The designs at a glance, and best (searched) beside them. */
 static void designs_text(Buf *b, const Repro *r) {
-  const Result *pre = r->res[0][PH_PREFILL], *dec = r->res[0][PH_DECODE];
-  double tp = r->batch * r->prefill, td = r->batch;
-  buf_printf(b, "%-13s %14s %8s %14s %8s %11s %11s\n", "design",
+  buf_printf(b, "%-15s %14s %8s %14s %8s %11s %11s\n", "design",
              "prefill_us", "speedup", "decode_us", "speedup",
              "pre_uJ/tok", "dec_uJ/tok");
-  for (int d = 0; d < DES_COUNT; d++)
-    buf_printf(b, "%-13s %14.2f %7.3fx %14.2f %7.3fx %11.4g %11.4g\n",
-               design_label((Design)d), pre[d].seconds * 1e6,
-               pre[DES_UNFUSED].seconds / pre[d].seconds,
-               dec[d].seconds * 1e6,
-               dec[DES_UNFUSED].seconds / dec[d].seconds,
-               pre[d].energy_j / tp * 1e6, dec[d].energy_j / td * 1e6);
+  double s[PH_COUNT], j[PH_COUNT];
+  for (int d = 0; d < DES_COUNT; d++) {
+    for (int p = 0; p < PH_COUNT; p++)
+      s[p] = r->res[0][p][d].seconds, j[p] = r->res[0][p][d].energy_j;
+    design_row(b, r, design_label((Design)d), s, j);
+  }
+  const Searched *bs = r->best[0];
+  for (int p = 0; p < PH_COUNT; p++)
+    s[p] = bs[p].seconds, j[p] = bs[p].energy_j;
+  design_row(b, r, "best (searched)", s, j);
+  buf_printf(b, "best (searched): the schedule `mambalaya search` finds for "
+                "latency; gap to ideal %.4gx prefill (%d groups), %.4gx "
+                "decode (%d groups)\n",
+             repro_searched_gap(&bs[PH_PREFILL]), bs[PH_PREFILL].groups,
+             repro_searched_gap(&bs[PH_DECODE]), bs[PH_DECODE].groups);
+}
+
+/* Every figure where the paper's best variant appears, again with best
+ * (searched) in its place, and both gaps to ideal. */
+static void searched_text(Buf *b, const Repro *r) {
+  buf_printf(b, "\nThe best variant (the best of the four strategies) "
+                "against best (searched):\n%-56s %8s %8s %8s %8s %8s\n",
+             "figure", "paper", "variant", "searched", "var_gap",
+             "srch_gap");
+  for (int i = 0; i < r->nsearched; i++) {
+    const SearchedRow *w = &r->searched[i];
+    char paper[16] = "-";
+    if (isfinite(w->paper))
+      snprintf(paper, sizeof paper, "%s%.4gx", w->at_least ? ">" : "",
+               w->paper);
+    buf_printf(b, "%-56.56s %8s %7.4gx %7.4gx %7.4gx %7.4gx\n", w->what,
+               paper, w->variant, w->searched, w->variant_gap, w->gap);
+  }
 }
 
 void report_repro_text(Buf *b, const Repro *r) {
   report_repro_setup(b, r);
-  buf_printf(b, "\n\nOne layer of %s per design:\n", r->model_names[0]);
+  buf_printf(b, "\n\nOne layer of %s per design:\n", repro_workload(r, 0));
   designs_text(b, r);
+  searched_text(b, r);
   if (r->ntargets > 0) {
     buf_printf(b, "\n%-10s %-64s %10s %10s %7s\n", "where", "figure",
                "paper", "ours", "ratio");
@@ -98,10 +164,8 @@ void report_repro_text(Buf *b, const Repro *r) {
       bool ok = target_holds(t);
       off += !ok;
       char paper[32], ours[32];
-      const char *u = t->unit[0] == 'x' ? "x" : t->unit[0] == '%' ? "%" : "";
-      snprintf(paper, sizeof paper, "%s%.4g%s", t->at_least ? ">" : "",
-               t->paper, u);
-      snprintf(ours, sizeof ours, "%.4g%s", t->ours, u);
+      target_value(paper, sizeof paper, t, t->paper, true);
+      target_value(ours, sizeof ours, t, t->ours, false);
       buf_printf(b, "%-10s %-64.64s %10s %10s %7.3f%s\n", t->where, t->what,
                  paper, ours, ratio(t), ok ? "" : "  *");
     }
@@ -109,10 +173,34 @@ void report_repro_text(Buf *b, const Repro *r) {
                   "marked * are explained in docs/model.md.\n",
                r->ntargets, r->ntargets - off);
   }
-  buf_printf(b, "The whole evaluation (%d model%s, %d sequence lengths, %d "
-                "designs, prefill and decode) took %.3f s.\n",
-             r->nmodels, r->nmodels > 1 ? "s" : "", REPRO_LENGTHS, DES_COUNT,
-             r->elapsed);
+  char models[32] = "the spec's sizes";
+  if (r->model_names[0])
+    snprintf(models, sizeof models, "%d model%s", r->nmodels,
+             r->nmodels > 1 ? "s" : "");
+  buf_printf(b, "The whole evaluation (%s, %d sequence lengths, %d designs, "
+                "prefill and decode) took %.3f s.\n",
+             models, REPRO_LENGTHS, DES_COUNT, r->elapsed);
+}
+
+/* designs.best: best (searched) per phase, as the designs are, with its
+ * gap to ideal and where it came from. */
+static json_t *searched_json(const Repro *r) {
+  json_t *o = json_object();
+  for (int p = 0; p < PH_COUNT; p++) {
+    const Searched *x = &r->best[0][p];
+    json_t *ph = json_object();
+    json_object_set_new(ph, "latency_s", report_real(x->seconds));
+    json_object_set_new(ph, "dram_bytes", report_real(x->dram_bytes));
+    json_object_set_new(ph, "energy_j", report_real(x->energy_j));
+    json_object_set_new(ph, "groups", json_integer(x->groups));
+    json_object_set_new(ph, "gap_to_ideal",
+                        report_real(repro_searched_gap(x)));
+    json_object_set_new(ph, "from", json_string(x->from == DES_COUNT
+                                                    ? "search"
+                                                    : design_name(x->from)));
+    json_object_set_new(o, p == PH_PREFILL ? "prefill" : "decode", ph);
+  }
+  return o;
 }
 
 json_t *report_repro_json(const Repro *r) {
@@ -123,6 +211,9 @@ json_t *report_repro_json(const Repro *r) {
   for (int m = 0; m < r->nmodels; m++)
     json_array_append_new(models, json_string(r->model_names[m]));
   json_object_set_new(setup, "models", models);
+  json_object_set_new(setup, "layers", r->layers[0] > 0
+                                           ? json_integer(r->layers[0])
+                                           : json_null());
   json_object_set_new(setup, "arch", json_string(r->arch_label));
   json_object_set_new(setup, "arch_path", json_string(r->arch_path));
   json_object_set_new(setup, "batch", report_real(r->batch));
@@ -158,7 +249,22 @@ json_t *report_repro_json(const Repro *r) {
     }
     json_object_set_new(ds, design_name((Design)d), o);
   }
+  json_object_set_new(ds, "best", searched_json(r));
   json_object_set_new(root, "designs", ds);
+  json_t *rows = json_object();
+  for (int i = 0; i < r->nsearched; i++) {
+    const SearchedRow *w = &r->searched[i];
+    json_t *o = json_object();
+    json_object_set_new(o, "what", json_string(w->what));
+    json_object_set_new(o, "paper", report_real(w->paper));
+    json_object_set_new(o, "at_least", json_boolean(w->at_least));
+    json_object_set_new(o, "variant", report_real(w->variant));
+    json_object_set_new(o, "searched", report_real(w->searched));
+    json_object_set_new(o, "variant_gap_to_ideal", report_real(w->variant_gap));
+    json_object_set_new(o, "searched_gap_to_ideal", report_real(w->gap));
+    json_object_set_new(rows, w->key, o);
+  }
+  json_object_set_new(root, "best_searched", rows);
   json_object_set_new(root, "elapsed_s", report_real(r->elapsed));
   return root;
 }

@@ -7,6 +7,7 @@
 
 #include "../embed/embed.h"
 #include "../preset/preset.h"
+#include "../search/search.h"
 #include "../spec/spec.h"
 
 /* Context to generated tokens: 1:16, 1:1, 64:1. */
@@ -25,16 +26,22 @@ typedef struct Run {
   Repro *r;
   const ModelOverrides *opts;
   MapMemo *memo; /* the points share many mapping problems */
-  const Preset *presets[REPRO_MAX_MODELS];
+  const Preset *presets[REPRO_MAX_MODELS]; /* NULL: no model */
+  int model_layers; /* the first model's n_layer (--layers may differ) */
   /* The settings of every point: the caller's others, then B and I. */
   int nsets;
   Setting sets[MAX_SETS + 2];
 } Run;
 
+/* Model M's sizes, or none when the spec's own sizes are all there is. */
+static const ModelSizes *model_sizes(const Run *x, int m) {
+  return x->presets[m] ? &x->presets[m]->sizes : NULL;
+}
+
 static Shape *bind(Run *x, int model, double tokens) {
   x->sets[x->nsets] = (Setting){"B", x->r->batch};
   x->sets[x->nsets + 1] = (Setting){"I", tokens};
-  return shape_bind(x->c, &x->presets[model]->sizes, x->sets, x->nsets + 2, true,
+  return shape_bind(x->c, model_sizes(x, model), x->sets, x->nsets + 2, true,
                     x->d);
 }
 
@@ -88,6 +95,26 @@ static void keep_timeline(const Run *x, const Eval *ev, Timeline *tl) {
   }
 }
 
+/* best (searched) at S: the schedule `search` finds for latency under
+ * the setup's options (sequential, achieved: reproduce refuses the
+ * others), into OUT; false with the diagnostic set. */
+static bool searched(const Run *x, const Shape *s, const Pair *pairs,
+                     Searched *out) {
+  SearchResult *r = search_best(x->c, s, x->a, pairs, x->opts, SO_LATENCY,
+                                x->memo, x->d);
+  if (!r)
+    return false;
+  *out = (Searched){r->best->seconds, r->bound->seconds,
+                    r->best->energy_pj * 1e-12, r->best->read + r->best->write,
+                    r->best->ngroups, r->from};
+  search_free(r);
+  return true;
+}
+
+double repro_searched_gap(const Searched *s) {
+  return s->ideal > 0 ? s->seconds / s->ideal : NAN;
+}
+
 /* Every design at one model and phase. */
 static bool price_point(Run *x, int model, Phase ph) {
   Shape *s = bind(x, model, ph == PH_PREFILL ? x->r->prefill : 1);
@@ -128,6 +155,7 @@ static bool price_point(Run *x, int model, Phase ph) {
     eval_free(i);
     eval_free(p);
   }
+  ok = ok && searched(x, s, pairs, &x->r->best[model][ph]);
   free(pairs);
   shape_free(s);
   return ok;
@@ -149,6 +177,9 @@ static bool sweep(Run *x, int model) {
         x->r->sweep[model][k][d] = a->seconds;
       eval_free(a);
     }
+    Searched b;
+    ok = ok && searched(x, s, pairs, &b);
+    x->r->sweep_best[model][k] = ok ? b.seconds : NAN;
     free(pairs);
     shape_free(s);
   }
@@ -184,6 +215,12 @@ static bool end_to_end(Run *x) {
       eval_free(i);
       eval_free(p);
     }
+    Searched b;
+    ok = ok && searched(x, s, pairs, &b);
+    if (ok)
+      r->e2e_best[sc] =
+          r->layers[0] * (b.seconds + r->scenarios[sc].generated *
+                                          r->best[0][PH_DECODE].seconds);
     free(pairs);
     shape_free(s);
   }
@@ -420,6 +457,104 @@ static void evaluation_targets(Repro *r) {
   r->targets[r->ntargets - 1].at_least = true;
 }
 
+/* ---- best (searched) beside the best variant ---- */
+
+/* A design's latencies where the best variant's figures read them: per
+ * layer, prefill and decode, and end to end per scenario. */
+typedef struct Lat {
+  double pre, dec, e2e[REPRO_SCENARIOS];
+} Lat;
+
+/* Where a figure reads its latencies. */
+typedef enum { AT_PREFILL, AT_DECODE, AT_E2E_GEOMEAN, AT_LONG_CONTEXT } At;
+
+/* Every figure of evaluation_targets where the best variant appears:
+ * VS is the design it is set against (DES_COUNT: the better of MARCA-like
+ * and Geens-like). */
+static const struct {
+  const char *key, *what;
+  At at;
+  Design vs;
+} searched_figures[] = {
+    {"vs_marca.prefill", "over MARCA-like, prefill per layer", AT_PREFILL,
+     DES_MARCA},
+    {"vs_marca.decode", "over MARCA-like, generation per layer", AT_DECODE,
+     DES_MARCA},
+    {"vs_geens.prefill", "over Geens-like, prefill per layer", AT_PREFILL,
+     DES_GEENS},
+    {"vs_marca.e2e_geomean", "end-to-end geomean over the scenarios, over "
+     "MARCA-like", AT_E2E_GEOMEAN, DES_MARCA},
+    {"vs_geens.e2e_geomean", "end-to-end geomean over the scenarios, over "
+     "Geens-like", AT_E2E_GEOMEAN, DES_GEENS},
+    {"long_context.improvement", "long context, over the better prior "
+     "accelerator", AT_LONG_CONTEXT, DES_COUNT},
+};
+
+static Lat design_lat(const Repro *r, Design d) {
+  Lat l = {r->res[0][PH_PREFILL][d].seconds, r->res[0][PH_DECODE][d].seconds,
+           {0}};
+  for (int sc = 0; sc < REPRO_SCENARIOS; sc++)
+    l.e2e[sc] = r->e2e[sc][d];
+  return l;
+}
+
+/* The latencies of VS: a design's, or the better prior accelerator's. */
+static Lat versus_lat(const Repro *r, Design vs) {
+  if (vs != DES_COUNT)
+    return design_lat(r, vs);
+  Lat m = design_lat(r, DES_MARCA), g = design_lat(r, DES_GEENS);
+  Lat l = {fmin(m.pre, g.pre), fmin(m.dec, g.dec), {0}};
+  for (int sc = 0; sc < REPRO_SCENARIOS; sc++)
+    l.e2e[sc] = fmin(m.e2e[sc], g.e2e[sc]);
+  return l;
+}
+
+/* The speedup of L over BASE where AT reads it. */
+static double speedup_at(At at, const Lat *base, const Lat *l) {
+  switch (at) {
+  case AT_PREFILL:
+    return base->pre / l->pre;
+  case AT_DECODE:
+    return base->dec / l->dec;
+  case AT_E2E_GEOMEAN: {
+    double g = 0;
+    for (int sc = 0; sc < REPRO_SCENARIOS; sc++)
+      g += log(base->e2e[sc] / l->e2e[sc]);
+    return exp(g / REPRO_SCENARIOS);
+  }
+  case AT_LONG_CONTEXT:
+    break;
+  }
+  return base->e2e[REPRO_SCENARIOS - 1] / l->e2e[REPRO_SCENARIOS - 1];
+}
+
+/* Each best-variant figure again with best (searched), and both gaps to
+ * ideal (latency over ideal's, where the figure reads it). */
+static void searched_rows(Repro *r) {
+  Lat variant = {best_result(r->res[0][PH_PREFILL]),
+                 best_result(r->res[0][PH_DECODE]), {0}};
+  Lat best = {r->best[0][PH_PREFILL].seconds, r->best[0][PH_DECODE].seconds,
+              {0}};
+  for (int sc = 0; sc < REPRO_SCENARIOS; sc++) {
+    variant.e2e[sc] = best_of(r->e2e[sc]);
+    best.e2e[sc] = r->e2e_best[sc];
+  }
+  Lat ideal = design_lat(r, DES_IDEAL);
+  size_t n = sizeof searched_figures / sizeof searched_figures[0];
+  for (size_t k = 0; k < n && r->nsearched < REPRO_MAX_SEARCHED; k++) {
+    At at = searched_figures[k].at;
+    Lat vs = versus_lat(r, searched_figures[k].vs);
+    const Target *t = repro_target(r, searched_figures[k].key);
+    SearchedRow *row = &r->searched[r->nsearched++];
+    *row = (SearchedRow){searched_figures[k].key, "", t ? t->paper : NAN,
+                         t && t->at_least, speedup_at(at, &vs, &variant),
+                         speedup_at(at, &vs, &best),
+                         speedup_at(at, &best, &ideal),
+                         speedup_at(at, &variant, &ideal)};
+    snprintf(row->what, sizeof row->what, "%s", searched_figures[k].what);
+  }
+}
+
 static bool is_file(const char *shipped, const char *name) {
   return shipped && strcmp(shipped, name) == 0;
 }
@@ -429,11 +564,10 @@ static bool is_file(const char *shipped, const char *name) {
 static bool pick_models(const ReproSetup *su, Run *x, Diag *d) {
   Repro *r = x->r;
   const char *first = su->model ? su->model : su->spec->model;
-  if (!first) {
-    diag_error(d, su->spec->path, (Loc){0},
-               "the spec names no model: give one with --model");
-    return false;
-  }
+  r->nmodels = 1;
+  r->layers[0] = su->layers;
+  if (!first) /* the spec's sizes alone: no model, no second sweep */
+    return true;
   const char *names[REPRO_MAX_MODELS] = {first, REPRO_PAPER_SWEEP};
   int n = !su->model && r->paper_spec ? 2 : 1;
   for (int m = 0; m < n; m++) {
@@ -445,17 +579,55 @@ static bool pick_models(const ReproSetup *su, Run *x, Diag *d) {
     double layers = 0;
     sizes_value(&x->presets[m]->sizes, "n_layer", &layers);
     r->model_names[m] = x->presets[m]->sizes.name;
-    r->layers[m] = (int)layers;
+    if (m == 0)
+      x->model_layers = (int)layers;
+    if (!(m == 0 && su->layers > 0))
+      r->layers[m] = (int)layers;
   }
   r->nmodels = n;
   return true;
+}
+
+/* The sizes of the ranks other than B and I, as bound at the prefill
+ * point, into R->sizes: what titles the setup besides B and I. */
+static void other_sizes(Run *x) {
+  Repro *r = x->r;
+  Shape *s = bind(x, 0, r->prefill);
+  Buf b = {0};
+  for (int k = 0; s && k < x->c->nranks; k++) {
+    const Rank *rk = &x->c->ranks[k];
+    if (strcmp(rk->name, "B") != 0 && strcmp(rk->name, "I") != 0 &&
+        rk->same_as < 0 && !rk->window && s->size[k] > 0)
+      buf_printf(&b, "%s%s=%lld", b.len ? ", " : "", rk->name,
+                 (long long)s->size[k]);
+  }
+  snprintf(r->sizes, sizeof r->sizes, "%s", b.s ? b.s : "");
+  buf_free(&b);
+  shape_free(s);
+}
+
+/* B and I where no --set gives them: the spec's own sizes (for its
+ * model, and the other settings) when it has them, else the paper's. */
+static void spec_defaults(const ReproSetup *su, Run *x) {
+  Repro *r = x->r;
+  double *v[2] = {&r->batch, &r->prefill};
+  const double paper[2] = {REPRO_PAPER_BATCH, REPRO_PAPER_PREFILL};
+  Diag quiet = {0};
+  Shape *s = shape_bind(su->spec, model_sizes(x, 0), x->sets, x->nsets, false,
+                        &quiet);
+  for (int k = 0; k < 2; k++) {
+    if (*v[k] > 0)
+      continue;
+    int rank = cascade_rank(su->spec, k ? "I" : "B");
+    *v[k] = s && s->size[rank] > 0 ? (double)s->size[rank] : paper[k];
+  }
+  shape_free(s);
 }
 
 /* B and I from the settings; the others are passed on to every point,
  * and named in R->settings. */
 static bool take_settings(const ReproSetup *su, Run *x, Diag *d) {
   Repro *r = x->r;
-  r->batch = REPRO_PAPER_BATCH, r->prefill = REPRO_PAPER_PREFILL;
   Buf others = {0};
   for (int i = 0; i < su->nsets; i++) {
     const Setting *st = &su->sets[i];
@@ -479,6 +651,7 @@ static bool take_settings(const ReproSetup *su, Run *x, Diag *d) {
                  k ? "I" : "B");
       return false;
     }
+  spec_defaults(su, x);
   return true;
 }
 
@@ -498,13 +671,17 @@ Repro *repro_run(const ReproSetup *su, Diag *d) {
   r->bandwidth = su->arch->levels[0].bandwidth;
   bool ok = pick_models(su, &x, d) && take_settings(su, &x, d);
   r->paper_setup = ok && r->paper_spec && r->paper_arch &&
+                   r->model_names[0] &&
                    strcmp(r->model_names[0], REPRO_PAPER_MODEL) == 0 &&
+                   r->layers[0] == x.model_layers &&
                    r->batch == REPRO_PAPER_BATCH &&
                    r->prefill == REPRO_PAPER_PREFILL && x.nsets == 0;
+  if (ok)
+    other_sizes(&x);
   for (int m = 0; ok && m < r->nmodels; m++)
     for (int p = 0; ok && p < PH_COUNT; p++)
       ok = price_point(&x, m, (Phase)p);
-  ok = ok && end_to_end(&x);
+  ok = ok && (r->layers[0] <= 0 || end_to_end(&x));
   for (int m = 0; ok && m < r->nmodels; m++)
     ok = sweep(&x, m);
   map_memo_free(x.memo);
@@ -518,6 +695,7 @@ Repro *repro_run(const ReproSetup *su, Diag *d) {
     arch_targets(r, su->arch);
   if (r->paper_setup)
     evaluation_targets(r);
+  searched_rows(r);
   r->elapsed = now_seconds() - t0;
   return r;
 }
@@ -539,3 +717,9 @@ const Target *repro_target(const Repro *r, const char *key) {
       return &r->targets[i];
   return NULL;
 }
+
+const char *repro_workload(const Repro *r, int m) {
+  return r->model_names[m] ? r->model_names[m] : r->spec_label;
+}
+
+bool repro_has_e2e(const Repro *r) { return r->layers[0] > 0; }

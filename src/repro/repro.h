@@ -21,6 +21,7 @@ enum {
   REPRO_LENGTHS = 21,   /* I = 2^0 .. 2^20 */
   REPRO_SCENARIOS = 3,
   REPRO_MAX_TARGETS = 64,
+  REPRO_MAX_SEARCHED = 8,
 };
 
 /* The paper's setup. The spec and architecture are the shipped files
@@ -41,11 +42,15 @@ typedef struct ReproSetup {
   const char *arch_shipped; /* likewise ("archs/mambalaya.yaml") */
   const char *model; /* a preset; NULL: the spec's default model (and,
                         for the paper's spec, mamba-2.8b for a second
-                        sweep, as in the paper) */
+                        sweep, as in the paper), or none when the spec
+                        names none: its own sizes alone */
+  int layers;        /* layers end to end; 0: the model's n_layer, or no
+                        end-to-end figures when there is no model */
   int nsets;
-  const Setting *sets; /* B sets the batch (default 64), I the prefill's
-                          length (default 2048); the others bind as given
-                          at every point */
+  const Setting *sets; /* B sets the batch, I the prefill's length (by
+                          default the spec's sizes of B and I, or 64 and
+                          2048 where it gives none); the others bind as
+                          given at every point */
   ModelOverrides opts; /* the model's options, over each design's defaults
                           (composition and accounting are the figures') */
 } ReproSetup;
@@ -97,6 +102,31 @@ typedef struct Timeline {
   double seconds;
 } Timeline;
 
+/* "best (searched)": the schedule `search` finds for latency
+ * (sequential, achieved traffic: src/search) at one model and phase. */
+typedef struct Searched {
+  double seconds; /* its latency */
+  double ideal;   /* the bound's (the ideal design's): gap = seconds/ideal */
+  double energy_j, dram_bytes;
+  int groups;
+  Design from; /* the named design it is, or DES_COUNT: a partition the
+                  search found */
+} Searched;
+
+/* A figure where the paper's "best variant" appears (the best of the four
+ * strategies), with the search's best in its place: added beside the
+ * paper's figures, never replacing one. */
+typedef struct SearchedRow {
+  const char *key;   /* the figure's target key: "vs_marca.prefill" */
+  char what[128];
+  double paper;      /* the paper's value (NAN unless its setup) */
+  bool at_least;     /* the paper gives a lower bound */
+  double variant;    /* ours, with the best variant (the target's) */
+  double searched;   /* ours, with best (searched) */
+  double gap;        /* best (searched)'s latency over ideal's, there */
+  double variant_gap; /* the best variant's */
+} SearchedRow;
+
 typedef struct Scenario {
   const char *name;
   const char *label;
@@ -111,10 +141,15 @@ typedef struct Repro {
   const char *arch_label; /* the architecture's name ("h100") */
   const char *arch_path;
   int nmodels;
-  const char *model_names[REPRO_MAX_MODELS]; /* the first is the figures' */
-  int layers[REPRO_MAX_MODELS];
+  const char *model_names[REPRO_MAX_MODELS]; /* the first is the figures';
+                                                NULL: no model (the spec's
+                                                sizes alone) */
+  int layers[REPRO_MAX_MODELS]; /* 0: unknown (no model, no --layers):
+                                   no end-to-end figures */
   double batch, prefill; /* B, and I of the prefill */
   char settings[256];    /* the other --set values, "d_state=32", or "" */
+  char sizes[256];       /* the other ranks' sizes at the prefill point,
+                            "D=2048, E=2048" */
   bool paper_spec;  /* the paper's cascade */
   bool paper_arch;  /* the paper's architecture */
   bool paper_setup; /* all of the paper's setup: its evaluation compares */
@@ -132,6 +167,13 @@ typedef struct Repro {
   double e2e_pipelined[REPRO_SCENARIOS][DES_COUNT];
   /* Per-layer prefill latency over I = 2^k (achieved, sequential). */
   double sweep[REPRO_MAX_MODELS][REPRO_LENGTHS][DES_COUNT];
+  /* best (searched), beside the designs: per model and phase, end to end
+   * (sequential, achieved), and over I = 2^k (prefill). */
+  Searched best[REPRO_MAX_MODELS][PH_COUNT];
+  double e2e_best[REPRO_SCENARIOS];
+  double sweep_best[REPRO_MAX_MODELS][REPRO_LENGTHS];
+  int nsearched;
+  SearchedRow searched[REPRO_MAX_SEARCHED];
   double bandwidth; /* DRAM bytes/s */
   double elapsed;   /* seconds the whole evaluation took */
 } Repro;
@@ -143,6 +185,13 @@ typedef struct Repro {
 Repro *repro_run(const ReproSetup *setup, Diag *d);
 void repro_free(Repro *r);
 const Target *repro_target(const Repro *r, const char *key);
+/* What one layer of model M is called in titles and captions: the model's
+ * name, or the spec's path when there is no model. */
+const char *repro_workload(const Repro *r, int m);
+/* Whether the end-to-end figures exist: a layer count was known. */
+bool repro_has_e2e(const Repro *r);
+/* best (searched)'s gap to ideal: its latency over the bound's. */
+double repro_searched_gap(const Searched *s);
 /* The peak of unit U (ops/s): its fastest op class. */
 double repro_unit_peak(const Arch *a, int u);
 

@@ -9,68 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* strtok_r skips empty keys: '', '.' and 'a..b' would name nothing (or
- * the section itself) without a word. */
-bool study_path_valid(const char *path) {
-  size_t len = strlen(path);
-  return len && path[0] != '.' && path[len - 1] != '.' && !strstr(path, "..");
-}
-
-bool study_path_node(const YamlNode *root, const char *path,
-                     YamlNode **parent, const char **key, Buf *why) {
-  const YamlNode *n = ydoc_get(root, "architecture");
-  if (!n || n->kind != YN_MAP) {
-    buf_printf(why, "it has no architecture section");
-    return false;
-  }
-  if (!study_path_valid(path)) {
-    buf_printf(why, "a path is keys joined by '.', none of them empty");
-    return false;
-  }
-  char *copy = xstrdup(path), *save = NULL;
-  bool ok = true;
-  char *seg = strtok_r(copy, ".", &save);
-  while (ok && seg) {
-    char *next = strtok_r(NULL, ".", &save);
-    if (n->kind == YN_MAP && !next) {
-      *parent = (YamlNode *)n;
-      *key = path + (seg - copy);
-      break;
-    }
-    const YamlNode *child = NULL;
-    if (n->kind == YN_MAP) {
-      child = ydoc_get(n, seg);
-      if (!child)
-        buf_printf(why, "it has no '%s' there", seg);
-    } else if (n->kind == YN_SEQ) {
-      for (int i = 0; i < n->n && !child; i++) {
-        const YamlNode *nm = ydoc_get(n->items[i], "name");
-        if (nm && nm->kind == YN_SCALAR && strcmp(nm->text, seg) == 0)
-          child = n->items[i];
-      }
-      if (!child) {
-        buf_printf(why, "no item named '%s' (items:", seg);
-        for (int i = 0; i < n->n; i++) {
-          const YamlNode *nm = ydoc_get(n->items[i], "name");
-          buf_printf(why, " %s", nm && nm->kind == YN_SCALAR ? nm->text : "?");
-        }
-        buf_printf(why, ")");
-      }
-    } else {
-      buf_printf(why, "'%s' is a value, not a section", seg);
-    }
-    ok = child != NULL;
-    n = child;
-    seg = next;
-    if (ok && !seg) { /* the path ends at a list or a list item */
-      buf_printf(why, "it names a section, not a field");
-      ok = false;
-    }
-  }
-  free(copy);
-  return ok;
-}
-
 void study_param_text(Buf *b, const Study *s, int pt, int p) {
   const YamlNode *n = s->ptuple[(long)pt * s->nparams + p];
   if (n->kind == YN_SCALAR) {
@@ -95,7 +33,7 @@ static Arch *build_variant(Study *s, int a, int pt, Diag *d) {
     YamlNode *parent;
     const char *key;
     Buf why = {0};
-    study_path_node(doc->root, s->params[p].path, &parent, &key, &why);
+    study_path_node(doc->root, s->params[p].at[a], &parent, &key, &why);
     buf_free(&why);
     YamlNode *k = arena_alloc(&doc->arena, sizeof *k);
     *k = (YamlNode){.kind = YN_SCALAR,

@@ -31,6 +31,10 @@ static int num_cell(Cell *c, const char *name, double v) {
   return 1;
 }
 
+const char *study_design_name(Design d) {
+  return d == DESIGN_BEST ? "best" : design_name(d);
+}
+
 int study_ncells(const Study *s) {
   return 6 + s->nsettings + s->nparams + s->noptions;
 }
@@ -54,7 +58,7 @@ int study_cells(const Study *s, long point, Cell *cells) {
     n += text_cell(&cells[n], s->params[p].path, b.s);
     buf_free(&b);
   }
-  n += text_cell(&cells[n], "design", design_name(ds->design));
+  n += text_cell(&cells[n], "design", study_design_name(ds->design));
   n += text_cell(&cells[n], "stitch",
                  ds->stitch >= 0 ? stitcher_name((Stitcher)ds->stitch) : "");
   for (int k = 0; k < s->noptions; k++) {

@@ -5,6 +5,8 @@
  * own slot: the results do not depend on which thread priced what. */
 #include "study.h"
 
+#include "../search/search.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -62,6 +64,21 @@ static void worker_free(Worker *w) {
   free(w);
 }
 
+/* Design best: the schedule the search finds for latency in SH under
+ * the point's options OV, as `eval --design best` prices it. */
+static Eval *price_best(Worker *w, const Cascade *c, const StudyShape *sh,
+                        const Arch *arch, const ModelOverrides *ov,
+                        Diag *diag) {
+  SearchResult *r = search_best(c, sh->s, arch, sh->pairs, ov, SO_LATENCY,
+                                w->memo, diag);
+  if (!r)
+    return NULL;
+  Eval *ev = r->best; /* kept: the search lets go of it */
+  r->best = NULL;
+  search_free(r);
+  return ev;
+}
+
 /* One evaluation: design DS of shape (CM, ST, SLOT) on ARCH with options
  * O; NULL with DIAG set when the model cannot price it. */
 static Eval *price(Worker *w, int cm, int st, int slot, const DesignStitch *ds,
@@ -69,8 +86,15 @@ static Eval *price(Worker *w, int cm, int st, int slot, const DesignStitch *ds,
   const Study *s = w->s;
   const StudyShape *sh = study_shape(s, cm, st, slot);
   const Cascade *c = s->cascades[s->cms[cm].cascade].c;
+  bool decode = slot == SLOT_DECODE && ov->state_io < 0;
+  if (ds->design == DESIGN_BEST) {
+    ModelOverrides b = *ov;
+    if (decode)
+      b.state_io = 1; /* as below */
+    return price_best(w, c, sh, arch, &b, diag);
+  }
   ModelOpts o = model_opts_with(ov, ds->design);
-  if (slot == SLOT_DECODE && ov->state_io < 0)
+  if (decode)
     o.state_io = true; /* a decode step reads and writes its state */
   if (ds->stitch >= 0)
     o.stitch = (Stitcher)ds->stitch;
@@ -114,7 +138,7 @@ static void add_eval(PointResult *r, const Arch *a, const Eval *ev, double k) {
   }
 }
 
-/* The area figures of architecture A: its total and by role. */
+/* The area figures of architecture A: its total, by role and by class. */
 static void add_area(PointResult *r, const Arch *a) {
   Component cs[SWEEP_MAX_COMPONENTS];
   int n = report_components(a, NULL, cs);
@@ -132,6 +156,14 @@ static void add_area(PointResult *r, const Arch *a) {
     for (int i = 0; i < n; i++)
       if (strcmp(cs[i].role, roles[j].role) == 0)
         r->fig[roles[j].f] += cs[i].area_mm2;
+  double cls[AREA_CLASS_COUNT];
+  arch_area_by_class(a, cls);
+  static const Figure by_class[] = {FIG_A_COMPUTE, FIG_A_NONLINEAR,
+                                    FIG_A_INTERCONNECT, FIG_A_MEMORY};
+  _Static_assert(sizeof by_class / sizeof by_class[0] == AREA_CLASS_COUNT,
+                 "a column per area class");
+  for (int c = 0; c < AREA_CLASS_COUNT; c++)
+    r->fig[by_class[c]] = cls[c];
 }
 
 /* Price one point: a phase is one evaluation, a scenario L layers of a

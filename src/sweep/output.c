@@ -159,7 +159,16 @@ json_t *sweep_json(const Study *s, const PointResult *res, const bool *on) {
   return root;
 }
 
-/* ---- the chart ---- */
+/* ---- the chart ----
+ *
+ * Every objective is drawn: a panel per pair of objectives (the upper
+ * triangle of a scatter matrix; one panel for two objectives), per group
+ * of points with a front of its own. A point's colour says its design
+ * (and stitcher), its marker its architecture (and cascade, when the
+ * study has several), each such series a legend entry; a ring marks the
+ * front over all the objectives. Points tied on every objective (two
+ * stitchers giving one plan, say) are one mark, labelled with all their
+ * numbers. */
 
 static const char *axis_label(Figure f) {
   switch (f) {
@@ -178,143 +187,244 @@ static const char *axis_label(Figure f) {
   }
 }
 
-/* A log axis when the values of the NS series span more than a factor of
- * 30. */
-static bool spans(double *const *v, const long *n, int ns) {
+/* Okabe & Ito's colours, one per design (and stitcher) of the study. */
+static const char *const DESIGN_COLOR[] = {"#0072B2", "#E69F00", "#009E73",
+                                           "#D55E00", "#CC79A7", "#56B4E9",
+                                           "#000000", "#999999"};
+enum { NDESIGN_COLORS = sizeof DESIGN_COLOR / sizeof DESIGN_COLOR[0] };
+enum { MAX_FRONT_LABELS = 6, PARETO_MARKERS = 6 };
+
+/* A point by its figures over the objectives: what a tie is. */
+typedef struct Mark {
+  double v[SWEEP_MAX_OBJECTIVES];
+  long point; /* the lowest number of the points tied here */
+  long other; /* another of them, when there are several */
+  int series;
+  long tied;  /* how many points the mark stands for */
+  bool front; /* on the front (every tied point is) */
+} Mark;
+
+static int by_figures(const void *a, const void *b) {
+  const Mark *u = a, *v = b;
+  for (int k = 0; k < SWEEP_MAX_OBJECTIVES; k++)
+    if (u->v[k] != v->v[k])
+      return u->v[k] < v->v[k] ? -1 : 1;
+  return (u->point > v->point) - (u->point < v->point);
+}
+
+/* The series of point P: its cascade (when several), design and
+ * architecture, as one index. */
+static int series_of(const Study *s, long p) {
+  long at[DIM_COUNT];
+  study_point(s, p, at);
+  int nc = s->ncascades > 1 ? s->ncascades : 1;
+  int c = nc > 1 ? s->cms[at[DIM_CASCADE]].cascade : 0;
+  return ((int)at[DIM_DESIGN] * s->narchs + (int)at[DIM_ARCH]) * nc + c;
+}
+
+/* "RI+RSb, greedy, specs/mamba2.yaml on h100" for series K. */
+static const char *series_name(Arena *a, const Study *s, int k) {
+  int nc = s->ncascades > 1 ? s->ncascades : 1;
+  int c = k % nc, arch = k / nc % s->narchs, d = k / nc / s->narchs;
+  const DesignStitch *ds = &s->ds[d];
+  int same = 0;
+  for (int j = 0; j < s->nds; j++)
+    same += s->ds[j].design == ds->design;
+  Buf b = {0};
+  buf_printf(&b, "%s", ds->design == DESIGN_BEST ? "best (searched)"
+                                                 : design_label(ds->design));
+  if (same > 1 && ds->stitch >= 0)
+    buf_printf(&b, ", %s", stitcher_name((Stitcher)ds->stitch));
+  if (nc > 1)
+    buf_printf(&b, ", %s", s->cascades[c].spec);
+  buf_printf(&b, " on %s", s->archs[arch].name);
+  char *out = arena_strdup(a, b.s);
+  buf_free(&b);
+  return out;
+}
+
+/* The marks of group W, ties merged: one per distinct tuple of figures,
+ * the lowest point number standing for the others. Returns how many. */
+static long group_marks(Arena *a, const Study *s, const PointResult *res,
+                        const bool *on, const int *group_of, int w,
+                        Mark **out) {
+  Mark *m = arena_alloc(a, ((size_t)s->npoints + 1) * sizeof *m);
+  long n = 0;
+  for (long i = 0; i < s->npoints; i++) {
+    bool ok = group_of[i] == w && !res[i].error[0];
+    for (int k = 0; ok && k < s->nobjectives; k++)
+      ok = isfinite(res[i].fig[s->objectives[k]]);
+    if (!ok)
+      continue;
+    m[n] = (Mark){.point = i, .other = i, .series = series_of(s, i),
+                  .tied = 1, .front = on[i]};
+    for (int k = 0; k < s->nobjectives; k++)
+      m[n].v[k] = res[i].fig[s->objectives[k]];
+    n++;
+  }
+  qsort(m, (size_t)n, sizeof *m, by_figures);
+  long kept = 0;
+  for (long i = 0; i < n; i++) {
+    Mark *last = kept > 0 ? &m[kept - 1] : NULL;
+    if (last && memcmp(last->v, m[i].v, sizeof m[i].v) == 0) {
+      last->other = last->tied++ == 1 ? m[i].point : last->other;
+      last->front = last->front || m[i].front;
+      continue;
+    }
+    m[kept++] = m[i];
+  }
+  *out = m;
+  return kept;
+}
+
+/* "#520" or, for a tie, "#520 = #528" or "#520 +19 tied". */
+static const char *mark_label(Arena *a, const Mark *m) {
+  char text[64];
+  if (m->tied == 1)
+    snprintf(text, sizeof text, "#%ld", m->point);
+  else if (m->tied == 2)
+    snprintf(text, sizeof text, "#%ld = #%ld", m->point, m->other);
+  else
+    snprintf(text, sizeof text, "#%ld +%ld tied", m->point, m->tied - 1);
+  return arena_strdup(a, text);
+}
+
+/* A log axis when the values span more than a factor of 30. */
+static bool spans(const Mark *m, long n, int k) {
   double lo = INFINITY, hi = 0;
-  for (int k = 0; k < ns; k++)
-    for (long i = 0; i < n[k]; i++)
-      if (v[k][i] > 0) {
-        lo = fmin(lo, v[k][i]);
-        hi = fmax(hi, v[k][i]);
-      }
+  for (long i = 0; i < n; i++)
+    if (m[i].v[k] > 0)
+      lo = fmin(lo, m[i].v[k]), hi = fmax(hi, m[i].v[k]);
   return hi > 30 * lo;
 }
 
-/* One panel: the points by series -- the front's last, the others before
- * it, by cascade when the study has several (a model comparison), else
- * in one grey series. */
-typedef struct Panel {
-  int ns;
-  double **x, **y;
-  const char **labels; /* the front's */
-  long *n;
-  ChartSeries *series;
-  ChartLine ref;
-  char sub[160], ref_label[96];
-} Panel;
-
-void sweep_chart(Buf *b, const Study *s, const PointResult *res,
-                 const bool *on, Format fmt) {
-  Figure fx = s->objectives[0], fy = s->objectives[1];
-  int *group_of = xcalloc((size_t)s->npoints + 1, sizeof *group_of);
-  char **names;
-  int nw = study_groups(s, group_of, &names);
-  Panel *pan = xcalloc((size_t)nw, sizeof *pan);
-  Chart *charts = xcalloc((size_t)nw, sizeof *charts);
-  long per = s->npoints;
-  char *labels = xcalloc((size_t)s->npoints + 1, 48);
-  bool by_spec = s->ncascades > 1;
-  int ns = (by_spec ? s->ncascades : 1) + 1, front = ns - 1;
-  for (int w = 0; w < nw; w++) {
-    Panel *p = &pan[w];
-    p->ns = ns;
-    p->x = xcalloc((size_t)ns, sizeof *p->x);
-    p->y = xcalloc((size_t)ns, sizeof *p->y);
-    p->n = xcalloc((size_t)ns, sizeof *p->n);
-    p->series = xcalloc((size_t)ns, sizeof *p->series);
-    for (int k = 0; k < ns; k++) {
-      p->x[k] = xcalloc((size_t)per + 1, sizeof(double));
-      p->y[k] = xcalloc((size_t)per + 1, sizeof(double));
-    }
-    p->labels = xcalloc((size_t)per + 1, sizeof *p->labels);
-    long nfront = 0;
-    for (long i = 0; i < s->npoints; i++)
-      nfront += group_of[i] == w && on[i];
-    for (long i = 0; i < s->npoints; i++) {
-      if (group_of[i] != w || res[i].error[0] || !isfinite(res[i].fig[fx]) ||
-          !isfinite(res[i].fig[fy]))
-        continue;
-      long at[DIM_COUNT];
-      study_point(s, i, at);
-      int k = on[i] ? front
-                    : by_spec ? s->cms[at[DIM_CASCADE]].cascade : 0;
-      p->x[k][p->n[k]] = res[i].fig[fx];
-      p->y[k][p->n[k]] = res[i].fig[fy];
-      if (k == front) {
-        char *l = labels + 48 * i;
-        snprintf(l, 48, "#%ld %s", i,
-                 design_name(s->ds[at[DIM_DESIGN]].design));
-        p->labels[p->n[k]] = nfront <= 6 ? l : NULL;
+/* One panel's series: a point series per design, architecture (and
+ * cascade) present, objectives A and B as x and y, then the front's
+ * rings. Returns how many. */
+static int panel_series(Arena *a, const Study *s, const Mark *m, long n,
+                        int ka, int kb, ChartSeries **out) {
+  int nc = s->ncascades > 1 ? s->ncascades : 1;
+  int nslots = s->nds * s->narchs * nc;
+  long *count = arena_alloc(a, ((size_t)nslots + 1) * sizeof *count);
+  long nfront = 0;
+  for (long i = 0; i < n; i++)
+    count[m[i].series]++, nfront += m[i].front;
+  ChartSeries *cs = arena_alloc(a, ((size_t)nslots + 2) * sizeof *cs);
+  int ns = 0;
+  for (int k = 0; k < nslots; k++) {
+    if (!count[k])
+      continue;
+    ChartSeries *c = &cs[ns++];
+    double *x = arena_alloc(a, (size_t)count[k] * sizeof *x);
+    double *y = arena_alloc(a, (size_t)count[k] * sizeof *y);
+    const char **lab = arena_alloc(a, (size_t)count[k] * sizeof *lab);
+    int d = k / nc / s->narchs, arch = k / nc % s->narchs;
+    *c = (ChartSeries){.name = series_name(a, s, k), .x = x, .y = y,
+                       .labels = lab,
+                       .color = DESIGN_COLOR[d % NDESIGN_COLORS],
+                       .marker = 1 + (arch * nc + k % nc) % PARETO_MARKERS};
+    for (long i = 0; i < n; i++)
+      if (m[i].series == k) {
+        x[c->n] = m[i].v[ka], y[c->n] = m[i].v[kb];
+        lab[c->n++] = m[i].front && nfront <= MAX_FRONT_LABELS
+                          ? mark_label(a, &m[i])
+                          : NULL;
       }
-      p->n[k]++;
-    }
-    for (int k = 0; k < front; k++)
-      p->series[k] = (ChartSeries){
-          .name = by_spec ? s->cascades[k].spec : "other points",
-          .n = (int)p->n[k], .x = p->x[k], .y = p->y[k],
-          .color = by_spec ? NULL : "#b0b0b0"};
-    p->series[front] = (ChartSeries){.name = "Pareto front",
-                                     .n = (int)p->n[front], .x = p->x[front],
-                                     .y = p->y[front], .labels = p->labels,
-                                     .color = "#d62728"};
-    long all = 0;
-    for (int k = 0; k < ns; k++)
-      all += p->n[k];
-    snprintf(p->sub, sizeof p->sub, "%ld points, %ld on the front%s", all,
-             p->n[front],
-             nfront <= 6 ? " (labels: point numbers, as in points.csv)" : "");
-    Chart *c = &charts[w];
-    *c = (Chart){.kind = CHART_SCATTER, .title = names[w],
-                 .subtitle = p->sub, .xlabel = axis_label(fx),
-                 .ylabel = axis_label(fy), .nseries = ns,
-                 .series = p->series, .width = 760, .height = 440};
-    c->logx = spans(p->x, p->n, ns);
-    c->logy = spans(p->y, p->n, ns);
-    if (s->reference && (fx == FIG_AREA || fy == FIG_AREA)) {
-      snprintf(p->ref_label, sizeof p->ref_label, "%s: %.1f mm2",
-               s->reference, s->reference_area);
-      p->ref = (ChartLine){s->reference_area, p->ref_label};
-      *(fx == FIG_AREA ? &c->nvlines : &c->nhlines) = 1;
-      *(fx == FIG_AREA ? &c->vlines : &c->hlines) = &p->ref;
-    }
   }
-  char title[256], sub[256];
-  snprintf(title, sizeof title, "%s: the Pareto front", s->name);
+  double *fx = arena_alloc(a, ((size_t)nfront + 1) * sizeof *fx);
+  double *fy = arena_alloc(a, ((size_t)nfront + 1) * sizeof *fy);
+  ChartSeries *ring = &cs[ns++];
+  *ring = (ChartSeries){.name = "Pareto front", .x = fx, .y = fy,
+                        .color = "#d62728", .ring = true};
+  for (long i = 0; i < n; i++)
+    if (m[i].front)
+      fx[ring->n] = m[i].v[ka], fy[ring->n++] = m[i].v[kb];
+  *out = cs;
+  return ns;
+}
+
+/* The chart of objectives KA and KB over group W's marks. */
+static Chart panel_chart(Arena *a, const Study *s, const Mark *m, long n,
+                         int ka, int kb, const char *group) {
+  Figure fx = s->objectives[ka], fy = s->objectives[kb];
+  ChartSeries *cs;
+  int ns = panel_series(a, s, m, n, ka, kb, &cs);
+  long points = 0, marks_front = cs[ns - 1].n;
+  for (long i = 0; i < n; i++)
+    points += m[i].tied;
+  Buf b = {0};
+  buf_printf(&b, "%ld points in %ld marks (ties merged), %ld on the front%s",
+             points, n, marks_front,
+             marks_front <= MAX_FRONT_LABELS
+                 ? " (labels: point numbers, as in points.csv)"
+                 : "");
+  const char *sub = arena_strdup(a, b.s);
+  buf_free(&b);
+  buf_printf(&b, "%s%s%s vs %s", group, group[0] ? ": " : "",
+             figure_objective(fy), figure_objective(fx));
+  const char *title = arena_strdup(a, b.s);
+  buf_free(&b);
+  Chart c = {.kind = CHART_SCATTER, .title = title, .subtitle = sub,
+             .xlabel = axis_label(fx), .ylabel = axis_label(fy),
+             .nseries = ns, .series = cs, .width = 860, .height = 460,
+             .logx = spans(m, n, ka), .logy = spans(m, n, kb)};
+  if (s->reference && (fx == FIG_AREA || fy == FIG_AREA)) {
+    ChartLine *ref = arena_alloc(a, sizeof *ref);
+    char label[96];
+    snprintf(label, sizeof label, "%s: %.1f mm2", s->reference,
+             s->reference_area);
+    *ref = (ChartLine){s->reference_area, arena_strdup(a, label)};
+    *(fx == FIG_AREA ? &c.nvlines : &c.nhlines) = 1;
+    *(fx == FIG_AREA ? &c.vlines : &c.hlines) = ref;
+  }
+  return c;
+}
+
+/* "minimizing latency, area and energy; a panel per pair". */
+static void objectives_line(char *out, size_t cap, const Study *s) {
   Buf objs = {0};
   for (int k = 0; k < s->nobjectives; k++)
     buf_printf(&objs, "%s%s", k ? (k + 1 == s->nobjectives ? " and " : ", ")
                                 : "",
                figure_objective(s->objectives[k]));
-  snprintf(sub, sizeof sub, "minimizing %s%s", objs.s,
-           s->nobjectives > 2 ? "; drawn over the first two" : "");
+  snprintf(out, cap, "minimizing %s%s", objs.s,
+           s->nobjectives > 2 ? "; a panel per pair of objectives" : "");
   buf_free(&objs);
-  if (nw == 1) {
+}
+
+void sweep_chart(Buf *b, const Study *s, const PointResult *res,
+                 const bool *on, Format fmt) {
+  Arena a = {0};
+  int *group_of = arena_alloc(&a, ((size_t)s->npoints + 1) * sizeof *group_of);
+  char **names;
+  int nw = study_groups(s, group_of, &names);
+  int npairs = s->nobjectives * (s->nobjectives - 1) / 2;
+  Chart *charts = arena_alloc(&a, ((size_t)(nw * npairs) + 1) *
+                                      sizeof *charts);
+  int n = 0;
+  for (int w = 0; w < nw; w++) {
+    Mark *m;
+    long nm = group_marks(&a, s, res, on, group_of, w, &m);
+    for (int ka = 0; ka < s->nobjectives; ka++)
+      for (int kb = ka + 1; kb < s->nobjectives; kb++)
+        charts[n++] = panel_chart(&a, s, m, nm, ka, kb, names[w]);
+  }
+  char title[256], sub[256];
+  snprintf(title, sizeof title, "%s: the Pareto front", s->name);
+  objectives_line(sub, sizeof sub, s);
+  if (n == 1) {
     char both[600];
     snprintf(both, sizeof both, "%s -- %s", charts[0].subtitle, sub);
     charts[0].title = title;
     charts[0].subtitle = both;
     chart_render(b, &charts[0], fmt);
   } else {
-    stack_render(b, title, sub, nw, charts, fmt);
+    stack_render(b, title, sub, n, charts, fmt);
   }
-  for (int w = 0; w < nw; w++) {
-    for (int k = 0; k < pan[w].ns; k++) {
-      free(pan[w].x[k]);
-      free(pan[w].y[k]);
-    }
-    free(pan[w].x);
-    free(pan[w].y);
-    free(pan[w].n);
-    free(pan[w].series);
-    free(pan[w].labels);
+  for (int w = 0; w < nw; w++)
     free(names[w]);
-  }
   free(names);
-  free(group_of);
-  free(labels);
-  free(pan);
-  free(charts);
+  arena_free(&a);
 }
 
 /* ---- the terminal ---- */

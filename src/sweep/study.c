@@ -452,9 +452,46 @@ static bool load_archs(Loader *L, const YamlNode *n) {
   return true;
 }
 
+/* Resolve parameter path KEY on base architecture A into *AT (canonical:
+ * path.c); *LISTED as add_param's. False, reported at KEY, if it names
+ * no field there, or a field another path of the study names. */
+static bool resolve_param(Loader *L, const YamlNode *key, int a,
+                          const char **at, bool *listed) {
+  Study *s = L->s;
+  const StudyArch *sa = &s->archs[a];
+  YamlDoc *doc = ydoc_parse(sa->src.path, sa->src.text, sa->src.len, L->d);
+  if (!doc)
+    return false;
+  Buf canon = {0}, why = {0};
+  bool ok = study_path_resolve(doc->root, sa->src.path, key->text, &canon,
+                               &why);
+  if (!ok)
+    fail(L, key->loc, "%s: %s has no such field: %s", key->text,
+         sa->src.path, why.s);
+  YamlNode *parent;
+  const char *k;
+  if (ok && study_path_node(doc->root, canon.s, &parent, &k, &why)) {
+    const YamlNode *now = ydoc_get(parent, k);
+    *listed = *listed || (now && now->kind == YN_SEQ);
+  }
+  *at = ok ? arena_strdup(&s->arena, canon.s) : NULL;
+  for (int p = 0; ok && p < s->nparams; p++)
+    if (strcmp(s->params[p].at[a], *at) == 0) {
+      fail(L, key->loc, "'%s' and '%s' (line %d) name one field of %s (%s)",
+           key->text, s->params[p].path, s->params[p].loc.line, sa->name,
+           *at);
+      ok = false;
+    }
+  buf_free(&canon);
+  buf_free(&why);
+  ydoc_free(doc);
+  return ok;
+}
+
 /* Add the parameter at KEY (a path), which must name a field of every
- * base architecture; *LISTED: the field holds a list (shape: [R, C]), so
- * that a list of numbers is one value of it. */
+ * base architecture, each its own (a role selector may name differently
+ * named levels: memory[fusion]); *LISTED: the field holds a list (shape:
+ * [R, C]), so that a list of numbers is one value of it. */
 static bool add_param(Loader *L, const YamlNode *key, bool *listed) {
   Study *s = L->s;
   *listed = false;
@@ -466,27 +503,12 @@ static bool add_param(Loader *L, const YamlNode *key, bool *listed) {
   for (int k = 0; k < s->nparams; k++)
     if (strcmp(s->params[k].path, key->text) == 0)
       return fail(L, key->loc, "'%s' is given twice", key->text);
-  for (int a = 0; a < s->narchs; a++) {
-    YamlDoc *doc = ydoc_parse(s->archs[a].src.path, s->archs[a].src.text,
-                              s->archs[a].src.len, L->d);
-    if (!doc)
+  const char **at = arena_alloc(&s->arena, (size_t)s->narchs * sizeof *at);
+  for (int a = 0; a < s->narchs; a++)
+    if (!resolve_param(L, key, a, &at[a], listed))
       return false;
-    YamlNode *parent;
-    const char *k;
-    Buf why = {0};
-    bool ok = study_path_node(doc->root, key->text, &parent, &k, &why);
-    if (!ok)
-      fail(L, key->loc, "%s: %s has no such field: %s", key->text,
-           s->archs[a].src.path, why.s);
-    const YamlNode *now = ok ? ydoc_get(parent, k) : NULL;
-    *listed = *listed || (now && now->kind == YN_SEQ);
-    buf_free(&why);
-    ydoc_free(doc);
-    if (!ok)
-      return false;
-  }
   s->params = xrealloc(s->params, (size_t)(s->nparams + 1) * sizeof *s->params);
-  s->params[s->nparams++] = (ParamPath){key->text, key->loc};
+  s->params[s->nparams++] = (ParamPath){key->text, key->loc, at};
   return true;
 }
 
@@ -665,16 +687,19 @@ static bool load_designs(Loader *L, const YamlNode *dn, const YamlNode *sn) {
   s->ds = xcalloc((size_t)(nd * nst), sizeof *s->ds);
   for (int i = 0; i < nd; i++) {
     const YamlNode *n = dn ? ds[i] : &full;
-    Design d;
+    Design d = DESIGN_BEST;
     char names[256];
-    if (!want(L, n, YN_SCALAR, "a design") || !design_from_name(n->text, &d))
-      return fail(L, n->loc, "unknown design '%s' (expected one of %s)",
+    if (!want(L, n, YN_SCALAR, "a design") ||
+        (strcmp(n->text, "best") && !design_from_name(n->text, &d)))
+      return fail(L, n->loc, "unknown design '%s' (expected one of %s or "
+                             "best)",
                   n->text, design_names(names, sizeof names));
     for (int j = 0; j < s->nds; j++)
       if (s->ds[j].design == d)
         return fail(L, n->loc, "design '%s' is given twice", n->text);
-    /* The strategies stitch; the others' plans are fixed. */
-    bool stitches = design_strategy(d) != ST_UNFUSED;
+    /* The strategies stitch; the others' plans are fixed; best's search
+     * tries every stitcher. */
+    bool stitches = d != DESIGN_BEST && design_strategy(d) != ST_UNFUSED;
     for (int k = 0; k < (stitches ? nst : 1); k++)
       s->ds[s->nds++] = (DesignStitch){d, stitches ? stitch[k] : -1};
   }

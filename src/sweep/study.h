@@ -36,8 +36,10 @@ typedef struct SettingAxis {
 
 /* A field of the architecture files (a column), and the axis it is in. */
 typedef struct ParamPath {
-  const char *path; /* "compute.array2d.shape" */
+  const char *path; /* as written: "compute.array2d.shape", "memory[fusion].capacity" */
   Loc loc;
+  const char **at;  /* per base architecture, canonical (path.c):
+                       "compute[0].shape", "memory[1].capacity" */
 } ParamPath;
 
 /* A base architecture. */
@@ -59,6 +61,12 @@ typedef struct Workload {
   int layers;      /* scenario: L; 0: the model's */
   int prompt_slot; /* the shape slot of its prefill (below) */
 } Workload;
+
+/* The design `best` of a study: the schedule `search` finds for latency
+ * (src/search). Not a model design: the model is below the search. */
+#define DESIGN_BEST ((Design)DES_COUNT)
+/* "best", or the model design's name. */
+const char *study_design_name(Design d);
 
 /* A design, with the stitcher of the fused designs (-1: none applies). */
 typedef struct DesignStitch {
@@ -162,16 +170,27 @@ int study_cells(const Study *s, long point, Cell *cells);
  * caller frees them and the array). Returns how many. */
 int study_groups(const Study *s, int *group_of, char ***labels);
 
-/* ---- build.c ---- */
+/* ---- path.c ---- */
 
 /* Is PATH keys joined by '.', none of them empty? */
 bool study_path_valid(const char *path);
-/* The node PATH names in architecture tree ROOT ("compute.array2d.pes":
- * keys, and list items by their name): its mapping and key into *PARENT,
- * *KEY (the last key may be absent from its mapping: the loader decides
- * whether it belongs there). False with the reason in WHY. */
+/* The node PATH names in architecture tree ROOT ("compute.array2d.pes",
+ * "memory[1].capacity": keys, list items by their name or position): its
+ * mapping and key into *PARENT, *KEY (the last key may be absent from its
+ * mapping: the loader decides whether it belongs there). False with the
+ * reason in WHY. */
 bool study_path_node(const YamlNode *root, const char *path,
                      YamlNode **parent, const char **key, Buf *why);
+/* PATH in the architecture tree ROOT (loaded from FILE) in its canonical
+ * form, every list item by position, into CANON: items named by name,
+ * position (memory[-1]: the innermost) or, in the memory and compute
+ * lists, role (memory[fusion], memory[registers], compute[matrix]: the
+ * roles of the loaded architecture). False with the reason in WHY: no such
+ * field, or a role no item or several items have. */
+bool study_path_resolve(const YamlNode *root, const char *file,
+                        const char *path, Buf *canon, Buf *why);
+
+/* ---- build.c ---- */
 /* Build S's architecture variants and shapes; false, D set at the study's
  * place (with the file's own message), when one cannot be. */
 bool study_build(Study *s, Diag *d);

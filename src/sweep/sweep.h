@@ -35,7 +35,8 @@
 
 /* The figures of a point: one column each. X(ID, column, objective name
  * or NULL). The energies and areas by role add up the components of that
- * role (report_components). */
+ * role (report_components); the areas by class are arch_area_by_class's
+ * (compute, nonlinear, interconnect, memory: they add up to the area). */
 #define SWEEP_FIGURES(X)                                                   \
   X(LATENCY, "latency_s", "latency")                                       \
   X(ENERGY, "energy_j", "energy")                                          \
@@ -56,7 +57,11 @@
   X(A_REGISTERS, "area_registers_mm2", NULL)                               \
   X(A_MATRIX, "area_matrix_mm2", NULL)                                     \
   X(A_VECTOR, "area_vector_mm2", NULL)                                     \
-  X(A_FEEDER, "area_feeder_mm2", NULL)
+  X(A_FEEDER, "area_feeder_mm2", NULL)                                     \
+  X(A_COMPUTE, "area_compute_mm2", NULL)                                   \
+  X(A_NONLINEAR, "area_nonlinear_mm2", NULL)                               \
+  X(A_INTERCONNECT, "area_interconnect_mm2", NULL)                         \
+  X(A_MEMORY, "area_memory_mm2", NULL)
 
 typedef enum {
 #define SWEEP_FIG_ENUM(id, col, obj) FIG_##id,

@@ -208,3 +208,63 @@ TEST(render_format_names) {
   CHECK(!format_from_name("jpeg", &f) && !format_from_name("", &f));
   CHECK_STR(format_name(FMT_PNG), "png");
 }
+
+/* The top of the plot: the y axis' domain line. */
+static double plot_top(const Scene *sc, double *bottom, double *left) {
+  for (int i = 0; i < sc->n; i++)
+    if (sc->items[i].kind == SC_LINE && sc->items[i].cls &&
+        strcmp(sc->items[i].cls, "domain") == 0 &&
+        sc->items[i].x == sc->items[i].x2) {
+      *bottom = sc->items[i].y2, *left = sc->items[i].x;
+      return sc->items[i].y;
+    }
+  return NAN;
+}
+
+/* Issue 17: no bar reaches the top of its plot (5 at the top of a 0..5
+ * axis reads as clipped): the automatic range leaves room. */
+TEST(render_bars_leave_room) {
+  Chart c = bars();
+  Scene sc = {0};
+  chart_scene(&sc, &c);
+  double bottom, left, top = plot_top(&sc, &bottom, &left), highest = 1e9;
+  for (int i = 0; i < sc.n; i++)
+    if (sc.items[i].kind == SC_RECT && strcmp(sc.items[i].cls, "bar") == 0)
+      highest = fmin(highest, sc.items[i].y);
+  CHECK(isfinite(top));
+  CHECK(highest > top + 10);
+  scene_free(&sc);
+}
+
+/* Scatter points never sit on an axis; a series may ask for a marker
+ * (5: triangle down) and a ring series draws hollow rings. */
+TEST(render_scatter_room_markers_rings) {
+  static const double X[] = {1, 2, 4}, Y[] = {1, 3, 2};
+  const ChartSeries s[] = {
+      {.name = "RI on h100", .n = 3, .x = X, .y = Y, .marker = 5},
+      {.name = "Pareto front", .n = 1, .x = X, .y = Y, .ring = true,
+       .color = "#d62728"},
+  };
+  Chart c = {.kind = CHART_SCATTER, .title = "front", .xlabel = "latency",
+             .ylabel = "energy", .nseries = 2, .series = s};
+  Scene sc = {0};
+  chart_scene(&sc, &c);
+  double bottom, left, top = plot_top(&sc, &bottom, &left);
+  int triangles = 0, rings = 0;
+  for (int i = 0; i < sc.n; i++) {
+    const ScItem *it = &sc.items[i];
+    if (it->kind == SC_POLYGON && strcmp(it->cls, "point") == 0 &&
+        it->npts == 3) {
+      triangles++;
+      CHECK(it->pts[1] > it->pts[3]); /* the apex below the base */
+      for (int k = 0; k < 3; k++)
+        CHECK(it->pts[2 * k] > left + 2 && it->pts[2 * k + 1] < bottom - 2);
+    } else if (it->kind == SC_CIRCLE && it->r == 7) {
+      rings++;
+    }
+  }
+  CHECK(isfinite(top));
+  CHECK_INT(triangles, 4); /* the three points and the legend's swatch */
+  CHECK_INT(rings, 1);
+  scene_free(&sc);
+}

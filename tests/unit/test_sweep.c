@@ -8,6 +8,7 @@
 #include "../../src/embed/embed.h"
 #include "../../src/spec/spec.h"
 #include "../../src/preset/preset.h"
+#include "../../src/search/search.h"
 #include "../../src/sweep/sweep.h"
 #include "test.h"
 
@@ -116,6 +117,59 @@ TEST(sweep_points_are_the_models) {
     }
     CHECK(on[i] == !dominated);
   }
+  study_free(s);
+}
+
+/* `best` of mamba1 (mamba-130m, B = 2, I = TOKENS) on the shipped
+ * mambalaya, as the search finds it for latency (a decode step counts its
+ * state, as sweep and eval do): seconds. */
+static double searched(double tokens) {
+  Diag diag = {0};
+  Source src;
+  source_open("specs", "mamba1", &src, &diag);
+  Cascade *c = spec_parse(src.path, src.text, src.len, &diag);
+  source_free(&src);
+  source_open("archs", "mambalaya", &src, &diag);
+  Arch *a = arch_parse(src.path, src.text, src.len, &diag);
+  source_free(&src);
+  Setting set[2] = {{"B", 2}, {"I", tokens}};
+  Shape *s = shape_bind(c, preset_sizes("mamba-130m"), set, 2, true, &diag);
+  Pair *pairs = fusion_classify(c, s);
+  ModelOverrides o = model_no_overrides();
+  o.state_io = tokens == 1;
+  SearchResult *r =
+      search_best(c, s, a, pairs, &o, SO_LATENCY, NULL, &diag);
+  double sec = r ? r->found : NAN;
+  search_free(r);
+  free(pairs);
+  shape_free(s);
+  cascade_free(c);
+  arch_free(a);
+  return sec;
+}
+
+/* A study's design best is the search's schedule at each point: no
+ * slower than full fusion, the same on two threads. */
+TEST(sweep_best_is_the_search) {
+  Study *s = load_text("study:\n"
+                       "  name: b\n"
+                       "  cascades: [{spec: mamba1, models: [mamba-130m]}]\n"
+                       "  settings: {B: 2, tokens: 64}\n"
+                       "  designs: [full, best]\n"
+                       "  phases: [prefill, decode]\n");
+  if (!s)
+    return;
+  CHECK_INT(study_points(s), 4); /* design x workload */
+  PointResult res[4], two[4];
+  sweep_eval(s, 0, 4, 1, res, NULL, NULL);
+  for (int i = 0; i < 4; i++)
+    CHECK_STR(res[i].error, "");
+  CHECK_NEAR(res[2].fig[FIG_LATENCY], searched(64), 0);
+  CHECK_NEAR(res[3].fig[FIG_LATENCY], searched(1), 0);
+  CHECK(res[2].fig[FIG_LATENCY] <= res[0].fig[FIG_LATENCY]);
+  CHECK(res[3].fig[FIG_LATENCY] <= res[1].fig[FIG_LATENCY]);
+  sweep_eval(s, 0, 4, 2, two, NULL, NULL);
+  CHECK(memcmp(res, two, sizeof res) == 0);
   study_free(s);
 }
 

@@ -1,0 +1,135 @@
+#!/bin/sh
+# `--design best` wherever a design is taken: `eval --design best` prices
+# the schedule `search` finds (the same latency, to the digit, with the
+# same options; its gap to ideal in the text, --json and --csv), a study
+# may list `best` among its designs (its rows equal `search`'s figures,
+# no other design of the study beats them), and bad uses are refused.
+. "$(dirname "$0")/lib/harness.sh"
+PY=python3
+RETNET=$ROOT/tests/specs/good/retnet.yaml
+
+# eval --design best == search, for the same options.
+for spec in mamba1 "$RETNET"; do
+  for arch in mambalaya h100; do
+    for opts in "--phase prefill" "--phase decode" "--pipelined" \
+      "--stitch global --reserve-share 0.5"; do
+      # shellcheck disable=SC2086
+      "$M" search "$spec" --arch "$arch" $opts --json >s.json ||
+        fail "search $spec $arch $opts"
+      # shellcheck disable=SC2086
+      "$M" eval "$spec" --arch "$arch" $opts --design best --json >e.json ||
+        fail "eval --design best $spec $arch $opts"
+      $PY - <<'PYEOF' || fail "eval --design best vs search: $spec $arch $opts"
+import json
+s = json.load(open("s.json"))
+e = json.load(open("e.json"))
+assert e["inputs"]["design"] == "best", e["inputs"]["design"]
+assert e["totals"]["latency_s"] == s["found"], (e["totals"]["latency_s"], s["found"])
+b = e["search"]
+assert b["found"] == s["found"] and b["lower_bound"] == s["lower_bound"], b
+assert b["gap"] == s["gap"] and b["from"] == s["from"], (b, s["gap"], s["from"])
+assert b["objective"] == "latency" and b["gap"] >= 1, b
+assert e["totals"]["energy_j"] == s["schedule"]["totals"]["energy_j"]
+PYEOF
+    done
+  done
+done
+
+# The text and the CSV carry the gap.
+"$M" eval mamba1 --design best >t.txt || fail "eval --design best (text)"
+grep -q "^best (searched): 9.169 ms, a partition found by the search; ideal 8.16 ms; gap to ideal 1.124x" t.txt ||
+  fail "eval --design best: the text's line: $(tail -n 1 t.txt)"
+"$M" search mamba1 --json >s.json || fail "search mamba1"
+"$M" eval mamba1 --design best --csv >e.csv || fail "eval --design best --csv"
+$PY - <<'PYEOF' || fail "eval --design best --csv"
+import csv, json
+s = json.load(open("s.json"))
+rows = list(csv.DictReader(open("e.csv", newline="")))
+assert len(rows) == 24, len(rows)
+for r in rows:
+    assert r["best_from"] == "search", r["best_from"]
+    assert abs(float(r["ideal_latency_s"]) - s["lower_bound"]) <= 1e-9 * s["lower_bound"], r["ideal_latency_s"]
+    assert abs(float(r["gap_to_ideal"]) - s["gap"]) < 1e-9, r["gap_to_ideal"]
+end = max(float(r["start_s"]) + float(r["latency_s"]) for r in rows)
+assert abs(end - s["found"]) <= 1e-9 * s["found"], (end, s["found"])
+PYEOF
+
+refused "unknown design 'bestest' (expected unfused, ideal, marca, geens, flat, ri, ri+rsb, ri+rsb+rsp, full or best)" \
+  "$M" eval mamba1 --design bestest
+"$M" fuse mamba1 --strategy full --json >p.json || fail "fuse"
+refused "--plan gives the plan: drop --design" \
+  "$M" eval mamba1 --plan p.json --design best
+refused "unknown design 'best'" "$M" eval mamba1 --strategy best
+
+# A study with best: its rows are search's figures, and none of the
+# study's designs is faster at the same point.
+cat >study.yaml <<'EOF'
+study:
+  name: with-best
+  cascades:
+    - {spec: mamba1, models: [mamba-370m]}
+    - {spec: retnet.yaml}
+  settings: {B: 8}
+  architectures: [mambalaya, h100]
+  designs: [unfused, marca, ri, full, best]
+  stitchers: [greedy, global]
+  options: {reserve_share: [0.5, 0.75]}
+  phases: [prefill, decode]
+  scenarios: [{name: chat, prompt: 256, generate: 16, layers: 2}]
+EOF
+cp "$RETNET" retnet.yaml
+"$M" sweep study.yaml --out sweepout --threads 2 >sweep.txt 2>err ||
+  fail "sweep with best: $(cat err)"
+for spec in mamba1 retnet.yaml; do
+  for arch in mambalaya h100; do
+    for ph in prefill decode; do
+      model=
+      [ "$spec" = mamba1 ] && model="--model mamba-370m"
+      # shellcheck disable=SC2086
+      "$M" search "$spec" $model --set B=8 --arch "$arch" --phase "$ph" \
+        --reserve-share 0.5 --json >"s-$spec-$arch-$ph.json" ||
+        fail "search $spec $arch $ph"
+    done
+  done
+done
+$PY - <<'PYEOF' || fail "sweep with best"
+import csv, json
+rows = list(csv.DictReader(open("sweepout/points.csv", newline="")))
+assert len(rows) == 2 * 2 * (1 + 1 + 2 + 2 + 1) * 2 * 3, len(rows)
+best = [r for r in rows if r["design"] == "best"]
+assert len(best) == 2 * 2 * 2 * 3 and all(r["stitch"] == "" for r in best)
+assert all(not r["error"] for r in rows), [r["error"] for r in rows if r["error"]]
+key = lambda r: (r["spec"], r["architecture"], r["reserve_share"], r["workload"])
+for b in best:
+    same = [r for r in rows if key(r) == key(b)]
+    for r in same:
+        assert float(b["latency_s"]) <= float(r["latency_s"]), (b, r)
+    if b["reserve_share"] == "0.5" and b["workload"] != "chat":
+        s = json.load(open("s-%s-%s-%s.json" % (b["spec"], b["architecture"],
+                                                  b["workload"])))
+        near = lambda a, b: abs(a - b) <= 1e-9 * abs(b)
+        assert near(float(b["latency_s"]), s["found"]), (b["latency_s"], s["found"])
+        assert near(float(b["energy_j"]), s["schedule"]["totals"]["energy_j"])
+j = json.load(open("sweepout/sweep.json"))
+assert sum(p["inputs"]["design"] == "best" for p in j["points"]) == len(best)
+PYEOF
+
+cat >bad.yaml <<'EOF'
+study:
+  name: x
+  cascades: [{spec: mamba1}]
+  designs: [full, bestest]
+EOF
+"$M" sweep bad.yaml --out badout >out.txt 2>err && fail "a bad design ran"
+grep -q "bad.yaml:4:19: error: unknown design 'bestest' (expected one of unfused, ideal, marca, geens, flat, ri, ri+rsb, ri+rsb+rsp, full or best)" err ||
+  fail "sweep: bad design: $(cat err)"
+cat >twice.yaml <<'EOF'
+study:
+  name: x
+  cascades: [{spec: mamba1}]
+  designs: [best, full, best]
+EOF
+"$M" sweep twice.yaml --out badout >out.txt 2>err && fail "best twice ran"
+grep -q "twice.yaml:4:25: error: design 'best' is given twice" err ||
+  fail "sweep: best twice: $(cat err)"
+finish best
