@@ -71,7 +71,10 @@ typedef enum {
  * no baseline field are the paper's fusion strategies (design_is_strategy).
  *
  *   ideal   a lower bound: no inter-Einsum traffic, every Einsum on the
- *           fastest unit some plan could give it;
+ *           fastest unit able to run it; pipelined, the most of the
+ *           slowest Einsum, the units' least busiest load over every
+ *           fractional binding and every level's bytes / bandwidth
+ *           (compose.c, docs/model.md §5);
  *   marca   unfused + RI fusion of the recurrence's region, with
  *           intermediates over the whole iterative rank;
  *   geens   the same region, the state partitioned to unit size along the

@@ -30,7 +30,7 @@ typedef struct Ctx {
 /* ---- binding (bind.c) ---- */
 
 /* Bind every Einsum of X's plan to a unit (x->unit); for DES_IDEAL, the
- * fastest unit any plan could give it, with MEM[e] its DRAM cycles. False
+ * fastest unit able to run it, with MEM[e] its DRAM cycles. False
  * (diag set) when a unit cannot run an Einsum's operations. */
 bool bind_units(Ctx *x, const double *mem);
 /* Compute on unit U for Einsum E (filled into R: util, spread, the unit's

@@ -139,7 +139,8 @@ static Shape *bind(const Cascade *c, bool small, bool decode) {
 
 /* ---- the architectures ---- */
 
-/* Shipped, and a small one whose buffer holds a tiny layer whole. */
+/* Shipped, the test architectures (tests/archs: one array and no feeder),
+ * and a small one whose buffer holds a tiny layer whole. */
 static const char tiny_arch[] =
     "architecture:\n"
     "  name: t\n  clock: 1 GHz\n  word: 2 B\n"
@@ -163,7 +164,7 @@ static int load_archs(Arch **a) {
   Diag d = {0};
   int n = 0;
   char *paths[MAX_SPECS];
-  int np = list_specs("archs", paths, 0);
+  int np = list_specs("tests/archs", paths, list_specs("archs", paths, 0));
   for (int i = 0; i < np; i++) {
     a[n] = arch_load(paths[i], &d);
     if (!a[n])
@@ -281,7 +282,7 @@ TEST(invariants_model_every_spec_arch_design) {
   int ns = all_specs(specs);
   Arch *archs[MAX_SPECS];
   int na = load_archs(archs);
-  CHECK(na >= 3); /* the shipped ones and the tiny one */
+  CHECK(na >= 4); /* the shipped ones, tests/archs and the tiny one */
   bool sanitized = getenv("MAMBALAYA_SANITIZED") != NULL;
   MapMemo *memo = map_memo_new(false);
   for (int i = 0; i < ns; i++) {
