@@ -104,16 +104,16 @@ done
 [ "$n" -ge 12 ] || fail "only $n documented paths swept"
 
 # One study, two architectures, two names for the fusion buffer.
-study both.yaml "mambalaya, h100" "memory[fusion].capacity" "[8 MiB, 32 MiB]"
+study both.yaml "mambalaya, h100" "memory[fusion].capacity" "[1 MiB, 32 MiB]"
 "$M" sweep both.yaml --out both >/dev/null || fail "memory[fusion] sweep"
 moved both >both.txt || fail "memory[fusion] does not move both: $(cat both.txt)"
 grep -q "^mambalaya memory\[fusion\].capacity .*latency_s" both.txt ||
   fail "memory[fusion] on mambalaya: latency does not move: $(cat both.txt)"
 grep -q "^h100 memory\[fusion\].capacity .*latency_s" both.txt ||
   fail "memory[fusion] on h100: latency does not move: $(cat both.txt)"
-# The same figures as naming each level: GlobalBuffer and L2 at 8 MiB.
-study gb.yaml mambalaya "memory.GlobalBuffer.capacity" "[8 MiB]"
-study l2.yaml h100 "memory.L2.capacity" "[8 MiB]"
+# The same figures as naming each level: GlobalBuffer and L2 at 1 MiB.
+study gb.yaml mambalaya "memory.GlobalBuffer.capacity" "[1 MiB]"
+study l2.yaml h100 "memory.L2.capacity" "[1 MiB]"
 "$M" sweep gb.yaml --out gb >/dev/null && "$M" sweep l2.yaml --out l2 >/dev/null ||
   fail "sweeps by name"
 python3 - <<'PYEOF' || fail "memory[fusion] is not the named level"
@@ -122,7 +122,7 @@ both = list(csv.DictReader(open("both/points.csv")))
 for arch, d in (("mambalaya", "gb"), ("h100", "l2")):
     named = list(csv.DictReader(open(d + "/points.csv")))
     mine = [r for r in both if r["architecture"] == arch
-            and r["memory[fusion].capacity"] == "8 MiB"]
+            and r["memory[fusion].capacity"] == "1 MiB"]
     assert [r["latency_s"] for r in mine] == [r["latency_s"] for r in named], arch
     assert [r["energy_j"] for r in mine] == [r["energy_j"] for r in named], arch
 PYEOF
