@@ -126,10 +126,12 @@ static void designs_text(Buf *b, const Repro *r) {
     s[p] = bs[p].seconds, j[p] = bs[p].energy_j;
   design_row(b, r, "best (searched)", s, j);
   buf_printf(b, "best (searched): the schedule `mambalaya search` finds for "
-                "latency; gap to ideal %.4gx prefill (%d groups), %.4gx "
-                "decode (%d groups)\n",
+                "latency; gap to ideal %.4gx prefill (%d group%s), %.4gx "
+                "decode (%d group%s)\n",
              repro_searched_gap(&bs[PH_PREFILL]), bs[PH_PREFILL].groups,
-             repro_searched_gap(&bs[PH_DECODE]), bs[PH_DECODE].groups);
+             bs[PH_PREFILL].groups == 1 ? "" : "s",
+             repro_searched_gap(&bs[PH_DECODE]), bs[PH_DECODE].groups,
+             bs[PH_DECODE].groups == 1 ? "" : "s");
 }
 
 /* Every figure where the paper's best variant appears, again with best

@@ -132,4 +132,19 @@ EOF
 "$M" sweep twice.yaml --out badout >out.txt 2>err && fail "best twice ran"
 grep -q "twice.yaml:4:25: error: design 'best' is given twice" err ||
   fail "sweep: best twice: $(cat err)"
+# FuseMax's 1-pass attention on a FuseMax-like machine (no binding:
+# section): best, pipelined, keeps the 2D array busy and BQK on chip.
+"$M" eval fusemax_1pass --arch "$ROOT/tests/archs/fusemax.yaml" --set M1=4 \
+  --design best --pipelined --json >fm.json || fail "eval fusemax best"
+python3 - <<'PYEOF' || fail "fusemax_1pass best: 2D utilization or BQK"
+import json
+d = json.load(open("fm.json"))
+busy = sum(e["compute_s"] for e in d["einsums"] if e["unit"] == "array2d")
+util = busy / d["totals"]["latency_s"]
+assert util >= 0.85, util
+bqk = [e for e in d["einsums"] if e["einsum"] == "BQK"][0]
+assert bqk["inter_bytes"] == 0, bqk
+assert all("BQK" not in str(g["spilled"]) for g in d["groups"]), d["groups"]
+assert abs(d["totals"]["latency_s"] - 287.74e-6) < 0.01e-6, d["totals"]
+PYEOF
 finish best
