@@ -4,6 +4,7 @@ import os
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
+from setuptools.dist import Distribution
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -20,4 +21,11 @@ class BuildWithLibrary(build_py):
                                          "libmambalaya.so"))
 
 
-setup(cmdclass={"build_py": BuildWithLibrary})
+class WithLibrary(Distribution):
+    """A wheel for this platform (it carries a shared library), not any."""
+
+    def has_ext_modules(self):
+        return True
+
+
+setup(cmdclass={"build_py": BuildWithLibrary}, distclass=WithLibrary)

@@ -3,8 +3,9 @@
 # python3: every function against the CLI's --json (tests/python/
 # test_api.py), the worked example of docs/python.md, and `pip install
 # ./python` into a venv, offline. Under the sanitizers the library is the
-# ASan build, loaded with the ASan runtime preloaded; the example and pip
-# are left to the optimized run.
+# ASan build, loaded with the ASan runtime preloaded, for the tests of
+# the entry point itself (eval, documents, exec, threads); the slow ones
+# (sweep, reproduce), the example and pip are left to the optimized run.
 set -u
 HARNESS_CWD=root
 . "$(dirname "$0")/lib/harness.sh"
@@ -19,7 +20,9 @@ if [ "${MAMBALAYA_SANITIZED:-}" = 1 ]; then
   LD_PRELOAD=$(${CC:-cc} -print-file-name=libasan.so) \
   ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 \
     $PY -m unittest -q tests.python.test_api.EqualsCli.test_eval \
+      tests.python.test_api.EqualsCli.test_run_any_command \
       tests.python.test_api.Documents tests.python.test_api.Exec \
+      tests.python.test_api.InProcess.test_threads_take_turns \
       >"$tmp/unit.out" 2>&1 || fail "python tests under ASan: $(tail -n 20 "$tmp/unit.out")"
   finish python.sh
 fi
