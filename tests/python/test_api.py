@@ -167,10 +167,26 @@ class Documents(unittest.TestCase):
     def test_edited_spec(self):
         spec = mambalaya.load_spec("mamba1")
         self.assertEqual(spec.doc["shape"]["I"], 2048)
-        spec.doc["shape"]["B"] = 2
+        spec.set("shape.B", 2)
         r = mambalaya.eval(spec)
         self.assertEqual(r["inputs"]["ranks"]["B"], 2)
         self.assertEqual(r, cli_json("eval", spec.argument()))
+
+    def test_study_with_an_edited_arch(self):
+        study = mambalaya.load_study("eyeriss-scratchpad")
+        self.assertEqual(study.get("designs"), ["unfused", "full"])
+        study.set("designs", ["full"])
+        arch = mambalaya.load_arch("eyeriss")
+        arch.set("clock", "400 MHz")
+        study.set("architectures", [arch])
+        got = mambalaya.sweep(study)
+        self.assertEqual(len(got["points"]), 24)
+        with tempfile.TemporaryDirectory() as d:
+            path = study.write(d + "/study.yaml")
+            want = cli_json("sweep", path, "--out", d + "/out")
+        self.assertEqual(untimed(got["points"]), untimed(want["points"]))
+        specs = got["inputs"]["architectures"]
+        self.assertEqual(specs[0]["path"], arch.argument())
 
     def test_bad_spec_raises_with_its_place(self):
         with tempfile.TemporaryDirectory() as d:
