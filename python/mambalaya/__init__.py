@@ -122,24 +122,30 @@ class Tensors(dict):
     report = None
 
 
-def exec(spec="mamba1", inputs=None, **kw):  # noqa: A001
-    """`mambalaya exec SPEC`: run the cascade on INPUTS (name -> array:
-    every input of the spec, or random=SEED for those not given) and
-    return its outputs (or keep=[...] tensors) as NumPy arrays. The
-    inputs are written once to a safetensors file; the outputs are views
-    of the file exec wrote, mapped (no copy)."""
+def exec(spec="mamba1", inputs=None, out=None, **kw):  # noqa: A001
+    """`mambalaya exec SPEC`: run the cascade on INPUTS and return its
+    outputs (or the keep=[...] tensors) as NumPy arrays. INPUTS: a dict
+    name -> array, a safetensors file, or a list of those (weights in one,
+    activations in another); random=SEED fills the inputs none gives.
+    Arrays are written once to a safetensors file (on /dev/shm where
+    there is one); the outputs are views of the file exec wrote, mapped,
+    not copied. OUT keeps that file (else it is removed)."""
     from . import _safetensors  # NumPy, only here
     tmp = tempfile.mkdtemp(prefix="mambalaya-exec-",
                            dir="/dev/shm" if os.path.isdir("/dev/shm")
                            else None)
     try:
-        extra = []
-        if inputs:
-            path = os.path.join(tmp, "inputs.safetensors")
-            _safetensors.write(path, inputs)
-            extra = ["--inputs", path]
-        out = os.path.join(tmp, "outputs.safetensors")
-        report = run("exec", spec, *extra, out=out, **kw)
+        given = inputs if isinstance(inputs, list) else \
+            [] if inputs is None else [inputs]
+        files = []
+        for i, item in enumerate(given):
+            if isinstance(item, dict):
+                path = os.path.join(tmp, "inputs%d.safetensors" % i)
+                _safetensors.write(path, item)
+                item = path
+            files += ["--inputs", os.fspath(item)]
+        out = out or os.path.join(tmp, "outputs.safetensors")
+        report = run("exec", spec, *files, out=out, **kw)
         result = Tensors(_safetensors.read(out))
         result.report = report
         return result

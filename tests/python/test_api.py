@@ -244,10 +244,16 @@ class Exec(unittest.TestCase):
         ref = attention(x["Q"], x["K"], x["V"])
         self.assertLess(np.abs(got["AV"] - ref).max(), 1e-5)
 
-    def test_interpreter_and_keep(self):
+    def test_interpreter_keep_and_inputs_in_two(self):
         x = small_inputs(3)
-        got = mambalaya.exec("fusemax_1pass", inputs=x, set=SMALL,
-                             keep=["AV", "RD"])
+        with tempfile.TemporaryDirectory() as d:
+            from mambalaya import _safetensors
+            _safetensors.write(d + "/k.safetensors", {"K": x["K"]})
+            got = mambalaya.exec("fusemax_1pass", set=SMALL, keep=["AV", "RD"],
+                                 inputs=[{"Q": x["Q"], "V": x["V"]},
+                                         d + "/k.safetensors"],
+                                 out=d + "/kept.safetensors")
+            self.assertTrue(os.path.exists(d + "/kept.safetensors"))
         self.assertEqual(sorted(got), ["AV", "RD"])
         self.assertEqual(got["RD"].shape, (1, 2, 4, 64))
         ref = attention(x["Q"], x["K"], x["V"])
