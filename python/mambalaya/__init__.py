@@ -22,7 +22,7 @@ from ._commands import Error, call, call_status, options, run, _with_out
 from ._docs import Arch, Document, Spec, Study
 from ._lib import library_path
 
-__all__ = ["Error", "Spec", "Arch", "Study", "SweepResult", "Tensors",
+__all__ = ["Error", "Document", "Spec", "Arch", "Study", "SweepResult", "Tensors",
            "Diff", "call", "call_status", "run", "options", "library_path", "load_spec",
            "load_arch", "load_study", "classify", "fuse", "eval", "search",
            "sweep", "reproduce", "exec", "diff"]

@@ -269,6 +269,18 @@ class InProcess(unittest.TestCase):
                            text=True)
         self.assertEqual((r.returncode, r.stdout, r.stderr), (0, "", ""))
 
+    def test_ctrl_c_is_python_s_after_a_call(self):
+        # sweep stages its files, which installs the library's handlers for
+        # SIGINT (util/temps.c): the call puts Python's back.
+        code = ("import os, signal, sys, time; sys.path.insert(0, %r); "
+                "import mambalaya; mambalaya.sweep('eyeriss-scratchpad')\n"
+                "try:\n os.kill(os.getpid(), signal.SIGINT); time.sleep(1)\n"
+                "except KeyboardInterrupt:\n print('KeyboardInterrupt')"
+                % ROOT)
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                           text=True)
+        self.assertEqual((r.returncode, r.stdout), (0, "KeyboardInterrupt\n"))
+
     def test_threads_take_turns(self):
         want = mambalaya.eval("mamba2")
         got = [None] * 4
