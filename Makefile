@@ -1,6 +1,8 @@
 # mambalaya — build, test, fuzz and benchmark.
 #
-#   make              build build/mambalaya (and build/libmambalaya.a)
+#   make              build build/mambalaya, build/libmambalaya.a and
+#                     build/libmambalaya.so (the tool in process, for
+#                     the Python package python/mambalaya: docs/python.md)
 #   make test         unit + end-to-end tests, then again under ASan+UBSan
 #                     (with MAMBALAYA_SANITIZED=1: slow cases are skipped);
 #                     the last line is "N passed, M failed"
@@ -35,7 +37,11 @@ ifeq ($(MPI),1)
 MPI_CFLAGS := $(shell pkg-config --cflags ompi-c 2>/dev/null)
 MPI_LIBS   := $(shell pkg-config --libs ompi-c 2>/dev/null)
 endif
-ALL_CFLAGS = $(WARN) $(CFLAGS) $(PTHREAD) -MMD -MP
+# Position-independent code, so that one set of objects makes both the
+# program and libmambalaya.so; without semantic interposition the
+# compiler still inlines and calls directly as it would for a program.
+PIC      := -fPIC -fno-semantic-interposition
+ALL_CFLAGS = $(WARN) $(CFLAGS) $(PIC) $(PTHREAD) -MMD -MP
 
 LIB_SRC  := $(sort $(filter-out src/cli/%,$(wildcard src/*/*.c)))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
@@ -45,6 +51,7 @@ BENCH_SRC := $(sort $(wildcard bench/*.c))
 EMBEDDED := $(sort $(wildcard specs/*.yaml archs/*.yaml studies/*.yaml))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/embedded.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+MAIN_OBJ := $(BUILD)/src/main.o
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
@@ -54,7 +61,7 @@ FUZZ_SECONDS ?= 60
 
 .SECONDARY:
 .PHONY: all test test-build check-tests asan fuzz bench clean
-all: $(BUILD)/mambalaya
+all: $(BUILD)/mambalaya $(BUILD)/libmambalaya.so
 
 # The executor's inner loops are written for the vectorizer.
 VECTORIZE := -O3 -fno-math-errno -fno-trapping-math
@@ -82,8 +89,14 @@ $(BUILD)/libmambalaya.a: $(LIB_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(BUILD)/mambalaya: $(CLI_OBJ) $(BUILD)/libmambalaya.a
+$(BUILD)/mambalaya: $(MAIN_OBJ) $(CLI_OBJ) $(BUILD)/libmambalaya.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(MPI_LIBS)
+
+# Every command in process: mambalaya_call (src/cli/api.h), the same
+# objects as the program but its main().
+$(BUILD)/libmambalaya.so: $(CLI_OBJ) $(BUILD)/libmambalaya.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,--no-undefined -o $@ $^ \
+	    $(LDLIBS) $(MPI_LIBS)
 
 $(BUILD)/unit_tests: $(UNIT_OBJ) $(BUILD)/libmambalaya.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -91,7 +104,7 @@ $(BUILD)/unit_tests: $(UNIT_OBJ) $(BUILD)/libmambalaya.a
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libmambalaya.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-test-build: $(BUILD)/mambalaya $(BUILD)/unit_tests
+test-build: $(BUILD)/mambalaya $(BUILD)/libmambalaya.so $(BUILD)/unit_tests
 
 # The tests proper, against the binaries in $(BUILD).
 check-tests: test-build
@@ -169,5 +182,5 @@ bench: $(BUILD)/mambalaya $(BENCH_BIN)
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) \
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) \
          $(BENCH_BIN:=.d) $(FUZZ_OBJ:.o=.d)

@@ -18,3 +18,4 @@ TIMEFORMAT="mambalaya reproduce --format svg --out DIR (SVG only): %R s"
 time "$BUILD/mambalaya" reproduce --format svg --out "$out/svg" >/dev/null
 rm -rf "$out"
 bash bench/search.sh "$BUILD"
+bash bench/python.sh "$BUILD"   # eval from Python vs C (ratio <= 2), sweep points/s from Python

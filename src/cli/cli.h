@@ -137,6 +137,10 @@ struct Command {
 /* Parse ARGV (ARGV[0] the command's name) into a fresh options struct
  * and run the command: its exit status (0 after --help). */
 int command_main(const Command *c, int argc, char **argv);
+/* `mambalaya ARGV[1] ...` (main.c): the command table's dispatch, the
+ * program's whole body; src/main.c and the library's entry point (api.h)
+ * call it. Its exit status. */
+int cli_main(int argc, char **argv);
 /* Print C's --help on stdout. */
 void command_help(const Command *c);
 /* Was option NAME given? */

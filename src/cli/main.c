@@ -34,7 +34,7 @@ static void print_usage(FILE *f) {
              "out/arch-neighbourhood/\n");
 }
 
-int main(int argc, char **argv) {
+int cli_main(int argc, char **argv) {
   if (argc < 2) {
     print_usage(stderr);
     return EXIT_INPUT;
