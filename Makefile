@@ -73,7 +73,17 @@ ifneq ($(MPI_LIBS),)
 $(BUILD)/src/cli/cmd_sweep.o: ALL_CFLAGS += -DMAMBALAYA_MPI $(MPI_CFLAGS)
 endif
 
-$(BUILD)/%.o: %.c
+# Objects remember the flags they were compiled with: a build folder made
+# with other flags (an older Makefile, another CFLAGS) is recompiled, not
+# linked stale (without -fPIC, libmambalaya.so would not link).
+FLAGS_STAMP := $(BUILD)/flags.stamp
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(CC) $(ALL_CFLAGS)' | cmp -s - $@ || echo '$(CC) $(ALL_CFLAGS)' >$@
+.PHONY: FORCE
+FORCE:
+
+$(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -82,7 +92,7 @@ $(BUILD)/gen/embedded.c: tools/embed.sh $(EMBEDDED)
 	@mkdir -p $(dir $@)
 	tools/embed.sh $(EMBEDDED) > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/gen/embedded.o: $(BUILD)/gen/embedded.c
+$(BUILD)/gen/embedded.o: $(BUILD)/gen/embedded.c $(FLAGS_STAMP)
 	$(CC) $(ALL_CFLAGS) -iquote . -c $< -o $@
 
 $(BUILD)/libmambalaya.a: $(LIB_OBJ)
