@@ -185,7 +185,14 @@ static int variant_store(Ctx *x, const bool *spilled, const int *cand,
   return x->nchosen - 1;
 }
 
-/* ---- one candidate group ---- */
+static int spilled_count(const bool *spilled, const int *cand, int k) {
+  int n = 0;
+  for (int j = 0; j < k; j++)
+    n += spilled[cand[j]];
+  return n;
+}
+
+/* ---- a group's prices ---- */
 
 /* The figures of group G of EV. */
 static Cost group_figures(const Ctx *x, const Eval *ev, int g) {
@@ -215,28 +222,32 @@ static int group_costs(Ctx *x, int i, int j, Cost *out, int *var,
     return 0;
   int cand[SPILL_CAND_MAX];
   int k = spill_candidates(x->c, base, i, cand);
-  int nv = variants_of(&x->o, k);
-  size_t nt = (size_t)x->c->ntensors + 1;
-  for (int m = 0; m < nv; m++) {
-    Plan *p = m + 1 < nv ? plan_copy(x->c, base) : base;
-    p->spilled = xcalloc(nt, sizeof *p->spilled);
-    variant_apply(x->c, &x->o, cand, k, m, p->spilled);
-    var[m] = variant_store(x, p->spilled, cand, k);
+  int nv = variants_of(&x->o, k), priced = 0;
+  bool ok = true;
+  for (int m = 0; ok && m < nv; m++) {
+    bool *spilled = xcalloc((size_t)x->c->ntensors + 1, sizeof *spilled);
+    variant_apply(x->c, &x->o, cand, k, m, spilled);
+    if (m == 1 && k > SPILL_SUBSETS_MAX &&
+        spilled_count(spilled, cand, k) < 2) {
+      free(spilled); /* the rule's is none or one alone: priced anyway */
+      continue;
+    }
+    Plan *p = plan_copy(x->c, base);
+    p->spilled = spilled;
+    var[priced] = variant_store(x, spilled, cand, k);
     Eval *ev = model_eval_memo(x->c, x->s, x->a, x->pairs, x->design, p,
                                &x->o, x->memo, x->d);
-    if (!ev) {
-      if (m + 1 < nv)
-        plan_free(base);
-      *failed = true;
-      return 0;
-    }
-    if (m == 0) /* the binding is the variants' own: count it once */
+    ok = ev != NULL;
+    if (ok && m == 0) /* the binding is the variants' own: count it once */
       x->r->bind_capped += ev->bind_capped;
-    out[m] = group_figures(x, ev, i);
+    if (ok)
+      out[priced++] = group_figures(x, ev, i);
     eval_free(ev);
   }
-  x->r->variants += nv;
-  return nv;
+  plan_free(base);
+  *failed = !ok;
+  x->r->variants += priced;
+  return ok ? priced : 0;
 }
 
 /* ---- the program ---- */
