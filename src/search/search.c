@@ -416,6 +416,7 @@ static bool named_designs(Ctx *x, const ModelOverrides *ov, SearchResult *r,
       Plan *p = model_plan(x->c, x->s, x->pairs, (Design)d, &mo, &pd);
       if (!p)
         continue; /* Algorithm 1 over too many ranks */
+      p->bind = mo.bind == BIND_COST ? PLAN_BIND_COST : PLAN_BIND_RULE;
       Eval *ev = model_eval_memo(x->c, x->s, x->a, x->pairs, (Design)d, p,
                                  &mo, x->memo, x->d);
       if (!ev)
