@@ -697,7 +697,9 @@ TEST(search_equals_enumeration_small_cascades) {
 }
 
 /* Best is no worse than any named design (every stitcher), and no better
- * than ideal, on every cascade, architecture and phase. */
+ * than ideal, on every cascade, architecture and phase; the plan it found
+ * prices, as eval --plan prices it (the binding and the spills it
+ * carries), at exactly the figure found. */
 static int check_best(const Cascade *c, const Shape *s, const Arch *a,
                       const Pair *pairs, MapMemo *memo, const char *what) {
   ModelOverrides ov = model_no_overrides();
@@ -713,6 +715,17 @@ static int check_best(const Cascade *c, const Shape *s, const Arch *a,
     test_fail(__FILE__, __LINE__, "%s on %s: %s %.9g beats best %.9g", what,
               a->name, who, named, r->found);
   int n = 1;
+  if (r->from == DES_COUNT) { /* one plan, one price: what eval --plan does */
+    Plan *p = plan_copy(c, r->best->plan);
+    Design des = design_of_strategy(p->strategy);
+    ModelOpts mo = model_opts_for_plan(&ov, des, p);
+    Eval *again = model_eval_memo(c, s, a, pairs, des, p, &mo, memo, &d);
+    if (!again || search_figure(again, SO_LATENCY) != r->found)
+      test_fail(__FILE__, __LINE__, "%s on %s: the plan found prices at "
+                "%.9g, the search said %.9g", what, a->name,
+                again ? search_figure(again, SO_LATENCY) : NAN, r->found);
+    eval_free(again);
+  }
   if (r->found < r->lower * (1 - 1e-12))
     test_fail(__FILE__, __LINE__, "%s on %s: best %.9g beats ideal %.9g",
               what, a->name, r->found, r->lower);
