@@ -2,7 +2,8 @@
 # The search's time on every shipped cascade on every shipped
 # architecture, prefill and decode (latency, default options), one run
 # each: the whole command's wall and CPU time (the search runs on one
-# core), the space's size and the share of it priced. Ends with the
+# core), the space's size, the share of it priced and the group prices
+# (each priced group once per spill variant). Ends with the
 # slowest run and Mamba-1's worst (target: <= 1 s; issue 16).
 #   bash bench/search.sh [BUILD]
 set -euo pipefail
@@ -11,8 +12,8 @@ out=$(mktemp)
 timing=$(mktemp)
 trap 'rm -f "$out" "$timing"' EXIT
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-16s %-10s %-8s %7s %7s %6s %10s %7s %7s %6s %7s\n' spec arch phase \
-  wall_s cpu_s nodes partitions groups priced named gap
+printf '%-16s %-10s %-8s %7s %7s %6s %10s %7s %7s %8s %6s %7s\n' spec arch \
+  phase wall_s cpu_s nodes partitions groups priced variants named gap
 worst=0 worst_at='' mamba1=0
 for spec in specs/*.yaml; do
   for arch in archs/*.yaml; do
@@ -34,10 +35,11 @@ sp = d["space"]
 name = lambda p: os.path.splitext(os.path.basename(p))[0]
 cand = sp.get("candidate_groups") or 0
 priced = sp.get("groups_priced", 0)
-print("%-16s %-10s %-8s %7.3f %7.3f %6d %10.4g %7d %6.0f%% %7d %7.3f" % (
+print("%-16s %-10s %-8s %7.3f %7.3f %6d %10.4g %7d %6.0f%% %8d %7d %7.3f" % (
     name(spec), name(arch), phase, float(wall), float(cpu),
     sp["merged_einsums"], sp["partitions"], cand,
-    100.0 * priced / cand if cand else 0, sp.get("named_plans_priced", 0),
+    100.0 * priced / cand if cand else 0,
+    sp.get("spill_variants_priced", priced), sp.get("named_plans_priced", 0),
     d["gap"]))
 PY
       if awk -v a="$wall" -v b="$worst" 'BEGIN { exit !(a > b) }'; then

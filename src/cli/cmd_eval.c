@@ -58,7 +58,7 @@ static Eval *price(const EvalArgs *o, const char *pick, const Cascade *c,
   Plan *p = NULL;
   if (o->plan && (p = plan_read_file(o->plan, pick, c, s, d)))
     *design = design_of_strategy(p->strategy);
-  ModelOpts mo = model_opts_with(&o->mf, *design);
+  ModelOpts mo = model_opts_for_plan(&o->mf, *design, p);
   if (!o->plan)
     ev = model_eval(c, s, arch, pairs, *design, &mo, d);
   else if (p)

@@ -24,9 +24,9 @@ static const Opt search_opts[] = {
              "1)",
      .choices = &phase_choices},
     {"--plan-out", OPT_PATH, offsetof(SearchArgs, plan_out), "FILE",
-     .help = "write the plan found as `fuse --json` writes one: `eval --plan "
-             "FILE --bind cost` prices it as found, `exec --plan FILE` runs "
-             "it"},
+     .help = "write the plan found as `fuse --json` writes one, with its "
+             "binding and spills: `eval --plan FILE` prices it as found, "
+             "`exec --plan FILE` runs it"},
     {"--budget", OPT_INT, offsetof(SearchArgs, budget), "N",
      .help = "price at most N candidate groups, then extend by single "
              "Einsums: the best found and its gap to the bound (default: "
@@ -134,16 +134,18 @@ const Command search_command = {
         "Find the schedule of the cascade in SPEC that minimizes the\n"
         "objective on an accelerator: every partition of the merged cascade\n"
         "into contiguous groups that can run, each group priced by the model\n"
-        "with its Einsums bound to units by cost (a dynamic program, exact\n"
-        "over that space), and every named design's\n"
-        "plan under every stitcher beside it. Prints the space, the plan\n"
-        "found, its cost, the lower bound (the ideal design) and the gap, then\n"
-        "the schedule as `eval` prints it (docs/search.md).\n",
+        "with its Einsums bound to units by cost and under each choice of the\n"
+        "intermediates it sends off chip (a dynamic program, exact over that\n"
+        "space), and every named design's plan under every stitcher beside\n"
+        "it. Prints the space, the plan found, its cost, the lower bound (the\n"
+        "ideal design) and the gap, then the schedule as `eval` prints it\n"
+        "(docs/search.md). The plan file (--plan-out) carries the binding and\n"
+        "the spills: `eval --plan FILE` prices it at the figure found.\n",
     .opts = &search_table,
     .uses = {USE_SPEC(SearchArgs), USE_MODEL(SearchArgs)},
     .example = "mambalaya search mamba1 --model mamba-370m --arch h100 "
                "--plan-out best.json\n"
                "mambalaya eval mamba1 --model mamba-370m --arch h100 --plan "
-               "best.json --bind cost\n",
+               "best.json\n",
     .size = sizeof(SearchArgs), .init = search_init, .run = search,
 };

@@ -181,6 +181,12 @@ typedef struct Transfer {
   double elems;
 } Transfer;
 
+/* The binding a plan was priced under, when it says (docs/model.md §2):
+ * the model's BindPolicy, one ahead (0: the plan does not say). */
+typedef enum { PLAN_BIND_UNSAID, PLAN_BIND_RULE, PLAN_BIND_COST,
+               PLAN_BIND_COUNT } PlanBind;
+const char *plan_bind_name(PlanBind b); /* "", "rule", "cost" */
+
 typedef struct Plan {
   Strategy strategy; /* labelled "any" by a file: ST_FULL, or what its
                         "strategy" asked (an Algorithm 1 plan) */
@@ -205,6 +211,14 @@ typedef struct Plan {
                            prints, eval's ideal inter-Einsum traffic and
                            the executor's count, and what --stitch global
                            minimizes */
+  /* The options the search chose per group (docs/search.md), carried so
+   * that the plan prices as it was priced (plan files: "spilled",
+   * "bind"). */
+  bool *spilled;  /* per tensor, or NULL: the intermediates held in their
+                     group that are sent off chip by choice -- exactly
+                     these, in place of the model's distance rule (NULL:
+                     the rule decides) */
+  PlanBind bind;  /* the binding it was priced under, or unsaid */
 } Plan;
 
 /* Stitch C under strategy ST with stitcher HOW. PAIRS from

@@ -12,6 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const char *const bind_names[] = {"", "rule", "cost"};
+_Static_assert(sizeof bind_names / sizeof bind_names[0] == PLAN_BIND_COUNT,
+               "a name per plan binding");
+
+const char *plan_bind_name(PlanBind b) { return bind_names[b]; }
+
 /* The plans a file holds: "ri, full" into BUF. */
 static const char *plan_list(json_t *plans, char *buf, size_t n) {
   size_t len = 0;
@@ -132,6 +138,48 @@ static bool read_label(json_t *p, Strategy *st, bool *any, const char *file,
   return true;
 }
 
+/* P's "bind" (optional: "rule" or "cost") into PLAN. */
+static bool read_bind(json_t *p, Plan *plan, const char *file, Diag *d) {
+  json_t *b = json_object_get(p, "bind");
+  if (!b)
+    return true; /* unsaid: the command's options decide */
+  const char *name = json_string_value(b);
+  for (int k = PLAN_BIND_RULE; name && k < PLAN_BIND_COUNT; k++)
+    if (strcmp(name, bind_names[k]) == 0) {
+      plan->bind = (PlanBind)k;
+      return true;
+    }
+  diag_error(d, file, (Loc){0, 0}, "unknown \"bind\" '%s' (expected rule "
+             "or cost)", name ? name : "(not a string)");
+  return false;
+}
+
+/* P's "spilled" (optional: the intermediates sent off chip by choice,
+ * each one an Einsum's output) into PLAN. */
+static bool read_spilled(const Cascade *c, json_t *p, Plan *plan,
+                         const char *file, Diag *d) {
+  json_t *a = json_object_get(p, "spilled");
+  if (!a)
+    return true; /* the model's distance rule decides */
+  if (!json_is_array(a)) {
+    diag_error(d, file, (Loc){0, 0}, "\"spilled\" is not a list of "
+               "tensors");
+    return false;
+  }
+  plan->spilled = xcalloc((size_t)c->ntensors + 1, sizeof *plan->spilled);
+  for (size_t i = 0; i < json_array_size(a); i++) {
+    const char *n = json_string_value(json_array_get(a, i));
+    int t = n ? cascade_tensor(c, n) : -1;
+    if (t < 0 || c->tensors[t].producer < 0) {
+      diag_error(d, file, (Loc){0, 0}, "\"spilled\" names '%s', which no "
+                 "Einsum of %s produces", n ? n : "(not a string)", c->path);
+      return false;
+    }
+    plan->spilled[t] = true;
+  }
+  return true;
+}
+
 /* The plan P describes, checked: its label, its groups, their order. */
 static Plan *build_plan(const Cascade *c, const Shape *s, json_t *p,
                         const char *file, Diag *d) {
@@ -152,7 +200,9 @@ static Plan *build_plan(const Cascade *c, const Shape *s, json_t *p,
   }
   free(group_of);
   Pair *pairs = plan ? fusion_classify(c, s) : NULL;
-  if (plan && !plan_check_label(c, pairs, plan, file, d)) {
+  if (plan && (!plan_check_label(c, pairs, plan, file, d) ||
+               !read_bind(p, plan, file, d) ||
+               !read_spilled(c, p, plan, file, d))) {
     plan_free(plan);
     plan = NULL;
   }

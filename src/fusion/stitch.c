@@ -440,6 +440,8 @@ Plan *plan_copy(const Cascade *c, const Plan *p) {
   q->written = dup_mem(p->written, nt * sizeof *q->written);
   q->onchip = dup_mem(p->onchip, nt * sizeof *q->onchip);
   q->xfers = dup_mem(p->xfers, (size_t)p->nxfers * sizeof *q->xfers);
+  q->spilled = p->spilled ? dup_mem(p->spilled, nt * sizeof *q->spilled)
+                          : NULL;
   return q;
 }
 
@@ -455,6 +457,7 @@ void plan_free(Plan *p) {
   free(p->groups);
   free(p->group_of);
   free(p->onchip);
+  free(p->spilled);
   nodes_free(p->nodes);
   free(p);
 }

@@ -20,7 +20,7 @@ _Static_assert(sizeof designs / sizeof designs[0] == DES_COUNT,
                "a row per design");
 
 static const char *const spill_names[] = {"capacity", "distance",
-                                          "two-pass"};
+                                          "two-pass", "chosen"};
 _Static_assert(sizeof spill_names / sizeof spill_names[0] == SPILL_COUNT,
                "a name per spill reason");
 
@@ -135,5 +135,16 @@ ModelOpts model_opts_with(const ModelOverrides *f, Design d) {
     o.reserve_share = f->reserve_share;
   if (!isnan(f->weight_share))
     o.weight_share = f->weight_share;
+  return o;
+}
+
+ModelOpts model_opts_for_plan(const ModelOverrides *f, Design d,
+                              const Plan *p) {
+  _Static_assert(PLAN_BIND_RULE == BIND_RULE + 1 &&
+                     PLAN_BIND_COST == BIND_COST + 1,
+                 "a plan's binding is the policy, one ahead");
+  ModelOpts o = model_opts_with(f, d);
+  if (f->bind < 0 && p && p->bind != PLAN_BIND_UNSAID)
+    o.bind = (BindPolicy)(p->bind - 1);
   return o;
 }

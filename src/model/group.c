@@ -178,25 +178,36 @@ static void collect_held(Grp *G) {
   free(wr);
 }
 
-/* The rules of the fully fused design that send a held tensor off chip. */
+bool model_distance_spills(const Cascade *c, int t, int distance) {
+  int p = c->tensors[t].producer, last = -1;
+  if (distance <= 0 || p < 0)
+    return false;
+  for (int k = 0; k < c->nedges; k++)
+    if (c->edges[k].tensor == t && edge_orders(c, &c->edges[k]) &&
+        c->edges[k].consumer > last)
+      last = c->edges[k].consumer;
+  return last - p > distance;
+}
+
+/* The intermediates held in the group that go off chip by choice: the
+ * plan's (the search chose them: exactly those), else the fully fused
+ * design's distance rule. Only one handed over inside the group and not
+ * written anyway: sending a written one off chip is a capacity matter. */
 static void design_spills(Grp *G) {
   const Ctx *x = G->x;
-  if (x->o.accounting != ACCOUNT_ACHIEVED || x->o.spill_distance <= 0)
+  if (x->o.accounting != ACCOUNT_ACHIEVED)
     return;
-  const Cascade *c = x->c;
+  const bool *chosen = x->plan->spilled;
   for (int i = 0; i < G->nheld; i++) {
     Held *h = &G->held[i];
-    int t = h->tensor, p = c->tensors[t].producer;
+    int t = h->tensor;
     if (h->kind != HELD_MADE || x->plan->written[t])
       continue;
-    int last = -1;
-    for (int k = 0; k < c->nedges; k++)
-      if (c->edges[k].tensor == t && edge_orders(c, &c->edges[k]) &&
-          c->edges[k].consumer > last)
-        last = c->edges[k].consumer;
-    if (last - p > x->o.spill_distance) {
+    bool off = chosen ? chosen[t]
+                      : model_distance_spills(x->c, t, x->o.spill_distance);
+    if (off) {
       h->on = false;
-      add_spill(G, t, SPILL_DISTANCE);
+      add_spill(G, t, chosen ? SPILL_CHOSEN : SPILL_DISTANCE);
     }
   }
 }

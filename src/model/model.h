@@ -209,6 +209,11 @@ typedef struct ModelOverrides {
 ModelOverrides model_no_overrides(void);
 /* Design D's options with O's overrides. */
 ModelOpts model_opts_with(const ModelOverrides *o, Design d);
+/* model_opts_with for pricing plan P (NULL: the design's own): the
+ * binding P says it was priced under (a plan file's "bind", the search's)
+ * unless O gives one. */
+ModelOpts model_opts_for_plan(const ModelOverrides *o, Design d,
+                              const Plan *p);
 
 /* ---- evaluation ---- */
 
@@ -216,10 +221,19 @@ typedef enum {
   SPILL_CAPACITY, /* the group's on-chip set did not fit (partial fusion) */
   SPILL_DISTANCE, /* spill_distance */
   SPILL_TWO_PASS, /* two_pass: written, then read again */
+  SPILL_CHOSEN,   /* the plan sends it off chip (Plan.spilled: the
+                     search's choice) */
   SPILL_COUNT
 } SpillReason;
 
 const char *spill_reason_name(SpillReason r); /* "capacity", ... */
+
+/* The distance rule (ModelOpts.spill_distance): does intermediate T's
+ * last reader lie more than DISTANCE Einsums after its producer? Never
+ * for DISTANCE <= 0. It applies to an intermediate handed over inside its
+ * group and not written off chip anyway (group.c), unless the plan
+ * chooses its spills (Plan.spilled). */
+bool model_distance_spills(const Cascade *c, int t, int distance);
 
 typedef struct Spill {
   int tensor;

@@ -268,6 +268,15 @@ json_t *report_plan_json(const Cascade *c, const Plan *p) {
       json_array_append_new(off, json_string(c->tensors[t].name));
   json_object_set_new(o, "offchip", off);
   json_object_set_new(o, "offchip_elements", report_real(p->offchip_elems));
+  if (p->spilled) { /* chosen (the search's): planfile.c reads them back */
+    json_t *sp = json_array();
+    for (int t = 0; t < c->ntensors; t++)
+      if (p->spilled[t])
+        json_array_append_new(sp, json_string(c->tensors[t].name));
+    json_object_set_new(o, "spilled", sp);
+  }
+  if (p->bind != PLAN_BIND_UNSAID)
+    json_object_set_new(o, "bind", json_string(plan_bind_name(p->bind)));
   return o;
 }
 

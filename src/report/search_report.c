@@ -32,15 +32,29 @@ static void figure(Buf *b, double v, SearchObjective o) {
   buf_printf(b, "%.4g %s%s", v / si[k].scale, si[k].prefix, unit[o]);
 }
 
+/* The intermediates the plan sends off chip by choice (the search's spill
+ * variants), when it chose them. */
+static void spills_text(Buf *b, const Cascade *c, const Plan *p) {
+  if (!p->spilled)
+    return;
+  int n = 0;
+  buf_printf(b, "  sent off chip by choice:");
+  for (int t = 0; t < c->ntensors; t++)
+    if (p->spilled[t])
+      buf_printf(b, "%s %s", n++ ? "," : "", c->tensors[t].name);
+  buf_printf(b, "%s\n", n ? "" : " none (each group holds what fits)");
+}
+
 void report_search_text(Buf *b, const Cascade *c, const Arch *a,
                         const SearchResult *r, SearchObjective o) {
   buf_printf(b, "search: %s on %s, objective %s\n", c->path, a->name,
              search_objective_name(o));
   buf_printf(b,
              "space: %d merged Einsums, %.6g contiguous partitions over "
-             "%ld candidate groups (%ld could run, each priced once); "
-             "%ld named-design plans beside\n",
-             r->nodes, r->partitions, r->groups, r->priced, r->named);
+             "%ld candidate groups (%ld could run, priced under %ld spill "
+             "variants in all); %ld named-design plans beside\n",
+             r->nodes, r->partitions, r->groups, r->priced, r->variants,
+             r->named);
   buf_printf(b, "found: ");
   figure(b, r->found, o);
   buf_printf(b, ", ");
@@ -68,6 +82,7 @@ void report_search_text(Buf *b, const Cascade *c, const Arch *a,
                   "allow):\n",
                strategy_name(r->best->plan->strategy));
   report_plan_text(b, c, r->best->plan);
+  spills_text(b, c, r->best->plan);
   buf_printf(b, "\n");
   report_eval_text(b, c, a, r->best);
 }
@@ -88,6 +103,8 @@ json_t *report_search_json(const Cascade *c, const Arch *a,
   json_object_set_new(sp, "partitions", report_real(r->partitions));
   json_object_set_new(sp, "candidate_groups", json_integer(r->groups));
   json_object_set_new(sp, "groups_priced", json_integer(r->priced));
+  json_object_set_new(sp, "spill_variants_priced",
+                      json_integer(r->variants));
   json_object_set_new(sp, "named_plans_priced", json_integer(r->named));
   json_object_set_new(sp, "stopped_at_budget", json_boolean(r->stopped));
   json_object_set_new(sp, "bindings_capped", json_integer(r->bind_capped));

@@ -84,7 +84,16 @@ typedef struct Ctx {
   int *group_of; /* scratch, per Einsum */
   long budget;   /* candidate groups it may price (0: all) */
   SearchResult *r;
+  /* Every priced spill variant: the tensors it sends off chip by choice
+   * (a slice of chosen_t), numbered as the program's entries cite them. */
+  int nchosen, cap_chosen, nchosen_t, cap_chosen_t;
+  struct Chosen *chosen;
+  int *chosen_t;
 } Ctx;
+
+typedef struct Chosen {
+  int first, n; /* in Ctx.chosen_t */
+} Chosen;
 
 /* Number the groups of a partition in run order: node k starts a new
  * group where START[k]. */
@@ -100,33 +109,145 @@ static Plan *plan_of(Ctx *x, const bool *start) {
   return fusion_plan_groups(x->c, x->s, ST_FULL, x->group_of, &ignore);
 }
 
-/* The cost of the group of nodes [I, J), priced in a plan where every
- * other node stands alone; false when the group cannot run. */
-static bool group_cost(Ctx *x, int i, int j, Cost *out, bool *failed) {
-  int n = x->nodes->n;
-  bool *start = xcalloc((size_t)n + 1, sizeof *start);
-  for (int k = 0; k < n; k++)
-    start[k] = k <= i || k >= j;
-  Plan *p = plan_of(x, start);
-  free(start);
-  if (!p)
-    return false;
-  Eval *ev = model_eval_memo(x->c, x->s, x->a, x->pairs, x->design, p, &x->o,
-                             x->memo, x->d);
-  if (!ev) {
-    *failed = true;
-    return false;
+/* ---- spill variants ---- */
+
+/* A group's candidates for going off chip by choice: every subset of at
+ * most this many; past it, none, the distance rule's and each one alone
+ * (docs/search.md). */
+enum { SPILL_SUBSETS_MAX = 4, SPILL_CAND_MAX = 64 };
+
+/* Group G's intermediates that may go off chip by choice, into CAND (at
+ * most SPILL_CAND_MAX): a member's output handed over to another member
+ * (an edge that orders them) and never off chip otherwise -- what the
+ * model holds for the group and could send off (group.c). */
+static int spill_candidates(const Cascade *c, const Plan *p, int g,
+                            int *cand) {
+  int k = 0;
+  const Group *gr = &p->groups[g];
+  for (int m = 0; m < gr->n && k < SPILL_CAND_MAX; m++) {
+    int e = gr->einsums[m], t = c->einsums[e]->out.tensor;
+    bool handed = false;
+    for (int q = 0; q < c->nedges && !handed; q++) {
+      const Edge *ed = &c->edges[q];
+      handed = ed->tensor == t && ed->consumer != e &&
+               edge_orders(c, ed) && p->group_of[ed->consumer] == g;
+    }
+    if (handed && p->onchip[t])
+      cand[k++] = t;
   }
-  x->r->bind_capped += ev->bind_capped;
-  const GroupEval *ge = &ev->g[i];
+  return k;
+}
+
+/* Variants of a group with K candidates (ideal pays no spill: one). */
+static int variants_of(const ModelOpts *o, int k) {
+  if (o->accounting != ACCOUNT_ACHIEVED || k == 0)
+    return 1;
+  return k <= SPILL_SUBSETS_MAX ? 1 << k : k + 2;
+}
+
+int search_spill_variants(const Cascade *c, const Plan *p, int g,
+                          const ModelOpts *o) {
+  int cand[SPILL_CAND_MAX];
+  return variants_of(o, spill_candidates(c, p, g, cand));
+}
+
+/* Variant V of K candidates CAND into SPILLED: a subset (its bits), or
+ * past SPILL_SUBSETS_MAX none (0), the distance rule's (1), or candidate
+ * V - 2 alone. */
+static void variant_apply(const Cascade *c, const ModelOpts *o,
+                          const int *cand, int k, int v, bool *spilled) {
+  for (int j = 0; j < k; j++)
+    spilled[cand[j]] =
+        k <= SPILL_SUBSETS_MAX ? (v >> j & 1) != 0
+        : v == 1 ? model_distance_spills(c, cand[j], o->spill_distance)
+                 : v == j + 2;
+}
+
+void search_spill_variant(const Cascade *c, const Plan *p, int g,
+                          const ModelOpts *o, int v, bool *spilled) {
+  int cand[SPILL_CAND_MAX];
+  int k = spill_candidates(c, p, g, cand);
+  if (v > 0)
+    variant_apply(c, o, cand, k, v, spilled);
+}
+
+/* Record the tensors SPILLED names among CAND as variant number (the
+ * return) of X's store. */
+static int variant_store(Ctx *x, const bool *spilled, const int *cand,
+                         int k) {
+  Chosen ch = {x->nchosen_t, 0};
+  for (int j = 0; j < k; j++)
+    if (spilled[cand[j]]) {
+      VEC_PUSH(x->chosen_t, x->nchosen_t, x->cap_chosen_t, cand[j]);
+      ch.n++;
+    }
+  VEC_PUSH(x->chosen, x->nchosen, x->cap_chosen, ch);
+  return x->nchosen - 1;
+}
+
+static int spilled_count(const bool *spilled, const int *cand, int k) {
+  int n = 0;
+  for (int j = 0; j < k; j++)
+    n += spilled[cand[j]];
+  return n;
+}
+
+/* ---- a group's prices ---- */
+
+/* The figures of group G of EV. */
+static Cost group_figures(const Ctx *x, const Eval *ev, int g) {
+  const GroupEval *ge = &ev->g[g];
   Cost c = {ge->cycles / x->a->clock_hz, 0, 0};
   for (int k = ge->first; k < ge->first + ge->n; k++) {
     c.energy += ev->e[k].energy_pj * 1e-12;
     c.traffic += ev->e[k].read + ev->e[k].write;
   }
-  eval_free(ev);
-  *out = c;
-  return true;
+  return c;
+}
+
+/* Price the group of nodes [I, J) under each of its spill variants, in a
+ * plan where every other node stands alone: OUT[v] its cost, VAR[v] the
+ * variant's number in X's store; the count (0 when the group cannot run;
+ * *FAILED when the model failed). OUT and VAR have room for
+ * SPILL_CAND_MAX + 2 (at least 2^SPILL_SUBSETS_MAX). */
+static int group_costs(Ctx *x, int i, int j, Cost *out, int *var,
+                       bool *failed) {
+  int n = x->nodes->n;
+  bool *start = xcalloc((size_t)n + 1, sizeof *start);
+  for (int k = 0; k < n; k++)
+    start[k] = k <= i || k >= j;
+  Plan *base = plan_of(x, start);
+  free(start);
+  if (!base)
+    return 0;
+  int cand[SPILL_CAND_MAX];
+  int k = spill_candidates(x->c, base, i, cand);
+  int nv = variants_of(&x->o, k), priced = 0;
+  bool ok = true;
+  for (int m = 0; ok && m < nv; m++) {
+    bool *spilled = xcalloc((size_t)x->c->ntensors + 1, sizeof *spilled);
+    variant_apply(x->c, &x->o, cand, k, m, spilled);
+    if (m == 1 && k > SPILL_SUBSETS_MAX &&
+        spilled_count(spilled, cand, k) < 2) {
+      free(spilled); /* the rule's is none or one alone: priced anyway */
+      continue;
+    }
+    Plan *p = plan_copy(x->c, base);
+    p->spilled = spilled;
+    var[priced] = variant_store(x, spilled, cand, k);
+    Eval *ev = model_eval_memo(x->c, x->s, x->a, x->pairs, x->design, p,
+                               &x->o, x->memo, x->d);
+    ok = ev != NULL;
+    if (ok && m == 0) /* the binding is the variants' own: count it once */
+      x->r->bind_capped += ev->bind_capped;
+    if (ok)
+      out[priced++] = group_figures(x, ev, i);
+    eval_free(ev);
+  }
+  plan_free(base);
+  *failed = !ok;
+  x->r->variants += priced;
+  return ok ? priced : 0;
 }
 
 /* ---- the program ---- */
@@ -136,6 +257,7 @@ static bool group_cost(Ctx *x, int i, int j, Cost *out, bool *failed) {
 typedef struct Entry {
   Cost cost;
   int from, prev;
+  int var; /* the spill variant of its last group (Ctx.chosen) */
 } Entry;
 
 typedef struct Front {
@@ -165,7 +287,7 @@ static bool program(Ctx *x, SearchObjective o, Front *front, long *priced) {
   int n = x->nodes->n;
   front[0].n = 0;
   VEC_PUSH(front[0].e, front[0].n, front[0].cap,
-           ((Entry){{0, 0, 0}, -1, -1}));
+           ((Entry){{0, 0, 0}, -1, -1, -1}));
   for (int j = 1; j <= n; j++)
     for (int i = 0; i < j; i++) {
       if (front[i].n == 0)
@@ -174,27 +296,32 @@ static bool program(Ctx *x, SearchObjective o, Front *front, long *priced) {
         x->r->stopped = true; /* past the budget: single nodes only */
         continue;
       }
-      Cost g;
+      Cost g[SPILL_CAND_MAX + 2];
+      int var[SPILL_CAND_MAX + 2];
       bool failed = false;
-      if (!group_cost(x, i, j, &g, &failed)) {
-        if (failed)
-          return false;
+      int nv = group_costs(x, i, j, g, var, &failed);
+      if (failed)
+        return false;
+      if (nv == 0)
         continue;
-      }
       (*priced)++;
-      for (int k = 0; k < front[i].n; k++) {
-        Cost c = front[i].e[k].cost;
-        Entry e = {{c.lat + g.lat, c.energy + g.energy,
-                    c.traffic + g.traffic},
-                   i, k};
-        front_add(&front[j], e, o);
-      }
+      for (int v = 0; v < nv; v++)
+        for (int k = 0; k < front[i].n; k++) {
+          Cost c = front[i].e[k].cost;
+          Entry e = {{c.lat + g[v].lat, c.energy + g[v].energy,
+                      c.traffic + g[v].traffic},
+                     i, k, var[v]};
+          front_add(&front[j], e, o);
+        }
     }
   return true;
 }
 
-/* The partition behind the best entry of FRONT[n], as group starts. */
-static bool *best_partition(const Front *front, int n, SearchObjective o) {
+/* The partition behind the best entry of FRONT[n], as group starts, and
+ * the intermediates its groups' variants send off chip, into SPILLED (per
+ * tensor). */
+static bool *best_partition(const Ctx *x, const Front *front, int n,
+                            SearchObjective o, bool *spilled) {
   const Front *f = &front[n];
   int best = 0;
   for (int k = 1; k < f->n; k++)
@@ -204,6 +331,9 @@ static bool *best_partition(const Front *front, int n, SearchObjective o) {
   for (int j = n, k = best; j > 0;) {
     const Entry *e = &front[j].e[k];
     start[e->from] = true;
+    const Chosen *ch = &x->chosen[e->var];
+    for (int q = 0; q < ch->n; q++)
+      spilled[x->chosen_t[ch->first + q]] = true;
     k = e->prev;
     j = e->from;
   }
@@ -286,6 +416,7 @@ static bool named_designs(Ctx *x, const ModelOverrides *ov, SearchResult *r,
       Plan *p = model_plan(x->c, x->s, x->pairs, (Design)d, &mo, &pd);
       if (!p)
         continue; /* Algorithm 1 over too many ranks */
+      p->bind = mo.bind == BIND_COST ? PLAN_BIND_COST : PLAN_BIND_RULE;
       Eval *ev = model_eval_memo(x->c, x->s, x->a, x->pairs, (Design)d, p,
                                  &mo, x->memo, x->d);
       if (!ev)
@@ -315,12 +446,19 @@ Strategy search_label(const Cascade *c, const Pair *pairs, const Plan *p) {
   return ST_FULL;
 }
 
-/* Price the program's partition whole, as the plan it is. */
-static Eval *found_eval(Ctx *x, const bool *start) {
+/* Price the program's partition whole, as the plan it is: its groups,
+ * the intermediates they send off chip by choice (SPILLED, owned from
+ * here) and the binding it was priced under, all of which the plan
+ * carries (a plan file prices as the search priced it). */
+static Eval *found_eval(Ctx *x, const bool *start, bool *spilled) {
   Plan *p = plan_of(x, start);
-  if (!p)
+  if (!p) {
+    free(spilled);
     return NULL;
+  }
   p->strategy = search_label(x->c, x->pairs, p);
+  p->spilled = spilled;
+  p->bind = x->o.bind == BIND_COST ? PLAN_BIND_COST : PLAN_BIND_RULE;
   return model_eval_memo(x->c, x->s, x->a, x->pairs, x->design, p, &x->o,
                          x->memo, x->d);
 }
@@ -332,8 +470,9 @@ static bool run(Ctx *x, const ModelOverrides *ov, SearchObjective o,
   bool ok = program(x, o, front, &r->priced);
   int cap = o == SO_TRAFFIC ? -1 : 0; /* -1: no latency-energy front */
   if (ok && front[n].n > 0) {
-    bool *start = best_partition(front, n, o);
-    Eval *ev = found_eval(x, start);
+    bool *spilled = xcalloc((size_t)x->c->ntensors + 1, sizeof *spilled);
+    bool *start = best_partition(x, front, n, o, spilled);
+    Eval *ev = found_eval(x, start, spilled);
     free(start);
     ok = ev != NULL;
     consider(r, ev, DES_COUNT, o);
@@ -383,6 +522,8 @@ SearchResult *search_best_within(const Cascade *c, const Shape *s,
   r->from = DES_COUNT;
   bool ok = run(&x, o, obj, r);
   free(x.group_of);
+  free(x.chosen);
+  free(x.chosen_t);
   nodes_free(nodes);
   if (!ok) {
     search_free(r);

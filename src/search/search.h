@@ -64,6 +64,8 @@ typedef struct SearchResult {
   double partitions; /* 2^(nodes-1): the contiguous partitions */
   long groups;       /* candidate groups: nodes (nodes + 1) / 2 */
   long priced;       /* of which could run, and were priced */
+  long variants;     /* group prices: each priced group once per spill
+                        variant (docs/search.md) */
   long named;        /* named-design plans priced beside */
   long budget;       /* candidate groups the search could price (0: all) */
   bool stopped;      /* the budget ran out: the rest of the program took
@@ -90,6 +92,17 @@ SearchResult *search_best_within(const Cascade *c, const Shape *s,
                                  const ModelOverrides *o, SearchObjective obj,
                                  long budget, MapMemo *memo, Diag *d);
 void search_free(SearchResult *r);
+
+/* The spill variants of group G of plan P under O: the ways the group may
+ * send the intermediates it holds off chip by choice (docs/search.md,
+ * "The space"), each priced as one more candidate price of the group.
+ * Their number; variant 0 sends none. */
+int search_spill_variants(const Cascade *c, const Plan *p, int g,
+                          const ModelOpts *o);
+/* Set in SPILLED (per tensor; the rest untouched) the intermediates that
+ * variant V of group G sends off chip. */
+void search_spill_variant(const Cascade *c, const Plan *p, int g,
+                          const ModelOpts *o, int v, bool *spilled);
 
 /* The narrowest strategy whose classes cover every edge inside P's groups:
  * the label a found plan carries (unfused when no group holds an edge). */

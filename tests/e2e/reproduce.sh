@@ -312,8 +312,8 @@ if [ -z "${MAMBALAYA_SANITIZED:-}" ]; then
   [ "$keys" = "arch " ] || fail "mamba2 compares: $keys"
   grep -q "Mamba-1 layer" "$tmp/m2.table" && fail "mamba2: Mamba-1 targets"
   # best (searched) beside the best variant, the paper's value not shown:
-  # the search's 1.127x over full fusion in prefill (docs/model.md).
-  grep -q "^over MARCA-like, prefill per layer  *-  *17.22x  *19.41x  *1.175x  *1.043x$" \
+  # the search's 1.159x over full fusion in prefill (docs/model.md).
+  grep -q "^over MARCA-like, prefill per layer  *-  *17.22x  *19.95x  *1.175x  *1.015x$" \
     "$tmp/m2.table" || fail "mamba2: best (searched) against the best variant"
 fi
 

@@ -1,8 +1,11 @@
 #!/bin/sh
-# `search`: the plan it writes is the plan `eval --plan --bind cost` prices
-# (the same latency, to the digit) and `exec --plan` runs (matching the
-# interpreter); best is never worse than a named design nor better than
-# ideal; a bad objective is a usage error.
+# `search`: the plan it writes is the plan `eval --plan` prices (the same
+# latency, to the digit: the file carries the binding and the spills the
+# search chose) and `exec --plan` runs (matching the interpreter); best is
+# never worse than a named design nor better than ideal; a plan file
+# without "bind" and "spilled" (older files, `fuse --json`) still loads,
+# priced by the command's options and the distance rule; a bad objective
+# is a usage error.
 . "$(dirname "$0")/lib/harness.sh"
 PY=python3
 
@@ -10,8 +13,7 @@ for spec in mamba1 "$ROOT/tests/specs/good/retnet.yaml"; do
   for arch in mambalaya h100; do
     "$M" search "$spec" --arch "$arch" --json --plan-out p.json >s.json ||
       fail "search $spec $arch"
-    "$M" eval "$spec" --arch "$arch" --plan p.json --bind cost --json \
-      >e.json ||
+    "$M" eval "$spec" --arch "$arch" --plan p.json --json >e.json ||
       fail "eval --plan $spec $arch"
     $PY - "$spec $arch" <<'PYEOF' || fail "search vs eval: $spec $arch"
 import json, sys
@@ -22,6 +24,8 @@ assert s["found"] == found, (s["found"], found)
 assert e["totals"]["latency_s"] == found, (e["totals"]["latency_s"], found)
 assert s["lower_bound"] <= s["found"] and s["gap"] >= 1, s["gap"]
 assert s["space"]["groups_priced"] > 0
+assert s["space"]["spill_variants_priced"] >= s["space"]["groups_priced"]
+assert s["plan"]["bind"] == "cost" and "spilled" in s["plan"]
 PYEOF
     for d in unfused marca geens flat ri ri+rsb ri+rsb+rsp full; do
       "$M" eval "$spec" --arch "$arch" --design "$d" --json >d.json || continue
@@ -33,6 +37,32 @@ assert s <= d, (s, d)' || fail "$d beats best on $spec $arch"
     done
   done
 done
+
+# The spills chosen on Mamba-1 (mambalaya): RX stays on chip, which the
+# distance rule sends off (8.259 ms against 8.518 ms under the rule); the
+# same plan without its "bind" and "spilled" prices as an old file did:
+# the rule's binding and spills unless the command says.
+"$M" search mamba1 --set B=64 --plan-out m1.json >m1.txt || fail "search m1"
+grep -q "found: 8.259 ms" m1.txt || fail "mamba1 found: $(grep found m1.txt)"
+grep -q "sent off chip by choice: none" m1.txt || fail "mamba1 spills"
+$PY - <<'PYEOF' || fail "old plan file"
+import json
+p = json.load(open("m1.json"))
+assert p["spilled"] == [] and p["bind"] == "cost", p
+del p["spilled"], p["bind"]
+json.dump(p, open("old.json", "w"))
+PYEOF
+"$M" eval mamba1 --set B=64 --plan old.json >old.txt || fail "old plan"
+grep -q "spilled RX (distance)" old.txt || fail "old plan: the rule's spill"
+"$M" eval mamba1 --set B=64 --plan old.json --bind cost >oldc.txt ||
+  fail "old plan, --bind cost"
+grep -q "latency     8518 us" oldc.txt ||
+  fail "old plan under --bind cost: $(grep 'latency  ' oldc.txt)"
+"$M" eval mamba1 --set B=64 --plan m1.json --bind rule >r.txt ||
+  fail "--bind overrides the file"
+grep -q "latency     8259 us" r.txt && fail "--bind rule ignored"
+sed 's/"cost"/"fast"/' m1.json >bad.json
+refused "unknown \"bind\" 'fast'" "$M" eval mamba1 --plan bad.json
 
 # The plan runs, and computes what the interpreter computes.
 "$M" search "$ROOT/tests/specs/good/retnet.yaml" --set I=6 --set D=8 \

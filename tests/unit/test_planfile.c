@@ -230,3 +230,47 @@ TEST(planfile_refuses_reading_a_later_group) {
                     "2 produces later (specs/transformer.yaml:") == msg);
   classified_free(&l);
 }
+
+/* What the search chose beyond the groups: "spilled" and "bind" read back
+ * as written (report_plan_json), absent in older files (the rule decides:
+ * NULL, unsaid), refused when they name what the cascade lacks. */
+TEST(planfile_spilled_and_bind) {
+  Classified l = classified_load("specs/mamba1.yaml");
+  if (!l.c)
+    return;
+  Diag d = {0};
+  Plan *p = fusion_plan(l.c, l.s, l.pairs, ST_FULL, STITCH_GREEDY,
+                        OBJ_TRAFFIC, &d);
+  char msg[1024], *old = plan_text(&l, ST_FULL, NULL);
+  Plan *q = read_plan(&l, old, NULL, msg);
+  CHECK(q && !q->spilled && q->bind == PLAN_BIND_UNSAID);
+  plan_free(q);
+  p->spilled = xcalloc((size_t)l.c->ntensors + 1, sizeof *p->spilled);
+  int rx = cascade_tensor(l.c, "RX");
+  p->spilled[rx] = true;
+  p->bind = PLAN_BIND_COST;
+  json_t *j = report_plan_json(l.c, p);
+  char *text = json_dumps(j, JSON_COMPACT);
+  q = read_plan(&l, text, NULL, msg);
+  CHECK(q && q->spilled && q->bind == PLAN_BIND_COST);
+  for (int t = 0; q && t < l.c->ntensors; t++)
+    CHECK(q->spilled[t] == (t == rx));
+  plan_free(q);
+  free(text);
+  json_object_set_new(j, "spilled", json_pack("[s]", "WRX"));
+  text = json_dumps(j, JSON_COMPACT);
+  CHECK(read_plan(&l, text, NULL, msg) == NULL);
+  CHECK_STR(msg, "\"spilled\" names 'WRX', which no Einsum of "
+                 "specs/mamba1.yaml produces");
+  free(text);
+  json_object_set_new(j, "spilled", json_array());
+  json_object_set_new(j, "bind", json_string("fast"));
+  text = json_dumps(j, JSON_COMPACT);
+  CHECK(read_plan(&l, text, NULL, msg) == NULL);
+  CHECK_STR(msg, "unknown \"bind\" 'fast' (expected rule or cost)");
+  free(text);
+  json_decref(j);
+  free(old);
+  plan_free(p);
+  classified_free(&l);
+}
