@@ -409,15 +409,20 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
   }
   json_object_set_new(o, "groups", gs);
   json_t *t = json_object();
-  json_object_set_new(t, "latency_s", report_real(ev->seconds));
-  json_object_set_new(t, "dram_read_bytes", report_real(ev->read));
-  json_object_set_new(t, "dram_write_bytes", report_real(ev->write));
-  json_object_set_new(t, "inter_bytes", report_real(ev->inter));
-  json_object_set_new(t, "intra_bytes", report_real(ev->intra));
-  json_object_set_new(t, "ideal_inter_bytes", report_real(ev->ideal_inter));
-  json_object_set_new(t, "ideal_intra_bytes", report_real(ev->ideal_intra));
-  json_object_set_new(t, "ops", report_real(ev->ops));
-  json_object_set_new(t, "energy_j", report_real(ev->energy_pj * 1e-12));
+  const struct {
+    const char *key;
+    double v;
+  } totals[] = {{"latency_s", ev->seconds},
+                {"dram_read_bytes", ev->read},
+                {"dram_write_bytes", ev->write},
+                {"inter_bytes", ev->inter},
+                {"intra_bytes", ev->intra},
+                {"ideal_inter_bytes", ev->ideal_inter},
+                {"ideal_intra_bytes", ev->ideal_intra},
+                {"ops", ev->ops},
+                {"energy_j", ev->energy_pj * 1e-12}};
+  for (size_t k = 0; k < sizeof totals / sizeof totals[0]; k++)
+    json_object_set_new(t, totals[k].key, report_real(totals[k].v));
   json_object_set_new(t, "area_mm2", real_or_null(arch_area(a)));
   if (a->area.given) {
     json_object_set_new(t, "area_node_nm", report_real(a->area.node_nm));
