@@ -48,6 +48,27 @@ static void eval_init(void *opts) {
       (EvalArgs){.mf = model_no_overrides(), .design = DES_FULL};
 }
 
+/* The design plan P is priced as: its file's "design", else its label's
+ * (a named design's plan that search wrote takes that design's rules). */
+static bool plan_design(const char *file, const Plan *p, Design *design,
+                        Diag *d) {
+  if (!p->design[0]) {
+    *design = design_of_strategy(p->strategy);
+    return true;
+  }
+  Design named;
+  if (!design_from_name(p->design, &named) ||
+      model_default_opts(named).bound) {
+    char names[256];
+    diag_error(d, file, (Loc){0, 0}, "\"design\": '%s' is no design a plan "
+               "is priced as (expected one of %s)", p->design,
+               design_names(names, sizeof names));
+    return false;
+  }
+  *design = named;
+  return true;
+}
+
 /* The design's pricing, of --plan's plan (the one labelled PICK of a file
  * of several) or of the design's own. */
 static Eval *price(const EvalArgs *o, const char *pick, const Cascade *c,
@@ -56,8 +77,15 @@ static Eval *price(const EvalArgs *o, const char *pick, const Cascade *c,
   Pair *pairs = fusion_classify(c, s);
   Eval *ev = NULL;
   Plan *p = NULL;
-  if (o->plan && (p = plan_read_file(o->plan, pick, c, s, d)))
-    *design = design_of_strategy(p->strategy);
+  if (o->plan && (p = plan_read_file(o->plan, pick, c, s, d)) &&
+      !plan_design(o->plan, p, design, d)) {
+    plan_free(p);
+    p = NULL;
+  }
+  if (o->plan && !p) {
+    free(pairs);
+    return NULL;
+  }
   ModelOpts mo = model_opts_for_plan(&o->mf, *design, p);
   if (!o->plan)
     ev = model_eval(c, s, arch, pairs, *design, &mo, d);

@@ -219,6 +219,10 @@ typedef struct Plan {
                      these, in place of the model's distance rule (NULL:
                      the rule decides) */
   PlanBind bind;  /* the binding it was priced under, or unsaid */
+  char design[16]; /* the named design whose pricing it takes (a search's
+                      best that is FLAT or MARCA-like: their rows of the
+                      design table price a plan differently), or "": its
+                      label's (plan files: "design") */
 } Plan;
 
 /* Stitch C under strategy ST with stitcher HOW. PAIRS from

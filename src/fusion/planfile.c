@@ -180,6 +180,21 @@ static bool read_spilled(const Cascade *c, json_t *p, Plan *plan,
   return true;
 }
 
+/* P's "design" (optional: the named design whose pricing the plan takes;
+ * the command checks the name) into PLAN. */
+static bool read_design(json_t *p, Plan *plan, const char *file, Diag *d) {
+  json_t *j = json_object_get(p, "design");
+  if (!j)
+    return true;
+  const char *name = json_string_value(j);
+  if (!name || strlen(name) >= sizeof plan->design) {
+    diag_error(d, file, (Loc){0, 0}, "\"design\" is not a design's name");
+    return false;
+  }
+  snprintf(plan->design, sizeof plan->design, "%s", name);
+  return true;
+}
+
 /* The plan P describes, checked: its label, its groups, their order. */
 static Plan *build_plan(const Cascade *c, const Shape *s, json_t *p,
                         const char *file, Diag *d) {
@@ -202,7 +217,8 @@ static Plan *build_plan(const Cascade *c, const Shape *s, json_t *p,
   Pair *pairs = plan ? fusion_classify(c, s) : NULL;
   if (plan && (!plan_check_label(c, pairs, plan, file, d) ||
                !read_bind(p, plan, file, d) ||
-               !read_spilled(c, p, plan, file, d))) {
+               !read_spilled(c, p, plan, file, d) ||
+               !read_design(p, plan, file, d))) {
     plan_free(plan);
     plan = NULL;
   }

@@ -275,6 +275,8 @@ json_t *report_plan_json(const Cascade *c, const Plan *p) {
         json_array_append_new(sp, json_string(c->tensors[t].name));
     json_object_set_new(o, "spilled", sp);
   }
+  if (p->design[0]) /* priced as this named design: planfile.c */
+    json_object_set_new(o, "design", json_string(p->design));
   if (p->bind != PLAN_BIND_UNSAID)
     json_object_set_new(o, "bind", json_string(plan_bind_name(p->bind)));
   return o;

@@ -417,6 +417,10 @@ static bool named_designs(Ctx *x, const ModelOverrides *ov, SearchResult *r,
       if (!p)
         continue; /* Algorithm 1 over too many ranks */
       p->bind = mo.bind == BIND_COST ? PLAN_BIND_COST : PLAN_BIND_RULE;
+      /* The plan prices as this design prices it, whatever its label
+       * allows: a plan file says so, and `eval --plan` takes it. */
+      snprintf(p->design, sizeof p->design, "%s", design_name((Design)d));
+      p->any = p->any || mo.plan != PLAN_STITCHED;
       Eval *ev = model_eval_memo(x->c, x->s, x->a, x->pairs, (Design)d, p,
                                  &mo, x->memo, x->d);
       if (!ev)

@@ -96,4 +96,23 @@ PYEOF
 
 refused "--pareto takes latency,energy" "$M" search mamba1 --pareto latency,area
 refused "unknown objective 'speed'" "$M" search mamba1 --objective speed
+# A named design found best (FLAT on the 1-pass attention, h100) hands out
+# a plan that prices as that design ("design": "flat") and runs.
+"$M" search fusemax_1pass --arch h100 --json --plan-out flat.json >fs.json ||
+  fail "search fusemax_1pass h100"
+"$M" eval fusemax_1pass --arch h100 --plan flat.json --json >fe.json ||
+  fail "eval --plan of the FLAT plan: $(cat fe.json)"
+python3 - <<'PYEOF' || fail "the FLAT plan: not priced as found"
+import json
+s, e, p = (json.load(open(f)) for f in ("fs.json", "fe.json", "flat.json"))
+assert s["from"] == "flat" and p["design"] == "flat", (s["from"], p)
+assert e["design"] == "flat", e["design"]
+assert e["totals"]["latency_s"] == s["found"], (e["totals"], s["found"])
+PYEOF
+"$M" exec fusemax_1pass --set B=2 --set H=2 --set E=4 --set F=3 --set M1=3 \
+  --set M0=4 --plan flat.json --random 1 --check --out fo.safetensors \
+  >/dev/null || fail "exec --plan of the FLAT plan"
+sed 's/"design": "flat"/"design": "ideal"/' flat.json >bad.json
+refused "\"design\": 'ideal' is no design a plan is priced as" \
+  "$M" eval fusemax_1pass --arch h100 --plan bad.json
 finish search
