@@ -74,23 +74,20 @@ static bool plan_design(const char *file, const Plan *p, Design *design,
 static Eval *price(const EvalArgs *o, const char *pick, const Cascade *c,
                    const Shape *s, const Arch *arch, Design *design,
                    Diag *d) {
-  Pair *pairs = fusion_classify(c, s);
-  Eval *ev = NULL;
   Plan *p = NULL;
-  if (o->plan && (p = plan_read_file(o->plan, pick, c, s, d)) &&
-      !plan_design(o->plan, p, design, d)) {
-    plan_free(p);
-    p = NULL;
+  if (o->plan) {
+    p = plan_read_file(o->plan, pick, c, s, d);
+    if (p && !plan_design(o->plan, p, design, d)) {
+      plan_free(p);
+      p = NULL;
+    }
+    if (!p)
+      return NULL;
   }
-  if (o->plan && !p) {
-    free(pairs);
-    return NULL;
-  }
+  Pair *pairs = fusion_classify(c, s);
   ModelOpts mo = model_opts_for_plan(&o->mf, *design, p);
-  if (!o->plan)
-    ev = model_eval(c, s, arch, pairs, *design, &mo, d);
-  else if (p)
-    ev = model_eval_plan(c, s, arch, pairs, *design, p, &mo, d);
+  Eval *ev = p ? model_eval_plan(c, s, arch, pairs, *design, p, &mo, d)
+               : model_eval(c, s, arch, pairs, *design, &mo, d);
   free(pairs);
   return ev;
 }
