@@ -322,6 +322,126 @@ static bool load_level(Loader *L, const YamlNode *m, bool outermost,
          load_level_area(L, m, lv);
 }
 
+/* ---- the fusion level ---- */
+
+FusionProblem arch_fusion_problem(const Arch *a, int l, int *at) {
+  *at = l;
+  if (l <= 0)
+    return FUSION_OFFCHIP;
+  if (l == a->nlevels - 1 && a->nlevels > 2)
+    return FUSION_REGISTERS;
+  for (int i = 0; i <= l; i++) {
+    *at = i;
+    if (a->levels[i].instances > 1)
+      return FUSION_INSTANCES;
+    if (i > 0 && i < l && a->levels[i].capacity < a->levels[l].capacity)
+      return FUSION_STAGING;
+  }
+  *at = l;
+  return FUSION_OK;
+}
+
+void arch_fusion_why(const Arch *a, int l, Buf *b) {
+  int at;
+  const MemLevel *f = &a->levels[l], *lv;
+  switch (arch_fusion_problem(a, l, &at)) {
+  case FUSION_OFFCHIP:
+    buf_printf(b, "memory level '%s' is off chip: a fusion group keeps its "
+                  "intermediates on chip (mark an on-chip level "
+                  "'fusion: true')",
+               f->name);
+    return;
+  case FUSION_REGISTERS:
+    buf_printf(b, "memory level '%s' is the innermost, where each Einsum's "
+                  "operands meet the PEs: a fusion group keeps what it holds "
+                  "between Einsums in a level above it",
+               f->name);
+    return;
+  case FUSION_INSTANCES:
+    lv = &a->levels[at];
+    buf_printf(b, "memory level '%s' is not inside the fusion level '%s': "
+                  "only the stores inside it (per-PE or per-core) may have "
+                  "instances",
+               lv->name, f->name);
+    return;
+  case FUSION_STAGING:
+    lv = &a->levels[at];
+    buf_printf(b, "memory level '%s' (%.4g B) stages what the fusion level "
+                  "'%s' (%.4g B) exchanges with off-chip memory: it must "
+                  "hold at least as much, or be the fusion level "
+                  "('fusion: true')",
+               lv->name, lv->capacity, f->name, f->capacity);
+    return;
+  case FUSION_OK:
+  case FUSION_PROBLEM_COUNT:
+    break;
+  }
+}
+
+int arch_fusion_candidates(const Arch *a, int *out) {
+  int n = 0, at;
+  for (int l = 1; l < a->nlevels; l++)
+    if (arch_fusion_problem(a, l, &at) == FUSION_OK) {
+      if (out)
+        out[n] = l;
+      n++;
+    }
+  return n;
+}
+
+Arch *arch_with_fusion_level(const Arch *a, int level) {
+  int at;
+  if (level < 0 || level >= a->nlevels ||
+      arch_fusion_problem(a, level, &at) != FUSION_OK)
+    return NULL;
+  Arch *copy = xmalloc(sizeof *copy);
+  *copy = *a;
+  copy->arena = (Arena){0};
+  copy->levels =
+      arena_alloc(&copy->arena, (size_t)a->nlevels * sizeof *copy->levels);
+  for (int l = 0; l < a->nlevels; l++) {
+    copy->levels[l] = a->levels[l];
+    copy->levels[l].fusion = l == level;
+  }
+  copy->fusion_level = level;
+  return copy;
+}
+
+int arch_level_named(const Arch *a, const char *name) {
+  for (int l = 0; l < a->nlevels; l++)
+    if (strcmp(a->levels[l].name, name) == 0)
+      return l;
+  return -1;
+}
+
+/* The candidates' names, "GlobalBuffer, L2", into B. */
+static void candidate_names(const Arch *a, Buf *b) {
+  int *cand = xmalloc((size_t)a->nlevels * sizeof *cand);
+  int n = arch_fusion_candidates(a, cand);
+  for (int k = 0; k < n; k++)
+    buf_printf(b, "%s%s", k ? ", " : "", a->levels[cand[k]].name);
+  free(cand);
+}
+
+Arch *arch_with_fusion_named(const Arch *a, const char *name,
+                             const char *file, Loc at, Diag *d) {
+  int l = arch_level_named(a, name);
+  Arch *copy = l >= 0 ? arch_with_fusion_level(a, l) : NULL;
+  if (copy)
+    return copy;
+  Buf why = {0}, names = {0};
+  if (l >= 0)
+    arch_fusion_why(a, l, &why);
+  else
+    buf_printf(&why, "%s has no memory level '%s'", a->path, name);
+  candidate_names(a, &names);
+  diag_error(d, file, at, "\"fusion_level\": %s (the fusion levels %s can "
+             "take: %s)", why.s, a->name, names.s);
+  buf_free(&why);
+  buf_free(&names);
+  return NULL;
+}
+
 /* The fusion level: the one marked `fusion: true`; unmarked, the only
  * on-chip level above the registers (files of two or three levels); with
  * more, the file must say. */
@@ -332,12 +452,6 @@ static bool find_fusion(Loader *L, const YamlNode *seq) {
     if (!a->levels[i].fusion)
       continue;
     const YamlNode *f = ydoc_get(seq->items[i], "fusion");
-    if (i == 0)
-      return fail(L, f->loc,
-                  "memory level '%s' is off chip: a fusion group keeps its "
-                  "intermediates on chip (mark an on-chip level "
-                  "'fusion: true')",
-                  a->levels[i].name);
     if (a->fusion_level >= 0)
       return fail(L, f->loc,
                   "memory level '%s' is a second fusion level ('%s' is "
@@ -356,31 +470,23 @@ static bool find_fusion(Loader *L, const YamlNode *seq) {
   return true;
 }
 
-/* Instances split an Einsum's iteration space: only levels inside the
- * fusion level have them. A staging level passes the fusion level's
- * traffic through: it must hold what the fusion level holds. */
+/* The fusion level found must be one (arch_fusion_problem, the rule the
+ * search's candidates follow too): refused at the key at fault. */
 static bool check_roles(Loader *L, const YamlNode *seq) {
   const Arch *a = L->a;
-  const MemLevel *f = &a->levels[a->fusion_level];
-  for (int i = 0; i <= a->fusion_level; i++) {
-    const MemLevel *lv = &a->levels[i];
-    const YamlNode *inst = ydoc_get(seq->items[i], "instances");
-    if (inst)
-      return fail(L, inst->loc,
-                  "memory level '%s' is not inside the fusion level '%s': "
-                  "only the stores inside it (per-PE or per-core) may have "
-                  "instances",
-                  lv->name, f->name);
-    const YamlNode *cap = ydoc_get(seq->items[i], "capacity");
-    if (i > 0 && i < a->fusion_level && lv->capacity < f->capacity)
-      return fail(L, cap->loc,
-                  "memory level '%s' (%.4g B) stages what the fusion level "
-                  "'%s' (%.4g B) exchanges with off-chip memory: it must "
-                  "hold at least as much, or be the fusion level "
-                  "('fusion: true')",
-                  lv->name, lv->capacity, f->name, f->capacity);
-  }
-  return true;
+  int f = a->fusion_level, at;
+  FusionProblem p = arch_fusion_problem(a, f, &at);
+  if (p == FUSION_OK)
+    return true;
+  const char *key = p == FUSION_INSTANCES ? "instances"
+                    : p == FUSION_STAGING ? "capacity"
+                                          : "fusion";
+  const YamlNode *n = ydoc_get(seq->items[at], key);
+  Buf why = {0};
+  arch_fusion_why(a, f, &why);
+  fail(L, n ? n->loc : seq->items[at]->loc, "%s", why.s);
+  buf_free(&why);
+  return false;
 }
 
 static bool load_memory(Loader *L, const YamlNode *seq) {

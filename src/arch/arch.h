@@ -203,6 +203,45 @@ void arch_free(Arch *a);
 /* Level L's role (LEVEL_OFFCHIP ... LEVEL_REGISTERS). */
 LevelRole arch_level_role(const Arch *a, int l);
 
+/* ---- the fusion level ----
+ *
+ * One rule says which levels can be the fusion level; the loader applies
+ * it to the level a file marks, the search to every level (docs/search.md,
+ * "The fusion level"). Level L can be when it is on chip, it is not the
+ * innermost level of a file with several on-chip levels (the registers,
+ * where each Einsum's operands meet the PEs), no level from off-chip
+ * memory down to it has instances (instances split one Einsum's iteration
+ * space; a group's tile is held in one store), and every staging level
+ * between them holds at least what it holds (it passes the fusion level's
+ * off-chip traffic through). */
+typedef enum {
+  FUSION_OK,
+  FUSION_OFFCHIP,   /* level 0 */
+  FUSION_REGISTERS, /* the innermost, below other on-chip levels */
+  FUSION_INSTANCES, /* a level at or above it has instances */
+  FUSION_STAGING,   /* a staging level smaller than it */
+  FUSION_PROBLEM_COUNT
+} FusionProblem;
+
+/* Why level L cannot be A's fusion level; *AT gets the level at fault. */
+FusionProblem arch_fusion_problem(const Arch *a, int l, int *at);
+/* The problem's message into B (nothing for FUSION_OK). */
+void arch_fusion_why(const Arch *a, int l, Buf *b);
+/* The levels that can be A's fusion level, outermost first, into OUT
+ * (room for a->nlevels; may be NULL); their number. */
+int arch_fusion_candidates(const Arch *a, int *out);
+/* A copy of A whose fusion level is LEVEL, or NULL where it cannot be.
+ * Only the levels are its own; the rest is A's (A must outlive it).
+ * Free it with arch_free. */
+Arch *arch_with_fusion_level(const Arch *a, int level);
+/* The index of the level named NAME, or -1. */
+int arch_level_named(const Arch *a, const char *name);
+/* arch_with_fusion_level at the level named NAME (a plan file's
+ * "fusion_level", read at FILE:AT), or NULL with D set: the level does
+ * not exist or cannot be a fusion level, and the candidates listed. */
+Arch *arch_with_fusion_named(const Arch *a, const char *name,
+                             const char *file, Loc at, Diag *d);
+
 /* The first unit with role R, or -1. */
 int arch_unit(const Arch *a, UnitRole r);
 /* Peak operations per second of unit U for op class K (pes * rate * clock). */

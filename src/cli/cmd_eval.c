@@ -69,25 +69,39 @@ static bool plan_design(const char *file, const Plan *p, Design *design,
   return true;
 }
 
-/* The design's pricing, of --plan's plan (the one labelled PICK of a file
- * of several) or of the design's own. */
+/* --plan's plan (the one labelled PICK of a file of several), checked,
+ * its design into *DESIGN; *AT gets ARCH with the plan's fusion level
+ * (a plan `search` wrote where it chose the level), or NULL: ARCH's own. */
+static Plan *read_plan(const EvalArgs *o, const char *pick, const Cascade *c,
+                       const Shape *s, const Arch *arch, Design *design,
+                       Arch **at, Diag *d) {
+  Plan *p = plan_read_file(o->plan, pick, c, s, d);
+  if (p && !plan_design(o->plan, p, design, d)) {
+    plan_free(p);
+    return NULL;
+  }
+  if (p && p->fusion_level[0] &&
+      !(*at = arch_with_fusion_named(arch, p->fusion_level, o->plan,
+                                     p->fusion_level_at, d))) {
+    plan_free(p);
+    return NULL;
+  }
+  return p;
+}
+
+/* The design's pricing, of --plan's plan or of the design's own; *AT as
+ * read_plan sets it (the architecture the Eval was priced on). */
 static Eval *price(const EvalArgs *o, const char *pick, const Cascade *c,
                    const Shape *s, const Arch *arch, Design *design,
-                   Diag *d) {
+                   Arch **at, Diag *d) {
   Plan *p = NULL;
-  if (o->plan) {
-    p = plan_read_file(o->plan, pick, c, s, d);
-    if (p && !plan_design(o->plan, p, design, d)) {
-      plan_free(p);
-      p = NULL;
-    }
-    if (!p)
-      return NULL;
-  }
+  if (o->plan && !(p = read_plan(o, pick, c, s, arch, design, at, d)))
+    return NULL;
+  const Arch *on = *at ? *at : arch;
   Pair *pairs = fusion_classify(c, s);
   ModelOpts mo = model_opts_for_plan(&o->mf, *design, p);
-  Eval *ev = p ? model_eval_plan(c, s, arch, pairs, *design, p, &mo, d)
-               : model_eval(c, s, arch, pairs, *design, &mo, d);
+  Eval *ev = p ? model_eval_plan(c, s, on, pairs, *design, p, &mo, d)
+               : model_eval(c, s, on, pairs, *design, &mo, d);
   free(pairs);
   return ev;
 }
@@ -114,8 +128,11 @@ static const char *search_from(const SearchResult *r) {
   return r->from == DES_COUNT ? "search" : design_name(r->from);
 }
 
-static json_t *search_json(const SearchResult *r) {
+static json_t *search_json(const SearchResult *r, const Arch *a) {
   json_t *j = json_object();
+  json_object_set_new(j, "fusion_level",
+                      json_string(a->levels[a->fusion_level].name));
+  json_object_set_new(j, "fusion_levels", json_integer(r->levels));
   json_object_set_new(j, "objective",
                       json_string(search_objective_name(SO_LATENCY)));
   json_object_set_new(j, "found", report_real(r->found));
@@ -167,7 +184,7 @@ static void print_eval(const EvalArgs *o, const Cascade *c, const Shape *s,
     in.opts = &ev->opts;
     json_t *j = report_eval_json(c, arch, ev);
     if (best)
-      json_object_set_new(j, "search", search_json(best));
+      json_object_set_new(j, "search", search_json(best, arch));
     emit_json(j, &in);
     return;
   }
@@ -210,18 +227,22 @@ static int eval(const Parsed *p, void *opts) {
     return status;
   Diag d = {0};
   Design design = (Design)o->design;
+  Arch *at = NULL; /* the plan's fusion level, or the search's */
   SearchResult *best = o->design == EVAL_BEST
                            ? search_for(o, c, s, arch, &d)
                            : NULL;
-  Eval *ev = o->design == EVAL_BEST ? (best ? best->best : NULL)
-                                    : price(o, pick, c, s, arch, &design, &d);
+  Eval *ev = o->design == EVAL_BEST
+                 ? (best ? best->best : NULL)
+                 : price(o, pick, c, s, arch, &design, &at, &d);
   if (ev)
-    print_eval(o, c, s, arch, ev, design, best);
+    print_eval(o, c, s, best ? search_arch(best, arch) : at ? at : arch, ev,
+               design, best);
   else
     status = input_failed(&d);
   if (o->design != EVAL_BEST)
     eval_free(ev);
   search_free(best);
+  arch_free(at);
   return spec_arch_free(arch, c, s, status);
 }
 

@@ -63,9 +63,12 @@ static int write_plan(const SearchArgs *o, const Cascade *c,
   return status;
 }
 
+/* A: the architecture given, reported with the fusion level the search
+ * chose (search_arch). */
 static void print_result(const SearchArgs *o, const Cascade *c,
-                         const Shape *s, const Arch *arch,
+                         const Shape *s, const Arch *given,
                          const SearchResult *r) {
+  const Arch *arch = search_arch(r, given);
   SearchObjective obj = (SearchObjective)o->objective;
   if (o->spec.json) {
     Inputs in = spec_inputs("search", &o->spec, c, s);

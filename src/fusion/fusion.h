@@ -223,6 +223,11 @@ typedef struct Plan {
                       best that is FLAT or MARCA-like: their rows of the
                       design table price a plan differently), or "": its
                       label's (plan files: "design") */
+  char fusion_level[64]; /* the memory level it was priced with as the
+                            fusion level (a search that chose among
+                            several), or "": the architecture's (plan
+                            files: "fusion_level") */
+  Loc fusion_level_at;   /* where a plan file wrote it */
 } Plan;
 
 /* Stitch C under strategy ST with stitcher HOW. PAIRS from

@@ -195,9 +195,50 @@ static bool read_design(json_t *p, Plan *plan, const char *file, Diag *d) {
   return true;
 }
 
+/* Where TEXT writes NAME as the value of "fusion_level" (its first
+ * such value; a file may hold several plans), or line 0: the file as a
+ * whole. Jansson keeps no positions, so the text is searched. */
+static Loc level_loc(const char *text, size_t len, const char *name) {
+  static const char key[] = "\"fusion_level\"";
+  size_t nk = sizeof key - 1, nn = strlen(name);
+  Loc at = {1, 1};
+  for (size_t i = 0; i < len; i++) {
+    if (i + nk <= len && memcmp(text + i, key, nk) == 0) {
+      size_t j = i + nk;
+      while (j < len && strchr(" \t\r\n:", text[j]))
+        j++;
+      if (j + nn + 2 <= len && text[j] == '"' &&
+          memcmp(text + j + 1, name, nn) == 0 && text[j + nn + 1] == '"')
+        return (Loc){at.line, at.col + (int)(j - i)};
+    }
+    at = text[i] == '\n' ? (Loc){at.line + 1, 1} : (Loc){at.line, at.col + 1};
+  }
+  return (Loc){0, 0};
+}
+
+/* P's "fusion_level" (optional: the memory level a search priced the plan
+ * with as the fusion level; the command checks it against its
+ * architecture) into PLAN, with where TEXT writes it. */
+static bool read_level(json_t *p, Plan *plan, const char *text, size_t len,
+                       const char *file, Diag *d) {
+  json_t *j = json_object_get(p, "fusion_level");
+  if (!j)
+    return true; /* the architecture's own */
+  const char *name = json_string_value(j);
+  if (!name || !name[0] || strlen(name) >= sizeof plan->fusion_level) {
+    diag_error(d, file, (Loc){0, 0}, "\"fusion_level\" is not a memory "
+               "level's name");
+    return false;
+  }
+  snprintf(plan->fusion_level, sizeof plan->fusion_level, "%s", name);
+  plan->fusion_level_at = level_loc(text, len, name);
+  return true;
+}
+
 /* The plan P describes, checked: its label, its groups, their order. */
 static Plan *build_plan(const Cascade *c, const Shape *s, json_t *p,
-                        const char *file, Diag *d) {
+                        const char *text, size_t len, const char *file,
+                        Diag *d) {
   Strategy st;
   bool any;
   if (!read_label(p, &st, &any, file, d))
@@ -218,7 +259,8 @@ static Plan *build_plan(const Cascade *c, const Shape *s, json_t *p,
   if (plan && (!plan_check_label(c, pairs, plan, file, d) ||
                !read_bind(p, plan, file, d) ||
                !read_spilled(c, p, plan, file, d) ||
-               !read_design(p, plan, file, d))) {
+               !read_design(p, plan, file, d) ||
+               !read_level(p, plan, text, len, file, d))) {
     plan_free(plan);
     plan = NULL;
   }
@@ -241,7 +283,7 @@ Plan *plan_read_text(const char *file, const char *text, size_t len,
     diag_error(d, file, (Loc){0, 0}, "not a plan: expected a JSON object "
                "as `fuse --json` writes");
   else if (p)
-    plan = build_plan(c, s, p, file, d);
+    plan = build_plan(c, s, p, text, len, file, d);
   json_decref(root);
   return plan;
 }

@@ -203,9 +203,9 @@ static bool price_traffic(Ctx *x) {
   return true;
 }
 
-Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
-                      const Pair *pairs, Design d, Plan *plan,
-                      const ModelOpts *o, MapMemo *memo, Diag *diag) {
+Eval *model_eval_at_level(const Cascade *c, const Shape *s, const Arch *a,
+                          const Pair *pairs, Design d, Plan *plan,
+                          const ModelOpts *o, MapMemo *memo, Diag *diag) {
   if (!plan)
     return NULL;
   Ctx x = {.c = c, .s = s, .a = a, .pairs = pairs, .d = d, .o = *o,
@@ -291,6 +291,47 @@ Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
     return NULL;
   }
   return ev;
+}
+
+/* The bound at every fusion level A can take, the fastest kept (ties: the
+ * least energy): a plan may be priced at any of them (the search tries
+ * each), so the bound is the least (docs/model.md §5). PLAN is owned. */
+static Eval *ideal_least(const Cascade *c, const Shape *s, const Arch *a,
+                         const Pair *pairs, Design d, Plan *plan,
+                         const ModelOpts *o, MapMemo *memo, Diag *diag) {
+  int *cand = xmalloc((size_t)a->nlevels * sizeof *cand);
+  int n = arch_fusion_candidates(a, cand);
+  Eval *best = NULL;
+  for (int k = 0; k < n; k++) {
+    Arch *at = arch_with_fusion_level(a, cand[k]);
+    Plan *p = k + 1 < n ? plan_copy(c, plan) : plan;
+    Eval *ev = model_eval_at_level(c, s, at, pairs, d, p, o, memo, diag);
+    arch_free(at);
+    if (!ev) {
+      if (k + 1 < n)
+        plan_free(plan);
+      eval_free(best);
+      best = NULL;
+      break;
+    }
+    if (!best || ev->seconds < best->seconds ||
+        (ev->seconds == best->seconds && ev->energy_pj < best->energy_pj)) {
+      eval_free(best);
+      best = ev;
+    } else {
+      eval_free(ev);
+    }
+  }
+  free(cand);
+  return best;
+}
+
+Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
+                      const Pair *pairs, Design d, Plan *plan,
+                      const ModelOpts *o, MapMemo *memo, Diag *diag) {
+  if (plan && o->bound && arch_fusion_candidates(a, NULL) > 1)
+    return ideal_least(c, s, a, pairs, d, plan, o, memo, diag);
+  return model_eval_at_level(c, s, a, pairs, d, plan, o, memo, diag);
 }
 
 Eval *model_eval_plan(const Cascade *c, const Shape *s, const Arch *a,

@@ -380,6 +380,12 @@ Plan *model_plan(const Cascade *c, const Shape *s, const Pair *pairs,
 Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
                       const Pair *pairs, Design d, Plan *plan,
                       const ModelOpts *o, MapMemo *memo, Diag *diag);
+/* model_eval_memo at A's own fusion level, the bound too (model_eval_memo
+ * prices the bound at every level A can fuse in and keeps the least: the
+ * search takes the least per objective itself). */
+Eval *model_eval_at_level(const Cascade *c, const Shape *s, const Arch *a,
+                          const Pair *pairs, Design d, Plan *plan,
+                          const ModelOpts *o, MapMemo *memo, Diag *diag);
 
 /* ---- the mapping search (exposed for tests) ---- */
 

@@ -279,6 +279,8 @@ json_t *report_plan_json(const Cascade *c, const Plan *p) {
     json_object_set_new(o, "design", json_string(p->design));
   if (p->bind != PLAN_BIND_UNSAID)
     json_object_set_new(o, "bind", json_string(plan_bind_name(p->bind)));
+  if (p->fusion_level[0]) /* the level a search chose: planfile.c */
+    json_object_set_new(o, "fusion_level", json_string(p->fusion_level));
   return o;
 }
 

@@ -355,11 +355,12 @@ void put_xml(Buf *b, const char *s);
 /* ---- searches ---- */
 
 /* The space, the schedule found (its plan and its evaluation), the bound
- * and the gap. */
+ * and the gap. A: the architecture with the fusion level the search chose
+ * (search_arch). */
 void report_search_text(Buf *b, const Cascade *c, const Arch *a,
                         const SearchResult *r, SearchObjective o);
 /* {"objective", "found", "lower_bound", "gap", "from", "space": {...},
- *  "plan" (as fuse --json), "schedule" and "bound" (as eval --json)} */
+ *  "fusion_level", "plan" (as fuse --json), "schedule" and "bound" (as eval --json)} */
 json_t *report_search_json(const Cascade *c, const Arch *a,
                            const SearchResult *r, SearchObjective o);
 /* The latency-energy front (search --pareto): a table; an array of

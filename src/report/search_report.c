@@ -55,6 +55,10 @@ void report_search_text(Buf *b, const Cascade *c, const Arch *a,
              "variants in all); %ld named-design plans beside\n",
              r->nodes, r->partitions, r->groups, r->priced, r->variants,
              r->named);
+  buf_printf(b, "fusion level: %s (%d candidate level%s tried: "
+                "docs/search.md)\n",
+             a->levels[a->fusion_level].name, r->levels,
+             r->levels == 1 ? "" : "s");
   buf_printf(b, "found: ");
   figure(b, r->found, o);
   buf_printf(b, ", ");
@@ -108,7 +112,10 @@ json_t *report_search_json(const Cascade *c, const Arch *a,
   json_object_set_new(sp, "named_plans_priced", json_integer(r->named));
   json_object_set_new(sp, "stopped_at_budget", json_boolean(r->stopped));
   json_object_set_new(sp, "bindings_capped", json_integer(r->bind_capped));
+  json_object_set_new(sp, "fusion_levels", json_integer(r->levels));
   json_object_set_new(j, "space", sp);
+  json_object_set_new(j, "fusion_level",
+                      json_string(a->levels[a->fusion_level].name));
   json_object_set_new(j, "plan", report_plan_json(c, r->best->plan));
   json_object_set_new(j, "schedule", report_eval_json(c, a, r->best));
   json_object_set_new(j, "bound", report_eval_json(c, a, r->bound));

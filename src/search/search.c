@@ -369,8 +369,7 @@ static int by_seconds(const void *a, const void *b) {
   return (x->joules > y->joules) - (x->joules < y->joules);
 }
 
-/* Keep the points no other point dominates, fastest first. */
-static void pareto_filter(SearchResult *r) {
+void search_pareto_filter(SearchResult *r) {
   if (r->npareto == 0)
     return; /* traffic: no front kept */
   qsort(r->pareto, (size_t)r->npareto, sizeof *r->pareto, by_seconds);
@@ -487,9 +486,9 @@ static bool run(Ctx *x, const ModelOverrides *ov, SearchObjective o,
     free(front[j].e);
   free(front);
   ok = ok && named_designs(x, ov, r, o, &cap);
-  pareto_filter(r);
+  search_pareto_filter(r);
   ModelOpts io = model_opts_with(ov, DES_IDEAL);
-  r->bound = ok ? model_eval_memo(x->c, x->s, x->a, x->pairs, DES_IDEAL,
+  r->bound = ok ? model_eval_at_level(x->c, x->s, x->a, x->pairs, DES_IDEAL,
                                   model_plan(x->c, x->s, x->pairs, DES_IDEAL,
                                              &io, x->d),
                                   &io, x->memo, x->d)
@@ -499,16 +498,10 @@ static bool run(Ctx *x, const ModelOverrides *ov, SearchObjective o,
   return r->bound != NULL;
 }
 
-SearchResult *search_best(const Cascade *c, const Shape *s, const Arch *a,
-                          const Pair *pairs, const ModelOverrides *o,
-                          SearchObjective obj, MapMemo *memo, Diag *d) {
-  return search_best_within(c, s, a, pairs, o, obj, 0, memo, d);
-}
-
-SearchResult *search_best_within(const Cascade *c, const Shape *s,
-                                 const Arch *a, const Pair *pairs,
-                                 const ModelOverrides *o, SearchObjective obj,
-                                 long budget, MapMemo *memo, Diag *d) {
+SearchResult *search_at_level(const Cascade *c, const Shape *s,
+                              const Arch *a, const Pair *pairs,
+                              const ModelOverrides *o, SearchObjective obj,
+                              long budget, MapMemo *memo, Diag *d) {
   Design plain = design_of_strategy(ST_FULL);
   SearchResult *r = xcalloc(1, sizeof *r);
   Ctx x = {.c = c, .s = s, .a = a, .pairs = pairs, .design = plain,
@@ -539,6 +532,7 @@ SearchResult *search_best_within(const Cascade *c, const Shape *s,
 void search_free(SearchResult *r) {
   if (!r)
     return;
+  arch_free(r->arch);
   eval_free(r->best);
   eval_free(r->bound);
   free(r->pareto);

@@ -22,8 +22,14 @@
  * makes it exact for a product (EDP) too. A test checks it against every
  * partition priced whole on small cascades.
  *
- * The lower bound is the `ideal` design (docs/model.md §5): no schedule
- * of any plan beats it; the gap is found / bound. */
+ * The space is searched at every level the architecture can take as its
+ * fusion level (arch_fusion_candidates; level.c): the program runs on a
+ * copy of the architecture with the level moved, once per candidate, and
+ * the best over them is kept (the fronts merged).
+ *
+ * The lower bound is the `ideal` design (docs/model.md §5), the least
+ * over the candidate levels: no schedule of any plan at any of them beats
+ * it; the gap is found / bound. */
 #ifndef MAMBALAYA_SEARCH_H
 #define MAMBALAYA_SEARCH_H
 
@@ -76,6 +82,12 @@ typedef struct SearchResult {
   int npareto;       /* the latency-energy front (objectives latency,
                         energy, edp; else 0), fastest first */
   SearchPoint *pareto;
+  int levels;        /* candidate fusion levels tried (level.c) */
+  int fusion_level;  /* the one best was priced with, of the given
+                        architecture's levels */
+  Arch *arch;        /* the given architecture with that fusion level, or
+                        NULL: its own (owned; shares the given one's
+                        content): what best and bound are reported on */
 } SearchResult;
 
 /* Search the space above for C (bound by S) on A under O (the model's
@@ -92,6 +104,19 @@ SearchResult *search_best_within(const Cascade *c, const Shape *s,
                                  const ModelOverrides *o, SearchObjective obj,
                                  long budget, MapMemo *memo, Diag *d);
 void search_free(SearchResult *r);
+/* The architecture R's schedule was priced on: R's copy, or A. */
+const Arch *search_arch(const SearchResult *r, const Arch *a);
+
+/* ---- one fusion level (search.c), under level.c's loop ----
+ *
+ * search_best_within at A's own fusion level (the bound too: the ideal at
+ * that level); levels, fusion_level and arch left for the loop to set. */
+SearchResult *search_at_level(const Cascade *c, const Shape *s,
+                              const Arch *a, const Pair *pairs,
+                              const ModelOverrides *o, SearchObjective obj,
+                              long budget, MapMemo *memo, Diag *d);
+/* Keep the front's points no other point dominates, fastest first. */
+void search_pareto_filter(SearchResult *r);
 
 /* The spill variants of group G of plan P under O: the ways the group may
  * send the intermediates it holds off chip by choice (docs/search.md,
