@@ -328,8 +328,6 @@ FusionProblem arch_fusion_problem(const Arch *a, int l, int *at) {
   *at = l;
   if (l <= 0)
     return FUSION_OFFCHIP;
-  if (l == a->nlevels - 1 && a->nlevels > 2)
-    return FUSION_REGISTERS;
   for (int i = 0; i <= l; i++) {
     *at = i;
     if (a->levels[i].instances > 1)
@@ -338,7 +336,8 @@ FusionProblem arch_fusion_problem(const Arch *a, int l, int *at) {
       return FUSION_STAGING;
   }
   *at = l;
-  return FUSION_OK;
+  return l == a->nlevels - 1 && a->nlevels > 2 ? FUSION_REGISTERS
+                                               : FUSION_OK;
 }
 
 void arch_fusion_why(const Arch *a, int l, Buf *b) {

@@ -653,6 +653,22 @@ static double enumerate_space(const Cascade *c, const Shape *s,
   return best;
 }
 
+/* enumerate_space at every fusion level A can take (the search's space
+ * holds them all: docs/search.md, "The fusion level"). */
+static double enumerate_levels(const Cascade *c, const Shape *s,
+                               const Arch *a, const Pair *pairs,
+                               SearchObjective obj, MapMemo *memo) {
+  int cand[16];
+  int n = arch_fusion_candidates(a, cand);
+  double best = INFINITY;
+  for (int k = 0; k < n; k++) {
+    Arch *at = arch_with_fusion_level(a, cand[k]);
+    best = fmin(best, enumerate_space(c, s, at, pairs, obj, memo));
+    arch_free(at);
+  }
+  return best;
+}
+
 TEST(search_equals_enumeration_small_cascades) {
   char *specs[MAX_SPECS];
   int ns = all_specs(specs);
@@ -675,8 +691,8 @@ TEST(search_equals_enumeration_small_cascades) {
       for (int obj = 0; obj < SO_COUNT; obj += SO_ENERGY) { /* lat, energy */
         SearchResult *r = search_best(c, s, archs[k], pairs, &ov,
                                       (SearchObjective)obj, memo, &d);
-        double all = enumerate_space(c, s, archs[k], pairs,
-                                     (SearchObjective)obj, memo);
+        double all = enumerate_levels(c, s, archs[k], pairs,
+                                      (SearchObjective)obj, memo);
         if (!r || fabs(r->found - all) > 1e-12 * all)
           test_fail(__FILE__, __LINE__, "%s on %s, %s: search %.9g, "
                     "enumeration %.9g", specs[i], archs[k]->name,
@@ -719,7 +735,13 @@ static int check_best(const Cascade *c, const Shape *s, const Arch *a,
     Plan *p = plan_copy(c, r->best->plan);
     Design des = design_of_strategy(p->strategy);
     ModelOpts mo = model_opts_for_plan(&ov, des, p);
-    Eval *again = model_eval_memo(c, s, a, pairs, des, p, &mo, memo, &d);
+    Arch *at = p->fusion_level[0] /* at the level it names, as eval does */
+                   ? arch_with_fusion_named(a, p->fusion_level, "plan",
+                                            (Loc){0, 0}, &d)
+                   : NULL;
+    Eval *again = model_eval_memo(c, s, at ? at : a, pairs, des, p, &mo,
+                                  memo, &d);
+    arch_free(at);
     if (!again || search_figure(again, SO_LATENCY) != r->found)
       test_fail(__FILE__, __LINE__, "%s on %s: the plan found prices at "
                 "%.9g, the search said %.9g", what, a->name,
