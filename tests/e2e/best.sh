@@ -147,4 +147,45 @@ assert bqk["inter_bytes"] == 0, bqk
 assert all("BQK" not in str(g["spilled"]) for g in d["groups"]), d["groups"]
 assert abs(d["totals"]["latency_s"] - 287.74e-6) < 0.01e-6, d["totals"]
 PYEOF
+# The fusion level: on the two-level test architecture (an L2 and a small
+# GlobalBuffer, the file's fusion level) the SwiGLU MLP fuses in the L2.
+# search says so and writes it in the plan; eval --plan prices the plan
+# there, at the search's figure; exec --plan takes it; a level that is not
+# one is refused at its line; without the field, the file's own level.
+TWO=$ROOT/tests/archs/two_level.yaml
+SWIGLU=$ROOT/tests/specs/good/swiglu_mlp.yaml
+"$M" search "$SWIGLU" --arch "$TWO" --plan-out lv.json --json >s.json ||
+  fail "search on two levels"
+"$M" search "$SWIGLU" --arch "$TWO" >s.txt || fail "search on two levels"
+grep -q "^fusion level: L2 (2 candidate levels tried" s.txt ||
+  fail "search: the fusion level line: $(sed -n 3p s.txt)"
+"$M" eval "$SWIGLU" --arch "$TWO" --plan lv.json --json >e.json ||
+  fail "eval --plan at the L2"
+$PY -c 'import json; p = json.load(open("lv.json")); del p["fusion_level"]; json.dump(p, open("old.json", "w"))' ||
+  fail "a plan without its level"
+"$M" eval "$SWIGLU" --arch "$TWO" --plan old.json --json >o.json ||
+  fail "eval --plan without a level"
+"$M" eval "$SWIGLU" --arch "$TWO" --design best --json >b.json ||
+  fail "eval --design best on two levels"
+$PY - <<'PYEOF' || fail "the fusion level found, written and priced"
+import json
+s, e = json.load(open("s.json")), json.load(open("e.json"))
+o, b = json.load(open("o.json")), json.load(open("b.json"))
+assert s["fusion_level"] == "L2" and s["space"]["fusion_levels"] == 2, s
+assert json.load(open("lv.json"))["fusion_level"] == "L2"
+assert abs(s["found"] - 35.024669712e-3) < 1e-12, s["found"]
+assert e["totals"]["latency_s"] == s["found"], (e["totals"], s["found"])
+assert abs(o["totals"]["latency_s"] - 354.70270568e-3) < 1e-9, o["totals"]
+assert b["search"]["fusion_level"] == "L2", b["search"]
+assert b["totals"]["latency_s"] == s["found"]
+assert s["lower_bound"] <= s["found"]
+PYEOF
+"$M" exec "$SWIGLU" --set I=16 --random 1 --plan lv.json >x.txt ||
+  fail "exec --plan at the L2"
+sed 's/"L2"/"Registers"/' lv.json >r.json
+line=$(grep -n fusion_level r.json | cut -d: -f1)
+refused "r.json:$line:19: error: \"fusion_level\": memory level 'Registers' is the innermost.*(the fusion levels two-level can take: L2, GlobalBuffer)" \
+  "$M" eval "$SWIGLU" --arch "$TWO" --plan r.json
+refused "lv.json:$line:19: error: \"fusion_level\": .*has no memory level 'L2' (the fusion levels mambalaya can take: GlobalBuffer)" \
+  "$M" eval "$SWIGLU" --plan lv.json
 finish best

@@ -29,7 +29,7 @@ TEST(fusion_level_shipped_single_candidate) {
   } shipped[] = {
       {"archs/mambalaya.yaml", "GlobalBuffer", 2, FUSION_REGISTERS},
       {"archs/h100.yaml", "L2", 2, FUSION_INSTANCES},
-      {"archs/eyeriss.yaml", "GlobalBuffer", 2, FUSION_REGISTERS},
+      {"archs/eyeriss.yaml", "GlobalBuffer", 2, FUSION_INSTANCES},
   };
   for (size_t i = 0; i < sizeof shipped / sizeof shipped[0]; i++) {
     Arch *a = load(shipped[i].path);
