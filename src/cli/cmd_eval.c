@@ -26,9 +26,10 @@ static const Opt eval_opts[] = {
      .help = "the same as --design for the four strategies",
      .choices = &design_choices},
     {"--plan", OPT_PATH, offsetof(EvalArgs, plan), "FILE",
-     .help = "price the plan in FILE, as `fuse --json` writes it (checked "
-             "against its label; --strategy S picks one of a file of "
-             "several)"},
+     .help = "price the plan in FILE, as `fuse --json` or `search "
+             "--plan-out` writes it (checked against its label; at the "
+             "fusion level it names, if any; --strategy S picks one of a "
+             "file of several)"},
     {"--phase", OPT_ENUM, offsetof(EvalArgs, spec.phase), "P",
      .help = "prefill (the spec's sizes) or decode (the sequence rank, "
              "`sequence:` in the spec, set to 1)",

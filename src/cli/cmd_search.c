@@ -25,7 +25,8 @@ static const Opt search_opts[] = {
      .choices = &phase_choices},
     {"--plan-out", OPT_PATH, offsetof(SearchArgs, plan_out), "FILE",
      .help = "write the plan found as `fuse --json` writes one, with its "
-             "binding and spills: `eval --plan FILE` prices it as found, "
+             "binding, spills and fusion level: `eval --plan FILE` prices "
+             "it as found, "
              "`exec --plan FILE` runs it"},
     {"--budget", OPT_INT, offsetof(SearchArgs, budget), "N",
      .help = "price at most N candidate groups, then extend by single "
@@ -140,10 +141,13 @@ const Command search_command = {
         "with its Einsums bound to units by cost and under each choice of the\n"
         "intermediates it sends off chip (a dynamic program, exact over that\n"
         "space), and every named design's plan under every stitcher beside\n"
-        "it. Prints the space, the plan found, its cost, the lower bound (the\n"
-        "ideal design) and the gap, then the schedule as `eval` prints it\n"
-        "(docs/search.md). The plan file (--plan-out) carries the binding and\n"
-        "the spills: `eval --plan FILE` prices it at the figure found.\n",
+        "it, at every memory level the architecture can take as its fusion\n"
+        "level. Prints the space, the fusion level chosen, the plan found, its\n"
+        "cost, the lower bound (the ideal design) and the gap, then the\n"
+        "schedule as `eval` prints it (docs/search.md). The plan file\n"
+        "(--plan-out) carries the binding, the spills and the fusion level\n"
+        "(where there was a choice): `eval --plan FILE` prices it at the\n"
+        "figure found.\n",
     .opts = &search_table,
     .uses = {USE_SPEC(SearchArgs), USE_MODEL(SearchArgs)},
     .example = "mambalaya search mamba1 --model mamba-370m --arch h100 "
