@@ -173,3 +173,37 @@ TEST(fusion_level_search_picks_l2) {
   search_free(own);
   case_free(&k);
 }
+
+/* A plan file's "fusion_level": read with where it is written (eval
+ * refuses a bad one there); not a name: refused by the reader. */
+TEST(fusion_level_plan_file_field) {
+  Case k;
+  if (!case_load(&k, "tests/specs/good/swiglu_mlp.yaml"))
+    return;
+  const char text[] = "{\"strategy\": \"full\",\n"
+                      " \"groups\": [[\"SQ\", \"XN\", \"A\", \"C\", \"H\", "
+                      "\"Z\", \"Y\"]],\n"
+                      "   \"fusion_level\":  \"L2\"}\n";
+  Diag d = {0};
+  Plan *p = plan_read_text("p.json", text, strlen(text), NULL, k.c, k.s, &d);
+  CHECK(p != NULL);
+  if (p) {
+    CHECK_STR(p->fusion_level, "L2");
+    CHECK_INT(p->fusion_level_at.line, 3);
+    CHECK_INT(p->fusion_level_at.col, 21);
+    Plan *q = plan_copy(k.c, p); /* the copy keeps it */
+    CHECK_STR(q->fusion_level, "L2");
+    plan_free(q);
+  }
+  plan_free(p);
+  const char bad[] = "{\"strategy\": \"full\", \"groups\": [[\"SQ\", \"XN\", "
+                     "\"A\", \"C\", \"H\", \"Z\", \"Y\"]], "
+                     "\"fusion_level\": 2}";
+  d = (Diag){0};
+  p = plan_read_text("p.json", bad, strlen(bad), NULL, k.c, k.s, &d);
+  CHECK(p == NULL);
+  CHECK(strstr(d.msg, "\"fusion_level\" is not a memory level's name") !=
+        NULL);
+  plan_free(p);
+  case_free(&k);
+}
