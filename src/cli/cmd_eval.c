@@ -12,6 +12,7 @@ typedef struct EvalArgs {
   ModelOverrides mf;
   const char *arch, *plan; /* NULL: the shipped mambalaya; no plan file */
   int design;
+  int objective; /* what --design best minimizes */
   bool csv;
 } EvalArgs;
 
@@ -19,9 +20,13 @@ static const Opt eval_opts[] = {
     {"--arch", OPT_STRING, offsetof(EvalArgs, arch), "ARCH",
      .help = "architecture (default: mambalaya)"},
     {"--design", OPT_ENUM, offsetof(EvalArgs, design), "D",
-     .help = "(default: full; best: the schedule `search` finds for latency, "
-             "with its gap to ideal)",
+     .help = "(default: full; best: the schedule `search` finds for the "
+             "objective, with its gap to ideal)",
      .flags = OPT_LIST, .choices = &design_or_best_choices},
+    {"--objective", OPT_ENUM, offsetof(EvalArgs, objective), "O",
+     .help = "what --design best minimizes: latency (default), energy, edp "
+             "or traffic",
+     .choices = &search_objective_choices},
     {"--strategy", OPT_ENUM, offsetof(EvalArgs, design), "S",
      .help = "the same as --design for the four strategies",
      .choices = &design_choices},
@@ -46,7 +51,8 @@ static const OptTable eval_table = OPT_TABLE(eval_opts);
 
 static void eval_init(void *opts) {
   *(EvalArgs *)opts =
-      (EvalArgs){.mf = model_no_overrides(), .design = DES_FULL};
+      (EvalArgs){.mf = model_no_overrides(), .design = DES_FULL,
+                 .objective = SO_LATENCY};
 }
 
 /* The design plan P is priced as: its file's "design", else its label's
@@ -107,14 +113,15 @@ static Eval *price(const EvalArgs *o, const char *pick, const Cascade *c,
   return ev;
 }
 
-/* The schedule `search` finds for latency under O's options: what
+/* The schedule `search` finds for O's objective under O's options: what
  * `eval --design best` prices (docs/search.md, "best elsewhere"). */
 static SearchResult *search_for(const EvalArgs *o, const Cascade *c,
                                 const Shape *s, const Arch *arch, Diag *d) {
   Pair *pairs = fusion_classify(c, s);
   MapMemo *memo = map_memo_new(false);
   SearchResult *r =
-      search_best(c, s, arch, pairs, &o->mf, SO_LATENCY, memo, d);
+      search_best(c, s, arch, pairs, &o->mf, (SearchObjective)o->objective,
+                  memo, d);
   map_memo_free(memo);
   free(pairs);
   return r;
@@ -129,13 +136,14 @@ static const char *search_from(const SearchResult *r) {
   return r->from == DES_COUNT ? "search" : design_name(r->from);
 }
 
-static json_t *search_json(const SearchResult *r, const Arch *a) {
+static json_t *search_json(const SearchResult *r, SearchObjective obj,
+                           const Arch *a) {
   json_t *j = json_object();
   json_object_set_new(j, "fusion_level",
                       json_string(a->levels[a->fusion_level].name));
   json_object_set_new(j, "fusion_levels", json_integer(r->levels));
   json_object_set_new(j, "objective",
-                      json_string(search_objective_name(SO_LATENCY)));
+                      json_string(search_objective_name(obj)));
   json_object_set_new(j, "found", report_real(r->found));
   json_object_set_new(j, "lower_bound", report_real(r->lower));
   json_object_set_new(j, "gap", report_real(search_gap(r)));
@@ -144,15 +152,18 @@ static json_t *search_json(const SearchResult *r, const Arch *a) {
 }
 
 /* CSV's rows of --design best: each line of CSV with the search's
- * columns (where the schedule came from, the ideal latency, the gap)
- * appended. No field of report_eval_csv holds a line break. */
-static void search_csv(Buf *b, const Buf *csv, const SearchResult *r) {
+ * columns (where the schedule came from, the ideal figure of objective
+ * OBJ, the gap) appended. No field of report_eval_csv holds a line
+ * break. */
+static void search_csv(Buf *b, const Buf *csv, const SearchResult *r,
+                       SearchObjective obj) {
   bool header = true;
   for (const char *l = csv->s; l && *l;) {
     size_t n = strcspn(l, "\n");
     buf_printf(b, "%.*s", (int)n, l);
     if (header)
-      buf_printf(b, ",best_from,ideal_latency_s,gap_to_ideal\n");
+      buf_printf(b, ",best_from,ideal_%s,gap_to_ideal\n",
+                 search_objective_column(obj));
     else
       buf_printf(b, ",%s,%.10g,%.10g\n", search_from(r), r->lower,
                  search_gap(r));
@@ -162,14 +173,20 @@ static void search_csv(Buf *b, const Buf *csv, const SearchResult *r) {
 }
 
 /* The text's line under the schedule of --design best. */
-static void search_text(Buf *b, const SearchResult *r) {
-  buf_printf(b, "\nbest (searched): %.4g ms, %s; ideal %.4g ms; gap to "
-                "ideal %.4gx (`mambalaya search` prints the space and the "
-                "plan)\n",
-             r->found * 1e3,
-             r->from == DES_COUNT ? "a partition found by the search"
-                                  : design_name(r->from),
-             r->lower * 1e3, search_gap(r));
+static void search_text(Buf *b, const SearchResult *r, SearchObjective obj) {
+  const char *from = r->from == DES_COUNT ? "a partition found by the search"
+                                          : design_name(r->from);
+  if (obj == SO_LATENCY)
+    buf_printf(b, "\nbest (searched): %.4g ms, %s; ideal %.4g ms",
+               r->found * 1e3, from, r->lower * 1e3);
+  else
+    buf_printf(b, "\nbest (searched for %s): %.4g %s, %s; ideal %.4g %s",
+               search_objective_name(obj), r->found,
+               search_objective_unit(obj), from, r->lower,
+               search_objective_unit(obj));
+  buf_printf(b, "; gap to ideal %.4gx (`mambalaya search` prints the space "
+                "and the plan)\n",
+             search_gap(r));
 }
 
 /* EV priced as DESIGN (BEST: the search that found it, or NULL). */
@@ -185,20 +202,22 @@ static void print_eval(const EvalArgs *o, const Cascade *c, const Shape *s,
     in.opts = &ev->opts;
     json_t *j = report_eval_json(c, arch, ev);
     if (best)
-      json_object_set_new(j, "search", search_json(best, arch));
+      json_object_set_new(
+          j, "search",
+          search_json(best, (SearchObjective)o->objective, arch));
     emit_json(j, &in);
     return;
   }
   Buf b = {0}, rows = {0};
   if (o->csv && best) {
     report_eval_csv(&rows, c, arch, ev);
-    search_csv(&b, &rows, best);
+    search_csv(&b, &rows, best, (SearchObjective)o->objective);
   } else if (o->csv) {
     report_eval_csv(&b, c, arch, ev);
   } else {
     report_eval_text(&b, c, arch, ev);
     if (best)
-      search_text(&b, best);
+      search_text(&b, best, (SearchObjective)o->objective);
   }
   emit(&b);
   buf_free(&b);
@@ -220,6 +239,9 @@ static int eval(const Parsed *p, void *opts) {
                                "(--strategy S picks one of the file's plans)");
   if (o->csv && o->spec.json)
     return usage_error(p->cmd, "--csv and --json: pick one");
+  if (opt_given(p, "--objective") && o->design != EVAL_BEST)
+    return usage_error(p->cmd, "--objective is what --design best "
+                               "minimizes: add --design best");
   Arch *arch;
   Cascade *c;
   Shape *s;

@@ -581,6 +581,7 @@ typedef struct Layout {
   bool cat_slant;  /* bars: category labels slanted to fit */
   double xlabel_y; /* baseline of the x axis label */
   bool vupright;   /* vertical lines' labels turned upright */
+  bool legend;       /* drawn with this panel (a stack may share one) */
   bool legend_below;
   double lx, ly, lw, lh, entry_w; /* the legend box and one entry's width */
   int lcols;
@@ -590,7 +591,7 @@ typedef struct Layout {
  * else below the x axis label in as many columns as fit (the document
  * grows to hold it). Returns the room taken on the right. */
 static double layout_legend(const Chart *c, Layout *l, double plot_h) {
-  int ne = nentries(c);
+  int ne = l->legend ? nentries(c) : 0;
   char tmp[32];
   l->entry_w = 0;
   for (int i = 0; i < ne; i++)
@@ -710,10 +711,12 @@ static void fit_slanted_labels(const Chart *c, Layout *l) {
 }
 
 /* MIN_LEFT and MIN_RIGHT: margins the plot keeps at least (a stack
- * aligns its panels' plots with them). */
+ * aligns its panels' plots with them); LEGEND: the panel draws its
+ * legend. */
 static void layout(const Chart *c, Layout *l, double min_left,
-                   double min_right) {
+                   double min_right, bool legend) {
   memset(l, 0, sizeof *l);
+  l->legend = legend;
   l->w = clampd(c->width > 0 ? c->width : DEFAULT_W, MIN_W, MAX_SIDE);
   l->h = clampd(c->height > 0 ? c->height : DEFAULT_H, MIN_H, MAX_SIDE);
   double guess_h = l->h - title_band(c) - 60;
@@ -1398,20 +1401,46 @@ static void draw_chart(Scene *s, const Chart *c, const Layout *l) {
   draw_vlines(s, c, l);
   draw_x_axis(s, c, l);
   draw_y_axis(s, l);
-  draw_legend(s, c, l);
+  if (l->legend)
+    draw_legend(s, c, l);
 }
 
 void chart_scene(Scene *s, const Chart *c) {
   Layout l;
-  layout(c, &l, 0, 0);
+  layout(c, &l, 0, 0, true);
   s->cls = "chart", s->w = l.w, s->h = l.h;
   draw_chart(s, c, &l);
+}
+
+/* Do A and B's legends say the same: every entry's name, colour and
+ * marker? */
+static bool same_legend(const Chart *a, const Chart *b) {
+  int ne = nentries(a);
+  if (ne != nentries(b) || a->kind != b->kind || nseries(a) != nseries(b))
+    return false;
+  char ta[32], tb[32];
+  for (int i = 0; i < ne; i++)
+    if (strcmp(entry_name(a, i, ta, sizeof ta), entry_name(b, i, tb, sizeof tb)))
+      return false;
+  for (int i = 0; i < nseries(a); i++)
+    if (strcmp(series_color(a, i), series_color(b, i)) ||
+        series_shape(a, i) != series_shape(b, i) ||
+        a->series[i].dashed != b->series[i].dashed ||
+        a->series[i].line != b->series[i].line ||
+        a->series[i].ring != b->series[i].ring)
+      return false;
+  return true;
 }
 
 void stack_scene(Scene *s, const char *title, const char *subtitle, int n,
                  const Chart *charts) {
   if (!charts || n < 0)
     n = 0;
+  /* Panels whose legends all say the same share one, under the last: a
+   * study's fronts would otherwise repeat a long legend per panel. */
+  bool shared = n > 1;
+  for (int i = 1; shared && i < n; i++)
+    shared = same_legend(&charts[0], &charts[i]);
   bool sub = subtitle && subtitle[0];
   double band = STACK_TITLE_BAND + (sub ? SUBTITLE_BAND : 0);
   /* Laid out twice: the second time with the widest margins of the
@@ -1420,13 +1449,13 @@ void stack_scene(Scene *s, const char *title, const char *subtitle, int n,
   Layout *l = xcalloc(n > 0 ? (size_t)n : 1, sizeof *l);
   double left = 0, right = 0;
   for (int i = 0; i < n; i++) {
-    layout(&charts[i], &l[i], 0, 0);
+    layout(&charts[i], &l[i], 0, 0, !shared || i == n - 1);
     left = fmax(left, l[i].L);
     right = fmax(right, l[i].w - l[i].R);
   }
   double w = MIN_W, h = band;
   for (int i = 0; i < n; i++) {
-    layout(&charts[i], &l[i], left, right);
+    layout(&charts[i], &l[i], left, right, !shared || i == n - 1);
     w = fmax(w, l[i].w);
     h += l[i].h;
   }

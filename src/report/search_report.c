@@ -18,9 +18,6 @@ static void origin(Buf *b, const SearchResult *r) {
 
 /* V in the objective's unit, scaled to three significant digits. */
 static void figure(Buf *b, double v, SearchObjective o) {
-  static const char *const unit[] = {"s", "J", "J s", "B"};
-  _Static_assert(sizeof unit / sizeof unit[0] == SO_COUNT,
-                 "a unit per objective");
   static const struct {
     double scale;
     const char *prefix;
@@ -29,7 +26,8 @@ static void figure(Buf *b, double v, SearchObjective o) {
   size_t k = 0;
   while (k + 1 < sizeof si / sizeof si[0] && fabs(v) < si[k].scale)
     k++;
-  buf_printf(b, "%.4g %s%s", v / si[k].scale, si[k].prefix, unit[o]);
+  buf_printf(b, "%.4g %s%s", v / si[k].scale, si[k].prefix,
+             search_objective_unit(o));
 }
 
 /* The intermediates the plan sends off chip by choice (the search's spill

@@ -6,18 +6,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const objective_names[] = {SEARCH_OBJECTIVES(NAME_ENTRY)};
-_Static_assert(sizeof objective_names / sizeof objective_names[0] ==
-                   SO_COUNT,
-               "a name per objective");
+#define OBJECTIVE_ROW(id, name, unit, column) {name, unit, column},
+static const struct {
+  const char *name, *unit, *column;
+} objectives[] = {SEARCH_OBJECTIVES(OBJECTIVE_ROW)};
+#undef OBJECTIVE_ROW
+_Static_assert(sizeof objectives / sizeof objectives[0] == SO_COUNT,
+               "a row per objective");
 
 const char *search_objective_name(SearchObjective o) {
-  return objective_names[o];
+  return objectives[o].name;
+}
+
+const char *search_objective_unit(SearchObjective o) {
+  return objectives[o].unit;
+}
+
+const char *search_objective_column(SearchObjective o) {
+  return objectives[o].column;
 }
 
 bool search_objective_from_name(const char *name, SearchObjective *o) {
   for (int i = 0; i < SO_COUNT; i++)
-    if (strcmp(objective_names[i], name) == 0) {
+    if (strcmp(objectives[i].name, name) == 0) {
       *o = (SearchObjective)i;
       return true;
     }

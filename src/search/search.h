@@ -35,18 +35,24 @@
 
 #include "../model/model.h"
 
+/* What a search minimizes: X(ID, name, unit, the column its figure has in
+ * a CSV: eval's, sweep's). */
 #define SEARCH_OBJECTIVES(X)                                                \
-  X(LATENCY, "latency") X(ENERGY, "energy") X(EDP, "edp")                   \
-  X(TRAFFIC, "traffic")
+  X(LATENCY, "latency", "s", "latency_s")                                   \
+  X(ENERGY, "energy", "J", "energy_j")                                      \
+  X(EDP, "edp", "J s", "edp_js")                                            \
+  X(TRAFFIC, "traffic", "B", "dram_bytes")
 
 typedef enum {
-#define X(id, name) SO_##id,
+#define X(id, name, unit, column) SO_##id,
   SEARCH_OBJECTIVES(X)
 #undef X
   SO_COUNT
 } SearchObjective;
 
 const char *search_objective_name(SearchObjective o);
+const char *search_objective_unit(SearchObjective o);   /* "s", "J", ... */
+const char *search_objective_column(SearchObjective o); /* "latency_s" */
 bool search_objective_from_name(const char *name, SearchObjective *o);
 /* The objective's figure of an evaluation (seconds, joules, J·s, bytes). */
 double search_figure(const Eval *ev, SearchObjective o);

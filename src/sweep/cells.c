@@ -66,7 +66,9 @@ int study_cells(const Study *s, long point, Cell *cells) {
     long r = at[DIM_OPTIONS];
     for (int j = s->noptions - 1; j > k; j--)
       r /= s->options[j].n;
-    n += num_cell(&cells[n], ax->name, ax->values[r % ax->n]);
+    double v = ax->values[r % ax->n];
+    n += ax->value_name ? text_cell(&cells[n], ax->name, ax->value_name((int)v))
+                        : num_cell(&cells[n], ax->name, v);
   }
   n += text_cell(&cells[n], "workload",
                  s->workloads[at[DIM_WORKLOAD]].name);

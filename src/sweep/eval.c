@@ -55,13 +55,27 @@ static void worker_free(Worker *w) {
   free(w);
 }
 
-/* Design best: the schedule the search finds for latency in SH under
- * the point's options OV, as `eval --design best` prices it. */
+/* What design best minimizes in study S: its first objective the search
+ * has (area is the architecture's, whatever the schedule), else
+ * latency. */
+static SearchObjective best_objective(const Study *s) {
+  SearchObjective o;
+  for (int k = 0; k < s->nobjectives; k++) {
+    const char *name = figure_objective(s->objectives[k]);
+    if (name && search_objective_from_name(name, &o))
+      return o;
+  }
+  return SO_LATENCY;
+}
+
+/* Design best: the schedule the search finds for the study's objective
+ * in SH under the point's options OV, as `eval --design best --objective`
+ * prices it. */
 static Eval *price_best(Worker *w, const Cascade *c, const StudyShape *sh,
                         const Arch *arch, const ModelOverrides *ov,
                         Diag *diag) {
-  SearchResult *r = search_best(c, sh->s, arch, sh->pairs, ov, SO_LATENCY,
-                                w->memo, diag);
+  SearchResult *r = search_best(c, sh->s, arch, sh->pairs, ov,
+                                best_objective(w->s), w->memo, diag);
   if (!r)
     return NULL;
   Eval *ev = r->best; /* kept: the search lets go of it */

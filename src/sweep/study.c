@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -697,24 +698,50 @@ static bool load_designs(Loader *L, const YamlNode *dn, const YamlNode *sn) {
   return true;
 }
 
-typedef enum { OPT_BOOL, OPT_SHARE, OPT_EINSUMS } OptKind;
+typedef enum { OPT_BOOL, OPT_SHARE, OPT_EINSUMS, OPT_BIND } OptKind;
 
+/* The model's options a study may vary: each a field of ModelOverrides
+ * (an int, or a double for shares). */
+#define MO(field) offsetof(ModelOverrides, field)
 static const struct {
   const char *name;
   OptKind kind;
+  size_t at;
 } option_table[] = {
-    {"pipelined", OPT_BOOL},     {"ideal", OPT_BOOL},
-    {"state_io", OPT_BOOL},      {"no_overlap", OPT_BOOL},
-    {"two_pass", OPT_BOOL},      {"rd_partials", OPT_BOOL},
-    {"spill_distance", OPT_EINSUMS}, {"reserve_share", OPT_SHARE},
-    {"weight_share", OPT_SHARE},
+    {"pipelined", OPT_BOOL, MO(pipelined)},
+    {"ideal", OPT_BOOL, MO(ideal)},
+    {"state_io", OPT_BOOL, MO(state_io)},
+    {"no_overlap", OPT_BOOL, MO(no_overlap)},
+    {"two_pass", OPT_BOOL, MO(two_pass)},
+    {"rd_partials", OPT_BOOL, MO(rd_partials)},
+    {"spill_distance", OPT_EINSUMS, MO(spill_distance)},
+    {"bind", OPT_BIND, MO(bind)},
+    {"reserve_share", OPT_SHARE, MO(reserve_share)},
+    {"weight_share", OPT_SHARE, MO(weight_share)},
 };
+#undef MO
 enum { NOPTIONS = sizeof option_table / sizeof option_table[0] };
+
+static const char *bind_value_name(int v) {
+  return bind_policy_name((BindPolicy)v);
+}
+
+static bool bind_value(Loader *L, const YamlNode *n, const char *name,
+                       double *v) {
+  for (int b = 0; b < BIND_COUNT; b++)
+    if (!strcmp(n->text, bind_policy_name((BindPolicy)b))) {
+      *v = b;
+      return true;
+    }
+  return fail(L, n->loc, "%s is rule or cost, found '%s'", name, n->text);
+}
 
 static bool option_value(Loader *L, const YamlNode *n, OptKind k,
                          const char *name, double *v) {
   if (!want(L, n, YN_SCALAR, name))
     return false;
+  if (k == OPT_BIND)
+    return bind_value(L, n, name, v);
   if (k == OPT_BOOL) {
     if (strcmp(n->text, "true") && strcmp(n->text, "false"))
       return fail(L, n->loc, "%s is true or false, found '%s'", name,
@@ -733,27 +760,15 @@ static bool option_value(Loader *L, const YamlNode *n, OptKind k,
   return true;
 }
 
-/* Apply option axis K's value V to overrides O. */
-static void set_option(ModelOverrides *o, const char *name, double v) {
-  int b = v != 0;
-  if (!strcmp(name, "pipelined"))
-    o->pipelined = b;
-  else if (!strcmp(name, "ideal"))
-    o->ideal = b;
-  else if (!strcmp(name, "state_io"))
-    o->state_io = b;
-  else if (!strcmp(name, "no_overlap"))
-    o->no_overlap = b;
-  else if (!strcmp(name, "two_pass"))
-    o->two_pass = b;
-  else if (!strcmp(name, "rd_partials"))
-    o->rd_partials = b;
-  else if (!strcmp(name, "spill_distance"))
-    o->spill_distance = (int)v;
-  else if (!strcmp(name, "reserve_share"))
-    o->reserve_share = v;
-  else if (!strcmp(name, "weight_share"))
-    o->weight_share = v;
+/* Apply option K of the table, value V, to overrides O. */
+static void set_option(ModelOverrides *o, int k, double v) {
+  char *field = (char *)o + option_table[k].at;
+  if (option_table[k].kind == OPT_SHARE)
+    memcpy(field, &v, sizeof v);
+  else {
+    int i = option_table[k].kind == OPT_BOOL ? v != 0 : (int)v;
+    memcpy(field, &i, sizeof i);
+  }
 }
 
 static bool load_options(Loader *L, const YamlNode *m) {
@@ -776,7 +791,9 @@ static bool load_options(Loader *L, const YamlNode *m) {
         return false;
       }
       OptionAxis *ax = &s->options[s->noptions++];
-      *ax = (OptionAxis){key->text, key->loc, 0, NULL};
+      *ax = (OptionAxis){key->text, key->loc, 0, NULL, k,
+                         option_table[k].kind == OPT_BIND ? bind_value_name
+                                                          : NULL};
       YamlNode *one;
       YamlNode *const *items = NULL;
       if (!as_list(L, m->items[i], key->text, &items, &ax->n, &one))
@@ -798,7 +815,7 @@ static bool load_options(Loader *L, const YamlNode *m) {
   for (long t = 0; t < n; t++) {
     ModelOverrides o = model_no_overrides();
     for (long k = s->noptions - 1, r = t; k >= 0; k--) {
-      set_option(&o, s->options[k].name,
+      set_option(&o, s->options[k].option,
                  s->options[k].values[r % s->options[k].n]);
       r /= s->options[k].n;
     }

@@ -79,7 +79,10 @@ typedef struct OptionAxis {
   const char *name; /* as in the study: reserve_share, pipelined, ... */
   Loc loc;
   int n;
-  double *values; /* booleans as 0 and 1 */
+  double *values; /* booleans as 0 and 1, named values by number */
+  int option;     /* its row of the study loader's option table */
+  const char *(*value_name)(int); /* named values (bind): the name of a
+                                     value, else NULL */
 } OptionAxis;
 
 /* A cascade's shape for one settings tuple and one sequence length. */

@@ -146,5 +146,28 @@ EOF
 grep -q "noadd.yaml:.*unit .* cannot run the add operations of Einsum LEX" \
   "$tmp/err" || fail "unit error: $(cat "$tmp/err")"
 
+# --design best --objective energy: the search's least-energy schedule,
+# no more energy than the least-latency one, named in every output;
+# --objective without --design best is refused.
+"$MAMBALAYA" eval mamba1 --design best --json >"$tmp/bl.json" &&
+  "$MAMBALAYA" eval mamba1 --design best --objective energy --json \
+    >"$tmp/be.json" || fail "eval --design best --objective energy failed"
+python3 - "$tmp/bl.json" "$tmp/be.json" <<'EOF' || fail "best by energy"
+import json, sys
+lat, en = (json.load(open(p)) for p in sys.argv[1:])
+e, l = en["totals"]["energy_j"], lat["totals"]["energy_j"]
+assert en["search"]["objective"] == "energy", en["search"]
+assert lat["search"]["objective"] == "latency", lat["search"]
+assert abs(en["search"]["found"] - e) <= 1e-9 * e, (en["search"], e)
+assert e <= l * (1 + 1e-12), (e, l)
+assert en["search"]["lower_bound"] <= e
+EOF
+"$MAMBALAYA" eval mamba1 --design best --objective traffic --csv |
+  head -1 | grep -q ',best_from,ideal_dram_bytes,gap_to_ideal$' ||
+  fail "eval --objective traffic --csv header"
+"$MAMBALAYA" eval mamba1 --objective energy >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "add --design best" "$tmp/err" ||
+  fail "--objective without --design best: $(cat "$tmp/err")"
+
 echo "eval: $n evaluations, $fails failures"
 [ "$fails" -eq 0 ]

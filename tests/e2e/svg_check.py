@@ -16,7 +16,9 @@ nested <svg> of a stack) must have
   - non-empty <text class="xlabel"> and <text class="ylabel">;
   - one <g class="legend"> whose <g class="legend-entry"> texts are, in
     order, the data-name of the <g class="series"> groups (and, with
-    --expect-series, exactly the names given).
+    --expect-series, exactly the names given); in a stack, a panel other
+    than the last may have none when the last panel's legend lists its
+    series (the panels share one legend).
 
 Every coordinate attribute (x, y, x1, y1, x2, y2, cx, cy, r, width, height,
 points, and the numbers of rotate/translate transforms) must be a finite
@@ -180,7 +182,16 @@ def check_axis(els, which, has_bars, problems, where):
         problems.append(f"{where}: {which} axis has {len(labels)} labelled ticks, expected at least {need}")
 
 
-def check_panel(panel, expect, problems, where):
+def legend_names(els):
+    """The entries of the panel's one legend, or None where it has not one."""
+    legends = [e for e in els if local(e.tag) == "g" and "legend" in classes(e)]
+    if len(legends) != 1:
+        return None
+    entries = [e for e in legends[0].iter() if local(e.tag) == "g" and "legend-entry" in classes(e)]
+    return [text_of(e) for e in entries]
+
+
+def check_panel(panel, expect, problems, where, shared=None):
     els = panel_elements(panel)
     titles = [e for e in els if local(e.tag) == "text" and "title" in classes(e)]
     title = text_of(titles[0]) if titles else ""
@@ -198,6 +209,10 @@ def check_panel(panel, expect, problems, where):
     if None in series:
         problems.append(f"{where}: a <g class=\"series\"> has no data-name")
     legends = [e for e in els if local(e.tag) == "g" and "legend" in classes(e)]
+    if not legends and shared is not None:
+        if shared != series:
+            problems.append(f"{where}: no legend, and the shared one lists {shared}, not its series {series}")
+        return len(series)
     if len(legends) != 1:
         problems.append(f"{where}: {len(legends)} legends, expected 1")
         return len(series)
@@ -240,8 +255,10 @@ def check_file(path, expect):
     if not panels:
         problems.append(f"{path}: no chart panel (class \"chart\")")
     nseries = 0
+    shared = legend_names(panel_elements(panels[-1])) if len(panels) > 1 else None
     for i, panel in enumerate(panels):
-        nseries += check_panel(panel, expect, problems, f"{path}: panel {i + 1}")
+        nseries += check_panel(panel, expect, problems, f"{path}: panel {i + 1}",
+                               shared if i < len(panels) - 1 else None)
     elements = sum(1 for _ in root.iter())
     return problems, f"{len(panels)} panel(s), {nseries} series, {elements} elements"
 

@@ -249,6 +249,37 @@ TEST(svg_step_area_stack) {
   buf_free(&b);
 }
 
+/* Panels whose legends say the same share one, drawn under the last
+ * panel; the stack is shorter by the legends it does not repeat. */
+TEST(svg_stack_shares_one_legend) {
+  double x[] = {1, 2, 3}, y[] = {3, 1, 2};
+  ChartSeries s[] = {{.name = "RI on mambalaya", .n = 3, .x = x, .y = y},
+                     {.name = "full on h100", .n = 3, .x = y, .y = x}};
+  ChartSeries other[] = {{.name = "RI on mambalaya", .n = 3, .x = x, .y = y},
+                         {.name = "full on h100", .n = 3, .x = y, .y = x,
+                          .marker = 6}};
+  Chart p[3];
+  for (int i = 0; i < 3; i++)
+    p[i] = (Chart){.kind = CHART_SCATTER, .title = "front", .xlabel = "s",
+                   .ylabel = "J", .nseries = 2, .series = s, .width = 300};
+  Buf b = {0};
+  stack_render(&b, "Fronts", NULL, 3, p, FMT_SVG);
+  check_document(&b);
+  CHECK_INT(count(b.s, "<g class=\"legend\""), 1);
+  CHECK_INT(count(b.s, "<g class=\"legend-entry\""), 2);
+  /* The legend is the last panel's. */
+  const char *last = b.s, *at;
+  while ((at = strstr(last + 1, "<svg class=\"chart\"")))
+    last = at;
+  CHECK(strstr(last, "<g class=\"legend\"") != NULL);
+  buf_free(&b);
+  /* One marker differs: every panel keeps its own. */
+  p[1].series = other;
+  stack_render(&b, "Fronts", NULL, 3, p, FMT_SVG);
+  CHECK_INT(count(b.s, "<g class=\"legend\""), 3);
+  buf_free(&b);
+}
+
 TEST(svg_bars_zero_height) {
   const char *scen[] = {"short context, long generation", "similar lengths",
                         "long context, short generation"};

@@ -9,6 +9,7 @@
 #include "../../src/spec/spec.h"
 #include "../../src/preset/preset.h"
 #include "../../src/search/search.h"
+#include "../../src/sweep/study.h"
 #include "../../src/sweep/sweep.h"
 #include "test.h"
 
@@ -42,9 +43,11 @@ static Study *load_text(const char *text) {
 }
 
 /* Design D of mamba1 (mamba-130m, B = 2, I = TOKENS) on the shipped
- * mambalaya: seconds and joules; a decode step (TOKENS = 1) counts its
- * state, as sweep and eval do. */
-static void direct(Design d, double tokens, double *sec, double *joules) {
+ * mambalaya, binding by BIND (-1: the design's default): seconds and
+ * joules; a decode step (TOKENS = 1) counts its state, as sweep and eval
+ * do. */
+static void direct_bind(Design d, double tokens, int bind, double *sec,
+                        double *joules) {
   Diag diag = {0};
   Source src;
   source_open("specs", "mamba1", &src, &diag);
@@ -58,6 +61,8 @@ static void direct(Design d, double tokens, double *sec, double *joules) {
   Pair *pairs = fusion_classify(c, s);
   ModelOpts o = model_default_opts(d);
   o.state_io = tokens == 1;
+  if (bind >= 0)
+    o.bind = (BindPolicy)bind;
   Eval *ev = model_eval(c, s, a, pairs, d, &o, &diag);
   *sec = ev ? ev->seconds : NAN;
   *joules = ev ? ev->energy_pj * 1e-12 : NAN;
@@ -66,6 +71,10 @@ static void direct(Design d, double tokens, double *sec, double *joules) {
   shape_free(s);
   cascade_free(c);
   arch_free(a);
+}
+
+static void direct(Design d, double tokens, double *sec, double *joules) {
+  direct_bind(d, tokens, -1, sec, joules);
 }
 
 TEST(sweep_points_are_the_models) {
@@ -123,7 +132,7 @@ TEST(sweep_points_are_the_models) {
 /* `best` of mamba1 (mamba-130m, B = 2, I = TOKENS) on the shipped
  * mambalaya, as the search finds it for latency (a decode step counts its
  * state, as sweep and eval do): seconds. */
-static double searched(double tokens) {
+static double searched(double tokens, SearchObjective obj) {
   Diag diag = {0};
   Source src;
   source_open("specs", "mamba1", &src, &diag);
@@ -138,7 +147,7 @@ static double searched(double tokens) {
   ModelOverrides o = model_no_overrides();
   o.state_io = tokens == 1;
   SearchResult *r =
-      search_best(c, s, a, pairs, &o, SO_LATENCY, NULL, &diag);
+      search_best(c, s, a, pairs, &o, obj, NULL, &diag);
   double sec = r ? r->found : NAN;
   search_free(r);
   free(pairs);
@@ -164,12 +173,67 @@ TEST(sweep_best_is_the_search) {
   sweep_eval(s, 0, 4, 1, res, NULL, NULL);
   for (int i = 0; i < 4; i++)
     CHECK_STR(res[i].error, "");
-  CHECK_NEAR(res[2].fig[FIG_LATENCY], searched(64), 0);
-  CHECK_NEAR(res[3].fig[FIG_LATENCY], searched(1), 0);
+  CHECK_NEAR(res[2].fig[FIG_LATENCY], searched(64, SO_LATENCY), 0);
+  CHECK_NEAR(res[3].fig[FIG_LATENCY], searched(1, SO_LATENCY), 0);
   CHECK(res[2].fig[FIG_LATENCY] <= res[0].fig[FIG_LATENCY]);
   CHECK(res[3].fig[FIG_LATENCY] <= res[1].fig[FIG_LATENCY]);
   sweep_eval(s, 0, 4, 2, two, NULL, NULL);
   CHECK(memcmp(res, two, sizeof res) == 0);
+  study_free(s);
+}
+
+/* A study that minimizes energy first searches for energy: its best is
+ * the search's least-energy schedule. */
+TEST(sweep_best_follows_the_first_objective) {
+  Study *s = load_text("study:\n"
+                       "  name: b\n"
+                       "  cascades: [{spec: mamba1, models: [mamba-130m]}]\n"
+                       "  settings: {B: 2, tokens: 64}\n"
+                       "  designs: [best]\n"
+                       "  phases: [prefill]\n"
+                       "  objectives: [area, energy, latency]\n");
+  if (!s)
+    return;
+  PointResult res[1];
+  sweep_eval(s, 0, 1, 1, res, NULL, NULL);
+  CHECK_STR(res[0].error, "");
+  double j = searched(64, SO_ENERGY);
+  CHECK_NEAR(res[0].fig[FIG_ENERGY], j, 1e-12 * j);
+  study_free(s);
+}
+
+/* A study varies the binding (rule, cost) as `eval --bind` does; its
+ * column names the policy. */
+TEST(sweep_option_bind) {
+  Study *s = load_text("study:\n"
+                       "  name: b\n"
+                       "  cascades: [{spec: mamba1, models: [mamba-130m]}]\n"
+                       "  settings: {B: 2, tokens: 64}\n"
+                       "  designs: [full]\n"
+                       "  options: {bind: [rule, cost]}\n"
+                       "  phases: [prefill]\n");
+  if (!s)
+    return;
+  CHECK_INT(study_points(s), 2);
+  PointResult res[2];
+  sweep_eval(s, 0, 2, 1, res, NULL, NULL);
+  for (int b = 0; b < BIND_COUNT; b++) {
+    double sec, j;
+    direct_bind(DES_FULL, 64, b, &sec, &j);
+    CHECK_STR(res[b].error, "");
+    CHECK_NEAR(res[b].fig[FIG_LATENCY], sec, 0);
+    CHECK_NEAR(res[b].fig[FIG_ENERGY], j, 1e-12 * j);
+    Cell *cells = xcalloc((size_t)study_ncells(s), sizeof *cells);
+    int n = study_cells(s, b, cells);
+    bool named = false;
+    for (int k = 0; k < n; k++)
+      named |= !strcmp(cells[k].name, "bind") &&
+               !strcmp(cells[k].text, bind_policy_name((BindPolicy)b));
+    CHECK(named);
+    free(cells);
+  }
+  /* Binding by cost is the faster here (the feeder rule is the paper's). */
+  CHECK(res[1].fig[FIG_LATENCY] < res[0].fig[FIG_LATENCY]);
   study_free(s);
 }
 
