@@ -33,6 +33,10 @@ typedef struct Ctx {
  * fastest unit able to run it, with MEM[e] its DRAM cycles. False
  * (diag set) when a unit cannot run an Einsum's operations. */
 bool bind_units(Ctx *x, const double *mem);
+/* bind_units for group G's Einsums alone: the units it gives them (a
+ * group's binding depends on its own Einsums only). Not for the ideal
+ * design. */
+bool bind_group(Ctx *x, int g);
 /* Compute on unit U for Einsum E (filled into R: util, spread, the unit's
  * and its epilogue's cycles, compute_cycles). */
 void price_compute(const Ctx *x, int e, int u, EinsumEval *r);
@@ -96,6 +100,10 @@ double compose_span(const Ctx *x, const EinsumEval *ev, int n,
 /* One Einsum's cycles: its compute and MEM DRAM cycles composed (the
  * slower, or their sum with no_overlap), plus its unit's pipeline. */
 double einsum_cycles(const Ctx *x, const EinsumEval *r, double mem);
+/* Group G's cycles, composed from cycle T of the layer (its start), with
+ * its start, end, memory and busy cycles (X->ev). Not for the ideal's
+ * pipelined span. */
+double compose_group(Ctx *x, int g, double t);
 /* Every group's cycles, start and end, and the layer's (X->ev). */
 void compose_layer(Ctx *x);
 
