@@ -355,6 +355,8 @@ GroupPricer *model_group_pricer_new(const Cascade *c, const Shape *s,
   GroupPricer *gp = xcalloc(1, sizeof *gp);
   ctx_init(&gp->x, c, s, a, pairs, d, o, memo, diag);
   gp->x.ev = eval_new(&gp->x, c->neinsums);
+  gp->x.nests = xcalloc((size_t)c->neinsums + 1, sizeof *gp->x.nests);
+  gp->x.inner = xcalloc((size_t)c->neinsums + 1, sizeof *gp->x.inner);
   gp->g = -1;
   gp->computed = xcalloc((size_t)c->neinsums + 1, sizeof *gp->computed);
   return gp;
@@ -364,6 +366,8 @@ void model_group_pricer_free(GroupPricer *gp) {
   if (!gp)
     return;
   eval_free(gp->x.ev);
+  nests_free(gp->x.nests, gp->x.c->neinsums);
+  inner_free(gp->x.inner, gp->x.c->neinsums);
   ctx_free(&gp->x);
   free(gp->computed);
   free(gp);
