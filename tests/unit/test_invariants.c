@@ -734,6 +734,8 @@ static int check_best(const Cascade *c, const Shape *s, const Arch *a,
 }
 
 TEST(search_best_between_ideal_and_every_design) {
+  /* Under the sanitizers, the small sizes (as the model's invariants). */
+  bool sanitized = getenv("MAMBALAYA_SANITIZED") != NULL;
   char *specs[MAX_SPECS];
   int ns = all_specs(specs);
   Arch *archs[MAX_SPECS];
@@ -748,7 +750,7 @@ TEST(search_best_between_ideal_and_every_design) {
       continue;
     }
     for (int phase = 0; phase < 2; phase++) {
-      Shape *s = bind(c, false, phase == 1);
+      Shape *s = bind(c, sanitized, phase == 1);
       if (!s)
         continue;
       Pair *pairs = fusion_classify(c, s);
@@ -870,14 +872,16 @@ static long check_groups(const Cascade *c, const Shape *s, const Arch *a,
 }
 
 /* Cascade C bound by S (DECODE: with the decode state's traffic) on A
- * in every composition and accounting: the group prices compared. */
+ * in every composition and accounting (SANITIZED: sequential achieved and
+ * pipelined ideal): the group prices compared. */
 static long check_modes(const Cascade *c, const Shape *s, const Arch *a,
                         const Pair *pairs, bool decode, bool sample,
-                        MapMemo *memo) {
+                        bool sanitized, MapMemo *memo) {
   ModelOverrides ov = model_no_overrides();
   ov.state_io = decode;
   long n = 0;
-  for (int mode = 0; mode < 4; mode++) { /* pipelined?, ideal? */
+  /* pipelined?, ideal? (under the sanitizers: neither, and both) */
+  for (int mode = 0; mode < 4; mode += sanitized ? 3 : 1) {
     ov.pipelined = mode & 1;
     ov.ideal = mode >> 1;
     ModelOpts o = model_opts_with(&ov, design_of_strategy(ST_FULL));
@@ -917,13 +921,13 @@ TEST(search_group_alone_prices_as_whole_plan) {
       Pair *pairs = fusion_classify(c, s);
       for (int k = large ? i % na : 0; k < (large ? i % na + 1 : na); k++)
         checked += check_modes(c, s, archs[k], pairs, phase == 1, large,
-                               memo);
+                               sanitized, memo);
       free(pairs);
       shape_free(s);
     }
     cascade_free(c);
   }
-  CHECK(checked >= (sanitized ? 10000 : 20000));
+  CHECK(checked >= (sanitized ? 5000 : 20000));
   map_memo_free(memo);
   for (int k = 0; k < na; k++)
     arch_free(archs[k]);
