@@ -89,7 +89,7 @@ typedef struct Ctx {
   int nchosen, cap_chosen, nchosen_t, cap_chosen_t;
   struct Chosen *chosen;
   int *chosen_t;
-  /* Pricing a group alone (program_setup): the model's pricer; per node,
+  /* Pricing a group alone (program): the model's pricer; per node,
    * the layer's clock where a group starting there starts (every node
    * before it alone) and its binding's budget count alone, and that count
    * over every node. */
