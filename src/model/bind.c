@@ -553,33 +553,53 @@ static void bind_group_cost(Ctx *x, int g, const bool *fixed) {
   free(rule);
 }
 
+/* Bind Einsum E by an override, the ideal's fastest unit (MEM: its DRAM
+ * cycles) or the rule; FIXED[E] says whether an override did. False (diag
+ * set) when the unit cannot run it. */
+static bool bind_einsum(Ctx *x, int e, const double *mem, bool *fixed) {
+  int u = override_unit(x, e);
+  fixed[e] = u >= 0;
+  bool ok = true;
+  if (u == -2) {
+    ok = false;
+  } else if (u >= 0) {
+    if (!unit_runs(x, e, u))
+      ok = cannot_run(x, e, u);
+  } else if (x->o.bound) {
+    u = ideal_unit(x, e, mem ? mem[e] : 0);
+  } else {
+    UnitRole r = rule_role(x, x->plan->group_of[e], e);
+    u = capable_unit(x, e, r);
+    if (u < 0)
+      ok = cannot_run(x, e, unit_of_role(x->a, r));
+  }
+  if (ok && u < 0)
+    ok = cannot_run(x, e, unit_of_role(x->a, ROLE_VECTOR));
+  if (ok)
+    x->unit[e] = u;
+  return ok;
+}
+
 bool bind_units(Ctx *x, const double *mem) {
   bool *fixed = xcalloc((size_t)x->c->neinsums + 1, sizeof *fixed);
   bool ok = true;
-  for (int e = 0; ok && e < x->c->neinsums; e++) {
-    int u = override_unit(x, e);
-    fixed[e] = u >= 0;
-    if (u == -2) {
-      ok = false;
-    } else if (u >= 0) {
-      if (!unit_runs(x, e, u))
-        ok = cannot_run(x, e, u);
-    } else if (x->o.bound) {
-      u = ideal_unit(x, e, mem ? mem[e] : 0);
-    } else {
-      UnitRole r = rule_role(x, x->plan->group_of[e], e);
-      u = capable_unit(x, e, r);
-      if (u < 0)
-        ok = cannot_run(x, e, unit_of_role(x->a, r));
-    }
-    if (ok && u < 0)
-      ok = cannot_run(x, e, unit_of_role(x->a, ROLE_VECTOR));
-    if (ok)
-      x->unit[e] = u;
-  }
+  for (int e = 0; ok && e < x->c->neinsums; e++)
+    ok = bind_einsum(x, e, mem, fixed);
   if (ok && x->o.bind == BIND_COST && !x->o.bound)
     for (int g = 0; g < x->plan->ngroups; g++)
       bind_group_cost(x, g, fixed);
+  free(fixed);
+  return ok;
+}
+
+bool bind_group(Ctx *x, int g) {
+  const Group *gr = &x->plan->groups[g];
+  bool *fixed = xcalloc((size_t)x->c->neinsums + 1, sizeof *fixed);
+  bool ok = !x->o.bound; /* the ideal binds knowing every Einsum's DRAM */
+  for (int i = 0; ok && i < gr->n; i++)
+    ok = bind_einsum(x, gr->einsums[i], NULL, fixed);
+  if (ok && x->o.bind == BIND_COST)
+    bind_group_cost(x, g, fixed);
   free(fixed);
   return ok;
 }

@@ -249,46 +249,56 @@ static void ideal_rebind(Ctx *x) {
   }
 }
 
+/* The ideal's pipelined span is the whole cascade's (ideal_pipelined),
+ * not a group's. */
+static bool ideal_pipe(const Ctx *x) {
+  return x->o.bound && x->o.compose == COMPOSE_PIPELINED;
+}
+
+double compose_group(Ctx *x, int g, double t) {
+  const Arch *a = x->a;
+  GroupEval *ge = &x->ev->g[g];
+  EinsumEval *e = &x->ev->e[ge->first];
+  double *mem = xcalloc((size_t)ge->n + 1, sizeof *mem);
+  ge->start = t;
+  ge->mem_cycles = 0;
+  for (int i = 0; i < ge->n; i++) {
+    mem[i] = e[i].mem_cycles;
+    ge->mem_cycles += mem[i];
+    ge->busy[a->units[e[i].unit].role] += e[i].unit_cycles;
+    if (e[i].epilogue >= 0)
+      ge->busy[a->units[e[i].epilogue].role] += e[i].epilogue_cycles;
+  }
+  if (x->o.compose == COMPOSE_PIPELINED && !ideal_pipe(x)) {
+    ge->cycles = compose_span(x, e, ge->n, mem);
+    for (int i = 0; i < ge->n; i++) {
+      e[i].start = t;
+      e[i].end = t + ge->cycles;
+    }
+  } else {
+    /* From the layer's clock T, as the layer's schedule reads: the
+     * group's cycles are that clock's advance. */
+    double clock = t;
+    for (int i = 0; i < ge->n; i++) {
+      e[i].start = clock;
+      clock += e[i].cycles;
+      e[i].end = clock;
+    }
+    ge->cycles = clock - t;
+  }
+  free(mem);
+  ge->end = t + ge->cycles;
+  return ge->cycles;
+}
+
 void compose_layer(Ctx *x) {
   Eval *ev = x->ev;
-  const Arch *a = x->a;
   double t = 0;
-  bool ideal_pipe = x->o.bound && x->o.compose == COMPOSE_PIPELINED;
   if (x->o.bound)
     ideal_rebind(x);
-  for (int g = 0; g < ev->ngroups; g++) {
-    GroupEval *ge = &ev->g[g];
-    EinsumEval *e = &ev->e[ge->first];
-    double *mem = xcalloc((size_t)ge->n + 1, sizeof *mem);
-    ge->start = t;
-    ge->mem_cycles = 0;
-    for (int i = 0; i < ge->n; i++) {
-      mem[i] = e[i].mem_cycles;
-      ge->mem_cycles += mem[i];
-      ge->busy[a->units[e[i].unit].role] += e[i].unit_cycles;
-      if (e[i].epilogue >= 0)
-        ge->busy[a->units[e[i].epilogue].role] += e[i].epilogue_cycles;
-    }
-    if (x->o.compose == COMPOSE_PIPELINED && !ideal_pipe) {
-      ge->cycles = compose_span(x, e, ge->n, mem);
-      for (int i = 0; i < ge->n; i++) {
-        e[i].start = t;
-        e[i].end = t + ge->cycles;
-      }
-    } else {
-      double clock = t;
-      for (int i = 0; i < ge->n; i++) {
-        e[i].start = clock;
-        clock += e[i].cycles;
-        e[i].end = clock;
-      }
-      ge->cycles = clock - t;
-    }
-    free(mem);
-    t += ge->cycles;
-    ge->end = t;
-  }
-  if (ideal_pipe) { /* one span for the whole cascade */
+  for (int g = 0; g < ev->ngroups; g++)
+    t += compose_group(x, g, t);
+  if (ideal_pipe(x)) { /* one span for the whole cascade */
     t = ideal_pipelined(x);
     for (int i = 0; i < ev->n; i++) {
       ev->e[i].start = 0;
@@ -300,5 +310,5 @@ void compose_layer(Ctx *x) {
     }
   }
   ev->cycles = t;
-  ev->seconds = t / a->clock_hz;
+  ev->seconds = t / x->a->clock_hz;
 }

@@ -149,18 +149,25 @@ static double **touched(const Cascade *c, const Shape *s) {
   return t;
 }
 
-static Eval *eval_new(const Ctx *x) {
+/* Every level's totals back to none used. */
+static void eval_reset_levels(Eval *ev, const Arch *a) {
+  for (int l = 0; l < a->nlevels; l++)
+    ev->level[l] = (LevelUse){.instances = a->levels[l].instances,
+                              .fits = true};
+}
+
+/* An evaluation with room for every Einsum of the cascade and NGROUPS
+ * groups (the label and the plan are the caller's to set). */
+static Eval *eval_new(const Ctx *x, int ngroups) {
   const Cascade *c = x->c;
   size_t nt = (size_t)c->ntensors + 1;
   Eval *ev = xcalloc(1, sizeof *ev);
   ev->design = x->d;
   ev->opts = x->o;
-  ev->plan = x->plan;
-  design_plan_label(x->d, x->plan, ev->label, sizeof ev->label);
   ev->n = c->neinsums;
   ev->e = xcalloc((size_t)c->neinsums + 1, sizeof *ev->e);
-  ev->ngroups = x->plan->ngroups;
-  ev->g = xcalloc((size_t)x->plan->ngroups + 1, sizeof *ev->g);
+  ev->ngroups = ngroups;
+  ev->g = xcalloc((size_t)ngroups + 1, sizeof *ev->g);
   ev->tensor_read = xcalloc(nt, sizeof(double));
   ev->tensor_write = xcalloc(nt, sizeof(double));
   ev->unit_energy = xcalloc((size_t)x->a->nunits + 1, sizeof(double));
@@ -173,60 +180,114 @@ static Eval *eval_new(const Ctx *x) {
   ev->nslots = most + 4;
   ev->use = xcalloc((size_t)c->neinsums * (size_t)L + 1, sizeof *ev->use);
   ev->level = xcalloc((size_t)L, sizeof *ev->level);
-  for (int l = 0; l < L; l++)
-    ev->level[l] = (LevelUse){.instances = x->a->levels[l].instances,
-                              .fits = true};
+  eval_reset_levels(ev, x->a);
   size_t nl = (size_t)c->neinsums * (size_t)L;
   ev->tuse = xmalloc((nl * (size_t)ev->nslots + 1) * sizeof *ev->tuse);
   ev->ntuse = xcalloc(nl + 1, sizeof *ev->ntuse);
   return ev;
 }
 
-/* Every Einsum's traffic, in execution order. */
-static bool price_traffic(Ctx *x) {
+/* Group G's traffic (its Einsums evaluated in X->ev, their compute
+ * known): the plan's geometry, or its mapping (achieved accounting). */
+static bool price_group_traffic(Ctx *x, int g) {
   Eval *ev = x->ev;
   bool achieved = x->o.accounting == ACCOUNT_ACHIEVED && !x->o.bound;
-  for (int g = 0; g < ev->ngroups; g++) {
-    GroupEval *ge = &ev->g[g];
-    EinsumEval *e = &ev->e[ge->first];
-    if (!x->o.bound)
-      for (int i = 0; i < ge->n; i++)
-        geometry_traffic(x, e[i].einsum, &e[i], !achieved, true);
-    if (achieved && !price_group(x, g, e, ge))
-      return false;
-    if (!achieved)
-      for (int i = 0; i < ge->n; i++) {
-        e[i].fits = true; /* the algorithmic minimum maps nothing */
-        snprintf(e[i].mapping, sizeof e[i].mapping, "-");
-      }
+  GroupEval *ge = &ev->g[g];
+  EinsumEval *e = &ev->e[ge->first];
+  if (!x->o.bound)
+    for (int i = 0; i < ge->n; i++)
+      geometry_traffic(x, e[i].einsum, &e[i], !achieved, true);
+  if (achieved)
+    return price_group(x, g, e, ge);
+  for (int i = 0; i < ge->n; i++) {
+    e[i].fits = true; /* the algorithmic minimum maps nothing */
+    snprintf(e[i].mapping, sizeof e[i].mapping, "-");
   }
   return true;
 }
 
-Eval *model_eval_at_level(const Cascade *c, const Shape *s, const Arch *a,
-                          const Pair *pairs, Design d, Plan *plan,
-                          const ModelOpts *o, MapMemo *memo, Diag *diag) {
-  if (!plan)
-    return NULL;
-  Ctx x = {.c = c, .s = s, .a = a, .pairs = pairs, .d = d, .o = *o,
-           .plan = plan, .memo = memo, .diag = diag};
-  x.word = a->word_bytes;
-  x.glb = a->levels[a->fusion_level].capacity / a->word_bytes;
-  x.bw = a->levels[0].bandwidth / a->clock_hz;
+/* Every Einsum's traffic, in execution order. */
+static bool price_traffic(Ctx *x) {
+  for (int g = 0; g < x->ev->ngroups; g++)
+    if (!price_group_traffic(x, g))
+      return false;
+  return true;
+}
+
+/* Einsum evaluation R, its traffic charged: every level's bytes, its
+ * cycles and energy, added to the layer's totals. */
+static void price_einsum(Ctx *x, EinsumEval *r) {
+  Eval *ev = x->ev;
+  price_levels(x, r);
+  r->cycles = einsum_cycles(x, r, r->mem_cycles);
+  ops_energy(x, r);
+  ev->read += r->read;
+  ev->write += r->write;
+  ev->inter += r->inter_read + r->inter_write;
+  ev->intra += r->intra_read + r->intra_write;
+  ev->ideal_inter += r->ideal_inter;
+  ev->ideal_intra += r->ideal_intra;
+  ev->ops += r->work.total;
+}
+
+/* X's pricing of anything on A under O: the work, the intermediates and
+ * what each read touches, for every Einsum (no plan yet). */
+static void ctx_init(Ctx *x, const Cascade *c, const Shape *s, const Arch *a,
+                     const Pair *pairs, Design d, const ModelOpts *o,
+                     MapMemo *memo, Diag *diag) {
+  *x = (Ctx){.c = c, .s = s, .a = a, .pairs = pairs, .d = d, .o = *o,
+             .memo = memo, .diag = diag};
+  x->word = a->word_bytes;
+  x->glb = a->levels[a->fusion_level].capacity / a->word_bytes;
+  x->bw = a->levels[0].bandwidth / a->clock_hz;
   size_t nt = (size_t)c->ntensors + 1, ne = (size_t)c->neinsums + 1;
-  x.work = xcalloc(ne, sizeof *x.work);
-  x.unit = xcalloc(ne, sizeof *x.unit);
-  x.inter = xcalloc(nt, sizeof *x.inter);
+  x->work = xcalloc(ne, sizeof *x->work);
+  x->unit = xcalloc(ne, sizeof *x->unit);
+  x->inter = xcalloc(nt, sizeof *x->inter);
   for (int t = 0; t < c->ntensors; t++)
-    x.inter[t] = tensor_is_intermediate(c, t);
+    x->inter[t] = tensor_is_intermediate(c, t);
   for (int e = 0; e < c->neinsums; e++)
-    model_work(c, s, c->einsums[e], &x.work[e]);
-  x.touch = touched(c, s);
-  Eval *ev = eval_new(&x);
-  x.ev = ev;
-  /* Execution order: the plan's groups, each in its order. */
+    model_work(c, s, c->einsums[e], &x->work[e]);
+  x->touch = touched(c, s);
+}
+
+static void ctx_free(Ctx *x) {
+  free(x->work);
+  free(x->unit);
+  free(x->inter);
+  for (int e = 0; e < x->c->neinsums; e++)
+    free(x->touch[e]);
+  free(x->touch);
+}
+
+/* The ideal design's traffic (its units depend on it): into EV's Einsums
+ * (at POS[e]), and each Einsum's DRAM cycles, returned. */
+static double *bound_traffic(Ctx *x, const int *pos) {
+  const Cascade *c = x->c;
+  size_t ne = (size_t)c->neinsums + 1;
+  EinsumEval *byid = xcalloc(ne, sizeof *byid);
+  double *mem = xcalloc(ne, sizeof *mem);
+  for (int e = 0; e < c->neinsums; e++)
+    byid[e].einsum = e; /* its charges are recorded by Einsum */
+  ideal_traffic(x, byid);
+  for (int e = 0; e < c->neinsums; e++) {
+    EinsumEval *r = &x->ev->e[pos[e]];
+    byid[e].einsum = e;
+    byid[e].group = r->group;
+    byid[e].work = r->work;
+    *r = byid[e];
+    mem[e] = (r->read + r->write) / x->bw;
+  }
+  free(byid);
+  return mem;
+}
+
+/* Lay the plan's groups out in execution order in X->ev: each Einsum's
+ * position into POS. */
+static void lay_out(Ctx *x, int *pos) {
+  const Plan *plan = x->plan;
+  Eval *ev = x->ev;
   int k = 0;
-  int *pos = xcalloc(ne, sizeof *pos);
   for (int g = 0; g < plan->ngroups; g++) {
     ev->g[g].first = k;
     ev->g[g].n = plan->groups[g].n;
@@ -235,44 +296,33 @@ Eval *model_eval_at_level(const Cascade *c, const Shape *s, const Arch *a,
       pos[e] = k;
       ev->e[k].einsum = e;
       ev->e[k].group = g;
-      ev->e[k].work = x.work[e];
+      ev->e[k].work = x->work[e];
       k++;
     }
   }
-  double *mem = NULL;
-  if (x.o.bound) { /* its traffic decides its units */
-    EinsumEval *byid = xcalloc(ne, sizeof *byid);
-    mem = xcalloc(ne, sizeof *mem);
-    for (int e = 0; e < c->neinsums; e++)
-      byid[e].einsum = e; /* its charges are recorded by Einsum */
-    ideal_traffic(&x, byid);
-    for (int e = 0; e < c->neinsums; e++) {
-      EinsumEval *r = &ev->e[pos[e]];
-      byid[e].einsum = e;
-      byid[e].group = r->group;
-      byid[e].work = r->work;
-      *r = byid[e];
-      mem[e] = (r->read + r->write) / x.bw;
-    }
-    free(byid);
-  }
+}
+
+Eval *model_eval_at_level(const Cascade *c, const Shape *s, const Arch *a,
+                          const Pair *pairs, Design d, Plan *plan,
+                          const ModelOpts *o, MapMemo *memo, Diag *diag) {
+  if (!plan)
+    return NULL;
+  Ctx x;
+  ctx_init(&x, c, s, a, pairs, d, o, memo, diag);
+  x.plan = plan;
+  Eval *ev = eval_new(&x, plan->ngroups);
+  ev->plan = plan;
+  design_plan_label(d, plan, ev->label, sizeof ev->label);
+  x.ev = ev;
+  int *pos = xcalloc((size_t)c->neinsums + 1, sizeof *pos);
+  lay_out(&x, pos);
+  double *mem = x.o.bound ? bound_traffic(&x, pos) : NULL;
   bool ok = bind_units(&x, mem);
   for (int i = 0; ok && i < ev->n; i++)
     price_compute(&x, ev->e[i].einsum, x.unit[ev->e[i].einsum], &ev->e[i]);
   ok = ok && price_traffic(&x);
-  for (int i = 0; ok && i < ev->n; i++) {
-    EinsumEval *r = &ev->e[i];
-    price_levels(&x, r);
-    r->cycles = einsum_cycles(&x, r, r->mem_cycles);
-    ops_energy(&x, r);
-    ev->read += r->read;
-    ev->write += r->write;
-    ev->inter += r->inter_read + r->inter_write;
-    ev->intra += r->intra_read + r->intra_write;
-    ev->ideal_inter += r->ideal_inter;
-    ev->ideal_intra += r->ideal_intra;
-    ev->ops += r->work.total;
-  }
+  for (int i = 0; ok && i < ev->n; i++)
+    price_einsum(&x, &ev->e[i]);
   if (ok) {
     compose_layer(&x);
     ev->energy_pj =
@@ -280,12 +330,7 @@ Eval *model_eval_at_level(const Cascade *c, const Shape *s, const Arch *a,
   }
   free(mem);
   free(pos);
-  free(x.work);
-  free(x.unit);
-  free(x.inter);
-  for (int e = 0; e < c->neinsums; e++)
-    free(x.touch[e]);
-  free(x.touch);
+  ctx_free(&x);
   if (!ok) {
     eval_free(ev);
     return NULL;
@@ -332,6 +377,101 @@ Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
   if (plan && o->bound && arch_fusion_candidates(a, NULL) > 1)
     return ideal_least(c, s, a, pairs, d, plan, o, memo, diag);
   return model_eval_at_level(c, s, a, pairs, d, plan, o, memo, diag);
+}
+
+/* ---- one group alone ---- */
+
+struct GroupPricer {
+  Ctx x;
+  int g;                /* the group bound last, or -1 */
+  EinsumEval *computed; /* its Einsums, bound and their compute priced */
+};
+
+GroupPricer *model_group_pricer_new(const Cascade *c, const Shape *s,
+                                    const Arch *a, const Pair *pairs,
+                                    Design d, const ModelOpts *o,
+                                    MapMemo *memo, Diag *diag) {
+  if (o->bound)
+    return NULL; /* its units and its span are the whole cascade's */
+  GroupPricer *gp = xcalloc(1, sizeof *gp);
+  ctx_init(&gp->x, c, s, a, pairs, d, o, memo, diag);
+  gp->x.ev = eval_new(&gp->x, c->neinsums);
+  gp->x.nests = xcalloc((size_t)c->neinsums + 1, sizeof *gp->x.nests);
+  gp->x.inner = xcalloc((size_t)c->neinsums + 1, sizeof *gp->x.inner);
+  gp->g = -1;
+  gp->computed = xcalloc((size_t)c->neinsums + 1, sizeof *gp->computed);
+  return gp;
+}
+
+void model_group_pricer_free(GroupPricer *gp) {
+  if (!gp)
+    return;
+  eval_free(gp->x.ev);
+  nests_free(gp->x.nests, gp->x.c->neinsums);
+  inner_free(gp->x.inner, gp->x.c->neinsums);
+  ctx_free(&gp->x);
+  free(gp->computed);
+  free(gp);
+}
+
+const Eval *model_group_bind(GroupPricer *gp, Plan *plan, int g) {
+  Ctx *x = &gp->x;
+  Eval *ev = x->ev;
+  const Group *gr = &plan->groups[g];
+  x->plan = plan;
+  gp->g = -1;
+  ev->bind_capped = 0;
+  for (int i = 0; i < gr->n; i++)
+    ev->e[i] = (EinsumEval){.einsum = gr->einsums[i], .group = g,
+                            .work = x->work[gr->einsums[i]]};
+  if (!bind_group(x, g))
+    return NULL;
+  for (int i = 0; i < gr->n; i++) {
+    price_compute(x, ev->e[i].einsum, x->unit[ev->e[i].einsum], &ev->e[i]);
+    gp->computed[i] = ev->e[i];
+  }
+  gp->g = g;
+  return ev;
+}
+
+/* Clear the scratch evaluation's totals and group G's entries for another
+ * price of G (N Einsums, their compute priced). */
+static void group_reset(GroupPricer *gp, int g, int n) {
+  Ctx *x = &gp->x;
+  Eval *ev = x->ev;
+  size_t nt = (size_t)x->c->ntensors + 1;
+  free(ev->g[g].spills);
+  ev->g[g] = (GroupEval){.first = 0, .n = n};
+  memcpy(ev->e, gp->computed, (size_t)n * sizeof *ev->e);
+  for (int i = 0; i < n; i++)
+    memset(&ev->ntuse[(size_t)ev->e[i].einsum * (size_t)ev->nlevels], 0,
+           (size_t)ev->nlevels * sizeof *ev->ntuse);
+  memset(ev->tensor_read, 0, nt * sizeof(double));
+  memset(ev->tensor_write, 0, nt * sizeof(double));
+  memset(ev->unit_energy, 0, ((size_t)x->a->nunits + 1) * sizeof(double));
+  eval_reset_levels(ev, x->a);
+  ev->read = ev->write = ev->inter = ev->intra = 0;
+  ev->ideal_inter = ev->ideal_intra = ev->ops = 0;
+  ev->energy_dram = ev->energy_glb = ev->energy_reg = ev->energy_ops = 0;
+}
+
+const Eval *model_group_price(GroupPricer *gp, double start) {
+  Ctx *x = &gp->x;
+  Eval *ev = x->ev;
+  int g = gp->g;
+  if (g < 0)
+    return NULL;
+  int n = x->plan->groups[g].n;
+  group_reset(gp, g, n);
+  if (!price_group_traffic(x, g))
+    return NULL;
+  for (int i = 0; i < n; i++)
+    price_einsum(x, &ev->e[i]);
+  ev->cycles = compose_group(x, g, start);
+  ev->seconds = ev->cycles / x->a->clock_hz;
+  ev->energy_pj =
+      ev->energy_dram + ev->energy_glb + ev->energy_reg + ev->energy_ops;
+  return ev;
 }
 
 Eval *model_eval_plan(const Cascade *c, const Shape *s, const Arch *a,

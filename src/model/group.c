@@ -383,6 +383,30 @@ static Nest *build_nest(const Grp *G, int i) {
   return n;
 }
 
+/* Member I's loop nest: kept across groups where the context keeps
+ * them (member_problem sets every field a group changes). */
+static Nest *member_nest(const Grp *G, int i) {
+  Nest **keep = G->x->nests;
+  if (!keep)
+    return build_nest(G, i);
+  int e = G->gr->einsums[i];
+  if (!keep[e])
+    keep[e] = build_nest(G, i);
+  return keep[e];
+}
+
+static void nest_free(Nest *n) {
+  if (n)
+    free(n->read_at);
+  free(n);
+}
+
+void nests_free(Nest **nests, int n) {
+  for (int e = 0; nests && e < n; e++)
+    nest_free(nests[e]);
+  free(nests);
+}
+
 /* Member I's problem with the group's current holdings and tile, and
  * CAPACITY elements of buffer. */
 static const MapProblem *member_problem(const Grp *G, int i,
@@ -769,7 +793,7 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
     G.size[k] = (double)x->s->size[G.rank[k]];
   G.nest = xcalloc((size_t)G.n + 1, sizeof *G.nest);
   for (int i = 0; i < G.n; i++)
-    G.nest[i] = build_nest(&G, i);
+    G.nest[i] = member_nest(&G, i);
   collect_held(&G);
   bool across = false; /* something held from one member to another */
   for (int k = 0; k < G.nheld; k++)
@@ -833,10 +857,8 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   ge->budget = G.budget;
   ge->nspills = G.nspills;
   ge->spills = G.spills;
-  for (int i = 0; i < G.n; i++) {
-    free(G.nest[i]->read_at);
-    free(G.nest[i]);
-  }
+  for (int i = 0; !x->nests && i < G.n; i++)
+    nest_free(G.nest[i]);
   free(G.nest);
   free(G.held);
   free(G.held_of);

@@ -139,8 +139,41 @@ static void outer_levels(const Ctx *x, const EinsumEval *r) {
   }
 }
 
-/* Every boundary inside the fusion level, down to the PEs. */
-static void inner_levels(Ctx *x, EinsumEval *r, LevelUse *use) {
+/* One Einsum's levels inside the fusion level, kept (Ctx.inner): the
+ * bytes it records at each, in order, and each level's use. */
+typedef struct InnerAdd {
+  int l, t;
+  double read, write;
+} InnerAdd;
+
+typedef struct Inner {
+  int n, cap;
+  InnerAdd *add;
+  LevelUse *use; /* per level; those inside the fusion level set */
+} Inner;
+
+void inner_free(Inner **inner, int n) {
+  for (int e = 0; inner && e < n; e++)
+    if (inner[e]) {
+      free(inner[e]->add);
+      free(inner[e]->use);
+      free(inner[e]);
+    }
+  free(inner);
+}
+
+/* level_add, recorded into KEEP (unless NULL). */
+static void inner_add(const Ctx *x, const EinsumEval *r, Inner *keep, int l,
+                      int t, double read, double write) {
+  level_add(x, r, l, t, read, write);
+  if (keep)
+    VEC_PUSH(keep->add, keep->n, keep->cap,
+             ((InnerAdd){l, t, read, write}));
+}
+
+/* Every boundary inside the fusion level, down to the PEs (recorded into
+ * KEEP unless NULL). */
+static void inner_levels(Ctx *x, EinsumEval *r, LevelUse *use, Inner *keep) {
   const Arch *a = x->a;
   const Einsum *e = x->c->einsums[r->einsum];
   int *read_at = xmalloc(((size_t)e->nreads + 1) * sizeof *read_at);
@@ -157,12 +190,36 @@ static void inner_levels(Ctx *x, EinsumEval *r, LevelUse *use) {
       compute_boundary(x, r, read_at, &nest, down, up);
     for (int t = 0; t < nest.ntensors; t++) {
       double dn = down[t] * x->word, u = up[t] * x->word;
-      level_add(x, r, l - 1, tensor_of[t], dn, u);
+      inner_add(x, r, keep, l - 1, tensor_of[t], dn, u);
       if (l < a->nlevels)
-        level_add(x, r, l, tensor_of[t], u, dn);
+        inner_add(x, r, keep, l, tensor_of[t], u, dn);
     }
   }
   free(read_at);
+}
+
+/* inner_levels, once per Einsum where the context keeps them: they do
+ * not depend on its group (the fusion level's tiles bound them, not the
+ * group's traffic). */
+static void inner_levels_kept(Ctx *x, EinsumEval *r, LevelUse *use) {
+  if (!x->inner) {
+    inner_levels(x, r, use, NULL);
+    return;
+  }
+  int L = x->a->nlevels, f = x->a->fusion_level;
+  Inner *k = x->inner[r->einsum];
+  if (!k) {
+    k = x->inner[r->einsum] = xcalloc(1, sizeof *k);
+    k->use = xcalloc((size_t)L + 1, sizeof *k->use);
+    inner_levels(x, r, use, k);
+    memcpy(k->use, use, (size_t)L * sizeof *use);
+    return;
+  }
+  for (int i = 0; i < k->n; i++)
+    level_add(x, r, k->add[i].l, k->add[i].t, k->add[i].read,
+              k->add[i].write);
+  for (int l = f + 1; l < L; l++)
+    use[l] = k->use[l];
 }
 
 /* Cycles to move BYTES at BW bytes per cycle (0 when unlimited). */
@@ -199,7 +256,7 @@ void price_levels(Ctx *x, EinsumEval *r) {
   use[f].footprint = r->footprint;
   use[f].fits = r->fits;
   outer_levels(x, r);
-  inner_levels(x, r, use);
+  inner_levels_kept(x, r, use);
   r->mem_cycles = 0;
   r->bound = -1;
   for (int l = 0; l < a->nlevels; l++) {

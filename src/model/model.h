@@ -387,6 +387,42 @@ Eval *model_eval_at_level(const Cascade *c, const Shape *s, const Arch *a,
                           const Pair *pairs, Design d, Plan *plan,
                           const ModelOpts *o, MapMemo *memo, Diag *diag);
 
+/* ---- one group alone ----
+ *
+ * A group's price depends on its own Einsums only (src/search/search.h):
+ * its binding, its traffic under the plan's geometry and spills, every
+ * level's bytes, its cycles and energy. A GroupPricer prices one group of
+ * a plan without the rest, in time proportional to the group: exactly
+ * the figures model_eval_memo gives that group's Einsums and GroupEval in
+ * the whole plan (a test checks it). The work and what every read touches
+ * are computed once, when it is made; the binding and compute once per
+ * group (model_group_bind), the traffic and the rest once per spill
+ * choice (model_group_price). */
+typedef struct GroupPricer GroupPricer;
+/* A pricer of groups of C (bound by S) on A, priced as design D prices
+ * under O (MEMO and DIAG as model_eval_memo's). NULL for a bound (the
+ * ideal's units and pipelined span are the whole cascade's). */
+GroupPricer *model_group_pricer_new(const Cascade *c, const Shape *s,
+                                    const Arch *a, const Pair *pairs,
+                                    Design d, const ModelOpts *o,
+                                    MapMemo *memo, Diag *diag);
+void model_group_pricer_free(GroupPricer *gp);
+/* Bind group G of PLAN (kept, not owned, until the next bind) to units and
+ * price its compute: the pricer's Eval, whose bind_capped counts G's
+ * binding as model_eval_memo counts it (its figures are
+ * model_group_price's to fill); NULL (diag set) when a unit cannot run one
+ * of G's Einsums. */
+const Eval *model_group_bind(GroupPricer *gp, Plan *plan, int g);
+/* Price the group bound last under its plan's spills (Plan.spilled, read
+ * now), starting at cycle START of the layer (the sum of the cycles of the
+ * groups before it: a sequential group's cycles are the advance of the
+ * layer's clock, as model_eval_memo composes them). An Eval, the
+ * pricer's, valid until its next call, whose group G (g[G]) and its
+ * Einsums (e[g[G].first ...]) are what model_eval_memo gives them in the
+ * whole plan; its totals (read, write, energy_pj, cycles, ...) are G's.
+ * NULL (diag set) when not even one tile of it fits. */
+const Eval *model_group_price(GroupPricer *gp, double start);
+
 /* ---- the mapping search (exposed for tests) ---- */
 
 enum { MAP_MAX_VARS = 16, MAP_MAX_TENSORS = 24 };

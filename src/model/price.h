@@ -25,6 +25,12 @@ typedef struct Ctx {
   Eval *ev;
   MapMemo *memo; /* the caller's, or NULL */
   Diag *diag;
+  /* What a context pricing many groups keeps across them (the group
+   * pricer's; NULL: built per use): per Einsum, its loop nest as its
+   * group maps it (group.c) and its levels inside the fusion level
+   * (levels.c), neither of which depends on its group. */
+  struct Nest **nests;
+  struct Inner **inner;
 } Ctx;
 
 /* ---- binding (bind.c) ---- */
@@ -33,6 +39,10 @@ typedef struct Ctx {
  * fastest unit able to run it, with MEM[e] its DRAM cycles. False
  * (diag set) when a unit cannot run an Einsum's operations. */
 bool bind_units(Ctx *x, const double *mem);
+/* bind_units for group G's Einsums alone: the units it gives them (a
+ * group's binding depends on its own Einsums only). Not for the ideal
+ * design. */
+bool bind_group(Ctx *x, int g);
 /* Compute on unit U for Einsum E (filled into R: util, spread, the unit's
  * and its epilogue's cycles, compute_cycles). */
 void price_compute(const Ctx *x, int e, int u, EinsumEval *r);
@@ -49,6 +59,9 @@ bool unit_runs(const Ctx *x, int e, int u);
  * their DRAM traffic; GE gets the tile, the reservation and the spills.
  * Achieved accounting only. False (diag set) when not even one tile fits. */
 bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge);
+
+/* Free N Einsums' kept nests (Ctx.nests) and the array. */
+void nests_free(struct Nest **nests, int n);
 
 /* Einsum E's loop nest as a mapping problem: its distinct reads (each
  * x->touch[e][k] elements, what read k touches), then its output; no
@@ -82,6 +95,8 @@ Plan *flat_plan(const Cascade *c, const Shape *s, Diag *d);
  * level; each level's time and energy; R's mem_cycles (the slowest
  * level) and the level that bounds it. */
 void price_levels(Ctx *x, EinsumEval *r);
+/* Free N Einsums' kept inner levels (Ctx.inner) and the array. */
+void inner_free(struct Inner **inner, int n);
 /* Record B bytes of tensor T read from / written to level L by Einsum
  * R. */
 void level_add(const Ctx *x, const EinsumEval *r, int l, int t, double read,
@@ -96,6 +111,10 @@ double compose_span(const Ctx *x, const EinsumEval *ev, int n,
 /* One Einsum's cycles: its compute and MEM DRAM cycles composed (the
  * slower, or their sum with no_overlap), plus its unit's pipeline. */
 double einsum_cycles(const Ctx *x, const EinsumEval *r, double mem);
+/* Group G's cycles, composed from cycle T of the layer (its start), with
+ * its start, end, memory and busy cycles (X->ev). Not for the ideal's
+ * pipelined span. */
+double compose_group(Ctx *x, int g, double t);
 /* Every group's cycles, start and end, and the layer's (X->ev). */
 void compose_layer(Ctx *x);
 

@@ -100,6 +100,14 @@ typedef struct Ctx {
   int nchosen, cap_chosen, nchosen_t, cap_chosen_t;
   struct Chosen *chosen;
   int *chosen_t;
+  /* Pricing a group alone (program): the model's pricer; per node,
+   * the layer's clock where a group starting there starts (every node
+   * before it alone) and its binding's budget count alone, and that count
+   * over every node. */
+  GroupPricer *pricer;
+  double *start_at;
+  int *capped;
+  long capped_all;
 } Ctx;
 
 typedef struct Chosen {
@@ -216,8 +224,19 @@ static Cost group_figures(const Ctx *x, const Eval *ev, int g) {
   return c;
 }
 
-/* Price the group of nodes [I, J) under each of its spill variants, in a
- * plan where every other node stands alone: OUT[v] its cost, VAR[v] the
+/* The budget count of the plan where nodes [I, J) are one group (its
+ * binding counted CAPPED) and every other node stands alone, as pricing
+ * that plan whole counts it. */
+static long capped_with(const Ctx *x, int i, int j, int capped) {
+  long n = x->capped_all + capped;
+  for (int k = i; k < j; k++)
+    n -= x->capped[k];
+  return n;
+}
+
+/* Price the group of nodes [I, J) under each of its spill variants, as
+ * group I of the plan where every other node stands alone (the model's
+ * pricer: the group alone, its binding once): OUT[v] its cost, VAR[v] the
  * variant's number in X's store; the count (0 when the group cannot run;
  * *FAILED when the model failed). OUT and VAR have room for
  * SPILL_CAND_MAX + 2 (at least 2^SPILL_SUBSETS_MAX). */
@@ -229,36 +248,36 @@ static int group_costs(Ctx *x, int i, int j, Cost *out, int *var,
     start[k] = k <= i || k >= j;
   Plan *base = plan_of(x, start);
   free(start);
+  *failed = false;
   if (!base)
     return 0;
+  const Eval *bound = model_group_bind(x->pricer, base, i);
+  if (!bound) {
+    plan_free(base);
+    *failed = true;
+    return 0;
+  }
+  x->r->bind_capped += capped_with(x, i, j, bound->bind_capped);
   int cand[SPILL_CAND_MAX];
   int k = spill_candidates(x->c, base, i, cand);
   int nv = variants_of(&x->o, k), priced = 0;
-  bool ok = true;
-  for (int m = 0; ok && m < nv; m++) {
-    bool *spilled = xcalloc((size_t)x->c->ntensors + 1, sizeof *spilled);
+  size_t nt = (size_t)x->c->ntensors + 1;
+  bool *spilled = base->spilled = xcalloc(nt, sizeof *spilled);
+  for (int m = 0; !*failed && m < nv; m++) {
+    memset(spilled, 0, nt * sizeof *spilled);
     variant_apply(x->c, &x->o, cand, k, m, spilled);
     if (m == 1 && k > SPILL_SUBSETS_MAX &&
-        spilled_count(spilled, cand, k) < 2) {
-      free(spilled); /* the rule's is none or one alone: priced anyway */
-      continue;
-    }
-    Plan *p = plan_copy(x->c, base);
-    p->spilled = spilled;
+        spilled_count(spilled, cand, k) < 2)
+      continue; /* the rule's is none or one alone: priced anyway */
     var[priced] = variant_store(x, spilled, cand, k);
-    Eval *ev = model_eval_memo(x->c, x->s, x->a, x->pairs, x->design, p,
-                               &x->o, x->memo, x->d);
-    ok = ev != NULL;
-    if (ok && m == 0) /* the binding is the variants' own: count it once */
-      x->r->bind_capped += ev->bind_capped;
-    if (ok)
+    const Eval *ev = model_group_price(x->pricer, x->start_at[i]);
+    *failed = ev == NULL;
+    if (ev)
       out[priced++] = group_figures(x, ev, i);
-    eval_free(ev);
   }
   plan_free(base);
-  *failed = !ok;
   x->r->variants += priced;
-  return ok ? priced : 0;
+  return *failed ? 0 : priced;
 }
 
 /* ---- the program ---- */
@@ -293,8 +312,39 @@ static void front_add(Front *f, Entry e, SearchObjective o) {
   VEC_PUSH(f->e, f->n, f->cap, e);
 }
 
+/* Every node alone: the plan each group's plan extends (the nodes before
+ * a group stand alone there), priced whole as the program's first plan
+ * was: the layer's clock at each node, and each node's binding count
+ * alone (only when some binding stopped at its budget). False (diag set)
+ * when the architecture cannot run the cascade. */
+static bool singletons(Ctx *x) {
+  int n = x->nodes->n;
+  bool *start = xcalloc((size_t)n + 1, sizeof *start);
+  for (int k = 0; k < n; k++)
+    start[k] = true;
+  Plan *p = plan_of(x, start);
+  free(start);
+  if (!p)
+    return true; /* no group runs with its nodes before it alone */
+  p->spilled = xcalloc((size_t)x->c->ntensors + 1, sizeof *p->spilled);
+  Eval *ev = model_eval_memo(x->c, x->s, x->a, x->pairs, x->design, p,
+                             &x->o, x->memo, x->d);
+  if (!ev)
+    return false;
+  for (int k = 0; k < n; k++)
+    x->start_at[k] = ev->g[k].start;
+  x->capped_all = ev->bind_capped;
+  for (int k = 0; x->capped_all > 0 && k < n; k++) {
+    const Eval *b = model_group_bind(x->pricer, ev->plan, k);
+    x->capped[k] = b ? b->bind_capped : 0;
+  }
+  eval_free(ev);
+  return true;
+}
+
 /* Fill FRONT[0..n] over the candidate groups; false if the model failed. */
-static bool program(Ctx *x, SearchObjective o, Front *front, long *priced) {
+static bool program_fill(Ctx *x, SearchObjective o, Front *front,
+                         long *priced) {
   int n = x->nodes->n;
   front[0].n = 0;
   VEC_PUSH(front[0].e, front[0].n, front[0].cap,
@@ -326,6 +376,23 @@ static bool program(Ctx *x, SearchObjective o, Front *front, long *priced) {
         }
     }
   return true;
+}
+
+/* The program: its pricer of groups alone, made for X's architecture and
+ * options as they are now; false if the model failed. */
+static bool program(Ctx *x, SearchObjective o, Front *front, long *priced) {
+  int n = x->nodes->n;
+  x->pricer = model_group_pricer_new(x->c, x->s, x->a, x->pairs, x->design,
+                                     &x->o, x->memo, x->d);
+  x->start_at = xcalloc((size_t)n + 1, sizeof *x->start_at);
+  x->capped = xcalloc((size_t)n + 1, sizeof *x->capped);
+  x->capped_all = 0;
+  bool ok = singletons(x) && program_fill(x, o, front, priced);
+  model_group_pricer_free(x->pricer);
+  free(x->start_at);
+  free(x->capped);
+  x->pricer = NULL;
+  return ok;
 }
 
 /* The partition behind the best entry of FRONT[n], as group starts, and

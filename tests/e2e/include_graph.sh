@@ -34,20 +34,27 @@ if printf 'a b\nb a\n' | tsort >/dev/null 2>&1; then
 fi
 
 # Inside a folder, files call one another one way too: from the objects
-# of BUILD, an edge "dir/a dir/b" where a.o uses a symbol b.o defines.
+# of BUILD, an edge "dir/a dir/b" where a.o uses a symbol b.o defines
+# (each object's symbols listed once: "D file sym" and "U file sym").
 build=${BUILD:-build}
 calls=$(for dir in "$build"/src/*/; do
   mod=$(basename "$dir")
   for o in "$dir"*.o; do
-    nm -u "$o" | awk '{ print $2 }' >"$tmp/undef"
-    for p in "$dir"*.o; do
-      [ "$p" = "$o" ] && continue
-      if nm --defined-only -g "$p" | awk '{ print $3 }' |
-        grep -qxF -f "$tmp/undef"; then
-        echo "$mod/$(basename "$o" .o) $mod/$(basename "$p" .o)"
-      fi
-    done
-  done
+    f=$(basename "$o" .o)
+    nm --defined-only -g "$o" | awk -v f="$f" '{ print "D", f, $3 }'
+    nm -u "$o" | awk -v f="$f" '{ print "U", f, $2 }'
+  done | awk -v mod="$mod" '
+    $1 == "D" { def[$3] = def[$3] " " $2 }
+    $1 == "U" { nu++; ufile[nu] = $2; usym[nu] = $3 }
+    END {
+      for (i = 1; i <= nu; i++) {
+        n = split(def[usym[i]], by, " ")
+        for (k = 1; k <= n; k++) {
+          e = mod "/" ufile[i] " " mod "/" by[k]
+          if (by[k] != ufile[i] && !(e in seen)) { seen[e] = 1; print e }
+        }
+      }
+    }'
 done)
 [ -n "$calls" ] || fail "no calls between files found under $build/src/"
 floop=$(echo "$calls" | tsort 2>&1 >/dev/null)

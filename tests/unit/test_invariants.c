@@ -756,6 +756,8 @@ static int check_best(const Cascade *c, const Shape *s, const Arch *a,
 }
 
 TEST(search_best_between_ideal_and_every_design) {
+  /* Under the sanitizers, the small sizes (as the model's invariants). */
+  bool sanitized = getenv("MAMBALAYA_SANITIZED") != NULL;
   char *specs[MAX_SPECS];
   int ns = all_specs(specs);
   Arch *archs[MAX_SPECS];
@@ -770,7 +772,7 @@ TEST(search_best_between_ideal_and_every_design) {
       continue;
     }
     for (int phase = 0; phase < 2; phase++) {
-      Shape *s = bind(c, false, phase == 1);
+      Shape *s = bind(c, sanitized, phase == 1);
       if (!s)
         continue;
       Pair *pairs = fusion_classify(c, s);
@@ -785,6 +787,169 @@ TEST(search_best_between_ideal_and_every_design) {
     cascade_free(c);
   }
   CHECK(checked >= ns * na); /* every cascade's prefill at least */
+  map_memo_free(memo);
+  for (int k = 0; k < na; k++)
+    arch_free(archs[k]);
+  free_list(specs, ns);
+}
+
+/* ---- a group priced alone ---- */
+
+/* Every node of N before I or from J on alone, nodes [I, J) one group
+ * (group I): the plan the search prices that group in, or NULL. */
+static Plan *group_plan(const Cascade *c, const Shape *s, const Nodes *nodes,
+                        int i, int j) {
+  int *group_of = xcalloc((size_t)c->neinsums + 1, sizeof *group_of);
+  int g = -1;
+  for (int k = 0; k < nodes->n; k++) {
+    g += k <= i || k >= j;
+    for (int m = 0; m < nodes->nodes[k].n; m++)
+      group_of[nodes->nodes[k].einsums[m]] = g;
+  }
+  Diag d = {0};
+  Plan *p = fusion_plan_groups(c, s, ST_FULL, group_of, &d);
+  free(group_of);
+  return p;
+}
+
+/* Does group G alone (PE, from the pricer) give exactly what the whole
+ * plan's evaluation (WHOLE) gives it and its Einsums? */
+static bool same_group(const Eval *pe, const Eval *whole, int g) {
+  const GroupEval *a = &pe->g[g], *b = &whole->g[g];
+  bool same = a->n == b->n && a->cycles == b->cycles &&
+              a->mem_cycles == b->mem_cycles && a->reserve == b->reserve &&
+              a->nspills == b->nspills && a->ntiled == b->ntiled;
+  for (int k = 0; same && k < a->n; k++) {
+    const EinsumEval *x = &pe->e[a->first + k], *y = &whole->e[b->first + k];
+    same = x->einsum == y->einsum && x->unit == y->unit &&
+           x->cycles == y->cycles && x->energy_pj == y->energy_pj &&
+           x->read == y->read && x->write == y->write &&
+           x->compute_cycles == y->compute_cycles &&
+           x->mem_cycles == y->mem_cycles && x->footprint == y->footprint &&
+           strcmp(x->mapping, y->mapping) == 0;
+  }
+  return same;
+}
+
+/* Group [I, J) of C's nodes under every spill variant (SAMPLE: the first
+ * and the last): priced alone from START (the clock where the plan with
+ * every node alone reaches node I, as the search prices it), against its
+ * plan priced whole. The variants compared, or -1 after a failure. */
+static int check_group(const Cascade *c, const Shape *s, const Arch *a,
+                       const Pair *pairs, const Nodes *nodes, int i, int j,
+                       const ModelOpts *o, double start, bool sample,
+                       GroupPricer *gp, MapMemo *memo, const char *what) {
+  Design plain = design_of_strategy(ST_FULL);
+  Plan *base = group_plan(c, s, nodes, i, j);
+  if (!base)
+    return 0;
+  int nv = search_spill_variants(c, base, i, o), n = 0;
+  base->spilled = xcalloc((size_t)c->ntensors + 1, sizeof *base->spilled);
+  for (int v = 0; n >= 0 && v < nv;
+       v = sample && v + 1 < nv - 1 ? nv - 1 : v + 1) {
+    memset(base->spilled, 0, (size_t)c->ntensors * sizeof *base->spilled);
+    search_spill_variant(c, base, i, o, v, base->spilled);
+    Diag d = {0};
+    Eval *whole = model_eval_memo(c, s, a, pairs, plain, plan_copy(c, base),
+                                  o, memo, &d);
+    const Eval *pe =
+        model_group_bind(gp, base, i) ? model_group_price(gp, start) : NULL;
+    if (!whole != !pe || (whole && !same_group(pe, whole, i))) {
+      test_fail(__FILE__, __LINE__, "%s on %s: nodes [%d, %d), variant %d: "
+                "alone %.17g cycles, whole %.17g", what, a->name, i, j, v,
+                pe ? pe->g[i].cycles : NAN, whole ? whole->g[i].cycles : NAN);
+      n = -1;
+    }
+    n += n >= 0;
+    eval_free(whole);
+  }
+  plan_free(base);
+  return n;
+}
+
+/* Every group of C's nodes, every variant (SAMPLE: its first and last),
+ * under O: the variants compared. */
+static long check_groups(const Cascade *c, const Shape *s, const Arch *a,
+                         const Pair *pairs, const ModelOpts *o, bool sample,
+                         MapMemo *memo, const char *what) {
+  Design plain = design_of_strategy(ST_FULL);
+  Nodes *nodes = fusion_merge(c, s);
+  Plan *alone = group_plan(c, s, nodes, 0, 1); /* every node alone */
+  alone->spilled = xcalloc((size_t)c->ntensors + 1, sizeof *alone->spilled);
+  Diag d = {0};
+  Eval *ev = model_eval_memo(c, s, a, pairs, plain, alone, o, memo, &d);
+  GroupPricer *gp =
+      model_group_pricer_new(c, s, a, pairs, plain, o, memo, &d);
+  long n = 0;
+  for (int j = 1; ev && j <= nodes->n; j++)
+    for (int i = 0; i < j; i++) {
+      int k = check_group(c, s, a, pairs, nodes, i, j, o, ev->g[i].start,
+                          sample, gp, memo, what);
+      n += k > 0 ? k : 0;
+    }
+  model_group_pricer_free(gp);
+  eval_free(ev);
+  nodes_free(nodes);
+  return n;
+}
+
+/* Cascade C bound by S (DECODE: with the decode state's traffic) on A
+ * in every composition and accounting (SANITIZED: sequential achieved and
+ * pipelined ideal): the group prices compared. */
+static long check_modes(const Cascade *c, const Shape *s, const Arch *a,
+                        const Pair *pairs, bool decode, bool sample,
+                        bool sanitized, MapMemo *memo) {
+  ModelOverrides ov = model_no_overrides();
+  ov.state_io = decode;
+  long n = 0;
+  /* pipelined?, ideal? (under the sanitizers: neither, and both) */
+  for (int mode = 0; mode < 4; mode += sanitized ? 3 : 1) {
+    ov.pipelined = mode & 1;
+    ov.ideal = mode >> 1;
+    ModelOpts o = model_opts_with(&ov, design_of_strategy(ST_FULL));
+    o.bind = BIND_COST; /* the search's */
+    char what[160];
+    snprintf(what, sizeof what, "%s (%s, %s, %s)", c->path,
+             decode ? "decode" : "prefill",
+             mode & 1 ? "pipelined" : "sequential",
+             mode >> 1 ? "ideal" : "achieved");
+    n += check_groups(c, s, a, pairs, &o, sample, memo, what);
+  }
+  return n;
+}
+
+/* The search prices each group alone (model_group_price): exactly as the
+ * group prices in its plan priced whole, on every cascade, architecture,
+ * composition and accounting, prefill and decode. A large cascade runs on
+ * one architecture each, in turn, every group with its first and last
+ * variant, and not under the sanitizers (the small ones exercise the same
+ * code). */
+TEST(search_group_alone_prices_as_whole_plan) {
+  bool sanitized = getenv("MAMBALAYA_SANITIZED") != NULL;
+  char *specs[MAX_SPECS];
+  int ns = all_specs(specs);
+  Arch *archs[MAX_SPECS];
+  int na = load_archs(archs);
+  MapMemo *memo = map_memo_new(false);
+  long checked = 0;
+  for (int i = 0; i < ns; i++) {
+    Diag d = {0};
+    Cascade *c = spec_load(specs[i], &d);
+    bool large = c && c->neinsums > 10;
+    for (int phase = 0; c && !(large && sanitized) && phase < 2; phase++) {
+      Shape *s = bind(c, true, phase == 1);
+      if (!s)
+        continue;
+      Pair *pairs = fusion_classify(c, s);
+      for (int k = large ? i % na : 0; k < (large ? i % na + 1 : na); k++)
+        checked += check_modes(c, s, archs[k], pairs, phase == 1, large,
+                               sanitized, memo);
+      free(pairs);
+      shape_free(s);
+    }
+    cascade_free(c);
+  }
+  CHECK(checked >= (sanitized ? 5000 : 20000));
   map_memo_free(memo);
   for (int k = 0; k < na; k++)
     arch_free(archs[k]);
