@@ -1,11 +1,16 @@
 #!/bin/sh
 # Run every test against the binaries in BUILD (default: build): the C unit
-# tests, then each end-to-end script under tests/e2e/. The last line is
+# tests and each end-to-end script under tests/e2e/, TEST_JOBS of them at
+# a time (default 2: the machines have two cores, and each script is one
+# process at a time; every script works in its own temporary directory).
+# Each job's output is kept and printed whole, in the listed order, once
+# all have run; a line per job says when it ends. The last line is
 # "N passed, M failed" (each unit test and each script counts once); the
 # counts are also left in BUILD/test-counts for `make test`'s summary.
 #
 #   tests/run.sh [BUILD]
 #   tests/run.sh --summary BUILD...   sum the counts of earlier runs
+#   tests/run.sh --one BUILD JOB      run one job (unit, or a script's path)
 set -u
 if [ "${1:-}" = "--summary" ]; then
   shift
@@ -20,34 +25,64 @@ if [ "${1:-}" = "--summary" ]; then
   [ "$failed" -eq 0 ]
   exit
 fi
+
+# One job: its output into BUILD/test-logs/NAME.log, its exit status into
+# NAME.rc, and a line when it ends.
+if [ "${1:-}" = "--one" ]; then
+  BUILD=$2
+  MAMBALAYA="$BUILD/mambalaya"
+  export MAMBALAYA BUILD
+  name=$(basename "$3" .sh)
+  log="$BUILD/test-logs/$name"
+  start=$(date +%s)
+  if [ "$3" = unit ]; then
+    "$BUILD/unit_tests" >"$log.log" 2>&1
+  elif ! grep -q 'lib/harness.sh' "$3"; then
+    echo "FAILED: $3 does not use tests/e2e/lib/harness.sh" >"$log.log"
+    false
+  else
+    sh "$3" >"$log.log" 2>&1
+  fi
+  echo $? >"$log.rc"
+  echo "-- $3 ($BUILD): exit $(cat "$log.rc"), $(($(date +%s) - start)) s"
+  exit 0
+fi
+
 BUILD=${1:-build}
-MAMBALAYA="$BUILD/mambalaya"
-export MAMBALAYA BUILD
+JOBS=${TEST_JOBS:-2}
+rm -rf "$BUILD/test-logs"
+mkdir -p "$BUILD/test-logs"
+# The unit tests first: the longest job, so the other lane takes the
+# scripts meanwhile.
+printf '%s\n' unit tests/e2e/*.sh |
+  xargs -P "$JOBS" -n 1 sh tests/run.sh --one "$BUILD"
 passed=0
 failed=0
-echo "== unit tests ($BUILD)"
-"$BUILD/unit_tests" >"$BUILD/unit.out" 2>&1
-status=$?
-cat "$BUILD/unit.out"
-# "113 unit tests, 2 failed"
-set -- $(tail -n 1 "$BUILD/unit.out")
-if [ "${2:-}" = "unit" ]; then
-  passed=$((passed + $1 - $4))
-  failed=$((failed + $4))
-fi
-[ "$status" -eq 0 ] || [ "$failed" -gt 0 ] || failed=$((failed + 1))
-for t in tests/e2e/*.sh; do
-  echo "== $t ($BUILD)"
-  if ! grep -q 'lib/harness.sh' "$t"; then
-    echo "FAILED: $t does not use tests/e2e/lib/harness.sh"
-    failed=$((failed + 1))
-  elif sh "$t"; then
+for t in unit tests/e2e/*.sh; do
+  name=$(basename "$t" .sh)
+  log="$BUILD/test-logs/$name"
+  if [ "$t" = unit ]; then
+    echo "== unit tests ($BUILD)"
+  else
+    echo "== $t ($BUILD)"
+  fi
+  cat "$log.log" 2>/dev/null
+  status=$(cat "$log.rc" 2>/dev/null || echo 1)
+  if [ "$t" = unit ]; then
+    # "113 unit tests, 2 failed"
+    set -- $(tail -n 1 "$log.log")
+    if [ "${2:-}" = "unit" ]; then
+      passed=$((passed + $1 - $4))
+      failed=$((failed + $4))
+    fi
+    [ "$status" -eq 0 ] || [ "$failed" -gt 0 ] || failed=$((failed + 1))
+  elif [ "$status" -eq 0 ]; then
     passed=$((passed + 1))
   else
     failed=$((failed + 1))
     echo "FAILED: $t"
   fi
 done
-echo "$passed $failed" >"$BUILD/test-counts"
 echo "$passed passed, $failed failed ($BUILD)"
+echo "$passed $failed" >"$BUILD/test-counts"
 [ "$failed" -eq 0 ]
