@@ -40,6 +40,12 @@ int arch_unit(const Arch *a, UnitRole r) {
   return -1;
 }
 
+int arch_array_of(const Arch *a, int u) {
+  while (a->units[u].mode_of >= 0)
+    u = a->units[u].mode_of;
+  return u;
+}
+
 double arch_peak(const Arch *a, int unit, OpClass k) {
   if (unit < 0 || unit >= a->nunits || (unsigned)k >= OPC_COUNT)
     return 0;

@@ -244,6 +244,10 @@ Arch *arch_with_fusion_named(const Arch *a, const char *name,
 
 /* The first unit with role R, or -1. */
 int arch_unit(const Arch *a, UnitRole r);
+/* The unit whose PEs unit U uses (U itself, or the array U is a mode
+ * of): modes of one array never run at once, so their busy time adds
+ * up on it. */
+int arch_array_of(const Arch *a, int u);
 /* Peak operations per second of unit U for op class K (pes * rate * clock). */
 double arch_peak(const Arch *a, int unit, OpClass k);
 

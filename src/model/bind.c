@@ -308,14 +308,6 @@ static int ideal_unit(const Ctx *x, int e, double mem) {
 
 /* ---- binding by cost ---- */
 
-/* The array whose PEs unit U uses: modes of one array never run at
- * once, so their busy time adds up (as compose.c composes them). */
-static int array_of(const Arch *a, int u) {
-  while (a->units[u].mode_of >= 0)
-    u = a->units[u].mode_of;
-  return u;
-}
-
 /* One way to run a free Einsum: on UNIT, busy CYC[0] on array ARR[0] and
  * CYC[1] on ARR[1] (its epilogue's; -1: none), with FILL cycles of
  * pipeline, SEQ cycles one after another (compute + fill). */
@@ -350,8 +342,8 @@ static void free_of(const Ctx *x, int e, Free *f) {
     price_compute(x, e, cand[i], &r);
     const Unit *U = &x->a->units[cand[i]];
     Choice c = {cand[i],
-                {array_of(x->a, cand[i]),
-                 r.epilogue >= 0 ? array_of(x->a, r.epilogue) : -1},
+                {arch_array_of(x->a, cand[i]),
+                 r.epilogue >= 0 ? arch_array_of(x->a, r.epilogue) : -1},
                 {r.unit_cycles, r.epilogue >= 0 ? r.epilogue_cycles : 0},
                 U->pipeline,
                 r.compute_cycles + U->pipeline};
@@ -445,9 +437,9 @@ static void branch(Bnb *b, int nunits, int i, double fill, double sum) {
 static double add_busy(const Ctx *x, int e, int u, double *busy) {
   EinsumEval r = {0};
   price_compute(x, e, u, &r);
-  busy[array_of(x->a, u)] += r.unit_cycles;
+  busy[arch_array_of(x->a, u)] += r.unit_cycles;
   if (r.epilogue >= 0)
-    busy[array_of(x->a, r.epilogue)] += r.epilogue_cycles;
+    busy[arch_array_of(x->a, r.epilogue)] += r.epilogue_cycles;
   return x->a->units[u].pipeline;
 }
 

@@ -8,13 +8,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* Matrix and vector modes share PEs: their busy time adds up. */
-static int physical(const Arch *a, int unit) {
-  while (a->units[unit].mode_of >= 0)
-    unit = a->units[unit].mode_of;
-  return unit;
-}
-
 double einsum_cycles(const Ctx *x, const EinsumEval *r, double mem) {
   return (x->o.no_overlap ? r->compute_cycles + mem
                           : fmax(r->compute_cycles, mem)) +
@@ -35,9 +28,9 @@ double compose_span(const Ctx *x, const EinsumEval *ev, int n,
   double *busy = xcalloc((size_t)a->nunits + 1, sizeof *busy);
   double fill = 0, dram = 0, span = 0;
   for (int i = 0; i < n; i++) {
-    busy[physical(a, ev[i].unit)] += ev[i].unit_cycles;
+    busy[arch_array_of(a, ev[i].unit)] += ev[i].unit_cycles;
     if (ev[i].epilogue >= 0)
-      busy[physical(a, ev[i].epilogue)] += ev[i].epilogue_cycles;
+      busy[arch_array_of(a, ev[i].epilogue)] += ev[i].epilogue_cycles;
     fill = fmax(fill, a->units[ev[i].unit].pipeline);
     dram += mem[i];
   }
@@ -91,11 +84,11 @@ static void loads_build(const Ctx *x, Loads *L, double *longest,
   L->phys = xcalloc((size_t)nu + 1, sizeof *L->phys);
   L->slot = xcalloc((size_t)nu + 1, sizeof *L->slot);
   for (int u = 0; u < nu; u++)
-    if (physical(a, u) == u)
+    if (arch_array_of(a, u) == u)
       L->phys[L->np++] = u;
   for (int u = 0; u < nu; u++)
     for (int k = 0; k < L->np; k++)
-      if (L->phys[k] == physical(a, u))
+      if (L->phys[k] == arch_array_of(a, u))
         L->slot[u] = k;
   L->ok = xcalloc((size_t)n * (size_t)nu + 1, sizeof *L->ok);
   L->busy = xcalloc((size_t)n * (size_t)nu * (size_t)L->np + 1,
