@@ -177,6 +177,71 @@ static int load_archs(Arch **a) {
   return n;
 }
 
+/* ---- every case ----
+ *
+ * Most invariants run one check over every cascade (all_specs), bound in
+ * each phase, on every architecture (load_archs), with one memo of mapping
+ * searches: each_case walks them and the check sees one Case at a time. */
+
+typedef struct Case {
+  const char *spec; /* its path */
+  int index;        /* its place among the cascades */
+  const Cascade *c;
+  const Shape *s;
+  const Pair *pairs;
+  bool decode;
+  Arch *const *archs;
+  int na;
+  MapMemo *memo;
+} Case;
+
+/* Which cases a loop visits. */
+typedef struct Cases {
+  bool small;      /* bind's small sizes, else each cascade's own */
+  bool decode;     /* also the decode phase, where the cascade has one */
+  int max_einsums; /* cascades with more are passed over (0: none is) */
+  MapMemo *memo;   /* the caller's */
+} Cases;
+
+/* What a walk saw: the checks FN counted, the cascades, the
+ * architectures. */
+typedef struct Walked {
+  long checked;
+  int ns, na;
+} Walked;
+
+/* Call FN(case, ARG), which returns the checks it made, for every case W
+ * selects; a cascade that does not load fails the test (bind fails it
+ * when it does not bind). */
+static Walked each_case(Cases w, long (*fn)(const Case *, void *),
+                        void *arg) {
+  char *specs[MAX_SPECS];
+  Arch *archs[MAX_SPECS];
+  Walked r = {0, all_specs(specs), load_archs(archs)};
+  for (int i = 0; i < r.ns; i++) {
+    Diag d = {0};
+    Cascade *c = spec_load(specs[i], &d);
+    if (!c)
+      test_fail(__FILE__, __LINE__, "%s: %s", specs[i], d.msg);
+    bool skip = !c || (w.max_einsums > 0 && c->neinsums > w.max_einsums);
+    for (int phase = 0; !skip && phase < 1 + w.decode; phase++) {
+      Shape *s = bind(c, w.small, phase == 1);
+      if (!s)
+        continue;
+      Pair *pairs = fusion_classify(c, s);
+      Case k = {specs[i], i, c, s, pairs, phase == 1, archs, r.na, w.memo};
+      r.checked += fn(&k, arg);
+      free(pairs);
+      shape_free(s);
+    }
+    cascade_free(c);
+  }
+  for (int k = 0; k < r.na; k++)
+    arch_free(archs[k]);
+  free_list(specs, r.ns);
+  return r;
+}
+
 /* ---- the model's invariants ---- */
 
 static bool finite_pos(double x) { return isfinite(x) && x > 0; }
@@ -277,50 +342,35 @@ static void check_designs(const Cascade *c, const Shape *s, const Arch *a,
     eval_free(ev[d]);
 }
 
+/* Every design in both compositions (and, unsanitized, with the ideal
+ * accounting and with the decode state), on every architecture. */
+static long model_case(const Case *k, void *arg) {
+  bool sanitized = *(const bool *)arg;
+  for (int a = 0; a < k->na; a++) {
+    for (int how = 0; how < 2; how++)
+      check_designs(k->c, k->s, k->archs[a], k->pairs, (Compose)how, false,
+                    false, k->memo);
+    if (!sanitized) {
+      check_designs(k->c, k->s, k->archs[a], k->pairs, COMPOSE_SEQUENTIAL,
+                    true, false, k->memo);
+      check_designs(k->c, k->s, k->archs[a], k->pairs, COMPOSE_SEQUENTIAL,
+                    false, true, k->memo);
+    }
+  }
+  return 1;
+}
+
 TEST(invariants_model_every_spec_arch_design) {
-  char *specs[MAX_SPECS];
-  int ns = all_specs(specs);
-  Arch *archs[MAX_SPECS];
-  int na = load_archs(archs);
-  CHECK(na >= 4); /* the shipped ones, tests/archs and the tiny one */
   bool sanitized = getenv("MAMBALAYA_SANITIZED") != NULL;
   MapMemo *memo = map_memo_new(false);
-  for (int i = 0; i < ns; i++) {
-    Diag d = {0};
-    Cascade *c = spec_load(specs[i], &d);
-    if (!c) {
-      test_fail(__FILE__, __LINE__, "%s: %s", specs[i], d.msg);
-      continue;
-    }
-    for (int phase = 0; phase < 2; phase++) {
-      Shape *s = bind(c, sanitized, phase == 1);
-      if (!s)
-        continue;
-      Pair *pairs = fusion_classify(c, s);
-      for (int k = 0; k < na; k++) {
-        check_designs(c, s, archs[k], pairs, COMPOSE_SEQUENTIAL, false,
-                      false, memo);
-        check_designs(c, s, archs[k], pairs, COMPOSE_PIPELINED, false,
-                      false, memo);
-        if (!sanitized) {
-          check_designs(c, s, archs[k], pairs, COMPOSE_SEQUENTIAL, true,
-                        false, memo);
-          check_designs(c, s, archs[k], pairs, COMPOSE_SEQUENTIAL, false,
-                        true, memo);
-        }
-      }
-      free(pairs);
-      shape_free(s);
-    }
-    cascade_free(c);
-  }
+  Walked w = each_case((Cases){sanitized, true, 0, memo}, model_case,
+                       &sanitized);
+  CHECK(w.na >= 4); /* the shipped ones, tests/archs and the tiny one */
+  CHECK(w.checked >= w.ns); /* every cascade's prefill at least */
   long hits, misses;
   map_memo_stats(memo, &hits, &misses);
   CHECK(hits > misses); /* the compositions share every mapping */
   map_memo_free(memo);
-  for (int k = 0; k < na; k++)
-    arch_free(archs[k]);
-  free_list(specs, ns);
 }
 
 /* ---- one plan, one traffic figure; every plan runs ---- */
@@ -518,43 +568,33 @@ static int check_relabelled(const Cascade *c, const Shape *s, const Arch *a,
   return n;
 }
 
-TEST(invariants_plan_priced_by_content) {
-  char *specs[MAX_SPECS];
-  int ns = all_specs(specs);
-  Arch *archs[MAX_SPECS];
-  int na = load_archs(archs);
-  MapMemo *memo = map_memo_new(false);
-  int priced = 0;
-  for (int i = 0; i < ns; i++) {
-    Diag d = {0};
-    Cascade *c = spec_load(specs[i], &d);
-    Shape *s = c ? bind(c, true, false) : NULL;
-    if (!s) {
-      test_fail(__FILE__, __LINE__, "%s: %s", specs[i], d.msg);
-      cascade_free(c);
-      continue;
+/* Every strategy's plan under every stitcher, relabelled, on every
+ * architecture. */
+static long relabel_case(const Case *k, void *arg) {
+  (void)arg;
+  long priced = 0;
+  for (int st = 0; st < ST_COUNT; st++)
+    for (int how = 0; how < STITCH_COUNT; how++) {
+      Diag d = {0};
+      Plan *p = fusion_plan(k->c, k->s, k->pairs, (Strategy)st,
+                            (Stitcher)how, OBJ_TRAFFIC, &d);
+      char what[256];
+      snprintf(what, sizeof what, "%s %s/%s", k->spec,
+               strategy_name((Strategy)st), stitcher_name((Stitcher)how));
+      for (int a = 0; p && a < k->na; a++)
+        priced += check_relabelled(k->c, k->s, k->archs[a], k->pairs, p,
+                                   k->memo, what);
+      plan_free(p);
     }
-    Pair *pairs = fusion_classify(c, s);
-    for (int st = 0; st < ST_COUNT; st++)
-      for (int how = 0; how < STITCH_COUNT; how++) {
-        Plan *p = fusion_plan(c, s, pairs, (Strategy)st, (Stitcher)how,
-                              OBJ_TRAFFIC, &d);
-        char what[256];
-        snprintf(what, sizeof what, "%s %s/%s", specs[i],
-                 strategy_name((Strategy)st), stitcher_name((Stitcher)how));
-        for (int k = 0; p && k < na; k++)
-          priced += check_relabelled(c, s, archs[k], pairs, p, memo, what);
-        plan_free(p);
-      }
-    free(pairs);
-    shape_free(s);
-    cascade_free(c);
-  }
-  CHECK(priced >= ns * ST_COUNT * (STITCH_COUNT - 1) * na * ST_COUNT);
+  return priced;
+}
+
+TEST(invariants_plan_priced_by_content) {
+  MapMemo *memo = map_memo_new(false);
+  Walked w = each_case((Cases){true, false, 0, memo}, relabel_case, NULL);
+  CHECK(w.checked >=
+        (long)w.ns * ST_COUNT * (STITCH_COUNT - 1) * w.na * ST_COUNT);
   map_memo_free(memo);
-  for (int k = 0; k < na; k++)
-    arch_free(archs[k]);
-  free_list(specs, ns);
 }
 
 /* ---- the search ---- */
@@ -669,47 +709,36 @@ static double enumerate_levels(const Cascade *c, const Shape *s,
   return best;
 }
 
-TEST(search_equals_enumeration_small_cascades) {
-  char *specs[MAX_SPECS];
-  int ns = all_specs(specs);
-  Arch *archs[MAX_SPECS];
-  int na = load_archs(archs);
-  MapMemo *memo = map_memo_new(false);
-  int checked = 0;
-  for (int i = 0; i < ns; i++) {
-    Diag d = {0};
-    Cascade *c = spec_load(specs[i], &d);
-    Shape *s = c ? bind(c, true, false) : NULL;
-    if (!s || c->neinsums > 10) {
-      cascade_free(c);
-      shape_free(s);
-      continue;
+/* The search against every partition priced whole, for latency and
+ * energy, on every architecture. */
+static long enumeration_case(const Case *k, void *arg) {
+  (void)arg;
+  ModelOverrides ov = model_no_overrides();
+  long checked = 0;
+  for (int a = 0; a < k->na; a++)
+    for (int obj = 0; obj < SO_COUNT; obj += SO_ENERGY) { /* lat, energy */
+      Diag d = {0};
+      SearchResult *r = search_best(k->c, k->s, k->archs[a], k->pairs, &ov,
+                                    (SearchObjective)obj, k->memo, &d);
+      double all = enumerate_levels(k->c, k->s, k->archs[a], k->pairs,
+                                    (SearchObjective)obj, k->memo);
+      if (!r || fabs(r->found - all) > 1e-12 * all)
+        test_fail(__FILE__, __LINE__, "%s on %s, %s: search %.9g, "
+                  "enumeration %.9g", k->spec, k->archs[a]->name,
+                  search_objective_name((SearchObjective)obj),
+                  r ? r->found : NAN, all);
+      search_free(r);
+      checked++;
     }
-    Pair *pairs = fusion_classify(c, s);
-    ModelOverrides ov = model_no_overrides();
-    for (int k = 0; k < na; k++)
-      for (int obj = 0; obj < SO_COUNT; obj += SO_ENERGY) { /* lat, energy */
-        SearchResult *r = search_best(c, s, archs[k], pairs, &ov,
-                                      (SearchObjective)obj, memo, &d);
-        double all = enumerate_levels(c, s, archs[k], pairs,
-                                      (SearchObjective)obj, memo);
-        if (!r || fabs(r->found - all) > 1e-12 * all)
-          test_fail(__FILE__, __LINE__, "%s on %s, %s: search %.9g, "
-                    "enumeration %.9g", specs[i], archs[k]->name,
-                    search_objective_name((SearchObjective)obj),
-                    r ? r->found : NAN, all);
-        search_free(r);
-        checked++;
-      }
-    free(pairs);
-    shape_free(s);
-    cascade_free(c);
-  }
-  CHECK(checked >= 12 * na * 2); /* the small ones, both objectives */
+  return checked;
+}
+
+TEST(search_equals_enumeration_small_cascades) {
+  MapMemo *memo = map_memo_new(false);
+  Walked w = each_case((Cases){true, false, 10, memo}, enumeration_case,
+                       NULL);
+  CHECK(w.checked >= 12L * w.na * 2); /* the small ones, both objectives */
   map_memo_free(memo);
-  for (int k = 0; k < na; k++)
-    arch_free(archs[k]);
-  free_list(specs, ns);
 }
 
 /* Best is no worse than any named design (every stitcher), and no better
@@ -755,42 +784,25 @@ static int check_best(const Cascade *c, const Shape *s, const Arch *a,
   return n;
 }
 
+static long best_case(const Case *k, void *arg) {
+  (void)arg;
+  char what[256];
+  snprintf(what, sizeof what, "%s (%s)", k->spec,
+           k->decode ? "decode" : "prefill");
+  long checked = 0;
+  for (int a = 0; a < k->na; a++)
+    checked += check_best(k->c, k->s, k->archs[a], k->pairs, k->memo,
+                          what) > 0;
+  return checked;
+}
+
 TEST(search_best_between_ideal_and_every_design) {
   /* Under the sanitizers, the small sizes (as the model's invariants). */
   bool sanitized = getenv("MAMBALAYA_SANITIZED") != NULL;
-  char *specs[MAX_SPECS];
-  int ns = all_specs(specs);
-  Arch *archs[MAX_SPECS];
-  int na = load_archs(archs);
   MapMemo *memo = map_memo_new(false);
-  int checked = 0;
-  for (int i = 0; i < ns; i++) {
-    Diag d = {0};
-    Cascade *c = spec_load(specs[i], &d);
-    if (!c) {
-      test_fail(__FILE__, __LINE__, "%s: %s", specs[i], d.msg);
-      continue;
-    }
-    for (int phase = 0; phase < 2; phase++) {
-      Shape *s = bind(c, sanitized, phase == 1);
-      if (!s)
-        continue;
-      Pair *pairs = fusion_classify(c, s);
-      char what[256];
-      snprintf(what, sizeof what, "%s (%s)", specs[i],
-               phase ? "decode" : "prefill");
-      for (int k = 0; k < na; k++)
-        checked += check_best(c, s, archs[k], pairs, memo, what) > 0;
-      free(pairs);
-      shape_free(s);
-    }
-    cascade_free(c);
-  }
-  CHECK(checked >= ns * na); /* every cascade's prefill at least */
+  Walked w = each_case((Cases){sanitized, true, 0, memo}, best_case, NULL);
+  CHECK(w.checked >= (long)w.ns * w.na); /* every cascade's prefill */
   map_memo_free(memo);
-  for (int k = 0; k < na; k++)
-    arch_free(archs[k]);
-  free_list(specs, ns);
 }
 
 /* ---- a group priced alone ---- */
@@ -924,45 +936,28 @@ static long check_modes(const Cascade *c, const Shape *s, const Arch *a,
  * one architecture each, in turn, every group with its first and last
  * variant, and not under the sanitizers (the small ones exercise the same
  * code). */
+static long alone_case(const Case *k, void *arg) {
+  bool sanitized = *(const bool *)arg;
+  bool large = k->c->neinsums > 10;
+  int first = large ? k->index % k->na : 0;
+  long checked = 0;
+  for (int a = first; a < (large ? first + 1 : k->na); a++)
+    checked += check_modes(k->c, k->s, k->archs[a], k->pairs, k->decode,
+                           large, sanitized, k->memo);
+  return checked;
+}
+
 TEST(search_group_alone_prices_as_whole_plan) {
   bool sanitized = getenv("MAMBALAYA_SANITIZED") != NULL;
-  char *specs[MAX_SPECS];
-  int ns = all_specs(specs);
-  Arch *archs[MAX_SPECS];
-  int na = load_archs(archs);
   MapMemo *memo = map_memo_new(false);
-  long checked = 0;
-  for (int i = 0; i < ns; i++) {
-    Diag d = {0};
-    Cascade *c = spec_load(specs[i], &d);
-    bool large = c && c->neinsums > 10;
-    for (int phase = 0; c && !(large && sanitized) && phase < 2; phase++) {
-      Shape *s = bind(c, true, phase == 1);
-      if (!s)
-        continue;
-      Pair *pairs = fusion_classify(c, s);
-      for (int k = large ? i % na : 0; k < (large ? i % na + 1 : na); k++)
-        checked += check_modes(c, s, archs[k], pairs, phase == 1, large,
-                               sanitized, memo);
-      free(pairs);
-      shape_free(s);
-    }
-    cascade_free(c);
-  }
-  CHECK(checked >= (sanitized ? 5000 : 20000));
+  Walked w = each_case((Cases){true, true, sanitized ? 10 : 0, memo},
+                       alone_case, &sanitized);
+  CHECK(w.checked >= (sanitized ? 5000 : 20000));
   map_memo_free(memo);
-  for (int k = 0; k < na; k++)
-    arch_free(archs[k]);
-  free_list(specs, ns);
 }
 
 /* ---- binding by cost ---- */
 
-static int array_of(const Arch *a, int u) {
-  while (a->units[u].mode_of >= 0)
-    u = a->units[u].mode_of;
-  return u;
-}
 
 /* Group G's compute time as binding by cost counts it: one Einsum after
  * another (compute + fill), or pipelined (the busiest array + the longest
@@ -974,9 +969,9 @@ static double compute_span(const Eval *ev, const Arch *a, int g,
   for (int i = ge->first; i < ge->first + ge->n; i++) {
     const EinsumEval *r = &ev->e[i];
     seq += r->compute_cycles + a->units[r->unit].pipeline;
-    busy[array_of(a, r->unit)] += r->unit_cycles;
+    busy[arch_array_of(a, r->unit)] += r->unit_cycles;
     if (r->epilogue >= 0)
-      busy[array_of(a, r->epilogue)] += r->epilogue_cycles;
+      busy[arch_array_of(a, r->epilogue)] += r->epilogue_cycles;
     fill = fmax(fill, a->units[r->unit].pipeline);
   }
   double top = 0;
@@ -1039,35 +1034,22 @@ static int check_assignments(const Cascade *c, const Shape *s, Arch *a,
   return tried;
 }
 
+static long assignments_case(const Case *k, void *arg) {
+  (void)arg;
+  int *one = xcalloc((size_t)k->c->neinsums + 1, sizeof *one);
+  long checked = 0;
+  for (int a = 0; a < k->na; a++)
+    for (int how = 0; how < 2; how++)
+      checked += check_assignments(k->c, k->s, k->archs[a], k->pairs, one,
+                                   (Compose)how, k->memo) > 0;
+  free(one);
+  return checked;
+}
+
 TEST(bind_cost_least_of_every_assignment) {
-  char *specs[MAX_SPECS];
-  int ns = all_specs(specs);
-  Arch *archs[MAX_SPECS];
-  int na = load_archs(archs);
   MapMemo *memo = map_memo_new(false);
-  int checked = 0;
-  for (int i = 0; i < ns; i++) {
-    Diag d = {0};
-    Cascade *c = spec_load(specs[i], &d);
-    Shape *s = c && c->neinsums <= 6 ? bind(c, true, false) : NULL;
-    if (!s) {
-      cascade_free(c);
-      continue;
-    }
-    Pair *pairs = fusion_classify(c, s);
-    int *one = xcalloc((size_t)c->neinsums + 1, sizeof *one);
-    for (int k = 0; k < na; k++)
-      for (int how = 0; how < 2; how++)
-        checked += check_assignments(c, s, archs[k], pairs, one,
-                                     (Compose)how, memo) > 0;
-    free(one);
-    free(pairs);
-    shape_free(s);
-    cascade_free(c);
-  }
-  CHECK(checked >= 4 * na); /* a few small cascades, both compositions */
+  Walked w = each_case((Cases){true, false, 6, memo}, assignments_case,
+                       NULL);
+  CHECK(w.checked >= 4L * w.na); /* a few small cascades, both compositions */
   map_memo_free(memo);
-  for (int k = 0; k < na; k++)
-    arch_free(archs[k]);
-  free_list(specs, ns);
 }
