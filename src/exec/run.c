@@ -483,6 +483,7 @@ static int interpret_scan(Run *r, const int *order, int n) {
   int tu = sc.prod >= 0 ? c->einsums[sc.prod]->out.tensor : -1;
   int ty = sc.out >= 0 ? c->einsums[sc.out]->out.tensor : -1;
   bool wt = !scan_internal(r, &sc, tt), wu = tu >= 0 && !scan_internal(r, &sc, tu);
+  bool in_place = scan_state_in_place(r, &sc);
   int want[] = {ts, ty, wt ? tt : -1, wu ? tu : -1};
   for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
     if (want[k] >= 0 && !r->arrays[want[k]] && !run_alloc(r, want[k]))
@@ -490,8 +491,15 @@ static int interpret_scan(Run *r, const int *order, int n) {
   Region base[4];
   for (int p = 0; p < sc.npos; p++)
     region_full(r->s, c->einsums[order[p]], &base[p]);
-  if (!scan_run(r, &sc, order, base, wt, wu))
+  if (!scan_run(r, &sc, order, base, wt, wu)) {
+    if (in_place) { /* run as usual, the state in an array of its own */
+      r->arrays[ts] = NULL;
+      r->borrowed[ts] = false;
+      r->front[ts] = 0;
+      memset(&r->views[ts], 0, sizeof r->views[ts]);
+    }
     return 0;
+  }
   if (r->st)
     r->st->scan_einsums += sc.npos;
   return sc.npos;
@@ -636,6 +644,10 @@ bool next_state(Run *r, int t, Tensors *next) {
   if (!ini || ini->rhs->kind != EX_READ)
     return true; /* nothing to carry, or not a plain read */
   int st = ini->rhs->acc->tensor, n = c->tensors[st].nranks;
+  if (r->borrowed[t]) { /* advanced in place (scan_state_in_place) */
+    tensors_put(next, tname(c, st), r->arrays[t], false);
+    return true;
+  }
   int64_t shape[IR_MAX_RANKS];
   tensor_shape(r, st, shape);
   int hist = init_history_dim(ini);

@@ -352,13 +352,12 @@ static void ptrs_step(const Kern *k, Ptrs *p) {
 }
 
 /* One step of one row: N elements along the innermost dimension, the
- * state from HP into H. SA, SF, SG, SC: whether the decay, the factors
+ * state from HP into H (which may be HP: a state advanced in place). SA, SF, SG, SC: whether the decay, the factors
  * (or the input) and C move along it (1) or stay (0). The compiler
  * specializes the calls below. */
 #define INLINE static inline __attribute__((always_inline))
-INLINE double step_row(const Ptrs *p, int64_t n, float *restrict h,
-                       const float *restrict hp, int sa, int sf, int sg,
-                       int sc) {
+INLINE double step_row(const Ptrs *p, int64_t n, float *h, const float *hp,
+                       int sa, int sf, int sg, int sc) {
   const float *restrict a = p->a, *restrict f = p->f, *restrict g = p->g,
                         *restrict c = p->c;
   float *t = p->t, *u = p->u;
@@ -391,54 +390,143 @@ INLINE double step_row(const Ptrs *p, int64_t n, float *restrict h,
   return ((q[0] + q[1]) + (q[2] + q[3])) + ((q[4] + q[5]) + (q[6] + q[7]));
 }
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define AVX512 __attribute__((target("avx512f,avx2,fma")))
+
+/* Mamba-2's step (the decay and one input factor constant along the row,
+ * the other factor and C contiguous, N a multiple of 16), sixteen lanes at
+ * a time in one pass: the state fused-multiply-added, the read-out summed
+ * as products fused into four vectors of partial sums (two terms each at
+ * N = 128), those summed in double. Rounded otherwise than step_row (the
+ * fused products, the partial sums), within the tests' 1e-5 of it; H may
+ * be HP (a state updated in place: each element is read before it is
+ * written). */
+/* Sixteen elements at M: the state H = A.HP + F.G, and ACC += C.H. */
+#define M2_LANES(m, acc)                                                      \
+  do {                                                                        \
+    __m512 hv_ = _mm512_fmadd_ps(                                             \
+        va, _mm512_loadu_ps(hp + (m)),                                        \
+        _mm512_mul_ps(_mm512_loadu_ps(p->f + (m)), vg));                      \
+    _mm512_storeu_ps(h + (m), hv_);                                           \
+    acc = _mm512_fmadd_ps(_mm512_loadu_ps(p->c + (m)), hv_, acc);             \
+  } while (0)
+
+AVX512 static double step_m2_avx512(const Ptrs *p, int64_t n, float *h,
+                                    const float *hp) {
+  __m512 va = _mm512_set1_ps(*p->a), vg = _mm512_set1_ps(*p->g);
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(),
+                   _mm512_setzero_ps(), _mm512_setzero_ps()};
+  int64_t m = 0;
+  for (; m + 64 <= n; m += 64) { /* four chains of fused adds, not one */
+    M2_LANES(m, acc[0]);
+    M2_LANES(m + 16, acc[1]);
+    M2_LANES(m + 32, acc[2]);
+    M2_LANES(m + 48, acc[3]);
+  }
+  for (; m < n; m += 16)
+    M2_LANES(m, acc[0]);
+  __m512d sum = _mm512_setzero_pd();
+  for (int j = 0; j < 4; j++) {
+    sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm512_castps512_ps256(acc[j])));
+    __m256 hi = _mm256_castpd_ps(
+        _mm512_extractf64x4_pd(_mm512_castps_pd(acc[j]), 1));
+    sum = _mm512_add_pd(sum, _mm512_cvtps_pd(hi));
+  }
+  return _mm512_reduce_add_pd(sum);
+}
+#else
+static double step_m2_avx512(const Ptrs *p, int64_t n, float *h,
+                             const float *hp) {
+  return step_row(p, n, h, hp, 0, 1, 0, 1);
+}
+#endif
+
+/* Rows run ROW_GROUP at a time, step by step: neighbouring rows share
+ * the operands that do not vary along them (Mamba-2's B and C for every
+ * channel of a head, Mamba-1's for every channel), read once from the
+ * outer caches per step for the group instead of once per row. */
+enum { ROW_GROUP = 8 };
+
+/* The coordinates of row ROW's first step. */
+static void row_coords(const Kern *k, int64_t row, int64_t *x) {
+  int in = k->nd - 1;
+  for (int j = k->nrows - 1; j >= 0; j--) {
+    int d = k->rows[j];
+    int64_t ext = k->reg.hi[d] - k->reg.lo[d];
+    x[d] = k->reg.lo[d] + row % ext;
+    row /= ext;
+  }
+  x[in] = k->reg.lo[in];
+  x[k->ld] = k->reg.lo[k->ld];
+}
+
 /* Rows [lo, hi): each through every step, its state written to S where
  * something reads it there (the last step: the next tile's halo, the next
- * pass's state), else kept in BUF (2 x the innermost extent). */
-INLINE void run_rows(const Kern *k, int64_t lo, int64_t hi, float *buf) {
+ * pass's state), else kept in BUF (2 x ROW_GROUP x the innermost extent). */
+INLINE void run_rows(const Kern *k, int64_t lo, int64_t hi, float *buf,
+                     bool wide) {
   int nd = k->nd, in = nd - 1;
   int64_t n = k->reg.hi[in] - k->reg.lo[in];
+  int64_t steps = k->reg.hi[k->ld] - k->reg.lo[k->ld];
   int sa = (int)k->a.lin[in], sf = (int)(k->prod ? k->f : k->in).lin[in];
   int sg = k->prod ? (int)k->g.lin[in] : 0;
-  for (int64_t row = lo; row < hi; row++) {
-    int64_t x[IR_MAX_RANKS], rest = row;
-    for (int j = k->nrows - 1; j >= 0; j--) {
-      int d = k->rows[j];
-      int64_t ext = k->reg.hi[d] - k->reg.lo[d];
-      x[d] = k->reg.lo[d] + rest % ext;
-      rest /= ext;
+  for (int64_t row = lo; row < hi; row += ROW_GROUP) {
+    int g = hi - row < ROW_GROUP ? (int)(hi - row) : ROW_GROUP;
+    Ptrs p[ROW_GROUP];
+    const float *hp[ROW_GROUP];
+    for (int j = 0; j < g; j++) {
+      int64_t x[IR_MAX_RANKS];
+      row_coords(k, row + j, x);
+      hp[j] = k->lag.data + offset(&k->lag, x, nd);
+      ptrs_at(k, x, &p[j]);
     }
-    x[in] = k->reg.lo[in];
-    x[k->ld] = k->reg.lo[k->ld];
-    int64_t steps = k->reg.hi[k->ld] - k->reg.lo[k->ld];
-    const float *hp = k->lag.data + offset(&k->lag, x, nd);
-    Ptrs p;
-    ptrs_at(k, x, &p);
-    for (int64_t i = 0; i < steps; i++, ptrs_step(k, &p)) {
-      float *h = k->s_all || i == steps - 1 ? p.s : buf + (i & 1) * n;
-      double acc;
-      /* The layouts of Mamba-2 (a constant decay) and Mamba-1 (a decay
-       * per element), the factors' contiguous one first; any other. */
-      if (sf == 1 && sg == 0 && sa == 0)
-        acc = step_row(&p, n, h, hp, 0, 1, 0, 1);
-      else if (sf == 1 && sg == 0 && sa == 1)
-        acc = step_row(&p, n, h, hp, 1, 1, 0, 1);
-      else
-        acc = step_row(&p, n, h, hp, sa, sf, sg, 1);
-      hp = h;
-      if (p.y)
-        *p.y = (float)acc;
-    }
+    for (int64_t i = 0; i < steps; i++)
+      for (int j = 0; j < g; j++) {
+        float *h = k->s_all || i == steps - 1 ? p[j].s
+                                              : buf + (2 * j + (i & 1)) * n;
+        double acc;
+        /* The layouts of Mamba-2 (a constant decay) and Mamba-1 (a decay
+         * per element), the factors' contiguous one first; any other. */
+        if (wide)
+          acc = step_m2_avx512(&p[j], n, h, hp[j]);
+        else if (sf == 1 && sg == 0 && sa == 0)
+          acc = step_row(&p[j], n, h, hp[j], 0, 1, 0, 1);
+        else if (sf == 1 && sg == 0 && sa == 1)
+          acc = step_row(&p[j], n, h, hp[j], 1, 1, 0, 1);
+        else
+          acc = step_row(&p[j], n, h, hp[j], sa, sf, sg, 1);
+        hp[j] = h;
+        if (p[j].y)
+          *p[j].y = (float)acc;
+        ptrs_step(k, &p[j]);
+      }
   }
 }
 
 static void rows_base(const Kern *k, int64_t lo, int64_t hi, float *buf) {
-  run_rows(k, lo, hi, buf);
+  run_rows(k, lo, hi, buf, false);
 }
 
 #if defined(__x86_64__)
 __attribute__((target("avx2,fma"))) static void
 rows_avx2(const Kern *k, int64_t lo, int64_t hi, float *buf) {
-  run_rows(k, lo, hi, buf);
+  run_rows(k, lo, hi, buf, false);
+}
+
+AVX512 static void rows_m2_avx512(const Kern *k, int64_t lo, int64_t hi,
+                                  float *buf) {
+  run_rows(k, lo, hi, buf, true);
+}
+
+/* Does K have step_m2_avx512's layout, on a CPU that runs it? */
+static bool m2_layout(const Kern *k) {
+  int in = k->nd - 1;
+  int64_t n = k->reg.hi[in] - k->reg.lo[in];
+  return k->prod && k->readout && !k->write_t && !k->write_u &&
+         k->a.lin[in] == 0 && k->f.lin[in] == 1 && k->g.lin[in] == 0 &&
+         k->c.lin[in] == 1 && n % 16 == 0 &&
+         __builtin_cpu_supports("avx512f");
 }
 #endif
 
@@ -456,10 +544,12 @@ static void rows_task(void *arg, int i, int n) {
   if (lo >= hi)
     return;
   const Kern *k = sh->k;
-  float *buf = xmalloc(2 * sizeof(float) *
+  float *buf = xmalloc(2 * ROW_GROUP * sizeof(float) *
                        (size_t)(k->reg.hi[k->nd - 1] - k->reg.lo[k->nd - 1] + 1));
 #if defined(__x86_64__)
-  if (vm_have_avx2())
+  if (m2_layout(k))
+    rows_m2_avx512(k, lo, hi, buf);
+  else if (vm_have_avx2())
     rows_avx2(k, lo, hi, buf);
   else
 #endif
@@ -523,4 +613,53 @@ bool scan_run(Run *r, const Scan *sc, const int *order, const Region *base,
 
 bool scan_internal(const Run *r, const Scan *sc, int t) {
   return !r->c->tensors[t].init && read_inside(r, sc, t);
+}
+
+/* The view of S over SRC, the input its initialization INI reads:
+ * dimension k of S is the dimension of SRC read with the same variable. */
+static bool view_over_source(const Run *r, int ts, const Einsum *ini,
+                             int src, View *v) {
+  const Access *sa = ini->rhs->acc;
+  const View *sv = &r->views[src];
+  int cond = ini->out.cond_dim, n = ini->out.n;
+  int64_t shape[IR_MAX_RANKS];
+  tensor_shape(r, ts, shape);
+  if (sa->n != n - 1 || !plain_access(sa) || !sv->data ||
+      sv->dtype != DT_F32)
+    return false;
+  *v = (View){.data = sv->data, .dtype = DT_F32, .n = n};
+  for (int k = 0; k < n; k++) {
+    if (k == cond) { /* the step before the start, and every step */
+      v->origin[k] = -1;
+      v->extent[k] = shape[k] + 1;
+      continue;
+    }
+    int j = 0;
+    while (j < sa->n && sa->idx[j].var[0] != ini->out.idx[k].var[0])
+      j++;
+    if (j == sa->n || !ini->out.idx[k].plain || sv->origin[j] != 0 ||
+        sv->extent[j] != shape[k])
+      return false;
+    v->extent[k] = shape[k];
+    v->stride[k] = sv->stride[j];
+  }
+  return true;
+}
+
+bool scan_state_in_place(Run *r, const Scan *sc) {
+  int ts = r->c->einsums[sc->add]->out.tensor;
+  const Einsum *ini = r->c->tensors[ts].init;
+  if (!r->o->state_in_place || !ini || ini->rhs->kind != EX_READ ||
+      init_history_dim(ini) >= 0 || !read_inside(r, sc, ts) ||
+      tensor_state_steps(r->s, ts) != 1 || init_reach(r, ts) != 1)
+    return false;
+  int src = ini->rhs->acc->tensor;
+  View v;
+  if (!r->borrowed[src] || !view_over_source(r, ts, ini, src, &v))
+    return false;
+  r->arrays[ts] = r->arrays[src];
+  r->borrowed[ts] = true;
+  r->front[ts] = 1;
+  r->views[ts] = v;
+  return true;
 }
