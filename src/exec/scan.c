@@ -398,7 +398,8 @@ INLINE double step_row(const Ptrs *p, int64_t n, float *h, const float *hp,
  * the other factor and C contiguous, N a multiple of 16), sixteen lanes at
  * a time in one pass: the state fused-multiply-added, the read-out summed
  * as products fused into four vectors of partial sums (two terms each at
- * N = 128), those summed in double. Rounded otherwise than step_row (the
+ * N = 128), the four added lane by lane, the sixteen lanes summed in
+ * double. Rounded otherwise than step_row (the
  * fused products, the partial sums), within the tests' 1e-5 of it; H may
  * be HP (a state updated in place: each element is read before it is
  * written). */
@@ -426,13 +427,11 @@ AVX512 static double step_m2_avx512(const Ptrs *p, int64_t n, float *h,
   }
   for (; m < n; m += 16)
     M2_LANES(m, acc[0]);
-  __m512d sum = _mm512_setzero_pd();
-  for (int j = 0; j < 4; j++) {
-    sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm512_castps512_ps256(acc[j])));
-    __m256 hi = _mm256_castpd_ps(
-        _mm512_extractf64x4_pd(_mm512_castps_pd(acc[j]), 1));
-    sum = _mm512_add_pd(sum, _mm512_cvtps_pd(hi));
-  }
+  __m512 all = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]),
+                             _mm512_add_ps(acc[2], acc[3]));
+  __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(all), 1));
+  __m512d sum = _mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(all)),
+                              _mm512_cvtps_pd(hi));
   return _mm512_reduce_add_pd(sum);
 }
 #else
