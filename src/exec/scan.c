@@ -513,9 +513,81 @@ rows_avx2(const Kern *k, int64_t lo, int64_t hi, float *buf) {
   run_rows(k, lo, hi, buf, false);
 }
 
+/* The sum of V's sixteen lanes, in double. */
+AVX512 static double lanes_sum(__m512 v) {
+  __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+  return _mm512_reduce_add_pd(_mm512_add_pd(
+      _mm512_cvtps_pd(_mm512_castps512_ps256(v)), _mm512_cvtps_pd(hi)));
+}
+
+/* One step of ROW_GROUP rows that share the decay, F and C (the channels
+ * of one Mamba-2 head), from HP (row j at HP + j * PQ) into H (H + j *
+ * HQ): F and C loaded once for the group, each row's read-out in a
+ * vector of its own; Y (Y + j * YQ) and G (G + j * GQ) per row. */
+AVX512 static void group_step(int64_t n, float a, const float *f,
+                              const float *c, const float *g, int64_t gq,
+                              const float *hp, int64_t pq, float *h,
+                              int64_t hq, float *y, int64_t yq) {
+  __m512 va = _mm512_set1_ps(a), vg[ROW_GROUP], acc[ROW_GROUP];
+  for (int j = 0; j < ROW_GROUP; j++) {
+    vg[j] = _mm512_set1_ps(g[j * gq]);
+    acc[j] = _mm512_setzero_ps();
+  }
+  for (int64_t m = 0; m < n; m += 16) {
+    __m512 vf = _mm512_loadu_ps(f + m), vc = _mm512_loadu_ps(c + m);
+    for (int j = 0; j < ROW_GROUP; j++) {
+      __m512 hv = _mm512_fmadd_ps(va, _mm512_loadu_ps(hp + j * pq + m),
+                                  _mm512_mul_ps(vf, vg[j]));
+      _mm512_storeu_ps(h + j * hq + m, hv);
+      acc[j] = _mm512_fmadd_ps(vc, hv, acc[j]);
+    }
+  }
+  for (int j = 0; j < ROW_GROUP; j++)
+    y[j * yq] = (float)lanes_sum(acc[j]);
+}
+
+/* ROW_GROUP rows from X (consecutive along the rows' innermost dimension
+ * DQ) through every step, by group_step. */
+AVX512 static void group_m2(const Kern *k, const int64_t *x, int dq,
+                            float *buf) {
+  int nd = k->nd, ld = k->ld;
+  int64_t n = k->reg.hi[nd - 1] - k->reg.lo[nd - 1];
+  int64_t steps = k->reg.hi[ld] - k->reg.lo[ld];
+  const float *a = k->a.data + offset(&k->a, x, nd);
+  const float *f = k->f.data + offset(&k->f, x, nd);
+  const float *g = k->g.data + offset(&k->g, x, nd);
+  const float *c = k->c.data + offset(&k->c, x, nd);
+  float *y = k->y.data + offset(&k->y, x, nd);
+  float *s = k->s.data + offset(&k->s, x, nd);
+  const float *hp = k->lag.data + offset(&k->lag, x, nd);
+  int64_t pq = k->lag.lin[dq];
+  for (int64_t i = 0; i < steps; i++) {
+    bool kept = k->s_all || i == steps - 1;
+    float *h = kept ? s + i * k->s.lin[ld] : buf + (i & 1) * ROW_GROUP * n;
+    int64_t hq = kept ? k->s.lin[dq] : n;
+    group_step(n, a[i * k->a.lin[ld]], f + i * k->f.lin[ld],
+               c + i * k->c.lin[ld], g + i * k->g.lin[ld], k->g.lin[dq], hp,
+               pq, h, hq, y + i * k->y.lin[ld], k->y.lin[dq]);
+    hp = h;
+    pq = hq;
+  }
+}
+
+/* Rows [lo, hi) with step_m2_avx512's layout: whole groups of rows that
+ * share the decay, F and C by group_m2, the others row by row. */
 AVX512 static void rows_m2_avx512(const Kern *k, int64_t lo, int64_t hi,
                                   float *buf) {
-  run_rows(k, lo, hi, buf, true);
+  int dq = k->rows[k->nrows - 1], nd = k->nd;
+  bool shared = k->a.lin[dq] == 0 && k->f.lin[dq] == 0 && k->c.lin[dq] == 0;
+  for (int64_t row = lo; row < hi; row += ROW_GROUP) {
+    int64_t x[IR_MAX_RANKS], end = hi - row < ROW_GROUP ? hi : row + ROW_GROUP;
+    row_coords(k, row, x);
+    if (shared && end - row == ROW_GROUP && nd > 0 &&
+        x[dq] + ROW_GROUP <= k->reg.hi[dq])
+      group_m2(k, x, dq, buf);
+    else
+      run_rows(k, row, end, buf, true);
+  }
 }
 
 /* Does K have step_m2_avx512's layout, on a CPU that runs it? */
@@ -602,7 +674,9 @@ bool scan_run(Run *r, const Scan *sc, const int *order, const Region *base,
   int64_t parts = workers > 1 ? 4 * (int64_t)workers : 1;
   if (parts > k.nrow)
     parts = k.nrow;
-  Share sh = {.k = &k, .per = parts ? (k.nrow + parts - 1) / parts : 0};
+  /* Whole groups of rows per part (run_rows). */
+  int64_t per = parts ? (k.nrow + parts - 1) / parts : 0;
+  Share sh = {.k = &k, .per = (per + ROW_GROUP - 1) / ROW_GROUP * ROW_GROUP};
   if (parts > 1)
     pool_run(pool, rows_task, &sh, (int)parts);
   else if (parts == 1)

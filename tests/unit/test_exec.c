@@ -768,13 +768,14 @@ TEST(exec_scan_kernel_equals_vm) {
   CHECK(runs >= 2 * 2 * 3 * (1 + ST_COUNT) * 2);
 }
 
-/* Mamba-2 with a state of 16 lanes or more: the AVX-512 step where the
- * CPU has it (one chunk of 16 at d_state 16, four chains at 64), decode
- * and prefill, equal to the vector machine under every strategy and
- * stitcher, fp32, F16 and BF16 weights. */
+/* Mamba-2 with a state of 16 lanes or more: the AVX-512 kernels where
+ * the CPU has them (one chunk of 16 at d_state 16, four chains at 64;
+ * heads of 12 channels: a group of 8 channels, then 4 row by row),
+ * decode and prefill, equal to the vector machine under every strategy
+ * and stitcher, fp32, F16 and BF16 weights. */
 TEST(exec_scan_mamba2_wide_equals_vm) {
-  Setting m2[] = {{"B", 2},       {"I", 1},        {"d_model", 16},
-                  {"n_heads", 2}, {"head_dim", 4}, {"d_state", 16}};
+  Setting m2[] = {{"B", 2},       {"I", 1},         {"d_model", 16},
+                  {"n_heads", 2}, {"head_dim", 12}, {"d_state", 16}};
   int runs = 0;
   for (int i = 1; i <= 6; i += 5)
     for (int n = 16; n <= 64; n *= 4) {
@@ -845,8 +846,8 @@ static void check_in_place(const char *path, const Setting *set, int nset) {
 TEST(exec_state_in_place_equals_copy) {
   Setting m1[] = {{"B", 2}, {"I", 1}, {"d_model", 16}, {"d_inner", 32},
                   {"dt_rank", 4}, {"d_state", 4}};
-  Setting m2[] = {{"B", 2},       {"I", 1},        {"d_model", 16},
-                  {"n_heads", 2}, {"head_dim", 4}, {"d_state", 32}};
+  Setting m2[] = {{"B", 2},       {"I", 1},         {"d_model", 16},
+                  {"n_heads", 2}, {"head_dim", 16}, {"d_state", 32}};
   for (int i = 1; i <= 4; i += 3) { /* decode and prefill */
     m1[1].value = m2[1].value = i;
     check_in_place("specs/mamba1.yaml", m1, 6);
