@@ -135,13 +135,9 @@ int scan_match(const Cascade *c, const int *order, const int *scc, int n,
  * rank, regions that disagree): then run the Einsums as usual. */
 bool scan_run(Run *r, const Scan *sc, const int *order, const Region *base,
               bool write_t, bool write_u);
-/* With ExecOpts.state_in_place, point the view of the pattern's state S
- * at its initialization's input (the previous state, borrowed), read at
- * the step before the start and written at the last step (stride 0 along
- * the recurrence: the steps between live in the kernel's buffer); false,
- * changing nothing, where that does not hold the same values (S read
- * outside the pattern, more than one step carried, another layout). */
-bool scan_state_in_place(Run *r, const Scan *sc);
+/* Is T read by nothing but the pattern's Einsums (and neither a result
+ * nor kept)? */
+bool scan_read_inside(const Run *r, const Scan *sc, int t);
 /* Is tensor T read by nothing but the pattern's Einsums (and neither a
  * result nor kept)? Then the kernel need not write it. */
 bool scan_internal(const Run *r, const Scan *sc, int t);

@@ -628,9 +628,7 @@ static void rows_task(void *arg, int i, int n) {
   free(buf);
 }
 
-/* Is T read by nothing but the pattern's Einsums (and neither a result
- * nor kept)? */
-static bool read_inside(const Run *r, const Scan *sc, int t) {
+bool scan_read_inside(const Run *r, const Scan *sc, int t) {
   const Cascade *c = r->c;
   if (c->tensors[t].output || r->o->keep_all)
     return false;
@@ -648,7 +646,8 @@ bool scan_run(Run *r, const Scan *sc, const int *order, const Region *base,
   int ts = r->c->einsums[sc->add]->out.tensor;
   Kern k = {.write_t = write_t, .write_u = write_u, .prod = sc->prod >= 0,
             .readout = sc->out >= 0,
-            .s_all = !read_inside(r, sc, ts) || tensor_state_steps(r->s, ts) > 1};
+            .s_all = !scan_read_inside(r, sc, ts) ||
+                     tensor_state_steps(r->s, ts) > 1};
   if (!kern_bind(r, sc, order, base, &k))
     return false;
   if (k.write_u && k.prod) {
@@ -685,54 +684,5 @@ bool scan_run(Run *r, const Scan *sc, const int *order, const Region *base,
 }
 
 bool scan_internal(const Run *r, const Scan *sc, int t) {
-  return !r->c->tensors[t].init && read_inside(r, sc, t);
-}
-
-/* The view of S over SRC, the input its initialization INI reads:
- * dimension k of S is the dimension of SRC read with the same variable. */
-static bool view_over_source(const Run *r, int ts, const Einsum *ini,
-                             int src, View *v) {
-  const Access *sa = ini->rhs->acc;
-  const View *sv = &r->views[src];
-  int cond = ini->out.cond_dim, n = ini->out.n;
-  int64_t shape[IR_MAX_RANKS];
-  tensor_shape(r, ts, shape);
-  if (sa->n != n - 1 || !plain_access(sa) || !sv->data ||
-      sv->dtype != DT_F32)
-    return false;
-  *v = (View){.data = sv->data, .dtype = DT_F32, .n = n};
-  for (int k = 0; k < n; k++) {
-    if (k == cond) { /* the step before the start, and every step */
-      v->origin[k] = -1;
-      v->extent[k] = shape[k] + 1;
-      continue;
-    }
-    int j = 0;
-    while (j < sa->n && sa->idx[j].var[0] != ini->out.idx[k].var[0])
-      j++;
-    if (j == sa->n || !ini->out.idx[k].plain || sv->origin[j] != 0 ||
-        sv->extent[j] != shape[k])
-      return false;
-    v->extent[k] = shape[k];
-    v->stride[k] = sv->stride[j];
-  }
-  return true;
-}
-
-bool scan_state_in_place(Run *r, const Scan *sc) {
-  int ts = r->c->einsums[sc->add]->out.tensor;
-  const Einsum *ini = r->c->tensors[ts].init;
-  if (!r->o->state_in_place || !ini || ini->rhs->kind != EX_READ ||
-      init_history_dim(ini) >= 0 || !read_inside(r, sc, ts) ||
-      tensor_state_steps(r->s, ts) != 1 || init_reach(r, ts) != 1)
-    return false;
-  int src = ini->rhs->acc->tensor;
-  View v;
-  if (!r->borrowed[src] || !view_over_source(r, ts, ini, src, &v))
-    return false;
-  r->arrays[ts] = r->arrays[src];
-  r->borrowed[ts] = true;
-  r->front[ts] = 1;
-  r->views[ts] = v;
-  return true;
+  return !r->c->tensors[t].init && scan_read_inside(r, sc, t);
 }
