@@ -352,7 +352,8 @@ static void ptrs_step(const Kern *k, Ptrs *p) {
 }
 
 /* One step of one row: N elements along the innermost dimension, the
- * state from HP into H (which may be HP: a state advanced in place). SA, SF, SG, SC: whether the decay, the factors
+ * state from HP into H (which may be HP: a state advanced in place).
+ * SA, SF, SG, SC: whether the decay, the factors
  * (or the input) and C move along it (1) or stay (0). The compiler
  * specializes the calls below. */
 #define INLINE static inline __attribute__((always_inline))
@@ -403,6 +404,13 @@ INLINE double step_row(const Ptrs *p, int64_t n, float *h, const float *hp,
  * fused products, the partial sums), within the tests' 1e-5 of it; H may
  * be HP (a state updated in place: each element is read before it is
  * written). */
+/* The sum of V's sixteen lanes, in double. */
+AVX512 static double lanes_sum(__m512 v) {
+  __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+  return _mm512_reduce_add_pd(_mm512_add_pd(
+      _mm512_cvtps_pd(_mm512_castps512_ps256(v)), _mm512_cvtps_pd(hi)));
+}
+
 /* Sixteen elements at M: the state H = A.HP + F.G, and ACC += C.H. */
 #define M2_LANES(m, acc)                                                      \
   do {                                                                        \
@@ -427,12 +435,8 @@ AVX512 static double step_m2_avx512(const Ptrs *p, int64_t n, float *h,
   }
   for (; m < n; m += 16)
     M2_LANES(m, acc[0]);
-  __m512 all = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]),
-                             _mm512_add_ps(acc[2], acc[3]));
-  __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(all), 1));
-  __m512d sum = _mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(all)),
-                              _mm512_cvtps_pd(hi));
-  return _mm512_reduce_add_pd(sum);
+  return lanes_sum(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]),
+                                 _mm512_add_ps(acc[2], acc[3])));
 }
 #else
 static double step_m2_avx512(const Ptrs *p, int64_t n, float *h,
@@ -511,13 +515,6 @@ static void rows_base(const Kern *k, int64_t lo, int64_t hi, float *buf) {
 __attribute__((target("avx2,fma"))) static void
 rows_avx2(const Kern *k, int64_t lo, int64_t hi, float *buf) {
   run_rows(k, lo, hi, buf, false);
-}
-
-/* The sum of V's sixteen lanes, in double. */
-AVX512 static double lanes_sum(__m512 v) {
-  __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-  return _mm512_reduce_add_pd(_mm512_add_pd(
-      _mm512_cvtps_pd(_mm512_castps512_ps256(v)), _mm512_cvtps_pd(hi)));
 }
 
 /* One step of ROW_GROUP rows that share the decay, F and C (the channels
