@@ -47,6 +47,9 @@ typedef struct Array {
 
 /* A zero-filled fp32 array; NULL if the size overflows. */
 Array *array_new(int ndim, const int64_t *shape);
+/* The same, its values not set (no pages cleared): for an array its
+ * maker writes whole before anything reads it (the next decode state). */
+Array *array_uninit(int ndim, const int64_t *shape);
 /* A copy, in A's dtype. */
 Array *array_clone(const Array *a);
 /* A's values as a new fp32 array. */

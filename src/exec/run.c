@@ -710,7 +710,7 @@ bool next_state(Run *r, int t, Tensors *next) {
   int hist = init_history_dim(ini);
   if (hist >= 0)
     shape[hist] = tensor_state_steps(r->s, t);
-  Array *out = array_new(n, shape);
+  Array *out = array_uninit(n, shape); /* every element written below */
   int64_t row = n > 0 ? shape[n - 1] : 1;
   int64_t off0, steps[IR_MAX_RANKS];
   if (out->n > 0 && n > 0 && state_strides(r, t, shape, n, &off0, steps)) {
