@@ -701,7 +701,7 @@ bool next_state(Run *r, int t, Tensors *next) {
   if (!ini || ini->rhs->kind != EX_READ)
     return true; /* nothing to carry, or not a plain read */
   int st = ini->rhs->acc->tensor, n = c->tensors[st].nranks;
-  if (r->borrowed[t]) { /* advanced in place (scan_state_in_place) */
+  if (r->borrowed[t]) { /* advanced in place (state_in_place) */
     tensors_put(next, tname(c, st), r->arrays[t], false);
     return true;
   }
