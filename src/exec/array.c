@@ -37,6 +37,13 @@ Array *array_new(int ndim, const int64_t *shape) {
   return a;
 }
 
+Array *array_uninit(int ndim, const int64_t *shape) {
+  Array *a = shell(ndim, shape);
+  if (a)
+    a->own = a->data = xmalloc((size_t)(a->n ? a->n : 1) * sizeof(float));
+  return a;
+}
+
 double array_bytes(const Array *a) {
   return (double)a->n * dtype_size(a->dtype);
 }

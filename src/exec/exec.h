@@ -47,6 +47,9 @@ typedef struct Array {
 
 /* A zero-filled fp32 array; NULL if the size overflows. */
 Array *array_new(int ndim, const int64_t *shape);
+/* The same, its values not set (no pages cleared): for an array its
+ * maker writes whole before anything reads it (the next decode state). */
+Array *array_uninit(int ndim, const int64_t *shape);
 /* A copy, in A's dtype. */
 Array *array_clone(const Array *a);
 /* A's values as a new fp32 array. */
@@ -155,6 +158,13 @@ typedef struct ExecOpts {
   bool keep_all;       /* return every produced tensor, not only outputs */
   bool vm_only;        /* every Einsum through the vector machine and
                           kernel_gemm: no scan kernel (to test it against) */
+  bool state_in_place; /* the interpreter may advance the decode state in
+                          place: an initialization input (H0) read by
+                          nothing but the scan kernel's recurrence is
+                          overwritten with the next state, which NEXT then
+                          holds as the same array, not owned (a decode step
+                          then reads and writes the state once, copying
+                          nothing) */
 } ExecOpts;
 
 typedef struct ExecStats {

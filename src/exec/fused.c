@@ -542,7 +542,7 @@ static void capture_tail(Fused *f, int t) {
   if (!f->tail[t]) {
     tensor_shape(f->r, t, shape);
     shape[cond] = f->tail_len[t];
-    f->tail[t] = array_new(T->nranks, shape);
+    f->tail[t] = run_array(f->r, t, T->nranks, shape); /* written whole */
   }
   int64_t lo[IR_MAX_RANKS], hi[IR_MAX_RANKS];
   at[cond] = steps - f->tail_len[t];
@@ -928,7 +928,7 @@ bool run_fused(Run *r, Tensors *next) {
     r->views[t] = saved;
   }
   for (size_t t = 0; t < nt; t++) {
-    array_free(f.tail[t]);
+    run_drop(r, (int)t, f.tail[t]);
     array_free(f.kept[t]);
   }
   free(f.member);

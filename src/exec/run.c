@@ -471,6 +471,63 @@ static bool needed_later(const Run *r, int t, int done) {
   return r->last_use[t] >= done;
 }
 
+/* The view of S over SRC, the input its initialization INI reads:
+ * dimension k of S is the dimension of SRC read with the same variable. */
+static bool view_over_source(const Run *r, int ts, const Einsum *ini,
+                             int src, View *v) {
+  const Access *sa = ini->rhs->acc;
+  const View *sv = &r->views[src];
+  int cond = ini->out.cond_dim, n = ini->out.n;
+  int64_t shape[IR_MAX_RANKS];
+  tensor_shape(r, ts, shape);
+  if (sa->n != n - 1 || !sv->data || sv->dtype != DT_F32)
+    return false;
+  for (int j = 0; j < sa->n; j++)
+    if (!sa->idx[j].plain)
+      return false;
+  *v = (View){.data = sv->data, .dtype = DT_F32, .n = n};
+  for (int k = 0; k < n; k++) {
+    if (k == cond) { /* the step before the start, and every step */
+      v->origin[k] = -1;
+      v->extent[k] = shape[k] + 1;
+      continue;
+    }
+    int j = 0;
+    while (j < sa->n && sa->idx[j].var[0] != ini->out.idx[k].var[0])
+      j++;
+    if (j == sa->n || !ini->out.idx[k].plain || sv->origin[j] != 0 ||
+        sv->extent[j] != shape[k])
+      return false;
+    v->extent[k] = shape[k];
+    v->stride[k] = sv->stride[j];
+  }
+  return true;
+}
+
+/* With ExecOpts.state_in_place, point the view of the scan's state S at
+ * its initialization's input (the previous state, borrowed), read at the
+ * step before the start and written at the last step (stride 0 along the
+ * recurrence: the steps between live in the kernel's buffer); false,
+ * changing nothing, where that would not hold the same values (S read
+ * outside the pattern, more than one step carried, another layout). */
+static bool state_in_place(Run *r, const Scan *sc) {
+  int ts = r->c->einsums[sc->add]->out.tensor;
+  const Einsum *ini = r->c->tensors[ts].init;
+  if (!r->o->state_in_place || !ini || ini->rhs->kind != EX_READ ||
+      init_history_dim(ini) >= 0 || !scan_read_inside(r, sc, ts) ||
+      tensor_state_steps(r->s, ts) != 1 || init_reach(r, ts) != 1)
+    return false;
+  int src = ini->rhs->acc->tensor;
+  View v;
+  if (!r->borrowed[src] || !view_over_source(r, ts, ini, src, &v))
+    return false;
+  r->arrays[ts] = r->arrays[src];
+  r->borrowed[ts] = true;
+  r->front[ts] = 1;
+  r->views[ts] = v;
+  return true;
+}
+
 /* A linear recurrence and its read-out at the start of ORDER, by the scan
  * kernel over their whole iteration spaces: returns the positions it ran
  * (0: none, run them as usual; -1: failed). */
@@ -483,6 +540,7 @@ static int interpret_scan(Run *r, const int *order, int n) {
   int tu = sc.prod >= 0 ? c->einsums[sc.prod]->out.tensor : -1;
   int ty = sc.out >= 0 ? c->einsums[sc.out]->out.tensor : -1;
   bool wt = !scan_internal(r, &sc, tt), wu = tu >= 0 && !scan_internal(r, &sc, tu);
+  bool in_place = state_in_place(r, &sc);
   int want[] = {ts, ty, wt ? tt : -1, wu ? tu : -1};
   for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
     if (want[k] >= 0 && !r->arrays[want[k]] && !run_alloc(r, want[k]))
@@ -490,8 +548,15 @@ static int interpret_scan(Run *r, const int *order, int n) {
   Region base[4];
   for (int p = 0; p < sc.npos; p++)
     region_full(r->s, c->einsums[order[p]], &base[p]);
-  if (!scan_run(r, &sc, order, base, wt, wu))
+  if (!scan_run(r, &sc, order, base, wt, wu)) {
+    if (in_place) { /* run as usual, the state in an array of its own */
+      r->arrays[ts] = NULL;
+      r->borrowed[ts] = false;
+      r->front[ts] = 0;
+      memset(&r->views[ts], 0, sizeof r->views[ts]);
+    }
     return 0;
+  }
   if (r->st)
     r->st->scan_einsums += sc.npos;
   return sc.npos;
@@ -636,12 +701,16 @@ bool next_state(Run *r, int t, Tensors *next) {
   if (!ini || ini->rhs->kind != EX_READ)
     return true; /* nothing to carry, or not a plain read */
   int st = ini->rhs->acc->tensor, n = c->tensors[st].nranks;
+  if (r->borrowed[t]) { /* advanced in place (state_in_place) */
+    tensors_put(next, tname(c, st), r->arrays[t], false);
+    return true;
+  }
   int64_t shape[IR_MAX_RANKS];
   tensor_shape(r, st, shape);
   int hist = init_history_dim(ini);
   if (hist >= 0)
     shape[hist] = tensor_state_steps(r->s, t);
-  Array *out = array_new(n, shape);
+  Array *out = array_uninit(n, shape); /* every element written below */
   int64_t row = n > 0 ? shape[n - 1] : 1;
   int64_t off0, steps[IR_MAX_RANKS];
   if (out->n > 0 && n > 0 && state_strides(r, t, shape, n, &off0, steps)) {

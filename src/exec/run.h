@@ -135,6 +135,9 @@ int scan_match(const Cascade *c, const int *order, const int *scc, int n,
  * rank, regions that disagree): then run the Einsums as usual. */
 bool scan_run(Run *r, const Scan *sc, const int *order, const Region *base,
               bool write_t, bool write_u);
+/* Is T read by nothing but the pattern's Einsums (and neither a result
+ * nor kept)? */
+bool scan_read_inside(const Run *r, const Scan *sc, int t);
 /* Is tensor T read by nothing but the pattern's Einsums (and neither a
  * result nor kept)? Then the kernel need not write it. */
 bool scan_internal(const Run *r, const Scan *sc, int t);

@@ -449,7 +449,7 @@ static bool run_layer(Lm *m, int l, const ExecOpts *eo, Stream *io,
         diag_error(d, c->path, (Loc){0, 0},
                    "the executor returned no next state for %s", name);
         ok = false;
-      } else {
+      } else if (a != m->state[l].arrays[i]) { /* else advanced in place */
         array_free(m->state[l].arrays[i]);
         m->state[l].arrays[i] = a;
       }
@@ -502,7 +502,8 @@ bool lm_forward(Lm *m, const int *tokens, int batch, int len,
   const Shape *s = shape_for(m, batch, len, d);
   if (!s)
     return false;
-  ExecOpts eo = {.buffer_bytes = o->buffer_bytes, .pool = o->pool};
+  ExecOpts eo = {.buffer_bytes = o->buffer_bytes, .pool = o->pool,
+                 .state_in_place = true};
 
   if (o->fused && !(eo.plan = plan_for(m, o->strategy, d)))
     return false;

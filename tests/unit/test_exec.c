@@ -767,3 +767,90 @@ TEST(exec_scan_kernel_equals_vm) {
   /* 2 specs x 2 lengths x 3 dtypes x (interpreter + plans) x 2 */
   CHECK(runs >= 2 * 2 * 3 * (1 + ST_COUNT) * 2);
 }
+
+/* Mamba-2 with a state of 16 lanes or more: the AVX-512 kernels where
+ * the CPU has them (one chunk of 16 at d_state 16, four chains at 64;
+ * heads of 12 channels: a group of 8 channels, then 4 row by row),
+ * decode and prefill, equal to the vector machine under every strategy
+ * and stitcher, fp32, F16 and BF16 weights. */
+TEST(exec_scan_mamba2_wide_equals_vm) {
+  Setting m2[] = {{"B", 2},       {"I", 1},         {"d_model", 16},
+                  {"n_heads", 2}, {"head_dim", 12}, {"d_state", 16}};
+  int runs = 0;
+  for (int i = 1; i <= 6; i += 5)
+    for (int n = 16; n <= 64; n *= 4) {
+      m2[1].value = i;
+      m2[5].value = n;
+      runs += check_scan("specs/mamba2.yaml", m2, 6);
+    }
+  CHECK(runs >= 2 * 2 * 3 * (1 + ST_COUNT) * 2);
+}
+
+/* The state of Einsum T's initialization input, by name. */
+static const char *state_input(const Cascade *c, const char *t) {
+  const Einsum *ini = c->tensors[cascade_tensor(c, t)].init;
+  return c->tensors[ini->rhs->acc->tensor].name;
+}
+
+/* Steps of an Exec that advances the state in place (H0 overwritten, NEXT
+ * holding the same array) equal, bit for bit, exec_run's steps on copies
+ * of the state, outputs and next states; the convolution histories still
+ * come as new arrays. */
+static void check_in_place(const char *path, const Setting *set, int nset) {
+  Case k = load_case(NULL, path, set, nset);
+  if (!k.c || !k.s)
+    return;
+  random_inputs(&k, 21);
+  const char *h0 = state_input(k.c, "H");
+  Diag d = {0};
+  Pool *pool = pool_new(2);
+  ExecOpts o = {.pool = pool}, oi = {.pool = pool, .state_in_place = true};
+  Exec *x = exec_new(k.c, k.s, &oi, &d);
+  Tensors ref = {0}; /* the copied side's inputs */
+  for (int i = 0; i < k.in.n; i++)
+    tensors_put(&ref, k.in.names[i], array_clone(k.in.arrays[i]), true);
+  for (int step = 0; x && step < 3; step++) {
+    Tensors r1 = {0}, n1 = {0}, r2 = {0}, n2 = {0};
+    Array *before = tensors_get(&k.in, h0);
+    if (!exec_step(x, &k.in, &r1, &n1, NULL, &d) ||
+        !exec_run(k.c, k.s, &ref, &o, &r2, &n2, NULL, &d))
+      test_fail(__FILE__, __LINE__, "%s: %s", path, d.msg);
+    CHECK(tensors_get(&n1, h0) == before);
+    for (int pass = 0; pass < 2; pass++) {
+      Tensors *a = pass ? &n1 : &r1, *b = pass ? &n2 : &r2;
+      CHECK_INT(a->n, b->n);
+      for (int i = 0; i < a->n; i++) {
+        Array *y = tensors_get(b, a->names[i]);
+        CHECK(y && y->n == a->arrays[i]->n &&
+              memcmp(y->data, a->arrays[i]->data,
+                     sizeof(float) * (size_t)y->n) == 0);
+      }
+    }
+    for (int i = 0; i < n2.n; i++) { /* the next step continues these */
+      const char *name = n2.names[i];
+      if (strcmp(name, h0) != 0)
+        tensors_put(&k.in, name, tensors_take(&n1, name), true);
+      tensors_put(&ref, name, array_clone(n2.arrays[i]), true);
+    }
+    tensors_free(&r1);
+    tensors_free(&n1);
+    tensors_free(&r2);
+    tensors_free(&n2);
+  }
+  exec_free(x);
+  tensors_free(&ref);
+  pool_free(pool);
+  free_case(&k);
+}
+
+TEST(exec_state_in_place_equals_copy) {
+  Setting m1[] = {{"B", 2}, {"I", 1}, {"d_model", 16}, {"d_inner", 32},
+                  {"dt_rank", 4}, {"d_state", 4}};
+  Setting m2[] = {{"B", 2},       {"I", 1},         {"d_model", 16},
+                  {"n_heads", 2}, {"head_dim", 16}, {"d_state", 32}};
+  for (int i = 1; i <= 4; i += 3) { /* decode and prefill */
+    m1[1].value = m2[1].value = i;
+    check_in_place("specs/mamba1.yaml", m1, 6);
+    check_in_place("specs/mamba2.yaml", m2, 6);
+  }
+}
