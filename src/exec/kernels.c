@@ -340,18 +340,25 @@ static const Isa isa_portable = {
 
 enum { X_MR = 6, X_NR = 16 };
 
+/* Lanes [0, n) set (none when n <= 0): a mask for the loads and stores
+ * of a partial vector. */
+AVX2 static __m256i lanes_below(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 /* 6 x 16: 12 ymm accumulators, 2 B vectors and a broadcast; 12 FMAs per
- * 8 loads, so the FMA units (2 per cycle) are the limit. */
-AVX2 static void micro_avx2(int64_t kc, const float *a, const float *b,
-                            float *c, int64_t c_m, int64_t c_n, int mr, int nr,
-                            bool overwrite) {
-  /* C's tile is likely out of cache (a whole row of C lies between two
-   * rows of the tile): start fetching it now, to have it at the end. */
+ * 8 loads, so the FMA units (2 per cycle) are the limit. C's tile is
+ * fetched ahead first: it is likely out of cache (a whole row of C lies
+ * between two rows of the tile), and is needed at the end. */
+AVX2 static inline __attribute__((always_inline)) void
+micro_acc_avx2(int64_t kc, const float *a, const float *b, const float *c,
+               int64_t c_m, int64_t c_n, int mr, int nr,
+               __m256 acc[X_MR][2]) {
   for (int i = 0; i < mr; i++) {
     _mm_prefetch((const char *)(c + i * c_m), _MM_HINT_T0);
     _mm_prefetch((const char *)(c + i * c_m + (nr - 1) * c_n), _MM_HINT_T0);
   }
-  __m256 acc[X_MR][2];
 #pragma GCC unroll 6
   for (int i = 0; i < X_MR; i++)
     acc[i][0] = acc[i][1] = _mm256_setzero_ps();
@@ -367,19 +374,49 @@ AVX2 static void micro_avx2(int64_t kc, const float *a, const float *b,
     a += X_MR;
     b += X_NR;
   }
-  if (mr == X_MR && nr == X_NR && c_n == 1) {
+}
+
+/* The tile's MR x NR corner (a partial one too: rows past MR untouched,
+ * columns past NR masked) into C, rows C_M apart and contiguous. */
+AVX2 static inline __attribute__((always_inline)) void
+store_rows_avx2(__m256 acc[X_MR][2], float *c, int64_t c_m, int mr, int nr,
+                bool overwrite) {
+  __m256i m0 = lanes_below(nr), m1 = lanes_below(nr - 8);
 #pragma GCC unroll 6
-    for (int i = 0; i < X_MR; i++) {
-      float *ci = c + i * c_m;
-      if (!overwrite) {
-        acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_loadu_ps(ci));
-        acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_loadu_ps(ci + 8));
-      }
-      _mm256_storeu_ps(ci, acc[i][0]);
-      _mm256_storeu_ps(ci + 8, acc[i][1]);
+  for (int i = 0; i < X_MR; i++) {
+    if (i >= mr)
+      break;
+    float *ci = c + i * c_m;
+    if (!overwrite) {
+      acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_maskload_ps(ci, m0));
+      acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_maskload_ps(ci + 8, m1));
     }
-    return;
+    _mm256_maskstore_ps(ci, m0, acc[i][0]);
+    _mm256_maskstore_ps(ci + 8, m1, acc[i][1]);
   }
+}
+
+/* The whole tile, C's rows contiguous. */
+AVX2 static inline __attribute__((always_inline)) void
+store_full_avx2(__m256 acc[X_MR][2], float *c, int64_t c_m, bool overwrite) {
+#pragma GCC unroll 6
+  for (int i = 0; i < X_MR; i++) {
+    float *ci = c + i * c_m;
+    if (!overwrite) {
+      acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_loadu_ps(ci));
+      acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_loadu_ps(ci + 8));
+    }
+    _mm256_storeu_ps(ci, acc[i][0]);
+    _mm256_storeu_ps(ci + 8, acc[i][1]);
+  }
+}
+
+/* Any tile at any strides, through a buffer (C's columns strided and its
+ * rows too: the product is transposed where only the columns are, see
+ * route). */
+AVX2 static void store_strided_avx2(__m256 acc[X_MR][2], float *c,
+                                    int64_t c_m, int64_t c_n, int mr, int nr,
+                                    bool overwrite) {
   float tile[MR_MAX * NR_MAX];
 #pragma GCC unroll 6
   for (int i = 0; i < X_MR; i++) {
@@ -389,17 +426,24 @@ AVX2 static void micro_avx2(int64_t kc, const float *a, const float *b,
   tile_store(tile, c, c_m, c_n, mr, nr, overwrite);
 }
 
+AVX2 static void micro_avx2(int64_t kc, const float *a, const float *b,
+                            float *c, int64_t c_m, int64_t c_n, int mr, int nr,
+                            bool overwrite) {
+  __m256 acc[X_MR][2];
+  micro_acc_avx2(kc, a, b, c, c_m, c_n, mr, nr, acc);
+  if (c_n != 1)
+    store_strided_avx2(acc, c, c_m, c_n, mr, nr, overwrite);
+  else if (mr == X_MR && nr == X_NR)
+    store_full_avx2(acc, c, c_m, overwrite);
+  else
+    store_rows_avx2(acc, c, c_m, mr, nr, overwrite);
+}
+
 AVX2 static float m256_sum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
-}
-
-/* Lanes [0, n) set: a mask for the loads of a partial vector. */
-AVX2 static __m256i lanes_below(int64_t n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n),
-                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
 /* Eight values of W (dtype T) from element I, as fp32. */
