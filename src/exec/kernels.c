@@ -625,9 +625,50 @@ load16_part(DType t, const void *w, int64_t i, __mmask16 m) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-/* As dot_rows_avx2, 16 lanes wide: W's rows one after another, each row
- * of A with two accumulators, summed per KC block in the same order
- * whatever ROWS is. */
+/* Fetch the lines of W's row from byte offset OFF + PF_BYTES on, BYTES of
+ * them (a whole number of lines). */
+static inline __attribute__((always_inline)) void
+fetch_ahead(const void *row, int64_t off, int bytes) {
+#pragma GCC unroll 4
+  for (int l = 0; l < bytes; l += 64)
+    _mm_prefetch((const char *)row + off + PF_BYTES + l, _MM_HINT_T0);
+}
+
+/* One KC block of the dot path, [K0, K1) of row J of W, into ACC: 64
+ * values a step in four accumulators per row of A (the FMA latency times
+ * its throughput: two chains leave the units half idle, and a 16-bit W is
+ * widened at half the rate then), then 16 at a time into the first, the
+ * last few masked. */
+AVX512 static inline __attribute__((always_inline)) void
+dot_block_avx512(int rows, DType t, int64_t k0, int64_t k1, const float *a,
+                 int64_t lda, const void *wj, __m512 acc[DOT_ROWS][4]) {
+  int64_t kk = k0;
+  for (; kk + 64 <= k1; kk += 64) {
+    fetch_ahead(wj, kk * esize(t), 64 * (int)esize(t));
+    __m512 wv[4];
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++)
+      wv[q] = load16(t, wj, kk + 16 * q);
+#pragma GCC unroll 6
+    for (int r = 0; r < rows; r++)
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; q++)
+        acc[r][q] = _mm512_fmadd_ps(
+            _mm512_loadu_ps(a + r * lda + kk + 16 * q), wv[q], acc[r][q]);
+  }
+  for (; kk < k1; kk += 16) {
+    int64_t n = min64(16, k1 - kk);
+    __mmask16 m = (__mmask16)((1u << n) - 1);
+    __m512 wv = load16_part(t, wj, kk, m);
+#pragma GCC unroll 6
+    for (int r = 0; r < rows; r++)
+      acc[r][0] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + r * lda + kk),
+                                  wv, acc[r][0]);
+  }
+}
+
+/* As dot_rows_avx2, 16 lanes wide: W's rows one after another, summed per
+ * KC block in the same order whatever ROWS is. */
 AVX512 static inline __attribute__((always_inline)) void
 dot_rows_avx512(int rows, DType t, int64_t k, const float *a, int64_t lda,
                 const void *const *w, float *out) {
@@ -637,35 +678,16 @@ dot_rows_avx512(int rows, DType t, int64_t k, const float *a, int64_t lda,
     for (int r = 0; r < rows; r++)
       total[r] = _mm512_setzero_ps();
     for (int64_t k0 = 0; k0 < k; k0 += KC) {
-      int64_t k1 = min64(k0 + KC, k), kk = k0;
-      __m512 acc[DOT_ROWS][2];
+      __m512 acc[DOT_ROWS][4];
 #pragma GCC unroll 6
       for (int r = 0; r < rows; r++)
-        acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-      for (; kk + 32 <= k1; kk += 32) {
-        _mm_prefetch((const char *)w[j] + kk * (t == DT_F32 ? 4 : 2) + PF_BYTES,
-                     _MM_HINT_T0);
-        __m512 w0 = load16(t, w[j], kk), w1 = load16(t, w[j], kk + 16);
-#pragma GCC unroll 6
-        for (int r = 0; r < rows; r++) {
-          acc[r][0] = _mm512_fmadd_ps(_mm512_loadu_ps(a + r * lda + kk), w0,
-                                      acc[r][0]);
-          acc[r][1] = _mm512_fmadd_ps(_mm512_loadu_ps(a + r * lda + kk + 16),
-                                      w1, acc[r][1]);
-        }
-      }
-      for (; kk < k1; kk += 16) {
-        int64_t n = min64(16, k1 - kk);
-        __mmask16 m = (__mmask16)((1u << n) - 1);
-        __m512 wv = load16_part(t, w[j], kk, m);
-#pragma GCC unroll 6
-        for (int r = 0; r < rows; r++)
-          acc[r][0] = _mm512_fmadd_ps(
-              _mm512_maskz_loadu_ps(m, a + r * lda + kk), wv, acc[r][0]);
-      }
+        acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = _mm512_setzero_ps();
+      dot_block_avx512(rows, t, k0, min64(k0 + KC, k), a, lda, w[j], acc);
 #pragma GCC unroll 6
       for (int r = 0; r < rows; r++)
-        total[r] = _mm512_add_ps(total[r], _mm512_add_ps(acc[r][0], acc[r][1]));
+        total[r] = _mm512_add_ps(
+            total[r], _mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]),
+                                    _mm512_add_ps(acc[r][2], acc[r][3])));
     }
 #pragma GCC unroll 6
     for (int r = 0; r < rows; r++)
