@@ -413,10 +413,11 @@ store_full_avx2(__m256 acc[X_MR][2], float *c, int64_t c_m, bool overwrite) {
 
 /* Any tile at any strides, through a buffer (C's columns strided and its
  * rows too: the product is transposed where only the columns are, see
- * route). */
-AVX2 static void store_strided_avx2(__m256 acc[X_MR][2], float *c,
-                                    int64_t c_m, int64_t c_n, int mr, int nr,
-                                    bool overwrite) {
+ * route). Inlined, as every write-back is: ACC's address must not escape,
+ * or the accumulators would live in memory through the k loop. */
+AVX2 static inline __attribute__((always_inline)) void
+store_strided_avx2(__m256 acc[X_MR][2], float *c, int64_t c_m, int64_t c_n,
+                   int mr, int nr, bool overwrite) {
   float tile[MR_MAX * NR_MAX];
 #pragma GCC unroll 6
   for (int i = 0; i < X_MR; i++) {
