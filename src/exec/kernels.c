@@ -45,8 +45,10 @@
  *
  * Each path has an AVX2+FMA version, chosen at run time when the CPU has
  * it, and a portable version written with GCC vector extensions (SSE2 on
- * x86-64); the binary itself targets any x86-64. MAMBALAYA_KERNELS=portable
- * forces the portable one.
+ * x86-64); the dot path also has an AVX-512 version (F, BW, VL), chosen
+ * over AVX2 where the CPU has those. The binary itself targets any
+ * x86-64. MAMBALAYA_KERNELS=portable (or avx2) forces the portable (or
+ * AVX2) ones.
  *
  * Work is split over the pool by batch, then by columns of C (each thread
  * packs its own B panel, or streams its own part of the weights), or by
