@@ -78,8 +78,10 @@ enum {
   DOT_MAX_M = 16,       /* the dot path takes m up to this */
   DOT_ROWS = 3,         /* rows of A per dot kernel call */
   DOT_COLS = 4,         /* rows of W per dot kernel call */
-  PF_BYTES = 4096,      /* how far ahead the dot kernel fetches W (the */
-                        /* hardware prefetcher alone: ~15% slower) */
+  PF_BYTES = 8192,      /* how far ahead the dot kernel fetches W (the */
+                        /* hardware prefetcher alone: ~15% slower; 4 KiB: */
+                        /* F16 GEMVs ~1.3x slower on a loaded machine, */
+                        /* whose memory answers late; a quarter of L1) */
   ROW_MAX_M = 4,        /* the row path takes m up to this (beyond, the */
                         /* packed path does better: measured) */
   ROW_ROWS = 4,         /* rows of A per row kernel call */
