@@ -113,12 +113,18 @@ typedef void RowFn(int rows, int64_t kc, const float *a, int64_t a_m,
                    int64_t a_k, const float *b, int64_t ldb, int64_t len,
                    float *t);
 
+/* Interleave N vectors, each contiguous: dst[p * n + j] = v[j][p] for p
+ * < LEN (packing a sliver of a matrix whose rows are its columns). */
+typedef void InterleaveFn(const float *const *v, int n, int64_t len,
+                          float *dst);
+
 typedef struct Isa {
   int mr, nr;
   MicroFn *micro;
   DotFn *dot[3]; /* by W's dtype */
   RowFn *row;
   WidenFn *widen;
+  InterleaveFn *interleave;
 } Isa;
 _Static_assert(DT_F32 == 0 && DT_F16 == 1 && DT_BF16 == 2,
                "Isa.dot is indexed by the 16- and 32-bit dtypes");
@@ -332,10 +338,19 @@ static void row_portable(int rows, int64_t kc, const float *a, int64_t a_m,
   WITH_ROWS_4(rows, row_rows_portable, kc, a, a_m, a_k, b, ldb, len, t);
 }
 
+/* All N vectors are read together, p after p, so that N streams are in
+ * flight (one vector at a time would wait on each one's misses in turn). */
+static void interleave_portable(const float *const *v, int n, int64_t len,
+                                float *dst) {
+  for (int64_t p = 0; p < len; p++, dst += n)
+    for (int j = 0; j < n; j++)
+      dst[j] = v[j][p];
+}
+
 static const Isa isa_portable = {
     P_MR, P_NR, micro_portable,
     {dot_portable, dot_f16_portable, dot_bf16_portable}, row_portable,
-    widen_portable};
+    widen_portable, interleave_portable};
 
 /* ---- AVX2 + FMA kernels ---- */
 
@@ -593,12 +608,59 @@ AVX2 static void row_avx2(int rows, int64_t kc, const float *a, int64_t a_m,
   WITH_ROWS_4(rows, row_rows_avx2, kc, a, a_m, a_k, b, ldb, len, t);
 }
 
+/* Rows V[0..8) from P on, 8 values each, transposed in registers into
+ * DST[q * N + r] = V[r][P + q]. */
+AVX2 static inline __attribute__((always_inline)) void
+transpose8_avx2(const float *const *v, int64_t p, int n, float *dst) {
+  __m256 r[8], t[8], u[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++)
+    r[i] = _mm256_loadu_ps(v[i] + p);
+#pragma GCC unroll 4
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 8; h += 4) { /* rows h..h+3: columns q and q + 4 */
+    u[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
+    u[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
+    u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
+    u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
+  }
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; q++) {
+    _mm256_storeu_ps(dst + q * n, _mm256_permute2f128_ps(u[q], u[q + 4], 0x20));
+    _mm256_storeu_ps(dst + (q + 4) * n,
+                     _mm256_permute2f128_ps(u[q], u[q + 4], 0x31));
+  }
+}
+
+/* 8 x 8 blocks transposed in registers where N is a multiple of 8 (a B
+ * sliver); the portable loop for the rest (an A sliver of 6 rows, the
+ * last few values). */
+AVX2 static void interleave_avx2(const float *const *v, int n, int64_t len,
+                                 float *dst) {
+  int64_t p = 0;
+  if (n % 8 == 0)
+    for (; p + 8 <= len; p += 8)
+      for (int j = 0; j < n; j += 8)
+        transpose8_avx2(v + j, p, n, dst + p * n + j);
+  if (p < len) {
+    const float *rest[NR_MAX];
+    for (int j = 0; j < n; j++)
+      rest[j] = v[j] + p;
+    interleave_portable(rest, n, len - p, dst + p * n);
+  }
+}
+
 static const Isa isa_avx2 = {X_MR,
                              X_NR,
                              micro_avx2,
                              {dot_avx2, dot_f16_avx2, dot_bf16_avx2},
                              row_avx2,
-                             widen_avx2};
+                             widen_avx2,
+                             interleave_avx2};
 #endif
 
 #if HAVE_X86
@@ -722,7 +784,8 @@ static const Isa isa_avx512 = {X_MR,
                                micro_avx2,
                                {dot_avx512, dot_f16_avx512, dot_bf16_avx512},
                                row_avx2,
-                               widen_avx2};
+                               widen_avx2,
+                               interleave_avx2};
 
 /* F16C: every x86 CPU with AVX2 has it, and GCC can ask (clang 14's
  * __builtin_cpu_supports does not know the name; only the fuzzers are
@@ -805,14 +868,6 @@ static float get_one(Mat m, int64_t i, int64_t j) {
                        : dtype_half_value(m.t, ((const uint16_t *)m.p)[k]);
 }
 
-/* Interleave N vectors, each contiguous: dst[p * n + j] = v[j][p]. All N
- * are read together, p after p, so that N streams are in flight (one
- * vector at a time would wait on each one's misses in turn). */
-static void interleave(const float *const *v, int n, int64_t len, float *dst) {
-  for (int64_t p = 0; p < len; p++, dst += n)
-    for (int j = 0; j < n; j++)
-      dst[j] = v[j][p];
-}
 
 /* dst[p * n + j] = S(j, p) for j < cols, 0 for cols <= j < n: one sliver
  * of LEN <= KC, for any strides and dtype. */
@@ -827,7 +882,7 @@ static void pack_sliver(const Isa *isa, Mat s, int cols, int n, int64_t len,
         get_run(isa, row, s.t, len, rows[j]);
       v[j] = s.t == DT_F32 ? row : rows[j];
     }
-    interleave(v, n, len, dst);
+    isa->interleave(v, n, len, dst);
     return;
   }
   if (cols < n)
