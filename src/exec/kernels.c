@@ -357,11 +357,6 @@ static const Isa isa_portable = {
 
 #if HAVE_X86
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
-/* A kernel's entry, aligned to a cache line: its inner loops then sit at
- * the same place relative to the lines (and the CPU's instruction fetch
- * blocks) wherever the linker puts it. Unaligned, the same code ran up to
- * 1.3x slower or faster from one build to the next. */
-#define HOT __attribute__((aligned(64)))
 
 enum { X_MR = 6, X_NR = 16 };
 
@@ -452,7 +447,7 @@ store_strided_avx2(__m256 acc[X_MR][2], float *c, int64_t c_m, int64_t c_n,
   tile_store(tile, c, c_m, c_n, mr, nr, overwrite);
 }
 
-HOT AVX2 static void micro_avx2(int64_t kc, const float *a, const float *b,
+AVX2 static void micro_avx2(int64_t kc, const float *a, const float *b,
                             float *c, int64_t c_m, int64_t c_n, int mr, int nr,
                             bool overwrite) {
   __m256 acc[X_MR][2];
@@ -545,17 +540,17 @@ dot_rows_avx2(int rows, DType t, int64_t k, const float *a, int64_t lda,
   }
 }
 
-HOT AVX2 static void dot_avx2(int rows, int64_t k, const float *a, int64_t lda,
+AVX2 static void dot_avx2(int rows, int64_t k, const float *a, int64_t lda,
                           const void *const *w, float *out) {
   WITH_ROWS_3(rows, dot_rows_avx2, DT_F32, k, a, lda, w, out);
 }
 
-HOT AVX2 static void dot_f16_avx2(int rows, int64_t k, const float *a,
+AVX2 static void dot_f16_avx2(int rows, int64_t k, const float *a,
                               int64_t lda, const void *const *w, float *out) {
   WITH_ROWS_3(rows, dot_rows_avx2, DT_F16, k, a, lda, w, out);
 }
 
-HOT AVX2 static void dot_bf16_avx2(int rows, int64_t k, const float *a,
+AVX2 static void dot_bf16_avx2(int rows, int64_t k, const float *a,
                                int64_t lda, const void *const *w, float *out) {
   WITH_ROWS_3(rows, dot_rows_avx2, DT_BF16, k, a, lda, w, out);
 }
@@ -645,7 +640,7 @@ transpose8_avx2(const float *const *v, int64_t p, int n, float *dst) {
 /* 8 x 8 blocks transposed in registers where N is a multiple of 8 (a B
  * sliver); the portable loop for the rest (an A sliver of 6 rows, the
  * last few values). */
-HOT AVX2 static void interleave_avx2(const float *const *v, int n, int64_t len,
+AVX2 static void interleave_avx2(const float *const *v, int n, int64_t len,
                                  float *dst) {
   int64_t p = 0;
   if (n % 8 == 0)
@@ -768,18 +763,18 @@ dot_rows_avx512(int rows, DType t, int64_t k, const float *a, int64_t lda,
   }
 }
 
-HOT AVX512 static void dot_avx512(int rows, int64_t k, const float *a,
+AVX512 static void dot_avx512(int rows, int64_t k, const float *a,
                               int64_t lda, const void *const *w, float *out) {
   WITH_ROWS_3(rows, dot_rows_avx512, DT_F32, k, a, lda, w, out);
 }
 
-HOT AVX512 static void dot_f16_avx512(int rows, int64_t k, const float *a,
+AVX512 static void dot_f16_avx512(int rows, int64_t k, const float *a,
                                   int64_t lda, const void *const *w,
                                   float *out) {
   WITH_ROWS_3(rows, dot_rows_avx512, DT_F16, k, a, lda, w, out);
 }
 
-HOT AVX512 static void dot_bf16_avx512(int rows, int64_t k, const float *a,
+AVX512 static void dot_bf16_avx512(int rows, int64_t k, const float *a,
                                    int64_t lda, const void *const *w,
                                    float *out) {
   WITH_ROWS_3(rows, dot_rows_avx512, DT_BF16, k, a, lda, w, out);
