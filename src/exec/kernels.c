@@ -45,8 +45,10 @@
  *
  * Each path has an AVX2+FMA version, chosen at run time when the CPU has
  * it, and a portable version written with GCC vector extensions (SSE2 on
- * x86-64); the binary itself targets any x86-64. MAMBALAYA_KERNELS=portable
- * forces the portable one.
+ * x86-64); the dot path also has an AVX-512 version (F, BW, VL), chosen
+ * over AVX2 where the CPU has those. The binary itself targets any
+ * x86-64. MAMBALAYA_KERNELS=portable (or avx2) forces the portable (or
+ * AVX2) ones.
  *
  * Work is split over the pool by batch, then by columns of C (each thread
  * packs its own B panel, or streams its own part of the weights), or by
@@ -57,6 +59,7 @@
 #include "exec.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,8 +79,10 @@ enum {
   DOT_MAX_M = 16,       /* the dot path takes m up to this */
   DOT_ROWS = 3,         /* rows of A per dot kernel call */
   DOT_COLS = 4,         /* rows of W per dot kernel call */
-  PF_BYTES = 4096,      /* how far ahead the dot kernel fetches W (the */
-                        /* hardware prefetcher alone: ~15% slower) */
+  PF_BYTES = 8192,      /* how far ahead the dot kernel fetches W (the */
+                        /* hardware prefetcher alone: ~15% slower; 4 KiB: */
+                        /* F16 GEMVs ~1.3x slower on a loaded machine, */
+                        /* whose memory answers late; a quarter of L1) */
   ROW_MAX_M = 4,        /* the row path takes m up to this (beyond, the */
                         /* packed path does better: measured) */
   ROW_ROWS = 4,         /* rows of A per row kernel call */
@@ -109,12 +114,18 @@ typedef void RowFn(int rows, int64_t kc, const float *a, int64_t a_m,
                    int64_t a_k, const float *b, int64_t ldb, int64_t len,
                    float *t);
 
+/* Interleave N vectors, each contiguous: dst[p * n + j] = v[j][p] for p
+ * < LEN (packing a sliver of a matrix whose rows are its columns). */
+typedef void InterleaveFn(const float *const *v, int n, int64_t len,
+                          float *dst);
+
 typedef struct Isa {
   int mr, nr;
   MicroFn *micro;
   DotFn *dot[3]; /* by W's dtype */
   RowFn *row;
   WidenFn *widen;
+  InterleaveFn *interleave;
 } Isa;
 _Static_assert(DT_F32 == 0 && DT_F16 == 1 && DT_BF16 == 2,
                "Isa.dot is indexed by the 16- and 32-bit dtypes");
@@ -328,10 +339,19 @@ static void row_portable(int rows, int64_t kc, const float *a, int64_t a_m,
   WITH_ROWS_4(rows, row_rows_portable, kc, a, a_m, a_k, b, ldb, len, t);
 }
 
+/* All N vectors are read together, p after p, so that N streams are in
+ * flight (one vector at a time would wait on each one's misses in turn). */
+static void interleave_portable(const float *const *v, int n, int64_t len,
+                                float *dst) {
+  for (int64_t p = 0; p < len; p++, dst += n)
+    for (int j = 0; j < n; j++)
+      dst[j] = v[j][p];
+}
+
 static const Isa isa_portable = {
     P_MR, P_NR, micro_portable,
     {dot_portable, dot_f16_portable, dot_bf16_portable}, row_portable,
-    widen_portable};
+    widen_portable, interleave_portable};
 
 /* ---- AVX2 + FMA kernels ---- */
 
@@ -340,18 +360,25 @@ static const Isa isa_portable = {
 
 enum { X_MR = 6, X_NR = 16 };
 
+/* Lanes [0, n) set (none when n <= 0): a mask for the loads and stores
+ * of a partial vector. */
+AVX2 static __m256i lanes_below(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 /* 6 x 16: 12 ymm accumulators, 2 B vectors and a broadcast; 12 FMAs per
- * 8 loads, so the FMA units (2 per cycle) are the limit. */
-AVX2 static void micro_avx2(int64_t kc, const float *a, const float *b,
-                            float *c, int64_t c_m, int64_t c_n, int mr, int nr,
-                            bool overwrite) {
-  /* C's tile is likely out of cache (a whole row of C lies between two
-   * rows of the tile): start fetching it now, to have it at the end. */
+ * 8 loads, so the FMA units (2 per cycle) are the limit. C's tile is
+ * fetched ahead first: it is likely out of cache (a whole row of C lies
+ * between two rows of the tile), and is needed at the end. */
+AVX2 static inline __attribute__((always_inline)) void
+micro_acc_avx2(int64_t kc, const float *a, const float *b, const float *c,
+               int64_t c_m, int64_t c_n, int mr, int nr,
+               __m256 acc[X_MR][2]) {
   for (int i = 0; i < mr; i++) {
     _mm_prefetch((const char *)(c + i * c_m), _MM_HINT_T0);
     _mm_prefetch((const char *)(c + i * c_m + (nr - 1) * c_n), _MM_HINT_T0);
   }
-  __m256 acc[X_MR][2];
 #pragma GCC unroll 6
   for (int i = 0; i < X_MR; i++)
     acc[i][0] = acc[i][1] = _mm256_setzero_ps();
@@ -367,19 +394,50 @@ AVX2 static void micro_avx2(int64_t kc, const float *a, const float *b,
     a += X_MR;
     b += X_NR;
   }
-  if (mr == X_MR && nr == X_NR && c_n == 1) {
+}
+
+/* The tile's MR x NR corner (a partial one too: rows past MR untouched,
+ * columns past NR masked) into C, rows C_M apart and contiguous. */
+AVX2 static inline __attribute__((always_inline)) void
+store_rows_avx2(__m256 acc[X_MR][2], float *c, int64_t c_m, int mr, int nr,
+                bool overwrite) {
+  __m256i m0 = lanes_below(nr), m1 = lanes_below(nr - 8);
 #pragma GCC unroll 6
-    for (int i = 0; i < X_MR; i++) {
-      float *ci = c + i * c_m;
-      if (!overwrite) {
-        acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_loadu_ps(ci));
-        acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_loadu_ps(ci + 8));
-      }
-      _mm256_storeu_ps(ci, acc[i][0]);
-      _mm256_storeu_ps(ci + 8, acc[i][1]);
+  for (int i = 0; i < X_MR; i++) {
+    if (i >= mr)
+      break;
+    float *ci = c + i * c_m;
+    if (!overwrite) {
+      acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_maskload_ps(ci, m0));
+      acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_maskload_ps(ci + 8, m1));
     }
-    return;
+    _mm256_maskstore_ps(ci, m0, acc[i][0]);
+    _mm256_maskstore_ps(ci + 8, m1, acc[i][1]);
   }
+}
+
+/* The whole tile, C's rows contiguous. */
+AVX2 static inline __attribute__((always_inline)) void
+store_full_avx2(__m256 acc[X_MR][2], float *c, int64_t c_m, bool overwrite) {
+#pragma GCC unroll 6
+  for (int i = 0; i < X_MR; i++) {
+    float *ci = c + i * c_m;
+    if (!overwrite) {
+      acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_loadu_ps(ci));
+      acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_loadu_ps(ci + 8));
+    }
+    _mm256_storeu_ps(ci, acc[i][0]);
+    _mm256_storeu_ps(ci + 8, acc[i][1]);
+  }
+}
+
+/* Any tile at any strides, through a buffer (C's columns strided and its
+ * rows too: the product is transposed where only the columns are, see
+ * route). Inlined, as every write-back is: ACC's address must not escape,
+ * or the accumulators would live in memory through the k loop. */
+AVX2 static inline __attribute__((always_inline)) void
+store_strided_avx2(__m256 acc[X_MR][2], float *c, int64_t c_m, int64_t c_n,
+                   int mr, int nr, bool overwrite) {
   float tile[MR_MAX * NR_MAX];
 #pragma GCC unroll 6
   for (int i = 0; i < X_MR; i++) {
@@ -389,17 +447,24 @@ AVX2 static void micro_avx2(int64_t kc, const float *a, const float *b,
   tile_store(tile, c, c_m, c_n, mr, nr, overwrite);
 }
 
+AVX2 static void micro_avx2(int64_t kc, const float *a, const float *b,
+                            float *c, int64_t c_m, int64_t c_n, int mr, int nr,
+                            bool overwrite) {
+  __m256 acc[X_MR][2];
+  micro_acc_avx2(kc, a, b, c, c_m, c_n, mr, nr, acc);
+  if (c_n != 1)
+    store_strided_avx2(acc, c, c_m, c_n, mr, nr, overwrite);
+  else if (mr == X_MR && nr == X_NR)
+    store_full_avx2(acc, c, c_m, overwrite);
+  else
+    store_rows_avx2(acc, c, c_m, mr, nr, overwrite);
+}
+
 AVX2 static float m256_sum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
-}
-
-/* Lanes [0, n) set: a mask for the loads of a partial vector. */
-AVX2 static __m256i lanes_below(int64_t n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n),
-                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
 /* Eight values of W (dtype T) from element I, as fp32. */
@@ -544,12 +609,59 @@ AVX2 static void row_avx2(int rows, int64_t kc, const float *a, int64_t a_m,
   WITH_ROWS_4(rows, row_rows_avx2, kc, a, a_m, a_k, b, ldb, len, t);
 }
 
+/* Rows V[0..8) from P on, 8 values each, transposed in registers into
+ * DST[q * N + r] = V[r][P + q]. */
+AVX2 static inline __attribute__((always_inline)) void
+transpose8_avx2(const float *const *v, int64_t p, int n, float *dst) {
+  __m256 r[8], t[8], u[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++)
+    r[i] = _mm256_loadu_ps(v[i] + p);
+#pragma GCC unroll 4
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 8; h += 4) { /* rows h..h+3: columns q and q + 4 */
+    u[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
+    u[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
+    u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
+    u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
+  }
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; q++) {
+    _mm256_storeu_ps(dst + q * n, _mm256_permute2f128_ps(u[q], u[q + 4], 0x20));
+    _mm256_storeu_ps(dst + (q + 4) * n,
+                     _mm256_permute2f128_ps(u[q], u[q + 4], 0x31));
+  }
+}
+
+/* 8 x 8 blocks transposed in registers where N is a multiple of 8 (a B
+ * sliver); the portable loop for the rest (an A sliver of 6 rows, the
+ * last few values). */
+AVX2 static void interleave_avx2(const float *const *v, int n, int64_t len,
+                                 float *dst) {
+  int64_t p = 0;
+  if (n % 8 == 0)
+    for (; p + 8 <= len; p += 8)
+      for (int j = 0; j < n; j += 8)
+        transpose8_avx2(v + j, p, n, dst + p * n + j);
+  if (p < len) {
+    const float *rest[NR_MAX];
+    for (int j = 0; j < n; j++)
+      rest[j] = v[j] + p;
+    interleave_portable(rest, n, len - p, dst + p * n);
+  }
+}
+
 static const Isa isa_avx2 = {X_MR,
                              X_NR,
                              micro_avx2,
                              {dot_avx2, dot_f16_avx2, dot_bf16_avx2},
                              row_avx2,
-                             widen_avx2};
+                             widen_avx2,
+                             interleave_avx2};
 #endif
 
 #if HAVE_X86
@@ -581,9 +693,50 @@ load16_part(DType t, const void *w, int64_t i, __mmask16 m) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-/* As dot_rows_avx2, 16 lanes wide: W's rows one after another, each row
- * of A with two accumulators, summed per KC block in the same order
- * whatever ROWS is. */
+/* Fetch the lines of W's row from byte offset OFF + PF_BYTES on, BYTES of
+ * them (a whole number of lines). */
+static inline __attribute__((always_inline)) void
+fetch_ahead(const void *row, int64_t off, int bytes) {
+#pragma GCC unroll 4
+  for (int l = 0; l < bytes; l += 64)
+    _mm_prefetch((const char *)row + off + PF_BYTES + l, _MM_HINT_T0);
+}
+
+/* One KC block of the dot path, [K0, K1) of row J of W, into ACC: 64
+ * values a step in four accumulators per row of A (the FMA latency times
+ * its throughput: two chains leave the units half idle, and a 16-bit W is
+ * widened at half the rate then), then 16 at a time into the first, the
+ * last few masked. */
+AVX512 static inline __attribute__((always_inline)) void
+dot_block_avx512(int rows, DType t, int64_t k0, int64_t k1, const float *a,
+                 int64_t lda, const void *wj, __m512 acc[DOT_ROWS][4]) {
+  int64_t kk = k0;
+  for (; kk + 64 <= k1; kk += 64) {
+    fetch_ahead(wj, kk * esize(t), 64 * (int)esize(t));
+    __m512 wv[4];
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++)
+      wv[q] = load16(t, wj, kk + 16 * q);
+#pragma GCC unroll 6
+    for (int r = 0; r < rows; r++)
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; q++)
+        acc[r][q] = _mm512_fmadd_ps(
+            _mm512_loadu_ps(a + r * lda + kk + 16 * q), wv[q], acc[r][q]);
+  }
+  for (; kk < k1; kk += 16) {
+    int64_t n = min64(16, k1 - kk);
+    __mmask16 m = (__mmask16)((1u << n) - 1);
+    __m512 wv = load16_part(t, wj, kk, m);
+#pragma GCC unroll 6
+    for (int r = 0; r < rows; r++)
+      acc[r][0] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + r * lda + kk),
+                                  wv, acc[r][0]);
+  }
+}
+
+/* As dot_rows_avx2, 16 lanes wide: W's rows one after another, summed per
+ * KC block in the same order whatever ROWS is. */
 AVX512 static inline __attribute__((always_inline)) void
 dot_rows_avx512(int rows, DType t, int64_t k, const float *a, int64_t lda,
                 const void *const *w, float *out) {
@@ -593,35 +746,16 @@ dot_rows_avx512(int rows, DType t, int64_t k, const float *a, int64_t lda,
     for (int r = 0; r < rows; r++)
       total[r] = _mm512_setzero_ps();
     for (int64_t k0 = 0; k0 < k; k0 += KC) {
-      int64_t k1 = min64(k0 + KC, k), kk = k0;
-      __m512 acc[DOT_ROWS][2];
+      __m512 acc[DOT_ROWS][4];
 #pragma GCC unroll 6
       for (int r = 0; r < rows; r++)
-        acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-      for (; kk + 32 <= k1; kk += 32) {
-        _mm_prefetch((const char *)w[j] + kk * (t == DT_F32 ? 4 : 2) + PF_BYTES,
-                     _MM_HINT_T0);
-        __m512 w0 = load16(t, w[j], kk), w1 = load16(t, w[j], kk + 16);
-#pragma GCC unroll 6
-        for (int r = 0; r < rows; r++) {
-          acc[r][0] = _mm512_fmadd_ps(_mm512_loadu_ps(a + r * lda + kk), w0,
-                                      acc[r][0]);
-          acc[r][1] = _mm512_fmadd_ps(_mm512_loadu_ps(a + r * lda + kk + 16),
-                                      w1, acc[r][1]);
-        }
-      }
-      for (; kk < k1; kk += 16) {
-        int64_t n = min64(16, k1 - kk);
-        __mmask16 m = (__mmask16)((1u << n) - 1);
-        __m512 wv = load16_part(t, w[j], kk, m);
-#pragma GCC unroll 6
-        for (int r = 0; r < rows; r++)
-          acc[r][0] = _mm512_fmadd_ps(
-              _mm512_maskz_loadu_ps(m, a + r * lda + kk), wv, acc[r][0]);
-      }
+        acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = _mm512_setzero_ps();
+      dot_block_avx512(rows, t, k0, min64(k0 + KC, k), a, lda, w[j], acc);
 #pragma GCC unroll 6
       for (int r = 0; r < rows; r++)
-        total[r] = _mm512_add_ps(total[r], _mm512_add_ps(acc[r][0], acc[r][1]));
+        total[r] = _mm512_add_ps(
+            total[r], _mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]),
+                                    _mm512_add_ps(acc[r][2], acc[r][3])));
     }
 #pragma GCC unroll 6
     for (int r = 0; r < rows; r++)
@@ -651,7 +785,8 @@ static const Isa isa_avx512 = {X_MR,
                                micro_avx2,
                                {dot_avx512, dot_f16_avx512, dot_bf16_avx512},
                                row_avx2,
-                               widen_avx2};
+                               widen_avx2,
+                               interleave_avx2};
 
 /* F16C: every x86 CPU with AVX2 has it, and GCC can ask (clang 14's
  * __builtin_cpu_supports does not know the name; only the fuzzers are
@@ -734,14 +869,6 @@ static float get_one(Mat m, int64_t i, int64_t j) {
                        : dtype_half_value(m.t, ((const uint16_t *)m.p)[k]);
 }
 
-/* Interleave N vectors, each contiguous: dst[p * n + j] = v[j][p]. All N
- * are read together, p after p, so that N streams are in flight (one
- * vector at a time would wait on each one's misses in turn). */
-static void interleave(const float *const *v, int n, int64_t len, float *dst) {
-  for (int64_t p = 0; p < len; p++, dst += n)
-    for (int j = 0; j < n; j++)
-      dst[j] = v[j][p];
-}
 
 /* dst[p * n + j] = S(j, p) for j < cols, 0 for cols <= j < n: one sliver
  * of LEN <= KC, for any strides and dtype. */
@@ -756,7 +883,7 @@ static void pack_sliver(const Isa *isa, Mat s, int cols, int n, int64_t len,
         get_run(isa, row, s.t, len, rows[j]);
       v[j] = s.t == DT_F32 ? row : rows[j];
     }
-    interleave(v, n, len, dst);
+    isa->interleave(v, n, len, dst);
     return;
   }
   if (cols < n)
@@ -1040,8 +1167,15 @@ static void prefetch_part(Mat w, int64_t j, int64_t n1, int64_t k,
 }
 
 /* C[0..m)[n0..n1) of batch BI, W = B^T having contiguous rows. */
+/* A is packed (as contiguous fp32 rows, cache-line aligned) unless it is
+ * so already: the kernel reads a vector of A per vector of W, and a
+ * vector split over two lines costs two loads (an activation vector off
+ * the line ran an F16 GEMV 1.3x slower from cache). It is at most
+ * DOT_MAX_M rows: cheap to copy. */
 static bool a_packed_for_dot(const Gemm *g) {
-  return g->a_k != 1 || g->a_type != DT_F32;
+  bool lines = (uintptr_t)g->a % 64 == 0 && (g->m == 1 || g->a_m % 16 == 0) &&
+               (g->batch == 1 || g->a_b % 16 == 0);
+  return g->a_k != 1 || g->a_type != DT_F32 || !lines;
 }
 
 static void dot_block(const DotJob *job, int64_t bi, int64_t n0, int64_t n1,

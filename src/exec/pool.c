@@ -2,17 +2,33 @@
  *
  * The workers are started once, in pool_new. pool_run posts a job (a
  * function and an index count), works on it from the calling thread too,
- * and waits until every worker has checked out of it. Indices are claimed
- * one at a time from an atomic counter: a worker that starts late simply
- * claims fewer, which balances uneven tasks as well.
+ * and returns once every index has run. Indices are claimed one at a time
+ * from one atomic word: a worker that starts late simply claims fewer,
+ * which balances uneven tasks as well.
+ *
+ * Posting and finishing a job take no lock. The claim word holds the
+ * job's number (so that each post changes it), its index count and the
+ * next index; a worker claims by compare-and-swap, which succeeds only on
+ * the current job's word, and reads the job's function only after it has
+ * claimed: the job cannot end (nor the next be posted) before that index
+ * is done, so a worker descheduled for a whole job never runs an index
+ * with another job's function. A job ends when its count of finished
+ * indices reaches its count, so a caller that ran every index itself
+ * returns at once, without waiting for workers that took none (on a
+ * shared machine, a descheduled worker would otherwise stall every job by
+ * a scheduler tick).
  *
  * Waiting is spin-then-sleep. Waking a sleeping thread costs tens of
  * microseconds (on a virtual machine, ~100 us: the idle vCPU is halted),
  * as much as a whole decode-sized matrix product; and a model runs such
- * products back to back. So after a job a worker watches for the next
- * one for SPIN_SECONDS before sleeping on a condition variable, and the
- * caller likewise watches for the end of a job before sleeping. An idle
- * pool therefore spins for at most SPIN_SECONDS, then costs no CPU.
+ * products back to back. So a worker watches for the next job for
+ * SPIN_SECONDS before sleeping on a condition variable, and the caller
+ * likewise watches for the end of a job before sleeping. The mutex and
+ * conditions are touched only when someone sleeps: a sleeper announces
+ * itself (SLEEPERS, CALLER_ASLEEP) before its last look, and the other
+ * side looks for the announcement after its change (both sequentially
+ * consistent, so one of them sees the other). An idle pool therefore
+ * spins for at most SPIN_SECONDS, then costs no CPU.
  *
  * One job at a time: a pool_run made while the pool is already running a
  * job (from inside FN, or from another thread) runs its indices inline on
@@ -21,6 +37,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -32,42 +49,81 @@
 
 #define SPIN_SECONDS 100e-6
 
+/* The claim word: job number (JOB_BITS), index count and next index
+ * (IDX_BITS each). A job of more indices is posted in parts. */
+enum { IDX_BITS = 22, JOB_BITS = 64 - 2 * IDX_BITS };
+#define IDX_MASK ((UINT64_C(1) << IDX_BITS) - 1)
+#define MAX_PART ((int)IDX_MASK)
+
 typedef void (*PoolFn)(void *arg, int i, int n);
 
 struct Pool {
-  int threads;         /* workers + the caller */
-  pthread_t *workers;  /* threads - 1 of them */
-  pthread_mutex_t mu;  /* for sleeping and waking, and RUNNING */
-  pthread_cond_t wake; /* a job was posted, or the pool is stopping */
-  pthread_cond_t idle; /* the last worker checked out of the job */
-  bool running;        /* a job is posted and not finished (under MU) */
-  /* The job: written before JOB is bumped (release), read after it is
-   * seen to change (acquire). */
+  int threads;          /* workers + the caller */
+  pthread_t *workers;   /* threads - 1 of them */
+  pthread_mutex_t mu;   /* for sleeping and waking only */
+  pthread_cond_t wake;  /* a job was posted, or the pool is stopping */
+  pthread_cond_t ended; /* the job's last index is done */
+  /* The job: written before CLAIM is stored (release), read after an
+   * index of it is claimed (acquire). Index i of the part runs as
+   * FN(ARG, BASE + i, N). */
   PoolFn fn;
   void *arg;
-  int n;
-  atomic_ulong job; /* bumped per job: workers wait for it to change */
-  atomic_int busy;  /* workers that have not checked out of the job */
-  atomic_int next;  /* the next index to claim */
+  int base, n;
+  _Atomic uint64_t claim; /* job number | count | next index */
+  atomic_int done;        /* indices of the job finished */
+  atomic_int sleepers;    /* workers asleep or about to be */
+  atomic_bool caller_asleep;
+  atomic_bool running; /* a job is posted and not finished */
   atomic_bool stop;
 };
 
-/* Claim and run indices of the current job until none is left. */
-static void run_claimed(Pool *p, PoolFn fn, void *arg, int n) {
-  for (;;) {
-    int i = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
-    if (i >= n)
-      return;
-    fn(arg, i, n);
+static uint64_t word(uint64_t job, uint64_t count, uint64_t next) {
+  return job << (2 * IDX_BITS) | count << IDX_BITS | next;
+}
+static int word_count(uint64_t w) { return (int)(w >> IDX_BITS & IDX_MASK); }
+static int word_next(uint64_t w) { return (int)(w & IDX_MASK); }
+
+/* Claim an index of whatever job W (the claim word as last read) is; -1
+ * when it has none left. */
+static int claim_index(Pool *p, uint64_t *w) {
+  while (word_next(*w) < word_count(*w)) {
+    if (atomic_compare_exchange_weak_explicit(&p->claim, w, *w + 1,
+                                              memory_order_acquire,
+                                              memory_order_acquire))
+      return word_next(*w);
+  }
+  return -1;
+}
+
+/* The caller may be asleep on the end of the job: wake it. */
+static void signal_end(Pool *p) {
+  if (!atomic_load(&p->caller_asleep))
+    return;
+  pthread_mutex_lock(&p->mu);
+  pthread_cond_signal(&p->ended);
+  pthread_mutex_unlock(&p->mu);
+}
+
+/* Claim and run indices of the posted job until none is left; W is the
+ * claim word as last read, and is left at the word with none left. */
+static void run_claimed(Pool *p, uint64_t *w) {
+  int i;
+  while ((i = claim_index(p, w)) >= 0) {
+    p->fn(p->arg, p->base + i, p->n);
+    /* seq_cst: the index's writes reach the caller, and CALLER_ASLEEP is
+     * read after (see the head comment). */
+    if (atomic_fetch_add(&p->done, 1) + 1 == word_count(*w))
+      signal_end(p);
+    *w = atomic_load_explicit(&p->claim, memory_order_acquire);
   }
 }
 
-/* Spin until JOB moves past SEEN or the pool stops, for at most
- * SPIN_SECONDS; true if it did. */
-static bool spin_for_job(Pool *p, unsigned long seen) {
+/* Spin until the claim word moves past SEEN or the pool stops, for at
+ * most SPIN_SECONDS; true if it did. */
+static bool spin_for_job(Pool *p, uint64_t seen) {
   double until = now_seconds() + SPIN_SECONDS;
   for (int i = 0;; i++) {
-    if (atomic_load_explicit(&p->job, memory_order_acquire) != seen ||
+    if (atomic_load_explicit(&p->claim, memory_order_acquire) != seen ||
         atomic_load_explicit(&p->stop, memory_order_acquire))
       return true;
     if (i % 64 == 63 && now_seconds() > until)
@@ -76,44 +132,42 @@ static bool spin_for_job(Pool *p, unsigned long seen) {
   }
 }
 
+static void sleep_for_job(Pool *p, uint64_t seen) {
+  atomic_fetch_add(&p->sleepers, 1);
+  pthread_mutex_lock(&p->mu);
+  while (atomic_load(&p->claim) == seen && !atomic_load(&p->stop))
+    pthread_cond_wait(&p->wake, &p->mu);
+  pthread_mutex_unlock(&p->mu);
+  atomic_fetch_sub(&p->sleepers, 1);
+}
+
 static void *worker_main(void *vp) {
   Pool *p = vp;
-  unsigned long seen = 0;
+  uint64_t w = atomic_load_explicit(&p->claim, memory_order_acquire);
   for (;;) {
-    if (!spin_for_job(p, seen)) {
-      pthread_mutex_lock(&p->mu);
-      while (atomic_load(&p->job) == seen && !atomic_load(&p->stop))
-        pthread_cond_wait(&p->wake, &p->mu);
-      pthread_mutex_unlock(&p->mu);
-    }
+    run_claimed(p, &w);
+    if (!spin_for_job(p, w))
+      sleep_for_job(p, w);
     if (atomic_load_explicit(&p->stop, memory_order_acquire))
       return NULL;
-    seen = atomic_load_explicit(&p->job, memory_order_acquire);
-    run_claimed(p, p->fn, p->arg, p->n);
-    /* acq_rel: this worker's writes reach the caller, which reads BUSY
-     * (acquire) before it returns. */
-    if (atomic_fetch_sub_explicit(&p->busy, 1, memory_order_acq_rel) == 1) {
-      /* The caller may be asleep: signal under the mutex it checks BUSY
-       * under, so the signal cannot fall between its check and its wait. */
-      pthread_mutex_lock(&p->mu);
-      pthread_cond_signal(&p->idle);
-      pthread_mutex_unlock(&p->mu);
-    }
+    w = atomic_load_explicit(&p->claim, memory_order_acquire);
   }
 }
 
 Pool *pool_new(int threads) {
   Pool *p = xcalloc(1, sizeof *p);
   p->threads = 1;
-  atomic_init(&p->job, 0);
-  atomic_init(&p->busy, 0);
-  atomic_init(&p->next, 0);
+  atomic_init(&p->claim, 0);
+  atomic_init(&p->done, 0);
+  atomic_init(&p->sleepers, 0);
+  atomic_init(&p->caller_asleep, false);
+  atomic_init(&p->running, false);
   atomic_init(&p->stop, false);
   if (threads <= 1)
     return p;
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
-  pthread_cond_init(&p->idle, NULL);
+  pthread_cond_init(&p->ended, NULL);
   p->workers = xcalloc((size_t)threads - 1, sizeof *p->workers);
   /* If the system refuses a thread, the pool is simply smaller. */
   for (int i = 0; i < threads - 1; i++) {
@@ -131,52 +185,57 @@ static void run_inline(PoolFn fn, void *arg, int n) {
     fn(arg, i, n);
 }
 
-/* Wait until every worker has checked out of the job: spin a while, then
+/* Wait until the job's COUNT indices are done: spin a while, then
  * sleep. */
-static void wait_idle(Pool *p) {
+static void wait_done(Pool *p, int count) {
   double until = now_seconds() + SPIN_SECONDS;
-  for (int i = 0; atomic_load_explicit(&p->busy, memory_order_acquire) > 0;
-       i++) {
+  for (int i = 0; atomic_load(&p->done) < count; i++) {
     if (i % 64 == 63 && now_seconds() > until) {
+      atomic_store(&p->caller_asleep, true);
       pthread_mutex_lock(&p->mu);
-      while (atomic_load_explicit(&p->busy, memory_order_acquire) > 0)
-        pthread_cond_wait(&p->idle, &p->mu);
+      while (atomic_load(&p->done) < count)
+        pthread_cond_wait(&p->ended, &p->mu);
       pthread_mutex_unlock(&p->mu);
+      atomic_store(&p->caller_asleep, false);
       return;
     }
     cpu_relax();
   }
 }
 
+/* Post indices [BASE, BASE + COUNT) of a job of N, run them with the
+ * workers, and return when all are done. */
+static void run_part(Pool *p, PoolFn fn, void *arg, int base, int count,
+                     int n) {
+  p->fn = fn;
+  p->arg = arg;
+  p->base = base;
+  p->n = n;
+  atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+  uint64_t old = atomic_load_explicit(&p->claim, memory_order_relaxed);
+  uint64_t job = (old >> (2 * IDX_BITS)) + 1;
+  uint64_t w = word(job & ((UINT64_C(1) << JOB_BITS) - 1), (uint64_t)count, 0);
+  atomic_store(&p->claim, w); /* seq_cst: SLEEPERS is read after */
+  if (atomic_load(&p->sleepers) > 0) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+  }
+  run_claimed(p, &w);
+  wait_done(p, count);
+}
+
 void pool_run(Pool *p, void (*fn)(void *arg, int i, int n), void *arg, int n) {
   if (n <= 0)
     return;
-  if (!p || p->threads <= 1 || n == 1) {
+  if (!p || p->threads <= 1 || n == 1 ||
+      atomic_exchange_explicit(&p->running, true, memory_order_acquire)) {
     run_inline(fn, arg, n);
     return;
   }
-  pthread_mutex_lock(&p->mu);
-  if (p->running) {
-    pthread_mutex_unlock(&p->mu);
-    run_inline(fn, arg, n);
-    return;
-  }
-  p->running = true;
-  p->fn = fn;
-  p->arg = arg;
-  p->n = n;
-  atomic_store_explicit(&p->next, 0, memory_order_relaxed);
-  atomic_store_explicit(&p->busy, p->threads - 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&p->job, 1, memory_order_release);
-  pthread_cond_broadcast(&p->wake);
-  pthread_mutex_unlock(&p->mu);
-
-  run_claimed(p, fn, arg, n);
-  wait_idle(p);
-
-  pthread_mutex_lock(&p->mu);
-  p->running = false;
-  pthread_mutex_unlock(&p->mu);
+  for (int base = 0; base < n; base += MAX_PART)
+    run_part(p, fn, arg, base, n - base < MAX_PART ? n - base : MAX_PART, n);
+  atomic_store_explicit(&p->running, false, memory_order_release);
 }
 
 void pool_free(Pool *p) {
@@ -184,12 +243,12 @@ void pool_free(Pool *p) {
     return;
   if (p->workers) {
     pthread_mutex_lock(&p->mu);
-    atomic_store_explicit(&p->stop, true, memory_order_release);
+    atomic_store(&p->stop, true);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->threads - 1; i++)
       pthread_join(p->workers[i], NULL);
-    pthread_cond_destroy(&p->idle);
+    pthread_cond_destroy(&p->ended);
     pthread_cond_destroy(&p->wake);
     pthread_mutex_destroy(&p->mu);
   }

@@ -6,6 +6,7 @@
  * the portable ones; kernel_widen on every 16-bit value. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "../../src/exec/exec.h"
 #include "test.h"
@@ -57,6 +58,21 @@ TEST(kernels_pool_runs_every_index_once) {
   CHECK_INT(pool_size(NULL), 1);
   check_each_once(NULL, 5);
   pool_free(NULL);
+}
+
+/* Tiny jobs back to back (workers still spinning on the last one, or
+ * late to it), and jobs after a pause long enough that the workers have
+ * gone to sleep: each index of each job runs once, with its own job. */
+TEST(kernels_pool_jobs_back_to_back_and_after_sleep) {
+  Pool *p = pool_new(3);
+  for (int rep = 0; rep < 20000; rep++)
+    check_each_once(p, 1 + rep % 4);
+  for (int rep = 0; rep < 5; rep++) {
+    struct timespec pause = {0, 2000000}; /* 2 ms: past the pool's spin */
+    nanosleep(&pause, NULL);
+    check_each_once(p, 2 + rep);
+  }
+  pool_free(p);
 }
 
 /* Index i of the outer job runs an inner job on the same pool. */
