@@ -79,10 +79,6 @@ enum {
   DOT_MAX_M = 16,       /* the dot path takes m up to this */
   DOT_ROWS = 3,         /* rows of A per dot kernel call */
   DOT_COLS = 4,         /* rows of W per dot kernel call */
-  PF_BYTES = 8192,      /* how far ahead the dot kernel fetches W (the */
-                        /* hardware prefetcher alone: ~15% slower; 4 KiB: */
-                        /* F16 GEMVs ~1.3x slower on a loaded machine, */
-                        /* whose memory answers late; a quarter of L1) */
   ROW_MAX_M = 4,        /* the row path takes m up to this (beyond, the */
                         /* packed path does better: measured) */
   ROW_ROWS = 4,         /* rows of A per row kernel call */
@@ -491,8 +487,10 @@ load_part(DType t, const void *w, int64_t i, int64_t n, __m256i mask) {
 
 /* W's rows one after another, each from end to end (W's rows are
  * consecutive in memory: one sequential stream, which reads faster than
- * DOT_COLS streams side by side), fetched PF_BYTES ahead; each row of A
- * with two accumulators. A row's sums run in the same order whatever ROWS
+ * DOT_COLS streams side by side), left to the hardware prefetcher (a
+ * software fetch 2, 8 or 16 KiB ahead was slower on a quiet machine,
+ * 1 and 2 threads: bench/RESULTS.md); each row of A with two
+ * accumulators. A row's sums run in the same order whatever ROWS
  * is: its result does not depend on how many rows of A are computed with
  * it. ROWS is a constant in each instantiation (WITH_ROWS_3). */
 AVX2 static inline __attribute__((always_inline)) void
@@ -510,8 +508,6 @@ dot_rows_avx2(int rows, DType t, int64_t k, const float *a, int64_t lda,
       for (int r = 0; r < rows; r++)
         acc[r][0] = acc[r][1] = _mm256_setzero_ps();
       for (; kk + 16 <= k1; kk += 16) {
-        _mm_prefetch((const char *)w[j] + kk * (t == DT_F32 ? 4 : 2) + PF_BYTES,
-                     _MM_HINT_T0);
         __m256 w0 = load8(t, w[j], kk), w1 = load8(t, w[j], kk + 8);
 #pragma GCC unroll 6
         for (int r = 0; r < rows; r++) {
@@ -666,9 +662,12 @@ static const Isa isa_avx2 = {X_MR,
 
 #if HAVE_X86
 /* AVX-512 (F): the dot path with 16 lanes, and a 16-bit row widened by one
- * instruction per 16 values — a decode step's GEMVs are bound by how fast
- * a thread turns F16/BF16 weights into products, not by memory, with 8
- * lanes. The rest of the AVX2 kernels serve as they are. */
+ * instruction per 16 values. The rest of the AVX2 kernels serve as they
+ * are. Chosen on Intel CPUs only (select_isa): on AMD's Zen 4, which runs
+ * a 512-bit operation as two 256-bit halves, it was the slower dot path
+ * (quiet machine, GEMV of 50280 x 768 from memory: F16 18.6 against
+ * AVX2's 25.9 GB/s on one thread, 27.7 against 33.2 on two; F32 24.8
+ * against 25.9 and 33.4 against 34.0: bench/RESULTS.md). */
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 
 /* Sixteen values of W (dtype T) from element I, as fp32. */
@@ -693,15 +692,6 @@ load16_part(DType t, const void *w, int64_t i, __mmask16 m) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-/* Fetch the lines of W's row from byte offset OFF + PF_BYTES on, BYTES of
- * them (a whole number of lines). */
-static inline __attribute__((always_inline)) void
-fetch_ahead(const void *row, int64_t off, int bytes) {
-#pragma GCC unroll 4
-  for (int l = 0; l < bytes; l += 64)
-    _mm_prefetch((const char *)row + off + PF_BYTES + l, _MM_HINT_T0);
-}
-
 /* One KC block of the dot path, [K0, K1) of row J of W, into ACC: 64
  * values a step in four accumulators per row of A (the FMA latency times
  * its throughput: two chains leave the units half idle, and a 16-bit W is
@@ -712,7 +702,6 @@ dot_block_avx512(int rows, DType t, int64_t k0, int64_t k1, const float *a,
                  int64_t lda, const void *wj, __m512 acc[DOT_ROWS][4]) {
   int64_t kk = k0;
   for (; kk + 64 <= k1; kk += 64) {
-    fetch_ahead(wj, kk * esize(t), 64 * (int)esize(t));
     __m512 wv[4];
 #pragma GCC unroll 4
     for (int q = 0; q < 4; q++)
@@ -800,9 +789,11 @@ static bool have_f16c(void) {
 }
 #endif
 
-/* The kernels for this CPU; MAMBALAYA_KERNELS=portable (or avx2) forces
- * the portable (or AVX2) ones, for testing them or to rule the wider SIMD
- * code out. */
+/* The kernels for this CPU; MAMBALAYA_KERNELS=portable (or avx2, or
+ * avx512) forces the portable (or AVX2, or, where the CPU has it, the
+ * AVX-512) ones, for testing them or to rule the wider SIMD code out. The
+ * choice never depends on timing, so a run's numbers are the same from
+ * one run to the next on one machine. */
 static const Isa *select_isa(void) {
   const char *force = getenv("MAMBALAYA_KERNELS");
   if (force && strcmp(force, "portable") == 0)
@@ -810,9 +801,12 @@ static const Isa *select_isa(void) {
 #if HAVE_X86
   bool avx2 = __builtin_cpu_supports("avx2") &&
               __builtin_cpu_supports("fma") && have_f16c();
-  if (avx2 && !(force && strcmp(force, "avx2") == 0) &&
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl"))
+  bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+                __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512vl");
+  bool asked = force && strcmp(force, "avx512") == 0;
+  if (avx512 && !(force && strcmp(force, "avx2") == 0) &&
+      (asked || __builtin_cpu_is("intel")))
     return &isa_avx512;
   if (avx2)
     return &isa_avx2;

@@ -725,6 +725,10 @@ static void check_forced(const char *isa) {
 /* The portable kernels, which a CPU without AVX2 would run. */
 TEST(kernels_gemm_portable) { check_forced("portable"); }
 
-/* The AVX2 kernels on a CPU with AVX-512, whose dot path the other tests
- * run there (on one without, these are the kernels they run anyway). */
+/* The AVX2 kernels, which the other tests run on a CPU without AVX-512
+ * and on AMD's (select_isa). */
 TEST(kernels_gemm_avx2) { check_forced("avx2"); }
+
+/* The AVX-512 dot path, which the other tests run on Intel CPUs with
+ * AVX-512 (on a CPU without it, the AVX2 kernels again). */
+TEST(kernels_gemm_avx512) { check_forced("avx512"); }
