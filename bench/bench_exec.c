@@ -107,57 +107,11 @@ static bool in_child(void (*fn)(const void *, Result *), const void *arg,
 
 /* ---- the bandwidths ---- */
 
-typedef struct Sum {
-  const float *p;
-  size_t n;
-  float out[64];
-} Sum;
-
-/* Part I of N of the buffer, summed: a pure read stream, fetched 4 KiB
- * ahead as the GEMV kernel fetches its weights. */
-typedef float V8 __attribute__((vector_size(32)));
-
-static void sum_task(void *arg, int i, int n) {
-  Sum *s = arg;
-  size_t per = s->n / (size_t)n / 32 * 32, lo = per * (size_t)i;
-  V8 acc[4] = {{0}};
-  for (size_t k = lo; k < lo + per; k += 32) {
-    __builtin_prefetch(s->p + k + 1024, 0, 3);
-    __builtin_prefetch(s->p + k + 1024 + 16, 0, 3);
-    for (int j = 0; j < 4; j++) {
-      V8 v;
-      memcpy(&v, s->p + k + 8 * j, sizeof v);
-      acc[j] += v;
-    }
-  }
-  V8 t = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-  s->out[i % 64] = t[0] + t[7];
-}
-
-/* Bytes per second a pool's threads read from a buffer of BYTES (best of
- * five passes, after one that maps the pages). */
-static double read_bandwidth(size_t bytes, Pool *pool) {
-  Sum s = {.n = bytes / sizeof(float)};
-  float *p = malloc(bytes);
-  for (size_t i = 0; i < s.n; i++)
-    p[i] = 1;
-  s.p = p;
-  double best = INFINITY;
-  for (int r = 0; r < 5; r++) {
-    double t0 = now_seconds();
-    pool_run(pool, sum_task, &s, pool_size(pool));
-    double dt = now_seconds() - t0;
-    best = dt < best ? dt : best;
-  }
-  free(p);
-  return (double)bytes / best;
-}
-
 static void probe_child(const void *arg, Result *r) {
   const Bench *b = arg;
   Pool *pool = pool_new(b->threads);
   r->copy_bw = kernel_copy_bandwidth((size_t)256 << 20, pool);
-  r->read_bw = read_bandwidth((size_t)256 << 20, pool);
+  r->read_bw = kernel_read_bandwidth((size_t)256 << 20, pool);
   r->ok = true;
   pool_free(pool);
 }

@@ -187,54 +187,7 @@ static uint16_t *random_halves(int64_t n, unsigned seed) {
   return p;
 }
 
-/* ---- the read bandwidth ---- */
-
-typedef struct Sum {
-  const float *p;
-  size_t n;
-  float out[64];
-} Sum;
-
-typedef float V8 __attribute__((vector_size(32)));
-
-/* Part I of N of the buffer, summed: a pure read stream, fetched 4 KiB
- * ahead as the GEMV kernel fetches its weights (bench_exec measures the
- * same way). */
-static void sum_task(void *arg, int i, int n) {
-  Sum *s = arg;
-  size_t per = s->n / (size_t)n / 32 * 32, lo = per * (size_t)i;
-  V8 acc[4] = {{0}};
-  for (size_t k = lo; k < lo + per; k += 32) {
-    __builtin_prefetch(s->p + k + 1024, 0, 3);
-    __builtin_prefetch(s->p + k + 1024 + 16, 0, 3);
-    for (int j = 0; j < 4; j++) {
-      V8 v;
-      memcpy(&v, s->p + k + 8 * j, sizeof v);
-      acc[j] += v;
-    }
-  }
-  V8 t = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-  s->out[i % 64] = t[0] + t[7];
-}
-
-/* Bytes per second a pool's threads read from a buffer of BYTES (best of
- * five passes, after one that maps the pages). */
-static double read_bandwidth(size_t bytes, Pool *pool) {
-  Sum s = {.n = bytes / sizeof(float)};
-  float *p = xmalloc(bytes);
-  for (size_t i = 0; i < s.n; i++)
-    p[i] = 1;
-  s.p = p;
-  double best = 1e30;
-  for (int r = 0; r < 5; r++) {
-    double t0 = now_seconds();
-    pool_run(pool, sum_task, &s, pool_size(pool));
-    double dt = now_seconds() - t0;
-    best = dt < best ? dt : best;
-  }
-  free(p);
-  return (double)bytes / best;
-}
+/* ---- decode products from memory ---- */
 
 /* Decode products over copies of W (fp32, or F16 when HALF) totalling at
  * least 256 MiB, one after another, so that each copy has left the cache
@@ -299,7 +252,7 @@ int main(int argc, char **argv) {
     Pool *pool = pool_new(threads);
     printf("%d thread%s:\n", threads, threads > 1 ? "s" : "");
     double copy = kernel_copy_bandwidth((size_t)256 << 20, pool) / 1e9;
-    double read = read_bandwidth((size_t)256 << 20, pool) / 1e9;
+    double read = kernel_read_bandwidth((size_t)256 << 20, pool) / 1e9;
     printf("  copy bandwidth (256 MiB, read + write): %.2f GB/s; read "
            "bandwidth: %.2f GB/s\n",
            copy, read);

@@ -273,5 +273,8 @@ void kernel_widen(DType t, const uint16_t *src, float *dst, int64_t n);
 /* The machine's copy bandwidth in bytes/s (read + write), measured by
  * copying BYTES (e.g. 256 MiB) a few times with POOL's threads. */
 double kernel_copy_bandwidth(size_t bytes, Pool *pool);
+/* The machine's read bandwidth in bytes/s: POOL's threads sum a buffer of
+ * BYTES, best of five passes (a decode step's bound: a GEMV only reads). */
+double kernel_read_bandwidth(size_t bytes, Pool *pool);
 
 #endif

@@ -54,3 +54,27 @@ const char *pair_class(const Classified *l, const char *producer,
   }
   return "none";
 }
+
+bool case_load(Case *k, const char *spec, const char *arch,
+               const Setting *set, int n) {
+  Diag d = {0};
+  *k = (Case){0};
+  k->c = spec_load(spec, &d);
+  k->a = k->c ? arch_load(arch, &d) : NULL;
+  if (k->a)
+    k->s = shape_bind(k->c, k->c->model ? preset_sizes(k->c->model) : NULL,
+                      set, n, true, &d);
+  if (!k->s) {
+    test_fail(__FILE__, __LINE__, "%s on %s: %s", spec, arch, d.msg);
+    return false;
+  }
+  k->pairs = fusion_classify(k->c, k->s);
+  return true;
+}
+
+void case_free(Case *k) {
+  free(k->pairs);
+  shape_free(k->s);
+  arch_free(k->a);
+  cascade_free(k->c);
+}

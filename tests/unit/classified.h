@@ -1,9 +1,12 @@
 /* classified.h — a cascade loaded for the fusion tests: parsed, bound and
  * its producer→consumer pairs classified, with a lookup of one pair's
- * class. Shared by test_fusion.c and test_literature.c. */
+ * class (test_fusion.c, test_literature.c); and the same beside an
+ * architecture, for the search's tests (test_search.c,
+ * test_fusion_level.c). */
 #ifndef MAMBALAYA_TEST_CLASSIFIED_H
 #define MAMBALAYA_TEST_CLASSIFIED_H
 
+#include "../../src/arch/arch.h"
 #include "../../src/fusion/fusion.h"
 
 typedef struct Classified {
@@ -24,5 +27,19 @@ void classified_free(Classified *l);
  * "none" when there is no such pair. */
 const char *pair_class(const Classified *l, const char *producer,
                        const char *consumer, const char *tensor);
+
+/* A cascade bound and classified, with an architecture. */
+typedef struct Case {
+  Cascade *c;
+  Shape *s;
+  Pair *pairs;
+  Arch *a;
+} Case;
+
+/* Load SPEC (at its preset's sizes, with the N settings SET) and ARCH; a
+ * failure fails the running test and returns false. */
+bool case_load(Case *k, const char *spec, const char *arch,
+               const Setting *set, int n);
+void case_free(Case *k);
 
 #endif

@@ -508,6 +508,17 @@ static Array *to_half(const Array *a, DType t, Array **wide) {
   return copy;
 }
 
+/* A and B hold the same tensors, bit for bit. */
+static void check_bitwise(const Tensors *a, const Tensors *b) {
+  CHECK_INT(a->n, b->n);
+  for (int i = 0; i < a->n; i++) {
+    const Array *y = tensors_get(b, a->names[i]);
+    CHECK(y && y->n == a->arrays[i]->n &&
+          memcmp(y->data, a->arrays[i]->data,
+                 sizeof(float) * (size_t)y->n) == 0);
+  }
+}
+
 /* Weights held in 16 bits: kernel_gemm reads W as it is (packed once and
  * reused over the tiles of a fused group, or streamed by the dot path),
  * the reads that are not a GEMM (a bias, a product too small for
@@ -612,16 +623,8 @@ static void check_prepared(const char *path, const Setting *set, int nset) {
       CHECK(exec_run(k.c, k.s, &k.in, &o, &r2, &n2, &s2, &d));
       CHECK(exec_peak_bytes(x) == s1.peak_bytes && s1.peak_bytes > 0);
       CHECK(s1.read_total == s2.read_total && s1.write_total == s2.write_total);
-      for (int pass = 0; pass < 2; pass++) {
-        Tensors *a = pass ? &n1 : &r1, *b = pass ? &n2 : &r2;
-        CHECK_INT(a->n, b->n);
-        for (int i = 0; i < a->n; i++) {
-          Array *y = tensors_get(b, a->names[i]);
-          CHECK(y && y->n == a->arrays[i]->n &&
-                memcmp(y->data, a->arrays[i]->data,
-                       sizeof(float) * (size_t)y->n) == 0);
-        }
-      }
+      check_bitwise(&r1, &r2);
+      check_bitwise(&n1, &n2);
       exec_stats_free(&s1);
       exec_stats_free(&s2);
       tensors_free(&r1);
@@ -816,16 +819,8 @@ static void check_in_place(const char *path, const Setting *set, int nset) {
         !exec_run(k.c, k.s, &ref, &o, &r2, &n2, NULL, &d))
       test_fail(__FILE__, __LINE__, "%s: %s", path, d.msg);
     CHECK(tensors_get(&n1, h0) == before);
-    for (int pass = 0; pass < 2; pass++) {
-      Tensors *a = pass ? &n1 : &r1, *b = pass ? &n2 : &r2;
-      CHECK_INT(a->n, b->n);
-      for (int i = 0; i < a->n; i++) {
-        Array *y = tensors_get(b, a->names[i]);
-        CHECK(y && y->n == a->arrays[i]->n &&
-              memcmp(y->data, a->arrays[i]->data,
-                     sizeof(float) * (size_t)y->n) == 0);
-      }
-    }
+    check_bitwise(&r1, &r2);
+    check_bitwise(&n1, &n2);
     for (int i = 0; i < n2.n; i++) { /* the next step continues these */
       const char *name = n2.names[i];
       if (strcmp(name, h0) != 0)

@@ -9,6 +9,7 @@
 #include "../../src/model/model.h"
 #include "../../src/search/search.h"
 #include "../../src/spec/spec.h"
+#include "classified.h"
 #include "test.h"
 
 static Arch *load(const char *path) {
@@ -100,34 +101,6 @@ TEST(fusion_level_loader_refuses_registers) {
   arch_free(a);
 }
 
-typedef struct Case {
-  Cascade *c;
-  Shape *s;
-  Pair *pairs;
-  Arch *a;
-} Case;
-
-static bool case_load(Case *k, const char *spec) {
-  Diag d = {0};
-  *k = (Case){0};
-  k->c = spec_load(spec, &d);
-  k->a = k->c ? load("tests/archs/two_level.yaml") : NULL;
-  k->s = k->a ? shape_bind(k->c, NULL, NULL, 0, true, &d) : NULL;
-  if (!k->s) {
-    test_fail(__FILE__, __LINE__, "%s: %s", spec, d.msg);
-    return false;
-  }
-  k->pairs = fusion_classify(k->c, k->s);
-  return true;
-}
-
-static void case_free(Case *k) {
-  free(k->pairs);
-  shape_free(k->s);
-  arch_free(k->a);
-  cascade_free(k->c);
-}
-
 /* The SwiGLU MLP's intermediates (A, C, H: 4x1024x5632 each) outgrow the
  * 256 KiB GlobalBuffer but its rows fit the 64 MiB L2: fused in the L2
  * (one group, nothing off chip) the layer takes 35.02 ms, against 35.90
@@ -135,7 +108,8 @@ static void case_free(Case *k) {
  * 354.7 ms, its weights refetched per small tile). */
 TEST(fusion_level_search_picks_l2) {
   Case k;
-  if (!case_load(&k, "tests/specs/good/swiglu_mlp.yaml"))
+  if (!case_load(&k, "tests/specs/good/swiglu_mlp.yaml",
+                 "tests/archs/two_level.yaml", NULL, 0))
     return;
   ModelOverrides ov = model_no_overrides();
   Diag d = {0};
@@ -178,7 +152,8 @@ TEST(fusion_level_search_picks_l2) {
  * refuses a bad one there); not a name: refused by the reader. */
 TEST(fusion_level_plan_file_field) {
   Case k;
-  if (!case_load(&k, "tests/specs/good/swiglu_mlp.yaml"))
+  if (!case_load(&k, "tests/specs/good/swiglu_mlp.yaml",
+                 "tests/archs/two_level.yaml", NULL, 0))
     return;
   const char text[] = "{\"strategy\": \"full\",\n"
                       " \"groups\": [[\"SQ\", \"XN\", \"A\", \"C\", \"H\", "

@@ -10,38 +10,8 @@
 #include "../../src/preset/preset.h"
 #include "../../src/search/search.h"
 #include "../../src/spec/spec.h"
+#include "classified.h"
 #include "test.h"
-
-typedef struct Case {
-  Cascade *c;
-  Shape *s;
-  Pair *pairs;
-  Arch *a;
-} Case;
-
-static bool case_load(Case *k, const char *spec, const char *arch,
-                      const Setting *set, int n) {
-  Diag d = {0};
-  *k = (Case){0};
-  k->c = spec_load(spec, &d);
-  k->a = k->c ? arch_load(arch, &d) : NULL;
-  if (k->a)
-    k->s = shape_bind(k->c, k->c->model ? preset_sizes(k->c->model) : NULL,
-                      set, n, true, &d);
-  if (!k->s) {
-    test_fail(__FILE__, __LINE__, "%s on %s: %s", spec, arch, d.msg);
-    return false;
-  }
-  k->pairs = fusion_classify(k->c, k->s);
-  return true;
-}
-
-static void case_free(Case *k) {
-  free(k->pairs);
-  shape_free(k->s);
-  arch_free(k->a);
-  cascade_free(k->c);
-}
 
 /* The share of the layer's cycles unit U's PEs spend on useful work:
  * each Einsum's busy cycles there times its spatial utilization. */
