@@ -333,30 +333,33 @@ static void ptrs_at(const Kern *k, const int64_t *x, Ptrs *p) {
   p->u = k->write_u ? k->u.data + offset(&k->u, x, nd) : NULL;
 }
 
-static void ptrs_step(const Kern *k, Ptrs *p) {
-  int ld = k->ld;
-  p->s += k->s.lin[ld];
-  p->a += k->a.lin[ld];
-  p->f += (k->prod ? k->f : k->in).lin[ld];
+#define INLINE static inline __attribute__((always_inline))
+
+/* Move every pointer one step along state dimension D. */
+INLINE void ptrs_move(const Kern *k, Ptrs *p, int d) {
+  p->s += k->s.lin[d];
+  p->a += k->a.lin[d];
+  p->f += (k->prod ? k->f : k->in).lin[d];
   /* The absent operands stay NULL: no offset is applied to them. */
   if (k->prod)
-    p->g += k->g.lin[ld];
+    p->g += k->g.lin[d];
   if (k->readout) {
-    p->c += k->c.lin[ld];
-    p->y += k->y.lin[ld];
+    p->c += k->c.lin[d];
+    p->y += k->y.lin[d];
   }
   if (k->write_t)
-    p->t += k->t.lin[ld];
+    p->t += k->t.lin[d];
   if (k->write_u)
-    p->u += k->u.lin[ld];
+    p->u += k->u.lin[d];
 }
+
+static void ptrs_step(const Kern *k, Ptrs *p) { ptrs_move(k, p, k->ld); }
 
 /* One step of one row: N elements along the innermost dimension, the
  * state from HP into H (which may be HP: a state advanced in place).
  * SA, SF, SG, SC: whether the decay, the factors
  * (or the input) and C move along it (1) or stay (0). The compiler
  * specializes the calls below. */
-#define INLINE static inline __attribute__((always_inline))
 INLINE double step_row(const Ptrs *p, int64_t n, float *h, const float *hp,
                        int sa, int sf, int sg, int sc) {
   const float *restrict a = p->a, *restrict f = p->f, *restrict g = p->g,
@@ -464,25 +467,62 @@ static void row_coords(const Kern *k, int64_t row, int64_t *x) {
   x[k->ld] = k->reg.lo[k->ld];
 }
 
+/* Where a row's first step reads and writes: its pointers, the previous
+ * state's, and its coordinates. */
+typedef struct RowAt {
+  Ptrs p;
+  const float *hp;
+  int64_t x[IR_MAX_RANKS];
+} RowAt;
+
+static void row_at(const Kern *k, int64_t row, RowAt *at) {
+  row_coords(k, row, at->x);
+  at->hp = k->lag.data + offset(&k->lag, at->x, k->nd);
+  ptrs_at(k, at->x, &at->p);
+}
+
+/* AT to the next row: the rows' last dimension one further, the pointers
+ * moved along it, or (when a dimension wraps) computed again. A decode
+ * step's row is short (Mamba-1's 16 elements), so its addressing must
+ * cost little next to it. */
+static void row_next(const Kern *k, RowAt *at) {
+  int last = k->nrows - 1, d = last >= 0 ? k->rows[last] : 0;
+  if (last >= 0 && at->x[d] + 1 < k->reg.hi[d]) {
+    at->x[d]++;
+    at->hp += k->lag.lin[d];
+    ptrs_move(k, &at->p, d);
+    return;
+  }
+  for (int j = last; j >= 0; j--) {
+    d = k->rows[j];
+    if (++at->x[d] < k->reg.hi[d])
+      break;
+    at->x[d] = k->reg.lo[d];
+  }
+  at->hp = k->lag.data + offset(&k->lag, at->x, k->nd);
+  ptrs_at(k, at->x, &at->p);
+}
+
 /* Rows [lo, hi): each through every step, its state written to S where
  * something reads it there (the last step: the next tile's halo, the next
  * pass's state), else kept in BUF (2 x ROW_GROUP x the innermost extent). */
 INLINE void run_rows(const Kern *k, int64_t lo, int64_t hi, float *buf,
                      bool wide) {
-  int nd = k->nd, in = nd - 1;
+  int in = k->nd - 1;
   int64_t n = k->reg.hi[in] - k->reg.lo[in];
   int64_t steps = k->reg.hi[k->ld] - k->reg.lo[k->ld];
   int sa = (int)k->a.lin[in], sf = (int)(k->prod ? k->f : k->in).lin[in];
   int sg = k->prod ? (int)k->g.lin[in] : 0;
+  RowAt at;
+  row_at(k, lo, &at);
   for (int64_t row = lo; row < hi; row += ROW_GROUP) {
     int g = hi - row < ROW_GROUP ? (int)(hi - row) : ROW_GROUP;
     Ptrs p[ROW_GROUP];
     const float *hp[ROW_GROUP];
     for (int j = 0; j < g; j++) {
-      int64_t x[IR_MAX_RANKS];
-      row_coords(k, row + j, x);
-      hp[j] = k->lag.data + offset(&k->lag, x, nd);
-      ptrs_at(k, x, &p[j]);
+      hp[j] = at.hp;
+      p[j] = at.p;
+      row_next(k, &at);
     }
     for (int64_t i = 0; i < steps; i++)
       for (int j = 0; j < g; j++) {
