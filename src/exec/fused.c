@@ -391,7 +391,7 @@ static bool alloc_buffers(Fused *f) {
       int k = first_dim(T, f->trank[j]);
       shape[k] = f->ttile[j] + (j == f->nt - 1 ? f->halo[t] : 0);
     }
-    f->buf[t] = run_array(f->r, t, T->nranks, shape);
+    f->buf[t] = run_array(f->r, T->nranks, shape);
     if (!f->buf[t]) {
       diag_error(f->r->d, c->path, T->loc, "tile of %s too large", T->name);
       return false;
@@ -408,7 +408,7 @@ static void free_buffers(Fused *f) {
   for (int t = 0; t < f->r->c->ntensors; t++)
     if (f->buf[t]) {
       f->r->live -= 4.0 * (double)f->buf[t]->n;
-      run_drop(f->r, t, f->buf[t]);
+      run_drop(f->r, f->buf[t]);
       f->buf[t] = NULL;
       memset(&f->r->views[t], 0, sizeof f->r->views[t]);
     }
@@ -542,7 +542,7 @@ static void capture_tail(Fused *f, int t) {
   if (!f->tail[t]) {
     tensor_shape(f->r, t, shape);
     shape[cond] = f->tail_len[t];
-    f->tail[t] = run_array(f->r, t, T->nranks, shape); /* written whole */
+    f->tail[t] = run_array(f->r, T->nranks, shape); /* written whole */
   }
   int64_t lo[IR_MAX_RANKS], hi[IR_MAX_RANKS];
   at[cond] = steps - f->tail_len[t];
@@ -928,7 +928,7 @@ bool run_fused(Run *r, Tensors *next) {
     r->views[t] = saved;
   }
   for (size_t t = 0; t < nt; t++) {
-    run_drop(r, (int)t, f.tail[t]);
+    run_drop(r, f.tail[t]);
     array_free(f.kept[t]);
   }
   free(f.member);

@@ -34,7 +34,9 @@ typedef struct Run {
   int *faults;
   VmJob **init_jobs; /* per tensor: its initialization's (slot 0) */
   Array **arrays; /* per tensor: the materialized array, or NULL */
-  Array **spare;  /* per tensor: an array of an earlier run, for reuse */
+  Array **spare;  /* arrays released, for reuse by any tensor (a stack of
+                     NSPARE, at most one per tensor and one more) */
+  int nspare;
   bool *borrowed; /* the array is the caller's input */
   View *views;    /* per tensor: where evaluation reads and writes it */
   int64_t *front; /* per tensor: steps of its array before the start of its
@@ -63,12 +65,12 @@ bool bind_inputs(Run *r, const Tensors *inputs);
  * initialization. */
 Array *run_alloc(Run *r, int t);
 void run_release(Run *r, int t);
-/* An fp32 array of SHAPE for tensor T (its array or tile buffer): T's
- * spare from an earlier run when shaped alike (its old values kept), else
- * a new, zeroed one; and
- * its return, kept as T's spare when small (decode-sized), else freed. */
-Array *run_array(Run *r, int t, int ndim, const int64_t *shape);
-void run_drop(Run *r, int t, Array *a);
+/* An fp32 array of SHAPE (a tensor's array or tile buffer): a spare of
+ * as many elements, released earlier by any tensor (its old values
+ * kept), else a new, zeroed one; and its return, kept as a spare when
+ * at most SPARE_BYTES (run.c), else freed. */
+Array *run_array(Run *r, int ndim, const int64_t *shape);
+void run_drop(Run *r, Array *a);
 
 /* Along dimension K of the tensor that A reads in E, the index is E's
  * output variable over that rank plus an offset in [*LO, *HI] (a lag, a
