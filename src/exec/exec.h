@@ -177,6 +177,8 @@ typedef struct ExecStats {
                         weights packed for tiles, widened 16-bit inputs */
   int64_t scan_einsums; /* Einsum runs the scan kernel did (a linear
                            recurrence and its read-out, run.h) */
+  int64_t gemv_einsums; /* Einsums run as matrix-vector products together
+                           (the interpreter with a pool: vm.h's vm_gemvs) */
 } ExecStats;
 
 /* Run C (bound by S) on INPUTS (every tensor no Einsum produces: weights,

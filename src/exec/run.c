@@ -574,17 +574,58 @@ static int interpret_scan(Run *r, const int *order, int n) {
   return sc.npos;
 }
 
+/* Does Einsum E read the output of one of ORDER's first N? */
+static bool reads_one_of(const Run *r, int e, const int *order, int n) {
+  const Einsum *x = r->c->einsums[e];
+  for (int k = 0; k < x->nreads; k++)
+    for (int p = 0; p < n; p++)
+      if (x->reads[k]->tensor == r->c->einsums[order[p]]->out.tensor)
+        return true;
+  return false;
+}
+
+/* Matrix-vector products at the start of ORDER (N positions), none a
+ * recurrence's member nor reading another's output, as one job of the
+ * pool (vm_gemvs): returns the positions run (0: fewer than two, run them
+ * as usual; -1: failed). */
+enum { MAX_GEMVS = 8 };
+static int interpret_gemvs(Run *r, const int *order, int n) {
+  if (pool_size(r->o->pool) < 2)
+    return 0;
+  Gemm g[MAX_GEMVS];
+  int k = 0;
+  for (; k < n && k < MAX_GEMVS; k++) {
+    int e = order[k], t = r->c->einsums[e]->out.tensor;
+    if (r->sched.scc[e] >= 0 || reads_one_of(r, e, order, k))
+      break;
+    if (!r->arrays[t] && !run_alloc(r, t))
+      return -1;
+    Region reg;
+    region_full(r->s, r->c->einsums[e], &reg);
+    if (!vm_gemv(run_job(r, 0, e), &reg, &g[k], r->d))
+      break;
+  }
+  if (k < 2)
+    return 0;
+  vm_gemvs(g, k, r->o->pool);
+  if (r->st)
+    r->st->gemv_einsums += k;
+  return k;
+}
+
 bool run_interpret(Run *r) {
   const Cascade *c = r->c;
   const Sched *sc = &r->sched;
   bool ok = true;
   for (int i = 0; ok && i < sc->n;) {
     int e = sc->order[i], n = interpret_scan(r, &sc->order[i], sc->n - i);
+    if (n == 0)
+      n = interpret_gemvs(r, &sc->order[i], sc->n - i);
     if (n < 0) {
       ok = false;
       n = 1;
     } else if (n > 0) {
-      /* run by the scan kernel */
+      /* run by the scan kernel, or as matrix-vector products together */
     } else if (sc->scc[e] >= 0) {
       n = 1;
       while (i + n < sc->n && sc->scc[sc->order[i + n]] == sc->scc[e])

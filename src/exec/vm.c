@@ -1050,7 +1050,9 @@ static bool plan_gemm(Job *j, Term *t) {
 
 /* Run a term planned for kernel_gemm over the current region: its operands
  * start at the region's first point. */
-static void run_gemm(const Job *j, Term *t) {
+/* Term T's product over the current region: its operands start at the
+ * region's first point. */
+static Gemm gemm_at(const Job *j, const Term *t) {
   const Expr *x = t->x;
   const Acc *A = &j->acc[acc_index(j, x->a->acc)];
   const Acc *B = &j->acc[acc_index(j, x->b->acc)];
@@ -1066,9 +1068,15 @@ static void run_gemm(const Job *j, Term *t) {
   g.a = A->v->data ? (const void *)(A->v->data + oa) : A->v->half + oa;
   g.b = B->v->data ? (const void *)(B->v->data + ob) : B->v->half + ob;
   g.c = j->out->data + oc;
-  const Tensor *TA = &j->env->c->tensors[A->a->tensor];
-  const Tensor *TB = &j->env->c->tensors[B->a->tensor];
-  bool fixed_a = TA->producer < 0, fixed_b = TB->producer < 0;
+  return g;
+}
+
+static void run_gemm(const Job *j, Term *t) {
+  Gemm g = gemm_at(j, t);
+  const Tensor *T = j->env->c->tensors;
+  int ta = j->acc[acc_index(j, t->x->a->acc)].a->tensor;
+  int tb = j->acc[acc_index(j, t->x->b->acc)].a->tensor;
+  bool fixed_a = T[ta].producer < 0, fixed_b = T[tb].producer < 0;
   if (!t->pack && fixed_a != fixed_b && t->gemm_runs++ > 0)
     t->pack = kernel_gemm_pack(&g, fixed_b, j->env->pool);
   kernel_gemm_with(&g, t->pack, j->env->pool);
@@ -1316,16 +1324,35 @@ static double job_work(const Job *j) {
   return work;
 }
 
-bool vm_exec(Job *j, const Region *r, Diag *d) {
-  const Env *env = j->env;
-  bool same = still_bound(j, r);
+/* Bind J for R (or, bound for a region shaped alike, move it there);
+ * *SAME: it was. */
+static bool bind_for(Job *j, const Region *r, bool *same, Diag *d) {
+  *same = still_bound(j, r);
   j->reg = *r;
-  if (same) {
+  if (*same) {
     move_walk(j);
     rewiden(j);
-  } else if (!bind(j, d)) {
-    return false;
+    return true;
   }
+  return bind(j, d);
+}
+
+bool vm_gemv(Job *j, const Region *r, Gemm *g, Diag *d) {
+  bool same;
+  if (!bind_for(j, r, &same, d) || j->nterms != 1 ||
+      !j->terms[0].gemm_done)
+    return false;
+  *g = gemm_at(j, &j->terms[0]);
+  /* W's rows contiguous along k, as the dot path reads them. */
+  return g->batch == 1 && !g->accumulate &&
+         ((g->n == 1 && g->a_k == 1) || (g->m == 1 && g->b_k == 1));
+}
+
+bool vm_exec(Job *j, const Region *r, Diag *d) {
+  const Env *env = j->env;
+  bool same;
+  if (!bind_for(j, r, &same, d))
+    return false;
   bool rest = j->nterms == 0;
   for (int t = 0; t < j->nterms; t++) {
     if (j->terms[t].gemm_done)
@@ -1358,6 +1385,82 @@ bool vm_exec(Job *j, const Region *r, Diag *d) {
     return false;
   }
   return true;
+}
+
+/* ---- matrix-vector products together ----
+ *
+ * A decode step's projections are matrix-vector products, several of one
+ * vector in a row (Mamba-2's five of the normed input, Mamba-1's two, and
+ * three of X), and some small (Mamba-2's B and C: 128 rows). Run one by
+ * one, each is a job of the pool, and a small one runs on one thread
+ * (kernel_gemm's threshold) at the latency of memory rather than its
+ * bandwidth. As one job, in parts of the weights' rows, the small ones
+ * stream beside the large ones. Each output element is one row's dot
+ * product, which kernel_gemm computes the same way however the rows are
+ * split (the same path: a part keeps more than the dot path's 16 rows, or
+ * is the whole), so the numbers are those of the products one by one. */
+
+enum { GEMV_MIN_ROWS = 32, GEMV_MIN_BYTES = 64 << 10 };
+
+typedef struct GemvPart {
+  const Gemm *g;
+  int64_t lo, hi; /* the weights' rows */
+} GemvPart;
+
+/* Rows [LO, HI) of G's weights (A's rows when G's C is a column, else
+ * B's columns) and their outputs. */
+static Gemm gemv_rows(const Gemm *g, int64_t lo, int64_t hi) {
+  Gemm s = *g;
+  if (g->n == 1) {
+    s.m = hi - lo;
+    s.a = (const char *)g->a + lo * g->a_m * dtype_size(g->a_type);
+    s.c = g->c + lo * g->c_m;
+  } else {
+    s.n = hi - lo;
+    s.b = (const char *)g->b + lo * g->b_n * dtype_size(g->b_type);
+    s.c = g->c + lo * g->c_n;
+  }
+  return s;
+}
+
+static void gemv_part(void *arg, int i, int n) {
+  (void)n;
+  const GemvPart *p = &((const GemvPart *)arg)[i];
+  Gemm s = gemv_rows(p->g, p->lo, p->hi);
+  kernel_gemm(&s, NULL);
+}
+
+/* How many parts for G: about its share of PER bytes each, every part
+ * of at least GEMV_MIN_ROWS rows. */
+static int64_t gemv_nparts(const Gemm *g, double per) {
+  int64_t rows = g->n == 1 ? g->m : g->n;
+  double bytes = (double)rows * (double)g->k *
+                 dtype_size(g->n == 1 ? g->a_type : g->b_type);
+  int64_t parts = (int64_t)ceil(bytes / per);
+  if (parts > rows / GEMV_MIN_ROWS)
+    parts = rows / GEMV_MIN_ROWS;
+  return parts < 1 ? 1 : parts;
+}
+
+void vm_gemvs(const Gemm *g, int n, Pool *pool) {
+  double total = 0;
+  for (int i = 0; i < n; i++)
+    total += (double)(g[i].n == 1 ? g[i].m : g[i].n) * (double)g[i].k *
+             dtype_size(g[i].n == 1 ? g[i].a_type : g[i].b_type);
+  /* A few parts per thread, each long enough to stream. */
+  double per = total / (4.0 * pool_size(pool));
+  per = per > GEMV_MIN_BYTES ? per : GEMV_MIN_BYTES;
+  /* At most total / per + 1 parts each: 4 x threads + N in all. */
+  GemvPart *part = xmalloc(sizeof *part * (4 * (size_t)pool_size(pool) +
+                                           (size_t)n + 1));
+  int np = 0;
+  for (int i = 0; i < n; i++) {
+    int64_t rows = g[i].n == 1 ? g[i].m : g[i].n, k = gemv_nparts(&g[i], per);
+    for (int64_t p = 0; p < k; p++)
+      part[np++] = (GemvPart){&g[i], rows * p / k, rows * (p + 1) / k};
+  }
+  pool_run(pool, gemv_part, part, np);
+  free(part);
 }
 
 bool vm_einsum(const Env *env, const Einsum *e, const Region *r, Diag *d) {

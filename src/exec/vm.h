@@ -63,6 +63,16 @@ bool vm_einsum(const Env *env, const Einsum *e, const Region *r, Diag *d);
 typedef struct VmJob VmJob;
 VmJob *vm_prepare(const Env *env, const Einsum *e);
 bool vm_exec(VmJob *j, const Region *r, Diag *d);
+/* When J over R is exactly one matrix-vector product (a decode step's
+ * projection: the weights' rows contiguous along the reduced variable,
+ * nothing added), the product, in G, for the caller to run (vm_gemvs);
+ * J is bound for R either way, so that false leaves vm_exec to run it
+ * (or to report why it cannot). */
+bool vm_gemv(VmJob *j, const Region *r, Gemm *g, Diag *d);
+/* The N products G (from vm_gemv; none reading another's output) as one
+ * job of POOL, each in parts of its rows: the same numbers as each by
+ * kernel_gemm. */
+void vm_gemvs(const Gemm *g, int n, Pool *pool);
 /* Bytes the job holds for the current run (weights packed for
  * kernel_gemm, widened copies of 16-bit inputs), and their release: the
  * compiled job stays, for the next run. */
