@@ -546,7 +546,13 @@ static bool state_in_place(Run *r, const Scan *sc) {
 static int interpret_scan(Run *r, const int *order, int n) {
   const Cascade *c = r->c;
   Scan sc;
-  if (r->o->vm_only || !scan_match(c, order, r->sched.scc, n, &sc))
+  /* The producers folded where nothing else reads what they make. */
+  bool folded = !r->o->vm_only &&
+                scan_match_folded(c, order, r->sched.scc, n, &sc) &&
+                scan_internal(r, &sc, c->einsums[sc.dprod]->out.tensor) &&
+                scan_internal(r, &sc, c->einsums[sc.fprod]->out.tensor);
+  if (!folded &&
+      (r->o->vm_only || !scan_match(c, order, r->sched.scc, n, &sc)))
     return 0;
   int ts = c->einsums[sc.add]->out.tensor, tt = c->einsums[sc.mul]->out.tensor;
   int tu = sc.prod >= 0 ? c->einsums[sc.prod]->out.tensor : -1;
@@ -557,7 +563,7 @@ static int interpret_scan(Run *r, const int *order, int n) {
   for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
     if (want[k] >= 0 && !r->arrays[want[k]] && !run_alloc(r, want[k]))
       return -1;
-  Region base[4];
+  Region base[6];
   for (int p = 0; p < sc.npos; p++)
     region_full(r->s, c->einsums[order[p]], &base[p]);
   if (!scan_run(r, &sc, order, base, wt, wu)) {

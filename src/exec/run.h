@@ -122,14 +122,26 @@ bool next_state(Run *r, int t, Tensors *next);
  *   OUT:  Y = COEF * S :: sum(the state's innermost variable). */
 typedef struct Scan {
   int prod, mul, add, out;
-  int npos; /* schedule positions covered: PROD?, the recurrence, OUT? */
+  int npos; /* schedule positions covered: the producers?, PROD?, the
+               recurrence, OUT? */
   int lag_dim; /* the dimension of S the recurrence runs along */
   const Access *f, *g, *decay, *lagged, *input, *coef, *state;
+  /* Folded producers (scan_match_folded; -1 otherwise): DPROD: DECAY =
+   * exp(DP * DQ), FPROD: F = FP * FQ, each computed a row at a time by
+   * the kernel instead of materialized. */
+  int dprod, fprod;
+  const Access *dp, *dq, *fp, *fq;
 } Scan;
 /* The pattern at the start of ORDER (N positions of a schedule whose
  * recurrences SCC gives), or 0. */
 int scan_match(const Cascade *c, const int *order, const int *scc, int n,
                Scan *sc);
+/* The same preceded by the producers of its decay, exp(P * Q) varying
+ * along the state's innermost rank (Mamba-1's Abar = exp(Delta * A)), and
+ * of its input factor, P * Q (Bbar = Delta * B), in either order; or 0.
+ * (The interpreter's: what it needs is R's, scan_internal.) */
+int scan_match_folded(const Cascade *c, const int *order, const int *scc,
+                      int n, Scan *sc);
 /* Run it over BASE (per position of ORDER, as for a stretch) through the
  * current views: S and OUT always written, T and U when asked. False,
  * having written nothing, when the views do not suit the kernel (a

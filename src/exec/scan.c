@@ -146,7 +146,7 @@ static bool match_readout(const Cascade *c, int ey, Scan *sc) {
 int scan_match(const Cascade *c, const int *order, const int *scc, int n,
                Scan *sc) {
   memset(sc, 0, sizeof *sc);
-  sc->prod = sc->out = -1;
+  sc->prod = sc->out = sc->dprod = sc->fprod = -1;
   int at = 0;
   /* The input term's product comes first, when it is there. */
   bool lead = n >= 3 && scc[order[0]] < 0;
@@ -167,12 +167,71 @@ int scan_match(const Cascade *c, const int *order, const int *scc, int n,
   return len;
 }
 
+/* E = [exp](P * Q), every access plain: P and Q in *P, *Q, and whether
+ * the exp is there in *EXPD; false for any other form. */
+static bool product_of_reads(const Einsum *e, const Access **p,
+                             const Access **q, bool *expd) {
+  const Expr *x = e->rhs;
+  *expd = expr_is(x, OP_EXP);
+  if (*expd)
+    x = x->a;
+  return elementwise(e) && !e->explicit_red && plain_access(&e->out) &&
+         two_reads(x, OP_MUL, p, q) && plain_access(*p) && plain_access(*q);
+}
+
+/* Einsum E as the decay's producer (exp of a product) or the input
+ * factor's (a product), filling SC's; false otherwise. */
+static bool match_producer(const Cascade *c, int e, Scan *sc) {
+  const Einsum *P = c->einsums[e];
+  const Access *p, *q;
+  bool expd;
+  if (!product_of_reads(P, &p, &q, &expd))
+    return false;
+  int t = P->out.tensor;
+  const Einsum *S = c->einsums[sc->add], *T = c->einsums[sc->mul],
+               *U = c->einsums[sc->prod];
+  /* Laid out as the state and read at the reader's coordinates, so that
+   * a row of it is a row of the state. */
+  if (P->out.n != S->out.n)
+    return false;
+  if (expd && sc->dprod < 0 && t == sc->decay->tensor &&
+      same_coords(T, sc->decay, -1)) {
+    sc->dprod = e;
+    sc->dp = p;
+    sc->dq = q;
+    return true;
+  }
+  const Access *f = t == sc->f->tensor ? sc->f : sc->g;
+  if (!expd && sc->fprod < 0 && t != sc->decay->tensor &&
+      f->tensor == t && same_coords(U, f, -1)) {
+    sc->fprod = e;
+    sc->fp = p;
+    sc->fq = q;
+    return true;
+  }
+  return false;
+}
+
+int scan_match_folded(const Cascade *c, const int *order, const int *scc,
+                      int n, Scan *sc) {
+  if (n < 5 || scc[order[0]] >= 0 || scc[order[1]] >= 0)
+    return 0;
+  int len = scan_match(c, order + 2, scc, n - 2, sc);
+  if (len == 0 || sc->prod < 0 || !match_producer(c, order[0], sc) ||
+      !match_producer(c, order[1], sc))
+    return 0;
+  sc->npos = len + 2;
+  return sc->npos;
+}
+
 /* ---- running it ---- */
 
 /* One operand, addressed by the state's dimensions: element
  * base + sum_k lin[k] * x_k of DATA. */
 typedef struct Opnd {
   float *data;
+  const uint16_t *half; /* a folded producer's 16-bit read: DATA NULL */
+  DType dtype;
   int64_t lin[IR_MAX_RANKS];
   int64_t base;
 } Opnd;
@@ -181,6 +240,10 @@ typedef struct Kern {
   int nd, ld;  /* the state's dimensions; the recurrence's */
   Region reg;  /* over the state's dimensions */
   Opnd s, lag, t, u, a, f, g, in, c, y;
+  /* Folded producers (Scan.dprod, fprod): the decay exp(DP * DQ) and the
+   * factor F = FP * FQ computed a row at a time (A and F then unbound). */
+  Opnd dp, dq, fp, fq;
+  bool fold;
   bool write_t, write_u, prod, readout;
   bool s_all; /* S written at every step, not only the last */
   int rows[IR_MAX_RANKS], nrows; /* the dimensions a row is one point of */
@@ -199,13 +262,12 @@ static void dims_of(const Einsum *e, const Access *acc, int *dim) {
 /* Address ACC (plain, or one step back; DIM: its Einsum's variables as state
  * dimensions) through its tensor's view; false when the view lacks values,
  * is not fp32, or does not hold every element the region reads. */
-static bool operand(const Run *r, const Access *acc, const int *dim,
-                    const Region *reg, Opnd *o) {
-  const View *v = &r->views[acc->tensor];
-  if (!v->data || v->dtype != DT_F32)
-    return false;
+static bool operand_in(const View *v, const Access *acc, const int *dim,
+                       const Region *reg, Opnd *o) {
   memset(o, 0, sizeof *o);
   o->data = v->data;
+  o->half = v->half;
+  o->dtype = v->dtype;
   for (int k = 0; k < acc->n; k++) {
     const Index *ix = &acc->idx[k];
     int d = dim[ix->var[0]];
@@ -219,6 +281,19 @@ static bool operand(const Run *r, const Access *acc, const int *dim,
     o->base += (off - v->origin[k]) * v->stride[k];
   }
   return true;
+}
+
+static bool operand(const Run *r, const Access *acc, const int *dim,
+                    const Region *reg, Opnd *o) {
+  const View *v = &r->views[acc->tensor];
+  return v->data && v->dtype == DT_F32 && operand_in(v, acc, dim, reg, o);
+}
+
+/* As operand, also for a 16-bit input (a folded producer's weight). */
+static bool operand_any(const Run *r, const Access *acc, const int *dim,
+                        const Region *reg, Opnd *o) {
+  const View *v = &r->views[acc->tensor];
+  return (v->data || v->half) && operand_in(v, acc, dim, reg, o);
 }
 
 /* The region of Einsum E (over its variables) in state dimensions; false
@@ -262,6 +337,68 @@ static const Region *region_of(const Scan *sc, const int *order,
   return NULL;
 }
 
+/* The product P * Q of Einsum E (a folded producer) over the state's
+ * region: P and Q bound, the 16-bit one (if any) as Q, contiguous along
+ * the innermost dimension; false where they do not suit. */
+static bool bind_product(const Run *r, const Scan *sc, const int *order,
+                         const Region *base, int e, const Access *p,
+                         const Access *q, Kern *k, Opnd *op, Opnd *oq) {
+  const Einsum *E = r->c->einsums[e];
+  int dim[IR_MAX_VARS], in = k->nd - 1;
+  dims_of(E, &E->out, dim);
+  if (!region_agrees(E, dim, region_of(sc, order, base, e), &k->reg, false) ||
+      !operand_any(r, p, dim, &k->reg, op) ||
+      !operand_any(r, q, dim, &k->reg, oq))
+    return false;
+  if (op->dtype != DT_F32) {
+    Opnd s = *op;
+    *op = *oq;
+    *oq = s;
+  }
+  return op->dtype == DT_F32 && (op->lin[in] == 0 || op->lin[in] == 1) &&
+         (oq->dtype == DT_F32 ? oq->lin[in] == 0 || oq->lin[in] == 1
+                              : oq->lin[in] == 1);
+}
+
+/* The folded producers: the decay's (which must vary along the
+ * innermost dimension, Mamba-1's; a constant one, Mamba-2's per head, is
+ * better materialized for the AVX-512 paths) and the factor's. */
+static bool bind_folded(const Run *r, const Scan *sc, const int *order,
+                        const Region *base, Kern *k) {
+  int in = k->nd - 1;
+  return bind_product(r, sc, order, base, sc->dprod, sc->dp, sc->dq, k,
+                      &k->dp, &k->dq) &&
+         (k->dp.lin[in] != 0 || k->dq.lin[in] != 0) &&
+         bind_product(r, sc, order, base, sc->fprod, sc->fp, sc->fq, k,
+                      &k->fp, &k->fq);
+}
+
+/* The input term's factors: folded, the produced one is F (a row buffer)
+ * and the other G; else the contiguous one first. */
+static bool bind_factors(const Run *r, const Scan *sc, const int *order,
+                         const Region *base, Kern *k) {
+  const Einsum *P = r->c->einsums[sc->prod];
+  int dim[IR_MAX_VARS];
+  dims_of(P, &P->out, dim);
+  if (!region_agrees(P, dim, region_of(sc, order, base, sc->prod), &k->reg,
+                     false))
+    return false;
+  if (k->fold) {
+    int made = r->c->einsums[sc->fprod]->out.tensor;
+    return operand(r, sc->f->tensor == made ? sc->g : sc->f, dim, &k->reg,
+                   &k->g);
+  }
+  if (!operand(r, sc->f, dim, &k->reg, &k->f) ||
+      !operand(r, sc->g, dim, &k->reg, &k->g))
+    return false;
+  if (k->f.lin[k->nd - 1] == 0) { /* the contiguous factor first */
+    Opnd s = k->f;
+    k->f = k->g;
+    k->g = s;
+  }
+  return true;
+}
+
 /* Address every operand for the pattern's regions (BASE, by position in
  * ORDER); false where the kernel does not apply to their views. */
 static bool kern_bind(const Run *r, const Scan *sc, const int *order,
@@ -281,20 +418,10 @@ static bool kern_bind(const Run *r, const Scan *sc, const int *order,
        region_agrees(T, dim, region_of(sc, order, base, sc->mul), &k->reg,
                      false) &&
        operand(r, sc->lagged, dim, &k->reg, &k->lag) &&
-       operand(r, sc->decay, dim, &k->reg, &k->a);
-  if (ok && k->prod) {
-    const Einsum *P = c->einsums[sc->prod];
-    dims_of(P, &P->out, dim);
-    ok = region_agrees(P, dim, region_of(sc, order, base, sc->prod), &k->reg,
-                       false) &&
-         operand(r, sc->f, dim, &k->reg, &k->f) &&
-         operand(r, sc->g, dim, &k->reg, &k->g);
-    if (ok && k->f.lin[k->nd - 1] == 0) { /* the contiguous factor first */
-      Opnd s = k->f;
-      k->f = k->g;
-      k->g = s;
-    }
-  }
+       (k->fold ? bind_folded(r, sc, order, base, k)
+                : operand(r, sc->decay, dim, &k->reg, &k->a));
+  if (ok && k->prod)
+    ok = bind_factors(r, sc, order, base, k);
   if (ok && k->readout) {
     const Einsum *Y = c->einsums[sc->out];
     dims_of(Y, sc->state, dim);
@@ -318,14 +445,23 @@ static int64_t offset(const Opnd *o, const int64_t *x, int nd) {
 typedef struct Ptrs {
   float *s, *t, *u, *y;
   const float *a, *f, *g, *c;
+  int64_t dp, dq, fp, fq; /* the folded producers' reads: offsets */
 } Ptrs;
 
 static void ptrs_at(const Kern *k, const int64_t *x, Ptrs *p) {
   int nd = k->nd;
   p->s = k->s.data + offset(&k->s, x, nd);
-  p->a = k->a.data + offset(&k->a, x, nd);
-  p->f = k->prod ? k->f.data + offset(&k->f, x, nd)
-                 : k->in.data + offset(&k->in, x, nd);
+  /* Folded, A and F are row buffers, set per row (fold_step). */
+  p->a = k->fold ? NULL : k->a.data + offset(&k->a, x, nd);
+  p->f = k->fold   ? NULL
+         : k->prod ? k->f.data + offset(&k->f, x, nd)
+                   : k->in.data + offset(&k->in, x, nd);
+  if (k->fold) {
+    p->dp = offset(&k->dp, x, nd);
+    p->dq = offset(&k->dq, x, nd);
+    p->fp = offset(&k->fp, x, nd);
+    p->fq = offset(&k->fq, x, nd);
+  }
   p->g = k->prod ? k->g.data + offset(&k->g, x, nd) : NULL;
   p->c = k->readout ? k->c.data + offset(&k->c, x, nd) : NULL;
   p->y = k->readout ? k->y.data + offset(&k->y, x, nd) : NULL;
@@ -338,8 +474,15 @@ static void ptrs_at(const Kern *k, const int64_t *x, Ptrs *p) {
 /* Move every pointer one step along state dimension D. */
 INLINE void ptrs_move(const Kern *k, Ptrs *p, int d) {
   p->s += k->s.lin[d];
-  p->a += k->a.lin[d];
-  p->f += (k->prod ? k->f : k->in).lin[d];
+  if (k->fold) {
+    p->dp += k->dp.lin[d];
+    p->dq += k->dq.lin[d];
+    p->fp += k->fp.lin[d];
+    p->fq += k->fq.lin[d];
+  } else {
+    p->a += k->a.lin[d];
+    p->f += (k->prod ? k->f : k->in).lin[d];
+  }
   /* The absent operands stay NULL: no offset is applied to them. */
   if (k->prod)
     p->g += k->g.lin[d];
@@ -392,6 +535,44 @@ INLINE double step_row(const Ptrs *p, int64_t n, float *h, const float *hp,
   for (; m < n; m++)
     q[0] += (double)(c[m * sc] * h[m]);
   return ((q[0] + q[1]) + (q[2] + q[3])) + ((q[4] + q[5]) + (q[6] + q[7]));
+}
+
+/* Row OFF of O (N elements, stride S along them) into OUT as fp32. */
+static void read_row(const Opnd *o, int64_t off, int64_t s, int64_t n,
+                     float *out) {
+  if (o->half) { /* contiguous (bind_product) */
+    kernel_widen(o->dtype, o->half + off, out, n);
+    return;
+  }
+  for (int64_t m = 0; m < n; m++)
+    out[m] = o->data[off + m * s];
+}
+
+/* OUT = P * Q over a row (P fp32); rounded as the vector machine rounds
+ * the producer's product (one fp32 multiplication). */
+static void product_row(const Opnd *p, int64_t po, const Opnd *q, int64_t qo,
+                        int in, int64_t n, float *out) {
+  read_row(q, qo, q->lin[in], n, out);
+  int64_t sp = p->lin[in];
+  for (int64_t m = 0; m < n; m++)
+    out[m] = p->data[po + m * sp] * out[m];
+}
+
+/* One step of one row with the producers folded: the decay exp(DP * DQ)
+ * into A and the factor FP * FQ into F (as the vector machine computes
+ * them: the product, then vm_op's exp), then step_row on them. G's
+ * stride SG along the row. */
+INLINE double fold_step(const Kern *k, const Ptrs *p, int64_t n, float *h,
+                        const float *hp, int sg, float *a, float *f) {
+  int in = k->nd - 1;
+  product_row(&k->dp, p->dp, &k->dq, p->dq, in, n, a);
+  vm_op(OP_EXP, a, a, NULL, NULL, (int)n);
+  product_row(&k->fp, p->fp, &k->fq, p->fq, in, n, f);
+  Ptrs q = *p;
+  q.a = a;
+  q.f = f;
+  return sg == 0 ? step_row(&q, n, h, hp, 1, 1, 0, 1)
+                 : step_row(&q, n, h, hp, 1, 1, sg, 1);
 }
 
 #if defined(__x86_64__)
@@ -505,11 +686,13 @@ static void row_next(const Kern *k, RowAt *at) {
 
 /* Rows [lo, hi): each through every step, its state written to S where
  * something reads it there (the last step: the next tile's halo, the next
- * pass's state), else kept in BUF (2 x ROW_GROUP x the innermost extent). */
+ * pass's state), else kept in BUF (2 x ROW_GROUP x the innermost extent),
+ * which is followed by two rows for the folded producers' values. */
 INLINE void run_rows(const Kern *k, int64_t lo, int64_t hi, float *buf,
                      bool wide) {
   int in = k->nd - 1;
   int64_t n = k->reg.hi[in] - k->reg.lo[in];
+  float *fold = buf + 2 * ROW_GROUP * n;
   int64_t steps = k->reg.hi[k->ld] - k->reg.lo[k->ld];
   int sa = (int)k->a.lin[in], sf = (int)(k->prod ? k->f : k->in).lin[in];
   int sg = k->prod ? (int)k->g.lin[in] : 0;
@@ -533,6 +716,8 @@ INLINE void run_rows(const Kern *k, int64_t lo, int64_t hi, float *buf,
          * per element), the factors' contiguous one first; any other. */
         if (wide)
           acc = step_m2_avx512(&p[j], n, h, hp[j]);
+        else if (k->fold)
+          acc = fold_step(k, &p[j], n, h, hp[j], sg, fold, fold + n);
         else if (sf == 1 && sg == 0 && sa == 0)
           acc = step_row(&p[j], n, h, hp[j], 0, 1, 0, 1);
         else if (sf == 1 && sg == 0 && sa == 1)
@@ -651,7 +836,7 @@ static void rows_task(void *arg, int i, int n) {
   if (lo >= hi)
     return;
   const Kern *k = sh->k;
-  float *buf = xmalloc(2 * ROW_GROUP * sizeof(float) *
+  float *buf = xmalloc((2 * ROW_GROUP + 2) * sizeof(float) *
                        (size_t)(k->reg.hi[k->nd - 1] - k->reg.lo[k->nd - 1] + 1));
 #if defined(__x86_64__)
   if (m2_layout(k))
@@ -681,7 +866,7 @@ bool scan_run(Run *r, const Scan *sc, const int *order, const Region *base,
               bool write_t, bool write_u) {
   int ts = r->c->einsums[sc->add]->out.tensor;
   Kern k = {.write_t = write_t, .write_u = write_u, .prod = sc->prod >= 0,
-            .readout = sc->out >= 0,
+            .readout = sc->out >= 0, .fold = sc->dprod >= 0,
             .s_all = !scan_read_inside(r, sc, ts) ||
                      tensor_state_steps(r->s, ts) > 1};
   if (!kern_bind(r, sc, order, base, &k))

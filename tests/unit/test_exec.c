@@ -853,9 +853,10 @@ TEST(exec_state_in_place_equals_copy) {
 /* A decode step's matrix-vector products of one vector, run as one job
  * of a pool of two in parts of their rows (vm_gemvs), give what a run
  * without a pool gives (each product on its own, whole), bit for bit,
- * outputs and next state; GEMVS of the layer's Einsums ran together. */
+ * outputs and next state; GEMVS of the layer's Einsums ran together, SCANS
+ * by the scan kernel. */
 static void check_gemvs(const char *path, const Setting *set, int nset,
-                        int gemvs) {
+                        int gemvs, int scans) {
   Case k = load_case(NULL, path, set, nset);
   if (!k.c || !k.s)
     return;
@@ -869,6 +870,7 @@ static void check_gemvs(const char *path, const Setting *set, int nset,
       !exec_run(k.c, k.s, &k.in, &o1, &r2, &n2, NULL, &d))
     test_fail(__FILE__, __LINE__, "%s: %s", path, d.msg);
   CHECK_INT((int)st.gemv_einsums, gemvs);
+  CHECK_INT((int)st.scan_einsums, scans);
   check_bitwise(&r1, &r2);
   check_bitwise(&n1, &n2);
   exec_stats_free(&st);
@@ -883,11 +885,13 @@ static void check_gemvs(const char *path, const Setting *set, int nset,
 TEST(exec_gemvs_together_equal_one_by_one) {
   /* Mamba-1: TTX and RX, then B and C (TTDelta's 8 rows go to the vector
    * machine); Mamba-2: TX, RX, TB and TC (TDelta's 8 rows likewise), TX
-   * and RX in parts. */
+   * and RX in parts. The scan kernel: Mamba-1's six Einsums from Abar
+   * and Bbar (folded) to S6Y, Mamba-2's four from HX (its decay is one
+   * per head: not folded). */
   Setting m1[] = {{"B", 1}, {"I", 1}, {"d_model", 128}, {"d_inner", 256},
                   {"dt_rank", 8}, {"d_state", 16}};
   Setting m2[] = {{"B", 1},       {"I", 1},         {"d_model", 256},
                   {"n_heads", 8}, {"head_dim", 32}, {"d_state", 32}};
-  check_gemvs("specs/mamba1.yaml", m1, 6, 4);
-  check_gemvs("specs/mamba2.yaml", m2, 6, 4);
+  check_gemvs("specs/mamba1.yaml", m1, 6, 4, 6);
+  check_gemvs("specs/mamba2.yaml", m2, 6, 4, 4);
 }
