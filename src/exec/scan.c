@@ -558,16 +558,24 @@ static void product_row(const Opnd *p, int64_t po, const Opnd *q, int64_t qo,
     out[m] = p->data[po + m * sp] * out[m];
 }
 
-/* One step of one row with the producers folded: the decay exp(DP * DQ)
- * into A and the factor FP * FQ into F (as the vector machine computes
- * them: the product, then vm_op's exp), then step_row on them. G's
- * stride SG along the row. */
-INLINE double fold_step(const Kern *k, const Ptrs *p, int64_t n, float *h,
-                        const float *hp, int sg, float *a, float *f) {
+/* The folded producers' values for the current step of G rows (at P):
+ * row j's decay exp(DP * DQ) at A + j * N and factor FP * FQ at F + j *
+ * N, as the vector machine computes them (the product, then vm_op's exp,
+ * one call for the G rows). */
+static void fold_rows(const Kern *k, const Ptrs *p, int g, int64_t n,
+                      float *a, float *f) {
   int in = k->nd - 1;
-  product_row(&k->dp, p->dp, &k->dq, p->dq, in, n, a);
-  vm_op(OP_EXP, a, a, NULL, NULL, (int)n);
-  product_row(&k->fp, p->fp, &k->fq, p->fq, in, n, f);
+  for (int j = 0; j < g; j++) {
+    product_row(&k->dp, p[j].dp, &k->dq, p[j].dq, in, n, a + j * n);
+    product_row(&k->fp, p[j].fp, &k->fq, p[j].fq, in, n, f + j * n);
+  }
+  vm_op(OP_EXP, a, a, NULL, NULL, (int)(g * n));
+}
+
+/* One step of one row on its folded values A and F (fold_rows): G's
+ * stride SG along the row. */
+INLINE double fold_step(const Ptrs *p, int64_t n, float *h, const float *hp,
+                        int sg, const float *a, const float *f) {
   Ptrs q = *p;
   q.a = a;
   q.f = f;
@@ -687,7 +695,8 @@ static void row_next(const Kern *k, RowAt *at) {
 /* Rows [lo, hi): each through every step, its state written to S where
  * something reads it there (the last step: the next tile's halo, the next
  * pass's state), else kept in BUF (2 x ROW_GROUP x the innermost extent),
- * which is followed by two rows for the folded producers' values. */
+ * which is followed by 2 x ROW_GROUP rows for the folded producers'
+ * values. */
 INLINE void run_rows(const Kern *k, int64_t lo, int64_t hi, float *buf,
                      bool wide) {
   int in = k->nd - 1;
@@ -707,7 +716,9 @@ INLINE void run_rows(const Kern *k, int64_t lo, int64_t hi, float *buf,
       p[j] = at.p;
       row_next(k, &at);
     }
-    for (int64_t i = 0; i < steps; i++)
+    for (int64_t i = 0; i < steps; i++) {
+      if (k->fold)
+        fold_rows(k, p, g, n, fold, fold + ROW_GROUP * n);
       for (int j = 0; j < g; j++) {
         float *h = k->s_all || i == steps - 1 ? p[j].s
                                               : buf + (2 * j + (i & 1)) * n;
@@ -717,7 +728,8 @@ INLINE void run_rows(const Kern *k, int64_t lo, int64_t hi, float *buf,
         if (wide)
           acc = step_m2_avx512(&p[j], n, h, hp[j]);
         else if (k->fold)
-          acc = fold_step(k, &p[j], n, h, hp[j], sg, fold, fold + n);
+          acc = fold_step(&p[j], n, h, hp[j], sg, fold + j * n,
+                          fold + (ROW_GROUP + j) * n);
         else if (sf == 1 && sg == 0 && sa == 0)
           acc = step_row(&p[j], n, h, hp[j], 0, 1, 0, 1);
         else if (sf == 1 && sg == 0 && sa == 1)
@@ -729,6 +741,7 @@ INLINE void run_rows(const Kern *k, int64_t lo, int64_t hi, float *buf,
           *p[j].y = (float)acc;
         ptrs_step(k, &p[j]);
       }
+    }
   }
 }
 
@@ -836,7 +849,7 @@ static void rows_task(void *arg, int i, int n) {
   if (lo >= hi)
     return;
   const Kern *k = sh->k;
-  float *buf = xmalloc((2 * ROW_GROUP + 2) * sizeof(float) *
+  float *buf = xmalloc(4 * ROW_GROUP * sizeof(float) *
                        (size_t)(k->reg.hi[k->nd - 1] - k->reg.lo[k->nd - 1] + 1));
 #if defined(__x86_64__)
   if (m2_layout(k))
