@@ -537,6 +537,12 @@ INLINE double step_row(const Ptrs *p, int64_t n, float *h, const float *hp,
   return ((q[0] + q[1]) + (q[2] + q[3])) + ((q[4] + q[5]) + (q[6] + q[7]));
 }
 
+/* Rows run ROW_GROUP at a time, step by step: neighbouring rows share
+ * the operands that do not vary along them (Mamba-2's B and C for every
+ * channel of a head, Mamba-1's for every channel), read once from the
+ * outer caches per step for the group instead of once per row. */
+enum { ROW_GROUP = 8 };
+
 /* Row OFF of O (N elements, stride S along them) into OUT as fp32. */
 static void read_row(const Opnd *o, int64_t off, int64_t s, int64_t n,
                      float *out) {
@@ -548,14 +554,33 @@ static void read_row(const Opnd *o, int64_t off, int64_t s, int64_t n,
     out[m] = o->data[off + m * s];
 }
 
-/* OUT = P * Q over a row (P fp32); rounded as the vector machine rounds
- * the producer's product (one fp32 multiplication). */
-static void product_row(const Opnd *p, int64_t po, const Opnd *q, int64_t qo,
-                        int in, int64_t n, float *out) {
-  read_row(q, qo, q->lin[in], n, out);
-  int64_t sp = p->lin[in];
-  for (int64_t m = 0; m < n; m++)
-    out[m] = p->data[po + m * sp] * out[m];
+/* OUT *= P's row at PO (stride SP: 0 or 1, bind_product); one fp32
+ * multiplication each, as the vector machine rounds the producer's
+ * product. */
+static void times_row(const float *p, int64_t sp, int64_t n, float *out) {
+  if (sp == 0)
+    for (int64_t m = 0; m < n; m++)
+      out[m] = p[0] * out[m];
+  else
+    for (int64_t m = 0; m < n; m++)
+      out[m] = p[m] * out[m];
+}
+
+/* OUT[j * N + m] = P * Q at row j of G (offsets PO[j], QO[j]): Q's rows
+ * read at once where they lie one after another. */
+static void product_rows(const Opnd *p, const int64_t *po, const Opnd *q,
+                         const int64_t *qo, int in, int g, int64_t n,
+                         float *out) {
+  bool whole = q->lin[in] == 1;
+  for (int j = 1; whole && j < g; j++)
+    whole = qo[j] == qo[0] + j * n;
+  if (whole)
+    read_row(q, qo[0], 1, g * n, out);
+  for (int j = 0; j < g; j++) {
+    if (!whole)
+      read_row(q, qo[j], q->lin[in], n, out + j * n);
+    times_row(p->data + po[j], p->lin[in], n, out + j * n);
+  }
 }
 
 /* The folded producers' values for the current step of G rows (at P):
@@ -565,11 +590,16 @@ static void product_row(const Opnd *p, int64_t po, const Opnd *q, int64_t qo,
 static void fold_rows(const Kern *k, const Ptrs *p, int g, int64_t n,
                       float *a, float *f) {
   int in = k->nd - 1;
+  int64_t dp[ROW_GROUP], dq[ROW_GROUP], fp[ROW_GROUP], fq[ROW_GROUP];
   for (int j = 0; j < g; j++) {
-    product_row(&k->dp, p[j].dp, &k->dq, p[j].dq, in, n, a + j * n);
-    product_row(&k->fp, p[j].fp, &k->fq, p[j].fq, in, n, f + j * n);
+    dp[j] = p[j].dp;
+    dq[j] = p[j].dq;
+    fp[j] = p[j].fp;
+    fq[j] = p[j].fq;
   }
+  product_rows(&k->dp, dp, &k->dq, dq, in, g, n, a);
   vm_op(OP_EXP, a, a, NULL, NULL, (int)(g * n));
+  product_rows(&k->fp, fp, &k->fq, fq, in, g, n, f);
 }
 
 /* One step of one row on its folded values A and F (fold_rows): G's
@@ -637,11 +667,6 @@ static double step_m2_avx512(const Ptrs *p, int64_t n, float *h,
 }
 #endif
 
-/* Rows run ROW_GROUP at a time, step by step: neighbouring rows share
- * the operands that do not vary along them (Mamba-2's B and C for every
- * channel of a head, Mamba-1's for every channel), read once from the
- * outer caches per step for the group instead of once per row. */
-enum { ROW_GROUP = 8 };
 
 /* The coordinates of row ROW's first step. */
 static void row_coords(const Kern *k, int64_t row, int64_t *x) {
