@@ -179,6 +179,14 @@ static bool product_of_reads(const Einsum *e, const Access **p,
          two_reads(x, OP_MUL, p, q) && plain_access(*p) && plain_access(*q);
 }
 
+static bool made_by_pattern(const Cascade *c, const Scan *sc, int t) {
+  const int e[] = {sc->prod, sc->mul, sc->add, sc->out, sc->dprod, sc->fprod};
+  for (size_t k = 0; k < sizeof e / sizeof e[0]; k++)
+    if (e[k] >= 0 && c->einsums[e[k]]->out.tensor == t)
+      return true;
+  return false;
+}
+
 /* Einsum E as the decay's producer (exp of a product) or the input
  * factor's (a product), filling SC's; false otherwise. */
 static bool match_producer(const Cascade *c, int e, Scan *sc) {
@@ -191,8 +199,10 @@ static bool match_producer(const Cascade *c, int e, Scan *sc) {
   const Einsum *S = c->einsums[sc->add], *T = c->einsums[sc->mul],
                *U = c->einsums[sc->prod];
   /* Laid out as the state and read at the reader's coordinates, so that
-   * a row of it is a row of the state. */
-  if (P->out.n != S->out.n)
+   * a row of it is a row of the state; reading nothing the pattern
+   * makes (its values are there before the kernel runs). */
+  if (P->out.n != S->out.n || made_by_pattern(c, sc, p->tensor) ||
+      made_by_pattern(c, sc, q->tensor))
     return false;
   if (expd && sc->dprod < 0 && t == sc->decay->tensor &&
       same_coords(T, sc->decay, -1)) {
