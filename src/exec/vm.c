@@ -1196,15 +1196,19 @@ static bool view_same(const View *a, const View *b) {
   return true;
 }
 
+static bool same_extents(const Job *j, const Region *r) {
+  for (int v = 0; v < j->e->nvars; v++)
+    if (r->hi[v] - r->lo[v] != j->reg.hi[v] - j->reg.lo[v])
+      return false;
+  return true;
+}
+
 /* Is the job compiled for a region shaped like R, over views laid out
  * alike? Then a run over R only moves the walk (a recurrence's next step,
  * the next tile, the next decode step). */
 static bool still_bound(const Job *j, const Region *r) {
-  if (!j->bound)
+  if (!j->bound || !same_extents(j, r))
     return false;
-  for (int v = 0; v < j->e->nvars; v++)
-    if (r->hi[v] - r->lo[v] != j->reg.hi[v] - j->reg.lo[v])
-      return false;
   const View *views = j->env->views;
   for (int k = 0; k < j->nacc; k++)
     if (!view_same(&j->seen[k], &views[j->acc[k].a->tensor]))
@@ -1338,9 +1342,15 @@ static bool bind_for(Job *j, const Region *r, bool *same, Diag *d) {
 }
 
 bool vm_gemv(Job *j, const Region *r, Gemm *g, Diag *d) {
+  /* A job bound as something else over a region shaped alike is that
+   * again where the views keep their layout (the interpreter's, from run
+   * to run): decided without comparing every view. (Were a layout to
+   * change, the product would only run alone, by vm_exec.) */
+  if (j->nterms != 1 ||
+      (j->bound && !j->terms[0].gemm_done && same_extents(j, r)))
+    return false;
   bool same;
-  if (!bind_for(j, r, &same, d) || j->nterms != 1 ||
-      !j->terms[0].gemm_done)
+  if (!bind_for(j, r, &same, d) || !j->terms[0].gemm_done)
     return false;
   *g = gemm_at(j, &j->terms[0]);
   /* W's rows contiguous along k, as the dot path reads them. */
