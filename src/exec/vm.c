@@ -779,8 +779,8 @@ static void find_pattern(Acc *c, const int64_t *g, int lanes) {
   bool strided = lanes > 1;
   for (int l = 0; strided && l < lanes; l++)
     strided = g[l] == l * g[1];
-  if (strided) {
-    c->kind = K_STRIDED;
+  if (strided) { /* every chunk alike: the same value, or consecutive */
+    c->kind = g[1] == 0 ? K_BCAST : g[1] == 1 ? K_CONTIG : K_STRIDED;
     c->step = g[1];
     return;
   }
