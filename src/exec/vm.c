@@ -398,18 +398,20 @@ static void choose_lanes(Walk *w) {
     w->uniform = true;
     return;
   }
+  /* The most lanes that divide a run of the innermost dimensions (so that
+   * every chunk decomposes alike): Mamba-2's [p, q] tensors take 256
+   * (four heads of 64), not 64. */
   int64_t q = 1;
-  for (int k = w->nchunk - 1; k >= 0; k--) {
+  bool found = false;
+  for (int k = w->nchunk - 1; k >= 0 && q <= VM_LANES; k--) {
     int64_t next = q * w->cext[k];
-    for (int64_t l = (VM_LANES / q) * q; q <= VM_LANES && l >= q; l -= q)
-      if (next % l == 0 && l >= VM_LANES / 8) {
+    for (int64_t l = (VM_LANES / q) * q; l >= q; l -= q)
+      if (next % l == 0 && l >= VM_LANES / 8 && (!found || l > w->lanes)) {
         w->lanes = (int)l;
-        w->uniform = true;
-        return;
+        w->uniform = found = true;
+        break;
       }
     q = next;
-    if (q > VM_LANES)
-      break;
   }
 }
 
