@@ -26,6 +26,16 @@
 /* Mamba's RMSNorm epsilon (the final norm; the layers' are in the spec). */
 static const double norm_eps = 1e-5;
 
+/* The layer in the chunked SSD form (specs/mamba2_ssd.yaml), for a
+ * Mamba-2 prefill: its spec, its shape and executor for the last chunked
+ * pass (BATCH sequences of CHUNKS chunks of LEN tokens). */
+typedef struct Ssd {
+  Spec *spec;
+  Shape *shape;
+  int batch, chunks, len;
+  Exec *exec;
+} Ssd;
+
 struct Lm {
   ModelConfig cfg;
   StFile *file; /* a model directory's weights: the arrays' values */
@@ -50,21 +60,31 @@ struct Lm {
   Exec *exec;      /* or NULL */
   ExecOpts exec_o; /* what it was made with */
   double peak;     /* the most bytes of activations held at once */
+  Ssd ssd;         /* Mamba-2's chunked prefill, when used */
 };
+
+static void ssd_forget(Lm *m);
+static bool forward_chunked(Lm *m, const int *tokens, int batch, int len,
+                            int chunk, const LmOpts *o, Array **logits,
+                            Diag *d);
 
 const ModelConfig *lm_config(const Lm *m) { return &m->cfg; }
 const Cascade *lm_cascade(const Lm *m) { return m->c; }
 
 /* ---- building ---- */
 
-static Spec *shipped_spec(int version, Diag *d) {
-  const char *name = version == 2 ? "specs/mamba2.yaml" : "specs/mamba1.yaml";
+static Spec *embedded_spec(const char *name, Diag *d) {
   const EmbeddedFile *f = embedded_file(name);
   if (!f) {
     diag_error(d, name, (Loc){0, 0}, "not compiled into this binary");
     return NULL;
   }
   return spec_open_text(f->name, (const char *)f->data, f->len, d);
+}
+
+static Spec *shipped_spec(int version, Diag *d) {
+  return embedded_spec(version == 2 ? "specs/mamba2.yaml" : "specs/mamba1.yaml",
+                       d);
 }
 
 /* The cascade's sizes for BATCH sequences of LEN tokens: every model
@@ -277,6 +297,7 @@ void lm_free(Lm *m) {
     return;
   lm_reset(m);
   forget_shape(m);
+  ssd_forget(m);
   for (int l = 0; m->weights && l < m->cfg.n_layer; l++)
     tensors_free(&m->weights[l]);
   free(m->weights);
@@ -377,10 +398,10 @@ static bool check_tokens(const Lm *m, const int *tokens, int batch, int len,
   return true;
 }
 
-static Array *embed(const Lm *m, const Shape *s, const int *tokens) {
-  Array *a = tensor_array(m->c, s, m->io.residual_in);
-  const Array *E = m->embedding;
+static Array *embed(const Lm *m, int batch, int len, const int *tokens) {
   int64_t D = m->cfg.d_model;
+  Array *a = array_new(3, (int64_t[]){batch, len, D});
+  const Array *E = m->embedding;
   for (int64_t i = 0; i < a->n / D; i++)
     if (E->dtype == DT_F32)
       memcpy(a->data + i * D, E->data + tokens[i] * D,
@@ -420,9 +441,8 @@ static Exec *exec_for(Lm *m, const ExecOpts *eo, Diag *d) {
   return m->exec;
 }
 
-/* Layer L: the stream in, the stream out, the state carried. */
-static bool run_layer(Lm *m, int l, const ExecOpts *eo, Stream *io,
-                      Diag *d) {
+/* Layer L on X: the stream in, the stream out, the state carried. */
+static bool run_layer(Lm *m, int l, Exec *x, Stream *io, Diag *d) {
   const Cascade *c = m->c;
   Tensors in = {0}, out = {0}, next = {0};
   const Tensors *w = &m->weights[l], *st = &m->state[l];
@@ -432,7 +452,6 @@ static bool run_layer(Lm *m, int l, const ExecOpts *eo, Stream *io,
     tensors_put(&in, st->names[i], st->arrays[i], false);
   tensors_put(&in, c->tensors[m->io.hidden_in].name, io->hidden, false);
   tensors_put(&in, c->tensors[m->io.residual_in].name, io->residual, false);
-  Exec *x = exec_for(m, eo, d);
   bool ok = x && exec_step(x, &in, &out, &next, NULL, d);
   if (x)
     note_peak(m, io, exec_peak_bytes(x));
@@ -499,6 +518,9 @@ bool lm_forward(Lm *m, const int *tokens, int batch, int len,
   *logits = NULL;
   if (!check_tokens(m, tokens, batch, len, d))
     return false;
+  int chunk = lm_ssd_chunk(m, o, len, record != NULL);
+  if (chunk)
+    return forward_chunked(m, tokens, batch, len, chunk, o, logits, d);
   const Shape *s = shape_for(m, batch, len, d);
   if (!s)
     return false;
@@ -513,10 +535,10 @@ bool lm_forward(Lm *m, const int *tokens, int batch, int len,
     m->batch = batch;
   }
   Stream io = {.hidden = tensor_array(m->c, s, m->io.hidden_in),
-               .residual = embed(m, s, tokens)};
+               .residual = embed(m, batch, len, tokens)};
   bool ok = true;
   for (int l = 0; ok && l < m->cfg.n_layer; l++) {
-    ok = run_layer(m, l, &eo, &io, d);
+    ok = run_layer(m, l, exec_for(m, &eo, d), &io, d);
     if (ok && record) {
       char name[64];
       snprintf(name, sizeof name, "layers.%d.mixer_output", l);
@@ -565,4 +587,163 @@ bool lm_export_state(const Lm *m, Tensors *out) {
     weights_export_state(m->map, &m->state[l], prefix, out);
   }
   return true;
+}
+
+/* ---- chunked prefill (Mamba-2) ----
+ *
+ * A prompt's whole chunks run through specs/mamba2_ssd.yaml, the layer
+ * with its state-space part in the chunked SSD form (matrix products over
+ * chunks, which the executor hands to its GEMM kernel); the tokens left
+ * over (fewer than a chunk) then run through the shipped layer's scan,
+ * continuing from the state the chunked pass left. The two layers share
+ * every weight and state tensor by name, so the decode state is the same
+ * arrays either way. The tail runs through the scan rather than padded
+ * with dt = 0: padding would keep the SSM state, but not the convolution
+ * history (the last d_conv - 1 inputs would be the padding's). */
+
+static const char *const ssd_names[] = {"scan", "chunked", "auto"};
+_Static_assert(sizeof ssd_names / sizeof ssd_names[0] == SSD_COUNT,
+               "a name per SsdMode");
+const char *ssd_mode_name(SsdMode s) { return ssd_names[s]; }
+
+/* Chunked prefill's rule, from bench/RESULTS.md ("Chunked SSD prefill"):
+ * at least this many tokens, in chunks of SSD_CHUNK_DEFAULT. */
+enum { SSD_AUTO_MIN_TOKENS = 256 };
+
+int lm_ssd_chunk(const Lm *m, const LmOpts *o, int len, bool record) {
+  if (o->ssd == SSD_SCAN || m->cfg.version != 2 || o->fused || record ||
+      strcmp(m->c->path, "specs/mamba2.yaml") != 0)
+    return 0;
+  int chunk = o->ssd_chunk > 0 ? o->ssd_chunk : SSD_CHUNK_DEFAULT;
+  if (o->ssd == SSD_AUTO && len < SSD_AUTO_MIN_TOKENS)
+    return 0;
+  return len >= chunk ? chunk : 0;
+}
+
+static void ssd_forget(Lm *m) {
+  exec_free(m->ssd.exec);
+  shape_free(m->ssd.shape);
+  m->ssd.exec = NULL;
+  m->ssd.shape = NULL;
+  spec_close(m->ssd.spec);
+  m->ssd.spec = NULL;
+}
+
+/* The chunked layer's executor for BATCH sequences of CHUNKS x LEN
+ * tokens, under the interpreter on POOL. */
+static Exec *ssd_exec_for(Lm *m, int batch, int chunks, int len, Pool *pool,
+                          Diag *d) {
+  Ssd *x = &m->ssd;
+  if (x->exec && x->batch == batch && x->chunks == chunks && x->len == len)
+    return x->exec;
+  if (!x->spec && !(x->spec = embedded_spec("specs/mamba2_ssd.yaml", d)))
+    return NULL;
+  exec_free(x->exec);
+  shape_free(x->shape);
+  x->exec = NULL;
+  Setting set[MP_COUNT + 3];
+  int n = model_config_settings(&m->cfg, set);
+  set[n++] = (Setting){"B", batch};
+  set[n++] = (Setting){"C", chunks};
+  set[n++] = (Setting){"L", len};
+  x->shape = shape_bind(x->spec->cascade, NULL, set, n, true, d);
+  ExecOpts eo = {.pool = pool};
+  if (x->shape)
+    x->exec = exec_new(x->spec->cascade, x->shape, &eo, d);
+  x->batch = batch, x->chunks = chunks, x->len = len;
+  return x->exec;
+}
+
+/* Columns [FROM, FROM + LEN) of TOKENS' BATCH rows of STRIDE. */
+static int *token_columns(const int *tokens, int batch, int stride, int from,
+                          int len) {
+  int *t = xmalloc((size_t)batch * (size_t)len * sizeof *t);
+  for (int b = 0; b < batch; b++)
+    memcpy(t + (size_t)b * len, tokens + (size_t)b * stride + from,
+           (size_t)len * sizeof *t);
+  return t;
+}
+
+/* The layers in the chunked form over TOKENS (BATCH rows of LEN, a
+ * multiple of CHUNK), from the decode state; with LOGITS, the head. */
+static bool ssd_pass(Lm *m, const int *tokens, int batch, int len, int chunk,
+                     const LmOpts *o, Array **logits, Diag *d) {
+  Exec *x = ssd_exec_for(m, batch, len / chunk, chunk, o->pool, d);
+  if (!x)
+    return false;
+  Stream io = {.hidden = array_new(3, (int64_t[]){batch, len, m->cfg.d_model}),
+               .residual = embed(m, batch, len, tokens)};
+  bool ok = true;
+  for (int l = 0; ok && l < m->cfg.n_layer; l++) {
+    ok = run_layer(m, l, x, &io, d);
+    if (ok) { /* EY is [B, C, L, ED]: the same values as [B, I, ED] */
+      io.hidden->ndim = 3;
+      memcpy(io.hidden->shape, io.residual->shape, sizeof io.hidden->shape);
+    }
+  }
+  if (ok && logits) {
+    *logits = head(m, &io, batch, len, o);
+    note_peak(m, &io, array_bytes(*logits) * (1 + (double)m->cfg.d_model /
+                                                      m->cfg.vocab));
+  }
+  array_free(io.hidden);
+  array_free(io.residual);
+  return ok;
+}
+
+/* [BATCH, A rows + B rows, V] from A's and B's rows of each sequence. */
+static Array *join_logits(const Array *a, const Array *b, int batch) {
+  int64_t V = a->shape[a->ndim - 1];
+  int64_t ra = a->n / (batch * V), rb = b->n / (batch * V);
+  Array *out = array_uninit(3, (int64_t[]){batch, ra + rb, V});
+  for (int64_t s = 0; s < batch; s++) {
+    memcpy(out->data + s * (ra + rb) * V, a->data + s * ra * V,
+           (size_t)(ra * V) * sizeof(float));
+    memcpy(out->data + (s * (ra + rb) + ra) * V, b->data + s * rb * V,
+           (size_t)(rb * V) * sizeof(float));
+  }
+  return out;
+}
+
+/* A pass in the chunked form: the whole chunks, then the rest by scan. */
+static bool forward_chunked(Lm *m, const int *tokens, int batch, int len,
+                            int chunk, const LmOpts *o, Array **logits,
+                            Diag *d) {
+  int whole = len / chunk * chunk, rest = len - whole;
+  /* A fresh prompt's zero state, of the shapes the scan's layer gives it
+   * (bound for the tail's length, which it runs next). */
+  const Shape *s = shape_for(m, batch, rest ? rest : 1, d);
+  if (!s)
+    return false;
+  if (!m->batch) {
+    if (!zero_state(m, s, d))
+      return false;
+    m->batch = batch;
+  }
+  int *head_tokens = token_columns(tokens, batch, len, 0, whole);
+  Array *first = NULL;
+  bool need = !rest || !o->last_only; /* the last row may be the tail's */
+  bool ok = ssd_pass(m, head_tokens, batch, whole, chunk, o,
+                     need ? &first : NULL, d);
+  free(head_tokens);
+  if (ok && rest) {
+    int *tail = token_columns(tokens, batch, len, whole, rest);
+    LmOpts scan = *o;
+    scan.ssd = SSD_SCAN;
+    Array *second = NULL;
+    ok = lm_forward(m, tail, batch, rest, &scan, &second, NULL, d);
+    free(tail);
+    if (ok && first) {
+      *logits = join_logits(first, second, batch);
+      array_free(second);
+    } else if (ok) {
+      *logits = second;
+    }
+  } else if (ok) {
+    *logits = first;
+    first = NULL;
+  }
+  if (rest || !ok)
+    array_free(first);
+  return ok;
 }
