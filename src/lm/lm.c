@@ -64,6 +64,8 @@ struct Lm {
 };
 
 static void ssd_forget(Lm *m);
+static bool ssd_exec_bytes(Lm *m, int batch, int len, int chunk,
+                           double *bytes, Diag *d);
 static bool forward_chunked(Lm *m, const int *tokens, int batch, int len,
                             int chunk, const LmOpts *o, Array **logits,
                             Diag *d);
@@ -565,7 +567,11 @@ bool lm_pass_bytes(Lm *m, int batch, int len, const LmOpts *o, bool record,
   const Cascade *c = m->c;
   double layers = m->cfg.n_layer, D = m->cfg.d_model, V = m->cfg.vocab;
   double tokens = (double)batch * len;
-  double b = exec_bytes(c, s, plan, o->buffer_bytes);
+  double b = exec_bytes(c, s, plan, o->buffer_bytes), chunked = 0;
+  int chunk = lm_ssd_chunk(m, o, len, record);
+  if (chunk && !ssd_exec_bytes(m, batch, len, chunk, &chunked, d))
+    return false;
+  b = fmax(b, chunked);
   for (int t = 0; t < c->ntensors; t++)
     if (c->tensors[t].producer < 0 && weights_is_state(c, t))
       b += layers * 4 * shape_tensor_elems(s, t); /* the decode state */
@@ -629,13 +635,13 @@ static void ssd_forget(Lm *m) {
   m->ssd.spec = NULL;
 }
 
-/* The chunked layer's executor for BATCH sequences of CHUNKS x LEN
- * tokens, under the interpreter on POOL. */
-static Exec *ssd_exec_for(Lm *m, int batch, int chunks, int len, Pool *pool,
-                          Diag *d) {
+/* The chunked layer's shape for BATCH sequences of CHUNKS x LEN tokens
+ * (kept until the next such call). */
+static const Shape *ssd_shape_for(Lm *m, int batch, int chunks, int len,
+                                  Diag *d) {
   Ssd *x = &m->ssd;
-  if (x->exec && x->batch == batch && x->chunks == chunks && x->len == len)
-    return x->exec;
+  if (x->shape && x->batch == batch && x->chunks == chunks && x->len == len)
+    return x->shape;
   if (!x->spec && !(x->spec = embedded_spec("specs/mamba2_ssd.yaml", d)))
     return NULL;
   exec_free(x->exec);
@@ -647,11 +653,30 @@ static Exec *ssd_exec_for(Lm *m, int batch, int chunks, int len, Pool *pool,
   set[n++] = (Setting){"C", chunks};
   set[n++] = (Setting){"L", len};
   x->shape = shape_bind(x->spec->cascade, NULL, set, n, true, d);
-  ExecOpts eo = {.pool = pool};
-  if (x->shape)
-    x->exec = exec_new(x->spec->cascade, x->shape, &eo, d);
   x->batch = batch, x->chunks = chunks, x->len = len;
-  return x->exec;
+  return x->shape;
+}
+
+/* Its executor, under the interpreter on POOL. */
+static Exec *ssd_exec_for(Lm *m, int batch, int chunks, int len, Pool *pool,
+                          Diag *d) {
+  const Shape *s = ssd_shape_for(m, batch, chunks, len, d);
+  if (s && !m->ssd.exec) {
+    ExecOpts eo = {.pool = pool};
+    m->ssd.exec = exec_new(m->ssd.spec->cascade, s, &eo, d);
+  }
+  return s ? m->ssd.exec : NULL;
+}
+
+/* The most bytes a chunked pass of BATCH x LEN tokens in chunks of CHUNK
+ * holds in its executor (the whole chunks' pass: the tail's is smaller);
+ * false with D set if the shape cannot be bound. */
+static bool ssd_exec_bytes(Lm *m, int batch, int len, int chunk,
+                           double *bytes, Diag *d) {
+  const Shape *s = ssd_shape_for(m, batch, len / chunk, chunk, d);
+  if (s)
+    *bytes = exec_bytes(m->ssd.spec->cascade, s, NULL, 0);
+  return s != NULL;
 }
 
 /* Columns [FROM, FROM + LEN) of TOKENS' BATCH rows of STRIDE. */
