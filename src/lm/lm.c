@@ -66,9 +66,10 @@ struct Lm {
 static void ssd_forget(Lm *m);
 static bool ssd_exec_bytes(Lm *m, int batch, int len, int chunk,
                            double *bytes, Diag *d);
-static bool forward_chunked(Lm *m, const int *tokens, int batch, int len,
-                            int chunk, const LmOpts *o, Array **logits,
-                            Diag *d);
+static bool forward_segments(Lm *m, const int *tokens, int batch, int len,
+                             int chunk, const LmOpts *o, Array **logits,
+                             Diag *d);
+enum { SEGMENT_TOKENS = 512 };
 
 const ModelConfig *lm_config(const Lm *m) { return &m->cfg; }
 const Cascade *lm_cascade(const Lm *m) { return m->c; }
@@ -521,8 +522,8 @@ bool lm_forward(Lm *m, const int *tokens, int batch, int len,
   if (!check_tokens(m, tokens, batch, len, d))
     return false;
   int chunk = lm_ssd_chunk(m, o, len, record != NULL);
-  if (chunk)
-    return forward_chunked(m, tokens, batch, len, chunk, o, logits, d);
+  if (chunk || (len > SEGMENT_TOKENS && !o->fused && !record))
+    return forward_segments(m, tokens, batch, len, chunk, o, logits, d);
   const Shape *s = shape_for(m, batch, len, d);
   if (!s)
     return false;
@@ -595,17 +596,25 @@ bool lm_export_state(const Lm *m, Tensors *out) {
   return true;
 }
 
-/* ---- chunked prefill (Mamba-2) ----
+/* ---- long prompts and chunked prefill (Mamba-2) ----
  *
- * A prompt's whole chunks run through specs/mamba2_ssd.yaml, the layer
- * with its state-space part in the chunked SSD form (matrix products over
- * chunks, which the executor hands to its GEMM kernel); the tokens left
- * over (fewer than a chunk) then run through the shipped layer's scan,
- * continuing from the state the chunked pass left. The two layers share
- * every weight and state tensor by name, so the decode state is the same
- * arrays either way. The tail runs through the scan rather than padded
- * with dt = 0: padding would keep the SSM state, but not the convolution
- * history (the last d_conv - 1 inputs would be the padding's). */
+ * A prompt longer than SEGMENT_TOKENS runs as several passes, each
+ * continuing from the state the last one left (under the interpreter,
+ * recording nothing): a pass of 2048 tokens holds intermediates of tens
+ * of MiB, which the executor maps and clears again for every layer (it
+ * keeps arrays of up to 8 MiB from run to run: docs/executor.md); 512
+ * tokens of a 130m-sized layer stay under that (bench/RESULTS.md,
+ * "Chunked SSD prefill": 2048 tokens in about 60 % of the time).
+ *
+ * With the chunked SSD form, a Mamba-2 prompt's whole chunks run through
+ * specs/mamba2_ssd.yaml, the layer with its state-space part in the
+ * chunked form (matrix products over chunks, which the executor hands to
+ * its GEMM kernel); the tokens left over (fewer than a chunk) then run
+ * through the shipped layer's scan. The two layers share every weight
+ * and state tensor by name, so the decode state is the same arrays either
+ * way. The tail runs through the scan rather than padded with dt = 0:
+ * padding would keep the SSM state, but not the convolution history (the
+ * last d_conv - 1 inputs would be the padding's). */
 
 static const char *const ssd_names[] = {"scan", "chunked", "auto"};
 _Static_assert(sizeof ssd_names / sizeof ssd_names[0] == SSD_COUNT,
@@ -716,28 +725,63 @@ static bool ssd_pass(Lm *m, const int *tokens, int batch, int len, int chunk,
   return ok;
 }
 
-/* [BATCH, A rows + B rows, V] from A's and B's rows of each sequence. */
-static Array *join_logits(const Array *a, const Array *b, int batch) {
-  int64_t V = a->shape[a->ndim - 1];
-  int64_t ra = a->n / (batch * V), rb = b->n / (batch * V);
-  Array *out = array_uninit(3, (int64_t[]){batch, ra + rb, V});
-  for (int64_t s = 0; s < batch; s++) {
-    memcpy(out->data + s * (ra + rb) * V, a->data + s * ra * V,
-           (size_t)(ra * V) * sizeof(float));
-    memcpy(out->data + (s * (ra + rb) + ra) * V, b->data + s * rb * V,
-           (size_t)(rb * V) * sizeof(float));
-  }
-  return out;
+/* Rows [0, PART's) of each of BATCH sequences of PART ([BATCH, rows, V])
+ * into ALL ([BATCH, total, V]) from row AT on. */
+static void put_rows(Array *all, const Array *part, int batch, int at) {
+  int64_t V = all->shape[2], total = all->shape[1];
+  int64_t rows = part->n / (batch * V);
+  for (int64_t s = 0; s < batch; s++)
+    memcpy(all->data + (s * total + at) * V, part->data + s * rows * V,
+           (size_t)(rows * V) * sizeof(float));
 }
 
-/* A pass in the chunked form: the whole chunks, then the rest by scan. */
-static bool forward_chunked(Lm *m, const int *tokens, int batch, int len,
-                            int chunk, const LmOpts *o, Array **logits,
-                            Diag *d) {
-  int whole = len / chunk * chunk, rest = len - whole;
+/* Columns [AT, AT + LEN) of TOKENS (BATCH rows of STRIDE) through the
+ * layers in the chunked form with chunks of CHUNK (0: the scan), their
+ * logits into ALL from row AT, or into *LAST when ALL is NULL and LAST
+ * is not. */
+static bool part_pass(Lm *m, const int *tokens, int batch, int stride, int at,
+                      int len, int chunk, const LmOpts *o, Array *all,
+                      Array **last, Diag *d) {
+  int *cols = token_columns(tokens, batch, stride, at, len);
+  Array *part = NULL;
+  bool want = all || last;
+  bool ok;
+  if (chunk) {
+    ok = ssd_pass(m, cols, batch, len, chunk, o, want ? &part : NULL, d);
+  } else {
+    LmOpts scan = *o;
+    scan.ssd = SSD_SCAN;
+    ok = lm_forward(m, cols, batch, len, &scan, &part, NULL, d);
+  }
+  free(cols);
+  if (ok && all)
+    put_rows(all, part, batch, at);
+  if (ok && last && !all) {
+    *last = part;
+    part = NULL;
+  }
+  array_free(part);
+  return ok;
+}
+
+/* Tokens in one pass of a segment (a multiple of CHUNK, or any for the
+ * scan: CHUNK 0), at least one chunk. */
+static int segment_tokens(int chunk) {
+  int seg = chunk ? SEGMENT_TOKENS / chunk * chunk : SEGMENT_TOKENS;
+  return seg > chunk ? seg : chunk;
+}
+
+/* A prompt in segments: whole chunks in the chunked form (CHUNK > 0),
+ * then the rest by scan, each pass at most SEGMENT_TOKENS long (or one
+ * chunk) and continuing from the last one's state. */
+static bool forward_segments(Lm *m, const int *tokens, int batch, int len,
+                             int chunk, const LmOpts *o, Array **logits,
+                             Diag *d) {
+  int whole = chunk ? len / chunk * chunk : 0;
+  int first_scan = len - whole < SEGMENT_TOKENS ? len - whole : SEGMENT_TOKENS;
   /* A fresh prompt's zero state, of the shapes the scan's layer gives it
-   * (bound for the tail's length, which it runs next). */
-  const Shape *s = shape_for(m, batch, rest ? rest : 1, d);
+   * (bound for the scan's first pass, or for one token). */
+  const Shape *s = shape_for(m, batch, first_scan ? first_scan : 1, d);
   if (!s)
     return false;
   if (!m->batch) {
@@ -745,30 +789,22 @@ static bool forward_chunked(Lm *m, const int *tokens, int batch, int len,
       return false;
     m->batch = batch;
   }
-  int *head_tokens = token_columns(tokens, batch, len, 0, whole);
-  Array *first = NULL;
-  bool need = !rest || !o->last_only; /* the last row may be the tail's */
-  bool ok = ssd_pass(m, head_tokens, batch, whole, chunk, o,
-                     need ? &first : NULL, d);
-  free(head_tokens);
-  if (ok && rest) {
-    int *tail = token_columns(tokens, batch, len, whole, rest);
-    LmOpts scan = *o;
-    scan.ssd = SSD_SCAN;
-    Array *second = NULL;
-    ok = lm_forward(m, tail, batch, rest, &scan, &second, NULL, d);
-    free(tail);
-    if (ok && first) {
-      *logits = join_logits(first, second, batch);
-      array_free(second);
-    } else if (ok) {
-      *logits = second;
-    }
-  } else if (ok) {
-    *logits = first;
-    first = NULL;
+  Array *all = o->last_only ? NULL
+                            : array_uninit(3, (int64_t[]){batch, len,
+                                                          m->cfg.vocab});
+  Array *last = NULL;
+  bool ok = true;
+  for (int at = 0; ok && at < len;) {
+    int c = at < whole ? chunk : 0, end = c ? whole : len;
+    int n = end - at < segment_tokens(c) ? end - at : segment_tokens(c);
+    ok = part_pass(m, tokens, batch, len, at, n, c, o, all,
+                   at + n == len ? &last : NULL, d);
+    at += n;
   }
-  if (rest || !ok)
-    array_free(first);
+  *logits = ok ? (all ? all : last) : NULL;
+  if (!ok) {
+    array_free(all);
+    array_free(last);
+  }
   return ok;
 }

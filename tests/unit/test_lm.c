@@ -651,17 +651,23 @@ TEST(lm_ssd_chunk_rule) {
 }
 
 /* A prefill of LEN tokens (2 sequences) under O, then two decode steps:
- * the prefill's logits, each step's and the final state. */
+ * the prefill's logits, each step's and the final state. WHOLE: the
+ * prefill in one pass (recording the mixer outputs keeps a long prompt
+ * whole and the scan's). */
 typedef struct Passes {
   Array *prefill, *step[2];
   Tensors state;
 } Passes;
 
-static Passes run_passes(Lm *m, const int *tokens, int len, const LmOpts *o) {
+static Passes run_passes(Lm *m, const int *tokens, int len, const LmOpts *o,
+                         bool whole) {
   Passes p = {0};
   Diag d = {0};
+  Tensors record = {0};
   lm_reset(m);
-  CHECK(lm_forward(m, tokens, 2, len, o, &p.prefill, NULL, &d));
+  CHECK(lm_forward(m, tokens, 2, len, o, &p.prefill, whole ? &record : NULL,
+                   &d));
+  tensors_free(&record);
   LmOpts step = *o; /* one token: the scan, whatever the mode */
   for (int k = 0; k < 2; k++) {
     int next[] = {(7 + 5 * k) % 24, (3 + 11 * k) % 24};
@@ -693,9 +699,11 @@ static double passes_diff(const Passes *got, const Passes *ref) {
 }
 
 /* Chunked prefill (chunks of 4: 11 tokens are two chunks and a tail of 3
- * by scan; 8 tokens two chunks; 12 three) equals the scan's prefill within
+ * by scan; 8 tokens two chunks; 12 three; 1030 tokens two passes of 512,
+ * one of 4 and a tail of 2) equals the scan's prefill in one pass within
  * the executor's 1e-5 relative: logits, the carried SSM and convolution
- * state, and the decode steps that continue from it. */
+ * state, and the decode steps that continue from it. So does the scan's
+ * prefill of 1030 tokens in passes of 512, 512 and 6. */
 static void check_chunked_equals_scan(DType t) {
   StFile *f;
   Lm *m = tiny_mamba2(t, &f);
@@ -703,14 +711,18 @@ static void check_chunked_equals_scan(DType t) {
     return;
   const int tokens[] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8,
                         9, 7, 9, 3, 2, 3, 8, 4, 6, 2, 6, 4};
+  int *many = xmalloc(2 * 1030 * sizeof *many);
+  for (int i = 0; i < 2 * 1030; i++)
+    many[i] = (i * 7 + i / 5) % 24;
   Pool *pool = pool_new(2);
-  const int lens[] = {11, 8, 12};
-  for (int k = 0; k < 3; k++) {
+  const int lens[] = {11, 8, 12, 1030};
+  for (int k = 0; k < 4; k++) {
     LmOpts scan = {.pool = pool};
     LmOpts chunked = {.pool = pool, .ssd = SSD_CHUNKED, .ssd_chunk = 4};
     CHECK_INT(lm_ssd_chunk(m, &chunked, lens[k], false), 4);
-    Passes ref = run_passes(m, tokens, lens[k], &scan);
-    Passes got = run_passes(m, tokens, lens[k], &chunked);
+    const int *ids = lens[k] > 12 ? many : tokens;
+    Passes ref = run_passes(m, ids, lens[k], &scan, true);
+    Passes got = run_passes(m, ids, lens[k], &chunked, false);
     if (ref.prefill && got.prefill) {
       CHECK_INT(got.prefill->shape[1], lens[k]);
       CHECK_INT(got.state.n, 4); /* 2 layers: conv_state and ssm_state */
@@ -718,6 +730,14 @@ static void check_chunked_equals_scan(DType t) {
       if (!(diff < 1e-5))
         test_fail(__FILE__, __LINE__, "%s, %d tokens: %g", dtype_name(t),
                   lens[k], diff);
+    }
+    if (lens[k] > 512) { /* the scan in passes */
+      Passes seg = run_passes(m, ids, lens[k], &scan, false);
+      double diff = seg.prefill ? passes_diff(&seg, &ref) : 1;
+      if (!(diff < 1e-5))
+        test_fail(__FILE__, __LINE__, "%s, scan in passes: %g",
+                  dtype_name(t), diff);
+      passes_free(&seg);
     }
     passes_free(&ref);
     passes_free(&got);
@@ -740,6 +760,7 @@ static void check_chunked_equals_scan(DType t) {
     array_free(a);
     array_free(b);
   }
+  free(many);
   pool_free(pool);
   lm_free(m);
   st_close(f);
