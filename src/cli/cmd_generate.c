@@ -264,7 +264,9 @@ const Command generate_command = {
     .example = "mambalaya generate --model m130 --prompt \"Mamba is\" "
                "--max-new 32\n"
                "mambalaya generate --model m130 --tokens \"1,2;3,4\" "
-               "--max-new 8 --strategy full\n",
+               "--max-new 8 --strategy full\n"
+               "mambalaya generate --model m2 --tokens-file prompt.txt "
+               "--max-new 8 --ssd chunked --ssd-chunk 64\n",
     .size = sizeof(GenArgs), .init = gen_init, .run = generate_cmd,
 };
 

@@ -52,9 +52,9 @@ static const Opt lm_opts[] = {
              "weights, peak bytes of activations and the peak resident memory"},
     {"--ssd", OPT_ENUM, LO(ssd), "MODE",
      .help = "Mamba-2 prefill under the interpreter: scan (the sequential "
-             "recurrence), chunked (the chunked SSD form: matrix products over "
-             "chunks of --ssd-chunk tokens) or auto (chunked for prompts of "
-             "256 tokens or more; the default)",
+             "recurrence; the default) or chunked (the chunked SSD form: "
+             "matrix products over chunks of --ssd-chunk tokens, no faster "
+             "on the machines measured)",
      .choices = &ssd_choices},
     {"--ssd-chunk", OPT_INT, LO(ssd_chunk), "L",
      .help = "tokens per chunk of the chunked SSD form (default 128); the "
@@ -64,7 +64,7 @@ static const Opt lm_opts[] = {
 const OptTable lm_options = OPT_TABLE(lm_opts);
 
 void lm_args_init(LmArgs *o) {
-  *o = (LmArgs){.ex = executor_defaults(), .ssd = SSD_AUTO};
+  *o = (LmArgs){.ex = executor_defaults()};
 }
 
 /* --tokens, or --tokens-file (where a line break ends a row). */

@@ -616,22 +616,16 @@ bool lm_export_state(const Lm *m, Tensors *out) {
  * padding would keep the SSM state, but not the convolution history (the
  * last d_conv - 1 inputs would be the padding's). */
 
-static const char *const ssd_names[] = {"scan", "chunked", "auto"};
+static const char *const ssd_names[] = {"scan", "chunked"};
 _Static_assert(sizeof ssd_names / sizeof ssd_names[0] == SSD_COUNT,
                "a name per SsdMode");
 const char *ssd_mode_name(SsdMode s) { return ssd_names[s]; }
-
-/* Chunked prefill's rule, from bench/RESULTS.md ("Chunked SSD prefill"):
- * at least this many tokens, in chunks of SSD_CHUNK_DEFAULT. */
-enum { SSD_AUTO_MIN_TOKENS = 256 };
 
 int lm_ssd_chunk(const Lm *m, const LmOpts *o, int len, bool record) {
   if (o->ssd == SSD_SCAN || m->cfg.version != 2 || o->fused || record ||
       strcmp(m->c->path, "specs/mamba2.yaml") != 0)
     return 0;
   int chunk = o->ssd_chunk > 0 ? o->ssd_chunk : SSD_CHUNK_DEFAULT;
-  if (o->ssd == SSD_AUTO && len < SSD_AUTO_MIN_TOKENS)
-    return 0;
   return len >= chunk ? chunk : 0;
 }
 

@@ -160,11 +160,12 @@ bool lm_write_random(const ModelConfig *cfg, uint64_t seed, DType dt,
 typedef struct Lm Lm;
 
 /* How a Mamba-2 prefill runs the state-space part: the sequential scan
- * (specs/mamba2.yaml), the chunked SSD form (specs/mamba2_ssd.yaml: matrix
- * products over chunks of LmOpts.ssd_chunk tokens), or whichever the
- * measured rule of lm_ssd_chunk picks (docs/language-models.md). */
-typedef enum { SSD_SCAN, SSD_CHUNKED, SSD_AUTO, SSD_COUNT } SsdMode;
-const char *ssd_mode_name(SsdMode s); /* "scan", "chunked", "auto" */
+ * (specs/mamba2.yaml), or the chunked SSD form (specs/mamba2_ssd.yaml:
+ * matrix products over chunks of LmOpts.ssd_chunk tokens). Measured no
+ * faster on the development machine (docs/language-models.md), the
+ * chunked form runs only when asked for. */
+typedef enum { SSD_SCAN, SSD_CHUNKED, SSD_COUNT } SsdMode;
+const char *ssd_mode_name(SsdMode s); /* "scan", "chunked" */
 
 typedef struct LmOpts {
   bool fused;          /* the fused executor with STRATEGY's plan */
@@ -172,18 +173,18 @@ typedef struct LmOpts {
   double buffer_bytes; /* fused: the tile buffer */
   Pool *pool;
   bool last_only;      /* logits of each sequence's last token only */
-  SsdMode ssd;         /* Mamba-2 prefill: scan (the zero value), chunked,
-                          auto */
+  SsdMode ssd;         /* Mamba-2 prefill: scan (the zero value) or
+                          chunked */
   int ssd_chunk;       /* chunked: tokens per chunk (0: the rule's) */
 } LmOpts;
 
 /* The chunk length a pass of LEN tokens under O runs the chunked SSD
- * form with, or 0 for the sequential scan: 0 unless the model is a
- * Mamba-2 on the shipped layer (specs/mamba2.yaml), under the interpreter,
- * not RECORDing mixer outputs, and LEN holds at least one chunk. A chunked
- * pass runs the whole chunks in that form and the rest of the tokens
- * (fewer than a chunk) through the scan, continuing from its state. AUTO
- * picks by LEN alone (a rule from measurements, never a timing). */
+ * form with, or 0 for the sequential scan: 0 unless O asks for it, the
+ * model is a Mamba-2 on the shipped layer (specs/mamba2.yaml), under the
+ * interpreter, not RECORDing mixer outputs, and LEN holds at least one
+ * chunk. A chunked pass runs the whole chunks in that form and the rest
+ * of the tokens (fewer than a chunk) through the scan, continuing from
+ * its state. */
 int lm_ssd_chunk(const Lm *m, const LmOpts *o, int len, bool record);
 /* The chunked form's default chunk length. */
 enum { SSD_CHUNK_DEFAULT = 128 };

@@ -626,15 +626,15 @@ static Lm *tiny_mamba2(DType t, StFile **f) {
   return m;
 }
 
-/* Which passes run chunked: Mamba-2 prompts of a chunk or more, under the
- * interpreter, not recording; auto from 256 tokens, in chunks of 128. */
+/* Which passes run chunked: when asked for, Mamba-2 prompts of a chunk or
+ * more (128 tokens unless told), under the interpreter, not recording. */
 TEST(lm_ssd_chunk_rule) {
   StFile *f;
   Lm *m = tiny_mamba2(DT_F32, &f);
   if (!m)
     return;
   LmOpts scan = {0}, chunked = {.ssd = SSD_CHUNKED, .ssd_chunk = 4},
-         dflt = {.ssd = SSD_CHUNKED}, au = {.ssd = SSD_AUTO},
+         dflt = {.ssd = SSD_CHUNKED},
          fused = {.ssd = SSD_CHUNKED, .fused = true};
   CHECK_INT(lm_ssd_chunk(m, &scan, 1000, false), 0);
   CHECK_INT(lm_ssd_chunk(m, &chunked, 3, false), 0);
@@ -643,9 +643,8 @@ TEST(lm_ssd_chunk_rule) {
   CHECK_INT(lm_ssd_chunk(m, &chunked, 11, true), 0);
   CHECK_INT(lm_ssd_chunk(m, &dflt, 200, false), SSD_CHUNK_DEFAULT);
   CHECK_INT(lm_ssd_chunk(m, &fused, 200, false), 0);
-  CHECK_INT(lm_ssd_chunk(m, &au, 255, false), 0);
-  CHECK_INT(lm_ssd_chunk(m, &au, 256, false), 128);
-  CHECK_STR(ssd_mode_name(SSD_AUTO), "auto");
+  CHECK_INT(lm_ssd_chunk(m, &dflt, 127, false), 0);
+  CHECK_STR(ssd_mode_name(SSD_CHUNKED), "chunked");
   lm_free(m);
   st_close(f);
 }
