@@ -212,7 +212,10 @@ double lm_peak_bytes(const Lm *m);
 
 /* Run TOKENS (BATCH sequences of LEN, row-major) through the model,
  * continuing from the decode state (zero after lm_new / lm_reset), which
- * then holds the state after the last token. *LOGITS gets [BATCH, LEN,
+ * then holds the state after the last token. Under the interpreter and
+ * without RECORD, more than 512 tokens run as passes of 512, each
+ * continuing from the last (the same numbers up to rounding, less memory
+ * mapped per layer); O's ssd picks Mamba-2's SSM form (lm_ssd_chunk). *LOGITS gets [BATCH, LEN,
  * vocab] (or [BATCH, vocab] with last_only). RECORD, when not NULL,
  * receives "layers.{i}.mixer_output" [BATCH, LEN, d_model]. */
 bool lm_forward(Lm *m, const int *tokens, int batch, int len,
