@@ -160,6 +160,9 @@ static void gen_json(const Gen *g, double prefill_rate, double decode_rate) {
     json_object_set_new(j, "text", text);
   else
     json_decref(text);
+  LmOpts lo = lm_pass_opts(o, NULL, false); /* the prompt's SSD form */
+  json_object_set_new(j, "ssd_chunk",
+                      json_integer(lm_ssd_chunk(g->m, &lo, o->len, false)));
   json_object_set_new(j, "prefill_seconds", json_real(g->prefill_s));
   json_object_set_new(j, "prefill_tokens_per_s", json_real(prefill_rate));
   json_object_set_new(j, "decode_seconds", json_real(g->decode_s));
@@ -261,7 +264,9 @@ const Command generate_command = {
     .example = "mambalaya generate --model m130 --prompt \"Mamba is\" "
                "--max-new 32\n"
                "mambalaya generate --model m130 --tokens \"1,2;3,4\" "
-               "--max-new 8 --strategy full\n",
+               "--max-new 8 --strategy full\n"
+               "mambalaya generate --model m2 --tokens-file prompt.txt "
+               "--max-new 8 --ssd chunked --ssd-chunk 64\n",
     .size = sizeof(GenArgs), .init = gen_init, .run = generate_cmd,
 };
 

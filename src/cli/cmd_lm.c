@@ -17,6 +17,9 @@
 /* ---- options shared by run and generate ---- */
 
 #define LO(field) offsetof(LmArgs, field)
+static const char *ssd_name(int v) { return ssd_mode_name((SsdMode)v); }
+static const OptChoices ssd_choices = {"SSD form", ssd_name, SSD_COUNT, NULL,
+                                       false};
 static const Opt lm_opts[] = {
     {"--model", OPT_PATH, LO(model), "DIR",
      .help = "a model directory: config.json and model.safetensors (Hugging "
@@ -47,6 +50,16 @@ static const Opt lm_opts[] = {
     {"--json", OPT_FLAG, LO(json), NULL,
      .help = "print one JSON object on stdout: the tokens, times, bytes of "
              "weights, peak bytes of activations and the peak resident memory"},
+    {"--ssd", OPT_ENUM, LO(ssd), "MODE",
+     .help = "Mamba-2 prefill under the interpreter: scan (the sequential "
+             "recurrence; the default) or chunked (the chunked SSD form: "
+             "matrix products over chunks of --ssd-chunk tokens, no faster "
+             "on the machines measured)",
+     .choices = &ssd_choices},
+    {"--ssd-chunk", OPT_INT, LO(ssd_chunk), "L",
+     .help = "tokens per chunk of the chunked SSD form (default 128); the "
+             "tokens after the last whole chunk run through the scan",
+     .lo = 1, .hi = 1 << 16},
 };
 const OptTable lm_options = OPT_TABLE(lm_opts);
 
@@ -231,7 +244,8 @@ LmOpts lm_pass_opts(const LmArgs *o, Pool *pool, bool last_only) {
                   .strategy = o->ex.strategy < 0 ? ST_FULL
                                                  : (Strategy)o->ex.strategy,
                   .buffer_bytes = o->ex.buffer, .pool = pool,
-                  .last_only = last_only};
+                  .last_only = last_only, .ssd = (SsdMode)o->ssd,
+                  .ssd_chunk = o->ssd_chunk};
 }
 
 /* --out must be writable and must not be one of the files the run

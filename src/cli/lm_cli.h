@@ -13,6 +13,8 @@ typedef struct LmArgs {
   bool json;
   double max_memory; /* --max-memory; 0: what the machine has */
   int batch;         /* --batch; 0: one sequence, or the rows given */
+  int ssd;           /* --ssd: an SsdMode */
+  int ssd_chunk;     /* --ssd-chunk; 0: the default */
   ExecutorOpts ex;
   char *file_text; /* --tokens-file's contents */
   /* The token ids, [nseq, len] row-major. */

@@ -1002,6 +1002,23 @@ static bool flat_stride(const Job *j, const int64_t *lin, const Role *ro,
   return true;
 }
 
+/* Do RO's variables nest in the same order in two layouts (LA, LB)? One
+ * flattened index runs over them in both, so they must (batch (h, c) laid
+ * out h-major in one operand and c-major in the other flattens in each,
+ * but pairs the wrong batches). */
+static bool same_nesting(const Job *j, const int64_t *la, const int64_t *lb,
+                         const Role *ro) {
+  for (int a = 0; a < ro->n; a++)
+    for (int b = a + 1; b < ro->n; b++) {
+      int u = ro->var[a], v = ro->var[b];
+      bool unit = j->reg.hi[u] - j->reg.lo[u] == 1 ||
+                  j->reg.hi[v] - j->reg.lo[v] == 1;
+      if (!unit && (la[u] > la[v]) != (lb[u] > lb[v]))
+        return false;
+    }
+  return true;
+}
+
 /* Can term T go to kernel_gemm (a plain contraction of two reads whose
  * variables flatten into M, N, K and batch dimensions)? Plans it if so. */
 static bool plan_gemm(Job *j, Term *t) {
@@ -1041,7 +1058,12 @@ static bool plan_gemm(Job *j, Term *t) {
       !flat_stride(j, B->lin, &bt, &g.b_b, &dummy) ||
       !flat_stride(j, j->out_lin, &m, &g.c_m, &ext) ||
       !flat_stride(j, j->out_lin, &n, &g.c_n, &ext) ||
-      !flat_stride(j, j->out_lin, &bt, &g.c_b, &ext))
+      !flat_stride(j, j->out_lin, &bt, &g.c_b, &ext) ||
+      !same_nesting(j, A->lin, B->lin, &k) ||
+      !same_nesting(j, A->lin, B->lin, &bt) ||
+      !same_nesting(j, A->lin, j->out_lin, &bt) ||
+      !same_nesting(j, A->lin, j->out_lin, &m) ||
+      !same_nesting(j, B->lin, j->out_lin, &n))
     return false;
   if (g.k < 8 || g.m * g.n * g.k < 4096)
     return false; /* too small to be worth a call */

@@ -159,13 +159,35 @@ bool lm_write_random(const ModelConfig *cfg, uint64_t seed, DType dt,
 
 typedef struct Lm Lm;
 
+/* How a Mamba-2 prefill runs the state-space part: the sequential scan
+ * (specs/mamba2.yaml), or the chunked SSD form (specs/mamba2_ssd.yaml:
+ * matrix products over chunks of LmOpts.ssd_chunk tokens). Measured no
+ * faster on the development machine (docs/language-models.md), the
+ * chunked form runs only when asked for. */
+typedef enum { SSD_SCAN, SSD_CHUNKED, SSD_COUNT } SsdMode;
+const char *ssd_mode_name(SsdMode s); /* "scan", "chunked" */
+
 typedef struct LmOpts {
   bool fused;          /* the fused executor with STRATEGY's plan */
   Strategy strategy;   /* else the interpreter */
   double buffer_bytes; /* fused: the tile buffer */
   Pool *pool;
   bool last_only;      /* logits of each sequence's last token only */
+  SsdMode ssd;         /* Mamba-2 prefill: scan (the zero value) or
+                          chunked */
+  int ssd_chunk;       /* chunked: tokens per chunk (0: the rule's) */
 } LmOpts;
+
+/* The chunk length a pass of LEN tokens under O runs the chunked SSD
+ * form with, or 0 for the sequential scan: 0 unless O asks for it, the
+ * model is a Mamba-2 on the shipped layer (specs/mamba2.yaml), under the
+ * interpreter, not RECORDing mixer outputs, and LEN holds at least one
+ * chunk. A chunked pass runs the whole chunks in that form and the rest
+ * of the tokens (fewer than a chunk) through the scan, continuing from
+ * its state. */
+int lm_ssd_chunk(const Lm *m, const LmOpts *o, int len, bool record);
+/* The chunked form's default chunk length. */
+enum { SSD_CHUNK_DEFAULT = 128 };
 
 /* A model from CFG and CK: loads every layer's weights once, in their
  * stored dtype (CK is not used afterwards, but a file's values must
@@ -190,7 +212,10 @@ double lm_peak_bytes(const Lm *m);
 
 /* Run TOKENS (BATCH sequences of LEN, row-major) through the model,
  * continuing from the decode state (zero after lm_new / lm_reset), which
- * then holds the state after the last token. *LOGITS gets [BATCH, LEN,
+ * then holds the state after the last token. Under the interpreter and
+ * without RECORD, more than 512 tokens run as passes of 512, each
+ * continuing from the last (the same numbers up to rounding, less memory
+ * mapped per layer); O's ssd picks Mamba-2's SSM form (lm_ssd_chunk). *LOGITS gets [BATCH, LEN,
  * vocab] (or [BATCH, vocab] with last_only). RECORD, when not NULL,
  * receives "layers.{i}.mixer_output" [BATCH, LEN, d_model]. */
 bool lm_forward(Lm *m, const int *tokens, int batch, int len,

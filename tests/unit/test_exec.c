@@ -126,6 +126,57 @@ TEST(exec_interpreter_semantics) {
   free_case(&k);
 }
 
+/* A contraction whose batch (h, c) or reduction (k, j) variables nest in
+ * different orders in its operands flattens in each of them, but not into
+ * one index: it is no single GEMM, and must still compute the sums. */
+TEST(exec_gemm_variables_nest_alike) {
+  Case k = load_case("shape: {H: 2, C: 3, M: 16, N: 16, K: 16, J: 4}\n"
+                     "einsum:\n"
+                     "  declaration: {A: [H, C, M, K], B: [C, H, K, N], "
+                     "T: [H, C, M, N], E: [M, K, J], F: [J, K, N], "
+                     "G: [M, N]}\n"
+                     "  expressions:\n"
+                     "    - T[h,c,m,n] = A[h,c,m,k] * B[c,h,k,n]\n"
+                     "    - G[m,n] = E[m,k,j] * F[j,k,n]\n",
+                     NULL, NULL, 0);
+  if (!k.c)
+    return;
+  random_inputs(&k, 7);
+  Tensors res = {0};
+  if (run(&k, NULL, &res, NULL, NULL)) {
+    const float *A = tensors_get(&k.in, "A")->data;
+    const float *B = tensors_get(&k.in, "B")->data;
+    const float *T = tensors_get(&res, "T")->data;
+    double worst = 0;
+    for (int h = 0; h < 2; h++)
+      for (int c = 0; c < 3; c++)
+        for (int m = 0; m < 16; m++)
+          for (int n = 0; n < 16; n++) {
+            double sum = 0;
+            for (int q = 0; q < 16; q++)
+              sum += (double)A[((h * 3 + c) * 16 + m) * 16 + q] *
+                     B[((c * 2 + h) * 16 + q) * 16 + n];
+            worst = fmax(worst, fabs(sum - T[((h * 3 + c) * 16 + m) * 16 + n]));
+          }
+    CHECK(worst < 1e-5);
+    const float *E = tensors_get(&k.in, "E")->data;
+    const float *F = tensors_get(&k.in, "F")->data;
+    const float *G = tensors_get(&res, "G")->data;
+    worst = 0;
+    for (int m = 0; m < 16; m++)
+      for (int n = 0; n < 16; n++) {
+        double sum = 0;
+        for (int q = 0; q < 16; q++)
+          for (int j = 0; j < 4; j++)
+            sum += (double)E[(m * 16 + q) * 4 + j] * F[(j * 16 + q) * 16 + n];
+        worst = fmax(worst, fabs(sum - G[m * 16 + n]));
+      }
+    CHECK(worst < 1e-5);
+  }
+  tensors_free(&res);
+  free_case(&k);
+}
+
 /* Reductions over a long variable for few outputs run a row at a time
  * (lanes along the reduced variable): sums, a max, a strided read. */
 TEST(exec_row_reductions) {

@@ -584,3 +584,193 @@ static void check_16bit_model(DType t) {
 
 TEST(lm_f16_weights_stay_16bit) { check_16bit_model(DT_F16); }
 TEST(lm_bf16_weights_stay_16bit) { check_16bit_model(DT_BF16); }
+
+/* ---- Mamba-2's chunked prefill ---- */
+
+/* max |a - b| / max |b|: the executor tests' relative difference. */
+static double rel_diff(const Array *a, const Array *b) {
+  double scale = 0;
+  for (int64_t i = 0; i < b->n; i++)
+    scale = fmax(scale, fabs(b->data[i]));
+  return max_diff(a->data, b->data, b->n) / scale;
+}
+
+/* A tiny Mamba-2 (8 heads of 8 channels, d_state 8) whose weights are
+ * held in dtype T: a checkpoint image parsed in memory (*F keeps the
+ * values; close it after the model). */
+static Lm *tiny_mamba2(DType t, StFile **f) {
+  ModelConfig c;
+  Diag d = {0};
+  Setting tiny[] = {{"d_model", 32}, {"n_layer", 2}, {"vocab", 24},
+                    {"d_state", 8},  {"head_dim", 8}};
+  CHECK(lm_config_resolve("mamba2-130m", tiny, 5, &c, &d));
+  Checkpoint ck = lm_random_checkpoint(&c, 11);
+  CkptKey *keys;
+  int nkeys = lm_checkpoint_keys(&c, &keys);
+  StWriter *w = st_writer_new();
+  for (int i = 0; i < nkeys; i++) {
+    Array *a = ck.get(&ck, keys[i].name);
+    st_writer_add(w, keys[i].name, a, t);
+    array_free(a);
+  }
+  free(keys);
+  size_t len;
+  unsigned char *image = st_writer_image(w, &len);
+  st_writer_free(w);
+  *f = st_parse("tiny2.safetensors", image, len, &d);
+  free(image);
+  Checkpoint file = checkpoint_of_file(*f);
+  Lm *m = *f ? lm_new(&c, &file, NULL, &d) : NULL;
+  if (!m)
+    test_fail(__FILE__, __LINE__, "tiny Mamba-2: %s", d.msg);
+  return m;
+}
+
+/* Which passes run chunked: when asked for, Mamba-2 prompts of a chunk or
+ * more (128 tokens unless told), under the interpreter, not recording. */
+TEST(lm_ssd_chunk_rule) {
+  StFile *f;
+  Lm *m = tiny_mamba2(DT_F32, &f);
+  if (!m)
+    return;
+  LmOpts scan = {0}, chunked = {.ssd = SSD_CHUNKED, .ssd_chunk = 4},
+         dflt = {.ssd = SSD_CHUNKED},
+         fused = {.ssd = SSD_CHUNKED, .fused = true};
+  CHECK_INT(lm_ssd_chunk(m, &scan, 1000, false), 0);
+  CHECK_INT(lm_ssd_chunk(m, &chunked, 3, false), 0);
+  CHECK_INT(lm_ssd_chunk(m, &chunked, 4, false), 4);
+  CHECK_INT(lm_ssd_chunk(m, &chunked, 11, false), 4);
+  CHECK_INT(lm_ssd_chunk(m, &chunked, 11, true), 0);
+  CHECK_INT(lm_ssd_chunk(m, &dflt, 200, false), SSD_CHUNK_DEFAULT);
+  CHECK_INT(lm_ssd_chunk(m, &fused, 200, false), 0);
+  CHECK_INT(lm_ssd_chunk(m, &dflt, 127, false), 0);
+  CHECK_STR(ssd_mode_name(SSD_CHUNKED), "chunked");
+  lm_free(m);
+  st_close(f);
+}
+
+/* A prefill of LEN tokens (2 sequences) under O, then two decode steps:
+ * the prefill's logits, each step's and the final state. WHOLE: the
+ * prefill in one pass (recording the mixer outputs keeps a long prompt
+ * whole and the scan's). */
+typedef struct Passes {
+  Array *prefill, *step[2];
+  Tensors state;
+} Passes;
+
+static Passes run_passes(Lm *m, const int *tokens, int len, const LmOpts *o,
+                         bool whole) {
+  Passes p = {0};
+  Diag d = {0};
+  Tensors record = {0};
+  lm_reset(m);
+  CHECK(lm_forward(m, tokens, 2, len, o, &p.prefill, whole ? &record : NULL,
+                   &d));
+  tensors_free(&record);
+  LmOpts step = *o; /* one token: the scan, whatever the mode */
+  for (int k = 0; k < 2; k++) {
+    int next[] = {(7 + 5 * k) % 24, (3 + 11 * k) % 24};
+    CHECK(lm_forward(m, next, 2, 1, &step, &p.step[k], NULL, &d));
+  }
+  CHECK(lm_export_state(m, &p.state));
+  return p;
+}
+
+static void passes_free(Passes *p) {
+  array_free(p->prefill);
+  array_free(p->step[0]);
+  array_free(p->step[1]);
+  tensors_free(&p->state);
+}
+
+/* The worst relative difference of GOT from REF over every tensor. */
+static double passes_diff(const Passes *got, const Passes *ref) {
+  double worst = fmax(rel_diff(got->prefill, ref->prefill),
+                      fmax(rel_diff(got->step[0], ref->step[0]),
+                           rel_diff(got->step[1], ref->step[1])));
+  for (int i = 0; i < ref->state.n; i++) {
+    Array *x = tensors_get(&got->state, ref->state.names[i]);
+    CHECK(x && x->n == ref->state.arrays[i]->n);
+    if (x)
+      worst = fmax(worst, rel_diff(x, ref->state.arrays[i]));
+  }
+  return worst;
+}
+
+/* Chunked prefill (chunks of 4: 11 tokens are two chunks and a tail of 3
+ * by scan; 8 tokens two chunks; 12 three; 1030 tokens two passes of 512,
+ * one of 4 and a tail of 2) equals the scan's prefill in one pass within
+ * the executor's 1e-5 relative: logits, the carried SSM and convolution
+ * state, and the decode steps that continue from it. So does the scan's
+ * prefill of 1030 tokens in passes of 512, 512 and 6. */
+static void check_chunked_equals_scan(DType t) {
+  StFile *f;
+  Lm *m = tiny_mamba2(t, &f);
+  if (!m)
+    return;
+  const int tokens[] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8,
+                        9, 7, 9, 3, 2, 3, 8, 4, 6, 2, 6, 4};
+  int *many = xmalloc(2 * 1030 * sizeof *many);
+  for (int i = 0; i < 2 * 1030; i++)
+    many[i] = (i * 7 + i / 5) % 24;
+  Pool *pool = pool_new(2);
+  const int lens[] = {11, 8, 12, 1030};
+  for (int k = 0; k < 4; k++) {
+    LmOpts scan = {.pool = pool};
+    LmOpts chunked = {.pool = pool, .ssd = SSD_CHUNKED, .ssd_chunk = 4};
+    CHECK_INT(lm_ssd_chunk(m, &chunked, lens[k], false), 4);
+    const int *ids = lens[k] > 12 ? many : tokens;
+    Passes ref = run_passes(m, ids, lens[k], &scan, true);
+    Passes got = run_passes(m, ids, lens[k], &chunked, false);
+    if (ref.prefill && got.prefill) {
+      CHECK_INT(got.prefill->shape[1], lens[k]);
+      CHECK_INT(got.state.n, 4); /* 2 layers: conv_state and ssm_state */
+      double diff = passes_diff(&got, &ref);
+      if (!(diff < 1e-5))
+        test_fail(__FILE__, __LINE__, "%s, %d tokens: %g", dtype_name(t),
+                  lens[k], diff);
+    }
+    if (lens[k] > 512) { /* the scan in passes */
+      Passes seg = run_passes(m, ids, lens[k], &scan, false);
+      double diff = seg.prefill ? passes_diff(&seg, &ref) : 1;
+      if (!(diff < 1e-5))
+        test_fail(__FILE__, __LINE__, "%s, scan in passes: %g",
+                  dtype_name(t), diff);
+      passes_free(&seg);
+    }
+    passes_free(&ref);
+    passes_free(&got);
+  }
+  /* Last-token logits of a chunked prefill with a tail, and without: the
+   * full logits' last rows (the head's product may round otherwise for
+   * 2 rows than for 22). */
+  for (int len = 11; len <= 12; len++) {
+    LmOpts last = {.ssd = SSD_CHUNKED, .ssd_chunk = 4, .last_only = true};
+    LmOpts full = {.ssd = SSD_CHUNKED, .ssd_chunk = 4};
+    Array *a = NULL, *b = NULL;
+    Diag d = {0};
+    lm_reset(m);
+    CHECK(lm_forward(m, tokens, 2, len, &last, &a, NULL, &d));
+    lm_reset(m);
+    CHECK(lm_forward(m, tokens, 2, len, &full, &b, NULL, &d));
+    for (int s = 0; a && b && s < 2; s++)
+      CHECK(max_diff(a->data + s * 24, b->data + (s * len + len - 1) * 24,
+                     24) < 1e-6);
+    array_free(a);
+    array_free(b);
+  }
+  free(many);
+  pool_free(pool);
+  lm_free(m);
+  st_close(f);
+}
+
+TEST(lm_ssd_chunked_prefill_equals_scan_f32) {
+  check_chunked_equals_scan(DT_F32);
+}
+TEST(lm_ssd_chunked_prefill_equals_scan_f16) {
+  check_chunked_equals_scan(DT_F16);
+}
+TEST(lm_ssd_chunked_prefill_equals_scan_bf16) {
+  check_chunked_equals_scan(DT_BF16);
+}

@@ -13,6 +13,7 @@ sizes() {
   specs/prenorm_decode.yaml) echo "B=2 T=4 M=2 d_model=8 H=2" ;;
   specs/gated_deltanet.yaml) echo "B=2 I=5 D=8 H=2 E=3 F=4" ;;
   specs/mamba2_chunked.yaml) echo "B=2 C=3 L=4 n_heads=2 head_dim=3 d_state=2" ;;
+  specs/mamba2_ssd.yaml) echo "B=2 C=3 L=4 d_model=8 n_heads=2 head_dim=3 d_state=2" ;;
   specs/cnn_layer.yaml) echo "B=2 C=2 K=3 P=6 Q=4 R=3 S=3" ;;
   *) echo "" ;;
   esac
