@@ -8,10 +8,11 @@
  *    into NR-wide slivers (contiguous, zero-padded); then for each MC-row
  *    block of A the block is packed into MR-tall slivers, and a
  *    register-blocked micro-kernel multiplies one A sliver by one B sliver
- *    into an MR x NR tile of C (6 x 16 with AVX2: 12 accumulators). The
- *    packed A block stays in L2 and the B sliver in L1 while the
- *    micro-kernel runs; packing also turns every stride layout (row-major,
- *    transposed, padded) into the same contiguous one.
+ *    into an MR x NR tile of C (6 x 16 with AVX2: 12 accumulators; 8 x 32
+ *    with AVX-512: 16). The packed A block stays in L2 and the B sliver in
+ *    L1 while the micro-kernel runs; packing also turns every stride
+ *    layout (row-major, transposed, padded) into the same contiguous one,
+ *    and fetches each sliver's source rows while the one before is packed.
  *
  *  - The dot path, for few rows of A (m <= DOT_MAX_M: one decode token per
  *    sequence) against B = W^T with W's rows contiguous (the layout of
@@ -31,7 +32,8 @@
  * 16-bit operands (F16, BF16: weights as checkpoints store them) are read
  * as they are: the dot path streams W's 16-bit values and converts them
  * in registers (F16C; BF16 is a shift), so a decode step reads half the
- * bytes; the packed path converts while packing, as it copies anyway. A
+ * bytes; the packed path converts while packing, as it copies anyway, in
+ * the same pass as the transpose (a weight's rows become B's columns). A
  * 16-bit A with few columns in C is run transposed, to stream as W. The
  * row path takes fp32 only (others go to the packed path).
  *
@@ -45,10 +47,11 @@
  *
  * Each path has an AVX2+FMA version, chosen at run time when the CPU has
  * it, and a portable version written with GCC vector extensions (SSE2 on
- * x86-64); the dot path also has an AVX-512 version (F, BW, VL), chosen
- * over AVX2 where the CPU has those. The binary itself targets any
- * x86-64. MAMBALAYA_KERNELS=portable (or avx2) forces the portable (or
- * AVX2) ones.
+ * x86-64); the packed and dot paths also have AVX-512 versions (F, BW,
+ * VL): the packed path's runs wherever the CPU has those, the dot path's
+ * on Intel's only (see isa_avx512). The binary itself targets any x86-64.
+ * MAMBALAYA_KERNELS=portable (or avx2, or avx512) forces the portable (or
+ * AVX2, or all the AVX-512) ones.
  *
  * Work is split over the pool by batch, then by columns of C (each thread
  * packs its own B panel, or streams its own part of the weights), or by
