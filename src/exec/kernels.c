@@ -799,10 +799,10 @@ enum { Z_MR = 8, Z_NR = 32 };
  * per 10 loads (AVX2's 6 x 16 does 12 per 8). On Zen 4, which runs a
  * 512-bit FMA as two 256-bit halves, the FMA peak is AVX2's, but the
  * kernel issues half the instructions per FMA, and 8 rows make the A
- * sliver a whole transpose8 (AVX2's 6 are packed value by value):
- * 1536 x 768 and 768 x 1536 products of 512 tokens ran 1-6 % faster at
- * one thread, 512 x 128 x 768 12 % (bench/RESULTS.md). C's tile is
- * fetched ahead first, as in AVX2's kernel. */
+ * sliver a whole transpose8 (AVX2's 6 are packed value by value): on
+ * Zen 4, products of 512 tokens by 1536 x 768 and 768 x 1536 weights ran
+ * 0-6 % faster at one thread, by 128 x 768 12 % (bench/RESULTS.md). C's
+ * tile is fetched ahead first, as in AVX2's kernel. */
 AVX512 static inline __attribute__((always_inline)) void
 micro_acc_avx512(int64_t kc, const float *a, const float *b, const float *c,
                  int64_t c_m, int64_t c_n, int mr, int nr,
