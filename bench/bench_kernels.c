@@ -17,7 +17,12 @@
  *    large GEMM at >= 40% of peak, and a GEMV within 1.1x of the read
  *    bandwidth (the bound a decode step can approach).
  *
- *   bench_kernels [--gemv]     (--gemv: the decode-sized products only) */
+ *  - with --prefill, only the prefill products of a 130m model's
+ *    projections (512 tokens of fp32 activations times W^T, W in F32, F16
+ *    and BF16), as the executor runs them.
+ *
+ *   bench_kernels [--gemv | --prefill]   (--gemv: the decode-sized
+ *                                         products only) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +192,54 @@ static uint16_t *random_halves(int64_t n, unsigned seed) {
   return p;
 }
 
+/* ---- prefill products of 16-bit weights ---- */
+
+/* N random BF16 values in (-0.5, 0.5). */
+static uint16_t *random_bf16(int64_t n, unsigned seed) {
+  float *f = random_floats(n, seed);
+  uint16_t *p = xmalloc((size_t)n * sizeof *p);
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t u;
+    memcpy(&u, &f[i], sizeof u);
+    p[i] = (uint16_t)(u >> 16);
+  }
+  free(f);
+  return p;
+}
+
+/* A prefill product as the executor runs it: 512 tokens of fp32
+ * activations times W^T, W[n][k] in dtype T (the checkpoint's). */
+static double bench_prefill(int64_t m, int64_t n, int64_t k, DType t,
+                            Pool *pool, double peak) {
+  static const char *const names[] = {"F32", "F16", "BF16"};
+  float *x = random_floats(m * k, 1);
+  void *w = t == DT_F32   ? (void *)random_floats(n * k, 2)
+            : t == DT_F16 ? (void *)random_halves(n * k, 2)
+                          : (void *)random_bf16(n * k, 2);
+  float *c = xmalloc((size_t)(m * n) * sizeof(float));
+  Gemm g = product(m, n, k, x, w, c, false);
+  g.b_type = t;
+  double flops = 2.0 * (double)m * (double)n * (double)k;
+  double gflops = flops / time_gemm(&g, pool, 20) / 1e9;
+  printf("  prefill (%lld, %lld, %lld), W in %s: %.1f GFLOP/s", (long long)m,
+         (long long)n, (long long)k, names[t], gflops);
+  if (peak > 0)
+    printf(" = %.0f%% of peak", 100 * gflops / peak);
+  printf("\n");
+  free(x);
+  free(w);
+  free(c);
+  return gflops;
+}
+
+static void bench_prefills(Pool *pool, double peak) {
+  for (int t = DT_F32; t <= DT_BF16; t++) {
+    bench_prefill(512, 1536, 768, (DType)t, pool, peak);
+    bench_prefill(512, 768, 1536, (DType)t, pool, peak);
+    bench_prefill(512, 128, 768, (DType)t, pool, peak);
+  }
+}
+
 /* ---- decode products from memory ---- */
 
 /* Decode products over copies of W (fp32, or F16 when HALF) totalling at
@@ -244,8 +297,9 @@ static void bench_gemvs(Pool *pool, double read) {
 
 int main(int argc, char **argv) {
   bool gemv_only = argc > 1 && strcmp(argv[1], "--gemv") == 0;
-  if (argc > 1 && !gemv_only) {
-    fputs("usage: bench_kernels [--gemv]\n", stderr);
+  bool prefill_only = argc > 1 && strcmp(argv[1], "--prefill") == 0;
+  if (argc > 1 && !gemv_only && !prefill_only) {
+    fputs("usage: bench_kernels [--gemv | --prefill]\n", stderr);
     return 2;
   }
   for (int threads = 1; threads <= 2; threads++) {
@@ -256,6 +310,11 @@ int main(int argc, char **argv) {
     printf("  copy bandwidth (256 MiB, read + write): %.2f GB/s; read "
            "bandwidth: %.2f GB/s\n",
            copy, read);
+    if (prefill_only) {
+      bench_prefills(pool, fma_peak(pool));
+      pool_free(pool);
+      continue;
+    }
     if (!gemv_only) {
       double peak = fma_peak(pool);
       if (peak > 0)

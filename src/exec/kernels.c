@@ -8,10 +8,11 @@
  *    into NR-wide slivers (contiguous, zero-padded); then for each MC-row
  *    block of A the block is packed into MR-tall slivers, and a
  *    register-blocked micro-kernel multiplies one A sliver by one B sliver
- *    into an MR x NR tile of C (6 x 16 with AVX2: 12 accumulators). The
- *    packed A block stays in L2 and the B sliver in L1 while the
- *    micro-kernel runs; packing also turns every stride layout (row-major,
- *    transposed, padded) into the same contiguous one.
+ *    into an MR x NR tile of C (6 x 16 with AVX2: 12 accumulators; 8 x 32
+ *    with AVX-512: 16). The packed A block stays in L2 and the B sliver in
+ *    L1 while the micro-kernel runs; packing also turns every stride
+ *    layout (row-major, transposed, padded) into the same contiguous one,
+ *    and fetches each sliver's source rows while the one before is packed.
  *
  *  - The dot path, for few rows of A (m <= DOT_MAX_M: one decode token per
  *    sequence) against B = W^T with W's rows contiguous (the layout of
@@ -31,7 +32,8 @@
  * 16-bit operands (F16, BF16: weights as checkpoints store them) are read
  * as they are: the dot path streams W's 16-bit values and converts them
  * in registers (F16C; BF16 is a shift), so a decode step reads half the
- * bytes; the packed path converts while packing, as it copies anyway. A
+ * bytes; the packed path converts while packing, as it copies anyway, in
+ * the same pass as the transpose (a weight's rows become B's columns). A
  * 16-bit A with few columns in C is run transposed, to stream as W. The
  * row path takes fp32 only (others go to the packed path).
  *
@@ -45,10 +47,11 @@
  *
  * Each path has an AVX2+FMA version, chosen at run time when the CPU has
  * it, and a portable version written with GCC vector extensions (SSE2 on
- * x86-64); the dot path also has an AVX-512 version (F, BW, VL), chosen
- * over AVX2 where the CPU has those. The binary itself targets any
- * x86-64. MAMBALAYA_KERNELS=portable (or avx2) forces the portable (or
- * AVX2) ones.
+ * x86-64); the packed and dot paths also have AVX-512 versions (F, BW,
+ * VL): the packed path's runs wherever the CPU has those, the dot path's
+ * on Intel's only (see isa_avx512). The binary itself targets any x86-64.
+ * MAMBALAYA_KERNELS=portable (or avx2, or avx512) forces the portable (or
+ * AVX2, or all the AVX-512) ones.
  *
  * Work is split over the pool by batch, then by columns of C (each thread
  * packs its own B panel, or streams its own part of the weights), or by
@@ -74,8 +77,8 @@ enum {
   KC = 256,       /* depth of a k block: packing and accuracy block */
   MC_ROWS = 120,  /* rows of A per packed block (a multiple of MR) */
   NC_COLS = 2048, /* columns of B per packed panel (a multiple of NR) */
-  MR_MAX = 6,     /* the largest micro-kernel tile */
-  NR_MAX = 16,
+  MR_MAX = 8,     /* the largest micro-kernel tile */
+  NR_MAX = 32,
   DOT_MAX_M = 16,       /* the dot path takes m up to this */
   DOT_ROWS = 3,         /* rows of A per dot kernel call */
   DOT_COLS = 4,         /* rows of W per dot kernel call */
@@ -110,9 +113,10 @@ typedef void RowFn(int rows, int64_t kc, const float *a, int64_t a_m,
                    int64_t a_k, const float *b, int64_t ldb, int64_t len,
                    float *t);
 
-/* Interleave N vectors, each contiguous: dst[p * n + j] = v[j][p] for p
- * < LEN (packing a sliver of a matrix whose rows are its columns). */
-typedef void InterleaveFn(const float *const *v, int n, int64_t len,
+/* Interleave N vectors of dtype T, each contiguous: dst[p * n + j] =
+ * v[j][p] as fp32 for p < LEN (packing a sliver of a matrix whose rows are
+ * its columns; a 16-bit one is widened on the way, in one pass). */
+typedef void InterleaveFn(DType t, const void *const *v, int n, int64_t len,
                           float *dst);
 
 typedef struct Isa {
@@ -337,11 +341,17 @@ static void row_portable(int rows, int64_t kc, const float *a, int64_t a_m,
 
 /* All N vectors are read together, p after p, so that N streams are in
  * flight (one vector at a time would wait on each one's misses in turn). */
-static void interleave_portable(const float *const *v, int n, int64_t len,
-                                float *dst) {
+static void interleave_portable(DType t, const void *const *v, int n,
+                                int64_t len, float *dst) {
+  if (t == DT_F32) {
+    for (int64_t p = 0; p < len; p++, dst += n)
+      for (int j = 0; j < n; j++)
+        dst[j] = ((const float *)v[j])[p];
+    return;
+  }
   for (int64_t p = 0; p < len; p++, dst += n)
     for (int j = 0; j < n; j++)
-      dst[j] = v[j][p];
+      dst[j] = dtype_half_value(t, ((const uint16_t *)v[j])[p]);
 }
 
 static const Isa isa_portable = {
@@ -605,14 +615,15 @@ AVX2 static void row_avx2(int rows, int64_t kc, const float *a, int64_t a_m,
   WITH_ROWS_4(rows, row_rows_avx2, kc, a, a_m, a_k, b, ldb, len, t);
 }
 
-/* Rows V[0..8) from P on, 8 values each, transposed in registers into
- * DST[q * N + r] = V[r][P + q]. */
+/* Rows V[0..8) (dtype T) from P on, 8 values each, widened and
+ * transposed in registers into DST[q * N + r] = V[r][P + q]. */
 AVX2 static inline __attribute__((always_inline)) void
-transpose8_avx2(const float *const *v, int64_t p, int n, float *dst) {
+transpose8_avx2(DType dt, const void *const *v, int64_t p, int n,
+                float *dst) {
   __m256 r[8], t[8], u[8];
 #pragma GCC unroll 8
   for (int i = 0; i < 8; i++)
-    r[i] = _mm256_loadu_ps(v[i] + p);
+    r[i] = load8(dt, v[i], p);
 #pragma GCC unroll 4
   for (int i = 0; i < 8; i += 2) {
     t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
@@ -634,21 +645,33 @@ transpose8_avx2(const float *const *v, int64_t p, int n, float *dst) {
 }
 
 /* 8 x 8 blocks transposed in registers where N is a multiple of 8 (a B
- * sliver); the portable loop for the rest (an A sliver of 6 rows, the
- * last few values). */
-AVX2 static void interleave_avx2(const float *const *v, int n, int64_t len,
-                                 float *dst) {
+ * sliver, an A sliver of AVX-512's 8 rows); the portable loop for the
+ * rest (an A sliver of AVX2's 6 rows, the last few values). */
+AVX2 static inline __attribute__((always_inline)) void
+interleave_t_avx2(DType t, const void *const *v, int n, int64_t len,
+                  float *dst) {
   int64_t p = 0;
   if (n % 8 == 0)
     for (; p + 8 <= len; p += 8)
       for (int j = 0; j < n; j += 8)
-        transpose8_avx2(v + j, p, n, dst + p * n + j);
+        transpose8_avx2(t, v + j, p, n, dst + p * n + j);
   if (p < len) {
-    const float *rest[NR_MAX];
+    const void *rest[NR_MAX];
     for (int j = 0; j < n; j++)
-      rest[j] = v[j] + p;
-    interleave_portable(rest, n, len - p, dst + p * n);
+      rest[j] = elem(v[j], t, p);
+    interleave_portable(t, rest, n, len - p, dst + p * n);
   }
+}
+
+/* One instance per dtype, so that each transpose's loads are fixed. */
+AVX2 static void interleave_avx2(DType t, const void *const *v, int n,
+                                 int64_t len, float *dst) {
+  if (t == DT_F32)
+    interleave_t_avx2(DT_F32, v, n, len, dst);
+  else if (t == DT_F16)
+    interleave_t_avx2(DT_F16, v, n, len, dst);
+  else
+    interleave_t_avx2(DT_BF16, v, n, len, dst);
 }
 
 static const Isa isa_avx2 = {X_MR,
@@ -661,13 +684,14 @@ static const Isa isa_avx2 = {X_MR,
 #endif
 
 #if HAVE_X86
-/* AVX-512 (F): the dot path with 16 lanes, and a 16-bit row widened by one
- * instruction per 16 values. The rest of the AVX2 kernels serve as they
- * are. Chosen on Intel CPUs only (select_isa): on AMD's Zen 4, which runs
- * a 512-bit operation as two 256-bit halves, it was the slower dot path
- * (quiet machine, GEMV of 50280 x 768 from memory: F16 18.6 against
+/* AVX-512 (F): the dot path with 16 lanes, and an 8 x 32 micro-kernel for
+ * the packed path. The rest of the AVX2 kernels serve as they are. The
+ * dot path is chosen on Intel CPUs only (select_isa): on AMD's Zen 4,
+ * which runs a 512-bit operation as two 256-bit halves, it was the slower
+ * one (quiet machine, GEMV of 50280 x 768 from memory: F16 18.6 against
  * AVX2's 25.9 GB/s on one thread, 27.7 against 33.2 on two; F32 24.8
- * against 25.9 and 33.4 against 34.0: bench/RESULTS.md). */
+ * against 25.9 and 33.4 against 34.0: bench/RESULTS.md); the
+ * micro-kernel, which converts nothing, was the faster one there. */
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 
 /* Sixteen values of W (dtype T) from element I, as fp32. */
@@ -769,13 +793,103 @@ AVX512 static void dot_bf16_avx512(int rows, int64_t k, const float *a,
   WITH_ROWS_3(rows, dot_rows_avx512, DT_BF16, k, a, lda, w, out);
 }
 
-static const Isa isa_avx512 = {X_MR,
-                               X_NR,
-                               micro_avx2,
+enum { Z_MR = 8, Z_NR = 32 };
+
+/* 8 x 32: 16 zmm accumulators, 2 B vectors and a broadcast of A, 16 FMAs
+ * per 10 loads (AVX2's 6 x 16 does 12 per 8). On Zen 4, which runs a
+ * 512-bit FMA as two 256-bit halves, the FMA peak is AVX2's, but the
+ * kernel issues half the instructions per FMA, and 8 rows make the A
+ * sliver a whole transpose8 (AVX2's 6 are packed value by value): on
+ * Zen 4, products of 512 tokens by 1536 x 768 and 768 x 1536 weights ran
+ * 0-6 % faster at one thread, by 128 x 768 12 % (bench/RESULTS.md). C's
+ * tile is fetched ahead first, as in AVX2's kernel. */
+AVX512 static inline __attribute__((always_inline)) void
+micro_acc_avx512(int64_t kc, const float *a, const float *b, const float *c,
+                 int64_t c_m, int64_t c_n, int mr, int nr,
+                 __m512 acc[Z_MR][2]) {
+  for (int i = 0; i < mr; i++) {
+    _mm_prefetch((const char *)(c + i * c_m), _MM_HINT_T0);
+    _mm_prefetch((const char *)(c + i * c_m + (nr - 1) * c_n), _MM_HINT_T0);
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < Z_MR; i++)
+    acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+  for (int64_t p = 0; p < kc; p++) {
+    __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 8
+    for (int i = 0; i < Z_MR; i++) {
+      __m512 ai = _mm512_set1_ps(a[i]);
+      acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+    }
+    a += Z_MR;
+    b += Z_NR;
+  }
+}
+
+/* Lanes [0, n) of 16 set, n clamped to [0, 16]. */
+static __mmask16 lanes16(int n) {
+  return (__mmask16)(n >= 16 ? 0xffff : n <= 0 ? 0 : (1u << n) - 1);
+}
+
+/* The tile's MR x NR corner into C, rows C_M apart and contiguous:
+ * columns past NR masked (a whole tile has every lane set). */
+AVX512 static inline __attribute__((always_inline)) void
+store_rows_avx512(__m512 acc[Z_MR][2], float *c, int64_t c_m, int mr, int nr,
+                  bool overwrite) {
+  __mmask16 m0 = lanes16(nr), m1 = lanes16(nr - 16);
+#pragma GCC unroll 8
+  for (int i = 0; i < Z_MR; i++) {
+    if (i >= mr)
+      break;
+    float *ci = c + i * c_m;
+    if (!overwrite) {
+      acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_maskz_loadu_ps(m0, ci));
+      acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_maskz_loadu_ps(m1, ci + 16));
+    }
+    _mm512_mask_storeu_ps(ci, m0, acc[i][0]);
+    _mm512_mask_storeu_ps(ci + 16, m1, acc[i][1]);
+  }
+}
+
+/* Any tile at any strides, through a buffer (see store_strided_avx2). */
+AVX512 static inline __attribute__((always_inline)) void
+store_strided_avx512(__m512 acc[Z_MR][2], float *c, int64_t c_m, int64_t c_n,
+                     int mr, int nr, bool overwrite) {
+  float tile[MR_MAX * NR_MAX];
+#pragma GCC unroll 8
+  for (int i = 0; i < Z_MR; i++) {
+    _mm512_storeu_ps(tile + i * NR_MAX, acc[i][0]);
+    _mm512_storeu_ps(tile + i * NR_MAX + 16, acc[i][1]);
+  }
+  tile_store(tile, c, c_m, c_n, mr, nr, overwrite);
+}
+
+AVX512 static void micro_avx512(int64_t kc, const float *a, const float *b,
+                                float *c, int64_t c_m, int64_t c_n, int mr,
+                                int nr, bool overwrite) {
+  __m512 acc[Z_MR][2];
+  micro_acc_avx512(kc, a, b, c, c_m, c_n, mr, nr, acc);
+  if (c_n != 1)
+    store_strided_avx512(acc, c, c_m, c_n, mr, nr, overwrite);
+  else
+    store_rows_avx512(acc, c, c_m, mr, nr, overwrite);
+}
+
+static const Isa isa_avx512 = {Z_MR,
+                               Z_NR,
+                               micro_avx512,
                                {dot_avx512, dot_f16_avx512, dot_bf16_avx512},
                                row_avx2,
                                widen_avx2,
                                interleave_avx2};
+
+/* CPUs with AVX-512 other than Intel's (AMD's Zen 4): AVX-512's packed
+ * path, AVX2's dot path (the faster there, see above). */
+static const Isa isa_avx512_packed = {
+    Z_MR, Z_NR, micro_avx512, {dot_avx2, dot_f16_avx2, dot_bf16_avx2},
+    row_avx2, widen_avx2, interleave_avx2};
 
 /* F16C: every x86 CPU with AVX2 has it, and GCC can ask (clang 14's
  * __builtin_cpu_supports does not know the name; only the fuzzers are
@@ -790,7 +904,7 @@ static bool have_f16c(void) {
 #endif
 
 /* The kernels for this CPU; MAMBALAYA_KERNELS=portable (or avx2, or
- * avx512) forces the portable (or AVX2, or, where the CPU has it, the
+ * avx512) forces the portable (or AVX2, or, where the CPU has it, all the
  * AVX-512) ones, for testing them or to rule the wider SIMD code out. The
  * choice never depends on timing, so a run's numbers are the same from
  * one run to the next on one machine. */
@@ -805,9 +919,9 @@ static const Isa *select_isa(void) {
                 __builtin_cpu_supports("avx512bw") &&
                 __builtin_cpu_supports("avx512vl");
   bool asked = force && strcmp(force, "avx512") == 0;
-  if (avx512 && !(force && strcmp(force, "avx2") == 0) &&
-      (asked || __builtin_cpu_is("intel")))
-    return &isa_avx512;
+  if (avx512 && !(force && strcmp(force, "avx2") == 0))
+    return asked || __builtin_cpu_is("intel") ? &isa_avx512
+                                              : &isa_avx512_packed;
   if (avx2)
     return &isa_avx2;
 #endif
@@ -869,15 +983,10 @@ static float get_one(Mat m, int64_t i, int64_t j) {
 static void pack_sliver(const Isa *isa, Mat s, int cols, int n, int64_t len,
                         float *dst) {
   if (s.cs == 1 && cols == n) {
-    const float *v[NR_MAX];
-    float rows[NR_MAX][KC];
-    for (int j = 0; j < n; j++) {
-      const void *row = elem(s.p, s.t, j * s.rs);
-      if (s.t != DT_F32)
-        get_run(isa, row, s.t, len, rows[j]);
-      v[j] = s.t == DT_F32 ? row : rows[j];
-    }
-    isa->interleave(v, n, len, dst);
+    const void *v[NR_MAX];
+    for (int j = 0; j < n; j++)
+      v[j] = elem(s.p, s.t, j * s.rs);
+    isa->interleave(s.t, v, n, len, dst);
     return;
   }
   if (cols < n)
@@ -892,12 +1001,34 @@ static void pack_sliver(const Isa *isa, Mat s, int cols, int n, int64_t len,
       dst[p * n + j] = get_one(s, j, p);
 }
 
-/* A[0..mc)[0..kc) into slivers of MR rows: dst[(i / MR) * MR * kc + p *
- * MR + i % MR], rows past mc zero. */
+/* Start fetching ROWS rows of S (contiguous) into L2, LEN values each. */
+static void prefetch_rows(Mat s, int64_t rows, int64_t len) {
+  int64_t per_line = 64 / esize(s.t);
+  for (int64_t j = 0; j < rows; j++)
+    for (int64_t l = 0; l < len; l += per_line)
+      __builtin_prefetch(elem(s.p, s.t, j * s.rs + l), 0, 2);
+}
+
+/* S[0..outer)[0..len) into slivers of N rows: dst[(i / N) * N * len + p *
+ * N + i % N], rows past OUTER zero. Where S's rows are contiguous, the next
+ * sliver's rows are fetched while this one is transposed: they lie a whole
+ * row of the matrix apart, a few lines each (KC values), too short for the
+ * hardware prefetcher to follow (a 1536 x 768 F16 weight packed 1.1-1.3x
+ * faster, bench_kernels --prefill). */
+static void pack_slivers(const Isa *isa, Mat s, int64_t outer, int64_t len,
+                         int n, float *dst) {
+  for (int64_t i0 = 0; i0 < outer; i0 += n, dst += n * len) {
+    if (s.cs == 1 && i0 + n < outer)
+      prefetch_rows(mat_from(s, i0 + n, 0), min64(n, outer - i0 - n), len);
+    pack_sliver(isa, mat_from(s, i0, 0), (int)min64(n, outer - i0), n, len,
+                dst);
+  }
+}
+
+/* A[0..mc)[0..kc) into slivers of MR rows. */
 static void pack_a(const Isa *isa, Mat a, int64_t mc, int64_t kc, int mr,
                    float *dst) {
-  for (int64_t i0 = 0; i0 < mc; i0 += mr, dst += mr * kc)
-    pack_sliver(isa, mat_from(a, i0, 0), (int)min64(mr, mc - i0), mr, kc, dst);
+  pack_slivers(isa, a, mc, kc, mr, dst);
 }
 
 /* B[0..kc)[0..nc) into slivers of NR columns: dst[(j / NR) * NR * kc + p
@@ -919,9 +1050,7 @@ static void pack_b(const Isa *isa, Mat b, int64_t kc, int64_t nc, int nr,
   }
   /* A sliver is B's columns as rows: transposed. */
   Mat bt = {b.p, b.t, b.cs, b.rs};
-  for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += nr * kc)
-    pack_sliver(isa, mat_from(bt, j0, 0), (int)min64(nr, nc - j0), nr, kc,
-                dst);
+  pack_slivers(isa, bt, nc, kc, nr, dst);
 }
 
 /* A[0..m)[0..k) into dst[i * k + p] as fp32: contiguous rows for the dot

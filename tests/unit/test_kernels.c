@@ -559,8 +559,11 @@ TEST(kernels_gemm_batches_into_one_c) {
  * or A run transposed), the packed path converting while it packs, the
  * row path's shapes (fp32 only: the packed path takes them). */
 static void check_16bit(Pool *one, Pool *two) {
+  /* {40, 70, 300}: whole 16-bit slivers of AVX-512's 8 rows and 32
+   * columns, widened in the transpose, over two blocks of k. */
   const int64_t shapes[][3] = {{1, 67, 777},  {3, 40, 300}, {16, 5, 9},
-                               {17, 33, 129}, {64, 17, 7},  {2, 2, 3}};
+                               {17, 33, 129}, {64, 17, 7},  {2, 2, 3},
+                               {40, 70, 300}};
   const DType types[] = {DT_F32, DT_F16, DT_BF16};
   Rng r = {16};
   int idx = 0, failures = 0;
@@ -726,9 +729,10 @@ static void check_forced(const char *isa) {
 TEST(kernels_gemm_portable) { check_forced("portable"); }
 
 /* The AVX2 kernels, which the other tests run on a CPU without AVX-512
- * and on AMD's (select_isa). */
+ * (and, for the dot path, on AMD's: select_isa). */
 TEST(kernels_gemm_avx2) { check_forced("avx2"); }
 
-/* The AVX-512 dot path, which the other tests run on Intel CPUs with
- * AVX-512 (on a CPU without it, the AVX2 kernels again). */
+/* All the AVX-512 kernels, which the other tests run on Intel CPUs with
+ * AVX-512 (on AMD's, the packed path's only; on a CPU without it, the
+ * AVX2 kernels again). */
 TEST(kernels_gemm_avx512) { check_forced("avx512"); }
