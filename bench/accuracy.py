@@ -3,7 +3,7 @@
 
     /usr/bin/python3 bench/accuracy.py --model DIR [--model DIR ...]
         [--mambalaya build/mambalaya] [--tokens 64] [--threads 2]
-        [--strategy ri+rsb] [--other LABEL=FILE ...]
+        [--strategy ri+rsb] [--llama-logits DIR]
 
 For each model directory (config.json + model.safetensors, e.g. from
 `mambalaya init-weights`), runs the same token ids ((i*7919+13) mod 50280,
@@ -20,8 +20,9 @@ mean |difference|, and how often the argmax agrees. Two fp32
 implementations each carry their own rounding, so the distance between
 them is bounded by the sum of their distances from this reference: the
 yardstick of an implementation's accuracy is its distance from exact.
---other LABEL=FILE compares another implementation's raw float32 [T, V]
-logits of the prefill tokens (llama_logits' dump) with the same oracle.
+--llama-logits DIR compares llama.cpp's raw float32 [T, V] logits of the
+same prefill tokens, DIR/ll-NAME.f32 for a model directory named NAME
+(what correctness.sh leaves in /tmp/lc/logits), with the same oracle.
 Only /usr/bin/python3 with NumPy is needed; a 130m model takes about 20 s.
 """
 
@@ -79,11 +80,12 @@ def measure(args, model, tmp):
     got, _ = read_logits(out)
     print("%s prefill %d (%s): %s" % (model, len(ids), args.strategy,
                                       distance(got, exact)))
-    for other in args.other:
-        label, path = other.split("=", 1)
-        x = np.fromfile(path, dtype=np.float32).reshape(exact.shape)
-        print("%s prefill %d (%s): %s" % (model, len(ids), label,
-                                          distance(x.astype(np.float64), exact)))
+    name = os.path.basename(os.path.normpath(model))
+    dump = os.path.join(args.llama_logits or "", "ll-%s.f32" % name)
+    if args.llama_logits and os.path.exists(dump):
+        x = np.fromfile(dump, dtype=np.float32).reshape(exact.shape)
+        print("%s prefill %d (llama.cpp): %s" % (
+            model, len(ids), distance(x.astype(np.float64), exact)))
     prompt = max(1, len(ids) // 4)
     out = os.path.join(tmp, "decode.safetensors")
     run([args.mambalaya, "generate", "--model", model, "--tokens",
@@ -105,8 +107,8 @@ def main():
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--strategy", default="ri+rsb")
-    ap.add_argument("--other", action="append", default=[],
-                    help="LABEL=FILE: raw float32 [T, V] prefill logits")
+    ap.add_argument("--llama-logits", metavar="DIR",
+                    help="llama.cpp's prefill logits: DIR/ll-NAME.f32")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for model in args.model:
