@@ -1,0 +1,119 @@
+#!/usr/bin/python3
+"""accuracy.py — how far the executor's logits are from exact arithmetic.
+
+    /usr/bin/python3 bench/accuracy.py --model DIR [--model DIR ...]
+        [--mambalaya build/mambalaya] [--tokens 64] [--threads 2]
+        [--strategy ri+rsb] [--llama-logits DIR]
+
+For each model directory (config.json + model.safetensors, e.g. from
+`mambalaya init-weights`), runs the same token ids ((i*7919+13) mod 50280,
+as ../shared/bench/llamacpp/correctness.sh writes them) through
+
+  prefill  `mambalaya run` (one pass, every position's logits), and
+  decode   `mambalaya generate` (a quarter of the tokens as the prompt, the
+           rest decoded one step at a time, its own argmax tokens),
+
+and through the NumPy oracle (tests/oracle/mamba_ref.py: float64
+throughout, on the stored weight values), and prints for each the largest
+|difference| over every position relative to the largest |logit|, the
+mean |difference|, and how often the argmax agrees. Two fp32
+implementations each carry their own rounding, so the distance between
+them is bounded by the sum of their distances from this reference: the
+yardstick of an implementation's accuracy is its distance from exact.
+--llama-logits DIR compares llama.cpp's raw float32 [T, V] logits of the
+same prefill tokens, DIR/ll-NAME.f32 for a model directory named NAME
+(what correctness.sh leaves in /tmp/lc/logits), with the same oracle.
+Only /usr/bin/python3 with NumPy is needed; a 130m model takes about 20 s.
+"""
+
+import argparse
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "oracle"))
+import mamba_ref as ref  # noqa: E402
+
+
+def read_logits(path):
+    """[batch, T, V] F32 logits and the metadata of a mambalaya output."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        info = header["logits"]
+        f.seek(8 + n + info["data_offsets"][0])
+        count = int(np.prod(info["shape"]))
+        a = np.frombuffer(f.read(4 * count), dtype=np.float32)
+    shape = info["shape"]
+    return a.reshape(-1, shape[-1]).astype(np.float64), header.get("__metadata__", {})
+
+
+def distance(x, exact):
+    d = np.abs(x - exact)
+    scale = np.abs(exact).max()
+    agree = (x.argmax(axis=1) == exact.argmax(axis=1)).mean()
+    return "max rel %.2e  mean |d| %.2e  argmax %.1f%%" % (
+        d.max() / scale, d.mean(), agree * 100)
+
+
+def run(cmd):
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+
+
+def measure(args, model, tmp):
+    cfg, params = ref.load_model(model)
+    ids = [(i * 7919 + 13) % 50280 % cfg.vocab_size for i in range(args.tokens)]
+    tokens = ",".join(map(str, ids))
+    out = os.path.join(tmp, "prefill.safetensors")
+    run([args.mambalaya, "run", "--model", model, "--tokens", tokens,
+         "--strategy", args.strategy, "--threads", str(args.threads),
+         "--out", out])
+    exact, _ = ref.forward(params, cfg, np.array([ids]))
+    exact = exact.reshape(-1, exact.shape[-1])
+    got, _ = read_logits(out)
+    print("%s prefill %d (%s): %s" % (model, len(ids), args.strategy,
+                                      distance(got, exact)))
+    name = os.path.basename(os.path.normpath(model))
+    dump = os.path.join(args.llama_logits or "", "ll-%s.f32" % name)
+    if args.llama_logits and os.path.exists(dump):
+        x = np.fromfile(dump, dtype=np.float32).reshape(exact.shape)
+        print("%s prefill %d (llama.cpp): %s" % (
+            model, len(ids), distance(x.astype(np.float64), exact)))
+    prompt = max(1, len(ids) // 4)
+    out = os.path.join(tmp, "decode.safetensors")
+    run([args.mambalaya, "generate", "--model", model, "--tokens",
+         ",".join(map(str, ids[:prompt])), "--max-new",
+         str(len(ids) - prompt), "--threads", str(args.threads), "--out", out])
+    got, meta = read_logits(out)
+    seq = [int(t) for t in str(meta["tokens"]).split(",")][:got.shape[0]]
+    exact, _ = ref.forward(params, cfg, np.array([seq]))
+    exact = exact.reshape(-1, exact.shape[-1])
+    print("%s decode path (%d prompt + %d steps): %s" % (
+        model, prompt, got.shape[0] - prompt, distance(got, exact)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", action="append", required=True)
+    ap.add_argument("--mambalaya", default=os.path.join(HERE, "..", "build",
+                                                        "mambalaya"))
+    ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--strategy", default="ri+rsb")
+    ap.add_argument("--llama-logits", metavar="DIR",
+                    help="llama.cpp's prefill logits: DIR/ll-NAME.f32")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        for model in args.model:
+            measure(args, model, tmp)
+
+
+if __name__ == "__main__":
+    main()
