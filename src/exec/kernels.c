@@ -73,8 +73,18 @@
 #define HAVE_X86 0
 #endif
 
+/* How a packed product sums: each element of C is a sum over k of fp32
+ * products, and rounding error grows with the length of a running sum.
+ * A micro-kernel sums CHAIN products in its registers, adds that partial
+ * sum to the tile's sum of its KC block (kept beside, in L1), and the
+ * block's sum is added to C; so no fp32 chain is longer than CHAIN, KC /
+ * CHAIN or K / KC. One chain of KC = 256 left mamba2-130m's F32 logits
+ * 1.9e-6 (relative) from the float64 oracle, twice llama.cpp's distance
+ * (9.7e-7); chains of 32 leave 7.8e-7 for about 2 % of the micro-kernel's
+ * speed (bench_kernels --prefill; bench/accuracy.py, bench/RESULTS.md). */
 enum {
   KC = 256,       /* depth of a k block: packing and accuracy block */
+  CHAIN = 32,     /* products a micro-kernel sums in one fp32 chain */
   MC_ROWS = 120,  /* rows of A per packed block (a multiple of MR) */
   NC_COLS = 2048, /* columns of B per packed panel (a multiple of NR) */
   MR_MAX = 8,     /* the largest micro-kernel tile */
@@ -185,18 +195,27 @@ enum { P_MR = 6, P_NR = 8 };
 static void micro_portable(int64_t kc, const float *a, const float *b, float *c,
                            int64_t c_m, int64_t c_n, int mr, int nr,
                            bool overwrite) {
-  V4 acc[P_MR][2] = {{{0}}};
-  for (int64_t p = 0; p < kc; p++) {
-    V4 b0 = v4_load(b), b1 = v4_load(b + 4);
+  V4 acc[P_MR][2] = {{{0}}}, sum[P_MR][2] = {{{0}}};
+  for (int64_t p0 = 0; p0 < kc; p0 += CHAIN) {
+    V4 part[P_MR][2] = {{{0}}};
+    for (int64_t p = p0; p < min64(kc, p0 + CHAIN); p++) {
+      V4 b0 = v4_load(b), b1 = v4_load(b + 4);
+#pragma GCC unroll 6
+      for (int i = 0; i < P_MR; i++) {
+        V4 ai = {a[i], a[i], a[i], a[i]};
+        part[i][0] += ai * b0;
+        part[i][1] += ai * b1;
+      }
+      a += P_MR;
+      b += P_NR;
+    }
 #pragma GCC unroll 6
     for (int i = 0; i < P_MR; i++) {
-      V4 ai = {a[i], a[i], a[i], a[i]};
-      acc[i][0] += ai * b0;
-      acc[i][1] += ai * b1;
+      sum[i][0] += part[i][0];
+      sum[i][1] += part[i][1];
     }
-    a += P_MR;
-    b += P_NR;
   }
+  memcpy(acc, sum, sizeof acc);
   if (mr == P_MR && nr == P_NR && c_n == 1) {
 #pragma GCC unroll 6
     for (int i = 0; i < P_MR; i++) {
@@ -385,20 +404,35 @@ micro_acc_avx2(int64_t kc, const float *a, const float *b, const float *c,
     _mm_prefetch((const char *)(c + i * c_m), _MM_HINT_T0);
     _mm_prefetch((const char *)(c + i * c_m + (nr - 1) * c_n), _MM_HINT_T0);
   }
+  float sum[X_MR * X_NR] __attribute__((aligned(32))) = {0};
+  for (int64_t p0 = 0; p0 < kc; p0 += CHAIN) {
 #pragma GCC unroll 6
-  for (int i = 0; i < X_MR; i++)
-    acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    for (int i = 0; i < X_MR; i++)
+      acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    int64_t p1 = min64(kc, p0 + CHAIN);
 #pragma GCC unroll 4
-  for (int64_t p = 0; p < kc; p++) {
-    __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+    for (int64_t p = p0; p < p1; p++) {
+      __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
 #pragma GCC unroll 6
-    for (int i = 0; i < X_MR; i++) {
-      __m256 ai = _mm256_broadcast_ss(a + i);
-      acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
-      acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+      for (int i = 0; i < X_MR; i++) {
+        __m256 ai = _mm256_broadcast_ss(a + i);
+        acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+        acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+      }
+      a += X_MR;
+      b += X_NR;
     }
-    a += X_MR;
-    b += X_NR;
+#pragma GCC unroll 6
+    for (int i = 0; i < X_MR; i++)
+      for (int h = 0; h < 2; h++) {
+        float *si = sum + i * X_NR + h * 8;
+        _mm256_store_ps(si, _mm256_add_ps(_mm256_load_ps(si), acc[i][h]));
+      }
+  }
+#pragma GCC unroll 6
+  for (int i = 0; i < X_MR; i++) {
+    acc[i][0] = _mm256_load_ps(sum + i * X_NR);
+    acc[i][1] = _mm256_load_ps(sum + i * X_NR + 8);
   }
 }
 
@@ -811,20 +845,35 @@ micro_acc_avx512(int64_t kc, const float *a, const float *b, const float *c,
     _mm_prefetch((const char *)(c + i * c_m), _MM_HINT_T0);
     _mm_prefetch((const char *)(c + i * c_m + (nr - 1) * c_n), _MM_HINT_T0);
   }
+  float sum[Z_MR * Z_NR] __attribute__((aligned(64))) = {0};
+  for (int64_t p0 = 0; p0 < kc; p0 += CHAIN) {
 #pragma GCC unroll 8
-  for (int i = 0; i < Z_MR; i++)
-    acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (int i = 0; i < Z_MR; i++)
+      acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    int64_t p1 = min64(kc, p0 + CHAIN);
 #pragma GCC unroll 2
-  for (int64_t p = 0; p < kc; p++) {
-    __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+    for (int64_t p = p0; p < p1; p++) {
+      __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
 #pragma GCC unroll 8
-    for (int i = 0; i < Z_MR; i++) {
-      __m512 ai = _mm512_set1_ps(a[i]);
-      acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
-      acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+      for (int i = 0; i < Z_MR; i++) {
+        __m512 ai = _mm512_set1_ps(a[i]);
+        acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+        acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+      }
+      a += Z_MR;
+      b += Z_NR;
     }
-    a += Z_MR;
-    b += Z_NR;
+#pragma GCC unroll 8
+    for (int i = 0; i < Z_MR; i++)
+      for (int h = 0; h < 2; h++) {
+        float *si = sum + i * Z_NR + h * 16;
+        _mm512_store_ps(si, _mm512_add_ps(_mm512_load_ps(si), acc[i][h]));
+      }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < Z_MR; i++) {
+    acc[i][0] = _mm512_load_ps(sum + i * Z_NR);
+    acc[i][1] = _mm512_load_ps(sum + i * Z_NR + 16);
   }
 }
 
