@@ -790,29 +790,89 @@ rows_avx2(const Kern *k, int64_t lo, int64_t hi, float *buf) {
   run_rows(k, lo, hi, buf, false);
 }
 
+/* The sums of eight vectors' sixteen lanes, lane j of the result V[j]'s:
+ * the halves added, then pairs of vectors added lane by lane in a tree
+ * (horizontal adds), so that the eight sums cost what about two of
+ * lanes_sum's do. In fp32: each lane already holds a partial sum of
+ * N / 16 products, and the tree adds at most sixteen. */
+_Static_assert(ROW_GROUP == 8, "sums8 reduces eight rows' read-outs");
+AVX512 static __m256 sums8(const __m512 *v) {
+  __m256 h[8];
+  for (int j = 0; j < 8; j++)
+    h[j] = _mm256_add_ps(_mm512_castps512_ps256(v[j]),
+                         _mm256_castpd_ps(_mm512_extractf64x4_pd(
+                             _mm512_castps_pd(v[j]), 1)));
+  __m256 a = _mm256_hadd_ps(h[0], h[1]), b = _mm256_hadd_ps(h[2], h[3]);
+  __m256 c = _mm256_hadd_ps(h[4], h[5]), d = _mm256_hadd_ps(h[6], h[7]);
+  __m256 ab = _mm256_hadd_ps(a, b), cd = _mm256_hadd_ps(c, d);
+  /* ab: lanes 0-3 rows 0-3 (low halves), 4-7 rows 0-3 (high halves) */
+  __m256 lo = _mm256_permute2f128_ps(ab, cd, 0x20);
+  __m256 hi = _mm256_permute2f128_ps(ab, cd, 0x31);
+  return _mm256_add_ps(lo, hi);
+}
+
 /* One step of ROW_GROUP rows that share the decay, F and C (the channels
  * of one Mamba-2 head), from HP (row j at HP + j * PQ) into H (H + j *
- * HQ), each row's read-out in a vector of its own; Y (Y + j * YQ) and G
- * (G + j * GQ) per row. A row at a time, end to end: the rows lie one
- * after another, so the state streams through in address order (which
- * the hardware prefetcher follows), while F and C stay in L1. */
+ * HQ), each row's read-out in a vector of its own, the eight summed
+ * together at the end (sums8); Y (Y + j * YQ) and G (G + j * GQ) per row.
+ * Two orders, for where the state lies:
+ *  - in L1 (a prompt's steps after the first, between the row buffers):
+ *    the rows advance together, sixteen elements at a time, F and C
+ *    loaded once for the eight (three loads per row and vector were the
+ *    limit: the prefill's scan took 25 % longer a row at a time);
+ *  - in memory (a decode step, one step from the state to the state): a
+ *    row at a time, end to end, so that the state streams through in
+ *    address order, which the hardware prefetcher follows (the rows
+ *    together made mamba2-130m's F16 decode 5 % slower). */
 AVX512 static void group_step(int64_t n, float a, const float *f,
                               const float *c, const float *g, int64_t gq,
                               const float *hp, int64_t pq, float *h,
-                              int64_t hq, float *y, int64_t yq) {
-  __m512 va = _mm512_set1_ps(a);
+                              int64_t hq, float *y, int64_t yq,
+                              bool streamed) {
+  __m512 va = _mm512_set1_ps(a), vg[ROW_GROUP], acc[ROW_GROUP];
   for (int j = 0; j < ROW_GROUP; j++) {
-    __m512 vg = _mm512_set1_ps(g[j * gq]), acc = _mm512_setzero_ps();
-    const float *hr = hp + j * pq;
-    float *hw = h + j * hq;
-    for (int64_t m = 0; m < n; m += 16) {
-      __m512 hv = _mm512_fmadd_ps(va, _mm512_loadu_ps(hr + m),
-                                  _mm512_mul_ps(_mm512_loadu_ps(f + m), vg));
-      _mm512_storeu_ps(hw + m, hv);
-      acc = _mm512_fmadd_ps(_mm512_loadu_ps(c + m), hv, acc);
-    }
-    y[j * yq] = (float)lanes_sum(acc);
+    vg[j] = _mm512_set1_ps(g[j * gq]);
+    acc[j] = _mm512_setzero_ps();
   }
+  if (streamed)
+    for (int j = 0; j < ROW_GROUP; j++)
+      for (int64_t m = 0; m < n; m += 16) {
+        __m512 hv = _mm512_fmadd_ps(va, _mm512_loadu_ps(hp + j * pq + m),
+                                    _mm512_mul_ps(_mm512_loadu_ps(f + m), vg[j]));
+        _mm512_storeu_ps(h + j * hq + m, hv);
+        acc[j] = _mm512_fmadd_ps(_mm512_loadu_ps(c + m), hv, acc[j]);
+      }
+  else
+    for (int64_t m = 0; m < n; m += 16) {
+      __m512 fv = _mm512_loadu_ps(f + m), cv = _mm512_loadu_ps(c + m);
+#pragma GCC unroll 8
+      for (int j = 0; j < ROW_GROUP; j++) {
+        __m512 hv = _mm512_fmadd_ps(va, _mm512_loadu_ps(hp + j * pq + m),
+                                    _mm512_mul_ps(fv, vg[j]));
+        _mm512_storeu_ps(h + j * hq + m, hv);
+        acc[j] = _mm512_fmadd_ps(cv, hv, acc[j]);
+      }
+    }
+  float sum[ROW_GROUP];
+  _mm256_storeu_ps(sum, sums8(acc));
+  for (int j = 0; j < ROW_GROUP; j++)
+    y[j * yq] = sum[j];
+}
+
+/* A later step's F, C and the group's G into the cache: a step's
+ * operands lie a whole row of their tensors apart from the last step's
+ * (Bbar 12 KiB, X 6 KiB on mamba2-130m), too far for the hardware
+ * prefetcher to follow beside the state's stream, and the step stalled on
+ * them. */
+enum { AHEAD = 4 };
+AVX512 static void fetch_step(int64_t n, const float *f, const float *c,
+                              const float *g, int64_t gq) {
+  for (int64_t m = 0; m < n; m += 16) {
+    _mm_prefetch((const char *)(f + m), _MM_HINT_T0);
+    _mm_prefetch((const char *)(c + m), _MM_HINT_T0);
+  }
+  _mm_prefetch((const char *)g, _MM_HINT_T0);
+  _mm_prefetch((const char *)(g + (ROW_GROUP - 1) * gq), _MM_HINT_T0);
 }
 
 /* ROW_GROUP rows from X (consecutive along the rows' innermost dimension
@@ -831,12 +891,16 @@ AVX512 static void group_m2(const Kern *k, const int64_t *x, int dq,
   const float *hp = k->lag.data + offset(&k->lag, x, nd);
   int64_t pq = k->lag.lin[dq];
   for (int64_t i = 0; i < steps; i++) {
+    if (i + AHEAD < steps)
+      fetch_step(n, f + (i + AHEAD) * k->f.lin[ld],
+                 c + (i + AHEAD) * k->c.lin[ld],
+                 g + (i + AHEAD) * k->g.lin[ld], k->g.lin[dq]);
     bool kept = k->s_all || i == steps - 1;
     float *h = kept ? s + i * k->s.lin[ld] : buf + (i & 1) * ROW_GROUP * n;
     int64_t hq = kept ? k->s.lin[dq] : n;
     group_step(n, a[i * k->a.lin[ld]], f + i * k->f.lin[ld],
                c + i * k->c.lin[ld], g + i * k->g.lin[ld], k->g.lin[dq], hp,
-               pq, h, hq, y + i * k->y.lin[ld], k->y.lin[dq]);
+               pq, h, hq, y + i * k->y.lin[ld], k->y.lin[dq], steps == 1);
     hp = h;
     pq = hq;
   }
