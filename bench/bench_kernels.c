@@ -128,19 +128,30 @@ static double time_gemm(const Gemm *g, Pool *pool, int reps) {
   return best;
 }
 
+/* G's best time of REPS as GFLOP/s, printed after LABEL (and as a share
+ * of PEAK, when known). */
+static double report_gflops(const Gemm *g, Pool *pool, int reps,
+                            const char *label, double peak) {
+  double flops = 2.0 * (double)g->m * (double)g->n * (double)g->k *
+                 (double)g->batch;
+  double gflops = flops / time_gemm(g, pool, reps) / 1e9;
+  printf("  %s: %.1f GFLOP/s", label, gflops);
+  if (peak > 0)
+    printf(" = %.0f%% of peak", 100 * gflops / peak);
+  printf("\n");
+  return gflops;
+}
+
 static double bench_large(int64_t m, int64_t n, int64_t k, Pool *pool,
                           double peak) {
   float *x = random_floats(m * k, 1), *w = random_floats(n * k, 2);
   float *c = xmalloc((size_t)(m * n) * sizeof(float));
   Gemm g = product(m, n, k, x, w, c, false);
-  double flops = 2.0 * (double)m * (double)n * (double)k;
-  int reps = flops > 2e10 ? 2 : 5;
-  double gflops = flops / time_gemm(&g, pool, reps) / 1e9;
-  printf("  gemm (%lld, %lld, %lld), B = W^T: %.1f GFLOP/s", (long long)m,
-         (long long)n, (long long)k, gflops);
-  if (peak > 0)
-    printf(" = %.0f%% of peak", 100 * gflops / peak);
-  printf("\n");
+  char label[96];
+  snprintf(label, sizeof label, "gemm (%lld, %lld, %lld), B = W^T",
+           (long long)m, (long long)n, (long long)k);
+  int reps = 2.0 * (double)m * (double)n * (double)k > 2e10 ? 2 : 5;
+  double gflops = report_gflops(&g, pool, reps, label, peak);
   free(x);
   free(w);
   free(c);
@@ -219,13 +230,10 @@ static double bench_prefill(int64_t m, int64_t n, int64_t k, DType t,
   float *c = xmalloc((size_t)(m * n) * sizeof(float));
   Gemm g = product(m, n, k, x, w, c, false);
   g.b_type = t;
-  double flops = 2.0 * (double)m * (double)n * (double)k;
-  double gflops = flops / time_gemm(&g, pool, 20) / 1e9;
-  printf("  prefill (%lld, %lld, %lld), W in %s: %.1f GFLOP/s", (long long)m,
-         (long long)n, (long long)k, names[t], gflops);
-  if (peak > 0)
-    printf(" = %.0f%% of peak", 100 * gflops / peak);
-  printf("\n");
+  char label[96];
+  snprintf(label, sizeof label, "prefill (%lld, %lld, %lld), W in %s",
+           (long long)m, (long long)n, (long long)k, names[t]);
+  double gflops = report_gflops(&g, pool, 20, label, peak);
   free(x);
   free(w);
   free(c);

@@ -195,7 +195,7 @@ enum { P_MR = 6, P_NR = 8 };
 static void micro_portable(int64_t kc, const float *a, const float *b, float *c,
                            int64_t c_m, int64_t c_n, int mr, int nr,
                            bool overwrite) {
-  V4 acc[P_MR][2] = {{{0}}}, sum[P_MR][2] = {{{0}}};
+  V4 acc[P_MR][2] = {{{0}}};
   for (int64_t p0 = 0; p0 < kc; p0 += CHAIN) {
     V4 part[P_MR][2] = {{{0}}};
     for (int64_t p = p0; p < min64(kc, p0 + CHAIN); p++) {
@@ -211,11 +211,10 @@ static void micro_portable(int64_t kc, const float *a, const float *b, float *c,
     }
 #pragma GCC unroll 6
     for (int i = 0; i < P_MR; i++) {
-      sum[i][0] += part[i][0];
-      sum[i][1] += part[i][1];
+      acc[i][0] += part[i][0];
+      acc[i][1] += part[i][1];
     }
   }
-  memcpy(acc, sum, sizeof acc);
   if (mr == P_MR && nr == P_NR && c_n == 1) {
 #pragma GCC unroll 6
     for (int i = 0; i < P_MR; i++) {

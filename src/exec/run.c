@@ -172,8 +172,9 @@ Array *run_array(Run *r, int ndim, const int64_t *shape) {
   return array_new(ndim, shape);
 }
 
+/* The stack has one slot per tensor; past that, a released array is freed. */
 void run_drop(Run *r, Array *a) {
-  if (a && r->nspare <= r->c->ntensors && a->dtype == DT_F32 && a->own &&
+  if (a && r->nspare < r->c->ntensors && a->dtype == DT_F32 && a->own &&
       a->n > 0 && 4.0 * (double)a->n <= SPARE_BYTES) {
     r->spare[r->nspare++] = a;
     return;
