@@ -273,7 +273,10 @@ void kernel_gemm_pack_free(GemmPack *pk);
 void kernel_widen(DType t, const uint16_t *src, float *dst, int64_t n);
 
 /* The machine's copy bandwidth in bytes/s (read + write), measured by
- * copying BYTES (e.g. 256 MiB) a few times with POOL's threads. */
+ * copying BYTES (e.g. 256 MiB) a few times with POOL's threads. Both
+ * probes' buffers are in huge pages where the system gives them, as the
+ * weights are (util/pages.c): a bound the weights' own pages could not
+ * reach would not be one. */
 double kernel_copy_bandwidth(size_t bytes, Pool *pool);
 /* The machine's read bandwidth in bytes/s: POOL's threads sum a buffer of
  * BYTES, best of five passes (a decode step's bound: a GEMV only reads). */

@@ -422,8 +422,26 @@ StFile *st_parse(const char *path, const unsigned char *bytes, size_t len,
   return parse_owned(path, copy, len, false, d);
 }
 
-/* The file mapped read-only, or NULL (not a regular file, empty, or the
- * system refuses): then it is read instead. */
+/* FD's LEN bytes read into HUGE (map_huge); false on a short read. */
+static bool read_all(int fd, unsigned char *huge, size_t len) {
+  size_t got = 0;
+  while (got < len) {
+    size_t want = len - got < ((size_t)1 << 30) ? len - got : (size_t)1 << 30;
+    ssize_t k = pread(fd, huge + got, want, (off_t)got);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k <= 0)
+      return false;
+    got += (size_t)k;
+  }
+  return true;
+}
+
+/* The file's bytes in memory of their own, read-only, in huge pages where
+ * the system gives them (a decode step streams through every weight:
+ * util/pages.c); else the file mapped read-only; NULL if it is not a
+ * regular file, is empty, or the system refuses both: then it is read
+ * instead. Either way the bytes are released by munmap. */
 static unsigned char *map_file(const char *path, size_t *len) {
   int fd = open(path, O_RDONLY);
   if (fd < 0)
@@ -433,7 +451,14 @@ static unsigned char *map_file(const char *path, size_t *len) {
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
       (uint64_t)st.st_size <= SIZE_MAX) {
     *len = (size_t)st.st_size;
-    p = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
+    unsigned char *huge = map_huge(*len);
+    if (huge && read_all(fd, huge, *len) &&
+        mprotect(huge, *len, PROT_READ) == 0) {
+      p = huge;
+    } else {
+      unmap_huge(huge, *len);
+      p = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
+    }
   }
   close(fd);
   return p == MAP_FAILED ? NULL : p;
@@ -442,9 +467,10 @@ static unsigned char *map_file(const char *path, size_t *len) {
 StFile *st_open(const char *path, Diag *d) {
   size_t len;
   unsigned char *map = map_file(path, &len);
-  /* No copy: a checkpoint may be gigabytes, and its tensors are used
-   * where they lie (st_tensor). A regular file is mapped; anything else
-   * (a pipe) is read as util.h's read_input reads inputs. */
+  /* One copy: a checkpoint may be gigabytes, and its tensors are used
+   * where they lie (st_tensor). A regular file is read into huge pages
+   * or mapped; anything else (a pipe) is read as util.h's read_input
+   * reads inputs. */
   if (map)
     return parse_owned(path, map, len, true, d);
   char *bytes = read_input(path, SIZE_MAX / 4, &len, d);

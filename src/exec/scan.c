@@ -360,7 +360,11 @@ static bool bind_product(const Run *r, const Scan *sc, const int *order,
       !operand_any(r, p, dim, &k->reg, op) ||
       !operand_any(r, q, dim, &k->reg, oq))
     return false;
-  if (op->dtype != DT_F32) {
+  /* The 16-bit one as Q; of two fp32 ones, the one constant along the
+   * row as P (m1_layout; a product of two fp32 values is the same
+   * either way round). */
+  if (op->dtype != DT_F32 ||
+      (oq->dtype == DT_F32 && op->lin[in] != 0 && oq->lin[in] == 0)) {
     Opnd s = *op;
     *op = *oq;
     *oq = s;
@@ -923,6 +927,139 @@ AVX512 static void rows_m2_avx512(const Kern *k, int64_t lo, int64_t hi,
   }
 }
 
+/* Sixteen values of O from element OFF as fp32 (O contiguous there). */
+AVX512 static inline __m512 load16(const Opnd *o, int64_t off) {
+  if (!o->half)
+    return _mm512_loadu_ps(o->data + off);
+  __m256i h = _mm256_loadu_si256((const __m256i *)(o->half + off));
+  if (o->dtype == DT_F16)
+    return _mm512_cvtph_ps(h);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* Element J rows and I steps on from B (an offset into O) along the
+ * rows' last dimension D and the recurrence's LD. */
+static inline int64_t m1_at(const Opnd *o, int64_t b, int d, int ld,
+                            int64_t j, int64_t i) {
+  return b + j * o->lin[d] + i * o->lin[ld];
+}
+
+/* One step of one row on its decay DEC: H = (F * FQ) * G + DEC * HP, each
+ * product and the sum rounded in fp32 as the vector machine rounds the
+ * Einsums (so the state is the interpreter's, bit for bit), and the
+ * read-out's products C * H summed in double, sixteen lanes at a time
+ * (step_row sums them in another order: within the tests' 1e-5). */
+AVX512 static double step_m1_avx512(int64_t n, float f, const Opnd *fq,
+                                    int64_t fo, float g, const float *c,
+                                    const float *dec, float *h,
+                                    const float *hp) {
+  __m512 vf = _mm512_set1_ps(f), vg = _mm512_set1_ps(g);
+  __m512d acc = _mm512_setzero_pd();
+  for (int64_t m = 0; m < n; m += 16) {
+    __m512 u = _mm512_mul_ps(_mm512_mul_ps(vf, load16(fq, fo + m)), vg);
+    __m512 hv = _mm512_add_ps(
+        u, _mm512_mul_ps(_mm512_loadu_ps(dec + m), _mm512_loadu_ps(hp + m)));
+    _mm512_storeu_ps(h + m, hv);
+    __m512 ch = _mm512_mul_ps(_mm512_loadu_ps(c + m), hv);
+    __m256 top =
+        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(ch), 1));
+    acc = _mm512_add_pd(acc,
+                        _mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(ch)),
+                                      _mm512_cvtps_pd(top)));
+  }
+  return _mm512_reduce_add_pd(acc);
+}
+
+/* The next group's first step into the cache: its decays' vectors
+ * (DQ) and previous states (HP), each row N elements. A decode step
+ * reads them from memory once, in short runs (a part of the pool's),
+ * where the hardware prefetcher has not caught up yet: the step stalled
+ * on them. */
+AVX512 static void m1_fetch(const Kern *k, const RowAt *at, int d, int g,
+                            int64_t n) {
+  size_t qs = k->dq.half ? 2 : 4;
+  const char *q = k->dq.half ? (const char *)(k->dq.half + at->p.dq)
+                             : (const char *)(k->dq.data + at->p.dq);
+  for (int j = 3 * g; j < 4 * g; j++)
+    for (int64_t m = 0; m < n; m += 16) {
+      _mm_prefetch(q + qs * (size_t)(j * k->dq.lin[d] + m), _MM_HINT_T0);
+      _mm_prefetch((const char *)(at->hp + j * k->lag.lin[d] + m),
+                   _MM_HINT_T0);
+    }
+}
+
+/* G rows from AT (consecutive along the rows' last dimension D) through
+ * every step: at each step the group's decays exp(DP * DQ) together (the
+ * product in fp32, the exp by one vm_op call, as the vector machine
+ * computes them), then each row's step. Every operand is addressed from
+ * the group's first row by its strides (m1_at): the generic path
+ * (fold_rows, fold_step) spent about 30 ns a row of sixteen on copying
+ * and moving its pointers, and mamba-130m's decode scan took 46 us a
+ * layer. */
+AVX512 static void group_m1(const Kern *k, const RowAt *at, int d, int g,
+                            float *buf) {
+  int in = k->nd - 1, ld = k->ld;
+  int64_t n = k->reg.hi[in] - k->reg.lo[in];
+  int64_t steps = k->reg.hi[ld] - k->reg.lo[ld];
+  float *dec = buf + 2 * ROW_GROUP * n;
+  const Ptrs *b = &at->p;
+  const float *hp[ROW_GROUP];
+  for (int j = 0; j < g; j++)
+    hp[j] = at->hp + j * k->lag.lin[d];
+  m1_fetch(k, at, d, g, n);
+  for (int64_t i = 0; i < steps; i++) {
+    for (int j = 0; j < g; j++) {
+      __m512 dv = _mm512_set1_ps(k->dp.data[m1_at(&k->dp, b->dp, d, ld, j, i)]);
+      int64_t qo = m1_at(&k->dq, b->dq, d, ld, j, i);
+      for (int64_t m = 0; m < n; m += 16)
+        _mm512_storeu_ps(dec + j * n + m,
+                         _mm512_mul_ps(dv, load16(&k->dq, qo + m)));
+    }
+    vm_op(OP_EXP, dec, dec, NULL, NULL, (int)(g * n));
+    bool kept = k->s_all || i == steps - 1;
+    for (int j = 0; j < g; j++) {
+      float *h = kept ? b->s + m1_at(&k->s, 0, d, ld, j, i)
+                      : buf + (2 * j + (i & 1)) * n;
+      double y = step_m1_avx512(
+          n, k->fp.data[m1_at(&k->fp, b->fp, d, ld, j, i)], &k->fq,
+          m1_at(&k->fq, b->fq, d, ld, j, i), b->g[m1_at(&k->g, 0, d, ld, j, i)],
+          b->c + m1_at(&k->c, 0, d, ld, j, i), dec + j * n, h, hp[j]);
+      b->y[m1_at(&k->y, 0, d, ld, j, i)] = (float)y;
+      hp[j] = h;
+    }
+  }
+}
+
+/* Rows [lo, hi) with Mamba-1's layout (m1_layout), in groups of up to
+ * ROW_GROUP consecutive along the rows' last dimension. */
+AVX512 static void rows_m1_avx512(const Kern *k, int64_t lo, int64_t hi,
+                                  float *buf) {
+  int d = k->rows[k->nrows - 1];
+  for (int64_t row = lo; row < hi;) {
+    RowAt at;
+    row_at(k, row, &at);
+    int64_t g = hi - row;
+    if (g > ROW_GROUP)
+      g = ROW_GROUP;
+    if (g > k->reg.hi[d] - at.x[d])
+      g = k->reg.hi[d] - at.x[d];
+    group_m1(k, &at, d, (int)g, buf);
+    row += g;
+  }
+}
+
+/* Does K have Mamba-1's layout (the folded decay exp(DP * DQ) and factor
+ * FP * FQ, DP, FP and G constant along the row, DQ, FQ and C contiguous,
+ * N a multiple of 16), on a CPU that runs rows_m1_avx512? */
+static bool m1_layout(const Kern *k) {
+  int in = k->nd - 1;
+  int64_t n = k->reg.hi[in] - k->reg.lo[in];
+  return k->fold && k->readout && !k->write_t && !k->write_u &&
+         k->nrows > 0 && k->dp.lin[in] == 0 && k->dq.lin[in] == 1 && k->fp.lin[in] == 0 &&
+         k->fq.lin[in] == 1 && k->g.lin[in] == 0 && k->c.lin[in] == 1 &&
+         n % 16 == 0 && __builtin_cpu_supports("avx512f");
+}
+
 /* Does K have step_m2_avx512's layout, on a CPU that runs it? */
 static bool m2_layout(const Kern *k) {
   int in = k->nd - 1;
@@ -953,6 +1090,8 @@ static void rows_task(void *arg, int i, int n) {
 #if defined(__x86_64__)
   if (m2_layout(k))
     rows_m2_avx512(k, lo, hi, buf);
+  else if (m1_layout(k))
+    rows_m1_avx512(k, lo, hi, buf);
   else if (vm_have_avx2())
     rows_avx2(k, lo, hi, buf);
   else
@@ -1000,10 +1139,14 @@ bool scan_run(Run *r, const Scan *sc, const int *order, const Region *base,
     }
   Pool *pool = r->o->pool;
   /* Too little work to hand to the pool: on this thread. */
-  double work = (double)k.nrow * (double)(k.reg.hi[k.ld] - k.reg.lo[k.ld]) *
+  int64_t steps = k.reg.hi[k.ld] - k.reg.lo[k.ld];
+  double work = (double)k.nrow * (double)steps *
                 (double)(k.reg.hi[k.nd - 1] - k.reg.lo[k.nd - 1]);
   int workers = pool && work >= VM_MIN_SHARED_WORK ? pool_size(pool) : 1;
-  int64_t parts = workers > 1 ? 4 * (int64_t)workers : 1;
+  /* A prompt's rows in four parts a thread, so that a late thread takes
+   * fewer; a decode step's (one step each, alike) in one: each part is a
+   * hand-off (mamba-130m's decode scan: 4 us a layer less). */
+  int64_t parts = workers > 1 ? (steps > 1 ? 4 : 1) * (int64_t)workers : 1;
   if (parts > k.nrow)
     parts = k.nrow;
   /* Whole groups of rows per part (run_rows). */

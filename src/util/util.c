@@ -61,7 +61,7 @@ void diag_print(const Diag *d, FILE *out) {
 
 /* Say so, remove the temporaries (temps.c) and exit: nothing half-written
  * is left. */
-static void out_of_memory(size_t size) {
+void out_of_memory(size_t size) {
   char msg[96];
   int n = snprintf(msg, sizeof msg,
                    "mambalaya: out of memory (allocating %zu bytes)\n", size);

@@ -62,9 +62,17 @@ void arena_free(Arena *a);
  * available before they are allocated (see memory_available), so this is
  * the last resort, never the way an input is refused. */
 void *xmalloc(size_t size);
+_Noreturn void out_of_memory(size_t size); /* says so, cleans up, exits 1 */
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t size);
 char *xstrdup(const char *s);
+
+/* LEN bytes of zeroed anonymous memory in 2 MiB pages where the kernel
+ * gives them (pages.c: for what is read in long streams, the weights);
+ * NULL if the system refuses. Freed by unmap_huge with the same LEN. */
+void *map_huge(size_t len);
+void *xmap_huge(size_t len); /* map_huge, or out of memory */
+void unmap_huge(void *p, size_t len);
 
 /* A growable array of fixed-size items, heap-allocated. */
 #define VEC_PUSH(arr, n, cap, item)                                        \

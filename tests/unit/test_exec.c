@@ -840,6 +840,24 @@ TEST(exec_scan_mamba2_wide_equals_vm) {
   CHECK(runs >= 2 * 2 * 3 * (1 + ST_COUNT) * 2);
 }
 
+/* Mamba-1 with a state of 16 lanes or more: the AVX-512 kernel where the
+ * CPU has it (rows_m1_avx512: one vector at d_state 16, two at 32; 20
+ * channels: groups of 8, 8 and 4, each within one batch row), decode
+ * and prefill, equal to the vector machine under every strategy and
+ * stitcher, with A (and every weight) in fp32, F16 and BF16. */
+TEST(exec_scan_mamba1_wide_equals_vm) {
+  Setting m1[] = {{"B", 2},       {"I", 1},       {"d_model", 10},
+                  {"d_inner", 20}, {"dt_rank", 4}, {"d_state", 16}};
+  int runs = 0;
+  for (int i = 1; i <= 6; i += 5)
+    for (int n = 16; n <= 32; n *= 2) {
+      m1[1].value = i;
+      m1[5].value = n;
+      runs += check_scan("specs/mamba1.yaml", m1, 6);
+    }
+  CHECK(runs >= 2 * 2 * 3 * (1 + ST_COUNT) * 2);
+}
+
 /* The state of Einsum T's initialization input, by name. */
 static const char *state_input(const Cascade *c, const char *t) {
   const Einsum *ini = c->tensors[cascade_tensor(c, t)].init;
