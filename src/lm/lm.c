@@ -323,6 +323,14 @@ double lm_weight_bytes(const Lm *m) {
 
 /* ---- a pass ---- */
 
+double lm_state_bytes(const Lm *m) {
+  double n = 0;
+  for (int l = 0; m->state && l < m->cfg.n_layer; l++)
+    for (int i = 0; i < m->state[l].n; i++)
+      n += array_bytes(m->state[l].arrays[i]);
+  return n;
+}
+
 static const Shape *shape_for(Lm *m, int batch, int len, Diag *d) {
   if (m->shape && m->shape_batch == batch && m->shape_len == len)
     return m->shape;

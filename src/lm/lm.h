@@ -204,6 +204,10 @@ const Cascade *lm_cascade(const Lm *m);
 /* Bytes of weights a decode step reads (every layer's and the
  * embedding's, as held: 2 per F16 or BF16 value, 4 per F32). */
 double lm_weight_bytes(const Lm *m);
+/* Bytes of the decode state every layer holds now (0 before the first
+ * pass): a decode step reads it and writes it anew, beside the weights
+ * (Mamba-2's is 786 KB a layer on mamba2-130m). */
+double lm_state_bytes(const Lm *m);
 /* The most bytes of activations the model has held at once: the stream
  * between layers, every layer's decode state, and on top what a layer's
  * executor held (arrays, tiles, weights packed for tiles) or the head
