@@ -213,6 +213,50 @@ TEST(exec_row_reductions) {
   free_case(&k);
 }
 
+/* A reduction over two variables whose points lie one after another
+ * (X[i, p, q] over (p, q), as Mamba-2's gated norm sums) runs as one row
+ * of P x Q values; one whose reads do not continue so (W[p]), or whose
+ * index values are taken (where(q <= p)), runs a row along q for each p.
+ * All equal the sums in double. */
+TEST(exec_row_reductions_over_two_variables) {
+  Case k = load_case("shape: {I: 3, P: 24, Q: 64}\n"
+                     "einsum:\n"
+                     "  declaration: {X: [I, P, Q], G: [P, Q], W: [P], "
+                     "S: [I], V: [I], T: [I], U: [I]}\n"
+                     "  expressions:\n"
+                     "    - \"S[i] = X[i,p,q] * X[i,p,q] :: sum(p, q)\"\n"
+                     "    - V[i] = X[i,p,q] * G[p,q]\n"
+                     "    - T[i] = X[i,p,q] * W[p]\n"
+                     "    - \"U[i] = where(q <= p, X[i,p,q], 0) :: sum(p, q)\"\n",
+                     NULL, NULL, 0);
+  if (!k.c || !k.s)
+    return;
+  random_inputs(&k, 9);
+  const float *X = tensors_get(&k.in, "X")->data;
+  const float *G = tensors_get(&k.in, "G")->data;
+  const float *W = tensors_get(&k.in, "W")->data;
+  Tensors res = {0};
+  if (run(&k, NULL, &res, NULL, NULL)) {
+    for (int i = 0; i < 3; i++) {
+      double s = 0, v = 0, t = 0, u = 0;
+      for (int p = 0; p < 24; p++)
+        for (int q = 0; q < 64; q++) {
+          double x = X[(i * 24 + p) * 64 + q];
+          s += (double)(float)(x * x);
+          v += (double)(float)(x * G[p * 64 + q]);
+          t += (double)(float)(x * W[p]);
+          u += q <= p ? x : 0;
+        }
+      CHECK_NEAR(tensors_get(&res, "S")->data[i], s, 1e-5);
+      CHECK_NEAR(tensors_get(&res, "V")->data[i], v, 1e-5);
+      CHECK_NEAR(tensors_get(&res, "T")->data[i], t, 1e-5);
+      CHECK_NEAR(tensors_get(&res, "U")->data[i], u, 1e-5);
+    }
+  }
+  tensors_free(&res);
+  free_case(&k);
+}
+
 /* A causal window with its history, a recurrence with its initial state,
  * and the state they hand to a next pass. */
 TEST(exec_window_recurrence_and_state) {
