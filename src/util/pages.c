@@ -13,11 +13,50 @@
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, madvise */
 #include "util.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-enum { HUGE_PAGE = 2 << 20 };
+enum { HUGE_PAGE = 2 << 20, PIECE = 32 << 20 };
+
+/* P's LEN bytes (page-aligned) advised into huge pages and faulted in,
+ * PIECE at a time. Faulting huge pages one by one from inside a read (a
+ * checkpoint's pread) took 3.1 s for mamba-370m's 1.45 GB; populated
+ * first, 0.13-0.28 s, and the read then 0.24 s (in 4 KiB pages, 0.99 s
+ * in all). But a huge page may first need the kernel to compact memory
+ * (transparent huge pages' "defrag" in "madvise" mode does it in the
+ * faulting call), and on a virtual machine, memory the guest has never
+ * touched faults on the host too (70-110 ms per 32 MiB here, against
+ * 3-5 ms once touched): 1.45 s on one run, 14 s on another. So the advice ends
+ * (the rest is ordinary pages, 4 KiB pages populate at about 3 GB/s)
+ * once the time spent exceeds GRACE_SECONDS plus a second per GB done:
+ * the stall stays within about 1 s per GB. Kernels without the advice
+ * (before 5.14 for populating) fault the pages as they are first
+ * written. */
+#define GRACE_SECONDS 0.1
+#define SECONDS_PER_BYTE 1e-9
+static void populate(char *p, size_t len) {
+  bool huge = true;
+#ifdef MADV_HUGEPAGE
+  madvise(p, len, MADV_HUGEPAGE);
+#endif
+  double t0 = now_seconds();
+  for (size_t off = 0; off < len; off += PIECE) {
+    size_t n = len - off < PIECE ? len - off : PIECE;
+#ifdef MADV_POPULATE_WRITE
+    madvise(p + off, n, MADV_POPULATE_WRITE);
+#endif
+    double spent = now_seconds() - t0;
+    if (huge && off + n < len &&
+        spent > GRACE_SECONDS + SECONDS_PER_BYTE * (double)(off + n)) {
+      huge = false;
+#ifdef MADV_NOHUGEPAGE
+      madvise(p + off + n, len - off - n, MADV_NOHUGEPAGE);
+#endif
+    }
+  }
+}
 
 void *map_huge(size_t len) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -35,17 +74,7 @@ void *map_huge(size_t len) {
     munmap(area, (size_t)(at - area));
   if (at + keep < area + span)
     munmap(at + keep, (size_t)(area + span - (at + keep)));
-#ifdef MADV_HUGEPAGE
-  madvise(at, keep, MADV_HUGEPAGE);
-#endif
-  /* Every page faulted in now, in one call: faulting huge pages one by
-   * one from inside a read (the checkpoint's pread) took 3.1 s for
-   * mamba-370m's 1.45 GB, populated first 0.28 s, and the read then
-   * 0.24 s (in 4 KiB pages, 0.99 s in all). Kernels before 5.14 refuse
-   * the advice: the pages then fault as they are first written. */
-#ifdef MADV_POPULATE_WRITE
-  madvise(at, keep, MADV_POPULATE_WRITE);
-#endif
+  populate(at, keep);
   return at;
 }
 
