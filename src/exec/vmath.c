@@ -1,7 +1,8 @@
 /* vmath.c — the operators of src/ir/ops.h over float arrays, written so
  * that the compiler vectorizes them (no calls, no branches in the loops;
- * the Makefile builds this file with -O3, and every loop exists in an AVX2
- * and a baseline x86-64 version, chosen by the CPU's features). exp, log
+ * the Makefile builds this file with -O3, and every loop exists in an
+ * AVX-512, an AVX2 and a baseline x86-64 version, chosen by the CPU's
+ * features). exp, log
  * and tanh are the Cephes single-precision algorithms: range reduction,
  * then a minimax polynomial; about 1 ulp. erf is fitted here. */
 #include "vm.h"
@@ -220,7 +221,7 @@ INLINE void op_loop(Op op, float *y, const float *a, const float *b,
   }
 }
 
-/* The same loops compiled twice. GCC's target_clones("arch=haswell")
+/* The same loops compiled three times. GCC's target_clones("arch=haswell")
  * dispatches on the CPU model, not its features, and so takes the
  * baseline on AMD processors: choose by feature here instead. */
 static void op_base(Op op, float *y, const float *a, const float *b,
@@ -242,11 +243,40 @@ op_avx2(Op op, float *y, const float *a, const float *b, const float *c,
         int n) {
   op_loop(op, y, a, b, c, n);
 }
+
+/* Sixteen lanes where the CPU has AVX-512: the same operations on each
+ * value (no contraction: -std=c11 keeps GCC from fusing a product into an
+ * add), so the same numbers as the eight lanes, bit for bit, in fewer
+ * instructions. On Zen 4, which runs a 512-bit operation as two halves,
+ * the gain is in the polynomials' chains of dependent operations: a
+ * decode step's exp of Mamba-1's decays, 36 -> 27 us a layer; softplus,
+ * 5.7 -> 3.5 us. */
+#if defined(__clang__) /* only the fuzzers; clang knows no width option */
+#define AVX512_LOOPS "avx512f,avx512dq,avx512bw,avx512vl"
+#else
+#define AVX512_LOOPS "avx512f,avx512dq,avx512bw,avx512vl,prefer-vector-width=512"
+#endif
+__attribute__((target(AVX512_LOOPS))) static void
+op_avx512(Op op, float *y, const float *a, const float *b, const float *c,
+          int n) {
+  op_loop(op, y, a, b, c, n);
+}
+
+static bool have_avx512(void) {
+  return __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl");
+}
 #endif
 
 void vm_op(Op op, float *y, const float *a, const float *b, const float *c,
            int n) {
 #if defined(__x86_64__)
+  if (have_avx512()) {
+    op_avx512(op, y, a, b, c, n);
+    return;
+  }
   if (vm_have_avx2()) {
     op_avx2(op, y, a, b, c, n);
     return;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "../../src/exec/exec.h"
+#include "../../src/exec/vm.h"
 #include "../../src/model/model.h"
 #include "../../src/spec/spec.h"
 #include "test.h"
@@ -251,5 +252,29 @@ TEST(ops_prices) {
     }
     shape_free(s);
     cascade_free(c);
+  }
+}
+
+/* vm_op over an array (the vector loop's lanes: sixteen with AVX-512,
+ * eight with AVX2) gives each value exactly what it gives that value
+ * alone (the scalar remainder of the same loop): no lane's arithmetic is
+ * fused or reordered. 61 values: whole vectors and a remainder. */
+TEST(ops_vector_lanes_equal_one_value) {
+  enum { M = 61 };
+  float a[M], b[M], c[M], y[M];
+  for (int i = 0; i < M; i++) {
+    a[i] = (float)(xs[i % N] * (1 + 0.37 * (i / N)));
+    b[i] = (float)ws[(i + 3) % N];
+    c[i] = (float)third(i % N);
+  }
+  for (int o = 0; o < OP_COUNT; o++) {
+    Op op = (Op)o;
+    vm_op(op, y, a, b, c, M);
+    for (int i = 0; i < M; i++) {
+      float one = vm_op1(op, a[i], b[i], c[i]);
+      if (!(one == y[i] || (isnan(one) && isnan(y[i]))))
+        test_fail(__FILE__, __LINE__, "%s(%g, %g, %g): %.9g in a vector, "
+                  "%.9g alone", op_text(op), a[i], b[i], c[i], y[i], one);
+    }
   }
 }
