@@ -866,6 +866,20 @@ TEST(exec_scan_kernel_equals_vm) {
   CHECK(runs >= 2 * 2 * 3 * (1 + ST_COUNT) * 2);
 }
 
+/* check_scan over decode and a 6-token prefill (SET[1], I) and two state
+ * sizes (SET[5], d_state: N0 and N1), each run of every configuration
+ * counted; at least 2 x 2 x 3 dtypes x (interpreter + plans) x 2. */
+static void check_scan_wide(const char *path, Setting *set, int n0, int n1) {
+  int runs = 0;
+  for (int i = 1; i <= 6; i += 5)
+    for (int n = n0; n <= n1; n += n1 - n0) {
+      set[1].value = i;
+      set[5].value = n;
+      runs += check_scan(path, set, 6);
+    }
+  CHECK(runs >= 2 * 2 * 3 * (1 + ST_COUNT) * 2);
+}
+
 /* Mamba-2 with a state of 16 lanes or more: the AVX-512 kernels where
  * the CPU has them (one chunk of 16 at d_state 16, four chains at 64;
  * heads of 12 channels: a group of 8 channels, then 4 row by row),
@@ -874,14 +888,7 @@ TEST(exec_scan_kernel_equals_vm) {
 TEST(exec_scan_mamba2_wide_equals_vm) {
   Setting m2[] = {{"B", 2},       {"I", 1},         {"d_model", 16},
                   {"n_heads", 2}, {"head_dim", 12}, {"d_state", 16}};
-  int runs = 0;
-  for (int i = 1; i <= 6; i += 5)
-    for (int n = 16; n <= 64; n *= 4) {
-      m2[1].value = i;
-      m2[5].value = n;
-      runs += check_scan("specs/mamba2.yaml", m2, 6);
-    }
-  CHECK(runs >= 2 * 2 * 3 * (1 + ST_COUNT) * 2);
+  check_scan_wide("specs/mamba2.yaml", m2, 16, 64);
 }
 
 /* Mamba-1 with a state of 16 lanes or more: the AVX-512 kernel where the
@@ -892,14 +899,7 @@ TEST(exec_scan_mamba2_wide_equals_vm) {
 TEST(exec_scan_mamba1_wide_equals_vm) {
   Setting m1[] = {{"B", 2},       {"I", 1},       {"d_model", 10},
                   {"d_inner", 20}, {"dt_rank", 4}, {"d_state", 16}};
-  int runs = 0;
-  for (int i = 1; i <= 6; i += 5)
-    for (int n = 16; n <= 32; n *= 2) {
-      m1[1].value = i;
-      m1[5].value = n;
-      runs += check_scan("specs/mamba1.yaml", m1, 6);
-    }
-  CHECK(runs >= 2 * 2 * 3 * (1 + ST_COUNT) * 2);
+  check_scan_wide("specs/mamba1.yaml", m1, 16, 32);
 }
 
 /* The state of Einsum T's initialization input, by name. */
