@@ -755,7 +755,8 @@ INLINE double reduce_row(RedOp op, double acc, const float *v, int n) {
   return acc;
 }
 
-/* The length of a term's row along V: V's extent, times its fold's (plan_row). */
+/* The length of a term's row along V (plan_row): V's extent, times its
+ * fold's. */
 static int64_t row_length(const Job *j, int v, int fold) {
   int64_t n = j->reg.hi[v] - j->reg.lo[v];
   return fold < 0 ? n : n * (j->reg.hi[fold] - j->reg.lo[fold]);

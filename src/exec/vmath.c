@@ -254,7 +254,8 @@ op_avx2(Op op, float *y, const float *a, const float *b, const float *c,
 #if defined(__clang__) /* only the fuzzers; clang knows no width option */
 #define AVX512_LOOPS "avx512f,avx512dq,avx512bw,avx512vl"
 #else
-#define AVX512_LOOPS "avx512f,avx512dq,avx512bw,avx512vl,prefer-vector-width=512"
+#define AVX512_LOOPS                                                           \
+  "avx512f,avx512dq,avx512bw,avx512vl,prefer-vector-width=512"
 #endif
 __attribute__((target(AVX512_LOOPS))) static void
 op_avx512(Op op, float *y, const float *a, const float *b, const float *c,

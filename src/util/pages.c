@@ -6,9 +6,9 @@
  * does not follow a stream from one page to the next, starts over, and
  * the TLB misses. In 2 MiB pages it does neither. On the 2-vCPU Zen 4
  * machines here (transparent huge pages in "madvise" mode), mamba-130m's
- * F16 decode went from 95 to 110-124 tokens/s, and its 77 MB embedding
- * product from 2.5 to 1.6 ms (docs/executor.md, "Weights in huge
- * pages"). A kernel without transparent huge pages ignores the advice:
+ * F16 decode went from 83-93 to 102-124 tokens/s, and its 77 MB
+ * embedding product from 2.5 to 1.6 ms (docs/executor.md, "Weights in
+ * huge pages"). A kernel without transparent huge pages ignores the advice:
  * the memory is then ordinary pages. */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, madvise */
 #include "util.h"
@@ -28,10 +28,10 @@ enum { HUGE_PAGE = 2 << 20, PIECE = 32 << 20 };
  * (transparent huge pages' "defrag" in "madvise" mode does it in the
  * faulting call), and on a virtual machine, memory the guest has never
  * touched faults on the host too (70-110 ms per 32 MiB here, against
- * 3-5 ms once touched): 1.45 s on one run, 14 s on another. So the advice ends
- * (the rest is ordinary pages, 4 KiB pages populate at about 3 GB/s)
- * once the time spent exceeds GRACE_SECONDS plus a second per GB done:
- * the stall stays within about 1 s per GB. Kernels without the advice
+ * 3-5 ms once touched): 1.45 s on one run, 14 s on another. So the
+ * advice ends (the rest is ordinary pages; 4 KiB pages populate at about
+ * 3 GB/s) once the time spent exceeds GRACE_SECONDS plus a second per GB
+ * done: the stall stays within about 1 s per GB. Kernels without the advice
  * (before 5.14 for populating) fault the pages as they are first
  * written. */
 #define GRACE_SECONDS 0.1
