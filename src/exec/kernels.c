@@ -396,18 +396,26 @@ AVX2 static __m256i lanes_below(int64_t n) {
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+/* The first and last element of each of a tile's MR rows of C (rows C_M
+ * apart, columns C_N) into the cache, for the micro-kernels to fetch
+ * ahead: C is likely out of cache (a whole row of C lies between two
+ * rows of the tile), and is needed at the end. */
+static inline __attribute__((always_inline)) void
+prefetch_tile(const float *c, int64_t c_m, int64_t c_n, int mr, int nr) {
+  for (int i = 0; i < mr; i++) {
+    __builtin_prefetch(c + i * c_m, 0, 3);
+    __builtin_prefetch(c + i * c_m + (nr - 1) * c_n, 0, 3);
+  }
+}
+
 /* 6 x 16: 12 ymm accumulators, 2 B vectors and a broadcast; 12 FMAs per
  * 8 loads, so the FMA units (2 per cycle) are the limit. C's tile is
- * fetched ahead first: it is likely out of cache (a whole row of C lies
- * between two rows of the tile), and is needed at the end. */
+ * fetched ahead first (prefetch_tile). */
 AVX2 static inline __attribute__((always_inline)) void
 micro_acc_avx2(int64_t kc, const float *a, const float *b, const float *c,
                int64_t c_m, int64_t c_n, int mr, int nr,
                __m256 acc[X_MR][2]) {
-  for (int i = 0; i < mr; i++) {
-    _mm_prefetch((const char *)(c + i * c_m), _MM_HINT_T0);
-    _mm_prefetch((const char *)(c + i * c_m + (nr - 1) * c_n), _MM_HINT_T0);
-  }
+  prefetch_tile(c, c_m, c_n, mr, nr);
   float sum[X_MR * X_NR] __attribute__((aligned(32))) = {0};
   for (int64_t p0 = 0; p0 < kc; p0 += CHAIN) {
 #pragma GCC unroll 6
@@ -845,10 +853,7 @@ AVX512 static inline __attribute__((always_inline)) void
 micro_acc_avx512(int64_t kc, const float *a, const float *b, const float *c,
                  int64_t c_m, int64_t c_n, int mr, int nr,
                  __m512 acc[Z_MR][2]) {
-  for (int i = 0; i < mr; i++) {
-    _mm_prefetch((const char *)(c + i * c_m), _MM_HINT_T0);
-    _mm_prefetch((const char *)(c + i * c_m + (nr - 1) * c_n), _MM_HINT_T0);
-  }
+  prefetch_tile(c, c_m, c_n, mr, nr);
   float sum[Z_MR * Z_NR] __attribute__((aligned(64))) = {0};
   for (int64_t p0 = 0; p0 < kc; p0 += CHAIN) {
 #pragma GCC unroll 8

@@ -323,14 +323,6 @@ double lm_weight_bytes(const Lm *m) {
 
 /* ---- a pass ---- */
 
-double lm_state_bytes(const Lm *m) {
-  double n = 0;
-  for (int l = 0; m->state && l < m->cfg.n_layer; l++)
-    for (int i = 0; i < m->state[l].n; i++)
-      n += array_bytes(m->state[l].arrays[i]);
-  return n;
-}
-
 static const Shape *shape_for(Lm *m, int batch, int len, Diag *d) {
   if (m->shape && m->shape_batch == batch && m->shape_len == len)
     return m->shape;
@@ -435,11 +427,17 @@ typedef struct Stream {
 
 /* Activations held between layers: the stream and every layer's decode
  * state; the peak adds what a layer's run (or the head) holds on top. */
-static void note_peak(Lm *m, const Stream *io, double on_top) {
-  double held = on_top + array_bytes(io->hidden) + array_bytes(io->residual);
-  for (int l = 0; l < m->cfg.n_layer; l++)
+double lm_state_bytes(const Lm *m) {
+  double n = 0;
+  for (int l = 0; m->state && l < m->cfg.n_layer; l++)
     for (int i = 0; i < m->state[l].n; i++)
-      held += array_bytes(m->state[l].arrays[i]);
+      n += array_bytes(m->state[l].arrays[i]);
+  return n;
+}
+
+static void note_peak(Lm *m, const Stream *io, double on_top) {
+  double held = on_top + array_bytes(io->hidden) + array_bytes(io->residual) +
+                lm_state_bytes(m);
   if (held > m->peak)
     m->peak = held;
 }
