@@ -16,7 +16,10 @@ as ../shared/bench/llamacpp/correctness.sh writes them) through
 and through the NumPy oracle (tests/oracle/mamba_ref.py: float64
 throughout, on the stored weight values), and prints for each the largest
 |difference| over every position relative to the largest |logit|, the
-mean |difference|, and how often the argmax agrees. Two fp32
+mean |difference|, and how often the argmax agrees; for the prefill
+also how much of the largest difference an error in the final hidden
+state explains (the difference's projection on the span of the tied
+head's weights) and how much the head's own rounding does. Two fp32
 implementations each carry their own rounding, so the distance between
 them is bounded by the sum of their distances from this reference: the
 yardstick of an implementation's accuracy is its distance from exact.
@@ -54,12 +57,22 @@ def read_logits(path):
     return a.reshape(-1, shape[-1]).astype(np.float64), header.get("__metadata__", {})
 
 
-def distance(x, exact):
-    d = np.abs(x - exact)
+def distance(x, exact, basis=None):
+    """X's distance from EXACT; with BASIS (an orthonormal basis of the
+    head's weight columns), also split in two: the part an error in the
+    final hidden state explains (its projection on the head's span) and
+    the rest, the head's own rounding."""
+    e = x - exact
+    d = np.abs(e)
     scale = np.abs(exact).max()
     agree = (x.argmax(axis=1) == exact.argmax(axis=1)).mean()
-    return "max rel %.2e  mean |d| %.2e  argmax %.1f%%" % (
+    text = "max rel %.2e  mean |d| %.2e  argmax %.1f%%" % (
         d.max() / scale, d.mean(), agree * 100)
+    if basis is not None:
+        hidden = (e @ basis) @ basis.T
+        text += " (hidden state %.2e, head %.2e)" % (
+            np.abs(hidden).max() / scale, np.abs(e - hidden).max() / scale)
+    return text
 
 
 def run(cmd):
@@ -78,14 +91,19 @@ def measure(args, model, tmp):
     exact, _ = ref.forward(params, cfg, np.array([ids]))
     exact = exact.reshape(-1, exact.shape[-1])
     got, _ = read_logits(out)
+    basis = np.linalg.qr(params["embedding"])[0]  # the tied head's span
     print("%s prefill %d (%s): %s" % (model, len(ids), args.strategy,
-                                      distance(got, exact)))
+                                      distance(got, exact, basis)))
     name = os.path.basename(os.path.normpath(model))
     dump = os.path.join(args.llama_logits or "", "ll-%s.f32" % name)
     if args.llama_logits and os.path.exists(dump):
         x = np.fromfile(dump, dtype=np.float32).reshape(exact.shape)
+        x = x.astype(np.float64)
         print("%s prefill %d (llama.cpp): %s" % (
-            model, len(ids), distance(x.astype(np.float64), exact)))
+            model, len(ids), distance(x, exact, basis)))
+        d = np.abs(got - x).max() / np.abs(exact).max()
+        print("%s prefill %d: mambalaya to llama.cpp, max rel %.2e" % (
+            model, len(ids), d))
     prompt = max(1, len(ids) // 4)
     out = os.path.join(tmp, "decode.safetensors")
     run([args.mambalaya, "generate", "--model", model, "--tokens",

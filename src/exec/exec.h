@@ -281,5 +281,10 @@ double kernel_copy_bandwidth(size_t bytes, Pool *pool);
 /* The machine's read bandwidth in bytes/s: POOL's threads sum a buffer of
  * BYTES, best of five passes (a decode step's bound: a GEMV only reads). */
 double kernel_read_bandwidth(size_t bytes, Pool *pool);
+/* Seconds POOL's threads take to read N regions (P[i], BYTES[i] bytes)
+ * once, each thread its part of every region, in one job: the least a
+ * step that reads those bytes from memory can take (lm_read_weights). */
+double kernel_read_seconds(const void *const *p, const size_t *bytes, int n,
+                           Pool *pool);
 
 #endif

@@ -1727,49 +1727,69 @@ double kernel_copy_bandwidth(size_t bytes, Pool *pool) {
   return 2.0 * (double)bytes / (best > 1e-9 ? best : 1e-9);
 }
 
-/* Part I of N of a buffer of floats, summed: a pure read stream, each
- * thread fetching 4 KiB ahead of its slice. */
+/* Regions read whole, each thread summing its part of every one (as a
+ * GEMV streams its part of each weight): one job for them all, so that a
+ * model's many small arrays cost no more hand-offs than its big ones. A
+ * plain read stream, left to the hardware prefetcher: 256 MiB in huge
+ * pages, interleaved, best of 6, one thread 23-28 GB/s against 17 for
+ * the earlier kernel (eight-float accumulators in an array, a software
+ * fetch 4 KiB ahead) and 19-24 with a fetch 1 or 4 KiB ahead; two
+ * threads 35-40 against 33. A bound is only one if no kernel of ours
+ * reads faster: the earlier one's was below a GEMV's own pace. */
 typedef struct SumJob {
-  const float *p;
-  size_t n;
+  const void *const *p;
+  const size_t *bytes;
+  int n;
   float out[64]; /* kept, so that the sums are not optimized away */
 } SumJob;
 
-typedef float V8 __attribute__((vector_size(32)));
-
+/* A line's four 16-byte quarters into four accumulators that stay in
+ * registers (an array of them went through the stack: 20 against 30
+ * GB/s). */
 static void sum_task(void *arg, int i, int n) {
   SumJob *s = arg;
-  size_t per = s->n / (size_t)n / 32 * 32, lo = per * (size_t)i;
-  V8 acc[4] = {{0}};
-  for (size_t k = lo; k < lo + per; k += 32) {
-    __builtin_prefetch(s->p + k + 1024, 0, 3);
-    __builtin_prefetch(s->p + k + 1024 + 16, 0, 3);
-    for (int j = 0; j < 4; j++) {
-      V8 v;
-      memcpy(&v, s->p + k + 8 * j, sizeof v);
-      acc[j] += v;
+  V4 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+  float tail = 0;
+  for (int r = 0; r < s->n; r++) {
+    const char *p = s->p[r];
+    size_t lines = s->bytes[r] / 64, l0 = lines * (size_t)i / (size_t)n,
+           l1 = lines * (size_t)(i + 1) / (size_t)n;
+    for (const char *q = p + 64 * l0; q < p + 64 * l1; q += 64) {
+      a0 += v4_load((const float *)q);
+      a1 += v4_load((const float *)(q + 16));
+      a2 += v4_load((const float *)(q + 32));
+      a3 += v4_load((const float *)(q + 48));
     }
+    for (size_t b = 64 * lines; i == n - 1 && b < s->bytes[r]; b++)
+      tail += (float)(unsigned char)p[b]; /* the last thread: the rest */
   }
-  V8 t = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-  s->out[i % 64] = t[0] + t[7];
+  V4 t = (a0 + a1) + (a2 + a3);
+  s->out[i % 64] = t[0] + t[3] + tail;
+}
+
+double kernel_read_seconds(const void *const *p, const size_t *bytes, int n,
+                           Pool *pool) {
+  SumJob s = {.p = p, .bytes = bytes, .n = n};
+  double t0 = now_seconds();
+  pool_run(pool, sum_task, &s, pool_size(pool));
+  double dt = now_seconds() - t0;
+  float sum = 0;
+  for (int i = 0; i < 64; i++)
+    sum += s.out[i];
+  __asm__ volatile("" : : "g"(sum)); /* the sums are used */
+  return dt;
 }
 
 double kernel_read_bandwidth(size_t bytes, Pool *pool) {
   enum { REPS = 5 };
-  SumJob s = {.n = bytes / sizeof(float)};
-  size_t len = bytes + sizeof(float);
-  float *p = xmap_huge(len); /* in huge pages, as the weights are */
-  for (size_t i = 0; i < s.n; i++)
-    p[i] = 1; /* maps the pages before timing starts */
-  s.p = p;
+  if (bytes < 4096)
+    bytes = 4096;
+  char *p = xmap_huge(bytes); /* in huge pages, as the weights are */
+  memset(p, 1, bytes);        /* maps the pages before timing starts */
+  const void *region = p;
   double best = INFINITY;
-  for (int r = 0; r < REPS; r++) {
-    double t0 = now_seconds();
-    pool_run(pool, sum_task, &s, pool_size(pool));
-    double dt = now_seconds() - t0;
-    if (dt < best)
-      best = dt;
-  }
-  unmap_huge(p, len);
+  for (int r = 0; r < REPS; r++)
+    best = fmin(best, kernel_read_seconds(&region, &bytes, 1, pool));
+  unmap_huge(p, bytes);
   return (double)bytes / (best > 1e-9 ? best : 1e-9);
 }

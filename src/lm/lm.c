@@ -313,12 +313,47 @@ void lm_free(Lm *m) {
   free(m);
 }
 
-double lm_weight_bytes(const Lm *m) {
-  double n = array_bytes(m->embedding) + array_bytes(m->norm_f);
+/* The arrays a decode step reads, in the order it reads them (every
+ * layer's, then the head's), into OUT when it is not NULL: how many. */
+static int weight_arrays(const Lm *m, const Array **out) {
+  int n = 0;
   for (int l = 0; l < m->cfg.n_layer; l++)
-    for (int i = 0; i < m->weights[l].n; i++)
-      n += array_bytes(m->weights[l].arrays[i]);
-  return n;
+    for (int i = 0; i < m->weights[l].n; i++, n++)
+      if (out)
+        out[n] = m->weights[l].arrays[i];
+  if (out) {
+    out[n] = m->norm_f;
+    out[n + 1] = m->embedding;
+  }
+  return n + 2;
+}
+
+double lm_weight_bytes(const Lm *m) {
+  int n = weight_arrays(m, NULL);
+  const Array **a = xmalloc((size_t)n * sizeof *a);
+  weight_arrays(m, a);
+  double bytes = 0;
+  for (int i = 0; i < n; i++)
+    bytes += array_bytes(a[i]);
+  free(a);
+  return bytes;
+}
+
+double lm_read_weights(const Lm *m, Pool *pool) {
+  int n = weight_arrays(m, NULL);
+  const Array **a = xmalloc((size_t)n * sizeof *a);
+  const void **p = xmalloc((size_t)n * sizeof *p);
+  size_t *bytes = xmalloc((size_t)n * sizeof *bytes);
+  weight_arrays(m, a);
+  for (int i = 0; i < n; i++) {
+    p[i] = a[i]->dtype == DT_F32 ? (const void *)a[i]->data : a[i]->half;
+    bytes[i] = (size_t)array_bytes(a[i]);
+  }
+  double secs = kernel_read_seconds(p, bytes, n, pool);
+  free(bytes);
+  free(p);
+  free(a);
+  return secs;
 }
 
 /* ---- a pass ---- */

@@ -204,6 +204,10 @@ const Cascade *lm_cascade(const Lm *m);
 /* Bytes of weights a decode step reads (every layer's and the
  * embedding's, as held: 2 per F16 or BF16 value, 4 per F32). */
 double lm_weight_bytes(const Lm *m);
+/* Seconds POOL's threads take to read those bytes once where they lie,
+ * in a step's order, doing nothing else (kernel_read_seconds): a decode
+ * step's bound, measured on the weights' own pages. */
+double lm_read_weights(const Lm *m, Pool *pool);
 /* Bytes of the decode state every layer holds now (0 before the first
  * pass): a decode step reads it and writes it anew, beside the weights
  * (Mamba-2's is 786 KB a layer on mamba2-130m). */

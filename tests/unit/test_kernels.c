@@ -703,6 +703,31 @@ TEST(kernels_copy_bandwidth) {
   CHECK(isfinite(tiny) && tiny > 0);
 }
 
+/* Regions of every size a model holds (a bias of a few values, a row of
+ * lines and a tail), read by one thread and by two: each read stays within
+ * its region (the sanitizer build checks every byte) and takes a time. */
+TEST(kernels_read_regions_in_bounds) {
+  const size_t sizes[] = {1, 63, 64, 65, 127, 1000, 4096 + 7, 1 << 16};
+  enum { N = sizeof sizes / sizeof sizes[0] };
+  const void *p[N];
+  for (int i = 0; i < N; i++) {
+    char *b = xmalloc(sizes[i]);
+    memset(b, i, sizes[i]);
+    p[i] = b;
+  }
+  for (int t = 1; t <= 2; t++) {
+    Pool *pool = pool_new(t);
+    double s = kernel_read_seconds(p, sizes, N, pool);
+    CHECK(isfinite(s) && s >= 0);
+    CHECK(kernel_read_seconds(p, sizes, 0, pool) >= 0); /* nothing */
+    double bw = kernel_read_bandwidth((size_t)4 << 20, pool);
+    CHECK(isfinite(bw) && bw > 0);
+    pool_free(pool);
+  }
+  for (int i = 0; i < N; i++)
+    free((void *)p[i]);
+}
+
 /* Every check with the kernels MAMBALAYA_KERNELS=ISA forces. */
 static void check_forced(const char *isa) {
   const char *old = getenv("MAMBALAYA_KERNELS");

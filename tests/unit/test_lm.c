@@ -2,6 +2,7 @@
  * their locations), the decode state's export layout, model sizes with
  * overrides, random weights, and a whole tiny model: prefill + steps equal
  * one pass, and last-token logits equal the full logits' last rows. */
+#include <math.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -469,6 +470,10 @@ static void check_model(int version) {
     tensors_free(&s1);
     tensors_free(&s2);
   }
+  /* The weights read where they lie: every array, in the sanitizer
+   * build within its bounds. */
+  double secs = lm_read_weights(m, pool);
+  CHECK(isfinite(secs) && secs >= 0);
   pool_free(pool);
   CHECK(lm_weight_bytes(m) > 4.0 * 20 * 16);
   lm_free(m);
