@@ -35,10 +35,11 @@
  *              [--steps N] [--plans interpreter,ri,...|all] [--threads N]
  *              [--repeat N] [--full] [--dir DIR]
  *
- * Default: 130m and mamba2-130m, F16 and F32, prefill 512 with the interpreter, ri,
- * ri+rsb and full, decode 128 with the interpreter and full (a few
- * minutes). --full: both shapes, prefill 512, 1024 and 4096: at 512 every
- * plan, at 1024 and 4096 the interpreter and the best plan at 512. */
+ * Default: 130m and mamba2-130m, F16 and F32, prefill 512 with the
+ * interpreter, ri, ri+rsb and full, decode 128 with the interpreter and
+ * full (a few minutes). --full: all three shapes, prefill 512, 1024, 4096:
+ * at 512 every plan, at 1024 and 4096 the interpreter and the best plan at
+ * 512. */
 #define _DEFAULT_SOURCE /* wait4, mkdtemp */
 #include <math.h>
 #include <stdio.h>
@@ -57,9 +58,9 @@ enum { MAX_LIST = 16, PROMPT = 16 };
 typedef struct Summary {
   int n;
   char label[64][96];
-  double secs[64], ratio[64], ratio_state[64]; /* per token; over the */
-                                                /* bound, alone and with */
-                                                /* the state */
+  /* per decode: seconds a token; over the bound, alone and with the
+   * state */
+  double secs[64], ratio[64], ratio_state[64];
 } Summary;
 
 typedef struct Bench {
@@ -170,28 +171,31 @@ static void config_child(const void *arg, Result *r) {
            *ratio = xmalloc((size_t)n * sizeof *ratio);
     read[0] = lm_read_weights(m, pool);
     r->secs = 0;
-    for (int s = 0; r->ok && s < n; s++) {
+    for (int s = 0; s < n; s++) {
       double t1 = now_seconds();
       for (int v = 1; v < vocab; v++) /* greedy, as generate */
         if (logits->data[v] > logits->data[next])
           next = v;
       array_free(logits);
       logits = NULL;
-      r->ok = lm_forward(m, &next, 1, 1, &o, &logits, NULL, &d);
+      if (!(r->ok = lm_forward(m, &next, 1, 1, &o, &logits, NULL, &d)))
+        break; /* reported as failed: no figures */
       step[s] = now_seconds() - t1;
       r->secs += step[s];
       read[s + 1] = lm_read_weights(m, pool);
       ratio[s] = step[s] / fmin(read[s], read[s + 1]);
     }
-    r->count = n;
-    qsort(step, (size_t)n, sizeof *step, cmp_double);
-    qsort(read, (size_t)n + 1, sizeof *read, cmp_double);
-    qsort(ratio, (size_t)n, sizeof *ratio, cmp_double);
-    r->best_step = step[0];
-    r->median_step = step[n / 2];
-    r->best_read = read[0];
-    r->median_read = read[n / 2];
-    r->ratio = ratio[n / 2];
+    if (r->ok) {
+      r->count = n;
+      qsort(step, (size_t)n, sizeof *step, cmp_double);
+      qsort(read, (size_t)n + 1, sizeof *read, cmp_double);
+      qsort(ratio, (size_t)n, sizeof *ratio, cmp_double);
+      r->best_step = step[0];
+      r->median_step = step[n / 2];
+      r->best_read = read[0];
+      r->median_read = read[n / 2];
+      r->ratio = ratio[n / 2];
+    }
     free(ratio);
     free(read);
     free(step);
