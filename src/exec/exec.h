@@ -179,6 +179,9 @@ typedef struct ExecStats {
                            recurrence and its read-out, run.h) */
   int64_t gemv_einsums; /* Einsums run as matrix-vector products together
                            (the interpreter with a pool: vm.h's vm_gemvs) */
+  int64_t background_einsums; /* of those, run by the workers while the
+                                 caller ran what comes before their first
+                                 reader (vm_gemv_start) */
 } ExecStats;
 
 /* Run C (bound by S) on INPUTS (every tensor no Einsum produces: weights,
@@ -227,6 +230,12 @@ int pool_size(const Pool *p);
 /* Call FN(ARG, i, N) for every i in [0, N), spread over the workers, and
  * wait for all of them. */
 void pool_run(Pool *p, void (*fn)(void *arg, int i, int n), void *arg, int n);
+/* The same job for the workers alone, in the background: returns at once
+ * (with no worker free, after running it inline). Until pool_join, which
+ * runs what no worker took and waits for the rest, the caller's pool_runs
+ * run inline on its own thread. */
+void pool_start(Pool *p, void (*fn)(void *arg, int i, int n), void *arg, int n);
+void pool_join(Pool *p);
 void pool_free(Pool *p);
 
 /* ---- kernels ---- */

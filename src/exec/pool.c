@@ -31,8 +31,11 @@
  * spins for at most SPIN_SECONDS, then costs no CPU.
  *
  * One job at a time: a pool_run made while the pool is already running a
- * job (from inside FN, or from another thread) runs its indices inline on
- * its own thread instead of deadlocking. */
+ * job (from inside FN, or from another thread, or between pool_start and
+ * pool_join) runs its indices inline on its own thread instead of
+ * deadlocking. pool_start posts a job for the workers alone and returns
+ * at once, so that the caller works on something else meanwhile (on its
+ * own: its pool_runs run inline) until pool_join. */
 #include "exec.h"
 
 #include <pthread.h>
@@ -75,6 +78,7 @@ struct Pool {
   atomic_bool caller_asleep;
   atomic_bool running; /* a job is posted and not finished */
   atomic_bool stop;
+  int started; /* indices of the job pool_start posted, 0 when none */
 };
 
 static uint64_t word(uint64_t job, uint64_t count, uint64_t next) {
@@ -203,9 +207,9 @@ static void wait_done(Pool *p, int count) {
   }
 }
 
-/* Post indices [BASE, BASE + COUNT) of a job of N, run them with the
- * workers, and return when all are done. */
-static void run_part(Pool *p, PoolFn fn, void *arg, int base, int count,
+/* Post indices [BASE, BASE + COUNT) of a job of N for the workers; the
+ * claim word as posted. */
+static uint64_t post(Pool *p, PoolFn fn, void *arg, int base, int count,
                      int n) {
   p->fn = fn;
   p->arg = arg;
@@ -221,6 +225,14 @@ static void run_part(Pool *p, PoolFn fn, void *arg, int base, int count,
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
   }
+  return w;
+}
+
+/* Post indices [BASE, BASE + COUNT) of a job of N, run them with the
+ * workers, and return when all are done. */
+static void run_part(Pool *p, PoolFn fn, void *arg, int base, int count,
+                     int n) {
+  uint64_t w = post(p, fn, arg, base, count, n);
   run_claimed(p, &w);
   wait_done(p, count);
 }
@@ -235,6 +247,31 @@ void pool_run(Pool *p, void (*fn)(void *arg, int i, int n), void *arg, int n) {
   }
   for (int base = 0; base < n; base += MAX_PART)
     run_part(p, fn, arg, base, n - base < MAX_PART ? n - base : MAX_PART, n);
+  atomic_store_explicit(&p->running, false, memory_order_release);
+}
+
+void pool_start(Pool *p, void (*fn)(void *arg, int i, int n), void *arg,
+                int n) {
+  if (n <= 0)
+    return;
+  if (!p || p->threads <= 1 || n > MAX_PART ||
+      atomic_exchange_explicit(&p->running, true, memory_order_acquire)) {
+    run_inline(fn, arg, n);
+    return;
+  }
+  p->started = n;
+  post(p, fn, arg, 0, n, n);
+}
+
+void pool_join(Pool *p) {
+  if (!p || p->started == 0)
+    return;
+  /* What no worker has taken yet, the caller runs (a worker descheduled
+   * for the whole job would otherwise stall it). */
+  uint64_t w = atomic_load_explicit(&p->claim, memory_order_acquire);
+  run_claimed(p, &w);
+  wait_done(p, p->started);
+  p->started = 0;
   atomic_store_explicit(&p->running, false, memory_order_release);
 }
 

@@ -605,13 +605,52 @@ static bool reads_one_of(const Run *r, int e, const int *order, int n) {
   return false;
 }
 
-/* Matrix-vector products at the start of ORDER (N positions), none a
+/* A product run in the background (vm_gemv_start) while the caller runs
+ * the positions up to JOIN, the first that reads its result. */
+typedef struct Background {
+  VmGemv *job; /* NULL: none */
+  int join;
+} Background;
+
+/* The positions between a product and its first reader that make it worth
+ * running in the background, and the least weight bytes it must stream:
+ * on two threads, one streams its weights while the other runs what comes
+ * between (a decode step's convolution and scan run while Mamba-1's gate
+ * projection streams: measured in bench/RESULTS.md). */
+enum { BG_GAP = 3, BG_MIN_BYTES = 1 << 20 };
+
+/* Of the K products G at the start of ORDER (N positions), the one to run
+ * in the background, and where its result is first read (*JOIN, relative
+ * to ORDER); -1 if none. */
+static int background_pick(const Run *r, const int *order, int n, int k,
+                           const Gemm *g, int *join) {
+  int best = -1;
+  double most = 0;
+  for (int p = 0; p < k; p++) {
+    int q = k;
+    while (q < n && !reads_one_of(r, order[q], &order[p], 1))
+      q++;
+    double bytes = vm_gemv_bytes(&g[p]);
+    if (q - k >= BG_GAP && bytes >= BG_MIN_BYTES && bytes > most) {
+      best = p;
+      most = bytes;
+      *join = q;
+    }
+  }
+  return best;
+}
+
+/* Matrix-vector products from position I of the schedule on, none a
  * recurrence's member nor reading another's output, as one job of the
- * pool (vm_gemvs): returns the positions run (0: fewer than two, run them
- * as usual; -1: failed). */
+ * pool (vm_gemvs), or one of them in the background (BG, when none runs
+ * there yet) and the rest as one job: returns the positions run (0: fewer
+ * than two and none for the background, run them as usual; -1: failed). */
 enum { MAX_GEMVS = 8 };
-static int interpret_gemvs(Run *r, const int *order, int n) {
-  if (pool_size(r->o->pool) < 2)
+static int interpret_gemvs(Run *r, int i, Background *bg) {
+  const int *order = &r->sched.order[i];
+  int n = r->sched.n - i;
+  Pool *pool = r->o->pool;
+  if (pool_size(pool) < 2)
     return 0;
   Gemm g[MAX_GEMVS];
   int k = 0;
@@ -626,22 +665,47 @@ static int interpret_gemvs(Run *r, const int *order, int n) {
     if (!vm_gemv(run_job(r, 0, e), &reg, &g[k], r->d))
       break;
   }
-  if (k < 2)
+  int join = 0, b = bg->job ? -1 : background_pick(r, order, n, k, g, &join);
+  if (k < 2 && b < 0)
     return 0;
-  vm_gemvs(g, k, r->o->pool);
-  if (r->st)
+  Gemm now[MAX_GEMVS];
+  int m = 0;
+  for (int p = 0; p < k; p++)
+    if (p != b)
+      now[m++] = g[p];
+  if (m > 0)
+    vm_gemvs(now, m, pool);
+  if (b >= 0) { /* after the others, so that they have every thread */
+    bg->job = vm_gemv_start(&g[b], pool);
+    bg->join = i + join;
+  }
+  if (r->st) {
     r->st->gemv_einsums += k;
+    r->st->background_einsums += b >= 0;
+  }
   return k;
 }
 
+/* Free what no Einsum from position DONE on reads. */
+static void release_done(Run *r, int done) {
+  for (int t = 0; t < r->c->ntensors; t++)
+    if (r->c->tensors[t].producer >= 0 && !needed_later(r, t, done))
+      run_release(r, t);
+}
+
 bool run_interpret(Run *r) {
-  const Cascade *c = r->c;
   const Sched *sc = &r->sched;
+  Background bg = {0};
   bool ok = true;
   for (int i = 0; ok && i < sc->n;) {
+    if (bg.job && i >= bg.join) {
+      vm_gemv_join(bg.job, r->o->pool);
+      bg.job = NULL;
+      release_done(r, i);
+    }
     int e = sc->order[i], n = interpret_scan(r, &sc->order[i], sc->n - i);
     if (n == 0)
-      n = interpret_gemvs(r, &sc->order[i], sc->n - i);
+      n = interpret_gemvs(r, i, &bg);
     if (n < 0) {
       ok = false;
       n = 1;
@@ -656,12 +720,13 @@ bool run_interpret(Run *r) {
       n = 1;
       ok = run_one(r, e);
     }
-    /* Free what no later Einsum reads. */
-    for (int t = 0; ok && t < c->ntensors; t++)
-      if (c->tensors[t].producer >= 0 && !needed_later(r, t, i + n))
-        run_release(r, t);
+    /* Free what no later Einsum reads (not while a product runs in the
+     * background: it may read it). */
+    if (ok && !bg.job)
+      release_done(r, i + n);
     i += n;
   }
+  vm_gemv_join(bg.job, r->o->pool);
   return ok;
 }
 

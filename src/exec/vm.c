@@ -1518,33 +1518,65 @@ static void gemv_part(void *arg, int i, int n) {
  * of at least GEMV_MIN_ROWS rows. */
 static int64_t gemv_nparts(const Gemm *g, double per) {
   int64_t rows = g->n == 1 ? g->m : g->n;
-  double bytes = (double)rows * (double)g->k *
-                 dtype_size(g->n == 1 ? g->a_type : g->b_type);
-  int64_t parts = (int64_t)ceil(bytes / per);
+  int64_t parts = (int64_t)ceil(vm_gemv_bytes(g) / per);
   if (parts > rows / GEMV_MIN_ROWS)
     parts = rows / GEMV_MIN_ROWS;
   return parts < 1 ? 1 : parts;
 }
 
-void vm_gemvs(const Gemm *g, int n, Pool *pool) {
+double vm_gemv_bytes(const Gemm *g) {
+  return (double)(g->n == 1 ? g->m : g->n) * (double)g->k *
+         dtype_size(g->n == 1 ? g->a_type : g->b_type);
+}
+
+/* The parts of the N products G for THREADS threads: a few parts per
+ * thread, each long enough to stream; their count in *NP. */
+static GemvPart *gemv_parts(const Gemm *g, int n, int threads, int *np) {
   double total = 0;
   for (int i = 0; i < n; i++)
-    total += (double)(g[i].n == 1 ? g[i].m : g[i].n) * (double)g[i].k *
-             dtype_size(g[i].n == 1 ? g[i].a_type : g[i].b_type);
-  /* A few parts per thread, each long enough to stream. */
-  double per = total / (4.0 * pool_size(pool));
+    total += vm_gemv_bytes(&g[i]);
+  double per = total / (4.0 * threads);
   per = per > GEMV_MIN_BYTES ? per : GEMV_MIN_BYTES;
   /* At most total / per + 1 parts each: 4 x threads + N in all. */
-  GemvPart *part = xmalloc(sizeof *part * (4 * (size_t)pool_size(pool) +
-                                           (size_t)n + 1));
-  int np = 0;
+  GemvPart *part =
+      xmalloc(sizeof *part * (4 * (size_t)threads + (size_t)n + 1));
+  *np = 0;
   for (int i = 0; i < n; i++) {
     int64_t rows = g[i].n == 1 ? g[i].m : g[i].n, k = gemv_nparts(&g[i], per);
     for (int64_t p = 0; p < k; p++)
-      part[np++] = (GemvPart){&g[i], rows * p / k, rows * (p + 1) / k};
+      part[(*np)++] = (GemvPart){&g[i], rows * p / k, rows * (p + 1) / k};
   }
+  return part;
+}
+
+void vm_gemvs(const Gemm *g, int n, Pool *pool) {
+  int np;
+  GemvPart *part = gemv_parts(g, n, pool_size(pool), &np);
   pool_run(pool, gemv_part, part, np);
   free(part);
+}
+
+struct VmGemv {
+  Gemm g; /* a copy: the caller's may go first */
+  GemvPart *part;
+};
+
+VmGemv *vm_gemv_start(const Gemm *g, Pool *pool) {
+  VmGemv *b = xmalloc(sizeof *b);
+  b->g = *g;
+  int np;
+  int workers = pool_size(pool) - 1;
+  b->part = gemv_parts(&b->g, 1, workers > 1 ? workers : 1, &np);
+  pool_start(pool, gemv_part, b->part, np);
+  return b;
+}
+
+void vm_gemv_join(VmGemv *b, Pool *pool) {
+  if (!b)
+    return;
+  pool_join(pool);
+  free(b->part);
+  free(b);
 }
 
 bool vm_einsum(const Env *env, const Einsum *e, const Region *r, Diag *d) {

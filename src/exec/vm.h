@@ -73,6 +73,14 @@ bool vm_gemv(VmJob *j, const Region *r, Gemm *g, Diag *d);
  * job of POOL, each in parts of its rows: the same numbers as each by
  * kernel_gemm. */
 void vm_gemvs(const Gemm *g, int n, Pool *pool);
+/* Bytes of such a product's weights: what it streams. */
+double vm_gemv_bytes(const Gemm *g);
+/* One such product G started on POOL's workers alone (pool_start: the
+ * caller goes on, its own pool_runs inline), and its end: the same
+ * numbers as kernel_gemm. */
+typedef struct VmGemv VmGemv;
+VmGemv *vm_gemv_start(const Gemm *g, Pool *pool);
+void vm_gemv_join(VmGemv *b, Pool *pool);
 /* Bytes the job holds for the current run (weights packed for
  * kernel_gemm, widened copies of 16-bit inputs), and their release: the
  * compiled job stays, for the next run. */

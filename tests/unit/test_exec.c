@@ -969,7 +969,7 @@ TEST(exec_state_in_place_equals_copy) {
  * outputs and next state; GEMVS of the layer's Einsums ran together, SCANS
  * by the scan kernel. */
 static void check_gemvs(const char *path, const Setting *set, int nset,
-                        int gemvs, int scans) {
+                        int gemvs, int background, int scans) {
   Case k = load_case(NULL, path, set, nset);
   if (!k.c || !k.s)
     return;
@@ -983,6 +983,7 @@ static void check_gemvs(const char *path, const Setting *set, int nset,
       !exec_run(k.c, k.s, &k.in, &o1, &r2, &n2, NULL, &d))
     test_fail(__FILE__, __LINE__, "%s: %s", path, d.msg);
   CHECK_INT((int)st.gemv_einsums, gemvs);
+  CHECK_INT((int)st.background_einsums, background);
   CHECK_INT((int)st.scan_einsums, scans);
   check_bitwise(&r1, &r2);
   check_bitwise(&n1, &n2);
@@ -1005,6 +1006,16 @@ TEST(exec_gemvs_together_equal_one_by_one) {
                   {"dt_rank", 8}, {"d_state", 16}};
   Setting m2[] = {{"B", 1},       {"I", 1},         {"d_model", 256},
                   {"n_heads", 8}, {"head_dim", 32}, {"d_state", 32}};
-  check_gemvs("specs/mamba1.yaml", m1, 6, 4, 6);
-  check_gemvs("specs/mamba2.yaml", m2, 6, 4, 4);
+  check_gemvs("specs/mamba1.yaml", m1, 6, 4, 0, 6);
+  check_gemvs("specs/mamba2.yaml", m2, 6, 4, 0, 4);
+  /* Weights of a megabyte and more: the gate's projection (RX, 2 MB, first
+   * read by Y) runs in the background while the convolution, the small
+   * projections and the scan run on the caller; Mamba-2's (RX, 1 MB, read
+   * by the gate LLY) likewise. */
+  Setting b1[] = {{"B", 1},          {"I", 1},        {"d_model", 512},
+                  {"d_inner", 1024}, {"dt_rank", 32}, {"d_state", 16}};
+  Setting b2[] = {{"B", 1},        {"I", 1},         {"d_model", 512},
+                  {"n_heads", 16}, {"head_dim", 32}, {"d_state", 32}};
+  check_gemvs("specs/mamba1.yaml", b1, 6, 5, 1, 6);
+  check_gemvs("specs/mamba2.yaml", b2, 6, 5, 1, 4);
 }

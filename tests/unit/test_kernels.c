@@ -98,6 +98,37 @@ TEST(kernels_pool_nested_run_is_inline) {
   pool_free(p);
 }
 
+/* A job started in the background runs every index once, whether the
+ * workers take it or the caller at the join; meanwhile the caller's own
+ * jobs run inline, each index once; with no workers, inline at once. */
+TEST(kernels_pool_background_job) {
+  const int threads[] = {0, 1, 2, 3};
+  for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+    Pool *p = pool_new(threads[t]);
+    for (int rep = 0; rep < 200; rep++) {
+      int n = 1 + rep % 9;
+      Slots bg = {.count = xcalloc((size_t)n, sizeof(int)), .n = n};
+      pool_start(p, count_index, &bg, n);
+      if (rep % 2)
+        check_each_once(p, 5); /* inline, beside the background job */
+      pool_join(p);
+      CHECK(!bg.bad_n);
+      for (int i = 0; i < n; i++)
+        CHECK_INT(bg.count[i], 1);
+      free(bg.count);
+      check_each_once(p, 7); /* the pool as before */
+    }
+    pool_join(p); /* nothing started: nothing to do */
+    pool_free(p);
+  }
+  Slots s = {.count = xcalloc(3, sizeof(int)), .n = 3};
+  pool_start(NULL, count_index, &s, 3);
+  pool_join(NULL);
+  for (int i = 0; i < 3; i++)
+    CHECK_INT(s.count[i], 1);
+  free(s.count);
+}
+
 /* ---- operands ---- */
 
 typedef struct Rng {
