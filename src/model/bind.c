@@ -35,14 +35,16 @@ static bool role_from_name(const char *name, UnitRole *r) {
 }
 
 /* The unit playing role R: the first with that role, else (no feeder) the
- * vector unit, else the matrix unit. */
+ * vector unit, else the matrix unit, else (an architecture of feeders
+ * alone) the first unit: there is always one (arch.c refuses an empty
+ * compute list), so a report of what it cannot run names a real unit. */
 static int unit_of_role(const Arch *a, UnitRole r) {
   int u = arch_unit(a, r);
   if (u < 0)
     u = arch_unit(a, ROLE_VECTOR);
   if (u < 0)
     u = arch_unit(a, ROLE_MATRIX);
-  return u;
+  return u < 0 ? 0 : u;
 }
 
 int op_unit(const Arch *a, int u, OpClass k) {

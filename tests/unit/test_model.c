@@ -167,6 +167,57 @@ static Eval *run(const Fixture *f, Design d) {
   return e;
 }
 
+/* An architecture of one feeder unit without multiply-accumulate: a
+ * matrix product cannot be priced, and the diagnostic names that unit (no
+ * matrix or vector unit to report instead once read before the units:
+ * found by fuzz_arch). */
+TEST(model_feeder_alone_reports_what_it_cannot_run) {
+  static const char arch[] =
+      "architecture:\n"
+      "  name: feeders\n"
+      "  clock: 1 GHz\n"
+      "  word: 2 B\n"
+      "  memory:\n"
+      "    - {name: DRAM, bandwidth: 16 GB/s, read_energy: 10 pJ/B, "
+      "write_energy: 10 pJ/B}\n"
+      "    - {name: Buffer, capacity: 1 MiB, read_energy: 1 pJ/B, "
+      "write_energy: 1 pJ/B}\n"
+      "  compute:\n"
+      "    - {name: feed, role: feeder, pes: 2, pipeline: 1, ops: {macc: 0, "
+      "add: 1, mul: 1, div: 1, exp: 1, log: 1, sqrt: 1, silu: 1, max: 1}}\n"
+      "  energy: {macc: 1 pJ, add: 1 pJ, mul: 1 pJ, div: 1 pJ, exp: 1 pJ, "
+      "log: 1 pJ, sqrt: 1 pJ, silu: 1 pJ, max: 1 pJ}\n";
+  static const char spec[] = "shape: {I: 64, J: 64}\n"
+                             "einsum:\n"
+                             "  declaration: {X: [J], W: [I, J], Y: [I]}\n"
+                             "  expressions:\n"
+                             "    - Y[i] = W[i,j] * X[j]\n";
+  Diag d = {0};
+  Arch *a = arch_parse("feeders.yaml", arch, strlen(arch), &d);
+  Cascade *c = spec_parse("t.yaml", spec, strlen(spec), &d);
+  CHECK(a && c);
+  if (!a || !c) {
+    arch_free(a);
+    cascade_free(c);
+    return;
+  }
+  Shape *sh = shape_bind(c, NULL, NULL, 0, true, &d);
+  Pair *pairs = fusion_classify(c, sh);
+  static const Design designs[] = {DES_FULL, DES_UNFUSED};
+  for (size_t i = 0; i < sizeof designs / sizeof designs[0]; i++) {
+    ModelOpts o = model_default_opts(designs[i]);
+    Diag e = {0};
+    Eval *ev = model_eval(c, sh, a, pairs, designs[i], &o, &e);
+    CHECK(ev == NULL);
+    CHECK(strstr(e.msg, "unit feed cannot run the macc operations") != NULL);
+    eval_free(ev);
+  }
+  free(pairs);
+  shape_free(sh);
+  cascade_free(c);
+  arch_free(a);
+}
+
 /* Y = exp(X); Z = Y * 2 over 4096 elements. Unfused: each Einsum reads
  * and writes 4096 words (16384 B: 1024 cycles) and computes 4096 ops on 8
  * PEs (512 cycles): memory-bound, 1024 + 1 cycles each. Fused (RI): X in,
