@@ -103,26 +103,28 @@ TEST(model_map_partial_sums) {
 /* 1 GHz, 2-byte words, 16 B/cycle of DRAM, 1 MiB buffer; a 4x4 matrix
  * unit, an 8-PE vector unit, a 2-PE feeder; one op per PE per cycle; a
  * one-stage pipeline. */
+#define TINY_MEMORY                                                            \
+  "  clock: 1 GHz\n"                                                           \
+  "  word: 2 B\n"                                                              \
+  "  memory:\n"                                                                \
+  "    - {name: DRAM, bandwidth: 16 GB/s, read_energy: 10 pJ/B, "              \
+  "write_energy: 10 pJ/B}\n"                                                   \
+  "    - {name: Buffer, capacity: 1 MiB, read_energy: 1 pJ/B, "                \
+  "write_energy: 1 pJ/B}\n"                                                    \
+  "    - {name: Registers, capacity: 1 KiB, read_energy: 0.1 pJ/B, "           \
+  "write_energy: 0.1 pJ/B}\n"
+#define TINY_ENERGY                                                            \
+  "  energy: {macc: 1 pJ, add: 1 pJ, mul: 1 pJ, div: 1 pJ, exp: 1 pJ, "        \
+  "log: 1 pJ, sqrt: 1 pJ, silu: 1 pJ, max: 1 pJ}\n"
 static const char tiny_arch[] =
     "architecture:\n"
-    "  name: tiny\n"
-    "  clock: 1 GHz\n"
-    "  word: 2 B\n"
-    "  memory:\n"
-    "    - {name: DRAM, bandwidth: 16 GB/s, read_energy: 10 pJ/B, "
-    "write_energy: 10 pJ/B}\n"
-    "    - {name: Buffer, capacity: 1 MiB, read_energy: 1 pJ/B, "
-    "write_energy: 1 pJ/B}\n"
-    "    - {name: Registers, capacity: 1 KiB, read_energy: 0.1 pJ/B, "
-    "write_energy: 0.1 pJ/B}\n"
+    "  name: tiny\n" TINY_MEMORY
     "  compute:\n"
     "    - {name: mat, role: matrix, shape: [4, 4], pipeline: 1, ops: {macc: "
     "1, add: 1, mul: 1, div: 1, exp: 1, log: 1, sqrt: 1, silu: 1, max: 1}}\n"
     "    - {name: vec, role: vector, mode_of: mat, pes: 8}\n"
     "    - {name: feed, role: feeder, pes: 2, pipeline: 1, ops: {macc: 1, add: "
-    "1, mul: 1, div: 1, exp: 1, log: 1, sqrt: 1, silu: 1, max: 1}}\n"
-    "  energy: {macc: 1 pJ, add: 1 pJ, mul: 1 pJ, div: 1 pJ, exp: 1 pJ, "
-    "log: 1 pJ, sqrt: 1 pJ, silu: 1 pJ, max: 1 pJ}\n";
+    "1, mul: 1, div: 1, exp: 1, log: 1, sqrt: 1, silu: 1, max: 1}}\n" TINY_ENERGY;
 
 typedef struct Fixture {
   Arch *a;
@@ -131,10 +133,11 @@ typedef struct Fixture {
   Pair *pairs;
 } Fixture;
 
-static Fixture setup(const char *spec) {
+/* SPEC on ARCH. */
+static Fixture setup_on(const char *arch, const char *spec) {
   Fixture f = {0};
   Diag d = {0};
-  f.a = arch_parse("tiny.yaml", tiny_arch, strlen(tiny_arch), &d);
+  f.a = arch_parse("tiny.yaml", arch, strlen(arch), &d);
   if (!f.a) {
     test_fail(__FILE__, __LINE__, "arch: %d:%d %s", d.loc.line, d.loc.col,
               d.msg);
@@ -150,6 +153,8 @@ static Fixture setup(const char *spec) {
   f.pairs = fusion_classify(f.c, f.s);
   return f;
 }
+
+static Fixture setup(const char *spec) { return setup_on(tiny_arch, spec); }
 
 static void teardown(Fixture *f) {
   free(f->pairs);
@@ -174,48 +179,26 @@ static Eval *run(const Fixture *f, Design d) {
 TEST(model_feeder_alone_reports_what_it_cannot_run) {
   static const char arch[] =
       "architecture:\n"
-      "  name: feeders\n"
-      "  clock: 1 GHz\n"
-      "  word: 2 B\n"
-      "  memory:\n"
-      "    - {name: DRAM, bandwidth: 16 GB/s, read_energy: 10 pJ/B, "
-      "write_energy: 10 pJ/B}\n"
-      "    - {name: Buffer, capacity: 1 MiB, read_energy: 1 pJ/B, "
-      "write_energy: 1 pJ/B}\n"
+      "  name: feeders\n" TINY_MEMORY
       "  compute:\n"
       "    - {name: feed, role: feeder, pes: 2, pipeline: 1, ops: {macc: 0, "
       "add: 1, mul: 1, div: 1, exp: 1, log: 1, sqrt: 1, silu: 1, max: 1}}\n"
-      "  energy: {macc: 1 pJ, add: 1 pJ, mul: 1 pJ, div: 1 pJ, exp: 1 pJ, "
-      "log: 1 pJ, sqrt: 1 pJ, silu: 1 pJ, max: 1 pJ}\n";
-  static const char spec[] = "shape: {I: 64, J: 64}\n"
+      TINY_ENERGY;
+  Fixture f = setup_on(arch, "shape: {I: 64, J: 64}\n"
                              "einsum:\n"
                              "  declaration: {X: [J], W: [I, J], Y: [I]}\n"
                              "  expressions:\n"
-                             "    - Y[i] = W[i,j] * X[j]\n";
-  Diag d = {0};
-  Arch *a = arch_parse("feeders.yaml", arch, strlen(arch), &d);
-  Cascade *c = spec_parse("t.yaml", spec, strlen(spec), &d);
-  CHECK(a && c);
-  if (!a || !c) {
-    arch_free(a);
-    cascade_free(c);
-    return;
-  }
-  Shape *sh = shape_bind(c, NULL, NULL, 0, true, &d);
-  Pair *pairs = fusion_classify(c, sh);
+                             "    - Y[i] = W[i,j] * X[j]\n");
   static const Design designs[] = {DES_FULL, DES_UNFUSED};
-  for (size_t i = 0; i < sizeof designs / sizeof designs[0]; i++) {
+  for (size_t i = 0; f.c && i < sizeof designs / sizeof designs[0]; i++) {
     ModelOpts o = model_default_opts(designs[i]);
     Diag e = {0};
-    Eval *ev = model_eval(c, sh, a, pairs, designs[i], &o, &e);
+    Eval *ev = model_eval(f.c, f.s, f.a, f.pairs, designs[i], &o, &e);
     CHECK(ev == NULL);
     CHECK(strstr(e.msg, "unit feed cannot run the macc operations") != NULL);
     eval_free(ev);
   }
-  free(pairs);
-  shape_free(sh);
-  cascade_free(c);
-  arch_free(a);
+  teardown(&f);
 }
 
 /* Y = exp(X); Z = Y * 2 over 4096 elements. Unfused: each Einsum reads
