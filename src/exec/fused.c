@@ -637,23 +637,24 @@ static int members_from(const Fused *f, int i) {
   return n;
 }
 
-/* Does the scan kernel's pattern start at position I? */
-static bool scan_at(const Fused *f, int i, Scan *sc) {
+/* Does the scan kernel's pattern start at position I, within its first
+ * AVAIL positions? */
+static bool scan_at(const Fused *f, int i, int avail, Scan *sc) {
   return !f->r->o->vm_only &&
-         scan_match(f->r->c, &f->sched.order[i], f->scc, members_from(f, i),
-                    sc) > 0;
+         scan_match(f->r->c, &f->sched.order[i], f->scc, avail, sc) > 0;
 }
 
-static int grow_stretch(const Fused *f, int i, const Region *base,
+static int grow_stretch(const Fused *f, int i, int avail, const Region *base,
                         int *split) {
   const Sched *sc = &f->sched;
   const Cascade *c = f->r->c;
   int n = 0;
   *split = -1;
   Scan scan;
-  while (i + n < sc->n && f->member[sc->order[i + n]] &&
-         (n == 0 || !scan_at(f, i + n, &scan))) {
+  while (n < avail && (n == 0 || !scan_at(f, i + n, avail - n, &scan))) {
     int len = node_len(f, i + n);
+    if (n + len > avail)
+      break;
     bool gemm = false;
     for (int k = 0; k < len; k++)
       gemm = gemm || einsum_is_gemm(c, c->einsums[sc->order[i + n + k]]);
@@ -704,10 +705,10 @@ static int64_t slice_extent(const Fused *f, const Stretch *st) {
 /* A linear recurrence and its read-out at position I, by the scan kernel
  * over their regions in the tile (BASE, by position), counted as the plan
  * places them: returns the positions it ran (0: none). */
-static int run_scan(Fused *f, int i, const Region *base) {
+static int run_scan(Fused *f, int i, int avail, const Region *base) {
   const Cascade *c = f->r->c;
   Scan sc;
-  if (!scan_at(f, i, &sc))
+  if (!scan_at(f, i, avail, &sc))
     return 0;
   int tt = c->einsums[sc.mul]->out.tensor;
   int tu = sc.prod >= 0 ? c->einsums[sc.prod]->out.tensor : -1;
@@ -722,8 +723,19 @@ static int run_scan(Fused *f, int i, const Region *base) {
   return sc.npos;
 }
 
+/* Wait for the product in the background when what runs next reaches
+ * END, past the first position that reads it. */
+static void join_before(Fused *f, Background *bg, int end) {
+  if (bg->job && end > bg->join) {
+    vm_gemv_join(bg->job, f->r->o->pool);
+    bg->job = NULL;
+  }
+}
+
 /* The unit's Einsums over the current tile, in schedule order; a stretch
- * of them slice by slice, a recurrence a step at a time. */
+ * of them slice by slice, a recurrence a step at a time; matrix-vector
+ * products together, one of them in the background (run_gemvs). What
+ * runs while it does stops short of its first reader. */
 static bool run_tile(Fused *f) {
   const Cascade *c = f->r->c;
   const Sched *sc = &f->sched;
@@ -733,19 +745,35 @@ static bool run_tile(Fused *f) {
     if (f->member[sc->order[k]])
       tile_region(f, sc->order[k], &base[k]);
   bool ok = true;
+  Background bg = {0};
   for (int i = 0; ok && i < sc->n;) {
+    join_before(f, &bg, i + 1);
     if (!f->member[sc->order[i]]) {
       i++;
       continue;
     }
-    int done = run_scan(f, i, &base[i]);
+    int avail = members_from(f, i);
+    if (bg.job && avail > bg.join - i)
+      avail = bg.join - i;
+    int done = run_scan(f, i, avail, &base[i]);
+    if (done == 0) {
+      done = run_gemvs(f->r, &sc->order[i], avail, i, &base[i], &bg);
+      for (int k = 0; k < done; k++)
+        count_einsum(f, sc->order[i + k], &base[i + k]);
+    }
+    if (done < 0) {
+      ok = false;
+      break;
+    }
     if (done) {
       i += done;
       continue;
     }
-    int split, n = grow_stretch(f, i, &base[i], &split);
-    if (n == 0 && f->scc[sc->order[i]] >= 0)
+    int split, n = grow_stretch(f, i, avail, &base[i], &split);
+    if (n == 0 && f->scc[sc->order[i]] >= 0) {
       n = node_len(f, i); /* a recurrence with no rank to slice */
+      join_before(f, &bg, i + n);
+    }
     if (n == 0 || (n == 1 && f->scc[sc->order[i]] < 0)) {
       /* A GEMM, or an Einsum alone: the VM spreads it over the pool. */
       ok = run_member(f, sc->order[i], &base[i]);
@@ -760,6 +788,7 @@ static bool run_tile(Fused *f) {
       count_einsum(f, sc->order[i + k], &base[i + k]);
     i += n;
   }
+  vm_gemv_join(bg.job, f->r->o->pool);
   free(base);
   for (int t = 0; ok && t < c->ntensors; t++) {
     if (f->onchip[t] && f->tail_len[t] > 0)

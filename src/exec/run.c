@@ -605,13 +605,6 @@ static bool reads_one_of(const Run *r, int e, const int *order, int n) {
   return false;
 }
 
-/* A product run in the background (vm_gemv_start) while the caller runs
- * the positions up to JOIN, the first that reads its result. */
-typedef struct Background {
-  VmGemv *job; /* NULL: none */
-  int join;
-} Background;
-
 /* The positions between a product and its first reader that make it worth
  * running in the background, and the least weight bytes it must stream:
  * on two threads, one streams its weights while the other runs what comes
@@ -640,15 +633,9 @@ static int background_pick(const Run *r, const int *order, int n, int k,
   return best;
 }
 
-/* Matrix-vector products from position I of the schedule on, none a
- * recurrence's member nor reading another's output, as one job of the
- * pool (vm_gemvs), or one of them in the background (BG, when none runs
- * there yet) and the rest as one job: returns the positions run (0: fewer
- * than two and none for the background, run them as usual; -1: failed). */
 enum { MAX_GEMVS = 8 };
-static int interpret_gemvs(Run *r, int i, Background *bg) {
-  const int *order = &r->sched.order[i];
-  int n = r->sched.n - i;
+int run_gemvs(Run *r, const int *order, int n, int at, const Region *regs,
+              Background *bg) {
   Pool *pool = r->o->pool;
   if (pool_size(pool) < 2)
     return 0;
@@ -658,10 +645,13 @@ static int interpret_gemvs(Run *r, int i, Background *bg) {
     int e = order[k], t = r->c->einsums[e]->out.tensor;
     if (r->sched.scc[e] >= 0 || reads_one_of(r, e, order, k))
       break;
-    if (!r->arrays[t] && !run_alloc(r, t))
+    if (!r->views[t].data && !run_alloc(r, t))
       return -1;
     Region reg;
-    region_full(r->s, r->c->einsums[e], &reg);
+    if (regs)
+      reg = regs[k];
+    else
+      region_full(r->s, r->c->einsums[e], &reg);
     if (!vm_gemv(run_job(r, 0, e), &reg, &g[k], r->d))
       break;
   }
@@ -677,7 +667,7 @@ static int interpret_gemvs(Run *r, int i, Background *bg) {
     vm_gemvs(now, m, pool);
   if (b >= 0) { /* after the others, so that they have every thread */
     bg->job = vm_gemv_start(&g[b], pool);
-    bg->join = i + join;
+    bg->join = at + join;
   }
   if (r->st) {
     r->st->gemv_einsums += k;
@@ -693,19 +683,29 @@ static void release_done(Run *r, int done) {
       run_release(r, t);
 }
 
+/* Wait for the product in the background when what runs next reaches
+ * END, past the first position that reads it; then free what waited for
+ * it (from position DONE on, nothing else is read). */
+static void join_before(Run *r, Background *bg, int end, int done) {
+  if (bg->job && end > bg->join) {
+    vm_gemv_join(bg->job, r->o->pool);
+    bg->job = NULL;
+    release_done(r, done);
+  }
+}
+
 bool run_interpret(Run *r) {
   const Sched *sc = &r->sched;
   Background bg = {0};
   bool ok = true;
   for (int i = 0; ok && i < sc->n;) {
-    if (bg.job && i >= bg.join) {
-      vm_gemv_join(bg.job, r->o->pool);
-      bg.job = NULL;
-      release_done(r, i);
-    }
-    int e = sc->order[i], n = interpret_scan(r, &sc->order[i], sc->n - i);
+    join_before(r, &bg, i + 1, i);
+    /* What runs while a product runs in the background stops short of
+     * its first reader. */
+    int avail = (bg.job ? bg.join : sc->n) - i;
+    int e = sc->order[i], n = interpret_scan(r, &sc->order[i], avail);
     if (n == 0)
-      n = interpret_gemvs(r, i, &bg);
+      n = run_gemvs(r, &sc->order[i], avail, i, NULL, &bg);
     if (n < 0) {
       ok = false;
       n = 1;
@@ -715,6 +715,7 @@ bool run_interpret(Run *r) {
       n = 1;
       while (i + n < sc->n && sc->scc[sc->order[i + n]] == sc->scc[e])
         n++;
+      join_before(r, &bg, i + n, i);
       ok = run_recurrence(r, &sc->order[i], n, sc->scc);
     } else {
       n = 1;

@@ -157,6 +157,25 @@ bool scan_read_inside(const Run *r, const Scan *sc, int t);
  * result nor kept)? Then the kernel need not write it. */
 bool scan_internal(const Run *r, const Scan *sc, int t);
 
+/* A matrix-vector product run in the background (vm_gemv_start) while
+ * the caller runs the positions up to JOIN, the first that reads its
+ * result; then vm_gemv_join. */
+typedef struct Background {
+  VmGemv *job; /* NULL: none */
+  int join;    /* a schedule position */
+} Background;
+/* Matrix-vector products at the start of ORDER (N positions from schedule
+ * position AT; none a recurrence's member nor reading another's output),
+ * each over its region REGS[p] (NULL: its whole iteration space), as one
+ * job of the pool (vm_gemvs); or one of them in the background (into BG,
+ * when none runs there yet) and the rest as one job. An output with no
+ * place yet is allocated whole. Returns the positions run: 0 when fewer
+ * than two and none for the background (run them as usual), -1 when an
+ * allocation failed. Both executors run a decode step's projections so:
+ * what they compute is what each product computes alone. */
+int run_gemvs(Run *r, const int *order, int n, int at, const Region *regs,
+              Background *bg);
+
 /* The interpreter: every Einsum over its whole iteration space, in the
  * schedule's order, each output a whole array freed after its last
  * reader. */
