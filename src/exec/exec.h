@@ -158,8 +158,10 @@ typedef struct ExecOpts {
   bool keep_all;       /* return every produced tensor, not only outputs */
   bool vm_only;        /* every Einsum through the vector machine and
                           kernel_gemm: no scan kernel (to test it against) */
-  bool state_in_place; /* the interpreter may advance the decode state in
-                          place: an initialization input (H0) read by
+  bool state_in_place; /* the executor may advance the decode state in
+                          place (the interpreter, and the fused executor
+                          where a unit runs as one tile): an
+                          initialization input (H0) read by
                           nothing but the scan kernel's recurrence is
                           overwritten with the next state, which NEXT then
                           holds as the same array, not owned (a decode step

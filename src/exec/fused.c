@@ -410,7 +410,8 @@ static void free_buffers(Fused *f) {
       f->r->live -= 4.0 * (double)f->buf[t]->n;
       run_drop(f->r, f->buf[t]);
       f->buf[t] = NULL;
-      memset(&f->r->views[t], 0, sizeof f->r->views[t]);
+      if (!f->r->borrowed[t]) /* else advanced in place: next_state's */
+        memset(&f->r->views[t], 0, sizeof f->r->views[t]);
     }
 }
 
@@ -702,20 +703,46 @@ static int64_t slice_extent(const Fused *f, const Stretch *st) {
   return slice < 1 ? 1 : slice > fair ? fair : slice;
 }
 
+/* Does the unit run as one tile? */
+static bool one_tile(const Fused *f) {
+  for (int j = 0; j < f->nt; j++)
+    if (f->ttile[j] < f->tsize[j])
+      return false;
+  return true;
+}
+
 /* A linear recurrence and its read-out at position I, by the scan kernel
  * over their regions in the tile (BASE, by position), counted as the plan
  * places them: returns the positions it ran (0: none). */
 static int run_scan(Fused *f, int i, int avail, const Region *base) {
   const Cascade *c = f->r->c;
+  Run *r = f->r;
   Scan sc;
   if (!scan_at(f, i, avail, &sc))
     return 0;
   int tt = c->einsums[sc.mul]->out.tensor;
   int tu = sc.prod >= 0 ? c->einsums[sc.prod]->out.tensor : -1;
-  bool wt = !scan_internal(f->r, &sc, tt);
-  bool wu = tu >= 0 && !scan_internal(f->r, &sc, tu);
-  if (!scan_run(f->r, &sc, &f->sched.order[i], base, wt, wu))
+  bool wt = !scan_internal(r, &sc, tt);
+  bool wu = tu >= 0 && !scan_internal(r, &sc, tu);
+  /* The state advanced where its initialization read it, as the
+   * interpreter does, when the unit is one tile (no later tile reads a
+   * halo of it) and it is held on chip: nothing to capture, nothing to
+   * copy into the next state. (The counts are the plan's either way.) */
+  int ts = c->einsums[sc.add]->out.tensor;
+  View held = r->views[ts];
+  bool in_place = f->onchip[ts] && f->tail_len[ts] > 0 && one_tile(f) &&
+                  !r->o->keep_all && scan_state_in_place(r, &sc);
+  if (!scan_run(r, &sc, &f->sched.order[i], base, wt, wu)) {
+    if (in_place) { /* run as usual, in its tile buffer */
+      r->arrays[ts] = NULL;
+      r->borrowed[ts] = false;
+      r->front[ts] = 0;
+      r->views[ts] = held;
+    }
     return 0;
+  }
+  if (in_place)
+    f->tail_len[ts] = 0;
   for (int k = 0; k < sc.npos; k++)
     count_einsum(f, f->sched.order[i + k], &base[k]);
   if (f->r->st)

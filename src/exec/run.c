@@ -531,13 +531,7 @@ static bool view_over_source(const Run *r, int ts, const Einsum *ini,
   return true;
 }
 
-/* With ExecOpts.state_in_place, point the view of the scan's state S at
- * its initialization's input (the previous state, borrowed), read at the
- * step before the start and written at the last step (stride 0 along the
- * recurrence: the steps between live in the kernel's buffer); false,
- * changing nothing, where that would not hold the same values (S read
- * outside the pattern, more than one step carried, another layout). */
-static bool state_in_place(Run *r, const Scan *sc) {
+bool scan_state_in_place(Run *r, const Scan *sc) {
   int ts = r->c->einsums[sc->add]->out.tensor;
   const Einsum *ini = r->c->tensors[ts].init;
   if (!r->o->state_in_place || !ini || ini->rhs->kind != EX_READ ||
@@ -573,7 +567,7 @@ static int interpret_scan(Run *r, const int *order, int n) {
   int tu = sc.prod >= 0 ? c->einsums[sc.prod]->out.tensor : -1;
   int ty = sc.out >= 0 ? c->einsums[sc.out]->out.tensor : -1;
   bool wt = !scan_internal(r, &sc, tt), wu = tu >= 0 && !scan_internal(r, &sc, tu);
-  bool in_place = state_in_place(r, &sc);
+  bool in_place = scan_state_in_place(r, &sc);
   int want[] = {ts, ty, wt ? tt : -1, wu ? tu : -1};
   for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
     if (want[k] >= 0 && !r->arrays[want[k]] && !run_alloc(r, want[k]))

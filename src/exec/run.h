@@ -150,6 +150,15 @@ int scan_match_folded(const Cascade *c, const int *order, const int *scc,
  * rank, regions that disagree): then run the Einsums as usual. */
 bool scan_run(Run *r, const Scan *sc, const int *order, const Region *base,
               bool write_t, bool write_u);
+/* With ExecOpts.state_in_place, point the view of the scan's state S at
+ * its initialization's input (the previous state, borrowed), read at the
+ * step before the start and written at the last step (stride 0 along the
+ * recurrence: the steps between live in the kernel's buffer): the next
+ * state is then that input, advanced (next_state hands it back). False,
+ * changing nothing, where that would not hold the same values (S read
+ * outside the pattern, more than one step carried, another layout). The
+ * caller undoes it if scan_run then refuses. */
+bool scan_state_in_place(Run *r, const Scan *sc);
 /* Is T read by nothing but the pattern's Einsums (and neither a result
  * nor kept)? */
 bool scan_read_inside(const Run *r, const Scan *sc, int t);
