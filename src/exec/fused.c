@@ -39,6 +39,8 @@ typedef struct Fused {
   Array **tail;   /* per tensor with an initialization: its last steps */
   Array **kept;   /* per on-chip tensor, with keep_all: its whole copy */
   int64_t *tail_len;
+  bool *pending; /* per on-chip tensor: its halo's initialization not yet
+                    written (filled before its first reader runs) */
   bool counting;        /* the caller asked for the bytes (ExecStats) */
   Bits **rmap, **wmap; /* per group and tensor ([g * ntensors + t]):
                           elements read / written */
@@ -433,9 +435,28 @@ static void shift_halo(Fused *f, int t, int64_t prev_len) {
   }
 }
 
+/* The box of T's other dimensions that the current tile's halo covers
+ * (the outer tiled ranks' tile, the rest whole). */
+static void halo_box(const Fused *f, int t, int64_t *lo, int64_t *hi) {
+  const Tensor *T = &f->r->c->tensors[t];
+  for (int d = 0; d < T->nranks; d++) {
+    lo[d] = 0;
+    hi[d] = rank_size(f, T->ranks[d]);
+    for (int j = 0; j + 1 < f->nt; j++)
+      if (first_dim(T, f->trank[j]) == d) {
+        lo[d] = f->tlo[j];
+        hi[d] = f->thi[j];
+      }
+  }
+}
+
+static bool one_tile(const Fused *f);
+
 /* Before the first tile along the inner rank, the halo of on-chip T holds
  * what reads before the start see: T's initialization (when it conditions
- * that rank), counted as its inputs' reads, or zeros. */
+ * that rank), counted as its inputs' reads, or zeros. In a unit of one
+ * tile the initialization is written only once something reads the halo
+ * (fill_reads): a state the scan kernel advances in place never is. */
 static bool start_halo(Fused *f, int t) {
   const Tensor *T = &f->r->c->tensors[t];
   int inner = f->nt - 1, k = first_dim(T, f->trank[inner]);
@@ -444,16 +465,12 @@ static bool start_halo(Fused *f, int t) {
     return true;
   if (T->init && T->init->out.cond_dim == k) {
     int64_t lo[IR_MAX_RANKS], hi[IR_MAX_RANKS];
-    for (int d = 0; d < T->nranks; d++) {
-      lo[d] = 0;
-      hi[d] = rank_size(f, T->ranks[d]);
-      for (int j = 0; j < inner; j++)
-        if (first_dim(T, f->trank[j]) == d) {
-          lo[d] = f->tlo[j];
-          hi[d] = f->thi[j];
-        }
-    }
+    halo_box(f, t, lo, hi);
     count_halo(f, t, lo, hi);
+    if (one_tile(f)) {
+      f->pending[t] = true;
+      return true;
+    }
     return fill_front(f->r, t, h, lo, hi);
   }
   const View *v = &f->r->views[t];
@@ -703,6 +720,24 @@ static int64_t slice_extent(const Fused *f, const Stretch *st) {
   return slice < 1 ? 1 : slice > fair ? fair : slice;
 }
 
+/* Write the pending halos that positions [I, I + N) read, but SKIP's. */
+static bool fill_reads(Fused *f, int i, int n, int skip) {
+  for (int p = i; p < i + n; p++) {
+    const Einsum *E = f->r->c->einsums[f->sched.order[p]];
+    for (int k = 0; k < E->nreads; k++) {
+      int t = E->reads[k]->tensor;
+      if (!f->pending[t] || t == skip)
+        continue;
+      int64_t lo[IR_MAX_RANKS], hi[IR_MAX_RANKS];
+      halo_box(f, t, lo, hi);
+      f->pending[t] = false;
+      if (!fill_front(f->r, t, f->halo[t], lo, hi))
+        return false;
+    }
+  }
+  return true;
+}
+
 /* Does the unit run as one tile? */
 static bool one_tile(const Fused *f) {
   for (int j = 0; j < f->nt; j++)
@@ -732,6 +767,8 @@ static int run_scan(Fused *f, int i, int avail, const Region *base) {
   View held = r->views[ts];
   bool in_place = f->onchip[ts] && f->tail_len[ts] > 0 && one_tile(f) &&
                   !r->o->keep_all && scan_state_in_place(r, &sc);
+  if (!fill_reads(f, i, sc.npos, in_place ? ts : -1))
+    return -1;
   if (!scan_run(r, &sc, &f->sched.order[i], base, wt, wu)) {
     if (in_place) { /* run as usual, in its tile buffer */
       r->arrays[ts] = NULL;
@@ -741,8 +778,10 @@ static int run_scan(Fused *f, int i, int avail, const Region *base) {
     }
     return 0;
   }
-  if (in_place)
+  if (in_place) {
     f->tail_len[ts] = 0;
+    f->pending[ts] = false; /* read where it lies */
+  }
   for (int k = 0; k < sc.npos; k++)
     count_einsum(f, f->sched.order[i + k], &base[k]);
   if (f->r->st)
@@ -784,7 +823,8 @@ static bool run_tile(Fused *f) {
       avail = bg.join - i;
     int done = run_scan(f, i, avail, &base[i]);
     if (done == 0) {
-      done = run_gemvs(f->r, &sc->order[i], avail, i, &base[i], &bg);
+      done = run_gemvs(f->r, &sc->order[i], avail, i, &base[i], f->pending,
+                       &bg);
       for (int k = 0; k < done; k++)
         count_einsum(f, sc->order[i + k], &base[i + k]);
     }
@@ -800,6 +840,10 @@ static bool run_tile(Fused *f) {
     if (n == 0 && f->scc[sc->order[i]] >= 0) {
       n = node_len(f, i); /* a recurrence with no rank to slice */
       join_before(f, &bg, i + n);
+    }
+    if (!fill_reads(f, i, n > 0 ? n : 1, -1)) {
+      ok = false;
+      break;
     }
     if (n == 0 || (n == 1 && f->scc[sc->order[i]] < 0)) {
       /* A GEMM, or an Einsum alone: the VM spreads it over the pool. */
@@ -881,6 +925,7 @@ static bool run_unit(Fused *f, int last) {
     f->onchip[t] = false;
     f->halo[t] = 0;
   }
+  memset(f->pending, 0, sizeof *f->pending * (size_t)c->ntensors);
   for (int e = 0; e < c->neinsums; e++)
     if (f->member[e]) {
       int t = c->einsums[e]->out.tensor;
@@ -946,6 +991,7 @@ bool run_fused(Run *r, Tensors *next) {
   f.tail = xcalloc(nt, sizeof *f.tail);
   f.kept = xcalloc(nt, sizeof *f.kept);
   f.tail_len = xcalloc(nt, sizeof *f.tail_len);
+  f.pending = xcalloc(nt, sizeof *f.pending);
   size_t nmaps = nt * ((size_t)f.p->ngroups + 1);
   f.rmap = xcalloc(nmaps, sizeof *f.rmap);
   f.wmap = xcalloc(nmaps, sizeof *f.wmap);
@@ -995,6 +1041,7 @@ bool run_fused(Run *r, Tensors *next) {
   free(f.tail);
   free(f.kept);
   free(f.tail_len);
+  free(f.pending);
   free(f.rmap);
   free(f.wmap);
   return ok;

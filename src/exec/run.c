@@ -599,6 +599,15 @@ static bool reads_one_of(const Run *r, int e, const int *order, int n) {
   return false;
 }
 
+/* Does Einsum E read a tensor UNREADY marks (NULL: none)? */
+static bool reads_unready(const Run *r, int e, const bool *unready) {
+  const Einsum *x = r->c->einsums[e];
+  for (int k = 0; unready && k < x->nreads; k++)
+    if (unready[x->reads[k]->tensor])
+      return true;
+  return false;
+}
+
 /* The positions between a product and its first reader that make it worth
  * running in the background, and the least weight bytes it must stream:
  * on two threads, one streams its weights while the other runs what comes
@@ -629,7 +638,7 @@ static int background_pick(const Run *r, const int *order, int n, int k,
 
 enum { MAX_GEMVS = 8 };
 int run_gemvs(Run *r, const int *order, int n, int at, const Region *regs,
-              Background *bg) {
+              const bool *unready, Background *bg) {
   Pool *pool = r->o->pool;
   if (pool_size(pool) < 2)
     return 0;
@@ -637,7 +646,8 @@ int run_gemvs(Run *r, const int *order, int n, int at, const Region *regs,
   int k = 0;
   for (; k < n && k < MAX_GEMVS; k++) {
     int e = order[k], t = r->c->einsums[e]->out.tensor;
-    if (r->sched.scc[e] >= 0 || reads_one_of(r, e, order, k))
+    if (r->sched.scc[e] >= 0 || reads_one_of(r, e, order, k) ||
+        reads_unready(r, e, unready))
       break;
     if (!r->views[t].data && !run_alloc(r, t))
       return -1;
@@ -699,7 +709,7 @@ bool run_interpret(Run *r) {
     int avail = (bg.job ? bg.join : sc->n) - i;
     int e = sc->order[i], n = interpret_scan(r, &sc->order[i], avail);
     if (n == 0)
-      n = run_gemvs(r, &sc->order[i], avail, i, NULL, &bg);
+      n = run_gemvs(r, &sc->order[i], avail, i, NULL, NULL, &bg);
     if (n < 0) {
       ok = false;
       n = 1;

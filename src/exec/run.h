@@ -174,8 +174,10 @@ typedef struct Background {
   int join;    /* a schedule position */
 } Background;
 /* Matrix-vector products at the start of ORDER (N positions from schedule
- * position AT; none a recurrence's member nor reading another's output),
- * each over its region REGS[p] (NULL: its whole iteration space), as one
+ * position AT; none a recurrence's member, nor reading another's output,
+ * nor a tensor UNREADY marks: per tensor, values not written yet; NULL:
+ * none), each over its region REGS[p] (NULL: its whole iteration space),
+ * as one
  * job of the pool (vm_gemvs); or one of them in the background (into BG,
  * when none runs there yet) and the rest as one job. An output with no
  * place yet is allocated whole. Returns the positions run: 0 when fewer
@@ -183,7 +185,7 @@ typedef struct Background {
  * allocation failed. Both executors run a decode step's projections so:
  * what they compute is what each product computes alone. */
 int run_gemvs(Run *r, const int *order, int n, int at, const Region *regs,
-              Background *bg);
+              const bool *unready, Background *bg);
 
 /* The interpreter: every Einsum over its whole iteration space, in the
  * schedule's order, each output a whole array freed after its last

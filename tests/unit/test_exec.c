@@ -356,6 +356,76 @@ TEST(exec_recurrence_around_an_einsum) {
 }
 
 
+/* A window over a produced tensor's previous step (S reads X[i-1] and
+ * X[i], and at i = 0 the initialization X0): where a plan holds X on chip
+ * in a unit of one tile, its halo is written only when S runs (the fused
+ * executor's pending halos), and the projections Y (of S) and Z (of U)
+ * run as matrix-vector products. Every plan, a pool of two, one step
+ * (decode) and three, against sums in double; the next state X0' is X's
+ * last step. */
+TEST(exec_window_reads_its_initialization_when_it_runs) {
+  for (int len = 1; len <= 3; len += 2) {
+    Setting set[] = {{"I", len}};
+    Case k = load_case("shape: {I: 1, D: 64, E: 48, F: 2}\n"
+                       "einsum:\n"
+                       "  declaration: {U: [I, D], X0: [D], X: [D, I], "
+                       "C: [D, F], S: [D, I], W: [E, D], V: [E, D], "
+                       "Y: [I, E], Z: [I, E]}\n"
+                       "  expressions:\n"
+                       "    - X[d, i<0] = X0[d]\n"
+                       "    - X[d, i] = U[i, d] * 2\n"
+                       "    - S[d, i] = C[d, f] * X[d, i+f-F+1]\n"
+                       "    - Z[i, e] = V[e, d] * U[i, d]\n"
+                       "    - Y[i, e] = W[e, d] * S[d, i]\n",
+                       NULL, set, 1);
+    if (!k.c || !k.s)
+      return;
+    random_inputs(&k, 8);
+    const float *U = tensors_get(&k.in, "U")->data,
+                *X0 = tensors_get(&k.in, "X0")->data,
+                *C = tensors_get(&k.in, "C")->data,
+                *W = tensors_get(&k.in, "W")->data,
+                *V = tensors_get(&k.in, "V")->data;
+    double S[3][64];
+    for (int i = 0; i < len; i++)
+      for (int j = 0; j < 64; j++)
+        S[i][j] = C[j * 2] * (i == 0 ? X0[j] : 2.0 * U[(i - 1) * 64 + j]) +
+                  C[j * 2 + 1] * 2.0 * U[i * 64 + j];
+    Pair *pairs = fusion_classify(k.c, k.s);
+    Pool *pool = pool_new(2);
+    Diag d = {0};
+    for (int st = -1; st < ST_COUNT; st++) {
+      Plan *p = st < 0 ? NULL
+                       : fusion_plan(k.c, k.s, pairs, (Strategy)st,
+                                     STITCH_GREEDY, OBJ_GROUPS, &d);
+      Tensors res = {0}, next = {0};
+      if (run_on(&k, p, pool, &res, &next, NULL)) {
+        const float *Y = tensors_get(&res, "Y")->data,
+                    *Z = tensors_get(&res, "Z")->data;
+        for (int i = 0; i < len; i++)
+          for (int e = 0; e < 48; e++) {
+            double y = 0, z = 0;
+            for (int j = 0; j < 64; j++) {
+              y += (double)W[e * 64 + j] * S[i][j];
+              z += (double)V[e * 64 + j] * U[i * 64 + j];
+            }
+            CHECK_NEAR(Y[i * 48 + e], y, 1e-4);
+            CHECK_NEAR(Z[i * 48 + e], z, 1e-4);
+          }
+        for (int j = 0; j < 64; j++)
+          CHECK_NEAR(tensors_get(&next, "X0")->data[j],
+                     2.0f * U[(len - 1) * 64 + j], 0);
+      }
+      tensors_free(&res);
+      tensors_free(&next);
+      plan_free(p);
+    }
+    pool_free(pool);
+    free(pairs);
+    free_case(&k);
+  }
+}
+
 /* A masked causal attention (tests/specs/good/causal_attention.yaml):
  * the interpreter against the softmax computed here in double (every plan
  * against the interpreter and the model: test_invariants.c). */
