@@ -658,8 +658,7 @@ static int members_from(const Fused *f, int i) {
 /* Does the scan kernel's pattern start at position I, within its first
  * AVAIL positions? */
 static bool scan_at(const Fused *f, int i, int avail, Scan *sc) {
-  return !f->r->o->vm_only &&
-         scan_match(f->r->c, &f->sched.order[i], f->scc, avail, sc) > 0;
+  return scan_find(f->r, &f->sched.order[i], avail, sc);
 }
 
 static int grow_stretch(const Fused *f, int i, int avail, const Region *base,

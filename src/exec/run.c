@@ -552,16 +552,22 @@ bool scan_state_in_place(Run *r, const Scan *sc) {
 /* A linear recurrence and its read-out at the start of ORDER, by the scan
  * kernel over their whole iteration spaces: returns the positions it ran
  * (0: none, run them as usual; -1: failed). */
+bool scan_find(const Run *r, const int *order, int n, Scan *sc) {
+  const Cascade *c = r->c;
+  if (r->o->vm_only)
+    return false;
+  /* The producers folded where nothing else reads what they make. */
+  if (scan_match_folded(c, order, r->sched.scc, n, sc) &&
+      scan_internal(r, sc, c->einsums[sc->dprod]->out.tensor) &&
+      scan_internal(r, sc, c->einsums[sc->fprod]->out.tensor))
+    return true;
+  return scan_match(c, order, r->sched.scc, n, sc) > 0;
+}
+
 static int interpret_scan(Run *r, const int *order, int n) {
   const Cascade *c = r->c;
   Scan sc;
-  /* The producers folded where nothing else reads what they make. */
-  bool folded = !r->o->vm_only &&
-                scan_match_folded(c, order, r->sched.scc, n, &sc) &&
-                scan_internal(r, &sc, c->einsums[sc.dprod]->out.tensor) &&
-                scan_internal(r, &sc, c->einsums[sc.fprod]->out.tensor);
-  if (!folded &&
-      (r->o->vm_only || !scan_match(c, order, r->sched.scc, n, &sc)))
+  if (!scan_find(r, order, n, &sc))
     return 0;
   int ts = c->einsums[sc.add]->out.tensor, tt = c->einsums[sc.mul]->out.tensor;
   int tu = sc.prod >= 0 ? c->einsums[sc.prod]->out.tensor : -1;

@@ -143,6 +143,11 @@ int scan_match(const Cascade *c, const int *order, const int *scc, int n,
  * (The interpreter's: what it needs is R's, scan_internal.) */
 int scan_match_folded(const Cascade *c, const int *order, const int *scc,
                       int n, Scan *sc);
+/* The pattern the executors run by the scan kernel at the start of ORDER
+ * (N positions of R's schedule): scan_match_folded's where nothing else
+ * reads the folded producers' outputs, else scan_match's; none under
+ * ExecOpts.vm_only. */
+bool scan_find(const Run *r, const int *order, int n, Scan *sc);
 /* Run it over BASE (per position of ORDER, as for a stretch) through the
  * current views: S and OUT always written, T and U when asked. False,
  * having written nothing, when the views do not suit the kernel (a
