@@ -67,6 +67,14 @@ static void free_case(Case *k) {
   cascade_free(k->c);
 }
 
+/* Strategy ST's plan for K, or NULL (the interpreter) for ST < 0: the
+ * tests that run every executor loop ST from -1. */
+static Plan *plan_of(const Case *k, const Pair *pairs, int st, Stitcher sx,
+                     Objective obj, Diag *d) {
+  return st < 0 ? NULL
+                : fusion_plan(k->c, k->s, pairs, (Strategy)st, sx, obj, d);
+}
+
 static bool run_on(const Case *k, const Plan *plan, Pool *pool, Tensors *res,
                    Tensors *next, ExecStats *st) {
   Diag d = {0};
@@ -395,9 +403,7 @@ TEST(exec_window_reads_its_initialization_when_it_runs) {
     Pool *pool = pool_new(2);
     Diag d = {0};
     for (int st = -1; st < ST_COUNT; st++) {
-      Plan *p = st < 0 ? NULL
-                       : fusion_plan(k.c, k.s, pairs, (Strategy)st,
-                                     STITCH_GREEDY, OBJ_GROUPS, &d);
+      Plan *p = plan_of(&k, pairs, st, STITCH_GREEDY, OBJ_GROUPS, &d);
       Tensors res = {0}, next = {0};
       if (run_on(&k, p, pool, &res, &next, NULL)) {
         const float *Y = tensors_get(&res, "Y")->data,
@@ -595,9 +601,7 @@ static void decode_pass(const Tensors *prompt_in, const Tensors *full,
   Pool *pool = pool_new(2);
   Diag d = {0};
   for (int st = -1; st < ST_COUNT; st++) {
-    Plan *p = st < 0 ? NULL
-                     : fusion_plan(k.c, k.s, pairs, (Strategy)st,
-                                   STITCH_GLOBAL, OBJ_TRAFFIC, &d);
+    Plan *p = plan_of(&k, pairs, st, STITCH_GLOBAL, OBJ_TRAFFIC, &d);
     Tensors res = {0}, nx = {0};
     if (run_on(&k, p, pool, &res, &nx, NULL)) {
       const char *what = st < 0 ? "interpreter" : strategy_name(st);
@@ -732,9 +736,7 @@ TEST(exec_16bit_weights) {
       for (int st = -1; st < ST_COUNT; st++)
         for (int b = 0; b < 3; b++) {
           Diag d = {0};
-          Plan *p = st < 0 ? NULL
-                           : fusion_plan(k.c, k.s, pairs, (Strategy)st,
-                                         STITCH_GREEDY, OBJ_GROUPS, &d);
+          Plan *p = plan_of(&k, pairs, st, STITCH_GREEDY, OBJ_GROUPS, &d);
           ExecOpts o = {.plan = p, .buffer_bytes = b == 0 ? 1 << 20 : b == 1 ? 2048 : 8192,
                         .pool = b == 1 ? NULL : pool};
           Tensors res = {0};
@@ -773,9 +775,7 @@ static void check_prepared(const char *path, const Setting *set, int nset) {
   Pool *pool = pool_new(2);
   Diag d = {0};
   for (int st = -1; st < ST_COUNT; st++) {
-    Plan *p = st < 0 ? NULL
-                     : fusion_plan(k.c, k.s, pairs, (Strategy)st,
-                                   STITCH_GREEDY, OBJ_GROUPS, &d);
+    Plan *p = plan_of(&k, pairs, st, STITCH_GREEDY, OBJ_GROUPS, &d);
     ExecOpts o = {.plan = p, .buffer_bytes = 1 << 12, .pool = pool};
     Exec *x = exec_new(k.c, k.s, &o, &d);
     CHECK(x != NULL);
@@ -900,9 +900,7 @@ static int check_scan(const char *path, const Setting *set, int nset) {
     for (int st = -1; st < ST_COUNT; st++)
       for (int sx = 0; sx < (st < 0 ? 1 : STITCH_COUNT); sx++) {
         Diag d = {0};
-        Plan *p = st < 0 ? NULL
-                         : fusion_plan(k.c, k.s, pairs, (Strategy)st,
-                                       (Stitcher)sx, OBJ_GROUPS, &d);
+        Plan *p = plan_of(&k, pairs, st, (Stitcher)sx, OBJ_GROUPS, &d);
         if (st >= 0 && !p)
           continue; /* a stitcher that does not serve this strategy */
         char what[128];
@@ -1040,9 +1038,7 @@ static void check_in_place_plans(const char *path, const Setting *set,
   Pair *pairs = fusion_classify(k.c, k.s);
   Diag d = {0};
   for (int s = -1; s < ST_COUNT; s++) {
-    Plan *p = s < 0 ? NULL
-                    : fusion_plan(k.c, k.s, pairs, (Strategy)s, STITCH_GREEDY,
-                                  OBJ_GROUPS, &d);
+    Plan *p = plan_of(&k, pairs, s, STITCH_GREEDY, OBJ_GROUPS, &d);
     check_in_place(&k, p, s < 0 || s == ST_FULL);
     plan_free(p);
   }
@@ -1081,9 +1077,7 @@ static void check_gemvs(const char *path, const Setting *set, int nset,
   Pool *pool = pool_new(2);
   Pair *pairs = fusion_classify(k.c, k.s);
   for (int s = -1; s < ST_COUNT; s++) {
-    Plan *p = s < 0 ? NULL
-                    : fusion_plan(k.c, k.s, pairs, (Strategy)s, STITCH_GREEDY,
-                                  OBJ_GROUPS, &d);
+    Plan *p = plan_of(&k, pairs, s, STITCH_GREEDY, OBJ_GROUPS, &d);
     ExecOpts op = {.plan = p, .buffer_bytes = 1 << 20, .pool = pool},
              o1 = {.plan = p, .buffer_bytes = 1 << 20};
     ExecStats st = {0}, st1 = {0};
