@@ -26,6 +26,11 @@ yardstick of an implementation's accuracy is its distance from exact.
 --llama-logits DIR compares llama.cpp's raw float32 [T, V] logits of the
 same prefill tokens, DIR/ll-NAME.f32 for a model directory named NAME
 (what correctness.sh leaves in /tmp/lc/logits), with the same oracle.
+--float32-oracle adds a third fp32 implementation as a yardstick: the
+oracle's own code run with its float64 made float32 (NumPy's and BLAS's
+roundings, independent of both executors'), its distance from exact and
+from each side: how far apart two fp32 implementations of this model
+fall when neither copies the other's rounding.
 Only /usr/bin/python3 with NumPy is needed; a 130m model takes about 20 s.
 """
 
@@ -80,6 +85,31 @@ def run(cmd):
                    stderr=subprocess.DEVNULL)
 
 
+def oracle_float32(params, cfg, ids):
+    """The oracle's forward with float64 meaning float32 throughout (the
+    module's NumPy swapped for one whose float64 is float32, the
+    parameters rounded to float32): a third fp32 implementation."""
+    np32 = type(np)("numpy_float32")
+    np32.__dict__.update(np.__dict__)
+    np32.float64 = np.float32
+
+    def cast(o):
+        if isinstance(o, np.ndarray):
+            return o.astype(np.float32)
+        if isinstance(o, dict):
+            return {k: cast(v) for k, v in o.items()}
+        if isinstance(o, list):
+            return [cast(v) for v in o]
+        return o
+
+    saved, ref.np = ref.np, np32
+    try:
+        logits, _ = ref.forward(cast(params), cfg, np.array([ids]))
+    finally:
+        ref.np = saved
+    return logits.reshape(-1, logits.shape[-1]).astype(np.float64)
+
+
 def measure(args, model, tmp):
     cfg, params = ref.load_model(model)
     ids = [(i * 7919 + 13) % 50280 % cfg.vocab_size for i in range(args.tokens)]
@@ -104,6 +134,16 @@ def measure(args, model, tmp):
         d = np.abs(got - x).max() / np.abs(exact).max()
         print("%s prefill %d: mambalaya to llama.cpp, max rel %.2e" % (
             model, len(ids), d))
+    if args.float32_oracle:
+        f32 = oracle_float32(params, cfg, ids)
+        scale = np.abs(exact).max()
+        print("%s prefill %d (the oracle in float32): %s" % (
+            model, len(ids), distance(f32, exact, basis)))
+        print("%s prefill %d: the float32 oracle to mambalaya, max rel %.2e"
+              % (model, len(ids), np.abs(f32 - got).max() / scale))
+        if args.llama_logits and os.path.exists(dump):
+            print("%s prefill %d: the float32 oracle to llama.cpp, max rel "
+                  "%.2e" % (model, len(ids), np.abs(f32 - x).max() / scale))
     prompt = max(1, len(ids) // 4)
     out = os.path.join(tmp, "decode.safetensors")
     run([args.mambalaya, "generate", "--model", model, "--tokens",
@@ -127,6 +167,8 @@ def main():
     ap.add_argument("--strategy", default="ri+rsb")
     ap.add_argument("--llama-logits", metavar="DIR",
                     help="llama.cpp's prefill logits: DIR/ll-NAME.f32")
+    ap.add_argument("--float32-oracle", action="store_true",
+                    help="also the oracle run in float32, as a yardstick")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for model in args.model:
