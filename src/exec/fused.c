@@ -435,6 +435,14 @@ static void shift_halo(Fused *f, int t, int64_t prev_len) {
   }
 }
 
+/* Does the unit run as one tile? */
+static bool one_tile(const Fused *f) {
+  for (int j = 0; j < f->nt; j++)
+    if (f->ttile[j] < f->tsize[j])
+      return false;
+  return true;
+}
+
 /* The box of T's other dimensions that the current tile's halo covers
  * (the outer tiled ranks' tile, the rest whole). */
 static void halo_box(const Fused *f, int t, int64_t *lo, int64_t *hi) {
@@ -449,8 +457,6 @@ static void halo_box(const Fused *f, int t, int64_t *lo, int64_t *hi) {
       }
   }
 }
-
-static bool one_tile(const Fused *f);
 
 /* Before the first tile along the inner rank, the halo of on-chip T holds
  * what reads before the start see: T's initialization (when it conditions
@@ -737,14 +743,6 @@ static bool fill_reads(Fused *f, int i, int n, int skip) {
   return true;
 }
 
-/* Does the unit run as one tile? */
-static bool one_tile(const Fused *f) {
-  for (int j = 0; j < f->nt; j++)
-    if (f->ttile[j] < f->tsize[j])
-      return false;
-  return true;
-}
-
 /* A linear recurrence and its read-out at position I, by the scan kernel
  * over their regions in the tile (BASE, by position), counted as the plan
  * places them: returns the positions it ran (0: none). */
@@ -769,12 +767,8 @@ static int run_scan(Fused *f, int i, int avail, const Region *base) {
   if (!fill_reads(f, i, sc.npos, in_place ? ts : -1))
     return -1;
   if (!scan_run(r, &sc, &f->sched.order[i], base, wt, wu)) {
-    if (in_place) { /* run as usual, in its tile buffer */
-      r->arrays[ts] = NULL;
-      r->borrowed[ts] = false;
-      r->front[ts] = 0;
-      r->views[ts] = held;
-    }
+    if (in_place) /* run as usual, in its tile buffer */
+      scan_state_undo(r, &sc, &held);
     return 0;
   }
   if (in_place) {
@@ -786,15 +780,6 @@ static int run_scan(Fused *f, int i, int avail, const Region *base) {
   if (f->r->st)
     f->r->st->scan_einsums += sc.npos;
   return sc.npos;
-}
-
-/* Wait for the product in the background when what runs next reaches
- * END, past the first position that reads it. */
-static void join_before(Fused *f, Background *bg, int end) {
-  if (bg->job && end > bg->join) {
-    vm_gemv_join(bg->job, f->r->o->pool);
-    bg->job = NULL;
-  }
 }
 
 /* The unit's Einsums over the current tile, in schedule order; a stretch
@@ -812,14 +797,12 @@ static bool run_tile(Fused *f) {
   bool ok = true;
   Background bg = {0};
   for (int i = 0; ok && i < sc->n;) {
-    join_before(f, &bg, i + 1);
+    background_join(f->r, &bg, i + 1);
     if (!f->member[sc->order[i]]) {
       i++;
       continue;
     }
-    int avail = members_from(f, i);
-    if (bg.job && avail > bg.join - i)
-      avail = bg.join - i;
+    int avail = background_avail(&bg, i, members_from(f, i));
     int done = run_scan(f, i, avail, &base[i]);
     if (done == 0) {
       done = run_gemvs(f->r, &sc->order[i], avail, i, &base[i], f->pending,
@@ -838,7 +821,7 @@ static bool run_tile(Fused *f) {
     int split, n = grow_stretch(f, i, avail, &base[i], &split);
     if (n == 0 && f->scc[sc->order[i]] >= 0) {
       n = node_len(f, i); /* a recurrence with no rank to slice */
-      join_before(f, &bg, i + n);
+      background_join(f->r, &bg, i + n);
     }
     if (!fill_reads(f, i, n > 0 ? n : 1, -1)) {
       ok = false;
@@ -858,7 +841,7 @@ static bool run_tile(Fused *f) {
       count_einsum(f, sc->order[i + k], &base[i + k]);
     i += n;
   }
-  vm_gemv_join(bg.job, f->r->o->pool);
+  background_join(f->r, &bg, sc->n + 1);
   free(base);
   for (int t = 0; ok && t < c->ntensors; t++) {
     if (f->onchip[t] && f->tail_len[t] > 0)

@@ -549,9 +549,6 @@ bool scan_state_in_place(Run *r, const Scan *sc) {
   return true;
 }
 
-/* A linear recurrence and its read-out at the start of ORDER, by the scan
- * kernel over their whole iteration spaces: returns the positions it ran
- * (0: none, run them as usual; -1: failed). */
 bool scan_find(const Run *r, const int *order, int n, Scan *sc) {
   const Cascade *c = r->c;
   if (r->o->vm_only)
@@ -564,6 +561,17 @@ bool scan_find(const Run *r, const int *order, int n, Scan *sc) {
   return scan_match(c, order, r->sched.scc, n, sc) > 0;
 }
 
+void scan_state_undo(Run *r, const Scan *sc, const View *held) {
+  int ts = r->c->einsums[sc->add]->out.tensor;
+  r->arrays[ts] = NULL;
+  r->borrowed[ts] = false;
+  r->front[ts] = 0;
+  r->views[ts] = *held;
+}
+
+/* A linear recurrence and its read-out at the start of ORDER, by the scan
+ * kernel over their whole iteration spaces: returns the positions it ran
+ * (0: none, run them as usual; -1: failed). */
 static int interpret_scan(Run *r, const int *order, int n) {
   const Cascade *c = r->c;
   Scan sc;
@@ -582,12 +590,8 @@ static int interpret_scan(Run *r, const int *order, int n) {
   for (int p = 0; p < sc.npos; p++)
     region_full(r->s, c->einsums[order[p]], &base[p]);
   if (!scan_run(r, &sc, order, base, wt, wu)) {
-    if (in_place) { /* run as usual, the state in an array of its own */
-      r->arrays[ts] = NULL;
-      r->borrowed[ts] = false;
-      r->front[ts] = 0;
-      memset(&r->views[ts], 0, sizeof r->views[ts]);
-    }
+    if (in_place) /* run as usual, the state in an array of its own */
+      scan_state_undo(r, &sc, &(View){0});
     return 0;
   }
   if (r->st)
@@ -693,15 +697,16 @@ static void release_done(Run *r, int done) {
       run_release(r, t);
 }
 
-/* Wait for the product in the background when what runs next reaches
- * END, past the first position that reads it; then free what waited for
- * it (from position DONE on, nothing else is read). */
-static void join_before(Run *r, Background *bg, int end, int done) {
-  if (bg->job && end > bg->join) {
-    vm_gemv_join(bg->job, r->o->pool);
-    bg->job = NULL;
-    release_done(r, done);
-  }
+bool background_join(Run *r, Background *bg, int end) {
+  if (!bg->job || end <= bg->join)
+    return false;
+  vm_gemv_join(bg->job, r->o->pool);
+  bg->job = NULL;
+  return true;
+}
+
+int background_avail(const Background *bg, int i, int n) {
+  return bg->job && n > bg->join - i ? bg->join - i : n;
 }
 
 bool run_interpret(Run *r) {
@@ -709,10 +714,11 @@ bool run_interpret(Run *r) {
   Background bg = {0};
   bool ok = true;
   for (int i = 0; ok && i < sc->n;) {
-    join_before(r, &bg, i + 1, i);
-    /* What runs while a product runs in the background stops short of
-     * its first reader. */
-    int avail = (bg.job ? bg.join : sc->n) - i;
+    /* Then free what waited for the product (from position I on,
+     * nothing else is read). */
+    if (background_join(r, &bg, i + 1))
+      release_done(r, i);
+    int avail = background_avail(&bg, i, sc->n - i);
     int e = sc->order[i], n = interpret_scan(r, &sc->order[i], avail);
     if (n == 0)
       n = run_gemvs(r, &sc->order[i], avail, i, NULL, NULL, &bg);
@@ -725,7 +731,8 @@ bool run_interpret(Run *r) {
       n = 1;
       while (i + n < sc->n && sc->scc[sc->order[i + n]] == sc->scc[e])
         n++;
-      join_before(r, &bg, i + n, i);
+      if (background_join(r, &bg, i + n))
+        release_done(r, i);
       ok = run_recurrence(r, &sc->order[i], n, sc->scc);
     } else {
       n = 1;
@@ -737,7 +744,7 @@ bool run_interpret(Run *r) {
       release_done(r, i + n);
     i += n;
   }
-  vm_gemv_join(bg.job, r->o->pool);
+  background_join(r, &bg, sc->n + 1);
   return ok;
 }
 

@@ -162,8 +162,10 @@ bool scan_run(Run *r, const Scan *sc, const int *order, const Region *base,
  * state is then that input, advanced (next_state hands it back). False,
  * changing nothing, where that would not hold the same values (S read
  * outside the pattern, more than one step carried, another layout). The
- * caller undoes it if scan_run then refuses. */
+ * caller undoes it if scan_run then refuses: scan_state_undo, S's view
+ * back to HELD, the one it had before. */
 bool scan_state_in_place(Run *r, const Scan *sc);
+void scan_state_undo(Run *r, const Scan *sc, const View *held);
 /* Is T read by nothing but the pattern's Einsums (and neither a result
  * nor kept)? */
 bool scan_read_inside(const Run *r, const Scan *sc, int t);
@@ -182,15 +184,21 @@ typedef struct Background {
  * position AT; none a recurrence's member, nor reading another's output,
  * nor a tensor UNREADY marks: per tensor, values not written yet; NULL:
  * none), each over its region REGS[p] (NULL: its whole iteration space),
- * as one
- * job of the pool (vm_gemvs); or one of them in the background (into BG,
- * when none runs there yet) and the rest as one job. An output with no
- * place yet is allocated whole. Returns the positions run: 0 when fewer
- * than two and none for the background (run them as usual), -1 when an
- * allocation failed. Both executors run a decode step's projections so:
- * what they compute is what each product computes alone. */
+ * as one job of the pool (vm_gemvs); or one of them in the background
+ * (into BG, when none runs there yet) and the rest as one job. An output
+ * with no place yet is allocated whole. Returns the positions run: 0 when
+ * fewer than two and none for the background (run them as usual), -1
+ * when an allocation failed. Both executors run a decode step's
+ * projections so: what they compute is what each product computes
+ * alone. */
 int run_gemvs(Run *r, const int *order, int n, int at, const Region *regs,
               const bool *unready, Background *bg);
+/* Wait for BG's product when what runs next reaches END, past its first
+ * reader; true if it waited (nothing runs in the background then). */
+bool background_join(Run *r, Background *bg, int end);
+/* Of the N positions from I, those that may run while BG's product does:
+ * the ones before its first reader. */
+int background_avail(const Background *bg, int i, int n);
 
 /* The interpreter: every Einsum over its whole iteration space, in the
  * schedule's order, each output a whole array freed after its last
