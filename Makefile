@@ -48,7 +48,7 @@ CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 
-EMBEDDED := $(sort $(wildcard specs/*.yaml archs/*.yaml studies/*.yaml))
+EMBEDDED := $(sort $(wildcard specs/*.yaml specs/layers/*.yaml archs/*.yaml studies/*.yaml))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/embedded.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 MAIN_OBJ := $(BUILD)/src/main.o

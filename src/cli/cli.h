@@ -191,6 +191,34 @@ ExecutorOpts executor_defaults(void);
 /* "interpreter" or the strategy's name. */
 const char *executor_name(const ExecutorOpts *o);
 
+/* A whole model from its config.json (cmd_models.c): --config and the
+ * scenario it is priced in (eval, search, reproduce). */
+typedef struct NetArgs {
+  const char *config; /* --config: a config.json or a folder holding one */
+  double batch, prompt, generate, context, capacity_factor, samples;
+  int routing;
+} NetArgs;
+extern const OptTable net_options;
+#define USE_NET(Args) {&net_options, offsetof(Args, net), "whole model (with --config):"}
+/* --config, into the member FIELD of Args. */
+#define CONFIG_OPT(Args, field)                                              \
+  {"--config", OPT_PATH, offsetof(Args, field), "PATH",                      \
+   .help = "a whole model: its Hugging Face config.json, or a folder "       \
+           "holding one (no SPEC then: the model is the workload; "          \
+           "docs/models.md)"}
+/* NetArgs' values before parsing: every figure its default. */
+void net_args_init(NetArgs *n);
+/* Was one of net_options given? */
+bool net_args_given(const Parsed *p);
+/* Load N->config into NET (its diagnostic printed): 0 or EXIT_INPUT. */
+int load_net(const NetArgs *n, Net *net);
+/* Price the model of N->config on ARCH_NAME end to end as DESIGN (-1:
+ * best, the search's schedule per block) under MF, and print it (JSON
+ * with inputs when JSON): the body of `eval --config`, `search --config`
+ * and `reproduce --config`, CMD their name ("eval"). Its exit status. */
+int net_eval(const char *cmd, const NetArgs *n, const char *arch_name,
+             int design, const ModelOverrides *mf, bool json);
+
 /* The names of the library's enums, as options take them. */
 extern const OptChoices phase_choices, strategy_choices, stitcher_choices,
     design_choices, objective_choices, search_objective_choices;
@@ -290,6 +318,6 @@ void token_text(const Tokenizer *t, int id, Buf *out);
 extern const Command classify_command, fuse_command, eval_command,
     search_command, import_command, export_command, exec_command, reproduce_command, sweep_command, diff_command,
     tensors_command, init_weights_command, run_command, generate_command,
-    tokenize_command;
+    tokenize_command, models_command;
 
 #endif

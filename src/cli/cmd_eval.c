@@ -9,6 +9,7 @@ enum { EVAL_BEST = -1 };
 
 typedef struct EvalArgs {
   SpecOpts spec;
+  NetArgs net;
   ModelOverrides mf;
   const char *arch, *plan; /* NULL: the shipped mambalaya; no plan file */
   int design;
@@ -17,6 +18,7 @@ typedef struct EvalArgs {
 } EvalArgs;
 
 static const Opt eval_opts[] = {
+    CONFIG_OPT(EvalArgs, net.config),
     {"--arch", OPT_STRING, offsetof(EvalArgs, arch), "ARCH",
      .help = "architecture (default: mambalaya)"},
     {"--design", OPT_ENUM, offsetof(EvalArgs, design), "D",
@@ -50,9 +52,10 @@ static const Opt eval_opts[] = {
 static const OptTable eval_table = OPT_TABLE(eval_opts);
 
 static void eval_init(void *opts) {
-  *(EvalArgs *)opts =
-      (EvalArgs){.mf = model_no_overrides(), .design = DES_FULL,
-                 .objective = SO_LATENCY};
+  EvalArgs *o = opts;
+  *o = (EvalArgs){.mf = model_no_overrides(), .design = DES_FULL,
+                  .objective = SO_LATENCY};
+  net_args_init(&o->net);
 }
 
 /* The design plan P is priced as: its file's "design", else its label's
@@ -224,8 +227,28 @@ static void print_eval(const EvalArgs *o, const Cascade *c, const Shape *s,
   buf_free(&rows);
 }
 
+/* eval --config: the whole model end to end; what prices one cascade
+ * (a spec, --plan, --phase, --csv, --set, --model) is refused. */
+static int eval_net(const Parsed *p, const EvalArgs *o) {
+  static const char *const per_cascade[] = {"SPEC", "--plan", "--phase",
+                                            "--csv", "--set", "--model",
+                                            "--objective"};
+  for (size_t i = 0; i < sizeof per_cascade / sizeof per_cascade[0]; i++)
+    if (opt_given(p, per_cascade[i]))
+      return usage_error(p->cmd, "--config prices a whole model: %s is for "
+                                 "one cascade (drop it)", per_cascade[i]);
+  return net_eval("eval", &o->net, o->arch, o->design, &o->mf,
+                  o->spec.json);
+}
+
 static int eval(const Parsed *p, void *opts) {
   EvalArgs *o = opts;
+  if (o->net.config)
+    return eval_net(p, o);
+  if (net_args_given(p))
+    return usage_error(p->cmd, "--batch, --prompt, --generate, --context, "
+                               "--routing, --capacity-factor and --samples "
+                               "price a whole model: add --config");
   if (o->spec.phase == PHASE_DECODE && o->mf.state_io < 0)
     o->mf.state_io = 1; /* a decode step reads and writes its state */
   /* With --plan, --strategy S picks one of a file's plans. */
@@ -279,10 +302,18 @@ const Command eval_command = {
         "paths or shipped names (mamba1, mamba2, transformer; mambalaya,\n"
         "h100).\n",
     .opts = &eval_table,
-    .uses = {USE_SPEC(EvalArgs), USE_MODEL(EvalArgs)},
+    .uses = {USE_SPEC(EvalArgs), USE_MODEL(EvalArgs), USE_NET(EvalArgs)},
+    .notes = "With --config the workload is a whole model (docs/models.md):\n"
+             "each distinct block priced as --design (best: the search's\n"
+             "schedule per block), a prefill of --prompt tokens, then\n"
+             "--generate decode steps, each at the context it has reached;\n"
+             "the time to first token, the time per output token, the\n"
+             "energy, the traffic per block kind and the memory it needs.\n",
     .example = "mambalaya fuse mamba2 --strategy ri+rsb+rsp --stitch global "
                "--json > p.json\n"
                "mambalaya eval mamba2 --plan p.json --phase decode --arch "
-               "h100\n",
+               "h100\n"
+               "mambalaya eval --config tests/configs/Jamba-v0.1.json --arch "
+               "h100 --batch 8 --prompt 4096\n",
     .size = sizeof(EvalArgs), .init = eval_init, .run = eval,
 };

@@ -8,7 +8,7 @@ static const Command *const commands[] = {
     &classify_command, &fuse_command,    &eval_command, &search_command,
     &exec_command,     &reproduce_command, &sweep_command,
     &diff_command,     &import_command,  &export_command,     &tensors_command, &init_weights_command,
-    &run_command,      &generate_command, &tokenize_command,
+    &run_command,      &generate_command, &tokenize_command, &models_command,
 };
 
 static const Command *find_command(const char *name) {

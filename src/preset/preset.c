@@ -5,10 +5,16 @@
 
 /* The parameters, as config.json spells them. Mamba-1 models set dt_rank
  * (ceil(d_model / 16)); Mamba-2 models set n_heads (d_inner / head_dim),
- * head_dim and ngroups. */
+ * head_dim and ngroups. The rest size the blocks of whole models
+ * (src/net/: attention, MLPs, mixtures of experts, multi-head latent
+ * attention, Gated DeltaNet; docs/models.md). */
 static const char *const params[] = {
     "d_model", "n_layer", "d_inner", "d_state", "dt_rank", "n_heads",
-    "head_dim", "d_conv", "expand", "vocab", "ngroups"};
+    "head_dim", "d_conv", "expand", "vocab", "ngroups",
+    "n_kv_heads", "d_ff", "n_experts", "top_k", "experts_touched",
+    "expert_tokens", "d_ff_expert", "q_lora_rank", "kv_lora_rank",
+    "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "n_k_heads",
+    "n_v_heads", "k_head_dim", "d_in", "d_out"};
 
 #define MAMBA1(name, d_model, n_layer, d_inner, dt_rank)                    \
   {{name, 8,                                                               \

@@ -12,6 +12,7 @@
 #include "../fusion/fusion.h"
 #include "../model/model.h"
 #include "../search/search.h"
+#include "../net/net.h"
 #include "../repro/repro.h"
 
 /* The tool's version, in every result's "inputs". */
@@ -367,5 +368,17 @@ json_t *report_search_json(const Cascade *c, const Arch *a,
  * {"latency_s", "energy_j", "groups", "from"}. */
 void report_pareto_text(Buf *b, const SearchResult *r);
 json_t *report_pareto_json(const SearchResult *r);
+
+/* ---- whole models (net_report.c) ---- */
+
+/* What --config built: the layer schedule, its blocks with their sizes
+ * and uses, the parameters counted from their cascades, the notes. */
+void report_net_text(Buf *b, const Net *n, const NetParams *p);
+json_t *report_net_json(const Net *n, const NetParams *p);
+/* A model end to end on A (net_run): the phases, per block kind, the
+ * memory it needs and whether it fits. */
+void report_net_run_text(Buf *b, const Net *n, const Arch *a,
+                         const NetRun *r);
+json_t *report_net_run_json(const Net *n, const Arch *a, const NetRun *r);
 
 #endif

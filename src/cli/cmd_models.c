@@ -1,0 +1,202 @@
+/* cmd_models.c — whole models from a config.json: `mambalaya models
+ * --config PATH` (what was built, the parameters), and the end-to-end
+ * pricing that `eval`, `search` and `reproduce` run with --config. */
+#include "cli.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *routing_choice(int v) { return routing_name((Routing)v); }
+static const OptChoices routing_choices = {"routing", routing_choice,
+                                           ROUTE_COUNT, NULL, false};
+
+static const Opt net_opts[] = {
+    {"--batch", OPT_DOUBLE, offsetof(NetArgs, batch), "B",
+     .help = "sequences decoded together (default 1)", .lo = 1, .hi = 1e6},
+    {"--prompt", OPT_DOUBLE, offsetof(NetArgs, prompt), "P",
+     .help = "the prefill's tokens per sequence (default 2048)", .lo = 1,
+     .hi = 1e9},
+    {"--generate", OPT_DOUBLE, offsetof(NetArgs, generate), "G",
+     .help = "decode steps after the prefill, each at the context it has "
+             "reached (default 128)",
+     .lo = 0, .hi = 1e9},
+    {"--context", OPT_DOUBLE, offsetof(NetArgs, context), "C",
+     .help = "the context the memory is sized for (default P + G)", .lo = 1,
+     .hi = 1e12},
+    {"--routing", OPT_ENUM, offsetof(NetArgs, routing), "R",
+     .help = "how a decode step's tokens reach the experts: uniform "
+             "(default: E (1-(1-K/E)^B) experts touched) or worst (min(E, "
+             "K B))",
+     .choices = &routing_choices},
+    {"--capacity-factor", OPT_DOUBLE, offsetof(NetArgs, capacity_factor),
+     "F", .help = "a prompt's tokens per expert, times F (default 1: an "
+                  "even spread)",
+     .lo = 1, .hi = 64},
+    {"--samples", OPT_DOUBLE, offsetof(NetArgs, samples), "N",
+     .help = "decode contexts priced exactly, the rest linear between them "
+             "(default 17; 0: every step)",
+     .lo = 0, .hi = 64},
+};
+const OptTable net_options = OPT_TABLE(net_opts);
+
+int load_net(const NetArgs *n, Net *net) {
+  Diag d = {0};
+  if (!net_config_load(n->config, net, &d))
+    return input_failed(&d);
+  return 0;
+}
+
+static NetOpts net_opts_of(const NetArgs *n, int design,
+                           const ModelOverrides *mf) {
+  NetOpts o = net_default_opts();
+  o.best = design < 0;
+  if (design >= 0)
+    o.design = (Design)design;
+  o.mf = *mf;
+  if (n->batch > 0)
+    o.batch = (long)n->batch;
+  if (n->prompt > 0)
+    o.prompt = (long)n->prompt;
+  if (n->generate >= 0)
+    o.generate = (long)n->generate;
+  if (n->context > 0)
+    o.context = (long)n->context;
+  if (n->capacity_factor >= 1)
+    o.capacity_factor = n->capacity_factor;
+  if (n->samples >= 0)
+    o.samples = (int)n->samples;
+  o.routing = (Routing)n->routing;
+  return o;
+}
+
+/* {"path", "sha256"} of the config read. */
+static json_t *config_json(const Net *net) {
+  json_t *o = json_object();
+  json_object_set_new(o, "path", json_string(net->path));
+  size_t len;
+  Diag ignore = {0};
+  char *text = read_input(net->path, INPUT_TEXT_MAX, &len, &ignore);
+  if (text) {
+    char sha[65];
+    sha256_hex(text, len, sha);
+    json_object_set_new(o, "sha256", json_string(sha));
+    free(text);
+  }
+  return o;
+}
+
+int net_eval(const char *cmd, const NetArgs *n, const char *arch_name,
+             int design, const ModelOverrides *mf, bool json) {
+  Net *net = xmalloc(sizeof *net);
+  int status = load_net(n, net);
+  Diag d = {0};
+  Arch *a = status ? NULL : open_arch(arch_name, &d);
+  if (!status && !a)
+    status = input_failed(&d);
+  NetRun *r = status ? NULL : xmalloc(sizeof *r);
+  if (r) {
+    NetOpts o = net_opts_of(n, design, mf);
+    if (o.generate > 0 && o.prompt + o.generate > 1e9) {
+      status = usage_error(cmd, "--prompt + --generate: at most 1e9 tokens");
+    } else if (!net_run(net, a, &o, r, NULL, &d)) {
+      status = input_failed(&d);
+    } else if (json) {
+      json_t *root = report_net_run_json(net, a, r);
+      json_object_set_new(root, "config", config_json(net));
+      Inputs in = {.command = cmd,
+                   .arch = arch_name ? arch_name : "mambalaya",
+                   .design = o.best ? "best" : design_name(o.design),
+                   .overrides = mf};
+      emit_json(root, &in);
+    } else {
+      Buf b = {0};
+      report_net_run_text(&b, net, a, r);
+      if (!r->fits)
+        fprintf(stderr, "%s: warning: %s needs %.4g GB at batch %ld, more "
+                        "than %s's %.4g GB: priced as one device all the "
+                        "same\n",
+                cmd, net->name, r->need_bytes / 1e9, o.batch,
+                a->levels[0].name, r->capacity_bytes / 1e9);
+      emit(&b);
+      buf_free(&b);
+    }
+  }
+  free(r);
+  arch_free(a);
+  free(net);
+  return status;
+}
+
+typedef struct ModelsArgs {
+  NetArgs net;
+  bool json;
+} ModelsArgs;
+
+static const Opt models_opts[] = {
+    CONFIG_OPT(ModelsArgs, net.config),
+    {"--json", OPT_FLAG, offsetof(ModelsArgs, json), NULL,
+     .help = "print JSON: the blocks, the schedule, the parameters, the "
+             "notes, and the config read with its SHA-256"},
+};
+static const OptTable models_table = OPT_TABLE(models_opts);
+
+void net_args_init(NetArgs *n) {
+  *n = (NetArgs){.generate = -1, .samples = -1};
+}
+
+bool net_args_given(const Parsed *p) {
+  for (int i = 0; i < net_options.n; i++)
+    if (opt_given(p, net_options.opts[i].name))
+      return true;
+  return false;
+}
+
+static void models_init(void *opts) {
+  ModelsArgs *o = opts;
+  *o = (ModelsArgs){0};
+  net_args_init(&o->net);
+}
+
+static int models(const Parsed *p, void *opts) {
+  ModelsArgs *o = opts;
+  if (!o->net.config)
+    return usage_error(p->cmd, "needs --config PATH (a config.json, or a "
+                               "folder holding one)");
+  Net *net = xmalloc(sizeof *net);
+  int status = load_net(&o->net, net);
+  NetParams par;
+  Diag d = {0};
+  if (!status && !net_params(net, &par, &d))
+    status = input_failed(&d);
+  if (!status && o->json) {
+    json_t *root = report_net_json(net, &par);
+    json_object_set_new(root, "config", config_json(net));
+    Inputs in = {.command = "models"};
+    emit_json(root, &in);
+  } else if (!status) {
+    Buf b = {0};
+    report_net_text(&b, net, &par);
+    emit(&b);
+    buf_free(&b);
+  }
+  free(net);
+  return status;
+}
+
+const Command models_command = {
+    "models", "a whole model from its config.json: layers, blocks, parameters",
+    .about =
+        "Build the model a Hugging Face config.json describes (a file, or a\n"
+        "folder holding config.json) and print what was built: its layer\n"
+        "schedule, the distinct blocks (each a cascade under specs/, sized\n"
+        "from the config) with their uses, the parameters total and active\n"
+        "per token counted from the blocks' weight tensors, and a note for\n"
+        "each field the tool reads but does not model. `eval --config`\n"
+        "prices the model end to end (docs/models.md).\n",
+    .opts = &models_table,
+    .example = "mambalaya models --config tests/configs/Jamba-v0.1.json\n"
+               "mambalaya eval --config tests/configs/Jamba-v0.1.json --arch "
+               "h100 --batch 8\n",
+    .size = sizeof(ModelsArgs), .init = models_init, .run = models,
+};

@@ -1,0 +1,190 @@
+/* block.c — the block kinds, and a block's cascade for one pass. */
+#include "net.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../embed/embed.h"
+
+static const struct {
+  const char *name, *spec, *decode, *help;
+} kinds[] = {BLOCK_KINDS(TABLE_ROW)};
+_Static_assert(sizeof kinds / sizeof kinds[0] == BK_COUNT,
+               "a row of BLOCK_KINDS per block kind");
+
+const char *block_kind_name(BlockKind k) { return kinds[k].name; }
+const char *block_kind_help(BlockKind k) { return kinds[k].help; }
+const char *block_kind_spec(BlockKind k, bool decode) {
+  return decode && kinds[k].decode ? kinds[k].decode : kinds[k].spec;
+}
+
+static const char *const routing_names[] = {"uniform", "worst"};
+_Static_assert(sizeof routing_names / sizeof routing_names[0] == ROUTE_COUNT,
+               "a name per routing");
+const char *routing_name(Routing r) { return routing_names[r]; }
+bool routing_from_name(const char *name, Routing *r) {
+  for (int i = 0; i < ROUTE_COUNT; i++)
+    if (strcmp(routing_names[i], name) == 0) {
+      *r = (Routing)i;
+      return true;
+    }
+  return false;
+}
+
+/* The S = B x tokens tokens of a pass send K x S assignments to E
+ * experts. A prompt's many tokens reach every expert (E (1 - (1-K/E)^S)
+ * is E to within a token once S >> E/K); a decode step's few reach some:
+ * under uniform routing, each expert is missed by all S tokens with
+ * probability (1 - K/E)^S; in the worst case every assignment is another
+ * expert's, min(E, K S). */
+double moe_experts_touched(const Pass *ph, int experts, int top_k) {
+  double s = (double)ph->batch * (double)ph->tokens;
+  double e = experts, k = top_k;
+  if (ph->routing == ROUTE_WORST)
+    return fmin(e, k * s);
+  return e * (1 - pow(1 - k / e, s));
+}
+
+/* Each touched expert receives an equal share of the K x S assignments,
+ * rounded up (a whole token), times the capacity factor in a prompt (a
+ * decode step's experts compute the tokens they get). */
+long moe_expert_tokens(const Pass *ph, int experts, int top_k,
+                       long touched) {
+  (void)experts;
+  double s = (double)ph->batch * (double)ph->tokens;
+  double share = top_k * s / (double)touched;
+  if (!ph->decode)
+    share *= ph->capacity_factor;
+  return (long)fmax(1, ceil(share - 1e-9));
+}
+
+/* The block's sizes and the phase's, as settings for the shape. */
+static int phase_settings(const Cascade *c, const Block *bk, const Pass *ph,
+                          Setting *out) {
+  int n = 0;
+  int seq = cascade_sequence_rank(c);
+  out[n++] = (Setting){"B", (double)ph->batch};
+  if (seq >= 0)
+    out[n++] = (Setting){c->ranks[seq].name, (double)ph->tokens};
+  if (cascade_rank(c, "T") >= 0 && ph->decode) {
+    long t = ph->cached;
+    if (bk->window > 0 && t > bk->window - ph->tokens)
+      t = bk->window - ph->tokens; /* the window's oldest token on */
+    out[n++] = (Setting){"T", (double)(t < 1 ? 1 : t)};
+  }
+  return n;
+}
+
+bool net_block_cascade(const Net *net, int b, const Pass *ph, Cascade **c,
+                       Shape **s, Diag *d) {
+  const Block *bk = &net->blocks[b];
+  const char *name = block_kind_spec(bk->kind, ph->decode);
+  const EmbeddedFile *f = embedded_file(name);
+  if (!f) {
+    diag_error(d, name, (Loc){0, 0}, "not a shipped spec (the build is "
+               "missing specs/layers/)");
+    return false;
+  }
+  *c = spec_parse(name, (const char *)f->data, f->len, d);
+  if (!*c)
+    return false;
+  /* The block's sizes are the model's; the phase's override the spec's
+   * defaults, and a mixture's routing sizes come with the phase. */
+  /* A size the spec has a default for (its params: eps, window) is a
+   * setting over it; the others are the model's sizes. */
+  Setting sizes[NET_MAX_SIZES + 2], set[NET_MAX_SIZES + 4];
+  int nsizes = 0, nset = 0;
+  for (int i = 0; i < bk->nsizes; i++) {
+    Setting st = {bk->names[i], bk->values[i]};
+    if (cascade_param(*c, st.name) >= 0)
+      set[nset++] = st;
+    else
+      sizes[nsizes++] = st;
+  }
+  if (bk->kind == BK_MOE) {
+    double touched = ph->experts > 0
+                         ? (double)ph->experts
+                         : moe_experts_touched(ph, bk->experts, bk->top_k);
+    long x = (long)fmax(bk->top_k, fmin(bk->experts, round(touched)));
+    sizes[nsizes++] = (Setting){"experts_touched", (double)x};
+    sizes[nsizes++] = (Setting){
+        "expert_tokens",
+        (double)moe_expert_tokens(ph, bk->experts, bk->top_k, x)};
+  }
+  ModelSizes model = {net->name, nsizes, sizes};
+  nset += phase_settings(*c, bk, ph, set + nset);
+  *s = shape_bind(*c, &model, set, nset, true, d);
+  if (!*s) {
+    cascade_free(*c);
+    *c = NULL;
+    return false;
+  }
+  return true;
+}
+
+/* Elements of C's weights under S: inputs that are no decode state and
+ * whose size is the same under S2 (the same block with twice the tokens,
+ * the batch and the cache). */
+static double weights_of(const Cascade *c, const Shape *s, const Shape *s2) {
+  double n = 0;
+  for (int t = 0; t < c->ntensors; t++) {
+    if (c->tensors[t].producer >= 0 || tensor_is_init_read(c, t) ||
+        !tensor_is_read(c, t))
+      continue;
+    double e = shape_tensor_elems(s, t);
+    if (e == shape_tensor_elems(s2, t))
+      n += e;
+  }
+  return n;
+}
+
+bool net_block_weights(const Net *net, int b, bool active, double *elems,
+                       Diag *d) {
+  const Block *bk = &net->blocks[b];
+  /* One token, and the same with twice the batch, the tokens and the
+   * cache; a mixture touches as many experts in both: its K for what one
+   * token reads, its E for what the model holds. */
+  Pass ph = {.decode = false, .batch = 1, .tokens = 1, .cached = 1,
+              .routing = ROUTE_UNIFORM, .capacity_factor = 1,
+              .experts = active ? bk->top_k : bk->experts};
+  Pass ph2 = ph;
+  ph2.batch *= 2;
+  ph2.tokens *= 2;
+  ph2.cached *= 2;
+  Cascade *c, *c2;
+  Shape *s, *s2;
+  if (!net_block_cascade(net, b, &ph, &c, &s, d))
+    return false;
+  if (!net_block_cascade(net, b, &ph2, &c2, &s2, d)) {
+    shape_free(s);
+    cascade_free(c);
+    return false;
+  }
+  *elems = weights_of(c, s, s2);
+  shape_free(s2);
+  cascade_free(c2);
+  shape_free(s);
+  cascade_free(c);
+  return true;
+}
+
+bool net_params(const Net *net, NetParams *p, Diag *d) {
+  memset(p, 0, sizeof *p);
+  for (int b = 0; b < net->nblocks; b++) {
+    const Block *bk = &net->blocks[b];
+    if (!net_block_weights(net, b, false, &p->block_total[b], d) ||
+        !net_block_weights(net, b, true, &p->block_active[b], d))
+      return false;
+    double total = p->block_total[b], active = p->block_active[b];
+    if (b == net->head && net->tied) {
+      /* The head reads the embedding's table: only its norm is new. */
+      double table = p->block_total[net->embed];
+      total -= table;
+      active -= table;
+    }
+    p->total += bk->copies * total;
+    p->active += bk->copies * active;
+  }
+  return true;
+}
