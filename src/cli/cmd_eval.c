@@ -230,9 +230,11 @@ static void print_eval(const EvalArgs *o, const Cascade *c, const Shape *s,
 /* eval --config: the whole model end to end; what prices one cascade
  * (a spec, --plan, --phase, --csv, --set, --model) is refused. */
 static int eval_net(const Parsed *p, const EvalArgs *o) {
-  static const char *const per_cascade[] = {"SPEC", "--plan", "--phase",
-                                            "--csv", "--set", "--model",
-                                            "--objective"};
+  static const char *const per_cascade[] = {"--plan", "--phase", "--csv",
+                                            "--set", "--model", "--objective"};
+  if (o->spec.spec)
+    return usage_error(p->cmd, "--config gives the workload: drop SPEC "
+                               "('%s')", o->spec.spec);
   for (size_t i = 0; i < sizeof per_cascade / sizeof per_cascade[0]; i++)
     if (opt_given(p, per_cascade[i]))
       return usage_error(p->cmd, "--config prices a whole model: %s is for "

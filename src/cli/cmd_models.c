@@ -86,6 +86,26 @@ static json_t *config_json(const Net *net) {
   return o;
 }
 
+static void print_run(const char *cmd, const Net *net, const Arch *a,
+                      const NetRun *r, const NetOpts *o,
+                      const char *arch_name, const ModelOverrides *mf,
+                      bool json) {
+  if (json) {
+    json_t *root = report_net_run_json(net, a, r);
+    json_object_set_new(root, "config", config_json(net));
+    Inputs in = {.command = cmd,
+                 .arch = arch_name ? arch_name : "mambalaya",
+                 .design = o->best ? "best" : design_name(o->design),
+                 .overrides = mf};
+    emit_json(root, &in);
+    return;
+  }
+  Buf b = {0};
+  report_net_run_text(&b, net, a, r);
+  emit(&b);
+  buf_free(&b);
+}
+
 int net_eval(const char *cmd, const NetArgs *n, const char *arch_name,
              int design, const ModelOverrides *mf, bool json) {
   Net *net = xmalloc(sizeof *net);
@@ -98,28 +118,17 @@ int net_eval(const char *cmd, const NetArgs *n, const char *arch_name,
   if (r) {
     NetOpts o = net_opts_of(n, design, mf);
     if (o.generate > 0 && o.prompt + o.generate > 1e9) {
-      status = usage_error(cmd, "--prompt + --generate: at most 1e9 tokens");
+      status = usage_error("mambalaya eval", "--prompt + --generate: at most 1e9 tokens");
     } else if (!net_run(net, a, &o, r, NULL, &d)) {
       status = input_failed(&d);
-    } else if (json) {
-      json_t *root = report_net_run_json(net, a, r);
-      json_object_set_new(root, "config", config_json(net));
-      Inputs in = {.command = cmd,
-                   .arch = arch_name ? arch_name : "mambalaya",
-                   .design = o.best ? "best" : design_name(o.design),
-                   .overrides = mf};
-      emit_json(root, &in);
     } else {
-      Buf b = {0};
-      report_net_run_text(&b, net, a, r);
       if (!r->fits)
         fprintf(stderr, "%s: warning: %s needs %.4g GB at batch %ld, more "
                         "than %s's %.4g GB: priced as one device all the "
                         "same\n",
                 cmd, net->name, r->need_bytes / 1e9, o.batch,
                 a->levels[0].name, r->capacity_bytes / 1e9);
-      emit(&b);
-      buf_free(&b);
+      print_run(cmd, net, a, r, &o, arch_name, mf, json);
     }
   }
   free(r);

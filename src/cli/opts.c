@@ -309,12 +309,15 @@ static int scan_positional(Scan *s, const char *arg) {
 
 /* Every positional given, then every required option? The first one
  * missing is named: the arguments before the options, whichever table
- * declares them (SPEC is spec_options'). */
+ * declares them (SPEC is spec_options'). A whole model (--config) is the
+ * workload: no SPEC then. */
 static int check_required(const Parsed *p) {
   size_t base;
   const Opt *o;
+  bool whole_model = opt_given(p, "--config");
   for (int k = 0; (o = opt_at(p->command, k, &base)); k++)
-    if (!p->seen[k] && (o->flags & OPT_POSITIONAL))
+    if (!p->seen[k] && (o->flags & OPT_POSITIONAL) &&
+        !(whole_model && strcmp(o->name, "SPEC") == 0))
       return usage_error(p->cmd, "missing %s (see %s --help)", o->name,
                          p->cmd);
   for (int k = 0; (o = opt_at(p->command, k, &base)); k++)
