@@ -218,6 +218,11 @@ int load_net(const NetArgs *n, Net *net);
  * and `reproduce --config`, CMD their name ("eval"). Its exit status. */
 int net_eval(const char *cmd, const NetArgs *n, const char *arch_name,
              int design, const ModelOverrides *mf, bool json);
+/* Every design of DESIGNS and the search's best end to end on the model
+ * of N->config, side by side, then best's per-kind breakdown: the body
+ * of `reproduce --config`. */
+int net_reproduce(const char *cmd, const NetArgs *n, const char *arch_name,
+                  const ModelOverrides *mf, bool json);
 
 /* The names of the library's enums, as options take them. */
 extern const OptChoices phase_choices, strategy_choices, stitcher_choices,

@@ -86,6 +86,18 @@ static json_t *config_json(const Net *net) {
   return o;
 }
 
+/* A model that does not fit the off-chip memory is priced all the same,
+ * and said so. */
+static void warn_fit(const char *cmd, const Net *net, const Arch *a,
+                     const NetRun *r) {
+  if (!r->fits)
+    fprintf(stderr, "mambalaya %s: warning: %s needs %.4g GB at batch %ld, "
+                    "more than %s's %.4g GB: priced as one device all the "
+                    "same\n",
+            cmd, net->name, r->need_bytes / 1e9, r->opts.batch,
+            a->levels[0].name, r->capacity_bytes / 1e9);
+}
+
 static void print_run(const char *cmd, const Net *net, const Arch *a,
                       const NetRun *r, const NetOpts *o,
                       const char *arch_name, const ModelOverrides *mf,
@@ -122,15 +134,67 @@ int net_eval(const char *cmd, const NetArgs *n, const char *arch_name,
     } else if (!net_run(net, a, &o, r, NULL, &d)) {
       status = input_failed(&d);
     } else {
-      if (!r->fits)
-        fprintf(stderr, "%s: warning: %s needs %.4g GB at batch %ld, more "
-                        "than %s's %.4g GB: priced as one device all the "
-                        "same\n",
-                cmd, net->name, r->need_bytes / 1e9, o.batch,
-                a->levels[0].name, r->capacity_bytes / 1e9);
+      warn_fit(cmd, net, a, r);
       print_run(cmd, net, a, r, &o, arch_name, mf, json);
     }
   }
+  free(r);
+  arch_free(a);
+  free(net);
+  return status;
+}
+
+/* One row of `reproduce --config`'s table. */
+static void design_row(Buf *b, const char *name, const NetRun *r) {
+  buf_printf(b, "  %-12s %12.4g %12.4g %12.4g %12.4g %12.4g %12.4g\n", name,
+             r->ttft * 1e3, r->tpot_first * 1e3, r->tpot_mean * 1e3,
+             r->tpot_last * 1e3, r->tokens_per_s, r->energy_per_token);
+}
+
+int net_reproduce(const char *cmd, const NetArgs *n, const char *arch_name,
+                  const ModelOverrides *mf, bool json) {
+  Net *net = xmalloc(sizeof *net);
+  int status = load_net(n, net);
+  Diag d = {0};
+  Arch *a = status ? NULL : open_arch(arch_name, &d);
+  if (!status && !a)
+    status = input_failed(&d);
+  NetRun *r = xmalloc(sizeof *r);
+  Buf b = {0};
+  json_t *designs = json_object();
+  buf_printf(&b, "every design end to end (ms; tokens/s over the batch; J "
+                 "per generated token)\n  %-12s %12s %12s %12s %12s %12s "
+                 "%12s\n", "design", "ttft", "tpot_first", "tpot_mean",
+             "tpot_last", "tokens/s", "J/token");
+  for (int i = 0; !status && i <= DES_COUNT; i++) {
+    int design = i == DES_COUNT ? -1 : i; /* best last */
+    NetOpts o = net_opts_of(n, design, mf);
+    if (!net_run(net, a, &o, r, NULL, &d)) {
+      status = input_failed(&d);
+      break;
+    }
+    const char *name = design < 0 ? "best" : design_name((Design)design);
+    design_row(&b, name, r);
+    json_object_set_new(designs, name, report_net_run_json(net, a, r));
+  }
+  if (!status)
+    warn_fit(cmd, net, a, r);
+  if (!status && json) {
+    json_t *root = json_object();
+    json_object_set_new(root, "model", json_string(net->name));
+    json_object_set_new(root, "designs", designs);
+    json_object_set_new(root, "config", config_json(net));
+    Inputs in = {.command = cmd, .arch = arch_name ? arch_name : "mambalaya",
+                 .overrides = mf};
+    emit_json(root, &in);
+    designs = NULL;
+  } else if (!status) {
+    buf_printf(&b, "\nbest (searched), per block kind:\n\n");
+    report_net_run_text(&b, net, a, r);
+    emit(&b);
+  }
+  json_decref(designs);
+  buf_free(&b);
   free(r);
   arch_free(a);
   free(net);

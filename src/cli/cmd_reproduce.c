@@ -7,6 +7,7 @@
 
 typedef struct ReproArgs {
   SpecOpts spec;
+  NetArgs net;
   ModelOverrides mopts;
   const char *out, *arch; /* arch NULL: the shipped mambalaya */
   unsigned formats;
@@ -18,6 +19,7 @@ static const char both_ways[] =
     "and ideal";
 
 static const Opt repro_opts[] = {
+    CONFIG_OPT(ReproArgs, net.config),
     {"--out", OPT_PATH, offsetof(ReproArgs, out), "DIR",
      .help = "where the figures go (default: out)"},
     {"--format", OPT_CUSTOM, offsetof(ReproArgs, formats), "LIST",
@@ -49,10 +51,10 @@ static const Opt repro_opts[] = {
 static const OptTable repro_table = OPT_TABLE(repro_opts);
 
 static void repro_init(void *opts) {
-  *(ReproArgs *)opts = (ReproArgs){.spec.spec = "mamba1",
-                                   .mopts = model_no_overrides(),
-                                   .out = "out",
-                                   .formats = 1u << FMT_SVG | 1u << FMT_PDF};
+  ReproArgs *o = opts;
+  *o = (ReproArgs){.spec.spec = "mamba1", .mopts = model_no_overrides(),
+                   .out = "out", .formats = 1u << FMT_SVG | 1u << FMT_PDF};
+  net_args_init(&o->net);
 }
 
 /* The shipped file (under DIR, "specs" or "archs") that NAME denotes:
@@ -140,8 +142,28 @@ static void print_repro(const ReproArgs *o, const Cascade *c, Repro *r) {
   buf_free(&b);
 }
 
+/* reproduce --config: every design end to end on the whole model, and
+ * the searched schedule's per-kind breakdown. */
+static int reproduce_net(const Parsed *p, const ReproArgs *o) {
+  static const char *const per_cascade[] = {"--spec", "--model", "--set",
+                                            "--layers", "--out", "--format"};
+  for (size_t i = 0; i < sizeof per_cascade / sizeof per_cascade[0]; i++)
+    if (opt_given(p, per_cascade[i]))
+      return usage_error(p->cmd, "--config reproduces a whole model's "
+                                 "designs end to end: %s is for one cascade's "
+                                 "figures (drop it)", per_cascade[i]);
+  return net_reproduce("reproduce", &o->net, o->arch, &o->mopts,
+                       o->spec.json);
+}
+
 static int reproduce(const Parsed *p, void *opts) {
   const ReproArgs *o = opts;
+  if (o->net.config)
+    return reproduce_net(p, o);
+  if (net_args_given(p))
+    return usage_error(p->cmd, "--batch, --prompt, --generate, --context, "
+                               "--routing, --capacity-factor and --samples "
+                               "price a whole model: add --config");
   Diag d = {0};
   if (!output_dir_check(o->out, &d))
     return input_failed(&d);
@@ -191,11 +213,14 @@ const Command reproduce_command = {
     .uses = {{&model_options, offsetof(ReproArgs, mopts),
               "model options (as for eval; every design gets them over its\n"
               "defaults; the figures choose sequential or pipelined, achieved\n"
-              "or ideal):"}},
+              "or ideal):"},
+             USE_NET(ReproArgs)},
     .example = "mambalaya reproduce --spec mamba2 --model mamba2-370m --out "
                "out/mamba2\n"
                "mambalaya reproduce --spec tests/specs/good/rwkv6_shift.yaml "
                "--arch h100 --layers 32\n"
-               "mambalaya reproduce --reserve-share 0.8 --out out/share80\n",
+               "mambalaya reproduce --reserve-share 0.8 --out out/share80\n"
+               "mambalaya reproduce --config tests/configs/Jamba-v0.1.json "
+               "--arch h100\n",
     .size = sizeof(ReproArgs), .init = repro_init, .run = reproduce,
 };

@@ -8,12 +8,14 @@
 
 typedef struct SearchArgs {
   SpecOpts spec;
+  NetArgs net;
   ModelOverrides mf;
   const char *arch, *plan_out, *pareto;
   int objective, budget;
 } SearchArgs;
 
 static const Opt search_opts[] = {
+    CONFIG_OPT(SearchArgs, net.config),
     {"--arch", OPT_STRING, offsetof(SearchArgs, arch), "ARCH",
      .help = "architecture (default: mambalaya)"},
     {"--objective", OPT_ENUM, offsetof(SearchArgs, objective), "O",
@@ -44,8 +46,9 @@ static const Opt search_opts[] = {
 static const OptTable search_table = OPT_TABLE(search_opts);
 
 static void search_init(void *opts) {
-  *(SearchArgs *)opts = (SearchArgs){.mf = model_no_overrides(),
-                                     .objective = SO_LATENCY};
+  SearchArgs *o = opts;
+  *o = (SearchArgs){.mf = model_no_overrides(), .objective = SO_LATENCY};
+  net_args_init(&o->net);
 }
 
 /* Write the plan found into --plan-out; an exit status. */
@@ -96,8 +99,32 @@ static bool pareto_ok(const char *f) {
   return strcmp(f, "latency,energy") == 0 || strcmp(f, "energy,latency") == 0;
 }
 
+/* search --config: every distinct block of the model searched (its best
+ * schedule for latency), the model priced end to end with them. */
+static int search_net(const Parsed *p, const SearchArgs *o) {
+  static const char *const per_cascade[] = {"--plan-out", "--pareto",
+                                            "--phase",    "--set",
+                                            "--model",    "--objective",
+                                            "--budget"};
+  if (o->spec.spec)
+    return usage_error(p->cmd, "--config gives the workload: drop SPEC "
+                               "('%s')", o->spec.spec);
+  for (size_t i = 0; i < sizeof per_cascade / sizeof per_cascade[0]; i++)
+    if (opt_given(p, per_cascade[i]))
+      return usage_error(p->cmd, "--config searches every block of a whole "
+                                 "model for latency: %s is for one cascade "
+                                 "(drop it)", per_cascade[i]);
+  return net_eval("search", &o->net, o->arch, -1, &o->mf, o->spec.json);
+}
+
 static int search(const Parsed *p, void *opts) {
   SearchArgs *o = opts;
+  if (o->net.config)
+    return search_net(p, o);
+  if (net_args_given(p))
+    return usage_error(p->cmd, "--batch, --prompt, --generate, --context, "
+                               "--routing, --capacity-factor and --samples "
+                               "price a whole model: add --config");
   if (o->pareto && !pareto_ok(o->pareto))
     return usage_error(p->cmd, "--pareto takes latency,energy (got '%s')",
                        o->pareto);
@@ -149,7 +176,8 @@ const Command search_command = {
         "(where there was a choice): `eval --plan FILE` prices it at the\n"
         "figure found.\n",
     .opts = &search_table,
-    .uses = {USE_SPEC(SearchArgs), USE_MODEL(SearchArgs)},
+    .uses = {USE_SPEC(SearchArgs), USE_MODEL(SearchArgs),
+             USE_NET(SearchArgs)},
     .example = "mambalaya search mamba1 --model mamba-370m --arch h100 "
                "--plan-out best.json\n"
                "mambalaya eval mamba1 --model mamba-370m --arch h100 --plan "

@@ -144,6 +144,26 @@ m64 = [x for x in j64["blocks"] if x["label"] == "moe"][0]["decode_first"]["dram
 assert 0.03 < m1 / (E * expert) < 0.033 and m64 / (E * expert) > 0.86, (m1, m64)
 PYEOF
 
+# Every design end to end: best is never worse than a named design, and
+# no design beats ideal, in either phase; search --config is best.
+"$M" reproduce --config "$CFG/Qwen3-30B-A3B.json" --arch h100 --batch 4 \
+  --prompt 512 --generate 8 --json >repro.json || fail "reproduce --config"
+"$M" search --config "$CFG/Qwen3-30B-A3B.json" --arch h100 --batch 4 \
+  --prompt 512 --generate 8 --json >search.json || fail "search --config"
+$PY - <<'PYEOF' || fail "best and ideal over the whole model"
+import json
+d = json.load(open("repro.json"))["designs"]
+s = json.load(open("search.json"))
+assert s["prefill"] == d["best"]["prefill"] and s["decode"] == d["best"]["decode"]
+assert set(d) >= {"unfused", "ideal", "marca", "flat", "full", "best"}, sorted(d)
+eps = 1 + 1e-9
+for name, r in d.items():
+    for phase, key in (("prefill", "ttft_s"), ("decode", "tpot_mean_s")):
+        assert d["ideal"][phase][key] <= r[phase][key] * eps, (name, phase)
+        if name != "ideal":
+            assert d["best"][phase][key] <= r[phase][key] * eps, (name, phase)
+PYEOF
+
 # Text: the schedule compressed, the notes; the end-to-end report.
 "$M" models --config "$CFG/DeepSeek-V3.json" >ds.txt || fail "models text"
 grep -q '^  3-60 *mla + moe + shared experts$' ds.txt || fail "schedule: $(cat ds.txt)"
