@@ -77,17 +77,23 @@ static bool get_int(Cfg *c, const char *key, long *out) {
 /* The first of KEYS present, as get_int; false naming them all when none
  * is and the size is needed. */
 static bool need_int(Cfg *c, const char *const *keys, long *out) {
-  for (int i = 0; keys[i]; i++) {
+  int found = -1;
+  for (int i = 0; keys[i]; i++) { /* every spelling read: none may differ */
     long v = -1;
     if (!get_int(c, keys[i], &v))
       return false;
-    if (v >= 0) {
-      if (v == 0)
-        return FAIL("\"%s\": must be positive", keys[i]);
+    if (v == 0)
+      return FAIL("\"%s\": must be positive", keys[i]);
+    if (v > 0 && found >= 0 && v != *out)
+      return FAIL("\"%s\" (%ld) and \"%s\" (%ld) give one size twice, "
+                  "differently", keys[found], *out, keys[i], v);
+    if (v > 0 && found < 0) {
+      found = i;
       *out = v;
-      return true;
     }
   }
+  if (found >= 0)
+    return true;
   if (keys[1])
     return FAIL("missing \"%s\" (or \"%s\"): the model's size", keys[0],
                 keys[1]);
@@ -199,6 +205,9 @@ static bool attention(Cfg *c, const AttnNames *nm, long d_model, double eps,
   long heads = 0, kv = -1, hd = -1;
   if (!NEED(&heads, nm->heads) || !opt_int(c, nm->kv_heads, heads, &kv) ||
       !opt_int(c, nm->head_dim, 0, &hd))
+    return false;
+  if (hd <= 0 && strcmp(nm->head_dim, "attention_head_dim") != 0 &&
+      !opt_int(c, "attention_head_dim", 0, &hd)) /* Nemotron-H's spelling */
     return false;
   if (hd <= 0) {
     if (d_model % heads)
@@ -532,11 +541,12 @@ static bool type_mamba(Cfg *c) {
 
 static const Mamba2Names mamba2_hf = {"num_heads", "head_dim", "n_groups",
                                       "state_size", "conv_kernel", "expand",
-                                      NULL};
+                                      "intermediate_size"};
 
 static bool type_mamba2(Cfg *c) {
   Common k;
   Block b;
+  field(c, "time_step_rank"); /* Mamba-2 has no dt projection to size */
   if (!common(c, &k, "layer_norm_epsilon", 1e-5) ||
       !mamba2_block(c, &mamba2_hf, k.d_model, k.eps, &b))
     return false;
@@ -594,6 +604,7 @@ static bool type_nemotron_h(Cfg *c) {
   const AttnNames an = {"num_attention_heads", "num_key_value_heads",
                         "head_dim"};
   Block mamba;
+  field(c, "time_step_rank"); /* Mamba-2 has no dt projection to size */
   if (!common(c, &k, "layer_norm_epsilon", 1e-5) ||
       !mamba2_block(c, &nm, k.d_model, k.eps, &mamba))
     return false;
@@ -891,18 +902,85 @@ static const struct {
     {"embedding_multiplier", "a scale (muP): no cost"},
     {"residual_multiplier", "a scale (muP): no cost"},
     {"logits_scaling", "a scale (muP): no cost"},
-    {"mamba_dt_rank", NULL},
-    {"use_mamba_kernels", NULL},
+    {"chunk_size", "Mamba-2's chunked scan is priced as its recurrence"},
+    {"mamba_chunk_size",
+     "Mamba-2's chunked scan is priced as its recurrence"},
+    {"mamba_proj_bias", "biases of the projections are not built"},
+    {"use_bias", "biases of the projections are not built"},
+    {"add_bias_linear", "biases of the projections are not built"},
+    {"projectors_bias", "biases of the projections are not built"},
 };
+
+/* Fields that change no figure: names, ids, numerics of training,
+ * kernels' switches, fields another one restates. */
+static const char *const no_figure[] = {
+    "architectures", "auto_map", "_name_or_path", "transformers_version",
+    "torch_dtype", "dtype", "use_cache", "bos_token_id", "eos_token_id",
+    "pad_token_id", "initializer_range", "attention_dropout",
+    "hidden_dropout", "max_position_embeddings", "rope_theta",
+    "router_aux_loss_coef", "output_router_logits", "num_logits_to_keep",
+    "time_step_min", "time_step_max", "time_step_floor", "time_step_limit",
+    "time_step_scale", "time_step_init_scheme", "residual_in_fp32",
+    "rescale_prenorm_residual", "use_mamba_kernels", "pretraining_tp",
+    "fused_add_norm", "pad_vocab_size_multiple", "ep_size", "topk_method",
+    "hybrid_layer_ids", "use_long_context", "use_mem_rope", "use_mrope",
+    "rms_norm", "norm_before_gate", "mamba_norm_before_gate",
+    "mamba_rms_norm", "normalization_function", "mamba_hidden_act",
+    "mamba_dt_rank", "model_type", "text_config", "vision_config",
+    "use_conv_bias", "mamba_conv_bias", "position_embedding_type",
+    "max_window_layers", "sliding_window", "use_sliding_window",
+    "num_key_value_heads", /* MLA has no key-value heads to share */
+    "rms_norm_eps", "layer_norm_epsilon", "tie_word_embeddings",
+};
+
+static bool listed(const char *const *names, size_t n, const char *key) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(names[i], key))
+      return true;
+  return false;
+}
+
+/* Every field neither read, nor noted, nor known to change no figure:
+ * one note naming them, so that nothing is dropped without a word. */
+static void note_unread(Cfg *c) {
+  Buf b = {0};
+  const char *key;
+  const json_t *v;
+  json_object_foreach((json_t *)c->root, key, v) {
+    bool known = listed(no_figure, sizeof no_figure / sizeof no_figure[0],
+                        key) ||
+                 listed(c->read, (size_t)c->nread, key);
+    for (size_t i = 0; !known && i < sizeof unmodelled / sizeof unmodelled[0];
+         i++)
+      known = !strcmp(unmodelled[i].key, key);
+    if (!known)
+      buf_printf(&b, "%s%s", b.len ? ", " : "", key);
+  }
+  if (b.len)
+    note(c, "fields not read (no block of the model uses them): %s", b.s);
+  buf_free(&b);
+  /* A convolution the config gives no bias is built with one. */
+  const char *conv[] = {"use_conv_bias", "mamba_conv_bias"};
+  for (size_t i = 0; i < 2; i++)
+    if (json_is_false(json_object_get(c->root, conv[i])))
+      note(c, "\"%s\" is false: the convolutions are built with a bias",
+           conv[i]);
+  const json_t *pe = json_object_get(c->root, "position_embedding_type");
+  if (json_is_string(pe) && strcmp(json_string_value(pe), "rope") != 0)
+    note(c, "\"position_embedding_type\" is '%s': attention is priced with "
+         "RoPE all the same", json_string_value(pe));
+}
 
 static void note_unmodelled(Cfg *c) {
   for (size_t i = 0; i < sizeof unmodelled / sizeof unmodelled[0]; i++) {
     const json_t *v = json_object_get(c->root, unmodelled[i].key);
-    if (!v || json_is_null(v) || json_is_false(v) || !unmodelled[i].why)
+    if (!v || json_is_null(v) || json_is_false(v))
       continue;
-    if (!strcmp(unmodelled[i].key, "hidden_act") && json_is_string(v) &&
-        !strcmp(json_string_value(v), "silu"))
-      continue;
+    if (json_is_string(v) && ((!strcmp(unmodelled[i].key, "hidden_act") &&
+                               !strcmp(json_string_value(v), "silu")) ||
+                              (!strcmp(unmodelled[i].key, "mlp_hidden_act") &&
+                               !strcmp(json_string_value(v), "relu2"))))
+      continue; /* the activation the block is built with */
     note(c, "\"%s\" is not modelled: %s", unmodelled[i].key,
          unmodelled[i].why);
   }
@@ -990,8 +1068,10 @@ bool net_config_parse(const char *path, const char *text, size_t len,
     note(c, "the language model of a '%s' config (its text_config) is "
          "built; the other towers are not", outer_type);
   ok = types[t].read(c);
-  if (ok)
+  if (ok) {
     note_unmodelled(c);
+    note_unread(c);
+  }
 done:
   json_decref(root);
   return ok;
