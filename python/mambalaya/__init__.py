@@ -25,7 +25,7 @@ from ._lib import library_path
 __all__ = ["Error", "Document", "Spec", "Arch", "Study", "SweepResult", "Tensors",
            "Diff", "call", "call_status", "run", "options", "library_path", "load_spec",
            "load_arch", "load_study", "classify", "fuse", "eval", "search",
-           "sweep", "reproduce", "exec", "diff"]
+           "sweep", "reproduce", "exec", "diff", "models"]
 
 __version__ = "0.1.0"
 
@@ -61,15 +61,32 @@ def fuse(spec="mamba1", **kw):
     return run("fuse", spec, **kw)
 
 
-def eval(spec="mamba1", **kw):  # noqa: A001 (the command's name)
+def _workload(spec, kw):
+    """The positional SPEC: none for a whole model (config=), else SPEC
+    (mamba1 by default)."""
+    if "config" in kw and spec is None:
+        return []
+    return [spec or "mamba1"]
+
+
+def eval(spec=None, **kw):  # noqa: A001 (the command's name)
     """`mambalaya eval SPEC --json`: a design priced on an architecture
-    (arch=, design=, strategy=, model=, set={...}, pipelined=True, ...)."""
-    return run("eval", spec, **kw)
+    (arch=, design=, strategy=, model=, set={...}, pipelined=True, ...);
+    with config= (a config.json) a whole model end to end (batch=,
+    prompt=, generate=, ...; docs/models.md)."""
+    return run("eval", *_workload(spec, kw), **kw)
 
 
-def search(spec="mamba1", **kw):
-    """`mambalaya search SPEC --json`: the best schedule and its gap."""
-    return run("search", spec, **kw)
+def search(spec=None, **kw):
+    """`mambalaya search SPEC --json`: the best schedule and its gap; with
+    config=, every block of a whole model searched, end to end."""
+    return run("search", *_workload(spec, kw), **kw)
+
+
+def models(config, **kw):
+    """`mambalaya models --config CONFIG --json`: the model a config.json
+    describes: its blocks, schedule, parameters and notes."""
+    return run("models", config=config, **kw)
 
 
 def reproduce(out=None, **kw):

@@ -92,6 +92,16 @@ class EqualsCli(unittest.TestCase):
         self.assertEqual(r["inputs"]["design"], "full")
         self.assertEqual(r["inputs"]["settings"], {"B": 4.0})
 
+    def test_whole_model(self):
+        cfg = os.path.join(ROOT, "tests", "configs", "Qwen3-8B.json")
+        self.assertEqual(mambalaya.models(cfg),
+                         cli_json("models", "--config", cfg))
+        got = mambalaya.eval(config=cfg, arch="h100", batch=2, generate=4)
+        want = cli_json("eval", "--config", cfg, "--arch", "h100",
+                        "--batch", 2, "--generate", 4)
+        self.assertEqual(got["decode"], want["decode"])
+        self.assertEqual(got["inputs"]["design"], "full")
+
     def test_search(self):
         self.assertEqual(mambalaya.search("mamba1", set={"I": 256}),
                          cli_json("search", "mamba1", "--set", "I=256"))
