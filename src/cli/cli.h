@@ -224,6 +224,16 @@ int net_eval(const char *cmd, const NetArgs *n, const char *arch_name,
 int net_reproduce(const char *cmd, const NetArgs *n, const char *arch_name,
                   const ModelOverrides *mf, bool json);
 
+/* init-weights --config: random weights for the model of CONFIG into
+ * DIR (config.json and model.safetensors, together); generate --config:
+ * the model in DIR run greedily on TOKENS_TEXT for MAX_NEW tokens, the
+ * logits of every position into OUT when given (cmd_netrun.c). Exit
+ * statuses. */
+int net_init_weights(const char *cmd, const char *config, uint64_t seed,
+                     const char *dir);
+int net_generate(const char *cmd, const char *dir, const char *tokens_text,
+                 int batch, int max_new, const char *out);
+
 /* The names of the library's enums, as options take them. */
 extern const OptChoices phase_choices, strategy_choices, stitcher_choices,
     design_choices, objective_choices, search_objective_choices;

@@ -9,9 +9,14 @@
 typedef struct GenArgs {
   LmArgs lm;
   int max_new;
+  const char *config; /* --config: a whole model's folder (cmd_netrun.c) */
 } GenArgs;
 
 static const Opt gen_opts[] = {
+    {"--config", OPT_PATH, offsetof(GenArgs, config), "DIR",
+     .help = "a whole model instead: a folder that `init-weights --config` "
+             "wrote (config.json, model.safetensors), run on --tokens by the "
+             "interpreter (no --model then)"},
     {"--max-new", OPT_INT, offsetof(GenArgs, max_new), "N",
      .help = "how many tokens to generate (1 to 1048576)", .lo = 1,
      .hi = 1 << 20, .flags = OPT_REQUIRED},
@@ -237,6 +242,21 @@ static int gen_run(const char *cmd, Gen *g) {
 
 static int generate_cmd(const Parsed *p, void *opts) {
   GenArgs *ga = opts;
+  if (ga->config) {
+    static const char *const lm_only[] = {"--model", "--prompt",
+                                          "--tokens-file", "--strategy",
+                                          "--json"};
+    int err = 0;
+    for (size_t i = 0; !err && i < sizeof lm_only / sizeof lm_only[0]; i++)
+      if (opt_given(p, lm_only[i]))
+        err = usage_error(p->cmd, "--config runs a whole model on --tokens "
+                                  "by the interpreter: drop %s", lm_only[i]);
+    if (!err)
+      err = net_generate(p->cmd, ga->config, ga->lm.tokens_text,
+                         ga->lm.batch, ga->max_new, ga->lm.out);
+    lm_args_free(&ga->lm);
+    return err;
+  }
   Gen g = {.o = &ga->lm, .max_new = ga->max_new};
   int err = lm_start(p->cmd, &ga->lm, &g.m);
   if (err)

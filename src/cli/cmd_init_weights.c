@@ -9,6 +9,7 @@
 
 typedef struct InitArgs {
   SpecOpts so; /* --model, --set */
+  const char *config; /* --config: a whole model (cmd_netrun.c) */
   const char *out;
   uint64_t seed;
   double max_memory;
@@ -21,6 +22,10 @@ static const OptChoices dtype_choices = {
     "dtype", dtype_at, (int)(sizeof dtypes / sizeof dtypes[0]), NULL, false};
 
 static const Opt init_opts[] = {
+    {"--config", OPT_PATH, offsetof(InitArgs, config), "PATH",
+     .help = "a whole model instead: its config.json (or a folder holding "
+             "one), any type docs/models.md lists; weights keyed by block, "
+             "F32 (then no --model, --set or --dtype)"},
     {"--model", OPT_STRING, offsetof(InitArgs, so.model), "M",
      .help = "a preset (mamba-130m, ..., mamba2-2.7b) or a model directory "
              "whose config.json gives the sizes",
@@ -89,6 +94,12 @@ static int write_model(const ModelConfig *cfg, uint64_t seed, DType dt,
 
 static int init_weights(const Parsed *p, void *opts) {
   const InitArgs *o = opts;
+  if (o->config) {
+    if (o->so.model || o->so.nsets || opt_given(p, "--dtype"))
+      return usage_error(p->cmd, "--config gives the model: drop --model, "
+                                 "--set and --dtype");
+    return net_init_weights(p->cmd, o->config, o->seed, o->out);
+  }
   ModelConfig cfg;
   Diag d = {0};
   DType dt = dtypes[o->dtype];
@@ -123,7 +134,8 @@ const Command init_weights_command = {
         "available is refused (exit 2).\n",
     .opts = &init_table,
     .example = "mambalaya init-weights --model mamba-130m --set n_layer=2 "
-               "--out m\n",
+               "--out m\n"
+               "mambalaya init-weights --config tiny/config.json --out tiny\n",
     .size = sizeof(InitArgs), .run = init_weights,
 };
 

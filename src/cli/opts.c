@@ -310,7 +310,7 @@ static int scan_positional(Scan *s, const char *arg) {
 /* Every positional given, then every required option? The first one
  * missing is named: the arguments before the options, whichever table
  * declares them (SPEC is spec_options'). A whole model (--config) is the
- * workload: no SPEC then. */
+ * workload: no SPEC and no --model then. */
 static int check_required(const Parsed *p) {
   size_t base;
   const Opt *o;
@@ -321,7 +321,8 @@ static int check_required(const Parsed *p) {
       return usage_error(p->cmd, "missing %s (see %s --help)", o->name,
                          p->cmd);
   for (int k = 0; (o = opt_at(p->command, k, &base)); k++)
-    if (!p->seen[k] && (o->flags & OPT_REQUIRED))
+    if (!p->seen[k] && (o->flags & OPT_REQUIRED) &&
+        !(whole_model && strcmp(o->name, "--model") == 0))
       return usage_error(p->cmd, "needs %s (see %s --help)", o->name,
                          p->cmd);
   return 0;

@@ -232,42 +232,6 @@ bool lm_param_count(const ModelConfig *cfg, uint64_t *count) {
 
 /* ---- random weights ---- */
 
-typedef struct Rng {
-  uint64_t s;
-  bool has_spare; /* Box-Muller makes two normals at a time */
-  double spare;
-} Rng;
-
-static uint64_t splitmix(uint64_t *s) {
-  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-/* Uniform in (0, 1): never 0, so that log() is safe. */
-static double uniform01(Rng *r) {
-  return ((double)(splitmix(&r->s) >> 11) + 0.5) * 0x1.0p-53;
-}
-
-static double normal(Rng *r) {
-  if (r->has_spare) {
-    r->has_spare = false;
-    return r->spare;
-  }
-  double u = uniform01(r), v = uniform01(r), rad = sqrt(-2 * log(u));
-  r->spare = rad * sin(6.283185307179586 * v);
-  r->has_spare = true;
-  return rad * cos(6.283185307179586 * v);
-}
-
-static uint64_t key_hash(const char *key) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
-  for (const char *p = key; *p; p++)
-    h = (h ^ (unsigned char)*p) * 1099511628211ull;
-  return h;
-}
-
 static bool ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), k = strlen(suffix);
   return n >= k && strcmp(s + n - k, suffix) == 0;
@@ -277,7 +241,7 @@ static bool ends_with(const char *s, const char *suffix) {
  * Mamba initializes the dt bias so that softplus(bias) spans that range. */
 static double dt_bias(Rng *r) {
   double lo = log(1e-3), hi = log(0.1);
-  double dt = exp(lo + uniform01(r) * (hi - lo));
+  double dt = exp(lo + rng_uniform(r) * (hi - lo));
   dt = dt > 1e-4 ? dt : 1e-4;
   return dt + log(-expm1(-dt));
 }
@@ -332,11 +296,11 @@ static void fill(Array *a, const char *key, const ModelConfig *c, Rng *r) {
     double v = 0;
     switch (kind) {
     case W_ONE: v = 1; break;
-    case W_NORMAL: v = scale * normal(r); break;
-    case W_UNIFORM: v = scale * (2 * uniform01(r) - 1); break;
+    case W_NORMAL: v = scale * rng_normal(r); break;
+    case W_UNIFORM: v = scale * (2 * rng_uniform(r) - 1); break;
     case W_DT_BIAS: v = dt_bias(r); break;
     case W_A_LOG_1: v = log((double)(i % c->d_state + 1)); break;
-    case W_A_LOG_2: v = log(1 + 15 * uniform01(r)); break;
+    case W_A_LOG_2: v = log(1 + 15 * rng_uniform(r)); break;
     case W_ZERO: v = 0; break;
     }
     a->data[i] = (float)v;
@@ -370,8 +334,7 @@ static Array *random_get(const Checkpoint *ck, const char *key) {
   for (int i = 0; i < n && !a; i++)
     if (strcmp(keys[i].name, key) == 0) {
       a = array_new(keys[i].ndim, keys[i].shape);
-      uint64_t s = ck->seed;
-      Rng r = {.s = splitmix(&s) ^ key_hash(key)};
+      Rng r = rng_for(ck->seed, key);
       if (a)
         fill(a, key, &ck->cfg, &r);
     }

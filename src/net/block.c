@@ -19,6 +19,25 @@ const char *block_kind_spec(BlockKind k, bool decode) {
   return decode && kinds[k].decode ? kinds[k].decode : kinds[k].spec;
 }
 
+const char *block_kind_run_spec(BlockKind k, bool decode) {
+  return k == BK_MOE          ? "specs/layers/moe_dense.yaml"
+         : k == BK_MOE_SHARED ? "specs/layers/moe_dense_shared.yaml"
+                              : block_kind_spec(k, decode);
+}
+
+long net_vocab(const Net *net) {
+  const Block *e = &net->blocks[net->embed];
+  for (int i = 0; i < e->nsizes; i++)
+    if (!strcmp(e->names[i], "vocab"))
+      return (long)e->values[i];
+  return 0;
+}
+
+bool net_block_caches(const Net *net, int b) {
+  BlockKind k = net->blocks[b].kind;
+  return block_kind_spec(k, true) != block_kind_spec(k, false);
+}
+
 static const char *const routing_names[] = {"uniform", "worst"};
 _Static_assert(sizeof routing_names / sizeof routing_names[0] == ROUTE_COUNT,
                "a name per routing");
@@ -79,7 +98,8 @@ static int phase_settings(const Cascade *c, const Block *bk, const Pass *ph,
 bool net_block_cascade(const Net *net, int b, const Pass *ph, Cascade **c,
                        Shape **s, Diag *d) {
   const Block *bk = &net->blocks[b];
-  const char *name = block_kind_spec(bk->kind, ph->decode);
+  const char *name = ph->run ? block_kind_run_spec(bk->kind, ph->decode)
+                             : block_kind_spec(bk->kind, ph->decode);
   const EmbeddedFile *f = embedded_file(name);
   if (!f) {
     diag_error(d, name, (Loc){0, 0}, "not a shipped spec (the build is "
@@ -102,7 +122,7 @@ bool net_block_cascade(const Net *net, int b, const Pass *ph, Cascade **c,
     else
       sizes[nsizes++] = st;
   }
-  if (bk->kind == BK_MOE) {
+  if (bk->experts > 0) {
     double touched = ph->experts > 0
                          ? (double)ph->experts
                          : moe_experts_touched(ph, bk->experts, bk->top_k);

@@ -277,6 +277,7 @@ static bool common(Cfg *c, Common *k, const char *eps_key, double eps) {
     return FAIL("\"num_hidden_layers\": %ld layers (at most %d)", k->layers,
                 NET_MAX_LAYERS);
   k->eps = get_real(c, eps_key, eps);
+  c->net->rope_theta = get_real(c, "rope_theta", 10000);
   c->net->nlayers = (int)k->layers;
   return true;
 }
@@ -294,21 +295,20 @@ static bool ends(Cfg *c, const Common *k, bool tied_default) {
 }
 
 /* A MoE's experts: routed ones with their router, and the shared ones
- * (an MLP of SHARED_FF, 0: none) beside them. */
+ * (a gated MLP of SHARED_FF, 0: none) beside them, on the same normed
+ * tokens, their outputs summed. */
 static bool add_moe(Cfg *c, int layer, const Common *k, long experts,
                     long top_k, long d_ff, long shared_ff) {
   if (top_k < 1 || top_k > experts)
     return FAIL("experts per token (%ld) must be between 1 and the "
                 "experts (%ld)", top_k, experts);
   Block m = moe_block(k->d_model, k->eps, experts, top_k, d_ff);
-  if (add_block(c, &m, layer, false) < 0)
-    return false;
-  if (shared_ff > 0) {
-    Block s = mlp_block(BK_MLP, k->d_model, k->eps, shared_ff,
-                        "shared experts");
-    return add_block(c, &s, layer, false) >= 0;
+  if (shared_ff > 0) { /* beside the routed ones, on the same tokens */
+    m.kind = BK_MOE_SHARED;
+    snprintf(m.label, sizeof m.label, "%s", block_kind_name(m.kind));
+    set_size(&m, "d_ff_shared", (double)shared_ff);
   }
-  return true;
+  return add_block(c, &m, layer, false) >= 0;
 }
 
 /* ---- schedules ---- */

@@ -29,12 +29,14 @@
 #define MAMBALAYA_NET_H
 
 #include "../model/model.h"
+#include "../exec/exec.h"
 #include "../spec/spec.h"
 
 /* The block kinds, X(ID, name, prompt spec, decode spec, what): the
  * decode spec is the kind's block with a cache before the new tokens
  * (NULL: the prompt's spec serves both phases, its state carried as the
- * spec's initializations). */
+ * spec's initializations). What the executor runs is the same spec but
+ * for a mixture of experts (block_kind_run_spec). */
 #define BLOCK_KINDS(X)                                                      \
   X(EMBED, "embedding", "specs/layers/embedding.yaml", NULL,                \
     "the token embedding")                                                  \
@@ -56,6 +58,8 @@
     "a plain MLP (squared ReLU)")                                           \
   X(MOE, "moe", "specs/layers/moe.yaml", NULL,                              \
     "routed experts: router, dispatch, experts, combine")                   \
+  X(MOE_SHARED, "moe_shared", "specs/layers/moe_shared.yaml", NULL,         \
+    "routed experts and shared experts beside them")                        \
   X(LINEAR, "linear", "specs/layers/linear.yaml", NULL,                     \
     "one linear layer (a projection, an adapter)")                          \
   X(HEAD, "head", "specs/layers/head.yaml", NULL,                           \
@@ -71,6 +75,10 @@ typedef enum {
 const char *block_kind_name(BlockKind k);
 const char *block_kind_spec(BlockKind k, bool decode);
 const char *block_kind_help(BlockKind k);
+/* The spec the executor runs for kind K (forward.c): the priced one, but
+ * moe_dense.yaml for a mixture (every expert over every token, weighed by
+ * the top-K routing: the same numbers as routing them). */
+const char *block_kind_run_spec(BlockKind k, bool decode);
 
 enum { NET_MAX_SIZES = 24 };
 
@@ -112,6 +120,7 @@ typedef struct Net {
   unsigned char layer[NET_MAX_LAYERS][NET_LAYER_BLOCKS];
   int embed, head; /* their blocks */
   bool tied;       /* the head's weights are the embedding's */
+  double rope_theta; /* RoPE's base (rope_theta; 0: 10000) */
   int nnotes;
   char notes[NET_MAX_NOTES][200]; /* fields read but not modelled */
 } Net;
@@ -138,6 +147,7 @@ typedef struct Pass {
   Routing routing;
   double capacity_factor; /* a prompt's tokens per expert, times this */
   long experts; /* experts the pass touches; 0: as the routing says */
+  bool run;     /* for the executor: block_kind_run_spec's cascade */
 } Pass;
 
 /* The experts a pass of PH touches in a block of E experts, K per token,
@@ -151,6 +161,11 @@ long moe_expert_tokens(const Pass *ph, int experts, int top_k,
  * load or bind. */
 bool net_block_cascade(const Net *net, int b, const Pass *ph, Cascade **c,
                        Shape **s, Diag *d);
+
+/* The model's vocabulary: its embedding's rows. */
+long net_vocab(const Net *net);
+/* Does block B read a cache that grows with the context (attention's)? */
+bool net_block_caches(const Net *net, int b);
 
 /* ---- parameters ---- */
 
@@ -222,5 +237,23 @@ typedef struct NetRun {
  * NULL). False with D set when a block cannot be priced. */
 bool net_run(const Net *net, const Arch *a, const NetOpts *o, NetRun *r,
              FILE *progress, Diag *d);
+
+/* ---- running a model (forward.c) ---- */
+
+/* Random weights for NET under SEED, keyed as net_model_forward reads
+ * them (forward.c's head comment); *PARAMS gets their count. NULL and D
+ * set when a block cannot be built. */
+StWriter *net_random_weights(const Net *net, uint64_t seed, double *params,
+                             Diag *d);
+
+/* A model with its weights (WEIGHTS outlives it) and the decode state of
+ * every block use: a prompt, then one token at a time. */
+typedef struct NetModel NetModel;
+NetModel *net_model_new(const Net *net, const StFile *weights);
+void net_model_free(NetModel *m);
+/* Run TOKENS ([NSEQ, LEN], row-major) after what ran before: *LOGITS gets
+ * [NSEQ, LEN, vocab]. */
+bool net_model_forward(NetModel *m, const int *tokens, int nseq, long len,
+                       Array **logits, Diag *d);
 
 #endif

@@ -25,11 +25,6 @@ NetOpts net_default_opts(void) {
                    .samples = 17};
 }
 
-/* Does block B's cost depend on the context (a cache it reads)? */
-static bool reads_cache(const Block *b) {
-  return block_kind_spec(b->kind, true) != block_kind_spec(b->kind, false);
-}
-
 /* Price one pass of block B: per use. The decode state (the cache, an
  * SSM's state) is read and written: a whole model's decode moves it. */
 static bool price_block(const Net *net, int b, const Arch *a,
@@ -151,7 +146,7 @@ bool net_run(const Net *net, const Arch *a, const NetOpts *o, NetRun *r,
          step_b[NET_MAX_SAMPLES] = {0};
   for (int b = 0; b < nb && r->nsamples; b++) {
     const Block *bk = &net->blocks[b];
-    int ns = reads_cache(bk) ? r->nsamples : 1;
+    int ns = net_block_caches(net, b) ? r->nsamples : 1;
     BlockCost at[NET_MAX_SAMPLES] = {{0}};
     for (int i = 0; i < ns; i++) {
       if (progress && (i == 0 || i + 1 == ns))
@@ -202,7 +197,7 @@ bool net_run(const Net *net, const Arch *a, const NetOpts *o, NetRun *r,
     double sb;
     if (!state_bytes(net, b, a, o, context, &sb, d))
       return false;
-    if (reads_cache(&net->blocks[b]))
+    if (net_block_caches(net, b))
       r->kv_bytes += net->blocks[b].uses * sb;
     else
       r->state_bytes += net->blocks[b].uses * sb;

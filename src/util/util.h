@@ -226,4 +226,18 @@ void sha256_hex(const void *data, size_t len, char out[65]);
 /* Wall-clock seconds from a monotonic clock. */
 double now_seconds(void);
 
+/* ---- random numbers (rng.c) ---- */
+
+/* A deterministic stream: splitmix64, normals two at a time. */
+typedef struct Rng {
+  uint64_t s;
+  bool has_spare;
+  double spare;
+} Rng;
+/* The stream of KEY under SEED: independent of every other key's. */
+Rng rng_for(uint64_t seed, const char *key);
+uint64_t rng_next(Rng *r);
+double rng_uniform(Rng *r); /* in (0, 1): never 0, so log() is safe */
+double rng_normal(Rng *r);  /* N(0, 1) */
+
 #endif

@@ -1,0 +1,44 @@
+#!/bin/sh
+# A whole model on real tensors (docs/models.md, "Running a model"): a
+# four-layer hybrid of Granite 4.0's type (tests/configs/tiny/hybrid.json:
+# Mamba-2 with groups, grouped-query attention with RoPE, a mixture of
+# experts with a shared MLP, a tied head) gets random weights from
+# `init-weights --config`, runs greedily under `generate --config` (a
+# prompt, then one token at a time, each block carrying its KV cache or
+# SSM state), and its logits at every position equal an independent NumPy
+# reference written from the published formulas (tests/oracle/net_ref.py)
+# within 1e-5. NumPy is a dependency of the tests: without it this fails.
+set -u
+HARNESS_CWD=root
+. "$(dirname "$0")/lib/harness.sh"
+PY=/usr/bin/python3
+$PY -c 'import numpy' || { fail "$PY has no NumPy (apt-get install python3-numpy)"; finish models_run; }
+CFG=tests/configs/tiny/hybrid.json
+M_DIR=$tmp/tiny
+
+"$M" init-weights --config "$CFG" --out "$M_DIR" --seed 3 >out ||
+  fail "init-weights --config"
+grep -q "^wrote .*/config.json and .*/model.safetensors: granitemoehybrid, 4 layers, [0-9]* parameters (F32)$" out ||
+  fail "init-weights says: $(cat out)"
+cmp -s "$CFG" "$M_DIR/config.json" || fail "the config is not copied as it was"
+# Two sequences, six new tokens each.
+PROMPT="1,2,3,4,5;6,7,8,9,10"
+"$M" generate --config "$M_DIR" --tokens "$PROMPT" --max-new 6 \
+  --out "$tmp/logits.safetensors" >gen.txt || fail "generate --config"
+[ "$(wc -l <gen.txt)" -eq 2 ] || fail "two rows of tokens: $(cat gen.txt)"
+ALL=$(echo "$PROMPT" | tr ';' '\n' | paste -d, - gen.txt | paste -s -d';')
+$PY tests/oracle/net_ref.py "$M_DIR" "$ALL" "$tmp/logits.safetensors" >ref.txt ||
+  fail "logits against the NumPy reference: $(cat ref.txt)"
+cat ref.txt
+# The same weights and tokens give the same tokens again, and one
+# sequence alone what it gave beside the other.
+"$M" generate --config "$M_DIR" --tokens "1,2,3,4,5" --max-new 6 >one.txt ||
+  fail "generate, one sequence"
+[ "$(cat one.txt)" = "$(head -1 gen.txt)" ] ||
+  fail "one sequence alone: $(cat one.txt), beside another: $(head -1 gen.txt)"
+# Errors.
+refused "drop --model" "$M" init-weights --config "$CFG" --model mamba-130m --out "$tmp/x"
+refused "token 99 is outside the vocabulary (0 to 60)" \
+  "$M" generate --config "$M_DIR" --tokens "1,99" --max-new 2
+refused "no such file\|cannot read" "$M" generate --config "$tmp/none" --tokens "1" --max-new 1
+finish models_run
