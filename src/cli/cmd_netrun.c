@@ -128,6 +128,11 @@ int net_generate(const char *cmd, const char *dir, const char *tokens_text,
   if (!net_config_load(dir, net, &d) || !(f = st_open(wpath, &d)))
     status = input_failed(&d);
   NetGen g = {.nseq = tl.nseq, .len = tl.len, .max_new = max_new};
+  for (int b = 0; !status && b < net->nblocks; b++)
+    if (net->blocks[b].not_run[0])
+      status = usage_error(cmd, "block %s of %s cannot run yet: %s (it is "
+                                "priced)", net->blocks[b].label, dir,
+                           net->blocks[b].not_run);
   long vocab = status ? 0 : net_vocab(net);
   for (int i = 0; !status && i < tl.nseq * tl.len; i++)
     if (tl.ids[i] >= vocab)

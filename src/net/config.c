@@ -142,7 +142,8 @@ static void set_size(Block *b, const char *name, double v) {
 
 static bool same_block(const Block *a, const Block *b) {
   if (a->kind != b->kind || a->nsizes != b->nsizes ||
-      a->window != b->window || strcmp(a->label, b->label) != 0)
+      a->window != b->window || strcmp(a->label, b->label) != 0 ||
+      strcmp(a->not_run, b->not_run) != 0)
     return false;
   for (int i = 0; i < a->nsizes; i++)
     if (strcmp(a->names[i], b->names[i]) != 0 || a->values[i] != b->values[i])
@@ -276,6 +277,11 @@ static bool common(Cfg *c, Common *k, const char *eps_key, double eps) {
   if (k->layers > NET_MAX_LAYERS)
     return FAIL("\"num_hidden_layers\": %ld layers (at most %d)", k->layers,
                 NET_MAX_LAYERS);
+  long pad = 0;
+  if (!opt_int(c, "pad_vocab_size_multiple", 0, &pad))
+    return false;
+  if (pad > 1) /* the table is padded so (Mamba's) */
+    k->vocab = (k->vocab + pad - 1) / pad * pad;
   k->eps = get_real(c, eps_key, eps);
   c->net->rope_theta = get_real(c, "rope_theta", 10000);
   c->net->nlayers = (int)k->layers;
@@ -649,8 +655,8 @@ static bool type_nemotron_h(Cfg *c) {
   return ends(c, &k, false);
 }
 
-/* Falcon-H1: attention and a Mamba-2 mixer side by side in every layer,
- * then a gated MLP. */
+/* Falcon-H1: attention and a Mamba-2 mixer side by side in every layer on
+ * the same normed tokens, summed (one block), then a gated MLP. */
 static bool type_falcon_h1(Cfg *c) {
   Common k;
   long ff = 0;
@@ -663,10 +669,23 @@ static bool type_falcon_h1(Cfg *c) {
       !attention(c, &attn_std, k.d_model, k.eps, 0, &a) ||
       !mamba2_block(c, &nm, k.d_model, k.eps, &m))
     return false;
+  /* One block: attention's sizes, and Mamba-2's under names of its own. */
+  Block p = a;
+  p.kind = BK_PARALLEL;
+  snprintf(p.label, sizeof p.label, "%s", block_kind_name(p.kind));
+  for (int i = 0; i < m.nsizes; i++) {
+    const char *n = m.names[i];
+    if (!strcmp(n, "n_heads"))
+      n = "ssm_heads";
+    else if (!strcmp(n, "head_dim"))
+      n = "ssm_head_dim";
+    else if (!strcmp(n, "d_model") || !strcmp(n, "eps"))
+      continue;
+    set_size(&p, n, m.values[i]);
+  }
   Block mlp = mlp_block(BK_MLP, k.d_model, k.eps, ff, NULL);
   for (int i = 0; i < k.layers; i++)
-    if (add_block(c, &a, i, false) < 0 || add_block(c, &m, i, false) < 0 ||
-        add_block(c, &mlp, i, false) < 0)
+    if (add_block(c, &p, i, false) < 0 || add_block(c, &mlp, i, false) < 0)
       return false;
   return ends(c, &k, false);
 }
@@ -816,6 +835,8 @@ static bool type_zamba2(Cfg *c) {
         return false;
       snprintf(a.label, sizeof a.label, "shared attention %d",
                (int)(hybrid % mem));
+      snprintf(a.not_run, sizeof a.not_run, "it reads the hidden state "
+               "concatenated with the embeddings");
       mlp = mlp_block(BK_MLP, k.d_model, k.eps, ff, NULL);
       snprintf(mlp.label, sizeof mlp.label, "shared MLP %d",
                (int)(hybrid % mem));
@@ -840,6 +861,96 @@ static bool type_zamba2(Cfg *c) {
       return false;
   }
   return ends(c, &k, true);
+}
+
+/* An integer KEY of the object O (a nested section), DFLT when absent. */
+static bool sub_int(Cfg *c, const json_t *o, const char *sec, const char *key,
+                    long dflt, long *out) {
+  const json_t *v = o ? json_object_get(o, key) : NULL;
+  *out = dflt;
+  if (!v || json_is_null(v))
+    return true;
+  if (!json_is_integer(v) || json_integer_value(v) <= 0)
+    return FAIL("\"%s\".\"%s\": expected a positive integer", sec, key);
+  *out = (long)json_integer_value(v);
+  return true;
+}
+
+/* The state-spaces form (mamba_ssm's MambaConfig: no model_type): Mamba-1
+ * or Mamba-2 mixers (ssm_cfg.layer), attention at the layers
+ * attn_layer_idx lists (attn_cfg), a gated MLP after each mixer when
+ * d_intermediate is positive. */
+static bool type_state_spaces(Cfg *c) {
+  Common k;
+  long layers = 0, d_model = 0, vocab = 0, mlp = 0;
+  if (!NEED(&d_model, "d_model") || !NEED(&layers, "n_layer") ||
+      !NEED(&vocab, "vocab_size") ||
+      !opt_int(c, "d_intermediate", 0, &mlp))
+    return false;
+  if (layers > NET_MAX_LAYERS)
+    return FAIL("\"n_layer\": %ld layers (at most %d)", layers,
+                NET_MAX_LAYERS);
+  long pad = 0;
+  if (!opt_int(c, "pad_vocab_size_multiple", 0, &pad))
+    return false;
+  k = (Common){d_model, layers,
+               pad > 1 ? (vocab + pad - 1) / pad * pad : vocab, 1e-5};
+  c->net->nlayers = (int)layers;
+  const json_t *ssm = field(c, "ssm_cfg"), *attn = field(c, "attn_cfg");
+  const char *layer = ssm ? json_string_value(json_object_get(ssm, "layer"))
+                          : NULL;
+  bool v2 = layer && !strcmp(layer, "Mamba2");
+  if (layer && !v2 && strcmp(layer, "Mamba1") != 0)
+    return FAIL("\"ssm_cfg\".\"layer\": '%s' (expected Mamba1 or Mamba2)",
+                layer);
+  long n, conv, x, hd, g, r, heads, kv, ahd;
+  if (!sub_int(c, ssm, "ssm_cfg", "d_state", v2 ? 128 : 16, &n) ||
+      !sub_int(c, ssm, "ssm_cfg", "d_conv", 4, &conv) ||
+      !sub_int(c, ssm, "ssm_cfg", "expand", 2, &x) ||
+      !sub_int(c, ssm, "ssm_cfg", "headdim", 64, &hd) ||
+      !sub_int(c, ssm, "ssm_cfg", "ngroups", 1, &g) ||
+      !sub_int(c, ssm, "ssm_cfg", "dt_rank", (d_model + 15) / 16, &r) ||
+      !sub_int(c, attn, "attn_cfg", "num_heads", 0, &heads) ||
+      !sub_int(c, attn, "attn_cfg", "num_heads_kv", heads, &kv) ||
+      !sub_int(c, attn, "attn_cfg", "head_dim", heads ? d_model / heads : 0,
+               &ahd))
+    return false;
+  Block mixer = new_block(v2 ? BK_MAMBA2 : BK_MAMBA1, d_model, k.eps);
+  if (v2) {
+    if ((x * d_model) % hd || ((x * d_model) / hd) % g)
+      return FAIL("\"ssm_cfg\": headdim %ld and ngroups %ld do not divide "
+                  "d_inner %ld", hd, g, x * d_model);
+    set_size(&mixer, "n_heads", (double)(x * d_model / hd));
+    set_size(&mixer, "head_dim", (double)hd);
+    set_size(&mixer, "ngroups", (double)g);
+  } else {
+    set_size(&mixer, "d_inner", (double)(x * d_model));
+    set_size(&mixer, "dt_rank", (double)r);
+  }
+  set_size(&mixer, "d_state", (double)n);
+  set_size(&mixer, "d_conv", (double)conv);
+  for (int i = 0; i < layers; i++) {
+    if (in_list(c, "attn_layer_idx", i)) {
+      if (heads <= 0 || kv <= 0 || heads % kv || ahd % 2)
+        return FAIL("\"attn_cfg\": layer %d is attention: give num_heads "
+                    "(and num_heads_kv dividing it, an even head_dim)", i);
+      Block a = new_block(BK_ATTN, d_model, k.eps);
+      set_size(&a, "n_heads", (double)heads);
+      set_size(&a, "n_kv_heads", (double)kv);
+      set_size(&a, "head_dim", (double)ahd);
+      if (add_block(c, &a, i, false) < 0)
+        return false;
+    } else if (add_block(c, &mixer, i, false) < 0) {
+      return false;
+    }
+    Block m = mlp_block(BK_MLP, d_model, k.eps, mlp, NULL);
+    if (mlp > 0 && add_block(c, &m, i, false) < 0)
+      return false;
+  }
+  if (attn)
+    note(c, "\"attn_cfg\": projection biases, its convolution and a "
+         "partial rotary width are not modelled");
+  return ends(c, &k, get_bool(c, "tie_embeddings", true));
 }
 
 /* The model types read: X(name, reader). */
@@ -914,7 +1025,7 @@ static const struct {
 /* Fields that change no figure: names, ids, numerics of training,
  * kernels' switches, fields another one restates. */
 static const char *const no_figure[] = {
-    "architectures", "auto_map", "_name_or_path", "transformers_version",
+    "architectures", "auto_map", "rms_norm", "residual_in_fp32", "_name_or_path", "transformers_version",
     "torch_dtype", "dtype", "use_cache", "bos_token_id", "eos_token_id",
     "pad_token_id", "initializer_range", "attention_dropout",
     "hidden_dropout", "max_position_embeddings", "rope_theta",
@@ -922,7 +1033,7 @@ static const char *const no_figure[] = {
     "time_step_min", "time_step_max", "time_step_floor", "time_step_limit",
     "time_step_scale", "time_step_init_scheme", "residual_in_fp32",
     "rescale_prenorm_residual", "use_mamba_kernels", "pretraining_tp",
-    "fused_add_norm", "pad_vocab_size_multiple", "ep_size", "topk_method",
+    "fused_add_norm", "ep_size", "topk_method",
     "hybrid_layer_ids", "use_long_context", "use_mem_rope", "use_mrope",
     "rms_norm", "norm_before_gate", "mamba_norm_before_gate",
     "mamba_rms_norm", "normalization_function", "mamba_hidden_act",
@@ -1048,6 +1159,15 @@ bool net_config_parse(const char *path, const char *text, size_t len,
     cfg.root = tc;
   const char *type = get_string(c, "model_type");
   const char *outer_type = json_string_value(json_object_get(root, "model_type"));
+  if (!type && json_object_get(root, "ssm_cfg") &&
+      json_object_get(root, "d_model")) {
+    snprintf(net->model_type, sizeof net->model_type, "state-spaces");
+    snprintf(net->name, sizeof net->name, "state-spaces");
+    ok = type_state_spaces(c);
+    if (ok)
+      note_unread(c);
+    goto done;
+  }
   if (!type) {
     (void)FAIL("missing \"model_type\": which architecture the config describes");
     goto done;

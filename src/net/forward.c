@@ -377,6 +377,14 @@ static Array *embed(const NetModel *m, const int *tokens, long len,
 
 bool net_model_forward(NetModel *m, const int *tokens, int nseq, long len,
                        Array **logits, Diag *d) {
+  *logits = NULL;
+  for (int b = 0; b < m->net->nblocks; b++)
+    if (m->net->blocks[b].not_run[0]) {
+      diag_error(d, m->net->path, (Loc){0, 0}, "block %s cannot run yet: "
+                 "%s (it is priced)", m->net->blocks[b].label,
+                 m->net->blocks[b].not_run);
+      return false;
+    }
   if (m->pos == 0)
     m->nseq = nseq;
   else if (nseq != m->nseq) {

@@ -48,7 +48,10 @@
     "attention with an output gate (Qwen3-Next)")                           \
   X(MLA, "mla", "specs/layers/mla.yaml", "specs/layers/mla_kv.yaml",        \
     "multi-head latent attention, latent KV cache")                         \
-  X(MAMBA1, "mamba1", "specs/mamba1.yaml", NULL, "a Mamba-1 mixer")         \
+  X(PARALLEL, "parallel", "specs/layers/parallel.yaml",                     \
+    "specs/layers/parallel_kv.yaml",                                        \
+    "attention and Mamba-2 side by side, summed (Falcon-H1)")               \
+  X(MAMBA1, "mamba1", "specs/layers/mamba1.yaml", NULL, "a Mamba-1 mixer")         \
   X(MAMBA2, "mamba2", "specs/layers/mamba2.yaml", NULL,                     \
     "a Mamba-2 mixer with groups")                                          \
   X(GDN, "gated_deltanet", "specs/layers/gated_deltanet.yaml", NULL,        \
@@ -97,6 +100,10 @@ typedef struct Block {
   int experts, top_k;
   /* Attention: the tokens a query sees (a sliding window), 0: all. */
   long window;
+  /* Why the executor cannot run it (its input is not the residual stream
+   * alone: Zamba2's shared block reads it beside the embeddings), or
+   * "": it runs. */
+  char not_run[96];
 } Block;
 
 /* How a decode step's tokens reach the experts (docs/models.md). */

@@ -14,7 +14,7 @@ static const char *const params[] = {
     "n_kv_heads", "d_ff", "n_experts", "top_k", "experts_touched",
     "expert_tokens", "d_ff_expert", "q_lora_rank", "kv_lora_rank",
     "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "n_k_heads",
-    "n_v_heads", "k_head_dim", "d_in", "d_out", "d_ff_shared"};
+    "n_v_heads", "k_head_dim", "d_in", "d_out", "d_ff_shared", "ssm_heads", "ssm_head_dim"};
 
 #define MAMBA1(name, d_model, n_layer, d_inner, dt_rank)                    \
   {{name, 8,                                                               \

@@ -181,6 +181,27 @@ grep -q '^memory at batch 1, context 2052: weights 16.38 GB' q.txt ||
 mkdir -p dir && cp "$CFG/Nemotron-H-8B-Base-8K.json" dir/config.json
 "$M" models --config dir >/dev/null || fail "a folder holding config.json"
 
+# The state-spaces form (no model_type): attention at attn_layer_idx.
+cat >ss.json <<'JSON'
+{"d_model": 2560, "d_intermediate": 0, "n_layer": 64, "vocab_size": 50277,
+ "ssm_cfg": {"layer": "Mamba2"}, "attn_layer_idx": [9, 18, 27, 36, 45, 56],
+ "attn_cfg": {"causal": true, "head_dim": 128, "num_heads": 30},
+ "pad_vocab_size_multiple": 16, "tie_embeddings": true}
+JSON
+"$M" models --config ss.json --json >ss.out || fail "a state-spaces config"
+$PY - <<'PYEOF' || fail "the state-spaces form"
+import json
+j = json.load(open("ss.out"))
+k = [[j["blocks"][b - 1]["kind"] for b in l] for l in j["schedule"]]
+assert [i for i, l in enumerate(k) if l == ["attention"]] == [9, 18, 27, 36, 45, 56], k
+assert sum(l == ["mamba2"] for l in k) == 58
+emb = [b for b in j["blocks"] if b["kind"] == "embedding"][0]
+assert emb["sizes"]["vocab"] == 50288, emb  # padded to a multiple of 16
+PYEOF
+echo '{"d_model": 768, "n_layer": 24, "vocab_size": 50277, "ssm_cfg": {}, "pad_vocab_size_multiple": 8}' >m130.json
+"$M" models --config m130.json | grep -q '^parameters  129.135 M total' ||
+  fail "mamba-130m in the state-spaces form: $("$M" models --config m130.json | grep parameters)"
+
 # Refused, naming the field.
 echo '{"model_type": "gpt_neox", "hidden_size": 8}' >neox.json
 refused "\"model_type\": 'gpt_neox' is not a model type read (expected one of llama," \

@@ -16,7 +16,7 @@ typedef struct Case {
   Tensors in;
 } Case;
 
-static uint64_t rng_next(uint64_t *st) {
+static uint64_t xorshift_next(uint64_t *st) {
   *st ^= *st << 13;
   *st ^= *st >> 7;
   *st ^= *st << 17;
@@ -24,7 +24,7 @@ static uint64_t rng_next(uint64_t *st) {
 }
 
 static float uniform(uint64_t *st, float lo, float hi) {
-  return lo + (hi - lo) * (float)((rng_next(st) >> 11) * 0x1.0p-53);
+  return lo + (hi - lo) * (float)((xorshift_next(st) >> 11) * 0x1.0p-53);
 }
 
 /* Every input tensor, uniform in [-0.5, 0.5) (seeded). */

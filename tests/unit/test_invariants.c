@@ -378,7 +378,7 @@ TEST(invariants_model_every_spec_arch_design) {
 
 /* ---- one plan, one traffic figure; every plan runs ---- */
 
-static uint64_t rng_next(uint64_t *st) {
+static uint64_t xorshift_next(uint64_t *st) {
   *st ^= *st << 13;
   *st ^= *st >> 7;
   *st ^= *st << 17;
@@ -397,7 +397,7 @@ static void random_inputs(const Cascade *c, const Shape *s, Tensors *in,
       shape[d] = s->size[T->ranks[d]];
     Array *a = array_new(T->nranks, shape);
     for (int64_t i = 0; i < a->n; i++)
-      a->data[i] = 0.1f + 0.5f * (float)((rng_next(&seed) >> 11) * 0x1.0p-53);
+      a->data[i] = 0.1f + 0.5f * (float)((xorshift_next(&seed) >> 11) * 0x1.0p-53);
     tensors_put(in, T->name, a, true);
   }
 }

@@ -131,12 +131,12 @@ TEST(kernels_pool_background_job) {
 
 /* ---- operands ---- */
 
-typedef struct Rng {
+typedef struct Lcg {
   uint64_t s;
-} Rng;
+} Lcg;
 
 /* Uniform in [LO, HI). */
-static float rng_float(Rng *r, float lo, float hi) {
+static float rng_float(Lcg *r, float lo, float hi) {
   r->s = r->s * 6364136223846793005ULL + 1442695040888963407ULL;
   return lo + (hi - lo) * (float)(r->s >> 40) / (float)(1 << 24);
 }
@@ -162,7 +162,7 @@ typedef struct Operand {
 } Operand;
 
 /* A random 16-bit value of dtype T in (-1, 1), subnormals included. */
-static uint16_t rng_half(Rng *r, DType t) {
+static uint16_t rng_half(Lcg *r, DType t) {
   r->s = r->s * 6364136223846793005ULL + 1442695040888963407ULL;
   uint32_t bits = (uint32_t)(r->s >> 32);
   uint16_t sign = (uint16_t)(bits & 0x8000);
@@ -173,7 +173,7 @@ static uint16_t rng_half(Rng *r, DType t) {
 
 /* Make O a 16-bit operand of dtype T: new random values, DATA their fp32
  * values (what the reference multiplies). */
-static void operand_half(Operand *o, DType t, Rng *r) {
+static void operand_half(Operand *o, DType t, Lcg *r) {
   o->dtype = t;
   if (t == DT_F32)
     return;
@@ -191,7 +191,7 @@ static const void *operand_values(const Operand *o) {
 /* BATCH matrices (one shared by all when SHARED), random, with random
  * padding between the elements. */
 static Operand operand_new(Layout l, int64_t rows, int64_t cols, int64_t batch,
-                           bool shared, Rng *r, float lo, float hi) {
+                           bool shared, Lcg *r, float lo, float hi) {
   Operand o = {0};
   int64_t span; /* elements from one matrix's start to the next's */
   switch (l) {
@@ -260,7 +260,7 @@ static void describe(const Case *c, char *out, size_t cap) {
  * condition of the sum: a relative error for well-conditioned data), and
  * every element around C must be left as it was. Returns false (after
  * one message) on a mismatch. */
-static bool check_case(const Case *c, Pool *pool, Rng *r) {
+static bool check_case(const Case *c, Pool *pool, Lcg *r) {
   Operand a =
       operand_new(c->la, c->m, c->k, c->batch, c->share_a, r, c->lo, c->hi);
   Operand b =
@@ -344,7 +344,7 @@ enum { NDIMS = sizeof dims / sizeof dims[0] };
  * combinations, batch 3 for the smaller ones, accumulate on every other,
  * and one or two threads. With SPARSE, every fifth shape only. */
 static void check_shapes(Pool *one, Pool *two, bool sparse) {
-  Rng r = {42};
+  Lcg r = {42};
   int idx = 0, failures = 0;
   for (int im = 0; im < NDIMS; im++)
     for (int in = 0; in < NDIMS; in++)
@@ -385,7 +385,7 @@ TEST(kernels_gemm_all_shapes) {
 static void check_layouts(Pool *one, Pool *two) {
   const int64_t shapes[][3] = {
       {17, 33, 129}, {5, 40, 300}, {3, 40, 300}, {64, 17, 7}};
-  Rng r = {7};
+  Lcg r = {7};
   int failures = 0;
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int la = 0; la < L_COUNT; la++)
@@ -421,7 +421,7 @@ TEST(kernels_gemm_all_layouts) {
 static void check_small_m(Pool *two) {
   const int64_t ns[] = {1, 5, 67, 300};
   const int64_t ks[] = {1, 9, 777};
-  Rng r = {99};
+  Lcg r = {99};
   int idx = 0, failures = 0;
   for (int64_t m = 1; m <= 16; m++)
     for (size_t in = 0; in < sizeof ns / sizeof ns[0]; in++)
@@ -451,7 +451,7 @@ TEST(kernels_gemm_small_m) {
  * within 1e-5 of the exact ones, on every path. */
 static void check_long_k(Pool *two) {
   const int64_t shapes[][2] = {{1, 3}, {3, 5}, {20, 18}};
-  Rng r = {5};
+  Lcg r = {5};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int lb = L_ROW; lb <= L_COL; lb++) {
       Case c = {.m = shapes[s][0],
@@ -478,7 +478,7 @@ TEST(kernels_gemm_long_k) {
 static void check_shared(Pool *two) {
   const int64_t shapes[][3] = {
       {1, 70, 300}, {3, 70, 300}, {40, 1, 33}, {40, 3, 33}, {1, 1, 500}};
-  Rng r = {11};
+  Lcg r = {11};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int v = 0; v < 8; v++) {
       Case c = {.m = shapes[s][0],
@@ -544,7 +544,7 @@ TEST(kernels_gemm_batches_into_one_c) {
   float *a = xmalloc(B * M * K * sizeof(float));
   float *b = xmalloc(B * K * N * sizeof(float));
   float c[M * N];
-  Rng r = {3};
+  Lcg r = {3};
   for (int i = 0; i < B * M * K; i++)
     a[i] = rng_float(&r, -1, 1);
   for (int i = 0; i < B * K * N; i++)
@@ -596,7 +596,7 @@ static void check_16bit(Pool *one, Pool *two) {
                                {17, 33, 129}, {64, 17, 7},  {2, 2, 3},
                                {40, 70, 300}};
   const DType types[] = {DT_F32, DT_F16, DT_BF16};
-  Rng r = {16};
+  Lcg r = {16};
   int idx = 0, failures = 0;
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int ta = 0; ta < 3; ta++)
@@ -634,7 +634,7 @@ static void check_packed(Pool *one, Pool *two) {
   const int64_t shapes[][3] = {
       {64, 40, 300}, {130, 17, 600}, {17, 2100, 33}, {40, 40, 256}};
   const DType types[] = {DT_F32, DT_F16, DT_BF16};
-  Rng r = {77};
+  Lcg r = {77};
   int idx = 0, failures = 0;
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int side = 1; side <= 2; side++)
