@@ -9,11 +9,10 @@
 # reference written from the published formulas (tests/oracle/net_ref.py)
 # within 1e-5. NumPy is a dependency of the tests: without it this fails.
 set -u
-HARNESS_CWD=root
 . "$(dirname "$0")/lib/harness.sh"
 PY=/usr/bin/python3
 $PY -c 'import numpy' || { fail "$PY has no NumPy (apt-get install python3-numpy)"; finish models_run; }
-CFG=tests/configs/tiny/hybrid.json
+CFG=$ROOT/tests/configs/tiny/hybrid.json
 M_DIR=$tmp/tiny
 
 "$M" init-weights --config "$CFG" --out "$M_DIR" --seed 3 >out ||
@@ -27,7 +26,7 @@ PROMPT="1,2,3,4,5;6,7,8,9,10"
   --out "$tmp/logits.safetensors" >gen.txt || fail "generate --config"
 [ "$(wc -l <gen.txt)" -eq 2 ] || fail "two rows of tokens: $(cat gen.txt)"
 ALL=$(echo "$PROMPT" | tr ';' '\n' | paste -d, - gen.txt | paste -s -d';')
-$PY tests/oracle/net_ref.py "$M_DIR" "$ALL" "$tmp/logits.safetensors" >ref.txt ||
+$PY "$ROOT/tests/oracle/net_ref.py" "$M_DIR" "$ALL" "$tmp/logits.safetensors" >ref.txt ||
   fail "logits against the NumPy reference: $(cat ref.txt)"
 cat ref.txt
 # The same weights and tokens give the same tokens again, and one
@@ -43,7 +42,7 @@ cat ref.txt
 # experts, Falcon-H1's parallel block; Zamba2's shared block (fed the
 # hidden state beside the embeddings) is refused, saying why.
 mkdir -p "$tmp/small"
-$PY tests/configs/tiny/shrink.py "$tmp/small" tests/configs/*.json ||
+$PY "$ROOT/tests/configs/tiny/shrink.py" "$tmp/small" "$ROOT"/tests/configs/*.json ||
   fail "shrink.py"
 for f in "$tmp"/small/*.json; do
   b=$(basename "$f" .json)
