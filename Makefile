@@ -88,7 +88,13 @@ $(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # The shipped specs and architectures, compiled in (src/embed/embed.h).
-$(BUILD)/gen/embedded.c: tools/embed.sh $(EMBEDDED)
+# The list itself is a prerequisite: a file added (or removed) since the
+# table was made remakes it, whatever the files' times.
+EMBED_LIST := $(BUILD)/gen/embedded.list
+$(EMBED_LIST): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(EMBEDDED)' | cmp -s - $@ || echo '$(EMBEDDED)' >$@
+$(BUILD)/gen/embedded.c: tools/embed.sh $(EMBEDDED) $(EMBED_LIST)
 	@mkdir -p $(dir $@)
 	tools/embed.sh $(EMBEDDED) > $@.tmp && mv $@.tmp $@
 

@@ -112,6 +112,50 @@ static bool net_generate_run(NetGen *g, const int *tokens, Diag *d) {
   return ok;
 }
 
+/* The tokens' checks: every block runs, every id is in the vocabulary;
+ * 0 or an exit status. */
+static int check_runnable(const char *cmd, const char *dir, const Net *net,
+                          const TokenList *tl) {
+  for (int b = 0; b < net->nblocks; b++)
+    if (net->blocks[b].not_run[0])
+      return usage_error(cmd, "block %s of %s cannot run yet: %s (it is "
+                              "priced)", net->blocks[b].label, dir,
+                         net->blocks[b].not_run);
+  long vocab = net_vocab(net);
+  for (int i = 0; i < tl->nseq * tl->len; i++)
+    if (tl->ids[i] >= vocab)
+      return usage_error(cmd, "token %d is outside the vocabulary (0 to "
+                              "%ld)", tl->ids[i], vocab - 1);
+  return 0;
+}
+
+/* --out: every position's logits, with the prompt's tokens. */
+static int save_logits(const char *out, const NetGen *g,
+                       const TokenList *tl) {
+  StWriter *w = st_writer_new();
+  st_writer_add(w, "logits", g->all, DT_F32);
+  Buf meta = {0};
+  tokens_meta(&meta, tl->ids, tl->nseq, tl->len);
+  st_writer_meta(w, "tokens", meta.s);
+  buf_free(&meta);
+  Diag d = {0};
+  bool ok = st_writer_save(w, out, &d);
+  st_writer_free(w);
+  if (!ok)
+    diag_print(&d, stderr);
+  return ok ? 0 : EXIT_RUN;
+}
+
+static void print_generated(const NetGen *g) {
+  Buf b = {0};
+  tokens_meta(&b, g->generated, g->nseq, g->max_new);
+  for (char *p = b.s; *p; p++)
+    if (*p == ';')
+      *p = '\n';
+  printf("%s\n", b.s);
+  buf_free(&b);
+}
+
 int net_generate(const char *cmd, const char *dir, const char *tokens_text,
                  int batch, int max_new, const char *out) {
   TokenList tl = {0};
@@ -127,17 +171,9 @@ int net_generate(const char *cmd, const char *dir, const char *tokens_text,
   int status = 0;
   if (!net_config_load(dir, net, &d) || !(f = st_open(wpath, &d)))
     status = input_failed(&d);
+  if (!status)
+    status = check_runnable(cmd, dir, net, &tl);
   NetGen g = {.nseq = tl.nseq, .len = tl.len, .max_new = max_new};
-  for (int b = 0; !status && b < net->nblocks; b++)
-    if (net->blocks[b].not_run[0])
-      status = usage_error(cmd, "block %s of %s cannot run yet: %s (it is "
-                                "priced)", net->blocks[b].label, dir,
-                           net->blocks[b].not_run);
-  long vocab = status ? 0 : net_vocab(net);
-  for (int i = 0; !status && i < tl.nseq * tl.len; i++)
-    if (tl.ids[i] >= vocab)
-      status = usage_error(cmd, "token %d is outside the vocabulary (0 to "
-                                "%ld)", tl.ids[i], vocab - 1);
   if (!status) {
     g.m = net_model_new(net, f);
     g.generated = xcalloc((size_t)tl.nseq * (size_t)max_new, sizeof(int));
@@ -146,28 +182,10 @@ int net_generate(const char *cmd, const char *dir, const char *tokens_text,
       status = EXIT_RUN;
     }
   }
-  if (!status && out) {
-    StWriter *w = st_writer_new();
-    st_writer_add(w, "logits", g.all, DT_F32);
-    Buf meta = {0};
-    tokens_meta(&meta, tl.ids, tl.nseq, tl.len);
-    st_writer_meta(w, "tokens", meta.s);
-    buf_free(&meta);
-    if (!st_writer_save(w, out, &d)) {
-      diag_print(&d, stderr);
-      status = EXIT_RUN;
-    }
-    st_writer_free(w);
-  }
-  if (!status) {
-    Buf b = {0};
-    tokens_meta(&b, g.generated, tl.nseq, max_new);
-    for (char *p = b.s; *p; p++)
-      if (*p == ';')
-        *p = '\n';
-    printf("%s\n", b.s);
-    buf_free(&b);
-  }
+  if (!status && out)
+    status = save_logits(out, &g, &tl);
+  if (!status)
+    print_generated(&g);
   array_free(g.all);
   free(g.generated);
   net_model_free(g.m);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../../src/model/model.h"
+#include "../../src/net/net.h"
 #include "../../src/preset/preset.h"
 #include "../../src/spec/spec.h"
 #include "test.h"
@@ -361,10 +362,30 @@ TEST(levels_buffer_bandwidth_moves_latency) {
 
 typedef struct Figures {
   double cycles, energy, area;
+  double available; /* a whole model's memory check: the bytes it has */
 } Figures;
 
+/* A whole model's available off-chip bytes on A (src/net/): the figure
+ * the off-chip level's capacity moves (docs/models.md). */
+static double model_available(const Arch *a) {
+  Net *net = xmalloc(sizeof *net);
+  Diag d = {0};
+  double avail = NAN;
+  if (net_config_load("tests/configs/tiny/hybrid.json", net, &d)) {
+    NetOpts o = net_default_opts();
+    o.prompt = 4;
+    o.generate = 1;
+    NetRun *r = xmalloc(sizeof *r);
+    if (net_run(net, a, &o, r, NULL, &d))
+      avail = r->capacity_bytes;
+    free(r);
+  }
+  free(net);
+  return avail;
+}
+
 static Figures figures(const Mamba *m, const Arch *a) {
-  Figures f = {NAN, NAN, arch_area(a)};
+  Figures f = {NAN, NAN, arch_area(a), model_available(a)};
   Eval *ev = on(m, a, DES_FULL);
   if (ev) {
     f.cycles = ev->cycles;
@@ -377,7 +398,8 @@ static Figures figures(const Mamba *m, const Arch *a) {
 static bool moved(Figures x, Figures y) {
   return fabs(x.cycles - y.cycles) > 1e-9 * x.cycles ||
          fabs(x.energy - y.energy) > 1e-9 * x.energy ||
-         (isfinite(x.area) && fabs(x.area - y.area) > 1e-9 * x.area);
+         (isfinite(x.area) && fabs(x.area - y.area) > 1e-9 * x.area) ||
+         (isfinite(x.available) && x.available != y.available);
 }
 
 /* Change field K of level L of A (0 capacity, 1 bandwidth, 2 read energy,
