@@ -748,6 +748,8 @@ static bool derive_sizes(Af *af) {
 enum { AF_MAX_ROUTE_NAMES = 16 };
 
 static const char ROUTE_WHY[] = "copies of a token (MoE even split)";
+static const char XOFF_WHY[] = "experts a copy of a token may be in, from "
+                               "the first of its route (MoE gather)";
 
 static double root_size(const Af *af, const AfAccess *a, int k) {
   const AfTensor *T = &af->tensors[tensor_find(af, a->tensor)];
@@ -769,28 +771,32 @@ static bool uses_var(const AfEinsum *e, const char *v) {
   return false;
 }
 
-/* A variable for the K copies of a token, free in E: `route` over rank
- * ROUTE of size K (ROUTE2, ... if that name is taken by another size). */
-static const char *route_var(Af *af, const AfEinsum *e, double K) {
+/* A window variable free in E, over a rank of its own of size N: BASE
+ * over rank BASE in upper case (BASE2, ... if that name is taken, by a
+ * variable of E or by a rank of another size or meaning). */
+static const char *window_var(Af *af, const AfEinsum *e, const char *base,
+                              double n, const char *why) {
   for (int i = 1; i <= AF_MAX_ROUTE_NAMES; i++) {
-    char v[16];
-    snprintf(v, sizeof v, i == 1 ? "route" : "route%d", i);
+    char v[32];
+    if (i == 1)
+      snprintf(v, sizeof v, "%s", base);
+    else
+      snprintf(v, sizeof v, "%s%d", base, i);
     const char *name = arena_strdup(&af->ar, v);
     if (uses_var(e, name))
       continue;
     char *rank = upper(af, name);
     int r = rank_find(af, rank);
-    if (r >= 0 && !(af->ranks[r].why == ROUTE_WHY &&
-                    af->ranks[r].value == K))
+    if (r >= 0 && !(af->ranks[r].why == why && af->ranks[r].value == n))
       continue;
     if (r < 0) {
       r = rank_get(af, rank, e->loc);
-      af->ranks[r].value = K;
-      af->ranks[r].why = ROUTE_WHY;
+      af->ranks[r].value = n;
+      af->ranks[r].why = why;
     }
     return name;
   }
-  fail(af, e->loc, "%s: no free name for the copies of a token", e->name);
+  fail(af, e->loc, "%s: no free name for a variable over %s", e->name, why);
   return NULL;
 }
 
@@ -839,7 +845,7 @@ static int moe_scatter(Af *af, AfEinsum *e) {
   const char *nm = in->rank[kt], *nxt = e->out.rank[added[1]];
   Buf ix = {0};
   buf_printf(&ix, "%s*%s + %s", nxt, x, xt);
-  const char *r = K > 1 ? route_var(af, e, K) : NULL;
+  const char *r = K > 1 ? window_var(af, e, "route", K, ROUTE_WHY) : NULL;
   if (K > 1 && !r) {
     buf_free(&ix);
     return -1;
@@ -870,6 +876,53 @@ static int moe_scatter(Af *af, AfEinsum *e) {
   return 1;
 }
 
+/* The gather's indices of the expert (EX) and the slot (SL), from
+ * XT*x + xt = M*route + m, and the variables they sum over (RED), for a
+ * token rank named NM and slot rank NXT. With XT = 1 the expert is
+ * M*route + m - xt (xt is 0: no expert is tried in vain). Else copy route
+ * of token m is in expert floor((M*route + m) / XT): from q*route on
+ * (q = floor(M/XT)), within the next U experts, tried by a variable over
+ * them (x itself when U = X); *TRIED is U. False if no name is free. */
+static bool gather_indices(Af *af, const AfEinsum *e, const char *const v[4],
+                           const char *nm, const char *nxt,
+                           const double size[3], Buf *ex, Buf *sl, Buf *red,
+                           double *tried) {
+  const char *m = v[0], *x = v[1], *xt = v[2], *r = v[3];
+  double M = size[0], XT = size[1], K = size[2];
+  *tried = 1;
+  if (XT == 1) {
+    if (r)
+      buf_printf(ex, "%s*%s + ", nm, r);
+    buf_printf(ex, "%s - %s", m, xt);
+    buf_printf(sl, "%s", xt);
+    buf_printf(red, "%s%s%s", xt, r ? ", " : "", r ? r : "");
+    return true;
+  }
+  double q = floor(M / XT), c = M - XT * q;
+  *tried = floor((M * K - 1) / XT) - q * (K - 1) + 1;
+  const char *u = x;
+  if (r && q > 0) {
+    u = window_var(af, e, "xoff", *tried, XOFF_WHY);
+    if (!u)
+      return false;
+    if (q == 1)
+      buf_printf(ex, "%s + %s", r, u);
+    else
+      buf_printf(ex, "%.17g*%s + %s", q, r, u);
+  } else {
+    buf_printf(ex, "%s", x);
+  }
+  if (r && c == M)
+    buf_printf(sl, "%s*%s + ", nm, r);
+  else if (r && c == 1)
+    buf_printf(sl, "%s + ", r);
+  else if (r && c > 0)
+    buf_printf(sl, "%.17g*%s + ", c, r);
+  buf_printf(sl, "%s - %s*%s", m, nxt, u);
+  buf_printf(red, "%s%s%s", u, r ? ", " : "", r ? r : "");
+  return true;
+}
+
 /* FFB[b, m, j] = FFD[b, x, xt, j] after a scatter to x, xt: the input
  * loses the scatter's expert and slot variables (in that order), the
  * output gains its token rank. 0 if E is no such gather, 1 translated,
@@ -890,36 +943,35 @@ static int moe_gather(Af *af, AfEinsum *e) {
     return 0;
   double M = af->ranks[sc->token].value, X = af->ranks[sc->expert].value,
          XT = af->ranks[sc->slot].value, K = ceil(X * XT / M);
-  const char *m = e->out.expr[added[0]], *x = in->expr[lost[0]],
-             *xt = in->expr[lost[1]];
-  const char *nm = e->out.rank[added[0]], *nxt = in->rank[lost[1]];
-  const char *r = K > 1 ? route_var(af, e, K) : NULL;
+  const char *r = K > 1 ? window_var(af, e, "route", K, ROUTE_WHY) : NULL;
   if (K > 1 && !r)
     return -1;
-  Buf ix = {0}, red = {0};
-  int k = XT == 1 ? lost[0] : lost[1]; /* the coordinate read affinely */
-  if (r)
-    buf_printf(&ix, "%s*%s + ", nm, r);
-  /* XT*x + xt = M*route + m, solved for the slot, or with XT = 1 for the
-   * expert (xt is 0 there: no expert is tried in vain). */
-  if (XT == 1)
-    buf_printf(&ix, "%s - %s", m, xt);
-  else
-    buf_printf(&ix, "%s - %s*%s", m, nxt, x);
-  buf_printf(&red, "%s%s%s", XT == 1 ? xt : x, r ? ", " : "", r ? r : "");
-  in->expr[k] = arena_strdup(&af->ar, ix.s);
-  in->plain[k] = false;
-  e->reduce = arena_strdup(&af->ar, red.s);
-  tr_note(af->t, "%s: the MoE gather: token %s sums its %g cop%s, from "
-          "slot %s*%s + %s = %s%s%s + %s%s", e->name, m, K,
-          K > 1 ? "ies" : "y", nxt, x, xt, r ? nm : "", r ? "*" : "",
-          r ? r : "", m,
-          XT == 1 ? ""
-                  : "; the model counts an addition for each expert "
-                    "tried, X times the combine's own");
-  buf_free(&ix);
+  const char *v[4] = {e->out.expr[added[0]], in->expr[lost[0]],
+                      in->expr[lost[1]], r};
+  const double size[3] = {M, XT, K};
+  Buf ex = {0}, sl = {0}, red = {0};
+  double tried;
+  bool ok = gather_indices(af, e, v, e->out.rank[added[0]], in->rank[lost[1]],
+                           size, &ex, &sl, &red, &tried);
+  if (ok) {
+    in->plain[lost[0]] = strcmp(ex.s, v[1]) == 0;
+    in->plain[lost[1]] = strcmp(sl.s, v[2]) == 0;
+    in->expr[lost[0]] = arena_strdup(&af->ar, ex.s);
+    in->expr[lost[1]] = arena_strdup(&af->ar, sl.s);
+    e->reduce = arena_strdup(&af->ar, red.s);
+    tr_note(af->t, "%s: the MoE gather: token %s sums its %g cop%s, copy "
+            "%s in slot %s*%s + %s = %s%s%s + %s%s%.17g%s", e->name, v[0], K,
+            K > 1 ? "ies" : "y", r ? r : "0", in->rank[lost[1]], v[1], v[2],
+            r ? e->out.rank[added[0]] : "", r ? "*" : "", r ? r : "", v[0],
+            tried > 1 ? "; the model counts an addition for each of the "
+                      : "", tried,
+            tried > 1 ? " experts tried per copy (the combine's own: one)"
+                      : "");
+  }
+  buf_free(&ex);
+  buf_free(&sl);
   buf_free(&red);
-  return 1;
+  return ok ? 1 : -1;
 }
 
 /* A copy does not reduce: its output must keep every variable it reads,
