@@ -22,8 +22,8 @@ grep -q '"Z_per_expert\[b, x, xt, g\] = Z\[b, XT\*x + xt - M\*route, g\] :: sum(
   fail "scatter: $(grep Z_per_expert moe.yaml)"
 grep -q '"FFB\[b, m, j\] = FFD\[b, 2\*route + xoff, m - XT\*xoff, j\] :: sum(xoff, route)"' moe.yaml ||
   fail "gather: $(grep 'FFB\[' moe.yaml)"
-grep -q '^  ROUTE: 2 ' moe.yaml && grep -q '^  XOFF: 2 ' moe.yaml ||
-  fail "window ranks: $(grep -E 'ROUTE|XOFF' moe.yaml)"
+grep -q '^  ROUTE: 2 ' moe.yaml || fail "rank ROUTE: $(grep ROUTE moe.yaml)"
+grep -q '^  XOFF: 2 ' moe.yaml || fail "rank XOFF: $(grep XOFF moe.yaml)"
 grep -q "^# note: Z_per_expert: the MoE scatter: 8 tokens (m) split evenly, round robin, over 4 experts (x) of 4 slots (xt)" moe.yaml ||
   fail "scatter note: $(grep note moe.yaml)"
 grep -q "^# note: FFB: the MoE gather: token m sums its 2 copies" moe.yaml ||
