@@ -10,7 +10,8 @@
 #  - the additions the model counts for the two copies' sums, as said in
 #    the notes (the scatter's K per slot, the gather's K*U per token);
 #  - the executor's values are the round robin's: slot s holds token
-#    s mod M, and token m sums the slots s < X*XT with s mod M = m.
+#    s mod M, and token m sums the slots s < X*XT with s mod M = m; the
+#    bytes it counts off chip are the model's.
 set -u
 . tests/e2e/lib/harness.sh
 PY=python3
@@ -73,9 +74,13 @@ PYEOF
   # The values: the executor (fused and the interpreter) against the
   # round robin, computed here from its inputs.
   # shellcheck disable=SC2086
-  "$M" exec "$W" $sets --random 7 --strategy full --check \
-    --keep Z,Z_per_expert,FFD,FFB --out "$name.st" >/dev/null 2>err ||
+  "$M" exec "$W" $sets --random 7 --strategy full --check --json \
+    --keep Z,Z_per_expert,FFD,FFB --out "$name.st" >"$name.exec" 2>err ||
     fail "exec $name: $(cat err)"
+  $PY -c 'import json, sys; t = json.load(open(sys.argv[1]))["traffic"]
+assert t["read_bytes"] == t["model_read_bytes"] > 0, t
+assert t["write_bytes"] == t["model_write_bytes"] > 0, t' "$name.exec" ||
+    fail "$name: the executor counts the bytes the model prices"
   $PY - "$name.st" <<'PYEOF' || fail "$name: values"
 import json, struct, sys
 b = open(sys.argv[1], "rb").read()
