@@ -23,6 +23,8 @@
  *    multiply-accumulate, AccelForge's compute);
  *  - a copy (is_copy_operation, or one read and no operator) whose output
  *    lacks a variable of its input is an error: a copy does not reduce;
+ *    except a mixture of experts' scatter of tokens to experts and the
+ *    gather back, translated as the even split the file describes;
  *  - bits per value, persistence, renames and instance counts are read
  *    and said not to be modelled (notes). */
 #include "peer.h"
@@ -733,12 +735,15 @@ static bool derive_sizes(Af *af) {
  * not zero:
  *
  *   Z_per_expert[b, x, xt, g] = Z[b, XT*x + xt - M*route, g] :: sum(route)
- *   FFB[b, m, j] = FFD[b, x, M*route + m - XT*x, j] :: sum(x, route)
+ *   FFB[b, m, j] = FFD[b, q*route + xoff, c*route + m - XT*xoff, j]
+ *                  :: sum(xoff, route)
  *
  * route over the K = ceil(X*XT / M) copies of a token (its own rank,
- * ROUTE); with K = 1 the scatter is a plain copy; with XT = 1 the gather
- * reads FFD[b, M*route + m - xt, xt, j], the combine's K additions
- * exactly.
+ * ROUTE), xoff over the experts copy route of a token can be in, from
+ * q*route on (gather_indices). With K = 1 the scatter is a plain copy;
+ * with XT = 1 the gather reads FFD[b, M*route + m - xt, xt, j], the
+ * combine's K additions exactly.
+ *
  * The traffic is the layer's (the scatter reads each token once and
  * writes X*XT slots; the gather reads the slots, writes the tokens) and
  * the experts' Einsums run over the X*XT slots, the tokens they receive.
@@ -821,6 +826,35 @@ static void copy_diff(const AfEinsum *e, int *lost, int *nlost, int *added,
   }
 }
 
+/* Say what scatter E became: V holds its token, expert and slot
+ * variables, the token and slot ranks' names and the copies' variable
+ * (NULL: one copy); SIZE M, X, XT and K. */
+static void note_scatter(Af *af, const AfEinsum *e, const char *const v[6],
+                         const double size[4]) {
+  double M = size[0], X = size[1], XT = size[2], K = size[3];
+  const char *r = v[5];
+  Buf b = {0};
+  buf_printf(&b, "%s: the MoE scatter: %g tokens (%s) split evenly, round "
+             "robin, over %g experts (%s) of %g slots (%s): ", e->name, M,
+             v[0], X, v[1], XT, v[2]);
+  if (r)
+    buf_printf(&b, "copy %s of token %s in slot %s*%s + %s = %s*%s + %s, "
+               "%g copies each; the model counts the sum over %s as "
+               "additions (the layer adds nothing)", r, v[0], v[4], v[1],
+               v[2], v[3], r, v[0], K, r);
+  else
+    buf_printf(&b, "token %s in slot %s*%s + %s = %s, one copy each", v[0],
+               v[4], v[1], v[2], v[0]);
+  tr_note(af->t, "%s", b.s);
+  buf_free(&b);
+  if (X * XT != K * M)
+    tr_note(af->t, "%s: %g slots are no whole number of copies of %g "
+            "tokens: the last %g slots hold a copy %g of tokens 0 to %g "
+            "(the file's sizes round the slots up; they are priced as "
+            "sized)", e->name, X * XT, M, X * XT - (K - 1) * M, K,
+            X * XT - (K - 1) * M - 1);
+}
+
 /* Z_per_expert[b, x, xt, g] = Z[b, m, g]: the input loses one plain
  * variable (the token), the output gains two (expert, slot, in order).
  * 0 if E is no scatter, 1 translated, -1 failed. */
@@ -860,19 +894,8 @@ static int moe_scatter(Af *af, AfEinsum *e) {
   af->scatters[af->nscatters++] =
       (AfScatter){root_of(af, in, kt), root_of(af, &e->out, added[0]),
                   root_of(af, &e->out, added[1])};
-  tr_note(af->t, "%s: the MoE scatter: %g tokens (%s) split evenly, round "
-          "robin, over %g experts (%s) of %g slots (%s): %s%s in slot "
-          "%s*%s + %s = %s%s%s + %s, %g cop%s each%s", e->name, M, m, X, x,
-          XT, xt, r ? "copy route of token " : "token ", m, nxt, x, xt, r ? nm : "",
-          r ? "*" : "", r ? r : "", m, K, K > 1 ? "ies" : "y",
-          r ? "; the model counts the sum over route as additions (the "
-              "layer adds nothing)" : "");
-  if (X * XT != K * M)
-    tr_note(af->t, "%s: %g slots are no whole number of copies of %g "
-            "tokens: the last %g slots hold a copy %g of tokens 0 to %g "
-            "(the file's sizes round the slots up; they are priced as "
-            "sized)", e->name, X * XT, M, X * XT - (K - 1) * M, K,
-            X * XT - (K - 1) * M - 1);
+  note_scatter(af, e, (const char *[]){m, x, xt, nm, nxt, r},
+               (const double[]){M, X, XT, K});
   return 1;
 }
 
@@ -882,13 +905,14 @@ static int moe_scatter(Af *af, AfEinsum *e) {
  * M*route + m - xt (xt is 0: no expert is tried in vain). Else copy route
  * of token m is in expert floor((M*route + m) / XT): from q*route on
  * (q = floor(M/XT)), within the next U experts, tried by a variable over
- * them (x itself when U = X); *TRIED is U. False if no name is free. */
+ * them (x itself, over all X, with one copy or when q = 0); *TRIED is
+ * how many. SIZE: M, X, XT, K. False if no name is free. */
 static bool gather_indices(Af *af, const AfEinsum *e, const char *const v[4],
                            const char *nm, const char *nxt,
                            const double size[3], Buf *ex, Buf *sl, Buf *red,
                            double *tried) {
   const char *m = v[0], *x = v[1], *xt = v[2], *r = v[3];
-  double M = size[0], XT = size[1], K = size[2];
+  double M = size[0], X = size[1], XT = size[2], K = size[3];
   *tried = 1;
   if (XT == 1) {
     if (r)
@@ -899,7 +923,7 @@ static bool gather_indices(Af *af, const AfEinsum *e, const char *const v[4],
     return true;
   }
   double q = floor(M / XT), c = M - XT * q;
-  *tried = floor((M * K - 1) / XT) - q * (K - 1) + 1;
+  *tried = r && q > 0 ? floor((M * K - 1) / XT) - q * (K - 1) + 1 : X;
   const char *u = x;
   if (r && q > 0) {
     u = window_var(af, e, "xoff", *tried, XOFF_WHY);
@@ -921,6 +945,25 @@ static bool gather_indices(Af *af, const AfEinsum *e, const char *const v[4],
   buf_printf(sl, "%s - %s*%s", m, nxt, u);
   buf_printf(red, "%s%s%s", u, r ? ", " : "", r ? r : "");
   return true;
+}
+
+/* Say what gather E became: V as for note_scatter; K copies, TRIED
+ * experts tried per copy. */
+static void note_gather(Af *af, const AfEinsum *e, const char *const v[6],
+                        double K, double tried) {
+  const char *r = v[5];
+  Buf b = {0};
+  buf_printf(&b, "%s: the MoE gather: token %s sums its %g cop%s, copy %s "
+             "in slot %s*%s + %s = ", e->name, v[0], K, K > 1 ? "ies" : "y",
+             r ? r : "0", v[4], v[1], v[2]);
+  if (r)
+    buf_printf(&b, "%s*%s + ", v[3], r);
+  buf_printf(&b, "%s", v[0]);
+  if (tried > 1)
+    buf_printf(&b, "; the model counts an addition for each of the %g "
+               "experts tried per copy (the combine's own: one)", tried);
+  tr_note(af->t, "%s", b.s);
+  buf_free(&b);
 }
 
 /* FFB[b, m, j] = FFD[b, x, xt, j] after a scatter to x, xt: the input
@@ -948,7 +991,7 @@ static int moe_gather(Af *af, AfEinsum *e) {
     return -1;
   const char *v[4] = {e->out.expr[added[0]], in->expr[lost[0]],
                       in->expr[lost[1]], r};
-  const double size[3] = {M, XT, K};
+  const double size[4] = {M, X, XT, K};
   Buf ex = {0}, sl = {0}, red = {0};
   double tried;
   bool ok = gather_indices(af, e, v, e->out.rank[added[0]], in->rank[lost[1]],
@@ -959,14 +1002,10 @@ static int moe_gather(Af *af, AfEinsum *e) {
     in->expr[lost[0]] = arena_strdup(&af->ar, ex.s);
     in->expr[lost[1]] = arena_strdup(&af->ar, sl.s);
     e->reduce = arena_strdup(&af->ar, red.s);
-    tr_note(af->t, "%s: the MoE gather: token %s sums its %g cop%s, copy "
-            "%s in slot %s*%s + %s = %s%s%s + %s%s%.17g%s", e->name, v[0], K,
-            K > 1 ? "ies" : "y", r ? r : "0", in->rank[lost[1]], v[1], v[2],
-            r ? e->out.rank[added[0]] : "", r ? "*" : "", r ? r : "", v[0],
-            tried > 1 ? "; the model counts an addition for each of the "
-                      : "", tried,
-            tried > 1 ? " experts tried per copy (the combine's own: one)"
-                      : "");
+    note_gather(af, e, (const char *[]){v[0], v[1], v[2],
+                                        e->out.rank[added[0]],
+                                        in->rank[lost[1]], r},
+                K, tried);
   }
   buf_free(&ex);
   buf_free(&sl);

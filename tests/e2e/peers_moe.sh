@@ -104,6 +104,11 @@ for m in range(M):
 PYEOF
 done
 
+# Slots that are no whole number of copies (AccelForge's ceil): said.
+"$M" classify "$W" --set N_TOKENS=5 >/dev/null 2>notes || fail "pad: $(cat notes)"
+grep -q "note: Z_per_expert: 12 slots are no whole number of copies of 5 tokens: the last 2 slots hold a copy 3 of tokens 0 to 1" notes ||
+  fail "padding note: $(cat notes)"
+
 # A scatter must hold every token; a gather without a scatter to its
 # ranks stays an error (tests/specs/bad/112 and here, inline).
 cat >short.yaml <<'EOY'
