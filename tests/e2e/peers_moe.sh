@@ -30,6 +30,17 @@ grep -q "^# note: Z_per_expert: the MoE scatter: 8 tokens (m) split evenly, roun
 grep -q "^# note: FFB: the MoE gather: token m sums its 2 copies" moe.yaml ||
   fail "gather note: $(grep note moe.yaml)"
 
+# The spec import writes is the cascade the template loads as.
+"$M" classify "$W" --json >direct.json 2>/dev/null || fail "classify direct"
+"$M" classify moe.yaml --json >imported.json 2>/dev/null ||
+  fail "classify imported"
+$PY - direct.json imported.json <<'PYEOF' || fail "import and direct load differ"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+key = lambda d: [(e["producer"], e["consumer"], e["class"]) for e in d["edges"]]
+assert key(a) == key(b) and len(key(a)) == 6, (key(a), key(b))
+PYEOF
+
 # Priced unfused, so that each Einsum's DRAM traffic is its own.
 # Cases: NAME SETTINGS M S K ADDS_SCATTER ADDS_GATHER
 #   top2: 8 tokens, X=4, XT=4: S=16, K=2, gather tries U=2 experts
