@@ -1110,7 +1110,9 @@ static Expr *parse_teaal_sum(Parser *p) {
  * (Z_per_expert[b,x,xt,g] = Z[b,m,g]), would sum over the dropped one and
  * repeat the sum along the added ones: never what such a line means, so
  * the sum must be written. A copy that only drops variables is Einstein's
- * sum (SLD[p] = SLN[m0,p]); one that only adds them is a broadcast. */
+ * sum (SLD[p] = SLN[m0,p]); one that only adds them is a broadcast.
+ * (AccelForge's MoE scatter never reaches this as written: accelforge.c
+ * translates it as the even split its file describes.) */
 static bool check_copy(Parser *p, const Einsum *e) {
   if (e->rhs->kind != EX_READ)
     return true;

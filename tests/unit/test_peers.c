@@ -120,6 +120,33 @@ TEST(peers_accelforge_variables_from_settings) {
   cascade_free(c);
 }
 
+/* AccelForge's MoE scatter and gather as the even split (docs/compat.md):
+ * M = 8 tokens, 4 experts of XT = 4 slots, top-2: S = 16 slots, K = 2
+ * copies of each token, U = 2 experts tried per copy by the gather;
+ * G = J = 16, C = 8. The experts run over the slots, not M x X. */
+TEST(peers_accelforge_moe_even_split) {
+  Loaded l = load("tests/specs/peers/accelforge/moe.yaml");
+  if (!l.s)
+    return;
+  CHECK_INT(l.c->neinsums, 6);
+  CHECK_INT(l.c->nedges, 6);
+  if (l.c->neinsums == 6) {
+    const Einsum *scatter = l.c->einsums[0], *gate = l.c->einsums[1],
+                 *gather = l.c->einsums[5];
+    CHECK_STR(out_name(l.c, 0), "Z_per_expert");
+    CHECK_INT(shape_einsum_points(l.s, scatter), 2 * 16 * 16);
+    CHECK_INT(varset_count(einsum_reduced_vars(scatter)), 1); /* route */
+    CHECK_INT(shape_einsum_points(l.s, gate), 16 * 16 * 8);
+    CHECK_STR(out_name(l.c, 5), "FFB");
+    CHECK_INT(shape_einsum_points(l.s, gather), 2 * 2 * 8 * 16);
+    CHECK_INT(varset_count(einsum_reduced_vars(gather)), 2); /* xoff, route */
+  }
+  CHECK_INT(shape_tensor_elems(l.s, cascade_tensor(l.c, "Z_per_expert")),
+            16 * 16);
+  CHECK_INT(shape_tensor_elems(l.s, cascade_tensor(l.c, "FFB")), 8 * 16);
+  unload(&l);
+}
+
 TEST(peers_timeloop_problem_equals_hand_written) {
   check_same("tests/specs/peers/timeloop/conv.yaml",
              "tests/specs/peers/timeloop/conv_ref.yaml", 1, 0);
