@@ -1579,9 +1579,3 @@ void vm_gemv_join(VmGemv *b, Pool *pool) {
   free(b);
 }
 
-bool vm_einsum(const Env *env, const Einsum *e, const Region *r, Diag *d) {
-  Job *j = vm_prepare(env, e);
-  bool ok = vm_exec(j, r, d);
-  vm_job_free(j);
-  return ok;
-}

@@ -53,13 +53,11 @@ View view_of(float *data, const int64_t *shape, int n);
 /* A view covering all of array A, in its dtype. */
 View view_of_array(const Array *a);
 
-/* Evaluate E over R into the view of its output. False (D set) when a
- * read falls outside its tensor's view. */
-bool vm_einsum(const Env *env, const Einsum *e, const Region *r, Diag *d);
-
-/* The same in two steps, for an Einsum run over many regions (the steps of
- * a recurrence, the tiles of a group): compile once, run often. Views may
- * move between runs (their data, origin and extent are read each time). */
+/* Evaluate an Einsum over a region into the view of its output (false, D
+ * set, when a read falls outside its tensor's view), in two steps, for
+ * an Einsum run over many regions (the steps of a recurrence, the tiles
+ * of a group): compile once, run often. Views may move between runs
+ * (their data, origin and extent are read each time). */
 typedef struct VmJob VmJob;
 VmJob *vm_prepare(const Env *env, const Einsum *e);
 bool vm_exec(VmJob *j, const Region *r, Diag *d);

@@ -72,7 +72,6 @@ static bool forward_segments(Lm *m, const int *tokens, int batch, int len,
 enum { SEGMENT_TOKENS = 512 };
 
 const ModelConfig *lm_config(const Lm *m) { return &m->cfg; }
-const Cascade *lm_cascade(const Lm *m) { return m->c; }
 
 /* ---- building ---- */
 

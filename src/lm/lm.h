@@ -200,7 +200,6 @@ Lm *lm_new(const ModelConfig *cfg, const Checkpoint *ck, Spec *spec,
 Lm *lm_open(const char *dir, Spec *spec, Diag *d);
 void lm_free(Lm *m);
 const ModelConfig *lm_config(const Lm *m);
-const Cascade *lm_cascade(const Lm *m);
 /* Bytes of weights a decode step reads (every layer's and the
  * embedding's, as held: 2 per F16 or BF16 value, 4 per F32). */
 double lm_weight_bytes(const Lm *m);

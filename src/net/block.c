@@ -42,14 +42,6 @@ static const char *const routing_names[] = {"uniform", "worst"};
 _Static_assert(sizeof routing_names / sizeof routing_names[0] == ROUTE_COUNT,
                "a name per routing");
 const char *routing_name(Routing r) { return routing_names[r]; }
-bool routing_from_name(const char *name, Routing *r) {
-  for (int i = 0; i < ROUTE_COUNT; i++)
-    if (strcmp(routing_names[i], name) == 0) {
-      *r = (Routing)i;
-      return true;
-    }
-  return false;
-}
 
 /* The S = B x tokens tokens of a pass send K x S assignments to E
  * experts. A prompt's many tokens reach every expert (E (1 - (1-K/E)^S)

@@ -51,7 +51,7 @@
   X(PARALLEL, "parallel", "specs/layers/parallel.yaml",                     \
     "specs/layers/parallel_kv.yaml",                                        \
     "attention and Mamba-2 side by side, summed (Falcon-H1)")               \
-  X(MAMBA1, "mamba1", "specs/layers/mamba1.yaml", NULL, "a Mamba-1 mixer")         \
+  X(MAMBA1, "mamba1", "specs/layers/mamba1.yaml", NULL, "a Mamba-1 mixer")  \
   X(MAMBA2, "mamba2", "specs/layers/mamba2.yaml", NULL,                     \
     "a Mamba-2 mixer with groups")                                          \
   X(GDN, "gated_deltanet", "specs/layers/gated_deltanet.yaml", NULL,        \
@@ -109,7 +109,6 @@ typedef struct Block {
 /* How a decode step's tokens reach the experts (docs/models.md). */
 typedef enum { ROUTE_UNIFORM, ROUTE_WORST, ROUTE_COUNT } Routing;
 const char *routing_name(Routing r);
-bool routing_from_name(const char *name, Routing *r);
 
 enum { NET_MAX_BLOCKS = 32, NET_MAX_LAYERS = 1024, NET_MAX_NOTES = 32,
        NET_LAYER_BLOCKS = 8 };

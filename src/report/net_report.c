@@ -104,6 +104,7 @@ json_t *report_net_json(const Net *n, const NetParams *p) {
     json_t *o = json_object();
     json_object_set_new(o, "label", json_string(bk->label));
     json_object_set_new(o, "kind", json_string(block_kind_name(bk->kind)));
+    json_object_set_new(o, "what", json_string(block_kind_help(bk->kind)));
     json_object_set_new(o, "spec",
                         json_string(block_kind_spec(bk->kind, false)));
     json_object_set_new(o, "uses", json_integer(bk->uses));
