@@ -5,7 +5,7 @@
 #                     the Python package python/mambalaya: docs/python.md)
 #   make test         unit + end-to-end tests, then again under ASan+UBSan
 #                     (with MAMBALAYA_SANITIZED=1: slow cases are skipped);
-#                     the last line is "N passed, M failed"
+#                     the last line is "N passed, M failed, K skipped"
 #   make fuzz         libFuzzer on every parser: specs, safetensors,
 #                     architectures (through eval), config.json (through
 #                     model construction), the command line, studies,
@@ -127,7 +127,8 @@ check-tests: test-build
 	tests/run.sh $(BUILD)
 
 # Everything: the optimized build, then the same tests under ASan+UBSan.
-# Both runs go to the end; the last line sums them: "N passed, M failed".
+# Both runs go to the end; the last line sums them: "N passed, M failed,
+# K skipped" (a skip fails under CI=true: tests/run.sh).
 # ASan's allocator returns NULL past its limits (as malloc would) rather
 # than reporting them, so that a refused size is tested as users see it.
 test:

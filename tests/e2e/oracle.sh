@@ -19,8 +19,7 @@ CMP=tests/e2e/oracle_compare.py
 ALL="interpreter unfused ri ri+rsb ri+rsb+rsp full"
 
 if ! $PY -c 'import numpy' 2>/dev/null; then
-  echo "oracle: SKIPPED ($PY has no NumPy)"
-  exit 0
+  skip "oracle: $PY has no NumPy (apt-get install python3-numpy)"
 fi
 
 TINY1="--version 1 --d-model 64 --n-layer 2 --vocab 128 --d-state 16"

@@ -14,8 +14,7 @@ PY=/usr/bin/python3
 REF=tests/tokenizer/bpe_ref.py
 
 if ! $PY -c 'import json, unicodedata' 2>/dev/null; then
-  echo "tokenizer: SKIPPED (no $PY)"
-  exit 0
+  skip "tokenizer: no $PY"
 fi
 if ! $PY $REF make "$tmp" >"$tmp/make.log" 2>&1; then
   echo "FAIL: the reference failed: $(cat "$tmp/make.log")"
