@@ -128,8 +128,13 @@ static bool read_label(json_t *p, Strategy *st, bool *any, const char *file,
     return false;
   }
   if (!plan_label_from_name(label, st, any)) {
+    char names[160] = "";
+    size_t n = 0;
+    for (int i = 0; i < ST_COUNT; i++) /* the table's, in its order */
+      n += (size_t)snprintf(names + n, sizeof names - n, "%s, ",
+                            strategy_name((Strategy)i));
     diag_error(d, file, (Loc){0, 0}, "unknown strategy '%s' (expected "
-               "unfused, ri, ri+rsb, ri+rsb+rsp, full or any)", label);
+               "%sor any)", label, names);
     return false;
   }
   Strategy asked;

@@ -16,7 +16,9 @@ HARNESS_CWD=root
 PY=/usr/bin/python3
 ORACLE=tests/oracle/mamba_ref.py
 CMP=tests/e2e/oracle_compare.py
-ALL="interpreter unfused ri ri+rsb ri+rsb+rsp full"
+# The interpreter and every strategy's plan (the tool's own list).
+ALL=$(choices run --strategy)
+[ "$(echo "$ALL" | wc -w)" -ge 6 ] || fail "strategies: '$ALL'"
 
 if ! $PY -c 'import numpy' 2>/dev/null; then
   skip "oracle: $PY has no NumPy (apt-get install python3-numpy)"

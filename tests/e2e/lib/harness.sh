@@ -26,6 +26,18 @@ refused() {
   grep -q -e "$text" err || fail "$*: expected '$text', got: $(cat err)"
 }
 
+# The names a command's option accepts, from its own refusal of a wrong
+# one ("unknown design 'x' (expected a, b or c)"): the tool's table, so
+# that a new design or strategy is tested without editing a list here.
+#   choices eval --design [ARGS...]  ->  "unfused ideal ... full best"
+choices() {
+  cmd=$1
+  opt=$2
+  shift 2
+  "$M" "$cmd" "$@" "$opt" not-a-choice 2>&1 >/dev/null |
+    sed -n "s/.*(expected \(.*\))$/\1/p" | sed 's/,//g; s/ or / /'
+}
+
 # A script that cannot run here (a missing tool): says why and exits 77,
 # which tests/run.sh counts as skipped, never passed (a failure in CI).
 skip() {
