@@ -131,10 +131,10 @@ static bool read_label(json_t *p, Strategy *st, bool *any, const char *file,
     char names[160] = "";
     size_t n = 0;
     for (int i = 0; i < ST_COUNT; i++) /* the table's, in its order */
-      n += (size_t)snprintf(names + n, sizeof names - n, "%s, ",
-                            strategy_name((Strategy)i));
+      n += (size_t)snprintf(names + n, sizeof names - n, "%s%s",
+                            i ? ", " : "", strategy_name((Strategy)i));
     diag_error(d, file, (Loc){0, 0}, "unknown strategy '%s' (expected "
-               "%sor any)", label, names);
+               "%s or any)", label, names);
     return false;
   }
   Strategy asked;
