@@ -255,6 +255,68 @@ static void rope_tables(const NetModel *m, const Cascade *c, const Shape *s,
   tensors_put(in, "SIN", sn, true);
 }
 
+/* A cache of a decode spec and the tensor of the prompt's spec that
+ * fills it: KC and K (K[b,g,m<0] = KC[b,g,m+T]), MLA's CC and CKV. */
+typedef struct CachePair {
+  char cache[32], source[32];
+  int tdim; /* the cache's dimension over the tokens (rank T) */
+} CachePair;
+
+/* Block B's cache pairs, from its decode cascade's initializations; how
+ * many (-1 with D set when it does not build). */
+static int cache_pairs(const Net *net, int b, long nseq, CachePair *out,
+                       Diag *d) {
+  Pass ph = {.decode = true, .batch = nseq, .tokens = 1, .cached = 1,
+             .routing = ROUTE_UNIFORM, .capacity_factor = 1, .run = true};
+  Cascade *c;
+  Shape *s;
+  if (!net_block_cascade(net, b, &ph, &c, &s, d))
+    return -1;
+  int n = 0;
+  for (int t = 0; t < c->ntensors && n < 4; t++) {
+    int k, src = c->tensors[t].init ? init_state_source(c, t, &k) : -1;
+    if (src < 0 || !c->tensors[src].append)
+      continue;
+    snprintf(out[n].cache, sizeof out[n].cache, "%s", c->tensors[src].name);
+    snprintf(out[n].source, sizeof out[n].source, "%s", c->tensors[t].name);
+    out[n].tdim = 0;
+    for (int r = 0; r < c->tensors[src].nranks; r++)
+      if (c->tensors[src].ranks[r] == cascade_rank(c, "T"))
+        out[n].tdim = r;
+    n++;
+  }
+  shape_free(s);
+  cascade_free(c);
+  return n;
+}
+
+/* A sliding window's cache holds the last WINDOW - 1 tokens: the next
+ * token sees them and itself. */
+static void trim_window(Tensors *state, const CachePair *pairs, int npairs,
+                        long window) {
+  for (int i = 0; i < npairs; i++) {
+    Array *a = tensors_get(state, pairs[i].cache);
+    int dim = pairs[i].tdim;
+    int64_t t = a ? a->shape[dim] : 0, keep = window - 1;
+    if (t <= keep || keep < 1)
+      continue;
+    int64_t outer = 1, inner = 1;
+    for (int k = 0; k < dim; k++)
+      outer *= a->shape[k];
+    for (int k = dim + 1; k < a->ndim; k++)
+      inner *= a->shape[k];
+    int64_t shape[IR_MAX_RANKS];
+    memcpy(shape, a->shape, sizeof shape[0] * (size_t)a->ndim);
+    shape[dim] = keep;
+    Array *tr = array_new(a->ndim, shape);
+    for (int64_t o = 0; o < outer; o++)
+      memcpy(tr->data + o * keep * inner,
+             a->data + (o * t + (t - keep)) * inner,
+             sizeof(float) * (size_t)(keep * inner));
+    tensors_put(state, pairs[i].cache, tr, true);
+  }
+}
+
 /* Run block K of layer I (I = -1: the head) over STREAM; the result into
  * *OUT. */
 static bool run_block(NetModel *m, int layer, int k, int b, Array *stream,
@@ -311,11 +373,14 @@ static bool run_block(NetModel *m, int layer, int k, int b, Array *stream,
   }
   if (ok)
     rope_tables(m, c, s, &in);
-  /* A prompt's attention keeps its keys and values: the cache the first
-   * decode step reads. */
-  bool keep = !decode && (cascade_tensor(c, "K") >= 0 &&
-                          cascade_tensor(c, "V") >= 0) &&
-              net_block_caches(net, b);
+  /* A prompt's attention keeps what its cache will hold (its keys and
+   * values; MLA's latents and rotary keys): the first decode step's. */
+  CachePair pairs[4];
+  int npairs = net_block_caches(net, b)
+                   ? cache_pairs(net, b, m->nseq, pairs, d)
+                   : 0;
+  bool keep = !decode && npairs > 0;
+  ok = ok && npairs >= 0;
   ExecOpts eo = {.keep_all = keep};
   ok = ok && exec_run(c, s, &in, &eo, &res, &next, NULL, d);
   if (ok) {
@@ -328,15 +393,15 @@ static bool run_block(NetModel *m, int layer, int k, int b, Array *stream,
                  yname);
   }
   if (ok && state) {
-    if (keep) { /* K and V over the prompt are the first cache */
-      tensors_put(state, "KC", tensors_take(&res, "K"), true);
-      tensors_put(state, "VC", tensors_take(&res, "V"), true);
-    } else {
-      for (int i = 0; i < next.n; i++) {
-        tensors_put(state, next.names[i], next.arrays[i], next.owned[i]);
-        next.owned[i] = false;
-      }
+    for (int i = 0; keep && i < npairs; i++) /* the prompt's keys: the cache */
+      tensors_put(state, pairs[i].cache, tensors_take(&res, pairs[i].source),
+                  true);
+    for (int i = 0; i < next.n; i++) { /* the states the pass carries */
+      tensors_put(state, next.names[i], next.arrays[i], next.owned[i]);
+      next.owned[i] = false;
     }
+    if (net->blocks[b].window > 0)
+      trim_window(state, pairs, npairs, net->blocks[b].window);
   }
   tensors_free(&in);
   tensors_free(&res);

@@ -54,9 +54,25 @@ for f in "$tmp"/small/*.json; do
       "$M" generate --config "$tmp/small/$b" --tokens "1,2,3" --max-new 2
     continue
   fi
-  "$M" generate --config "$tmp/small/$b" --tokens "1,2,3;4,5,6" --max-new 3 \
-    >small.txt 2>err || fail "generate --config $b: $(cat err)"
+  "$M" generate --config "$tmp/small/$b" --tokens "1,2,3;4,5,6" --max-new 4 \
+    --out inc.st >small.txt 2>err || fail "generate --config $b: $(cat err)"
   [ "$(wc -l <small.txt)" -eq 2 ] || fail "$b: $(cat small.txt)"
+  # Token by token equals one pass over the same tokens: every cache and
+  # state a decode step carries (KV caches, a window's last tokens, MLA's
+  # latents, SSM states) continues the prompt's exactly.
+  seq=$(printf '1,2,3\n4,5,6\n' | paste -d, - small.txt | cut -d, -f1-6 |
+    paste -s -d';')
+  "$M" generate --config "$tmp/small/$b" --tokens "$seq" --max-new 1 \
+    --out one.st >/dev/null 2>err || fail "generate one pass $b: $(cat err)"
+  ROOT="$ROOT" $PY -c '
+import os, sys
+sys.path.insert(0, os.path.join(os.environ["ROOT"], "tests", "oracle"))
+import numpy as np, safetensors_io as st
+inc = st.load("inc.st")[0]["logits"]
+one = st.load("one.st")[0]["logits"]
+err = float(np.max(np.abs(inc - one)))
+sys.exit(0 if inc.shape == one.shape and err <= 1e-5 else print(inc.shape, one.shape, err) or 1)
+' || fail "$b: token by token differs from one pass"
 done
 
 # Errors.

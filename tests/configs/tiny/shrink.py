@@ -30,6 +30,8 @@ for p in sys.argv[2:]:
         if isinstance(t.get(key), list): t[key] = t[key][:L]
     if "hybrid_override_pattern" in t: t["hybrid_override_pattern"] = t["hybrid_override_pattern"][:L]
     if "hybrid_layer_ids" in t: t["hybrid_layer_ids"] = [i for i in t["hybrid_layer_ids"] if i < L]
+    if t.get("model_type") == "mistral":  # a window the tokens outgrow
+        t["sliding_window"] = 4
     if t.get("model_type") == "zamba2":  # two hybrid layers of four
         t["layers_block_type"] = ["mamba", "hybrid", "mamba", "hybrid"]
         t["num_hidden_layers"] = 4
