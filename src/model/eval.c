@@ -4,6 +4,7 @@
  * and energy. */
 #include "price.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -302,11 +303,34 @@ static void lay_out(Ctx *x, int *pos) {
   }
 }
 
+/* The hand-off from fusion/: a plan's groups run every Einsum of C once. */
+static bool covers_once(const Cascade *c, const Plan *p) {
+  int *seen = xcalloc((size_t)c->neinsums + 1, sizeof *seen);
+  bool ok = p->neinsums == c->neinsums;
+  for (int g = 0; ok && g < p->ngroups; g++)
+    for (int i = 0; ok && i < p->groups[g].n; i++) {
+      int e = p->groups[g].einsums[i];
+      ok = e >= 0 && e < c->neinsums && seen[e]++ == 0;
+    }
+  for (int e = 0; ok && e < c->neinsums; e++)
+    ok = seen[e] == 1;
+  free(seen);
+  return ok;
+}
+
+/* The hand-off to the reports: DRAM's bytes are the intermediates' and
+ * the rest's, every byte in one of the two. */
+static bool parts_add_up(const Eval *ev) {
+  double all = ev->read + ev->write, parts = ev->inter + ev->intra;
+  return fabs(all - parts) <= 1e-9 * fmax(1, all);
+}
+
 Eval *model_eval_at_level(const Cascade *c, const Shape *s, const Arch *a,
                           const Pair *pairs, Design d, Plan *plan,
                           const ModelOpts *o, MapMemo *memo, Diag *diag) {
   if (!plan)
     return NULL;
+  assert(covers_once(c, plan));
   Ctx x;
   ctx_init(&x, c, s, a, pairs, d, o, memo, diag);
   x.plan = plan;
@@ -327,6 +351,7 @@ Eval *model_eval_at_level(const Cascade *c, const Shape *s, const Arch *a,
     compose_layer(&x);
     ev->energy_pj =
         ev->energy_dram + ev->energy_glb + ev->energy_reg + ev->energy_ops;
+    assert(parts_add_up(ev));
   }
   free(mem);
   free(pos);

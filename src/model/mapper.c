@@ -19,6 +19,7 @@
  * and the innermost loop's tile never multiplies anything either. */
 #include "model.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -403,6 +404,19 @@ static void prep_search(const MapProblem *p, const Reduced *r, Prep *q) {
   }
 }
 
+/* The hand-off to the pricing: every tiled loop's tile is at least one
+ * point and at most its variable's extent (a tile covers its rank, the
+ * last one partly where it does not divide it). */
+static bool tiles_within(const MapProblem *p, const Mapping *m) {
+  for (int k = 0; k < m->norder; k++) {
+    int v = m->order[k];
+    if (v < 0 || v >= p->nvars || !(m->tile[v] >= 1) ||
+        m->tile[v] > p->size[v])
+      return false;
+  }
+  return true;
+}
+
 void map_search(const MapProblem *p, Mapping *best) {
   Reduced r;
   reduce_problem(p, &r);
@@ -432,4 +446,5 @@ void map_search(const MapProblem *p, Mapping *best) {
   enum_perms(&s, 0);
   *best = s.best;
   best->coarsened = coarsened;
+  assert(tiles_within(p, best));
 }

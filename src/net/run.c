@@ -12,6 +12,7 @@
  * spacing bounds (docs/models.md states the error this leaves). */
 #include "net.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,8 +122,29 @@ static double sum_steps(const long *x, const double *y, int n) {
   return s;
 }
 
+/* The hand-off from config.c: every block is used as often as the
+ * schedule runs it (the embedding and the head once), every layer runs
+ * one block at least. */
+static bool schedule_consistent(const Net *net) {
+  int uses[NET_MAX_BLOCKS] = {0};
+  for (int i = 0; i < net->nlayers; i++) {
+    if (net->nlayer[i] == 0)
+      return false;
+    for (int k = 0; k < net->nlayer[i]; k++)
+      uses[net->layer[i][k]]++;
+  }
+  uses[net->embed]++;
+  uses[net->head]++;
+  for (int b = 0; b < net->nblocks; b++)
+    if (uses[b] != net->blocks[b].uses || net->blocks[b].copies < 1 ||
+        net->blocks[b].copies > net->blocks[b].uses)
+      return false;
+  return true;
+}
+
 bool net_run(const Net *net, const Arch *a, const NetOpts *o, NetRun *r,
              FILE *progress, Diag *d) {
+  assert(schedule_consistent(net));
   memset(r, 0, sizeof *r);
   r->opts = *o;
   int nb = net->nblocks;
