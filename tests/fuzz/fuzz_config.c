@@ -4,12 +4,17 @@
  * (Mamba-1 or Mamba-2: d_model 8, 2 layers, vocab 16) or says why not,
  * and a model that builds runs two tokens. Sizes are counted first, as
  * the CLI does, so a config of 2^31 layers is refused rather than
- * allocated. Never a crash, a leak or a sanitizer report. */
+ * allocated. The same bytes as a whole model (src/net/: any model type):
+ * read or refused, its parameters counted from its blocks, and priced
+ * end to end (a prompt of 4, 2 decode steps) on the shipped mambalaya.
+ * Never a crash, a leak or a sanitizer report. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "../../src/embed/embed.h"
 #include "../../src/lm/lm.h"
+#include "../../src/net/net.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -32,7 +37,37 @@ static void make_tiny(int version, Tensors *out) {
   free(keys);
 }
 
+/* The whole model the bytes describe, if any: counted and priced. */
+static void whole_model(const uint8_t *data, size_t size) {
+  static Arch *arch; /* the harness's own state, made once */
+  if (!arch) {
+    const EmbeddedFile *f = embedded_file("archs/mambalaya.yaml");
+    Diag ad = {0};
+    if (!f || !(arch = arch_parse(f->name, (const char *)f->data, f->len,
+                                  &ad)))
+      __builtin_trap();
+  }
+  Net *net = malloc(sizeof *net);
+  Diag d = {0};
+  if (net && net_config_parse("config.json", (const char *)data, size, net,
+                              &d)) {
+    NetParams p;
+    if (net_params(net, &p, &d) && !(p.total >= 0 && p.active <= p.total))
+      __builtin_trap();
+    NetOpts o = net_default_opts();
+    o.prompt = 4;
+    o.generate = 2;
+    NetRun *r = malloc(sizeof *r);
+    if (r && net_run(net, arch, &o, r, NULL, &d) &&
+        !(r->ttft >= 0 && r->tpot_first >= 0))
+      __builtin_trap();
+    free(r);
+  }
+  free(net);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  whole_model(data, size);
   if (!tiny[0].n) {
     make_tiny(1, &tiny[0]);
     make_tiny(2, &tiny[1]);
