@@ -49,7 +49,8 @@ if [ "${1:-}" = "--one" ]; then
     sh "$3" >"$log.log" 2>&1
   fi
   echo $? >"$log.rc"
-  echo "-- $3 ($BUILD): exit $(cat "$log.rc"), $(($(date +%s) - start)) s"
+  echo "$(($(date +%s) - start))" >"$log.time"
+  echo "-- $3 ($BUILD): exit $(cat "$log.rc"), $(cat "$log.time") s"
   exit 0
 fi
 
@@ -94,6 +95,13 @@ for t in unit tests/e2e/*.sh; do
     failed=$((failed + 1))
     echo "FAILED: $t"
   fi
+done
+# The slowest jobs, where the time goes.
+echo "slowest ($BUILD):"
+for f in "$BUILD"/test-logs/*.time; do
+  echo "$(cat "$f") $(basename "$f" .time)"
+done | sort -rn | head -n 5 | while read -r secs name; do
+  echo "  $secs s  $name"
 done
 echo "$passed passed, $failed failed, $skipped skipped ($BUILD)"
 echo "$passed $failed $skipped" >"$BUILD/test-counts"
