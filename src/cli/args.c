@@ -440,6 +440,17 @@ void emit(const Buf *b) {
   fflush(stdout);
 }
 
+int write_trace(const char *path, const Cascade *c, const Arch *a,
+                const Eval *ev) {
+  json_t *t = report_trace_json(c, a, ev);
+  Buf b = {0};
+  report_json(&b, t);
+  json_decref(t);
+  bool ok = write_file_atomic(path, b.s, b.len);
+  buf_free(&b);
+  return ok ? 0 : EXIT_RUN;
+}
+
 void emit_json(json_t *root, const Inputs *in) {
   Buf b = {0};
   report_json_with_inputs(&b, root, in);

@@ -275,6 +275,10 @@ double memory_budget(double max_memory);
  * EXIT_INPUT with a message naming both; 0 if it fits. */
 int check_memory(const char *cmd, const char *what, double need,
                  double budget, bool given);
+/* EV's timeline (C on A) into PATH as a Chrome trace (report_trace_json),
+ * checked first with check_output: 0, or EXIT_RUN when writing fails. */
+int write_trace(const char *path, const Cascade *c, const Arch *a,
+                const Eval *ev);
 /* Print D's diagnostic; returns EXIT_INPUT (a bad input). */
 int input_failed(const Diag *d);
 

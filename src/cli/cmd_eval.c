@@ -15,6 +15,7 @@ typedef struct EvalArgs {
   int design;
   int objective; /* what --design best minimizes */
   bool csv;
+  const char *trace; /* --trace FILE: the timeline as a Chrome trace */
 } EvalArgs;
 
 static const Opt eval_opts[] = {
@@ -41,6 +42,10 @@ static const Opt eval_opts[] = {
      .help = "prefill (the spec's sizes) or decode (the sequence rank, "
              "`sequence:` in the spec, set to 1)",
      .choices = &phase_choices},
+    {"--trace", OPT_PATH, offsetof(EvalArgs, trace), "FILE.json",
+     .help = "also write the plan's timeline as Chrome trace-event JSON "
+             "(Perfetto opens it): a track per unit, memory level and "
+             "group, a slice per Einsum and per transfer"},
     {"--csv", OPT_FLAG, offsetof(EvalArgs, csv), NULL,
      .help = "print one row per Einsum as CSV (a header line, then the rows "
              "in execution order)"},
@@ -245,6 +250,11 @@ static int eval_net(const Parsed *p, const EvalArgs *o) {
 
 static int eval(const Parsed *p, void *opts) {
   EvalArgs *o = opts;
+  const char *inputs[] = {input_path("specs", o->spec.spec),
+                          input_path("archs", o->arch), o->plan};
+  int err;
+  if (o->trace && (err = check_output(p->cmd, o->trace, inputs, 3)))
+    return err;
   if (o->net.config)
     return eval_net(p, o);
   if (net_args_given(p))
@@ -282,10 +292,12 @@ static int eval(const Parsed *p, void *opts) {
   Eval *ev = o->design == EVAL_BEST
                  ? (best ? best->best : NULL)
                  : price(o, pick, c, s, arch, &design, &at, &d);
-  if (ev)
-    print_eval(o, c, s, best ? search_arch(best, arch) : at ? at : arch, ev,
-               design, best);
-  else
+  const Arch *on = best ? search_arch(best, arch) : at ? at : arch;
+  if (ev && o->trace)
+    status = write_trace(o->trace, c, on, ev);
+  if (ev && !status)
+    print_eval(o, c, s, on, ev, design, best);
+  else if (!ev)
     status = input_failed(&d);
   if (o->design != EVAL_BEST)
     eval_free(ev);

@@ -11,6 +11,7 @@ typedef struct SearchArgs {
   NetArgs net;
   ModelOverrides mf;
   const char *arch, *plan_out, *pareto;
+  const char *trace; /* --trace FILE: best's timeline as a Chrome trace */
   int objective, budget;
 } SearchArgs;
 
@@ -25,6 +26,9 @@ static const Opt search_opts[] = {
      .help = "prefill (the spec's sizes) or decode (the sequence rank set to "
              "1)",
      .choices = &phase_choices},
+    {"--trace", OPT_PATH, offsetof(SearchArgs, trace), "FILE.json",
+     .help = "also write the best schedule's timeline as Chrome "
+             "trace-event JSON (Perfetto opens it)"},
     {"--plan-out", OPT_PATH, offsetof(SearchArgs, plan_out), "FILE",
      .help = "write the plan found as `fuse --json` writes one, with its "
              "binding, spills and fusion level: `eval --plan FILE` prices "
@@ -131,9 +135,12 @@ static int search(const Parsed *p, void *opts) {
   if (o->pareto && o->objective == SO_TRAFFIC)
     return usage_error(p->cmd, "--pareto latency,energy needs an objective "
                                "of latency, energy or edp");
-  const char *inputs[] = {input_path("specs", o->spec.spec)};
+  const char *inputs[] = {input_path("specs", o->spec.spec),
+                          input_path("archs", o->arch)};
   int err;
-  if (o->plan_out && (err = check_output(p->cmd, o->plan_out, inputs, 1)))
+  if (o->plan_out && (err = check_output(p->cmd, o->plan_out, inputs, 2)))
+    return err;
+  if (o->trace && (err = check_output(p->cmd, o->trace, inputs, 2)))
     return err;
   if (o->spec.phase == PHASE_DECODE && o->mf.state_io < 0)
     o->mf.state_io = 1; /* a decode step reads and writes its state */
@@ -151,7 +158,9 @@ static int search(const Parsed *p, void *opts) {
                                        o->budget, memo, &d);
   if (!r)
     status = input_failed(&d);
-  else if (!o->plan_out || !(status = write_plan(o, c, r)))
+  else if (o->trace)
+    status = write_trace(o->trace, c, search_arch(r, arch), r->best);
+  if (r && !status && (!o->plan_out || !(status = write_plan(o, c, r))))
     print_result(o, c, s, arch, r);
   search_free(r);
   map_memo_free(memo);

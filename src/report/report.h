@@ -369,6 +369,13 @@ json_t *report_search_json(const Cascade *c, const Arch *a,
 void report_pareto_text(Buf *b, const SearchResult *r);
 json_t *report_pareto_json(const SearchResult *r);
 
+/* ---- a plan's timeline as a trace (trace.c) ---- */
+
+/* EV (C priced on A) as Chrome trace-event JSON, which Perfetto opens: a
+ * track per compute unit, per memory level and for the groups; a slice
+ * per Einsum, per transfer and per group, the figures as arguments. */
+json_t *report_trace_json(const Cascade *c, const Arch *a, const Eval *ev);
+
 /* ---- whole models (net_report.c) ---- */
 
 /* What --config built: the layer schedule, its blocks with their sizes
