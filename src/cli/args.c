@@ -202,7 +202,9 @@ Cascade *open_spec_set(const char *name, const SpecOpts *o, Diag *d) {
   if (!open_source("specs", name, &src, d))
     return NULL;
   SpecLoad l = {.sets = o ? o->sets : NULL, .nsets = o ? o->nsets : 0,
-                .notes = stderr};
+                .notes = stderr, .read = o ? o->inputs : NULL};
+  if (!src.shipped)
+    inputset_add(l.read, src.path);
   Cascade *c = spec_parse_with(src.path, src.text, src.len, &l, d);
   source_free(&src);
   return c;
@@ -224,6 +226,19 @@ int check_output(const char *cmd, const char *path,
       return usage_error(cmd, "refusing to write %s: it is the input %s",
                          path, inputs[i]);
   return 0;
+}
+
+int write_output(const char *cmd, const char *path, const void *data,
+                 size_t len, const InputSet *in) {
+  Diag d = {0};
+  bool refused;
+  if (output_write(path, data, len, in, &refused, &d))
+    return 0;
+  Buf b = {0};
+  buf_escaped(&b, d.msg);
+  fprintf(stderr, "%s: %s\n", cmd, b.s);
+  buf_free(&b);
+  return refused ? EXIT_INPUT : EXIT_RUN;
 }
 
 double memory_budget(double max_memory) {
@@ -378,6 +393,7 @@ int load_spec_arch(const char *cmd, const SpecOpts *o, const char *arch_name,
   Diag d = {0};
   if (!(*a = open_arch(arch_name, &d)))
     return input_failed(&d);
+  inputset_add(o->inputs, input_path("archs", arch_name));
   int status = load_spec(cmd, o, complete, c, s);
   if (status) {
     arch_free(*a);

@@ -119,6 +119,10 @@ typedef struct Parsed {
   const Command *command;
   char cmd[48];        /* "mambalaya eval", for messages */
   bool seen[OPT_MAX];  /* by the option's place over the tables */
+  /* The files this run read (util.h, "the inputs of a run"): what it
+   * loads is added as it loads, and every output is checked against it
+   * (write_output, outset_protect_inputs). The engine owns it. */
+  InputSet *inputs;
 } Parsed;
 
 struct Command {
@@ -162,6 +166,7 @@ typedef struct SpecOpts {
   Arena names;       /* their names */
   bool json;   /* --json */
   int phase;   /* --phase: PHASE_DECODE sets the sequence rank to 1 */
+  InputSet *inputs; /* the run's (Parsed): the spec and what it includes */
 } SpecOpts;
 
 enum { PHASE_PREFILL, PHASE_DECODE };
@@ -225,6 +230,11 @@ const char *input_path(const char *dir, const char *name);
  * message naming CMD. */
 int check_output(const char *cmd, const char *path,
                  const char *const *inputs, int n);
+/* Write DATA to PATH, an output of the run that read IN: 0, EXIT_INPUT
+ * if PATH is refused (one of IN, not a regular file: output_write) or
+ * EXIT_RUN if writing fails, after a message naming CMD. */
+int write_output(const char *cmd, const char *path, const void *data,
+                 size_t len, const InputSet *in);
 /* The bytes a run may hold: --max-memory if given (> 0), else the memory
  * the machine has available (unlimited if unknown). */
 double memory_budget(double max_memory);

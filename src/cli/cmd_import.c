@@ -77,14 +77,15 @@ static int check_args(const char *cmd, const ImportOpts *o) {
   return 0;
 }
 
-static int run(const ImportOpts *o) {
+static int run(const Parsed *p, const ImportOpts *o) {
   Diag d = {0};
   size_t len;
   char *text = read_input(o->file, INPUT_TEXT_MAX, &len, &d);
+  inputset_add(p->inputs, o->file);
   SpecFormat want =
       o->format == IMPORT_TIMELOOP ? SPEC_TIMELOOP : SPEC_ACCELFORGE;
   SpecLoad l = {.sets = o->sets.sets, .nsets = o->sets.nsets,
-                .vars = o->vars, .nvars = o->nvars};
+                .vars = o->vars, .nvars = o->nvars, .read = p->inputs};
   Buf out = {0};
   bool ok = text != NULL;
   if (ok && spec_format(text, len) != want) {
@@ -102,11 +103,9 @@ static int run(const ImportOpts *o) {
   if (!ok) {
     diag_print(&d, stderr);
     status = EXIT_INPUT;
-  } else if (o->out && !write_file_atomic(o->out, out.s, out.len)) {
-    fprintf(stderr, "mambalaya import: cannot write %s: %s\n", o->out,
-            strerror(errno));
-    status = EXIT_RUN;
-  } else if (!o->out) {
+  } else if (o->out) {
+    status = write_output(p->cmd, o->out, out.s, out.len, p->inputs);
+  } else {
     emit(&out);
   }
   buf_free(&out);
@@ -116,7 +115,7 @@ static int run(const ImportOpts *o) {
 static int import(const Parsed *p, void *opts) {
   const ImportOpts *o = opts;
   int err = check_args(p->cmd, o);
-  return err ? err : run(o);
+  return err ? err : run(p, o);
 }
 
 const Command import_command = {

@@ -48,18 +48,15 @@ static void search_init(void *opts) {
                                      .objective = SO_LATENCY};
 }
 
-/* Write the plan found into --plan-out; an exit status. */
-static int write_plan(const SearchArgs *o, const Cascade *c,
+/* Write the plan found into --plan-out, never over an input of the run;
+ * an exit status. */
+static int write_plan(const Parsed *p, const SearchArgs *o, const Cascade *c,
                       const SearchResult *r) {
-  json_t *p = report_plan_json(c, r->best->plan);
-  char *text = json_dumps(p, JSON_INDENT(2));
-  json_decref(p);
-  int status = 0;
-  if (!write_file_atomic(o->plan_out, text, strlen(text))) {
-    fprintf(stderr, "mambalaya search: cannot write %s: %s\n", o->plan_out,
-            strerror(errno));
-    status = EXIT_RUN;
-  }
+  json_t *j = report_plan_json(c, r->best->plan);
+  char *text = json_dumps(j, JSON_INDENT(2));
+  json_decref(j);
+  int status = write_output(p->cmd, o->plan_out, text, strlen(text),
+                            p->inputs);
   free(text);
   return status;
 }
@@ -104,9 +101,10 @@ static int search(const Parsed *p, void *opts) {
   if (o->pareto && o->objective == SO_TRAFFIC)
     return usage_error(p->cmd, "--pareto latency,energy needs an objective "
                                "of latency, energy or edp");
-  const char *inputs[] = {input_path("specs", o->spec.spec)};
+  const char *inputs[] = {input_path("specs", o->spec.spec),
+                          input_path("archs", o->arch)};
   int err;
-  if (o->plan_out && (err = check_output(p->cmd, o->plan_out, inputs, 1)))
+  if (o->plan_out && (err = check_output(p->cmd, o->plan_out, inputs, 2)))
     return err;
   if (o->spec.phase == PHASE_DECODE && o->mf.state_io < 0)
     o->mf.state_io = 1; /* a decode step reads and writes its state */
@@ -124,7 +122,7 @@ static int search(const Parsed *p, void *opts) {
                                        o->budget, memo, &d);
   if (!r)
     status = input_failed(&d);
-  else if (!o->plan_out || !(status = write_plan(o, c, r)))
+  else if (!o->plan_out || !(status = write_plan(p, o, c, r)))
     print_result(o, c, s, arch, r);
   search_free(r);
   map_memo_free(memo);

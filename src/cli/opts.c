@@ -359,14 +359,20 @@ int command_main(const Command *c, int argc, char **argv) {
   void *o = xcalloc(1, c->size);
   if (c->init)
     c->init(o);
+  InputSet inputs = {0};
+  p.inputs = &inputs;
+  OptUse use;
+  for (int u = 0; (use = use_of(c, u)).table; u++)
+    if (use.table == &spec_options)
+      ((SpecOpts *)((char *)o + use.base))->inputs = &inputs;
   bool help;
   int st = parse(&p, argc, argv, o, &help);
   if (!st && !help)
     st = c->run(&p, o);
-  OptUse use;
   for (int u = 0; (use = use_of(c, u)).table; u++)
     if (use.table->fini)
       use.table->fini((char *)o + use.base);
+  inputset_free(&inputs);
   free(o);
   return st;
 }
