@@ -48,7 +48,9 @@ CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 
-EMBEDDED := $(sort $(wildcard specs/*.yaml archs/*.yaml studies/*.yaml))
+# The AccelForge renderer (src/spec/render.c runs it) is compiled in too.
+EMBEDDED := $(sort $(wildcard specs/*.yaml archs/*.yaml studies/*.yaml)) \
+            src/spec/render.py
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/embedded.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 MAIN_OBJ := $(BUILD)/src/main.o
@@ -69,6 +71,10 @@ $(BUILD)/src/exec/vmath.o $(BUILD)/src/exec/vm.o $(BUILD)/src/exec/scan.o: \
     ALL_CFLAGS += $(VECTORIZE)
 $(BUILD)/src/report/cairo.o $(BUILD)/tests/unit/test_render.o: \
     ALL_CFLAGS += $(CAIRO_CFLAGS)
+# The interpreter that renders AccelForge templates: a fixed path, never
+# the one PATH finds (make PYTHON=/opt/python3 to name another).
+PYTHON   ?= /usr/bin/python3
+$(BUILD)/src/spec/render.o: ALL_CFLAGS += -DMAMBALAYA_PYTHON='"$(PYTHON)"'
 ifneq ($(MPI_LIBS),)
 $(BUILD)/src/cli/cmd_sweep.o: ALL_CFLAGS += -DMAMBALAYA_MPI $(MPI_CFLAGS)
 endif

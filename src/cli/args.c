@@ -235,6 +235,8 @@ int write_output(const char *cmd, const char *path, const void *data,
   if (output_write(path, data, len, in, &refused, &d))
     return 0;
   Buf b = {0};
+  buf_escaped(&b, path);
+  buf_printf(&b, ": ");
   buf_escaped(&b, d.msg);
   fprintf(stderr, "%s: %s\n", cmd, b.s);
   buf_free(&b);

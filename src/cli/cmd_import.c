@@ -29,11 +29,16 @@ static int parse_var(const char *cmd, const char *val, void *field) {
   const char *eq = strchr(val, '=');
   if (!eq || eq == val)
     return usage_error(cmd, "--set expects NAME=VALUE, got '%s'", val);
-  VEC_PUSH(o->vars, o->nvars, o->vars_cap, val);
   char *end;
   errno = 0;
   double v = strtod(eq + 1, &end);
-  if (!*end && end != eq + 1 && !errno)
+  bool number = !*end && end != eq + 1;
+  /* The command line's rule for numbers (no nan, inf, hex, overflow). */
+  if (number && !parse_decimal(eq + 1, &v))
+    return usage_error(cmd, "--set %s: a number must be a finite plain "
+                            "decimal (16, 2.5, 1e3)", val);
+  VEC_PUSH(o->vars, o->nvars, o->vars_cap, val);
+  if (number)
     spec_set(&o->sets, val, (size_t)(eq - val), v);
   return 0;
 }
