@@ -145,6 +145,11 @@ int command_main(const Command *c, int argc, char **argv);
  * program's whole body; src/main.c and the library's entry point (api.h)
  * call it. Its exit status. */
 int cli_main(int argc, char **argv);
+/* The command NAME ("eval"), or NULL. */
+const Command *cli_command(const char *name);
+/* Does option NAME of C take a value? 1, 0 (a flag or switch) or -1 (no
+ * such option). */
+int command_option_arity(const Command *c, const char *name);
 /* Print C's --help on stdout. */
 void command_help(const Command *c);
 /* Was option NAME given? */

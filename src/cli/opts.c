@@ -55,6 +55,18 @@ static int opt_find(const Command *c, const char *name) {
   return -1;
 }
 
+int command_option_arity(const Command *c, const char *name) {
+  int k = opt_find(c, name);
+  size_t base;
+  const Opt *o = k < 0 ? NULL : opt_at(c, k, &base);
+  if (!o)
+    return -1;
+  return o->kind == OPT_FLAG || o->kind == OPT_SWITCH ||
+                 o->kind == OPT_REFUSED
+             ? 0
+             : 1;
+}
+
 /* The place of C's N-th positional argument, or -1. */
 static int positional_at(const Command *c, int n) {
   size_t base;

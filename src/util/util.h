@@ -10,6 +10,7 @@
 #ifndef MAMBALAYA_UTIL_H
 #define MAMBALAYA_UTIL_H
 
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -56,9 +57,23 @@ char *arena_strdup(Arena *a, const char *s);
 char *arena_strndup(Arena *a, const char *s, size_t n);
 void arena_free(Arena *a);
 
-/* Allocation that cannot fail silently: out of memory prints a message,
- * removes the temporary files of outputs being written and exits with
- * status 1. Sizes that come from input are checked against the memory
+/* ---- fatal errors (fatal.c) ----
+ *
+ * A failure after which a run cannot go on (memory running out where no
+ * input asked for it, a drawing library's error): MSG on stderr, the
+ * temporaries removed, then exit status 1 — or, in a thread where a trap
+ * is set, a longjmp to it, so that a host running commands in process
+ * (mambalaya_call) gets status 1 and lives. What the run had allocated
+ * is not freed then (it has no owner left). */
+typedef struct FatalTrap {
+  jmp_buf env;
+} FatalTrap;
+/* Set T as this thread's trap (NULL: none); the previous one. */
+FatalTrap *fatal_trap(FatalTrap *t);
+_Noreturn void fatal(const char *msg);
+
+/* Allocation that cannot fail silently: out of memory is fatal (above):
+ * a message, the temporary files of outputs removed, status 1. Sizes that come from input are checked against the memory
  * available before they are allocated (see memory_available), so this is
  * the last resort, never the way an input is refused. */
 void *xmalloc(size_t size);
