@@ -9,7 +9,9 @@
 #   make fuzz         libFuzzer on every parser: specs, safetensors,
 #                     architectures (through eval), config.json (through
 #                     model construction), the command line, studies,
-#                     plan files and tokenizer.json (FUZZ_SECONDS each,
+#                     plan files (read and priced as search writes them),
+#                     tokenizer.json, AccelForge workloads, Timeloop
+#                     problems and export timeloop (FUZZ_SECONDS each,
 #                     default 60)
 #   make bench        the benchmarks under bench/, printing their figures
 
@@ -146,7 +148,8 @@ asan:
 # libFuzzer needs clang. Each harness tests/fuzz/fuzz_NAME.c runs for
 # FUZZ_SECONDS from its own seed corpus FUZZ_SEEDS_NAME (the shipped
 # files among them).
-FUZZERS := spec safetensors arch config cli study plan tokenizer
+FUZZERS := spec safetensors arch config cli study plan tokenizer \
+           accelforge timeloop export
 FUZZ_SEEDS_spec := specs/*.yaml tests/specs/good/*.yaml tests/specs/bad/*.yaml
 FUZZ_SEEDS_safetensors := tests/fuzz/seeds/safetensors/*
 FUZZ_FLAGS_safetensors := -dict=tests/fuzz/safetensors.dict
@@ -157,6 +160,13 @@ FUZZ_FLAGS_cli := -dict=tests/fuzz/cli.dict -close_fd_mask=2
 FUZZ_SEEDS_study := studies/*.yaml tests/fuzz/seeds/study/*
 FUZZ_SEEDS_plan := tests/fuzz/seeds/plan/*
 FUZZ_SEEDS_tokenizer := tests/fuzz/seeds/tokenizer/*
+FUZZ_SEEDS_accelforge := tests/fuzz/seeds/accelforge/* \
+                         tests/specs/bad/*accelforge*.yaml
+FUZZ_SEEDS_timeloop := tests/fuzz/seeds/timeloop/* \
+                       tests/specs/peers/timeloop/conv.yaml \
+                       tests/specs/bad/*timeloop*.yaml
+FUZZ_SEEDS_export := specs/*.yaml tests/specs/good/*.yaml
+FUZZ_FLAGS_export := -close_fd_mask=2
 
 # The library is compiled once for all harnesses (instrumented for
 # coverage and the sanitizers), each harness then linked against it. The
@@ -174,9 +184,13 @@ $(BUILD)/fuzz/obj/embedded.o: $(BUILD)/gen/embedded.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
 
-# The command-line harness also needs the CLI's option code.
-$(BUILD)/fuzz/fuzz_cli: $(BUILD)/fuzz/obj/src/cli/args.o \
+# The command-line harness also needs the CLI's option code; the export
+# harness runs the command itself.
+FUZZ_CLI_OBJ := $(BUILD)/fuzz/obj/src/cli/args.o \
     $(BUILD)/fuzz/obj/src/cli/opts.o $(BUILD)/fuzz/obj/src/cli/modelopts.o
+$(BUILD)/fuzz/fuzz_cli: $(FUZZ_CLI_OBJ)
+$(BUILD)/fuzz/fuzz_export: $(FUZZ_CLI_OBJ) \
+    $(BUILD)/fuzz/obj/src/cli/cmd_export.o
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
 	@mkdir -p $(dir $@)
