@@ -75,10 +75,22 @@ static void data_space(const Cascade *c, const Shape *s, const Einsum *e,
   buf_printf(b, "      - name: %s\n        projection:\n",
              c->tensors[a->tensor].name);
   for (int k = 0; k < a->n; k++)
-    projection(s, e, &a->idx[k], b, coefs, notes);
+    if (a->idx[k].nterms) /* a constant coordinate has no projection */
+      projection(s, e, &a->idx[k], b, coefs, notes);
+    else
+      buf_printf(notes, "# %s's coordinate %d is a constant: dropped "
+                        "(Timeloop's projections are sums of dimensions)\n",
+                 c->tensors[a->tensor].name, k + 1);
   if (out)
     buf_printf(b, "        read-write: True\n");
 }
+
+/* The note on an Einsum that reads no tensor (MK[l,s] = s <= l): a
+ * Timeloop problem has two to eight data spaces, so its file does not
+ * load as one (tests/fuzz/fuzz_export.c knows it by this text). */
+#define EXPORT_NO_INPUT                                                      \
+  "reads no tensor: Timeloop's problems have two data spaces at least, so " \
+  "this file states the Einsum but does not load"
 
 static void problem(const Cascade *c, const Shape *s, const Einsum *e,
                     Buf *b) {
@@ -88,12 +100,17 @@ static void problem(const Cascade *c, const Shape *s, const Einsum *e,
     bool seen = a->n == 0;
     for (int q = 0; q < r; q++)
       seen = seen || e->reads[q]->tensor == a->tensor;
-    if (seen && a->n)
+    if (a->tensor == e->out.tensor) /* a recurrence reads its output */
+      buf_printf(&notes, "# %s is read as well as written: its one data "
+                 "space is the read-write one\n", c->tensors[a->tensor].name);
+    else if (seen && a->n)
       buf_printf(&notes, "# %s is read twice: one data space, at its first "
                  "read's indices\n", c->tensors[a->tensor].name);
     else if (!seen)
       data_space(c, s, e, a, false, &spaces, &coefs, &notes);
   }
+  if (!spaces.len) /* Timeloop needs two data spaces at least */
+    buf_printf(&notes, "# %s\n", EXPORT_NO_INPUT);
   data_space(c, s, e, &e->out, true, &spaces, &coefs, &notes);
   buf_printf(b, "# %s\n# (Timeloop computes a multiply-accumulate of the "
                 "data spaces)\n%s", e->text, notes.s ? notes.s : "");

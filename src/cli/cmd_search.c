@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,8 +11,45 @@ typedef struct SearchArgs {
   SpecOpts spec;
   ModelOverrides mf;
   const char *arch, *plan_out, *pareto;
-  int objective, budget;
+  int objective;
+  long budget;    /* --budget N: candidate groups */
+  double seconds; /* --budget Ns: wall-clock seconds */
 } SearchArgs;
+
+/* --budget N (candidate groups) or Ns (seconds of the whole search). */
+static int parse_budget(const char *cmd, const char *val, void *field) {
+  SearchArgs *o = (SearchArgs *)((char *)field - offsetof(SearchArgs, budget));
+  size_t n = strlen(val);
+  char num[64];
+  double v;
+  bool secs = n > 1 && val[n - 1] == 's';
+  snprintf(num, sizeof num, "%.*s", (int)(secs ? n - 1 : n), val);
+  bool ok = n < sizeof num && parse_decimal(num, &v) && v > 0 &&
+            (secs ? v <= 1e6 : v == floor(v) && v <= 1e9);
+  if (!ok)
+    return usage_error(cmd, "--budget expects a count of groups (1 to 1e9) "
+                            "or seconds (30s), got '%s'", val);
+  if (secs)
+    o->seconds = v;
+  else
+    o->budget = (long)v;
+  return 0;
+}
+
+/* The search's progress line on stderr (every few seconds of a long
+ * one): the share done and the time it has left at that pace. */
+static void say_progress(void *ctx, double done, double elapsed) {
+  const SearchArgs *o = ctx;
+  double left = done >= 0.005 ? elapsed * (1 - done) / done : INFINITY;
+  if (o->seconds > 0 && left > o->seconds - elapsed)
+    left = o->seconds - elapsed > 0 ? o->seconds - elapsed : 0;
+  if (isfinite(left))
+    fprintf(stderr, "mambalaya search: %.0f%% in %.0f s, about %.0f s "
+                    "left\n", 100 * done, elapsed, left);
+  else /* too little done to tell: say how to bound it */
+    fprintf(stderr, "mambalaya search: %.1f%% in %.0f s (--budget 60s "
+                    "bounds its time)\n", 100 * done, elapsed);
+}
 
 static const Opt search_opts[] = {
     {"--arch", OPT_STRING, offsetof(SearchArgs, arch), "ARCH",
@@ -28,11 +66,12 @@ static const Opt search_opts[] = {
              "binding, spills and fusion level: `eval --plan FILE` prices "
              "it as found, "
              "`exec --plan FILE` runs it"},
-    {"--budget", OPT_INT, offsetof(SearchArgs, budget), "N",
-     .help = "price at most N candidate groups, then extend by single "
-             "Einsums: the best found and its gap to the bound (default: "
-             "every group, exact)",
-     .lo = 1, .hi = 1000000000},
+    {"--budget", OPT_CUSTOM, offsetof(SearchArgs, budget), "N|Ts",
+     .help = "N: price at most N candidate groups, then extend by single "
+             "Einsums; Ts (30s): stop pricing after T seconds of the whole "
+             "search; either way the best found and its gap to the bound "
+             "(default: every group, exact)",
+     .parse = parse_budget},
     {"--pareto", OPT_STRING, offsetof(SearchArgs, pareto), "latency,energy",
      .help = "print the latency-energy front: every schedule no other is "
              "both as fast and as frugal as"},
@@ -117,9 +156,10 @@ static int search(const Parsed *p, void *opts) {
   Diag d = {0};
   Pair *pairs = fusion_classify(c, s);
   MapMemo *memo = map_memo_new(false);
-  SearchResult *r = search_best_within(c, s, arch, pairs, &o->mf,
-                                       (SearchObjective)o->objective,
-                                       o->budget, memo, &d);
+  SearchControl ctl = {o->budget, o->seconds, say_progress, o};
+  SearchResult *r = search_best_ctl(c, s, arch, pairs, &o->mf,
+                                    (SearchObjective)o->objective, &ctl,
+                                    memo, &d);
   if (!r)
     status = input_failed(&d);
   else if (!o->plan_out || !(status = write_plan(p, o, c, r)))
