@@ -626,7 +626,8 @@ SearchResult *search_at_level(const Cascade *c, const Shape *s,
   long budget = ctl->budget;
   Ctx x = {.c = c, .s = s, .a = a, .pairs = pairs, .design = plain,
            .o = model_opts_with(o, plain), .memo = memo, .d = d,
-           .budget = budget, .ctl = ctl, .t0 = now_seconds(), .r = r};
+           .budget = budget, .ctl = ctl, .t0 = now_seconds(),
+           .reported = -PROGRESS_EVERY_S, .r = r};
   if (o->bind < 0) /* the search's own groups bind by cost */
     x.o.bind = BIND_COST;
   Nodes *nodes = fusion_merge(c, s);

@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <jansson.h>
 #include <poll.h>
 #include <signal.h>
@@ -91,16 +92,23 @@ static void argv_free(char **argv) {
 
 /* Read the child's output from FD into OUT until it ends, the output
  * passes INPUT_TEXT_MAX or the wall-clock limit passes: NULL, or what
- * went wrong. */
-static const char *read_child(int fd, Buf *out) {
-  double until = now_seconds() + RENDER_WALL_S;
+ * went wrong. A long rendering says so on NOTES (if any) every few
+ * seconds, naming PATH. */
+static const char *read_child(int fd, Buf *out, const char *path,
+                              FILE *notes) {
+  double start = now_seconds(), until = start + RENDER_WALL_S, told = 0;
   char chunk[65536];
   for (;;) {
-    double left = until - now_seconds();
+    double now = now_seconds(), left = until - now;
+    if (notes && now - start >= 3 && now - told >= 5) {
+      told = now;
+      fprintf(notes, "%s: note: rendering the template, %.0f s so far "
+              "(at most %d)\n", path, now - start, RENDER_WALL_S);
+    }
     if (left <= 0)
       return "rendering took more than the limit of 120 s";
     struct pollfd p = {fd, POLLIN, 0};
-    int r = poll(&p, 1, (int)(left * 1000) + 1);
+    int r = poll(&p, 1, left > 1 ? 1000 : (int)(left * 1000) + 1);
     if (r < 0 && errno == EINTR)
       continue;
     if (r <= 0)
@@ -144,7 +152,8 @@ static bool run_script(const char *path, const SpecLoad *o, Buf *out,
     child(fd, parent, argv);
   if (ok)
     close(fd[1]);
-  const char *why = pid > 0 ? read_child(fd[0], out) : NULL;
+  const char *why =
+      pid > 0 ? read_child(fd[0], out, path, o ? o->notes : NULL) : NULL;
   if (pid > 0 && why)
     kill(pid, SIGKILL);
   if (ok)
