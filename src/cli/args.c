@@ -129,9 +129,14 @@ static const Opt spec_opts[] = {
      .flags = OPT_REPEAT,
      .parse = parse_set},
 };
+/* The spec and what it includes join the run's inputs (SpecOpts). */
+static void spec_opts_inputs(void *base, InputSet *in) {
+  ((SpecOpts *)base)->inputs = in;
+}
+
 const OptTable spec_options = {spec_opts,
-                                (int)(sizeof spec_opts / sizeof spec_opts[0]),
-                                spec_opts_fini};
+                               (int)(sizeof spec_opts / sizeof spec_opts[0]),
+                               spec_opts_fini, spec_opts_inputs};
 
 static const char *phase_name(int i) {
   return i == PHASE_DECODE ? "decode" : "prefill";

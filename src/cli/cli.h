@@ -98,8 +98,11 @@ typedef struct OptTable {
   /* What the table's fields own, freed after the command ran (NULL:
    * nothing): the engine calls it at the table's base. */
   void (*fini)(void *base);
+  /* Give the table's fields the run's input set (NULL: nothing to give):
+   * the engine calls it at the table's base before the command runs. */
+  void (*inputs)(void *base, InputSet *in);
 } OptTable;
-#define OPT_TABLE(a) {a, (int)(sizeof a / sizeof a[0]), NULL}
+#define OPT_TABLE(a) {a, (int)(sizeof a / sizeof a[0]), NULL, NULL}
 
 /* A shared table a command takes, at BASE in its options struct, under
  * HEADING in --help (NULL: none). The command's own table comes first:

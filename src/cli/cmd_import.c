@@ -67,7 +67,7 @@ static const Opt import_opts[] = {
 };
 static const OptTable import_table = {
     import_opts, (int)(sizeof import_opts / sizeof import_opts[0]),
-    import_fini};
+    import_fini, NULL};
 
 static int check_args(const char *cmd, const ImportOpts *o) {
   if (o->rendered && o->format != IMPORT_ACCELFORGE)

@@ -375,8 +375,8 @@ int command_main(const Command *c, int argc, char **argv) {
   p.inputs = &inputs;
   OptUse use;
   for (int u = 0; (use = use_of(c, u)).table; u++)
-    if (use.table == &spec_options)
-      ((SpecOpts *)((char *)o + use.base))->inputs = &inputs;
+    if (use.table->inputs)
+      use.table->inputs((char *)o + use.base, &inputs);
   bool help;
   int st = parse(&p, argc, argv, o, &help);
   if (!st && !help)

@@ -92,10 +92,21 @@ def read_text(f):
         return fh.read()
 
 
+class TemplateLoader(jinja2.FileSystemLoader):
+    """Jinja's own {% include %} and {% import %}: files of the template's
+    folder (FileSystemLoader allows no '..'), each noted as read."""
+
+    def get_source(self, environment, template):
+        source, filename, uptodate = super().get_source(environment,
+                                                        template)
+        note_read(os.path.realpath(filename))
+        return source, filename, uptodate
+
+
 def render(path, data, dirs):
     data, dirs, count = dict(data), list(dirs), [0]
     env = jinja2.sandbox.SandboxedEnvironment(
-        loader=jinja2.FileSystemLoader(os.path.dirname(path)),
+        loader=TemplateLoader(os.path.dirname(path)),
         undefined=jinja2.StrictUndefined, extensions=[Assert])
     tree = env.parse(read_text(path))
     used.update(jinja2.meta.find_undeclared_variables(tree))
@@ -130,8 +141,12 @@ def render(path, data, dirs):
 
     def add_to_path(p):
         base = os.path.dirname(path)
-        for f in sorted(glob.glob(os.path.join(base, p))
-                        if not os.path.isabs(p) else glob.glob(p)):
+        found = sorted(glob.glob(p if os.path.isabs(p)
+                                 else os.path.join(base, p)))
+        if not found:
+            raise FileNotFoundError("add_to_path: no folder %s next to %s"
+                                    % (p, path))
+        for f in found:
             f = os.path.realpath(f)
             if f not in roots:
                 roots.append(f)

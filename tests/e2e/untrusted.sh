@@ -86,6 +86,12 @@ cp af/parts/_glu.yaml glu.orig
 refused "_glu.yaml: refusing to write: this output is the input" \
   "$M" import accelforge af/block.yaml --out af/parts/_glu.yaml
 cmp -s af/parts/_glu.yaml glu.orig || fail "import overwrote an include"
+mkdir ji && printf 'workload:\n  x: 1\n' >ji/part.yaml
+printf '{%% include "part.yaml" %%}\n' >ji/top.yaml
+cp ji/part.yaml part.orig
+refused "part.yaml: refusing to write: this output is the input" \
+  "$M" import accelforge ji/top.yaml --rendered --out ji/part.yaml
+cmp -s ji/part.yaml part.orig || fail "import overwrote a Jinja include"
 refused "f: error: exists and is not a directory, so f/out cannot be" \
   "$M" export timeloop mamba1 --out f/out
 long=$(printf 'T%.0s' $(seq 300))

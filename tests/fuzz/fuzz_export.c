@@ -50,11 +50,20 @@ static void check_and_clear(const char *out) {
   rmdir(out);
 }
 
+/* The scratch directory goes when the fuzzer ends (its exit). */
+static void remove_dir(void) {
+  char spec[96];
+  snprintf(spec, sizeof spec, "%s/spec.yaml", dir);
+  unlink(spec);
+  rmdir(dir);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!dir[0]) {
     snprintf(dir, sizeof dir, "/tmp/fuzz_export.XXXXXX");
     if (!mkdtemp(dir))
       __builtin_trap();
+    atexit(remove_dir);
   }
   char spec[96], out[96];
   snprintf(spec, sizeof spec, "%s/spec.yaml", dir);
