@@ -134,7 +134,8 @@ static int gen_save(const Gen *g) {
   Tensors arrays = {0};
   tensors_put(&arrays, "logits", g->all, false);
   int status =
-      save_results(g->m, o->out, &arrays, tok.s, executor_name(&o->ex));
+      save_results(g->m, o->out, &arrays, tok.s, executor_name(&o->ex),
+                   o->inputs);
   tensors_free(&arrays);
   buf_free(&tok);
   free(ran);
