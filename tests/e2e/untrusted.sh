@@ -92,6 +92,17 @@ cp ji/part.yaml part.orig
 refused "part.yaml: refusing to write: this output is the input" \
   "$M" import accelforge ji/top.yaml --rendered --out ji/part.yaml
 cmp -s ji/part.yaml part.orig || fail "import overwrote a Jinja include"
+# sweep: a file a study's template includes is an input too.
+mkdir sw && cp -r af/parts sw/
+{
+  echo '{{ include_text("sweep.json") }}'
+  cat af/block.yaml
+} >sw/block.yaml
+echo "# not json" >sw/sweep.json
+printf 'study:\n  name: incl\n  cascades:\n    - {spec: block.yaml}\n  designs: [full]\n  phases: [prefill]\n' >sw/study.yaml
+refused "refusing to write sw/sweep.json: it is the input .*sw/sweep.json" \
+  "$M" sweep sw/study.yaml --out sw
+[ "$(cat sw/sweep.json)" = "# not json" ] || fail "sweep overwrote an include"
 refused "f: error: exists and is not a directory, so f/out cannot be" \
   "$M" export timeloop mamba1 --out f/out
 long=$(printf 'T%.0s' $(seq 300))
