@@ -188,9 +188,9 @@ $(BUILD)/fuzz/obj/embedded.o: $(BUILD)/gen/embedded.c
 # harness runs the command itself.
 FUZZ_CLI_OBJ := $(BUILD)/fuzz/obj/src/cli/args.o \
     $(BUILD)/fuzz/obj/src/cli/opts.o $(BUILD)/fuzz/obj/src/cli/modelopts.o
+FUZZ_EXPORT_OBJ := $(FUZZ_CLI_OBJ) $(BUILD)/fuzz/obj/src/cli/cmd_export.o
 $(BUILD)/fuzz/fuzz_cli: $(FUZZ_CLI_OBJ)
-$(BUILD)/fuzz/fuzz_export: $(FUZZ_CLI_OBJ) \
-    $(BUILD)/fuzz/obj/src/cli/cmd_export.o
+$(BUILD)/fuzz/fuzz_export: $(FUZZ_EXPORT_OBJ)
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
 	@mkdir -p $(dir $@)
@@ -213,4 +213,4 @@ clean:
 	rm -rf build
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) \
-         $(BENCH_BIN:=.d) $(FUZZ_OBJ:.o=.d)
+         $(BENCH_BIN:=.d) $(FUZZ_OBJ:.o=.d) $(FUZZ_EXPORT_OBJ:.o=.d)

@@ -72,4 +72,23 @@ grep -q "S is read as well as written: its one data space is the read-write" \
 [ "$(grep -c "name: S$" tl/01_S.problem.yaml)" -eq 2 ] ||
   fail "S is one data space (and the problem's name)"
 
+# A Timeloop problem of one input that sums (exported from QN2[r,i,h] =
+# QS[b,i,h,e] * QS[b,i,h,e], found by fuzz_export) loads: the sum is said.
+cat >one.yaml <<'EOF'
+problem:
+  shape:
+    name: QN2
+    dimensions: [R, B, I]
+    data-spaces:
+      - name: QS
+        projection: [[[B]], [[I]]]
+      - name: QN2
+        projection: [[[R]], [[I]]]
+        read-write: True
+  instance: {R: 2, B: 2, I: 4}
+EOF
+"$M" import timeloop one.yaml 2>/dev/null |
+  grep -q '"QN2\[r, i\] = QS\[b, i\] :: sum(b)"' ||
+  fail "a one-input Timeloop problem: $("$M" import timeloop one.yaml 2>&1 | tail -3)"
+
 finish bounded
