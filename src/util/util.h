@@ -4,9 +4,13 @@
  * an input file (input.c) and to write an output file (output.c).
  *
  * Nothing here is global or mutable: a Diag is passed down by the caller,
- * an Arena belongs to the structure it allocates for. The one exception
- * is output.c's list of temporary files that exist at this moment, which
- * a SIGINT or SIGTERM handler removes: signals are process-wide. */
+ * an Arena belongs to the structure it allocates for. Two exceptions:
+ * output.c's list of temporary files that exist at this moment, which a
+ * SIGINT or SIGTERM handler removes (signals are process-wide), and
+ * fatal.c's trap, one per thread, which only mambalaya_call sets (a
+ * longjmp can only return to its own thread's stack). A fatal error in
+ * a worker thread the library started (the executor's pool, a sweep's
+ * threads) has no trap and still ends the process. */
 #ifndef MAMBALAYA_UTIL_H
 #define MAMBALAYA_UTIL_H
 
@@ -64,7 +68,8 @@ void arena_free(Arena *a);
  * temporaries removed, then exit status 1 — or, in a thread where a trap
  * is set, a longjmp to it, so that a host running commands in process
  * (mambalaya_call) gets status 1 and lives. What the run had allocated
- * is not freed then (it has no owner left). */
+ * is not freed then (it has no owner left). Worker threads set no trap:
+ * there it ends the process, as in the program. */
 typedef struct FatalTrap {
   jmp_buf env;
 } FatalTrap;
