@@ -9,7 +9,9 @@
 #   make fuzz         libFuzzer on every parser: specs, safetensors,
 #                     architectures (through eval), config.json (through
 #                     model construction), the command line, studies,
-#                     plan files and tokenizer.json (FUZZ_SECONDS each,
+#                     plan files (read and priced as search writes them),
+#                     tokenizer.json, AccelForge workloads, Timeloop
+#                     problems and export timeloop (FUZZ_SECONDS each,
 #                     default 60)
 #   make bench        the benchmarks under bench/, printing their figures
 
@@ -48,7 +50,9 @@ CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 
-EMBEDDED := $(sort $(wildcard specs/*.yaml specs/layers/*.yaml archs/*.yaml studies/*.yaml))
+# The AccelForge renderer (src/spec/render.c runs it) is compiled in too.
+EMBEDDED := $(sort $(wildcard specs/*.yaml specs/layers/*.yaml archs/*.yaml \
+                              studies/*.yaml)) src/spec/render.py
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/embedded.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 MAIN_OBJ := $(BUILD)/src/main.o
@@ -69,6 +73,10 @@ $(BUILD)/src/exec/vmath.o $(BUILD)/src/exec/vm.o $(BUILD)/src/exec/scan.o: \
     ALL_CFLAGS += $(VECTORIZE)
 $(BUILD)/src/report/cairo.o $(BUILD)/tests/unit/test_render.o: \
     ALL_CFLAGS += $(CAIRO_CFLAGS)
+# The interpreter that renders AccelForge templates: a fixed path, never
+# the one PATH finds (make PYTHON=/opt/python3 to name another).
+PYTHON   ?= /usr/bin/python3
+$(BUILD)/src/spec/render.o: ALL_CFLAGS += -DMAMBALAYA_PYTHON='"$(PYTHON)"'
 ifneq ($(MPI_LIBS),)
 $(BUILD)/src/cli/cmd_sweep.o: ALL_CFLAGS += -DMAMBALAYA_MPI $(MPI_CFLAGS)
 endif
@@ -147,7 +155,8 @@ asan:
 # libFuzzer needs clang. Each harness tests/fuzz/fuzz_NAME.c runs for
 # FUZZ_SECONDS from its own seed corpus FUZZ_SEEDS_NAME (the shipped
 # files among them).
-FUZZERS := spec safetensors arch config cli study plan tokenizer
+FUZZERS := spec safetensors arch config cli study plan tokenizer \
+           accelforge timeloop export
 FUZZ_SEEDS_spec := specs/*.yaml tests/specs/good/*.yaml tests/specs/bad/*.yaml
 FUZZ_SEEDS_safetensors := tests/fuzz/seeds/safetensors/*
 FUZZ_FLAGS_safetensors := -dict=tests/fuzz/safetensors.dict
@@ -158,6 +167,13 @@ FUZZ_FLAGS_cli := -dict=tests/fuzz/cli.dict -close_fd_mask=2
 FUZZ_SEEDS_study := studies/*.yaml tests/fuzz/seeds/study/*
 FUZZ_SEEDS_plan := tests/fuzz/seeds/plan/*
 FUZZ_SEEDS_tokenizer := tests/fuzz/seeds/tokenizer/*
+FUZZ_SEEDS_accelforge := tests/fuzz/seeds/accelforge/* \
+                         tests/specs/bad/*accelforge*.yaml
+FUZZ_SEEDS_timeloop := tests/fuzz/seeds/timeloop/* \
+                       tests/specs/peers/timeloop/conv.yaml \
+                       tests/specs/bad/*timeloop*.yaml
+FUZZ_SEEDS_export := specs/*.yaml tests/specs/good/*.yaml
+FUZZ_FLAGS_export := -close_fd_mask=2
 
 # The library is compiled once for all harnesses (instrumented for
 # coverage and the sanitizers), each harness then linked against it. The
@@ -175,9 +191,13 @@ $(BUILD)/fuzz/obj/embedded.o: $(BUILD)/gen/embedded.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
 
-# The command-line harness also needs the CLI's option code.
-$(BUILD)/fuzz/fuzz_cli: $(BUILD)/fuzz/obj/src/cli/args.o \
+# The command-line harness also needs the CLI's option code; the export
+# harness runs the command itself.
+FUZZ_CLI_OBJ := $(BUILD)/fuzz/obj/src/cli/args.o \
     $(BUILD)/fuzz/obj/src/cli/opts.o $(BUILD)/fuzz/obj/src/cli/modelopts.o
+FUZZ_EXPORT_OBJ := $(FUZZ_CLI_OBJ) $(BUILD)/fuzz/obj/src/cli/cmd_export.o
+$(BUILD)/fuzz/fuzz_cli: $(FUZZ_CLI_OBJ)
+$(BUILD)/fuzz/fuzz_export: $(FUZZ_EXPORT_OBJ)
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
 	@mkdir -p $(dir $@)
@@ -200,4 +220,4 @@ clean:
 	rm -rf build
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) \
-         $(BENCH_BIN:=.d) $(FUZZ_OBJ:.o=.d)
+         $(BENCH_BIN:=.d) $(FUZZ_OBJ:.o=.d) $(FUZZ_EXPORT_OBJ:.o=.d)

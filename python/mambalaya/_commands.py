@@ -12,7 +12,7 @@ import tempfile
 import warnings
 
 from . import _lib
-from ._docs import Document
+from ._docs import Document, Spec
 
 # "FILE:LINE:COL: error: ..." (docs/io.md)
 _WHERE = re.compile(r"^(.+?):(\d+):(\d+): error: (.*)$", re.M)
@@ -47,17 +47,23 @@ def _value(v):
     return str(v)
 
 
-def options(kwargs):
+def options(kwargs, command=None):
     """Keyword arguments as options: design="full" -> --design full,
     pipelined=True -> --pipelined (False or None: left out), a list or
     tuple -> its items joined by commas (keep=["y", "h"] -> --keep y,h),
     a dict -> the option once per item (set={"B": 4} -> --set B=4). An
-    underscore in the name is a dash (max_memory -> --max-memory)."""
+    underscore in the name is a dash (max_memory -> --max-memory). With
+    COMMAND, True for an option that takes a value (design=True) raises
+    Error rather than leave --design to take the next argument."""
     argv = []
     for key, v in kwargs.items():
         if v is None or v is False:
             continue
         flag = "--" + key.rstrip("_").replace("_", "-")
+        if v is True and command and _lib.option_arity(command, flag) == 1:
+            raise Error([command, flag], 2, "mambalaya %s: %s=True: %s "
+                        "takes a value (see mambalaya %s --help)"
+                        % (command, key, flag, command))
         if v is True:
             argv.append(flag)
         elif isinstance(v, dict):
@@ -85,6 +91,10 @@ def call_status(*argv, echo=False, ok=(0,)):
     """Run `mambalaya ARGV...` in process: (exit status, stdout as text).
     Raises Error unless the status is in OK."""
     argv = [_value(a) for a in argv]
+    for i, a in enumerate(argv):
+        if "\0" in a:  # a C string ends there: the rest would be lost
+            raise Error(argv, 2, "mambalaya: argument %d (%r) holds a NUL "
+                        "character, which no command line can" % (i, a))
     status, out, err = _lib.call_raw(argv)
     err = err.decode("utf-8", "replace")
     if status not in ok:
@@ -103,11 +113,22 @@ def run(command, *positionals, json=True, echo=False, **kwargs):
     """Any command: `run("eval", "mamba1", design="full")` runs
     `mambalaya eval mamba1 --design full --json` and returns its result
     as a dict; with json=False its stdout as text."""
-    argv = [command, *positionals, *options(kwargs)]
-    if json:
+    # A dict stands for a spec (the commands whose argument is not one,
+    # sweep and diff, take theirs before this).
+    positionals = [Spec.load(p) if isinstance(p, dict) else p
+                   for p in positionals]
+    argv = [command, *positionals, *options(kwargs, command)]
+    helps = any(_value(a) in ("--help", "-h") for a in argv[1:])
+    if json and not helps:
         argv.append("--json")
     out = call(*argv, echo=echo)
-    return _json.loads(out) if json else out
+    if not json or helps:  # --help prints its text, never JSON
+        return out
+    try:
+        return _json.loads(out)
+    except ValueError:
+        raise Error(argv, 1, "mambalaya %s printed no JSON: %.200s"
+                    % (command, out)) from None
 
 
 def _scratch(out):

@@ -49,6 +49,9 @@ def _load():
             lib.mambalaya_shipped.argtypes = [
                 ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_size)]
             lib.mambalaya_shipped.restype = _voidp
+            lib.mambalaya_option_arity.argtypes = [ctypes.c_char_p,
+                                                   ctypes.c_char_p]
+            lib.mambalaya_option_arity.restype = ctypes.c_int
             _lib = lib
     return _lib
 
@@ -75,6 +78,14 @@ def call_raw(argv):
                                 ctypes.byref(outlen), ctypes.byref(err),
                                 ctypes.byref(errlen))
     return status, _take(lib, out, outlen), _take(lib, err, errlen)
+
+
+def option_arity(command, option):
+    """Does OPTION (--design) of COMMAND take a value? 1, 0 (a flag) or -1
+    (no such option, or no such command)."""
+    lib = _lib or _load()
+    return lib.mambalaya_option_arity(str(command).encode(),
+                                      str(option).encode())
 
 
 def shipped_text(kind, name):

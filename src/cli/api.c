@@ -99,7 +99,15 @@ int mambalaya_call(int argc, const char *const *argv, char **out,
     pthread_mutex_unlock(&call_lock);
     return EXIT_RUN;
   }
-  int status = run_engine(argc, argv);
+  /* A fatal error (out of memory) ends the command, not the host: it
+   * comes back here with status 1 (util.h, "fatal errors"). */
+  FatalTrap trap;
+  FatalTrap *outer = fatal_trap(&trap);
+  volatile int status = EXIT_RUN;
+  if (setjmp(trap.env) == 0)
+    status = run_engine(argc, argv);
+  fatal_trap(outer);
+  fflush(stdout);
   capture_end(&k);
   pthread_mutex_unlock(&call_lock);
   hand_over(k.obuf, k.olen, out, outlen);
@@ -108,6 +116,11 @@ int mambalaya_call(int argc, const char *const *argv, char **out,
 }
 
 void mambalaya_free(void *p) { free(p); }
+
+int mambalaya_option_arity(const char *command, const char *option) {
+  const Command *c = command && option ? cli_command(command) : NULL;
+  return c ? command_option_arity(c, option) : -1;
+}
 
 const char *mambalaya_shipped(const char *dir, const char *name,
                               size_t *len) {

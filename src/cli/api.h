@@ -23,12 +23,18 @@
  * during the call. The process's own stdout and stderr are untouched, and
  * so are its SIGINT, SIGTERM and SIGHUP handlers after the call (a signal
  * during one removes the files being staged and ends the process, as it
- * ends the program). Nothing calls exit(), except on running out of
- * memory (util.h). */
+ * ends the program). Nothing ends the process: running out of memory
+ * (or another fatal error, util.h) ends the command with status 1. */
 int mambalaya_call(int argc, const char *const *argv, char **out,
                    size_t *outlen, char **err, size_t *errlen);
 /* Free a buffer mambalaya_call returned (NULL: nothing). */
 void mambalaya_free(void *p);
+
+/* Does OPTION ("--design") of COMMAND ("eval") take a value? 1 if it
+ * does, 0 for a flag (--json, --pipelined), -1 if COMMAND has no such
+ * option: for a host that maps its own arguments onto options
+ * (design=True is an error, not "--design" swallowing what follows). */
+int mambalaya_option_arity(const char *command, const char *option);
 
 /* The text of the shipped file NAME stands for under DIR ("specs",
  * "archs", "studies": mamba1, h100, arch-neighbourhood), *LEN bytes (not

@@ -129,9 +129,14 @@ static const Opt spec_opts[] = {
      .flags = OPT_REPEAT,
      .parse = parse_set},
 };
+/* The spec and what it includes join the run's inputs (SpecOpts). */
+static void spec_opts_inputs(void *base, InputSet *in) {
+  ((SpecOpts *)base)->inputs = in;
+}
+
 const OptTable spec_options = {spec_opts,
-                                (int)(sizeof spec_opts / sizeof spec_opts[0]),
-                                spec_opts_fini};
+                               (int)(sizeof spec_opts / sizeof spec_opts[0]),
+                               spec_opts_fini, spec_opts_inputs};
 
 static const char *phase_name(int i) {
   return i == PHASE_DECODE ? "decode" : "prefill";
@@ -202,7 +207,9 @@ Cascade *open_spec_set(const char *name, const SpecOpts *o, Diag *d) {
   if (!open_source("specs", name, &src, d))
     return NULL;
   SpecLoad l = {.sets = o ? o->sets : NULL, .nsets = o ? o->nsets : 0,
-                .notes = stderr};
+                .notes = stderr, .read = o ? o->inputs : NULL};
+  if (!src.shipped)
+    inputset_add(l.read, src.path);
   Cascade *c = spec_parse_with(src.path, src.text, src.len, &l, d);
   source_free(&src);
   return c;
@@ -224,6 +231,21 @@ int check_output(const char *cmd, const char *path,
       return usage_error(cmd, "refusing to write %s: it is the input %s",
                          path, inputs[i]);
   return 0;
+}
+
+int write_output(const char *cmd, const char *path, const void *data,
+                 size_t len, const InputSet *in) {
+  Diag d = {0};
+  bool refused;
+  if (output_write(path, data, len, in, &refused, &d))
+    return 0;
+  Buf b = {0};
+  buf_escaped(&b, path);
+  buf_printf(&b, ": ");
+  buf_escaped(&b, d.msg);
+  fprintf(stderr, "%s: %s\n", cmd, b.s);
+  buf_free(&b);
+  return refused ? EXIT_INPUT : EXIT_RUN;
 }
 
 double memory_budget(double max_memory) {
@@ -378,6 +400,7 @@ int load_spec_arch(const char *cmd, const SpecOpts *o, const char *arch_name,
   Diag d = {0};
   if (!(*a = open_arch(arch_name, &d)))
     return input_failed(&d);
+  inputset_add(o->inputs, input_path("archs", arch_name));
   int status = load_spec(cmd, o, complete, c, s);
   if (status) {
     arch_free(*a);
@@ -440,15 +463,15 @@ void emit(const Buf *b) {
   fflush(stdout);
 }
 
-int write_trace(const char *path, const Cascade *c, const Arch *a,
-                const Eval *ev) {
+int write_trace(const Parsed *p, const char *path, const Cascade *c,
+                const Arch *a, const Eval *ev) {
   json_t *t = report_trace_json(c, a, ev);
   Buf b = {0};
   report_json(&b, t);
   json_decref(t);
-  bool ok = write_file_atomic(path, b.s, b.len);
+  int status = write_output(p->cmd, path, b.s, b.len, p->inputs);
   buf_free(&b);
-  return ok ? 0 : EXIT_RUN;
+  return status;
 }
 
 void emit_json(json_t *root, const Inputs *in) {

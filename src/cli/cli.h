@@ -98,8 +98,11 @@ typedef struct OptTable {
   /* What the table's fields own, freed after the command ran (NULL:
    * nothing): the engine calls it at the table's base. */
   void (*fini)(void *base);
+  /* Give the table's fields the run's input set (NULL: nothing to give):
+   * the engine calls it at the table's base before the command runs. */
+  void (*inputs)(void *base, InputSet *in);
 } OptTable;
-#define OPT_TABLE(a) {a, (int)(sizeof a / sizeof a[0]), NULL}
+#define OPT_TABLE(a) {a, (int)(sizeof a / sizeof a[0]), NULL, NULL}
 
 /* A shared table a command takes, at BASE in its options struct, under
  * HEADING in --help (NULL: none). The command's own table comes first:
@@ -119,6 +122,10 @@ typedef struct Parsed {
   const Command *command;
   char cmd[48];        /* "mambalaya eval", for messages */
   bool seen[OPT_MAX];  /* by the option's place over the tables */
+  /* The files this run read (util.h, "the inputs of a run"): what it
+   * loads is added as it loads, and every output is checked against it
+   * (write_output, outset_protect_inputs). The engine owns it. */
+  InputSet *inputs;
 } Parsed;
 
 struct Command {
@@ -141,6 +148,11 @@ int command_main(const Command *c, int argc, char **argv);
  * program's whole body; src/main.c and the library's entry point (api.h)
  * call it. Its exit status. */
 int cli_main(int argc, char **argv);
+/* The command NAME ("eval"), or NULL. */
+const Command *cli_command(const char *name);
+/* Does option NAME of C take a value? 1, 0 (a flag or switch) or -1 (no
+ * such option). */
+int command_option_arity(const Command *c, const char *name);
 /* Print C's --help on stdout. */
 void command_help(const Command *c);
 /* Was option NAME given? */
@@ -162,6 +174,7 @@ typedef struct SpecOpts {
   Arena names;       /* their names */
   bool json;   /* --json */
   int phase;   /* --phase: PHASE_DECODE sets the sequence rank to 1 */
+  InputSet *inputs; /* the run's (Parsed): the spec and what it includes */
 } SpecOpts;
 
 enum { PHASE_PREFILL, PHASE_DECODE };
@@ -227,12 +240,12 @@ int net_reproduce(const char *cmd, const NetArgs *n, const char *arch_name,
 /* init-weights --config: random weights for the model of CONFIG into
  * DIR (config.json and model.safetensors, together); generate --config:
  * the model in DIR run greedily on TOKENS_TEXT for MAX_NEW tokens, the
- * logits of every position into OUT when given (cmd_netrun.c). Exit
- * statuses. */
+ * logits of every position into OUT when given (its files join IN, the
+ * run's inputs, which OUT may not be) (cmd_netrun.c). Exit statuses. */
 int net_init_weights(const char *cmd, const char *config, uint64_t seed,
                      const char *dir);
 int net_generate(const char *cmd, const char *dir, const char *tokens_text,
-                 int batch, int max_new, const char *out);
+                 int batch, int max_new, const char *out, InputSet *in);
 
 /* The names of the library's enums, as options take them. */
 extern const OptChoices phase_choices, strategy_choices, stitcher_choices,
@@ -268,6 +281,11 @@ const char *input_path(const char *dir, const char *name);
  * message naming CMD. */
 int check_output(const char *cmd, const char *path,
                  const char *const *inputs, int n);
+/* Write DATA to PATH, an output of the run that read IN: 0, EXIT_INPUT
+ * if PATH is refused (one of IN, not a regular file: output_write) or
+ * EXIT_RUN if writing fails, after a message naming CMD. */
+int write_output(const char *cmd, const char *path, const void *data,
+                 size_t len, const InputSet *in);
 /* The bytes a run may hold: --max-memory if given (> 0), else the memory
  * the machine has available (unlimited if unknown). */
 double memory_budget(double max_memory);
@@ -276,9 +294,9 @@ double memory_budget(double max_memory);
 int check_memory(const char *cmd, const char *what, double need,
                  double budget, bool given);
 /* EV's timeline (C on A) into PATH as a Chrome trace (report_trace_json),
- * checked first with check_output: 0, or EXIT_RUN when writing fails. */
-int write_trace(const char *path, const Cascade *c, const Arch *a,
-                const Eval *ev);
+ * an output of the run P parsed (write_output). */
+int write_trace(const Parsed *p, const char *path, const Cascade *c,
+                const Arch *a, const Eval *ev);
 /* Print D's diagnostic; returns EXIT_INPUT (a bad input). */
 int input_failed(const Diag *d);
 

@@ -294,7 +294,7 @@ static int eval(const Parsed *p, void *opts) {
                  : price(o, pick, c, s, arch, &design, &at, &d);
   const Arch *on = best ? search_arch(best, arch) : at ? at : arch;
   if (ev && o->trace)
-    status = write_trace(o->trace, c, on, ev);
+    status = write_trace(p, o->trace, c, on, ev);
   if (ev && !status)
     print_eval(o, c, s, on, ev, design, best);
   else if (!ev)

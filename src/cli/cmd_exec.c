@@ -560,19 +560,21 @@ static int pick_written(const ExecArgs *o, const Cascade *c, const Tensors *in,
   return 0;
 }
 
-static bool save(const Tensors *t, const char *path, const Cascade *c,
-                 const char *executor) {
+/* Write T to PATH, never over one of the run's inputs IN: an exit
+ * status. */
+static int save(const Tensors *t, const char *path, const Cascade *c,
+                const char *executor, const InputSet *in) {
   StWriter *w = st_writer_new();
   for (int i = 0; i < t->n; i++)
     st_writer_add(w, t->names[i], t->arrays[i], DT_F32);
   st_writer_meta(w, "spec", c->path);
   st_writer_meta(w, "executor", executor);
-  Diag d = {0};
-  bool ok = st_writer_save(w, path, &d);
+  size_t len;
+  unsigned char *img = st_writer_image(w, &len);
   st_writer_free(w);
-  if (!ok)
-    diag_print(&d, stderr);
-  return ok;
+  int status = write_output("mambalaya exec", path, img, len, in);
+  free(img);
+  return status;
 }
 
 /* Run the interpreter as the reference and compare every output (and the
@@ -702,9 +704,11 @@ static int price_plan(const Cascade *c, const Shape *s, ExecRun *x) {
 /* Write --out and --next, print the result; exit 1 past the tolerance. */
 static int finish(const ExecArgs *o, const Cascade *c, ExecRun *x) {
   const char *executor = x->r.plan ? "fused" : "interpreter";
-  if ((o->out && !save(&x->written, o->out, c, executor)) ||
-      (o->next && !save(&x->next, o->next, c, "next state")))
-    return EXIT_RUN;
+  const InputSet *in = o->spec.inputs;
+  int st = 0;
+  if ((o->out && (st = save(&x->written, o->out, c, executor, in))) ||
+      (o->next && (st = save(&x->next, o->next, c, "next state", in))))
+    return st;
   Buf b = {0};
   if (o->spec.json) {
     json_t *j = result_json(&x->r);
@@ -802,6 +806,8 @@ static int check_args(const Parsed *p, const ExecArgs *o) {
   const char *in[MAX_INPUT_FILES + 2] = {input_path("specs", o->spec.spec),
                                          o->plan_file};
   memcpy(in + 2, o->inputs.path, sizeof o->inputs.path);
+  for (int i = 0; i < o->inputs.n + 2; i++) /* the run's, for the writes */
+    inputset_add(p->inputs, in[i]);
   const char *outs[2] = {o->out, o->next};
   int err;
   for (int i = 0; i < 2; i++)

@@ -75,10 +75,22 @@ static void data_space(const Cascade *c, const Shape *s, const Einsum *e,
   buf_printf(b, "      - name: %s\n        projection:\n",
              c->tensors[a->tensor].name);
   for (int k = 0; k < a->n; k++)
-    projection(s, e, &a->idx[k], b, coefs, notes);
+    if (a->idx[k].nterms) /* a constant coordinate has no projection */
+      projection(s, e, &a->idx[k], b, coefs, notes);
+    else
+      buf_printf(notes, "# %s's coordinate %d is a constant: dropped "
+                        "(Timeloop's projections are sums of dimensions)\n",
+                 c->tensors[a->tensor].name, k + 1);
   if (out)
     buf_printf(b, "        read-write: True\n");
 }
+
+/* The note on an Einsum that reads no tensor (MK[l,s] = s <= l): a
+ * Timeloop problem has two to eight data spaces, so its file does not
+ * load as one (tests/fuzz/fuzz_export.c knows it by this text). */
+#define EXPORT_NO_INPUT                                                      \
+  "reads no tensor: Timeloop's problems have two data spaces at least, so " \
+  "this file states the Einsum but does not load"
 
 static void problem(const Cascade *c, const Shape *s, const Einsum *e,
                     Buf *b) {
@@ -88,12 +100,17 @@ static void problem(const Cascade *c, const Shape *s, const Einsum *e,
     bool seen = a->n == 0;
     for (int q = 0; q < r; q++)
       seen = seen || e->reads[q]->tensor == a->tensor;
-    if (seen && a->n)
+    if (a->tensor == e->out.tensor) /* a recurrence reads its output */
+      buf_printf(&notes, "# %s is read as well as written: its one data "
+                 "space is the read-write one\n", c->tensors[a->tensor].name);
+    else if (seen && a->n)
       buf_printf(&notes, "# %s is read twice: one data space, at its first "
                  "read's indices\n", c->tensors[a->tensor].name);
     else if (!seen)
       data_space(c, s, e, a, false, &spaces, &coefs, &notes);
   }
+  if (!spaces.len) /* Timeloop needs two data spaces at least */
+    buf_printf(&notes, "# %s\n", EXPORT_NO_INPUT);
   data_space(c, s, e, &e->out, true, &spaces, &coefs, &notes);
   buf_printf(b, "# %s\n# (Timeloop computes a multiply-accumulate of the "
                 "data spaces)\n%s", e->text, notes.s ? notes.s : "");
@@ -178,20 +195,22 @@ static void mapping(const Einsum *e, const Shape *s, const EinsumEval *ev,
   level(e, s, ev, false, b);
 }
 
-static int run(const ExportOpts *o) {
-  Cascade *c;
-  Shape *s;
-  int err = load_spec("mambalaya export", &o->spec, true, &c, &s);
-  if (err)
-    return err;
-  Diag d = {0};
-  Arch *a = open_arch(o->arch, &d);
-  Pair *pairs = a ? fusion_classify(c, s) : NULL;
-  ModelOpts mo = model_default_opts((Design)o->design);
-  Eval *ev =
-      a ? model_eval(c, s, a, pairs, (Design)o->design, &mo, &d) : NULL;
-  OutSet *set = ev ? outset_new(o->out) : NULL;
-  bool ok = set != NULL;
+/* The files' names fit a file name (NAME_MAX): refused before the work,
+ * not when the set is staged. */
+static int check_names(const char *cmd, const Cascade *c) {
+  for (int k = 0; k < c->neinsums; k++) {
+    const char *t = c->tensors[c->einsums[k]->out.tensor].name;
+    if (strlen(t) + strlen("00_.problem.yaml") > 255)
+      return usage_error(cmd, "the tensor name '%.40s...' (%zu bytes) is too "
+                              "long for a file name", t, strlen(t));
+  }
+  return 0;
+}
+
+/* Stage each Einsum's problem and mapping into SET. */
+static bool put_files(OutSet *set, const Cascade *c, const Shape *s,
+                      const Eval *ev, Diag *d) {
+  bool ok = true;
   for (int k = 0; ok && k < ev->n; k++) {
     const Einsum *e = c->einsums[ev->e[k].einsum];
     Buf p = {0}, m = {0};
@@ -200,12 +219,40 @@ static int run(const ExportOpts *o) {
     mapping(e, s, &ev->e[k], &m);
     const char *t = c->tensors[e->out.tensor].name;
     snprintf(name, sizeof name, "%02d_%s.problem.yaml", k + 1, t);
-    ok = outset_put(set, name, p.s, p.len, &d);
+    ok = outset_put(set, name, p.s, p.len, d);
     snprintf(name, sizeof name, "%02d_%s.mapping.yaml", k + 1, t);
-    ok = ok && outset_put(set, name, m.s, m.len, &d);
+    ok = ok && outset_put(set, name, m.s, m.len, d);
     buf_free(&p);
     buf_free(&m);
   }
+  return ok;
+}
+
+static int run(const Parsed *p, const ExportOpts *o) {
+  Diag dd = {0};
+  if (!output_dir_check(o->out, &dd))
+    return input_failed(&dd);
+  Cascade *c;
+  Shape *s;
+  int err = load_spec(p->cmd, &o->spec, true, &c, &s);
+  if (!err && (err = check_names(p->cmd, c))) {
+    shape_free(s);
+    cascade_free(c);
+  }
+  if (err)
+    return err;
+  Diag d = {0};
+  Arch *a = open_arch(o->arch, &d);
+  inputset_add(p->inputs, input_path("archs", o->arch));
+  Pair *pairs = a ? fusion_classify(c, s) : NULL;
+  ModelOpts mo = model_default_opts((Design)o->design);
+  Eval *ev =
+      a ? model_eval(c, s, a, pairs, (Design)o->design, &mo, &d) : NULL;
+  OutSet *set = ev ? outset_new(o->out) : NULL;
+  bool ok = set != NULL;
+  if (set)
+    outset_protect_inputs(set, p->inputs);
+  ok = ok && put_files(set, c, s, ev, &d);
   bool refused = !set;
   ok = ok && outset_commit(set, &refused, &d);
   if (!ok)
@@ -220,8 +267,7 @@ static int run(const ExportOpts *o) {
 }
 
 static int export(const Parsed *p, void *opts) {
-  (void)p;
-  return run(opts);
+  return run(p, opts);
 }
 
 const Command export_command = {

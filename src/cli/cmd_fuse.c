@@ -103,12 +103,8 @@ static int fuse(const Parsed *p, void *opts) {
     return err;
   FuseOut out = {.plans = json_array()};
   int status = plan_each(o, c, s, &out) ? 0 : EXIT_INPUT;
-  if (status == 0 && o->dot &&
-      !write_file_atomic(o->dot, out.dot.s, out.dot.len)) {
-    fprintf(stderr, "%s: cannot write %s: %s\n", p->cmd, o->dot,
-            strerror(errno));
-    status = EXIT_RUN;
-  }
+  if (status == 0 && o->dot)
+    status = write_output(p->cmd, o->dot, out.dot.s, out.dot.len, p->inputs);
   if (status == 0 && o->spec.json)
     print_json(o, c, s, out.plans);
   else if (status == 0)

@@ -139,7 +139,8 @@ static int gen_save(const Gen *g) {
   Tensors arrays = {0};
   tensors_put(&arrays, "logits", g->all, false);
   int status =
-      save_results(g->m, o->out, &arrays, tok.s, executor_name(&o->ex));
+      save_results(g->m, o->out, &arrays, tok.s, executor_name(&o->ex),
+                   o->inputs);
   tensors_free(&arrays);
   buf_free(&tok);
   free(ran);
@@ -253,7 +254,7 @@ static int generate_cmd(const Parsed *p, void *opts) {
                                   "by the interpreter: drop %s", lm_only[i]);
     if (!err)
       err = net_generate(p->cmd, ga->config, ga->lm.tokens_text,
-                         ga->lm.batch, ga->max_new, ga->lm.out);
+                         ga->lm.batch, ga->max_new, ga->lm.out, p->inputs);
     lm_args_free(&ga->lm);
     return err;
   }

@@ -29,11 +29,16 @@ static int parse_var(const char *cmd, const char *val, void *field) {
   const char *eq = strchr(val, '=');
   if (!eq || eq == val)
     return usage_error(cmd, "--set expects NAME=VALUE, got '%s'", val);
-  VEC_PUSH(o->vars, o->nvars, o->vars_cap, val);
   char *end;
   errno = 0;
   double v = strtod(eq + 1, &end);
-  if (!*end && end != eq + 1 && !errno)
+  bool number = !*end && end != eq + 1;
+  /* The command line's rule for numbers (no nan, inf, hex, overflow). */
+  if (number && !parse_decimal(eq + 1, &v))
+    return usage_error(cmd, "--set %s: a number must be a finite plain "
+                            "decimal (16, 2.5, 1e3)", val);
+  VEC_PUSH(o->vars, o->nvars, o->vars_cap, val);
+  if (number)
     spec_set(&o->sets, val, (size_t)(eq - val), v);
   return 0;
 }
@@ -62,7 +67,7 @@ static const Opt import_opts[] = {
 };
 static const OptTable import_table = {
     import_opts, (int)(sizeof import_opts / sizeof import_opts[0]),
-    import_fini};
+    import_fini, NULL};
 
 static int check_args(const char *cmd, const ImportOpts *o) {
   if (o->rendered && o->format != IMPORT_ACCELFORGE)
@@ -77,14 +82,15 @@ static int check_args(const char *cmd, const ImportOpts *o) {
   return 0;
 }
 
-static int run(const ImportOpts *o) {
+static int run(const Parsed *p, const ImportOpts *o) {
   Diag d = {0};
   size_t len;
   char *text = read_input(o->file, INPUT_TEXT_MAX, &len, &d);
+  inputset_add(p->inputs, o->file);
   SpecFormat want =
       o->format == IMPORT_TIMELOOP ? SPEC_TIMELOOP : SPEC_ACCELFORGE;
   SpecLoad l = {.sets = o->sets.sets, .nsets = o->sets.nsets,
-                .vars = o->vars, .nvars = o->nvars};
+                .vars = o->vars, .nvars = o->nvars, .read = p->inputs};
   Buf out = {0};
   bool ok = text != NULL;
   if (ok && spec_format(text, len) != want) {
@@ -102,11 +108,9 @@ static int run(const ImportOpts *o) {
   if (!ok) {
     diag_print(&d, stderr);
     status = EXIT_INPUT;
-  } else if (o->out && !write_file_atomic(o->out, out.s, out.len)) {
-    fprintf(stderr, "mambalaya import: cannot write %s: %s\n", o->out,
-            strerror(errno));
-    status = EXIT_RUN;
-  } else if (!o->out) {
+  } else if (o->out) {
+    status = write_output(p->cmd, o->out, out.s, out.len, p->inputs);
+  } else {
     emit(&out);
   }
   buf_free(&out);
@@ -116,7 +120,7 @@ static int run(const ImportOpts *o) {
 static int import(const Parsed *p, void *opts) {
   const ImportOpts *o = opts;
   int err = check_args(p->cmd, o);
-  return err ? err : run(o);
+  return err ? err : run(p, o);
 }
 
 const Command import_command = {

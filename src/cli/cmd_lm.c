@@ -61,7 +61,13 @@ static const Opt lm_opts[] = {
              "tokens after the last whole chunk run through the scan",
      .lo = 1, .hi = 1 << 16},
 };
-const OptTable lm_options = OPT_TABLE(lm_opts);
+/* The model's files, --spec and --tokens-file join the run's inputs. */
+static void lm_opts_inputs(void *base, InputSet *in) {
+  ((LmArgs *)base)->inputs = in;
+}
+
+const OptTable lm_options = {lm_opts, (int)(sizeof lm_opts / sizeof lm_opts[0]),
+                             NULL, lm_opts_inputs};
 
 void lm_args_init(LmArgs *o) {
   *o = (LmArgs){.ex = executor_defaults()};
@@ -258,6 +264,8 @@ static int check_lm_output(const char *cmd, const LmArgs *o) {
   buf_printf(&w, "%s/model.safetensors", o->model);
   const char *inputs[] = {c.s, w.s, input_path("specs", o->spec),
                           o->tokens_file};
+  for (int i = 0; i < 4; i++)
+    inputset_add(o->inputs, inputs[i]);
   int status = check_output(cmd, o->out, inputs, 4);
   buf_free(&c);
   buf_free(&w);
@@ -308,7 +316,8 @@ void tokens_meta(Buf *b, const int *tokens, int nseq, int len) {
 
 /* Write ARRAYS (logits first) and the model's decode state to PATH. */
 int save_results(const Lm *m, const char *path, const Tensors *arrays,
-                        const char *tokens, const char *strategy) {
+                 const char *tokens, const char *strategy,
+                 const InputSet *in) {
   StWriter *w = st_writer_new();
   for (int i = 0; i < arrays->n; i++)
     st_writer_add(w, arrays->names[i], arrays->arrays[i], DT_F32);
@@ -319,14 +328,12 @@ int save_results(const Lm *m, const char *path, const Tensors *arrays,
   tensors_free(&state);
   st_writer_meta(w, "tokens", tokens);
   st_writer_meta(w, "strategy", strategy);
-  Diag d = {0};
-  bool ok = st_writer_save(w, path, &d);
+  size_t len;
+  unsigned char *img = st_writer_image(w, &len);
   st_writer_free(w);
-  if (!ok) {
-    diag_print(&d, stderr);
-    return EXIT_RUN;
-  }
-  return 0;
+  int status = write_output("mambalaya", path, img, len, in);
+  free(img);
+  return status;
 }
 
 /* The tokens and the model, once --out is known to be writable: 0, or

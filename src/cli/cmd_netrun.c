@@ -129,21 +129,22 @@ static int check_runnable(const char *cmd, const char *dir, const Net *net,
   return 0;
 }
 
-/* --out: every position's logits, with the prompt's tokens. */
-static int save_logits(const char *out, const NetGen *g,
-                       const TokenList *tl) {
+/* --out: every position's logits, with the prompt's tokens; an output
+ * of a run that read IN. */
+static int save_logits(const char *cmd, const char *out, const NetGen *g,
+                       const TokenList *tl, const InputSet *in) {
   StWriter *w = st_writer_new();
   st_writer_add(w, "logits", g->all, DT_F32);
   Buf meta = {0};
   tokens_meta(&meta, tl->ids, tl->nseq, tl->len);
   st_writer_meta(w, "tokens", meta.s);
   buf_free(&meta);
-  Diag d = {0};
-  bool ok = st_writer_save(w, out, &d);
+  size_t n;
+  unsigned char *image = st_writer_image(w, &n);
   st_writer_free(w);
-  if (!ok)
-    diag_print(&d, stderr);
-  return ok ? 0 : EXIT_RUN;
+  int status = write_output(cmd, out, image, n, in);
+  free(image);
+  return status;
 }
 
 static void print_generated(const NetGen *g) {
@@ -157,7 +158,7 @@ static void print_generated(const NetGen *g) {
 }
 
 int net_generate(const char *cmd, const char *dir, const char *tokens_text,
-                 int batch, int max_new, const char *out) {
+                 int batch, int max_new, const char *out, InputSet *in) {
   TokenList tl = {0};
   if (!tokens_text)
     return usage_error(cmd, "--config runs on --tokens LIST");
@@ -171,8 +172,14 @@ int net_generate(const char *cmd, const char *dir, const char *tokens_text,
   int status = 0;
   if (!net_config_load(dir, net, &d) || !(f = st_open(wpath, &d)))
     status = input_failed(&d);
-  if (!status)
+  if (!status) { /* the model's files: inputs no output may replace */
+    inputset_add(in, net->path);
+    inputset_add(in, wpath);
     status = check_runnable(cmd, dir, net, &tl);
+  }
+  if (!status && out && inputset_find(in, out))
+    status = usage_error(cmd, "refusing to write %s: it is the input %s",
+                         out, inputset_find(in, out));
   NetGen g = {.nseq = tl.nseq, .len = tl.len, .max_new = max_new};
   if (!status) {
     g.m = net_model_new(net, f);
@@ -183,7 +190,7 @@ int net_generate(const char *cmd, const char *dir, const char *tokens_text,
     }
   }
   if (!status && out)
-    status = save_logits(out, &g, &tl);
+    status = save_logits(cmd, out, &g, &tl, in);
   if (!status)
     print_generated(&g);
   array_free(g.all);

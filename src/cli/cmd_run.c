@@ -81,7 +81,8 @@ static int run_pass(const char *cmd, const RunArgs *r, Lm *m) {
     Buf tok = {0};
     tokens_meta(&tok, o->tokens, o->nseq, o->len);
     if (o->out)
-      status = save_results(m, o->out, &arrays, tok.s, executor_name(&o->ex));
+      status = save_results(m, o->out, &arrays, tok.s, executor_name(&o->ex),
+                            o->inputs);
     buf_free(&tok);
   }
   if (!status)

@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,8 +13,45 @@ typedef struct SearchArgs {
   ModelOverrides mf;
   const char *arch, *plan_out, *pareto;
   const char *trace; /* --trace FILE: best's timeline as a Chrome trace */
-  int objective, budget;
+  int objective;
+  long budget;    /* --budget N: candidate groups */
+  double seconds; /* --budget Ns: wall-clock seconds */
 } SearchArgs;
+
+/* --budget N (candidate groups) or Ns (seconds of the whole search). */
+static int parse_budget(const char *cmd, const char *val, void *field) {
+  SearchArgs *o = (SearchArgs *)((char *)field - offsetof(SearchArgs, budget));
+  size_t n = strlen(val);
+  char num[64];
+  double v;
+  bool secs = n > 1 && val[n - 1] == 's';
+  snprintf(num, sizeof num, "%.*s", (int)(secs ? n - 1 : n), val);
+  bool ok = n < sizeof num && parse_decimal(num, &v) && v > 0 &&
+            (secs ? v <= 1e6 : v == floor(v) && v <= 1e9);
+  if (!ok)
+    return usage_error(cmd, "--budget expects a count of groups (1 to 1e9) "
+                            "or seconds (30s), got '%s'", val);
+  if (secs)
+    o->seconds = v;
+  else
+    o->budget = (long)v;
+  return 0;
+}
+
+/* The search's progress line on stderr (every few seconds of a long
+ * one): the share done and the time it has left at that pace. */
+static void say_progress(void *ctx, double done, double elapsed) {
+  const SearchArgs *o = ctx;
+  double left = done >= 0.005 ? elapsed * (1 - done) / done : INFINITY;
+  if (o->seconds > 0 && left > o->seconds - elapsed)
+    left = o->seconds - elapsed > 0 ? o->seconds - elapsed : 0;
+  if (isfinite(left))
+    fprintf(stderr, "mambalaya search: %.0f%% in %.0f s, about %.0f s "
+                    "left\n", 100 * done, elapsed, left);
+  else /* too little done to tell: say how to bound it */
+    fprintf(stderr, "mambalaya search: %.1f%% in %.0f s (--budget 60s "
+                    "bounds its time)\n", 100 * done, elapsed);
+}
 
 static const Opt search_opts[] = {
     CONFIG_OPT(SearchArgs, net.config),
@@ -34,11 +72,12 @@ static const Opt search_opts[] = {
              "binding, spills and fusion level: `eval --plan FILE` prices "
              "it as found, "
              "`exec --plan FILE` runs it"},
-    {"--budget", OPT_INT, offsetof(SearchArgs, budget), "N",
-     .help = "price at most N candidate groups, then extend by single "
-             "Einsums: the best found and its gap to the bound (default: "
-             "every group, exact)",
-     .lo = 1, .hi = 1000000000},
+    {"--budget", OPT_CUSTOM, offsetof(SearchArgs, budget), "N|Ts",
+     .help = "N: price at most N candidate groups, then extend by single "
+             "Einsums; Ts (30s): stop pricing after T seconds of the whole "
+             "search; either way the best found and its gap to the bound "
+             "(default: every group, exact)",
+     .parse = parse_budget},
     {"--pareto", OPT_STRING, offsetof(SearchArgs, pareto), "latency,energy",
      .help = "print the latency-energy front: every schedule no other is "
              "both as fast and as frugal as"},
@@ -55,18 +94,15 @@ static void search_init(void *opts) {
   net_args_init(&o->net);
 }
 
-/* Write the plan found into --plan-out; an exit status. */
-static int write_plan(const SearchArgs *o, const Cascade *c,
+/* Write the plan found into --plan-out, never over an input of the run;
+ * an exit status. */
+static int write_plan(const Parsed *p, const SearchArgs *o, const Cascade *c,
                       const SearchResult *r) {
-  json_t *p = report_plan_json(c, r->best->plan);
-  char *text = json_dumps(p, JSON_INDENT(2));
-  json_decref(p);
-  int status = 0;
-  if (!write_file_atomic(o->plan_out, text, strlen(text))) {
-    fprintf(stderr, "mambalaya search: cannot write %s: %s\n", o->plan_out,
-            strerror(errno));
-    status = EXIT_RUN;
-  }
+  json_t *j = report_plan_json(c, r->best->plan);
+  char *text = json_dumps(j, JSON_INDENT(2));
+  json_decref(j);
+  int status = write_output(p->cmd, o->plan_out, text, strlen(text),
+                            p->inputs);
   free(text);
   return status;
 }
@@ -153,14 +189,15 @@ static int search(const Parsed *p, void *opts) {
   Diag d = {0};
   Pair *pairs = fusion_classify(c, s);
   MapMemo *memo = map_memo_new(false);
-  SearchResult *r = search_best_within(c, s, arch, pairs, &o->mf,
-                                       (SearchObjective)o->objective,
-                                       o->budget, memo, &d);
+  SearchControl ctl = {o->budget, o->seconds, say_progress, o};
+  SearchResult *r = search_best_ctl(c, s, arch, pairs, &o->mf,
+                                    (SearchObjective)o->objective, &ctl,
+                                    memo, &d);
   if (!r)
     status = input_failed(&d);
   else if (o->trace)
-    status = write_trace(o->trace, c, search_arch(r, arch), r->best);
-  if (r && !status && (!o->plan_out || !(status = write_plan(o, c, r))))
+    status = write_trace(p, o->trace, c, search_arch(r, arch), r->best);
+  if (r && !status && (!o->plan_out || !(status = write_plan(p, o, c, r))))
     print_result(o, c, s, arch, r);
   search_free(r);
   map_memo_free(memo);

@@ -20,6 +20,7 @@ typedef struct LmArgs {
   /* The token ids, [nseq, len] row-major. */
   int *tokens;
   int nseq, len;
+  InputSet *inputs; /* the run's (Parsed): what --out may not replace */
 } LmArgs;
 
 /* The options run and generate share (--model, --tokens, ...), into an
@@ -47,9 +48,11 @@ int check_run_memory(const char *cmd, const LmArgs *o, Lm *m,
 void warn_nonfinite(const char *cmd, const Array *logits);
 /* "1,2;3,4": NSEQ rows of LEN tokens. */
 void tokens_meta(Buf *b, const int *tokens, int nseq, int len);
-/* Write ARRAYS (logits first) and the model's decode state to PATH. */
+/* Write ARRAYS (logits first) and the model's decode state to PATH,
+ * never over one of the run's inputs IN: an exit status. */
 int save_results(const Lm *m, const char *path, const Tensors *arrays,
-                 const char *tokens, const char *strategy);
+                 const char *tokens, const char *strategy,
+                 const InputSet *in);
 
 /* --json: the figures both commands report; ids as an array; the text of
  * ids as a string (null if not UTF-8); the object printed. */

@@ -11,7 +11,7 @@ static const Command *const commands[] = {
     &run_command,      &generate_command, &tokenize_command, &models_command,
 };
 
-static const Command *find_command(const char *name) {
+const Command *cli_command(const char *name) {
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (strcmp(commands[i]->name, name) == 0)
       return commands[i];
@@ -43,7 +43,7 @@ int cli_main(int argc, char **argv) {
   if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
       strcmp(cmd, "help") == 0) {
     const Command *c = argc > 2 && strcmp(cmd, "help") == 0
-                           ? find_command(argv[2])
+                           ? cli_command(argv[2])
                            : NULL;
     if (c)
       command_help(c);
@@ -55,7 +55,7 @@ int cli_main(int argc, char **argv) {
     printf("mambalaya %s\n", MAMBALAYA_VERSION);
     return 0;
   }
-  const Command *c = find_command(cmd);
+  const Command *c = cli_command(cmd);
   if (c)
     return command_main(c, argc - 1, argv + 1);
   fprintf(stderr, "mambalaya: unknown command '%s'\n\n", cmd);

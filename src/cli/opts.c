@@ -55,6 +55,18 @@ static int opt_find(const Command *c, const char *name) {
   return -1;
 }
 
+int command_option_arity(const Command *c, const char *name) {
+  int k = opt_find(c, name);
+  size_t base;
+  const Opt *o = k < 0 ? NULL : opt_at(c, k, &base);
+  if (!o)
+    return -1;
+  return o->kind == OPT_FLAG || o->kind == OPT_SWITCH ||
+                 o->kind == OPT_REFUSED
+             ? 0
+             : 1;
+}
+
 /* The place of C's N-th positional argument, or -1. */
 static int positional_at(const Command *c, int n) {
   size_t base;
@@ -363,14 +375,20 @@ int command_main(const Command *c, int argc, char **argv) {
   void *o = xcalloc(1, c->size);
   if (c->init)
     c->init(o);
+  InputSet inputs = {0};
+  p.inputs = &inputs;
+  OptUse use;
+  for (int u = 0; (use = use_of(c, u)).table; u++)
+    if (use.table->inputs)
+      use.table->inputs((char *)o + use.base, &inputs);
   bool help;
   int st = parse(&p, argc, argv, o, &help);
   if (!st && !help)
     st = c->run(&p, o);
-  OptUse use;
   for (int u = 0; (use = use_of(c, u)).table; u++)
     if (use.table->fini)
       use.table->fini((char *)o + use.base);
+  inputset_free(&inputs);
   free(o);
   return st;
 }

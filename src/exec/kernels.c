@@ -997,10 +997,8 @@ void kernel_widen(DType t, const uint16_t *src, float *dst, int64_t n) {
 static float *scratch_floats(int64_t n) {
   size_t bytes = (size_t)round_up(max64(n, 1) * (int64_t)sizeof(float), 64);
   float *p = aligned_alloc(64, bytes);
-  if (!p) {
-    fputs("mambalaya: out of memory\n", stderr);
-    abort();
-  }
+  if (!p)
+    out_of_memory(bytes);
   return p;
 }
 

@@ -52,12 +52,24 @@ static json_t *select_plan(json_t *root, const char *want, const char *file,
   }
   if (!want && json_array_size(plans) == 1)
     return json_array_get(plans, 0);
+  json_t *found = NULL;
+  size_t first = 0;
   for (size_t i = 0; want && i < json_array_size(plans); i++) {
     json_t *p = json_array_get(plans, i);
     const char *s = json_string_value(json_object_get(p, "strategy"));
-    if (s && strcmp(s, want) == 0)
-      return p;
+    if (s && strcmp(s, want) == 0 && found) {
+      /* which one was meant cannot be told: never the first in silence */
+      diag_error(d, file, (Loc){0, 0}, "holds two plans labelled '%s' "
+                 "(plans %zu and %zu): keep one", want, first + 1, i + 1);
+      return NULL;
+    }
+    if (s && strcmp(s, want) == 0) {
+      found = p;
+      first = i;
+    }
   }
+  if (found)
+    return found;
   char list[512];
   plan_list(plans, list, sizeof list);
   if (want)

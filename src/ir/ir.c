@@ -25,6 +25,10 @@ void cascade_free(Cascade *c) {
   free(c->syms);
   free(c->params);
   free(c->edges);
+  names_free(&c->rank_names);
+  names_free(&c->tensor_names);
+  names_free(&c->sym_names);
+  names_free(&c->param_names);
   arena_free(&c->arena);
   free(c);
 }
@@ -34,7 +38,8 @@ _Static_assert(offsetof(Rank, name) == 0 && offsetof(Tensor, name) == 0 &&
                "find_named reads an entry's name at its start");
 
 int cascade_rank(const Cascade *c, const char *name) {
-  return find_named(c->ranks, c->nranks, sizeof *c->ranks, name);
+  return names_find(&c->rank_names, c->ranks, c->nranks, sizeof *c->ranks,
+                    name);
 }
 
 int cascade_add_rank(Cascade *c, const char *name, Loc loc) {
@@ -43,11 +48,13 @@ int cascade_add_rank(Cascade *c, const char *name, Loc loc) {
     return r;
   Rank rk = {.name = arena_strdup(&c->arena, name), .loc = loc, .same_as = -1};
   VEC_PUSH(c->ranks, c->nranks, c->ranks_cap, rk);
+  names_add(&c->rank_names, c->ranks, c->nranks, sizeof *c->ranks);
   return c->nranks - 1;
 }
 
 int cascade_tensor(const Cascade *c, const char *name) {
-  return find_named(c->tensors, c->ntensors, sizeof *c->tensors, name);
+  return names_find(&c->tensor_names, c->tensors, c->ntensors,
+                    sizeof *c->tensors, name);
 }
 
 int cascade_add_tensor(Cascade *c, const char *name, Loc loc, int nranks,
@@ -60,20 +67,30 @@ int cascade_add_tensor(Cascade *c, const char *name, Loc loc, int nranks,
   if (nranks)
     memcpy(t.ranks, ranks, sizeof(int) * (size_t)nranks);
   VEC_PUSH(c->tensors, c->ntensors, c->tensors_cap, t);
+  names_add(&c->tensor_names, c->tensors, c->ntensors, sizeof *c->tensors);
   return c->ntensors - 1;
 }
 
 int cascade_sym(Cascade *c, const char *name, Loc loc) {
-  int i = find_named(c->syms, c->nsyms, sizeof *c->syms, name);
+  int i = names_find(&c->sym_names, c->syms, c->nsyms, sizeof *c->syms,
+                     name);
   if (i >= 0)
     return i;
   Sym s = {.name = arena_strdup(&c->arena, name), .loc = loc};
   VEC_PUSH(c->syms, c->nsyms, c->syms_cap, s);
+  names_add(&c->sym_names, c->syms, c->nsyms, sizeof *c->syms);
   return c->nsyms - 1;
 }
 
 int cascade_param(const Cascade *c, const char *name) {
-  return find_named(c->params, c->nparams, sizeof *c->params, name);
+  return names_find(&c->param_names, c->params, c->nparams,
+                    sizeof *c->params, name);
+}
+
+int cascade_add_param(Cascade *c, Param p) {
+  VEC_PUSH(c->params, c->nparams, c->params_cap, p);
+  names_add(&c->param_names, c->params, c->nparams, sizeof *c->params);
+  return c->nparams - 1;
 }
 
 void cascade_add_einsum(Cascade *c, Einsum *e) {

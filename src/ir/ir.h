@@ -159,6 +159,20 @@ typedef struct Edge {
   bool windowed; /* some read is not plain variables (i-f, Q*p+q, i-1) */
 } Edge;
 
+/* A hash index over the names of one of a cascade's arrays (names.c):
+ * slot k holds an entry's position + 1, or 0. */
+typedef struct NameHash {
+  int *slot;
+  int cap;
+} NameHash;
+/* Index the last of the N entries of SIZE bytes at ARR (each a struct
+ * whose first member is its name). */
+void names_add(NameHash *x, const void *arr, int n, size_t size);
+/* The position of NAME among them, or -1. */
+int names_find(const NameHash *x, const void *arr, int n, size_t size,
+               const char *name);
+void names_free(NameHash *x);
+
 typedef struct Cascade {
   Arena arena;
   const char *path;
@@ -178,6 +192,8 @@ typedef struct Cascade {
   Sym *syms;
   int nparams, params_cap;
   Param *params;
+  /* Their names, hashed: the add and find functions below keep them. */
+  NameHash rank_names, tensor_names, sym_names, param_names;
 
   /* Derived by cascade_finish. */
   int nedges;
@@ -197,6 +213,8 @@ void cascade_free(Cascade *c);
 int cascade_rank(const Cascade *c, const char *name);
 int cascade_add_rank(Cascade *c, const char *name, Loc loc);
 int cascade_tensor(const Cascade *c, const char *name);
+/* Add parameter P (its name not yet a parameter's); its index. */
+int cascade_add_param(Cascade *c, Param p);
 int cascade_add_tensor(Cascade *c, const char *name, Loc loc, int nranks,
                        const int *ranks);
 int cascade_sym(Cascade *c, const char *name, Loc loc);

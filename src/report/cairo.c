@@ -220,8 +220,10 @@ static void replay(cairo_t *cr, const Scene *s) {
 
 static void check(cairo_status_t st) {
   if (st != CAIRO_STATUS_SUCCESS) {
-    fprintf(stderr, "mambalaya: cairo: %s\n", cairo_status_to_string(st));
-    abort();
+    char msg[160];
+    snprintf(msg, sizeof msg, "mambalaya: cairo: %s\n",
+             cairo_status_to_string(st));
+    fatal(msg);
   }
 }
 

@@ -64,7 +64,11 @@ void report_search_text(Buf *b, const Cascade *c, const Arch *a,
   buf_printf(b, "\nlower bound (ideal): ");
   figure(b, r->lower, o);
   double gap = r->lower > 0 ? r->found / r->lower : NAN;
-  if (r->stopped)
+  if (r->timed_out)
+    buf_printf(b, "; found / bound %.4gx (stopped at the time limit: the "
+                  "best of what was priced by then, not proven)\n",
+               gap);
+  else if (r->stopped)
     buf_printf(b, "; found / bound %.4gx (stopped at the budget of %ld "
                   "groups: the best of what was priced, not proven)\n",
                gap, r->budget);
@@ -109,6 +113,8 @@ json_t *report_search_json(const Cascade *c, const Arch *a,
                       json_integer(r->variants));
   json_object_set_new(sp, "named_plans_priced", json_integer(r->named));
   json_object_set_new(sp, "stopped_at_budget", json_boolean(r->stopped));
+  json_object_set_new(sp, "stopped_at_time_limit",
+                      json_boolean(r->timed_out));
   json_object_set_new(sp, "bindings_capped", json_integer(r->bind_capped));
   json_object_set_new(sp, "fusion_levels", json_integer(r->levels));
   json_object_set_new(j, "space", sp);

@@ -32,6 +32,7 @@ static void add_counts(SearchResult *r, const SearchResult *q) {
   r->named += q->named;
   r->bind_capped += q->bind_capped;
   r->stopped = r->stopped || q->stopped;
+  r->timed_out = r->timed_out || q->timed_out;
 }
 
 /* Q's front joined to R's, filtered again. */
@@ -77,10 +78,11 @@ static void merge(SearchResult *r, SearchResult *q) {
 static SearchResult *at_level(const Cascade *c, const Shape *s, const Arch *a,
                               int level, bool alone, const Pair *pairs,
                               const ModelOverrides *o, SearchObjective obj,
-                              long budget, MapMemo *memo, Diag *d) {
+                              const SearchControl *ctl, MapMemo *memo,
+                              Diag *d) {
   Arch *copy = alone ? NULL : arch_with_fusion_level(a, level);
   SearchResult *r = search_at_level(c, s, copy ? copy : a, pairs, o, obj,
-                                    budget, memo, d);
+                                    ctl, memo, d);
   if (!r) {
     arch_free(copy);
     return NULL;
@@ -110,6 +112,34 @@ SearchResult *search_best_within(const Cascade *c, const Shape *s,
                                  const Arch *a, const Pair *pairs,
                                  const ModelOverrides *o, SearchObjective obj,
                                  long budget, MapMemo *memo, Diag *d) {
+  SearchControl ctl = {.budget = budget};
+  return search_best_ctl(c, s, a, pairs, o, obj, &ctl, memo, d);
+}
+
+/* Level K of N's share of CTL: the budget left after R's pricing, the
+ * time left after the levels before, the progress scaled into its part
+ * of the whole. */
+typedef struct LevelCtl {
+  SearchControl ctl;
+  const SearchControl *whole;
+  int k, n;
+  double t0;
+} LevelCtl;
+
+static void level_progress(void *ctx, double done, double elapsed) {
+  const LevelCtl *l = ctx;
+  (void)elapsed;
+  l->whole->progress(l->whole->ctx, (l->k + done) / l->n,
+                     now_seconds() - l->t0);
+}
+
+SearchResult *search_best_ctl(const Cascade *c, const Shape *s,
+                              const Arch *a, const Pair *pairs,
+                              const ModelOverrides *o, SearchObjective obj,
+                              const SearchControl *ctl, MapMemo *memo,
+                              Diag *d) {
+  long budget = ctl->budget;
+  double t0 = now_seconds();
   int *cand = xmalloc((size_t)a->nlevels * sizeof *cand);
   int n = arch_fusion_candidates(a, cand);
   for (int k = 1; k < n; k++) /* A's own level first: it keeps ties */
@@ -120,8 +150,17 @@ SearchResult *search_best_within(const Cascade *c, const Shape *s,
     long left = budget; /* one budget over every level */
     if (budget > 0 && r)
       left = budget > r->priced ? budget - r->priced : 1;
-    SearchResult *q = at_level(c, s, a, cand[k], n == 1, pairs, o, obj, left,
-                               memo, d);
+    double spent = now_seconds() - t0; /* and one time limit */
+    if (r && ctl->seconds > 0 && spent >= ctl->seconds) {
+      r->timed_out = true; /* the other levels are not priced */
+      break;
+    }
+    LevelCtl lc = {{left, ctl->seconds > 0 ? ctl->seconds - spent : 0,
+                    ctl->progress ? level_progress : NULL, NULL},
+                   ctl, k, n, t0};
+    lc.ctl.ctx = &lc;
+    SearchResult *q = at_level(c, s, a, cand[k], n == 1, pairs, o, obj,
+                               &lc.ctl, memo, d);
     if (!q) {
       search_free(r);
       r = NULL;

@@ -94,6 +94,8 @@ typedef struct Ctx {
   Diag *d;
   int *group_of; /* scratch, per Einsum */
   long budget;   /* candidate groups it may price (0: all) */
+  const SearchControl *ctl;
+  double t0, reported; /* when it started; when progress was last told */
   SearchResult *r;
   /* Every priced spill variant: the tensors it sends off chip by choice
    * (a slice of chosen_t), numbered as the program's entries cite them. */
@@ -342,17 +344,52 @@ static bool singletons(Ctx *x) {
   return true;
 }
 
-/* Fill FRONT[0..n] over the candidate groups; false if the model failed. */
+/* Has the search's time run out? Says so in R once it has. */
+static bool out_of_time(Ctx *x) {
+  if (x->ctl->seconds > 0 && now_seconds() - x->t0 >= x->ctl->seconds)
+    x->r->timed_out = true;
+  return x->r->timed_out;
+}
+
+enum { PROGRESS_AFTER_S = 3, PROGRESS_EVERY_S = 5 };
+
+/* Tell the progress callback the share DONE, once the search has run for
+ * a few seconds and every few seconds after. */
+static void progress(Ctx *x, double done) {
+  if (!x->ctl->progress)
+    return;
+  double t = now_seconds() - x->t0;
+  if (t < PROGRESS_AFTER_S || t - x->reported < PROGRESS_EVERY_S)
+    return;
+  x->reported = t;
+  x->ctl->progress(x->ctl->ctx, done, t);
+}
+
+/* The share of the program's work done once prefixes up to J of N are:
+ * every prefix prices the groups ending there (J of them), or one past
+ * the budget. */
+static double program_share(const Ctx *x, int j, int n) {
+  return x->budget > 0 ? (double)j / n
+                       : (double)j * (j + 1) / ((double)n * (n + 1));
+}
+
+/* Fill FRONT[0..n] over the candidate groups; false if the model failed.
+ * Past the time limit it stops, FRONT[n] then empty. */
 static bool program_fill(Ctx *x, SearchObjective o, Front *front,
                          long *priced) {
   int n = x->nodes->n;
   front[0].n = 0;
   VEC_PUSH(front[0].e, front[0].n, front[0].cap,
            ((Entry){{0, 0, 0}, -1, -1, -1}));
-  for (int j = 1; j <= n; j++)
+  for (int j = 1; j <= n; j++) {
+    progress(x, 0.9 * program_share(x, j - 1, n));
     for (int i = 0; i < j; i++) {
       if (front[i].n == 0)
         continue;
+      if (out_of_time(x)) {
+        front[n].n = 0; /* no partition is whole */
+        return true;
+      }
       if (x->budget > 0 && *priced >= x->budget && i < j - 1) {
         x->r->stopped = true; /* past the budget: single nodes only */
         continue;
@@ -375,6 +412,7 @@ static bool program_fill(Ctx *x, SearchObjective o, Front *front,
           front_add(&front[j], e, o);
         }
     }
+  }
   return true;
 }
 
@@ -487,6 +525,8 @@ static bool named_designs(Ctx *x, const ModelOverrides *ov, SearchResult *r,
     bool stitches = design_strategy((Design)d) != ST_UNFUSED &&
                     mo.plan == PLAN_STITCHED;
     for (int st = 0; st < (stitches ? STITCH_COUNT : 1); st++) {
+      if (r->best && out_of_time(x))
+        return true; /* one schedule at least: the rest are not priced */
       if (stitches)
         mo.stitch = (Stitcher)st;
       Diag pd = {0};
@@ -579,12 +619,15 @@ static bool run(Ctx *x, const ModelOverrides *ov, SearchObjective o,
 SearchResult *search_at_level(const Cascade *c, const Shape *s,
                               const Arch *a, const Pair *pairs,
                               const ModelOverrides *o, SearchObjective obj,
-                              long budget, MapMemo *memo, Diag *d) {
+                              const SearchControl *ctl, MapMemo *memo,
+                              Diag *d) {
   Design plain = design_of_strategy(ST_FULL);
   SearchResult *r = xcalloc(1, sizeof *r);
+  long budget = ctl->budget;
   Ctx x = {.c = c, .s = s, .a = a, .pairs = pairs, .design = plain,
            .o = model_opts_with(o, plain), .memo = memo, .d = d,
-           .budget = budget, .r = r};
+           .budget = budget, .ctl = ctl, .t0 = now_seconds(),
+           .reported = -PROGRESS_EVERY_S, .r = r};
   if (o->bind < 0) /* the search's own groups bind by cost */
     x.o.bind = BIND_COST;
   Nodes *nodes = fusion_merge(c, s);

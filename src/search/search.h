@@ -80,6 +80,7 @@ typedef struct SearchResult {
                         variant (docs/search.md) */
   long named;        /* named-design plans priced beside */
   long budget;       /* candidate groups the search could price (0: all) */
+  bool timed_out;    /* the time limit passed: what was priced by then */
   bool stopped;      /* the budget ran out: the rest of the program took
                         single nodes only, so found is the best of what was
                         priced, its gap to the bound stated, not proven */
@@ -103,8 +104,27 @@ typedef struct SearchResult {
 SearchResult *search_best(const Cascade *c, const Shape *s, const Arch *a,
                           const Pair *pairs, const ModelOverrides *o,
                           SearchObjective obj, MapMemo *memo, Diag *d);
-/* search_best pricing at most BUDGET candidate groups (0: no limit);
- * past it, the program extends each prefix by single nodes only. */
+/* What bounds a search and who hears of its progress. */
+typedef struct SearchControl {
+  long budget;    /* candidate groups it may price (0: all); past it, the
+                     program extends each prefix by single nodes only */
+  double seconds; /* wall-clock time it may take (0: no limit). Past it
+                     nothing more is priced: the program stops, the named
+                     designs and fusion levels not yet priced are skipped
+                     (the first design of the first level always is), and
+                     the best of what was priced is the result (stopped) */
+  /* Called every few seconds once the search has run for a few: the
+   * share of its work done (0 to 1) and the seconds so far. NULL: none. */
+  void (*progress)(void *ctx, double done, double elapsed);
+  void *ctx;
+} SearchControl;
+/* search_best under CTL's limits. */
+SearchResult *search_best_ctl(const Cascade *c, const Shape *s,
+                              const Arch *a, const Pair *pairs,
+                              const ModelOverrides *o, SearchObjective obj,
+                              const SearchControl *ctl, MapMemo *memo,
+                              Diag *d);
+/* search_best pricing at most BUDGET candidate groups (0: no limit). */
 SearchResult *search_best_within(const Cascade *c, const Shape *s,
                                  const Arch *a, const Pair *pairs,
                                  const ModelOverrides *o, SearchObjective obj,
@@ -120,7 +140,8 @@ const Arch *search_arch(const SearchResult *r, const Arch *a);
 SearchResult *search_at_level(const Cascade *c, const Shape *s,
                               const Arch *a, const Pair *pairs,
                               const ModelOverrides *o, SearchObjective obj,
-                              long budget, MapMemo *memo, Diag *d);
+                              const SearchControl *ctl, MapMemo *memo,
+                              Diag *d);
 /* Keep the front's points no other point dominates, fastest first. */
 void search_pareto_filter(SearchResult *r);
 

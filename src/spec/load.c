@@ -110,7 +110,7 @@ static bool load_params(Cascade *c, const YamlNode *params, Diag *d) {
       return false;
     Param p = {.name = arena_strdup(&c->arena, k->text), .loc = k->loc,
                .value = e};
-    VEC_PUSH(c->params, c->nparams, c->params_cap, p);
+    cascade_add_param(c, p);
   }
   return true;
 }

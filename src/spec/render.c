@@ -3,282 +3,172 @@
  * An AccelForge workload is a Jinja template over YAML: `{% set %}`,
  * `{{ include("f.yaml") }}` (another file's document, referred to by a
  * `!include_loaded` tag), `include_text`, `add_to_path`, `{% assert %}`,
- * and `<<`/`<<<` merges. The script below (run by python3, with
- * python3-jinja2 and python3-yaml) renders it as AccelForge's
- * _yaml.py does and prints the resolved document as plain YAML, first
- * a line naming the given variables the templates read. A failure prints
- * one line "ERROR<TAB>FILE<TAB>LINE<TAB>MESSAGE". */
+ * and `<<`/`<<<` merges. src/spec/render.py (compiled in) renders it as
+ * AccelForge's _yaml.py does and prints the resolved document as plain
+ * YAML. A template is code from whoever wrote the file, so the script runs
+ * it sandboxed (render.py says how) and this side runs the script as
+ * untrusted: Python in isolated mode (-I: neither the current directory
+ * nor PYTHON* variables reach its imports) from a fixed path, never
+ * PATH's; limits on its CPU time, memory, wall time and output; killed
+ * when this process dies. */
+#define _GNU_SOURCE /* prctl */
 #include "peer.h"
 
+#include "../embed/embed.h"
+
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
-static const char script[] =
-    "import glob, os, re, sys, traceback\n"
-    "try:\n"
-    "    import jinja2, jinja2.ext, jinja2.meta, jinja2.nodes, yaml\n"
-    "except ImportError as e:\n"
-    "    print(\"ERROR\\t\\t0\\tAccelForge files are Jinja templates: python3 \"\n"
-    "          \"needs %s (apt-get install python3-jinja2 python3-yaml)\"\n"
-    "          % e.name)\n"
-    "    sys.exit(1)\n"
-    "J = jinja2.nodes\n"
-    "\n"
-    "class Assert(jinja2.ext.Extension):\n"
-    "    tags = {\"assert\"}\n"
-    "    def parse(self, parser):\n"
-    "        n = next(parser.stream).lineno\n"
-    "        cond = parser.parse_expression()\n"
-    "        msg = (parser.parse_expression()\n"
-    "               if parser.stream.skip_if(\"comma\") else J.Const(None))\n"
-    "        call = self.call_method(\"_check\", [cond, msg, J.Const(n)])\n"
-    "        return J.CallBlock(call, [], [], []).set_lineno(n)\n"
-    "    def _check(self, cond, msg, n, caller):\n"
-    "        if not cond:\n"
-    "            raise AssertionError(msg or \"assertion failed on line %d\" % n)\n"
-    "        return \"\"\n"
-    "\n"
-    "given, used = {}, set()\n"
-    "\n"
-    "def find(p, cur, dirs):\n"
-    "    bases = [\"\"] if os.path.isabs(p) else [os.path.dirname(cur)] + dirs\n"
-    "    found = []\n"
-    "    for b in bases:\n"
-    "        for f in sorted(glob.glob(os.path.realpath(os.path.join(b, p)))):\n"
-    "            if f not in found:\n"
-    "                found.append(f)\n"
-    "    if not found:\n"
-    "        raise FileNotFoundError(\"include: no file %s next to %s or in \"\n"
-    "                                \"the add_to_path directories\" % (p, cur))\n"
-    "    return found\n"
-    "\n"
-    "def render(path, data, dirs):\n"
-    "    data, dirs, count = dict(data), list(dirs), [0]\n"
-    "    env = jinja2.Environment(\n"
-    "        loader=jinja2.FileSystemLoader(os.path.dirname(path)),\n"
-    "        undefined=jinja2.StrictUndefined, extensions=[Assert])\n"
-    "    with open(path) as f:\n"
-    "        tree = env.parse(f.read())\n"
-    "    used.update(jinja2.meta.find_undeclared_variables(tree))\n"
-    "    def child(ctx, inherit, kw):\n"
-    "        d = dict(data)\n"
-    "        if inherit:\n"
-    "            d.update({k: v for k, v in ctx.get_all().items()\n"
-    "                      if not callable(v) and not k.startswith(\"_\")})\n"
-    "        d.update(kw)\n"
-    "        return d\n"
-    "    def include(single, ctx, p, indices=\"\", inherit_parse_data=True,\n"
-    "                **kw):\n"
-    "        stem = os.path.basename(path).rsplit(\".\", 1)[0]\n"
-    "        name = re.sub(r\"\\W+\", \"\", \"%s_%d\" % (stem, count[0]))\n"
-    "        count[0] += 1\n"
-    "        files = find(p, path, dirs)\n"
-    "        if single and len(files) > 1:\n"
-    "            raise ValueError(\"include(%s) matches %d files: use \"\n"
-    "                             \"include_all\" % (p, len(files)))\n"
-    "        d = child(ctx, inherit_parse_data, kw)\n"
-    "        docs = [load(f, d, dirs) for f in files]\n"
-    "        data[name] = docs[0] if single else docs\n"
-    "        indices = indices.lstrip(\".\")\n"
-    "        return \"!include_loaded %s%s\" % (name,\n"
-    "                                         \".\" + indices if indices else \"\")\n"
-    "    def include_text(ctx, p, inherit_parse_data=True, **kw):\n"
-    "        d = child(ctx, inherit_parse_data, kw)\n"
-    "        return \"\\n\".join(render(f, d, dirs)[0]\n"
-    "                         for f in find(p, path, dirs))\n"
-    "    def add_to_path(p):\n"
-    "        dirs.extend(f for f in find(p, path, dirs) if f not in dirs)\n"
-    "        return \"\"\n"
-    "    def exists(p):\n"
-    "        return any(os.path.exists(os.path.join(b, p))\n"
-    "                   for b in [os.path.dirname(path)] + dirs)\n"
-    "    g = env.globals\n"
-    "    g[\"include\"] = jinja2.pass_context(\n"
-    "        lambda c, *a, **k: include(True, c, *a, **k))\n"
-    "    g[\"include_all\"] = jinja2.pass_context(\n"
-    "        lambda c, *a, **k: include(False, c, *a, **k))\n"
-    "    g[\"include_text\"] = jinja2.pass_context(include_text)\n"
-    "    g[\"add_to_path\"] = add_to_path\n"
-    "    g[\"cwd\"] = lambda: os.path.dirname(path)\n"
-    "    g[\"find_path\"] = lambda p: find(p, path, dirs)[0]\n"
-    "    g[\"find_paths\"] = lambda p: find(p, path, dirs)\n"
-    "    g[\"path_exists\"] = exists\n"
-    "    text = env.get_template(os.path.basename(path)).render(data)\n"
-    "    return text, data, dirs\n"
-    "\n"
-    "class NoMerge:\n"
-    "    def __init__(self, v):\n"
-    "        self.v = v\n"
-    "\n"
-    "def merged(x):\n"
-    "    if isinstance(x, NoMerge):\n"
-    "        return NoMerge(merged(x.v))\n"
-    "    if isinstance(x, list):\n"
-    "        return [merged(v) for v in x]\n"
-    "    if not isinstance(x, dict):\n"
-    "        return x\n"
-    "    out, into = {}, None\n"
-    "    for k, v in x.items():\n"
-    "        if k in (\"<<\", \"<<<\"):\n"
-    "            into = (k, merged(v))\n"
-    "        else:\n"
-    "            out[k] = merged(v)\n"
-    "    if into:\n"
-    "        srcs = into[1] if isinstance(into[1], list) else [into[1]]\n"
-    "        for s in srcs:\n"
-    "            merge(out, s, into[0] == \"<<<\")\n"
-    "    return out\n"
-    "\n"
-    "def merge(into, src, deep):\n"
-    "    if not isinstance(src, dict):\n"
-    "        raise ValueError(\"expected a mapping under '<<<' or '<<', \"\n"
-    "                         \"got %r\" % (src,))\n"
-    "    for k, v in src.items():\n"
-    "        if k not in into:\n"
-    "            into[k] = v\n"
-    "        elif deep and not isinstance(into[k], NoMerge):\n"
-    "            if isinstance(into[k], dict) and isinstance(v, dict):\n"
-    "                merge(into[k], v, deep)\n"
-    "            elif isinstance(into[k], list) and isinstance(v, list):\n"
-    "                into[k] = into[k] + v\n"
-    "\n"
-    "def plain(x):\n"
-    "    if isinstance(x, NoMerge):\n"
-    "        return plain(x.v)\n"
-    "    if isinstance(x, list):\n"
-    "        return [plain(v) for v in x]\n"
-    "    if isinstance(x, dict):\n"
-    "        return {str(k): plain(v) for k, v in x.items()}\n"
-    "    return x\n"
-    "\n"
-    "def load(path, data, dirs):\n"
-    "    text, data, dirs = render(os.path.realpath(path), data, dirs)\n"
-    "    class Loader(yaml.SafeLoader):\n"
-    "        def flatten_mapping(self, node):\n"
-    "            pass\n"
-    "    def loaded(ld, node):\n"
-    "        found = data\n"
-    "        for k in ld.construct_scalar(node).split(\".\"):\n"
-    "            found = ([f[k] for f in found] if isinstance(found, list)\n"
-    "                     else found[k])\n"
-    "        return found\n"
-    "    def nomerge(ld, n):\n"
-    "        if isinstance(n, yaml.SequenceNode):\n"
-    "            return NoMerge(ld.construct_sequence(n, deep=True))\n"
-    "        return NoMerge(ld.construct_mapping(n, deep=True))\n"
-    "    Loader.add_constructor(\"!include_loaded\", loaded)\n"
-    "    Loader.add_constructor(\"!nomerge\", nomerge)\n"
-    "    Loader.add_constructor(\"tag:yaml.org,2002:merge\", lambda ld, n: \"<<\")\n"
-    "    try:\n"
-    "        return merged(yaml.load(text, Loader=Loader))\n"
-    "    except yaml.YAMLError as e:\n"
-    "        m = getattr(e, \"problem_mark\", None)\n"
-    "        lines = text.splitlines()\n"
-    "        at = lines[m.line].strip() if m and m.line < len(lines) else \"\"\n"
-    "        raise ValueError(\"%s, in the file as Jinja renders it (line %d: \"\n"
-    "                         \"%s)\" % (getattr(e, \"problem\", None) or e,\n"
-    "                                  m.line + 1 if m else 0, at))\n"
-    "\n"
-    "def value(s):\n"
-    "    try:\n"
-    "        v = float(s)\n"
-    "    except ValueError:\n"
-    "        return s\n"
-    "    return int(v) if v == int(v) else v\n"
-    "\n"
-    "def where(e):\n"
-    "    if isinstance(e, jinja2.TemplateSyntaxError):\n"
-    "        return e.filename, e.lineno\n"
-    "    at = (None, 0)\n"
-    "    for fr in traceback.extract_tb(e.__traceback__):\n"
-    "        if fr.filename.endswith((\".yaml\", \".yml\", \".jinja\")):\n"
-    "            at = (fr.filename, fr.lineno)\n"
-    "    return at\n"
-    "\n"
-    "def main():\n"
-    "    strict = sys.argv[1] == \"--strict\"\n"
-    "    path = sys.argv[1 + strict]\n"
-    "    for a in sys.argv[2 + strict:]:\n"
-    "        k, v = a.split(\"=\", 1)\n"
-    "        given[k] = value(v)\n"
-    "    try:\n"
-    "        doc = plain(load(path, given, []))\n"
-    "    except Exception as e:\n"
-    "        f, line = where(e)\n"
-    "        msg = str(e).replace(\"\\n\", \" \").replace(\"\\t\", \" \")\n"
-    "        if isinstance(e, jinja2.UndefinedError):\n"
-    "            msg += \" (give template variables with --set NAME=VALUE)\"\n"
-    "        print(\"ERROR\\t%s\\t%d\\t%s\" % (f or path, line or 0, msg))\n"
-    "        sys.exit(1)\n"
-    "    unread = sorted(k for k in given if k not in used)\n"
-    "    if strict and unread:\n"
-    "        print(\"ERROR\\t%s\\t0\\t--set %s: the template does not read it\"\n"
-    "              % (path, unread[0]))\n"
-    "        sys.exit(1)\n"
-    "    names = sorted(k for k in given if k in used)\n"
-    "    print(\"# variables: \" + \" \".join(names))\n"
-    "    sys.stdout.write(yaml.safe_dump(doc, sort_keys=False, width=1 << 20))\n"
-    "\n"
-    "main()\n";
+/* The build may name another interpreter (make PYTHON=...). */
+#ifndef MAMBALAYA_PYTHON
+#define MAMBALAYA_PYTHON "/usr/bin/python3"
+#endif
 
-/* Run the script on PATH with the template variables; its stdout into
- * OUT. False, with D set, if python3 cannot run. */
+/* What a rendering may take: far above any real workload's (the largest
+ * AccelForge example renders in a fraction of a second, in 40 MB). */
+enum { RENDER_CPU_S = 60, RENDER_WALL_S = 120 };
+static const rlim_t render_memory = (rlim_t)2 << 30;
+
+/* The child: limits, death with the parent, stdout and stderr into the
+ * pipe FD, then the interpreter. Only async-signal-safe calls: the parent
+ * may have threads. */
+static _Noreturn void child(int fd[2], pid_t parent, char **argv) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) /* the parent died before prctl */
+    _exit(127);
+  struct rlimit cpu = {RENDER_CPU_S, RENDER_CPU_S + 1};
+  struct rlimit mem = {render_memory, render_memory};
+  setrlimit(RLIMIT_CPU, &cpu);
+  setrlimit(RLIMIT_AS, &mem);
+  dup2(fd[1], 1);
+  dup2(fd[1], 2);
+  close(fd[0]);
+  close(fd[1]);
+  execv(MAMBALAYA_PYTHON, argv);
+  _exit(127);
+}
+
+/* The interpreter's command line: -I -c SCRIPT [--strict] PATH NAME=VALUE
+ * ...; the strings it holds are freed by argv_free. */
+static char **script_argv(const char *path, const SpecLoad *o,
+                          const char *script) {
+  int nvars = o ? (o->vars ? o->nvars : o->nsets) : 0;
+  char **argv = xcalloc((size_t)nvars + 7, sizeof *argv);
+  int n = 0;
+  argv[n++] = xstrdup(MAMBALAYA_PYTHON);
+  argv[n++] = xstrdup("-I");
+  argv[n++] = xstrdup("-c");
+  argv[n++] = xstrdup(script);
+  if (o && o->vars) /* given for the template alone: each must be read */
+    argv[n++] = xstrdup("--strict");
+  argv[n++] = xstrdup(path);
+  for (int i = 0; i < nvars; i++) {
+    Buf b = {0};
+    if (o->vars)
+      buf_printf(&b, "%s", o->vars[i]);
+    else
+      buf_printf(&b, "%s=%.17g", o->sets[i].name, o->sets[i].value);
+    argv[n++] = b.s;
+  }
+  return argv;
+}
+
+static void argv_free(char **argv) {
+  for (int i = 0; argv[i]; i++)
+    free(argv[i]);
+  free(argv);
+}
+
+/* Read the child's output from FD into OUT until it ends, the output
+ * passes INPUT_TEXT_MAX or the wall-clock limit passes: NULL, or what
+ * went wrong. A long rendering says so on NOTES (if any) every few
+ * seconds, naming PATH. */
+static const char *read_child(int fd, Buf *out, const char *path,
+                              FILE *notes) {
+  double start = now_seconds(), until = start + RENDER_WALL_S, told = 0;
+  char chunk[65536];
+  for (;;) {
+    double now = now_seconds(), left = until - now;
+    if (notes && now - start >= 3 && now - told >= 5) {
+      told = now;
+      fprintf(notes, "%s: note: rendering the template, %.0f s so far "
+              "(at most %d)\n", path, now - start, RENDER_WALL_S);
+    }
+    if (left <= 0)
+      return "rendering took more than the limit of 120 s";
+    struct pollfd p = {fd, POLLIN, 0};
+    int r = poll(&p, 1, left > 1 ? 1000 : (int)(left * 1000) + 1);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      continue; /* the deadline is checked above */
+    ssize_t got = read(fd, chunk, sizeof chunk);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      return NULL;
+    if (out->len + (size_t)got > INPUT_TEXT_MAX)
+      return "the template renders to more than 64 MiB";
+    buf_printf(out, "%.*s", (int)got, chunk);
+  }
+}
+
+/* Why the child ended as STATUS says, or NULL for an exit. */
+static const char *child_end(int status) {
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU)
+    return "rendering took more than the limit of 60 s of CPU time";
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+    return "rendering was killed (a limit of its time or memory)";
+  if (WIFSIGNALED(status))
+    return "rendering ended on a signal";
+  return NULL;
+}
+
+/* Run the script on PATH with the template variables; its output into
+ * OUT. False, with D set, if python3 cannot run or the rendering passed a
+ * limit. */
 static bool run_script(const char *path, const SpecLoad *o, Buf *out,
                        Diag *d) {
-  int nvars = o ? (o->vars ? o->nvars : o->nsets) : 0;
-  char **argv = xcalloc((size_t)nvars + 6, sizeof *argv);
-  char (*set)[160] = xcalloc((size_t)nvars + 1, sizeof *set);
-  int n = 0;
-  argv[n++] = "python3";
-  argv[n++] = "-c";
-  argv[n++] = (char *)script;
-  if (o && o->vars) /* given for the template alone: each must be read */
-    argv[n++] = "--strict";
-  argv[n++] = (char *)path;
-  for (int i = 0; i < nvars; i++) {
-    if (o->vars)
-      snprintf(set[i], sizeof set[i], "%s", o->vars[i]);
-    else
-      snprintf(set[i], sizeof set[i], "%s=%.17g", o->sets[i].name,
-               o->sets[i].value);
-    argv[n++] = set[i];
-  }
+  const EmbeddedFile *script = embedded_file("src/spec/render.py");
+  if (!script)
+    return diag_fail(d, path, (Loc){0, 0}, "the renderer is not built in");
+  char **argv = script_argv(path, o, (const char *)script->data);
   int fd[2];
-  bool ok = pipe(fd) == 0;
+  bool ok = pipe2(fd, O_CLOEXEC) == 0;
+  pid_t parent = getpid();
   pid_t pid = ok ? fork() : -1;
-  if (pid == 0) {
-    dup2(fd[1], 1);
-    close(fd[0]);
-    close(fd[1]);
-    execvp("python3", argv);
-    _exit(127);
-  }
+  if (pid == 0)
+    child(fd, parent, argv);
   if (ok)
     close(fd[1]);
-  char chunk[65536];
-  ssize_t got;
-  while (pid > 0 && (got = read(fd[0], chunk, sizeof chunk)) != 0) {
-    if (got > 0)
-      buf_printf(out, "%.*s", (int)got, chunk);
-    else if (errno != EINTR)
-      break;
-  }
+  const char *why =
+      pid > 0 ? read_child(fd[0], out, path, o ? o->notes : NULL) : NULL;
+  if (pid > 0 && why)
+    kill(pid, SIGKILL);
   if (ok)
     close(fd[0]);
   int status = 0;
   while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
     ;
-  free(argv);
-  free(set);
-  if (pid < 0 || (WIFEXITED(status) && WEXITSTATUS(status) == 127)) {
-    diag_error(d, path, (Loc){0, 0},
-               "an AccelForge template is rendered by python3 with "
-               "python3-jinja2 and python3-yaml, and python3 cannot be run");
-    return false;
-  }
+  argv_free(argv);
+  if (!why && pid > 0)
+    why = child_end(status);
+  if (pid < 0 || (WIFEXITED(status) && WEXITSTATUS(status) == 127))
+    why = "an AccelForge template is rendered by " MAMBALAYA_PYTHON
+          " with python3-jinja2 and python3-yaml, and it cannot be run";
+  if (why)
+    return diag_fail(d, path, (Loc){0, 0}, "%s", why);
   return true;
 }
 
@@ -293,10 +183,41 @@ static void script_error(const char *path, const char *line, Diag *d) {
     snprintf(file, sizeof file, "%.*s", (int)(ln - f - 1), f + 1);
     l = atoi(ln + 1);
     snprintf(msg, sizeof msg, "%.*s", (int)strcspn(m + 1, "\n"), m + 1);
-  } else {
-    snprintf(msg, sizeof msg, "rendering failed: %s", line);
+  } else { /* not the script's line (a traceback): its last line says */
+    size_t n = strlen(line);
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == ' '))
+      n--;
+    size_t start = n;
+    while (start > 0 && line[start - 1] != '\n')
+      start--;
+    snprintf(msg, sizeof msg, "rendering failed: %.*s", (int)(n - start),
+             line + start);
   }
   diag_error(d, file[0] ? file : path, (Loc){l, l ? 1 : 0}, "%s", msg);
+}
+
+/* Take the last line of RAW, "# read: [...]" (the files the template
+ * read, JSON), off it, adding each file to READ; false if it is not
+ * there (the script did not finish). */
+static bool take_read(Buf *raw, InputSet *read) {
+  const char *mark = "# read: ";
+  char *at = NULL;
+  for (char *p = raw->s; (p = strstr(p, mark)); p++)
+    if (p == raw->s || p[-1] == '\n')
+      at = p;
+  if (!at)
+    return false;
+  json_t *list = json_loads(at + strlen(mark), JSON_DECODE_ANY, NULL);
+  size_t i;
+  json_t *f;
+  json_array_foreach(list, i, f) {
+    if (json_is_string(f))
+      inputset_add(read, json_string_value(f));
+  }
+  json_decref(list);
+  *at = 0;
+  raw->len = (size_t)(at - raw->s);
+  return true;
 }
 
 bool spec_render_accelforge(const char *path, const SpecLoad *o, Buf *out,
@@ -306,7 +227,8 @@ bool spec_render_accelforge(const char *path, const SpecLoad *o, Buf *out,
     buf_free(&raw);
     return false;
   }
-  bool ok = raw.s && strncmp(raw.s, "# variables:", 12) == 0;
+  bool ok = raw.s && strncmp(raw.s, "# variables:", 12) == 0 &&
+            take_read(&raw, o ? o->read : NULL);
   if (ok)
     buf_printf(out, "%s", raw.s);
   else

@@ -55,6 +55,10 @@ typedef struct SpecLoad {
   const char *const *vars;
   int nvars;
   FILE *notes;
+  /* Every file the load reads (an AccelForge template's includes, which
+   * only rendering finds) is added here, to be protected from the run's
+   * outputs (util.h); NULL: not collected. */
+  InputSet *read;
 } SpecLoad;
 
 Cascade *spec_parse_with(const char *path, const char *text, size_t len,

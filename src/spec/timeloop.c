@@ -192,6 +192,38 @@ static bool load_space(Tl *tl, const YamlNode *s, Space *sp, Buf *shape) {
   return true;
 }
 
+/* Does the index text IX hold the variable V (a whole word)? */
+static bool has_var(const char *ix, const char *v) {
+  size_t n = strlen(v);
+  for (const char *p = ix; (p = strstr(p, v)); p += n)
+    if ((p == ix || !isalnum((unsigned char)p[-1])) &&
+        !isalnum((unsigned char)p[n]) && p[n] != '_')
+      return true;
+  return false;
+}
+
+/* " :: sum(a, b)": the variables the inputs (all but OUT) read and OUT
+ * lacks, into E. One input with no operator is a copy to our loader,
+ * which refuses one that drops a variable unless the sum is written. */
+static void sum_suffix(const Tl *tl, const Space *sp, int n, int out,
+                       Buf *e) {
+  int k = 0;
+  for (int d = 0; d < tl->dims->n; d++) {
+    char v[64];
+    snprintf(v, sizeof v, "%s", tl->dims->items[d]->text);
+    for (char *p = v; *p; p++)
+      *p = (char)tolower((unsigned char)*p);
+    bool read = false;
+    for (int i = 0; i < n; i++)
+      read = read || (i != out && has_var(sp[i].index.s ? sp[i].index.s : "",
+                                          v));
+    if (read && !has_var(sp[out].index.s ? sp[out].index.s : "", v))
+      buf_printf(e, "%s%s", k++ ? ", " : " :: sum(", v);
+  }
+  if (k)
+    buf_printf(e, ")");
+}
+
 static bool emit(Tl *tl, const YamlNode *shape, Space *sp, int n,
                  const Buf *derived) {
   int out = -1;
@@ -219,6 +251,8 @@ static bool emit(Tl *tl, const YamlNode *shape, Space *sp, int n,
     if (i != out)
       buf_printf(&e, "%s%s[%s]", k++ ? " * " : " ", sp[i].name,
                  sp[i].index.s);
+  if (n == 2)
+    sum_suffix(tl, sp, n, out, &e);
   tr_line(tl->t, at, "    - \"%s\"", e.s);
   buf_free(&e);
   tr_note(tl->t, "the operator is a multiply-accumulate (Timeloop's): %s is "

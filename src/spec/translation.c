@@ -188,5 +188,12 @@ double peer_eval(const char *s, double (*lookup)(void *ctx, const char *name),
   skip(&k);
   if (!k.failed && s[k.at])
     calc_fail(&k, "unexpected text");
+  /* 4/0 is inf and 4%0 NaN: neither is a size (nor any number a spec
+   * holds), so the expression is refused rather than written. */
+  if (!k.failed && !isfinite(v)) {
+    snprintf(err, errlen, "'%s' is %s, not a finite number (a division by "
+             "zero?)", s, isnan(v) ? "NaN" : "infinite");
+    k.failed = true;
+  }
   return k.failed ? NAN : v;
 }

@@ -496,12 +496,16 @@ void sweep_text(Buf *b, const Study *s, const PointResult *res,
 
 /* ---- writing them ---- */
 
-/* The files S read: the study itself and the specs and architectures it
- * names that are not shipped. The caller frees the array. */
+/* The files S read: the study itself, the specs and architectures it
+ * names that are not shipped, and what their templates included. The
+ * caller frees the array. */
 static const char **study_files(const Study *s, int *n) {
+  int nread = inputset_count(&s->read);
   const char **f =
-      xcalloc((size_t)(1 + s->ncascades + s->narchs), sizeof *f);
+      xcalloc((size_t)(1 + s->ncascades + s->narchs + nread), sizeof *f);
   *n = 0;
+  for (int i = 0; i < nread; i++)
+    f[(*n)++] = inputset_path(&s->read, i);
   f[(*n)++] = s->path;
   for (int i = 0; i < s->ncascades; i++)
     if (!s->cascades[i].src.shipped)

@@ -316,7 +316,9 @@ static bool load_cascade(Loader *L, const YamlNode *m, int ci) {
   sc->loc = m->loc;
   if (!open_input(L, "specs", spec, &sc->src))
     return false;
-  sc->c = spec_parse(sc->src.path, sc->src.text, sc->src.len, L->d);
+  SpecLoad load = {.read = &s->read};
+  sc->c = spec_parse_with(sc->src.path, sc->src.text, sc->src.len, &load,
+                          L->d);
   if (!sc->c)
     return false;
   const YamlNode *set = ydoc_get(m, "set");
@@ -1165,6 +1167,7 @@ void study_free(Study *s) {
   }
   for (int i = 0; i < s->narchs; i++)
     source_free(&s->archs[i].src);
+  inputset_free(&s->read);
   free(s->cascades);
   free(s->cms);
   free(s->settings);

@@ -107,6 +107,9 @@ typedef enum {
 } Dim;
 
 struct Study {
+  /* Every file a cascade's template read (its includes): inputs the
+   * outputs may not replace, beside the study, its specs and archs. */
+  InputSet read;
   Arena arena;
   const char *path;
   YamlDoc *doc; /* kept: parameter values are its nodes */

@@ -10,8 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *file_kind(mode_t m) {
+const char *file_kind(unsigned m) {
   return S_ISDIR(m)    ? "a directory"
+         : S_ISFIFO(m) ? "a named pipe"
          : S_ISCHR(m)  ? "a character device"
          : S_ISBLK(m)  ? "a block device"
          : S_ISSOCK(m) ? "a socket"

@@ -175,11 +175,74 @@ static bool staged_open(Staged *s, const char *dir, const char *name) {
   return claim_name(s, dir, name, create_named, NULL);
 }
 
-/* Stage DATA for NAME in directory DIR. */
+/* What is at an output's path (util.h): where the file lands and what
+ * it keeps of the file it replaces. */
+typedef struct Target {
+  char *path;  /* PATH, or the file its symbolic link names */
+  bool exists; /* a regular file is there: keep its mode and owner */
+  struct stat st;
+} Target;
+
+/* PATH as an output's target into T (FOLLOW: through a symbolic link to
+ * the file it names; else a link is refused, as a set renames into its
+ * own directory). False with a message in D when PATH must not be
+ * replaced. */
+static bool target_of(const char *path, bool follow, Target *t, Diag *d) {
+  *t = (Target){0};
+  if (lstat(path, &t->st) != 0) {
+    if (errno != ENOENT)
+      return diag_fail(d, path, (Loc){0, 0}, "cannot write: %s",
+                       strerror(errno));
+    t->path = xstrdup(path);
+    return true;
+  }
+  if (S_ISLNK(t->st.st_mode) && follow) {
+    char *real = realpath(path, NULL);
+    if (!real || stat(real, &t->st) != 0) {
+      free(real);
+      return diag_fail(d, path, (Loc){0, 0},
+                       "cannot write: a symbolic link to a missing file "
+                       "(an output never replaces a link)");
+    }
+    t->path = real;
+  } else {
+    t->path = xstrdup(path);
+  }
+  if (!S_ISREG(t->st.st_mode))
+    diag_error(d, path, (Loc){0, 0},
+               "cannot write: it is %s, and an output replaces only a "
+               "regular file", file_kind(t->st.st_mode));
+  else if (t->st.st_nlink > 1)
+    diag_error(d, path, (Loc){0, 0},
+               "cannot write: the file has other names (%lu hard links), "
+               "which a new file would leave with the old content; remove "
+               "it first", (unsigned long)t->st.st_nlink);
+  if (!S_ISREG(t->st.st_mode) || t->st.st_nlink > 1) {
+    free(t->path);
+    t->path = NULL;
+    return false;
+  }
+  t->exists = true;
+  return true;
+}
+
+/* Give the staged file FD the owner (where allowed) and the mode of the
+ * file it replaces. */
+static void keep_mode(int fd, const Target *t) {
+  if (!t || !t->exists)
+    return;
+  if (fchown(fd, t->st.st_uid, t->st.st_gid) != 0) {
+    /* not ours to give: the new file is the writer's, as a copy is */
+  }
+  fchmod(fd, t->st.st_mode & 07777);
+}
+
+/* Stage DATA for NAME in directory DIR, with T's mode (T may be NULL). */
 static bool staged_write(Staged *s, const char *dir, const char *name,
-                         const char *data, size_t len) {
+                         const char *data, size_t len, const Target *t) {
   if (!staged_open(s, dir, name))
     return false;
+  keep_mode(s->fd, t);
   if (!write_all(s->fd, data, len) || fsync(s->fd) != 0) {
     staged_discard(s);
     return false;
@@ -217,18 +280,41 @@ static void sync_dir(const char *dir) {
   }
 }
 
-bool write_file_atomic(const char *path, const char *data, size_t len) {
-  char *dir = dir_of(path);
-  const char *name = base_of(path);
+bool output_write(const char *path, const void *data, size_t len,
+                  const InputSet *in, bool *refused, Diag *d) {
+  *refused = true;
+  const char *input = inputset_find(in, path);
+  if (input)
+    return diag_fail(d, path, (Loc){0, 0},
+                     "refusing to write: this output is the input %s", input);
+  Target t;
+  if (!target_of(path, true, &t, d))
+    return false;
+  *refused = false;
+  char *dir = dir_of(t.path);
+  const char *name = base_of(t.path);
   Staged s;
-  bool ok = staged_write(&s, dir, name, data, len) &&
-            staged_link(&s, dir, name) && staged_rename(&s, path);
-  if (!ok)
+  bool ok = staged_write(&s, dir, name, data, len, &t) &&
+            staged_link(&s, dir, name) && staged_rename(&s, t.path);
+  if (!ok) {
+    diag_error(d, path, (Loc){0, 0}, "cannot write: %s", strerror(errno));
     staged_discard(&s);
-  else
+  } else {
     sync_dir(dir);
+  }
   free(dir);
+  free(t.path);
   return ok;
+}
+
+bool write_file_atomic(const char *path, const char *data, size_t len) {
+  Diag d = {0};
+  bool refused;
+  if (output_write(path, data, len, NULL, &refused, &d))
+    return true;
+  if (refused)
+    errno = EINVAL;
+  return false;
 }
 
 /* ---- checking output paths ---- */
@@ -257,6 +343,9 @@ bool output_check(const char *path, Diag *d) {
   else
     ok = true;
   free(dir);
+  Target t;
+  if (ok && (ok = target_of(path, true, &t, d)))
+    free(t.path);
   return ok;
 }
 
@@ -341,12 +430,17 @@ void outset_protect(OutSet *s, const char *input) {
   VEC_PUSH(s->protect, s->nprotect, s->pcap, copy);
 }
 
+void outset_protect_inputs(OutSet *s, const InputSet *in) {
+  for (int i = 0; i < inputset_count(in); i++)
+    outset_protect(s, inputset_path(in, i));
+}
+
 bool outset_put(OutSet *s, const char *name, const void *data, size_t len,
                 Diag *d) {
   if (!s->stage && !(s->stage = existing_ancestor(s->dir, d)))
     return false;
   SetFile f = {.name = xstrdup(name)};
-  if (!staged_write(&f.st, s->stage, name, data, len)) {
+  if (!staged_write(&f.st, s->stage, name, data, len, NULL)) {
     char *path = join(s->dir, name);
     diag_error(d, path, (Loc){0, 0}, "cannot write: %s", strerror(errno));
     free(path);
@@ -401,11 +495,13 @@ bool outset_commit(OutSet *s, bool *refused, Diag *d) {
         *refused = true;
         ok = false;
       }
-    if (ok && is_dir(paths[i])) {
-      diag_error(d, paths[i], (Loc){0, 0},
-                 "cannot write: is a directory");
+    Target t;
+    if (ok && !target_of(paths[i], false, &t, d)) {
       *refused = true;
       ok = false;
+    } else if (ok) {
+      keep_mode(s->files[i].st.fd, &t);
+      free(t.path);
     }
   }
   char **made = NULL;

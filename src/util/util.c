@@ -59,16 +59,13 @@ void diag_print(const Diag *d, FILE *out) {
 
 /* ---- allocation ---- */
 
-/* Say so, remove the temporaries (temps.c) and exit: nothing half-written
- * is left. */
+/* Say so, remove the temporaries (temps.c) and end the run: nothing
+ * half-written is left. */
 void out_of_memory(size_t size) {
   char msg[96];
-  int n = snprintf(msg, sizeof msg,
-                   "mambalaya: out of memory (allocating %zu bytes)\n", size);
-  if (n > 0 && write(STDERR_FILENO, msg, (size_t)n) < 0)
-    n = 0;
-  temps_remove_all();
-  _exit(1);
+  snprintf(msg, sizeof msg, "mambalaya: out of memory (allocating %zu "
+           "bytes)\n", size);
+  fatal(msg);
 }
 
 void *xmalloc(size_t size) {

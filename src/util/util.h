@@ -4,12 +4,17 @@
  * an input file (input.c) and to write an output file (output.c).
  *
  * Nothing here is global or mutable: a Diag is passed down by the caller,
- * an Arena belongs to the structure it allocates for. The one exception
- * is output.c's list of temporary files that exist at this moment, which
- * a SIGINT or SIGTERM handler removes: signals are process-wide. */
+ * an Arena belongs to the structure it allocates for. Two exceptions:
+ * output.c's list of temporary files that exist at this moment, which a
+ * SIGINT or SIGTERM handler removes (signals are process-wide), and
+ * fatal.c's trap, one per thread, which only mambalaya_call sets (a
+ * longjmp can only return to its own thread's stack). A fatal error in
+ * a worker thread the library started (the executor's pool, a sweep's
+ * threads) has no trap and still ends the process. */
 #ifndef MAMBALAYA_UTIL_H
 #define MAMBALAYA_UTIL_H
 
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -56,9 +61,24 @@ char *arena_strdup(Arena *a, const char *s);
 char *arena_strndup(Arena *a, const char *s, size_t n);
 void arena_free(Arena *a);
 
-/* Allocation that cannot fail silently: out of memory prints a message,
- * removes the temporary files of outputs being written and exits with
- * status 1. Sizes that come from input are checked against the memory
+/* ---- fatal errors (fatal.c) ----
+ *
+ * A failure after which a run cannot go on (memory running out where no
+ * input asked for it, a drawing library's error): MSG on stderr, the
+ * temporaries removed, then exit status 1 — or, in a thread where a trap
+ * is set, a longjmp to it, so that a host running commands in process
+ * (mambalaya_call) gets status 1 and lives. What the run had allocated
+ * is not freed then (it has no owner left). Worker threads set no trap:
+ * there it ends the process, as in the program. */
+typedef struct FatalTrap {
+  jmp_buf env;
+} FatalTrap;
+/* Set T as this thread's trap (NULL: none); the previous one. */
+FatalTrap *fatal_trap(FatalTrap *t);
+_Noreturn void fatal(const char *msg);
+
+/* Allocation that cannot fail silently: out of memory is fatal (above):
+ * a message, the temporary files of outputs removed, status 1. Sizes that come from input are checked against the memory
  * available before they are allocated (see memory_available), so this is
  * the last resort, never the way an input is refused. */
 void *xmalloc(size_t size);
@@ -158,12 +178,38 @@ char *read_file(const char *path, size_t *len);
  * bytes, more than the limit of M", "cannot read: No such file ...". */
 char *read_input(const char *path, size_t max, size_t *len, Diag *d);
 
+/* "a directory", "a character device", "a named pipe", ...: the kind
+ * of file of a stat mode, for messages. */
+const char *file_kind(unsigned mode);
+
 /* Do A and B name the same existing file (the same device and inode)? */
 bool same_file(const char *a, const char *b);
 
 /* The memory this process can count on, in bytes: MemAvailable of
  * /proc/meminfo, else the available physical pages; 0 if unknown. */
 uint64_t memory_available(void);
+
+/* ---- the inputs of a run (inputset.c) ----
+ *
+ * Every file a run reads: the spec, the architecture, a plan, a study,
+ * each file a template or a spec includes, a checkpoint. Each is known by
+ * its device and inode, so an output that names one under any spelling
+ * (a symlink, ./a/../a) is found; every output of the run is checked
+ * against the set (output_write, outset_protect_inputs). Owned by the
+ * run; zero-initialized is empty. */
+typedef struct InputFile InputFile;
+typedef struct InputSet {
+  InputFile *files;
+  int n, cap;
+} InputSet;
+/* Add PATH (nothing if it does not exist, or is in the set already). */
+void inputset_add(InputSet *s, const char *path);
+/* The name (as added) of the input PATH is, or NULL if none; S may be
+ * NULL. */
+const char *inputset_find(const InputSet *s, const char *path);
+int inputset_count(const InputSet *s);
+const char *inputset_path(const InputSet *s, int i);
+void inputset_free(InputSet *s);
 
 /* ---- writing outputs (output.c) ----
  *
@@ -184,11 +230,26 @@ bool temps_note(const char *path);
 void temps_forget(const char *path);
 void temps_remove_all(void);
 
-/* Write PATH (its directory must exist). False with errno set. */
+/* What is at an output's path is never replaced by something of another
+ * kind: a device, a named pipe or a socket there is refused, as is a
+ * file with other names (hard links: a rename would leave them the old
+ * content) and a symbolic link to nothing; a symbolic link to a regular
+ * file is followed (the file it names is written, the link stays). A
+ * file replaced keeps its mode (and owner, where allowed). */
+
+/* Write PATH (its directory must exist), refusing one of the inputs IN
+ * (NULL: none) and a target that must not be replaced (above): false
+ * with a message in D, *REFUSED telling a refused path (a bad input)
+ * from a write that failed. */
+bool output_write(const char *path, const void *data, size_t len,
+                  const InputSet *in, bool *refused, Diag *d);
+/* output_write without inputs: false with errno set (EINVAL for a
+ * refused target). */
 bool write_file_atomic(const char *path, const char *data, size_t len);
 
 /* Can PATH be written? Its directory exists and is writable, and PATH is
- * not a directory. False with a message in D otherwise. */
+ * not a directory nor anything output_write refuses. False with a
+ * message in D otherwise. */
 bool output_check(const char *path, Diag *d);
 /* Can files be written into directory DIR, creating it (and its missing
  * parents)? False with a message in D otherwise. */
@@ -212,6 +273,8 @@ bool outset_put(OutSet *s, const char *name, const void *data, size_t len,
 /* Refuse to commit if one of the set's files would replace INPUT (the
  * same file): checked by outset_commit before anything is renamed. */
 void outset_protect(OutSet *s, const char *input);
+/* outset_protect for every file of IN. */
+void outset_protect_inputs(OutSet *s, const InputSet *in);
 /* Move every staged file into place. False with D set if one cannot be
  * (then none is); *REFUSED is set when the reason is the output path
  * itself (a protected input, a file where a directory must be). */

@@ -26,6 +26,11 @@ typedef struct Builder {
   int nlines;
   Frame stack[MAX_DEPTH];
   int depth;
+  /* The last mark converted (its line and column) and its byte offset:
+   * marks come in order, so each conversion walks on from the last
+   * rather than from its line's start (a 500 KB line of flow mapping was
+   * quadratic). */
+  size_t at_line, at_col, at_byte;
 } Builder;
 
 static void index_lines(Builder *b) {
@@ -46,15 +51,22 @@ static void index_lines(Builder *b) {
 }
 
 /* libyaml counts columns in characters; the source is UTF-8 bytes. */
-static size_t byte_offset(const Builder *b, yaml_mark_t m) {
+static size_t byte_offset(Builder *b, yaml_mark_t m) {
   if (m.line >= (size_t)b->nlines)
     return b->doc->len;
-  size_t p = b->line_start[m.line];
-  for (size_t c = 0; c < m.column && p < b->doc->len; c++) {
+  size_t p = b->line_start[m.line], c = 0;
+  if (m.line == b->at_line && m.column >= b->at_col && b->at_byte >= p) {
+    p = b->at_byte;
+    c = b->at_col;
+  }
+  for (; c < m.column && p < b->doc->len; c++) {
     p++;
     while (p < b->doc->len && ((unsigned char)b->doc->src[p] & 0xC0) == 0x80)
       p++;
   }
+  b->at_line = m.line;
+  b->at_col = m.column;
+  b->at_byte = p;
   return p;
 }
 

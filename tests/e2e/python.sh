@@ -23,6 +23,7 @@ if [ "${MAMBALAYA_SANITIZED:-}" = 1 ]; then
       tests.python.test_api.EqualsCli.test_run_any_command \
       tests.python.test_api.Documents tests.python.test_api.Exec \
       tests.python.test_api.InProcess.test_threads_take_turns \
+      tests.python.test_api.NeverEndsTheHost \
       >"$tmp/unit.out" 2>&1 || fail "python tests under ASan: $(tail -n 20 "$tmp/unit.out")"
   finish python.sh
 fi

@@ -305,5 +305,60 @@ class InProcess(unittest.TestCase):
         self.assertEqual(got, [want] * 4)
 
 
+
+class NeverEndsTheHost(unittest.TestCase):
+    """Issue 34: an allocation failure is an Error, never the end of the
+    process; arguments Python cannot pass are errors, not cut."""
+
+    def test_out_of_memory_raises(self):
+        ran_finally = False
+        try:
+            mambalaya.run("exec", "mamba1", "--random", "1", "--set",
+                          "B=1000000", "--set", "I=1000000",
+                          "--max-memory", "1e20GiB")
+        except mambalaya.Error as e:
+            self.assertEqual(e.status, 1)
+            self.assertIn("out of memory (allocating", e.message)
+        finally:
+            ran_finally = True
+        self.assertTrue(ran_finally)
+        # and the library goes on working
+        self.assertEqual(mambalaya.classify("mamba1")["spec"],
+                         "specs/mamba1.yaml")
+
+    def test_help_is_its_text(self):
+        self.assertTrue(mambalaya.eval("--help").startswith(
+            "usage: mambalaya eval SPEC [options]"))
+
+    def test_nul_in_an_argument(self):
+        with self.assertRaises(mambalaya.Error) as e:
+            mambalaya.classify("mam\0ba1")
+        self.assertEqual(e.exception.status, 2)
+        self.assertIn("holds a NUL character", e.exception.message)
+
+    def test_true_for_an_option_with_a_value(self):
+        with self.assertRaises(mambalaya.Error) as e:
+            mambalaya.eval("mamba1", design=True, arch="h100")
+        self.assertEqual(e.exception.status, 2)
+        self.assertIn("design=True: --design takes a value",
+                      e.exception.message)
+
+    def test_dict_spec(self):
+        doc = {"shape": {"M": 4, "K": 3},
+               "einsum": {"declaration": {"A": ["M", "K"], "Z": ["M"]},
+                          "expressions": ["Z[m] = A[m,k]"]}}
+        r = mambalaya.classify(doc)
+        self.assertEqual((r["einsums"], r["edges"]), (1, []))
+        self.assertTrue(r["spec"].endswith("document.yaml"))
+
+    def test_template_traceback_stays_in_the_error(self):
+        tpl = os.path.join(ROOT, "tests/specs/peers/accelforge/block.yaml")
+        with self.assertRaises(mambalaya.Error) as e:
+            mambalaya.run("import", "accelforge", tpl, "--set",
+                          "BATCH_SIZE=nan", json=False)
+        self.assertEqual(e.exception.status, 2)
+        self.assertNotIn("Traceback", e.exception.message)
+
+
 if __name__ == "__main__":
     unittest.main()

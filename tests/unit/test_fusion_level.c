@@ -115,8 +115,9 @@ TEST(fusion_level_search_picks_l2) {
   Diag d = {0};
   SearchResult *r = search_best(k.c, k.s, k.a, k.pairs, &ov, SO_LATENCY,
                                 NULL, &d);
+  SearchControl all = {0};
   SearchResult *own = search_at_level(k.c, k.s, k.a, k.pairs, &ov,
-                                      SO_LATENCY, 0, NULL, &d);
+                                      SO_LATENCY, &all, NULL, &d);
   CHECK(r && own);
   if (r && own) {
     CHECK_INT(r->levels, 2);

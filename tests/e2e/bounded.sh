@@ -1,0 +1,94 @@
+#!/bin/sh
+# Bounded work (issue 34): `search --budget Ts` bounds the whole search's
+# time and says where it stopped; a long search prints progress with an
+# estimate; a spec of 40 000 ranks loads in linear time; a plan file with
+# two plans of one label is refused; every problem `export timeloop`
+# writes loads back.
+set -u
+. tests/e2e/lib/harness.sh
+
+# 2000 chained matrix products: the exact search takes over a minute.
+python3 - <<'EOF'
+n = 2000
+with open("chain.yaml", "w") as f:
+    f.write("shape: {M: 1024, K: 1024}\neinsum:\n  declaration:\n")
+    for i in range(n + 1):
+        f.write("    T%d: [M, K]\n    W%d: [K, K]\n" % (i, i))
+    f.write("  expressions:\n")
+    for i in range(1, n + 1):
+        f.write("    - T%d[m,n] = T%d[m,k] * W%d[k,n]\n" % (i, i - 1, i))
+with open("ranks.yaml", "w") as f:
+    f.write("shape: {" + ", ".join("R%d: 2" % i for i in range(40000)) + "}\n")
+    f.write("einsum:\n  declaration:\n")
+    for i in range(40000):
+        f.write("    T%d: [R%d]\n" % (i, i))
+    f.write("    Z: [R0]\n  expressions:\n    - Z[r0] = T0[r0]\n")
+EOF
+start=$(date +%s)
+"$M" search chain.yaml --budget 4s --json >s.json 2>err ||
+  fail "search --budget 4s: $(cat err)"
+took=$(($(date +%s) - start))
+[ "$took" -le 20 ] || fail "search --budget 4s took $took s"
+python3 -c 'import json,sys; s=json.load(open("s.json"))["space"]
+sys.exit(0 if s["stopped_at_time_limit"] is True else 1)' ||
+  fail "search --budget 4s: not stopped_at_time_limit"
+grep -q "^mambalaya search: .* in [0-9]* s" err ||
+  fail "no progress line on a long search: $(cat err)"
+"$M" search chain.yaml --budget 2s 2>/dev/null |
+  grep -q "stopped at the time limit" || fail "the text says no time limit"
+refused "--budget expects a count of groups (1 to 1e9) or seconds (30s), got '0s'" \
+  "$M" search mamba1 --budget 0s
+refused "got '1.5'" "$M" search mamba1 --budget 1.5
+"$M" search mamba1 --budget 10 --json | python3 -c '
+import json, sys
+s = json.load(sys.stdin)["space"]
+sys.exit(0 if s["stopped_at_budget"] and not s["stopped_at_time_limit"] else 1)' ||
+  fail "--budget 10 is a count of groups"
+
+# 40 000 ranks in 1.2 MB, on one line of flow mapping: linear (was 41 s).
+start=$(date +%s)
+"$M" classify ranks.yaml >/dev/null || fail "classify 40 000 ranks"
+took=$(($(date +%s) - start))
+[ "$took" -le 5 ] || fail "40 000 ranks took $took s to load"
+
+# Two plans of one label: refused, never the first in silence.
+"$M" fuse mamba1 --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+d["plans"].append(d["plans"][-1])
+json.dump(d, open("two.json", "w"))'
+refused "two.json: error: holds two plans labelled 'full' (plans 5 and 6): keep one" \
+  "$M" eval mamba1 --plan two.json --strategy full
+
+# export timeloop: a recurrence (S reads S[i-1]) and a constant index
+# (S[b, I-1, d]) export problems that load back.
+"$M" export timeloop "$ROOT/tests/specs/good/read_patterns.yaml" --out tl \
+  >/dev/null 2>&1 || fail "export read_patterns"
+for p in tl/*.problem.yaml; do
+  "$M" classify "$p" >/dev/null 2>err || fail "$p does not load: $(cat err)"
+done
+grep -q "S is read as well as written: its one data space is the read-write" \
+  tl/01_S.problem.yaml || fail "the recurrence's note"
+[ "$(grep -c "name: S$" tl/01_S.problem.yaml)" -eq 2 ] ||
+  fail "S is one data space (and the problem's name)"
+
+# A Timeloop problem of one input that sums (exported from QN2[r,i,h] =
+# QS[b,i,h,e] * QS[b,i,h,e], found by fuzz_export) loads: the sum is said.
+cat >one.yaml <<'EOF'
+problem:
+  shape:
+    name: QN2
+    dimensions: [R, B, I]
+    data-spaces:
+      - name: QS
+        projection: [[[B]], [[I]]]
+      - name: QN2
+        projection: [[[R]], [[I]]]
+        read-write: True
+  instance: {R: 2, B: 2, I: 4}
+EOF
+"$M" import timeloop one.yaml 2>/dev/null |
+  grep -q '"QN2\[r, i\] = QS\[b, i\] :: sum(b)"' ||
+  fail "a one-input Timeloop problem: $("$M" import timeloop one.yaml 2>&1 | tail -3)"
+
+finish bounded

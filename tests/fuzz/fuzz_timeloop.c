@@ -1,0 +1,9 @@
+/* fuzz_timeloop.c — libFuzzer harness for Timeloop problems
+ * (docs/compat.md): translated, then loaded (fuzz_peer.h). */
+#include "fuzz_peer.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  return fuzz_peer(SPEC_TIMELOOP, data, size);
+}
