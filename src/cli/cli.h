@@ -221,8 +221,11 @@ extern const OptTable net_options;
            "docs/models.md)"}
 /* NetArgs' values before parsing: every figure its default. */
 void net_args_init(NetArgs *n);
-/* Was one of net_options given? */
-bool net_args_given(const Parsed *p);
+/* With CONFIG (--config): refuse SPEC (when given) and the options of
+ * PER_CASCADE (NULL-terminated), which price one cascade; without it,
+ * refuse net_options. 0, or EXIT_INPUT after the message. */
+int net_check_options(const Parsed *p, const char *config, const char *spec,
+                      const char *const *per_cascade);
 /* Load N->config into NET (its diagnostic printed): 0 or EXIT_INPUT. */
 int load_net(const NetArgs *n, Net *net);
 /* Price the model of N->config on ARCH_NAME end to end as DESIGN (-1:

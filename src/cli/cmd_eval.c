@@ -232,22 +232,6 @@ static void print_eval(const EvalArgs *o, const Cascade *c, const Shape *s,
   buf_free(&rows);
 }
 
-/* eval --config: the whole model end to end; what prices one cascade
- * (a spec, --plan, --phase, --csv, --set, --model) is refused. */
-static int eval_net(const Parsed *p, const EvalArgs *o) {
-  static const char *const per_cascade[] = {"--plan", "--phase", "--csv",
-                                            "--set", "--model", "--objective"};
-  if (o->spec.spec)
-    return usage_error(p->cmd, "--config gives the workload: drop SPEC "
-                               "('%s')", o->spec.spec);
-  for (size_t i = 0; i < sizeof per_cascade / sizeof per_cascade[0]; i++)
-    if (opt_given(p, per_cascade[i]))
-      return usage_error(p->cmd, "--config prices a whole model: %s is for "
-                                 "one cascade (drop it)", per_cascade[i]);
-  return net_eval("eval", &o->net, o->arch, o->design, &o->mf,
-                  o->spec.json);
-}
-
 static int eval(const Parsed *p, void *opts) {
   EvalArgs *o = opts;
   const char *inputs[] = {input_path("specs", o->spec.spec),
@@ -255,12 +239,16 @@ static int eval(const Parsed *p, void *opts) {
   int err;
   if (o->trace && (err = check_output(p->cmd, o->trace, inputs, 3)))
     return err;
+  /* --config: the whole model end to end; what prices one cascade is
+   * refused. */
+  static const char *const per_cascade[] = {"--plan", "--phase", "--csv",
+                                            "--set", "--model", "--objective",
+                                            NULL};
+  if ((err = net_check_options(p, o->net.config, o->spec.spec, per_cascade)))
+    return err;
   if (o->net.config)
-    return eval_net(p, o);
-  if (net_args_given(p))
-    return usage_error(p->cmd, "--batch, --prompt, --generate, --context, "
-                               "--routing, --capacity-factor and --samples "
-                               "price a whole model: add --config");
+    return net_eval("eval", &o->net, o->arch, o->design, &o->mf,
+                    o->spec.json);
   if (o->spec.phase == PHASE_DECODE && o->mf.state_io < 0)
     o->mf.state_io = 1; /* a decode step reads and writes its state */
   /* With --plan, --strategy S picks one of a file's plans. */

@@ -47,6 +47,18 @@ int load_net(const NetArgs *n, Net *net) {
   return 0;
 }
 
+/* NET from N's config and the architecture ARCH_NAME into *A: 0, or the
+ * exit status after the message. */
+static int open_net_arch(const NetArgs *n, const char *arch_name, Net *net,
+                         Arch **a) {
+  int status = load_net(n, net);
+  Diag d = {0};
+  *a = status ? NULL : open_arch(arch_name, &d);
+  if (!status && !*a)
+    status = input_failed(&d);
+  return status;
+}
+
 static NetOpts net_opts_of(const NetArgs *n, int design,
                            const ModelOverrides *mf) {
   NetOpts o = net_default_opts();
@@ -121,11 +133,9 @@ static void print_run(const char *cmd, const Net *net, const Arch *a,
 int net_eval(const char *cmd, const NetArgs *n, const char *arch_name,
              int design, const ModelOverrides *mf, bool json) {
   Net *net = xmalloc(sizeof *net);
-  int status = load_net(n, net);
+  Arch *a;
+  int status = open_net_arch(n, arch_name, net, &a);
   Diag d = {0};
-  Arch *a = status ? NULL : open_arch(arch_name, &d);
-  if (!status && !a)
-    status = input_failed(&d);
   NetRun *r = status ? NULL : xmalloc(sizeof *r);
   if (r) {
     NetOpts o = net_opts_of(n, design, mf);
@@ -154,11 +164,9 @@ static void design_row(Buf *b, const char *name, const NetRun *r) {
 int net_reproduce(const char *cmd, const NetArgs *n, const char *arch_name,
                   const ModelOverrides *mf, bool json) {
   Net *net = xmalloc(sizeof *net);
-  int status = load_net(n, net);
+  Arch *a;
+  int status = open_net_arch(n, arch_name, net, &a);
   Diag d = {0};
-  Arch *a = status ? NULL : open_arch(arch_name, &d);
-  if (!status && !a)
-    status = input_failed(&d);
   NetRun *r = xmalloc(sizeof *r);
   Buf b = {0};
   json_t *designs = json_object();
@@ -218,12 +226,32 @@ void net_args_init(NetArgs *n) {
   *n = (NetArgs){.generate = -1, .samples = -1};
 }
 
-bool net_args_given(const Parsed *p) {
+static bool net_args_given(const Parsed *p) {
   for (int i = 0; i < net_options.n; i++)
     if (opt_given(p, net_options.opts[i].name))
       return true;
   return false;
 }
+
+int net_check_options(const Parsed *p, const char *config, const char *spec,
+                      const char *const *per_cascade) {
+  if (!config)
+    return net_args_given(p)
+               ? usage_error(p->cmd, "--batch, --prompt, --generate, "
+                                     "--context, --routing, "
+                                     "--capacity-factor and --samples "
+                                     "price a whole model: add --config")
+               : 0;
+  if (spec)
+    return usage_error(p->cmd, "--config gives the workload: drop SPEC "
+                               "('%s')", spec);
+  for (int i = 0; per_cascade[i]; i++)
+    if (opt_given(p, per_cascade[i]))
+      return usage_error(p->cmd, "--config prices a whole model: %s is for "
+                                 "one cascade (drop it)", per_cascade[i]);
+  return 0;
+}
+
 
 static void models_init(void *opts) {
   ModelsArgs *o = opts;

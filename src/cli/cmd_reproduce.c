@@ -142,28 +142,19 @@ static void print_repro(const ReproArgs *o, const Cascade *c, Repro *r) {
   buf_free(&b);
 }
 
-/* reproduce --config: every design end to end on the whole model, and
- * the searched schedule's per-kind breakdown. */
-static int reproduce_net(const Parsed *p, const ReproArgs *o) {
-  static const char *const per_cascade[] = {"--spec", "--model", "--set",
-                                            "--layers", "--out", "--format"};
-  for (size_t i = 0; i < sizeof per_cascade / sizeof per_cascade[0]; i++)
-    if (opt_given(p, per_cascade[i]))
-      return usage_error(p->cmd, "--config reproduces a whole model's "
-                                 "designs end to end: %s is for one cascade's "
-                                 "figures (drop it)", per_cascade[i]);
-  return net_reproduce("reproduce", &o->net, o->arch, &o->mopts,
-                       o->spec.json);
-}
-
 static int reproduce(const Parsed *p, void *opts) {
   const ReproArgs *o = opts;
+  /* --config: every design end to end on the whole model, and the
+   * searched schedule's per-kind breakdown. */
+  static const char *const per_cascade[] = {"--spec", "--model", "--set",
+                                            "--layers", "--out", "--format",
+                                            NULL};
+  int bad = net_check_options(p, o->net.config, NULL, per_cascade);
+  if (bad)
+    return bad;
   if (o->net.config)
-    return reproduce_net(p, o);
-  if (net_args_given(p))
-    return usage_error(p->cmd, "--batch, --prompt, --generate, --context, "
-                               "--routing, --capacity-factor and --samples "
-                               "price a whole model: add --config");
+    return net_reproduce("reproduce", &o->net, o->arch, &o->mopts,
+                         o->spec.json);
   Diag d = {0};
   if (!output_dir_check(o->out, &d))
     return input_failed(&d);

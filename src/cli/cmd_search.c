@@ -139,32 +139,18 @@ static bool pareto_ok(const char *f) {
   return strcmp(f, "latency,energy") == 0 || strcmp(f, "energy,latency") == 0;
 }
 
-/* search --config: every distinct block of the model searched (its best
- * schedule for latency), the model priced end to end with them. */
-static int search_net(const Parsed *p, const SearchArgs *o) {
-  static const char *const per_cascade[] = {"--plan-out", "--pareto",
-                                            "--phase",    "--set",
-                                            "--model",    "--objective",
-                                            "--budget"};
-  if (o->spec.spec)
-    return usage_error(p->cmd, "--config gives the workload: drop SPEC "
-                               "('%s')", o->spec.spec);
-  for (size_t i = 0; i < sizeof per_cascade / sizeof per_cascade[0]; i++)
-    if (opt_given(p, per_cascade[i]))
-      return usage_error(p->cmd, "--config searches every block of a whole "
-                                 "model for latency: %s is for one cascade "
-                                 "(drop it)", per_cascade[i]);
-  return net_eval("search", &o->net, o->arch, -1, &o->mf, o->spec.json);
-}
-
 static int search(const Parsed *p, void *opts) {
   SearchArgs *o = opts;
+  /* --config: every distinct block of the model searched for latency,
+   * the model priced end to end with them. */
+  static const char *const per_cascade[] = {
+      "--plan-out", "--pareto", "--phase", "--set", "--model",
+      "--objective", "--budget", "--trace", NULL};
+  int bad = net_check_options(p, o->net.config, o->spec.spec, per_cascade);
+  if (bad)
+    return bad;
   if (o->net.config)
-    return search_net(p, o);
-  if (net_args_given(p))
-    return usage_error(p->cmd, "--batch, --prompt, --generate, --context, "
-                               "--routing, --capacity-factor and --samples "
-                               "price a whole model: add --config");
+    return net_eval("search", &o->net, o->arch, -1, &o->mf, o->spec.json);
   if (o->pareto && !pareto_ok(o->pareto))
     return usage_error(p->cmd, "--pareto takes latency,energy (got '%s')",
                        o->pareto);
