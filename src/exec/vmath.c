@@ -174,6 +174,7 @@ INLINE float f_POW(float a, float b) {
 INLINE float f_NEG(float a) { return -a; }
 INLINE float f_ABS(float a) { return fabsf(a); }
 INLINE float f_RECIP(float a) { return 1.0f / a; }
+INLINE float f_CEIL(float a) { return ceilf(a); }
 INLINE float f_EXP(float a) { return exp1(a); }
 INLINE float f_LOG(float a) { return log1(a); }
 INLINE float f_SQRT(float a) { return sqrtf(a); }

@@ -57,6 +57,7 @@ static double d_POW(double a, double b) { return pow(a, b); }
 static double d_NEG(double a) { return -a; }
 static double d_ABS(double a) { return fabs(a); }
 static double d_RECIP(double a) { return 1 / a; }
+static double d_CEIL(double a) { return ceil(a); }
 static double d_EXP(double a) { return exp(a); }
 static double d_LOG(double a) { return log(a); }
 static double d_SQRT(double a) { return sqrt(a); }

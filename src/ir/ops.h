@@ -51,6 +51,7 @@
   X(NEG,       "neg",       1, 0, C(ADD, 1))                                 \
   X(ABS,       "abs",       1, 0, C(ADD, 1))                                 \
   X(RECIP,     "recip",     1, 0, C(DIV, 1))                                 \
+  X(CEIL,      "ceil",      1, 0, C(ADD, 1))  /* the least integer >= a */   \
   X(EXP,       "exp",       1, 0, C(EXP, 1))                                 \
   X(LOG,       "log",       1, 0, C(LOG, 1))                                 \
   X(SQRT,      "sqrt",      1, 0, C(SQRT, 1))                                \

@@ -43,33 +43,6 @@ _Static_assert(sizeof routing_names / sizeof routing_names[0] == ROUTE_COUNT,
                "a name per routing");
 const char *routing_name(Routing r) { return routing_names[r]; }
 
-/* The S = B x tokens tokens of a pass send K x S assignments to E
- * experts. A prompt's many tokens reach every expert (E (1 - (1-K/E)^S)
- * is E to within a token once S >> E/K); a decode step's few reach some:
- * under uniform routing, each expert is missed by all S tokens with
- * probability (1 - K/E)^S; in the worst case every assignment is another
- * expert's, min(E, K S). */
-double moe_experts_touched(const Pass *ph, int experts, int top_k) {
-  double s = (double)ph->batch * (double)ph->tokens;
-  double e = experts, k = top_k;
-  if (ph->routing == ROUTE_WORST)
-    return fmin(e, k * s);
-  return e * (1 - pow(1 - k / e, s));
-}
-
-/* Each touched expert receives an equal share of the K x S assignments,
- * rounded up (a whole token), times the capacity factor in a prompt (a
- * decode step's experts compute the tokens they get). */
-long moe_expert_tokens(const Pass *ph, int experts, int top_k,
-                       long touched) {
-  (void)experts;
-  double s = (double)ph->batch * (double)ph->tokens;
-  double share = top_k * s / (double)touched;
-  if (!ph->decode)
-    share *= ph->capacity_factor;
-  return (long)fmax(1, ceil(share - 1e-9));
-}
-
 /* The block's sizes and the phase's, as settings for the shape. */
 static int phase_settings(const Cascade *c, const Block *bk, const Pass *ph,
                           Setting *out) {
@@ -83,6 +56,20 @@ static int phase_settings(const Cascade *c, const Block *bk, const Pass *ph,
     if (bk->window > 0 && t > bk->window - ph->tokens)
       t = bk->window - ph->tokens; /* the window's oldest token on */
     out[n++] = (Setting){"T", (double)(t < 1 ? 1 : t)};
+  }
+  /* A mixture's routing is its spec's (moe.yaml: the experts uniform
+   * routing touches, each receiving an equal share, times the capacity
+   * factor in a prompt); the worst case, or a count asked for, sets the
+   * experts touched over it. */
+  if (bk->experts > 0 && cascade_param(c, "capacity") >= 0)
+    out[n++] = (Setting){"capacity", ph->decode ? 1 : ph->capacity_factor};
+  if (bk->experts > 0 && cascade_rank(c, "N") >= 0) {
+    double worst = fmin(bk->experts, (double)bk->top_k * (double)ph->batch *
+                                         (double)ph->tokens);
+    if (ph->experts > 0)
+      out[n++] = (Setting){"X", (double)ph->experts};
+    else if (ph->routing == ROUTE_WORST)
+      out[n++] = (Setting){"X", worst};
   }
   return n;
 }
@@ -105,7 +92,7 @@ bool net_block_cascade(const Net *net, int b, const Pass *ph, Cascade **c,
    * defaults, and a mixture's routing sizes come with the phase. */
   /* A size the spec has a default for (its params: eps, window) is a
    * setting over it; the others are the model's sizes. */
-  Setting sizes[NET_MAX_SIZES + 2], set[NET_MAX_SIZES + 4];
+  Setting sizes[NET_MAX_SIZES], set[NET_MAX_SIZES + 6];
   int nsizes = 0, nset = 0;
   for (int i = 0; i < bk->nsizes; i++) {
     Setting st = {bk->names[i], bk->values[i]};
@@ -113,16 +100,6 @@ bool net_block_cascade(const Net *net, int b, const Pass *ph, Cascade **c,
       set[nset++] = st;
     else
       sizes[nsizes++] = st;
-  }
-  if (bk->experts > 0) {
-    double touched = ph->experts > 0
-                         ? (double)ph->experts
-                         : moe_experts_touched(ph, bk->experts, bk->top_k);
-    long x = (long)fmax(bk->top_k, fmin(bk->experts, round(touched)));
-    sizes[nsizes++] = (Setting){"experts_touched", (double)x};
-    sizes[nsizes++] = (Setting){
-        "expert_tokens",
-        (double)moe_expert_tokens(ph, bk->experts, bk->top_k, x)};
   }
   ModelSizes model = {net->name, nsizes, sizes};
   nset += phase_settings(*c, bk, ph, set + nset);

@@ -156,11 +156,6 @@ typedef struct Pass {
   bool run;     /* for the executor: block_kind_run_spec's cascade */
 } Pass;
 
-/* The experts a pass of PH touches in a block of E experts, K per token,
- * and the tokens each receives (*tokens, rounded up): docs/models.md. */
-double moe_experts_touched(const Pass *ph, int experts, int top_k);
-long moe_expert_tokens(const Pass *ph, int experts, int top_k,
-                       long touched);
 
 /* Block B of NET as a cascade bound for PH: *C and *S (free with
  * shape_free then cascade_free). False with D set when the spec does not

@@ -11,8 +11,7 @@
 static const char *const params[] = {
     "d_model", "n_layer", "d_inner", "d_state", "dt_rank", "n_heads",
     "head_dim", "d_conv", "expand", "vocab", "ngroups",
-    "n_kv_heads", "d_ff", "n_experts", "top_k", "experts_touched",
-    "expert_tokens", "d_ff_expert", "q_lora_rank", "kv_lora_rank",
+    "n_kv_heads", "d_ff", "n_experts", "top_k", "d_ff_expert", "q_lora_rank", "kv_lora_rank",
     "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "n_k_heads",
     "n_v_heads", "k_head_dim", "d_in", "d_out", "d_ff_shared", "ssm_heads", "ssm_head_dim"};
 

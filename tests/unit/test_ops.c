@@ -39,6 +39,7 @@ static double libm_op(Op op, double a, double b, double c) {
   case OP_NEG: return -a;
   case OP_ABS: return fabs(a);
   case OP_RECIP: return 1 / a;
+  case OP_CEIL: return ceil(a);
   case OP_EXP: return exp(a);
   case OP_LOG: return log(a);
   case OP_SQRT: return sqrt(a);
