@@ -14,6 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../embed/embed.h"
+#include "../net/net.h"
 #include "../spec/spec.h"
 
 enum { MAX_RANGE = 10000, MAX_POINTS = 100000000 };
@@ -261,6 +263,7 @@ static bool open_input(Loader *L, const char *dir, const YamlNode *name,
 /* ---- cascades ---- */
 
 static const char *const cascade_keys[] = {"spec", "models", "set", NULL};
+static const char *const config_keys[] = {"config", NULL};
 
 static bool load_models(Loader *L, const YamlNode *models, int ci) {
   Study *s = L->s;
@@ -341,16 +344,76 @@ static bool load_cascade(Loader *L, const YamlNode *m, int ci) {
   return load_models(L, ydoc_get(m, "models"), ci);
 }
 
+/* A whole model ({config: PATH}, docs/models.md): one cascade per
+ * distinct block of the model, its shipped spec with the block's sizes as
+ * the cascade's own settings, named "MODEL: BLOCK"; the points price each
+ * block per layer (a routed block's experts follow the batch and the
+ * tokens: its spec's routing). */
+static bool load_config(Loader *L, const YamlNode *m) {
+  Study *s = L->s;
+  if (!check_keys(L, m, config_keys, "a whole model ({config})"))
+    return false;
+  const YamlNode *cfg = ydoc_get(m, "config");
+  if (!want(L, cfg, YN_SCALAR, "config (a config.json or its folder)"))
+    return false;
+  Source where;
+  if (!open_input(L, "configs", cfg, &where))
+    return false;
+  Net *net = xmalloc(sizeof *net);
+  Diag d = {0};
+  bool ok = net_config_parse(where.path, where.text, where.len, net, &d);
+  if (!ok)
+    fail(L, cfg->loc, "%s", d.msg);
+  inputset_add(&s->read, where.path);
+  source_free(&where);
+  for (int b = 0; ok && b < net->nblocks; b++) {
+    const Block *bk = &net->blocks[b];
+    const EmbeddedFile *f = embedded_file(block_kind_spec(bk->kind, false));
+    s->cascades = xrealloc(s->cascades,
+                           (size_t)(s->ncascades + 1) * sizeof *s->cascades);
+    int ci = s->ncascades++;
+    StudyCascade *sc = &s->cascades[ci];
+    *sc = (StudyCascade){.loc = m->loc};
+    Buf name = {0};
+    buf_printf(&name, "%s: %s", net->name, bk->label);
+    sc->spec = arena_strdup(&s->arena, name.s);
+    buf_free(&name);
+    sc->src = (Source){.path = f->name, .shipped = true,
+                       .text = xmalloc(f->len + 1), .len = f->len};
+    memcpy(sc->src.text, f->data, f->len);
+    sc->src.text[f->len] = 0;
+    sha256_hex(sc->src.text, sc->src.len, sc->src.sha256);
+    ok = (sc->c = spec_parse(f->name, sc->src.text, sc->src.len, L->d));
+    sc->set = arena_alloc(&s->arena, (size_t)(bk->nsizes + 1) *
+                                         sizeof *sc->set);
+    for (int k = 0; ok && k < bk->nsizes; k++)
+      sc->set[sc->nset++] =
+          (Setting){arena_strdup(&s->arena, bk->names[k]), bk->values[k]};
+    s->cms = xrealloc(s->cms, (size_t)(s->ncms + 1) * sizeof *s->cms);
+    s->cms[s->ncms++] = (CascadeModel){ci, NULL};
+  }
+  free(net);
+  return ok;
+}
+
 static bool load_cascades(Loader *L, const YamlNode *seq) {
   Study *s = L->s;
   if (!want(L, seq, YN_SEQ, "cascades (a list)"))
     return false;
   if (seq->n == 0)
     return fail(L, seq->loc, "cascades is empty");
-  s->cascades = xcalloc((size_t)seq->n, sizeof *s->cascades);
   for (int i = 0; i < seq->n; i++) {
-    s->ncascades = i + 1;
-    if (!load_cascade(L, seq->items[i], i))
+    const YamlNode *m = seq->items[i];
+    if (m->kind == YN_MAP && ydoc_get(m, "config")) {
+      if (!load_config(L, m))
+        return false;
+      continue;
+    }
+    s->cascades = xrealloc(s->cascades,
+                           (size_t)(s->ncascades + 1) * sizeof *s->cascades);
+    memset(&s->cascades[s->ncascades], 0, sizeof *s->cascades);
+    s->ncascades++;
+    if (!load_cascade(L, m, s->ncascades - 1))
       return false;
   }
   return true;

@@ -164,6 +164,45 @@ for name, r in d.items():
             assert d["best"][phase][key] <= r[phase][key] * eps, (name, phase)
 PYEOF
 
+# A study may list a whole model among its cascades: one cascade per
+# distinct block, priced per layer at every point; a routed block's
+# experts follow the point's batch and tokens (its spec's routing), and
+# its figures equal what eval --config prices for it.
+cat >study.yaml <<YAML
+study:
+  name: jamba-blocks
+  cascades:
+    - {config: $CFG/Jamba-v0.1.json}
+  settings:
+    B: [1, 64]
+    tokens: [512, 2048]
+  architectures: [h100]
+  designs: [unfused]
+  phases: [prefill, decode]
+YAML
+"$M" sweep study.yaml --out st >/dev/null 2>err || fail "sweep of a whole model: $(cat err)"
+"$M" eval --config "$CFG/Jamba-v0.1.json" --arch h100 --design unfused \
+  --prompt 2048 --generate 1 --json >jb.json || fail "eval --config for the study"
+$PY - <<'PYEOF' || fail "a study over a whole model"
+import csv, json
+rows = list(csv.DictReader(open("st/points.csv")))
+specs = sorted({r["spec"] for r in rows})
+assert specs == ["jamba: attention", "jamba: embedding", "jamba: head", "jamba: mamba1",
+                 "jamba: mlp", "jamba: moe"], specs
+assert len(rows) == 6 * 2 * 2 * 2, len(rows)
+def row(spec, b, tokens, workload):
+    return [r for r in rows if r["spec"] == spec and r["B"] == b and
+            r["tokens"] == tokens and r["workload"] == workload][0]
+moe = float(row("jamba: moe", "1", "2048", "prefill")["dram_bytes"])
+e = json.load(open("jb.json"))
+want = [b for b in e["blocks"] if b["label"] == "moe"][0]["prefill"]["dram_bytes"]
+assert abs(moe - want) <= 1e-9 * want, (moe, want)
+d1 = float(row("jamba: moe", "1", "512", "decode")["dram_bytes"])
+d64 = float(row("jamba: moe", "64", "512", "decode")["dram_bytes"])
+expert = 3 * 4096 * 14336 * 2
+assert 2 * expert <= d1 < 2.1 * expert and 16 * expert <= d64 < 16.2 * expert, (d1, d64)
+PYEOF
+
 # Text: the schedule compressed, the notes; the end-to-end report.
 "$M" models --config "$CFG/DeepSeek-V3.json" >ds.txt || fail "models text"
 grep -q '^  3-60 *mla + moe_shared$' ds.txt || fail "schedule: $(cat ds.txt)"
