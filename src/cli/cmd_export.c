@@ -92,6 +92,16 @@ static void data_space(const Cascade *c, const Shape *s, const Einsum *e,
   "reads no tensor: Timeloop's problems have two data spaces at least, so " \
   "this file states the Einsum but does not load"
 
+/* TEXT as YAML comments, every line of it: an Einsum written over several
+ * lines (a folded or quoted string) must not leave a line uncommented. */
+static void comment_lines(Buf *b, const char *text) {
+  for (const char *l = text; *l;) {
+    size_t n = strcspn(l, "\r\n"); /* YAML breaks lines at either */
+    buf_printf(b, "# %.*s\n", (int)n, l);
+    l += n + (l[n] != 0);
+  }
+}
+
 static void problem(const Cascade *c, const Shape *s, const Einsum *e,
                     Buf *b) {
   Buf spaces = {0}, coefs = {0}, notes = {0};
@@ -112,8 +122,9 @@ static void problem(const Cascade *c, const Shape *s, const Einsum *e,
   if (!spaces.len) /* Timeloop needs two data spaces at least */
     buf_printf(&notes, "# %s\n", EXPORT_NO_INPUT);
   data_space(c, s, e, &e->out, true, &spaces, &coefs, &notes);
-  buf_printf(b, "# %s\n# (Timeloop computes a multiply-accumulate of the "
-                "data spaces)\n%s", e->text, notes.s ? notes.s : "");
+  comment_lines(b, e->text);
+  buf_printf(b, "# (Timeloop computes a multiply-accumulate of the data "
+                "spaces)\n%s", notes.s ? notes.s : "");
   buf_printf(b, "problem:\n  shape:\n    name: %s\n    dimensions: [",
              c->tensors[e->out.tensor].name);
   for (int v = 0; v < e->nvars; v++) {
@@ -188,9 +199,11 @@ static void level(const Einsum *e, const Shape *s, const EinsumEval *ev,
 
 static void mapping(const Einsum *e, const Shape *s, const EinsumEval *ev,
                     Buf *b) {
-  buf_printf(b, "# the model's loop nest for %s: %s (DRAM above the Buffer "
-                "that holds the tiles; rename the targets after your "
-                "architecture's levels)\nmapping:\n", e->text, ev->mapping);
+  buf_printf(b, "# the model's loop nest for:\n");
+  comment_lines(b, e->text);
+  buf_printf(b, "# %s (DRAM above the Buffer that holds the tiles; rename the "
+                "targets after your architecture's levels)\nmapping:\n",
+             ev->mapping);
   level(e, s, ev, true, b);
   level(e, s, ev, false, b);
 }

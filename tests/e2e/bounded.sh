@@ -72,6 +72,24 @@ grep -q "S is read as well as written: its one data space is the read-write" \
 [ "$(grep -c "name: S$" tl/01_S.problem.yaml)" -eq 2 ] ||
   fail "S is one data space (and the problem's name)"
 
+# An Einsum written over several lines (found by fuzz_export in CI) is
+# commented line by line in its problem and its mapping: both load back.
+cat >multi.yaml <<'EOF'
+shape: {B: 2, I: 4, D: 3}
+einsum:
+  declaration: {X: [B, I, D], S: [B, I]}
+  expressions:
+    - "S[b,i]
+
+       = X[b,i,d] :: sum(d)"
+EOF
+"$M" export timeloop multi.yaml --out ml >/dev/null 2>err ||
+  fail "export of a multi-line Einsum: $(cat err)"
+"$M" classify ml/01_S.problem.yaml >/dev/null 2>err ||
+  fail "a multi-line Einsum's problem does not load: $(cat err)"
+python3 -c 'import sys, yaml; yaml.safe_load(open(sys.argv[1]))' \
+  ml/01_S.mapping.yaml 2>err || fail "its mapping is not YAML: $(cat err)"
+
 # A Timeloop problem of one input that sums (exported from QN2[r,i,h] =
 # QS[b,i,h,e] * QS[b,i,h,e], found by fuzz_export) loads: the sum is said.
 cat >one.yaml <<'EOF'
