@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 enum { EXPORT_TIMELOOP, EXPORT_FORMATS };
 static const char *format_at(int i) {
@@ -41,6 +42,13 @@ static const OptTable export_table = OPT_TABLE(export_opts);
 static void dim_name(const Einsum *e, int v, Buf *b) {
   for (const char *p = e->vars[v].name; *p; p++)
     buf_printf(b, "%c", toupper((unsigned char)*p));
+  /* Two variables that differ in case only (h and H) are two dimensions:
+   * the later one gets its index, so that no name is given twice. */
+  for (int w = 0; w < v; w++)
+    if (strcasecmp(e->vars[w].name, e->vars[v].name) == 0) {
+      buf_printf(b, "%d", v);
+      break;
+    }
 }
 
 /* One coordinate: [[V], [W, kN]] with a named coefficient kN = N. */

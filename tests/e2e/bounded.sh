@@ -90,6 +90,20 @@ EOF
 python3 -c 'import sys, yaml; yaml.safe_load(open(sys.argv[1]))' \
   ml/01_S.mapping.yaml 2>err || fail "its mapping is not YAML: $(cat err)"
 
+# Two variables that differ in case only (h, H: found by fuzz_export in
+# CI) are two dimensions with two names.
+cat >case.yaml <<'EOF'
+shape: {B: 2, H: 3, L: 4}
+einsum:
+  declaration: {A: [B, H, L], Z: [B, H, H]}
+  expressions:
+    - Z[b,H,h] = A[b,h,L-1]
+EOF
+"$M" export timeloop case.yaml --out cs >/dev/null 2>err ||
+  fail "export with h and H: $(cat err)"
+"$M" classify cs/01_Z.problem.yaml >/dev/null 2>err ||
+  fail "h and H's problem does not load: $(cat err)"
+
 # A Timeloop problem of one input that sums (exported from QN2[r,i,h] =
 # QS[b,i,h,e] * QS[b,i,h,e], found by fuzz_export) loads: the sum is said.
 cat >one.yaml <<'EOF'
