@@ -113,11 +113,14 @@ static void comment_lines(Buf *b, const char *text) {
 static void problem(const Cascade *c, const Shape *s, const Einsum *e,
                     Buf *b) {
   Buf spaces = {0}, coefs = {0}, notes = {0};
+  VarSet used = access_vars(&e->out); /* the dimensions a data space has */
   for (int r = 0; r < e->nreads; r++) {
     const Access *a = e->reads[r];
     bool seen = a->n == 0;
     for (int q = 0; q < r; q++)
       seen = seen || e->reads[q]->tensor == a->tensor;
+    if (!seen && a->tensor != e->out.tensor)
+      used |= access_vars(a);
     if (a->tensor == e->out.tensor) /* a recurrence reads its output */
       buf_printf(&notes, "# %s is read as well as written: its one data "
                  "space is the read-write one\n", c->tensors[a->tensor].name);
@@ -130,20 +133,29 @@ static void problem(const Cascade *c, const Shape *s, const Einsum *e,
   if (!spaces.len) /* Timeloop needs two data spaces at least */
     buf_printf(&notes, "# %s\n", EXPORT_NO_INPUT);
   data_space(c, s, e, &e->out, true, &spaces, &coefs, &notes);
+  for (int v = 0; v < e->nvars; v++)
+    if (!VARSET_HAS(used, v)) /* only a dropped read had it */
+      buf_printf(&notes, "# %s indexes no data space kept: not a dimension "
+                 "(Timeloop iterates it once)\n", e->vars[v].name);
   comment_lines(b, e->text);
   buf_printf(b, "# (Timeloop computes a multiply-accumulate of the data "
                 "spaces)\n%s", notes.s ? notes.s : "");
   buf_printf(b, "problem:\n  shape:\n    name: %s\n    dimensions: [",
              c->tensors[e->out.tensor].name);
-  for (int v = 0; v < e->nvars; v++) {
-    buf_printf(b, "%s", v ? ", " : "");
-    dim_name(e, v, b);
-  }
+  const char *sep = "";
+  for (int v = 0; v < e->nvars; v++)
+    if (VARSET_HAS(used, v)) {
+      buf_printf(b, "%s", sep);
+      dim_name(e, v, b);
+      sep = ", ";
+    }
   buf_printf(b, "]\n");
   if (coefs.len)
     buf_printf(b, "    coefficients:\n%s", coefs.s);
   buf_printf(b, "    data-spaces:\n%s  instance:\n", spaces.s);
   for (int v = 0; v < e->nvars; v++) {
+    if (!VARSET_HAS(used, v))
+      continue;
     buf_printf(b, "    ");
     dim_name(e, v, b);
     buf_printf(b, ": %lld\n", (long long)s->size[e->vars[v].rank]);

@@ -104,6 +104,22 @@ EOF
 "$M" classify cs/01_Z.problem.yaml >/dev/null 2>err ||
   fail "h and H's problem does not load: $(cat err)"
 
+# A variable only a dropped second read has (found by fuzz_export in CI)
+# is no dimension: the problem loads back, and says so.
+cat >twice.yaml <<'EOF'
+shape: {B: 2, I: 4, D: 3, H: 4}
+einsum:
+  declaration: {X: [B, I, D], DX: [B, I, D]}
+  expressions:
+    - DX[b,i,d] = X[b,i,d] - X[b,h,d]
+EOF
+"$M" export timeloop twice.yaml --out tw >/dev/null 2>err ||
+  fail "export of a read twice: $(cat err)"
+"$M" classify tw/01_DX.problem.yaml >/dev/null 2>err ||
+  fail "a read twice's problem does not load: $(cat err)"
+grep -q "h indexes no data space kept" tw/01_DX.problem.yaml ||
+  fail "no note for the dropped dimension"
+
 # A Timeloop problem of one input that sums (exported from QN2[r,i,h] =
 # QS[b,i,h,e] * QS[b,i,h,e], found by fuzz_export) loads: the sum is said.
 cat >one.yaml <<'EOF'
