@@ -109,9 +109,10 @@ EOF
 cat >twice.yaml <<'EOF'
 shape: {B: 2, I: 4, D: 3, H: 4}
 einsum:
-  declaration: {X: [B, I, D], DX: [B, I, D]}
+  declaration: {X: [B, I, D], DX: [B, I, D], W: [H], V: [H]}
   expressions:
     - DX[b,i,d] = X[b,i,d] - X[b,h,d]
+    - V[h] = W[h]
 EOF
 "$M" export timeloop twice.yaml --out tw >/dev/null 2>err ||
   fail "export of a read twice: $(cat err)"
