@@ -516,6 +516,9 @@ static bool mamba2_block(Cfg *c, const Mamba2Names *nm, long d_model,
       !opt_int(c, nm->head_dim, 64, &hd) || !opt_int(c, nm->groups, 1, &g) ||
       !opt_int(c, nm->state, 128, &n) || !opt_int(c, nm->conv, 4, &k))
     return false;
+  if (x < 1 || hd < 1 || n < 1 || k < 1)
+    return FAIL("\"%s\", \"%s\", \"%s\" and \"%s\" must be positive",
+                nm->expand, nm->head_dim, nm->state, nm->conv);
   if (inner <= 0)
     inner = x * d_model;
   if (!opt_int(c, nm->heads, inner / hd, &heads))
