@@ -317,6 +317,12 @@ static bool add_moe(Cfg *c, int layer, const Common *k, long experts,
   return add_block(c, &m, layer, false) >= 0;
 }
 
+/* A dense layer's gated MLP of width FF. */
+static bool add_mlp(Cfg *c, int layer, const Common *k, long ff) {
+  Block m = mlp_block(BK_MLP, k->d_model, k->eps, ff, NULL);
+  return add_block(c, &m, layer, false) >= 0;
+}
+
 /* ---- schedules ---- */
 
 /* Entry I of the per-layer list KEY (strings), or NULL. */
@@ -393,8 +399,7 @@ static bool transformer_layers(Cfg *c, const Common *k, bool moe,
       if (!add_moe(c, i, k, experts, top_k, moe_ff, shared_ff))
         return false;
     } else {
-      Block m = mlp_block(BK_MLP, k->d_model, k->eps, ff, NULL);
-      if (add_block(c, &m, i, false) < 0)
+      if (!add_mlp(c, i, k, ff))
         return false;
     }
   }
@@ -467,8 +472,7 @@ static bool type_deepseek_v3(Cfg *c) {
       if (!add_moe(c, i, &k, e, top, mff, shared * mff))
         return false;
     } else {
-      Block m = mlp_block(BK_MLP, k.d_model, k.eps, ff, NULL);
-      if (add_block(c, &m, i, false) < 0)
+      if (!add_mlp(c, i, &k, ff))
         return false;
     }
   }
@@ -595,8 +599,7 @@ static bool type_jamba(Cfg *c) {
       if (!add_moe(c, i, &k, e, top, ff, 0))
         return false;
     } else {
-      Block m = mlp_block(BK_MLP, k.d_model, k.eps, ff, NULL);
-      if (add_block(c, &m, i, false) < 0)
+      if (!add_mlp(c, i, &k, ff))
         return false;
     }
   }
@@ -745,8 +748,7 @@ static bool type_qwen3_next(Cfg *c) {
     } else {
       if (ff <= 0)
         return FAIL("missing \"intermediate_size\": layer %d is dense", i);
-      Block m = mlp_block(BK_MLP, k.d_model, k.eps, ff, NULL);
-      if (add_block(c, &m, i, false) < 0)
+      if (!add_mlp(c, i, &k, ff))
         return false;
     }
   }
