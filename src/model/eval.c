@@ -203,6 +203,7 @@ static bool price_group_traffic(Ctx *x, int g) {
   for (int i = 0; i < ge->n; i++) {
     e[i].fits = true; /* the algorithmic minimum maps nothing */
     snprintf(e[i].mapping, sizeof e[i].mapping, "-");
+    level_set_mapping(x, &e[i], NULL, NULL);
   }
   return true;
 }

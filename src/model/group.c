@@ -762,6 +762,7 @@ static void charge_member(Grp *G, int i, const Mapping *m,
   r->fits = m->fits;
   mapping_text(x->c->einsums[G->gr->einsums[i]], m, r->mapping,
                sizeof r->mapping);
+  level_set_mapping(x, r, m, p);
 }
 
 /* Is the recurrence's state all the group still reserves room for, every

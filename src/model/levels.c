@@ -81,32 +81,105 @@ static double split(MapProblem *p, VarSet out, double n) {
   return used;
 }
 
-/* The boundary above inner level L: its instances' tiling, scaled to all
- * of them, into DOWN/UP (elements per problem tensor); U gets the
- * footprint, fit and instances. */
-static void inner_boundary(Ctx *x, const EinsumEval *r, int l, MapProblem *p,
-                           double *down, double *up, LevelUse *u) {
+/* Append LOOP to P's loops above (its trips at least 2: others are no
+ * loop). */
+static void push_above(MapProblem *p, NestLoop loop) {
+  if (loop.trips > 1 && p->nabove < NEST_MAX_LOOPS)
+    p->above[p->nabove++] = loop;
+}
+
+/* Record M's loops into U: its temporal loops over the tiles of all the
+ * instances at once (a split variable's tile times its split), then the
+ * split over the instances (SPLIT[v]: 1 where none). */
+static void record_loops(const MapProblem *p, const Mapping *m,
+                         const double *split, LevelUse *u) {
+  u->nloops = 0;
+  for (int j = 0; j < m->norder && u->nloops < NEST_MAX_LOOPS; j++) {
+    int v = m->order[j];
+    double tile = m->tile[v];
+    u->loop[u->nloops++] = (NestLoop){
+        .var = v, .tile = tile * split[v],
+        .trips = ceil(p->size[v] / tile - 1e-12)};
+  }
+  for (int v = 0; v < p->nvars && u->nloops < NEST_MAX_LOOPS; v++)
+    if (split[v] > 1)
+      u->loop[u->nloops++] = (NestLoop){.var = v, .tile = p->size[v],
+                                        .trips = split[v], .spatial = true};
+}
+
+/* The boundary above inner level L, whose parent splits each of its tiles
+ * over FANOUT instances of L: one instance's tiling within the tile of
+ * the level above, scaled to the *USED instances in use (updated), into
+ * DOWN/UP (elements per problem tensor); U gets the footprint, fit,
+ * instances and loops. P becomes the nest one instance of L sees: its
+ * loops added above, its tile the size (the next level tiles within
+ * it). */
+static void inner_boundary(Ctx *x, const EinsumEval *r, int l, double fanout,
+                           MapProblem *p, double *used, double *down,
+                           double *up, LevelUse *u) {
   const MemLevel *lv = &x->a->levels[l];
-  /* P is split in place and restored (a copy of a MapProblem costs more
-   * than the search's memo lookup). */
-  double size[MAP_MAX_VARS], elems[MAP_MAX_TENSORS];
-  memcpy(size, p->size, sizeof size);
-  for (int t = 0; t < p->ntensors; t++)
-    elems[t] = p->t[t].elems;
-  double used = split(p, x->c->einsums[r->einsum]->out_vars, lv->instances);
+  double before[MAP_MAX_VARS], split_of[MAP_MAX_VARS];
+  memcpy(before, p->size, sizeof before);
+  *used *= split(p, x->c->einsums[r->einsum]->out_vars, fanout);
+  for (int v = 0; v < p->nvars; v++)
+    split_of[v] = ceil(before[v] / p->size[v] - 1e-12);
   p->capacity = lv->capacity / x->word;
   Mapping m;
   map_search_memo(x->memo, p, &m);
   for (int t = 0; t < p->ntensors; t++) {
-    down[t] = m.read[t] * used;
-    up[t] = m.write[t] * used;
-    p->t[t].elems = elems[t];
+    down[t] = m.read[t] * *used;
+    up[t] = m.write[t] * *used;
   }
-  memcpy(p->size, size, sizeof size);
   u->footprint = m.footprint;
   u->fits = m.fits;
-  u->instances = used;
+  u->instances = *used;
   mapping_text(x->c->einsums[r->einsum], &m, u->mapping, sizeof u->mapping);
+  record_loops(p, &m, split_of, u);
+  for (int j = 0; j < m.norder; j++) {
+    int v = m.order[j];
+    push_above(p, (NestLoop){.var = v, .tile = m.tile[v],
+                             .trips = ceil(p->size[v] / m.tile[v] - 1e-12)});
+  }
+  for (int v = 0; v < p->nvars; v++)
+    p->size[v] = m.tile[v];
+}
+
+/* The fusion level's loops (U, from the group's mapping) above P: each
+ * variable's size becomes its last tile there. */
+static void fusion_loops_above(const LevelUse *u, MapProblem *p) {
+  p->nabove = 0;
+  for (int j = 0; j < u->nloops; j++) {
+    const NestLoop *lp = &u->loop[j];
+    if (lp->var >= p->nvars)
+      continue;
+    push_above(p, lp[0]);
+    p->size[lp->var] = lp->tile;
+  }
+}
+
+/* How many instances of inner level L each instance of the level above
+ * it feeds (the fusion level counts as one: the group's mapping is the
+ * whole buffer's). */
+static double fanout(const Arch *a, int l) {
+  double parent = l - 1 > a->fusion_level ? a->levels[l - 1].instances : 1;
+  double n = round(a->levels[l].instances / fmax(parent, 1));
+  return n < 1 ? 1 : n;
+}
+
+void level_set_mapping(const Ctx *x, const EinsumEval *r, const Mapping *m,
+                       const MapProblem *p) {
+  Eval *ev = x->ev;
+  if (!ev)
+    return;
+  LevelUse *u = &ev->use[(size_t)(r - ev->e) * (size_t)ev->nlevels +
+                         (size_t)x->a->fusion_level];
+  u->nloops = 0;
+  if (!m)
+    return;
+  double none[MAP_MAX_VARS];
+  for (int v = 0; v < MAP_MAX_VARS; v++)
+    none[v] = 1;
+  record_loops(p, m, none, u);
 }
 
 /* The PEs' accesses to the innermost level, per problem tensor. */
@@ -150,7 +223,19 @@ typedef struct Inner {
   int n, cap;
   InnerAdd *add;
   LevelUse *use; /* per level; those inside the fusion level set */
+  LevelUse above; /* the fusion level's loops they were nested in */
 } Inner;
+
+/* Are the fusion level's loops in A and B the same? */
+static bool same_loops(const LevelUse *a, const LevelUse *b) {
+  if (a->nloops != b->nloops)
+    return false;
+  for (int j = 0; j < a->nloops; j++)
+    if (a->loop[j].var != b->loop[j].var || a->loop[j].tile != b->loop[j].tile ||
+        a->loop[j].trips != b->loop[j].trips)
+      return false;
+  return true;
+}
 
 void inner_free(Inner **inner, int n) {
   for (int e = 0; inner && e < n; e++)
@@ -182,10 +267,11 @@ static void inner_levels(Ctx *x, EinsumEval *r, LevelUse *use, Inner *keep) {
   einsum_nest(x, r->einsum, &nest, tensor_of, read_at);
   for (int t = 0; t < nest.ntensors; t++)
     nest.t[t].dram = true; /* every tensor crosses an inner boundary */
-  double down[MAP_MAX_TENSORS], up[MAP_MAX_TENSORS];
+  fusion_loops_above(&use[a->fusion_level], &nest);
+  double down[MAP_MAX_TENSORS], up[MAP_MAX_TENSORS], used = 1;
   for (int l = a->fusion_level + 1; l <= a->nlevels; l++) {
     if (l < a->nlevels)
-      inner_boundary(x, r, l, &nest, down, up, &use[l]);
+      inner_boundary(x, r, l, fanout(a, l), &nest, &used, down, up, &use[l]);
     else
       compute_boundary(x, r, read_at, &nest, down, up);
     for (int t = 0; t < nest.ntensors; t++) {
@@ -198,9 +284,9 @@ static void inner_levels(Ctx *x, EinsumEval *r, LevelUse *use, Inner *keep) {
   free(read_at);
 }
 
-/* inner_levels, once per Einsum where the context keeps them: they do
- * not depend on its group (the fusion level's tiles bound them, not the
- * group's traffic). */
+/* inner_levels, kept per Einsum where the context keeps them: they
+ * depend on its group only through its loops at the fusion level (a
+ * group pricer meets the same ones again and again). */
 static void inner_levels_kept(Ctx *x, EinsumEval *r, LevelUse *use) {
   if (!x->inner) {
     inner_levels(x, r, use, NULL);
@@ -208,9 +294,13 @@ static void inner_levels_kept(Ctx *x, EinsumEval *r, LevelUse *use) {
   }
   int L = x->a->nlevels, f = x->a->fusion_level;
   Inner *k = x->inner[r->einsum];
-  if (!k) {
-    k = x->inner[r->einsum] = xcalloc(1, sizeof *k);
-    k->use = xcalloc((size_t)L + 1, sizeof *k->use);
+  if (!k || !same_loops(&k->above, &use[f])) {
+    if (!k) {
+      k = x->inner[r->einsum] = xcalloc(1, sizeof *k);
+      k->use = xcalloc((size_t)L + 1, sizeof *k->use);
+    }
+    k->n = 0;
+    k->above = use[f];
     inner_levels(x, r, use, k);
     memcpy(k->use, use, (size_t)L * sizeof *use);
     return;
@@ -251,8 +341,11 @@ void price_levels(Ctx *x, EinsumEval *r) {
   const Arch *a = x->a;
   int f = a->fusion_level;
   LevelUse *use = &ev->use[(size_t)(r - ev->e) * (size_t)ev->nlevels];
+  LevelUse mapped = use[f]; /* its loops: the group's (level_set_mapping) */
   for (int l = 0; l < a->nlevels; l++)
     use[l] = (LevelUse){.instances = 1, .fits = true};
+  use[f].nloops = mapped.nloops;
+  memcpy(use[f].loop, mapped.loop, sizeof mapped.loop);
   use[f].footprint = r->footprint;
   use[f].fits = r->fits;
   outer_levels(x, r);

@@ -1,5 +1,6 @@
 /* mapper.c — the mapping search: a tiling of one loop nest between DRAM
- * and the global buffer that moves the least data.
+ * and the global buffer that moves the least data, and of each level
+ * inside it within the tile of the level above.
  *
  * A mapping is an order of tile loops (outermost first) and a tile size
  * per variable; n_v = ceil(size_v / tile_v) tiles. A tensor A is fetched
@@ -11,6 +12,12 @@
  * For the output, the loops not indexing it are reductions: each refetch
  * writes partial sums out and reads them back. A window index (i+f-F+1)
  * keeps its halo on chip as tiles slide, so it moves |A| once.
+ *
+ * A level inside the fusion level tiles within the tiles of the levels
+ * above it (MapProblem.above): its loops come after theirs in one nest,
+ * each variable's tile within its last tile above, and the rule above
+ * runs over that whole nest -- an output whose reduction a level above
+ * steps crosses this boundary once per step (Timeloop's count).
  *
  * Pruning, exact: a variable that indexes every DRAM tensor never
  * multiplies anything (tile 1: least footprint); one that indexes no DRAM
@@ -131,7 +138,12 @@ typedef struct Prep {
   int ndram;
   int tensor[MAP_MAX_TENSORS];      /* the DRAM tensors, in problem order */
   double least; /* the least traffic of any mapping: each DRAM tensor
-                   moved once, summed as traffic_of sums */
+                   moved as often as the loops above make it, summed as
+                   traffic_of sums */
+  /* Per DRAM tensor, the refetches the loops above (MapProblem.above)
+   * make: over all of them when a loop of this level indexes it, else up
+   * to the last that does. */
+  double above_all[MAP_MAX_TENSORS], above_last[MAP_MAX_TENSORS];
   int first_dim[MAP_MAX_TENSORS + 1]; /* tensor i's coordinates: dims
                                          [first_dim[i], first_dim[i+1]) */
   int first_term[PREP_MAX_DIMS + 1];
@@ -145,6 +157,21 @@ typedef struct Prep {
   int member_desc[MAX_CLASSES][MAP_MAX_VARS];
 } Prep;
 
+/* Tensor T's refetches by the loops above: *ALL over every one of them,
+ * *LAST over those before the last that indexes T. */
+static void above_refetch(const MapProblem *p, const MapTensor *T,
+                          double *all, double *last) {
+  double m = 1;
+  *last = 1;
+  for (int j = 0; j < p->nabove; j++) {
+    if (VARSET_HAS(T->vars, p->above[j].var))
+      *last = m;
+    else
+      m *= p->above[j].trips;
+  }
+  *all = m;
+}
+
 static void prep_tensors(const MapProblem *p, Prep *q) {
   int nd = 0, nterm = 0;
   q->ndram = 0;
@@ -154,8 +181,9 @@ static void prep_tensors(const MapProblem *p, Prep *q) {
     if (!T->dram)
       continue;
     q->first_dim[q->ndram] = nd;
+    above_refetch(p, T, &q->above_all[q->ndram], &q->above_last[q->ndram]);
     q->tensor[q->ndram++] = t;
-    q->least += T->elems;
+    q->least += T->elems * q->above_last[q->ndram - 1];
     for (int k = 0; k < T->ndims; k++) {
       q->first_term[nd++] = nterm;
       for (int v = 0; v < p->nvars; v++)
@@ -204,7 +232,7 @@ static double traffic_of(const MapProblem *p, const Prep *q,
     for (int j = 0; j < norder; j++)
       if (VARSET_HAS(T->vars, order[j]))
         last = j;
-    double mult = 1;
+    double mult = last < 0 ? q->above_last[i] : q->above_all[i];
     for (int j = 0; j < last; j++)
       if (!VARSET_HAS(T->vars, order[j]))
         mult *= n[j];
@@ -281,22 +309,25 @@ static void class_tiles(const Search *s, double *tile, int *order,
 }
 
 /* Can a candidate holding F elements not beat the best so far, whatever
- * it moves? It would have to fit where the best does not, or hold less
- * for no more traffic -- and none moves less than the problem's least.
- * Then its traffic is not computed. */
+ * it moves? It would have to fit where the best does not, or (both not
+ * fitting) hold less, or (both fitting) hold more for no more traffic --
+ * and none moves less than the problem's least. Then its traffic is not
+ * computed. */
 static bool hopeless(const Search *s, double f) {
   const Mapping *b = &s->best;
   if (!s->have)
     return false;
-  bool smaller = f < b->footprint - 1e-9;
   if (f > s->p->capacity)
-    return b->fits || !smaller;
-  return b->fits && b->traffic * (1 - 1e-12) <= s->q->least && !smaller;
+    return b->fits || !(f < b->footprint - 1e-9);
+  return b->fits && b->traffic * (1 - 1e-12) <= s->q->least &&
+         !(f > b->footprint + 1e-9);
 }
 
 /* Price the current candidate (every class tile set) and keep it if it
  * is better: it fits where the best does not; or both fit and it moves
- * less (then holds less); or neither fits and it holds less. */
+ * less, then holds more (the levels inside tile within what it holds: a
+ * larger tile leaves them more reuse); or neither fits and it holds
+ * less. */
 static void try_current(Search *s) {
   const MapProblem *p = s->p;
   double tile[MAP_MAX_VARS];
@@ -314,7 +345,7 @@ static void try_current(Search *s) {
     if (traffic > b->traffic * (1 + 1e-12))
       return;
     if (!(traffic < b->traffic * (1 - 1e-12)) &&
-        !(fp < b->footprint - 1e-9))
+        !(fp > b->footprint + 1e-9))
       return;
   }
   Mapping *m = &s->best;
@@ -331,13 +362,33 @@ static void try_current(Search *s) {
   s->have = true;
 }
 
-/* Enumerate tiles for positions [k, nfree-1): the innermost keeps tile 1
- * (its tile multiplies nothing; 1 is the least footprint). */
+/* The innermost class's tile, which multiplies nothing: the largest
+ * that fits beside the others (what the levels inside get to tile), or 1
+ * when none does. */
+static void innermost_tile(Search *s) {
+  const Reduced *r = s->r;
+  int c = s->perm[r->nfree - 1];
+  double opt[48], tile[MAP_MAX_VARS];
+  int order[MAP_MAX_VARS], norder;
+  int n = tile_options(r->size[c], s->base, opt);
+  s->ctile[c] = 1;
+  if (r->nfree - 1 >= s->nperm)
+    return; /* not searched: kept innermost at tile 1 */
+  for (int i = n - 1; i > 0; i--) {
+    s->ctile[c] = opt[i];
+    class_tiles(s, tile, order, &norder);
+    if (footprint_of(s->q, tile) <= s->p->capacity)
+      return;
+  }
+  s->ctile[c] = 1;
+}
+
+/* Enumerate tiles for positions [k, nfree-1), then the innermost's. */
 static void enum_tiles(Search *s, int k) {
   const Reduced *r = s->r;
   if (k >= r->nfree - 1 || k >= s->nperm) {
     if (r->nfree > 0)
-      s->ctile[s->perm[r->nfree - 1]] = 1;
+      innermost_tile(s);
     try_current(s);
     return;
   }

@@ -5,7 +5,7 @@
  * a sweep's points that differ only in the array, the bandwidth or the
  * clock pose exactly the same loop nests to the same buffer. The memo
  * keys each problem by the bytes the search reads (its canonical form:
- * sizes, the DRAM and output flags, each coordinate's variables and
+ * sizes, the loops above, the DRAM and output flags, each coordinate's variables and
  * coefficients, the capacity, the group's tiles) and keeps the answer.
  * A hit returns the very Mapping the search returned, so an evaluation
  * with a memo gives the same figures as one without -- whichever thread
@@ -17,7 +17,8 @@
 #include <string.h>
 
 enum {
-  MEMO_KEY_WORDS = 2 + MAP_MAX_VARS + 2 + MAP_MAX_VARS +
+  MEMO_KEY_WORDS = 2 + MAP_MAX_VARS + 2 + MAP_MAX_VARS + 1 +
+                   2 * NEST_MAX_LOOPS +
                    MAP_MAX_TENSORS * (3 + IR_MAX_RANKS * (1 + MAP_MAX_VARS)),
   MEMO_MAX_ENTRIES = 1 << 14, /* then it starts over: at most ~16 MB */
 };
@@ -57,6 +58,11 @@ static int problem_key(const MapProblem *p, uint64_t *w) {
   for (int v = 0; v < p->nvars; v++)
     if (VARSET_HAS(p->outer, v))
       w[n++] = dbits(p->outer_tile[v]);
+  w[n++] = (uint64_t)p->nabove;
+  for (int j = 0; j < p->nabove; j++) {
+    w[n++] = (uint64_t)p->above[j].var;
+    w[n++] = dbits(p->above[j].trips);
+  }
   for (int t = 0; t < p->ntensors; t++) {
     const MapTensor *T = &p->t[t];
     w[n++] = T->vars;

@@ -240,6 +240,19 @@ typedef struct Spill {
   SpillReason why;
 } Spill;
 
+/* One loop of an Einsum's loop nest (docs/model.md §4): variable VAR
+ * (an index into the Einsum's variables) stepped TRIPS times over tiles
+ * of TILE points each -- in time, or side by side over instances of the
+ * level below (SPATIAL). The last tile of a loop whose tile does not
+ * divide its extent is the leftover (Timeloop's "N=32,24"). */
+typedef struct NestLoop {
+  int var;
+  double tile, trips;
+  bool spatial;
+} NestLoop;
+
+enum { NEST_MAX_LOOPS = 24 };
+
 /* One Einsum's use of one memory level, or a level's total over the
  * layer (docs/model.md §4). */
 typedef struct LevelUse {
@@ -256,6 +269,15 @@ typedef struct LevelUse {
                          least footprint) */
   char mapping[48];   /* a level inside the fusion level: its tiled loops
                          above it, as EinsumEval.mapping ("" elsewhere) */
+  /* The loops that bring this level its tiles, outermost first: at the
+   * fusion level the Einsum's mapping from off chip (the group's tile
+   * loops first), at a level inside it the loops within one tile of the
+   * level above (its spatial split last). Every level's loops together,
+   * outermost level first, are the Einsum's one loop nest: the nest
+   * every boundary's counts come from (and `export timeloop` writes).
+   * None at off-chip and staging levels. */
+  int nloops;
+  NestLoop loop[NEST_MAX_LOOPS];
 } LevelUse;
 
 /* Bytes of one tensor at one level for one Einsum. */
@@ -445,6 +467,14 @@ typedef struct MapProblem {
   double capacity; /* elements the buffer can give this loop nest */
   VarSet outer;    /* variables tiled by the fusion group, outermost */
   double outer_tile[MAP_MAX_VARS];
+  /* A level inside the fusion level: the temporal loops of the levels
+   * above it, outermost first (fixed; their trips count). SIZE is then
+   * each variable's last tile above, which this level's loops tile
+   * within, while each tensor's ELEMS stays its whole size: its count at
+   * this boundary is over the whole nest, these loops included
+   * (docs/model.md §4). */
+  int nabove;
+  NestLoop above[NEST_MAX_LOOPS];
 } MapProblem;
 
 typedef struct Mapping {

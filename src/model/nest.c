@@ -40,6 +40,7 @@ void einsum_nest(const Ctx *x, int ei, MapProblem *p, int *tensor_of,
   const Einsum *e = x->c->einsums[ei];
   p->ntensors = 0;
   p->outer = 0;
+  p->nabove = 0;
   p->nvars = e->nvars < MAP_MAX_VARS ? e->nvars : MAP_MAX_VARS;
   for (int v = 0; v < p->nvars; v++)
     p->size[v] = (double)s->size[e->vars[v].rank];

@@ -95,6 +95,11 @@ Plan *flat_plan(const Cascade *c, const Shape *s, Diag *d);
  * level; each level's time and energy; R's mem_cycles (the slowest
  * level) and the level that bounds it. */
 void price_levels(Ctx *x, EinsumEval *r);
+/* Einsum evaluation R's loops at the fusion level: mapping M of problem
+ * P (the group's), or none (M NULL: the algorithmic minimum maps
+ * nothing). price_levels nests every level inside within them. */
+void level_set_mapping(const Ctx *x, const EinsumEval *r, const Mapping *m,
+                       const MapProblem *p);
 /* Free N Einsums' kept inner levels (Ctx.inner) and the array. */
 void inner_free(struct Inner **inner, int n);
 /* Record B bytes of tensor T read from / written to level L by Einsum
