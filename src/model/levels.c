@@ -19,6 +19,7 @@
 #include "price.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,10 +71,13 @@ static double split(MapProblem *p, VarSet out, double n) {
         big = v;
     if (big < 0)
       break;
-    double f = fmin(n, p->size[big]);
-    p->size[big] = ceil(p->size[big] / f - 1e-12);
+    /* Slices of PER points: as many instances as that takes (256 over
+     * 168 instances is 128 slices of 2), the rest left for the next. */
+    double per = ceil(p->size[big] / fmin(n, p->size[big]) - 1e-12);
+    double f = ceil(p->size[big] / per - 1e-12);
+    p->size[big] = per;
     used *= f;
-    n = ceil(n / f - 1e-12);
+    n = floor(n / f + 1e-12);
   }
   for (int t = 0; t < p->ntensors; t++)
     if (before[t] > 0)
@@ -99,7 +103,8 @@ static void record_loops(const MapProblem *p, const Mapping *m,
     double tile = m->tile[v];
     u->loop[u->nloops++] = (NestLoop){
         .var = v, .tile = tile * split[v],
-        .trips = ceil(p->size[v] / tile - 1e-12)};
+        .trips = ceil(p->size[v] / tile - 1e-12),
+        .group = VARSET_HAS(p->outer, v)};
   }
   for (int v = 0; v < p->nvars && u->nloops < NEST_MAX_LOOPS; v++)
     if (split[v] > 1)
@@ -256,8 +261,23 @@ static void inner_add(const Ctx *x, const EinsumEval *r, Inner *keep, int l,
              ((InnerAdd){l, t, read, write}));
 }
 
+/* The bound's boundary above inner level L: what any nest moves across
+ * it at the least -- every tensor once (each read down, the output up),
+ * over every instance of L -- into DOWN/UP and U. */
+static void compulsory_boundary(const Ctx *x, int l, const MapProblem *p,
+                                double *down, double *up, LevelUse *u) {
+  for (int t = 0; t < p->ntensors; t++) {
+    down[t] = p->t[t].output ? 0 : p->t[t].elems;
+    up[t] = p->t[t].output ? p->t[t].elems : 0;
+  }
+  u->instances = x->a->levels[l].instances;
+  snprintf(u->mapping, sizeof u->mapping, "-");
+}
+
 /* Every boundary inside the fusion level, down to the PEs (recorded into
- * KEEP unless NULL). */
+ * KEEP unless NULL): the nest's, or for a bound what any nest moves at
+ * the least (a nest's instances in use and tiles depend on the levels
+ * above it, so one level's best alone bounds nothing). */
 static void inner_levels(Ctx *x, EinsumEval *r, LevelUse *use, Inner *keep) {
   const Arch *a = x->a;
   const Einsum *e = x->c->einsums[r->einsum];
@@ -270,7 +290,9 @@ static void inner_levels(Ctx *x, EinsumEval *r, LevelUse *use, Inner *keep) {
   fusion_loops_above(&use[a->fusion_level], &nest);
   double down[MAP_MAX_TENSORS], up[MAP_MAX_TENSORS], used = 1;
   for (int l = a->fusion_level + 1; l <= a->nlevels; l++) {
-    if (l < a->nlevels)
+    if (l < a->nlevels && x->o.bound)
+      compulsory_boundary(x, l, &nest, down, up, &use[l]);
+    else if (l < a->nlevels)
       inner_boundary(x, r, l, fanout(a, l), &nest, &used, down, up, &use[l]);
     else
       compute_boundary(x, r, read_at, &nest, down, up);

@@ -19,8 +19,9 @@
  * runs over that whole nest -- an output whose reduction a level above
  * steps crosses this boundary once per step (Timeloop's count).
  *
- * Pruning, exact: a variable that indexes every DRAM tensor never
- * multiplies anything (tile 1: least footprint); one that indexes no DRAM
+ * Pruning, exact: a variable that indexes every tensor, with no loop
+ * fixed above this level's, is tiled 1 outermost, where it multiplies
+ * nothing (the least footprint); one that indexes no DRAM
  * tensor is left whole (it is on chip); variables indexing the same
  * tensors, always as plain indices, are one class (b and i: the tokens);
  * and the innermost loop's tile never multiplies anything either. */
@@ -29,6 +30,7 @@
 #include <assert.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { MAX_CLASSES = MAP_MAX_VARS };
@@ -65,6 +67,17 @@ static uint32_t tensor_mask(const MapProblem *p, int v, bool *plain) {
   return m;
 }
 
+/* Does variable V index every tensor, on chip too? Then, outermost, its
+ * loop multiplies nothing at this boundary nor at the ones below (below
+ * loops fixed above it, it would: they would come before a loop every
+ * tensor depends on). */
+static bool indexes_every(const MapProblem *p, int v) {
+  for (int t = 0; t < p->ntensors; t++)
+    if (!VARSET_HAS(p->t[t].vars, v))
+      return false;
+  return true;
+}
+
 static void reduce_problem(const MapProblem *p, Reduced *r) {
   memset(r, 0, sizeof *r);
   uint32_t all = 0;
@@ -92,7 +105,8 @@ static void reduce_problem(const MapProblem *p, Reduced *r) {
       r->neutral_whole |= VARSET_BIT(v);
       continue;
     }
-    if (m == all && plain) {
+    if (m == all && plain && !p->outer && !p->nabove &&
+        indexes_every(p, v)) {
       r->neutral_small |= VARSET_BIT(v);
       continue;
     }
@@ -137,9 +151,6 @@ enum { PREP_MAX_DIMS = MAP_MAX_TENSORS * IR_MAX_RANKS,
 typedef struct Prep {
   int ndram;
   int tensor[MAP_MAX_TENSORS];      /* the DRAM tensors, in problem order */
-  double least; /* the least traffic of any mapping: each DRAM tensor
-                   moved as often as the loops above make it, summed as
-                   traffic_of sums */
   /* Per DRAM tensor, the refetches the loops above (MapProblem.above)
    * make: over all of them when a loop of this level indexes it, else up
    * to the last that does. */
@@ -168,22 +179,24 @@ static void above_refetch(const MapProblem *p, const MapTensor *T,
       *last = m;
     else
       m *= p->above[j].trips;
+    if (p->above[j].group)
+      *last = m; /* the group's other Einsums run inside each step */
   }
   *all = m;
 }
 
-static void prep_tensors(const MapProblem *p, Prep *q) {
+/* Q lists P's DRAM tensors, or with ALL every tensor (what crosses the
+ * boundary below, whose levels tile within this one's tiles). */
+static void prep_tensors(const MapProblem *p, Prep *q, bool all) {
   int nd = 0, nterm = 0;
   q->ndram = 0;
-  q->least = 0;
   for (int t = 0; t < p->ntensors; t++) {
     const MapTensor *T = &p->t[t];
-    if (!T->dram)
+    if (!T->dram && !all)
       continue;
     q->first_dim[q->ndram] = nd;
     above_refetch(p, T, &q->above_all[q->ndram], &q->above_last[q->ndram]);
     q->tensor[q->ndram++] = t;
-    q->least += T->elems * q->above_last[q->ndram - 1];
     for (int k = 0; k < T->ndims; k++) {
       q->first_term[nd++] = nterm;
       for (int v = 0; v < p->nvars; v++)
@@ -224,12 +237,17 @@ static double traffic_of(const MapProblem *p, const Prep *q,
     n[j] = ceil_div(p->size[order[j]], tile[order[j]]);
   for (int t = 0; t < p->ntensors; t++)
     read[t] = write[t] = 0;
+  /* The group's loops lead the order: its other Einsums run inside each
+   * of their steps, so nothing of this one stays across them. */
+  int group = 0;
+  while (group < norder && VARSET_HAS(p->outer, order[group]))
+    group++;
   double traffic = 0;
   for (int i = 0; i < q->ndram; i++) {
     int t = q->tensor[i];
     const MapTensor *T = &p->t[t];
-    int last = -1;
-    for (int j = 0; j < norder; j++)
+    int last = group > 0 ? group : -1;
+    for (int j = group; j < norder; j++)
       if (VARSET_HAS(T->vars, order[j]))
         last = j;
     double mult = last < 0 ? q->above_last[i] : q->above_all[i];
@@ -249,7 +267,7 @@ static double traffic_of(const MapProblem *p, const Prep *q,
 
 void map_price(const MapProblem *p, Mapping *m) {
   Prep q;
-  prep_tensors(p, &q);
+  prep_tensors(p, &q, false);
   m->footprint = footprint_of(&q, m->tile);
   m->traffic = traffic_of(p, &q, m->tile, m->order, m->norder, m->read,
                           m->write);
@@ -275,6 +293,9 @@ typedef struct Search {
   int perm[MAX_CLASSES];
   double ctile[MAX_CLASSES];
   const Prep *q;
+  const Prep *below; /* every tensor: what the next level in would move
+                        if it held a whole tile of this one */
+  double best_below; /* the best's */
   Mapping best;
   bool have;
 } Search;
@@ -309,18 +330,26 @@ static void class_tiles(const Search *s, double *tile, int *order,
 }
 
 /* Can a candidate holding F elements not beat the best so far, whatever
- * it moves? It would have to fit where the best does not, or (both not
- * fitting) hold less, or (both fitting) hold more for no more traffic --
- * and none moves less than the problem's least. Then its traffic is not
- * computed. */
+ * it moves? It would have to fit where the best does not, or (neither
+ * fitting) hold less. Then its traffic is not computed. */
 static bool hopeless(const Search *s, double f) {
   const Mapping *b = &s->best;
-  if (!s->have)
+  if (!s->have || f <= s->p->capacity)
     return false;
-  if (f > s->p->capacity)
-    return b->fits || !(f < b->footprint - 1e-9);
-  return b->fits && b->traffic * (1 - 1e-12) <= s->q->least &&
-         !(f > b->footprint + 1e-9);
+  return b->fits || !(f < b->footprint - 1e-9);
+}
+
+/* Between two fitting candidates moving the same: the one whose tile
+ * leaves the levels inside less to move (BELOW: every tensor's count
+ * were the next level in to hold a whole tile), then the one holding
+ * more (room for them to reuse). */
+static bool better_below(const Search *s, double below, double fp) {
+  const Mapping *b = &s->best;
+  if (below < s->best_below * (1 - 1e-12))
+    return true;
+  if (below > s->best_below * (1 + 1e-12))
+    return false;
+  return fp > b->footprint + 1e-9;
 }
 
 /* Price the current candidate (every class tile set) and keep it if it
@@ -341,11 +370,13 @@ static void try_current(Search *s) {
   const Mapping *b = &s->best;
   double read[MAP_MAX_TENSORS], write[MAP_MAX_TENSORS];
   double traffic = traffic_of(p, s->q, tile, order, norder, read, write);
+  double rd[MAP_MAX_TENSORS], wr[MAP_MAX_TENSORS];
+  double below = fits ? traffic_of(p, s->below, tile, order, norder, rd, wr)
+                      : 0;
   if (s->have && fits && b->fits) {
     if (traffic > b->traffic * (1 + 1e-12))
       return;
-    if (!(traffic < b->traffic * (1 - 1e-12)) &&
-        !(fp > b->footprint + 1e-9))
+    if (!(traffic < b->traffic * (1 - 1e-12)) && !better_below(s, below, fp))
       return;
   }
   Mapping *m = &s->best;
@@ -359,6 +390,7 @@ static void try_current(Search *s) {
   m->traffic = traffic;
   m->footprint = fp;
   m->fits = fits;
+  s->best_below = below;
   s->have = true;
 }
 
@@ -433,7 +465,7 @@ static double space(const Search *s, double base) {
  * outermost at their given tiles, then the neutral variables at tile 1;
  * and each class's variables, innermost first. */
 static void prep_search(const MapProblem *p, const Reduced *r, Prep *q) {
-  prep_tensors(p, q);
+  prep_tensors(p, q, false);
   for (int v = 0; v < p->nvars; v++)
     q->base_tile[v] = VARSET_HAS(r->neutral_small, v) ? 1 : p->size[v];
   q->base_norder = 0;
@@ -473,7 +505,9 @@ void map_search(const MapProblem *p, Mapping *best) {
   reduce_problem(p, &r);
   Prep q;
   prep_search(p, &r, &q);
-  Search s = {.p = p, .r = &r, .base = 2, .q = &q};
+  Prep *below = xmalloc(sizeof *below);
+  prep_tensors(p, below, true);
+  Search s = {.p = p, .r = &r, .base = 2, .q = &q, .below = below};
   for (int k = 0; k < r.nfree; k++)
     s.perm[k] = r.free_classes[k];
   /* Beyond MAP_MAX_PERM_CLASSES, the largest classes are searched and the
@@ -497,5 +531,6 @@ void map_search(const MapProblem *p, Mapping *best) {
   enum_perms(&s, 0);
   *best = s.best;
   best->coarsened = coarsened;
+  free(below);
   assert(tiles_within(p, best));
 }

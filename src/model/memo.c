@@ -60,7 +60,7 @@ static int problem_key(const MapProblem *p, uint64_t *w) {
       w[n++] = dbits(p->outer_tile[v]);
   w[n++] = (uint64_t)p->nabove;
   for (int j = 0; j < p->nabove; j++) {
-    w[n++] = (uint64_t)p->above[j].var;
+    w[n++] = (uint64_t)p->above[j].var | (uint64_t)p->above[j].group << 32;
     w[n++] = dbits(p->above[j].trips);
   }
   for (int t = 0; t < p->ntensors; t++) {

@@ -249,6 +249,9 @@ typedef struct NestLoop {
   int var;
   double tile, trips;
   bool spatial;
+  bool group; /* a loop over the fusion group's tiles: the group's other
+                 Einsums run inside each step, so nothing of this one
+                 stays on chip across it (but what the group holds) */
 } NestLoop;
 
 enum { NEST_MAX_LOOPS = 24 };

@@ -258,7 +258,27 @@ void report_eval_text(Buf *b, const Cascade *c, const Arch *a,
   tensors_text(b, c, a, ev);
 }
 
-/* Einsum I's levels: bytes (per tensor), time, energy, its tile's fit. */
+/* The loops that bring level use U its tiles (LevelUse.loop), outermost
+ * first: the Einsum's one loop nest, level by level. */
+static json_t *loops_json(const Einsum *e, const LevelUse *u) {
+  json_t *arr = json_array();
+  for (int j = 0; j < u->nloops; j++) {
+    const NestLoop *lp = &u->loop[j];
+    json_t *y = json_object();
+    json_object_set_new(y, "var", json_string(e->vars[lp->var].name));
+    json_object_set_new(y, "tile", report_real(lp->tile));
+    json_object_set_new(y, "trips", report_real(lp->trips));
+    if (lp->spatial)
+      json_object_set_new(y, "spatial", json_true());
+    if (lp->group)
+      json_object_set_new(y, "group", json_true());
+    json_array_append_new(arr, y);
+  }
+  return arr;
+}
+
+/* Einsum I's levels: bytes (per tensor), time, energy, its tile's fit,
+ * its loops. */
 static json_t *einsum_levels_json(const Cascade *c, const Arch *a,
                                   const Eval *ev, int i) {
   json_t *arr = json_array();
@@ -275,6 +295,8 @@ static json_t *einsum_levels_json(const Cascade *c, const Arch *a,
     json_object_set_new(x, "fits", json_boolean(u->fits));
     if (u->mapping[0])
       json_object_set_new(x, "mapping", json_string(u->mapping));
+    json_object_set_new(x, "loops",
+                        loops_json(c->einsums[ev->e[i].einsum], u));
     json_t *ts = json_object();
     const TensorUse *t;
     int nt = eval_tensors(ev, i, l, &t);

@@ -173,7 +173,7 @@ s, e = json.load(open("s.json")), json.load(open("e.json"))
 o, b = json.load(open("o.json")), json.load(open("b.json"))
 assert s["fusion_level"] == "L2" and s["space"]["fusion_levels"] == 2, s
 assert json.load(open("lv.json"))["fusion_level"] == "L2"
-assert abs(s["found"] - 35.024669712e-3) < 1e-12, s["found"]
+assert abs(s["found"] - 35.02467176e-3) < 1e-12, s["found"]
 assert e["totals"]["latency_s"] == s["found"], (e["totals"], s["found"])
 assert abs(o["totals"]["latency_s"] - 354.70270568e-3) < 1e-9, o["totals"]
 assert b["search"]["fusion_level"] == "L2", b["search"]

@@ -91,10 +91,14 @@ EOF
   fail "sweep spad: $(cat err)"
 $PY - <<'PYEOF' || fail "the sweeps move latency"
 import csv
+# The scratchpad tiles within the global buffer's tile (one loop nest,
+# docs/model.md §4): past 512 B it holds the whole of that tile and more
+# room buys nothing.
 for study in ("bw", "spad"):
     lat = [float(r["latency_s"]) for r in csv.DictReader(
         open(study + "/points.csv"))]
-    assert len(lat) == 3 and lat[0] > lat[1] > lat[2], (study, lat)
+    assert len(lat) == 3 and lat[0] > lat[1], (study, lat)
+    assert lat[1] > lat[2] if study == "bw" else lat[1] == lat[2], (study, lat)
 PYEOF
 
 # Four levels and no fusion level: refused at the memory list's first item.

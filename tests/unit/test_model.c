@@ -63,6 +63,43 @@ TEST(model_map_gemm_textbook_tiling) {
   CHECK(m.evaluated > 0);
 }
 
+/* A level nested in the tiles of the level above: C[4,4] = A[4,8] B[8,4]
+ * with the loops above k (tile 4, 2 trips) then m (tile 2, 2 trips), and
+ * room for all of one tile (m 2, n 4, k 4: 8 + 16 + 8 elements). This
+ * level needs no loop of its own; over the whole nest:
+ *   A: indexed by both loops above, moved once: 32;
+ *   B: indexed by k only, the m loop after it reuses it: 32;
+ *   C: the k loop above, which does not index it, comes before the m
+ *      loop that does: its tiles cross once per k step, 16 x 2 written
+ *      and the second pass's 16 partial sums read back (Timeloop's count,
+ *      which a level tiled on its own would miss). */
+TEST(model_map_nested_in_the_loops_above) {
+  MapProblem p = gemm(2, 4, 4, 32);
+  p.t[0].elems = 32;
+  p.t[1].elems = 32;
+  p.t[2].elems = 16;
+  p.nabove = 2;
+  p.above[0] = (NestLoop){.var = 1, .tile = 4, .trips = 2};
+  p.above[1] = (NestLoop){.var = 0, .tile = 2, .trips = 2};
+  Mapping m;
+  map_search(&p, &m);
+  CHECK(m.fits);
+  CHECK_INT(m.norder, 0);
+  CHECK_NEAR(m.read[0], 32, 0);
+  CHECK_NEAR(m.read[1], 32, 0);
+  CHECK_NEAR(m.write[2], 32, 0);
+  CHECK_NEAR(m.read[2], 16, 0);
+  CHECK_NEAR(m.traffic, 112, 0);
+  /* The same level with the loops above the other way round (m, then k):
+   * C's tiles stay across the k steps, B is fetched per m step. */
+  p.above[0] = (NestLoop){.var = 0, .tile = 2, .trips = 2};
+  p.above[1] = (NestLoop){.var = 1, .tile = 4, .trips = 2};
+  map_search(&p, &m);
+  CHECK_NEAR(m.read[1], 64, 0);
+  CHECK_NEAR(m.write[2], 16, 0);
+  CHECK_NEAR(m.read[2], 0, 0);
+}
+
 /* Y[i,j] = X[i,j] * S[i] * W[j] with room for 100 elements: tiles of 32
  * along one variable (3*32 + 1 = 97), the other streamed; the operand
  * lacking the tiled variable is refetched once per tile:
