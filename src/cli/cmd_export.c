@@ -183,9 +183,12 @@ static void problem(const Cascade *c, const Shape *s, const Einsum *e,
   data_space(c, s, dn, &e->out, true, &spaces, &coefs, &notes);
   buf_printf(&notes, "# dimensions (one letter each, as Timeloop's mappings "
                      "name them):");
+  const char *sep = " ";
   for (int v = 0; v < e->nvars; v++)
-    if (VARSET_HAS(dn->used, v))
-      buf_printf(&notes, " %c = %s", dn->letter[v], e->vars[v].name);
+    if (VARSET_HAS(dn->used, v)) {
+      buf_printf(&notes, "%s%c = %s", sep, dn->letter[v], e->vars[v].name);
+      sep = ", ";
+    }
   buf_printf(&notes, "\n");
   for (int v = 0; v < e->nvars; v++)
     if (!VARSET_HAS(dn->used, v)) /* only a dropped read had it */
@@ -196,7 +199,7 @@ static void problem(const Cascade *c, const Shape *s, const Einsum *e,
                 "spaces)\n%s", notes.s);
   buf_printf(b, "problem:\n  shape:\n    name: %s\n    dimensions: [",
              c->tensors[e->out.tensor].name);
-  const char *sep = "";
+  sep = "";
   for (int v = 0; v < e->nvars; v++)
     if (VARSET_HAS(dn->used, v)) {
       buf_printf(b, "%s", sep);
@@ -270,13 +273,14 @@ typedef struct Nest {
   int L;
   double trips[2][IR_MAX_VARS]; /* of one level: 1 where no loop */
   int order[2][IR_MAX_VARS], norder[2];
-  double step[2][IR_MAX_VARS]; /* what a temporal loop steps (0: none) */
+  double step[2][IR_MAX_VARS]; /* the tile a loop steps: a temporal
+                                  loop's, a spatial one's per instance */
 } Nest;
 
 static void nest_add(Nest *at, const NestLoop *lp) {
   int k = lp->spatial;
   at->trips[k][lp->var] = lp->trips;
-  at->step[k][lp->var] = k ? 0 : lp->tile;
+  at->step[k][lp->var] = lp->tile;
   at->order[k][at->norder[k]++] = lp->var;
 }
 
@@ -346,18 +350,22 @@ static int chain(const Nest *n, int v, double x, long long *end,
   return k;
 }
 
-/* Does every loop of V step what Timeloop's loops inside it cover (its
- * tile = the product of their counts)? Else Timeloop tiles V otherwise. */
+/* Does every loop of V step what Timeloop's loops inside it cover? A
+ * temporal loop's tile is the product of the counts inside it; an
+ * instance's share, the product inside the split times the level's
+ * temporal count (which runs over the instances' tiles at once). Else
+ * Timeloop tiles V otherwise: 37 rows over 4 instances are 10 each to
+ * the model, tiled by 4 (3 trips); to Timeloop 3 x 4 = 12 each. */
 static bool nests_exactly(const Nest *n, int v, const long long *end) {
   int k = 0;
   for (int l = 0; l < n->L; l++)
     for (int s = 0; s < 2; s++, k++) {
-      if (s || end[k] < 2)
+      if (end[k] < 2)
         continue;
-      long long inner = 1;
+      long long inner = s ? end[k - 1] : 1;
       for (int j = k + 1; j < 2 * n->L; j++)
         inner *= end[j];
-      if (llround(n[l].step[0][v]) != inner)
+      if (llround(n[l].step[s][v]) != inner)
         return false;
     }
   return true;
@@ -404,7 +412,8 @@ static void directive(const Einsum *e, const Dims *dn, const Nest *n, int l,
 }
 
 static void mapping(const Cascade *c, const Shape *s, const Arch *a,
-                    const Eval *ev, int i, const Dims *dn, Buf *b) {
+                    const Eval *ev, int i, const Dims *dn, const char *file,
+                    Buf *b) {
   const Einsum *e = c->einsums[ev->e[i].einsum];
   const LevelUse *use = &ev->use[(size_t)i * (size_t)a->nlevels];
   int L = a->nlevels;
@@ -414,8 +423,8 @@ static void mapping(const Cascade *c, const Shape *s, const Arch *a,
   nest_of(a, ev, i, e, s, n);
   buf_printf(b, "# the model's loop nest on %s for:\n", a->name);
   comment_lines(b, e->text);
-  buf_printf(b, "#   timeloop-model arch.yaml NN_X.problem.yaml "
-                "NN_X.mapping.yaml\n");
+  buf_printf(b, "#   timeloop-model arch.yaml %s.problem.yaml "
+                "%s.mapping.yaml\n", file, file);
   for (int v = 0; v < e->nvars; v++) {
     if (!VARSET_HAS(dn->used, v))
       continue;
@@ -487,13 +496,14 @@ static bool put_files(OutSet *set, const Cascade *c, const Shape *s,
     Dims dn = {.used = kept_vars(e)};
     name_dims(e, &dn); /* check_names saw that it can */
     Buf p = {0}, m = {0};
-    char name[300];
+    char file[280], name[300];
+    snprintf(file, sizeof file, "%02d_%s", k + 1,
+             c->tensors[e->out.tensor].name);
     problem(c, s, e, &dn, &p);
-    mapping(c, s, a, ev, k, &dn, &m);
-    const char *t = c->tensors[e->out.tensor].name;
-    snprintf(name, sizeof name, "%02d_%s.problem.yaml", k + 1, t);
+    mapping(c, s, a, ev, k, &dn, file, &m);
+    snprintf(name, sizeof name, "%s.problem.yaml", file);
     ok = outset_put(set, name, p.s, p.len, d);
-    snprintf(name, sizeof name, "%02d_%s.mapping.yaml", k + 1, t);
+    snprintf(name, sizeof name, "%s.mapping.yaml", file);
     ok = ok && outset_put(set, name, m.s, m.len, d);
     buf_free(&p);
     buf_free(&m);
