@@ -284,7 +284,8 @@ static void nest_add(Nest *at, const NestLoop *lp) {
   at->order[k][at->norder[k]++] = lp->var;
 }
 
-/* Level L's Nest from the model's loops: N[l] for each storage level. */
+/* Einsum I's loops (execution order), one Nest per storage level: N[l]
+ * the factors of target l. */
 static void nest_of(const Arch *a, const Eval *ev, int i, const Einsum *e,
                     const Shape *s, Nest *n) {
   int L = a->nlevels, f = a->fusion_level;
@@ -332,9 +333,9 @@ static void nest_of(const Arch *a, const Eval *ev, int i, const Einsum *e,
  * a loop runs its leftover count only when every loop of V outside it is
  * at its last iteration, so that the counts cover V's extent X exactly:
  * X = 1 + sum (last_i - 1) x prod_{j > i} end_j, checked by its mapping
- * parser). Returns the loops. */
-static int chain(const Nest *n, int v, double x, long long *end,
-                 long long *last) {
+ * parser). */
+static void chain(const Nest *n, int v, double x, long long *end,
+                  long long *last) {
   int k = 0;
   for (int l = 0; l < n->L; l++)
     for (int s = 0; s < 2; s++)
@@ -347,7 +348,6 @@ static int chain(const Nest *n, int v, double x, long long *end,
     last[i] = (rest + inner - 1) / inner;
     rest -= (last[i] - 1) * inner;
   }
-  return k;
 }
 
 /* Does every loop of V step what Timeloop's loops inside it cover? A
