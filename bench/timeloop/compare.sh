@@ -49,4 +49,6 @@ compare conv_stride three Inputs
 compare depthwise three Inputs
 compare gemm four
 compare reduce2 three
+compare gemm staged
+compare gemm_odd staged
 exit $status

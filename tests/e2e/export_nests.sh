@@ -110,4 +110,20 @@ check reduce2 three "Registers temporal B=6 E=3,2 S=12" \
 grep -q "^# dimensions (one letter each, as Timeloop's mappings name them): B = b, E = ed, S = st$" \
   reduce2-three/01_S.problem.yaml || fail "the renaming is said"
 
+# The GEMM through a staging level (staged.yaml: DRAM -> 4 KiB of L2 -> a
+# 2 KiB buffer, the fusion level -> 288 words of registers). The buffer
+# holds m 16, n 8, all of k (512 + 256 + 128 = 896 of its 1024 words):
+# DRAM steps m (2) then n (4), so A moves once (1024), B once per m
+# (2048), C once; L2 passes each of them through, in and out. The
+# registers hold m 16, n 8, k 4 (64 + 32 + 128 words), the buffer steps
+# k (8) within each DRAM step: A again for each n above (4 x 1024), B for
+# each m (2 x 1024), C once, its reduction inside.
+check gemm staged "DRAM temporal M=2 N=4 K=1" "Buffer temporal M=1 N=1 K=8" \
+  "Registers temporal M=16 N=8 K=4" -- \
+  "DRAM A 1024 0" "DRAM B 2048 0" "DRAM C 0 1024" \
+  "L2 A 1024 1024" "L2 B 2048 2048" "L2 C 1024 1024" \
+  "Buffer A 4096 1024" "Buffer B 2048 2048" "Buffer C 1024 1024" \
+  "Registers A 32768 4096" "Registers B 32768 2048" \
+  "Registers C 32768 32768"
+
 [ "$fails" -eq 0 ]
