@@ -46,8 +46,8 @@ static const OptTable export_table = OPT_TABLE(export_opts);
  * case only: our loader reads a dimension as its lower-case variable, so
  * H and h would be one. The problem file lists the renaming. */
 typedef struct Dims {
-  VarSet used;               /* the variables that are dimensions */
-  char letter[IR_MAX_VARS];  /* V's name, for V in USED */
+  VarSet used;              /* the variables that are dimensions */
+  char letter[IR_MAX_VARS]; /* V's name, for V in USED */
 } Dims;
 
 enum { DIM_LETTERS = 26 };

@@ -12,10 +12,12 @@ B=$ROOT/bench/timeloop
 check() {
   spec=$1 arch=$2
   shift 2
-  "$M" export timeloop "$B/$spec.yaml" --arch "$B/$arch.yaml" --out "$spec-$arch" \
-    >/dev/null 2>err || { fail "export $spec on $arch: $(cat err)"; return; }
-  "$M" eval "$B/$spec.yaml" --arch "$B/$arch.yaml" --design unfused --json \
-    >"$spec-$arch.json" 2>err || { fail "eval $spec on $arch: $(cat err)"; return; }
+  "$M" export timeloop "$B/$spec.yaml" --arch "$B/$arch.yaml" \
+    --out "$spec-$arch" >/dev/null 2>err ||
+    { fail "export $spec on $arch: $(cat err)"; return; }
+  "$M" eval "$B/$spec.yaml" --arch "$B/$arch.yaml" --design unfused \
+    --json >"$spec-$arch.json" 2>err ||
+    { fail "eval $spec on $arch: $(cat err)"; return; }
   python3 - "$spec-$arch" "$@" <<'PYEOF' || fail "$spec on $arch"
 import glob, json, sys, yaml
 d, args = sys.argv[1], sys.argv[2:]
