@@ -128,4 +128,20 @@ check gemm staged "DRAM temporal M=2 N=4 K=1" "Buffer temporal M=1 N=1 K=8" \
   "Registers A 32768 4096" "Registers B 32768 2048" \
   "Registers C 32768 32768"
 
+# Timeloop names a dimension with one letter: an Einsum of 27 variables
+# (16 of the output, 11 summed) is refused before anything is written.
+python3 - <<'PYEOF'
+a = [chr(65 + i) for i in range(16)]
+b = [chr(65 + i) for i in range(16, 26)] + ["AA"]
+low = lambda r: ", ".join(n.lower() for n in r)
+open("d27.yaml", "w").write(
+    "shape: {%s}\neinsum:\n  declaration: {X: [%s], W: [%s], Y: [%s]}\n"
+    "  expressions:\n    - \"Y[%s] = X[%s] * W[%s] :: sum(%s)\"\n" % (
+        ", ".join(n + ": 2" for n in a + b), ", ".join(a), ", ".join(b),
+        ", ".join(a), low(a), low(a), low(b), low(b)))
+PYEOF
+refused "export: Y's Einsum has 27 dimensions: Timeloop names each with one letter, 26 at most" \
+  "$M" export timeloop d27.yaml --out d27
+[ -e d27 ] && fail "d27 written"
+
 [ "$fails" -eq 0 ]
