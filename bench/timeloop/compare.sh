@@ -1,7 +1,10 @@
 #!/bin/sh
 # The per-level, per-tensor accesses of `mambalaya eval` against Timeloop
-# v3.0.3's for the same mapping (bench/timeloop/README.md). Runs when
-# timeloop-model is on PATH; says so and succeeds otherwise.
+# v3.0.3's for the same loop nests: `mambalaya export timeloop` writes the
+# architecture, each Einsum's problem and the model's mapping, and
+# timeloop-model runs them as written, with no hand edit
+# (bench/timeloop/README.md). Runs when timeloop-model is on PATH; says so
+# and succeeds otherwise.
 #
 #   sh bench/timeloop/compare.sh [BUILD]
 set -eu
@@ -14,17 +17,38 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 status=0
-# compare NAME [WINDOW]: NAME.yaml priced on three.yaml against NAME.tl.yaml.
+# compare NAME.yaml on ARCH.yaml [WINDOW]: every Einsum's counts; WINDOW
+# names a tensor read through a sliding window (README.md, "By design").
 compare() {
-  mkdir "$tmp/$1"
-  "$BUILD/mambalaya" eval "$here/$1.yaml" --arch "$here/three.yaml" \
-    --design unfused --json >"$tmp/$1/ours.json"
-  (cd "$tmp/$1" && timeloop-model "$here/$1.tl.yaml" >timeloop.log 2>&1) ||
-    { cat "$tmp/$1/timeloop.log"; status=1; return; }
-  echo "== $1"
-  python3 "$here/compare.py" "$tmp/$1/ours.json" \
-    "$tmp/$1/timeloop-model.stats.txt" 2 ${2:-} || status=1
+  d=$tmp/$1-$2
+  mkdir "$d"
+  "$BUILD/mambalaya" eval "$here/$1.yaml" --arch "$here/$2.yaml" \
+    --design unfused --json >"$d/ours.json"
+  "$BUILD/mambalaya" export timeloop "$here/$1.yaml" --arch "$here/$2.yaml" \
+    --design unfused --out "$d/tl"
+  i=0
+  for p in "$d"/tl/*.problem.yaml; do
+    e=$(basename "$p" .problem.yaml)
+    echo "== $1 on $2: $e"
+    if ! (cd "$d/tl" && timeloop-model arch.yaml "$e.problem.yaml" \
+      "$e.mapping.yaml" >"$e.log" 2>&1) ||
+      grep -q "WARNING\|ERROR" "$d/tl/$e.log"; then
+      cat "$d/tl/$e.log"
+      status=1
+    else
+      python3 "$here/compare.py" "$d/ours.json" \
+        "$d/tl/timeloop-model.stats.txt" 2 "$i" ${3:-} || status=1
+    fi
+    i=$((i + 1))
+  done
 }
-compare gemm
-compare conv Inputs
+compare gemm three
+compare conv three Inputs
+compare gemm_odd three
+compare conv_stride three Inputs
+compare depthwise three Inputs
+compare gemm four
+compare reduce2 three
+compare gemm staged
+compare gemm_odd staged
 exit $status

@@ -38,27 +38,62 @@ static const Opt export_opts[] = {
 };
 static const OptTable export_table = OPT_TABLE(export_opts);
 
-/* Timeloop's name of variable V: its name in upper case. */
-static void dim_name(const Einsum *e, int v, Buf *b) {
-  for (const char *p = e->vars[v].name; *p; p++)
-    buf_printf(b, "%c", toupper((unsigned char)*p));
-  /* Two variables that differ in case only (h and H) are two dimensions:
-   * the later one gets its index, so that no name is given twice. */
-  for (int w = 0; w < v; w++)
-    if (strcasecmp(e->vars[w].name, e->vars[v].name) == 0) {
-      buf_printf(b, "%d", v);
-      break;
+/* Timeloop's names of an Einsum's dimensions. Its mapping parser reads a
+ * permutation one character at a time (src/mapping/parser.cpp,
+ * ParseUserPermutations), so every dimension is one upper-case letter:
+ * a one-letter variable its own (h: H), then each longer one the first
+ * free letter of its name (ed: E, else D), then of the alphabet. Upper
+ * case only: our loader reads a dimension as its lower-case variable, so
+ * H and h would be one. The problem file lists the renaming. */
+typedef struct Dims {
+  VarSet used;              /* the variables that are dimensions */
+  char letter[IR_MAX_VARS]; /* V's name, for V in USED */
+} Dims;
+
+enum { DIM_LETTERS = 26 };
+
+static bool letter_free(const Dims *n, char c) {
+  for (int v = 0; v < IR_MAX_VARS; v++)
+    if (VARSET_HAS(n->used, v) && n->letter[v] == c)
+      return false;
+  return true;
+}
+
+/* Name the dimensions in N->used; false when there are more than 26. */
+static bool name_dims(const Einsum *e, Dims *n) {
+  memset(n->letter, 0, sizeof n->letter);
+  for (int pass = 0; pass < 2; pass++)
+    for (int v = 0; v < e->nvars; v++) {
+      const char *name = e->vars[v].name;
+      if (!VARSET_HAS(n->used, v) || n->letter[v] ||
+          (pass == 0) != (strlen(name) == 1))
+        continue;
+      for (const char *p = name; *p && !n->letter[v]; p++) {
+        char c = (char)toupper((unsigned char)*p);
+        if (c >= 'A' && c <= 'Z' && letter_free(n, c))
+          n->letter[v] = c;
+      }
+      for (char c = 'A'; c <= 'Z' && !n->letter[v]; c++)
+        if (letter_free(n, c))
+          n->letter[v] = c;
+      if (!n->letter[v])
+        return false;
     }
+  return true;
+}
+
+static void dim_name(const Dims *n, int v, Buf *b) {
+  buf_printf(b, "%c", n->letter[v]);
 }
 
 /* One coordinate: [[V], [W, kN]] with a named coefficient kN = N. */
-static void projection(const Shape *s, const Einsum *e, const Index *ix,
+static void projection(const Shape *s, const Dims *dn, const Index *ix,
                        Buf *b, Buf *coefs, Buf *notes) {
   buf_printf(b, "          - [");
   for (int t = 0; t < ix->nterms; t++) {
     double c = ix->coef[t] ? shape_eval(s, ix->coef[t]) : 1;
     buf_printf(b, "%s[", t ? ", " : "");
-    dim_name(e, ix->var[t], b);
+    dim_name(dn, ix->var[t], b);
     if (c != 1) {
       buf_printf(b, ", k%g]", c);
       char line[64];
@@ -77,14 +112,14 @@ static void projection(const Shape *s, const Einsum *e, const Index *ix,
 }
 
 /* One data space: T with its access A's projection. */
-static void data_space(const Cascade *c, const Shape *s, const Einsum *e,
+static void data_space(const Cascade *c, const Shape *s, const Dims *dn,
                        const Access *a, bool out, Buf *b, Buf *coefs,
                        Buf *notes) {
   buf_printf(b, "      - name: %s\n        projection:\n",
              c->tensors[a->tensor].name);
   for (int k = 0; k < a->n; k++)
     if (a->idx[k].nterms) /* a constant coordinate has no projection */
-      projection(s, e, &a->idx[k], b, coefs, notes);
+      projection(s, dn, &a->idx[k], b, coefs, notes);
     else
       buf_printf(notes, "# %s's coordinate %d is a constant: dropped "
                         "(Timeloop's projections are sums of dimensions)\n",
@@ -110,10 +145,11 @@ static void comment_lines(Buf *b, const char *text) {
   }
 }
 
-static void problem(const Cascade *c, const Shape *s, const Einsum *e,
-                    Buf *b) {
-  Buf spaces = {0}, coefs = {0}, notes = {0};
-  VarSet used = access_vars(&e->out); /* the dimensions a data space has */
+/* The variables that are dimensions of E's problem: those of the data
+ * spaces kept (a second read of a tensor, or the output read back, is
+ * no data space of its own). */
+static VarSet kept_vars(const Einsum *e) {
+  VarSet used = access_vars(&e->out);
   for (int r = 0; r < e->nreads; r++) {
     const Access *a = e->reads[r];
     bool seen = a->n == 0;
@@ -121,6 +157,18 @@ static void problem(const Cascade *c, const Shape *s, const Einsum *e,
       seen = seen || e->reads[q]->tensor == a->tensor;
     if (!seen && a->tensor != e->out.tensor)
       used |= access_vars(a);
+  }
+  return used;
+}
+
+static void problem(const Cascade *c, const Shape *s, const Einsum *e,
+                    const Dims *dn, Buf *b) {
+  Buf spaces = {0}, coefs = {0}, notes = {0};
+  for (int r = 0; r < e->nreads; r++) {
+    const Access *a = e->reads[r];
+    bool seen = a->n == 0;
+    for (int q = 0; q < r; q++)
+      seen = seen || e->reads[q]->tensor == a->tensor;
     if (a->tensor == e->out.tensor) /* a recurrence reads its output */
       buf_printf(&notes, "# %s is read as well as written: its one data "
                  "space is the read-write one\n", c->tensors[a->tensor].name);
@@ -128,25 +176,34 @@ static void problem(const Cascade *c, const Shape *s, const Einsum *e,
       buf_printf(&notes, "# %s is read twice: one data space, at its first "
                  "read's indices\n", c->tensors[a->tensor].name);
     else if (!seen)
-      data_space(c, s, e, a, false, &spaces, &coefs, &notes);
+      data_space(c, s, dn, a, false, &spaces, &coefs, &notes);
   }
   if (!spaces.len) /* Timeloop needs two data spaces at least */
     buf_printf(&notes, "# %s\n", EXPORT_NO_INPUT);
-  data_space(c, s, e, &e->out, true, &spaces, &coefs, &notes);
+  data_space(c, s, dn, &e->out, true, &spaces, &coefs, &notes);
+  buf_printf(&notes, "# dimensions (one letter each, as Timeloop's mappings "
+                     "name them):");
+  const char *sep = " ";
   for (int v = 0; v < e->nvars; v++)
-    if (!VARSET_HAS(used, v)) /* only a dropped read had it */
+    if (VARSET_HAS(dn->used, v)) {
+      buf_printf(&notes, "%s%c = %s", sep, dn->letter[v], e->vars[v].name);
+      sep = ", ";
+    }
+  buf_printf(&notes, "\n");
+  for (int v = 0; v < e->nvars; v++)
+    if (!VARSET_HAS(dn->used, v)) /* only a dropped read had it */
       buf_printf(&notes, "# %s indexes no data space kept: not a dimension "
                  "(Timeloop iterates it once)\n", e->vars[v].name);
   comment_lines(b, e->text);
   buf_printf(b, "# (Timeloop computes a multiply-accumulate of the data "
-                "spaces)\n%s", notes.s ? notes.s : "");
+                "spaces)\n%s", notes.s);
   buf_printf(b, "problem:\n  shape:\n    name: %s\n    dimensions: [",
              c->tensors[e->out.tensor].name);
-  const char *sep = "";
+  sep = "";
   for (int v = 0; v < e->nvars; v++)
-    if (VARSET_HAS(used, v)) {
+    if (VARSET_HAS(dn->used, v)) {
       buf_printf(b, "%s", sep);
-      dim_name(e, v, b);
+      dim_name(dn, v, b);
       sep = ", ";
     }
   buf_printf(b, "]\n");
@@ -154,10 +211,10 @@ static void problem(const Cascade *c, const Shape *s, const Einsum *e,
     buf_printf(b, "    coefficients:\n%s", coefs.s);
   buf_printf(b, "    data-spaces:\n%s  instance:\n", spaces.s);
   for (int v = 0; v < e->nvars; v++) {
-    if (!VARSET_HAS(used, v))
+    if (!VARSET_HAS(dn->used, v))
       continue;
     buf_printf(b, "    ");
-    dim_name(e, v, b);
+    dim_name(dn, v, b);
     buf_printf(b, ": %lld\n", (long long)s->size[e->vars[v].rank]);
   }
   buf_free(&spaces);
@@ -165,95 +222,288 @@ static void problem(const Cascade *c, const Shape *s, const Einsum *e,
   buf_free(&notes);
 }
 
-/* The tile of variable V in the model's mapping "m/512 d/256": its
- * extent when the mapping does not tile it. */
-static double tile_of(const EinsumEval *ev, const Einsum *e, int v,
-                      double extent) {
-  const char *name = e->vars[v].name;
-  size_t n = strlen(name);
-  for (const char *p = ev->mapping; (p = strstr(p, name)); p += n)
-    if ((p == ev->mapping || p[-1] == ' ') && p[n] == '/')
-      return atof(p + n + 1);
-  return extent;
+/* ---- the architecture ----
+ *
+ * Timeloop's storage levels are ours, innermost first, each named as the
+ * architecture names it, with its capacity in words, its instances and
+ * the word; off-chip memory is its DRAM. Below the innermost level, one
+ * MAC per instance of it: the model's innermost boundary reads every
+ * operand once per iteration point, which is what a MAC fed by one
+ * instance with temporal loops reads. Bandwidths, energies and the
+ * compute units are not Timeloop's to count here: the export compares
+ * counts (bench/timeloop/README.md). */
+static void arch_file(const Arch *a, Buf *b) {
+  int bits = a->word_bytes * 8, L = a->nlevels;
+  buf_printf(b, "# %s (%s) in Timeloop's format, for the problems and "
+                "mappings beside it:\n#   timeloop-model arch.yaml "
+                "NN_X.problem.yaml NN_X.mapping.yaml\n# Capacities in words "
+                "of %d bits; one MAC per instance of the innermost level "
+                "(the\n# model's PE boundary); bandwidths, energies and "
+                "compute units are not exported.\n",
+             a->name, a->path ? a->path : "built in", bits);
+  buf_printf(b, "arch:\n  arithmetic:\n    name: MAC\n    instances: %d\n"
+                "    word-bits: %d\n  storage:\n",
+             a->levels[L - 1].instances, bits);
+  for (int l = L - 1; l >= 0; l--) {
+    const MemLevel *lv = &a->levels[l];
+    buf_printf(b, "  - name: %s\n", lv->name);
+    if (arch_level_role(a, l) == LEVEL_OFFCHIP)
+      buf_printf(b, "    technology: DRAM\n");
+    else
+      buf_printf(b, "    entries: %.0f\n",
+                 floor(lv->capacity / a->word_bytes));
+    buf_printf(b, "    instances: %d\n    word-bits: %d\n", lv->instances,
+               bits);
+  }
 }
 
-static void level(const Einsum *e, const Shape *s, const EinsumEval *ev,
-                  bool outer, Buf *b) {
-  buf_printf(b, "  - target: %s\n    type: temporal\n    factors:",
-             outer ? "DRAM" : "Buffer");
-  for (int v = 0; v < e->nvars; v++) {
-    double x = (double)s->size[e->vars[v].rank];
-    double t = tile_of(ev, e, v, x);
-    buf_printf(b, " ");
-    dim_name(e, v, b);
-    buf_printf(b, "=%.0f", outer ? ceil(x / t) : t);
+/* ---- the mapping ----
+ *
+ * The model's one loop nest per Einsum (LevelUse.loop, model.h) in
+ * Timeloop's terms: the loops recorded at level l are the factors of
+ * its parent l-1 (temporal, then its spatial split over l's instances);
+ * the fusion level's loops, from off chip, are off-chip memory's (a
+ * staging level between passes each tile through: factors 1); the
+ * innermost level iterates its tile down to the MAC. */
+
+/* One Einsum's loops at each Timeloop tiling level: per storage level
+ * and kind (0 temporal, 1 spatial), each variable's trips and the
+ * model's order (outermost first). */
+typedef struct Nest {
+  int L;
+  double trips[2][IR_MAX_VARS]; /* of one level: 1 where no loop */
+  int order[2][IR_MAX_VARS], norder[2];
+  double step[2][IR_MAX_VARS]; /* the tile a loop steps: a temporal
+                                  loop's, a spatial one's per instance */
+} Nest;
+
+static void nest_add(Nest *at, const NestLoop *lp) {
+  int k = lp->spatial;
+  at->trips[k][lp->var] = lp->trips;
+  at->step[k][lp->var] = lp->tile;
+  at->order[k][at->norder[k]++] = lp->var;
+}
+
+/* Einsum I's loops (execution order), one Nest per storage level: N[l]
+ * the factors of target l. */
+static void nest_of(const Arch *a, const Eval *ev, int i, const Einsum *e,
+                    const Shape *s, Nest *n) {
+  int L = a->nlevels, f = a->fusion_level;
+  const LevelUse *use = &ev->use[(size_t)i * (size_t)L];
+  for (int l = 0; l < L; l++) {
+    n[l] = (Nest){.L = L};
+    for (int k = 0; k < 2; k++)
+      for (int v = 0; v < IR_MAX_VARS; v++)
+        n[l].trips[k][v] = 1;
   }
-  /* Timeloop lists the loops innermost first: the ones the model does not
-   * tile, then its tiled loops, innermost (the last of its order) first. */
-  buf_printf(b, "\n    permutation: [");
-  int n = 0;
-  for (int v = e->nvars - 1; v >= 0; v--) {
-    double x = (double)s->size[e->vars[v].rank];
-    if (tile_of(ev, e, v, x) == x) {
-      buf_printf(b, "%s", n++ ? ", " : "");
-      dim_name(e, v, b);
-    }
-  }
-  for (const char *p = ev->mapping + strlen(ev->mapping); p > ev->mapping;) {
-    const char *end = p;
-    while (p > ev->mapping && p[-1] != ' ')
-      p--;
-    for (int v = 0; v < e->nvars; v++) {
-      size_t len = strlen(e->vars[v].name);
-      if (strncmp(p, e->vars[v].name, len) == 0 && p[len] == '/' &&
-          p + len < end) {
-        buf_printf(b, "%s", n++ ? ", " : "");
-        dim_name(e, v, b);
+  /* HELD: each variable's tile in one instance of the level reached. */
+  double held[IR_MAX_VARS];
+  for (int v = 0; v < e->nvars; v++)
+    held[v] = (double)s->size[e->vars[v].rank];
+  for (int l = f; l < L; l++) {
+    const LevelUse *u = &use[l];
+    int to = l == f ? 0 : l - 1;
+    if (l == f && f == 0)
+      continue;
+    double split[IR_MAX_VARS];
+    for (int v = 0; v < e->nvars; v++)
+      split[v] = 1;
+    for (int j = 0; j < u->nloops; j++)
+      if (u->loop[j].spatial) {
+        split[u->loop[j].var] = u->loop[j].trips;
+        held[u->loop[j].var] = u->loop[j].tile;
       }
+    for (int j = 0; j < u->nloops; j++) {
+      const NestLoop *lp = &u->loop[j];
+      if (lp->var < 0 || lp->var >= e->nvars)
+        continue;
+      nest_add(&n[to], lp);
+      if (!lp->spatial)
+        held[lp->var] = lp->tile / split[lp->var];
     }
-    while (p > ev->mapping && p[-1] == ' ')
-      p--;
   }
-  buf_printf(b, "]\n");
+  for (int v = 0; v < e->nvars; v++)
+    if (held[v] > 1)
+      nest_add(&n[L - 1], &(NestLoop){.var = v, .tile = 1,
+                                       .trips = held[v]});
 }
 
-static void mapping(const Einsum *e, const Shape *s, const EinsumEval *ev,
+/* The counts Timeloop iterates variable V's loops, outermost first, into
+ * END, and the last iteration's into LAST (Timeloop's leftover, "V=32,24":
+ * a loop runs its leftover count only when every loop of V outside it is
+ * at its last iteration, so that the counts cover V's extent X exactly:
+ * X = 1 + sum (last_i - 1) x prod_{j > i} end_j, checked by its mapping
+ * parser). */
+static void chain(const Nest *n, int v, double x, long long *end,
+                  long long *last) {
+  int k = 0;
+  for (int l = 0; l < n->L; l++)
+    for (int s = 0; s < 2; s++)
+      end[k++] = llround(n[l].trips[s][v]);
+  long long rest = llround(x);
+  for (int i = 0; i < k; i++) {
+    long long inner = 1;
+    for (int j = i + 1; j < k; j++)
+      inner *= end[j];
+    last[i] = (rest + inner - 1) / inner;
+    rest -= (last[i] - 1) * inner;
+  }
+}
+
+/* Does every loop of V step what Timeloop's loops inside it cover? A
+ * temporal loop's tile is the product of the counts inside it; an
+ * instance's share, the product inside the split times the level's
+ * temporal count (which runs over the instances' tiles at once). Else
+ * Timeloop tiles V otherwise: 37 rows over 4 instances are 10 each to
+ * the model, tiled by 4 (3 trips); to Timeloop 3 x 4 = 12 each. */
+static bool nests_exactly(const Nest *n, int v, const long long *end) {
+  int k = 0;
+  for (int l = 0; l < n->L; l++)
+    for (int s = 0; s < 2; s++, k++) {
+      if (end[k] < 2)
+        continue;
+      long long inner = s ? end[k - 1] : 1;
+      for (int j = k + 1; j < 2 * n->L; j++)
+        inner *= end[j];
+      if (llround(n[l].step[s][v]) != inner)
+        return false;
+    }
+  return true;
+}
+
+/* One directive: TARGET's loops of kind K (0 temporal, 1 spatial). */
+static void directive(const Einsum *e, const Dims *dn, const Nest *n, int l,
+                      int k, const char *target, const char *spaces,
+                      long long (*last)[2 * IR_MAX_VARS], Buf *b) {
+  buf_printf(b, "- target: %s\n  type: %s\n  factors: \"", target,
+             k ? "spatial" : "temporal");
+  const char *sep = "";
+  for (int v = 0; v < e->nvars; v++) {
+    if (!VARSET_HAS(dn->used, v))
+      continue;
+    long long t = llround(n[l].trips[k][v]), r = last[v][2 * l + k];
+    buf_printf(b, "%s%c=%lld", sep, dn->letter[v], t);
+    if (r != t)
+      buf_printf(b, ",%lld", r);
+    sep = " ";
+  }
+  /* Timeloop's permutation: innermost first, one letter per dimension:
+   * the model's loops here, innermost first, then the others. */
+  buf_printf(b, "\"\n  permutation: ");
+  for (int j = n[l].norder[k] - 1; j >= 0; j--)
+    if (VARSET_HAS(dn->used, n[l].order[k][j]))
+      buf_printf(b, "%c", dn->letter[n[l].order[k][j]]);
+  int ndims = 0;
+  for (int v = 0; v < e->nvars; v++) {
+    if (!VARSET_HAS(dn->used, v))
+      continue;
+    ndims++;
+    bool listed = false;
+    for (int j = 0; j < n[l].norder[k]; j++)
+      listed = listed || n[l].order[k][j] == v;
+    if (!listed)
+      buf_printf(b, "%c", dn->letter[v]);
+  }
+  buf_printf(b, "\n");
+  if (k) /* every instance gets its operands alone, as the model sends
+            them: no multicast, no spatial reduction, no neighbour links */
+    buf_printf(b, "  split: %d\n  no_multicast_no_reduction: [%s]\n"
+                  "  no_link_transfer: [%s]\n", ndims, spaces, spaces);
+}
+
+static void mapping(const Cascade *c, const Shape *s, const Arch *a,
+                    const Eval *ev, int i, const Dims *dn, const char *file,
                     Buf *b) {
-  buf_printf(b, "# the model's loop nest for:\n");
+  const Einsum *e = c->einsums[ev->e[i].einsum];
+  const LevelUse *use = &ev->use[(size_t)i * (size_t)a->nlevels];
+  int L = a->nlevels;
+  Nest *n = xcalloc((size_t)L, sizeof *n);
+  long long(*last)[2 * IR_MAX_VARS] = xcalloc(IR_MAX_VARS, sizeof *last);
+  long long end[2 * IR_MAX_VARS];
+  nest_of(a, ev, i, e, s, n);
+  buf_printf(b, "# the model's loop nest on %s for:\n", a->name);
   comment_lines(b, e->text);
-  buf_printf(b, "# %s (DRAM above the Buffer that holds the tiles; rename the "
-                "targets after your architecture's levels)\nmapping:\n",
-             ev->mapping);
-  level(e, s, ev, true, b);
-  level(e, s, ev, false, b);
+  buf_printf(b, "#   timeloop-model arch.yaml %s.problem.yaml "
+                "%s.mapping.yaml\n", file, file);
+  for (int v = 0; v < e->nvars; v++) {
+    if (!VARSET_HAS(dn->used, v))
+      continue;
+    chain(n, v, (double)s->size[e->vars[v].rank], end, last[v]);
+    if (!nests_exactly(n, v, end))
+      buf_printf(b, "# %s's tiles do not nest exactly (one is no multiple "
+                    "of the tile inside it): Timeloop steps %c by the "
+                    "product of the counts inside, and counts otherwise\n",
+                 e->vars[v].name, dn->letter[v]);
+  }
+  for (int l = 0; l < L; l++)
+    if (!use[l].fits)
+      buf_printf(b, "# the model's tile overflows %s (its operands "
+                    "stream): Timeloop refuses the mapping\n",
+                 a->levels[l].name);
+  Buf spaces = {0};
+  const char *sep = "";
+  for (int t = 0; t < c->ntensors; t++) {
+    bool space = t == e->out.tensor;
+    for (int r = 0; r < e->nreads; r++)
+      space = space || (e->reads[r]->tensor == t && e->reads[r]->n);
+    if (space) {
+      buf_printf(&spaces, "%s%s", sep, c->tensors[t].name);
+      sep = ", ";
+    }
+  }
+  buf_printf(b, "mapping:\n");
+  for (int l = L - 1; l >= 0; l--) {
+    directive(e, dn, n, l, 0, a->levels[l].name, spaces.s, last, b);
+    int below = l + 1 < L ? a->levels[l + 1].instances
+                          : a->levels[L - 1].instances;
+    if (below > a->levels[l].instances)
+      directive(e, dn, n, l, 1, a->levels[l].name, spaces.s, last, b);
+  }
+  buf_free(&spaces);
+  free(last);
+  free(n);
 }
 
-/* The files' names fit a file name (NAME_MAX): refused before the work,
- * not when the set is staged. */
+/* The files' names fit a file name (NAME_MAX), and each Einsum's
+ * dimensions Timeloop's one-letter names: refused before the work, not
+ * when the set is staged. */
 static int check_names(const char *cmd, const Cascade *c) {
   for (int k = 0; k < c->neinsums; k++) {
-    const char *t = c->tensors[c->einsums[k]->out.tensor].name;
+    const Einsum *e = c->einsums[k];
+    const char *t = c->tensors[e->out.tensor].name;
     if (strlen(t) + strlen("00_.problem.yaml") > 255)
       return usage_error(cmd, "the tensor name '%.40s...' (%zu bytes) is too "
                               "long for a file name", t, strlen(t));
+    Dims dn = {.used = kept_vars(e)};
+    if (!name_dims(e, &dn))
+      return usage_error(cmd, "%s's Einsum has %d dimensions: Timeloop names "
+                              "each with one letter, %d at most", t,
+                         __builtin_popcountll(dn.used), DIM_LETTERS);
   }
   return 0;
 }
 
-/* Stage each Einsum's problem and mapping into SET. */
+/* Stage the architecture, and each Einsum's problem and mapping, into
+ * SET. */
 static bool put_files(OutSet *set, const Cascade *c, const Shape *s,
-                      const Eval *ev, Diag *d) {
-  bool ok = true;
+                      const Arch *a, const Eval *ev, Diag *d) {
+  Buf arch = {0};
+  arch_file(a, &arch);
+  bool ok = outset_put(set, "arch.yaml", arch.s, arch.len, d);
+  buf_free(&arch);
   for (int k = 0; ok && k < ev->n; k++) {
     const Einsum *e = c->einsums[ev->e[k].einsum];
+    Dims dn = {.used = kept_vars(e)};
+    name_dims(e, &dn); /* check_names saw that it can */
     Buf p = {0}, m = {0};
-    char name[300];
-    problem(c, s, e, &p);
-    mapping(e, s, &ev->e[k], &m);
-    const char *t = c->tensors[e->out.tensor].name;
-    snprintf(name, sizeof name, "%02d_%s.problem.yaml", k + 1, t);
+    char file[280], name[300];
+    snprintf(file, sizeof file, "%02d_%s", k + 1,
+             c->tensors[e->out.tensor].name);
+    problem(c, s, e, &dn, &p);
+    mapping(c, s, a, ev, k, &dn, file, &m);
+    snprintf(name, sizeof name, "%s.problem.yaml", file);
     ok = outset_put(set, name, p.s, p.len, d);
-    snprintf(name, sizeof name, "%02d_%s.mapping.yaml", k + 1, t);
+    snprintf(name, sizeof name, "%s.mapping.yaml", file);
     ok = ok && outset_put(set, name, m.s, m.len, d);
     buf_free(&p);
     buf_free(&m);
@@ -285,7 +535,7 @@ static int run(const Parsed *p, const ExportOpts *o) {
   bool ok = set != NULL;
   if (set)
     outset_protect_inputs(set, p->inputs);
-  ok = ok && put_files(set, c, s, ev, &d);
+  ok = ok && put_files(set, c, s, a, ev, &d);
   bool refused = !set;
   ok = ok && outset_commit(set, &refused, &d);
   if (!ok)
@@ -306,13 +556,15 @@ static int export(const Parsed *p, void *opts) {
 const Command export_command = {
     "export", "each Einsum as a Timeloop problem and mapping",
     .about =
-        "Write each Einsum of SPEC as a Timeloop problem (NN_NAME.problem.yaml:\n"
-        "its variables the dimensions, its tensors the data spaces, the output\n"
-        "read-write) and the loop nest the model chose for it on ARCH under\n"
-        "design D (NN_NAME.mapping.yaml: a DRAM level over a Buffer level, the\n"
-        "tiles the Buffer holds). Timeloop computes a multiply-accumulate; what\n"
-        "it cannot say (other operators, index offsets, a tensor read twice)\n"
-        "is a comment in the problem.\n",
+        "Write ARCH in Timeloop's format (arch.yaml: every memory level, named\n"
+        "as ARCH names it), each Einsum of SPEC as a Timeloop problem\n"
+        "(NN_NAME.problem.yaml: its variables the dimensions, renamed to one\n"
+        "letter each, its tensors the data spaces, the output read-write) and\n"
+        "the loop nest the model chose for it on ARCH under design D\n"
+        "(NN_NAME.mapping.yaml: every level's factors, a leftover as Timeloop\n"
+        "writes one, N=32,24). timeloop-model runs them as written. Timeloop\n"
+        "computes a multiply-accumulate; what it cannot say (other operators,\n"
+        "index offsets, a tensor read twice) is a comment in the problem.\n",
     .opts = &export_table,
     .uses = {USE_SPEC(ExportOpts)},
     .example = "mambalaya export timeloop mamba1 --set B=1 --set I=64 --out "

@@ -15,6 +15,10 @@
  *         - {name: Outputs, projection: [...], read-write: True}
  *     instance: {C: 3, M: 64, ..., Wstride: 2}
  *
+ * Timeloop's v0.4 spelling (its current exercises, the FuseMax artifact)
+ * writes data_spaces and read_write for data-spaces and read-write: both
+ * load (one of the two in a file).
+ *
  * It becomes one Einsum: the data space that is read and written (the
  * output) is the product of the others, summed over the dimensions it
  * lacks (Timeloop's multiply-accumulate). A coordinate of one dimension is
@@ -41,6 +45,25 @@ typedef struct Tl {
 static bool tl_fail(Tl *tl, const YamlNode *n, const char *what) {
   diag_error(tl->d, tl->path, n ? n->loc : (Loc){1, 1}, "%s", what);
   return false;
+}
+
+/* M's key KEY, in the hyphen spelling (data-spaces) or Timeloop v0.4's
+ * underscore one (data_spaces): *NODE, NULL when neither is there; false
+ * when both are. */
+static bool spelled(Tl *tl, const YamlNode *m, const char *key,
+                    const YamlNode **node) {
+  char under[32];
+  snprintf(under, sizeof under, "%s", key);
+  for (char *p = under; *p; p++)
+    if (*p == '-')
+      *p = '_';
+  const YamlNode *a = ydoc_get(m, key), *b = ydoc_get(m, under);
+  *node = a ? a : b;
+  if (!a || !b)
+    return true;
+  char what[96];
+  snprintf(what, sizeof what, "both %s and %s: give one", key, under);
+  return tl_fail(tl, b, what);
 }
 
 static int dim_index(const Tl *tl, const char *name) {
@@ -170,7 +193,9 @@ static bool load_space(Tl *tl, const YamlNode *s, Space *sp, Buf *shape) {
     return tl_fail(tl, s, "a data space is {name: NAME, projection: "
                           "[[[DIM]], ...]}");
   sp->name = name->text;
-  const YamlNode *rw = ydoc_get(s, "read-write");
+  const YamlNode *rw;
+  if (!spelled(tl, s, "read-write", &rw))
+    return false;
   sp->output = rw && rw->kind == YN_SCALAR &&
                (strcmp(rw->text, "True") == 0 || strcmp(rw->text, "true") == 0);
   for (int k = 0; k < proj->n; k++) {
@@ -202,6 +227,23 @@ static bool has_var(const char *ix, const char *v) {
   return false;
 }
 
+/* Dimension D's variable: its name in lower case. */
+static void var_name(const Tl *tl, int d, char *v, size_t n) {
+  snprintf(v, n, "%s", tl->dims->items[d]->text);
+  for (char *p = v; *p; p++)
+    *p = (char)tolower((unsigned char)*p);
+}
+
+/* Does a data space of SP[0..N) index dimension D? */
+static bool projected(const Tl *tl, const Space *sp, int n, int d) {
+  char v[64];
+  var_name(tl, d, v, sizeof v);
+  for (int i = 0; i < n; i++)
+    if (has_var(sp[i].index.s ? sp[i].index.s : "", v))
+      return true;
+  return false;
+}
+
 /* " :: sum(a, b)": the variables the inputs (all but OUT) read and OUT
  * lacks, into E. One input with no operator is a copy to our loader,
  * which refuses one that drops a variable unless the sum is written. */
@@ -210,9 +252,7 @@ static void sum_suffix(const Tl *tl, const Space *sp, int n, int out,
   int k = 0;
   for (int d = 0; d < tl->dims->n; d++) {
     char v[64];
-    snprintf(v, sizeof v, "%s", tl->dims->items[d]->text);
-    for (char *p = v; *p; p++)
-      *p = (char)tolower((unsigned char)*p);
+    var_name(tl, d, v, sizeof v);
     bool read = false;
     for (int i = 0; i < n; i++)
       read = read || (i != out && has_var(sp[i].index.s ? sp[i].index.s : "",
@@ -235,9 +275,17 @@ static bool emit(Tl *tl, const YamlNode *shape, Space *sp, int n,
                               "(read-write: True)");
   Loc at = shape->loc;
   tr_line(tl->t, at, "shape:");
+  /* A dimension no data space indexes (FuseMax's SLD lists N) repeats
+   * Timeloop's multiply-accumulate; an Einsum of ours iterates only the
+   * variables its tensors have, so it is left out, and said. */
   for (int i = 0; i < tl->dims->n; i++)
-    tr_line(tl->t, tl->dims->items[i]->loc, "  %s: %.17g",
-            tl->dims->items[i]->text, tl->size[i]);
+    if (projected(tl, sp, n, i))
+      tr_line(tl->t, tl->dims->items[i]->loc, "  %s: %.17g",
+              tl->dims->items[i]->text, tl->size[i]);
+    else
+      tr_note(tl->t, "dimension %s indexes no data space: left out "
+                     "(Timeloop repeats the multiply-accumulate %.17g "
+                     "times over it)", tl->dims->items[i]->text, tl->size[i]);
   if (derived->len)
     tr_line(tl->t, at, "%.*s", (int)derived->len - 1, derived->s);
   tr_line(tl->t, at, "einsum:");
@@ -273,7 +321,9 @@ static bool translate(Tl *tl, const YamlNode *root) {
   tl->dims = ydoc_get(shape, "dimensions");
   tl->coefs = ydoc_get(shape, "coefficients");
   tl->instance = ydoc_get(p, "instance");
-  const YamlNode *spaces = ydoc_get(shape, "data-spaces");
+  const YamlNode *spaces;
+  if (!spelled(tl, shape, "data-spaces", &spaces))
+    return false;
   bool names = tl->dims && tl->dims->kind == YN_SEQ && tl->dims->n &&
                tl->dims->n <= TL_MAX_DIMS;
   for (int i = 0; names && i < tl->dims->n; i++)

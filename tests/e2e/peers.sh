@@ -72,6 +72,27 @@ grep -q "note: the mapping section is read but not modelled" notes ||
   fail "timeloop expression"
 refused "not a Timeloop problem" "$M" import timeloop "$P/accelforge/block.yaml"
 
+# Timeloop v0.4's spelling (data_spaces, read_write: its exercises, the
+# FuseMax artifact) loads: FuseMax's four baseline problems, an exercise's
+# AlexNet layer; a dimension no data space indexes is left out, and said.
+for x in "fusemax_av:AV[b, f, h, p] = A[b, h, m, p] * V[b, f, h, m]" \
+  "fusemax_m:M[b, h, p] = QK[b, h, m, p] :: sum(m)" \
+  "fusemax_mm:Z[m, n] = A[k, m] * B[k, n]" \
+  "fusemax_sn:SN[b, h, m, p] = QK[b, h, m, p] * M[b, h, p]" \
+  "alexnet_layer1:Outputs[n, m, q, p] = Weights[c, m, r, s] * Inputs[n, c, r + 4*p, s + 4*q]"; do
+  "$M" import timeloop "$P/timeloop/${x%%:*}.yaml" >imp 2>err ||
+    fail "${x%%:*} does not load: $(cat err)"
+  grep -qF "\"${x#*:}\"" imp || fail "${x%%:*}: $(grep '^    - ' imp)"
+done
+"$M" classify "$P/timeloop/fusemax_sld.yaml" >/dev/null 2>notes ||
+  fail "fusemax_sld: $(cat notes)"
+grep -q "note: dimension N indexes no data space: left out (Timeloop repeats the multiply-accumulate 256 times over it)" notes ||
+  fail "the dimension left out is said: $(cat notes)"
+sed 's/^    data_spaces:/    data-spaces: []\n    data_spaces:/' \
+  "$P/timeloop/fusemax_mm.yaml" >both.yaml
+refused "both.yaml:16:5: error: both data-spaces and data_spaces: give one" \
+  "$M" classify both.yaml
+
 # TeAAL: take() loads; one warning names the unmodelled sections.
 "$M" classify "$P/teaal/gamma.yaml" >/dev/null 2>notes || fail "gamma"
 [ "$(wc -l <notes)" -eq 1 ] || fail "one warning: $(cat notes)"
@@ -106,20 +127,38 @@ $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); s=d["inputs"]["settings
 assert len(s) == 201 and s["p199"] == 199 and s["I"] == 7, s' many.json 2>err ||
   fail "200 settings reported: $(cat err)"
 
-# export timeloop: each Einsum as a problem and the model's mapping; the
-# tiles cover each dimension, and the problem loads back (one Einsum).
+# export timeloop: the architecture (every level, named as the file names
+# it), each Einsum as a problem and the model's loop nest, in what
+# Timeloop v3.0.3's mapping parser takes: permutations one letter per
+# dimension, each dimension's factors covering its extent exactly
+# (src/mapping/parser.cpp: 1 + sum (last_i - 1) x prod_{j inner} end_j,
+# a leftover written N=32,24), every level a target.
 "$M" export timeloop "$ROOT/specs/cnn_layer.yaml" --design full --out tl \
   2>err || fail "export timeloop: $(cat err)"
-[ "$(ls tl | wc -l)" -eq 6 ] || fail "three Einsums, two files each: $(ls tl)"
+[ "$(ls tl | wc -l)" -eq 7 ] ||
+  fail "arch.yaml and three Einsums, two files each: $(ls tl)"
 $PY - tl <<'PYEOF' || fail "exported mappings"
-import glob, math, sys, yaml
+import glob, re, sys, yaml
+arch = yaml.safe_load(open(sys.argv[1] + "/arch.yaml"))["arch"]
+names = [l["name"] for l in arch["storage"]]
+assert names == ["Registers", "GlobalBuffer", "DRAM"], names
+assert arch["storage"][2]["technology"] == "DRAM"
+assert arch["storage"][1]["entries"] == 32 * 2**20 // 2, arch["storage"][1]
 for p in sorted(glob.glob(sys.argv[1] + "/*.problem.yaml")):
     inst = yaml.safe_load(open(p))["problem"]["instance"]
     m = yaml.safe_load(open(p.replace("problem", "mapping")))["mapping"]
-    f = [dict(x.split("=") for x in l["factors"].split()) for l in m]
-    for d, n in inst.items():
-        dram, buf = int(f[0][d]), int(f[1][d])
-        assert buf <= n and dram * buf >= n > (dram - 1) * buf, (p, d)
+    assert sorted(d["target"] for d in m) == sorted(names), (p, m)
+    prod = {d: 0 for d in inst}
+    for d in reversed(m):  # outermost level first
+        assert isinstance(d["permutation"], str), (p, d)
+        assert sorted(d["permutation"]) == sorted(inst), (p, d)
+        f = dict(re.findall(r"([A-Z])=(\d+(?:,\d+)?)", d["factors"]))
+        assert sorted(f) == sorted(inst), (p, d)
+        for k, v in f.items():
+            end, _, last = v.partition(",")
+            prod[k] = prod[k] * int(end) + int(last or end) - 1
+    for k, n in inst.items():
+        assert prod[k] + 1 == n, (p, k, prod[k] + 1, n)
 PYEOF
 "$M" classify tl/01_O.problem.yaml >/dev/null 2>err ||
   fail "an exported problem loads back: $(cat err)"
