@@ -283,8 +283,14 @@ static int eval(const Parsed *p, void *opts) {
   const Arch *on = best ? search_arch(best, arch) : at ? at : arch;
   if (ev && o->trace)
     status = write_trace(p, o->trace, c, on, ev);
-  if (ev && !status)
+  if (ev && !status) {
+    Buf w = {0}; /* a binding's cost, said on stderr (and in --json) */
+    report_eval_warnings(&w, c, on, ev);
+    if (w.len)
+      fputs(w.s, stderr);
+    buf_free(&w);
     print_eval(o, c, s, on, ev, design, best);
+  }
   else if (!ev)
     status = input_failed(&d);
   if (o->design != EVAL_BEST)

@@ -524,5 +524,6 @@ void eval_free(Eval *e) {
   free(e->level);
   free(e->tuse);
   free(e->ntuse);
+  free(e->warnings);
   free(e);
 }
