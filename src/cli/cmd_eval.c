@@ -197,10 +197,16 @@ static void search_text(Buf *b, const SearchResult *r, SearchObjective obj) {
              search_gap(r));
 }
 
-/* EV priced as DESIGN (BEST: the search that found it, or NULL). */
+/* EV priced as DESIGN (BEST: the search that found it, or NULL), its
+ * warnings (a binding's cost) first, on stderr; --json holds them too. */
 static void print_eval(const EvalArgs *o, const Cascade *c, const Shape *s,
                        const Arch *arch, const Eval *ev, Design design,
                        const SearchResult *best) {
+  Buf w = {0};
+  report_eval_warnings(&w, c, arch, ev);
+  if (w.len)
+    fputs(w.s, stderr);
+  buf_free(&w);
   if (o->spec.json) {
     Inputs in = spec_inputs("eval", &o->spec, c, s);
     in.arch = o->arch ? o->arch : "mambalaya";
@@ -283,14 +289,8 @@ static int eval(const Parsed *p, void *opts) {
   const Arch *on = best ? search_arch(best, arch) : at ? at : arch;
   if (ev && o->trace)
     status = write_trace(p, o->trace, c, on, ev);
-  if (ev && !status) {
-    Buf w = {0}; /* a binding's cost, said on stderr (and in --json) */
-    report_eval_warnings(&w, c, on, ev);
-    if (w.len)
-      fputs(w.s, stderr);
-    buf_free(&w);
+  if (ev && !status)
     print_eval(o, c, s, on, ev, design, best);
-  }
   else if (!ev)
     status = input_failed(&d);
   if (o->design != EVAL_BEST)
