@@ -8,8 +8,7 @@
 # --json`'s DRAM bytes. (test_recurrence.c checks the same on every
 # cascade and plan through the library.)
 set -u
-HARNESS_CWD=root
-. "$(dirname "$0")/lib/harness.sh"
+. "$(dirname "$0")/lib/harness.sh" # runs in $tmp: refused writes out, err
 PY=/usr/bin/python3
 
 # RetNet planned as [Q K V SD | KV S O Y]: SD reads S[i-1], which the
@@ -18,12 +17,12 @@ cat >"$tmp/cut.json" <<'EOF'
 {"strategy": "any", "groups": [["Q", "K", "V", "SD"], ["KV", "S", "O", "Y"]]}
 EOF
 refused "$tmp/cut.json: error: this plan cannot run: SD (group 1) reads S of an earlier step, which group 2 produces later: it cuts the recurrence of SD and S" \
-  "$M" eval tests/specs/good/retnet.yaml --plan "$tmp/cut.json"
+  "$M" eval "$ROOT/tests/specs/good/retnet.yaml" --plan "$tmp/cut.json"
 # The same groups with SD in S's group run, SD and S on chip.
 cat >"$tmp/whole.json" <<'EOF'
 {"strategy": "any", "groups": [["Q", "K", "V"], ["SD", "KV", "S", "O", "Y"]]}
 EOF
-"$M" eval tests/specs/good/retnet.yaml --plan "$tmp/whole.json" --json \
+"$M" eval "$ROOT/tests/specs/good/retnet.yaml" --plan "$tmp/whole.json" --json \
   >"$tmp/w.json" || fail "the whole recurrence's plan: exit $?"
 $PY -c 'import json, sys
 p = json.load(open(sys.argv[1]))["plan"]
@@ -43,8 +42,9 @@ small() {
 designs=$(choices eval --design mamba1)
 [ -n "$designs" ] || fail "no designs listed"
 n=0
-for spec in tests/specs/good/retnet.yaml specs/gated_deltanet.yaml \
-  specs/mamba1.yaml specs/fusemax_1pass.yaml; do
+for spec in "$ROOT/tests/specs/good/retnet.yaml" \
+  "$ROOT/specs/gated_deltanet.yaml" "$ROOT/specs/mamba1.yaml" \
+  "$ROOT/specs/fusemax_1pass.yaml"; do
   "$M" classify "$spec" $(small "$spec") --json >"$tmp/c.json" ||
     fail "classify $spec: exit $?"
   for d in $designs; do
