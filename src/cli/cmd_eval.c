@@ -197,10 +197,16 @@ static void search_text(Buf *b, const SearchResult *r, SearchObjective obj) {
              search_gap(r));
 }
 
-/* EV priced as DESIGN (BEST: the search that found it, or NULL). */
+/* EV priced as DESIGN (BEST: the search that found it, or NULL), its
+ * warnings (a binding's cost) first, on stderr; --json holds them too. */
 static void print_eval(const EvalArgs *o, const Cascade *c, const Shape *s,
                        const Arch *arch, const Eval *ev, Design design,
                        const SearchResult *best) {
+  Buf w = {0};
+  report_eval_warnings(&w, c, arch, ev);
+  if (w.len)
+    fputs(w.s, stderr);
+  buf_free(&w);
   if (o->spec.json) {
     Inputs in = spec_inputs("eval", &o->spec, c, s);
     in.arch = o->arch ? o->arch : "mambalaya";

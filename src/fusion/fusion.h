@@ -55,7 +55,13 @@ FusionClass fusion_classify_reads(const Cascade *c, const Shape *s,
  * identically, agree in what they do to it (the same class, reducing the
  * same coordinates of it), and neither depends on the other: then one
  * pass over the shared input feeds them all (NEX -> {TTX, RX},
- * X -> {TTDelta, B, C}, Delta -> {Abar, Bbar} in Mamba-1). */
+ * X -> {TTDelta, B, C}, Delta -> {Abar, Bbar} in Mamba-1).
+ *
+ * A recurrence's Einsums (Cascade.recurrence: HH and H in Mamba-1) are one
+ * node too, in every plan, unfused included: they advance together, a
+ * step at a time (HH reads H[i-1]), so no grouping may part them
+ * (plan_can_run). Whatever classes the edges inside it have, they are no
+ * fusion choice (edge_in_recurrence). */
 typedef struct Node {
   int n;
   int *einsums; /* in cascade order */
@@ -69,7 +75,16 @@ typedef struct Nodes {
 } Nodes;
 
 Nodes *fusion_merge(const Cascade *c, const Shape *s);
-Nodes *fusion_singletons(const Cascade *c); /* no merging */
+/* No merging: every Einsum its own node, but a recurrence's one. */
+Nodes *fusion_singletons(const Cascade *c);
+/* Is edge E inside a recurrence (between two of its Einsums, or an
+ * Einsum reading its own earlier step)? No plan parts its ends, so no
+ * strategy's classes apply to it. */
+bool edge_in_recurrence(const Cascade *c, const Edge *e);
+/* Are the N Einsums at EINSUMS one Einsum, or one recurrence's? A node
+ * of more is a shared-input merge (NEX -> {TTX, RX}); a group of more
+ * fuses. */
+bool one_recurrence(const Cascade *c, int n, const int *einsums);
 /* A counting sort of items 0..N-1 by part OF[i] (< NPARTS): MEMBERS (N
  * ints) gets them part by part, each part's in increasing order; part
  * p's are MEMBERS[START[p] .. START[p + 1]) (START: NPARTS + 1 ints). */
@@ -151,8 +166,9 @@ typedef struct Group {
  *   - every other read comes from off-chip memory, each distinct element
  *     once per group (the group's readers share the fetch: NEX read by the
  *     merged TTX and RX, a window's halo);
- *   - reads inside a recurrence (H[i-1], and HH -> H) stay on chip in every
- *     plan: a recurrence is co-iterated along its rank;
+ *   - reads inside a recurrence (H[i-1], and HH -> H) stay on chip: every
+ *     plan holds a recurrence in one group (plan_can_run), co-iterated
+ *     along its rank;
  *   - what a read before the start of an initialized rank sees comes from
  *     the initialization's inputs (the decode state: H0, the convolution
  *     history), read once per group.
@@ -162,7 +178,8 @@ typedef struct Group {
 typedef enum {
   SRC_DRAM,       /* from off-chip memory */
   SRC_HANDOVER,   /* produced in the same group: passed on chip */
-  SRC_RECURRENCE, /* inside a recurrence: on chip whatever the plan */
+  SRC_RECURRENCE, /* inside a recurrence, which its group holds whole:
+                     on chip, a step (the lag) back */
 } ReadSrc;
 
 typedef enum {
@@ -241,12 +258,30 @@ Plan *fusion_plan(const Cascade *c, const Shape *s, const Pair *pairs,
 void plan_free(Plan *p);
 /* A copy of P (a plan of C) that owns its own arrays. */
 Plan *plan_copy(const Cascade *c, const Plan *p);
+/* Can groups numbered GROUP_OF (in the order they run) run one after
+ * another: does no Einsum read a tensor that a later group produces? A
+ * lagged read counts as any other: a group reading S[i-1] before the
+ * group producing S has run cuts S's recurrence (retnet's SD and S in two
+ * groups), and reading it anyway would need every step of S written off
+ * chip and read back while both groups advance together. False with D
+ * set (the spec, the reader's line: the reader, its group, the tensor,
+ * the producer's group, and the recurrence cut) otherwise. Every plan is
+ * built through it (fusion_plan_groups); every stitcher's passes by
+ * construction (a recurrence is one node). */
+bool plan_can_run(const Cascade *c, const int *group_of, Diag *d);
 /* A plan with the given grouping: GROUP_OF[e] numbers the groups in the
  * order they run (0, 1, ...). Merged nodes follow strategy ST. NULL and D
- * set when the grouping cannot run: an Einsum reads, within one iteration,
- * a tensor that a later group produces. */
+ * set when the grouping cannot run (plan_can_run). */
 Plan *fusion_plan_groups(const Cascade *c, const Shape *s, Strategy st,
                          const int *group_of, Diag *d);
+/* A plan whose groups are the sets UNIT names (unit[e]: an Einsum of e's
+ * set), the sets a recurrence spans joined into one, numbered in an order
+ * they can run: Kahn's, the set holding the earliest Einsum among the
+ * ready ones first (the designs' own plans: MARCA's region, FLAT's
+ * blocks, every other Einsum alone). NULL and D set when no order exists
+ * (two sets each read what the other produces). */
+Plan *fusion_plan_units(const Cascade *c, const Shape *s, Strategy st,
+                        const int *unit, Diag *d);
 
 /* The ranks a set of Einsums (MEMBER[e]) may tile together: those shared
  * by every tensor they produce and every produced tensor they read, in the
@@ -286,9 +321,10 @@ bool plan_label_from_name(const char *name, Strategy *st, bool *any);
 const char *plan_label(const Plan *p); /* "any" or the strategy's name */
 
 /* Does every group of P hold only edges of classes its strategy allows
- * (and, unfused, one Einsum)? False with D set (FILE, the group, the edge
- * as producer -> consumer, and its class) otherwise. PAIRS from
- * fusion_classify. Every stitcher's plan passes (tests/unit). */
+ * (and, unfused, one Einsum, or one recurrence's)? Edges inside a
+ * recurrence do not count (edge_in_recurrence). False with D set (FILE,
+ * the group, the edge as producer -> consumer, and its class) otherwise.
+ * PAIRS from fusion_classify. Every stitcher's plan passes (tests/unit). */
 bool plan_check_label(const Cascade *c, const Pair *pairs, const Plan *p,
                       const char *file, Diag *d);
 
@@ -297,8 +333,8 @@ bool plan_check_label(const Cascade *c, const Pair *pairs, const Plan *p,
  * (NULL: the file must hold one; else it is refused with the list of the
  * plans it holds). NULL and D set when it is not a plan, names an Einsum
  * C lacks, leaves one out or names it twice, has an empty group, breaks
- * its label or cannot run (a group reading what a later group
- * produces). */
+ * its label or cannot run (plan_can_run: a group reading what a later
+ * group produces, a recurrence's earlier step included). */
 Plan *plan_read_text(const char *file, const char *text, size_t len,
                      const char *want, const Cascade *c, const Shape *s,
                      Diag *d);

@@ -1,5 +1,6 @@
 /* merge.c — shared-input merging (§IV): consumers of one tensor that can
- * share a single pass over it become one node. */
+ * share a single pass over it become one node; so do a recurrence's
+ * Einsums, which no plan may part. */
 #include "fusion.h"
 
 #include <stdlib.h>
@@ -146,6 +147,29 @@ static void sets_free(Sets *u) {
   free(u->succ);
 }
 
+/* Join the sets rooted at RA and RB, the lower root the new one. */
+static void link_sets(Sets *u, int ra, int rb) {
+  if (ra > rb) {
+    int t = ra;
+    ra = rb;
+    rb = t;
+  }
+  u->parent[rb] = ra;
+  u->next[u->tail[ra]] = u->head[rb];
+  u->tail[ra] = u->tail[rb];
+}
+
+/* Every recurrence one set: its Einsums advance together, a step at a
+ * time, so no plan may part them (plan_can_run). Its root is its first
+ * Einsum, which names it (Cascade.recurrence). */
+static void join_recurrences(const Cascade *c, Sets *u) {
+  for (int e = 0; e < c->neinsums; e++) {
+    int r = c->recurrence[e];
+    if (r >= 0 && r != e)
+      link_sets(u, find(u->parent, r), find(u->parent, e));
+  }
+}
+
 /* Does the set rooted at FROM reach the set rooted at TO in the graph of
  * the sets (a set reaches what any of its members reaches)? */
 static bool set_reaches(Sets *u, int from, int to) {
@@ -184,14 +208,7 @@ static void try_union(const Cascade *c, Sets *u, int a, int b) {
         return;
   if (set_reaches(u, ra, rb) || set_reaches(u, rb, ra))
     return;
-  if (ra > rb) {
-    int t = ra;
-    ra = rb;
-    rb = t;
-  }
-  u->parent[rb] = ra;
-  u->next[u->tail[ra]] = u->head[rb];
-  u->tail[ra] = u->tail[rb];
+  link_sets(u, ra, rb);
 }
 
 /* Order nodes topologically along the edges that order Einsums
@@ -302,6 +319,7 @@ static Nodes *nodes_from_parents(const Cascade *c, int *parent) {
 Nodes *fusion_merge(const Cascade *c, const Shape *s) {
   Sets u;
   sets_init(c, &u);
+  join_recurrences(c, &u);
   /* Each tensor's readers, in cascade order (inputs included: Q, K and V
    * share the input X). */
   int *start = xcalloc((size_t)c->ntensors + 2, sizeof *start);
@@ -337,8 +355,8 @@ Nodes *fusion_merge(const Cascade *c, const Shape *s) {
 
 Nodes *fusion_singletons(const Cascade *c) {
   int *parent = xmalloc(((size_t)c->neinsums + 1) * sizeof *parent);
-  for (int i = 0; i < c->neinsums; i++)
-    parent[i] = i;
+  for (int i = 0; i < c->neinsums; i++) /* a recurrence is one node */
+    parent[i] = c->recurrence[i] >= 0 ? c->recurrence[i] : i;
   Nodes *m = nodes_from_parents(c, parent);
   free(parent);
   return m;

@@ -63,12 +63,26 @@ static const char *allowed_list(Strategy st, char *buf, size_t n) {
   return buf;
 }
 
+bool edge_in_recurrence(const Cascade *c, const Edge *e) {
+  int r = c->recurrence[e->producer];
+  return r >= 0 && r == c->recurrence[e->consumer];
+}
+
+bool one_recurrence(const Cascade *c, int n, const int *einsums) {
+  int r = c->recurrence[einsums[0]];
+  for (int i = 1; i < n; i++)
+    if (r < 0 || c->recurrence[einsums[i]] != r)
+      return false;
+  return true;
+}
+
 /* Unfused allows no fusion at all: a group of two Einsums that share no
- * edge (a merged TTX and RX) is still two Einsums fused. */
+ * edge (a merged TTX and RX) is still two Einsums fused. A recurrence's
+ * Einsums are the exception: they cannot run apart (plan_can_run). */
 static bool check_unfused(const Cascade *c, const Plan *p, const char *file,
                           Diag *d) {
   for (int g = 0; g < p->ngroups; g++)
-    if (p->groups[g].n > 1) {
+    if (!one_recurrence(c, p->groups[g].n, p->groups[g].einsums)) {
       diag_error(d, file, (Loc){0, 0},
                  "group %d holds %d Einsums (%s, %s%s), but strategy "
                  "'unfused' puts each Einsum in a group of its own: label "
@@ -89,7 +103,7 @@ bool plan_check_label(const Cascade *c, const Pair *pairs, const Plan *p,
   for (int i = 0; i < c->nedges; i++) {
     const Edge *e = &c->edges[i];
     int g = p->group_of[e->producer];
-    if (e->producer == e->consumer || g != p->group_of[e->consumer] ||
+    if (edge_in_recurrence(c, e) || g != p->group_of[e->consumer] ||
         strategy_allows(p->strategy, pairs[i].cls))
       continue;
     char allowed[64];
@@ -346,22 +360,33 @@ static bool dense_groups(const Cascade *c, const int *group_of, Diag *d) {
   return ok;
 }
 
-Plan *fusion_plan_groups(const Cascade *c, const Shape *s, Strategy st,
-                         const int *group_of, Diag *d) {
-  if (!dense_groups(c, group_of, d))
-    return NULL;
+bool plan_can_run(const Cascade *c, const int *group_of, Diag *d) {
   for (int i = 0; i < c->nedges; i++) {
     const Edge *e = &c->edges[i];
-    if (edge_orders(c, e) && group_of[e->producer] > group_of[e->consumer]) {
-      diag_error(d, c->path, c->einsums[e->consumer]->loc,
-                 "this plan cannot run: %s (group %d) reads %s, which group "
-                 "%d produces later",
-                 einsum_out(c, e->consumer),
-                 group_of[e->consumer] + 1, c->tensors[e->tensor].name,
-                 group_of[e->producer] + 1);
-      return NULL;
-    }
+    int gp = group_of[e->producer], gc = group_of[e->consumer];
+    if (gp <= gc)
+      continue;
+    const char *t = c->tensors[e->tensor].name;
+    char cut[256] = "";
+    if (edge_in_recurrence(c, e))
+      snprintf(cut, sizeof cut,
+               ": it cuts the recurrence of %s and %s, whose Einsums advance "
+               "together, a step at a time, and must share a group",
+               einsum_out(c, e->consumer), einsum_out(c, e->producer));
+    diag_error(d, c->path, c->einsums[e->consumer]->loc,
+               "this plan cannot run: %s (group %d) reads %s%s, which group "
+               "%d produces later%s",
+               einsum_out(c, e->consumer), gc + 1, t,
+               e->lagged ? " of an earlier step" : "", gp + 1, cut);
+    return false;
   }
+  return true;
+}
+
+Plan *fusion_plan_groups(const Cascade *c, const Shape *s, Strategy st,
+                         const int *group_of, Diag *d) {
+  if (!dense_groups(c, group_of, d) || !plan_can_run(c, group_of, d))
+    return NULL;
   Plan *p = xcalloc(1, sizeof *p);
   p->strategy = st;
   p->stitcher = STITCH_GREEDY;
@@ -369,6 +394,66 @@ Plan *fusion_plan_groups(const Cascade *c, const Shape *s, Strategy st,
   p->group_of = xcalloc((size_t)c->neinsums + 1, sizeof *p->group_of);
   memcpy(p->group_of, group_of, sizeof(int) * (size_t)c->neinsums);
   fill_groups(c, s, p);
+  return p;
+}
+
+/* The set of UNIT's sets (rep: per Einsum, one Einsum of its set), with
+ * each recurrence's sets joined. */
+static void units_close(const Cascade *c, const int *unit, int *rep) {
+  int n = c->neinsums;
+  memcpy(rep, unit, sizeof(int) * (size_t)n);
+  for (int e = 0; e < n; e++) {
+    int r = c->recurrence[e];
+    if (r < 0 || rep[r] == rep[e])
+      continue;
+    int from = rep[e], to = rep[r];
+    for (int k = 0; k < n; k++)
+      rep[k] = rep[k] == from ? to : rep[k];
+  }
+}
+
+Plan *fusion_plan_units(const Cascade *c, const Shape *s, Strategy st,
+                        const int *unit, Diag *d) {
+  int n = c->neinsums;
+  size_t ne = (size_t)n + 1;
+  int *rep = xmalloc(ne * sizeof *rep);
+  int *indeg = xcalloc(ne, sizeof *indeg);
+  int *group_of = xmalloc(ne * sizeof *group_of);
+  bool *done = xcalloc(ne, sizeof *done);
+  units_close(c, unit, rep);
+  for (int i = 0; i < c->nedges; i++) {
+    const Edge *e = &c->edges[i];
+    if (rep[e->producer] != rep[e->consumer])
+      indeg[rep[e->consumer]]++;
+  }
+  /* Kahn's: the set holding the earliest Einsum among the ready ones. If
+   * none is ready, the sets read each other: the first left takes the
+   * next number, and plan_can_run names the read that cannot be served. */
+  for (int g = 0;; g++) {
+    int u = -1, first = -1;
+    for (int e = 0; e < n && u < 0; e++)
+      if (!done[rep[e]]) {
+        first = first < 0 ? rep[e] : first;
+        u = indeg[rep[e]] == 0 ? rep[e] : -1;
+      }
+    u = u < 0 ? first : u;
+    if (u < 0)
+      break;
+    done[u] = true;
+    for (int e = 0; e < n; e++)
+      if (rep[e] == u)
+        group_of[e] = g;
+    for (int i = 0; i < c->nedges; i++) {
+      const Edge *e = &c->edges[i];
+      if (rep[e->producer] == u && rep[e->consumer] != u)
+        indeg[rep[e->consumer]]--;
+    }
+  }
+  Plan *p = fusion_plan_groups(c, s, st, group_of, d);
+  free(rep);
+  free(indeg);
+  free(group_of);
+  free(done);
   return p;
 }
 

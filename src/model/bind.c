@@ -7,7 +7,9 @@
  * already on the 2D array"); elementwise work before it runs on the
  * feeder that broadcasts into the array. A group without one runs on the
  * vector unit (the 1D mode). A spec's `units:` (by role) or an
- * architecture's `binding:` (by unit) overrides the rule. A unit runs the
+ * architecture's `binding:` (by unit) overrides the rule; one that puts a
+ * matrix operation off the matrix role, where another unit runs it
+ * faster, is recorded with its cost (Eval.warnings). A unit runs the
  * operation classes it has a rate for; its `epilogue` unit runs the rest
  * (a GPU's CUDA cores beside its tensor cores).
  *
@@ -221,15 +223,25 @@ static bool cannot_run(Ctx *x, int e, int u) {
 }
 
 /* An override of E's unit: the architecture's binding, else the spec's
- * units: role. -1: none; -2: an error (diag set). */
-static int override_unit(Ctx *x, int e) {
+ * units: role, with where it is written (FILE, AT; may be NULL). -1:
+ * none; -2: an error (diag set). */
+static int override_unit(Ctx *x, int e, const char **file, Loc *at) {
   const Einsum *E = x->c->einsums[e];
   const char *out = x->c->tensors[E->out.tensor].name;
   for (int i = 0; i < x->a->nbindings; i++)
-    if (strcmp(x->a->bindings[i].tensor, out) == 0)
+    if (strcmp(x->a->bindings[i].tensor, out) == 0) {
+      if (file) {
+        *file = x->a->path;
+        *at = x->a->bindings[i].loc;
+      }
       return x->a->bindings[i].unit;
+    }
   if (!E->unit)
     return -1;
+  if (file) {
+    *file = x->c->path;
+    *at = E->unit_loc;
+  }
   UnitRole r;
   if (!role_from_name(E->unit, &r) || arch_unit(x->a, r) < 0) {
     diag_error(x->diag, x->c->path, E->unit_loc,
@@ -551,7 +563,7 @@ static void bind_group_cost(Ctx *x, int g, const bool *fixed) {
  * cycles) or the rule; FIXED[E] says whether an override did. False (diag
  * set) when the unit cannot run it. */
 static bool bind_einsum(Ctx *x, int e, const double *mem, bool *fixed) {
-  int u = override_unit(x, e);
+  int u = override_unit(x, e, NULL, NULL);
   fixed[e] = u >= 0;
   bool ok = true;
   if (u == -2) {
@@ -574,11 +586,35 @@ static bool bind_einsum(Ctx *x, int e, const double *mem, bool *fixed) {
   return ok;
 }
 
+/* If an override binds E, a matrix operation, to a unit without the
+ * matrix role while another unit runs it faster, say what it costs
+ * (Eval.warnings). */
+static void warn_binding(Ctx *x, int e) {
+  const char *file;
+  Loc at;
+  int u = override_unit(x, e, &file, &at);
+  if (u < 0 || !x->work[e].matrix || x->a->units[u].role == ROLE_MATRIX)
+    return;
+  int best = ideal_unit(x, e, 0);
+  double cyc = cycles_on(x, e, u, 0);
+  double best_cyc = best >= 0 ? cycles_on(x, e, best, 0) : cyc;
+  if (!(best_cyc < cyc))
+    return; /* no unit runs it faster: the binding costs nothing */
+  Eval *ev = x->ev;
+  ev->warnings =
+      xrealloc(ev->warnings, (size_t)(ev->nwarnings + 1) * sizeof *ev->warnings);
+  ev->warnings[ev->nwarnings++] =
+      (BindWarning){e, u, best, cyc, best_cyc, file, at};
+}
+
 bool bind_units(Ctx *x, const double *mem) {
   bool *fixed = xcalloc((size_t)x->c->neinsums + 1, sizeof *fixed);
   bool ok = true;
   for (int e = 0; ok && e < x->c->neinsums; e++)
     ok = bind_einsum(x, e, mem, fixed);
+  for (int e = 0; ok && e < x->c->neinsums; e++)
+    if (fixed[e])
+      warn_binding(x, e);
   if (ok && x->o.bind == BIND_COST && !x->o.bound)
     for (int g = 0; g < x->plan->ngroups; g++)
       bind_group_cost(x, g, fixed);

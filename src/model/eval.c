@@ -13,7 +13,8 @@
 /* ---- the plan ---- */
 
 /* The RI group holding the recurrence (its lagged edge): the region MARCA
- * and Geens et al. fuse. Every other Einsum stands alone. */
+ * and Geens et al. fuse. Every other Einsum stands alone, but another
+ * recurrence's (fusion_plan_units keeps each whole). */
 static Plan *recurrence_plan(const Cascade *c, const Shape *s,
                              const Pair *pairs) {
   Diag d = {0};
@@ -22,17 +23,13 @@ static Plan *recurrence_plan(const Cascade *c, const Shape *s,
   for (int i = 0; i < c->nedges; i++)
     if (!edge_orders(c, &c->edges[i]))
       region = ri->group_of[c->edges[i].consumer];
-  int *group_of = xcalloc((size_t)c->neinsums + 1, sizeof *group_of);
-  int g = -1, prev = -2;
-  for (int i = 0; i < c->neinsums; i++) {
-    bool in = region >= 0 && ri->group_of[i] == region;
-    if (!in || prev != region)
-      g++;
-    group_of[i] = g;
-    prev = in ? region : -2;
-  }
-  Plan *p = fusion_plan_groups(c, s, ST_UNFUSED, group_of, &d);
-  free(group_of);
+  int *unit = xcalloc((size_t)c->neinsums + 1, sizeof *unit);
+  for (int i = 0; i < c->neinsums; i++)
+    unit[i] = region >= 0 && ri->group_of[i] == region
+                  ? ri->groups[region].einsums[0]
+                  : i;
+  Plan *p = fusion_plan_units(c, s, ST_UNFUSED, unit, &d);
+  free(unit);
   plan_free(ri);
   return p;
 }
@@ -528,5 +525,6 @@ void eval_free(Eval *e) {
   free(e->level);
   free(e->tuse);
   free(e->ntuse);
+  free(e->warnings);
   free(e);
 }

@@ -121,39 +121,6 @@ static void make_convex(const Cascade *c, bool *in) {
   }
 }
 
-/* Number the groups in an order they can run (Kahn's, the earliest
- * ready first): each block one group, every other Einsum its own. UNIT[e]:
- * E's block (its first Einsum), or E itself. */
-static void order_groups(const Cascade *c, const int *unit, int *group_of) {
-  int n = c->neinsums;
-  int *indeg = xcalloc((size_t)n + 1, sizeof *indeg);
-  bool *done = xcalloc((size_t)n + 1, sizeof *done);
-  for (int i = 0; i < c->nedges; i++) {
-    const Edge *ed = &c->edges[i];
-    if (edge_orders(c, ed) && unit[ed->producer] != unit[ed->consumer])
-      indeg[unit[ed->consumer]]++;
-  }
-  for (int g = 0;; g++) {
-    int u = 0;
-    while (u < n && (unit[u] != u || done[u] || indeg[u] > 0))
-      u++;
-    if (u == n)
-      break;
-    done[u] = true;
-    for (int e = 0; e < n; e++)
-      if (unit[e] == u)
-        group_of[e] = g;
-    for (int i = 0; i < c->nedges; i++) {
-      const Edge *ed = &c->edges[i];
-      if (edge_orders(c, ed) && unit[ed->producer] == u &&
-          unit[ed->consumer] != u)
-        indeg[unit[ed->consumer]]--;
-    }
-  }
-  free(indeg);
-  free(done);
-}
-
 Plan *flat_plan(const Cascade *c, const Shape *s, Diag *d) {
   int n = c->neinsums;
   Work *w = xcalloc((size_t)n + 1, sizeof *w);
@@ -179,10 +146,9 @@ Plan *flat_plan(const Cascade *c, const Shape *s, Diag *d) {
         taken[m] = true;
       }
   }
-  int *group_of = xcalloc((size_t)n + 1, sizeof *group_of);
-  order_groups(c, unit, group_of);
-  Plan *p = fusion_plan_groups(c, s, ST_UNFUSED, group_of, d);
-  free(group_of);
+  /* Each block one group, every other Einsum its own (a recurrence's
+   * Einsums one), in an order they can run. */
+  Plan *p = fusion_plan_units(c, s, ST_UNFUSED, unit, d);
   free(in);
   free(taken);
   free(unit);

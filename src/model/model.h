@@ -332,6 +332,19 @@ typedef struct GroupEval {
                                chip, and why */
 } GroupEval;
 
+/* A binding -- the architecture's `binding:` or the spec's `units:` --
+ * that puts a matrix operation on a unit without the matrix role, where
+ * another unit runs it faster: what it costs (bind.c). A name bound for
+ * one cascade binds it in every other (AV elementwise in one attention
+ * cascade, the A·V product in the next), so it is said, never silent. */
+typedef struct BindWarning {
+  int einsum;
+  int unit, best;      /* the unit it is bound to; the fastest able one */
+  double cycles, best_cycles; /* its compute (with the pipeline) on each */
+  const char *file;    /* where the binding is written */
+  Loc at;
+} BindWarning;
+
 typedef struct Eval {
   Design design;
   ModelOpts opts;
@@ -362,6 +375,9 @@ typedef struct Eval {
   int bind_capped; /* groups bound by cost whose assignments were not all
                       tried (bind.c's budget): their binding is the best
                       found, not proven least */
+  int nwarnings;
+  BindWarning *warnings; /* the matrix operations bound off the matrix
+                            role, in cascade order */
 } Eval;
 
 /* Price design D of cascade C (bound by S) on A. PAIRS from

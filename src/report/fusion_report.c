@@ -254,8 +254,8 @@ json_t *report_plan_json(const Cascade *c, const Plan *p) {
   json_t *merged = json_array();
   for (int k = 0; k < p->nodes->n; k++) {
     const Node *nd = &p->nodes->nodes[k];
-    if (nd->n < 2)
-      continue;
+    if (one_recurrence(c, nd->n, nd->einsums))
+      continue; /* not merged: an Einsum, or a recurrence's */
     json_t *a = json_array();
     for (int i = 0; i < nd->n; i++)
       json_array_append_new(a, json_string(einsum_name(c, nd->einsums[i])));

@@ -341,6 +341,46 @@ static json_t *levels_json(const Arch *a, const Eval *ev) {
   return arr;
 }
 
+void report_eval_warnings(Buf *b, const Cascade *c, const Arch *a,
+                          const Eval *ev) {
+  for (int i = 0; i < ev->nwarnings; i++) {
+    const BindWarning *w = &ev->warnings[i];
+    const Unit *u = &a->units[w->unit], *best = &a->units[w->best];
+    buf_printf(b,
+               "%s:%d:%d: warning: binding puts %s, a matrix operation, on "
+               "%s (%s role): %.4g s of compute, against %.4g s on %s (%s "
+               "role), the fastest unit able to run it\n",
+               w->file, w->at.line, w->at.col, einsum_name(c, w->einsum),
+               u->name, role_name(u->role), w->cycles / a->clock_hz,
+               w->best_cycles / a->clock_hz, best->name,
+               role_name(best->role));
+  }
+}
+
+/* Eval.warnings as JSON objects. */
+static json_t *warnings_json(const Cascade *c, const Arch *a,
+                             const Eval *ev) {
+  json_t *ws = json_array();
+  for (int i = 0; i < ev->nwarnings; i++) {
+    const BindWarning *w = &ev->warnings[i];
+    json_t *x = json_object();
+    json_object_set_new(x, "kind", json_string("binding"));
+    json_object_set_new(x, "einsum", json_string(einsum_name(c, w->einsum)));
+    json_object_set_new(x, "unit", json_string(a->units[w->unit].name));
+    json_object_set_new(x, "role",
+                        json_string(role_name(a->units[w->unit].role)));
+    json_object_set_new(x, "compute_s", report_real(w->cycles / a->clock_hz));
+    json_object_set_new(x, "best_unit", json_string(a->units[w->best].name));
+    json_object_set_new(x, "best_compute_s",
+                        report_real(w->best_cycles / a->clock_hz));
+    json_object_set_new(x, "file", json_string(w->file));
+    json_object_set_new(x, "line", json_integer(w->at.line));
+    json_object_set_new(x, "column", json_integer(w->at.col));
+    json_array_append_new(ws, x);
+  }
+  return ws;
+}
+
 json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
   double sec = 1 / a->clock_hz;
   json_t *o = json_object();
@@ -430,6 +470,7 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
     json_array_append_new(gs, x);
   }
   json_object_set_new(o, "groups", gs);
+  json_object_set_new(o, "warnings", warnings_json(c, a, ev));
   json_t *t = json_object();
   const struct {
     const char *key;

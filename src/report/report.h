@@ -82,6 +82,12 @@ void report_eval_text(Buf *b, const Cascade *c, const Arch *a,
  *  "totals": {"latency_s", "dram_read_bytes", ..., "area_mm2"},
  *  "components": [...]} */
 json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev);
+/* EV's warnings (Eval.warnings), one line each: "FILE:LINE:COL: warning:
+ * binding puts AV, a matrix operation, on vec (vector role): 3.4 s of
+ * compute, against 0.12 s on mat (matrix role), the fastest unit able to
+ * run it". */
+void report_eval_warnings(Buf *b, const Cascade *c, const Arch *a,
+                          const Eval *ev);
 /* One row per Einsum (unit, ops, cycles, traffic, energy, mapping), with
  * a header line. */
 void report_eval_csv(Buf *b, const Cascade *c, const Arch *a,

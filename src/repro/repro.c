@@ -259,7 +259,7 @@ static int count_merges(const Cascade *c, const Shape *s) {
   Nodes *m = fusion_merge(c, s);
   int n = 0;
   for (int k = 0; k < m->n; k++)
-    n += m->nodes[k].n > 1;
+    n += !one_recurrence(c, m->nodes[k].n, m->nodes[k].einsums);
   nodes_free(m);
   return n;
 }

@@ -558,7 +558,7 @@ Strategy search_label(const Cascade *c, const Pair *pairs, const Plan *p) {
     for (int k = 0; ok && k < c->nedges; k++) {
       const Edge *e = &c->edges[k];
       ok = p->group_of[e->producer] != p->group_of[e->consumer] ||
-           e->producer == e->consumer ||
+           edge_in_recurrence(c, e) ||
            (st != ST_UNFUSED && strategy_allows((Strategy)st, pairs[k].cls));
     }
     if (ok)

@@ -93,28 +93,29 @@ TEST(fusion_mamba1_merges) {
   if (!l.c)
     return;
   Nodes *m = fusion_merge(l.c, l.s);
-  CHECK_INT(m->n, 20);
+  CHECK_INT(m->n, 19); /* the paper's three merges, and the recurrence */
   Buf b = {0};
   for (int k = 0; k < m->n; k++)
     if (m->nodes[k].n > 1) {
       node_label(&b, l.c, &m->nodes[k]);
       buf_printf(&b, ";");
     }
-  CHECK_STR(b.s, "TTX+RX;TTDelta+B+C;Abar+Bbar;");
+  CHECK_STR(b.s, "TTX+RX;TTDelta+B+C;Abar+Bbar;HH+H;");
   buf_free(&b);
   nodes_free(m);
   classified_free(&l);
 }
 
-/* Paper §IV: 24, 12, 8, 3 and 1 groups. */
+/* Paper §IV: 24, 12, 8, 3 and 1 groups; unfused, HH and H (a recurrence:
+ * HH reads H[i-1]) share one of 23. */
 TEST(fusion_mamba1_groups) {
   Classified l = classified_load("specs/mamba1.yaml");
   if (!l.c)
     return;
   check_groups(&l, ST_UNFUSED, STITCH_GREEDY,
                "LEX | PX | NUM | MEX | SQEX | NEX | TTX | RX | TX | X | "
-               "TTDelta | B | C | TDelta | Delta | Abar | Bbar | HX | HH | H "
-               "| S6Y | LY | Y | EY");
+               "TTDelta | B | C | TDelta | Delta | Abar | Bbar | HX | HH H | "
+               "S6Y | LY | Y | EY");
   check_groups(&l, ST_RI, STITCH_GREEDY,
                "LEX PX NUM | MEX SQEX | NEX | TTX RX | TX | X | TTDelta B C "
                "| TDelta | Delta | Abar Bbar HX HH H S6Y | LY Y | EY");
@@ -143,11 +144,11 @@ TEST(fusion_mamba2_groups) {
     return;
   check_groups(&l, ST_RI, STITCH_GREEDY,
                "LEX PX NUM | MEX SQEX | NEX | TX RX TB TC TDelta | TTX | TTB "
-               "| TTC | X | B | C | Delta Abar | Bbar | HX | HH H S6Y | LY "
+               "| TTC | X | B | C | Delta Abar | Bbar | HX HH H S6Y | LY "
                "LLY PLLY PLLYNUM | MLLY SQLLY | NLLY | EY");
   check_groups(&l, ST_RI_RSB, STITCH_GREEDY,
                "LEX PX NUM MEX SQEX | NEX | TX RX TB TC TDelta | TTX | TTB | "
-               "TTC | X | B | C | Delta Abar | Bbar | HX | HH H S6Y LY LLY "
+               "TTC | X | B | C | Delta Abar | Bbar | HX HH H S6Y LY LLY "
                "PLLY PLLYNUM MLLY SQLLY | NLLY | EY");
   check_groups(&l, ST_RI_RSB_RSP, STITCH_GREEDY,
                "LEX PX NUM MEX SQEX NEX TX RX TB TC TDelta | TTX | TTB | TTC "
@@ -167,7 +168,8 @@ TEST(fusion_mamba2_groups) {
 }
 
 /* Global stitching never moves more intermediate data than greedy, and
- * on Mamba-2 moves much less. */
+ * on Mamba-2 it needs fewer groups for as much (ri) or moves about half
+ * (ri+rsb+rsp: 1.28 G elements against 2.49 G). */
 TEST(fusion_global_beats_greedy) {
   Classified l = classified_load("specs/mamba2.yaml");
   if (!l.c)
@@ -181,10 +183,12 @@ TEST(fusion_global_beats_greedy) {
     CHECK(x->offchip_elems <= g->offchip_elems);
     CHECK(x->ngroups <= g->ngroups);
     if (st == ST_RI) {
-      CHECK_INT(g->ngroups, 18);
+      CHECK_INT(g->ngroups, 17);
       CHECK_INT(x->ngroups, 12);
-      CHECK(x->offchip_elems * 10 < g->offchip_elems);
+      CHECK(x->offchip_elems == g->offchip_elems);
     }
+    if (st == ST_RI_RSB_RSP)
+      CHECK(x->offchip_elems * 1.9 < g->offchip_elems);
     plan_free(g);
     plan_free(x);
   }

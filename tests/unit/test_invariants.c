@@ -8,8 +8,8 @@
  *     no figure;
  *   - one plan, one traffic figure: fuse's off-chip elements, eval's ideal
  *     inter-Einsum traffic and the executor's counted bytes agree exactly,
- *     for every strategy and stitcher, and the plan runs and computes what
- *     the interpreter computes;
+ *     for every strategy and stitcher and every design's own plan, and
+ *     the plan runs and computes what the interpreter computes;
  *   - one plan, one price: relabelled, a plan prices the same;
  *   - the search: `best` is never worse than a named design nor better
  *     than `ideal`, and on small cascades it equals every partition of the
@@ -512,6 +512,20 @@ TEST(invariants_plans_fuse_eval_exec_agree) {
         check_plan(c, s, a, pairs, p, &in, &ref, pool, what);
         checked++;
       }
+    /* The designs' own plans too (MARCA's and Geens's region, FLAT's
+     * blocks): what crosses their groups, the executor counts. */
+    for (int des = 0; des < DES_COUNT; des++) {
+      ModelOpts o = model_default_opts((Design)des);
+      Plan *p = o.bound ? NULL
+                        : model_plan(c, s, pairs, (Design)des, &o, &d);
+      char what[256];
+      snprintf(what, sizeof what, "%s design %s", specs[i],
+               design_name((Design)des));
+      if (p)
+        check_plan(c, s, a, pairs, p, &in, &ref, pool, what);
+      else if (!o.bound)
+        test_fail(__FILE__, __LINE__, "%s: %s", what, d.msg);
+    }
     free(pairs);
     tensors_free(&in);
     tensors_free(&ref);

@@ -371,9 +371,13 @@ TEST(model_mamba1_table1) {
   CHECK(u != NULL);
   if (u) {
     double total = u->read + u->write;
-    CHECK_NEAR(100 * u->read / total, 47.26, 0.001);
-    CHECK_NEAR(100 * u->inter / total, 99.12, 0.001);
-    CHECK_INT(u->ngroups, 24);
+    /* The paper's 47.3 % and 99.1 % counted HH written (8.59 GB) and
+     * never read back; HH and H share a group (their recurrence cannot be
+     * cut), so HH stays on chip: 43.79 GB read of 84.09 GB moved, 83.27
+     * GB of it between Einsums (the write of HH off the 91.86 GB). */
+    CHECK_NEAR(100 * u->read / total, 52.08, 0.001);
+    CHECK_NEAR(100 * u->inter / total, 99.03, 0.001);
+    CHECK_INT(u->ngroups, 23);
   }
   o = model_default_opts(DES_FULL);
   Eval *fu = model_eval(c, s, a, pairs, DES_FULL, &o, &d);
