@@ -254,6 +254,9 @@ double compose_group(Ctx *x, int g, double t) {
   EinsumEval *e = &x->ev->e[ge->first];
   double *mem = xcalloc((size_t)ge->n + 1, sizeof *mem);
   ge->start = t;
+  /* A GPU runs the group as one kernel, after its fixed cost. */
+  double kernel = gpu_kernel_cycles(a);
+  t += kernel;
   ge->mem_cycles = 0;
   for (int i = 0; i < ge->n; i++) {
     mem[i] = e[i].mem_cycles;
@@ -280,7 +283,8 @@ double compose_group(Ctx *x, int g, double t) {
     ge->cycles = clock - t;
   }
   free(mem);
-  ge->end = t + ge->cycles;
+  ge->cycles += kernel;
+  ge->end = ge->start + ge->cycles;
   return ge->cycles;
 }
 
