@@ -9,8 +9,12 @@
  *               [tile_m, tile_n], one per SM at a time; the tiles run in
  *               waves of `sms`, a last partial wave costing a whole one,
  *               and a tile's K steps run on its SM's share of the PEs:
- *                 cycles = waves x tile_m x tile_n x K
- *                          / (pes / sms x macc rate x efficiency);
+ *                 cycles = waves x tile_m x tile_n x K / split
+ *                          / (pes / sms x macc rate x efficiency),
+ *               where a GEMM of fewer rows than tile_m has tiles of its
+ *               rows (rounded up to 16, the MMA's), and one of fewer
+ *               tiles than SMs splits K over split = floor(sms / tiles)
+ *               of them;
  *   kernel      a fixed time per kernel: a group of a plan is one kernel
  *               (an unfused Einsum its own), so each group starts after
  *               it (compose.c). */
@@ -39,10 +43,15 @@ double gpu_wave_cycles(const Ctx *x, int e, const Unit *u) {
   const Work *w = &x->work[e];
   double rows, cols;
   output_dims(x, x->c->einsums[e], &rows, &cols);
-  double tiles = ceil(rows / u->tile_m) * ceil(cols / u->tile_n);
+  /* A skinny GEMM's tile is no taller than its rows (rounded up to the
+   * MMA's 16), and when its tiles leave SMs idle its K is split over
+   * them (CUTLASS's split-K; cuBLAS's heuristics choose both). */
+  double tm = fmin(u->tile_m, 16 * ceil(rows / 16));
+  double tiles = ceil(rows / tm) * ceil(cols / u->tile_n);
+  double split = fmax(1, floor(u->sms / tiles));
   double waves = ceil(tiles / u->sms);
   double per_sm = (double)u->pes / u->sms * u->rate[OPC_MACC] * u->efficiency;
-  return waves * u->tile_m * u->tile_n * w->reduced / per_sm;
+  return waves * tm * u->tile_n * ceil(w->reduced / split) / per_sm;
 }
 
 void gpu_compute(const Ctx *x, EinsumEval *r) {
