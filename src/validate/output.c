@@ -201,6 +201,14 @@ json_t *validate_json(const Validation *v, const VidurSet *set,
   return root;
 }
 
+/* A colour per operator (Tableau's ten, a palette made to be told
+ * apart), so that no two share one. */
+static const char *const op_colours[] = {
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+_Static_assert(sizeof op_colours / sizeof op_colours[0] == VOP_COUNT,
+               "a colour per operator");
+
 void validate_chart(Buf *b, const Validation *v, Format f) {
   ChartSeries s[VOP_COUNT + 1];
   double *x[VOP_COUNT], *y[VOP_COUNT];
@@ -220,7 +228,8 @@ void validate_chart(Buf *b, const Validation *v, Format f) {
       }
     if (n)
       s[ns++] = (ChartSeries){.name = vidur_op_name(k), .n = n, .x = x[k],
-                              .y = y[k], .marker = 1};
+                              .y = y[k], .marker = 1,
+                              .color = op_colours[k]};
   }
   double diag[2] = {isfinite(lo) ? lo : 1e-3, hi > 0 ? hi : 1};
   s[ns++] = (ChartSeries){.name = "y = x", .n = 2, .x = diag, .y = diag,
