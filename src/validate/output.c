@@ -136,11 +136,12 @@ void validate_csv(Buf *b, const Validation *v, const VidurSet *set) {
   }
 }
 
+/* {"rows", "median", "p90"}; null statistics over no row. */
 static json_t *stats_json(ValStats st) {
   json_t *o = json_object();
   json_object_set_new(o, "rows", json_integer(st.n));
-  json_object_set_new(o, "median", report_real(st.median));
-  json_object_set_new(o, "p90", report_real(st.p90));
+  json_object_set_new(o, "median", st.n ? report_real(st.median) : json_null());
+  json_object_set_new(o, "p90", st.n ? report_real(st.p90) : json_null());
   return o;
 }
 
