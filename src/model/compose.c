@@ -254,8 +254,9 @@ double compose_group(Ctx *x, int g, double t) {
   EinsumEval *e = &x->ev->e[ge->first];
   double *mem = xcalloc((size_t)ge->n + 1, sizeof *mem);
   ge->start = t;
-  /* A GPU runs the group as one kernel, after its fixed cost. */
-  double kernel = gpu_kernel_cycles(a);
+  /* A GPU runs the group as one kernel, after its fixed cost; the bound
+   * pays one kernel for the layer, the least any plan pays. */
+  double kernel = x->o.bound && g > 0 ? 0 : gpu_kernel_cycles(a);
   t += kernel;
   ge->mem_cycles = 0;
   for (int i = 0; i < ge->n; i++) {

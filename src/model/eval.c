@@ -220,7 +220,6 @@ static bool price_traffic(Ctx *x) {
 static void price_einsum(Ctx *x, EinsumEval *r) {
   Eval *ev = x->ev;
   price_levels(x, r);
-  gpu_compute(x, r);
   r->cycles = einsum_cycles(x, r, r->mem_cycles);
   ops_energy(x, r);
   ev->read += r->read;

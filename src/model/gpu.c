@@ -17,7 +17,8 @@
  *               of them;
  *   kernel      a fixed time per kernel: a group of a plan is one kernel
  *               (an unfused Einsum its own), so each group starts after
- *               it (compose.c). */
+ *               it (compose.c); the ideal bound pays one for the layer,
+ *               the least any plan pays. */
 #include "price.h"
 
 #include <math.h>
@@ -54,10 +55,10 @@ double gpu_wave_cycles(const Ctx *x, int e, const Unit *u) {
   return waves * tm * u->tile_n * ceil(w->reduced / split) / per_sm;
 }
 
-void gpu_compute(const Ctx *x, EinsumEval *r) {
+void gpu_compute(const Ctx *x, int e, EinsumEval *r) {
   const Unit *u = &x->a->units[r->unit];
-  if (u->sms > 0 && x->work[r->einsum].matrix)
-    r->unit_cycles = gpu_wave_cycles(x, r->einsum, u);
+  if (u->sms > 0 && x->work[e].matrix)
+    r->unit_cycles = gpu_wave_cycles(x, e, u);
   else
     r->unit_cycles /= u->efficiency;
   if (r->epilogue >= 0)

@@ -123,10 +123,11 @@ void compose_layer(Ctx *x);
 /* Cycles of matrix Einsum E on unit U, its output tiles in waves over
  * U's SMs (U has a tile). */
 double gpu_wave_cycles(const Ctx *x, int e, const Unit *u);
-/* R's compute under its units' efficiency and, on a unit with a tile,
- * its waves: unit, epilogue and compute cycles. Nothing changes on an
- * architecture without these fields. */
-void gpu_compute(const Ctx *x, EinsumEval *r);
+/* Einsum E's compute R (price_compute's) under its units' efficiency
+ * and, on a unit with a tile, its waves: unit, epilogue and compute
+ * cycles. Only compute_cycles is set on an architecture without these
+ * fields: the slower of the unit's and the epilogue's. */
+void gpu_compute(const Ctx *x, int e, EinsumEval *r);
 /* The fixed cycles of one kernel (a group of the plan); 0 without. */
 double gpu_kernel_cycles(const Arch *a);
 
