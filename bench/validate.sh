@@ -18,6 +18,18 @@ mkdir -p out/validate
 for t in 2 4 8; do
   "$M" validate $D --tp $t --json >"$tmp/tp$t.json"
 done
+# The SSD's five kernels against one (bench/plans/), per GPU and shape.
+for a in a100 h100-sxm; do
+  for b in 1 8; do
+    for c in 4 16 64; do
+      for p in five_kernels one_kernel; do
+        "$M" eval mamba2_chunked --arch $a --model mamba2-2.7b --set B=$b \
+          --set C=$c --plan bench/plans/ssd_$p.json --json \
+          >"$tmp/ssd_${a}_${b}_${c}_$p.json"
+      done
+    done
+  done
+done
 $PY - "$tmp" bench/validation.md.in docs/validation.md <<'PYEOF'
 import json, math, sys
 tmp, template, out = sys.argv[1:]
@@ -89,9 +101,22 @@ def table_worst():
         if len(rows) == 12:
             break
     return "\n".join(rows)
+def table_fusion():
+    rows = ["| GPU | batch | tokens | five kernels (µs) | one kernel (µs) | predicted speedup |",
+            "|---|---|---|---|---|---|"]
+    for a in ["a100", "h100-sxm"]:
+        for b in [1, 8]:
+            for c in [4, 16, 64]:
+                t = [json.load(open(f"{tmp}/ssd_{a}_{b}_{c}_{p}.json"))
+                     ["totals"]["latency_s"] * 1e6
+                     for p in ["five_kernels", "one_kernel"]]
+                rows.append("| %s | %d | %d | %.1f | %.1f | %.2f× |" % (
+                    a, b, 256 * c, t[0], t[1], t[0] / t[1]))
+    return "\n".join(rows)
 text = open(template).read()
 for key, fn in [("PER_GPU", table_per_gpu), ("PER_OPERATOR", table_per_operator),
-                ("TENSOR_PARALLEL", table_tp), ("WORST", table_worst)]:
+                ("TENSOR_PARALLEL", table_tp), ("WORST", table_worst),
+                ("FUSION", table_fusion)]:
     text = text.replace("@" + key + "@", fn())
 open(out, "w").write(text)
 PYEOF
