@@ -133,9 +133,10 @@ static bool count(const Reader *R, char **f, int i, const char *line,
   double v;
   if (!number(R, f, i, line, ln, &v))
     return false;
-  if (v != (int)v || v < 1)
+  if (v < 1 || v > 1 << 30 || v != floor(v))
     return diag_fail(R->d, R->path, (Loc){ln, column_of(f, i, line)},
-                     "expected a positive integer, found '%s'", f[i]);
+                     "expected a positive integer (at most 2^30), found '%s'",
+                     f[i]);
   *out = (int)v;
   return true;
 }
@@ -197,7 +198,7 @@ static void name_file(VidurFile *f) {
   for (const char *p = f->path + strlen(f->path); p > f->path; p--)
     if (p[-1] == '/' && n < 4)
       part[n++] = p;
-  if (n == 3)
+  if (n == 3 && f->path[0] != '/')
     part[n++] = f->path; /* GPU/ORG/MODEL/FILE, relative */
   /* part[0]: FILE, part[1]: MODEL/FILE, part[2]: ORG/..., part[3]: GPU/... */
   f->gpu = xstrdup("");

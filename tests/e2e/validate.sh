@@ -137,6 +137,10 @@ head -1 $H7 >"$tmp/short.csv"
 sed -n 2p $H7 | sed 's/,True,/,Maybe,/' >>"$tmp/short.csv"
 refused "short.csv:2:[0-9]*: error: expected True or False, found 'Maybe'" \
   "$M" validate "$tmp/short.csv"
+head -1 $H7 >"$tmp/huge.csv"
+sed -n 2p $H7 | sed 's/,True,\([0-9]*\),1$/,True,1e12,1/' >>"$tmp/huge.csv"
+refused "huge.csv:2:[0-9]*: error: expected a positive integer (at most 2^30), found '1e12'" \
+  "$M" validate "$tmp/huge.csv" --arch h100-sxm
 mkdir -p "$tmp/x100/o/m" && cp $H7 "$tmp/x100/o/m/mlp.csv"
 refused "no architecture for GPU folder 'x100'" "$M" validate "$tmp/x100"
 refused "no row of tensor-parallel degree 3" "$M" validate $H7 --tp 3
