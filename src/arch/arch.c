@@ -210,7 +210,7 @@ static const char *const level_keys[] = {
     "name",           "capacity",        "bandwidth", "read_bandwidth",
     "write_bandwidth", "read_energy",    "write_energy", "instances",
     "fusion",         "area",            "ports",     "port_area",
-    NULL};
+    "efficiency",     NULL};
 
 static const char *const level_role_names[] = {"dram", "staging", "buffer",
                                                "level", "registers"};
@@ -265,6 +265,40 @@ static bool load_level_area(Loader *L, const YamlNode *m, MemLevel *lv) {
   return true;
 }
 
+/* A share in (0, 1] (`efficiency`), read at N as WHAT. */
+static bool get_share(Loader *L, const YamlNode *n, const char *what,
+                      double *out) {
+  if (!want(L, n, YN_SCALAR, what))
+    return false;
+  if (!parse_decimal(n->text, out) || !(*out > 0) || *out > 1)
+    return fail(L, n->loc,
+                "%s must be a share of the peak in (0, 1], found '%s'", what,
+                n->text);
+  return true;
+}
+
+/* efficiency: the share of its bandwidths a kernel achieves, applied to
+ * them here once; a level without a bandwidth has none to scale. */
+static bool load_level_efficiency(Loader *L, const YamlNode *m,
+                                  MemLevel *lv) {
+  const YamlNode *eff = ydoc_get(m, "efficiency");
+  lv->efficiency = 1;
+  if (!eff)
+    return true;
+  if (!get_share(L, eff, "efficiency", &lv->efficiency))
+    return false;
+  if (isinf(lv->bandwidth) && isinf(lv->read_bandwidth) &&
+      isinf(lv->write_bandwidth))
+    return fail(L, eff->loc,
+                "efficiency of memory level '%s' needs a bandwidth to scale "
+                "(it has none: unlimited)",
+                lv->name);
+  lv->bandwidth *= lv->efficiency;
+  lv->read_bandwidth *= lv->efficiency;
+  lv->write_bandwidth *= lv->efficiency;
+  return true;
+}
+
 /* Capacity: required on chip, optional (infinite) for the outermost level.
  * Bandwidth: required for the outermost level (the roofline's memory
  * side), optional (never a bottleneck) on chip. */
@@ -309,6 +343,9 @@ static bool load_level(Loader *L, const YamlNode *m, bool outermost,
     return false;
   if (wbw && !get_positive(L, wbw, "bytes/s", "write_bandwidth",
                            &lv->write_bandwidth))
+    return false;
+
+  if (!load_level_efficiency(L, m, lv))
     return false;
 
   const YamlNode *inst = ydoc_get(m, "instances"), *fu = ydoc_get(m, "fusion");
@@ -521,7 +558,7 @@ static bool load_memory(Loader *L, const YamlNode *seq) {
 
 static const char *const unit_keys[] = {
     "name", "role", "shape", "pes", "mode_of", "pipeline", "ops",
-    "epilogue", "reduction", NULL};
+    "epilogue", "reduction", "efficiency", "tile", "sms", NULL};
 
 static bool load_role(Loader *L, const YamlNode *n, UnitRole *out) {
   int r = ydoc_enum(n, role_names, ROLE_COUNT, "role", L->d);
@@ -592,6 +629,43 @@ static bool load_ops(Loader *L, const YamlNode *ops, const char *where,
   return true;
 }
 
+/* efficiency, tile: [M, N] and sms (a GPU's kernels): the tile and the
+ * SMs come together, on a matrix unit whose PEs the SMs divide. */
+static bool load_kernel_fields(Loader *L, const YamlNode *m,
+                               const char *where, Unit *u) {
+  const YamlNode *eff = ydoc_get(m, "efficiency");
+  const YamlNode *tile = ydoc_get(m, "tile"), *sms = ydoc_get(m, "sms");
+  u->efficiency = 1;
+  if (eff && !get_share(L, eff, "efficiency", &u->efficiency))
+    return false;
+  if (!tile && !sms)
+    return true;
+  if (!tile || !sms)
+    return fail(L, (tile ? tile : sms)->loc,
+                "%s: 'tile' ([M, N], a kernel's output tile per SM) and "
+                "'sms' (the SMs its PEs are spread over) come together",
+                where);
+  if (u->role != ROLE_MATRIX)
+    return fail(L, tile->loc,
+                "%s: 'tile' and 'sms' are for a matrix unit (a GEMM's "
+                "output tiles in waves over the SMs)",
+                where);
+  if (!want(L, tile, YN_SEQ, "tile ([M, N])"))
+    return false;
+  if (tile->n != 2)
+    return fail(L, tile->loc, "tile must be two positive integers [M, N], "
+                              "found %d item%s",
+                tile->n, tile->n == 1 ? "" : "s");
+  if (!get_count(L, tile->items[0], "tile M", &u->tile_m) ||
+      !get_count(L, tile->items[1], "tile N", &u->tile_n) ||
+      !get_count(L, sms, "sms", &u->sms))
+    return false;
+  if (u->pes % u->sms != 0)
+    return fail(L, sms->loc, "%s: sms %d does not divide its %d PEs", where,
+                u->sms, u->pes);
+  return true;
+}
+
 /* Everything of one unit that does not depend on other units. A mode's
  * ops and pipeline may be omitted: they are its parent's (same PEs). */
 static bool load_unit(Loader *L, const YamlNode *m, Unit *u) {
@@ -627,6 +701,8 @@ static bool load_unit(Loader *L, const YamlNode *m, Unit *u) {
       return false;
     u->reduction = (RedNet)r;
   }
+  if (!load_kernel_fields(L, m, where, u))
+    return false;
   const YamlNode *ops = ydoc_get(m, "ops");
   if (!ops && !ydoc_get(m, "mode_of"))
     return fail(L, m->loc,
@@ -965,7 +1041,8 @@ static bool check_level_areas(Loader *L, const YamlNode *mem) {
 
 static const char *const arch_keys[] = {"name",    "clock",   "word",
                                         "memory",  "compute", "energy",
-                                        "binding", "area",    NULL};
+                                        "binding", "area",    "kernel",
+                                        NULL};
 
 static bool load_word(Loader *L, const YamlNode *n) {
   double w;
@@ -1013,6 +1090,9 @@ static bool load_architecture(Loader *L, const YamlNode *key,
     return false;
   const YamlNode *bind = ydoc_get(m, "binding");
   if (bind && !load_bindings(L, bind))
+    return false;
+  const YamlNode *kernel = ydoc_get(m, "kernel");
+  if (kernel && !get_positive(L, kernel, "s", "kernel", &L->a->kernel_s))
     return false;
   for (int i = 0; i < m->n; i++)
     if (strcmp(m->keys[i]->text, "area") == 0 &&

@@ -64,6 +64,13 @@ typedef struct Unit {
                      the same Einsum (a GPU's CUDA cores beside its tensor
                      cores), or -1 */
   RedNet reduction; /* how a reduction spreads over its PEs */
+  /* A GPU's kernels (docs/architecture.md, "GPU kernels"; src/model/gpu.c):
+   * the share of its peak the unit reaches (1 unless given), and for a
+   * matrix unit the output tile one SM computes, [tile_m, tile_n], and
+   * the SMs its PEs are spread over (0, 0, 0: no waves). A GEMM's output
+   * tiles run in waves of `sms`; a last partial wave costs a whole one. */
+  double efficiency;
+  int tile_m, tile_n, sms;
 } Unit;
 
 /* An architecture's choice of unit for one Einsum, by its output's name
@@ -108,6 +115,10 @@ typedef struct MemLevel {
                        together; INFINITY if never a bottleneck */
   double read_bandwidth, write_bandwidth; /* the same for reads alone and
                                              writes alone (INFINITY) */
+  /* The share of the bandwidths above that a kernel achieves (1 unless
+   * `efficiency` is given): the loader has already multiplied the three
+   * bandwidths by it, so the model reads achievable figures. */
+  double efficiency;
   double read_pj, write_pj; /* energy per byte read / written */
   int instances;    /* copies (per-PE or per-core stores; 1 unless given):
                        an Einsum's iteration space is split over them */
@@ -176,6 +187,8 @@ typedef struct Arch {
   const char *name;
   double clock_hz;
   int word_bytes; /* bytes per tensor element (2: 16-bit data) */
+  double kernel_s; /* a GPU's fixed cost per kernel (`kernel`): every
+                      group of a plan is one kernel (0: none) */
   int nlevels;
   MemLevel *levels; /* outermost first: off-chip memory, ..., registers */
   int fusion_level; /* index of the level with .fusion */

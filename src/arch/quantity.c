@@ -1,6 +1,6 @@
 /* quantity.c — numbers with units, as architecture files write them:
  * "32 MiB", "2039 GB/s", "1.75 GHz", "1.25 pJ/B", "3.9 pJ/bit", "0.4 pJ",
- * and for area "177 um2", "0.34 mm2/MiB", "7 nm". */
+ * for area "177 um2", "0.34 mm2/MiB", "7 nm", and a time "2.5 us". */
 #include "arch.h"
 #include "quantity.h"
 
@@ -59,6 +59,10 @@ static const UnitDef units[] = {
     {"mm2/kB", "mm2/B", 1e-3},
     {"mm2/MB", "mm2/B", 1e-6},
     {"nm", "nm", 1},
+    {"ns", "s", 1e-9},
+    {"us", "s", 1e-6},
+    {"ms", "s", 1e-3},
+    {"s", "s", 1},
 };
 enum { NUNITS = sizeof units / sizeof units[0] };
 
@@ -84,6 +88,7 @@ static const DimDef dims[] = {
     {"mm2/B", "an area per byte of capacity", "0.34 mm2/MiB", 1e-18, 1e3,
      "1e-18 mm2/B to 1e3 mm2/B, or 0"},
     {"nm", "a technology node in nm", "7 nm", 0.1, 1e4, "0.1 nm to 1e4 nm"},
+    {"s", "a time", "2.5 us", 1e-12, 1, "1 ps to 1 s, or 0"},
 };
 enum { NDIMS = sizeof dims / sizeof dims[0] };
 

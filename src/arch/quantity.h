@@ -18,7 +18,7 @@ typedef enum {
 } QuantityStatus;
 
 /* Parse TEXT as a quantity of dimension DIM into *VALUE (base units: B,
- * B/s, Hz, pJ/B, pJ, mm2, mm2/B, nm). On Q_OTHER_DIM, *FOUND_DIM names the dimension of
+ * B/s, Hz, pJ/B, pJ, mm2, mm2/B, nm, s). On Q_OTHER_DIM, *FOUND_DIM names the dimension of
  * the unit that was written. */
 QuantityStatus quantity_scan(const char *text, const char *dim, double *value,
                              const char **found_dim);

@@ -358,6 +358,6 @@ void token_text(const Tokenizer *t, int id, Buf *out);
 extern const Command classify_command, fuse_command, eval_command,
     search_command, import_command, export_command, exec_command, reproduce_command, sweep_command, diff_command,
     tensors_command, init_weights_command, run_command, generate_command,
-    tokenize_command, models_command;
+    tokenize_command, models_command, validate_command;
 
 #endif

@@ -9,6 +9,7 @@ static const Command *const commands[] = {
     &exec_command,     &reproduce_command, &sweep_command,
     &diff_command,     &import_command,  &export_command,     &tensors_command, &init_weights_command,
     &run_command,      &generate_command, &tokenize_command, &models_command,
+    &validate_command,
 };
 
 const Command *cli_command(const char *name) {

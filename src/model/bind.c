@@ -176,7 +176,7 @@ void price_compute(const Ctx *x, int e, int u, EinsumEval *r) {
     r->epilogue_cycles =
         op_cycles(w, E, fold(fmax(w->parallel, 1) / E->pes), epi_ops);
   }
-  r->compute_cycles = fmax(r->unit_cycles, r->epilogue_cycles);
+  gpu_compute(x, e, r); /* a GPU's waves and efficiencies (gpu.c) */
 }
 
 /* ---- the rule ---- */

@@ -254,6 +254,10 @@ double compose_group(Ctx *x, int g, double t) {
   EinsumEval *e = &x->ev->e[ge->first];
   double *mem = xcalloc((size_t)ge->n + 1, sizeof *mem);
   ge->start = t;
+  /* A GPU runs the group as one kernel, after its fixed cost; the bound
+   * pays one kernel for the layer, the least any plan pays. */
+  double kernel = x->o.bound && g > 0 ? 0 : gpu_kernel_cycles(a);
+  t += kernel;
   ge->mem_cycles = 0;
   for (int i = 0; i < ge->n; i++) {
     mem[i] = e[i].mem_cycles;
@@ -280,7 +284,8 @@ double compose_group(Ctx *x, int g, double t) {
     ge->cycles = clock - t;
   }
   free(mem);
-  ge->end = t + ge->cycles;
+  ge->cycles += kernel;
+  ge->end = ge->start + ge->cycles;
   return ge->cycles;
 }
 

@@ -123,4 +123,17 @@ double compose_group(Ctx *x, int g, double t);
 /* Every group's cycles, start and end, and the layer's (X->ev). */
 void compose_layer(Ctx *x);
 
+/* ---- a GPU's kernels (gpu.c) ---- */
+
+/* Cycles of matrix Einsum E on unit U, its output tiles in waves over
+ * U's SMs (U has a tile). */
+double gpu_wave_cycles(const Ctx *x, int e, const Unit *u);
+/* Einsum E's compute R (price_compute's) under its units' efficiency
+ * and, on a unit with a tile, its waves: unit, epilogue and compute
+ * cycles. Only compute_cycles is set on an architecture without these
+ * fields: the slower of the unit's and the epilogue's. */
+void gpu_compute(const Ctx *x, int e, EinsumEval *r);
+/* The fixed cycles of one kernel (a group of the plan); 0 without. */
+double gpu_kernel_cycles(const Arch *a);
+
 #endif

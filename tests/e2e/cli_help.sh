@@ -9,7 +9,7 @@ set -u
 . tests/e2e/lib/harness.sh
 
 cmds=$("$M" --help | sed -n '/^commands:/,/^$/p' | awk 'NF > 1 {print $1}')
-[ "$(echo "$cmds" | wc -l)" -eq 16 ] || fail "16 commands, got: $cmds"
+[ "$(echo "$cmds" | wc -l)" -eq 17 ] || fail "17 commands, got: $cmds"
 for c in $cmds; do
   "$M" "$c" --help >h 2>err || fail "$c --help exited $?"
   [ -s err ] && fail "$c --help wrote on stderr"

@@ -11,7 +11,7 @@ HARNESS_CWD=root
 . "$(dirname "$0")/lib/harness.sh"
 PY=/usr/bin/python3
 
-LIST="shipped specs: cnn_layer, fusemax_1pass, fusemax_3pass, gated_deltanet, mamba1, mamba2, mamba2_chunked, mamba2_ssd, prenorm_block, prenorm_decode, transformer; shipped architectures: eyeriss, h100, mambalaya; shipped studies: arch-neighbourhood, eyeriss-scratchpad, model-comparison"
+LIST="shipped specs: cnn_layer, fusemax_1pass, fusemax_3pass, gated_deltanet, mamba1, mamba2, mamba2_chunked, mamba2_ssd, prenorm_block, prenorm_decode, transformer; shipped architectures: a100, eyeriss, h100-sxm, h100, mambalaya; shipped studies: arch-neighbourhood, eyeriss-scratchpad, model-comparison"
 
 # ---- unknown names ----
 cd "$tmp" || exit 1

@@ -382,10 +382,11 @@ static char *variant(const char *from, const char *to) {
 static const BadCase bad_cases[] = {
     {"      pes: 8\n", "      pes: 8\n      colour: red\n", 24, 7,
      "unknown key 'colour' in a compute unit (expected name, role, shape, "
-     "pes, mode_of, pipeline, ops, epilogue or reduction)"},
+     "pes, mode_of, pipeline, ops, epilogue, reduction, efficiency, tile or "
+     "sms)"},
     {"  word: 2 B\n", "  word: 2 B\n  speed: 3\n", 5, 3,
      "unknown key 'speed' in architecture (expected name, clock, word, "
-     "memory, compute, energy, binding or area)"},
+     "memory, compute, energy, binding, area or kernel)"},
     {"      capacity: 1 MiB\n", "      capacity: 1 MiB\n      size: 1 MiB\n",
      12, 7, "unknown key 'size' in a memory level"},
     {"clock: 1 GHz", "clock: 1", 3, 10,

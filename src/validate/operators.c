@@ -1,0 +1,109 @@
+/* operators.c — each operator Vidur times as the Einsums it runs on one
+ * GPU's shard (vidur/profiling/mlp/mlp_impl.py: column-parallel QKV and
+ * up projections, row-parallel output and down projections, norms,
+ * embedding and add over the whole hidden size, RoPE on the shard's Q and
+ * K heads). H is the hidden size, hd = H / heads, t the degree:
+ *
+ *   emb            Y[m,h] = T[m,h]: the M rows of the table read, written
+ *   *_layernorm    RMSNorm: SS[m] = sum_h X^2 / H; Y = X rsqrt(SS+eps) W
+ *   attn_pre_proj  [M, H] x [H, (heads + 2 kv_heads) hd / t]
+ *   attn_rope      Y[m,r,i] = X[m,r,i] C[m,i] + X[m,r,i] S[m,i] over the
+ *                  (heads + kv_heads) / t heads of Q and K
+ *   attn_post_proj [M, H / t] x [H / t, H]
+ *   mlp_up_proj    [M, H] x [H, (2 if gated) F / t]
+ *   mlp_act        silu(G) U over [M, F / t], or gelu(X)
+ *   mlp_down_proj  [M, F / t] x [F / t, H]
+ *   add            the residual: two inputs, or three in a parallel
+ *                  block */
+#include "validate.h"
+
+/* A GEMM Y[M, N] = X[M, K] W[K, N]. */
+static void gemm(Buf *b, long m, long k, long n) {
+  buf_printf(b,
+             "shape: {M: %ld, K: %ld, N: %ld}\n"
+             "outputs: [Y]\n"
+             "einsum:\n"
+             "  declaration: {X: [M, K], W: [K, N], Y: [M, N]}\n"
+             "  expressions:\n"
+             "    - Y[m,n] = X[m,k] * W[k,n]\n",
+             m, k, n);
+}
+
+static void rmsnorm(Buf *b, long m, long h) {
+  buf_printf(b,
+             "params: {eps: 1e-6}\n"
+             "shape: {M: %ld, H: %ld}\n"
+             "outputs: [Y]\n"
+             "einsum:\n"
+             "  declaration: {X: [M, H], W: [H], SS: [M], Y: [M, H]}\n"
+             "  expressions:\n"
+             "    - SS[m] = X[m,h] * X[m,h] / H\n"
+             "    - Y[m,h] = X[m,h] * rsqrt(SS[m] + eps) * W[h]\n",
+             m, h);
+}
+
+static void elementwise(Buf *b, long m, long h, const char *decl,
+                        const char *expr) {
+  buf_printf(b,
+             "shape: {M: %ld, H: %ld}\n"
+             "outputs: [Y]\n"
+             "einsum:\n"
+             "  declaration: {%s}\n"
+             "  expressions:\n"
+             "    - %s\n",
+             m, h, decl, expr);
+}
+
+void vidur_op_spec(VidurOp op, const VidurRow *r, Buf *b) {
+  long m = r->tokens, h = r->embd, t = r->tp, hd = r->embd / r->heads;
+  long f = r->expanded / t;
+  switch (op) {
+  case VOP_EMB:
+    elementwise(b, m, h, "T: [M, H], Y: [M, H]", "Y[m,h] = T[m,h]");
+    return;
+  case VOP_INPUT_NORM:
+  case VOP_POST_NORM:
+    rmsnorm(b, m, h);
+    return;
+  case VOP_QKV:
+    gemm(b, m, h, (r->heads + 2L * r->kv_heads) * hd / t);
+    return;
+  case VOP_ROPE:
+    buf_printf(b,
+               "shape: {M: %ld, R: %ld, I: %ld}\n"
+               "outputs: [Y]\n"
+               "einsum:\n"
+               "  declaration: {X: [M, R, I], C: [M, I], S: [M, I], "
+               "Y: [M, R, I]}\n"
+               "  expressions:\n"
+               "    - Y[m,r,i] = X[m,r,i] * C[m,i] + X[m,r,i] * S[m,i]\n",
+               m, (r->heads + (long)r->kv_heads) / t, hd);
+    return;
+  case VOP_O_PROJ:
+    gemm(b, m, h / t, h);
+    return;
+  case VOP_UP:
+    gemm(b, m, h, (r->gated ? 2 : 1) * f);
+    return;
+  case VOP_ACT:
+    if (r->gated)
+      elementwise(b, m, f, "G: [M, H], U: [M, H], Y: [M, H]",
+                  "Y[m,h] = silu(G[m,h]) * U[m,h]");
+    else
+      elementwise(b, m, f, "X: [M, H], Y: [M, H]", "Y[m,h] = gelu(X[m,h])");
+    return;
+  case VOP_DOWN:
+    gemm(b, m, f, h);
+    return;
+  case VOP_ADD:
+    if (r->add_inputs == 3)
+      elementwise(b, m, h, "A: [M, H], B: [M, H], R: [M, H], Y: [M, H]",
+                  "Y[m,h] = A[m,h] + B[m,h] + R[m,h]");
+    else
+      elementwise(b, m, h, "A: [M, H], R: [M, H], Y: [M, H]",
+                  "Y[m,h] = A[m,h] + R[m,h]");
+    return;
+  case VOP_COUNT:
+    break;
+  }
+}
