@@ -42,15 +42,19 @@ void level_add(const Ctx *x, const EinsumEval *r, int l, int t, double read,
   u[j].write += write;
 }
 
-/* The extent a tensor covers in P (each coordinate's span). */
+/* The elements a tensor covers in P: per coordinate, the values it takes
+ * (as the mapping search's footprint: at most the range its terms span,
+ * at most the product of their sizes). */
 static double extent(const MapProblem *p, const MapTensor *T) {
   double n = 1;
   for (int k = 0; k < T->ndims; k++) {
-    double ext = 1;
+    double range = 1, product = 1;
     for (int v = 0; v < p->nvars; v++)
-      if (VARSET_HAS(T->dim_vars[k], v))
-        ext += T->dim_coef[k][v] * (p->size[v] - 1);
-    n *= ext;
+      if (VARSET_HAS(T->dim_vars[k], v)) {
+        range += T->dim_coef[k][v] * (p->size[v] - 1);
+        product *= p->size[v];
+      }
+    n *= fmin(range, product);
   }
   return n;
 }
