@@ -8,6 +8,7 @@ column. Run from the repository root (tests/e2e/python.sh):
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -287,8 +288,12 @@ class InProcess(unittest.TestCase):
                 "try:\n os.kill(os.getpid(), signal.SIGINT); time.sleep(1)\n"
                 "except KeyboardInterrupt:\n print('KeyboardInterrupt')"
                 % ROOT)
+        # The child starts with SIGINT's default disposition, whatever this
+        # process inherited (`nohup make test &` ignores it, and a Python
+        # started with SIGINT ignored keeps it ignored).
         r = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                           text=True)
+                           text=True, preexec_fn=lambda: signal.signal(
+                               signal.SIGINT, signal.SIG_DFL))
         self.assertEqual((r.returncode, r.stdout), (0, "KeyboardInterrupt\n"))
 
     def test_threads_take_turns(self):
