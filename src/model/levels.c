@@ -42,9 +42,11 @@ void level_add(const Ctx *x, const EinsumEval *r, int l, int t, double read,
   u[j].write += write;
 }
 
-/* The elements a tensor covers in P: per coordinate, the values it takes
- * (as the mapping search's footprint: at most the range its terms span,
- * at most the product of their sizes). */
+/* The elements of a tensor P's iteration space reads: per coordinate,
+ * the values it takes -- at most the range its terms span (a window,
+ * p+r), at most the product of their sizes (a flattened index, 256*c+l,
+ * whose range has holes). An instance's share of a tensor is this over
+ * its slice against this over the whole. */
 static double extent(const MapProblem *p, const MapTensor *T) {
   double n = 1;
   for (int k = 0; k < T->ndims; k++) {

@@ -211,20 +211,18 @@ static void prep_tensors(const MapProblem *p, Prep *q, bool all) {
 }
 
 /* Elements a mapping with tiles TILE holds: per DRAM tensor, the product
- * over its coordinates of the values they take -- at most the range the
- * terms span (a window, p+r: tiles overlap) and at most the product of
- * their tiles (a flattened index, 256*c+l: they interleave). */
+ * over its coordinates of the range they span -- Timeloop's tile, the box
+ * a level stores: a window's overlap counted once, a stride's gaps and a
+ * flattened index's holes (256*c+l) counted in. */
 static double footprint_of(const Prep *q, const double *tile) {
   double total = 0;
   for (int i = 0; i < q->ndram; i++) {
     double fp = 1;
     for (int k = q->first_dim[i]; k < q->first_dim[i + 1]; k++) {
-      double range = 1, product = 1;
-      for (int j = q->first_term[k]; j < q->first_term[k + 1]; j++) {
-        range += q->term_coef[j] * (tile[q->term_var[j]] - 1);
-        product *= tile[q->term_var[j]];
-      }
-      fp *= fmin(range, product);
+      double ext = 1;
+      for (int j = q->first_term[k]; j < q->first_term[k + 1]; j++)
+        ext += q->term_coef[j] * (tile[q->term_var[j]] - 1);
+      fp *= ext;
     }
     total += fp;
   }

@@ -54,6 +54,26 @@ check gemm_odd three "Registers temporal M=16,5 N=16,13 K=1" \
   "Buffer A 1480 740" "Buffer B 1740 580" "Buffer C 1073 1073" \
   "Registers A 21460 1480" "Registers B 21460 1740" "Registers C 21460 21460"
 
+# The fusion level itself tiled: C[m,n] = A[m,k] B[k,n] at 48 x 80 x 56
+# on small.yaml (a 512-word buffer, 64 words of registers). DRAM steps m
+# (3 tiles of 16), n (5 of 16), k (7 of 8): A 16x8 + B 8x16 + C 16x16 =
+# 512 words. A is fetched again for each n (5 x 2688), B for each m
+# (3 x 4480), C written once (k innermost: its partial sums stay in the
+# buffer). The registers tile within each buffer tile, m (4 of 4) then n
+# (8 of 2), k whole (A 4x8 + B 8x2 + C 4x2 = 56 words): one nest m3 n5 k7
+# | m4 n8. A's last loop is the inner m, n (5) before it: 5 x 2688. B's
+# is the inner n, both m loops before it: 12 x 4480. C's is the inner n,
+# with the buffer's k (7) before it: its tiles cross 7 times (7 x 3840
+# written, 6 x 3840 partial sums read back, + the 3840 sent up) -- what a
+# level tiled alone, over the whole space, would not count. The MAC:
+# 48 x 56 x 80 = 215040 points.
+check gemm48 small "DRAM temporal M=3 N=5 K=7" \
+  "Buffer temporal M=4 N=8 K=1" "Registers temporal M=4 N=2 K=8" -- \
+  "DRAM A 13440 0" "DRAM B 13440 0" "DRAM C 0 3840" \
+  "Buffer A 13440 13440" "Buffer B 53760 13440" "Buffer C 26880 26880" \
+  "Registers A 215040 13440" "Registers B 215040 53760" \
+  "Registers C 238080 238080"
+
 # A strided convolution: Outputs[k,p,q] = Inputs[c,2p+r,2q+s] W[k,c,r,s],
 # 8 x 4 x 3 x 3 filters over 4 x 13 x 13, 6 x 6 outputs. The registers
 # hold k 8, p 6, c 4, s 3 (Inputs 4 x 11 x 3 = 132, W 96, Outputs 48:
