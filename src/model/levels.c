@@ -104,6 +104,8 @@ static void push_above(MapProblem *p, NestLoop loop) {
 static void record_loops(const MapProblem *p, const Mapping *m,
                          const double *split, LevelUse *u) {
   u->nloops = 0;
+  u->coarsened = m->coarsened;
+  u->pinned = m->pinned;
   for (int j = 0; j < m->norder && u->nloops < NEST_MAX_LOOPS; j++) {
     int v = m->order[j];
     double tile = m->tile[v];
@@ -184,7 +186,7 @@ void level_set_mapping(const Ctx *x, const EinsumEval *r, const Mapping *m,
     return;
   LevelUse *u = &ev->use[(size_t)(r - ev->e) * (size_t)ev->nlevels +
                          (size_t)x->a->fusion_level];
-  u->nloops = 0;
+  u->nloops = u->coarsened = u->pinned = 0;
   if (!m)
     return;
   double none[MAP_MAX_VARS];
@@ -373,6 +375,8 @@ void price_levels(Ctx *x, EinsumEval *r) {
   for (int l = 0; l < a->nlevels; l++)
     use[l] = (LevelUse){.instances = 1, .fits = true};
   use[f].nloops = mapped.nloops;
+  use[f].coarsened = mapped.coarsened;
+  use[f].pinned = mapped.pinned;
   memcpy(use[f].loop, mapped.loop, sizeof mapped.loop);
   use[f].footprint = r->footprint;
   use[f].fits = r->fits;

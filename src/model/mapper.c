@@ -502,6 +502,17 @@ static bool tiles_within(const MapProblem *p, const Mapping *m) {
   return true;
 }
 
+/* PERM's free classes, the largest first. */
+static void largest_first(const Reduced *r, int *perm) {
+  for (int i = 0; i < r->nfree; i++)
+    for (int j = i + 1; j < r->nfree; j++)
+      if (r->size[perm[j]] > r->size[perm[i]]) {
+        int t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+      }
+}
+
 void map_search(const MapProblem *p, Mapping *best) {
   Reduced r;
   reduce_problem(p, &r);
@@ -516,13 +527,7 @@ void map_search(const MapProblem *p, Mapping *best) {
    * others kept innermost in their written order. */
   s.nperm = r.nfree;
   if (s.nperm > MAP_MAX_PERM_CLASSES) {
-    for (int i = 0; i < r.nfree; i++)
-      for (int j = i + 1; j < r.nfree; j++)
-        if (r.size[s.perm[j]] > r.size[s.perm[i]]) {
-          int t = s.perm[i];
-          s.perm[i] = s.perm[j];
-          s.perm[j] = t;
-        }
+    largest_first(&r, s.perm);
     s.nperm = MAP_MAX_PERM_CLASSES;
   }
   int coarsened = 0;
@@ -530,9 +535,11 @@ void map_search(const MapProblem *p, Mapping *best) {
     s.base *= s.base;
     coarsened++;
   }
+  int pinned = r.nfree - s.nperm;
   enum_perms(&s, 0);
   *best = s.best;
   best->coarsened = coarsened;
+  best->pinned = pinned;
   free(below);
   assert(tiles_within(p, best));
 }

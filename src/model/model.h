@@ -281,6 +281,9 @@ typedef struct LevelUse {
    * None at off-chip and staging levels. */
   int nloops;
   NestLoop loop[NEST_MAX_LOOPS];
+  /* What bounded the search of these loops (Mapping's): tiles at powers
+   * of 2^(2^coarsened), classes of variables kept in written order. */
+  int coarsened, pinned;
 } LevelUse;
 
 /* Bytes of one tensor at one level for one Einsum. */
@@ -505,6 +508,8 @@ typedef struct Mapping {
   double footprint; /* elements held in the buffer */
   bool fits;
   long evaluated; /* candidate mappings priced */
+  int pinned;     /* classes kept innermost in their written order, not
+                     permuted (beyond MAP_MAX_PERM_CLASSES) */
   int coarsened;  /* tile candidates were powers of 2^coarsened (the
                      search's budget: see map_search) */
 } Mapping;

@@ -158,6 +158,45 @@ static void levels_text(Buf *b, const Arch *a, const Eval *ev) {
 }
 
 /* Every Einsum's bytes at every level, per tensor. */
+/* What the mapping searches pruned beyond their provably neutral choices
+ * (docs/model.md §3): tiles tried at coarser powers, loop orders kept. */
+static void bounded_text(Buf *b, const Cascade *c, const Arch *a,
+                         const Eval *ev) {
+  int n = 0, most = 0, pinned = 0;
+  Buf names = {0};
+  for (int i = 0; i < ev->n; i++) {
+    bool any = false;
+    for (int l = 0; l < a->nlevels; l++) {
+      const LevelUse *u = &ev->use[(size_t)i * (size_t)ev->nlevels + l];
+      most = u->coarsened > most ? u->coarsened : most;
+      pinned = u->pinned > pinned ? u->pinned : pinned;
+      any = any || u->coarsened > 0 || u->pinned > 0;
+    }
+    if (any && n++ < 6)
+      buf_printf(&names, "%s%s", n > 1 ? ", " : "",
+                 einsum_name(c, ev->e[i].einsum));
+  }
+  double base = pow(2, pow(2, most));
+  Buf tiles = {0};
+  if (base > 1e9) /* the loop orders alone exceed the budget */
+    buf_printf(&tiles, "each tile 1 or whole");
+  else if (most > 0)
+    buf_printf(&tiles, "tiles tried at powers of %.0f", base);
+  if (n > 0)
+    buf_printf(b,
+               "  note: the mapping search of %d Einsum%s (%s%s) was bounded "
+               "(MAP_BUDGET): %s%s%s; the figures are the best of that space "
+               "(docs/model.md §3)\n",
+               n, n == 1 ? "" : "s", names.s, n > 6 ? ", ..." : "",
+               tiles.len ? tiles.s : "",
+               tiles.len && pinned ? ", " : "",
+               pinned > 0 ? "the loop order of the smallest classes of "
+                            "variables kept as written"
+                          : "");
+  buf_free(&tiles);
+  buf_free(&names);
+}
+
 static void tensors_text(Buf *b, const Cascade *c, const Arch *a,
                          const Eval *ev) {
   double us = 1e6 / a->clock_hz;
@@ -187,6 +226,7 @@ static void tensors_text(Buf *b, const Cascade *c, const Arch *a,
   }
   buf_printf(b, "  (* the level whose time bounds the Einsum; [the tiled "
                 "loops above a level inside the fusion level])\n");
+  bounded_text(b, c, a, ev);
 }
 
 void report_eval_text(Buf *b, const Cascade *c, const Arch *a,
@@ -297,6 +337,13 @@ static json_t *einsum_levels_json(const Cascade *c, const Arch *a,
       json_object_set_new(x, "mapping", json_string(u->mapping));
     json_object_set_new(x, "loops",
                         loops_json(c->einsums[ev->e[i].einsum], u));
+    if (u->coarsened > 0 || u->pinned > 0) {
+      json_t *y = json_object();
+      json_object_set_new(y, "tile_powers_of",
+                          json_real(pow(2, pow(2, u->coarsened))));
+      json_object_set_new(y, "orders_kept", json_integer(u->pinned));
+      json_object_set_new(x, "search_bounded", y);
+    }
     json_t *ts = json_object();
     const TensorUse *t;
     int nt = eval_tensors(ev, i, l, &t);

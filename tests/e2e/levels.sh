@@ -101,6 +101,29 @@ for study in ("bw", "spad"):
     assert lat[1] > lat[2] if study == "bw" else lat[1] == lat[2], (study, lat)
 PYEOF
 
+# A mapping search bounded by MAP_BUDGET says so: ResNet's stem on Eyeriss
+# (seven classes of variables in the convolution O at the buffer: their
+# loop orders alone exceed the budget, so each tile is 1 or whole and the
+# smallest class keeps its place), in the text and in --json, and an
+# Einsum searched whole says nothing.
+"$M" eval cnn_layer --arch eyeriss --design unfused >cnn.txt ||
+  fail "eval cnn_layer"
+grep -q "note: the mapping search of 1 Einsum (O) was bounded (MAP_BUDGET): each tile 1 or whole, the loop order of the smallest classes of variables kept as written;" cnn.txt ||
+  fail "no note of the bounded search: $(grep note cnn.txt)"
+"$M" eval cnn_layer --arch eyeriss --design unfused --json >cnn.json ||
+  fail "eval cnn_layer --json"
+$PY - <<'PYEOF' || fail "search_bounded in --json"
+import json
+e = {x["einsum"]: x for x in json.load(open("cnn.json"))["einsums"]}
+b = {l["level"]: l["search_bounded"] for l in e["O"]["levels"]
+     if "search_bounded" in l}
+assert list(b) == ["GlobalBuffer"], b
+assert abs(b["GlobalBuffer"]["tile_powers_of"] / 2.0 ** 64 - 1) < 1e-9, b
+assert b["GlobalBuffer"]["orders_kept"] == 1, b
+assert all("search_bounded" not in l for n in ("A", "PL")
+           for l in e[n]["levels"]), e["A"]["levels"]
+PYEOF
+
 # Four levels and no fusion level: refused at the memory list's first item.
 sed -e '/fusion: true/d' \
   -e 's/^    - name: GlobalBuffer$/    - {name: L2, capacity: 64 MiB, read_energy: 1 pJ\/B, write_energy: 1 pJ\/B, area: 0.32 mm2\/MiB}\n    - name: GlobalBuffer/' \
