@@ -2,10 +2,13 @@
  * token lists, inputs, outputs and memory, spec loading. */
 #include "cli.h"
 
+#include "../search/search.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -429,6 +432,12 @@ static const Opt executor_opts[] = {
              "fused executor with that strategy's plan; all compute the same "
              "numbers)",
      .flags = OPT_LIST, .choices = &exec_strategy_choices},
+    {"--plan", OPT_PATH, offsetof(ExecutorOpts, plan_file), "FILE",
+     .help = "run the plan in FILE, as `fuse --json` or `search --plan-out` "
+             "write it (--strategy S picks one of a file of several)"},
+    {"--arch", OPT_STRING, offsetof(ExecutorOpts, arch), "ARCH",
+     .help = "the architecture --strategy best searches on (default "
+             "mambalaya)"},
     {"--buffer", OPT_SIZE, offsetof(ExecutorOpts, buffer), "BYTES",
      .help = "the fused executor's tile buffer (default 2MiB; suffixes k, M, "
              "G, KiB, MiB, GiB)"},
@@ -439,11 +448,53 @@ static const Opt executor_opts[] = {
 const OptTable executor_options = OPT_TABLE(executor_opts);
 
 ExecutorOpts executor_defaults(void) {
-  return (ExecutorOpts){-1, 2 << 20, default_threads()};
+  return (ExecutorOpts){.strategy = -1, .buffer = 2 << 20,
+                        .threads = default_threads()};
 }
 
-const char *executor_name(const ExecutorOpts *o) {
-  return o->strategy < 0 ? "interpreter" : strategy_name(o->strategy);
+const char *executor_name(const ExecutorOpts *o, char *buf, size_t n) {
+  if (o->plan_file)
+    snprintf(buf, n, "plan %s", o->plan_file);
+  else if (o->strategy == EXEC_BEST)
+    snprintf(buf, n, "best (searched on %s)", o->arch ? o->arch : "mambalaya");
+  else
+    snprintf(buf, n, "%s",
+             o->strategy < 0 ? "interpreter" : strategy_name(o->strategy));
+  return buf;
+}
+
+/* The plan `search` finds for C bound by S on O's architecture: the least
+ * latency under the model's defaults. */
+static Plan *searched_plan(const ExecutorOpts *o, const Cascade *c,
+                           const Shape *s, const Pair *pairs, Diag *d) {
+  Arch *a = open_arch(o->arch ? o->arch : "mambalaya", d);
+  if (!a)
+    return NULL;
+  ModelOverrides ov = model_no_overrides();
+  SearchResult *r = search_best(c, s, a, pairs, &ov, SO_LATENCY, NULL, d);
+  Plan *p = r && r->best ? plan_copy(c, r->best->plan) : NULL;
+  search_free(r);
+  arch_free(a);
+  return p;
+}
+
+bool executor_plan(const ExecutorOpts *o, Stitcher stitch, Objective obj,
+                   const Cascade *c, const Shape *s, const Pair *pairs,
+                   Plan **plan, Diag *d) {
+  *plan = NULL;
+  if (o->plan_file) {
+    const char *pick = o->strategy >= 0 && o->strategy < ST_COUNT
+                           ? strategy_name((Strategy)o->strategy)
+                           : NULL;
+    *plan = plan_read_file(o->plan_file, pick, c, s, d);
+  } else if (o->strategy == EXEC_BEST) {
+    *plan = searched_plan(o, c, s, pairs, d);
+  } else if (o->strategy >= 0) {
+    *plan = fusion_plan(c, s, pairs, (Strategy)o->strategy, stitch, obj, d);
+  } else {
+    return true;
+  }
+  return *plan != NULL;
 }
 
 Inputs spec_inputs(const char *command, const SpecOpts *o, const Cascade *c,

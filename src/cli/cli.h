@@ -192,17 +192,31 @@ extern const OptTable model_options;
 #define USE_MODEL(Args) {&model_options, offsetof(Args, mf), "model options:"}
 /* The executors' options (exec, run, generate). */
 typedef struct ExecutorOpts {
-  int strategy;  /* --strategy; -1: the interpreter */
+  int strategy;  /* --strategy; -1: the interpreter; EXEC_BEST: the
+                    search's plan */
+  const char *plan_file; /* --plan: run this plan */
+  const char *arch;      /* --arch: what --strategy best searches on */
   double buffer; /* --buffer: the fused executor's tile buffer */
   int threads;   /* --threads */
 } ExecutorOpts;
+/* --strategy best: the plan `search` finds for the run's shapes. */
+enum { EXEC_BEST = ST_COUNT };
 extern const OptTable executor_options;
 #define USE_EXECUTOR(Args, member)                                            \
   {&executor_options, offsetof(Args, member), NULL}
 /* The interpreter, a 2 MiB buffer, default_threads(). */
 ExecutorOpts executor_defaults(void);
-/* "interpreter" or the strategy's name. */
-const char *executor_name(const ExecutorOpts *o);
+/* What runs, for messages and outputs: "interpreter", the strategy's
+ * name, "best (searched on ARCH)" or "plan FILE" (into BUF of N bytes). */
+const char *executor_name(const ExecutorOpts *o, char *buf, size_t n);
+/* The plan the executor runs for C bound by S (PAIRS from
+ * fusion_classify): --plan's (the one --strategy picks of a file of
+ * several), the search's for --strategy best (on --arch, the least
+ * latency), or the strategy's stitched by STITCH for OBJ; *PLAN NULL for
+ * the interpreter. False (D set) when there is none. */
+bool executor_plan(const ExecutorOpts *o, Stitcher stitch, Objective obj,
+                   const Cascade *c, const Shape *s, const Pair *pairs,
+                   Plan **plan, Diag *d);
 
 /* A whole model from its config.json (cmd_models.c): --config and the
  * scenario it is priced in (eval, search, reproduce). */

@@ -34,7 +34,7 @@ typedef struct ExecArgs {
   Ranges ranges;
   ExecutorOpts ex;
   int stitch;
-  const char *plan_file, *out, *next, *keep;
+  const char *out, *next, *keep;
   bool check;
   double tolerance;
   bool random;       /* --random given */
@@ -103,9 +103,6 @@ static const Opt exec_opts[] = {
      .help = "greedy (default), alg1 or global: how the plan is stitched (as "
              "for fuse)",
      .choices = &stitcher_choices},
-    {"--plan", OPT_PATH, EO(plan_file), "FILE",
-     .help = "run the plan in FILE, as `fuse --json` writes it (--strategy S "
-             "picks one of a file of several)"},
     {"--phase", OPT_ENUM, EO(spec.phase), "P",
      .help = "prefill, or decode: the spec's sequence rank set to 1",
      .choices = &phase_choices},
@@ -640,26 +637,16 @@ typedef struct ExecRun {
   ExecResult r;
 } ExecRun;
 
-/* --plan's plan (the one --strategy picks of a file of several), or the
- * strategy's (none for the interpreter). */
+/* The plan --plan, --strategy (best: the search's) and --stitch give
+ * (none for the interpreter). */
 static int make_plan(const ExecArgs *o, const Cascade *c, const Shape *s,
                      Plan **plan) {
   Diag d = {0};
-  *plan = NULL;
-  if (o->plan_file) {
-    const char *pick = o->ex.strategy >= 0
-                           ? strategy_name((Strategy)o->ex.strategy)
-                           : NULL;
-    *plan = plan_read_file(o->plan_file, pick, c, s, &d);
-  } else if (o->ex.strategy >= 0) {
-    Pair *pairs = fusion_classify(c, s);
-    *plan = fusion_plan(c, s, pairs, (Strategy)o->ex.strategy,
-                        (Stitcher)o->stitch, OBJ_TRAFFIC, &d);
-    free(pairs);
-  } else {
-    return 0;
-  }
-  return *plan ? 0 : input_failed(&d);
+  Pair *pairs = fusion_classify(c, s);
+  bool ok = executor_plan(&o->ex, (Stitcher)o->stitch, OBJ_TRAFFIC, c, s,
+                          pairs, plan, &d);
+  free(pairs);
+  return ok ? 0 : input_failed(&d);
 }
 
 /* The executor (and with --check the interpreter) over the inputs. */
@@ -791,20 +778,21 @@ static int run(const ExecArgs *o, const Cascade *c, const Shape *s) {
 /* The options that go together, and outputs that can be written and
  * overwrite no input: refused before any work. */
 static int check_args(const Parsed *p, const ExecArgs *o) {
-  bool fused = o->ex.strategy >= 0, stitch = opt_given(p, "--stitch");
-  if (o->plan_file && stitch)
+  bool fused = o->ex.strategy >= 0 && o->ex.strategy != EXEC_BEST,
+       stitch = opt_given(p, "--stitch");
+  if (o->ex.plan_file && stitch)
     return usage_error(p->cmd, "--plan gives the plan: drop --stitch");
   if (stitch && !fused)
     return usage_error(p->cmd, "--stitch needs a --strategy other than the "
-                               "interpreter");
-  if (o->check && !fused && !o->plan_file)
+                               "interpreter and best");
+  if (o->check && o->ex.strategy < 0 && !o->ex.plan_file)
     return usage_error(p->cmd, "--check compares a plan with the "
                                "interpreter: give --strategy or --plan");
   if (o->keep && !o->out)
     return usage_error(p->cmd,
                        "--keep says what --out writes: give --out FILE");
   const char *in[MAX_INPUT_FILES + 2] = {input_path("specs", o->spec.spec),
-                                         o->plan_file};
+                                         o->ex.plan_file};
   memcpy(in + 2, o->inputs.path, sizeof o->inputs.path);
   for (int i = 0; i < o->inputs.n + 2; i++) /* the run's, for the writes */
     inputset_add(p->inputs, in[i]);

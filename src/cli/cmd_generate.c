@@ -115,9 +115,9 @@ static int check_gen_memory(const char *cmd, const Gen *g) {
   int V = lm_config(g->m)->vocab;
   double all =
       o->out ? 4.0 * o->nseq * ((double)o->len + g->max_new - 1) * V : 0;
-  char what[200];
+  char what[512];
   snprintf(what, sizeof what, "generating %d tokens after %d x %d (%s%s)",
-           g->max_new, o->nseq, o->len, executor_name(&o->ex),
+           g->max_new, o->nseq, o->len, o->executor,
            o->out ? ", every position's logits kept for --out" : "");
   return check_run_memory(cmd, o, g->m, what, !o->out, false,
                           3 * all + 4.0 * o->nseq * g->max_new);
@@ -139,7 +139,7 @@ static int gen_save(const Gen *g) {
   Tensors arrays = {0};
   tensors_put(&arrays, "logits", g->all, false);
   int status =
-      save_results(g->m, o->out, &arrays, tok.s, executor_name(&o->ex),
+      save_results(g->m, o->out, &arrays, tok.s, o->executor,
                    o->inputs);
   tensors_free(&arrays);
   buf_free(&tok);
@@ -207,7 +207,7 @@ static void gen_report(const char *cmd, const Gen *g) {
           "tokens/s); %d new tokens per sequence, decode %.1f tokens/s "
           "(%s)\n",
           o->nseq, o->len, g->prefill_s, prefill_rate, g->max_new,
-          decode_rate, executor_name(&o->ex));
+          decode_rate, o->executor);
 }
 
 /* Decode, then --out and the report. */

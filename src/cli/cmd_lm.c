@@ -147,7 +147,7 @@ static double peak_rss(void) {
 /* The figures both commands report in --json. */
 void lm_json_common(json_t *j, const LmArgs *o, const Lm *m) {
   json_object_set_new(j, "model", json_string(o->model));
-  json_object_set_new(j, "strategy", json_string(executor_name(&o->ex)));
+  json_object_set_new(j, "strategy", json_string(o->executor));
   json_object_set_new(j, "batch", json_integer(o->nseq));
   json_object_set_new(j, "prompt_tokens", json_integer(o->len));
   json_object_set_new(j, "layers", json_integer(lm_config(m)->n_layer));
@@ -245,10 +245,24 @@ static int open_model(const char *cmd, const LmArgs *o, Lm **m) {
   return 0;
 }
 
+/* The rule for --plan and --strategy best (executor_plan): CTX is the
+ * run's ExecutorOpts. */
+static Plan *lm_plan_rule(void *ctx, const Cascade *c, const Shape *s,
+                          const Pair *pairs, Diag *d) {
+  Plan *p;
+  return executor_plan(ctx, STITCH_GREEDY, OBJ_GROUPS, c, s, pairs, &p, d)
+             ? p
+             : NULL;
+}
+
 LmOpts lm_pass_opts(const LmArgs *o, Pool *pool, bool last_only) {
-  return (LmOpts){.fused = o->ex.strategy >= 0,
-                  .strategy = o->ex.strategy < 0 ? ST_FULL
-                                                 : (Strategy)o->ex.strategy,
+  bool rule = o->ex.plan_file || o->ex.strategy == EXEC_BEST;
+  return (LmOpts){.fused = o->ex.strategy >= 0 || o->ex.plan_file,
+                  .strategy = o->ex.strategy < 0 || rule
+                                  ? ST_FULL
+                                  : (Strategy)o->ex.strategy,
+                  .plan = rule ? lm_plan_rule : NULL,
+                  .plan_ctx = rule ? (void *)&o->ex : NULL,
                   .buffer_bytes = o->ex.buffer, .pool = pool,
                   .last_only = last_only, .ssd = (SsdMode)o->ssd,
                   .ssd_chunk = o->ssd_chunk};
@@ -339,6 +353,7 @@ int save_results(const Lm *m, const char *path, const Tensors *arrays,
 /* The tokens and the model, once --out is known to be writable: 0, or
  * an exit status with O freed. */
 int lm_start(const char *cmd, LmArgs *o, Lm **m) {
+  executor_name(&o->ex, o->executor, sizeof o->executor);
   int err = check_lm_output(cmd, o);
   if (!err && !(err = read_tokens(cmd, o)))
     err = open_model(cmd, o, m);

@@ -28,9 +28,9 @@ static int check_pass_memory(const char *cmd, const RunArgs *r, Lm *m) {
   double logit_bytes = 4.0 * o->nseq * o->len * cfg->vocab;
   double mixed =
       r->mixer ? 4.0 * cfg->n_layer * o->nseq * o->len * cfg->d_model : 0;
-  char what[160];
+  char what[512];
   snprintf(what, sizeof what, "running %d x %d tokens (%s, %d layer%s)",
-           o->nseq, o->len, executor_name(&o->ex), cfg->n_layer,
+           o->nseq, o->len, o->executor, cfg->n_layer,
            cfg->n_layer == 1 ? "" : "s");
   return check_run_memory(cmd, o, m, what, false, r->mixer,
                           2 * (logit_bytes + mixed));
@@ -54,7 +54,7 @@ static void run_report(const LmArgs *o, const Lm *m, double secs) {
           "mambalaya run: %d x %d tokens, %d layer%s, %s: %.4f s, %.1f "
           "tokens/s\n",
           o->nseq, o->len, layers, layers == 1 ? "" : "s",
-          executor_name(&o->ex),
+          o->executor,
           secs, rate);
 }
 
@@ -81,7 +81,7 @@ static int run_pass(const char *cmd, const RunArgs *r, Lm *m) {
     Buf tok = {0};
     tokens_meta(&tok, o->tokens, o->nseq, o->len);
     if (o->out)
-      status = save_results(m, o->out, &arrays, tok.s, executor_name(&o->ex),
+      status = save_results(m, o->out, &arrays, tok.s, o->executor,
                             o->inputs);
     buf_free(&tok);
   }

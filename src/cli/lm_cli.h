@@ -16,6 +16,7 @@ typedef struct LmArgs {
   int ssd;           /* --ssd: an SsdMode */
   int ssd_chunk;     /* --ssd-chunk; 0: the default */
   ExecutorOpts ex;
+  char executor[320]; /* executor_name's, set by lm_start */
   char *file_text; /* --tokens-file's contents */
   /* The token ids, [nseq, len] row-major. */
   int *tokens;

@@ -19,8 +19,13 @@ static const char *objective_at(int i) {
 
 const OptChoices strategy_choices = {"strategy", strategy_at, ST_COUNT,
                                      "all", false};
-const OptChoices exec_strategy_choices = {"strategy", strategy_at, ST_COUNT,
-                                          "interpreter", true};
+/* The executors' --strategy: the interpreter, a strategy, or best (the
+ * search's plan: EXEC_BEST). */
+static const char *exec_strategy_at(int i) {
+  return i == EXEC_BEST ? "best" : strategy_name((Strategy)i);
+}
+const OptChoices exec_strategy_choices = {"strategy", exec_strategy_at,
+                                          EXEC_BEST + 1, "interpreter", true};
 const OptChoices stitcher_choices = {"stitcher", stitcher_at, STITCH_COUNT,
                                      NULL, false};
 const OptChoices design_choices = {"design", design_at, DES_COUNT, NULL,

@@ -56,7 +56,9 @@ struct Lm {
   int shape_batch, shape_len;
   Pair *pairs;
   Plan *plan;
-  Strategy plan_strategy;
+  Strategy plan_strategy; /* what made it: a strategy, or a rule */
+  LmPlanRule plan_rule;
+  const void *plan_ctx;
   Exec *exec;      /* or NULL */
   ExecOpts exec_o; /* what it was made with */
   double peak;     /* the most bytes of activations held at once */
@@ -367,18 +369,23 @@ static const Shape *shape_for(Lm *m, int batch, int len, Diag *d) {
   return m->shape;
 }
 
-/* The fusion plan of ST for the current shape (plans depend on sizes:
- * a rank of extent 1 changes nothing, but the stitcher may price them). */
-static const Plan *plan_for(Lm *m, Strategy st, Diag *d) {
-  if (m->plan && m->plan_strategy == st)
+/* The fusion plan O asks for, for the current shape (plans depend on
+ * sizes): its rule's, or its strategy's. */
+static const Plan *plan_for(Lm *m, const LmOpts *o, Diag *d) {
+  if (m->plan && m->plan_rule == o->plan &&
+      (o->plan ? m->plan_ctx == o->plan_ctx
+               : m->plan_strategy == o->strategy))
     return m->plan;
   forget_exec(m);
   plan_free(m->plan);
   if (!m->pairs)
     m->pairs = fusion_classify(m->c, m->shape);
-  m->plan = fusion_plan(m->c, m->shape, m->pairs, st, STITCH_GREEDY,
-                        OBJ_GROUPS, d);
-  m->plan_strategy = st;
+  m->plan = o->plan ? o->plan(o->plan_ctx, m->c, m->shape, m->pairs, d)
+                    : fusion_plan(m->c, m->shape, m->pairs, o->strategy,
+                                  STITCH_GREEDY, OBJ_GROUPS, d);
+  m->plan_strategy = o->strategy;
+  m->plan_rule = o->plan;
+  m->plan_ctx = o->plan_ctx;
   return m->plan;
 }
 
@@ -577,7 +584,7 @@ bool lm_forward(Lm *m, const int *tokens, int batch, int len,
   ExecOpts eo = {.buffer_bytes = o->buffer_bytes, .pool = o->pool,
                  .state_in_place = true};
 
-  if (o->fused && !(eo.plan = plan_for(m, o->strategy, d)))
+  if (o->fused && !(eo.plan = plan_for(m, o, d)))
     return false;
   if (!m->batch) {
     if (!zero_state(m, s, d))
@@ -610,7 +617,7 @@ bool lm_pass_bytes(Lm *m, int batch, int len, const LmOpts *o, bool record,
                    double *bytes, Diag *d) {
   const Shape *s = shape_for(m, batch, len, d);
   const Plan *plan = NULL;
-  if (!s || (o->fused && !(plan = plan_for(m, o->strategy, d))))
+  if (!s || (o->fused && !(plan = plan_for(m, o, d))))
     return false;
   const Cascade *c = m->c;
   double layers = m->cfg.n_layer, D = m->cfg.d_model, V = m->cfg.vocab;

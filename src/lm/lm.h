@@ -167,9 +167,18 @@ typedef struct Lm Lm;
 typedef enum { SSD_SCAN, SSD_CHUNKED, SSD_COUNT } SsdMode;
 const char *ssd_mode_name(SsdMode s); /* "scan", "chunked" */
 
+/* A rule for a fused pass's plan: any plan of the layer's cascade C for
+ * the pass's shapes S (a plan file's, the search's best), owned by the
+ * caller of the rule; NULL and D set when there is none. */
+typedef Plan *(*LmPlanRule)(void *ctx, const Cascade *c, const Shape *s,
+                            const Pair *pairs, Diag *d);
+
 typedef struct LmOpts {
   bool fused;          /* the fused executor with STRATEGY's plan */
   Strategy strategy;   /* else the interpreter */
+  LmPlanRule plan;     /* fused: this rule's plan (with PLAN_CTX) instead
+                          of STRATEGY's, made once per shape */
+  void *plan_ctx;
   double buffer_bytes; /* fused: the tile buffer */
   Pool *pool;
   bool last_only;      /* logits of each sequence's last token only */

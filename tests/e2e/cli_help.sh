@@ -56,7 +56,7 @@ refused "--seed expects a non-negative integer (decimal digits), got '-3'" \
   "$M" init-weights --model mamba-130m --out m --seed -3
 refused "unknown design 'fused' (expected unfused, ideal, marca, geens, flat, ri, ri+rsb, ri+rsb+rsp, full or best)" \
   "$M" eval mamba1 --design fused
-refused "unknown strategy 'x' (expected interpreter, unfused, ri, ri+rsb, ri+rsb+rsp or full)" \
+refused "unknown strategy 'x' (expected interpreter, unfused, ri, ri+rsb, ri+rsb+rsp, full or best)" \
   "$M" exec mamba1 --strategy x
 refused "unknown strategy 'x' (expected unfused, ri, ri+rsb, ri+rsb+rsp, full or all)" \
   "$M" fuse mamba1 --strategy x

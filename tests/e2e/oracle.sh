@@ -100,10 +100,32 @@ PYEOF
   $PY $CMP "$r" "$g" --rtol 0 --atol 1e-4 --label "$name generate=run $s" ||
     fail "$name $s: prefill + steps differ from one pass"
 }
-for s in interpreter full ri; do
+for s in interpreter full ri best; do
   gen_vs_run m1 "$tmp/m1-tiny-b2-strong" "3,1,4;1,5,9" "$s"
   gen_vs_run m2 "$tmp/m2-tiny-b2-strong" "3,1,4;1,5,9" "$s"
 done
+
+# ---- a plan file ----
+# The plan `search` writes for the layer's cascade at the run's shapes
+# runs under run and generate (--plan), matches the oracle, and each
+# command says which plan ran.
+"$MAMBALAYA" search mamba1 --set B=1 --set I=8 --set d_model=64 \
+  --set d_inner=128 --set d_state=16 --set dt_rank=4 --plan-out "$tmp/p.json" \
+  >/dev/null 2>"$tmp/err" || fail "search --plan-out: $(cat "$tmp/err")"
+if "$MAMBALAYA" run --model "$tmp/m1-tiny" --tokens "$T8" --plan "$tmp/p.json" \
+    --mixer-outputs --out "$tmp/plan.safetensors" 2>"$tmp/err"; then
+  grep -q "plan $tmp/p.json" "$tmp/err" || fail "run --plan: $(cat "$tmp/err")"
+  $PY $CMP "$tmp/m1-tiny/expected.safetensors" "$tmp/plan.safetensors" \
+    --label "m1-tiny --plan" --keys logits,conv_state,ssm_state,mixer_output \
+    --scale-rtol 1e-4 || fail "run --plan: differs from the oracle"
+else
+  fail "run --plan: $(cat "$tmp/err")"
+fi
+"$MAMBALAYA" generate --model "$tmp/m1-tiny" --tokens 3,1,4 --max-new 3 \
+  --strategy best >/dev/null 2>"$tmp/err" ||
+  fail "generate --strategy best: $(cat "$tmp/err")"
+grep -q "(best (searched on mambalaya))" "$tmp/err" ||
+  fail "generate --strategy best: $(cat "$tmp/err")"
 
 # ---- init-weights ----
 M=$tmp/init
