@@ -326,6 +326,46 @@ class NeverEndsTheHost(unittest.TestCase):
         self.assertEqual(mambalaya.classify("mamba1")["spec"],
                          "specs/mamba1.yaml")
 
+    def test_out_of_memory_in_worker_threads(self):
+        """Memory runs out while the executor's pool and a sweep's threads
+        run (RLIMIT_AS in a child interpreter: a little room above what a
+        first run left mapped): each call is an Error of status 1, never
+        the end of the interpreter, which then runs a command as usual."""
+        script = r"""
+import os, resource, sys
+sys.path.insert(0, %r)
+import mambalaya
+
+def vmsize():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+
+def cramped(room, *argv):
+    resource.setrlimit(resource.RLIMIT_AS, (vmsize() + room, resource.RLIM_INFINITY))
+    try:
+        mambalaya.run(*argv)
+        return "ran"
+    except mambalaya.Error as e:
+        return "%%d %%s" %% (e.status, e.message.strip())
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY,) * 2)
+
+exe = ("exec", "mamba1", "--random", "1", "--threads", "4", "--set", "B=1",
+       "--max-memory", "1e20GiB")
+mambalaya.run(*exe, "--set", "I=16")  # the threads and arenas are made
+print(cramped(16 << 20, *exe, "--set", "I=4096"))
+print(mambalaya.classify("mamba1")["einsums"])
+""" % ROOT
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True,
+                           text=True, cwd=ROOT)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertRegex(lines[0], r"^1 mambalaya: out of memory "
+                         r"\(allocating [0-9]+ bytes\)$")
+        self.assertEqual(lines[1], "24")
+
     def test_help_is_its_text(self):
         self.assertTrue(mambalaya.eval("--help").startswith(
             "usage: mambalaya eval SPEC [options]"))
