@@ -30,6 +30,8 @@ static void add_counts(SearchResult *r, const SearchResult *q) {
   r->priced += q->priced;
   r->variants += q->variants;
   r->named += q->named;
+  r->skipped += q->skipped;
+  r->named_skipped += q->named_skipped;
   r->bind_capped += q->bind_capped;
   r->stopped = r->stopped || q->stopped;
   r->timed_out = r->timed_out || q->timed_out;
