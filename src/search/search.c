@@ -95,7 +95,7 @@ typedef struct Ctx {
   int *group_of; /* scratch, per Einsum */
   long budget;   /* candidate groups it may price (0: all) */
   const SearchControl *ctl;
-  double t0, reported; /* when it started; when progress was last told */
+  double t0; /* when it started */
   SearchResult *r;
   /* Every priced spill variant: the tensors it sends off chip by choice
    * (a slice of chosen_t), numbered as the program's entries cite them. */
@@ -368,18 +368,11 @@ static bool out_of_time(Ctx *x) {
   return x->r->timed_out;
 }
 
-enum { PROGRESS_AFTER_S = 3, PROGRESS_EVERY_S = 5 };
-
-/* Tell the progress callback the share DONE, once the search has run for
- * a few seconds and every few seconds after. */
+/* Tell the progress callback the share DONE (at every step: level.c
+ * tells the user every few seconds, over all the levels). */
 static void progress(Ctx *x, double done) {
-  if (!x->ctl->progress)
-    return;
-  double t = now_seconds() - x->t0;
-  if (t < PROGRESS_AFTER_S || t - x->reported < PROGRESS_EVERY_S)
-    return;
-  x->reported = t;
-  x->ctl->progress(x->ctl->ctx, done, t);
+  if (x->ctl->progress)
+    x->ctl->progress(x->ctl->ctx, done, now_seconds() - x->t0);
 }
 
 /* The share of the program's work done once prefixes up to J of N are:
@@ -663,8 +656,7 @@ SearchResult *search_at_level(const Cascade *c, const Shape *s,
   long budget = ctl->budget;
   Ctx x = {.c = c, .s = s, .a = a, .pairs = pairs, .design = plain,
            .o = model_opts_with(o, plain), .memo = memo, .d = d,
-           .budget = budget, .ctl = ctl, .t0 = now_seconds(),
-           .reported = -PROGRESS_EVERY_S, .r = r};
+           .budget = budget, .ctl = ctl, .t0 = now_seconds(), .r = r};
   if (o->bind < 0) /* the search's own groups bind by cost */
     x.o.bind = BIND_COST;
   Nodes *nodes = fusion_merge(c, s);

@@ -119,8 +119,9 @@ typedef struct SearchControl {
                      designs and fusion levels not yet priced are skipped
                      (the first design of the first level always is), and
                      the best of what was priced is the result (stopped) */
-  /* Called every few seconds once the search has run for a few: the
-   * share of its work done (0 to 1) and the seconds so far. NULL: none. */
+  /* Called every few seconds once the search has run for a few (by
+   * search_best_ctl; search_at_level calls it at every step): the share
+   * of its work done (0 to 1) and the seconds so far. NULL: none. */
   void (*progress)(void *ctx, double done, double elapsed);
   void *ctx;
 } SearchControl;
