@@ -100,12 +100,15 @@ int mambalaya_call(int argc, const char *const *argv, char **out,
     return EXIT_RUN;
   }
   /* A fatal error (out of memory) ends the command, not the host: it
-   * comes back here with status 1 (util.h, "fatal errors"). */
+   * comes back here with status 1 and its message (util.h, "fatal
+   * errors"), which goes to the command's stderr, the capture. */
   FatalTrap trap;
   FatalTrap *outer = fatal_trap(&trap);
   volatile int status = EXIT_RUN;
   if (setjmp(trap.env) == 0)
     status = run_engine(argc, argv);
+  else
+    fputs(trap.msg, stderr);
   fatal_trap(outer);
   fflush(stdout);
   capture_end(&k);

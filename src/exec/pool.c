@@ -35,7 +35,14 @@
  * pool_join) runs its indices inline on its own thread instead of
  * deadlocking. pool_start posts a job for the workers alone and returns
  * at once, so that the caller works on something else meanwhile (on its
- * own: its pool_runs run inline) until pool_join. */
+ * own: its pool_runs run inline) until pool_join.
+ *
+ * A fatal error in an index (memory running out) must not end a host's
+ * process from a worker, nor unwind the caller while workers still read
+ * its job: every index, the caller's too, runs under fatal_catch; after
+ * a failure the remaining indices are counted done without running, and
+ * once the job has ended the caller ends its run with the failure
+ * (fatal_rethrow: its trap, or exit status 1). */
 #include "exec.h"
 
 #include <pthread.h>
@@ -79,6 +86,7 @@ struct Pool {
   atomic_bool running; /* a job is posted and not finished */
   atomic_bool stop;
   int started; /* indices of the job pool_start posted, 0 when none */
+  FatalRecord failure; /* the job's first fatal error */
 };
 
 static uint64_t word(uint64_t job, uint64_t count, uint64_t next) {
@@ -108,12 +116,24 @@ static void signal_end(Pool *p) {
   pthread_mutex_unlock(&p->mu);
 }
 
-/* Claim and run indices of the posted job until none is left; W is the
- * claim word as last read, and is left at the word with none left. */
+typedef struct PoolIndex {
+  Pool *p;
+  int i;
+} PoolIndex;
+
+static void run_index(void *arg) {
+  const PoolIndex *x = arg;
+  x->p->fn(x->p->arg, x->p->base + x->i, x->p->n);
+}
+
+/* Claim and run indices of the posted job until none is left (after a
+ * failure, claim them only); W is the claim word as last read, and is
+ * left at the word with none left. */
 static void run_claimed(Pool *p, uint64_t *w) {
   int i;
   while ((i = claim_index(p, w)) >= 0) {
-    p->fn(p->arg, p->base + i, p->n);
+    if (!fatal_failed(&p->failure))
+      fatal_catch(&p->failure, run_index, &(PoolIndex){p, i});
     /* seq_cst: the index's writes reach the caller, and CALLER_ASLEEP is
      * read after (see the head comment). */
     if (atomic_fetch_add(&p->done, 1) + 1 == word_count(*w))
@@ -167,6 +187,7 @@ Pool *pool_new(int threads) {
   atomic_init(&p->caller_asleep, false);
   atomic_init(&p->running, false);
   atomic_init(&p->stop, false);
+  atomic_init(&p->failure.state, 0);
   if (threads <= 1)
     return p;
   pthread_mutex_init(&p->mu, NULL);
@@ -245,9 +266,10 @@ void pool_run(Pool *p, void (*fn)(void *arg, int i, int n), void *arg, int n) {
     run_inline(fn, arg, n);
     return;
   }
-  for (int base = 0; base < n; base += MAX_PART)
+  for (int base = 0; base < n && !fatal_failed(&p->failure); base += MAX_PART)
     run_part(p, fn, arg, base, n - base < MAX_PART ? n - base : MAX_PART, n);
   atomic_store_explicit(&p->running, false, memory_order_release);
+  fatal_rethrow(&p->failure);
 }
 
 void pool_start(Pool *p, void (*fn)(void *arg, int i, int n), void *arg,
@@ -273,6 +295,7 @@ void pool_join(Pool *p) {
   wait_done(p, p->started);
   p->started = 0;
   atomic_store_explicit(&p->running, false, memory_order_release);
+  fatal_rethrow(&p->failure);
 }
 
 void pool_free(Pool *p) {

@@ -128,15 +128,20 @@ static Entry *find(const MapMemo *m, uint64_t h, const uint64_t *w, int n) {
   }
 }
 
-static void grow(MapMemo *m) {
+/* Double the table; false, the table as it was, if memory is short. */
+static bool grow(MapMemo *m) {
   Entry *old = m->slot;
   int ocap = m->cap;
+  Entry *slot = calloc(2 * (size_t)ocap, sizeof *slot);
+  if (!slot)
+    return false;
   m->cap *= 2;
-  m->slot = xcalloc((size_t)m->cap, sizeof *m->slot);
+  m->slot = slot;
   for (int i = 0; i < ocap; i++)
     if (old[i].key)
       *find(m, old[i].hash, old[i].key, old[i].nwords) = old[i];
   free(old);
+  return true;
 }
 
 void map_search_memo(MapMemo *m, const MapProblem *p, Mapping *best) {
@@ -159,28 +164,31 @@ void map_search_memo(MapMemo *m, const MapProblem *p, Mapping *best) {
   if (hit)
     return;
   map_search(p, best);
+  /* Nothing under the lock may be a fatal error (util.h): a sweep's
+   * thread that failed there would leave the others waiting on it
+   * forever. So the entry is allocated first, and a table that cannot
+   * grow just does not remember this answer. */
+  uint64_t *key = xmalloc((size_t)n * sizeof *w);
+  memcpy(key, w, (size_t)n * sizeof *w);
+  Mapping *answer = xmalloc(sizeof *answer);
+  *answer = *best;
   if (m->shared)
     pthread_mutex_lock(&m->lock);
   if (m->n == MEMO_MAX_ENTRIES)
     clear(m);
-  if (2 * (m->n + 1) > m->cap)
-    grow(m);
-  e = find(m, h, w, n); /* the slot may have moved, or another thread
-                           may have searched the same problem meanwhile */
-  if (e->key) {
-    if (m->shared)
-      pthread_mutex_unlock(&m->lock);
-    return;
+  bool room = 2 * (m->n + 1) <= m->cap || grow(m);
+  e = room ? find(m, h, w, n) : NULL; /* the slot may have moved, or
+                 another thread may have searched the problem meanwhile */
+  if (e && !e->key) {
+    *e = (Entry){.hash = h, .nwords = n, .key = key, .answer = answer};
+    m->n++;
+    key = NULL;
+    answer = NULL;
   }
-  e->hash = h;
-  e->nwords = n;
-  e->key = xmalloc((size_t)n * sizeof *w);
-  memcpy(e->key, w, (size_t)n * sizeof *w);
-  e->answer = xmalloc(sizeof *e->answer);
-  *e->answer = *best;
-  m->n++;
   if (m->shared)
     pthread_mutex_unlock(&m->lock);
+  free(key);
+  free(answer);
 }
 
 void map_memo_stats(const MapMemo *m, long *hits, long *misses) {

@@ -294,7 +294,7 @@ typedef struct Load {
 
 /* Read a result whole (a regular file or a pipe: read_file) and parse it
  * from memory, which is faster than jansson's reading a byte at a time. */
-static void *load_one(void *arg) {
+static void load_one(void *arg) {
   Load *l = arg;
   size_t len;
   char *text = read_file(l->path, &len);
@@ -302,26 +302,41 @@ static void *load_one(void *arg) {
     diag_error(&l->d, l->path, (Loc){0, 0}, "cannot read: %s",
                errno == EINVAL ? "not a regular file or a named pipe"
                                : strerror(errno));
-    return NULL;
+    return;
   }
   json_error_t e;
   l->json = json_loadb(text, len, JSON_REJECT_DUPLICATES, &e);
   if (!l->json)
     diag_error(&l->d, l->path, (Loc){e.line, e.column}, "%s", e.text);
   free(text);
+}
+
+/* The second result's thread: under a trap of its own (util.h, "fatal
+ * errors"), which hands a failure to the caller. */
+typedef struct Loader {
+  Load *load;
+  FatalRecord *failure;
+} Loader;
+
+static void *loader_main(void *arg) {
+  Loader *t = arg;
+  fatal_catch(t->failure, load_one, t->load);
   return NULL;
 }
 
 bool report_load_results(const char *const path[2], json_t *out[2],
                          Diag *d) {
   Load l[2] = {{path[0], NULL, {0}}, {path[1], NULL, {0}}};
+  FatalRecord failure = {0};
+  Loader second = {&l[1], &failure};
   pthread_t other;
-  bool threaded = pthread_create(&other, NULL, load_one, &l[1]) == 0;
-  load_one(&l[0]);
+  bool threaded = pthread_create(&other, NULL, loader_main, &second) == 0;
+  fatal_catch(&failure, load_one, &l[0]);
   if (threaded)
     pthread_join(other, NULL);
   else
-    load_one(&l[1]);
+    fatal_catch(&failure, load_one, &l[1]);
+  fatal_rethrow(&failure);
   for (int i = 0; i < 2; i++)
     if (!l[i].json && !d->failed)
       *d = l[i].d;

@@ -70,8 +70,9 @@ void report_search_text(Buf *b, const Cascade *c, const Arch *a,
                gap);
   else if (r->stopped)
     buf_printf(b, "; found / bound %.4gx (stopped at the budget of %ld "
-                  "groups: the best of what was priced, not proven)\n",
-               gap, r->budget);
+                  "groups: the best of what was priced, not proven; not "
+                  "priced: %ld candidate groups, %ld named-design plans)\n",
+               gap, r->budget, r->skipped, r->named_skipped);
   else
     buf_printf(b, "; gap %.4gx (the search is exact over its space; no plan "
                   "beats the bound)\n",
@@ -113,6 +114,9 @@ json_t *report_search_json(const Cascade *c, const Arch *a,
                       json_integer(r->variants));
   json_object_set_new(sp, "named_plans_priced", json_integer(r->named));
   json_object_set_new(sp, "stopped_at_budget", json_boolean(r->stopped));
+  json_object_set_new(sp, "groups_skipped", json_integer(r->skipped));
+  json_object_set_new(sp, "named_plans_skipped",
+                      json_integer(r->named_skipped));
   json_object_set_new(sp, "stopped_at_time_limit",
                       json_boolean(r->timed_out));
   json_object_set_new(sp, "bindings_capped", json_integer(r->bind_capped));

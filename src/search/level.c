@@ -30,6 +30,8 @@ static void add_counts(SearchResult *r, const SearchResult *q) {
   r->priced += q->priced;
   r->variants += q->variants;
   r->named += q->named;
+  r->skipped += q->skipped;
+  r->named_skipped += q->named_skipped;
   r->bind_capped += q->bind_capped;
   r->stopped = r->stopped || q->stopped;
   r->timed_out = r->timed_out || q->timed_out;
@@ -116,6 +118,11 @@ SearchResult *search_best_within(const Cascade *c, const Shape *s,
   return search_best_ctl(c, s, a, pairs, o, obj, &ctl, memo, d);
 }
 
+/* Progress is told once the whole search has run for a few seconds and
+ * every few seconds after, however many levels it spans (each level's
+ * steps report at every one). */
+enum { PROGRESS_AFTER_S = 3, PROGRESS_EVERY_S = 5 };
+
 /* Level K of N's share of CTL: the budget left after R's pricing, the
  * time left after the levels before, the progress scaled into its part
  * of the whole. */
@@ -123,14 +130,18 @@ typedef struct LevelCtl {
   SearchControl ctl;
   const SearchControl *whole;
   int k, n;
-  double t0;
+  double t0;        /* when the whole search started */
+  double *reported; /* when progress was last told, over every level */
 } LevelCtl;
 
 static void level_progress(void *ctx, double done, double elapsed) {
   const LevelCtl *l = ctx;
   (void)elapsed;
-  l->whole->progress(l->whole->ctx, (l->k + done) / l->n,
-                     now_seconds() - l->t0);
+  double t = now_seconds() - l->t0;
+  if (t < PROGRESS_AFTER_S || t - *l->reported < PROGRESS_EVERY_S)
+    return;
+  *l->reported = t;
+  l->whole->progress(l->whole->ctx, (l->k + done) / l->n, t);
 }
 
 SearchResult *search_best_ctl(const Cascade *c, const Shape *s,
@@ -139,7 +150,7 @@ SearchResult *search_best_ctl(const Cascade *c, const Shape *s,
                               const SearchControl *ctl, MapMemo *memo,
                               Diag *d) {
   long budget = ctl->budget;
-  double t0 = now_seconds();
+  double t0 = now_seconds(), reported = -PROGRESS_EVERY_S;
   int *cand = xmalloc((size_t)a->nlevels * sizeof *cand);
   int n = arch_fusion_candidates(a, cand);
   for (int k = 1; k < n; k++) /* A's own level first: it keeps ties */
@@ -157,7 +168,7 @@ SearchResult *search_best_ctl(const Cascade *c, const Shape *s,
     }
     LevelCtl lc = {{left, ctl->seconds > 0 ? ctl->seconds - spent : 0,
                     ctl->progress ? level_progress : NULL, NULL},
-                   ctl, k, n, t0};
+                   ctl, k, n, t0, &reported};
     lc.ctl.ctx = &lc;
     SearchResult *q = at_level(c, s, a, cand[k], n == 1, pairs, o, obj,
                                &lc.ctl, memo, d);

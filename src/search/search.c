@@ -95,7 +95,7 @@ typedef struct Ctx {
   int *group_of; /* scratch, per Einsum */
   long budget;   /* candidate groups it may price (0: all) */
   const SearchControl *ctl;
-  double t0, reported; /* when it started; when progress was last told */
+  double t0; /* when it started */
   SearchResult *r;
   /* Every priced spill variant: the tensors it sends off chip by choice
    * (a slice of chosen_t), numbered as the program's entries cite them. */
@@ -107,6 +107,7 @@ typedef struct Ctx {
    * before it alone) and its binding's budget count alone, and that count
    * over every node. */
   GroupPricer *pricer;
+  Plan *alone; /* every node alone: the plan of each one-node group */
   double *start_at;
   int *capped;
   long capped_all;
@@ -236,6 +237,18 @@ static long capped_with(const Ctx *x, int i, int j, int capped) {
   return n;
 }
 
+/* The plan where nodes [I, J) are one group and every other node stands
+ * alone (NULL when it cannot run). */
+static Plan *group_plan(Ctx *x, int i, int j) {
+  int n = x->nodes->n;
+  bool *start = xcalloc((size_t)n + 1, sizeof *start);
+  for (int k = 0; k < n; k++)
+    start[k] = k <= i || k >= j;
+  Plan *p = plan_of(x, start);
+  free(start);
+  return p;
+}
+
 /* Price the group of nodes [I, J) under each of its spill variants, as
  * group I of the plan where every other node stands alone (the model's
  * pricer: the group alone, its binding once): OUT[v] its cost, VAR[v] the
@@ -244,18 +257,17 @@ static long capped_with(const Ctx *x, int i, int j, int capped) {
  * SPILL_CAND_MAX + 2 (at least 2^SPILL_SUBSETS_MAX). */
 static int group_costs(Ctx *x, int i, int j, Cost *out, int *var,
                        bool *failed) {
-  int n = x->nodes->n;
-  bool *start = xcalloc((size_t)n + 1, sizeof *start);
-  for (int k = 0; k < n; k++)
-    start[k] = k <= i || k >= j;
-  Plan *base = plan_of(x, start);
-  free(start);
+  /* A one-node group's plan is every node alone, made once: a plan is as
+   * long as the cascade, and past a budget each prefix is extended by
+   * one-node groups alone (each made anew: 2000 Einsums took 59 s). */
+  Plan *base = j == i + 1 ? x->alone : group_plan(x, i, j);
   *failed = false;
   if (!base)
     return 0;
   const Eval *bound = model_group_bind(x->pricer, base, i);
   if (!bound) {
-    plan_free(base);
+    if (base != x->alone)
+      plan_free(base);
     *failed = true;
     return 0;
   }
@@ -277,7 +289,12 @@ static int group_costs(Ctx *x, int i, int j, Cost *out, int *var,
     if (ev)
       out[priced++] = group_figures(x, ev, i);
   }
-  plan_free(base);
+  if (base != x->alone) {
+    plan_free(base);
+  } else { /* as made: binding the next reads no spills */
+    free(base->spilled);
+    base->spilled = NULL;
+  }
   x->r->variants += priced;
   return *failed ? 0 : priced;
 }
@@ -351,18 +368,11 @@ static bool out_of_time(Ctx *x) {
   return x->r->timed_out;
 }
 
-enum { PROGRESS_AFTER_S = 3, PROGRESS_EVERY_S = 5 };
-
-/* Tell the progress callback the share DONE, once the search has run for
- * a few seconds and every few seconds after. */
+/* Tell the progress callback the share DONE (at every step: level.c
+ * tells the user every few seconds, over all the levels). */
 static void progress(Ctx *x, double done) {
-  if (!x->ctl->progress)
-    return;
-  double t = now_seconds() - x->t0;
-  if (t < PROGRESS_AFTER_S || t - x->reported < PROGRESS_EVERY_S)
-    return;
-  x->reported = t;
-  x->ctl->progress(x->ctl->ctx, done, t);
+  if (x->ctl->progress)
+    x->ctl->progress(x->ctl->ctx, done, now_seconds() - x->t0);
 }
 
 /* The share of the program's work done once prefixes up to J of N are:
@@ -392,6 +402,7 @@ static bool program_fill(Ctx *x, SearchObjective o, Front *front,
       }
       if (x->budget > 0 && *priced >= x->budget && i < j - 1) {
         x->r->stopped = true; /* past the budget: single nodes only */
+        x->r->skipped++;
         continue;
       }
       Cost g[SPILL_CAND_MAX + 2];
@@ -425,7 +436,10 @@ static bool program(Ctx *x, SearchObjective o, Front *front, long *priced) {
   x->start_at = xcalloc((size_t)n + 1, sizeof *x->start_at);
   x->capped = xcalloc((size_t)n + 1, sizeof *x->capped);
   x->capped_all = 0;
+  x->alone = group_plan(x, 0, 1);
   bool ok = singletons(x) && program_fill(x, o, front, priced);
+  plan_free(x->alone);
+  x->alone = NULL;
   model_group_pricer_free(x->pricer);
   free(x->start_at);
   free(x->capped);
@@ -515,7 +529,20 @@ static void consider(SearchResult *r, Eval *cand, Design from,
   }
 }
 
-/* Every design but the bound, under every stitcher it stitches with. */
+/* Past the budget, the named designs are priced while the search is
+ * younger than this: on a short cascade all of them (Mamba-1's take
+ * 50 ms, and one is often the best), on 2000 Einsums (0.1 s each) a few,
+ * so that a budget bounds the whole search to about a second. */
+#define BUDGET_NAMED_S 1.0
+
+/* Is the search past its budget's time for named designs? */
+static bool named_past_budget(const Ctx *x) {
+  return x->r->stopped && now_seconds() - x->t0 > BUDGET_NAMED_S;
+}
+
+/* Every design but the bound, under every stitcher it stitches with;
+ * past the time limit, or the budget's time for them, none but a first
+ * schedule (the rest counted in named_skipped). */
 static bool named_designs(Ctx *x, const ModelOverrides *ov, SearchResult *r,
                           SearchObjective o, int *cap) {
   for (int d = 0; d < DES_COUNT; d++) {
@@ -524,9 +551,12 @@ static bool named_designs(Ctx *x, const ModelOverrides *ov, SearchResult *r,
       continue;
     bool stitches = design_strategy((Design)d) != ST_UNFUSED &&
                     mo.plan == PLAN_STITCHED;
+    progress(x, 0.9 + 0.1 * d / DES_COUNT);
     for (int st = 0; st < (stitches ? STITCH_COUNT : 1); st++) {
-      if (r->best && out_of_time(x))
-        return true; /* one schedule at least: the rest are not priced */
+      if (r->best && (named_past_budget(x) || out_of_time(x))) {
+        r->named_skipped++; /* one schedule at least: not this one */
+        continue;
+      }
       if (stitches)
         mo.stitch = (Stitcher)st;
       Diag pd = {0};
@@ -626,8 +656,7 @@ SearchResult *search_at_level(const Cascade *c, const Shape *s,
   long budget = ctl->budget;
   Ctx x = {.c = c, .s = s, .a = a, .pairs = pairs, .design = plain,
            .o = model_opts_with(o, plain), .memo = memo, .d = d,
-           .budget = budget, .ctl = ctl, .t0 = now_seconds(),
-           .reported = -PROGRESS_EVERY_S, .r = r};
+           .budget = budget, .ctl = ctl, .t0 = now_seconds(), .r = r};
   if (o->bind < 0) /* the search's own groups bind by cost */
     x.o.bind = BIND_COST;
   Nodes *nodes = fusion_merge(c, s);

@@ -79,6 +79,9 @@ typedef struct SearchResult {
   long variants;     /* group prices: each priced group once per spill
                         variant (docs/search.md) */
   long named;        /* named-design plans priced beside */
+  long skipped;      /* candidate groups the budget left unpriced */
+  long named_skipped; /* named-design plans the budget or the time limit
+                         left unpriced */
   long budget;       /* candidate groups the search could price (0: all) */
   bool timed_out;    /* the time limit passed: what was priced by then */
   bool stopped;      /* the budget ran out: the rest of the program took
@@ -107,14 +110,18 @@ SearchResult *search_best(const Cascade *c, const Shape *s, const Arch *a,
 /* What bounds a search and who hears of its progress. */
 typedef struct SearchControl {
   long budget;    /* candidate groups it may price (0: all); past it, the
-                     program extends each prefix by single nodes only */
+                     program extends each prefix by single nodes only and
+                     the named designs are priced only within the
+                     search's first second (each is a plan of the whole
+                     cascade: 16 of them took 1.5 s on 2000 Einsums) */
   double seconds; /* wall-clock time it may take (0: no limit). Past it
                      nothing more is priced: the program stops, the named
                      designs and fusion levels not yet priced are skipped
                      (the first design of the first level always is), and
                      the best of what was priced is the result (stopped) */
-  /* Called every few seconds once the search has run for a few: the
-   * share of its work done (0 to 1) and the seconds so far. NULL: none. */
+  /* Called every few seconds once the search has run for a few (by
+   * search_best_ctl; search_at_level calls it at every step): the share
+   * of its work done (0 to 1) and the seconds so far. NULL: none. */
   void (*progress)(void *ctx, double done, double elapsed);
   void *ctx;
 } SearchControl;

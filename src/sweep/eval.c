@@ -219,7 +219,11 @@ static void price_point(Worker *w, long point, PointResult *r) {
   eval_free(dec);
 }
 
-/* ---- threads ---- */
+/* ---- threads ----
+ *
+ * Every thread, the caller's too, prices under fatal_catch (util.h): a
+ * fatal error in one (memory running out) stops them all at their next
+ * chunk, and the caller, once it has joined them, ends the run with it. */
 
 enum { CHUNK = 8 };
 
@@ -231,11 +235,12 @@ typedef struct Pool {
   atomic_long next, done;
   SweepProgress progress;
   void *arg;
+  FatalRecord failure;
 } Pool;
 
 static void run_chunks(Pool *p, Worker *w, bool report) {
   double last = now_seconds();
-  for (;;) {
+  while (!fatal_failed(&p->failure)) {
     long k = atomic_fetch_add(&p->next, CHUNK);
     if (k >= p->hi)
       break;
@@ -250,11 +255,19 @@ static void run_chunks(Pool *p, Worker *w, bool report) {
   }
 }
 
+/* One thread's share: chunks until none is left. */
+static void run_share(Pool *p, bool report) {
+  Worker *w = worker_new(p->s, p->memo);
+  run_chunks(p, w, report);
+  worker_free(w);
+}
+
+static void run_worker(void *arg) { run_share(arg, false); }
+static void run_caller(void *arg) { run_share(arg, true); }
+
 static void *thread_main(void *arg) {
   Pool *p = arg;
-  Worker *w = worker_new(p->s, p->memo);
-  run_chunks(p, w, false);
-  worker_free(w);
+  fatal_catch(&p->failure, run_worker, p);
   return NULL;
 }
 
@@ -271,13 +284,12 @@ void sweep_eval(const Study *s, long lo, long hi, int threads,
   for (int t = 1; t < threads; t++)
     if (pthread_create(&tid[started], NULL, thread_main, &p) == 0)
       started++;
-  Worker *w = worker_new(s, p.memo);
-  run_chunks(&p, w, true);
-  worker_free(w);
+  fatal_catch(&p.failure, run_caller, &p);
   for (int t = 0; t < started; t++)
     pthread_join(tid[t], NULL);
   free(tid);
   map_memo_free(p.memo);
+  fatal_rethrow(&p.failure);
   if (progress)
     progress(hi - lo, hi - lo, arg);
 }

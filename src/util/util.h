@@ -7,10 +7,10 @@
  * an Arena belongs to the structure it allocates for. Two exceptions:
  * output.c's list of temporary files that exist at this moment, which a
  * SIGINT or SIGTERM handler removes (signals are process-wide), and
- * fatal.c's trap, one per thread, which only mambalaya_call sets (a
- * longjmp can only return to its own thread's stack). A fatal error in
- * a worker thread the library started (the executor's pool, a sweep's
- * threads) has no trap and still ends the process. */
+ * fatal.c's trap, one per thread (a longjmp can only return to its own
+ * thread's stack), which mambalaya_call sets on its thread and
+ * fatal_catch on the library's worker threads (the executor's pool, a
+ * sweep's threads, diff's loader). */
 #ifndef MAMBALAYA_UTIL_H
 #define MAMBALAYA_UTIL_H
 
@@ -66,16 +66,36 @@ void arena_free(Arena *a);
  * A failure after which a run cannot go on (memory running out where no
  * input asked for it, a drawing library's error): MSG on stderr, the
  * temporaries removed, then exit status 1 — or, in a thread where a trap
- * is set, a longjmp to it, so that a host running commands in process
- * (mambalaya_call) gets status 1 and lives. What the run had allocated
- * is not freed then (it has no owner left). Worker threads set no trap:
- * there it ends the process, as in the program. */
+ * is set, a longjmp to it with MSG in the trap, so that a host running
+ * commands in process (mambalaya_call) gets status 1 and lives. What the
+ * run had allocated is not freed then (it has no owner left). */
 typedef struct FatalTrap {
   jmp_buf env;
+  char msg[256]; /* fatal's MSG, for the trap's owner to report */
 } FatalTrap;
 /* Set T as this thread's trap (NULL: none); the previous one. */
 FatalTrap *fatal_trap(FatalTrap *t);
 _Noreturn void fatal(const char *msg);
+
+/* A worker thread cannot longjmp to the caller's trap (it is on another
+ * stack), nor end the process (a host would die with it). So every
+ * thread the library starts runs its work through fatal_catch: a fatal
+ * error ends that work, its message is kept in the FatalRecord the
+ * threads of one job share, the other threads see fatal_failed and stop,
+ * and the thread that started them, once they have all stopped (nothing
+ * runs on its stack any more), ends its own run with fatal_rethrow. The
+ * starting thread runs its own share through fatal_catch too, so that it
+ * never unwinds while workers still run. */
+typedef struct FatalRecord {
+  _Atomic int state; /* 0 none, 1 being written, 2 MSG written */
+  char msg[256];
+} FatalRecord;
+/* Run FN(ARG) under a trap; false if a fatal error ended it (the first
+ * such message of all the threads sharing R is kept). */
+bool fatal_catch(FatalRecord *r, void (*fn)(void *arg), void *arg);
+bool fatal_failed(const FatalRecord *r); /* has any thread of R failed? */
+/* If a thread of R failed: fatal(its message), on this thread. */
+void fatal_rethrow(FatalRecord *r);
 
 /* Allocation that cannot fail silently: out of memory is fatal (above):
  * a message, the temporary files of outputs removed, status 1. Sizes that come from input are checked against the memory

@@ -45,6 +45,29 @@ s = json.load(sys.stdin)["space"]
 sys.exit(0 if s["stopped_at_budget"] and not s["stopped_at_time_limit"] else 1)' ||
   fail "--budget 10 is a count of groups"
 
+# What a budget leaves unpriced, said: 10 chained products, --budget 1
+# prices the group ending at node 1, then each node alone, so of the
+# 10 * 11 / 2 = 55 candidate groups 10 * 9 / 2 = 45 are not priced; the
+# 16 named-design plans of so short a cascade all are.
+python3 - <<'EOF'
+with open("chain10.yaml", "w") as f:
+    f.write("shape: {M: 64, K: 64}\neinsum:\n  declaration:\n")
+    for i in range(11):
+        f.write("    T%d: [M, K]\n    W%d: [K, K]\n" % (i, i))
+    f.write("  expressions:\n")
+    for i in range(1, 11):
+        f.write("    - T%d[m,n] = T%d[m,k] * W%d[k,n]\n" % (i, i - 1, i))
+EOF
+"$M" search chain10.yaml --budget 1 --json | python3 -c '
+import json, sys
+s = json.load(sys.stdin)["space"]
+got = (s["groups_skipped"], s["named_plans_skipped"], s["named_plans_priced"])
+sys.exit(0 if got == (45, 0, 16) else "got %s" % (got,))' ||
+  fail "--budget 1 on 10 products: what was not priced"
+"$M" search chain10.yaml --budget 1 |
+  grep -q "not priced: 45 candidate groups, 0 named-design plans)" ||
+  fail "--budget 1: the text does not say what was not priced"
+
 # 40 000 ranks in 1.2 MB, on one line of flow mapping: linear (was 41 s).
 start=$(date +%s)
 "$M" classify ranks.yaml >/dev/null || fail "classify 40 000 ranks"

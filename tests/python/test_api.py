@@ -331,6 +331,67 @@ class NeverEndsTheHost(unittest.TestCase):
         self.assertEqual(mambalaya.classify("mamba1")["spec"],
                          "specs/mamba1.yaml")
 
+    def test_out_of_memory_in_worker_threads(self):
+        """Memory runs out while a sweep's threads and the executor's pool
+        run (RLIMIT_AS in a child interpreter, a little room above what a
+        first, smaller run left mapped; a sweep's threads fail there, most
+        often a worker, not the caller): each call is an Error of status 1,
+        never the end of the interpreter, which then runs a command."""
+        study = """study:
+  name: cramped
+  cascades: [{spec: mamba1, models: [mamba-130m]}]
+  settings: {B: 1, tokens: {from: 16, to: %d, step: 1}}
+  architectures: [mambalaya]
+  designs: [ri, full]
+  stitchers: [greedy]
+  phases: [prefill]
+  objectives: [latency, energy]
+"""
+        script = r"""
+import os, resource, sys
+sys.path.insert(0, %r)
+import mambalaya
+
+def vmsize():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+
+def cramped(room, *argv):
+    resource.setrlimit(resource.RLIMIT_AS,
+                       (vmsize() + room, resource.RLIM_INFINITY))
+    try:
+        mambalaya.run(*argv)
+        return "ran"
+    except mambalaya.Error as e:
+        return "%%d %%s" %% (e.status, e.message.strip())
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY,) * 2)
+
+tmp = sys.argv[1]
+sweep = ("sweep", "--threads", "4", "--out", os.path.join(tmp, "out"))
+mambalaya.run(sweep[0], os.path.join(tmp, "small.yaml"), *sweep[1:])
+print(cramped(4 << 20, sweep[0], os.path.join(tmp, "large.yaml"), *sweep[1:]))
+exe = ("exec", "mamba1", "--random", "1", "--threads", "4", "--set", "B=1",
+       "--max-memory", "1e20GiB")
+mambalaya.run(*exe, "--set", "I=16")
+print(cramped(16 << 20, *exe, "--set", "I=4096"))
+print(mambalaya.classify("mamba1")["einsums"])
+""" % ROOT
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, last in (("small.yaml", 17), ("large.yaml", 400)):
+                with open(os.path.join(tmp, name), "w") as f:
+                    f.write(study % last)
+            r = subprocess.run([sys.executable, "-c", script, tmp],
+                               capture_output=True, text=True, cwd=ROOT)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        for line in lines[:2]:
+            self.assertRegex(line, r"^1 mambalaya: out of memory "
+                             r"\(allocating [0-9]+ bytes\)$")
+        self.assertEqual(lines[2], "24")
+
     def test_help_is_its_text(self):
         self.assertTrue(mambalaya.eval("--help").startswith(
             "usage: mambalaya eval SPEC [options]"))
