@@ -630,36 +630,93 @@ static bool reduces_rank_of(const Cascade *c, const Einsum *r, int t) {
   return false;
 }
 
-/* Does the group's tile split a rank of T that Einsum R reduces over (a
- * tiled rank whose tile is short of its extent)? Then R sees T one tile
- * at a time and cannot finish before the tile is gone. */
-static bool tile_splits_reduction(const Grp *G, int t, int r) {
+/* Does any read inside the group iterate rank R (a lagged read: a
+ * recurrence's rank, walked step by step whatever the tile)? */
+static bool iterates_rank(const Grp *G, int r) {
+  const Cascade *c = G->x->c;
+  const Plan *p = G->x->plan;
+  int g = p->group_of[G->gr->einsums[0]];
+  for (int k = 0; k < c->nedges; k++) {
+    const Edge *e = &c->edges[k];
+    if (p->group_of[e->consumer] != g || p->group_of[e->producer] != g)
+      continue;
+    for (int a = 0; a < e->nacc; a++)
+      for (int j = 0; j < e->acc[a]->n; j++)
+        if (e->acc[a]->idx[j].lag > 0 &&
+            c->tensors[e->tensor].ranks[j] == r)
+          return true;
+  }
+  return false;
+}
+
+/* Does member I write its output's partial products off chip (§IV-E, RD
+ * fusion: "allow partial products of the upstream intermediate tensor to
+ * write to main memory, then trigger the downstream Einsum on the final
+ * write")? When rd_partials is on, for an output the group holds, does not
+ * write anyway, and hands over to an RD consumer in the group. SPLIT (per
+ * rank, may be NULL) gets the ranks whose reduction that splits: the
+ * upstream's reduced ranks, walked one tile at a time (partial products
+ * exist only then), but a recurrence's rank, which is walked step by step
+ * anyway. */
+static bool writes_partials(const Grp *G, int i, bool *split) {
+  const Ctx *x = G->x;
+  const Cascade *c = x->c;
+  int e = G->gr->einsums[i];
+  const Einsum *E = c->einsums[e];
+  int t = E->out.tensor, h = G->held_of[t];
+  if (!x->o.rd_partials || h < 0 || !G->held[h].on ||
+      G->held[h].kind != HELD_MADE || x->plan->written[t])
+    return false;
+  for (int k = 0; k < c->nedges; k++) {
+    const Edge *ed = &c->edges[k];
+    if (ed->tensor != t || x->pairs[k].cls != FC_RD ||
+        x->plan->group_of[ed->consumer] != x->plan->group_of[e])
+      continue;
+    for (int v = 0; split && v < E->nvars; v++)
+      if (VARSET_HAS(x->pairs[k].reduced, v) &&
+          !iterates_rank(G, E->vars[v].rank))
+        split[E->vars[v].rank] = true;
+    return true;
+  }
+  return false;
+}
+
+/* Does the group's traversal split a rank of T that Einsum R reduces over
+ * -- a tiled rank whose tile is short of its extent, or a rank an RD
+ * upstream's partial products split (SPLIT, writes_partials)? Then R sees
+ * T one part at a time and cannot finish before the part is gone. */
+static bool splits_reduction(const Grp *G, const bool *split, int t, int r) {
   const Cascade *c = G->x->c;
   const Einsum *E = c->einsums[r];
   VarSet red = einsum_reduced_vars(E);
-  for (int v = 0; v < E->nvars; v++)
-    for (int j = 0; VARSET_HAS(red, v) && j < G->nt; j++)
-      if (E->vars[v].rank == G->rank[j] && G->tile[j] < G->size[j] &&
-          has_rank(&c->tensors[t], G->rank[j]))
+  for (int v = 0; v < E->nvars; v++) {
+    int rk = E->vars[v].rank;
+    if (!VARSET_HAS(red, v) || !has_rank(&c->tensors[t], rk))
+      continue;
+    if (split[rk])
+      return true;
+    for (int j = 0; j < G->nt; j++)
+      if (rk == G->rank[j] && G->tile[j] < G->size[j])
         return true;
+  }
   return false;
 }
 
 /* FuseMax's pass analysis: T needs two passes in the group when one
  * reader's data flows into a reduction over one of T's ranks whose result
  * another reader of T waits for (RMSNorm's LEX; Mamba's X), and the
- * group's tile does not hold that rank whole: where it does, the
- * reduction completes within the tile and the waiting reader finds T
- * still on chip (one pass: FuseMax's 256-key chunk, a token's model
- * dimension). */
-static bool needs_two_passes(const Grp *G, int t, const int *reader,
-                             int nreaders) {
+ * group's traversal splits that rank (splits_reduction): where it holds
+ * the rank whole, the reduction completes within the tile and the waiting
+ * reader finds T still on chip (one pass: FuseMax's 256-key chunk, a
+ * token's model dimension in a group without RD partial products). */
+static bool needs_two_passes(const Grp *G, const bool *split, int t,
+                             const int *reader, int nreaders) {
   const Cascade *c = G->x->c;
   const int *m = G->gr->einsums;
   for (int ri = 0; ri < G->n; ri++) {
     int r = m[ri];
     if (!reduces_rank_of(c, c->einsums[r], t) ||
-        !tile_splits_reduction(G, t, r))
+        !splits_reduction(G, split, t, r))
       continue;
     bool fed = false, waits = false;
     for (int i = 0; i < nreaders; i++) {
@@ -675,16 +732,21 @@ static bool needs_two_passes(const Grp *G, int t, const int *reader,
   return false;
 }
 
-/* The paper's full-fusion rules on top of the mappings: a tensor needing
- * two passes is written (if it was not) and read again at its last reader
- * (inter-Einsum traffic); an RD pair inside the group writes the
- * upstream's partial products (intra-Einsum traffic, §VI-C). */
+/* The paper's full-fusion rules on top of the mappings: an RD pair inside
+ * the group writes the upstream's partial products (intra-Einsum traffic,
+ * §VI-C), which splits the upstream's reduced ranks; a tensor needing two
+ * passes over a split rank is written (if it was not) and read again at
+ * its last reader (inter-Einsum traffic: §VI-C's X and LEX). */
 static void design_extras(Grp *G) {
   Ctx *x = G->x;
   const Cascade *c = x->c;
   if (x->o.accounting != ACCOUNT_ACHIEVED)
     return;
   int *reader = xmalloc(((size_t)G->n + 1) * sizeof *reader);
+  bool *split = xcalloc((size_t)c->nranks + 1, sizeof *split);
+  bool *partials = xcalloc((size_t)G->n + 1, sizeof *partials);
+  for (int i = 0; i < G->n; i++)
+    partials[i] = writes_partials(G, i, split);
   for (int i = 0; i < G->n; i++) {
     int e = G->gr->einsums[i];
     int t = c->einsums[e]->out.tensor;
@@ -698,7 +760,7 @@ static void design_extras(Grp *G) {
       for (int j = i + 1; j < G->n; j++)
         if (reads_tensor(c->einsums[G->gr->einsums[j]], t))
           reader[nr++] = G->gr->einsums[j];
-      if (nr > 1 && needs_two_passes(G, t, reader, nr)) {
+      if (nr > 1 && needs_two_passes(G, split, t, reader, nr)) {
         if (!x->plan->written[t])
           charge(x, &G->ev[i], t, n, true, false);
         int last = i;
@@ -709,16 +771,11 @@ static void design_extras(Grp *G) {
         add_spill(G, t, SPILL_TWO_PASS);
       }
     }
-    if (x->o.rd_partials && held && !x->plan->written[t])
-      for (int k = 0; k < c->nedges; k++) {
-        const Edge *ed = &c->edges[k];
-        if (ed->tensor == t && x->pairs[k].cls == FC_RD &&
-            x->plan->group_of[ed->consumer] == x->plan->group_of[e]) {
-          charge(x, &G->ev[i], t, n, true, true);
-          break;
-        }
-      }
+    if (partials[i])
+      charge(x, &G->ev[i], t, n, true, true);
   }
+  free(partials);
+  free(split);
   free(reader);
 }
 
