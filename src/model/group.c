@@ -595,20 +595,12 @@ static double set_tile(Grp *G, double total, bool overbook) {
   return G->budget;
 }
 
-/* Does the tile of TOTAL elements fit (its reservation in the budget, or
- * overbooked with OVERBOOK; every member in the rest)? TR gets its price,
- * MAPS its mappings. With BEAT (not NULL), only a tile that may be better
- * than it is searched (bound_tile): another is answered false. */
-static bool fits(Grp *G, double total, bool overbook, const Trial *beat,
-                 Trial *tr, Mapping *maps) {
-  double res = set_tile(G, total, overbook);
+/* Does the tile of TOTAL elements fit (its reservation in the budget,
+ * every member in the rest)? TR gets its price, MAPS its mappings. */
+static bool fits(Grp *G, double total, Trial *tr, Mapping *maps) {
+  double res = set_tile(G, total, false);
   if (res < 0)
     return false;
-  if (beat) {
-    Trial lb = bound_tile(G);
-    if (!better(&lb, beat))
-      return false;
-  }
   *tr = try_tile(G, res, maps);
   return tr->ok;
 }
@@ -620,8 +612,8 @@ static bool fits(Grp *G, double total, bool overbook, const Trial *beat,
  * every member's tiles grow with it), so without weight refetches the
  * largest fitting tile is found by bisection; the larger ones are then
  * priced overbooked, and one is kept only when it is faster (ties: less
- * traffic). With weight refetches every tile is priced. G->keep is the
- * chosen tile's. */
+ * traffic, then the smaller tile). With weight refetches every tile is
+ * priced. G->keep is the chosen tile's. */
 static double choose_tile(Grp *G, Mapping *maps, double *smallest,
                           int *peak) {
   for (int i = 0; i < G->nheld; i++) {
@@ -648,16 +640,16 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
   int above = nc; /* the first candidate priced overbooked */
   if (!refetches_weights(G)) {
     int lo = 0, hi = nc - 1; /* the answer is in [lo - 1, hi] */
-    if (fits(G, cand[hi], false, NULL, &best, maps)) {
+    if (fits(G, cand[hi], &best, maps)) {
       chosen = cand[hi];
-    } else if (fits(G, cand[0], false, NULL, &best, maps)) {
+    } else if (fits(G, cand[0], &best, maps)) {
       chosen = cand[0];
       above = 1;
       lo = 1;
       hi = nc - 2;
       while (lo <= hi) {
         int mid = (lo + hi) / 2;
-        if (fits(G, cand[mid], false, NULL, &tr, trial)) {
+        if (fits(G, cand[mid], &tr, trial)) {
           chosen = cand[mid];
           best = tr;
           above = mid + 1;
@@ -670,7 +662,7 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
     }
   } else {
     for (int i = nc - 1; i >= 0; i--) /* ties: the larger tile */
-      if (fits(G, cand[i], false, NULL, &tr, trial)) {
+      if (fits(G, cand[i], &tr, trial)) {
         if (above == nc)
           above = i + 1;
         if (chosen == 0 || better(&tr, &best)) {
@@ -680,12 +672,23 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
         }
       }
   }
-  for (int i = nc - 1; chosen > 0 && i >= above; i--)
-    if (fits(G, cand[i], true, &best, &tr, trial) && better(&tr, &best)) {
+  /* The larger tiles, overbooked, from the smallest up: what they send
+   * off chip, their state's step and so their bound only grow with the
+   * tile, so the first that cannot fit or cannot win ends the walk. */
+  for (int i = above; chosen > 0 && i < nc; i++) {
+    double res = set_tile(G, cand[i], true);
+    if (res < 0)
+      break;
+    Trial lb = bound_tile(G);
+    if (!better(&lb, &best))
+      break;
+    tr = try_tile(G, res, trial);
+    if (tr.ok && better(&tr, &best)) {
       best = tr;
       chosen = cand[i];
       memcpy(maps, trial, sizeof *maps * (size_t)G->n);
     }
+  }
   free(trial);
   if (chosen > 0)
     set_tile(G, chosen, true);
