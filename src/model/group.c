@@ -19,7 +19,9 @@
  * that fits may overbook the reservation: each held tensor keeps the share
  * of its tile that fits on chip and sends the rest off chip (FLAT's part
  * of a row); it is chosen when it is faster (ties: less traffic) than
- * shrinking the tile, which refetches what the members read per tile.
+ * shrinking the tile, which refetches what the members read per tile --
+ * where DRAM is the only level with a bandwidth, so that the choice
+ * prices all a tile's time.
  * When no tile fits, held tensors go off chip one at a time, the one
  * adding the least traffic first (the paper's partial fusion, §IV-A),
  * until one does. */
@@ -59,6 +61,7 @@ typedef struct Grp {
   double budget;  /* reserve_share x buffer */
   double keep;    /* share of each held tensor's tile on chip, the rest
                      off chip (overbook): 1 unless the tile overbooks */
+  bool overbook;  /* a tile may overbook (priced_by_dram) */
   bool whole;     /* MARCA-like: intermediates whole, for the whole group */
   int nspills;
   Spill *spills;
@@ -576,6 +579,23 @@ static bool better(const Trial *a, const Trial *b) {
   return a->traffic < b->traffic * (1 - eps);
 }
 
+/* Does DRAM bound the only level with a bandwidth? Then a tile's price
+ * (try_tile: compute and DRAM) is all its time, and a tile that overbooks
+ * can be weighed against one that fits. Where another level has one (the
+ * buffer of eyeriss, the H100's L2 and shared memory, a staging L2), what
+ * a larger tile changes there goes unpriced by the choice: the group
+ * keeps a tile that fits. */
+static bool priced_by_dram(const Arch *a) {
+  for (int l = 0; l < a->nlevels; l++) {
+    const MemLevel *m = &a->levels[l];
+    if (arch_level_role(a, l) != LEVEL_OFFCHIP &&
+        (isfinite(m->bandwidth) || isfinite(m->read_bandwidth) ||
+         isfinite(m->write_bandwidth)))
+      return false;
+  }
+  return true;
+}
+
 /* Set the tile of TOTAL elements and what it keeps on chip: all of every
  * held tensor's tile when the reservation fits the budget; with OVERBOOK,
  * else, the share of the live tensors' tiles that fits beside the rest
@@ -675,7 +695,7 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
   /* The larger tiles, overbooked, from the smallest up: what they send
    * off chip, their state's step and so their bound only grow with the
    * tile, so the first that cannot fit or cannot win ends the walk. */
-  for (int i = above; chosen > 0 && i < nc; i++) {
+  for (int i = above; G->overbook && chosen > 0 && i < nc; i++) {
     double res = set_tile(G, cand[i], true);
     if (res < 0)
       break;
@@ -957,6 +977,7 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   G.whole = x->o.hold_whole;
   G.budget = x->o.reserve_share * x->glb;
   G.keep = 1;
+  G.overbook = priced_by_dram(x->a);
   G.held_of = xmalloc(((size_t)c->ntensors + 1) * sizeof *G.held_of);
   for (int t = 0; t < c->ntensors; t++)
     G.held_of[t] = -1;
