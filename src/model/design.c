@@ -20,7 +20,8 @@ _Static_assert(sizeof designs / sizeof designs[0] == DES_COUNT,
                "a row per design");
 
 static const char *const spill_names[] = {"capacity", "distance",
-                                          "two-pass", "chosen"};
+                                          "two-pass", "chosen",
+                                          "overbooked"};
 _Static_assert(sizeof spill_names / sizeof spill_names[0] == SPILL_COUNT,
                "a name per spill reason");
 

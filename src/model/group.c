@@ -15,9 +15,16 @@
  * That reservation must fit in reserve_share of the buffer, and each
  * member's own tiles in the rest. The tile is the largest that fits, or,
  * when some member refetches a weight per tile, the fastest (ties: less
- * DRAM traffic, then the larger tile). When no tile fits, held tensors go
- * off chip one at a time, the one adding the least traffic first (the
- * paper's partial fusion, §IV-A), until one does. */
+ * DRAM traffic, then the larger tile). A tile larger than the largest
+ * that fits may overbook the reservation: each held tensor keeps the share
+ * of its tile that fits on chip and sends the rest off chip (FLAT's part
+ * of a row); it is chosen when it is faster (ties: less traffic) than
+ * shrinking the tile, which refetches what the members read per tile --
+ * where DRAM is the only level with a bandwidth, so that the choice
+ * prices all a tile's time.
+ * When no tile fits, held tensors go off chip one at a time, the one
+ * adding the least traffic first (the paper's partial fusion, §IV-A),
+ * until one does. */
 #include "price.h"
 
 #include <math.h>
@@ -52,6 +59,9 @@ typedef struct Grp {
   int *held_of;   /* per tensor: index into held, or -1 */
   int state_t, iter_rank;
   double budget;  /* reserve_share x buffer */
+  double keep;    /* share of each held tensor's tile on chip, the rest
+                     off chip (overbook): 1 unless the tile overbooks */
+  bool overbook;  /* a tile may overbook (priced_by_dram) */
   bool whole;     /* MARCA-like: intermediates whole, for the whole group */
   int nspills;
   Spill *spills;
@@ -301,8 +311,10 @@ static double footprint(const Grp *G, const Held *h) {
 }
 
 /* Elements held at the peak over the members (PEAK: its position), for the
- * current tile. */
-static double reservation(const Grp *G, int *peak) {
+ * current tile, all of every held tensor's tile on chip; *LIVE (may be
+ * NULL) gets the part of them the tensors live at the peak hold (what
+ * overbooking scales; weights and the state's step stay whole). */
+static double reservation(const Grp *G, int *peak, double *live) {
   double best = -1, fixed = 0;
   *peak = 0;
   /* Each held tensor's footprint, once: it depends on the tile only. */
@@ -315,19 +327,21 @@ static double reservation(const Grp *G, int *peak) {
     if (G->held[i].on && (G->held[i].kind == HELD_WEIGHT || G->whole))
       fixed += fp[i];
   for (int k = 0; k < G->n; k++) {
-    double live = 0;
+    double at = 0;
     for (int i = 0; i < G->nheld; i++) {
       const Held *h = &G->held[i];
       if (h->on && h->kind != HELD_WEIGHT && !G->whole && h->first <= k &&
           k <= h->last)
-        live += fp[i];
+        at += fp[i];
     }
-    if (live > best) {
-      best = live;
+    if (at > best) {
+      best = at;
       *peak = k;
     }
   }
   double res = fixed + fmax(best, 0);
+  if (live)
+    *live = fmax(best, 0);
   if (G->state_t >= 0) { /* one step of the state, for the tile's rest */
     const Tensor *T = &G->x->c->tensors[G->state_t];
     double f = 1;
@@ -432,17 +446,60 @@ static const MapProblem *member_problem(const Grp *G, int i,
   return p;
 }
 
+/* Does member I read held tensor H from the buffer (a recurrence's
+ * reads excepted: those stay on chip whatever the group holds)? */
+static bool reads_held(const Grp *G, const Held *h, int i) {
+  const Ctx *x = G->x;
+  int e = G->gr->einsums[i];
+  const Einsum *E = x->c->einsums[e];
+  if (i < h->first + (h->kind == HELD_MADE) || i > h->last)
+    return false;
+  for (int j = 0; j < E->nreads; j++)
+    if (E->reads[j]->tensor == h->tensor &&
+        x->plan->src[e][j] != SRC_RECURRENCE)
+      return true;
+  return false;
+}
+
+/* The elements member I moves when SHARE of held tensor H goes off chip:
+ * a made tensor is written by its producer (if it was not anyway) and read
+ * back by each reader; a shared one is fetched by each reader after the
+ * first; a weight, by each reader. *RD and *WR get them. */
+static void off_chip_moves(const Grp *G, const Held *h, int i, double share,
+                           double *rd, double *wr) {
+  double n = share * h->whole;
+  *rd = *wr = 0;
+  if (share <= 0)
+    return;
+  if (h->kind == HELD_MADE && i == h->first &&
+      !G->x->plan->written[h->tensor])
+    *wr = n;
+  if (reads_held(G, h, i) &&
+      !(h->kind == HELD_SHARED && i == h->first))
+    *rd = n;
+}
+
+/* The share of held tensor H's tile the current tile sends off chip: what
+ * overbooking leaves out (a weight and a tensor the group no longer holds
+ * are no part of it). */
+static double overbooked_share(const Grp *G, const Held *h) {
+  return h->on && h->kind != HELD_WEIGHT ? 1 - G->keep : 0;
+}
+
 /* Elements the group moves once at member I: its held tensors' first
- * fetch (at their first reader) and held escaping tensors' write. */
+ * fetch (at their first reader), held escaping tensors' write, and what
+ * an overbooked tile sends off chip and back. */
 static double held_charges(const Grp *G, int i) {
   double n = 0;
   for (int k = 0; k < G->nheld; k++) {
     const Held *h = &G->held[k];
     if (!h->on)
       continue;
-    bool made = h->kind == HELD_MADE;
-    if ((made && h->first == i) || (!made && h->first == i))
+    if (h->first == i)
       n += h->charge;
+    double rd, wr;
+    off_chip_moves(G, h, i, overbooked_share(G, h), &rd, &wr);
+    n += rd + wr;
   }
   return n;
 }
@@ -479,6 +536,30 @@ static Trial try_tile(const Grp *G, double reserve, Mapping *maps) {
   return tr;
 }
 
+/* A lower bound on try_tile's price for the current tile, without a
+ * search: each member's mapping moves every tensor it reads or writes in
+ * DRAM at least once (map_price: |A| times its refetches), beside the
+ * group's own moves at it. */
+static Trial bound_tile(const Grp *G) {
+  const Ctx *x = G->x;
+  Trial tr = {.ok = true};
+  double small[32], *mem = G->n <= 32 ? small
+                                      : xmalloc((size_t)G->n * sizeof *mem);
+  for (int i = 0; i < G->n; i++) {
+    const MapProblem *p = member_problem(G, i, 0);
+    double elems = held_charges(G, i);
+    for (int j = 0; j < p->ntensors; j++)
+      if (p->t[j].dram)
+        elems += p->t[j].elems;
+    tr.traffic += elems;
+    mem[i] = elems * x->word / x->bw;
+  }
+  tr.latency = compose_span(x, G->ev, G->n, mem);
+  if (mem != small)
+    free(mem);
+  return tr;
+}
+
 /* Does some member fetch a weight per tile (a read from DRAM without the
  * group's ranks, not resident)? Then the tile trades those refetches
  * against what the buffer holds, and every tile is priced. */
@@ -498,13 +579,47 @@ static bool better(const Trial *a, const Trial *b) {
   return a->traffic < b->traffic * (1 - eps);
 }
 
+/* Does DRAM bound the only level with a bandwidth? Then a tile's price
+ * (try_tile: compute and DRAM) is all its time, and a tile that overbooks
+ * can be weighed against one that fits. Where another level has one (the
+ * buffer of eyeriss, the H100's L2 and shared memory, a staging L2), what
+ * a larger tile changes there goes unpriced by the choice: the group
+ * keeps a tile that fits. */
+static bool priced_by_dram(const Arch *a) {
+  for (int l = 0; l < a->nlevels; l++) {
+    const MemLevel *m = &a->levels[l];
+    if (arch_level_role(a, l) != LEVEL_OFFCHIP &&
+        (isfinite(m->bandwidth) || isfinite(m->read_bandwidth) ||
+         isfinite(m->write_bandwidth)))
+      return false;
+  }
+  return true;
+}
+
+/* Set the tile of TOTAL elements and what it keeps on chip: all of every
+ * held tensor's tile when the reservation fits the budget; with OVERBOOK,
+ * else, the share of the live tensors' tiles that fits beside the rest
+ * (none: 0). Returns the elements reserved, or -1 when it does not fit. */
+static double set_tile(Grp *G, double total, bool overbook) {
+  spread(G, total);
+  int pk;
+  double live;
+  double res = reservation(G, &pk, &live);
+  G->keep = 1;
+  if (res <= G->budget)
+    return res;
+  double room = G->budget - (res - live);
+  if (!overbook || live <= 0 || room <= 0)
+    return -1;
+  G->keep = room / live;
+  return G->budget;
+}
+
 /* Does the tile of TOTAL elements fit (its reservation in the budget,
  * every member in the rest)? TR gets its price, MAPS its mappings. */
 static bool fits(Grp *G, double total, Trial *tr, Mapping *maps) {
-  spread(G, total);
-  int pk;
-  double res = reservation(G, &pk);
-  if (res > G->budget)
+  double res = set_tile(G, total, false);
+  if (res < 0)
     return false;
   *tr = try_tile(G, res, maps);
   return tr->ok;
@@ -515,7 +630,10 @@ static bool fits(Grp *G, double total, Trial *tr, Mapping *maps) {
  * fits; *SMALLEST gets the reservation of the smallest candidate and *PEAK
  * its peak member. Fitting shrinks with the tile (the reservation and
  * every member's tiles grow with it), so without weight refetches the
- * largest fitting tile is found by bisection. */
+ * largest fitting tile is found by bisection; the larger ones are then
+ * priced overbooked, and one is kept only when it is faster (ties: less
+ * traffic, then the smaller tile). With weight refetches every tile is
+ * priced. G->keep is the chosen tile's. */
 static double choose_tile(Grp *G, Mapping *maps, double *smallest,
                           int *peak) {
   for (int i = 0; i < G->nheld; i++) {
@@ -535,22 +653,26 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
       break;
   }
   spread(G, cand[0]);
-  *smallest = reservation(G, peak);
-  Trial tr;
+  *smallest = reservation(G, peak, NULL);
+  Trial tr, best = {0};
   Mapping *trial = xmalloc(((size_t)G->n + 1) * sizeof *trial); /* set before read */
   double chosen = 0;
+  int above = nc; /* the first candidate priced overbooked */
   if (!refetches_weights(G)) {
     int lo = 0, hi = nc - 1; /* the answer is in [lo - 1, hi] */
-    if (fits(G, cand[hi], &tr, maps)) {
+    if (fits(G, cand[hi], &best, maps)) {
       chosen = cand[hi];
-    } else if (fits(G, cand[0], &tr, maps)) {
+    } else if (fits(G, cand[0], &best, maps)) {
       chosen = cand[0];
+      above = 1;
       lo = 1;
       hi = nc - 2;
       while (lo <= hi) {
         int mid = (lo + hi) / 2;
         if (fits(G, cand[mid], &tr, trial)) {
           chosen = cand[mid];
+          best = tr;
+          above = mid + 1;
           memcpy(maps, trial, sizeof *maps * (size_t)G->n);
           lo = mid + 1;
         } else {
@@ -559,23 +681,43 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
       }
     }
   } else {
-    Trial best = {0};
     for (int i = nc - 1; i >= 0; i--) /* ties: the larger tile */
-      if (fits(G, cand[i], &tr, trial) && (chosen == 0 || better(&tr, &best))) {
-        best = tr;
-        chosen = cand[i];
-        memcpy(maps, trial, sizeof *maps * (size_t)G->n);
+      if (fits(G, cand[i], &tr, trial)) {
+        if (above == nc)
+          above = i + 1;
+        if (chosen == 0 || better(&tr, &best)) {
+          best = tr;
+          chosen = cand[i];
+          memcpy(maps, trial, sizeof *maps * (size_t)G->n);
+        }
       }
   }
+  /* The larger tiles, overbooked, from the smallest up: what they send
+   * off chip, their state's step and so their bound only grow with the
+   * tile, so the first that cannot fit or cannot win ends the walk. */
+  for (int i = above; G->overbook && chosen > 0 && i < nc; i++) {
+    double res = set_tile(G, cand[i], true);
+    if (res < 0)
+      break;
+    Trial lb = bound_tile(G);
+    if (!better(&lb, &best))
+      break;
+    tr = try_tile(G, res, trial);
+    if (tr.ok && better(&tr, &best)) {
+      best = tr;
+      chosen = cand[i];
+      memcpy(maps, trial, sizeof *maps * (size_t)G->n);
+    }
+  }
   free(trial);
+  if (chosen > 0)
+    set_tile(G, chosen, true);
   return chosen;
 }
 
 /* The held tensor whose going off chip adds the least DRAM traffic, among
  * those live at member PEAK (or any, with PEAK < 0); -1 if none. */
 static int cheapest_spill(const Grp *G, int peak) {
-  const Ctx *x = G->x;
-  const Cascade *c = x->c;
   int best = -1;
   double best_cost = INFINITY;
   for (int k = 0; k < G->nheld; k++) {
@@ -585,27 +727,11 @@ static int cheapest_spill(const Grp *G, int peak) {
     if (peak >= 0 && h->kind != HELD_WEIGHT && !G->whole &&
         (peak < h->first || peak > h->last))
       continue;
-    double n = shape_tensor_elems(x->s, h->tensor), cost = 0;
-    int readers = 0; /* that would fetch it (a recurrence's do not) */
-    for (int i = h->first + (h->kind == HELD_MADE); i <= h->last; i++) {
-      const Einsum *e = c->einsums[G->gr->einsums[i]];
-      for (int j = 0; j < e->nreads; j++)
-        if (e->reads[j]->tensor == h->tensor &&
-            x->plan->src[G->gr->einsums[i]][j] != SRC_RECURRENCE) {
-          readers++;
-          break;
-        }
-    }
-    switch (h->kind) {
-    case HELD_MADE: /* written (if it was not), read back by its readers */
-      cost = (x->plan->written[h->tensor] ? 0 : n) + readers * n;
-      break;
-    case HELD_SHARED: /* every reader fetches it */
-      cost = (readers - 1) * n;
-      break;
-    case HELD_WEIGHT: /* fetched per tile */
-      cost = readers * n;
-      break;
+    double cost = 0;
+    for (int i = 0; i < G->n; i++) {
+      double rd, wr;
+      off_chip_moves(G, h, i, 1, &rd, &wr);
+      cost += rd + wr;
     }
     if (cost < best_cost) {
       best_cost = cost;
@@ -630,36 +756,93 @@ static bool reduces_rank_of(const Cascade *c, const Einsum *r, int t) {
   return false;
 }
 
-/* Does the group's tile split a rank of T that Einsum R reduces over (a
- * tiled rank whose tile is short of its extent)? Then R sees T one tile
- * at a time and cannot finish before the tile is gone. */
-static bool tile_splits_reduction(const Grp *G, int t, int r) {
+/* Does any read inside the group iterate rank R (a lagged read: a
+ * recurrence's rank, walked step by step whatever the tile)? */
+static bool iterates_rank(const Grp *G, int r) {
+  const Cascade *c = G->x->c;
+  const Plan *p = G->x->plan;
+  int g = p->group_of[G->gr->einsums[0]];
+  for (int k = 0; k < c->nedges; k++) {
+    const Edge *e = &c->edges[k];
+    if (p->group_of[e->consumer] != g || p->group_of[e->producer] != g)
+      continue;
+    for (int a = 0; a < e->nacc; a++)
+      for (int j = 0; j < e->acc[a]->n; j++)
+        if (e->acc[a]->idx[j].lag > 0 &&
+            c->tensors[e->tensor].ranks[j] == r)
+          return true;
+  }
+  return false;
+}
+
+/* Does member I write its output's partial products off chip (§IV-E, RD
+ * fusion: "allow partial products of the upstream intermediate tensor to
+ * write to main memory, then trigger the downstream Einsum on the final
+ * write")? When rd_partials is on, for an output the group holds, does not
+ * write anyway, and hands over to an RD consumer in the group. SPLIT (per
+ * rank, may be NULL) gets the ranks whose reduction that splits: the
+ * upstream's reduced ranks, walked one tile at a time (partial products
+ * exist only then), but a recurrence's rank, which is walked step by step
+ * anyway. */
+static bool writes_partials(const Grp *G, int i, bool *split) {
+  const Ctx *x = G->x;
+  const Cascade *c = x->c;
+  int e = G->gr->einsums[i];
+  const Einsum *E = c->einsums[e];
+  int t = E->out.tensor, h = G->held_of[t];
+  if (!x->o.rd_partials || h < 0 || !G->held[h].on ||
+      G->held[h].kind != HELD_MADE || x->plan->written[t])
+    return false;
+  for (int k = 0; k < c->nedges; k++) {
+    const Edge *ed = &c->edges[k];
+    if (ed->tensor != t || x->pairs[k].cls != FC_RD ||
+        x->plan->group_of[ed->consumer] != x->plan->group_of[e])
+      continue;
+    for (int v = 0; split && v < E->nvars; v++)
+      if (VARSET_HAS(x->pairs[k].reduced, v) &&
+          !iterates_rank(G, E->vars[v].rank))
+        split[E->vars[v].rank] = true;
+    return true;
+  }
+  return false;
+}
+
+/* Does the group's traversal split a rank of T that Einsum R reduces over
+ * -- a tiled rank whose tile is short of its extent, or a rank an RD
+ * upstream's partial products split (SPLIT, writes_partials)? Then R sees
+ * T one part at a time and cannot finish before the part is gone. */
+static bool splits_reduction(const Grp *G, const bool *split, int t, int r) {
   const Cascade *c = G->x->c;
   const Einsum *E = c->einsums[r];
   VarSet red = einsum_reduced_vars(E);
-  for (int v = 0; v < E->nvars; v++)
-    for (int j = 0; VARSET_HAS(red, v) && j < G->nt; j++)
-      if (E->vars[v].rank == G->rank[j] && G->tile[j] < G->size[j] &&
-          has_rank(&c->tensors[t], G->rank[j]))
+  for (int v = 0; v < E->nvars; v++) {
+    int rk = E->vars[v].rank;
+    if (!VARSET_HAS(red, v) || !has_rank(&c->tensors[t], rk))
+      continue;
+    if (split[rk])
+      return true;
+    for (int j = 0; j < G->nt; j++)
+      if (rk == G->rank[j] && G->tile[j] < G->size[j])
         return true;
+  }
   return false;
 }
 
 /* FuseMax's pass analysis: T needs two passes in the group when one
  * reader's data flows into a reduction over one of T's ranks whose result
  * another reader of T waits for (RMSNorm's LEX; Mamba's X), and the
- * group's tile does not hold that rank whole: where it does, the
- * reduction completes within the tile and the waiting reader finds T
- * still on chip (one pass: FuseMax's 256-key chunk, a token's model
- * dimension). */
-static bool needs_two_passes(const Grp *G, int t, const int *reader,
-                             int nreaders) {
+ * group's traversal splits that rank (splits_reduction): where it holds
+ * the rank whole, the reduction completes within the tile and the waiting
+ * reader finds T still on chip (one pass: FuseMax's 256-key chunk, a
+ * token's model dimension in a group without RD partial products). */
+static bool needs_two_passes(const Grp *G, const bool *split, int t,
+                             const int *reader, int nreaders) {
   const Cascade *c = G->x->c;
   const int *m = G->gr->einsums;
   for (int ri = 0; ri < G->n; ri++) {
     int r = m[ri];
     if (!reduces_rank_of(c, c->einsums[r], t) ||
-        !tile_splits_reduction(G, t, r))
+        !splits_reduction(G, split, t, r))
       continue;
     bool fed = false, waits = false;
     for (int i = 0; i < nreaders; i++) {
@@ -675,16 +858,21 @@ static bool needs_two_passes(const Grp *G, int t, const int *reader,
   return false;
 }
 
-/* The paper's full-fusion rules on top of the mappings: a tensor needing
- * two passes is written (if it was not) and read again at its last reader
- * (inter-Einsum traffic); an RD pair inside the group writes the
- * upstream's partial products (intra-Einsum traffic, §VI-C). */
+/* The paper's full-fusion rules on top of the mappings: an RD pair inside
+ * the group writes the upstream's partial products (intra-Einsum traffic,
+ * §VI-C), which splits the upstream's reduced ranks; a tensor needing two
+ * passes over a split rank is written (if it was not) and read again at
+ * its last reader (inter-Einsum traffic: §VI-C's X and LEX). */
 static void design_extras(Grp *G) {
   Ctx *x = G->x;
   const Cascade *c = x->c;
   if (x->o.accounting != ACCOUNT_ACHIEVED)
     return;
   int *reader = xmalloc(((size_t)G->n + 1) * sizeof *reader);
+  bool *split = xcalloc((size_t)c->nranks + 1, sizeof *split);
+  bool *partials = xcalloc((size_t)G->n + 1, sizeof *partials);
+  for (int i = 0; i < G->n; i++)
+    partials[i] = writes_partials(G, i, split);
   for (int i = 0; i < G->n; i++) {
     int e = G->gr->einsums[i];
     int t = c->einsums[e]->out.tensor;
@@ -698,7 +886,7 @@ static void design_extras(Grp *G) {
       for (int j = i + 1; j < G->n; j++)
         if (reads_tensor(c->einsums[G->gr->einsums[j]], t))
           reader[nr++] = G->gr->einsums[j];
-      if (nr > 1 && needs_two_passes(G, t, reader, nr)) {
+      if (nr > 1 && needs_two_passes(G, split, t, reader, nr)) {
         if (!x->plan->written[t])
           charge(x, &G->ev[i], t, n, true, false);
         int last = i;
@@ -709,16 +897,11 @@ static void design_extras(Grp *G) {
         add_spill(G, t, SPILL_TWO_PASS);
       }
     }
-    if (x->o.rd_partials && held && !x->plan->written[t])
-      for (int k = 0; k < c->nedges; k++) {
-        const Edge *ed = &c->edges[k];
-        if (ed->tensor == t && x->pairs[k].cls == FC_RD &&
-            x->plan->group_of[ed->consumer] == x->plan->group_of[e]) {
-          charge(x, &G->ev[i], t, n, true, true);
-          break;
-        }
-      }
+    if (partials[i])
+      charge(x, &G->ev[i], t, n, true, true);
   }
+  free(partials);
+  free(split);
   free(reader);
 }
 
@@ -754,8 +937,16 @@ static void charge_member(Grp *G, int i, const Mapping *m,
   }
   for (int k = 0; k < G->nheld; k++) {
     const Held *h = &G->held[k];
-    if (h->on && h->first == i && h->charge > 0)
+    if (!h->on)
+      continue;
+    if (h->first == i && h->charge > 0)
       charge(x, r, h->tensor, h->charge, h->kind == HELD_MADE, false);
+    double rd, wr;
+    off_chip_moves(G, h, i, overbooked_share(G, h), &rd, &wr);
+    if (rd > 0)
+      charge(x, r, h->tensor, rd, false, false);
+    if (wr > 0)
+      charge(x, r, h->tensor, wr, true, false);
   }
   r->footprint = m->footprint;
   r->capacity = p->capacity;
@@ -785,6 +976,8 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   G.n = G.gr->n;
   G.whole = x->o.hold_whole;
   G.budget = x->o.reserve_share * x->glb;
+  G.keep = 1;
+  G.overbook = priced_by_dram(x->a);
   G.held_of = xmalloc(((size_t)c->ntensors + 1) * sizeof *G.held_of);
   for (int t = 0; t < c->ntensors; t++)
     G.held_of[t] = -1;
@@ -839,9 +1032,10 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   }
   bool ok = total > 0;
   if (ok) {
-    spread(&G, total);
-    int pk;
-    double res = reservation(&G, &pk);
+    double res = set_tile(&G, total, true);
+    for (int k = 0; G.keep < 1 && k < G.nheld; k++)
+      if (overbooked_share(&G, &G.held[k]) > 0)
+        add_spill(&G, G.held[k].tensor, SPILL_OVERBOOKED);
     for (int i = 0; i < G.n; i++) {
       const MapProblem *p = member_problem(&G, i, fmax(x->glb - res, 0));
       charge_member(&G, i, &maps[i], p, G.nest[i]->tensor_of);

@@ -223,6 +223,9 @@ typedef enum {
   SPILL_TWO_PASS, /* two_pass: written, then read again */
   SPILL_CHOSEN,   /* the plan sends it off chip (Plan.spilled: the
                      search's choice) */
+  SPILL_OVERBOOKED, /* part of its tile: the group's tile overbooks its
+                       reservation, the share that does not fit goes off
+                       chip and back (group.c) */
   SPILL_COUNT
 } SpillReason;
 

@@ -163,6 +163,43 @@ TEST(flat_between_unfused_and_fused_at_long_sequence) {
   point_free(&x);
 }
 
+/* When a whole row no longer fits, FLAT spills part of each row rather
+ * than shrinking its tile of queries further (FuseMax's artifact: a row
+ * tile and a "proportion_spilled"). One head (B = H = 1, E = F = 8) at
+ * M = P = 2^20 keys on mambalaya: the group may hold 3/4 of 2^24
+ * elements, 12,582,912; a tile of t queries holds, at its peak (SN), two
+ * rows (QK and SN) and a maximum: 2 x t x 2^20 + t. t = 4 fits (8.4e6,
+ * K and V fetched 2^18 times); t = 8 (16,777,224) does not, and is
+ * faster overbooked: each held tensor keeps 12,582,912 / 16,777,224 of
+ * its tile on chip and sends the rest, 4,194,312 / 16,777,224, off chip
+ * and back -- QK written and read by GM and SN, SN written and read by SD
+ * and A, A written and read by AV (8 rows of 2^40 elements), GM and SD
+ * written and read once (4 x 2^20) -- while K and V are fetched 2^17
+ * times (2^17 x 2 x 2^23 elements) and Q and AV once (2 x 2^23), 2 bytes
+ * an element. */
+TEST(flat_spills_part_of_each_row) {
+  Setting head[] = {{"B", 1}, {"H", 1}, {"E", 8}, {"F", 8}, {"M", 1048576}};
+  Point f = price("specs/fusemax_3pass.yaml", head, 5, DES_FLAT, -1, NULL);
+  if (!f.ev) {
+    point_free(&f);
+    return;
+  }
+  CHECK_INT(f.ev->ngroups, 1);
+  CHECK_NEAR(f.ev->g[0].tile[2], 8, 0);
+  CHECK_NEAR(f.ev->g[0].reserve, 12582912, 0);
+  double share = 4194312.0 / 16777224.0;
+  double rows = 8 * 1099511627776.0 + 4 * 1048576.0;
+  CHECK_NEAR(f.ev->inter, 2 * share * rows, 1e-9);
+  CHECK_NEAR(f.ev->intra, 2 * (131072.0 * 2 * 8388608 + 2 * 8388608), 1e-9);
+  int over = 0;
+  for (int k = 0; k < f.ev->g[0].nspills; k++) {
+    CHECK(f.ev->g[0].spills[k].why == SPILL_OVERBOOKED);
+    over++;
+  }
+  CHECK_INT(over, 5); /* QK, GM, SN, SD, A */
+  point_free(&f);
+}
+
 /* BERT at 1K tokens (B = 64, H = 12, E = F = 64, M = P = 1024), FuseMax's
  * artifact (data/pregenerated/attn-unfused.csv): its unfused attention
  * moves 6,845,104,128 bytes, ours 13,293,846,528. Ours runs each Einsum

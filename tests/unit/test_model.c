@@ -590,12 +590,16 @@ TEST(model_partial_fusion_when_overbooked) {
 }
 
 /* Full fusion's partial products (RD pairs inside the group) are
- * intra-Einsum traffic: turning them off changes intra, not inter. */
+ * intra-Einsum traffic: turning them off (two passes off too, since the
+ * partials are what splits the ranks they ask about) changes intra, not
+ * inter. */
 TEST(model_rd_partials_are_intra) {
   Mamba m = mamba1(false);
   if (!m.s)
     return;
-  ModelOpts on = model_default_opts(DES_FULL), off = on;
+  ModelOpts on = model_default_opts(DES_FULL);
+  on.two_pass = false;
+  ModelOpts off = on;
   off.rd_partials = false;
   Eval *a = mamba_eval(&m, DES_FULL, &on), *b = mamba_eval(&m, DES_FULL, &off);
   if (a && b) {
@@ -607,6 +611,40 @@ TEST(model_rd_partials_are_intra) {
   }
   eval_free(a);
   eval_free(b);
+  mamba_free(&m);
+}
+
+/* §VI-C: "X and LEX need two passes" in full fusion. Its RD partial
+ * products split the ranks their upstreams reduce (ED at TTX; D at
+ * TTDelta, B, C), so LEX (reduced over ED by NUM, waited for by NEX) and X
+ * (reduced over D by TTDelta, B, C, waited for by HX and LY) are read
+ * twice: X written (it was not) and read again, LEX (written anyway) read
+ * again -- 64 x 2048 x (2 x 2048 + 1024) elements of 2 bytes, all
+ * inter-Einsum. Without the partial products nothing splits those ranks
+ * (the group tiles the tokens only): one pass. */
+TEST(model_two_passes_follow_rd_partials) {
+  Mamba m = mamba1(false);
+  if (!m.s)
+    return;
+  for (int partials = 0; partials < 2; partials++) {
+    ModelOpts two = model_default_opts(DES_FULL);
+    two.rd_partials = partials;
+    ModelOpts one = two;
+    one.two_pass = false;
+    Eval *a = mamba_eval(&m, DES_FULL, &two), *b = mamba_eval(&m, DES_FULL, &one);
+    if (a && b) {
+      double x = 64.0 * 2048 * 2 * (2 * 2048 + 1024);
+      CHECK_NEAR(a->inter - b->inter, partials ? x : 0, 0);
+      CHECK_NEAR(a->intra, b->intra, 0);
+      int passes = 0;
+      for (int g = 0; g < a->ngroups; g++)
+        for (int k = 0; k < a->g[g].nspills; k++)
+          passes += a->g[g].spills[k].why == SPILL_TWO_PASS;
+      CHECK_INT(passes, partials ? 2 : 0);
+    }
+    eval_free(a);
+    eval_free(b);
+  }
   mamba_free(&m);
 }
 
