@@ -197,9 +197,11 @@ static int find_opclass(const char *s) {
 static bool unknown_opclass(Loader *L, const YamlNode *key,
                             const char *where) {
   Buf b = {0};
+  buf_did_you_mean_of(&b, key->text, opclass_names, OPC_COUNT);
+  buf_printf(&b, "expected ");
   ydoc_join(&b, opclass_names, OPC_COUNT);
-  fail(L, key->loc, "unknown operation class '%s' in %s (expected %s)",
-       key->text, where, b.s);
+  fail(L, key->loc, "unknown operation class '%s' in %s (%s)", key->text,
+       where, b.s);
   buf_free(&b);
   return false;
 }
@@ -727,10 +729,14 @@ static int named_unit(Loader *L, const YamlNode *n, const char *what) {
   int u = find_unit(L->a, n->text);
   if (u < 0) {
     Buf b = {0};
+    Nearest near = nearest_start(n->text);
+    for (int j = 0; j < L->a->nunits; j++)
+      nearest_offer(&near, L->a->units[j].name);
+    buf_did_you_mean(&b, &near);
+    buf_printf(&b, "units: ");
     for (int j = 0; j < L->a->nunits; j++)
       buf_printf(&b, "%s%s", j ? ", " : "", L->a->units[j].name);
-    fail(L, n->loc, "%s names unknown unit '%s' (units: %s)", what, n->text,
-         b.s);
+    fail(L, n->loc, "%s names unknown unit '%s' (%s)", what, n->text, b.s);
     buf_free(&b);
   }
   return u;
