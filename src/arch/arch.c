@@ -410,11 +410,12 @@ void arch_fusion_why(const Arch *a, int l, Buf *b) {
     return;
   case FUSION_STAGING:
     lv = &a->levels[at];
-    buf_printf(b, "memory level '%s' (%.4g B) stages what the fusion level "
-                  "'%s' (%.4g B) exchanges with off-chip memory: it must "
-                  "hold at least as much, or be the fusion level "
-                  "('fusion: true')",
-               lv->name, lv->capacity, f->name, f->capacity);
+    buf_printf(b, "memory level '%s' (", lv->name);
+    buf_bytes(b, lv->capacity);
+    buf_printf(b, ") stages what the fusion level '%s' (", f->name);
+    buf_bytes(b, f->capacity);
+    buf_printf(b, ") exchanges with off-chip memory: it must hold at least "
+                  "as much, or be the fusion level ('fusion: true')");
     return;
   case FUSION_OK:
   case FUSION_PROBLEM_COUNT:

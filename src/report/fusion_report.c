@@ -295,8 +295,8 @@ void report_plan_dot(Buf *b, const Cascade *c, const Pair *pairs,
                      const Plan *p) {
   buf_printf(b, "digraph cascade {\n  label=");
   Buf title = {0};
-  buf_printf(&title, "%s: %s, %d groups", c->path, strategy_name(p->strategy),
-             p->ngroups);
+  buf_printf(&title, "%s: %s, %d group%s", c->path,
+             strategy_name(p->strategy), p->ngroups, p->ngroups == 1 ? "" : "s");
   dot_id(b, title.s);
   buf_free(&title);
   buf_printf(b, ";\n  rankdir=TB;\n  node [shape=box, style=rounded];\n");

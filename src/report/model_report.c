@@ -192,12 +192,12 @@ static void tensors_text(Buf *b, const Cascade *c, const Arch *a,
 void report_eval_text(Buf *b, const Cascade *c, const Arch *a,
                       const Eval *ev) {
   double us = 1e6 / a->clock_hz;
-  buf_printf(b, "design %s (%s, %s, %s traffic): %d groups\n",
+  buf_printf(b, "design %s (%s, %s, %s traffic): %d group%s\n",
              design_name(ev->design), ev->label,
              ev->opts.compose == COMPOSE_PIPELINED ? "pipelined"
                                                    : "sequential",
              ev->opts.accounting == ACCOUNT_IDEAL ? "ideal" : "achieved",
-             ev->ngroups);
+             ev->ngroups, ev->ngroups == 1 ? "" : "s");
   buf_printf(b, "\n  %-3s %-10s %-3s %-11s %9s %5s %10s %10s %10s %10s  %-7s "
                 "%s\n",
              "#", "einsum", "grp", "unit", "ops", "util", "compute_us",
@@ -354,6 +354,24 @@ void report_eval_warnings(Buf *b, const Cascade *c, const Arch *a,
                u->name, role_name(u->role), w->cycles / a->clock_hz,
                w->best_cycles / a->clock_hz, best->name,
                role_name(best->role));
+  }
+}
+
+void report_arch_notes(Buf *b, const Arch *a) {
+  const MemLevel *f = &a->levels[a->fusion_level];
+  for (int l = a->fusion_level + 1; l < a->nlevels; l++) {
+    const MemLevel *lv = &a->levels[l];
+    if (lv->capacity <= f->capacity)
+      continue;
+    buf_printf(b, "%s: note: memory level '%s' (", a->path, lv->name);
+    buf_bytes(b, lv->capacity);
+    buf_printf(b, ") lies inside the fusion level '%s' (", f->name);
+    buf_bytes(b, f->capacity);
+    buf_printf(b, ") and is larger: a fusion group holds at most ");
+    buf_bytes(b, f->capacity);
+    buf_printf(b, " between Einsums, and '%s' cannot be the fusion level "
+                  "while '%s' stages it (docs/architecture.md)\n",
+               lv->name, f->name);
   }
 }
 

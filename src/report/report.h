@@ -88,6 +88,11 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev);
  * run it". */
 void report_eval_warnings(Buf *b, const Cascade *c, const Arch *a,
                           const Eval *ev);
+/* Notes on A as a file describes it, one line each ("ARCH: note: ..."):
+ * a memory level inside the fusion level yet larger than it (a group
+ * holds at most the fusion level's capacity between Einsums, and the
+ * larger level cannot be the fusion level while the smaller stages it). */
+void report_arch_notes(Buf *b, const Arch *a);
 /* One row per Einsum (unit, ops, cycles, traffic, energy, mapping), with
  * a header line. */
 void report_eval_csv(Buf *b, const Cascade *c, const Arch *a,
