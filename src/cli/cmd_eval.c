@@ -31,7 +31,8 @@ static const Opt eval_opts[] = {
              "or traffic",
      .choices = &search_objective_choices},
     {"--strategy", OPT_ENUM, offsetof(EvalArgs, design), "S",
-     .help = "the same as --design for the four strategies",
+     .help = "an alias of --design (without best): the name fuse and exec "
+             "use for a fusion strategy",
      .choices = &design_choices},
     {"--plan", OPT_PATH, offsetof(EvalArgs, plan), "FILE",
      .help = "price the plan in FILE, as `fuse --json` or `search "
