@@ -174,6 +174,9 @@ void csv_number(Buf *b, double v);
 
 /* A number with an SI prefix: 1234567 -> "1.235 M". */
 void fmt_si(Buf *b, double v);
+/* V in UNIT with an SI prefix from p to E, four digits: "22.63 ms",
+ * "6.81 GB", "3.669 J" (the human tables' totals). */
+void fmt_unit(Buf *b, double v, const char *unit);
 
 /* Serialize JSON (2-space indent, insertion order) into B with a final
  * newline. Figures made by report_real that are not finite are written
