@@ -68,8 +68,9 @@ static void model_part(Buf *b, const Repro *r) {
   else
     buf_printf(b, "; no model: the spec's own sizes");
   if (r->layers[0] > 0)
-    buf_printf(b, r->model_names[0] ? " (%d layers)" : "; %d layers end to "
-                                                        "end", r->layers[0]);
+    buf_printf(b, r->model_names[0] ? " (%d layer%s)" : "; %d layer%s end "
+                                                         "to end",
+               r->layers[0], r->layers[0] == 1 ? "" : "s");
   else
     buf_printf(b, "; no layer count, so no end-to-end figures (--layers N "
                   "gives one)");

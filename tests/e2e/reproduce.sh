@@ -305,6 +305,15 @@ PYEOF
   fail "reproduce --layers 24 exited $?: $(cat "$tmp/err")"
 grep -q "end to end over 24 layers" "$tmp/rwl/speedup_e2e.svg" ||
   fail "--layers 24: speedup_e2e.svg not over 24 layers"
+# One layer is one layer (issue 36: no "1 layers"), in the table and the
+# figure.
+"$MAMBALAYA" reproduce --spec $rw --arch h100 --layers 1 --format svg \
+  --out "$tmp/rw1" >"$tmp/rw1.table" 2>"$tmp/err" ||
+  fail "reproduce --layers 1 exited $?: $(cat "$tmp/err")"
+grep -q "; 1 layer end to end;" "$tmp/rw1.table" ||
+  fail "--layers 1: not '1 layer end to end' in the table"
+grep -q "end to end over 1 layer<" "$tmp/rw1/speedup_e2e.svg" ||
+  fail "--layers 1: speedup_e2e.svg not 'over 1 layer'"
 "$MAMBALAYA" reproduce --spec $rw --arch h100 --model mamba-370m \
   --format svg --out "$tmp/rwm" >"$tmp/rwm.table" 2>"$tmp/err" ||
   fail "reproduce --model mamba-370m exited $?: $(cat "$tmp/err")"
