@@ -20,6 +20,7 @@ import tempfile
 
 from ._commands import Error, call, call_status, options, run, _with_out
 from ._docs import Arch, Document, Spec, Study
+from . import _lib
 from ._lib import library_path
 
 __all__ = ["Error", "Document", "Spec", "Arch", "Study", "SweepResult", "Tensors",
@@ -98,9 +99,11 @@ def reproduce(out=None, **kw):
 class SweepResult(dict):
     """sweep.json as a dict (docs/sweep.md), and its points as a table."""
 
-    def rows(self):
+    def rows(self, numbers=False):
         """One flat dict a point: point, its inputs, its figures, pareto
-        (the columns of points.csv)."""
+        (the columns of points.csv). With NUMBERS, a column of quantities
+        ("4 MiB") holds numbers in the base unit, named with it
+        ("memory.GlobalBuffer.capacity [B]"), as to_dataframe's."""
         rows = []
         for p in self["points"]:
             row = {"point": p["point"]}
@@ -110,18 +113,33 @@ class SweepResult(dict):
             if p.get("error"):
                 row["error"] = p["error"]
             rows.append(row)
-        return rows
+        return _numbers_with_units(rows) if numbers else rows
 
     def to_dataframe(self):
-        """The points as a pandas DataFrame (pandas is optional: ImportError
-        saying so when it is not installed)."""
+        """The points as a pandas DataFrame, quantities as numbers with
+        their unit in the column's name (rows(numbers=True)); pandas is
+        optional: ImportError saying so when it is not installed."""
         try:
             import pandas
         except ImportError as e:
             raise ImportError("SweepResult.to_dataframe needs pandas "
                               "(apt-get install python3-pandas); rows() "
                               "gives the same table as dicts") from e
-        return pandas.DataFrame(self.rows())
+        return pandas.DataFrame(self.rows(numbers=True))
+
+
+def _numbers_with_units(rows):
+    """ROWS with each column of quantities ("4 MiB", "100 GB/s") as
+    numbers in their base unit, the unit in the column's name
+    ("memory.VMEM.capacity [B]"): what a table to plot or fit wants."""
+    units = {}
+    for col in {k for r in rows for k in r}:
+        found = {_lib.quantity(r[col]) if col in r else None for r in rows}
+        if None not in found and len({u for _, u in found}) == 1:
+            units[col] = found.pop()[1]
+    return [{("%s [%s]" % (k, units[k]) if k in units else k):
+             (_lib.quantity(v)[0] if k in units else v)
+             for k, v in r.items()} for r in rows]
 
 
 def sweep(study, out=None, **kw):

@@ -12,7 +12,7 @@ import tempfile
 import warnings
 
 from . import _lib
-from ._docs import Document, Spec
+from ._docs import Document, Spec, annotate_inputs, explain_copies
 
 # "FILE:LINE:COL: error: ..." (docs/io.md)
 _WHERE = re.compile(r"^(.+?):(\d+):(\d+): error: (.*)$", re.M)
@@ -96,7 +96,7 @@ def call_status(*argv, echo=False, ok=(0,)):
             raise Error(argv, 2, "mambalaya: argument %d (%r) holds a NUL "
                         "character, which no command line can" % (i, a))
     status, out, err = _lib.call_raw(argv)
-    err = err.decode("utf-8", "replace")
+    err = explain_copies(err.decode("utf-8", "replace"))
     if status not in ok:
         raise Error(argv, status, err)
     _report(err, echo)
@@ -125,10 +125,13 @@ def run(command, *positionals, json=True, echo=False, **kwargs):
     if not json or helps:  # --help prints its text, never JSON
         return out
     try:
-        return _json.loads(out)
+        result = _json.loads(out)
     except ValueError:
         raise Error(argv, 1, "mambalaya %s printed no JSON: %.200s"
                     % (command, out)) from None
+    if isinstance(result, dict):
+        annotate_inputs(result.get("inputs"))
+    return result
 
 
 def _scratch(out):

@@ -11,6 +11,66 @@ import weakref
 
 from . import _lib, _yaml
 
+# The copies edited documents were written to (path -> Document), so that
+# a result or an error naming a copy can say what it is a copy of.
+_copies = weakref.WeakValueDictionary()
+
+# The fields a bare number may be given for, and the unit it is in:
+# architecture files write units (docs/architecture.md), Python may say
+# 4194304 for "4194304 B".
+_BASE_UNITS = {"capacity": "B", "word": "B", "bandwidth": "B/s",
+               "read_bandwidth": "B/s", "write_bandwidth": "B/s",
+               "clock": "Hz"}
+
+
+def _with_unit(key, value):
+    """VALUE as the file writes it: a number at a quantity field KEY
+    (memory.L2.capacity's last part) in that field's base unit."""
+    unit = _BASE_UNITS.get(str(key).rsplit(".", 1)[-1])
+    if unit and isinstance(value, (int, float)) and \
+            not isinstance(value, bool):
+        return "%.17g %s" % (value, unit)
+    if unit and isinstance(value, list):
+        return [_with_unit(key, v) for v in value]
+    return value
+
+
+def _units_everywhere(node):
+    """A copy of NODE with every number at a quantity field written with
+    its unit."""
+    if isinstance(node, dict):
+        return {k: _with_unit(k, _units_everywhere(v))
+                for k, v in node.items()}
+    if isinstance(node, list):
+        return [_units_everywhere(v) for v in node]
+    return node
+
+
+def explain_copies(text):
+    """TEXT (an error message) with a note for each copy of an edited
+    document it names: what the copy was made from, and which paths were
+    set."""
+    notes = ["note: %s is %s" % (path, doc.provenance())
+             for path, doc in list(_copies.items()) if path in text]
+    return text + "".join(n + "\n" for n in notes)
+
+
+def annotate_inputs(node):
+    """Mark, in a result's inputs, each file that is the copy of an edited
+    document: `edited_from` (its name or path) and `edits` (the paths set,
+    in order)."""
+    if isinstance(node, list):
+        for v in node:
+            annotate_inputs(v)
+    elif isinstance(node, dict):
+        doc = _copies.get(node.get("path")) if isinstance(
+            node.get("path"), str) else None
+        if doc is not None:
+            node["edited_from"] = doc.name or "a dict"
+            node["edits"] = list(doc.edits)
+        for v in node.values():
+            annotate_inputs(v)
+
 
 def _is_path(name):
     """The CLI's rule (src/embed/embed.h): written as a path when it has a
@@ -56,6 +116,7 @@ class Document:
         self._original = None  # the fingerprint of the document as read
         self._written = None   # (fingerprint, path) of the last copy
         self._dir = None
+        self.edits = []  # the paths set() changed, in order
 
     @classmethod
     def load(cls, source):
@@ -114,11 +175,31 @@ class Document:
             raise KeyError("%s: no %r here (keys: %s)"
                            % (path, last, ", ".join(map(str, node))))
         node[last] = value
+        if path not in self.edits:
+            self.edits.append(path)
         return self
+
+    def provenance(self):
+        """What the copy passed for this document is: "a copy of h100 as
+        edited in Python (set: memory.L2.capacity)"."""
+        what = ("a copy of %s" % self.name if self.name is not None
+                else "a document given as a dict")
+        if self.edits:
+            what += " as edited in Python (set: %s)" % ", ".join(self.edits)
+        elif self.name is not None:
+            what += " as edited in Python"
+        return what
 
     def dump(self):
         """The YAML text of the document as it is now."""
-        return self.text if self._unchanged() else _yaml.dump(self._doc)
+        if self._unchanged():
+            return self.text
+        return _yaml.dump(_units_everywhere(self._doc) if self.units
+                          else self._doc)
+
+    # Whether a number at a quantity field (capacity, bandwidth, clock,
+    # word) is in that field's base unit: in architectures and studies.
+    units = False
 
     def write(self, path):
         """Write the document as it is now to PATH (YAML)."""
@@ -148,6 +229,7 @@ class Document:
         path = os.path.join(self._dir, base)
         self.write(path)
         self._written = (fp, path)
+        _copies[path] = self
         return path
 
     def __fspath__(self):
@@ -168,6 +250,7 @@ class Arch(Document):
     "memory.GlobalBuffer.capacity", "64 MiB")."""
     kind = "archs"
     root = "architecture"
+    units = True
 
 
 class Study(Document):
@@ -176,6 +259,7 @@ class Study(Document):
     files they stand for."""
     kind = "studies"
     root = "study"
+    units = True
 
 
 _yaml.Dumper.add_multi_representer(Document, _represent_document)

@@ -52,6 +52,9 @@ def _load():
             lib.mambalaya_option_arity.argtypes = [ctypes.c_char_p,
                                                    ctypes.c_char_p]
             lib.mambalaya_option_arity.restype = ctypes.c_int
+            lib.mambalaya_quantity.argtypes = [
+                ctypes.c_char_p, ctypes.POINTER(ctypes.c_double)]
+            lib.mambalaya_quantity.restype = ctypes.c_char_p
             _lib = lib
     return _lib
 
@@ -96,3 +99,15 @@ def shipped_text(kind, name):
     p = lib.mambalaya_shipped(kind.encode(), str(name).encode(),
                               ctypes.byref(n))
     return ctypes.string_at(p, n.value).decode() if p else None
+
+
+def quantity(text):
+    """TEXT ("4 MiB", "100 GB/s") as (value in the base unit, that unit:
+    "B", "B/s", "Hz", ...) by the library's own units table, or None when
+    TEXT is not a quantity."""
+    if not isinstance(text, str):
+        return None
+    lib = _lib or _load()
+    v = ctypes.c_double()
+    unit = lib.mambalaya_quantity(text.encode(), ctypes.byref(v))
+    return (v.value, unit.decode()) if unit else None

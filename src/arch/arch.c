@@ -197,9 +197,11 @@ static int find_opclass(const char *s) {
 static bool unknown_opclass(Loader *L, const YamlNode *key,
                             const char *where) {
   Buf b = {0};
+  buf_did_you_mean_of(&b, key->text, opclass_names, OPC_COUNT);
+  buf_printf(&b, "expected ");
   ydoc_join(&b, opclass_names, OPC_COUNT);
-  fail(L, key->loc, "unknown operation class '%s' in %s (expected %s)",
-       key->text, where, b.s);
+  fail(L, key->loc, "unknown operation class '%s' in %s (%s)", key->text,
+       where, b.s);
   buf_free(&b);
   return false;
 }
@@ -408,11 +410,12 @@ void arch_fusion_why(const Arch *a, int l, Buf *b) {
     return;
   case FUSION_STAGING:
     lv = &a->levels[at];
-    buf_printf(b, "memory level '%s' (%.4g B) stages what the fusion level "
-                  "'%s' (%.4g B) exchanges with off-chip memory: it must "
-                  "hold at least as much, or be the fusion level "
-                  "('fusion: true')",
-               lv->name, lv->capacity, f->name, f->capacity);
+    buf_printf(b, "memory level '%s' (", lv->name);
+    buf_bytes(b, lv->capacity);
+    buf_printf(b, ") stages what the fusion level '%s' (", f->name);
+    buf_bytes(b, f->capacity);
+    buf_printf(b, ") exchanges with off-chip memory: it must hold at least "
+                  "as much, or be the fusion level ('fusion: true')");
     return;
   case FUSION_OK:
   case FUSION_PROBLEM_COUNT:
@@ -727,10 +730,14 @@ static int named_unit(Loader *L, const YamlNode *n, const char *what) {
   int u = find_unit(L->a, n->text);
   if (u < 0) {
     Buf b = {0};
+    Nearest near = nearest_start(n->text);
+    for (int j = 0; j < L->a->nunits; j++)
+      nearest_offer(&near, L->a->units[j].name);
+    buf_did_you_mean(&b, &near);
+    buf_printf(&b, "units: ");
     for (int j = 0; j < L->a->nunits; j++)
       buf_printf(&b, "%s%s", j ? ", " : "", L->a->units[j].name);
-    fail(L, n->loc, "%s names unknown unit '%s' (units: %s)", what, n->text,
-         b.s);
+    fail(L, n->loc, "%s names unknown unit '%s' (%s)", what, n->text, b.s);
     buf_free(&b);
   }
   return u;

@@ -292,5 +292,9 @@ double arch_area_as(const Arch *a, NonlinearHw h);
  * Binary prefixes (KiB, MiB, GiB) are powers of 1024, decimal ones (kB,
  * MB, GB) powers of 1000. */
 bool parse_quantity(const char *text, const char *dim, double *value);
+/* A quantity of whatever dimension its unit names ("4 MiB", "100 GB/s"):
+ * the value in that dimension's base unit, and the base unit's symbol
+ * ("B", "B/s", "Hz", "pJ/B", ...), or NULL when TEXT is no quantity. */
+const char *parse_any_quantity(const char *text, double *value);
 
 #endif

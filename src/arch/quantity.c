@@ -161,6 +161,20 @@ bool parse_quantity(const char *text, const char *dim, double *value) {
   return text && quantity_scan(text, dim, value, NULL) == Q_OK;
 }
 
+const char *parse_any_quantity(const char *text, double *value) {
+  const char *dim = dims[0].dim;
+  QuantityStatus st =
+      text ? quantity_scan(text, dim, value, &dim) : Q_NOT_NUMBER;
+  if (st == Q_OTHER_DIM)
+    st = quantity_scan(text, dim, value, NULL);
+  if (st != Q_OK)
+    return NULL;
+  for (int i = 0; i < NUNITS; i++) /* the base unit: the one of scale 1 */
+    if (strcmp(units[i].dim, dim) == 0 && units[i].scale == 1)
+      return units[i].symbol;
+  return NULL;
+}
+
 void quantity_units(const char *dim, Buf *out) {
   int k = 0;
   for (int i = 0; i < NUNITS; i++)

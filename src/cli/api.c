@@ -132,3 +132,7 @@ const char *mambalaya_shipped(const char *dir, const char *name,
     *len = f ? f->len : 0;
   return f ? (const char *)f->data : NULL;
 }
+
+const char *mambalaya_quantity(const char *text, double *value) {
+  return parse_any_quantity(text, value);
+}

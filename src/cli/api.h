@@ -43,4 +43,10 @@ int mambalaya_option_arity(const char *command, const char *option);
 const char *mambalaya_shipped(const char *dir, const char *name,
                               size_t *len);
 
+/* TEXT as a quantity ("4 MiB", "100 GB/s", "1.75 GHz": the units of an
+ * architecture file, docs/architecture.md): its value in the base unit,
+ * *VALUE, and that unit's symbol ("B", "B/s", "Hz"), or NULL when TEXT
+ * is not one. For a host that wants numbers where a table has text. */
+const char *mambalaya_quantity(const char *text, double *value);
+
 #endif

@@ -292,7 +292,12 @@ static bool find_preset(const SpecOpts *o, const Cascade *c,
   Buf b = {0};
   buf_printf(&b, "mambalaya: unknown model '");
   buf_escaped(&b, model);
-  buf_printf(&b, "' (expected one of");
+  buf_printf(&b, "' (");
+  Nearest near = nearest_start(model);
+  for (int i = 0; preset_at(i); i++)
+    nearest_offer(&near, preset_at(i)->sizes.name);
+  buf_did_you_mean(&b, &near);
+  buf_printf(&b, "expected one of");
   for (int i = 0; preset_at(i); i++)
     buf_printf(&b, "%s %s", i ? "," : "", preset_at(i)->sizes.name);
   fprintf(stderr, "%s)\n", b.s);

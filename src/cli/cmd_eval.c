@@ -31,7 +31,8 @@ static const Opt eval_opts[] = {
              "or traffic",
      .choices = &search_objective_choices},
     {"--strategy", OPT_ENUM, offsetof(EvalArgs, design), "S",
-     .help = "the same as --design for the four strategies",
+     .help = "an alias of --design (without best): the name fuse and exec "
+             "use for a fusion strategy",
      .choices = &design_choices},
     {"--plan", OPT_PATH, offsetof(EvalArgs, plan), "FILE",
      .help = "price the plan in FILE, as `fuse --json` or `search "
@@ -197,12 +198,32 @@ static void search_text(Buf *b, const SearchResult *r, SearchObjective obj) {
              search_gap(r));
 }
 
-/* EV priced as DESIGN (BEST: the search that found it, or NULL), its
- * warnings (a binding's cost) first, on stderr; --json holds them too. */
+/* The text's first line under --design best: what the search chose, by
+ * name — its groups, the design it is labelled with, and the fusion level
+ * it priced at beside FILE's own (the search may move it). */
+static void best_header(Buf *b, const Arch *file, const Arch *on,
+                        const Eval *ev, SearchObjective obj) {
+  const char *level = on->levels[on->fusion_level].name;
+  const char *own = file->levels[file->fusion_level].name;
+  buf_printf(b, "design best (the schedule the search found for %s): %d "
+                "group%s, labelled %s, fusion level %s ",
+             search_objective_name(obj), ev->ngroups,
+             ev->ngroups == 1 ? "" : "s", design_name(ev->design), level);
+  if (strcmp(level, own) == 0)
+    buf_printf(b, "(the file's own)\n");
+  else
+    buf_printf(b, "(moved from the file's %s)\n", own);
+}
+
+/* EV priced as DESIGN (BEST: the search that found it, or NULL) on ARCH
+ * (FILE's levels, the fusion level perhaps moved), its warnings (a
+ * binding's cost) and FILE's notes first, on stderr; --json holds the
+ * warnings too. */
 static void print_eval(const EvalArgs *o, const Cascade *c, const Shape *s,
-                       const Arch *arch, const Eval *ev, Design design,
-                       const SearchResult *best) {
+                       const Arch *file, const Arch *arch, const Eval *ev,
+                       Design design, const SearchResult *best) {
   Buf w = {0};
+  report_arch_notes(&w, file);
   report_eval_warnings(&w, c, arch, ev);
   if (w.len)
     fputs(w.s, stderr);
@@ -229,6 +250,8 @@ static void print_eval(const EvalArgs *o, const Cascade *c, const Shape *s,
   } else if (o->csv) {
     report_eval_csv(&b, c, arch, ev);
   } else {
+    if (best)
+      best_header(&b, file, arch, ev, (SearchObjective)o->objective);
     report_eval_text(&b, c, arch, ev);
     if (best)
       search_text(&b, best, (SearchObjective)o->objective);
@@ -290,7 +313,7 @@ static int eval(const Parsed *p, void *opts) {
   if (ev && o->trace)
     status = write_trace(p, o->trace, c, on, ev);
   if (ev && !status)
-    print_eval(o, c, s, on, ev, design, best);
+    print_eval(o, c, s, arch, on, ev, design, best);
   else if (!ev)
     status = input_failed(&d);
   if (o->design != EVAL_BEST)

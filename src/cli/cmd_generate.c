@@ -116,8 +116,9 @@ static int check_gen_memory(const char *cmd, const Gen *g) {
   double all =
       o->out ? 4.0 * o->nseq * ((double)o->len + g->max_new - 1) * V : 0;
   char what[512];
-  snprintf(what, sizeof what, "generating %d tokens after %d x %d (%s%s)",
-           g->max_new, o->nseq, o->len, o->executor,
+  snprintf(what, sizeof what, "generating %d token%s after %d x %d (%s%s)",
+           g->max_new, g->max_new == 1 ? "" : "s", o->nseq, o->len,
+           o->executor,
            o->out ? ", every position's logits kept for --out" : "");
   return check_run_memory(cmd, o, g->m, what, !o->out, false,
                           3 * all + 4.0 * o->nseq * g->max_new);

@@ -87,6 +87,24 @@ static const char *shipped_identity(const char *dir, const char *name) {
   return found;
 }
 
+/* When the progress line was last said (reproduce's, on stderr). */
+typedef struct Said {
+  double at;
+} Said;
+
+/* The evaluation's progress on stderr once it has run a few seconds,
+ * then every few seconds: the share done and the time left at that pace
+ * (the points of a sweep grow with I: an estimate). */
+static void say_progress(void *ctx, double done, double elapsed) {
+  Said *said = ctx;
+  if (elapsed < 3 || elapsed - said->at < 3 || done >= 1)
+    return;
+  said->at = elapsed;
+  fprintf(stderr, "mambalaya reproduce: %.0f%% in %.0f s, about %.0f s "
+                  "left\n",
+          100 * done, elapsed, elapsed * (1 - done) / done);
+}
+
 /* The evaluation for O's setup (C the spec it loaded), its figures
  * written; NULL after a message (*status set). */
 static Repro *evaluate(const ReproArgs *o, const Cascade *c, Arch *arch,
@@ -100,6 +118,9 @@ static Repro *evaluate(const ReproArgs *o, const Cascade *c, Arch *arch,
                       .nsets = o->spec.nsets,
                       .sets = o->spec.sets,
                       .opts = o->mopts};
+  Said said = {0};
+  setup.progress = say_progress;
+  setup.progress_ctx = &said;
   Diag d = {0};
   Repro *r = repro_run(&setup, &d);
   if (!r) {

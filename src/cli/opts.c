@@ -55,6 +55,17 @@ static int opt_find(const Command *c, const char *name) {
   return -1;
 }
 
+/* "did you mean '--design'? " for an unknown option NAME of C. */
+static void near_option(Buf *b, const Command *c, const char *name) {
+  Nearest n = nearest_start(name);
+  size_t base;
+  const Opt *o;
+  for (int k = 0; (o = opt_at(c, k, &base)); k++)
+    if (!(o->flags & OPT_POSITIONAL))
+      nearest_offer(&n, o->name);
+  buf_did_you_mean(b, &n);
+}
+
 int command_option_arity(const Command *c, const char *name) {
   int k = opt_find(c, name);
   size_t base;
@@ -236,8 +247,14 @@ static int store_enum(const char *cmd, const Opt *o, const char *v,
       value = i;
   if (value == ch->count) {
     Buf b = {0};
+    Nearest n = nearest_start(v);
+    for (int i = 0; i < ch->count; i++)
+      nearest_offer(&n, ch->name(i));
+    nearest_offer(&n, ch->extra);
+    buf_did_you_mean(&b, &n);
+    buf_printf(&b, "expected ");
     choices_text(&b, ch);
-    usage_error(cmd, "unknown %s '%s' (expected %s)", ch->noun, v, b.s);
+    usage_error(cmd, "unknown %s '%s' (%s)", ch->noun, v, b.s);
     buf_free(&b);
     return EXIT_INPUT;
   }
@@ -293,8 +310,14 @@ static int scan_option(Scan *s, const char *arg) {
   char name[128];
   snprintf(name, sizeof name, "%.*s", (int)(eq ? eq - arg : 127), arg);
   int k = opt_find(s->p->command, name);
-  if (k < 0)
-    return usage_error(cmd, "unknown option '%s' (see %s --help)", name, cmd);
+  if (k < 0) {
+    Buf b = {0};
+    near_option(&b, s->p->command, name);
+    usage_error(cmd, "unknown option '%s' (%ssee %s --help)", name,
+                b.s ? b.s : "", cmd);
+    buf_free(&b);
+    return EXIT_INPUT;
+  }
   size_t base;
   const Opt *o = opt_at(s->p->command, k, &base);
   if (!takes_value(o)) {

@@ -30,31 +30,6 @@ const EmbeddedFile *embedded_named(const char *dir, const char *name) {
   return embedded_file(path);
 }
 
-/* The Levenshtein distance between A and B (both short names). */
-static size_t edit_distance(const char *a, const char *b) {
-  size_t nb = strlen(b);
-  size_t *row = xmalloc((nb + 1) * sizeof *row);
-  for (size_t j = 0; j <= nb; j++)
-    row[j] = j;
-  for (size_t i = 1; a[i - 1]; i++) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= nb; j++) {
-      size_t up = row[j];
-      size_t best = diag + (a[i - 1] != b[j - 1]);
-      if (up + 1 < best)
-        best = up + 1;
-      if (row[j - 1] + 1 < best)
-        best = row[j - 1] + 1;
-      row[j] = best;
-      diag = up;
-    }
-  }
-  size_t r = row[nb];
-  free(row);
-  return r;
-}
-
 /* The bare name of shipped file F if it lies directly under DIR
  * ("specs/mamba1.yaml" -> "mamba1", length in *N), else NULL. */
 static const char *shipped_stem(const EmbeddedFile *f, const char *dir,
@@ -79,8 +54,7 @@ static int list_shipped(Buf *b, const char *dir, const char *near) {
       continue;
     char name[256];
     snprintf(name, sizeof name, "%.*s", (int)n, stem);
-    size_t limit = strlen(near ? near : "") / 3;
-    if (near && edit_distance(near, name) > (limit ? limit : 1))
+    if (near && !name_is_near(near, name))
       continue;
     buf_printf(b, "%s%s", count ? ", " : "", name);
     count++;

@@ -993,8 +993,8 @@ static void scenario_label(char *out, size_t cap, const Scenario *s) {
 
 static void e2e_subtitle(char *out, size_t cap, const Repro *r) {
   char detail[64];
-  snprintf(detail, sizeof detail, "end to end over %d layers",
-           r->layers[0]);
+  snprintf(detail, sizeof detail, "end to end over %d layer%s",
+           r->layers[0], r->layers[0] == 1 ? "" : "s");
   subtitle_of(out, cap, r, 0, detail);
 }
 
@@ -1067,10 +1067,10 @@ static void speedup(Figs *f, bool pipelined) {
   caption_head(&cap, f, pipelined ? "7 (with parallel pipelining, §VI-C)"
                                   : "7");
   buf_printf(&cap,
-             "end-to-end latency of %d layers (a prefill of I0 tokens, then "
+             "end-to-end latency of %d layer%s (a prefill of I0 tokens, then "
              "G decode steps) of each fusion strategy, as speedup over best "
              "unfused; %s.",
-             r->layers[0],
+             r->layers[0], r->layers[0] == 1 ? "" : "s",
              pipelined ? "dark bars with parallel pipelining, light bars "
                          "sequential"
                        : "dark bars achieved, light bars with the ideal "

@@ -1,6 +1,8 @@
 /* fusion_report.c — the pair table and the fusion plans. */
 #include "report.h"
 
+#include <math.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +23,17 @@ void fmt_si(Buf *b, double v) {
     k++;
   }
   buf_printf(b, "%.4g%s%s", v, k ? " " : "", prefix[k]);
+}
+
+void fmt_unit(Buf *b, double v, const char *unit) {
+  static const char *const prefix[] = {"p", "n", "u", "m", "",  "k",
+                                       "M", "G", "T", "P", "E"};
+  int k = 4; /* no prefix */
+  while (k < 10 && fabs(v) >= 1e3)
+    v /= 1e3, k++;
+  while (k > 0 && v != 0 && fabs(v) < 1)
+    v *= 1e3, k--;
+  buf_printf(b, "%.4g %s%s", v, prefix[k], unit);
 }
 
 /* ---- pair rows, shared by the text and JSON forms ---- */
@@ -295,8 +308,8 @@ void report_plan_dot(Buf *b, const Cascade *c, const Pair *pairs,
                      const Plan *p) {
   buf_printf(b, "digraph cascade {\n  label=");
   Buf title = {0};
-  buf_printf(&title, "%s: %s, %d groups", c->path, strategy_name(p->strategy),
-             p->ngroups);
+  buf_printf(&title, "%s: %s, %d group%s", c->path,
+             strategy_name(p->strategy), p->ngroups, p->ngroups == 1 ? "" : "s");
   dot_id(b, title.s);
   buf_free(&title);
   buf_printf(b, ";\n  rankdir=TB;\n  node [shape=box, style=rounded];\n");

@@ -232,12 +232,12 @@ static void tensors_text(Buf *b, const Cascade *c, const Arch *a,
 void report_eval_text(Buf *b, const Cascade *c, const Arch *a,
                       const Eval *ev) {
   double us = 1e6 / a->clock_hz;
-  buf_printf(b, "design %s (%s, %s, %s traffic): %d groups\n",
+  buf_printf(b, "design %s (%s, %s, %s traffic): %d group%s\n",
              design_name(ev->design), ev->label,
              ev->opts.compose == COMPOSE_PIPELINED ? "pipelined"
                                                    : "sequential",
              ev->opts.accounting == ACCOUNT_IDEAL ? "ideal" : "achieved",
-             ev->ngroups);
+             ev->ngroups, ev->ngroups == 1 ? "" : "s");
   buf_printf(b, "\n  %-3s %-10s %-3s %-11s %9s %5s %10s %10s %10s %10s  %-7s "
                 "%s\n",
              "#", "einsum", "grp", "unit", "ops", "util", "compute_us",
@@ -277,22 +277,31 @@ void report_eval_text(Buf *b, const Cascade *c, const Arch *a,
                  spill_reason_name(ge->spills[k].why));
   }
   double total = ev->read + ev->write;
-  buf_printf(b, "\n  latency     %.4g us per layer\n", ev->seconds * 1e6);
-  buf_printf(b, "  DRAM        %.4g MB (read %.1f%%, write %.1f%%; "
+  Buf q[5] = {{0}};
+  fmt_unit(&q[0], ev->seconds, "s");
+  fmt_unit(&q[1], total, "B");
+  fmt_unit(&q[2], ev->ideal_inter + ev->ideal_intra, "B");
+  fmt_unit(&q[3], ev->ideal_inter, "B");
+  fmt_unit(&q[4], ev->ideal_intra, "B");
+  buf_printf(b, "\n  latency     %s per layer\n", q[0].s);
+  buf_printf(b, "  DRAM        %s (read %.1f%%, write %.1f%%; "
                 "inter-Einsum %.1f%%, intra %.1f%%)\n",
-             total / 1e6, total > 0 ? 100 * ev->read / total : 0,
+             q[1].s, total > 0 ? 100 * ev->read / total : 0,
              total > 0 ? 100 * ev->write / total : 0,
              total > 0 ? 100 * ev->inter / total : 0,
              total > 0 ? 100 * ev->intra / total : 0);
-  buf_printf(b, "  ideal DRAM  %.4g MB (inter %.4g MB, intra %.4g MB)\n",
-             (ev->ideal_inter + ev->ideal_intra) / 1e6, ev->ideal_inter / 1e6,
-             ev->ideal_intra / 1e6);
-  buf_printf(b, "  energy      %.4g mJ (DRAM %.1f%%, buffer %.1f%%, "
+  buf_printf(b, "  ideal DRAM  %s (inter %s, intra %s)\n", q[2].s, q[3].s,
+             q[4].s);
+  for (int i = 0; i < 5; i++)
+    buf_free(&q[i]);
+  fmt_unit(&q[0], ev->energy_pj * 1e-12, "J");
+  buf_printf(b, "  energy      %s (DRAM %.1f%%, buffer %.1f%%, "
                 "registers %.1f%%, operations %.1f%%)\n",
-             ev->energy_pj * 1e-9, 100 * ev->energy_dram / ev->energy_pj,
+             q[0].s, 100 * ev->energy_dram / ev->energy_pj,
              100 * ev->energy_glb / ev->energy_pj,
              100 * ev->energy_reg / ev->energy_pj,
              100 * ev->energy_ops / ev->energy_pj);
+  buf_free(&q[0]);
   components_text(b, a, ev);
   levels_text(b, a, ev);
   tensors_text(b, c, a, ev);
@@ -401,6 +410,24 @@ void report_eval_warnings(Buf *b, const Cascade *c, const Arch *a,
                u->name, role_name(u->role), w->cycles / a->clock_hz,
                w->best_cycles / a->clock_hz, best->name,
                role_name(best->role));
+  }
+}
+
+void report_arch_notes(Buf *b, const Arch *a) {
+  const MemLevel *f = &a->levels[a->fusion_level];
+  for (int l = a->fusion_level + 1; l < a->nlevels; l++) {
+    const MemLevel *lv = &a->levels[l];
+    if (lv->capacity <= f->capacity)
+      continue;
+    buf_printf(b, "%s: note: memory level '%s' (", a->path, lv->name);
+    buf_bytes(b, lv->capacity);
+    buf_printf(b, ") lies inside the fusion level '%s' (", f->name);
+    buf_bytes(b, f->capacity);
+    buf_printf(b, ") and is larger: a fusion group holds at most ");
+    buf_bytes(b, f->capacity);
+    buf_printf(b, " between Einsums, and '%s' cannot be the fusion level "
+                  "while '%s' stages it (docs/architecture.md)\n",
+               lv->name, f->name);
   }
 }
 

@@ -88,6 +88,11 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev);
  * run it". */
 void report_eval_warnings(Buf *b, const Cascade *c, const Arch *a,
                           const Eval *ev);
+/* Notes on A as a file describes it, one line each ("ARCH: note: ..."):
+ * a memory level inside the fusion level yet larger than it (a group
+ * holds at most the fusion level's capacity between Einsums, and the
+ * larger level cannot be the fusion level while the smaller stages it). */
+void report_arch_notes(Buf *b, const Arch *a);
 /* One row per Einsum (unit, ops, cycles, traffic, energy, mapping), with
  * a header line. */
 void report_eval_csv(Buf *b, const Cascade *c, const Arch *a,
@@ -169,6 +174,9 @@ void csv_number(Buf *b, double v);
 
 /* A number with an SI prefix: 1234567 -> "1.235 M". */
 void fmt_si(Buf *b, double v);
+/* V in UNIT with an SI prefix from p to E, four digits: "22.63 ms",
+ * "6.81 GB", "3.669 J" (the human tables' totals). */
+void fmt_unit(Buf *b, double v, const char *unit);
 
 /* Serialize JSON (2-space indent, insertion order) into B with a final
  * newline. Figures made by report_real that are not finite are written

@@ -68,8 +68,9 @@ static void model_part(Buf *b, const Repro *r) {
   else
     buf_printf(b, "; no model: the spec's own sizes");
   if (r->layers[0] > 0)
-    buf_printf(b, r->model_names[0] ? " (%d layers)" : "; %d layers end to "
-                                                        "end", r->layers[0]);
+    buf_printf(b, r->model_names[0] ? " (%d layer%s)" : "; %d layer%s end "
+                                                         "to end",
+               r->layers[0], r->layers[0] == 1 ? "" : "s");
   else
     buf_printf(b, "; no layer count, so no end-to-end figures (--layers N "
                   "gives one)");
@@ -134,21 +135,43 @@ static void designs_text(Buf *b, const Repro *r) {
              bs[PH_DECODE].groups == 1 ? "" : "s");
 }
 
+/* A ratio cell, "1.234x", or "-" where there is none (an end-to-end row
+ * without a layer count): never "nan". */
+static void ratio_cell(char *out, size_t n, double v) {
+  if (isfinite(v))
+    snprintf(out, n, "%.4gx", v);
+  else
+    snprintf(out, n, "-");
+}
+
+/* The width of a label column: at least MIN, else the longest label, so
+ * that no label is cut. */
+static int label_width(int min, const char *label) {
+  int n = (int)strlen(label);
+  return n > min ? n : min;
+}
+
 /* Every figure where the paper's best variant appears, again with best
  * (searched) in its place, and both gaps to ideal. */
 static void searched_text(Buf *b, const Repro *r) {
+  int wd = 56;
+  for (int i = 0; i < r->nsearched; i++)
+    wd = label_width(wd, r->searched[i].what);
   buf_printf(b, "\nThe best variant (the best of the four strategies) "
-                "against best (searched):\n%-56s %8s %8s %8s %8s %8s\n",
-             "figure", "paper", "variant", "searched", "var_gap",
+                "against best (searched):\n%-*s %8s %8s %8s %8s %8s\n",
+             wd, "figure", "paper", "variant", "searched", "var_gap",
              "srch_gap");
   for (int i = 0; i < r->nsearched; i++) {
     const SearchedRow *w = &r->searched[i];
-    char paper[16] = "-";
+    char paper[16] = "-", cells[4][16];
     if (isfinite(w->paper))
       snprintf(paper, sizeof paper, "%s%.4gx", w->at_least ? ">" : "",
                w->paper);
-    buf_printf(b, "%-56.56s %8s %7.4gx %7.4gx %7.4gx %7.4gx\n", w->what,
-               paper, w->variant, w->searched, w->variant_gap, w->gap);
+    const double v[4] = {w->variant, w->searched, w->variant_gap, w->gap};
+    for (int k = 0; k < 4; k++)
+      ratio_cell(cells[k], sizeof cells[k], v[k]);
+    buf_printf(b, "%-*s %8s %8s %8s %8s %8s\n", wd, w->what, paper,
+               cells[0], cells[1], cells[2], cells[3]);
   }
 }
 
@@ -158,7 +181,10 @@ void report_repro_text(Buf *b, const Repro *r) {
   designs_text(b, r);
   searched_text(b, r);
   if (r->ntargets > 0) {
-    buf_printf(b, "\n%-10s %-64s %10s %10s %7s\n", "where", "figure",
+    int wd = 64;
+    for (int i = 0; i < r->ntargets; i++)
+      wd = label_width(wd, r->targets[i].what);
+    buf_printf(b, "\n%-10s %-*s %10s %10s %7s\n", "where", wd, "figure",
                "paper", "ours", "ratio");
     int off = 0;
     for (int i = 0; i < r->ntargets; i++) {
@@ -168,8 +194,11 @@ void report_repro_text(Buf *b, const Repro *r) {
       char paper[32], ours[32];
       target_value(paper, sizeof paper, t, t->paper, true);
       target_value(ours, sizeof ours, t, t->ours, false);
-      buf_printf(b, "%-10s %-64.64s %10s %10s %7.3f%s\n", t->where, t->what,
-                 paper, ours, ratio(t), ok ? "" : "  *");
+      char rt[16] = "-";
+      if (isfinite(ratio(t)))
+        snprintf(rt, sizeof rt, "%.3f", ratio(t));
+      buf_printf(b, "%-10s %-*s %10s %10s %7s%s\n", t->where, wd, t->what,
+                 paper, ours, rt, ok ? "" : "  *");
     }
     buf_printf(b, "\n%d figures, %d within 0.85-1.15 of the paper's; those "
                   "marked * are explained in docs/model.md.\n",

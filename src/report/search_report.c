@@ -43,6 +43,19 @@ static void spills_text(Buf *b, const Cascade *c, const Plan *p) {
   buf_printf(b, "%s\n", n ? "" : " none (each group holds what fits)");
 }
 
+/* Every on-chip level the search did not try as the fusion level, with
+ * the rule that refuses it (arch_fusion_problem). */
+static void refused_levels_text(Buf *b, const Arch *a) {
+  for (int l = 1; l < a->nlevels; l++) {
+    int at;
+    if (arch_fusion_problem(a, l, &at) == FUSION_OK)
+      continue;
+    buf_printf(b, "  not a candidate: %s: ", a->levels[l].name);
+    arch_fusion_why(a, l, b);
+    buf_printf(b, "\n");
+  }
+}
+
 void report_search_text(Buf *b, const Cascade *c, const Arch *a,
                         const SearchResult *r, SearchObjective o) {
   buf_printf(b, "search: %s on %s, objective %s\n", c->path, a->name,
@@ -57,6 +70,7 @@ void report_search_text(Buf *b, const Cascade *c, const Arch *a,
                 "docs/search.md)\n",
              a->levels[a->fusion_level].name, r->levels,
              r->levels == 1 ? "" : "s");
+  refused_levels_text(b, a);
   buf_printf(b, "found: ");
   figure(b, r->found, o);
   buf_printf(b, ", ");
@@ -121,6 +135,20 @@ json_t *report_search_json(const Cascade *c, const Arch *a,
                       json_boolean(r->timed_out));
   json_object_set_new(sp, "bindings_capped", json_integer(r->bind_capped));
   json_object_set_new(sp, "fusion_levels", json_integer(r->levels));
+  json_t *refused = json_array();
+  for (int l = 1; l < a->nlevels; l++) {
+    int at;
+    if (arch_fusion_problem(a, l, &at) == FUSION_OK)
+      continue;
+    Buf why = {0};
+    arch_fusion_why(a, l, &why);
+    json_t *x = json_object();
+    json_object_set_new(x, "level", json_string(a->levels[l].name));
+    json_object_set_new(x, "why", json_string(why.s));
+    json_array_append_new(refused, x);
+    buf_free(&why);
+  }
+  json_object_set_new(sp, "fusion_levels_refused", refused);
   json_object_set_new(j, "space", sp);
   json_object_set_new(j, "fusion_level",
                       json_string(a->levels[a->fusion_level].name));

@@ -31,7 +31,18 @@ typedef struct Run {
   /* The settings of every point: the caller's others, then B and I. */
   int nsets;
   Setting sets[MAX_SETS + 2];
+  const ReproSetup *su; /* for its progress hook */
+  int points, done;     /* the points to price, and those priced */
+  double t0;
 } Run;
+
+/* One more point priced: the setup's progress hook hears of it. */
+static void tick(Run *x) {
+  x->done++;
+  if (x->su->progress)
+    x->su->progress(x->su->progress_ctx, (double)x->done / x->points,
+                    now_seconds() - x->t0);
+}
 
 /* Model M's sizes, or none when the spec's own sizes are all there is. */
 static const ModelSizes *model_sizes(const Run *x, int m) {
@@ -182,6 +193,7 @@ static bool sweep(Run *x, int model) {
     x->r->sweep_best[model][k] = ok ? b.seconds : NAN;
     free(pairs);
     shape_free(s);
+    tick(x);
   }
   return ok;
 }
@@ -223,6 +235,7 @@ static bool end_to_end(Run *x) {
                                           r->best[0][PH_DECODE].seconds);
     free(pairs);
     shape_free(s);
+    tick(x);
   }
   return ok;
 }
@@ -659,7 +672,7 @@ Repro *repro_run(const ReproSetup *su, Diag *d) {
   double t0 = now_seconds();
   Repro *r = xcalloc(1, sizeof *r);
   Run x = {.c = su->spec, .a = su->arch, .d = d, .r = r, .opts = &su->opts,
-           .memo = map_memo_new(false)};
+           .memo = map_memo_new(false), .su = su, .t0 = t0};
   r->cascade = su->spec;
   r->arch = su->arch;
   r->spec_label = su->spec->path;
@@ -678,9 +691,13 @@ Repro *repro_run(const ReproSetup *su, Diag *d) {
                    r->prefill == REPRO_PAPER_PREFILL && x.nsets == 0;
   if (ok)
     other_sizes(&x);
+  x.points = r->nmodels * (PH_COUNT + REPRO_LENGTHS) +
+             (r->layers[0] > 0 ? REPRO_SCENARIOS : 0);
   for (int m = 0; ok && m < r->nmodels; m++)
-    for (int p = 0; ok && p < PH_COUNT; p++)
+    for (int p = 0; ok && p < PH_COUNT; p++) {
       ok = price_point(&x, m, (Phase)p);
+      tick(&x);
+    }
   ok = ok && (r->layers[0] <= 0 || end_to_end(&x));
   for (int m = 0; ok && m < r->nmodels; m++)
     ok = sweep(&x, m);

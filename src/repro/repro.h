@@ -53,6 +53,11 @@ typedef struct ReproSetup {
                           given at every point */
   ModelOverrides opts; /* the model's options, over each design's defaults
                           (composition and accounting are the figures') */
+  /* Told after each point priced (a phase, a scenario end to end, a
+   * length of a sweep): the share DONE of the points, and the seconds
+   * since the start; NULL: nobody listens. */
+  void (*progress)(void *ctx, double done, double elapsed);
+  void *progress_ctx;
 } ReproSetup;
 
 typedef enum { PH_PREFILL, PH_DECODE, PH_COUNT } Phase;

@@ -144,6 +144,24 @@ typedef struct Buf {
   size_t len, cap;
 } Buf;
 
+/* "Did you mean": for a name refused from a closed set, the candidate
+ * nearest to it by edit distance (a third of its length at most, and at
+ * least 1: `fulll` -> `full`, never `ri` -> `full`); nearest.c. Offer each
+ * candidate in the table's order; the first of equals wins. */
+typedef struct Nearest {
+  const char *got, *best;
+  size_t dist;
+} Nearest;
+Nearest nearest_start(const char *got);
+void nearest_offer(Nearest *n, const char *name);
+/* "did you mean 'full'? " when one was near, else nothing. */
+void buf_did_you_mean(Buf *b, const Nearest *n);
+/* The same for the names of a table: the first N of NAMES, or up to a
+ * NULL. */
+void buf_did_you_mean_of(Buf *b, const char *got, const char *const *names,
+                         int n);
+bool name_is_near(const char *got, const char *name);
+
 void buf_printf(Buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void buf_free(Buf *b);

@@ -427,9 +427,11 @@ bool ydoc_known_keys(const YamlNode *map, const char *const *allowed,
       known = strcmp(k, allowed[j]) == 0;
     if (!known) {
       Buf b = {0};
+      buf_did_you_mean_of(&b, k, allowed, INT_MAX);
+      buf_printf(&b, "expected ");
       ydoc_join(&b, allowed, INT_MAX);
       diag_error(d, path_of(map), map->keys[i]->loc,
-                 "unknown key '%s' in %s (expected %s)", k, where, b.s);
+                 "unknown key '%s' in %s (%s)", k, where, b.s);
       buf_free(&b);
       return false;
     }
@@ -454,9 +456,11 @@ int ydoc_enum(const YamlNode *n, const char *const *names, int count,
     if (names[i] && strcmp(names[i], n->text) == 0)
       return i;
   Buf b = {0};
+  buf_did_you_mean_of(&b, n->text, names, count);
+  buf_printf(&b, "expected ");
   ydoc_join(&b, names, count);
-  diag_error(d, path_of(n), n->loc, "unknown %s '%s' (expected %s)", what,
-             n->text, b.s);
+  diag_error(d, path_of(n), n->loc, "unknown %s '%s' (%s)", what, n->text,
+             b.s);
   buf_free(&b);
   return -1;
 }

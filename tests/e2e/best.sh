@@ -160,6 +160,26 @@ SWIGLU=$ROOT/tests/specs/good/swiglu_mlp.yaml
 "$M" search "$SWIGLU" --arch "$TWO" >s.txt || fail "search on two levels"
 grep -q "^fusion level: L2 (2 candidate levels tried" s.txt ||
   fail "search: the fusion level line: $(sed -n 3p s.txt)"
+# Outputs that say what happened (issue 36): eval --design best names
+# the schedule, its groups, label and fusion level beside the file's own;
+# search lists each level it refused and the rule; an inner level larger
+# than the fusion level draws a note.
+"$M" eval "$SWIGLU" --arch "$TWO" --design best >b.txt || fail "eval best text"
+[ "$(sed -n 1p b.txt)" = "design best (the schedule the search found for latency): 1 group, labelled full, fusion level L2 (moved from the file's GlobalBuffer)" ] ||
+  fail "eval best's first line: $(sed -n 1p b.txt)"
+grep -qx "  not a candidate: Registers: memory level 'Registers' is the innermost, where each Einsum's operands meet the PEs: a fusion group keeps what it holds between Einsums in a level above it" s.txt ||
+  fail "search: Registers refused: $(sed -n 4p s.txt)"
+# L2 of 128 KiB the fusion level, the 256 KiB GlobalBuffer inside it.
+awk '/capacity: 64 MiB/ { print "      capacity: 128 KiB"; print "      fusion: true"; next }
+  /fusion: true/ { next } { print }' "$TWO" >inner.yaml
+"$M" search "$SWIGLU" --arch inner.yaml >si.txt 2>si.err || fail "search inner"
+grep -qx "  not a candidate: GlobalBuffer: memory level 'L2' (128 KiB) stages what the fusion level 'GlobalBuffer' (256 KiB) exchanges with off-chip memory: it must hold at least as much, or be the fusion level ('fusion: true')" si.txt ||
+  fail "search: GlobalBuffer refused: $(cat si.txt | head -6)"
+"$M" eval "$SWIGLU" --arch inner.yaml >/dev/null 2>ei.err || fail "eval inner"
+[ "$(cat ei.err)" = "inner.yaml: note: memory level 'GlobalBuffer' (256 KiB) lies inside the fusion level 'L2' (128 KiB) and is larger: a fusion group holds at most 128 KiB between Einsums, and 'GlobalBuffer' cannot be the fusion level while 'L2' stages it (docs/architecture.md)" ] ||
+  fail "eval: the inner level's note: $(cat ei.err)"
+"$M" eval "$SWIGLU" --arch "$TWO" 2>&1 >/dev/null | grep -q note &&
+  fail "a note where no inner level is larger"
 "$M" eval "$SWIGLU" --arch "$TWO" --plan lv.json --json >e.json ||
   fail "eval --plan at the L2"
 $PY -c 'import json; p = json.load(open("lv.json")); del p["fusion_level"]; json.dump(p, open("old.json", "w"))' ||

@@ -23,6 +23,31 @@ refused "^h10: error: no such file, and no shipped architecture of that name (di
   "$M" eval mamba1 --arch h10
 refused "^model-comparisn: error: no such file, and no shipped study of that name (did you mean model-comparison?); $LIST$" \
   "$M" sweep model-comparisn
+# "Did you mean" for every closed set of names (issue 36): options,
+# choices, models, an architecture's keys, roles, op classes and units;
+# nothing suggested for a name near none.
+refused "unknown option '--desing' (did you mean '--design'? see mambalaya eval --help)$" \
+  "$M" eval mamba1 --desing full
+refused "unknown design 'fulll' (did you mean 'full'? expected unfused, " \
+  "$M" eval mamba1 --design fulll
+refused "unknown design 'ri+rbs' (did you mean 'ri+rsb'? expected " \
+  "$M" eval mamba1 --strategy ri+rbs
+refused "unknown design 'xyz' (expected unfused, " "$M" eval mamba1 --design xyz
+refused "unknown model 'mamba-37m' (did you mean 'mamba-370m'? expected one of " \
+  "$M" eval mamba1 --model mamba-37m
+A=$ROOT/archs/mambalaya.yaml
+sed '26s/capacity:/capacty:/' "$A" >near1.yaml
+refused "^near1.yaml:26:7: error: unknown key 'capacty' in a memory level (did you mean 'capacity'? expected name, " \
+  "$M" eval mamba1 --arch near1.yaml
+sed '72s/role: vector/role: vectr/' "$A" >near2.yaml
+refused "^near2.yaml:72:13: error: unknown role 'vectr' (did you mean 'vector'? expected matrix, vector or feeder)$" \
+  "$M" eval mamba1 --arch near2.yaml
+sed '70s/exp: 1/exq: 1/' "$A" >near3.yaml
+refused "unknown operation class 'exq' in unit 'array2d' (did you mean 'exp'? expected macc, " \
+  "$M" eval mamba1 --arch near3.yaml
+sed '73s/mode_of: array2d/mode_of: aray2d/' "$A" >near4.yaml
+refused "mode_of names unknown unit 'aray2d' (did you mean 'array2d'? units: " \
+  "$M" eval mamba1 --arch near4.yaml
 # A name written as a path is a file, and its error the file's.
 refused "^rwkv6.yaml: error: cannot read: No such file or directory$" \
   "$M" eval rwkv6.yaml

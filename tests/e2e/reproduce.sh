@@ -290,6 +290,27 @@ grep -l -i 'mamba2\?-[0-9.]*[mb]\b\|over [0-9]* layers' "$tmp/rw"/* \
 $PY -c "import json, sys; s = json.load(open(sys.argv[1]))['setup']
 assert s['models'] == [] and s['layers'] is None and s['batch'] == 4, s
 " "$tmp/rw.json" || fail "rwkv6_shift: the JSON setup"
+# Its tables (issue 36): no "nan" where there is no end-to-end figure
+# ("-" instead), and no label cut to fit a column.
+grep -n -i 'nan' "$tmp/rw.table" && fail "rwkv6_shift: nan in a table"
+grep -q '^end-to-end geomean over the scenarios, over MARCA-like  *-  *-  *-  *-  *-$' \
+  "$tmp/rw.table" || fail "rwkv6_shift: the end-to-end row without figures"
+# The paper's setup has labels of 68 characters ("... long context
+# (I0=16384, G=256)"), once cut at 64.
+$PY - "$tmp/rw.json" "$tmp/rw.table" "$tmp/out.json" "$tmp/table" <<'PYEOF' ||
+import json, sys
+longest = 0
+for js, table in zip(sys.argv[1::2], sys.argv[2::2]):
+    d, text = json.load(open(js)), open(table).read()
+    whats = [t["what"] for k in ("targets", "best_searched")
+             for t in d[k].values()]
+    assert len(whats) >= 6, whats
+    for w in whats:
+        assert w in text, w
+        longest = max(longest, len(w))
+assert longest > 64, longest
+PYEOF
+  fail "a label cut in the tables"
 # --layers N draws them, over N layers; --model asks for a preset, whose
 # name then labels the figures, at the spec's own B.
 "$MAMBALAYA" reproduce --spec $rw --arch h100 --layers 24 --format svg \
@@ -297,6 +318,15 @@ assert s['models'] == [] and s['layers'] is None and s['batch'] == 4, s
   fail "reproduce --layers 24 exited $?: $(cat "$tmp/err")"
 grep -q "end to end over 24 layers" "$tmp/rwl/speedup_e2e.svg" ||
   fail "--layers 24: speedup_e2e.svg not over 24 layers"
+# One layer is one layer (issue 36: no "1 layers"), in the table and the
+# figure.
+"$MAMBALAYA" reproduce --spec $rw --arch h100 --layers 1 --format svg \
+  --out "$tmp/rw1" >"$tmp/rw1.table" 2>"$tmp/err" ||
+  fail "reproduce --layers 1 exited $?: $(cat "$tmp/err")"
+grep -q "; 1 layer end to end;" "$tmp/rw1.table" ||
+  fail "--layers 1: not '1 layer end to end' in the table"
+grep -q "end to end over 1 layer<" "$tmp/rw1/speedup_e2e.svg" ||
+  fail "--layers 1: speedup_e2e.svg not 'over 1 layer'"
 "$MAMBALAYA" reproduce --spec $rw --arch h100 --model mamba-370m \
   --format svg --out "$tmp/rwm" >"$tmp/rwm.table" 2>"$tmp/err" ||
   fail "reproduce --model mamba-370m exited $?: $(cat "$tmp/err")"

@@ -58,11 +58,11 @@ PYEOF
 grep -q "spilled RX (distance)" old.txt || fail "old plan: the rule's spill"
 "$M" eval mamba1 --set B=64 --plan old.json --bind cost >oldc.txt ||
   fail "old plan, --bind cost"
-grep -q "latency     9167 us" oldc.txt ||
+grep -q "latency     9.167 ms" oldc.txt ||
   fail "old plan under --bind cost: $(grep 'latency  ' oldc.txt)"
 "$M" eval mamba1 --set B=64 --plan m1.json --bind rule >r.txt ||
   fail "--bind overrides the file"
-grep -q "latency     8908 us" r.txt && fail "--bind rule ignored"
+grep -q "latency     8.908 ms" r.txt && fail "--bind rule ignored"
 sed 's/"cost"/"fast"/' m1.json >bad.json
 refused "unknown \"bind\" 'fast'" "$M" eval mamba1 --plan bad.json
 

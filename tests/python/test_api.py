@@ -168,6 +168,10 @@ class Documents(unittest.TestCase):
         small = mambalaya.eval("mamba1", arch=arch, design="unfused")
         path = arch.argument()
         self.assertTrue(path.endswith("/mambalaya.yaml"), path)
+        # The copy says what it is a copy of; the rest is the CLI's.
+        used = small["inputs"]["architecture"]
+        self.assertEqual((used.pop("edited_from"), used.pop("edits")),
+                         ("mambalaya", ["memory.GlobalBuffer.capacity"]))
         self.assertEqual(small, cli_json("eval", "mamba1", "--arch", path,
                                          "--design", "unfused"))
         self.assertGreater(small["totals"]["dram_read_bytes"],
@@ -181,6 +185,8 @@ class Documents(unittest.TestCase):
         spec.set("shape.B", 2)
         r = mambalaya.eval(spec)
         self.assertEqual(r["inputs"]["ranks"]["B"], 2)
+        self.assertEqual(r["inputs"]["spec"].pop("edits"), ["shape.B"])
+        self.assertEqual(r["inputs"]["spec"].pop("edited_from"), "mamba1")
         self.assertEqual(r, cli_json("eval", spec.argument()))
 
     def test_study_with_an_edited_arch(self):
@@ -198,6 +204,43 @@ class Documents(unittest.TestCase):
         self.assertEqual(untimed(got["points"]), untimed(want["points"]))
         specs = got["inputs"]["architectures"]
         self.assertEqual(specs[0]["path"], arch.argument())
+
+    def test_numbers_for_quantities(self):
+        # 1 MiB as bytes, 1.75 GHz as Hz, 2039 GB/s as bytes/s: the same
+        # file, so the same figures, as the strings with units.
+        a = mambalaya.load_arch("mambalaya")
+        a.set("memory.GlobalBuffer.capacity", "1 MiB")
+        b = mambalaya.load_arch("mambalaya")
+        b.set("memory.GlobalBuffer.capacity", 1048576)
+        b.set("clock", 1.75e9).set("memory.DRAM.bandwidth", 2039 * 10**9)
+        self.assertIn("capacity: 1048576 B", b.dump())
+        self.assertIn("clock: 1750000000 Hz", b.dump())
+        self.assertEqual(mambalaya.eval("mamba1", arch=a)["totals"],
+                         mambalaya.eval("mamba1", arch=b)["totals"])
+        self.assertEqual(b.get("clock"), 1.75e9)  # the document keeps it
+
+    def test_study_numbers_and_rows_with_units(self):
+        study = mambalaya.load_study("eyeriss-scratchpad")
+        path = "memory.Scratchpad.capacity"
+        group = study.get("parameters")["scratchpad"]
+        self.assertEqual(group[path][:2], ["64 B", "128 B"])
+        group[path] = [64, 128]
+        study.set("designs", ["full"])
+        rows = mambalaya.sweep(study).rows(numbers=True)
+        self.assertEqual(sorted({r[path + " [B]"] for r in rows}),
+                         [64.0, 128.0])
+        self.assertNotIn(path, rows[0])
+        self.assertEqual(rows[0]["spec"], "cnn_layer")  # text stays text
+
+    def test_error_in_an_edited_copy_says_what_it_copies(self):
+        arch = mambalaya.load_arch("mambalaya")
+        arch.set("memory.GlobalBuffer.capacity", "32 parsecs")
+        with self.assertRaises(mambalaya.Error) as e:
+            mambalaya.eval("mamba1", arch=arch)
+        self.assertEqual(e.exception.file, arch.argument())
+        self.assertIn("note: %s is a copy of mambalaya as edited in Python "
+                      "(set: memory.GlobalBuffer.capacity)\n"
+                      % arch.argument(), e.exception.message)
 
     def test_bad_spec_raises_with_its_place(self):
         with tempfile.TemporaryDirectory() as d:

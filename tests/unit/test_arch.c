@@ -414,7 +414,7 @@ static const BadCase bad_cases[] = {
     {"role: vector", "role: scalar", 21, 13,
      "unknown role 'scalar' (expected matrix, vector or feeder)"},
     {"mode_of: mx", "mode_of: my", 22, 16,
-     "mode_of names unknown unit 'my' (units: mx, vx)"},
+     "mode_of names unknown unit 'my' (did you mean 'mx'? units: mx, vx)"},
     {"mode_of: mx", "mode_of: vx", 22, 16, "cannot be a mode of itself"},
     {"      pes: 8\n",
      "      pes: 8\n    - name: wx\n      role: feeder\n      mode_of: vx\n"

@@ -223,8 +223,9 @@ static void check_parse_error(const char *weights, int line, int col,
 TEST(weights_parse_errors) {
   /* Line 19 is the first line after the fixture's cascade. */
   check_parse_error("weights:\n  layer: l.{i}.\n  tensor: {}\n", 21, 3,
-                    "unknown key 'tensor' in weights (expected layer, "
-                    "tensors, model, stream or state)");
+                    "unknown key 'tensor' in weights (did you mean "
+                    "'tensors'? expected layer, tensors, model, stream or "
+                    "state)");
   check_parse_error("weights:\n  layer: l.\n", 20, 10,
                     "must contain {i}");
   check_parse_error("weights:\n  layer: l.{i}.\n  tensors:\n"

@@ -15,18 +15,38 @@ typedef struct Setup {
   Repro *r;
 } Setup;
 
-static Setup run_rwkv(int layers, const char *model) {
+/* What the progress hook heard: how often, the last share, and whether
+ * the shares rose at every call. */
+typedef struct Heard {
+  int calls;
+  double last;
+  bool rising;
+} Heard;
+
+static void hear(void *ctx, double done, double elapsed) {
+  Heard *h = ctx;
+  h->rising = h->rising && done > h->last && elapsed >= 0;
+  h->last = done;
+  h->calls++;
+}
+
+static Setup run_rwkv_heard(int layers, const char *model, Heard *h) {
   Diag d = {0};
   Setup s = {spec_load("tests/specs/good/rwkv6_shift.yaml", &d),
              arch_load("archs/h100.yaml", &d), NULL};
   CHECK(s.c && s.a);
   if (s.c && s.a) {
     ReproSetup su = {.spec = s.c, .arch = s.a, .model = model,
-                     .layers = layers, .opts = model_no_overrides()};
+                     .layers = layers, .opts = model_no_overrides(),
+                     .progress = h ? hear : NULL, .progress_ctx = h};
     s.r = repro_run(&su, &d);
     CHECK(s.r != NULL);
   }
   return s;
+}
+
+static Setup run_rwkv(int layers, const char *model) {
+  return run_rwkv_heard(layers, model, NULL);
 }
 
 static void done(Setup *s) {
@@ -71,4 +91,18 @@ TEST(repro_layers_and_model) {
     CHECK_NEAR(s.r->batch, 4, 0); /* the spec's B, not the paper's 64 */
   }
   done(&s);
+}
+
+/* The progress hook hears once per point: one model's two phases and 21
+ * sweep lengths (I = 2^0..2^20), and with a layer count the 3 end-to-end
+ * scenarios: 23 and 26 calls, the last at exactly 1. */
+TEST(repro_progress_per_point) {
+  for (int layers = 0; layers <= 24; layers += 24) {
+    Heard h = {0, 0, true};
+    Setup s = run_rwkv_heard(layers, NULL, &h);
+    CHECK_INT(h.calls, layers ? 26 : 23);
+    CHECK_NEAR(h.last, 1, 0);
+    CHECK(h.rising);
+    done(&s);
+  }
 }

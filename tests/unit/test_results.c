@@ -160,3 +160,23 @@ TEST(results_diff) {
   json_decref(c);
   json_decref(d);
 }
+
+/* The human tables' totals in engineering units (issue 36: "2.263e+04 us"
+ * beside "6810 MB"), values chosen by hand. */
+TEST(fmt_unit_prefixes) {
+  static const struct {
+    double v;
+    const char *unit, *want;
+  } cases[] = {
+      {22630e-6, "s", "22.63 ms"}, {6.81e9, "B", "6.81 GB"},
+      {12.96e-6, "s", "12.96 us"}, {3.669, "J", "3.669 J"},
+      {0, "B", "0 B"},             {131072, "B", "131.1 kB"},
+      {1.5e-13, "J", "0.15 pJ"},   {2.5e21, "B", "2500 EB"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    Buf b = {0};
+    fmt_unit(&b, cases[i].v, cases[i].unit);
+    CHECK_STR(b.s, cases[i].want);
+    buf_free(&b);
+  }
+}
