@@ -7,14 +7,15 @@
  * H[i-1]). Everything else is an off-chip array. Every element a group
  * reads from or writes to an off-chip array is marked in its bitmap, so the
  * bytes counted are each distinct element once per group — the model's
- * ideal accounting — even where a recurrence spanning several groups makes
- * them run as one unit. Reads inside a recurrence (the lagged read, and
- * reads between the Einsums of its cycle) stay on chip, as in the model.
+ * ideal accounting. A recurrence never spans groups (plans that part one
+ * are refused), so reads inside it (the lagged read, and reads between
+ * the Einsums of its cycle) stay on chip, as in the model.
  *
  * A group whose Einsums read a tensor of the group ahead of the current
  * tile cannot be tiled: it runs as one tile. */
 #include "run.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -939,26 +940,17 @@ static bool run_unit(Fused *f, int last) {
   return ok;
 }
 
-/* Units: the plan's groups, a recurrence spanning several of them merged
- * (its Einsums must advance together). */
-static int unit_end(const Fused *f, int g) {
+/* A recurrence's Einsums advance together, a step at a time: every plan
+ * keeps them in one group (plan_can_run refuses one that parts them), so
+ * each group runs alone, as one unit. The hand-off's check. */
+static bool recurrences_whole(const Fused *f) {
   const Cascade *c = f->r->c;
-  int end = g;
-  bool grew = true;
-  while (grew) {
-    grew = false;
-    for (int e = 0; e < c->neinsums; e++) {
-      int ge = f->p->group_of[e];
-      if (ge < g || ge > end || f->scc[e] < 0)
-        continue;
-      for (int m = 0; m < c->neinsums; m++)
-        if (f->scc[m] == f->scc[e] && f->p->group_of[m] > end) {
-          end = f->p->group_of[m];
-          grew = true;
-        }
-    }
-  }
-  return end;
+  for (int e = 0; e < c->neinsums; e++)
+    for (int m = 0; f->scc[e] >= 0 && m < c->neinsums; m++)
+      if (f->scc[m] == f->scc[e] &&
+          f->p->group_of[m] != f->p->group_of[e])
+        return false;
+  return true;
 }
 
 bool run_fused(Run *r, Tensors *next) {
@@ -981,14 +973,12 @@ bool run_fused(Run *r, Tensors *next) {
   f.scc = f.sched.scc;
   f.counting = r->st != NULL;
   bool ok = true;
-  for (int g = 0; ok && g < f.p->ngroups;) {
-    int end = unit_end(&f, g);
+  assert(recurrences_whole(&f));
+  for (int g = 0; ok && g < f.p->ngroups; g++) {
     for (int e = 0; e < c->neinsums; e++)
-      f.member[e] = f.p->group_of[e] >= g && f.p->group_of[e] <= end;
-    f.gfirst = g;
-    f.glast = end;
-    ok = run_unit(&f, end);
-    g = end + 1;
+      f.member[e] = f.p->group_of[e] == g;
+    f.gfirst = f.glast = g;
+    ok = run_unit(&f, g);
   }
   /* The next pass's state: from the arrays, or from the captured tails. */
   for (int t = 0; ok && next && t < c->ntensors; t++) {
