@@ -59,17 +59,7 @@ echo "slowest: ${worst} s ($worst_at); mamba1 at most ${mamba1} s (target <= 1 s
 # (issue 35: about 1 s on 2000 Einsums; docs/search.md, "A budget").
 chain=$(mktemp)
 for n in 600 2000; do
-  python3 - "$n" "$chain" <<'PY'
-import sys
-n, path = int(sys.argv[1]), sys.argv[2]
-with open(path, "w") as f:
-    f.write("shape: {M: 1024, K: 1024}\neinsum:\n  declaration:\n")
-    for i in range(n + 1):
-        f.write("    T%d: [M, K]\n    W%d: [K, K]\n" % (i, i))
-    f.write("  expressions:\n")
-    for i in range(1, n + 1):
-        f.write("    - T%d[m,n] = T%d[m,k] * W%d[k,n]\n" % (i, i - 1, i))
-PY
+  python3 "$(dirname "$0")/../tests/e2e/lib/chain.py" "$n" 1024 "$chain"
   /usr/bin/time -f '%e %U' -o "$timing" "$BUILD/mambalaya" search "$chain" \
     --budget 1 --json >"$out" 2>/dev/null
   read -r wall cpu <"$timing"

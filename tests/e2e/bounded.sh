@@ -8,15 +8,8 @@ set -u
 . tests/e2e/lib/harness.sh
 
 # 2000 chained matrix products: the exact search takes over a minute.
+python3 "$ROOT/tests/e2e/lib/chain.py" 2000 1024 chain.yaml
 python3 - <<'EOF'
-n = 2000
-with open("chain.yaml", "w") as f:
-    f.write("shape: {M: 1024, K: 1024}\neinsum:\n  declaration:\n")
-    for i in range(n + 1):
-        f.write("    T%d: [M, K]\n    W%d: [K, K]\n" % (i, i))
-    f.write("  expressions:\n")
-    for i in range(1, n + 1):
-        f.write("    - T%d[m,n] = T%d[m,k] * W%d[k,n]\n" % (i, i - 1, i))
 with open("ranks.yaml", "w") as f:
     f.write("shape: {" + ", ".join("R%d: 2" % i for i in range(40000)) + "}\n")
     f.write("einsum:\n  declaration:\n")
@@ -49,15 +42,7 @@ sys.exit(0 if s["stopped_at_budget"] and not s["stopped_at_time_limit"] else 1)'
 # prices the group ending at node 1, then each node alone, so of the
 # 10 * 11 / 2 = 55 candidate groups 10 * 9 / 2 = 45 are not priced; the
 # 16 named-design plans of so short a cascade all are.
-python3 - <<'EOF'
-with open("chain10.yaml", "w") as f:
-    f.write("shape: {M: 64, K: 64}\neinsum:\n  declaration:\n")
-    for i in range(11):
-        f.write("    T%d: [M, K]\n    W%d: [K, K]\n" % (i, i))
-    f.write("  expressions:\n")
-    for i in range(1, 11):
-        f.write("    - T%d[m,n] = T%d[m,k] * W%d[k,n]\n" % (i, i - 1, i))
-EOF
+python3 "$ROOT/tests/e2e/lib/chain.py" 10 64 chain10.yaml
 "$M" search chain10.yaml --budget 1 --json | python3 -c '
 import json, sys
 s = json.load(sys.stdin)["space"]
