@@ -187,6 +187,19 @@ void report_json(Buf *b, json_t *root);
 /* A JSON number for a figure; see report_json for a non-finite V. */
 json_t *report_real(double v);
 
+/* ---- colours (palette.c) ---- */
+
+typedef enum { SHADE_MAIN, SHADE_TINT, SHADE_DARK, SHADE_COUNT } Shade;
+/* Design D's colour in every chart (DES_COUNT: best (searched)): SHADE_MAIN,
+ * or a lighter tint (its ideal or sequential counterpart beside it), or a
+ * darker shade (a third variant of it). */
+const char *design_color(Design d, Shade s);
+/* Memory level L of A in charts by component (energy): off-chip memory
+ * one colour, the on-chip levels others, outermost first; the operations
+ * a colour of their own. */
+const char *level_color(const Arch *a, int l);
+const char *ops_color(void);
+
 /* ---- charts ----
  *
  * A Chart describes a figure by its data: the kind, the series, the axes'
