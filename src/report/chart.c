@@ -585,6 +585,8 @@ typedef struct Layout {
   bool legend_below;
   double lx, ly, lw, lh, entry_w; /* the legend box and one entry's width */
   int lcols;
+  char note[320]; /* the values a log axis cannot show, or "" */
+  double note_y;  /* its baseline */
 } Layout;
 
 /* The legend goes right of the plot when it is narrow and short enough,
@@ -710,6 +712,52 @@ static void fit_slanted_labels(const Chart *c, Layout *l) {
   }
 }
 
+/* A value a log axis cannot show: finite, and 0 or below. */
+static bool off_log(bool log, double v) { return log && isfinite(v) && v <= 0; }
+
+/* The note under a chart for the values its log axes cannot show (a bar
+ * of 0 would otherwise vanish without a word), by series: "Not drawn, 0
+ * or less on the log axis: SERIES at CATEGORY, CATEGORY; SERIES at ...",
+ * as many as fit in MAXW px, then how many more. Empty when every value
+ * shows. */
+static void log_note(const Chart *c, double maxw, char *out, size_t cap) {
+  Buf b = {0};
+  int shown = 0, more = 0;
+  bool logx = c->logx && !is_bars(c);
+  char tmp[32];
+  buf_printf(&b, "Not drawn, 0 or less on the log axis: ");
+  for (int i = 0; i < nseries(c); i++) {
+    const ChartSeries *se = &c->series[i];
+    int in_series = 0;
+    for (int k = 0; k < series_n(se); k++) {
+      if (!off_log(c->logy, se->y[k]) &&
+          !off_log(logx, se->x ? se->x[k] : 1))
+        continue;
+      char item[160], at[64];
+      if (is_bars(c))
+        snprintf(at, sizeof at, "%s", category_label(c, k, tmp, sizeof tmp));
+      else
+        snprintf(at, sizeof at, "x=%g", series_x(se, k));
+      if (in_series)
+        snprintf(item, sizeof item, ", %s", at);
+      else
+        snprintf(item, sizeof item, "%s%s at %s", shown ? "; " : "",
+                 series_name(se, i, tmp, sizeof tmp), at);
+      bool fits = text_w(b.s, FONT_NOTE) + text_w(item, FONT_NOTE) +
+                      text_w("; and 999 more", FONT_NOTE) <=
+                  maxw;
+      if (more == 0 && fits)
+        buf_printf(&b, "%s", item), shown++, in_series++;
+      else
+        more++;
+    }
+  }
+  if (more)
+    buf_printf(&b, "%s%d more", shown ? "; and " : "", more);
+  snprintf(out, cap, "%s", shown + more ? b.s : "");
+  buf_free(&b);
+}
+
 /* MIN_LEFT and MIN_RIGHT: margins the plot keeps at least (a stack
  * aligns its panels' plots with them); LEGEND: the panel draws its
  * legend. */
@@ -760,6 +808,11 @@ static void layout(const Chart *c, Layout *l, double min_left,
     l->h = ceil(l->h + l->lh + 10);
   } else {
     l->lx = l->R + 16, l->ly = l->T;
+  }
+  log_note(c, l->w - 16, l->note, sizeof l->note);
+  if (l->note[0]) {
+    l->note_y = l->h + FONT_NOTE;
+    l->h = ceil(l->h + FONT_NOTE + 8);
   }
 }
 
@@ -1403,6 +1456,9 @@ static void draw_chart(Scene *s, const Chart *c, const Layout *l) {
   draw_y_axis(s, l);
   if (l->legend)
     draw_legend(s, c, l);
+  if (l->note[0])
+    draw_text(s, "axis-note", 8, l->note_y, ANCHOR_START, FONT_NOTE, l->note)
+        ->paint.fill = "#444444";
 }
 
 void chart_scene(Scene *s, const Chart *c) {
