@@ -34,6 +34,7 @@ enum {
 #define FONT_TICK 11.0
 #define FONT_LEGEND 11.0
 #define FONT_NOTE 10.0
+#define NOTE_ROW (FONT_NOTE + 4) /* lines of notes under a chart */
 #define GLYPH_W 0.6
 #define TITLE_BAND 36.0
 #define SUBTITLE_BAND 16.0
@@ -810,9 +811,10 @@ static void layout(const Chart *c, Layout *l, double min_left,
     l->lx = l->R + 16, l->ly = l->T;
   }
   log_note(c, l->w - 16, l->note, sizeof l->note);
-  if (l->note[0]) {
+  int lines = (l->note[0] != 0) + (c->notes ? c->nnotes : 0);
+  if (lines > 0) {
     l->note_y = l->h + FONT_NOTE;
-    l->h = ceil(l->h + FONT_NOTE + 8);
+    l->h = ceil(l->h + lines * NOTE_ROW + 4);
   }
 }
 
@@ -1443,6 +1445,20 @@ static void draw_series(Scene *sc, const Chart *c, const Layout *l) {
   free(taken.v);
 }
 
+/* Under the chart, a line each: the values its log axes cannot show,
+ * then the chart's own notes. */
+static void draw_notes(Scene *s, const Chart *c, const Layout *l) {
+  double y = l->note_y;
+  if (l->note[0]) {
+    draw_text(s, "axis-note", 8, y, ANCHOR_START, FONT_NOTE, l->note)
+        ->paint.fill = "#444444";
+    y += NOTE_ROW;
+  }
+  for (int i = 0; c->notes && i < c->nnotes; i++, y += NOTE_ROW)
+    draw_text(s, "note", 8, y, ANCHOR_START, FONT_NOTE, c->notes[i])
+        ->paint.fill = "#444444";
+}
+
 /* Everything of one chart, on its own or as a panel. */
 static void draw_chart(Scene *s, const Chart *c, const Layout *l) {
   draw_background(s, l);
@@ -1456,9 +1472,7 @@ static void draw_chart(Scene *s, const Chart *c, const Layout *l) {
   draw_y_axis(s, l);
   if (l->legend)
     draw_legend(s, c, l);
-  if (l->note[0])
-    draw_text(s, "axis-note", 8, l->note_y, ANCHOR_START, FONT_NOTE, l->note)
-        ->paint.fill = "#444444";
+  draw_notes(s, c, l);
 }
 
 void chart_scene(Scene *s, const Chart *c) {

@@ -277,6 +277,9 @@ typedef struct Chart {
   int nmarks;
   const ChartMark *marks;
   const char *marks_name; /* their legend entry */
+  int nnotes;
+  const char *const *notes; /* lines of text under the chart (a key to
+                               its points), or NULL */
   int width, height; /* pixels; 0: 760 x 420 */
 } Chart;
 

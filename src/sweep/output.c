@@ -168,30 +168,10 @@ json_t *sweep_json(const Study *s, const PointResult *res, const bool *on) {
  * study has several), each such series a legend entry; a ring marks the
  * front over all the objectives. Points tied on every objective (two
  * stitchers giving one plan, say) are one mark, labelled with all their
- * numbers. */
+ * numbers. The axes are in engineering units (ms, mJ, MB), and a key
+ * under each panel lists its front's points with the inputs the study
+ * sweeps, so that every front point can be read off. */
 
-static const char *axis_label(Figure f) {
-  switch (f) {
-  case FIG_LATENCY:
-    return "latency (s)";
-  case FIG_ENERGY:
-    return "energy (J)";
-  case FIG_EDP:
-    return "energy-delay product (J s)";
-  case FIG_AREA:
-    return "area (mm2)";
-  case FIG_TRAFFIC:
-    return "DRAM traffic (bytes)";
-  default:
-    return figure_column(f);
-  }
-}
-
-/* Okabe & Ito's colours, one per design (and stitcher) of the study. */
-static const char *const DESIGN_COLOR[] = {"#0072B2", "#E69F00", "#009E73",
-                                           "#D55E00", "#CC79A7", "#56B4E9",
-                                           "#000000", "#999999"};
-enum { NDESIGN_COLORS = sizeof DESIGN_COLOR / sizeof DESIGN_COLOR[0] };
 enum { MAX_FRONT_LABELS = 6, PARETO_MARKERS = 6 };
 
 /* A point by its figures over the objectives: what a tie is. */
@@ -298,11 +278,161 @@ static bool spans(const Mark *m, long n, int k) {
   return hi > 30 * lo;
 }
 
+/* An objective's unit in engineering form: the SI prefix that puts the
+ * smallest of the N marks' values (objective K) between 1 and 1000, so
+ * that no tick is a fraction ("ms", not seconds in 4e-3); area stays in
+ * mm2. *WHAT gets the quantity's name, UNIT the unit; returns what the
+ * values are divided by. */
+static double axis_unit(Figure f, const Mark *m, long n, int k,
+                        const char **what, char *unit, size_t cap) {
+  static const char *const PREFIX[] = {"p", "n", "µ", "m", "",
+                                       "k", "M", "G", "T"};
+  const char *u;
+  switch (f) {
+  case FIG_LATENCY: *what = "latency", u = "s"; break;
+  case FIG_ENERGY: *what = "energy", u = "J"; break;
+  case FIG_EDP: *what = "energy-delay product", u = "J s"; break;
+  case FIG_TRAFFIC: *what = "DRAM traffic", u = "B"; break;
+  case FIG_AREA: *what = "area", snprintf(unit, cap, "mm2"); return 1;
+  default: *what = figure_column(f), snprintf(unit, cap, "?"); return 1;
+  }
+  double least = INFINITY;
+  for (long i = 0; i < n; i++)
+    if (isfinite(m[i].v[k]) && m[i].v[k] > 0)
+      least = fmin(least, m[i].v[k]);
+  int e = isfinite(least) ? (int)floor(log10(least) / 3) : 0;
+  e = e < -4 ? -4 : e > 4 ? 4 : e;
+  snprintf(unit, cap, "%s%s", PREFIX[e + 4], u);
+  return pow(10, 3 * e);
+}
+
+/* "latency (ms)", and the divisor. */
+static double axis_scale(Arena *a, Figure f, const Mark *m, long n, int k,
+                         const char **label) {
+  const char *what;
+  char unit[16], text[64];
+  double d = axis_unit(f, m, n, k, &what, unit, sizeof unit);
+  snprintf(text, sizeof text, "%s (%s)", what, unit);
+  *label = arena_strdup(a, text);
+  return d;
+}
+
+/* V of objective F with an SI prefix of its own: "4.102 ms", "1.783 mJ",
+ * "130.2 mm2". */
+static void fig_text(Buf *b, Figure f, double v) {
+  static const char *const UNIT[FIG_COUNT] = {
+      [FIG_LATENCY] = "s", [FIG_ENERGY] = "J", [FIG_EDP] = "J s",
+      [FIG_TRAFFIC] = "B"};
+  if (f >= 0 && f < FIG_COUNT && UNIT[f])
+    fmt_unit(b, v, UNIT[f]);
+  else
+    buf_printf(b, "%.4g%s", v, f == FIG_AREA ? " mm2" : "");
+}
+
+/* Which input columns take more than one value over the study. */
+static bool *varying_columns(const Study *s, Cell *cells, int n) {
+  bool *vary = xcalloc((size_t)n + 1, sizeof *vary);
+  Cell *first = xcalloc((size_t)n + 1, sizeof *first);
+  study_cells(s, 0, first);
+  for (long p = 1; p < s->npoints; p++) {
+    study_cells(s, p, cells);
+    for (int i = 0; i < n; i++)
+      vary[i] = vary[i] || strcmp(first[i].text, cells[i].text) != 0;
+  }
+  free(first);
+  return vary;
+}
+
+/* Is input column I (study_cells' order: spec, model, the settings,
+ * architecture, the parameters, design, stitch, the options, workload) a
+ * setting, a parameter or an option: what a point's colour and marker do
+ * not say? */
+static bool swept_input(const Study *s, int i) {
+  int set0 = 2, par0 = set0 + s->nsettings + 1,
+      opt0 = par0 + s->nparams + 2;
+  return (i >= set0 && i < set0 + s->nsettings) ||
+         (i >= par0 && i < par0 + s->nparams) ||
+         (i >= opt0 && i < opt0 + s->noptions);
+}
+
+enum { MAX_KEY_POINTS = 12 };
+
+static int by_x(const void *a, const void *b) {
+  const Mark *u = a, *v = b;
+  return u->v[0] != v->v[0] ? (u->v[0] < v->v[0] ? -1 : 1)
+                            : (u->point > v->point) - (u->point < v->point);
+}
+
+/* The key under a panel: each front mark by objective KA (the x axis),
+ * with the swept inputs that VARY over the study in engineering units as
+ * the study gives them ("256x256, 16 MiB, 2039 GB/s") and both figures,
+ * so that every front point can be read off, whatever the labels show. */
+static void panel_key(Arena *a, const Study *s, const Mark *m, long n,
+                      int ka, int kb, const bool *vary, Chart *c) {
+  /* Copies with objective KA first, to sort by it. */
+  Mark *fr = arena_alloc(a, ((size_t)n + 1) * sizeof *fr);
+  long nf = 0;
+  for (long i = 0; i < n; i++)
+    if (m[i].front) {
+      fr[nf] = m[i];
+      fr[nf++].v[0] = m[i].v[ka];
+    }
+  qsort(fr, (size_t)nf, sizeof *fr, by_x);
+  int nc = study_ncells(s);
+  Cell *cells = arena_alloc(a, ((size_t)nc + 1) * sizeof *cells);
+  long shown = nf < MAX_KEY_POINTS ? nf : MAX_KEY_POINTS;
+  const char **lines = arena_alloc(a, ((size_t)shown + 2) * sizeof *lines);
+  int nl = 0;
+  Buf b = {0};
+  study_cells(s, 0, cells);
+  buf_printf(&b, "The front by %s: #point (as in points.csv) series",
+             figure_objective(s->objectives[ka]));
+  for (int i = 0; i < nc; i++)
+    if (vary[i] && swept_input(s, i))
+      buf_printf(&b, ", %s", cells[i].name);
+  buf_printf(&b, " -- %s, %s", figure_objective(s->objectives[ka]),
+             figure_objective(s->objectives[kb]));
+  lines[nl++] = arena_strdup(a, b.s);
+  for (long j = 0; j < shown; j++) {
+    buf_free(&b);
+    study_cells(s, fr[j].point, cells);
+    buf_printf(&b, "#%ld%s %s", fr[j].point, fr[j].tied > 1 ? " (tied)" : "",
+               series_name(a, s, fr[j].series));
+    const char *sep = ": ";
+    for (int i = 0; i < nc; i++)
+      if (vary[i] && swept_input(s, i))
+        buf_printf(&b, "%s%s", sep, cells[i].text), sep = ", ";
+    buf_printf(&b, " -- ");
+    fig_text(&b, s->objectives[ka], fr[j].v[0]);
+    buf_printf(&b, ", ");
+    fig_text(&b, s->objectives[kb], fr[j].v[kb]);
+    lines[nl++] = arena_strdup(a, b.s);
+  }
+  buf_free(&b);
+  if (nf > shown) {
+    buf_printf(&b, "and %ld more on the front (points.csv: pareto=true)",
+               nf - shown);
+    lines[nl++] = arena_strdup(a, b.s);
+    buf_free(&b);
+  }
+  c->notes = lines, c->nnotes = nl;
+}
+
+/* The colour of design-and-stitcher D: its design's (report.h), a tint
+ * or a darker shade for the second and third stitchers of one design. */
+static const char *series_color(const Study *s, int d) {
+  int same = 0;
+  for (int j = 0; j < d; j++)
+    same += s->ds[j].design == s->ds[d].design;
+  return design_color(s->ds[d].design, (Shade)(same % SHADE_COUNT));
+}
+
 /* One panel's series: a point series per design, architecture (and
  * cascade) present, objectives A and B as x and y, then the front's
  * rings. Returns how many. */
 static int panel_series(Arena *a, const Study *s, const Mark *m, long n,
-                        int ka, int kb, ChartSeries **out) {
+                        int ka, int kb, double sx, double sy,
+                        ChartSeries **out) {
   int nc = s->ncascades > 1 ? s->ncascades : 1;
   int nslots = s->nds * s->narchs * nc;
   long *count = arena_alloc(a, ((size_t)nslots + 1) * sizeof *count);
@@ -320,12 +450,11 @@ static int panel_series(Arena *a, const Study *s, const Mark *m, long n,
     const char **lab = arena_alloc(a, (size_t)count[k] * sizeof *lab);
     int d = k / nc / s->narchs, arch = k / nc % s->narchs;
     *c = (ChartSeries){.name = series_name(a, s, k), .x = x, .y = y,
-                       .labels = lab,
-                       .color = DESIGN_COLOR[d % NDESIGN_COLORS],
+                       .labels = lab, .color = series_color(s, d),
                        .marker = 1 + (arch * nc + k % nc) % PARETO_MARKERS};
     for (long i = 0; i < n; i++)
       if (m[i].series == k) {
-        x[c->n] = m[i].v[ka], y[c->n] = m[i].v[kb];
+        x[c->n] = m[i].v[ka] / sx, y[c->n] = m[i].v[kb] / sy;
         lab[c->n++] = m[i].front && nfront <= MAX_FRONT_LABELS
                           ? mark_label(a, &m[i])
                           : NULL;
@@ -338,17 +467,21 @@ static int panel_series(Arena *a, const Study *s, const Mark *m, long n,
                         .color = "#d62728", .ring = true};
   for (long i = 0; i < n; i++)
     if (m[i].front)
-      fx[ring->n] = m[i].v[ka], fy[ring->n++] = m[i].v[kb];
+      fx[ring->n] = m[i].v[ka] / sx, fy[ring->n++] = m[i].v[kb] / sy;
   *out = cs;
   return ns;
 }
 
 /* The chart of objectives KA and KB over group W's marks. */
 static Chart panel_chart(Arena *a, const Study *s, const Mark *m, long n,
-                         int ka, int kb, const char *group) {
+                         int ka, int kb, const char *group,
+                         const bool *vary) {
   Figure fx = s->objectives[ka], fy = s->objectives[kb];
+  const char *xlabel, *ylabel;
+  double sx = axis_scale(a, fx, m, n, ka, &xlabel);
+  double sy = axis_scale(a, fy, m, n, kb, &ylabel);
   ChartSeries *cs;
-  int ns = panel_series(a, s, m, n, ka, kb, &cs);
+  int ns = panel_series(a, s, m, n, ka, kb, sx, sy, &cs);
   long points = 0, marks_front = cs[ns - 1].n;
   for (long i = 0; i < n; i++)
     points += m[i].tied;
@@ -365,9 +498,10 @@ static Chart panel_chart(Arena *a, const Study *s, const Mark *m, long n,
   const char *title = arena_strdup(a, b.s);
   buf_free(&b);
   Chart c = {.kind = CHART_SCATTER, .title = title, .subtitle = sub,
-             .xlabel = axis_label(fx), .ylabel = axis_label(fy),
+             .xlabel = xlabel, .ylabel = ylabel,
              .nseries = ns, .series = cs, .width = 860, .height = 460,
              .logx = spans(m, n, ka), .logy = spans(m, n, kb)};
+  panel_key(a, s, m, n, ka, kb, vary, &c);
   if (s->reference && (fx == FIG_AREA || fy == FIG_AREA)) {
     ChartLine *ref = arena_alloc(a, sizeof *ref);
     char label[96];
@@ -399,6 +533,9 @@ void sweep_chart(Buf *b, const Study *s, const PointResult *res,
   char **names;
   int nw = study_groups(s, group_of, &names);
   int npairs = s->nobjectives * (s->nobjectives - 1) / 2;
+  int ncells = study_ncells(s);
+  Cell *cells = arena_alloc(&a, ((size_t)ncells + 1) * sizeof *cells);
+  bool *vary = varying_columns(s, cells, ncells);
   Chart *charts = arena_alloc(&a, ((size_t)(nw * npairs) + 1) *
                                       sizeof *charts);
   int n = 0;
@@ -407,7 +544,7 @@ void sweep_chart(Buf *b, const Study *s, const PointResult *res,
     long nm = group_marks(&a, s, res, on, group_of, w, &m);
     for (int ka = 0; ka < s->nobjectives; ka++)
       for (int kb = ka + 1; kb < s->nobjectives; kb++)
-        charts[n++] = panel_chart(&a, s, m, nm, ka, kb, names[w]);
+        charts[n++] = panel_chart(&a, s, m, nm, ka, kb, names[w], vary);
   }
   char title[256], sub[256];
   snprintf(title, sizeof title, "%s: the Pareto front", s->name);
@@ -424,24 +561,11 @@ void sweep_chart(Buf *b, const Study *s, const PointResult *res,
   for (int w = 0; w < nw; w++)
     free(names[w]);
   free(names);
+  free(vary);
   arena_free(&a);
 }
 
 /* ---- the terminal ---- */
-
-/* Which input columns take more than one value over the study. */
-static bool *varying_columns(const Study *s, Cell *cells, int n) {
-  bool *vary = xcalloc((size_t)n + 1, sizeof *vary);
-  Cell *first = xcalloc((size_t)n + 1, sizeof *first);
-  study_cells(s, 0, first);
-  for (long p = 1; p < s->npoints; p++) {
-    study_cells(s, p, cells);
-    for (int i = 0; i < n; i++)
-      vary[i] = vary[i] || strcmp(first[i].text, cells[i].text) != 0;
-  }
-  free(first);
-  return vary;
-}
 
 void sweep_text(Buf *b, const Study *s, const PointResult *res,
                 const bool *on) {
