@@ -35,6 +35,7 @@ enum {
 #define FONT_LEGEND 11.0
 #define FONT_NOTE 10.0
 #define NOTE_ROW (FONT_NOTE + 4) /* lines of notes under a chart */
+#define LIGHT_BAR 0.4 /* the fill opacity of a dashed series' bars */
 #define GLYPH_W 0.6
 #define TITLE_BAND 36.0
 #define SUBTITLE_BAND 16.0
@@ -1060,10 +1061,11 @@ static void draw_swatch(Scene *s, const Chart *c, int i, double x, double y) {
     draw_marker(s, "point", series_shape(c, i), x + 11, y, 4);
     sc_end(s);
   } else {
-    bool area = c->kind == CHART_STEP_AREA; /* bars are never dashed */
+    bool area = c->kind == CHART_STEP_AREA;
     draw_rect(s, "swatch", x, y - 5, 22, 10)->paint =
-        (Paint){.fill = color, .opacity = area ? 0.35 : 1, .stroke = color,
-                .dash = area && se->dashed ? "5 3" : NULL};
+        (Paint){.fill = color,
+                .opacity = area ? 0.35 : se->dashed ? LIGHT_BAR : 1,
+                .stroke = color, .dash = se->dashed ? "5 3" : NULL};
   }
 }
 
@@ -1413,9 +1415,12 @@ static void open_series(Scene *s, const Chart *c, int i) {
     p = (Paint){.fill = "none", .stroke = color, .width = 1.6};
   else if (c->kind == CHART_SCATTER)
     p = (Paint){.fill = color, .stroke = "#ffffff", .width = 0.6};
+  else if (se->dashed) /* bars: a light counterpart, outlined */
+    p = (Paint){.fill = color, .opacity = LIGHT_BAR, .stroke = color,
+                .width = 1.2};
   else
     p = (Paint){.fill = color, .stroke = "none"};
-  if (se->dashed && (drawn_as_line(c, se) || c->kind == CHART_STEP_AREA))
+  if (se->dashed)
     p.dash = "6 4";
   sc_group(s, "series", p)->name =
       sc_str(s, series_name(se, i, tmp, sizeof tmp));

@@ -406,9 +406,10 @@ static void extend(double *lo, double *hi, double v) {
     *lo = fmin(*lo, v), *hi = fmax(*hi, v);
 }
 
-/* Greys for the roofs, darkest for the first unit. */
-static const char *const ROOF_COLOR[] = {"#222222", "#777777", "#AAAAAA",
-                                         "#555555", "#999999"};
+/* Dark, muted colours for the roofs, unlike the points' and each other's
+ * (svg_check.py), the darkest for the first unit. */
+static const char *const ROOF_COLOR[] = {"#222222", "#8C564B", "#999933",
+                                         "#882255", "#999999"};
 enum { NROOF_COLORS = sizeof ROOF_COLOR / sizeof ROOF_COLOR[0] };
 
 static void roofline(Figs *f, Phase ph, const char *stem) {
@@ -1035,7 +1036,7 @@ static void speedup(Figs *f, bool pipelined) {
                              .color = design_color(st[k], SHADE_MAIN)};
     s[2 * k + 1] = (ChartSeries){.name = names[2 * k + 1],
                                  .n = REPRO_SCENARIOS, .y = y[2 * k + 1],
-                                 .color = design_color(st[k], SHADE_TINT),
+                                 .color = design_color(st[k], SHADE_MAIN),
                                  .dashed = true};
   }
   char title[160], sub[SUBTITLE_LEN];
@@ -1059,9 +1060,9 @@ static void speedup(Figs *f, bool pipelined) {
              "G decode steps) of each fusion strategy, as speedup over best "
              "unfused; %s.",
              r->layers[0], r->layers[0] == 1 ? "" : "s",
-             pipelined ? "dark bars with parallel pipelining, light bars "
+             pipelined ? "solid bars with parallel pipelining, light bars "
                          "sequential"
-                       : "dark bars achieved, light bars with the ideal "
+                       : "solid bars achieved, light bars with the ideal "
                          "(algorithmic-minimum) traffic");
   if (nm > 0)
     buf_printf(&cap,

@@ -6,9 +6,8 @@
  * to (two blues, #0072B2 and #56B4E9, read as one on a printed page). */
 #include "report.h"
 
-/* Per design, and best (searched) last: the colour, a lighter tint (an
- * ideal or sequential counterpart beside it) and a darker shade (a third
- * variant: another stitcher). */
+/* Per design, and best (searched) last: the colour, a lighter tint and a
+ * darker shade (a study's other stitchers of the design). */
 static const char *const SHADES[DES_COUNT + 1][SHADE_COUNT] = {
     [DES_UNFUSED] = {"#000000", "#BBBBBB", "#555555"},
     [DES_IDEAL] = {"#999999", "#DDDDDD", "#666666"},

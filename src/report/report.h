@@ -191,8 +191,9 @@ json_t *report_real(double v);
 
 typedef enum { SHADE_MAIN, SHADE_TINT, SHADE_DARK, SHADE_COUNT } Shade;
 /* Design D's colour in every chart (DES_COUNT: best (searched)): SHADE_MAIN,
- * or a lighter tint (its ideal or sequential counterpart beside it), or a
- * darker shade (a third variant of it). */
+ * or a lighter tint or a darker shade (a study's second and third
+ * stitchers of it). A counterpart beside it (its ideal) is its colour
+ * dashed (ChartSeries.dashed). */
 const char *design_color(Design d, Shade s);
 /* Memory level L of A in charts by component (energy): off-chip memory
  * one colour, the on-chip levels others, outermost first; the operations
@@ -236,7 +237,9 @@ typedef struct ChartSeries {
   const double *y;      /* n values (bars: one per category) */
   const char **labels;  /* SCATTER: a label per point, or NULL */
   const char *color;    /* "#rrggbb", or NULL for the palette's next */
-  bool dashed;
+  bool dashed; /* LINE, STEP_AREA: a dashed line; bars: light, with a
+                  dashed outline (the counterpart of a series of the same
+                  colour: its ideal, say) */
   bool line; /* SCATTER: draw this series as a line, not as points (the
                 roof of a roofline, under the Einsums' points); STEP_AREA:
                 draw its steps' edge alone, unfilled, so that it never
