@@ -1511,11 +1511,12 @@ void stack_scene(Scene *s, const char *title, const char *subtitle, int n,
                  const Chart *charts) {
   if (!charts || n < 0)
     n = 0;
-  /* Panels whose legends all say the same share one, under the last: a
-   * study's fronts would otherwise repeat a long legend per panel. */
-  bool shared = n > 1;
-  for (int i = 1; shared && i < n; i++)
-    shared = same_legend(&charts[0], &charts[i]);
+  /* Consecutive panels whose legends say the same share one, under the
+   * last of them: a study's fronts would otherwise repeat a long legend
+   * per panel. */
+  bool *own = xcalloc(n > 0 ? (size_t)n : 1, sizeof *own);
+  for (int i = 0; i < n; i++)
+    own[i] = i == n - 1 || !same_legend(&charts[i], &charts[i + 1]);
   bool sub = subtitle && subtitle[0];
   double band = STACK_TITLE_BAND + (sub ? SUBTITLE_BAND : 0);
   /* Laid out twice: the second time with the widest margins of the
@@ -1524,13 +1525,13 @@ void stack_scene(Scene *s, const char *title, const char *subtitle, int n,
   Layout *l = xcalloc(n > 0 ? (size_t)n : 1, sizeof *l);
   double left = 0, right = 0;
   for (int i = 0; i < n; i++) {
-    layout(&charts[i], &l[i], 0, 0, !shared || i == n - 1);
+    layout(&charts[i], &l[i], 0, 0, own[i]);
     left = fmax(left, l[i].L);
     right = fmax(right, l[i].w - l[i].R);
   }
   double w = MIN_W, h = band;
   for (int i = 0; i < n; i++) {
-    layout(&charts[i], &l[i], left, right, !shared || i == n - 1);
+    layout(&charts[i], &l[i], left, right, own[i]);
     w = fmax(w, l[i].w);
     h += l[i].h;
   }
@@ -1552,6 +1553,7 @@ void stack_scene(Scene *s, const char *title, const char *subtitle, int n,
     y += l[i].h;
   }
   free(l);
+  free(own);
 }
 
 /* A chart (or a stack of them) drawn and rendered in format F. */

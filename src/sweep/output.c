@@ -283,10 +283,18 @@ static bool spans(const Mark *m, long n, int k) {
  * that no tick is a fraction ("ms", not seconds in 4e-3); area stays in
  * mm2. *WHAT gets the quantity's name, UNIT the unit; returns what the
  * values are divided by. */
-static double axis_unit(Figure f, const Mark *m, long n, int k,
-                        const char **what, char *unit, size_t cap) {
+static double eng_prefix(double least, const char *u, char *unit,
+                         size_t cap) {
   static const char *const PREFIX[] = {"p", "n", "µ", "m", "",
                                        "k", "M", "G", "T"};
+  int e = isfinite(least) && least > 0 ? (int)floor(log10(least) / 3) : 0;
+  e = e < -4 ? -4 : e > 4 ? 4 : e;
+  snprintf(unit, cap, "%s%s", PREFIX[e + 4], u);
+  return pow(10, 3 * e);
+}
+
+static double axis_unit(Figure f, const Mark *m, long n, int k,
+                        const char **what, char *unit, size_t cap) {
   const char *u;
   switch (f) {
   case FIG_LATENCY: *what = "latency", u = "s"; break;
@@ -300,10 +308,7 @@ static double axis_unit(Figure f, const Mark *m, long n, int k,
   for (long i = 0; i < n; i++)
     if (isfinite(m[i].v[k]) && m[i].v[k] > 0)
       least = fmin(least, m[i].v[k]);
-  int e = isfinite(least) ? (int)floor(log10(least) / 3) : 0;
-  e = e < -4 ? -4 : e > 4 ? 4 : e;
-  snprintf(unit, cap, "%s%s", PREFIX[e + 4], u);
-  return pow(10, 3 * e);
+  return eng_prefix(least, u, unit, cap);
 }
 
 /* "latency (ms)", and the divisor. */
@@ -357,6 +362,26 @@ static bool swept_input(const Study *s, int i) {
 
 enum { MAX_KEY_POINTS = 12 };
 
+/* An input's value in engineering units for the key: a size with the
+ * largest binary prefix that keeps it whole or above 1 ("262144 KiB" ->
+ * "256 MiB"), another quantity with an SI prefix ("2039 GB/s" ->
+ * "2.039 TB/s"), anything else as the study gives it. */
+static void key_value(Buf *b, const char *text) {
+  static const char *const BIN[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v;
+  const char *unit = parse_any_quantity(text, &v);
+  if (!unit || !isfinite(v)) {
+    buf_printf(b, "%s", text);
+  } else if (strcmp(unit, "B") == 0) {
+    int k = 0;
+    while (k < 4 && v >= 1024)
+      v /= 1024, k++;
+    buf_printf(b, "%.4g %s", v, BIN[k]);
+  } else {
+    fmt_unit(b, v, unit);
+  }
+}
+
 static int by_x(const void *a, const void *b) {
   const Mark *u = a, *v = b;
   return u->v[0] != v->v[0] ? (u->v[0] < v->v[0] ? -1 : 1)
@@ -401,7 +426,7 @@ static void panel_key(Arena *a, const Study *s, const Mark *m, long n,
     const char *sep = ": ";
     for (int i = 0; i < nc; i++)
       if (vary[i] && swept_input(s, i))
-        buf_printf(&b, "%s%s", sep, cells[i].text), sep = ", ";
+        buf_printf(&b, "%s", sep), key_value(&b, cells[i].text), sep = ", ";
     buf_printf(&b, " -- ");
     fig_text(&b, s->objectives[ka], fr[j].v[0]);
     buf_printf(&b, ", ");
@@ -514,6 +539,125 @@ static Chart panel_chart(Arena *a, const Study *s, const Mark *m, long n,
   return c;
 }
 
+/* ---- the ski slope ----
+ *
+ * Where the study sweeps the fusion level's capacity (study.h), each
+ * group's DRAM traffic and latency against it, a line per series (design,
+ * architecture, cascade): at each capacity the least over the study's
+ * other inputs, so that a line is what the design can reach with that
+ * much buffer. */
+
+typedef struct Slope {
+  int nx;
+  double *x;       /* the capacities, bytes, ascending */
+  double **y[2];   /* [figure][series][x]: traffic, latency; NAN: none */
+} Slope;
+
+static const Figure SLOPE_FIG[2] = {FIG_TRAFFIC, FIG_LATENCY};
+
+static int by_value(const void *a, const void *b) {
+  double u = *(const double *)a, v = *(const double *)b;
+  return (u > v) - (u < v);
+}
+
+static double point_capacity(const Study *s, long p) {
+  const Arch *a = point_arch(s, p);
+  return a->levels[a->fusion_level].capacity;
+}
+
+/* Group W's slope: the capacities its points take, and per series and
+ * capacity the least of each figure. */
+static void slope_of(Arena *a, const Study *s, const PointResult *res,
+                     const int *group_of, int w, int nslots, Slope *sl) {
+  sl->x = arena_alloc(a, ((size_t)s->npoints + 1) * sizeof *sl->x);
+  sl->nx = 0;
+  for (long p = 0; p < s->npoints; p++)
+    if (group_of[p] == w && !res[p].error[0])
+      sl->x[sl->nx++] = point_capacity(s, p);
+  qsort(sl->x, (size_t)sl->nx, sizeof *sl->x, by_value);
+  int nx = 0;
+  for (int i = 0; i < sl->nx; i++)
+    if (nx == 0 || sl->x[i] != sl->x[nx - 1])
+      sl->x[nx++] = sl->x[i];
+  sl->nx = nx;
+  for (int f = 0; f < 2; f++) {
+    sl->y[f] = arena_alloc(a, ((size_t)nslots + 1) * sizeof *sl->y[f]);
+    for (int k = 0; k < nslots; k++) {
+      sl->y[f][k] = arena_alloc(a, ((size_t)nx + 1) * sizeof **sl->y[f]);
+      for (int i = 0; i < nx; i++)
+        sl->y[f][k][i] = NAN;
+    }
+  }
+  for (long p = 0; p < s->npoints; p++) {
+    if (group_of[p] != w || res[p].error[0])
+      continue;
+    double c = point_capacity(s, p);
+    int i = 0;
+    while (sl->x[i] != c)
+      i++;
+    for (int f = 0; f < 2; f++) {
+      double v = res[p].fig[SLOPE_FIG[f]], *y = &sl->y[f][series_of(s, p)][i];
+      if (isfinite(v) && !(v >= *y))
+        *y = v;
+    }
+  }
+}
+
+/* The two panels (traffic, latency) of group W into OUT. */
+static void slope_panels(Arena *a, const Study *s, const PointResult *res,
+                         const int *group_of, int w, const char *group,
+                         int cp, Chart *out) {
+  int nc = s->ncascades > 1 ? s->ncascades : 1;
+  int nslots = s->nds * s->narchs * nc;
+  Slope sl;
+  slope_of(a, s, res, group_of, w, nslots, &sl);
+  double *mib = arena_alloc(a, ((size_t)sl.nx + 1) * sizeof *mib);
+  for (int i = 0; i < sl.nx; i++)
+    mib[i] = sl.x[i] / (1024.0 * 1024.0);
+  for (int f = 0; f < 2; f++) {
+    ChartSeries *cs = arena_alloc(a, ((size_t)nslots + 1) * sizeof *cs);
+    int ns = 0;
+    double least = INFINITY, most = 0;
+    for (int k = 0; k < nslots; k++)
+      for (int i = 0; i < sl.nx; i++)
+        if (isfinite(sl.y[f][k][i]))
+          least = fmin(least, sl.y[f][k][i]),
+          most = fmax(most, sl.y[f][k][i]);
+    char unit[16];
+    double d = eng_prefix(least, f ? "s" : "B", unit, sizeof unit);
+    for (int k = 0; k < nslots; k++) {
+      bool any = false;
+      double *y = arena_alloc(a, ((size_t)sl.nx + 1) * sizeof *y);
+      for (int i = 0; i < sl.nx; i++)
+        y[i] = sl.y[f][k][i] / d, any = any || isfinite(y[i]);
+      if (!any)
+        continue;
+      int ds = k / nc / s->narchs, other = k % (nc * s->narchs);
+      cs[ns++] = (ChartSeries){.name = series_name(a, s, k), .n = sl.nx,
+                               .x = mib, .y = y,
+                               .color = series_color(s, ds),
+                               .dashed = other % 2 == 1};
+    }
+    Buf b = {0};
+    buf_printf(&b, "%s%s%s vs the fusion level's capacity", group,
+               group[0] ? ": " : "", f ? "latency" : "DRAM traffic");
+    const char *title = arena_strdup(a, b.s);
+    buf_free(&b);
+    buf_printf(&b, "%s (%s)", f ? "latency" : "DRAM traffic", unit);
+    const char *ylabel = arena_strdup(a, b.s);
+    buf_free(&b);
+    buf_printf(&b, "%s (MiB)", s->params[cp].path);
+    const char *xlabel = arena_strdup(a, b.s);
+    buf_free(&b);
+    out[f] = (Chart){.kind = CHART_LINE, .title = title,
+                     .subtitle = "the ski slope: at each capacity, the "
+                                 "least over the study's other inputs",
+                     .xlabel = xlabel, .ylabel = ylabel, .logx = true,
+                     .logy = most > 30 * least, .nseries = ns,
+                     .series = cs, .width = 860, .height = 400};
+  }
+}
+
 /* "minimizing latency, area and energy; a panel per pair". */
 static void objectives_line(char *out, size_t cap, const Study *s) {
   Buf objs = {0};
@@ -536,7 +680,8 @@ void sweep_chart(Buf *b, const Study *s, const PointResult *res,
   int ncells = study_ncells(s);
   Cell *cells = arena_alloc(&a, ((size_t)ncells + 1) * sizeof *cells);
   bool *vary = varying_columns(s, cells, ncells);
-  Chart *charts = arena_alloc(&a, ((size_t)(nw * npairs) + 1) *
+  int cp = study_fusion_capacity(s);
+  Chart *charts = arena_alloc(&a, ((size_t)(nw * (npairs + 2)) + 1) *
                                       sizeof *charts);
   int n = 0;
   for (int w = 0; w < nw; w++) {
@@ -546,8 +691,11 @@ void sweep_chart(Buf *b, const Study *s, const PointResult *res,
       for (int kb = ka + 1; kb < s->nobjectives; kb++)
         charts[n++] = panel_chart(&a, s, m, nm, ka, kb, names[w], vary);
   }
+  for (int w = 0; cp >= 0 && w < nw; w++, n += 2)
+    slope_panels(&a, s, res, group_of, w, names[w], cp, &charts[n]);
   char title[256], sub[256];
-  snprintf(title, sizeof title, "%s: the Pareto front", s->name);
+  snprintf(title, sizeof title, "%s: the Pareto front%s", s->name,
+           cp >= 0 ? " and the ski slope" : "");
   objectives_line(sub, sizeof sub, s);
   if (n == 1) {
     char both[600];

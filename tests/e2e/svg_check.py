@@ -17,8 +17,8 @@ nested <svg> of a stack) must have
   - one <g class="legend"> whose <g class="legend-entry"> texts are, in
     order, the data-name of the <g class="series"> groups (and, with
     --expect-series, exactly the names given); in a stack, a panel other
-    than the last may have none when the last panel's legend lists its
-    series (the panels share one legend);
+    than the last may have none when the next panel with a legend lists
+    its series (consecutive panels share one legend);
   - distinct looks for distinct legend entries: two entries whose swatches
     have the same shape and dashes differ in colour by at least
     MIN_DELTA_E (CIE 1976, in L*a*b*): two blues such as #0072B2 and
@@ -309,8 +309,10 @@ def check_file(path, expect):
     if not panels:
         problems.append(f"{path}: no chart panel (class \"chart\")")
     nseries = 0
-    shared = legend_names(panel_elements(panels[-1])) if len(panels) > 1 else None
+    legends = [legend_names(panel_elements(p)) for p in panels]
     for i, panel in enumerate(panels):
+        # the legend of the next panel that has one, which this one shares
+        shared = next((n for n in legends[i + 1:] if n is not None), None)
         nseries += check_panel(panel, expect, problems, f"{path}: panel {i + 1}",
                                shared if i < len(panels) - 1 else None)
     elements = sum(1 for _ in root.iter())
