@@ -278,11 +278,9 @@ static bool spans(const Mark *m, long n, int k) {
   return hi > 30 * lo;
 }
 
-/* An objective's unit in engineering form: the SI prefix that puts the
- * smallest of the N marks' values (objective K) between 1 and 1000, so
- * that no tick is a fraction ("ms", not seconds in 4e-3); area stays in
- * mm2. *WHAT gets the quantity's name, UNIT the unit; returns what the
- * values are divided by. */
+/* Base unit U with the SI prefix that puts LEAST between 1 and 1000, so
+ * that no tick is a fraction ("ms", not seconds in 4e-3), into UNIT;
+ * returns what the values are divided by. */
 static double eng_prefix(double least, const char *u, char *unit,
                          size_t cap) {
   static const char *const PREFIX[] = {"p", "n", "µ", "m", "",
@@ -293,16 +291,28 @@ static double eng_prefix(double least, const char *u, char *unit,
   return pow(10, 3 * e);
 }
 
+/* The quantity F is and its base unit, which takes an SI prefix ("s",
+ * "J", "J s", "B"), or NULL: area, in mm2 as every report gives it. */
+static const char *figure_unit(Figure f, const char **what) {
+  switch (f) {
+  case FIG_LATENCY: *what = "latency"; return "s";
+  case FIG_ENERGY: *what = "energy"; return "J";
+  case FIG_EDP: *what = "energy-delay product"; return "J s";
+  case FIG_TRAFFIC: *what = "DRAM traffic"; return "B";
+  case FIG_AREA: *what = "area"; return NULL;
+  default: *what = figure_column(f); return NULL;
+  }
+}
+
+/* Objective K's unit on its axis, from the smallest of the N marks'
+ * values (area stays in mm2): *WHAT gets the quantity's name, UNIT the
+ * unit; returns what the values are divided by. */
 static double axis_unit(Figure f, const Mark *m, long n, int k,
                         const char **what, char *unit, size_t cap) {
-  const char *u;
-  switch (f) {
-  case FIG_LATENCY: *what = "latency", u = "s"; break;
-  case FIG_ENERGY: *what = "energy", u = "J"; break;
-  case FIG_EDP: *what = "energy-delay product", u = "J s"; break;
-  case FIG_TRAFFIC: *what = "DRAM traffic", u = "B"; break;
-  case FIG_AREA: *what = "area", snprintf(unit, cap, "mm2"); return 1;
-  default: *what = figure_column(f), snprintf(unit, cap, "?"); return 1;
+  const char *u = figure_unit(f, what);
+  if (!u) {
+    snprintf(unit, cap, "%s", f == FIG_AREA ? "mm2" : "?");
+    return 1;
   }
   double least = INFINITY;
   for (long i = 0; i < n; i++)
@@ -325,11 +335,9 @@ static double axis_scale(Arena *a, Figure f, const Mark *m, long n, int k,
 /* V of objective F with an SI prefix of its own: "4.102 ms", "1.783 mJ",
  * "130.2 mm2". */
 static void fig_text(Buf *b, Figure f, double v) {
-  static const char *const UNIT[FIG_COUNT] = {
-      [FIG_LATENCY] = "s", [FIG_ENERGY] = "J", [FIG_EDP] = "J s",
-      [FIG_TRAFFIC] = "B"};
-  if (f >= 0 && f < FIG_COUNT && UNIT[f])
-    fmt_unit(b, v, UNIT[f]);
+  const char *what, *unit = figure_unit(f, &what);
+  if (unit)
+    fmt_unit(b, v, unit);
   else
     buf_printf(b, "%.4g%s", v, f == FIG_AREA ? " mm2" : "");
 }
