@@ -71,6 +71,9 @@ typedef struct Unit {
    * tiles run in waves of `sms`; a last partial wave costs a whole one. */
   double efficiency;
   int tile_m, tile_n, sms;
+  int threads; /* threads resident per SM (`threads`, with `sms`): a
+                  kernel's blocks run in waves of sms x threads / block
+                  (0: none) */
 } Unit;
 
 /* An architecture's choice of unit for one Einsum, by its output's name
@@ -119,6 +122,8 @@ typedef struct MemLevel {
    * `efficiency` is given): the loader has already multiplied the three
    * bandwidths by it, so the model reads achievable figures. */
   double efficiency;
+  double latency; /* off-chip memory's round trip a GPU kernel's dependent
+                     access waits (`latency`, seconds; 0: none) */
   double read_pj, write_pj; /* energy per byte read / written */
   int instances;    /* copies (per-PE or per-core stores; 1 unless given):
                        an Einsum's iteration space is split over them */
