@@ -55,7 +55,9 @@ typedef struct Grp {
   int rank[IR_MAX_RANKS];
   double size[IR_MAX_RANKS], tile[IR_MAX_RANKS];
   int nheld;
-  Held *held;
+  Held *held;     /* in order of first use (first ascending) */
+  int *held_from; /* per member I: the first held tensor whose first use
+                     is I or later (held_from[n]: nheld) */
   int *held_of;   /* per tensor: index into held, or -1 */
   int state_t, iter_rank;
   double budget;  /* reserve_share x buffer */
@@ -326,19 +328,35 @@ static double reservation(const Grp *G, int *peak, double *live) {
   for (int i = 0; i < G->nheld; i++)
     if (G->held[i].on && (G->held[i].kind == HELD_WEIGHT || G->whole))
       fixed += fp[i];
+  /* The tensors live at member K, in held order: those live at K - 1
+   * still live, then those first used at K (held is in order of first
+   * use, so appending keeps the order): a sum over them is the sum over
+   * every held tensor live at K, in the same order. */
+  int small_live[32], *on = G->nheld <= 32 ? small_live
+                                           : xmalloc((size_t)G->nheld *
+                                                     sizeof *on);
+  int non = 0;
   for (int k = 0; k < G->n; k++) {
-    double at = 0;
-    for (int i = 0; i < G->nheld; i++) {
+    int w = 0;
+    for (int q = 0; q < non; q++)
+      if (G->held[on[q]].last >= k)
+        on[w++] = on[q];
+    non = w;
+    for (int i = G->held_from[k]; i < G->held_from[k + 1]; i++) {
       const Held *h = &G->held[i];
-      if (h->on && h->kind != HELD_WEIGHT && !G->whole && h->first <= k &&
-          k <= h->last)
-        at += fp[i];
+      if (h->on && h->kind != HELD_WEIGHT && !G->whole && h->last >= k)
+        on[non++] = i;
     }
+    double at = 0;
+    for (int q = 0; q < non; q++)
+      at += fp[on[q]];
     if (at > best) {
       best = at;
       *peak = k;
     }
   }
+  if (on != small_live)
+    free(on);
   double res = fixed + fmax(best, 0);
   if (live)
     *live = fmax(best, 0);
@@ -391,7 +409,7 @@ static bool own_write(const Grp *G, int i) {
 static Nest *build_nest(const Grp *G, int i) {
   int ei = G->gr->einsums[i];
   const Einsum *e = G->x->c->einsums[ei];
-  Nest *n = xmalloc(sizeof *n);
+  Nest *n = xcalloc(1, sizeof *n);
   n->read_at = xmalloc(((size_t)e->nreads + 1) * sizeof *n->read_at);
   einsum_nest(G->x, ei, &n->p, n->tensor_of, n->read_at);
   return n;
@@ -410,8 +428,9 @@ static Nest *member_nest(const Grp *G, int i) {
 }
 
 static void nest_free(Nest *n) {
-  if (n)
+  if (n) {
     free(n->read_at);
+  }
   free(n);
 }
 
@@ -491,6 +510,12 @@ static double overbooked_share(const Grp *G, const Held *h) {
  * an overbooked tile sends off chip and back. */
 static double held_charges(const Grp *G, int i) {
   double n = 0;
+  if (G->keep >= 1) { /* nothing overbooked: the first fetches alone */
+    for (int k = G->held_from[i]; k < G->held_from[i + 1]; k++)
+      if (G->held[k].on)
+        n += G->held[k].charge;
+    return n;
+  }
   for (int k = 0; k < G->nheld; k++) {
     const Held *h = &G->held[k];
     if (!h->on)
@@ -625,6 +650,23 @@ static bool fits(Grp *G, double total, Trial *tr, Mapping *maps) {
   return tr->ok;
 }
 
+/* The largest of the NC candidate tiles CAND (ascending) whose
+ * reservation fits the budget, or -1: the reservation only grows with
+ * the tile, so by bisection. */
+static int reserved_up_to(Grp *G, const double *cand, int nc) {
+  int lo = 0, hi = nc - 1, top = -1;
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2;
+    if (set_tile(G, cand[mid], false) >= 0) {
+      top = mid;
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return top;
+}
+
 /* Choose the tile among those whose reservation and members fit, into
  * MAPS. Returns the chosen total (elements of the tile), or 0 if none
  * fits; *SMALLEST gets the reservation of the smallest candidate and *PEAK
@@ -659,14 +701,21 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
   double chosen = 0;
   int above = nc; /* the first candidate priced overbooked */
   if (!refetches_weights(G)) {
-    int lo = 0, hi = nc - 1; /* the answer is in [lo - 1, hi] */
-    if (fits(G, cand[hi], &best, maps)) {
+    /* The reservation alone first (no mapping searched): the largest
+     * candidate it fits is where the members' fit is tried first. */
+    int lo = 0, hi = reserved_up_to(G, cand, nc);
+    if (hi < 0) {
+      /* not even the smallest tile's reservation fits */
+    } else if (fits(G, cand[hi], &best, maps)) {
       chosen = cand[hi];
+      above = hi + 1;
+    } else if (hi == 0) {
+      /* the smallest tile's members do not fit */
     } else if (fits(G, cand[0], &best, maps)) {
       chosen = cand[0];
       above = 1;
       lo = 1;
-      hi = nc - 2;
+      hi--;
       while (lo <= hi) {
         int mid = (lo + hi) / 2;
         if (fits(G, cand[mid], &tr, trial)) {
@@ -998,6 +1047,12 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
     for (int t = 0; t < c->ntensors; t++)
       G.held_of[t] = -1;
   }
+  G.held_from = xmalloc(((size_t)G.n + 1) * sizeof *G.held_from);
+  for (int i = 0, k = 0; i <= G.n; i++) {
+    while (k < G.nheld && G.held[k].first < i)
+      k++;
+    G.held_from[i] = k;
+  }
   G.state_t = G.nheld > 0 ? recurrence_of(&G, &G.iter_rank) : -1;
   design_spills(&G);
   weight_residency(&G);
@@ -1057,5 +1112,6 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   free(G.nest);
   free(G.held);
   free(G.held_of);
+  free(G.held_from);
   return ok;
 }
