@@ -922,6 +922,46 @@ static bool needs_two_passes(const Grp *G, const bool *split, int t,
   return false;
 }
 
+/* Each held tensor's readers after its first use, as Einsums in member
+ * order: held tensor H's are READ_BY[(*FROM)[H] .. (*FROM)[H + 1]) of the
+ * array returned (both the caller's to free); one pass over the members'
+ * reads to count them, one to place them. */
+static int *held_readers(const Grp *G, int **from) {
+  const Cascade *c = G->x->c;
+  int *start = xcalloc((size_t)G->nheld + 2, sizeof *start);
+  int *last = xmalloc(((size_t)G->nheld + 1) * sizeof *last);
+  int *read_by = NULL;
+  for (int pass = 0; pass < 2; pass++) {
+    for (int h = 0; h < G->nheld; h++)
+      last[h] = -1;
+    for (int j = 0; j < G->n; j++) {
+      const Einsum *E = c->einsums[G->gr->einsums[j]];
+      for (int k = 0; k < E->nreads; k++) {
+        int h = G->held_of[E->reads[k]->tensor];
+        if (h < 0 || j <= G->held[h].first || last[h] == j)
+          continue;
+        last[h] = j;
+        if (pass == 0)
+          start[h + 1]++;
+        else
+          read_by[start[h]++] = G->gr->einsums[j];
+      }
+    }
+    if (pass == 0) { /* counts to starts */
+      for (int h = 0; h < G->nheld; h++)
+        start[h + 1] += start[h];
+      read_by = xmalloc(((size_t)start[G->nheld] + 1) * sizeof *read_by);
+    } else { /* each start was moved to the next one's: move them back */
+      for (int h = G->nheld; h > 0; h--)
+        start[h] = start[h - 1];
+      start[0] = 0;
+    }
+  }
+  free(last);
+  *from = start;
+  return read_by;
+}
+
 /* The paper's full-fusion rules on top of the mappings: an RD pair inside
  * the group writes the upstream's partial products (intra-Einsum traffic,
  * §VI-C), which splits the upstream's reduced ranks; a tensor needing two
@@ -932,7 +972,6 @@ static void design_extras(Grp *G) {
   const Cascade *c = x->c;
   if (x->o.accounting != ACCOUNT_ACHIEVED)
     return;
-  int *reader = xmalloc(((size_t)G->n + 1) * sizeof *reader);
   bool *split = xcalloc((size_t)c->nranks + 1, sizeof *split);
   bool *iter = xcalloc((size_t)c->nranks + 1, sizeof *iter);
   bool *partials = xcalloc((size_t)G->n + 1, sizeof *partials);
@@ -941,38 +980,8 @@ static void design_extras(Grp *G) {
   rd_edges(G, rd_edge);
   for (int i = 0; i < G->n; i++)
     partials[i] = writes_partials(G, i, rd_edge, iter, split);
-  /* Each held tensor's readers after its first use, in member order
-   * (READ_FROM[h] .. READ_FROM[h + 1] in READ_BY): one pass over the
-   * members' reads. */
-  int *read_from = xcalloc((size_t)G->nheld + 2, sizeof *read_from);
-  int *last_reader = xmalloc(((size_t)G->nheld + 1) * sizeof *last_reader);
-  for (int pass = 0; pass < 2; pass++) {
-    for (int h = 0; h < G->nheld; h++)
-      last_reader[h] = -1;
-    for (int j = 0; j < G->n; j++) {
-      const Einsum *E = c->einsums[G->gr->einsums[j]];
-      for (int k = 0; k < E->nreads; k++) {
-        int h = G->held_of[E->reads[k]->tensor];
-        if (h < 0 || j <= G->held[h].first || last_reader[h] == j)
-          continue;
-        last_reader[h] = j;
-        if (pass == 0)
-          read_from[h + 1]++;
-        else
-          reader[read_from[h]++] = G->gr->einsums[j];
-      }
-    }
-    if (pass == 0) { /* counts to starts */
-      for (int h = 0; h < G->nheld; h++)
-        read_from[h + 1] += read_from[h];
-      reader = xrealloc(reader, ((size_t)read_from[G->nheld] + 1) *
-                                    sizeof *reader);
-    } else { /* each start was moved to the next one's: move them back */
-      for (int h = G->nheld; h > 0; h--)
-        read_from[h] = read_from[h - 1];
-      read_from[0] = 0;
-    }
-  }
+  int *read_from;
+  int *reader = held_readers(G, &read_from);
   for (int i = 0; i < G->n; i++) {
     int e = G->gr->einsums[i];
     int t = c->einsums[e]->out.tensor;
@@ -999,7 +1008,6 @@ static void design_extras(Grp *G) {
       charge(x, &G->ev[i], t, n, true, true);
   }
   free(read_from);
-  free(last_reader);
   free(rd_edge);
   free(iter);
   free(partials);
