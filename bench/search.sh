@@ -37,7 +37,7 @@ cand = sp.get("candidate_groups") or 0
 priced = sp.get("groups_priced", 0)
 print("%-16s %-10s %-8s %7.3f %7.3f %6d %10.4g %7d %6.0f%% %8d %7d %7.3f" % (
     name(spec), name(arch), phase, float(wall), float(cpu),
-    sp["merged_einsums"], sp["partitions"], cand,
+    sp["nodes"], sp["partitions"], cand,
     100.0 * priced / cand if cand else 0,
     sp.get("spill_variants_priced", priced), sp.get("named_plans_priced", 0),
     d["gap"]))
