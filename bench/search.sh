@@ -37,7 +37,7 @@ cand = sp.get("candidate_groups") or 0
 priced = sp.get("groups_priced", 0)
 print("%-16s %-10s %-8s %7.3f %7.3f %6d %10.4g %7d %6.0f%% %8d %7d %7.3f" % (
     name(spec), name(arch), phase, float(wall), float(cpu),
-    sp["merged_einsums"], sp["partitions"], cand,
+    sp["nodes"], sp["partitions"], cand,
     100.0 * priced / cand if cand else 0,
     sp.get("spill_variants_priced", priced), sp.get("named_plans_priced", 0),
     d["gap"]))
@@ -71,5 +71,26 @@ print("chain of %s, --budget 1: %s s wall, %s s cpu (target <= 1 s); "
       "not priced: %d candidate groups, %d named-design plans"
       % (n, wall, cpu, sp["groups_skipped"], sp["named_plans_skipped"]))
 PY
+done
+
+# The growth on chains (issue 35: at most cubic in the number of
+# Einsums): the whole search, unbounded, on chains of 20 to 320 products,
+# CPU time and the exponent from the row before (log2 of the ratio: each
+# row doubles the chain). A row past LIMIT s (default 120) of wall time
+# is cut there and says so; the rows after it are not run.
+limit=${SEARCH_GROWTH_LIMIT:-120}
+prev=''
+for n in 20 40 80 160 320; do
+  python3 "$(dirname "$0")/../tests/e2e/lib/chain.py" "$n" 1024 "$chain"
+  if ! /usr/bin/time -f '%e %U' -o "$timing" timeout "$limit" \
+    "$BUILD/mambalaya" search "$chain" --json >"$out" 2>/dev/null; then
+    echo "chain of $n: past ${limit} s (SEARCH_GROWTH_LIMIT), not finished"
+    break
+  fi
+  read -r wall cpu <"$timing"
+  awk -v n="$n" -v w="$wall" -v c="$cpu" -v p="$prev" 'BEGIN {
+    g = (p != "" && p > 0 && c > 0) ? sprintf("n^%.1f", log(c / p) / log(2)) : "-"
+    printf "chain of %d, unbounded: %s s wall, %s s cpu, growth %s\n", n, w, c, g }'
+  prev=$cpu
 done
 rm -f "$chain"

@@ -607,6 +607,30 @@ static void warn_binding(Ctx *x, int e) {
       (BindWarning){e, u, best, cyc, best_cyc, file, at};
 }
 
+void bind_for_latency(Ctx *x, EinsumEval *r) {
+  if (x->o.bound || x->o.bind != BIND_COST ||
+      x->o.compose != COMPOSE_SEQUENTIAL)
+    return;
+  int e = r->einsum;
+  if (override_unit(x, e, NULL, NULL) != -1)
+    return; /* bound by the architecture or the spec */
+  int cand[BIND_MAX_CAND];
+  int n = candidates(x, e, cand);
+  double now = einsum_cycles(x, r, r->mem_cycles);
+  for (int k = 0; k < n; k++) {
+    if (cand[k] == r->unit)
+      continue;
+    EinsumEval t = *r;
+    price_compute(x, e, cand[k], &t);
+    double cyc = einsum_cycles(x, &t, t.mem_cycles);
+    if (cyc < now * (1 - 1e-12)) {
+      now = cyc;
+      *r = t;
+    }
+  }
+  x->unit[e] = r->unit;
+}
+
 bool bind_units(Ctx *x, const double *mem) {
   bool *fixed = xcalloc((size_t)x->c->neinsums + 1, sizeof *fixed);
   bool ok = true;

@@ -218,6 +218,9 @@ static bool price_traffic(Ctx *x) {
 static void price_einsum(Ctx *x, EinsumEval *r) {
   Eval *ev = x->ev;
   price_levels(x, r);
+  bind_for_latency(x, r);
+  if (r->compute_cycles >= r->mem_cycles)
+    r->bound = -1; /* compute bounds it, not the slowest level */
   r->cycles = einsum_cycles(x, r, r->mem_cycles);
   ops_energy(x, r);
   ev->read += r->read;
@@ -466,6 +469,8 @@ static void group_reset(GroupPricer *gp, int g, int n) {
   free(ev->g[g].spills);
   ev->g[g] = (GroupEval){.first = 0, .n = n};
   memcpy(ev->e, gp->computed, (size_t)n * sizeof *ev->e);
+  for (int i = 0; i < n; i++) /* as bound, before bind_for_latency */
+    x->unit[ev->e[i].einsum] = ev->e[i].unit;
   for (int i = 0; i < n; i++)
     memset(&ev->ntuse[(size_t)ev->e[i].einsum * (size_t)ev->nlevels], 0,
            (size_t)ev->nlevels * sizeof *ev->ntuse);

@@ -55,7 +55,9 @@ typedef struct Grp {
   int rank[IR_MAX_RANKS];
   double size[IR_MAX_RANKS], tile[IR_MAX_RANKS];
   int nheld;
-  Held *held;
+  Held *held;     /* in order of first use (first ascending) */
+  int *held_from; /* per member I: the first held tensor whose first use
+                     is I or later (held_from[n]: nheld) */
   int *held_of;   /* per tensor: index into held, or -1 */
   int state_t, iter_rank;
   double budget;  /* reserve_share x buffer */
@@ -73,13 +75,6 @@ typedef struct Nest {
   int tensor_of[MAP_MAX_TENSORS];
   int *read_at;
 } Nest;
-
-static bool reads_tensor(const Einsum *e, int t) {
-  for (int k = 0; k < e->nreads; k++)
-    if (e->reads[k]->tensor == t)
-      return true;
-  return false;
-}
 
 static bool has_rank(const Tensor *T, int r) {
   for (int k = 0; k < T->nranks; k++)
@@ -128,6 +123,11 @@ static Held *new_held(Grp *G, int t, HeldKind k) {
   return h;
 }
 
+static int by_long(const void *a, const void *b) {
+  long x = *(const long *)a, y = *(const long *)b;
+  return (x > y) - (x < y);
+}
+
 /* The group's tensors, in one pass over its members: produced here and
  * read here (MADE), or read from DRAM here without the group's ranks
  * (WEIGHT) or by several members (SHARED). What the geometry moves for
@@ -141,6 +141,7 @@ static void collect_held(Grp *G) {
   int *first = xmalloc(nt * sizeof *first), *last = xmalloc(nt * sizeof *last);
   int *readers = xcalloc(nt, sizeof *readers), *made = xmalloc(nt * sizeof *made);
   double *rd = xcalloc(nt, sizeof *rd), *wr = xcalloc(nt, sizeof *wr);
+  int *seen = xmalloc(nt * sizeof *seen), nseen = 0; /* first[t] set */
   for (size_t t = 0; t < nt; t++)
     first[t] = last[t] = made[t] = -1;
   int g = p->group_of[m[0]];
@@ -157,29 +158,36 @@ static void collect_held(Grp *G) {
       bool here = made[t] >= 0;
       if (!here && p->src[m[j]][k] != SRC_DRAM)
         continue;
-      if (first[t] < 0)
+      if (first[t] < 0) {
         first[t] = here ? made[t] : j;
+        seen[nseen++] = t;
+      }
       if (last[t] != j)
         readers[t]++;
       last[t] = j;
     }
     made[e->out.tensor] = j;
   }
-  /* In order of first use. */
-  for (int i = 0; i < G->n; i++)
-    for (int t = 0; t < c->ntensors; t++) {
-      if (first[t] != i)
-        continue;
-      HeldKind k = made[t] >= 0 && made[t] < last[t] ? HELD_MADE
-                   : !has_tile_rank(G, t)           ? HELD_WEIGHT
-                                                    : HELD_SHARED;
-      if (k == HELD_SHARED && readers[t] < 2)
-        continue;
-      Held *h = new_held(G, t, k);
-      h->first = i;
-      h->last = k == HELD_WEIGHT ? G->n - 1 : last[t];
-      h->charge = k == HELD_MADE ? (p->written[t] ? wr[t] : 0) : rd[t];
-    }
+  /* In order of first use, then of tensor: the tensors the members read
+   * (SEEN), sorted by that key. */
+  long *key = xmalloc(((size_t)nseen + 1) * sizeof *key);
+  for (int q = 0; q < nseen; q++)
+    key[q] = (long)first[seen[q]] * (long)nt + seen[q];
+  qsort(key, (size_t)nseen, sizeof *key, by_long);
+  for (int q = 0; q < nseen; q++) {
+    int t = (int)(key[q] % (long)nt), i = first[t];
+    HeldKind k = made[t] >= 0 && made[t] < last[t] ? HELD_MADE
+                 : !has_tile_rank(G, t)           ? HELD_WEIGHT
+                                                  : HELD_SHARED;
+    if (k == HELD_SHARED && readers[t] < 2)
+      continue;
+    Held *h = new_held(G, t, k);
+    h->first = i;
+    h->last = k == HELD_WEIGHT ? G->n - 1 : last[t];
+    h->charge = k == HELD_MADE ? (p->written[t] ? wr[t] : 0) : rd[t];
+  }
+  free(key);
+  free(seen);
   free(first);
   free(last);
   free(readers);
@@ -326,19 +334,35 @@ static double reservation(const Grp *G, int *peak, double *live) {
   for (int i = 0; i < G->nheld; i++)
     if (G->held[i].on && (G->held[i].kind == HELD_WEIGHT || G->whole))
       fixed += fp[i];
+  /* The tensors live at member K, in held order: those live at K - 1
+   * still live, then those first used at K (held is in order of first
+   * use, so appending keeps the order): a sum over them is the sum over
+   * every held tensor live at K, in the same order. */
+  int small_live[32], *on = G->nheld <= 32 ? small_live
+                                           : xmalloc((size_t)G->nheld *
+                                                     sizeof *on);
+  int non = 0;
   for (int k = 0; k < G->n; k++) {
-    double at = 0;
-    for (int i = 0; i < G->nheld; i++) {
+    int w = 0;
+    for (int q = 0; q < non; q++)
+      if (G->held[on[q]].last >= k)
+        on[w++] = on[q];
+    non = w;
+    for (int i = G->held_from[k]; i < G->held_from[k + 1]; i++) {
       const Held *h = &G->held[i];
-      if (h->on && h->kind != HELD_WEIGHT && !G->whole && h->first <= k &&
-          k <= h->last)
-        at += fp[i];
+      if (h->on && h->kind != HELD_WEIGHT && !G->whole && h->last >= k)
+        on[non++] = i;
     }
+    double at = 0;
+    for (int q = 0; q < non; q++)
+      at += fp[on[q]];
     if (at > best) {
       best = at;
       *peak = k;
     }
   }
+  if (on != small_live)
+    free(on);
   double res = fixed + fmax(best, 0);
   if (live)
     *live = fmax(best, 0);
@@ -391,7 +415,7 @@ static bool own_write(const Grp *G, int i) {
 static Nest *build_nest(const Grp *G, int i) {
   int ei = G->gr->einsums[i];
   const Einsum *e = G->x->c->einsums[ei];
-  Nest *n = xmalloc(sizeof *n);
+  Nest *n = xcalloc(1, sizeof *n);
   n->read_at = xmalloc(((size_t)e->nreads + 1) * sizeof *n->read_at);
   einsum_nest(G->x, ei, &n->p, n->tensor_of, n->read_at);
   return n;
@@ -410,8 +434,9 @@ static Nest *member_nest(const Grp *G, int i) {
 }
 
 static void nest_free(Nest *n) {
-  if (n)
+  if (n) {
     free(n->read_at);
+  }
   free(n);
 }
 
@@ -491,6 +516,12 @@ static double overbooked_share(const Grp *G, const Held *h) {
  * an overbooked tile sends off chip and back. */
 static double held_charges(const Grp *G, int i) {
   double n = 0;
+  if (G->keep >= 1) { /* nothing overbooked: the first fetches alone */
+    for (int k = G->held_from[i]; k < G->held_from[i + 1]; k++)
+      if (G->held[k].on)
+        n += G->held[k].charge;
+    return n;
+  }
   for (int k = 0; k < G->nheld; k++) {
     const Held *h = &G->held[k];
     if (!h->on)
@@ -625,6 +656,23 @@ static bool fits(Grp *G, double total, Trial *tr, Mapping *maps) {
   return tr->ok;
 }
 
+/* The largest of the NC candidate tiles CAND (ascending) whose
+ * reservation fits the budget, or -1: the reservation only grows with
+ * the tile, so by bisection. */
+static int reserved_up_to(Grp *G, const double *cand, int nc) {
+  int lo = 0, hi = nc - 1, top = -1;
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2;
+    if (set_tile(G, cand[mid], false) >= 0) {
+      top = mid;
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return top;
+}
+
 /* Choose the tile among those whose reservation and members fit, into
  * MAPS. Returns the chosen total (elements of the tile), or 0 if none
  * fits; *SMALLEST gets the reservation of the smallest candidate and *PEAK
@@ -659,14 +707,21 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
   double chosen = 0;
   int above = nc; /* the first candidate priced overbooked */
   if (!refetches_weights(G)) {
-    int lo = 0, hi = nc - 1; /* the answer is in [lo - 1, hi] */
-    if (fits(G, cand[hi], &best, maps)) {
+    /* The reservation alone first (no mapping searched): the largest
+     * candidate it fits is where the members' fit is tried first. */
+    int lo = 0, hi = reserved_up_to(G, cand, nc);
+    if (hi < 0) {
+      /* not even the smallest tile's reservation fits */
+    } else if (fits(G, cand[hi], &best, maps)) {
       chosen = cand[hi];
+      above = hi + 1;
+    } else if (hi == 0) {
+      /* the smallest tile's members do not fit */
     } else if (fits(G, cand[0], &best, maps)) {
       chosen = cand[0];
       above = 1;
       lo = 1;
-      hi = nc - 2;
+      hi--;
       while (lo <= hi) {
         int mid = (lo + hi) / 2;
         if (fits(G, cand[mid], &tr, trial)) {
@@ -756,9 +811,10 @@ static bool reduces_rank_of(const Cascade *c, const Einsum *r, int t) {
   return false;
 }
 
-/* Does any read inside the group iterate rank R (a lagged read: a
- * recurrence's rank, walked step by step whatever the tile)? */
-static bool iterates_rank(const Grp *G, int r) {
+/* The ranks a read inside the group iterates, into ITER (per rank): a
+ * lagged read's, a recurrence's rank, walked step by step whatever the
+ * tile. */
+static void iterated_ranks(const Grp *G, bool *iter) {
   const Cascade *c = G->x->c;
   const Plan *p = G->x->plan;
   int g = p->group_of[G->gr->einsums[0]];
@@ -768,43 +824,51 @@ static bool iterates_rank(const Grp *G, int r) {
       continue;
     for (int a = 0; a < e->nacc; a++)
       for (int j = 0; j < e->acc[a]->n; j++)
-        if (e->acc[a]->idx[j].lag > 0 &&
-            c->tensors[e->tensor].ranks[j] == r)
-          return true;
+        if (e->acc[a]->idx[j].lag > 0)
+          iter[c->tensors[e->tensor].ranks[j]] = true;
   }
-  return false;
+}
+
+/* Per held tensor, the first edge (in the cascade's order) that hands it
+ * to an RD consumer in the group, or -1, into RD_EDGE: one pass over the
+ * edges for the whole group. */
+static void rd_edges(const Grp *G, int *rd_edge) {
+  const Ctx *x = G->x;
+  const Cascade *c = x->c;
+  int g = x->plan->group_of[G->gr->einsums[0]];
+  for (int h = 0; h < G->nheld; h++)
+    rd_edge[h] = -1;
+  for (int k = 0; k < c->nedges; k++) {
+    const Edge *ed = &c->edges[k];
+    int h = G->held_of[ed->tensor];
+    if (h >= 0 && rd_edge[h] < 0 && x->pairs[k].cls == FC_RD &&
+        x->plan->group_of[ed->consumer] == g)
+      rd_edge[h] = k;
+  }
 }
 
 /* Does member I write its output's partial products off chip (§IV-E, RD
  * fusion: "allow partial products of the upstream intermediate tensor to
  * write to main memory, then trigger the downstream Einsum on the final
  * write")? When rd_partials is on, for an output the group holds, does not
- * write anyway, and hands over to an RD consumer in the group. SPLIT (per
- * rank, may be NULL) gets the ranks whose reduction that splits: the
- * upstream's reduced ranks, walked one tile at a time (partial products
- * exist only then), but a recurrence's rank, which is walked step by step
- * anyway. */
-static bool writes_partials(const Grp *G, int i, bool *split) {
+ * write anyway, and hands over to an RD consumer in the group (its first
+ * such edge: RD_EDGE, rd_edges). SPLIT (per rank) gets the ranks whose
+ * reduction that splits: the upstream's reduced ranks, walked one tile at
+ * a time (partial products exist only then), but a recurrence's rank
+ * (ITER, iterated_ranks), which is walked step by step anyway. */
+static bool writes_partials(const Grp *G, int i, const int *rd_edge,
+                            const bool *iter, bool *split) {
   const Ctx *x = G->x;
-  const Cascade *c = x->c;
-  int e = G->gr->einsums[i];
-  const Einsum *E = c->einsums[e];
+  const Einsum *E = x->c->einsums[G->gr->einsums[i]];
   int t = E->out.tensor, h = G->held_of[t];
   if (!x->o.rd_partials || h < 0 || !G->held[h].on ||
-      G->held[h].kind != HELD_MADE || x->plan->written[t])
+      G->held[h].kind != HELD_MADE || x->plan->written[t] || rd_edge[h] < 0)
     return false;
-  for (int k = 0; k < c->nedges; k++) {
-    const Edge *ed = &c->edges[k];
-    if (ed->tensor != t || x->pairs[k].cls != FC_RD ||
-        x->plan->group_of[ed->consumer] != x->plan->group_of[e])
-      continue;
-    for (int v = 0; split && v < E->nvars; v++)
-      if (VARSET_HAS(x->pairs[k].reduced, v) &&
-          !iterates_rank(G, E->vars[v].rank))
-        split[E->vars[v].rank] = true;
-    return true;
-  }
-  return false;
+  const Pair *pr = &x->pairs[rd_edge[h]];
+  for (int v = 0; v < E->nvars; v++)
+    if (VARSET_HAS(pr->reduced, v) && !iter[E->vars[v].rank])
+      split[E->vars[v].rank] = true;
+  return true;
 }
 
 /* Does the group's traversal split a rank of T that Einsum R reduces over
@@ -858,6 +922,46 @@ static bool needs_two_passes(const Grp *G, const bool *split, int t,
   return false;
 }
 
+/* Each held tensor's readers after its first use, as Einsums in member
+ * order: held tensor H's are READ_BY[(*FROM)[H] .. (*FROM)[H + 1]) of the
+ * array returned (both the caller's to free); one pass over the members'
+ * reads to count them, one to place them. */
+static int *held_readers(const Grp *G, int **from) {
+  const Cascade *c = G->x->c;
+  int *start = xcalloc((size_t)G->nheld + 2, sizeof *start);
+  int *last = xmalloc(((size_t)G->nheld + 1) * sizeof *last);
+  int *read_by = NULL;
+  for (int pass = 0; pass < 2; pass++) {
+    for (int h = 0; h < G->nheld; h++)
+      last[h] = -1;
+    for (int j = 0; j < G->n; j++) {
+      const Einsum *E = c->einsums[G->gr->einsums[j]];
+      for (int k = 0; k < E->nreads; k++) {
+        int h = G->held_of[E->reads[k]->tensor];
+        if (h < 0 || j <= G->held[h].first || last[h] == j)
+          continue;
+        last[h] = j;
+        if (pass == 0)
+          start[h + 1]++;
+        else
+          read_by[start[h]++] = G->gr->einsums[j];
+      }
+    }
+    if (pass == 0) { /* counts to starts */
+      for (int h = 0; h < G->nheld; h++)
+        start[h + 1] += start[h];
+      read_by = xmalloc(((size_t)start[G->nheld] + 1) * sizeof *read_by);
+    } else { /* each start was moved to the next one's: move them back */
+      for (int h = G->nheld; h > 0; h--)
+        start[h] = start[h - 1];
+      start[0] = 0;
+    }
+  }
+  free(last);
+  *from = start;
+  return read_by;
+}
+
 /* The paper's full-fusion rules on top of the mappings: an RD pair inside
  * the group writes the upstream's partial products (intra-Einsum traffic,
  * §VI-C), which splits the upstream's reduced ranks; a tensor needing two
@@ -868,11 +972,16 @@ static void design_extras(Grp *G) {
   const Cascade *c = x->c;
   if (x->o.accounting != ACCOUNT_ACHIEVED)
     return;
-  int *reader = xmalloc(((size_t)G->n + 1) * sizeof *reader);
   bool *split = xcalloc((size_t)c->nranks + 1, sizeof *split);
+  bool *iter = xcalloc((size_t)c->nranks + 1, sizeof *iter);
   bool *partials = xcalloc((size_t)G->n + 1, sizeof *partials);
+  int *rd_edge = xmalloc(((size_t)G->nheld + 1) * sizeof *rd_edge);
+  iterated_ranks(G, iter);
+  rd_edges(G, rd_edge);
   for (int i = 0; i < G->n; i++)
-    partials[i] = writes_partials(G, i, split);
+    partials[i] = writes_partials(G, i, rd_edge, iter, split);
+  int *read_from;
+  int *reader = held_readers(G, &read_from);
   for (int i = 0; i < G->n; i++) {
     int e = G->gr->einsums[i];
     int t = c->einsums[e]->out.tensor;
@@ -882,16 +991,14 @@ static void design_extras(Grp *G) {
     /* Only a held tensor: one off chip is read from DRAM by every reader
      * already. */
     if (x->o.two_pass && x->inter[t] && held) {
-      int nr = 0;
-      for (int j = i + 1; j < G->n; j++)
-        if (reads_tensor(c->einsums[G->gr->einsums[j]], t))
-          reader[nr++] = G->gr->einsums[j];
-      if (nr > 1 && needs_two_passes(G, split, t, reader, nr)) {
+      const int *rs = &reader[read_from[h]];
+      int nr = read_from[h + 1] - read_from[h];
+      if (nr > 1 && needs_two_passes(G, split, t, rs, nr)) {
         if (!x->plan->written[t])
           charge(x, &G->ev[i], t, n, true, false);
         int last = i;
         for (int j = i + 1; j < G->n; j++)
-          if (G->gr->einsums[j] == reader[nr - 1])
+          if (G->gr->einsums[j] == rs[nr - 1])
             last = j;
         charge(x, &G->ev[last], t, n, false, false);
         add_spill(G, t, SPILL_TWO_PASS);
@@ -900,6 +1007,9 @@ static void design_extras(Grp *G) {
     if (partials[i])
       charge(x, &G->ev[i], t, n, true, true);
   }
+  free(read_from);
+  free(rd_edge);
+  free(iter);
   free(partials);
   free(split);
   free(reader);
@@ -935,7 +1045,11 @@ static void charge_member(Grp *G, int i, const Mapping *m,
     if (m->write[j] > 0)
       charge(x, r, tensor_of[j], m->write[j], true, false);
   }
-  for (int k = 0; k < G->nheld; k++) {
+  /* Nothing overbooked: only the tensors first used here move (held is
+   * in order of first use). */
+  int from = G->keep >= 1 ? G->held_from[i] : 0;
+  int to = G->keep >= 1 ? G->held_from[i + 1] : G->nheld;
+  for (int k = from; k < to; k++) {
     const Held *h = &G->held[k];
     if (!h->on)
       continue;
@@ -998,6 +1112,12 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
     for (int t = 0; t < c->ntensors; t++)
       G.held_of[t] = -1;
   }
+  G.held_from = xmalloc(((size_t)G.n + 1) * sizeof *G.held_from);
+  for (int i = 0, k = 0; i <= G.n; i++) {
+    while (k < G.nheld && G.held[k].first < i)
+      k++;
+    G.held_from[i] = k;
+  }
   G.state_t = G.nheld > 0 ? recurrence_of(&G, &G.iter_rank) : -1;
   design_spills(&G);
   weight_residency(&G);
@@ -1057,5 +1177,6 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   free(G.nest);
   free(G.held);
   free(G.held_of);
+  free(G.held_from);
   return ok;
 }

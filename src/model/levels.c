@@ -402,8 +402,6 @@ void price_levels(Ctx *x, EinsumEval *r) {
     tot->energy_pj += u->energy_pj;
     tot->fits = tot->fits && u->fits;
   }
-  if (r->compute_cycles >= r->mem_cycles)
-    r->bound = -1;
 }
 
 int eval_tensors(const Eval *ev, int i, int l, const TensorUse **t) {

@@ -49,15 +49,17 @@ static uint64_t dbits(double d) {
  * out, so equal problems give equal keys). */
 static int problem_key(const MapProblem *p, uint64_t *w) {
   int n = 0;
+  /* The problem's variables (a set's members past them are no part of
+   * it): each set below is walked by its bits, lowest first. */
+  VarSet in = p->nvars >= 64 ? ~(VarSet)0 : ((VarSet)1 << p->nvars) - 1;
   w[n++] = (uint64_t)p->nvars;
   w[n++] = (uint64_t)p->ntensors;
   for (int v = 0; v < p->nvars; v++)
     w[n++] = dbits(p->size[v]);
   w[n++] = dbits(p->capacity);
   w[n++] = p->outer;
-  for (int v = 0; v < p->nvars; v++)
-    if (VARSET_HAS(p->outer, v))
-      w[n++] = dbits(p->outer_tile[v]);
+  for (VarSet b = p->outer & in; b; b &= b - 1)
+    w[n++] = dbits(p->outer_tile[__builtin_ctzll(b)]);
   w[n++] = (uint64_t)p->nabove;
   for (int j = 0; j < p->nabove; j++) {
     w[n++] = (uint64_t)p->above[j].var | (uint64_t)p->above[j].group << 32;
@@ -71,9 +73,8 @@ static int problem_key(const MapProblem *p, uint64_t *w) {
              (uint64_t)T->dram << 33;
     for (int k = 0; k < T->ndims; k++) {
       w[n++] = T->dim_vars[k];
-      for (int v = 0; v < p->nvars; v++)
-        if (VARSET_HAS(T->dim_vars[k], v))
-          w[n++] = dbits(T->dim_coef[k][v]);
+      for (VarSet b = T->dim_vars[k] & in; b; b &= b - 1)
+        w[n++] = dbits(T->dim_coef[k][__builtin_ctzll(b)]);
     }
   }
   return n;

@@ -43,6 +43,15 @@ bool bind_units(Ctx *x, const double *mem);
  * group's binding depends on its own Einsums only). Not for the ideal
  * design. */
 bool bind_group(Ctx *x, int g);
+/* Under sequential composition, bound by cost: move Einsum evaluation R
+ * (its memory cycles priced) to the unit on which its compute and memory
+ * composed take the least (ties: its own), as the ideal rebinds
+ * (compose.c). Binding by cost chose the least compute before the memory
+ * was known, and a unit with a deeper pipeline is the slower on a
+ * memory-bound Einsum; the group's cycles are the sum of its Einsums', so
+ * each Einsum's least is the group's. An Einsum an override binds
+ * stays. */
+void bind_for_latency(Ctx *x, EinsumEval *r);
 /* Compute on unit U for Einsum E (filled into R: util, spread, the unit's
  * and its epilogue's cycles, compute_cycles). */
 void price_compute(const Ctx *x, int e, int u, EinsumEval *r);
@@ -92,8 +101,8 @@ Plan *flat_plan(const Cascade *c, const Shape *s, Diag *d);
 
 /* Einsum evaluation R's bytes at every level, per tensor, from its
  * off-chip traffic (charged) and a mapping per level inside the fusion
- * level; each level's time and energy; R's mem_cycles (the slowest
- * level) and the level that bounds it. */
+ * level; each level's time and energy; R's mem_cycles and the slowest
+ * level (R.bound; price_einsum clears it where compute bounds R). */
 void price_levels(Ctx *x, EinsumEval *r);
 /* Einsum evaluation R's loops at the fusion level: mapping M of problem
  * P (the group's), or none (M NULL: the algorithmic minimum maps

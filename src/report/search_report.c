@@ -61,7 +61,8 @@ void report_search_text(Buf *b, const Cascade *c, const Arch *a,
   buf_printf(b, "search: %s on %s, objective %s\n", c->path, a->name,
              search_objective_name(o));
   buf_printf(b,
-             "space: %d merged Einsums, %.6g contiguous partitions over "
+             "space: %d nodes (Einsums, a recurrence one), %.6g contiguous "
+             "partitions over "
              "%ld candidate groups (%ld could run, priced under %ld spill "
              "variants in all); %ld named-design plans beside\n",
              r->nodes, r->partitions, r->groups, r->priced, r->variants,
@@ -120,7 +121,7 @@ json_t *report_search_json(const Cascade *c, const Arch *a,
                                                  ? "search"
                                                  : design_name(r->from)));
   json_t *sp = json_object();
-  json_object_set_new(sp, "merged_einsums", json_integer(r->nodes));
+  json_object_set_new(sp, "nodes", json_integer(r->nodes));
   json_object_set_new(sp, "partitions", report_real(r->partitions));
   json_object_set_new(sp, "candidate_groups", json_integer(r->groups));
   json_object_set_new(sp, "groups_priced", json_integer(r->priced));

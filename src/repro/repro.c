@@ -26,6 +26,12 @@ typedef struct Run {
   Repro *r;
   const ModelOverrides *opts;
   MapMemo *memo; /* the points share many mapping problems */
+  /* The searches run so far, by shape: the points repeat some (a model's
+   * prefill is its sweep at the same length, a scenario's prefill
+   * another point's), and a search's inputs other than the shape are
+   * the run's. */
+  int nseen, cap_seen;
+  struct Seen *seen;
   const Preset *presets[REPRO_MAX_MODELS]; /* NULL: no model */
   int model_layers; /* the first model's n_layer (--layers may differ) */
   /* The settings of every point: the caller's others, then B and I. */
@@ -106,11 +112,35 @@ static void keep_timeline(const Run *x, const Eval *ev, Timeline *tl) {
   }
 }
 
+typedef struct Seen {
+  int64_t *size; /* per rank */
+  double *sym;   /* per symbol */
+  Searched found;
+} Seen;
+
+/* The search X ran at shape S, or NULL. */
+static const Seen *seen_at(const Run *x, const Shape *s) {
+  size_t nr = (size_t)x->c->nranks, ns = (size_t)x->c->nsyms;
+  for (int k = 0; k < x->nseen; k++) {
+    const Seen *v = &x->seen[k];
+    if (memcmp(v->size, s->size, nr * sizeof *v->size) == 0 &&
+        memcmp(v->sym, s->sym, ns * sizeof *v->sym) == 0)
+      return v;
+  }
+  return NULL;
+}
+
 /* best (searched) at S: the schedule `search` finds for latency under
  * the setup's options (sequential, achieved: reproduce refuses the
- * others), into OUT; false with the diagnostic set. */
-static bool searched(const Run *x, const Shape *s, const Pair *pairs,
+ * others), into OUT -- searched once per shape; false with the
+ * diagnostic set. */
+static bool searched(Run *x, const Shape *s, const Pair *pairs,
                      Searched *out) {
+  const Seen *v = seen_at(x, s);
+  if (v) {
+    *out = v->found;
+    return true;
+  }
   SearchResult *r = search_best(x->c, s, x->a, pairs, x->opts, SO_LATENCY,
                                 x->memo, x->d);
   if (!r)
@@ -119,6 +149,12 @@ static bool searched(const Run *x, const Shape *s, const Pair *pairs,
                     r->best->energy_pj * 1e-12, r->best->read + r->best->write,
                     r->best->ngroups, r->from};
   search_free(r);
+  size_t nr = (size_t)x->c->nranks, ns = (size_t)x->c->nsyms;
+  Seen add = {xmalloc((nr + 1) * sizeof *add.size),
+              xmalloc((ns + 1) * sizeof *add.sym), *out};
+  memcpy(add.size, s->size, nr * sizeof *add.size);
+  memcpy(add.sym, s->sym, ns * sizeof *add.sym);
+  VEC_PUSH(x->seen, x->nseen, x->cap_seen, add);
   return true;
 }
 
@@ -742,6 +778,11 @@ Repro *repro_run(const ReproSetup *su, Diag *d) {
     ok = sweep(&x, m);
   ok = ok && ski_slope(&x);
   map_memo_free(x.memo);
+  for (int k = 0; k < x.nseen; k++) {
+    free(x.seen[k].size);
+    free(x.seen[k].sym);
+  }
+  free(x.seen);
   if (!ok) {
     repro_free(r);
     return NULL;

@@ -646,6 +646,34 @@ static bool run(Ctx *x, const ModelOverrides *ov, SearchObjective o,
   return r->bound != NULL;
 }
 
+Nodes *search_nodes(const Cascade *c, const Shape *s) {
+  Nodes *m = fusion_merge(c, s), *one = fusion_singletons(c);
+  int n = one->n;
+  int *order = xmalloc(((size_t)n + 1) * sizeof *order), w = 0;
+  bool *done = xcalloc((size_t)n + 1, sizeof *done);
+  for (int k = 0; k < m->n; k++)
+    for (int i = 0; i < m->nodes[k].n; i++) {
+      int j = one->node_of[m->nodes[k].einsums[i]];
+      if (!done[j]) {
+        done[j] = true;
+        order[w++] = j;
+      }
+    }
+  Node *by = xmalloc(((size_t)n + 1) * sizeof *by);
+  for (int q = 0; q < n; q++)
+    by[q] = one->nodes[order[q]];
+  for (int q = 0; q < n; q++) {
+    one->nodes[q] = by[q];
+    for (int i = 0; i < by[q].n; i++)
+      one->node_of[by[q].einsums[i]] = q;
+  }
+  free(by);
+  free(done);
+  free(order);
+  nodes_free(m);
+  return one;
+}
+
 SearchResult *search_at_level(const Cascade *c, const Shape *s,
                               const Arch *a, const Pair *pairs,
                               const ModelOverrides *o, SearchObjective obj,
@@ -659,7 +687,7 @@ SearchResult *search_at_level(const Cascade *c, const Shape *s,
            .budget = budget, .ctl = ctl, .t0 = now_seconds(), .r = r};
   if (o->bind < 0) /* the search's own groups bind by cost */
     x.o.bind = BIND_COST;
-  Nodes *nodes = fusion_merge(c, s);
+  Nodes *nodes = search_nodes(c, s);
   x.nodes = nodes;
   x.group_of = xcalloc((size_t)c->neinsums + 1, sizeof *x.group_of);
   r->budget = budget;

@@ -72,7 +72,7 @@ typedef struct SearchResult {
   Eval *bound;      /* ideal: the lower bound */
   double found;     /* search_figure(best) */
   double lower;     /* search_figure(bound) */
-  int nodes;        /* merged Einsums the partitions are made of */
+  int nodes;        /* what the partitions cut: search_nodes */
   double partitions; /* 2^(nodes-1): the contiguous partitions */
   long groups;       /* candidate groups: nodes (nodes + 1) / 2 */
   long priced;       /* of which could run, and were priced */
@@ -149,6 +149,12 @@ SearchResult *search_at_level(const Cascade *c, const Shape *s,
                               const ModelOverrides *o, SearchObjective obj,
                               const SearchControl *ctl, MapMemo *memo,
                               Diag *d);
+/* The nodes the program cuts into contiguous groups: the merged
+ * Einsums' canonical order (fusion_merge) with each merged node opened
+ * into its Einsums, in cascade order (a recurrence's stay one node: no
+ * plan parts it), so that a group may hold a merged node whole or a part
+ * of it (docs/search.md, item 1). */
+Nodes *search_nodes(const Cascade *c, const Shape *s);
 /* Keep the front's points no other point dominates, fastest first. */
 void search_pareto_filter(SearchResult *r);
 

@@ -6,6 +6,7 @@
  * (sequential composition: test_invariants.c, every cascade). */
 #include <stdlib.h>
 
+#include "../../src/arch/arch.h"
 #include "../../src/model/model.h"
 #include "../../src/preset/preset.h"
 #include "../../src/search/search.h"
@@ -102,4 +103,88 @@ TEST(search_three_cascades_best_beats_every_design_pipelined) {
       case_free(&k);
     }
   map_memo_free(memo);
+}
+
+/* Binding for latency (issue 35). A machine whose matrix unit (65,536
+ * PEs) has a 108-cycle pipeline beside a 64-PE vector unit with an
+ * 8-cycle one, and one elementwise Einsum, Y = X * X over 65,536
+ * elements, memory-bound: X read and Y written once, 2 x 131,072 B at
+ * 100 B a cycle = 2621.44 cycles. By compute (+ fill) the matrix unit
+ * wins, 1 + 108 against 1024 + 8 cycles; by latency it loses, 2621.44 +
+ * 108 against 2621.44 + 8. The search's own partition binds for latency,
+ * so it finds 2629.44 ns on the vector unit (the rule's named designs
+ * find the same: the partition, considered first, keeps the tie). */
+TEST(search_binds_for_latency) {
+  static const char arch[] =
+      "architecture:\n"
+      "  name: deep-pipeline\n"
+      "  clock: 1 GHz\n"
+      "  word: 2 B\n"
+      "  memory:\n"
+      "    - name: DRAM\n"
+      "      bandwidth: 100 GB/s\n"
+      "      read_energy: 1 pJ/B\n"
+      "      write_energy: 1 pJ/B\n"
+      "    - name: GlobalBuffer\n"
+      "      capacity: 1 MiB\n"
+      "      fusion: true\n"
+      "      read_energy: 1 pJ/B\n"
+      "      write_energy: 1 pJ/B\n"
+      "  compute:\n"
+      "    - name: mxu\n"
+      "      role: matrix\n"
+      "      shape: [256, 256]\n"
+      "      pipeline: 108\n"
+      "      ops: {macc: 1, add: 1, mul: 1}\n"
+      "    - name: vpu\n"
+      "      role: vector\n"
+      "      pes: 64\n"
+      "      pipeline: 8\n"
+      "      ops: {macc: 1, add: 1, mul: 1}\n"
+      "  energy:\n"
+      "    macc: 1 pJ\n"
+      "    add: 1 pJ\n"
+      "    mul: 1 pJ\n";
+  static const char spec[] = "shape: {I: 65536}\n"
+                             "einsum:\n"
+                             "  declaration:\n"
+                             "    X: [I]\n"
+                             "    Y: [I]\n"
+                             "  expressions:\n"
+                             "    - Y[i] = X[i] * X[i]\n";
+  Diag d = {0};
+  Arch *a = arch_parse("deep.yaml", arch, sizeof arch - 1, &d);
+  Cascade *c = spec_parse("sq.yaml", spec, sizeof spec - 1, &d);
+  Shape *s = c ? shape_bind(c, NULL, NULL, 0, true, &d) : NULL;
+  CHECK(a && s);
+  if (!a || !s) {
+    test_fail(__FILE__, __LINE__, "%s", d.msg);
+    arch_free(a);
+    cascade_free(c);
+    return;
+  }
+  Pair *pairs = fusion_classify(c, s);
+  ModelOverrides ov = model_no_overrides();
+  SearchResult *r = search_best(c, s, a, pairs, &ov, SO_LATENCY, NULL, &d);
+  CHECK(r != NULL);
+  if (r) {
+    CHECK_NEAR(r->found / 2629.44e-9, 1, 1e-9);
+    CHECK(r->from == DES_COUNT); /* the search's own partition */
+    CHECK(r->best->e[0].unit == 1); /* vpu */
+    CHECK(r->lower <= r->found * (1 + 1e-12));
+  }
+  /* Bound by cost, any design's plan runs it there too (by compute alone
+   * it took 2729.44 ns on the matrix unit). */
+  ModelOpts mo = model_opts_with(&ov, DES_UNFUSED);
+  mo.bind = BIND_COST;
+  Eval *ev = model_eval(c, s, a, pairs, DES_UNFUSED, &mo, &d);
+  CHECK(ev && ev->e[0].unit == 1);
+  if (ev)
+    CHECK_NEAR(ev->seconds / 2629.44e-9, 1, 1e-9);
+  eval_free(ev);
+  search_free(r);
+  free(pairs);
+  shape_free(s);
+  cascade_free(c);
+  arch_free(a);
 }
