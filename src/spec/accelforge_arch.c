@@ -254,6 +254,15 @@ static bool number(Aa *aa, const YamlNode *n, const char *what,
 
 /* ---- the nodes ---- */
 
+/* The copies of the current node: the product of the fanouts above and
+ * at it. */
+static long instances(const Aa *aa) {
+  long n = 1;
+  for (int i = 0; i < aa->nfan; i++)
+    n *= aa->fan[i];
+  return n;
+}
+
 static const char *const spatial_keys[] = {"name", "fanout", "reuse",
                                            "may_reuse", "min_usage", NULL};
 
@@ -283,16 +292,12 @@ static bool load_spatial(Aa *aa, const YamlNode *m, const char *node,
     if (aa->nfan == AA_MAX_FANOUTS)
       return fail(aa, k->loc, "more than %d fanouts", AA_MAX_FANOUTS);
     aa->fan[aa->nfan++] = (long)v;
+    if (instances(aa) > 1 << 30)
+      return fail(aa, k->loc, "the fanouts down to here make more than "
+                  "2^30 instances");
     note_fields(aa, f, node);
   }
   return true;
-}
-
-static long instances(const Aa *aa) {
-  long n = 1;
-  for (int i = 0; i < aa->nfan; i++)
-    n *= aa->fan[i];
-  return n;
 }
 
 /* The action named NAME of node M's `actions`, or NULL. */
