@@ -14,7 +14,7 @@ A=$ROOT/tests/archs/accelforge
 # ---- tpu_v4i: the translation, line by line ----
 "$M" import accelforge-arch "$A/tpu_v4i.yaml" --out tpu.yaml ||
   fail "import accelforge-arch tpu_v4i"
-# `grep -A` holds each level's lines together: a figure under its level.
+# A figure is checked among the lines of its own level (or unit).
 want() { # FILE LEVEL LINE: LINE is among the lines of LEVEL's entry
   sed -n "/- name: $2\$/,/- name:/p" "$1" | grep -q -x -F -e "$3" ||
     fail "$1: $2 lacks '$3': $(sed -n "/- name: $2\$/,/- name:/p" "$1")"
