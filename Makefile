@@ -160,7 +160,7 @@ FUZZERS := spec safetensors arch config cli study plan tokenizer \
 FUZZ_SEEDS_spec := specs/*.yaml tests/specs/good/*.yaml tests/specs/bad/*.yaml
 FUZZ_SEEDS_safetensors := tests/fuzz/seeds/safetensors/*
 FUZZ_FLAGS_safetensors := -dict=tests/fuzz/safetensors.dict
-FUZZ_SEEDS_arch := archs/*.yaml
+FUZZ_SEEDS_arch := archs/*.yaml tests/archs/accelforge/*.yaml
 FUZZ_SEEDS_config := tests/fuzz/seeds/config/* tests/configs/*.json
 FUZZ_SEEDS_cli := tests/fuzz/seeds/cli/*
 FUZZ_FLAGS_cli := -dict=tests/fuzz/cli.dict -close_fd_mask=2

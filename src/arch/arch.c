@@ -6,6 +6,7 @@
 #include "arch.h"
 #include "quantity.h"
 
+#include "../spec/accelforge_arch.h"
 #include "../ydoc/ydoc.h"
 
 #include <ctype.h>
@@ -1171,6 +1172,7 @@ static bool load_root(Loader *L, const YamlNode *root) {
 Arch *arch_from_yaml(const char *path, const YamlNode *root, Diag *d) {
   Arch *a = xcalloc(1, sizeof *a);
   a->path = arena_strdup(&a->arena, path);
+  a->notes = "";
   Loader L = {a, d};
   if (!load_root(&L, root)) {
     arch_free(a);
@@ -1186,13 +1188,49 @@ static Arch *arch_from_doc(const char *path, YamlDoc *doc, Diag *d) {
 }
 
 Arch *arch_parse(const char *path, const char *text, size_t len, Diag *d) {
+  if (accelforge_arch_format(text, len))
+    return arch_parse_accelforge(path, text, len, NULL, 0, NULL, NULL, d);
   YamlDoc *doc = ydoc_parse(path, text, len, d);
   return doc ? arch_from_doc(path, doc, d) : NULL;
 }
 
 Arch *arch_load(const char *path, Diag *d) {
-  YamlDoc *doc = ydoc_load(path, d);
-  return doc ? arch_from_doc(path, doc, d) : NULL;
+  size_t len;
+  char *text = read_input(path, INPUT_TEXT_MAX, &len, d);
+  Arch *a = text ? arch_parse(path, text, len, d) : NULL;
+  free(text);
+  return a;
+}
+
+/* The translation is loaded as a file of ours; where it fails, the
+ * error's place is moved back to the line of the AccelForge file that
+ * line came from. */
+Arch *arch_parse_accelforge(const char *path, const char *text, size_t len,
+                            const char *const *vars, int nvars,
+                            InputSet *read, Buf *out, Diag *d) {
+  Translation t;
+  Arch *a = NULL;
+  if (accelforge_arch_translate(path, text, len, vars, nvars, read, &t,
+                                d)) {
+    YamlDoc *doc = ydoc_parse(t.path, t.text.s, t.text.len, d);
+    a = doc ? arch_from_doc(path, doc, d) : NULL;
+    if (!a)
+      tr_remap(&t, &d->loc);
+  }
+  if (a)
+    a->notes = arena_strdup(&a->arena, t.notes.s ? t.notes.s : "");
+  if (a && out) {
+    buf_printf(out, "# %s, translated by mambalaya import (AccelForge "
+               "architecture)\n", path);
+    for (const char *s = t.notes.s; s && *s;) {
+      const char *nl = strchr(s, '\n');
+      buf_printf(out, "# note: %.*s\n", (int)(nl - s), s);
+      s = nl + 1;
+    }
+    buf_printf(out, "%s", t.text.s);
+  }
+  tr_free(&t);
+  return a;
 }
 
 void arch_free(Arch *a) {

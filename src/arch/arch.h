@@ -203,6 +203,10 @@ typedef struct Arch {
   int nbindings;
   ArchBinding *bindings;
   ArchArea area;
+  /* What loading assumed or read without modelling, one line each
+   * without a prefix ("" for a file of ours; an AccelForge file's notes,
+   * docs/compat.md); the caller prints them. */
+  const char *notes;
 } Arch;
 
 /* Load an architecture from a YAML file, or parse TEXT. Unknown keys,
@@ -217,6 +221,16 @@ Arch *arch_parse(const char *path, const char *text, size_t len, Diag *d);
  * sweep has edited; errors name PATH and the nodes' locations. */
 Arch *arch_from_yaml(const char *path, const YamlNode *root, Diag *d);
 void arch_free(Arch *a);
+/* An AccelForge architecture (a top-level `arch:` section; arch_parse and
+ * arch_load take one as it is): translated into one of ours
+ * (src/spec/accelforge_arch.c), which is loaded, its errors pointing into
+ * PATH (or its rendering, for a Jinja template). VARS (NAME=VALUE) are its
+ * template's variables, READ collects the files the template reads (may
+ * be NULL), and OUT (may be NULL) gets the translation, its notes as
+ * comments. */
+Arch *arch_parse_accelforge(const char *path, const char *text, size_t len,
+                            const char *const *vars, int nvars,
+                            InputSet *read, Buf *out, Diag *d);
 
 /* Level L's role (LEVEL_OFFCHIP ... LEVEL_REGISTERS). */
 LevelRole arch_level_role(const Arch *a, int l);

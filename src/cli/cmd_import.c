@@ -1,15 +1,26 @@
 /* cmd_import.c — `mambalaya import FORMAT FILE`: a peer's workload as a
- * spec of ours, to read and edit (docs/compat.md). */
+ * spec of ours, or an AccelForge architecture as an architecture of ours,
+ * to read and edit (docs/compat.md). */
 #include "cli.h"
+
+#include "../spec/accelforge_arch.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { IMPORT_ACCELFORGE, IMPORT_TIMELOOP, IMPORT_FORMATS };
-static const char *format_at(int i) {
-  return i == IMPORT_TIMELOOP ? "timeloop" : "accelforge";
-}
+enum {
+  IMPORT_ACCELFORGE,
+  IMPORT_TIMELOOP,
+  IMPORT_ACCELFORGE_ARCH,
+  IMPORT_FORMATS
+};
+static const char *const format_names[] = {"accelforge", "timeloop",
+                                           "accelforge-arch"};
+_Static_assert(sizeof format_names / sizeof format_names[0] ==
+                   IMPORT_FORMATS,
+               "one name per format");
+static const char *format_at(int i) { return format_names[i]; }
 static const OptChoices format_choices = {"format", format_at, IMPORT_FORMATS,
                                           NULL, false};
 
@@ -70,9 +81,9 @@ static const OptTable import_table = {
     import_fini, NULL};
 
 static int check_args(const char *cmd, const ImportOpts *o) {
-  if (o->rendered && o->format != IMPORT_ACCELFORGE)
+  if (o->rendered && o->format == IMPORT_TIMELOOP)
     return usage_error(cmd, "--rendered is for AccelForge templates");
-  if (o->nvars && o->format != IMPORT_ACCELFORGE)
+  if (o->nvars && o->format == IMPORT_TIMELOOP)
     return usage_error(cmd, "--set is for AccelForge templates (a Timeloop "
                             "problem's instance gives its sizes)");
   if (o->out) {
@@ -82,11 +93,42 @@ static int check_args(const char *cmd, const ImportOpts *o) {
   return 0;
 }
 
+/* An AccelForge architecture's translation into OUT, as the loader loads
+ * it (so that what is written loads). */
+static bool import_arch(const Parsed *p, const ImportOpts *o,
+                        const char *text, size_t len, Buf *out, Diag *d) {
+  if (!accelforge_arch_format(text, len))
+    return diag_fail(d, o->file, (Loc){1, 1}, "not an AccelForge "
+                     "architecture: it has no 'arch' section");
+  if (o->rendered) {
+    SpecLoad l = {.vars = o->vars, .nvars = o->nvars, .read = p->inputs};
+    return spec_render_accelforge(o->file, &l, out, d);
+  }
+  Arch *a = arch_parse_accelforge(o->file, text, len, o->vars, o->nvars,
+                                  p->inputs, out, d);
+  arch_free(a);
+  return a != NULL;
+}
+
 static int run(const Parsed *p, const ImportOpts *o) {
   Diag d = {0};
   size_t len;
   char *text = read_input(o->file, INPUT_TEXT_MAX, &len, &d);
   inputset_add(p->inputs, o->file);
+  if (text && o->format == IMPORT_ACCELFORGE_ARCH) {
+    Buf out = {0};
+    bool ok = import_arch(p, o, text, len, &out, &d);
+    free(text);
+    int status = ok ? 0 : EXIT_INPUT;
+    if (!ok)
+      diag_print(&d, stderr);
+    else if (o->out)
+      status = write_output(p->cmd, o->out, out.s, out.len, p->inputs);
+    else
+      emit(&out);
+    buf_free(&out);
+    return status;
+  }
   SpecFormat want =
       o->format == IMPORT_TIMELOOP ? SPEC_TIMELOOP : SPEC_ACCELFORGE;
   SpecLoad l = {.sets = o->sets.sets, .nsets = o->sets.nsets,
@@ -124,11 +166,14 @@ static int import(const Parsed *p, void *opts) {
 }
 
 const Command import_command = {
-    "import", "an AccelForge or Timeloop workload as a spec",
+    "import", "an AccelForge or Timeloop workload as a spec, an AccelForge "
+              "architecture as ours",
     .about =
         "Write the spec that FILE, an AccelForge workload (a Jinja template,\n"
         "rendered by python3-jinja2) or a Timeloop problem, translates to: the\n"
         "cascade classify, fuse, eval, exec and sweep load when given FILE.\n"
+        "With accelforge-arch, the architecture an AccelForge architecture\n"
+        "translates to: what --arch FILE loads.\n"
         "Assumptions and what is read but not modelled are comment lines.\n",
     .opts = &import_table,
     .example = "mambalaya import accelforge llama3_8B.yaml --set "

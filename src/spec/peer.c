@@ -31,25 +31,20 @@ SpecFormat spec_format(const char *text, size_t len) {
   return SPEC_NATIVE;
 }
 
-static void remap(const Translation *t, Loc *l) {
-  if (l->line >= 1 && l->line <= t->nlines && t->from[l->line - 1].line > 0)
-    *l = t->from[l->line - 1];
-}
-
 /* Point every location a later stage may report into the peer's file. */
 static void remap_cascade(const Translation *t, Cascade *c) {
   for (int i = 0; i < c->nranks; i++) {
-    remap(t, &c->ranks[i].loc);
-    remap(t, &c->ranks[i].size_loc);
+    tr_remap(t, &c->ranks[i].loc);
+    tr_remap(t, &c->ranks[i].size_loc);
   }
   for (int i = 0; i < c->ntensors; i++)
-    remap(t, &c->tensors[i].loc);
+    tr_remap(t, &c->tensors[i].loc);
   for (int i = 0; i < c->neinsums; i++)
-    remap(t, &c->einsums[i]->loc);
+    tr_remap(t, &c->einsums[i]->loc);
   for (int i = 0; i < c->nsyms; i++)
-    remap(t, &c->syms[i].loc);
+    tr_remap(t, &c->syms[i].loc);
   for (int i = 0; i < c->nparams; i++)
-    remap(t, &c->params[i].loc);
+    tr_remap(t, &c->params[i].loc);
 }
 
 static bool translate(SpecFormat f, const char *path, const char *text,
@@ -82,7 +77,7 @@ Cascade *spec_parse_peer(SpecFormat f, const char *path, const char *text,
     print_notes(&t, o ? o->notes : NULL);
     remap_cascade(&t, c);
   } else {
-    remap(&t, &d->loc);
+    tr_remap(&t, &d->loc);
   }
   tr_free(&t);
   return c;
@@ -95,7 +90,7 @@ bool spec_translate(SpecFormat f, const char *path, const char *text,
   if (ok) {
     Cascade *c = spec_parse_native(t.path, t.text.s, t.text.len, o, d);
     if (!c)
-      remap(&t, &d->loc);
+      tr_remap(&t, &d->loc);
     ok = c != NULL;
     cascade_free(c);
   }

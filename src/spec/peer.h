@@ -24,6 +24,9 @@ void tr_line(Translation *t, Loc from, const char *fmt, ...)
 void tr_note(Translation *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void tr_free(Translation *t);
+/* Point L, a place in T's text, at the place in the peer's file it came
+ * from (where the translation knows it). */
+void tr_remap(const Translation *t, Loc *l);
 
 bool accelforge_translate(const char *path, const char *text, size_t len,
                           const SpecLoad *o, Translation *t, Diag *d);

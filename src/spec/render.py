@@ -179,9 +179,30 @@ class NoMerge:
         self.v = v
 
 
+class Tagged:
+    """A node with a local tag (an AccelForge architecture's !Memory,
+    !Compute, !Container): kept, and written back with its tag."""
+
+    def __init__(self, tag, v):
+        self.tag, self.v = tag, v
+
+
+def represent_tagged(dumper, x):
+    if isinstance(x.v, dict):
+        return dumper.represent_mapping(x.tag, x.v)
+    if isinstance(x.v, list):
+        return dumper.represent_sequence(x.tag, x.v)
+    return dumper.represent_scalar(x.tag, str(x.v))
+
+
+yaml.SafeDumper.add_representer(Tagged, represent_tagged)
+
+
 def merged(x):
     if isinstance(x, NoMerge):
         return NoMerge(merged(x.v))
+    if isinstance(x, Tagged):
+        return Tagged(x.tag, merged(x.v))
     if isinstance(x, list):
         return [merged(v) for v in x]
     if not isinstance(x, dict):
@@ -216,6 +237,8 @@ def merge(into, src, deep):
 def plain(x):
     if isinstance(x, NoMerge):
         return plain(x.v)
+    if isinstance(x, Tagged):
+        return Tagged(x.tag, plain(x.v))
     if isinstance(x, list):
         return [plain(v) for v in x]
     if isinstance(x, dict):
@@ -259,6 +282,16 @@ def load(path, data, dirs):
         return NoMerge(ld.construct_mapping(n, deep=True))
     DocLoader.add_constructor("!include_loaded", loaded)
     DocLoader.add_constructor("!nomerge", nomerge)
+
+    def tagged(ld, suffix, n):
+        if isinstance(n, yaml.SequenceNode):
+            v = ld.construct_sequence(n, deep=True)
+        elif isinstance(n, yaml.MappingNode):
+            v = ld.construct_mapping(n, deep=True)
+        else:
+            v = ld.construct_scalar(n)
+        return Tagged("!" + suffix, v)
+    DocLoader.add_multi_constructor("!", tagged)
     DocLoader.add_constructor("tag:yaml.org,2002:merge", lambda ld, n: "<<")
     try:
         return merged(yaml.load(text, Loader=DocLoader))

@@ -43,6 +43,11 @@ void tr_free(Translation *t) {
   free(t->from);
 }
 
+void tr_remap(const Translation *t, Loc *l) {
+  if (l->line >= 1 && l->line <= t->nlines && t->from[l->line - 1].line > 0)
+    *l = t->from[l->line - 1];
+}
+
 /* ---- sizes: AccelForge's arithmetic ---- */
 
 typedef struct Calc {

@@ -31,6 +31,8 @@ typedef struct Builder {
    * rather than from its line's start (a 500 KB line of flow mapping was
    * quadratic). */
   size_t at_line, at_col, at_byte;
+  bool local_tags; /* ydoc_parse_tagged: keep `!Name` tags on nodes */
+  const char *tag; /* the tag of the node being made, or NULL */
 } Builder;
 
 static void index_lines(Builder *b) {
@@ -80,6 +82,7 @@ static YamlNode *new_node(Builder *b, YamlKind kind, yaml_mark_t m) {
   n->kind = kind;
   n->loc = mark_loc(m);
   n->offset = byte_offset(b, m);
+  n->tag = b->tag ? arena_strdup(&b->doc->arena, b->tag) : NULL;
   return n;
 }
 
@@ -170,10 +173,16 @@ static bool close_frame(Builder *b) {
 }
 
 /* Only the core schema's own tags (as written by `!!str` and the like)
- * pass: a spec is plain data. */
+ * pass: a spec is plain data. A local tag (`!Memory`) passes where the
+ * caller asked for them, and is kept on the node. */
 static bool check_tag(Builder *b, const yaml_char_t *tag, yaml_mark_t m) {
+  b->tag = NULL;
   if (!tag || strncmp((const char *)tag, "tag:yaml.org,2002:", 18) == 0)
     return true;
+  if (b->local_tags && tag[0] == '!' && tag[1] && tag[1] != '!') {
+    b->tag = (const char *)tag;
+    return true;
+  }
   diag_error(b->diag, b->doc->path, mark_loc(m),
              "YAML tag '%s' is not supported: specs are plain data",
              (const char *)tag);
@@ -222,8 +231,8 @@ static bool handle(Builder *b, yaml_event_t *ev, int *docs) {
   }
 }
 
-YamlDoc *ydoc_parse(const char *path, const char *text, size_t len,
-                    Diag *diag) {
+static YamlDoc *parse(const char *path, const char *text, size_t len,
+                      bool local_tags, Diag *diag) {
   YamlDoc *doc = xcalloc(1, sizeof *doc);
   doc->path = arena_strdup(&doc->arena, path);
   doc->src = xmalloc(len + 1);
@@ -231,7 +240,7 @@ YamlDoc *ydoc_parse(const char *path, const char *text, size_t len,
   doc->src[len] = 0;
   doc->len = len;
 
-  Builder b = {.doc = doc, .diag = diag};
+  Builder b = {.doc = doc, .diag = diag, .local_tags = local_tags};
   index_lines(&b);
 
   yaml_parser_t parser;
@@ -274,6 +283,16 @@ YamlDoc *ydoc_parse(const char *path, const char *text, size_t len,
     return NULL;
   }
   return doc;
+}
+
+YamlDoc *ydoc_parse(const char *path, const char *text, size_t len,
+                    Diag *diag) {
+  return parse(path, text, len, false, diag);
+}
+
+YamlDoc *ydoc_parse_tagged(const char *path, const char *text, size_t len,
+                           Diag *diag) {
+  return parse(path, text, len, true, diag);
 }
 
 YamlDoc *ydoc_load(const char *path, Diag *diag) {

@@ -22,6 +22,8 @@ struct YamlNode {
   size_t offset;  /* byte offset of that start in the source */
   const char *text; /* YN_SCALAR: the value */
   bool quoted;      /* YN_SCALAR: written in quotes or as a block scalar */
+  const char *tag;  /* a local tag (`!Memory`) where ydoc_parse_tagged
+                       kept one, else NULL */
   int n;            /* YN_SEQ, YN_MAP: number of items */
   YamlNode **items; /* YN_SEQ: the items; YN_MAP: the values */
   YamlNode **keys;  /* YN_MAP: the keys (scalars) */
@@ -38,6 +40,10 @@ struct YamlDoc {
 /* Parse TEXT (copied) as one YAML document. NULL and *diag set on error. */
 YamlDoc *ydoc_parse(const char *path, const char *text, size_t len,
                     Diag *diag);
+/* The same, keeping local tags (`!Memory`, AccelForge's architecture
+ * nodes) on their nodes instead of refusing them. */
+YamlDoc *ydoc_parse_tagged(const char *path, const char *text, size_t len,
+                           Diag *diag);
 /* Read and parse a file. */
 YamlDoc *ydoc_load(const char *path, Diag *diag);
 void ydoc_free(YamlDoc *doc);

@@ -2,7 +2,9 @@
  * eval: whatever the bytes, loading returns an Arch or a diagnostic; an
  * accepted architecture prices the shipped Mamba-1 layer (a small shape)
  * under three designs with every figure finite, and its JSON report
- * serializes. Never a crash, a leak or a sanitizer report. */
+ * serializes. Never a crash, a leak or a sanitizer report. An AccelForge
+ * architecture is translated (src/spec/accelforge_arch.c), unless it is a
+ * Jinja template: that runs python3, a process per input (fuzz_peer.h). */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,6 +13,7 @@
 #include "../../src/embed/embed.h"
 #include "../../src/model/model.h"
 #include "../../src/report/report.h"
+#include "../../src/spec/accelforge_arch.h"
 #include "../../src/spec/spec.h"
 #include "../../src/preset/preset.h"
 
@@ -40,8 +43,14 @@ static void check(double v) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!cascade)
     setup();
+  const char *text = (const char *)data;
+  for (size_t i = 0; i + 1 < size; i++)
+    if (text[i] == '{' && (text[i + 1] == '%' || text[i + 1] == '{' ||
+                           text[i + 1] == '#') &&
+        accelforge_arch_format(text, size))
+      return 0;
   Diag d = {0};
-  Arch *a = arch_parse("fuzz.yaml", (const char *)data, size, &d);
+  Arch *a = arch_parse("fuzz.yaml", text, size, &d);
   if (!a)
     return 0;
   static const Design designs[] = {DES_FULL, DES_UNFUSED, DES_IDEAL};

@@ -336,6 +336,33 @@ TEST(ydoc_huge_mapping) {
   buf_free(&b);
 }
 
+/* A local tag (AccelForge's `!Memory`) is refused as ever, except by
+ * ydoc_parse_tagged, which keeps it on its node; a global tag outside the
+ * core schema stays refused there too. */
+TEST(ydoc_local_tags) {
+  const char *text = "nodes:\n- !Memory\n  name: M\n- {name: C}\n";
+  Diag d = {0};
+  CHECK(ydoc_parse("t.yaml", text, strlen(text), &d) == NULL);
+  CHECK_INT(d.loc.line, 2);
+  CHECK_STR(d.msg, "YAML tag '!Memory' is not supported: specs are plain "
+                   "data");
+  Diag e = {0};
+  YamlDoc *doc = ydoc_parse_tagged("t.yaml", text, strlen(text), &e);
+  CHECK(doc != NULL);
+  if (doc) {
+    const YamlNode *nodes = ydoc_get(doc->root, "nodes");
+    CHECK(nodes && nodes->n == 2);
+    CHECK_STR(nodes->items[0]->tag, "!Memory");
+    CHECK(nodes->items[1]->tag == NULL);
+    CHECK(ydoc_get(nodes->items[0], "name")->tag == NULL);
+  }
+  ydoc_free(doc);
+  const char *odd = "a: !<tag:example.com,2000:x> 1\n";
+  Diag f = {0};
+  CHECK(ydoc_parse_tagged("t.yaml", odd, strlen(odd), &f) == NULL);
+  CHECK(strstr(f.msg, "is not supported") != NULL);
+}
+
 /* A figure that is not finite is written as null, not dropped, with a
  * warning on stderr for each: captured here and checked, so that the
  * test log shows no warning a test provokes on purpose. */

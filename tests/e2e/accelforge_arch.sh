@@ -1,0 +1,178 @@
+#!/bin/sh
+# AccelForge's example architectures (tests/archs/accelforge/, copied from
+# its repository at 1c1929c2: README there) load as they are written, by
+# `--arch FILE` and by `import accelforge-arch` (docs/compat.md): every
+# figure below is worked out by hand from the file (sizes in bits,
+# energies in joules per bit, throughputs in bits per second), the notes
+# name what is not modelled, and what cannot be translated is an error at
+# the file, line and column that says it.
+set -u
+. tests/e2e/lib/harness.sh
+PY=python3
+A=$ROOT/tests/archs/accelforge
+
+# ---- tpu_v4i: the translation, line by line ----
+"$M" import accelforge-arch "$A/tpu_v4i.yaml" --out tpu.yaml ||
+  fail "import accelforge-arch tpu_v4i"
+# A figure is checked among the lines of its own level (or unit).
+want() { # FILE LEVEL LINE: LINE is among the lines of LEVEL's entry
+  sed -n "/- name: $2\$/,/- name:/p" "$1" | grep -q -x -F -e "$3" ||
+    fail "$1: $2 lacks '$3': $(sed -n "/- name: $2\$/,/- name:/p" "$1")"
+}
+grep -q -x '  clock: 1.05 GHz' tpu.yaml || fail "tpu clock: MAC 1.05e9/s"
+grep -q -x '  word: 2 B' tpu.yaml || fail "tpu word"
+# MainMemory: 8 * 614e9 bits/s = 614 GB/s on one port (equal read and
+# write throughputs, AccelForge's default sum of their times); 7.03e-12 J
+# per bit (bits_per_action 1).
+want tpu.yaml MainMemory '      bandwidth: 614 GB/s'
+want tpu.yaml MainMemory '      read_energy: 7.03 pJ/bit'
+# GlobalBuffer: 1024*1024*128*8 bits = 134217728 B (128 MiB); separate
+# ports (total_latency max(...)): 8 * 2048e9 bits/s reads = 2048 GB/s,
+# 8 * 1024e9 writes = 1024 GB/s; the level below MainMemory, which keeps
+# ~Intermediates: the fusion level.
+want tpu.yaml GlobalBuffer '      capacity: 134217728 B'
+want tpu.yaml GlobalBuffer '      fusion: true'
+want tpu.yaml GlobalBuffer '      read_bandwidth: 2048 GB/s'
+want tpu.yaml GlobalBuffer '      write_bandwidth: 1024 GB/s'
+want tpu.yaml GlobalBuffer '      read_energy: 1.88 pJ/bit'
+want tpu.yaml GlobalBuffer '      write_energy: 2.36 pJ/bit'
+# LocalBuffer: 1024*1024*4*8 bits = 4 MiB, spatial Z fanout 4.
+want tpu.yaml LocalBuffer '      capacity: 4194304 B'
+want tpu.yaml LocalBuffer '      instances: 4'
+want tpu.yaml LocalBuffer '      write_energy: 0.293 pJ/bit'
+# Register: `weight.bits_per_value if weight else 0`, and it keeps weight:
+# 16 bits = 2 B, under 4 x 128 x 128 fanouts.
+want tpu.yaml Register '      capacity: 2 B'
+want tpu.yaml Register '      instances: 65536'
+# MAC: the most instances, the matrix unit: [4 * 128, 128]; ScalarUnit,
+# 1.05e9 * 128 per second on each of 4: 128 per cycle of 1.05 GHz.
+want tpu.yaml MAC '      shape: [512, 128]'
+want tpu.yaml ScalarUnit '      pes: 4'
+grep -q '^      ops: {macc: 128, add: 128,' tpu.yaml || fail "ScalarUnit rate"
+grep -q -x '    macc: 0.084 pJ' tpu.yaml || fail "MAC energy 0.084e-12 J"
+for n in 'leak_power read, not modelled' 'area read, not modelled' \
+  'tensors read, not modelled' 'enabled read, not modelled' \
+  "ScalarUnit's energy per operation (0 pJ) is not modelled" \
+  'fusion level: GlobalBuffer'; do
+  grep -q "^# note: .*$n" tpu.yaml || fail "tpu note '$n'"
+done
+
+# ---- nvdla ----
+"$M" import accelforge-arch "$A/nvdla.yaml" --out nvdla.yaml ||
+  fail "import accelforge-arch nvdla"
+grep -q -x '  clock: 1 GHz' nvdla.yaml || fail "nvdla clock: MAC 1e9/s"
+want nvdla.yaml MainMemory '      bandwidth: 38.4 GB/s'
+want nvdla.yaml GlobalBuffer '      capacity: 65536 B'
+want nvdla.yaml GlobalBuffer '      read_bandwidth: 512 GB/s'
+want nvdla.yaml GlobalBuffer '      write_bandwidth: 128 GB/s'
+want nvdla.yaml GlobalBuffer '      read_energy: 0.249 pJ/bit'
+want nvdla.yaml Register '      instances: 6144'
+want nvdla.yaml MAC '      shape: [32, 192]'
+grep -q "^# note: Register: component_class read, not modelled" nvdla.yaml ||
+  fail "nvdla: the Dummy class noted"
+
+# ---- both price Mamba-1, loaded directly and as imported alike ----
+for f in tpu_v4i nvdla; do
+  "$M" eval mamba1 --arch "$A/$f.yaml" --design unfused --json \
+    >"$f.json" 2>"$f.notes" || fail "eval mamba1 --arch $f.yaml"
+  grep -q "^$A/$f.yaml: note: word: 2 B assumed" "$f.notes" ||
+    fail "$f: notes on stderr: $(cat "$f.notes")"
+done
+"$M" eval mamba1 --arch nvdla.yaml --design unfused --json >nvdla_imp.json \
+  2>/dev/null || fail "the imported nvdla loads"
+$PY - tpu_v4i.json nvdla.json nvdla_imp.json <<'PYEOF' || fail "Mamba-1 figures"
+import json, sys
+tpu, nv, imp = (json.load(open(f)) for f in sys.argv[1:4])
+def close(a, b, what):
+    assert abs(a - b) <= 1e-9 * abs(b), (what, a, b)
+def level(d, name):
+    return next(l for l in d["levels"] if l["name"] == name)
+def einsum(d, name):
+    return next(e for e in d["einsums"] if e["einsum"] == name)
+# The levels as the file gives them (bytes, bytes/s).
+g = level(tpu, "GlobalBuffer")
+assert g["capacity_bytes"] == 128 * 2**20 and g["instances"] == 1, g
+close(g["read_bandwidth_bytes_per_s"], 2048e9, "tpu GLB read")
+close(g["write_bandwidth_bytes_per_s"], 1024e9, "tpu GLB write")
+r = level(tpu, "Register")
+assert r["capacity_bytes"] == 2 and r["instances"] == 65536, r
+close(level(nv, "MainMemory")["bandwidth_bytes_per_s"], 38.4e9, "nvdla DRAM")
+# Energies: bytes x the file's joules per bit x 8.
+for d, pj in ((tpu, 7.03), (nv, 7.03)):
+    m = level(d, "MainMemory")
+    close(m["energy_j"], (m["read_bytes"] + m["write_bytes"]) * pj * 8e-12,
+          "DRAM energy")
+g = level(tpu, "GlobalBuffer")
+close(g["energy_j"], g["read_bytes"] * 1.88 * 8e-12 +
+      g["write_bytes"] * 2.36 * 8e-12, "tpu GLB energy")
+mac = next(c for c in nv["components"] if c["name"] == "MAC")
+close(mac["energy_j"], nv["totals"]["ops"] * 0.084e-12, "nvdla MAC energy")
+# Latency: nvdla's LEX is bound by its DRAM traffic at 38.4 GB/s;
+# tpu's TTX (B*I*D*ED = 64*2048*2048*1024 = 2^38 MACs) by 512 x 128
+# MACs at 1.05 GHz.
+lex = einsum(nv, "LEX")
+assert lex["bound"] == "MainMemory", lex["bound"]
+close(lex["memory_s"], (lex["dram_read_bytes"] + lex["dram_write_bytes"])
+      / 38.4e9, "nvdla LEX")
+ttx = einsum(tpu, "TTX")
+assert ttx["ops"] == {"macc": 2.0**38}, ttx["ops"]
+close(ttx["compute_s"], 2**38 / (512 * 128 * 1.05e9), "tpu TTX")
+# The imported file prices as the AccelForge file does.
+close(imp["totals"]["latency_s"], nv["totals"]["latency_s"], "import")
+close(imp["totals"]["energy_j"], nv["totals"]["energy_j"], "import energy")
+PYEOF
+
+# ---- what cannot be translated, at its line and column ----
+# eyeriss and simba take their energies from AccelForge's component
+# models (hwcomponents), which mambalaya does not run.
+refused "eyeriss.yaml:9:22: error: MainMemory's read energy comes from AccelForge's component model 'LPDDR4'" \
+  "$M" eval mamba1 --arch "$A/eyeriss.yaml"
+refused "simba.yaml:6:22: error: MainMemory's read energy comes from AccelForge's component model 'LPDDR4'" \
+  "$M" eval mamba1 --arch "$A/simba.yaml"
+# simple and snowcat are Jinja templates (rendered: their lines are the
+# rendering's, import --rendered); their off-chip memory and MAC have
+# unlimited throughputs (their energies, 1 J per bit, count accesses).
+refused "simple.yaml (rendered):15:19: error: MainMemory, off-chip memory, has an unlimited throughput" \
+  "$M" eval mamba1 --arch "$A/simple.yaml"
+refused "snowcat.yaml (rendered):24:22: error: MAC's compute throughput is inf" \
+  "$M" eval mamba1 --arch "$A/snowcat.yaml"
+"$M" import accelforge-arch "$A/simple.yaml" --rendered | sed -n 15p |
+  grep -q -x '      throughput: inf' || fail "simple rendered line 15"
+refused "simple.yaml: error: --set NOT_READ: the template does not read it" \
+  "$M" import accelforge-arch "$A/simple.yaml" --set NOT_READ=1
+refused "not an AccelForge architecture: it has no 'arch' section" \
+  "$M" import accelforge-arch "$ROOT/archs/eyeriss.yaml"
+
+# Bad input in a file of the examples' shape (nvdla's lines).
+bad() { # NAME SED-SCRIPT: nvdla.yaml edited, as NAME
+  sed "$2" "$A/nvdla.yaml" >"$1"
+}
+bad key.yaml 's/^    size: 1024\*64\*8 # 64 kB/    sise: 1024*64*8/'
+refused "key.yaml:18:5: error: unknown key 'sise' in a !Memory node (did you mean 'size'?" \
+  "$M" eval mamba1 --arch key.yaml
+bad expr.yaml 's/^    size: 1024\*64\*8 # 64 kB/    size: 1024*64*/'
+refused "expr.yaml:18:11: error: size: expected a number, a name or '(' at column 9 of '1024\*64\*'" \
+  "$M" eval mamba1 --arch expr.yaml
+bad tag.yaml 's/^  - !Container/  - !Toll/'
+refused "tag.yaml:27:5: error: node 'ProcessingElement' is a !Toll node" \
+  "$M" eval mamba1 --arch tag.yaml
+bad lat.yaml 's/^    total_latency: max.*/    total_latency: min(a.n_calls)/'
+refused "lat.yaml:19:20: error: total_latency 'min(a.n_calls)' is not one the translation reads" \
+  "$M" eval mamba1 --arch lat.yaml
+bad port.yaml '/^    total_latency: max/d'
+refused "port.yaml:16:5: error: GlobalBuffer reads at 4.096e+12 bits/s and writes at 1.024e+12 on one port" \
+  "$M" eval mamba1 --arch port.yaml
+bad act.yaml 's/{name: compute,/{name: compoot,/'
+refused "act.yaml:43:14: error: unknown action 'compoot' (expected compute)" \
+  "$M" eval mamba1 --arch act.yaml
+# An error the architecture loader finds in the translation points at the
+# line of the AccelForge file it came from: 7.03e-3 J per bit.
+bad range.yaml 's/name: read, energy: 7.03e-12/name: read, energy: 7.03e-3/'
+refused "range.yaml:12:28: error: read_energy '7030000000 pJ/bit' is out of range" \
+  "$M" eval mamba1 --arch range.yaml
+# A fanout at the fusion level: instances would split its tile.
+bad fan.yaml 's/^    total_latency: max.*/    spatial: [{name: X, fanout: 2}]\n    total_latency: max(a.n_calls \/ a.throughput for a in actions)/'
+refused "fan.yaml:19:14: error: memory level 'GlobalBuffer' is not inside the fusion level 'GlobalBuffer'" \
+  "$M" eval mamba1 --arch fan.yaml
+
+finish accelforge_arch
