@@ -43,6 +43,8 @@ typedef struct Array {
   void *own;            /* what array_free frees with the array; NULL when
                            the values belong to another owner (a mapped
                            checkpoint file) that outlives the array */
+  size_t mapped;        /* bytes of OWN mapped from the system (array_new's
+                           large arrays), 0 if from the heap */
 } Array;
 
 /* A zero-filled fp32 array; NULL if the size overflows. */

@@ -42,6 +42,8 @@ typedef struct Fused {
   int64_t *tail_len;
   bool *pending; /* per on-chip tensor: its halo's initialization not yet
                     written (filled before its first reader runs) */
+  char *written; /* per on-chip tensor: how much of its buffer the unit
+                    writes (Written) */
   bool counting;        /* the caller asked for the bytes (ExecStats) */
   Bits **rmap, **wmap; /* per group and tensor ([g * ntensors + t]):
                           elements read / written */
@@ -316,6 +318,12 @@ static bool tileable(Fused *f) {
   return true;
 }
 
+/* How much of an on-chip tensor's tile buffer a tile writes: all of it,
+ * or, where the scan kernel keeps the tensor inside (scan.c), nothing
+ * (T, U, the folded producers' outputs) or only the last step (the state
+ * S read by nothing else; and its halo). */
+typedef enum { W_ALL, W_NONE, W_LAST } Written;
+
 /* Elements of tensor T's tile buffer for tiles of the given sizes. */
 static double tile_elems(const Fused *f, int t, const int64_t *tile) {
   const Tensor *T = &f->r->c->tensors[t];
@@ -330,18 +338,51 @@ static double tile_elems(const Fused *f, int t, const int64_t *tile) {
   return n;
 }
 
-/* Bytes of the unit's tile buffers for tiles TILE. */
+/* Bytes of the unit's tile buffers that tiles TILE write. */
 static double tile_bytes(const Fused *f, const int64_t *tile) {
   double bytes = 0;
+  int64_t last[IR_MAX_RANKS]; /* a tile one step long along the inner rank */
+  memcpy(last, tile, sizeof *tile * (size_t)f->nt);
+  if (f->nt > 0)
+    last[f->nt - 1] = 1;
   for (int t = 0; t < f->r->c->ntensors; t++)
-    if (f->onchip[t])
-      bytes += 4 * tile_elems(f, t, tile);
+    if (f->onchip[t] && f->written[t] != W_NONE)
+      bytes += 4 * tile_elems(f, t, f->written[t] == W_LAST ? last : tile);
+  return bytes;
+}
+
+/* The bytes of the weights (inputs of the cascade) that the unit's
+ * products read: each tile streams them again, packed in fp32
+ * (kernel_gemm_pack), or as stored for a matrix-vector product. */
+static double weight_bytes(const Fused *f) {
+  const Cascade *c = f->r->c;
+  bool *seen = xcalloc((size_t)c->ntensors + 1, sizeof *seen);
+  double bytes = 0;
+  for (int e = 0; e < c->neinsums; e++) {
+    const Einsum *E = c->einsums[e];
+    if (!f->member[e] || !einsum_is_gemm(c, E))
+      continue;
+    for (int k = 0; k < E->nreads; k++) {
+      int t = E->reads[k]->tensor;
+      if (c->tensors[t].producer >= 0 || seen[t])
+        continue;
+      seen[t] = true;
+      int64_t shape[IR_MAX_RANKS];
+      tensor_shape(f->r, t, shape);
+      double n = 1;
+      for (int d = 0; d < c->tensors[t].nranks; d++)
+        n *= (double)shape[d];
+      bytes += 4 * n;
+    }
+  }
+  free(seen);
   return bytes;
 }
 
 /* The tile. Under the plan's geometry the off-chip traffic does not depend
  * on it (each distinct element once per group), so what is left to choose
- * is the fewest tiles whose buffers fit: ranks are filled innermost first
+ * is the fewest tiles whose buffers fit (the buffer, or the weights the
+ * tiles' products stream if more): ranks are filled innermost first
  * (consecutive steps of a recurrence), each to the largest extent that
  * fits (by bisection: the buffers only grow with the tile), and the last
  * rank that does not fit whole is cut into equal tiles, as many as that
@@ -355,7 +396,13 @@ static void choose_tile(Fused *f) {
   int64_t tile[IR_MAX_RANKS];
   for (int j = 0; j < f->nt; j++)
     tile[j] = 1;
-  double cap = f->r->o->buffer_bytes;
+  /* Tiles whose buffers hold less than the weights the unit's products
+   * stream each tile would spend longer streaming weights than computing:
+   * a 512-token mamba2-130m prefill under full, in tiles of 6 tokens (2
+   * MiB), ran its projections as matrix-vector products, each tile
+   * streaming the layer's weights. So the buffer is at least those
+   * weights' bytes (15 MB a layer there: 3 tiles). */
+  double cap = fmax(f->r->o->buffer_bytes, weight_bytes(f));
   for (int j = f->nt - 1; j >= 0; j--) {
     int64_t lo = 1, hi = f->tsize[j]; /* the largest that fits, in [1, hi] */
     tile[j] = hi;
@@ -668,6 +715,37 @@ static bool scan_at(const Fused *f, int i, int avail, Scan *sc) {
   return scan_find(f->r, &f->sched.order[i], avail, sc);
 }
 
+/* Mark what the unit's scan patterns leave unwritten. The tile is priced
+ * by what is written (tile_bytes): Mamba-2's [B, I, H, P, N] arrays HX,
+ * HH and H (768 KB a token in mamba2-130m), never materialized by the
+ * kernel, once cut a prompt into tiles of 3 tokens under a 2 MiB buffer:
+ * 171 tiles of the scan's group for 512 tokens, and under full its
+ * projections run as matrix-vector products, every weight streamed once
+ * per tile (0.22 of the interpreter's speed at 128 tokens). Pages of a buffer
+ * that nothing writes are never touched, so they cost no memory; where
+ * the kernel refuses a region (scan_run) the vector machine writes the
+ * whole buffer, as before. */
+static void mark_written(Fused *f) {
+  const Cascade *c = f->r->c;
+  memset(f->written, W_ALL, (size_t)c->ntensors);
+  for (int i = 0; i < f->sched.n; i++) {
+    Scan sc;
+    if (!f->member[f->sched.order[i]] ||
+        !scan_at(f, i, members_from(f, i), &sc))
+      continue;
+    int inner[] = {sc.mul, sc.prod, sc.dprod, sc.fprod};
+    for (size_t k = 0; k < sizeof inner / sizeof inner[0]; k++) {
+      int t = inner[k] >= 0 ? c->einsums[inner[k]]->out.tensor : -1;
+      if (t >= 0 && scan_internal(f->r, &sc, t))
+        f->written[t] = W_NONE;
+    }
+    int ts = c->einsums[sc.add]->out.tensor;
+    if (scan_read_inside(f->r, &sc, ts) &&
+        tensor_state_steps(f->r->s, ts) <= 1)
+      f->written[ts] = W_LAST;
+  }
+}
+
 static int grow_stretch(const Fused *f, int i, int avail, const Region *base,
                         int *split) {
   const Sched *sc = &f->sched;
@@ -921,6 +999,7 @@ static bool run_unit(Fused *f, int last) {
     for (int t = 0; t < c->ntensors; t++)
       f->halo[t] = 0;
   }
+  mark_written(f);
   choose_tile(f);
   for (int t = 0; t < c->ntensors; t++) {
     f->tail_len[t] = f->onchip[t] ? tensor_state_steps(r->s, t) : 0;
@@ -966,6 +1045,7 @@ bool run_fused(Run *r, Tensors *next) {
   f.kept = xcalloc(nt, sizeof *f.kept);
   f.tail_len = xcalloc(nt, sizeof *f.tail_len);
   f.pending = xcalloc(nt, sizeof *f.pending);
+  f.written = xcalloc(nt, sizeof *f.written);
   size_t nmaps = nt * ((size_t)f.p->ngroups + 1);
   f.rmap = xcalloc(nmaps, sizeof *f.rmap);
   f.wmap = xcalloc(nmaps, sizeof *f.wmap);
@@ -1014,6 +1094,7 @@ bool run_fused(Run *r, Tensors *next) {
   free(f.kept);
   free(f.tail_len);
   free(f.pending);
+  free(f.written);
   free(f.rmap);
   free(f.wmap);
   return ok;
