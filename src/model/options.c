@@ -1,0 +1,124 @@
+/* options.c — the model's options (MODEL_OPTIONS in model.h) as values:
+ * the unset overrides, the apply step, and each option's row and value as
+ * data for the front ends that iterate them. The defaults are
+ * design.c's (they start from a design's row). */
+#include "model.h"
+
+#include <math.h>
+
+const char *compose_name(Compose c) {
+  return c == COMPOSE_PIPELINED ? "pipelined" : "sequential";
+}
+
+const char *accounting_name(Accounting a) {
+  return a == ACCOUNT_IDEAL ? "ideal" : "achieved";
+}
+
+/* A switch sets its field to 1: the enums it stands for agree. */
+_Static_assert(COMPOSE_PIPELINED == 1 && ACCOUNT_IDEAL == 1,
+               "a switch's value is 1");
+
+/* Each kind's unset value, and whether V is one. */
+#define UNSET_BOOL -1
+#define UNSET_SWITCH -1
+#define UNSET_ENUM -1
+#define UNSET_INT -1
+#define UNSET_SHARE NAN
+#define IS_SET_BOOL(v) ((v) >= 0)
+#define IS_SET_SWITCH(v) ((v) >= 0)
+#define IS_SET_ENUM(v) ((v) >= 0)
+#define IS_SET_INT(v) ((v) >= 0)
+#define IS_SET_SHARE(v) (!isnan(v))
+
+ModelOverrides model_no_overrides(void) {
+  return (ModelOverrides){
+#define UNSET(K, name, ...) .name = UNSET_##K,
+      MODEL_OPTIONS(UNSET)
+#undef UNSET
+  };
+}
+
+ModelOpts model_opts_with(const ModelOverrides *f, Design d) {
+  ModelOpts o = model_default_opts(d);
+#define APPLY(K, name, field, type, ...)                                     \
+  if (IS_SET_##K(f->name))                                                   \
+    o.field = (type)f->name;
+  MODEL_OPTIONS(APPLY)
+#undef APPLY
+  return o;
+}
+
+ModelOpts model_opts_for_plan(const ModelOverrides *f, Design d,
+                              const Plan *p) {
+  _Static_assert(PLAN_BIND_RULE == BIND_RULE + 1 &&
+                     PLAN_BIND_COST == BIND_COST + 1,
+                 "a plan's binding is the policy, one ahead");
+  ModelOpts o = model_opts_with(f, d);
+  if (f->bind < 0 && p && p->bind != PLAN_BIND_UNSAID)
+    o.bind = (BindPolicy)(p->bind - 1);
+  return o;
+}
+
+/* ---- the options as data ---- */
+
+const ModelOptionInfo model_option_info[MO_COUNT] = {
+#define INFO(K, name, field, type, def, flag, arg, hi, names, noun, sweep, \
+             ...)                                                            \
+  {#name, #field, MOK_##K, hi, noun, sweep},
+    MODEL_OPTIONS(INFO)
+#undef INFO
+};
+
+const char *model_option_value_name(ModelOption k, int v) {
+  switch (k) {
+#define NAME_OF(K, name, field, type, def, flag, arg, hi, names, ...)        \
+  case MO_##name: {                                                          \
+    const char *(*fn)(type) = names;                                         \
+    return fn && v >= 0 && v < hi ? fn((type)v) : NULL;                      \
+  }
+    MODEL_OPTIONS(NAME_OF)
+#undef NAME_OF
+  case MO_COUNT:
+    break;
+  }
+  return NULL;
+}
+
+double model_opt_value(const ModelOpts *o, ModelOption k) {
+  switch (k) {
+#define VALUE(K, name, field, ...)                                           \
+  case MO_##name:                                                            \
+    return (double)o->field;
+    MODEL_OPTIONS(VALUE)
+#undef VALUE
+  case MO_COUNT:
+    break;
+  }
+  return NAN;
+}
+
+double model_override_value(const ModelOverrides *o, ModelOption k) {
+  switch (k) {
+#define VALUE(K, name, ...)                                                  \
+  case MO_##name:                                                            \
+    return IS_SET_##K(o->name) ? (double)o->name : NAN;
+    MODEL_OPTIONS(VALUE)
+#undef VALUE
+  case MO_COUNT:
+    break;
+  }
+  return NAN;
+}
+
+void model_override_set(ModelOverrides *o, ModelOption k, double v) {
+  switch (k) {
+#define SET(K, name, ...)                                                    \
+  case MO_##name:                                                            \
+    o->name = isnan(v) ? UNSET_##K : v;                                      \
+    break;
+    MODEL_OPTIONS(SET)
+#undef SET
+  case MO_COUNT:
+    break;
+  }
+}
