@@ -7,12 +7,11 @@
 
 /* The DESIGNS table, row by row. */
 static const struct {
-  const char *name, *label, *help;
+  const char *name, *label;
   Strategy strategy;
   ModelOpts baseline; /* the fields its row sets; the rest are zero */
 } designs[] = {
-#define X(id, name, label, strategy, help, ...)                             \
-  {name, label, help, strategy, {__VA_ARGS__}},
+#define X(id, name, label, strategy, ...) {name, label, strategy, {__VA_ARGS__}},
     DESIGNS(X)
 #undef X
 };
@@ -35,7 +34,6 @@ const char *bind_policy_name(BindPolicy b) { return bind_names[b]; }
 
 const char *design_name(Design d) { return designs[d].name; }
 const char *design_label(Design d) { return designs[d].label; }
-const char *design_help(Design d) { return designs[d].help; }
 Strategy design_strategy(Design d) { return designs[d].strategy; }
 
 const char *design_plan_label(Design d, const Plan *p, char *buf, size_t n) {

@@ -62,10 +62,11 @@ typedef enum {
                       AV) one group tiled by query rows: FLAT (flat.c) */
 } PlanSource;
 
-/* The designs of §VI, one row each: X(ID, name, label, strategy, help,
+/* The designs of §VI, one row each: X(ID, name, label, strategy,
  * baseline...), where the baseline is the ModelOpts fields that make the
- * design what it is (model_default_opts applies them). Help texts,
- * `reproduce`, the figures and the study loader iterate this table:
+ * design what it is (model_default_opts applies them). The options'
+ * choices, `reproduce`, the figures, the study loader and the tests
+ * iterate this table:
  * adding a design (or a baseline) is one row here; a new strategy is one
  * row of fusion.h's STRATEGIES too. Rows priced with a strategy's plan and
  * no baseline field are the paper's fusion strategies (design_is_strategy).
@@ -90,28 +91,18 @@ typedef enum {
  * spill, RD partial products) are not a design's: every plan is priced by
  * its groups' content (docs/model.md §2, "One plan, one price"). */
 #define DESIGNS(X)                                                          \
-  X(UNFUSED, "unfused", "Best unfused", ST_UNFUSED,                         \
-    "every Einsum alone, each with its best mapping (Table I)",             \
+  X(UNFUSED, "unfused", "Best unfused", ST_UNFUSED, .plan = PLAN_STITCHED)  \
+  X(IDEAL, "ideal", "Ideal fusion", ST_UNFUSED, .bound = true)              \
+  X(MARCA, "marca", "MARCA-like", ST_UNFUSED, .plan = PLAN_RECURRENCE,      \
+    .hold_whole = true)                                                     \
+  X(GEENS, "geens", "Geens-like", ST_UNFUSED, .plan = PLAN_RECURRENCE)      \
+  X(FLAT, "flat", "FLAT", ST_UNFUSED, .plan = PLAN_ATTENTION,               \
+    .bind_alone = true)                                                     \
+  X(RI, "ri", "RI", ST_RI, .plan = PLAN_STITCHED)                           \
+  X(RI_RSB, "ri+rsb", "RI+RSb", ST_RI_RSB, .plan = PLAN_STITCHED)           \
+  X(RI_RSB_RSP, "ri+rsb+rsp", "RI+RSb+RSp", ST_RI_RSB_RSP,                  \
     .plan = PLAN_STITCHED)                                                  \
-  X(IDEAL, "ideal", "Ideal fusion", ST_UNFUSED,                             \
-    "a lower bound: no inter-Einsum traffic, the fastest units",            \
-    .bound = true)                                                          \
-  X(MARCA, "marca", "MARCA-like", ST_UNFUSED,                               \
-    "the recurrence's region fused, intermediates over the whole rank",     \
-    .plan = PLAN_RECURRENCE, .hold_whole = true)                            \
-  X(GEENS, "geens", "Geens-like", ST_UNFUSED,                               \
-    "the recurrence's region fused, the state tiled to unit size",          \
-    .plan = PLAN_RECURRENCE)                                                \
-  X(FLAT, "flat", "FLAT", ST_UNFUSED,                                       \
-    "attention fused by query rows, softmax on the 1D array (Kao et al.)", \
-    .plan = PLAN_ATTENTION, .bind_alone = true)                             \
-  X(RI, "ri", "RI", ST_RI, "RI pairs fused (§IV)", .plan = PLAN_STITCHED)  \
-  X(RI_RSB, "ri+rsb", "RI+RSb", ST_RI_RSB, "+ rank-subsetted pairs",       \
-    .plan = PLAN_STITCHED)                                                  \
-  X(RI_RSB_RSP, "ri+rsb+rsp", "RI+RSb+RSp", ST_RI_RSB_RSP,                 \
-    "+ rank-supersetted pairs", .plan = PLAN_STITCHED)                      \
-  X(FULL, "full", "Fully fused", ST_FULL,                                   \
-    "every pair, RD included (§IV-E)", .plan = PLAN_STITCHED)
+  X(FULL, "full", "Fully fused", ST_FULL, .plan = PLAN_STITCHED)
 
 typedef enum {
 #define X(id, ...) DES_##id,
@@ -122,7 +113,6 @@ typedef enum {
 
 const char *design_name(Design d); /* "unfused", "ideal", "marca", ... */
 const char *design_label(Design d); /* "Best unfused", "MARCA-like", ... */
-const char *design_help(Design d);  /* its line in --help */
 bool design_from_name(const char *name, Design *d);
 /* "unfused, ideal, ..., full": every design's name, for messages, into
  * BUF (256 bytes hold them). */

@@ -1236,6 +1236,5 @@ void study_free(Study *s) {
 }
 
 const char *study_name(const Study *s) { return s->name; }
-const char *study_path(const Study *s) { return s->path; }
 long study_points(const Study *s) { return s->npoints; }
 
