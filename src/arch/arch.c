@@ -208,11 +208,50 @@ static bool unknown_opclass(Loader *L, const YamlNode *key,
 
 /* ---- memory ---- */
 
+const LevelField mem_level_fields[MEM_LEVEL_NFIELDS] = {
+#define LEVEL_FIELD(key, member, KIND, dim, dflt, NEED, hint, json)           \
+  {key, LF_##KIND, dim, dflt, LF_##NEED, hint, json,                          \
+   offsetof(MemLevel, member)},
+    MEM_LEVEL_FIELDS(LEVEL_FIELD)
+#undef LEVEL_FIELD
+};
+
 static const char *const level_keys[] = {
-    "name",           "capacity",        "bandwidth", "read_bandwidth",
-    "write_bandwidth", "read_energy",    "write_energy", "instances",
-    "fusion",         "area",            "ports",     "port_area",
-    "efficiency",     NULL};
+#define LEVEL_KEY(key, ...) key,
+    "name", MEM_LEVEL_FIELDS(LEVEL_KEY) NULL
+#undef LEVEL_KEY
+};
+
+double mem_level_value(const MemLevel *lv, const LevelField *f) {
+  const char *at = (const char *)lv + f->offset;
+  switch (f->kind) {
+  case LF_COUNT:
+    return *(const int *)at;
+  case LF_FLAG:
+    return *(const bool *)at;
+  case LF_POSITIVE:
+  case LF_NON_NEGATIVE:
+  case LF_SHARE:
+    break;
+  }
+  return *(const double *)at;
+}
+
+void mem_level_set(MemLevel *lv, const LevelField *f, double v) {
+  char *at = (char *)lv + f->offset;
+  switch (f->kind) {
+  case LF_COUNT:
+    *(int *)at = (int)lround(v);
+    return;
+  case LF_FLAG:
+    *(bool *)at = v != 0;
+    return;
+  case LF_POSITIVE:
+  case LF_NON_NEGATIVE:
+  case LF_SHARE:
+    *(double *)at = v;
+  }
+}
 
 static const char *const level_role_names[] = {"dram", "staging", "buffer",
                                                "level", "registers"};
@@ -240,21 +279,13 @@ static bool get_flag(Loader *L, const YamlNode *n, const char *what,
   return k >= 0;
 }
 
-/* area, ports, port_area: checked against the area section once it is
+/* ports and port_area go with area; ports past the first need
+ * port_area. Area itself is checked against the area section once it is
  * loaded (check_level_areas). */
-static bool load_level_area(Loader *L, const YamlNode *m, MemLevel *lv) {
+static bool check_level_ports(Loader *L, const YamlNode *m,
+                              const MemLevel *lv) {
   const YamlNode *area = ydoc_get(m, "area"), *ports = ydoc_get(m, "ports");
   const YamlNode *pa = ydoc_get(m, "port_area");
-  lv->area_per_byte = NAN;
-  lv->ports = 1;
-  lv->port_area_per_byte = 0;
-  if (area && !get_non_negative(L, area, "mm2/B", "area", &lv->area_per_byte))
-    return false;
-  if (ports && !get_count(L, ports, "ports", &lv->ports))
-    return false;
-  if (pa && !get_non_negative(L, pa, "mm2/B", "port_area",
-                              &lv->port_area_per_byte))
-    return false;
   if ((ports || pa) && !area)
     return fail(L, (ports ? ports : pa)->loc,
                 "ports and port_area need 'area' (per MiB with one port, "
@@ -281,14 +312,11 @@ static bool get_share(Loader *L, const YamlNode *n, const char *what,
 
 /* efficiency: the share of its bandwidths a kernel achieves, applied to
  * them here once; a level without a bandwidth has none to scale. */
-static bool load_level_efficiency(Loader *L, const YamlNode *m,
-                                  MemLevel *lv) {
+static bool apply_level_efficiency(Loader *L, const YamlNode *m,
+                                   MemLevel *lv) {
   const YamlNode *eff = ydoc_get(m, "efficiency");
-  lv->efficiency = 1;
   if (!eff)
     return true;
-  if (!get_share(L, eff, "efficiency", &lv->efficiency))
-    return false;
   if (isinf(lv->bandwidth) && isinf(lv->read_bandwidth) &&
       isinf(lv->write_bandwidth))
     return fail(L, eff->loc,
@@ -301,14 +329,41 @@ static bool load_level_efficiency(Loader *L, const YamlNode *m,
   return true;
 }
 
-/* Capacity: required on chip, optional (infinite) for the outermost level.
- * Bandwidth: required for the outermost level (the roofline's memory
- * side), optional (never a bottleneck) on chip. */
+/* Field F of the level in M (WHERE, for messages), by its row of
+ * MEM_LEVEL_FIELDS: its default when not given, an error when it must
+ * be. */
+static bool load_level_field(Loader *L, const YamlNode *m, bool outermost,
+                             const char *where, const LevelField *f,
+                             MemLevel *lv) {
+  mem_level_set(lv, f, f->dflt);
+  const YamlNode *v = ydoc_get(m, f->key);
+  bool needed = f->need == LF_REQUIRED ||
+                (f->need == LF_ON_CHIP && !outermost) ||
+                (f->need == LF_OFF_CHIP && outermost);
+  if (!v)
+    return !needed || need(L, m, f->key, where, f->hint);
+  void *at = (char *)lv + f->offset;
+  switch (f->kind) {
+  case LF_POSITIVE:
+    return get_positive(L, v, f->dim, f->key, at);
+  case LF_NON_NEGATIVE:
+    return get_non_negative(L, v, f->dim, f->key, at);
+  case LF_SHARE:
+    return get_share(L, v, f->key, at);
+  case LF_COUNT:
+    return get_count(L, v, f->key, at);
+  case LF_FLAG:
+    return get_flag(L, v, f->key, at);
+  }
+  return false;
+}
+
+/* A level: its name, then every field of MEM_LEVEL_FIELDS, then the rules
+ * between them. */
 static bool load_level(Loader *L, const YamlNode *m, bool outermost,
                        MemLevel *lv) {
   if (!want(L, m, YN_MAP, "a memory level"))
     return false;
-  char where[300];
   if (!check_keys(L, m, level_keys, "a memory level"))
     return false;
   const YamlNode *name =
@@ -316,55 +371,12 @@ static bool load_level(Loader *L, const YamlNode *m, bool outermost,
   if (!name || !get_name(L, name, "memory level name", &lv->name))
     return false;
   lv->loc = m->loc;
+  char where[300];
   snprintf(where, sizeof where, "memory level '%s'", lv->name);
-
-  const YamlNode *cap = ydoc_get(m, "capacity");
-  lv->capacity = INFINITY;
-  if (!cap && !outermost)
-    return fail(L, m->loc,
-                "%s is missing 'capacity' (only the outermost level, "
-                "off-chip memory, may omit it)",
-                where);
-  if (cap && !get_positive(L, cap, "bytes", "capacity", &lv->capacity))
-    return false;
-
-  const YamlNode *bw = ydoc_get(m, "bandwidth");
-  lv->bandwidth = INFINITY;
-  if (!bw && outermost)
-    return fail(L, m->loc,
-                "%s is missing 'bandwidth' (the outermost level needs one, "
-                "e.g. '2039 GB/s')",
-                where);
-  if (bw && !get_positive(L, bw, "bytes/s", "bandwidth", &lv->bandwidth))
-    return false;
-  const YamlNode *rbw = ydoc_get(m, "read_bandwidth");
-  const YamlNode *wbw = ydoc_get(m, "write_bandwidth");
-  lv->read_bandwidth = lv->write_bandwidth = INFINITY;
-  if (rbw && !get_positive(L, rbw, "bytes/s", "read_bandwidth",
-                           &lv->read_bandwidth))
-    return false;
-  if (wbw && !get_positive(L, wbw, "bytes/s", "write_bandwidth",
-                           &lv->write_bandwidth))
-    return false;
-
-  if (!load_level_efficiency(L, m, lv))
-    return false;
-
-  const YamlNode *inst = ydoc_get(m, "instances"), *fu = ydoc_get(m, "fusion");
-  lv->instances = 1;
-  lv->fusion = false;
-  if (inst && !get_count(L, inst, "instances", &lv->instances))
-    return false;
-  if (fu && !get_flag(L, fu, "fusion", &lv->fusion))
-    return false;
-
-  const YamlNode *rd = need(L, m, "read_energy", where, "e.g. '1.25 pJ/B'");
-  if (!rd || !get_non_negative(L, rd, "pJ/B", "read_energy", &lv->read_pj))
-    return false;
-  const YamlNode *wr = need(L, m, "write_energy", where, "e.g. '1.25 pJ/B'");
-  return wr &&
-         get_non_negative(L, wr, "pJ/B", "write_energy", &lv->write_pj) &&
-         load_level_area(L, m, lv);
+  for (int k = 0; k < MEM_LEVEL_NFIELDS; k++)
+    if (!load_level_field(L, m, outermost, where, &mem_level_fields[k], lv))
+      return false;
+  return apply_level_efficiency(L, m, lv) && check_level_ports(L, m, lv);
 }
 
 /* ---- the fusion level ---- */
