@@ -130,34 +130,15 @@ static char *upper(Af *af, const char *s) {
   return u;
 }
 
-static bool key_in(const char *k, const char *const *keys) {
-  for (int i = 0; keys[i]; i++)
-    if (strcmp(keys[i], k) == 0)
-      return true;
-  return false;
-}
-
-/* Every key of map M must be one of KEYS (NULL-terminated). */
+/* The document checks of ydoc.h (one wording for every loader), in the
+ * translation's terms. */
 static bool check_keys(Af *af, const YamlNode *m, const char *where,
                        const char *const *keys) {
-  for (int i = 0; i < m->n; i++)
-    if (!key_in(m->keys[i]->text, keys)) {
-      Buf b = {0};
-      for (int k = 0; keys[k]; k++)
-        buf_printf(&b, "%s%s", k ? ", " : "", keys[k]);
-      fail(af, m->keys[i]->loc, "unknown key '%s' in %s (AccelForge's: %s)",
-           m->keys[i]->text, where, b.s);
-      buf_free(&b);
-      return false;
-    }
-  return true;
+  return ydoc_known_keys(m, keys, where, af->d);
 }
 
 static bool want(Af *af, const YamlNode *n, YamlKind k, const char *what) {
-  if (n && n->kind == k)
-    return true;
-  return fail(af, n ? n->loc : (Loc){1, 1}, "expected %s %s", ydoc_kind_name(k),
-              what);
+  return ydoc_want(n, k, what, af->d);
 }
 
 /* ---- ranks and tensors ---- */
@@ -261,10 +242,10 @@ static bool parse_bound(Af *af, const YamlNode *n, AfBound *b) {
 /* rank_sizes: RANK: size, of the workload (OVERRIDE: it sets every size
  * it names) or of an Einsum (it sets a size the workload left unset). */
 static bool load_rank_sizes(Af *af, const YamlNode *sizes, bool override) {
-  if (sizes && !want(af, sizes, YN_MAP, "(rank_sizes: RANK: size)"))
+  if (sizes && !want(af, sizes, YN_MAP, "rank_sizes (RANK: size)"))
     return false;
   for (int i = 0; sizes && i < sizes->n; i++) {
-    if (!want(af, sizes->items[i], YN_SCALAR, "(a size)"))
+    if (!want(af, sizes->items[i], YN_SCALAR, "a size"))
       return false;
     int r = rank_get(af, sizes->keys[i]->text, sizes->keys[i]->loc);
     if (override || !af->ranks[r].size)
@@ -277,9 +258,9 @@ static bool load_bounds(Af *af, const YamlNode *n, AfBound *b, int *nb) {
   if (!n)
     return true;
   if (n->kind != YN_MAP && n->kind != YN_SEQ)
-    return want(af, n, YN_SEQ, "(iteration_space_shape: bounds)");
+    return want(af, n, YN_SEQ, "iteration_space_shape (bounds)");
   for (int i = 0; i < n->n; i++) {
-    if (!want(af, n->items[i], YN_SCALAR, "(a bound 'LO <= v < HI')"))
+    if (!want(af, n->items[i], YN_SCALAR, "a bound ('LO <= v < HI')"))
       return false;
     if (*nb == AF_MAX_BOUNDS)
       return fail(af, n->items[i]->loc, "more than %d bounds", AF_MAX_BOUNDS);
@@ -401,7 +382,7 @@ static bool parse_projection(Af *af, AfAccess *a, const YamlNode *p) {
                 "projection, a list [m, n] or a mapping {M: m}", a->tensor);
   for (int i = 0; i < p->n; i++) {
     const YamlNode *x = p->items[i];
-    if (!want(af, x, YN_SCALAR, "(a projection index)"))
+    if (!want(af, x, YN_SCALAR, "a projection index"))
       return false;
     const char *rank = p->kind == YN_MAP ? p->keys[i]->text : NULL;
     if (!add_dim(af, a, rank, dup_trim(af, x->text, strlen(x->text)),
@@ -437,15 +418,15 @@ static bool load_accesses(Af *af, AfEinsum *e, const YamlNode *list,
   static const char *const keys[] = {"name", "projection", "output",
                                      "persistent", "bits_per_value",
                                      "backing_storage_size_scale", NULL};
-  if (!want(af, list, YN_SEQ, "(tensor_accesses: a list)"))
+  if (!want(af, list, YN_SEQ, "tensor_accesses"))
     return false;
   for (int i = 0; i < list->n; i++) {
     const YamlNode *m = list->items[i];
-    if (!want(af, m, YN_MAP, "(a tensor access)") ||
+    if (!want(af, m, YN_MAP, "a tensor access") ||
         !check_keys(af, m, "a tensor access", keys))
       return false;
     const YamlNode *name = ydoc_get(m, "name");
-    if (!name || !want(af, name, YN_SCALAR, "(a tensor name)"))
+    if (!name || !want(af, name, YN_SCALAR, "a tensor name"))
       return fail(af, m->loc, "a tensor access without a name");
     for (int k = 0; k < m->n; k++)
       if (strcmp(m->keys[k]->text, "name") &&
@@ -482,7 +463,7 @@ static bool load_einsum_map(Af *af, AfEinsum *e, const YamlNode *m) {
   const YamlNode *str = ydoc_get(m, "einsum");
   const YamlNode *acc = ydoc_get(m, "tensor_accesses");
   if (str) {
-    if (!want(af, str, YN_SCALAR, "(einsum: 'OUT[...] = ...')") ||
+    if (!want(af, str, YN_SCALAR, "einsum ('OUT[...] = ...')") ||
         !parse_string(af, e, str) || (acc && !load_accesses(af, e, acc, true)))
       return false;
   } else {
@@ -1170,7 +1151,7 @@ static bool load_workload(Af *af, const YamlNode *w) {
                                      "einsums",
                                      "bits_per_value", "persistent_tensors",
                                      "n_instances", NULL};
-  if (!want(af, w, YN_MAP, "(workload: rank_sizes, einsums, ...)") ||
+  if (!want(af, w, YN_MAP, "workload (rank_sizes, einsums, ...)") ||
       !check_keys(af, w, "workload", keys))
     return false;
   for (int i = 0; i < w->n; i++) {
@@ -1202,7 +1183,7 @@ static bool load_workload(Af *af, const YamlNode *w) {
 static bool translate_doc(Af *af, const YamlNode *root, const char *used,
                           const SpecLoad *o) {
   static const char *const keys[] = {"workload", "renames", NULL};
-  if (!want(af, root, YN_MAP, "at the top level (workload:)") ||
+  if (!want(af, root, YN_MAP, "the top level (workload:)") ||
       !check_keys(af, root, "an AccelForge file", keys))
     return false;
   const YamlNode *w = ydoc_get(root, "workload");
