@@ -208,13 +208,16 @@ static bool unknown_opclass(Loader *L, const YamlNode *key,
 
 /* ---- memory ---- */
 
-const LevelField mem_level_fields[MEM_LEVEL_NFIELDS] = {
+const LevelField mem_level_fields[] = {
 #define LEVEL_FIELD(key, member, KIND, dim, dflt, NEED, hint, json)           \
   {key, LF_##KIND, dim, dflt, LF_##NEED, hint, json,                          \
    offsetof(MemLevel, member)},
     MEM_LEVEL_FIELDS(LEVEL_FIELD)
 #undef LEVEL_FIELD
 };
+_Static_assert(sizeof mem_level_fields / sizeof mem_level_fields[0] ==
+                   MEM_LEVEL_NFIELDS,
+               "a row per level field");
 
 static const char *const level_keys[] = {
 #define LEVEL_KEY(key, ...) key,

@@ -61,13 +61,16 @@ ModelOpts model_opts_for_plan(const ModelOverrides *f, Design d,
 
 /* ---- the options as data ---- */
 
-const ModelOptionInfo model_option_info[MO_COUNT] = {
+const ModelOptionInfo model_option_info[] = {
 #define INFO(K, name, field, type, def, flag, arg, hi, names, noun, sweep, \
              ...)                                                            \
   {#name, #field, MOK_##K, hi, noun, sweep},
     MODEL_OPTIONS(INFO)
 #undef INFO
 };
+_Static_assert(sizeof model_option_info / sizeof model_option_info[0] ==
+                   MO_COUNT,
+               "a row per option");
 
 const char *model_option_value_name(ModelOption k, int v) {
   switch (k) {
