@@ -5,6 +5,8 @@
 #include "model.h"
 
 #include <math.h>
+#include <stddef.h>
+#include <string.h>
 
 const char *compose_name(Compose c) {
   return c == COMPOSE_PIPELINED ? "pipelined" : "sequential";
@@ -100,28 +102,34 @@ double model_opt_value(const ModelOpts *o, ModelOption k) {
   return NAN;
 }
 
+/* Where each option lies in ModelOverrides: an int, or a share's
+ * double. */
+static const size_t override_at[] = {
+#define AT(K, name, ...) offsetof(ModelOverrides, name),
+    MODEL_OPTIONS(AT)
+#undef AT
+};
+_Static_assert(sizeof override_at / sizeof override_at[0] == MO_COUNT,
+               "a place per option");
+
 double model_override_value(const ModelOverrides *o, ModelOption k) {
-  switch (k) {
-#define VALUE(K, name, ...)                                                  \
-  case MO_##name:                                                            \
-    return IS_SET_##K(o->name) ? (double)o->name : NAN;
-    MODEL_OPTIONS(VALUE)
-#undef VALUE
-  case MO_COUNT:
-    break;
+  const char *at = (const char *)o + override_at[k];
+  if (model_option_info[k].kind == MOK_SHARE) {
+    double v;
+    memcpy(&v, at, sizeof v);
+    return v; /* NAN: unset */
   }
-  return NAN;
+  int v;
+  memcpy(&v, at, sizeof v);
+  return v >= 0 ? v : NAN;
 }
 
 void model_override_set(ModelOverrides *o, ModelOption k, double v) {
-  switch (k) {
-#define SET(K, name, ...)                                                    \
-  case MO_##name:                                                            \
-    o->name = isnan(v) ? UNSET_##K : v;                                      \
-    break;
-    MODEL_OPTIONS(SET)
-#undef SET
-  case MO_COUNT:
-    break;
+  char *at = (char *)o + override_at[k];
+  if (model_option_info[k].kind == MOK_SHARE)
+    memcpy(at, &v, sizeof v);
+  else {
+    int i = isnan(v) ? -1 : (int)v;
+    memcpy(at, &i, sizeof i);
   }
 }
