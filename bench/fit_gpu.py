@@ -2,9 +2,10 @@
 """bench/fit_gpu.py — the fitted fields of archs/a100.yaml and
 archs/h100-sxm.yaml, from the tuning files alone (docs/validation.md).
 
-For each GPU, a grid over the three fields no datasheet gives -- the
-fixed cost per kernel (`kernel`), the tensor unit's `efficiency` and
-HBM's `efficiency` -- each point priced by `mambalaya validate` on the
+For each GPU, a grid over the four fields no datasheet gives -- the
+fixed cost per kernel (`kernel`), the tensor unit's `efficiency`, HBM's
+`efficiency` and HBM's loaded `latency` -- each point priced by
+`mambalaya validate` on the
 Llama-2-7B and Llama-3-8B files of that GPU at tensor-parallel degree 1,
 and the point of least median |error| + 90th-percentile |error| / 2
 printed. No held-out file is read.
@@ -17,16 +18,19 @@ TOOL = sys.argv[1] if len(sys.argv) > 1 else "build/mambalaya"
 DATA = "data/vidur/compute"
 TUNING = ["meta-llama/Llama-2-7b-hf", "meta-llama/Meta-Llama-3-8B"]
 GPUS = {"a100": "archs/a100.yaml", "h100": "archs/h100-sxm.yaml"}
-KERNEL_US = [1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5]
-TENSOR = [0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9]
-HBM = [0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
+KERNEL_US = [0.5, 1, 1.5, 2, 2.5, 3]
+LATENCY_US = [0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6]
+TENSOR = [0.75, 0.8, 0.85]
+HBM = [0.85, 0.9, 0.95, 1]
 
 
-def with_fields(text, kernel, tensor, hbm):
-    """The architecture TEXT with the three FITTED fields replaced (each
+def with_fields(text, kernel, latency, tensor, hbm):
+    """The architecture TEXT with the four FITTED fields replaced (each
     found once)."""
     for pattern, value in [(r"(\n  kernel: )[0-9.]+( us\s+# FITTED)",
                             "%g" % kernel),
+                           (r"(\n      latency: )[0-9.]+( us\s+# FITTED)",
+                            "%g" % latency),
                            (r"(\n      efficiency: )[0-9.]+(\s+# FITTED: "
                             r"the share of HBM)", "%g" % hbm),
                            (r"(\n      efficiency: )[0-9.]+(\s+# FITTED: "
@@ -59,16 +63,18 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             arch = os.path.join(tmp, os.path.basename(path))
             for k in KERNEL_US:
-                for t in TENSOR:
-                    for h in HBM:
-                        open(arch, "w").write(with_fields(text, k, t, h))
-                        med, p90 = score(arch, files)
-                        if best is None or med + p90 / 2 < best[0]:
-                            best = (med + p90 / 2, med, p90, k, t, h)
-        _, med, p90, k, t, h = best
-        print(f"{gpu}: kernel {k} us, tensor efficiency {t}, HBM efficiency "
-              f"{h}: median |error| {100 * med:.1f} %, p90 {100 * p90:.1f} % "
-              f"on {len(files)} tuning file(s)")
+                for lat in LATENCY_US:
+                    for t in TENSOR:
+                        for h in HBM:
+                            open(arch, "w").write(
+                                with_fields(text, k, lat, t, h))
+                            med, p90 = score(arch, files)
+                            if best is None or med + p90 / 2 < best[0]:
+                                best = (med + p90 / 2, med, p90, k, lat, t, h)
+        _, med, p90, k, lat, t, h = best
+        print(f"{gpu}: kernel {k} us, latency {lat} us, tensor efficiency "
+              f"{t}, HBM efficiency {h}: median |error| {100 * med:.1f} %, "
+              f"p90 {100 * p90:.1f} % on {len(files)} tuning file(s)")
 
 
 if __name__ == "__main__":

@@ -37,13 +37,14 @@ OPS = ["emb", "input_layernorm", "attn_pre_proj", "attn_rope",
        "attn_post_proj", "post_attention_layernorm", "mlp_up_proj",
        "mlp_act", "mlp_down_proj", "add"]
 GEMMS = [o for o in OPS if o.endswith("_proj")]
-def stats(e):
+def stats(e, digits=0):
     e = sorted(abs(x) for x in e)
     n = len(e)
     if not n:
         return "–"
     med = e[n // 2] if n % 2 else (e[n // 2 - 1] + e[n // 2]) / 2
-    return "%.0f / %.0f" % (100 * med, 100 * e[math.ceil(0.9 * n) - 1])
+    return "%.*f / %.*f" % (digits, 100 * med, digits,
+                            100 * e[math.ceil(0.9 * n) - 1])
 def load(t):
     return json.load(open(f"{tmp}/tp{t}.json"))
 tp1 = load(1)
@@ -71,7 +72,7 @@ def table_per_gpu():
             if not rs:
                 continue
             rows.append("| %s | %s | %d | %s | %s | %s |" % (
-                g, s, len(rs), stats([r["error"] for r in rs]),
+                g, s, len(rs), stats([r["error"] for r in rs], 1),
                 stats([r["error"] for r in rs if r["operator"] in GEMMS]),
                 stats([r["error"] for r in rs if r["operator"] not in GEMMS])))
     return "\n".join(rows)

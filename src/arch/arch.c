@@ -379,6 +379,14 @@ static bool load_level(Loader *L, const YamlNode *m, bool outermost,
   for (int k = 0; k < MEM_LEVEL_NFIELDS; k++)
     if (!load_level_field(L, m, outermost, where, &mem_level_fields[k], lv))
       return false;
+  /* latency: the round trip a GPU kernel's dependent access waits, to
+   * off-chip memory (check_gpu_waits: a GPU's field). */
+  const YamlNode *lat = ydoc_get(m, "latency");
+  if (lat && !outermost)
+    return fail(L, lat->loc,
+                "%s: 'latency' is off-chip memory's (the round trip a GPU "
+                "kernel's dependent access waits), not an on-chip level's",
+                where);
   return apply_level_efficiency(L, m, lv) && check_level_ports(L, m, lv);
 }
 
@@ -576,7 +584,7 @@ static bool load_memory(Loader *L, const YamlNode *seq) {
 
 static const char *const unit_keys[] = {
     "name", "role", "shape", "pes", "mode_of", "pipeline", "ops",
-    "epilogue", "reduction", "efficiency", "tile", "sms", NULL};
+    "epilogue", "reduction", "efficiency", "tile", "sms", "threads", NULL};
 
 static bool load_role(Loader *L, const YamlNode *n, UnitRole *out) {
   int r = ydoc_enum(n, role_names, ROLE_COUNT, "role", L->d);
@@ -653,8 +661,15 @@ static bool load_kernel_fields(Loader *L, const YamlNode *m,
                                const char *where, Unit *u) {
   const YamlNode *eff = ydoc_get(m, "efficiency");
   const YamlNode *tile = ydoc_get(m, "tile"), *sms = ydoc_get(m, "sms");
+  const YamlNode *threads = ydoc_get(m, "threads");
   u->efficiency = 1;
+  u->threads = 0;
   if (eff && !get_share(L, eff, "efficiency", &u->efficiency))
+    return false;
+  if (threads && !sms)
+    return fail(L, threads->loc,
+                "%s: 'threads' (resident per SM) needs 'sms'", where);
+  if (threads && !get_count(L, threads, "threads", &u->threads))
     return false;
   if (!tile && !sms)
     return true;
@@ -1066,6 +1081,29 @@ static const char *const arch_keys[] = {"name",    "clock",   "word",
                                         "binding", "area",    "kernel",
                                         NULL};
 
+/* Off-chip memory's `latency` and a unit's `threads` price the waits of
+ * a GPU kernel's threads (src/model/gpu.c): they come together, on a
+ * file with kernels (`kernel`). */
+static bool check_gpu_waits(Loader *L) {
+  const Arch *a = L->a;
+  const MemLevel *dram = &a->levels[0];
+  const Unit *t = NULL;
+  for (int i = 0; i < a->nunits; i++)
+    if (a->units[i].threads)
+      t = &a->units[i];
+  if (dram->latency > 0 && (a->kernel_s == 0 || !t))
+    return fail(L, dram->loc,
+                "memory level '%s': 'latency' is a GPU kernel's: it needs "
+                "the architecture's 'kernel' and a unit's 'threads'",
+                dram->name);
+  if (t && dram->latency == 0)
+    return fail(L, t->loc,
+                "compute unit '%s': 'threads' needs off-chip memory's "
+                "'latency' (the waits it prices)",
+                t->name);
+  return true;
+}
+
 static bool load_word(Loader *L, const YamlNode *n) {
   double w;
   if (!get_positive(L, n, "bytes", "word", &w))
@@ -1115,6 +1153,8 @@ static bool load_architecture(Loader *L, const YamlNode *key,
     return false;
   const YamlNode *kernel = ydoc_get(m, "kernel");
   if (kernel && !get_positive(L, kernel, "s", "kernel", &L->a->kernel_s))
+    return false;
+  if (!check_gpu_waits(L))
     return false;
   for (int i = 0; i < m->n; i++)
     if (strcmp(m->keys[i]->text, "area") == 0 &&

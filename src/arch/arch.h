@@ -71,6 +71,9 @@ typedef struct Unit {
    * tiles run in waves of `sms`; a last partial wave costs a whole one. */
   double efficiency;
   int tile_m, tile_n, sms;
+  int threads; /* threads resident per SM (`threads`, with `sms`): a
+                  kernel's blocks run in waves of sms x threads / block
+                  (0: none) */
 } Unit;
 
 /* An architecture's choice of unit for one Einsum, by its output's name
@@ -141,6 +144,9 @@ const char *level_role_name(LevelRole r);
    * has already multiplied the three bandwidths by it, so the model reads  \
    * achievable figures. */                                                  \
   X("efficiency", efficiency, SHARE, NULL, 1, OPTIONAL, NULL, NULL)          \
+  /* off-chip memory's round trip a GPU kernel's dependent access waits     \
+   * (seconds; 0: none): a GPU's field (arch.c, check_gpu_waits) */          \
+  X("latency", latency, POSITIVE, "s", 0, OPTIONAL, NULL, NULL)              \
   /* copies (per-PE or per-core stores): an Einsum's iteration space is     \
    * split over them */                                                      \
   X("instances", instances, COUNT, NULL, 1, OPTIONAL, NULL, "instances")     \

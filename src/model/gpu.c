@@ -18,7 +18,19 @@
  *   kernel      a fixed time per kernel: a group of a plan is one kernel
  *               (an unfused Einsum its own), so each group starts after
  *               it (compose.c); the ideal bound pays one for the layer,
- *               the least any plan pays. */
+ *               the least any plan pays;
+ *   latency,    a kernel's threads wait on off-chip memory: every kernel
+ *   threads     waits one round trip (`latency`) before its first byte,
+ *               so it is part of the fixed cost; a kernel whose threads
+ *               each wait on several accesses one after another (a loop
+ *               whose each step loads, then stores) waits the others in
+ *               waves of blocks, sms x threads / block at a time
+ *               (gpu_wait_seconds). The waits add to the transfer rather
+ *               than overlap it: a memory queue's latency grows with its
+ *               load, so that the bandwidth a kernel reaches is what its
+ *               bytes in flight over the latency allow (Little's law),
+ *               and transfer + waits is that time (docs/architecture.md,
+ *               "GPU kernels"). */
 #include "price.h"
 
 #include <math.h>
@@ -66,4 +78,25 @@ void gpu_compute(const Ctx *x, int e, EinsumEval *r) {
   r->compute_cycles = fmax(r->unit_cycles, r->epilogue_cycles);
 }
 
-double gpu_kernel_cycles(const Arch *a) { return a->kernel_s * a->clock_hz; }
+double gpu_kernel_cycles(const Arch *a) {
+  return (a->kernel_s + a->levels[0].latency) * a->clock_hz;
+}
+
+/* The unit whose `threads` and `sms` place a kernel's blocks, or NULL. */
+static const Unit *sm_unit(const Arch *a) {
+  for (int i = 0; i < a->nunits; i++)
+    if (a->units[i].threads)
+      return &a->units[i];
+  return NULL;
+}
+
+double gpu_wait_seconds(const Arch *a, const GpuKernel *k) {
+  const Unit *u = sm_unit(a);
+  if (!u || k->blocks <= 0 || k->steps <= 0)
+    return 0;
+  double per_sm = fmax(1, floor((double)u->threads / k->block));
+  if (k->per_sm > 0)
+    per_sm = fmin(per_sm, k->per_sm);
+  double waits = ceil(k->blocks / (u->sms * per_sm)) * k->steps;
+  return (waits - 1) * a->levels[0].latency; /* the first: the kernel's */
+}

@@ -460,6 +460,22 @@ typedef struct Eval {
                             role, in cascade order */
 } Eval;
 
+/* A GPU kernel as its implementation runs it (docs/architecture.md, "GPU
+ * kernels"): BLOCKS blocks of work of BLOCK threads, at most PER_SM of
+ * them resident on an SM (0: as many as its `threads` allow; a launch
+ * that caps its grid and strides over the rest), each thread waiting
+ * STEPS round trips to off-chip memory one after another per block. */
+typedef struct GpuKernel {
+  double blocks;
+  int block, per_sm;
+  double steps;
+} GpuKernel;
+/* The seconds K's waits add on A beyond the one every kernel pays
+ * (gpu_kernel_cycles): its blocks in waves over the SMs, STEPS latencies
+ * each; 0 on an architecture without `latency` and `threads`
+ * (src/model/gpu.c). */
+double gpu_wait_seconds(const Arch *a, const GpuKernel *k);
+
 /* Price design D of cascade C (bound by S) on A. PAIRS from
  * fusion_classify. NULL and DIAG set when the architecture cannot run the
  * cascade (an op class no unit implements; a buffer too small for one

@@ -34,6 +34,8 @@ enum {
 #define FONT_TICK 11.0
 #define FONT_LEGEND 11.0
 #define FONT_NOTE 10.0
+#define NOTE_ROW (FONT_NOTE + 4) /* lines of notes under a chart */
+#define LIGHT_BAR 0.4 /* the fill opacity of a dashed series' bars */
 #define GLYPH_W 0.6
 #define TITLE_BAND 36.0
 #define SUBTITLE_BAND 16.0
@@ -585,6 +587,8 @@ typedef struct Layout {
   bool legend_below;
   double lx, ly, lw, lh, entry_w; /* the legend box and one entry's width */
   int lcols;
+  char note[320]; /* the values a log axis cannot show, or "" */
+  double note_y;  /* its baseline */
 } Layout;
 
 /* The legend goes right of the plot when it is narrow and short enough,
@@ -710,6 +714,52 @@ static void fit_slanted_labels(const Chart *c, Layout *l) {
   }
 }
 
+/* A value a log axis cannot show: finite, and 0 or below. */
+static bool off_log(bool log, double v) { return log && isfinite(v) && v <= 0; }
+
+/* The note under a chart for the values its log axes cannot show (a bar
+ * of 0 would otherwise vanish without a word), by series: "Not drawn, 0
+ * or less on the log axis: SERIES at CATEGORY, CATEGORY; SERIES at ...",
+ * as many as fit in MAXW px, then how many more. Empty when every value
+ * shows. */
+static void log_note(const Chart *c, double maxw, char *out, size_t cap) {
+  Buf b = {0};
+  int shown = 0, more = 0;
+  bool logx = c->logx && !is_bars(c);
+  char tmp[32];
+  buf_printf(&b, "Not drawn, 0 or less on the log axis: ");
+  for (int i = 0; i < nseries(c); i++) {
+    const ChartSeries *se = &c->series[i];
+    int in_series = 0;
+    for (int k = 0; k < series_n(se); k++) {
+      if (!off_log(c->logy, se->y[k]) &&
+          !off_log(logx, se->x ? se->x[k] : 1))
+        continue;
+      char item[160], at[64];
+      if (is_bars(c))
+        snprintf(at, sizeof at, "%s", category_label(c, k, tmp, sizeof tmp));
+      else
+        snprintf(at, sizeof at, "x=%g", series_x(se, k));
+      if (in_series)
+        snprintf(item, sizeof item, ", %s", at);
+      else
+        snprintf(item, sizeof item, "%s%s at %s", shown ? "; " : "",
+                 series_name(se, i, tmp, sizeof tmp), at);
+      bool fits = text_w(b.s, FONT_NOTE) + text_w(item, FONT_NOTE) +
+                      text_w("; and 999 more", FONT_NOTE) <=
+                  maxw;
+      if (more == 0 && fits)
+        buf_printf(&b, "%s", item), shown++, in_series++;
+      else
+        more++;
+    }
+  }
+  if (more)
+    buf_printf(&b, "%s%d more", shown ? "; and " : "", more);
+  snprintf(out, cap, "%s", shown + more ? b.s : "");
+  buf_free(&b);
+}
+
 /* MIN_LEFT and MIN_RIGHT: margins the plot keeps at least (a stack
  * aligns its panels' plots with them); LEGEND: the panel draws its
  * legend. */
@@ -760,6 +810,12 @@ static void layout(const Chart *c, Layout *l, double min_left,
     l->h = ceil(l->h + l->lh + 10);
   } else {
     l->lx = l->R + 16, l->ly = l->T;
+  }
+  log_note(c, l->w - 16, l->note, sizeof l->note);
+  int lines = (l->note[0] != 0) + (c->notes ? c->nnotes : 0);
+  if (lines > 0) {
+    l->note_y = l->h + FONT_NOTE;
+    l->h = ceil(l->h + lines * NOTE_ROW + 4);
   }
 }
 
@@ -1005,10 +1061,11 @@ static void draw_swatch(Scene *s, const Chart *c, int i, double x, double y) {
     draw_marker(s, "point", series_shape(c, i), x + 11, y, 4);
     sc_end(s);
   } else {
-    bool area = c->kind == CHART_STEP_AREA; /* bars are never dashed */
+    bool area = c->kind == CHART_STEP_AREA;
     draw_rect(s, "swatch", x, y - 5, 22, 10)->paint =
-        (Paint){.fill = color, .opacity = area ? 0.35 : 1, .stroke = color,
-                .dash = area && se->dashed ? "5 3" : NULL};
+        (Paint){.fill = color,
+                .opacity = area ? 0.35 : se->dashed ? LIGHT_BAR : 1,
+                .stroke = color, .dash = se->dashed ? "5 3" : NULL};
   }
 }
 
@@ -1358,9 +1415,12 @@ static void open_series(Scene *s, const Chart *c, int i) {
     p = (Paint){.fill = "none", .stroke = color, .width = 1.6};
   else if (c->kind == CHART_SCATTER)
     p = (Paint){.fill = color, .stroke = "#ffffff", .width = 0.6};
+  else if (se->dashed) /* bars: a light counterpart, outlined */
+    p = (Paint){.fill = color, .opacity = LIGHT_BAR, .stroke = color,
+                .width = 1.2};
   else
     p = (Paint){.fill = color, .stroke = "none"};
-  if (se->dashed && (drawn_as_line(c, se) || c->kind == CHART_STEP_AREA))
+  if (se->dashed)
     p.dash = "6 4";
   sc_group(s, "series", p)->name =
       sc_str(s, series_name(se, i, tmp, sizeof tmp));
@@ -1390,6 +1450,20 @@ static void draw_series(Scene *sc, const Chart *c, const Layout *l) {
   free(taken.v);
 }
 
+/* Under the chart, a line each: the values its log axes cannot show,
+ * then the chart's own notes. */
+static void draw_notes(Scene *s, const Chart *c, const Layout *l) {
+  double y = l->note_y;
+  if (l->note[0]) {
+    draw_text(s, "axis-note", 8, y, ANCHOR_START, FONT_NOTE, l->note)
+        ->paint.fill = "#444444";
+    y += NOTE_ROW;
+  }
+  for (int i = 0; c->notes && i < c->nnotes; i++, y += NOTE_ROW)
+    draw_text(s, "note", 8, y, ANCHOR_START, FONT_NOTE, c->notes[i])
+        ->paint.fill = "#444444";
+}
+
 /* Everything of one chart, on its own or as a panel. */
 static void draw_chart(Scene *s, const Chart *c, const Layout *l) {
   draw_background(s, l);
@@ -1403,6 +1477,7 @@ static void draw_chart(Scene *s, const Chart *c, const Layout *l) {
   draw_y_axis(s, l);
   if (l->legend)
     draw_legend(s, c, l);
+  draw_notes(s, c, l);
 }
 
 void chart_scene(Scene *s, const Chart *c) {
@@ -1436,11 +1511,12 @@ void stack_scene(Scene *s, const char *title, const char *subtitle, int n,
                  const Chart *charts) {
   if (!charts || n < 0)
     n = 0;
-  /* Panels whose legends all say the same share one, under the last: a
-   * study's fronts would otherwise repeat a long legend per panel. */
-  bool shared = n > 1;
-  for (int i = 1; shared && i < n; i++)
-    shared = same_legend(&charts[0], &charts[i]);
+  /* Consecutive panels whose legends say the same share one, under the
+   * last of them: a study's fronts would otherwise repeat a long legend
+   * per panel. */
+  bool *own = xcalloc(n > 0 ? (size_t)n : 1, sizeof *own);
+  for (int i = 0; i < n; i++)
+    own[i] = i == n - 1 || !same_legend(&charts[i], &charts[i + 1]);
   bool sub = subtitle && subtitle[0];
   double band = STACK_TITLE_BAND + (sub ? SUBTITLE_BAND : 0);
   /* Laid out twice: the second time with the widest margins of the
@@ -1449,13 +1525,13 @@ void stack_scene(Scene *s, const char *title, const char *subtitle, int n,
   Layout *l = xcalloc(n > 0 ? (size_t)n : 1, sizeof *l);
   double left = 0, right = 0;
   for (int i = 0; i < n; i++) {
-    layout(&charts[i], &l[i], 0, 0, !shared || i == n - 1);
+    layout(&charts[i], &l[i], 0, 0, own[i]);
     left = fmax(left, l[i].L);
     right = fmax(right, l[i].w - l[i].R);
   }
   double w = MIN_W, h = band;
   for (int i = 0; i < n; i++) {
-    layout(&charts[i], &l[i], left, right, !shared || i == n - 1);
+    layout(&charts[i], &l[i], left, right, own[i]);
     w = fmax(w, l[i].w);
     h += l[i].h;
   }
@@ -1477,6 +1553,7 @@ void stack_scene(Scene *s, const char *title, const char *subtitle, int n,
     y += l[i].h;
   }
   free(l);
+  free(own);
 }
 
 /* A chart (or a stack of them) drawn and rendered in format F. */

@@ -29,18 +29,6 @@ enum {
   SUBTITLE_LEN = 256,
 };
 
-/* Okabe & Ito colours for the fusion strategies (design_is_strategy, in
- * the DESIGNS table's order), and lighter tints of them for their ideal
- * (or sequential) counterparts beside them; cycled past the eighth. */
-static const char *const STRAT_COLOR[] = {"#0072B2", "#E69F00", "#009E73",
-                                          "#D55E00", "#CC79A7", "#56B4E9",
-                                          "#F0E442", "#000000"};
-static const char *const STRAT_TINT[] = {"#99C7E0", "#F5D899", "#99D8C5",
-                                         "#EEBF99", "#EBC9DC", "#BBE1F6",
-                                         "#F9F4B3", "#999999"};
-_Static_assert(sizeof STRAT_TINT == sizeof STRAT_COLOR, "a tint per colour");
-enum { NCOLORS = sizeof STRAT_COLOR / sizeof STRAT_COLOR[0] };
-
 /* The fusion strategies, in table order, into OUT (DES_COUNT long). */
 static int strategy_designs(Design *out) {
   int n = 0;
@@ -418,9 +406,10 @@ static void extend(double *lo, double *hi, double v) {
     *lo = fmin(*lo, v), *hi = fmax(*hi, v);
 }
 
-/* Greys for the roofs, darkest for the first unit. */
-static const char *const ROOF_COLOR[] = {"#222222", "#777777", "#AAAAAA",
-                                         "#555555", "#999999"};
+/* Dark, muted colours for the roofs, unlike the points' and each other's
+ * (svg_check.py), the darkest for the first unit. */
+static const char *const ROOF_COLOR[] = {"#222222", "#8C564B", "#999933",
+                                         "#882255", "#999999"};
 enum { NROOF_COLORS = sizeof ROOF_COLOR / sizeof ROOF_COLOR[0] };
 
 static void roofline(Figs *f, Phase ph, const char *stem) {
@@ -551,7 +540,7 @@ static void roofline(Figs *f, Phase ph, const char *stem) {
 /* The compute units' colours in the utilization plots (DRAM is
  * vermilion, dashed). */
 static const char *const UNIT_COLOR[] = {"#0072B2", "#009E73", "#CC79A7",
-                                         "#56B4E9", "#E69F00"};
+                                         "#882255", "#E69F00"};
 enum { NUNIT_COLORS = sizeof UNIT_COLOR / sizeof UNIT_COLOR[0] };
 
 /* One panel: the compute utilization of each unit that runs something
@@ -1044,10 +1033,10 @@ static void speedup(Figs *f, bool pipelined) {
              design_label(st[k]), pipelined ? "sequential" : "ideal");
     s[2 * k] = (ChartSeries){.name = names[2 * k], .n = REPRO_SCENARIOS,
                              .y = y[2 * k],
-                             .color = STRAT_COLOR[k % NCOLORS]};
+                             .color = design_color(st[k], SHADE_MAIN)};
     s[2 * k + 1] = (ChartSeries){.name = names[2 * k + 1],
                                  .n = REPRO_SCENARIOS, .y = y[2 * k + 1],
-                                 .color = STRAT_TINT[k % NCOLORS],
+                                 .color = design_color(st[k], SHADE_MAIN),
                                  .dashed = true};
   }
   char title[160], sub[SUBTITLE_LEN];
@@ -1071,9 +1060,9 @@ static void speedup(Figs *f, bool pipelined) {
              "G decode steps) of each fusion strategy, as speedup over best "
              "unfused; %s.",
              r->layers[0], r->layers[0] == 1 ? "" : "s",
-             pipelined ? "dark bars with parallel pipelining, light bars "
+             pipelined ? "solid bars with parallel pipelining, light bars "
                          "sequential"
-                       : "dark bars achieved, light bars with the ideal "
+                       : "solid bars achieved, light bars with the ideal "
                          "(algorithmic-minimum) traffic");
   if (nm > 0)
     buf_printf(&cap,
@@ -1117,13 +1106,14 @@ static void sota(Figs *f) {
   ChartMark mark = {lc, 2, mamba};
   ChartSeries s[4] = {
       {.name = "MARCA-like", .n = REPRO_SCENARIOS, .y = y[0],
-       .color = "#999999"},
+       .color = design_color(DES_MARCA, SHADE_MAIN)},
       {.name = "Geens-like", .n = REPRO_SCENARIOS, .y = y[1],
-       .color = "#56B4E9"},
+       .color = design_color(DES_GEENS, SHADE_MAIN)},
+      /* the best strategy of each scenario: full fusion's colour */
       {.name = "Mambalaya", .n = REPRO_SCENARIOS, .y = y[2],
-       .color = "#D55E00"},
+       .color = design_color(DES_FULL, SHADE_MAIN)},
       {.name = "best (searched)", .n = REPRO_SCENARIOS, .y = y[3],
-       .color = "#009E73"},
+       .color = design_color(DES_COUNT, SHADE_MAIN)},
   };
   char title[160], sub[SUBTITLE_LEN];
   title_of(title, sizeof title, f, "8",
@@ -1197,13 +1187,15 @@ static void sweep(Figs *f, int m) {
       y[d][k] = safe_div(r->sweep[m][k][DES_UNFUSED], r->sweep[m][k][d]);
     s[ns++] = (ChartSeries){.name = design_label((Design)d),
                             .n = REPRO_LENGTHS, .x = x, .y = y[d],
+                            .color = design_color((Design)d, SHADE_MAIN),
                             .dashed = d == DES_IDEAL || d == DES_MARCA};
   }
   for (int k = 0; k < REPRO_LENGTHS; k++)
     y[DES_COUNT][k] =
         safe_div(r->sweep[m][k][DES_UNFUSED], r->sweep_best[m][k]);
   s[ns++] = (ChartSeries){.name = "best (searched)", .n = REPRO_LENGTHS,
-                          .x = x, .y = y[DES_COUNT]};
+                          .x = x, .y = y[DES_COUNT],
+                          .color = design_color(DES_COUNT, SHADE_MAIN)};
   char title[160], sub[SUBTITLE_LEN];
   snprintf(title, sizeof title,
            "Prefill speedup over best unfused vs sequence length, %s, one "
@@ -1237,36 +1229,145 @@ static void sweep(Figs *f, int m) {
   buf_free(&cap);
 }
 
-static const char *const ENERGY_PART[] = {"DRAM", "global buffer",
-                                          "registers", "operations"};
-static const char *const ENERGY_COLOR[] = {"#D55E00", "#0072B2", "#56B4E9",
-                                           "#009E73"};
-_Static_assert(sizeof ENERGY_PART / sizeof ENERGY_PART[0] == EN_COUNT &&
-                   sizeof ENERGY_COLOR / sizeof ENERGY_COLOR[0] == EN_COUNT,
-               "a name and a colour per energy part");
+/* ---- the ski slope ---- */
 
-/* Energy per token of one layer, by design and by where it goes: a panel
- * per phase, prefill's energy over its B x I tokens, decode's over its B
- * (one token per sequence), so that the two compare. */
+/* "32 MiB": a capacity in binary prefixes, as architecture files give it. */
+static void fmt_capacity(char *out, size_t cap, double bytes) {
+  static const char *const P[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int k = 0;
+  while (k < 4 && bytes >= 1024)
+    bytes /= 1024, k++;
+  snprintf(out, cap, "%g %s", bytes, P[k]);
+}
+
+/* Each design's DRAM traffic and latency (prefill, one layer) against the
+ * fusion level's capacity, swept over a log range around the
+ * architecture's: the "ski slope" (AccelForge's plot), where a design
+ * stops gaining from a larger buffer. Two panels on one capacity axis. */
+static void ski_slope(Figs *f) {
+  const Repro *r = f->r;
+  const Arch *a = r->arch;
+  const char *level = a->levels[a->fusion_level].name;
+  double x[REPRO_CAPACITIES];
+  double most_b = 0, most_s = 0;
+  for (int k = 0; k < REPRO_CAPACITIES; k++) {
+    x[k] = r->slope_capacity[k] / (1024.0 * 1024.0);
+    for (int d = 0; d < DES_COUNT; d++) {
+      if (isfinite(r->slope_bytes[k][d]))
+        most_b = fmax(most_b, r->slope_bytes[k][d]);
+      if (isfinite(r->slope_seconds[k][d]))
+        most_s = fmax(most_s, r->slope_seconds[k][d]);
+    }
+  }
+  bool gb = most_b >= 1e10, ms = most_s >= 1e-3;
+  double bunit = gb ? 1e9 : 1e6, sunit = ms ? 1e-3 : 1e-6;
+  double y[2][DES_COUNT][REPRO_CAPACITIES];
+  ChartSeries s[2][DES_COUNT];
+  Buf missing = {0};
+  for (int d = 0; d < DES_COUNT; d++) {
+    int gaps = 0;
+    for (int k = 0; k < REPRO_CAPACITIES; k++) {
+      y[0][d][k] = r->slope_bytes[k][d] / bunit;
+      y[1][d][k] = r->slope_seconds[k][d] / sunit;
+      gaps += !isfinite(y[0][d][k]);
+    }
+    if (gaps)
+      buf_printf(&missing, "%s%s (%d)", missing.len ? ", " : "",
+                 design_label((Design)d), gaps);
+    for (int p = 0; p < 2; p++)
+      s[p][d] = (ChartSeries){.name = design_label((Design)d),
+                              .n = REPRO_CAPACITIES, .x = x, .y = y[p][d],
+                              .color = design_color((Design)d, SHADE_MAIN),
+                              .dashed = d == DES_IDEAL || d == DES_MARCA};
+  }
+  char here[32], vlabel[96], ylab[2][64], xlabel[96];
+  fmt_capacity(here, sizeof here, a->levels[a->fusion_level].capacity);
+  snprintf(vlabel, sizeof vlabel, "%s: %s", r->arch_label, here);
+  ChartLine v = {a->levels[a->fusion_level].capacity / (1024.0 * 1024.0),
+                 vlabel};
+  snprintf(ylab[0], sizeof ylab[0], "DRAM traffic per layer (%s, log)",
+           gb ? "GB" : "MB");
+  snprintf(ylab[1], sizeof ylab[1], "latency per layer (%s, log)",
+           ms ? "ms" : "µs");
+  snprintf(xlabel, sizeof xlabel, "capacity of %s, the fusion level (MiB)",
+           level);
+  static const char *const panel[2] = {"DRAM traffic", "latency"};
+  Chart c[2];
+  for (int p = 0; p < 2; p++)
+    c[p] = (Chart){.kind = CHART_LINE, .title = panel[p], .xlabel = xlabel,
+                   .ylabel = ylab[p], .logx = true, .logy = true,
+                   .nseries = DES_COUNT, .series = s[p], .nvlines = 1,
+                   .vlines = &v, .xmin = x[0],
+                   .xmax = x[REPRO_CAPACITIES - 1], .height = 400};
+  char sub[SUBTITLE_LEN], detail[64];
+  phase_detail(detail, sizeof detail, r, PH_PREFILL);
+  subtitle_of(sub, sizeof sub, r, 0, detail);
+  char lo[32], hi[32];
+  fmt_capacity(lo, sizeof lo, r->slope_capacity[0]);
+  fmt_capacity(hi, sizeof hi, r->slope_capacity[REPRO_CAPACITIES - 1]);
+  Buf cap = {0};
+  buf_printf(&cap,
+             "The ski slope (as AccelForge plots it): each design's DRAM "
+             "traffic and latency for one %s prefill layer, with the "
+             "capacity of %s, the fusion level, from %s to %s (the "
+             "architecture's is %s; everything else as the file gives "
+             "it). A design's traffic falls while a larger level keeps "
+             "more of its tiles and intermediates, then flattens where it "
+             "holds them all.",
+             repro_workload(r, 0), level, lo, hi, here);
+  if (missing.len)
+    buf_printf(&cap,
+               " Points left out, where the design cannot run (a tile "
+               "larger than the level) or the level would outgrow a "
+               "staging level above it: %s.",
+               missing.s);
+  emit_stack(f, "ski_slope",
+             "DRAM traffic and latency vs the fusion level's capacity", sub,
+             2, c, panel, cap.s);
+  buf_free(&cap);
+  buf_free(&missing);
+}
+
+/* "DRAM, GlobalBuffer, Registers and operations": the parts of the
+ * energy, by the architecture's own names. */
+static void energy_parts(Buf *b, const Arch *a) {
+  for (int l = 0; l < a->nlevels; l++)
+    buf_printf(b, "%s, ", a->levels[l].name);
+  buf_printf(b, "operations");
+}
+
+/* Energy per token of one layer, by design and by where it goes -- each
+ * memory level of the architecture by its own name, none folded into
+ * another, and the operations: a panel per phase, prefill's energy over
+ * its B x I tokens, decode's over its B (one token per sequence), so that
+ * the two compare. */
 static void energy(Figs *f) {
   const Repro *r = f->r;
+  const Arch *a = r->arch;
+  int np = a->nlevels + 1; /* the levels, then the operations */
   const char *cats[DES_COUNT];
-  double y[PH_COUNT][EN_COUNT][DES_COUNT];
+  double *y = xcalloc((size_t)(PH_COUNT * np * DES_COUNT), sizeof *y);
   double tokens[] = {r->batch * r->prefill, r->batch};
   _Static_assert(sizeof tokens / sizeof tokens[0] == PH_COUNT,
                  "tokens per phase");
-  ChartSeries s[PH_COUNT][EN_COUNT];
+  ChartSeries *s = xcalloc((size_t)(PH_COUNT * np), sizeof *s);
   Chart c[PH_COUNT];
   char titles[PH_COUNT][160];
   const char *panels[PH_COUNT];
   for (int d = 0; d < DES_COUNT; d++)
     cats[d] = design_label((Design)d);
   for (int p = 0; p < PH_COUNT; p++) {
-    for (int e = 0; e < EN_COUNT; e++) {
-      for (int d = 0; d < DES_COUNT; d++)
-        y[p][e][d] = safe_div(r->res[0][p][d].energy[e], tokens[p]) * 1e6;
-      s[p][e] = (ChartSeries){.name = ENERGY_PART[e], .n = DES_COUNT,
-                              .y = y[p][e], .color = ENERGY_COLOR[e]};
+    for (int e = 0; e < np; e++) {
+      double *ye = &y[(p * np + e) * DES_COUNT];
+      for (int d = 0; d < DES_COUNT; d++) {
+        const Result *x = &r->res[0][p][d];
+        double j = e < a->nlevels ? x->level_j[e] : x->ops_j;
+        ye[d] = safe_div(j, tokens[p]) * 1e6;
+      }
+      s[p * np + e] = (ChartSeries){
+          .name = e < a->nlevels ? a->levels[e].name : "operations",
+          .n = DES_COUNT, .y = ye,
+          .color = e < a->nlevels ? level_color(a, e) : ops_color()};
     }
     snprintf(titles[p], sizeof titles[p], "%s: %g tokens per pass",
              PHASE_NAME[p], tokens[p]);
@@ -1275,7 +1376,7 @@ static void energy(Figs *f) {
                    .xlabel = "design",
                    .ylabel = "energy per token, one layer (µJ)",
                    .ncategories = DES_COUNT, .categories = cats,
-                   .nseries = EN_COUNT, .series = s[p], .width = 900,
+                   .nseries = np, .series = &s[p * np], .width = 900,
                    .height = 380};
   }
   char sub[SUBTITLE_LEN], detail[64];
@@ -1283,22 +1384,26 @@ static void energy(Figs *f) {
   subtitle_of(sub, sizeof sub, r, 0, detail);
   const Result *pre = &r->res[0][PH_PREFILL][DES_UNFUSED];
   const Result *dec = &r->res[0][PH_DECODE][DES_UNFUSED];
+  Buf parts = {0};
+  energy_parts(&parts, a);
   Buf cap = {0};
   buf_printf(&cap,
              "Energy of one layer per token, by design and by component "
-             "(DRAM, global buffer, registers, operations, from the "
-             "architecture's per-access and per-operation energies): a "
-             "prefill pass's over its B x I = %g tokens, a decode step's "
-             "over its B = %g tokens (one per sequence). Per token, a best "
-             "unfused decode step costs %.3gx a prefill's. Not a figure of "
-             "the paper, which only mentions the energy gains of fusion "
-             "(§II).",
-             tokens[PH_PREFILL], tokens[PH_DECODE],
+             "(each memory level of %s: %s, from the architecture's "
+             "per-access and per-operation energies): a prefill pass's "
+             "over its B x I = %g tokens, a decode step's over its B = %g "
+             "tokens (one per sequence). Per token, a best unfused decode "
+             "step costs %.3gx a prefill's. Not a figure of the paper, "
+             "which only mentions the energy gains of fusion (§II).",
+             r->arch_label, parts.s, tokens[PH_PREFILL], tokens[PH_DECODE],
              safe_div(dec->energy_j / tokens[PH_DECODE],
                       pre->energy_j / tokens[PH_PREFILL]));
   emit_stack(f, "energy", "Energy per token by design and component", sub,
              PH_COUNT, c, panels, cap.s);
   buf_free(&cap);
+  buf_free(&parts);
+  free(s);
+  free(y);
 }
 
 /* ---- targets.csv and index.html ---- */
@@ -1523,6 +1628,7 @@ bool report_figures(const Repro *r, OutSet *out, unsigned formats,
   }
   for (int m = 0; m < r->nmodels; m++)
     sweep(&f, m);
+  ski_slope(&f);
   energy(&f);
   put_file(&f, "figures.csv", &f.csv);
   targets_csv(&f);

@@ -187,6 +187,20 @@ void report_json(Buf *b, json_t *root);
 /* A JSON number for a figure; see report_json for a non-finite V. */
 json_t *report_real(double v);
 
+/* ---- colours (palette.c) ---- */
+
+typedef enum { SHADE_MAIN, SHADE_TINT, SHADE_DARK, SHADE_COUNT } Shade;
+/* Design D's colour in every chart (DES_COUNT: best (searched)): SHADE_MAIN,
+ * or a lighter tint or a darker shade (a study's second and third
+ * stitchers of it). A counterpart beside it (its ideal) is its colour
+ * dashed (ChartSeries.dashed). */
+const char *design_color(Design d, Shade s);
+/* Memory level L of A in charts by component (energy): off-chip memory
+ * one colour, the on-chip levels others, outermost first; the operations
+ * a colour of their own. */
+const char *level_color(const Arch *a, int l);
+const char *ops_color(void);
+
 /* ---- charts ----
  *
  * A Chart describes a figure by its data: the kind, the series, the axes'
@@ -223,7 +237,9 @@ typedef struct ChartSeries {
   const double *y;      /* n values (bars: one per category) */
   const char **labels;  /* SCATTER: a label per point, or NULL */
   const char *color;    /* "#rrggbb", or NULL for the palette's next */
-  bool dashed;
+  bool dashed; /* LINE, STEP_AREA: a dashed line; bars: light, with a
+                  dashed outline (the counterpart of a series of the same
+                  colour: its ideal, say) */
   bool line; /* SCATTER: draw this series as a line, not as points (the
                 roof of a roofline, under the Einsums' points); STEP_AREA:
                 draw its steps' edge alone, unfilled, so that it never
@@ -264,6 +280,9 @@ typedef struct Chart {
   int nmarks;
   const ChartMark *marks;
   const char *marks_name; /* their legend entry */
+  int nnotes;
+  const char *const *notes; /* lines of text under the chart (a key to
+                               its points), or NULL */
   int width, height; /* pixels; 0: 760 x 420 */
 } Chart;
 

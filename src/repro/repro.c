@@ -152,10 +152,10 @@ static bool price_point(Run *x, int model, Phase ph) {
       r->read = a->read;
       r->write = a->write;
       r->energy_j = a->energy_pj * 1e-12;
-      r->energy[EN_DRAM] = a->energy_dram * 1e-12;
-      r->energy[EN_GLB] = a->energy_glb * 1e-12;
-      r->energy[EN_REG] = a->energy_reg * 1e-12;
-      r->energy[EN_OPS] = a->energy_ops * 1e-12;
+      r->level_j = xcalloc((size_t)x->a->nlevels, sizeof *r->level_j);
+      for (int l = 0; l < x->a->nlevels; l++)
+        r->level_j[l] = a->level[l].energy_pj * 1e-12;
+      r->ops_j = a->energy_ops * 1e-12;
       r->groups = a->ngroups;
       if (model == 0) {
         keep_timeline(x, a, &x->r->timeline[ph][d]);
@@ -196,6 +196,45 @@ static bool sweep(Run *x, int model) {
     tick(x);
   }
   return ok;
+}
+
+/* The ski slope: every design's prefill (the first model) with the
+ * fusion level's capacity at 2^k times the architecture's. A point the
+ * design cannot run (a tile larger than the level) is NAN, and so is a
+ * capacity past a staging level's, which passes the fusion level's
+ * traffic through and must hold what it holds (arch.h). */
+static bool ski_slope(Run *x) {
+  Repro *r = x->r;
+  Shape *s = bind(x, 0, r->prefill);
+  if (!s)
+    return false;
+  Pair *pairs = fusion_classify(x->c, s);
+  int f = x->a->fusion_level;
+  for (int k = 0; k < REPRO_CAPACITIES; k++) {
+    Arch *v = arch_with_fusion_level(x->a, f);
+    v->levels[f].capacity =
+        ldexp(x->a->levels[f].capacity, REPRO_SLOPE_LO + k);
+    r->slope_capacity[k] = v->levels[f].capacity;
+    int at;
+    bool room = arch_fusion_problem(v, f, &at) == FUSION_OK;
+    Diag quiet = {0};
+    Run y = *x;
+    y.a = v, y.d = &quiet;
+    for (int d = 0; d < DES_COUNT; d++) {
+      Eval *a = room ? price(&y, s, pairs, (Design)d, ACCOUNT_ACHIEVED,
+                             COMPOSE_SEQUENTIAL)
+                     : NULL;
+      r->slope_bytes[k][d] = a ? a->read + a->write : NAN;
+      r->slope_seconds[k][d] = a ? a->seconds : NAN;
+      eval_free(a);
+      quiet = (Diag){0};
+    }
+    arch_free(v);
+    tick(x);
+  }
+  free(pairs);
+  shape_free(s);
+  return true;
 }
 
 /* L layers x (prefill of I0 tokens + G decode steps), the first model. */
@@ -691,7 +730,7 @@ Repro *repro_run(const ReproSetup *su, Diag *d) {
                    r->prefill == REPRO_PAPER_PREFILL && x.nsets == 0;
   if (ok)
     other_sizes(&x);
-  x.points = r->nmodels * (PH_COUNT + REPRO_LENGTHS) +
+  x.points = r->nmodels * (PH_COUNT + REPRO_LENGTHS) + REPRO_CAPACITIES +
              (r->layers[0] > 0 ? REPRO_SCENARIOS : 0);
   for (int m = 0; ok && m < r->nmodels; m++)
     for (int p = 0; ok && p < PH_COUNT; p++) {
@@ -701,6 +740,7 @@ Repro *repro_run(const ReproSetup *su, Diag *d) {
   ok = ok && (r->layers[0] <= 0 || end_to_end(&x));
   for (int m = 0; ok && m < r->nmodels; m++)
     ok = sweep(&x, m);
+  ok = ok && ski_slope(&x);
   map_memo_free(x.memo);
   if (!ok) {
     repro_free(r);
@@ -720,6 +760,10 @@ Repro *repro_run(const ReproSetup *su, Diag *d) {
 void repro_free(Repro *r) {
   if (!r)
     return;
+  for (int m = 0; m < REPRO_MAX_MODELS; m++)
+    for (int p = 0; p < PH_COUNT; p++)
+      for (int d = 0; d < DES_COUNT; d++)
+        free(r->res[m][p][d].level_j);
   for (int p = 0; p < PH_COUNT; p++)
     for (int d = 0; d < DES_COUNT; d++) {
       free(r->timeline[p][d].seg);

@@ -22,6 +22,10 @@ enum {
   REPRO_SCENARIOS = 3,
   REPRO_MAX_TARGETS = 64,
   REPRO_MAX_SEARCHED = 8,
+  /* The ski slope: the fusion level's capacity at 2^-10 .. 2^4 times the
+   * architecture's. */
+  REPRO_SLOPE_LO = -10,
+  REPRO_CAPACITIES = 15,
 };
 
 /* The paper's setup. The spec and architecture are the shipped files
@@ -62,9 +66,6 @@ typedef struct ReproSetup {
 
 typedef enum { PH_PREFILL, PH_DECODE, PH_COUNT } Phase;
 
-/* Where a layer's energy goes. */
-typedef enum { EN_DRAM, EN_GLB, EN_REG, EN_OPS, EN_COUNT } EnergyPart;
-
 /* One figure: our value beside the paper's. */
 typedef struct Target {
   const char *key;    /* stable: "ideal.speedup.prefill" */
@@ -84,7 +85,11 @@ typedef struct Result {
   double ideal_inter, ideal_intra;
   double read, write;
   double energy_j;
-  double energy[EN_COUNT]; /* joules, by part; they sum to energy_j */
+  /* Where it goes, joules: per memory level of the architecture (Arch.
+   * levels, outermost first: nlevels entries, owned), and the operations;
+   * they sum to energy_j. */
+  double *level_j;
+  double ops_j;
   int groups;
 } Result;
 
@@ -177,6 +182,14 @@ typedef struct Repro {
   Searched best[REPRO_MAX_MODELS][PH_COUNT];
   double e2e_best[REPRO_SCENARIOS];
   double sweep_best[REPRO_MAX_MODELS][REPRO_LENGTHS];
+  /* The ski slope (the first model, prefill, achieved, sequential): each
+   * design's DRAM bytes and latency with the fusion level's capacity at
+   * slope_capacity[k] bytes; NAN where the design cannot run (a tile that
+   * does not fit) or the capacity passes a staging level's, which must
+   * hold what the fusion level holds. */
+  double slope_capacity[REPRO_CAPACITIES];
+  double slope_bytes[REPRO_CAPACITIES][DES_COUNT];
+  double slope_seconds[REPRO_CAPACITIES][DES_COUNT];
   int nsearched;
   SearchedRow searched[REPRO_MAX_SEARCHED];
   double bandwidth; /* DRAM bytes/s */

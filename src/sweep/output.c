@@ -168,30 +168,10 @@ json_t *sweep_json(const Study *s, const PointResult *res, const bool *on) {
  * study has several), each such series a legend entry; a ring marks the
  * front over all the objectives. Points tied on every objective (two
  * stitchers giving one plan, say) are one mark, labelled with all their
- * numbers. */
+ * numbers. The axes are in engineering units (ms, mJ, MB), and a key
+ * under each panel lists its front's points with the inputs the study
+ * sweeps, so that every front point can be read off. */
 
-static const char *axis_label(Figure f) {
-  switch (f) {
-  case FIG_LATENCY:
-    return "latency (s)";
-  case FIG_ENERGY:
-    return "energy (J)";
-  case FIG_EDP:
-    return "energy-delay product (J s)";
-  case FIG_AREA:
-    return "area (mm2)";
-  case FIG_TRAFFIC:
-    return "DRAM traffic (bytes)";
-  default:
-    return figure_column(f);
-  }
-}
-
-/* Okabe & Ito's colours, one per design (and stitcher) of the study. */
-static const char *const DESIGN_COLOR[] = {"#0072B2", "#E69F00", "#009E73",
-                                           "#D55E00", "#CC79A7", "#56B4E9",
-                                           "#000000", "#999999"};
-enum { NDESIGN_COLORS = sizeof DESIGN_COLOR / sizeof DESIGN_COLOR[0] };
 enum { MAX_FRONT_LABELS = 6, PARETO_MARKERS = 6 };
 
 /* A point by its figures over the objectives: what a tie is. */
@@ -298,11 +278,194 @@ static bool spans(const Mark *m, long n, int k) {
   return hi > 30 * lo;
 }
 
+/* Base unit U with the SI prefix that puts LEAST between 1 and 1000, so
+ * that no tick is a fraction ("ms", not seconds in 4e-3), into UNIT;
+ * returns what the values are divided by. */
+static double eng_prefix(double least, const char *u, char *unit,
+                         size_t cap) {
+  static const char *const PREFIX[] = {"p", "n", "µ", "m", "",
+                                       "k", "M", "G", "T"};
+  int e = isfinite(least) && least > 0 ? (int)floor(log10(least) / 3) : 0;
+  e = e < -4 ? -4 : e > 4 ? 4 : e;
+  snprintf(unit, cap, "%s%s", PREFIX[e + 4], u);
+  return pow(10, 3 * e);
+}
+
+/* The quantity F is and its base unit, which takes an SI prefix ("s",
+ * "J", "J s", "B"), or NULL: area, in mm2 as every report gives it. */
+static const char *figure_unit(Figure f, const char **what) {
+  switch (f) {
+  case FIG_LATENCY: *what = "latency"; return "s";
+  case FIG_ENERGY: *what = "energy"; return "J";
+  case FIG_EDP: *what = "energy-delay product"; return "J s";
+  case FIG_TRAFFIC: *what = "DRAM traffic"; return "B";
+  case FIG_AREA: *what = "area"; return NULL;
+  default: *what = figure_column(f); return NULL;
+  }
+}
+
+/* Objective K's unit on its axis, from the smallest of the N marks'
+ * values (area stays in mm2): *WHAT gets the quantity's name, UNIT the
+ * unit; returns what the values are divided by. */
+static double axis_unit(Figure f, const Mark *m, long n, int k,
+                        const char **what, char *unit, size_t cap) {
+  const char *u = figure_unit(f, what);
+  if (!u) {
+    snprintf(unit, cap, "%s", f == FIG_AREA ? "mm2" : "?");
+    return 1;
+  }
+  double least = INFINITY;
+  for (long i = 0; i < n; i++)
+    if (isfinite(m[i].v[k]) && m[i].v[k] > 0)
+      least = fmin(least, m[i].v[k]);
+  return eng_prefix(least, u, unit, cap);
+}
+
+/* "latency (ms)", and the divisor. */
+static double axis_scale(Arena *a, Figure f, const Mark *m, long n, int k,
+                         const char **label) {
+  const char *what;
+  char unit[16], text[64];
+  double d = axis_unit(f, m, n, k, &what, unit, sizeof unit);
+  snprintf(text, sizeof text, "%s (%s)", what, unit);
+  *label = arena_strdup(a, text);
+  return d;
+}
+
+/* V of objective F with an SI prefix of its own: "4.102 ms", "1.783 mJ",
+ * "130.2 mm2". */
+static void fig_text(Buf *b, Figure f, double v) {
+  const char *what, *unit = figure_unit(f, &what);
+  if (unit)
+    fmt_unit(b, v, unit);
+  else
+    buf_printf(b, "%.4g%s", v, f == FIG_AREA ? " mm2" : "");
+}
+
+/* Which input columns take more than one value over the study. */
+static bool *varying_columns(const Study *s, Cell *cells, int n) {
+  bool *vary = xcalloc((size_t)n + 1, sizeof *vary);
+  Cell *first = xcalloc((size_t)n + 1, sizeof *first);
+  study_cells(s, 0, first);
+  for (long p = 1; p < s->npoints; p++) {
+    study_cells(s, p, cells);
+    for (int i = 0; i < n; i++)
+      vary[i] = vary[i] || strcmp(first[i].text, cells[i].text) != 0;
+  }
+  free(first);
+  return vary;
+}
+
+/* Is input column I (study_cells' order: spec, model, the settings,
+ * architecture, the parameters, design, stitch, the options, workload) a
+ * setting, a parameter or an option: what a point's colour and marker do
+ * not say? */
+static bool swept_input(const Study *s, int i) {
+  int set0 = 2, par0 = set0 + s->nsettings + 1,
+      opt0 = par0 + s->nparams + 2;
+  return (i >= set0 && i < set0 + s->nsettings) ||
+         (i >= par0 && i < par0 + s->nparams) ||
+         (i >= opt0 && i < opt0 + s->noptions);
+}
+
+enum { MAX_KEY_POINTS = 12 };
+
+/* An input's value in engineering units for the key: a size with the
+ * largest binary prefix that keeps it whole or above 1 ("262144 KiB" ->
+ * "256 MiB"), another quantity with an SI prefix ("2039 GB/s" ->
+ * "2.039 TB/s"), anything else as the study gives it. */
+static void key_value(Buf *b, const char *text) {
+  static const char *const BIN[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v;
+  const char *unit = parse_any_quantity(text, &v);
+  if (!unit || !isfinite(v)) {
+    buf_printf(b, "%s", text);
+  } else if (strcmp(unit, "B") == 0) {
+    int k = 0;
+    while (k < 4 && v >= 1024)
+      v /= 1024, k++;
+    buf_printf(b, "%.4g %s", v, BIN[k]);
+  } else {
+    fmt_unit(b, v, unit);
+  }
+}
+
+static int by_x(const void *a, const void *b) {
+  const Mark *u = a, *v = b;
+  return u->v[0] != v->v[0] ? (u->v[0] < v->v[0] ? -1 : 1)
+                            : (u->point > v->point) - (u->point < v->point);
+}
+
+/* The key under a panel: each front mark by objective KA (the x axis),
+ * with the swept inputs that VARY over the study in engineering units as
+ * the study gives them ("256x256, 16 MiB, 2039 GB/s") and both figures,
+ * so that every front point can be read off, whatever the labels show. */
+static void panel_key(Arena *a, const Study *s, const Mark *m, long n,
+                      int ka, int kb, const bool *vary, Chart *c) {
+  /* Copies with objective KA first, to sort by it. */
+  Mark *fr = arena_alloc(a, ((size_t)n + 1) * sizeof *fr);
+  long nf = 0;
+  for (long i = 0; i < n; i++)
+    if (m[i].front) {
+      fr[nf] = m[i];
+      fr[nf++].v[0] = m[i].v[ka];
+    }
+  qsort(fr, (size_t)nf, sizeof *fr, by_x);
+  int nc = study_ncells(s);
+  Cell *cells = arena_alloc(a, ((size_t)nc + 1) * sizeof *cells);
+  long shown = nf < MAX_KEY_POINTS ? nf : MAX_KEY_POINTS;
+  const char **lines = arena_alloc(a, ((size_t)shown + 2) * sizeof *lines);
+  int nl = 0;
+  Buf b = {0};
+  study_cells(s, 0, cells);
+  buf_printf(&b, "The front by %s: #point (as in points.csv) series",
+             figure_objective(s->objectives[ka]));
+  for (int i = 0; i < nc; i++)
+    if (vary[i] && swept_input(s, i))
+      buf_printf(&b, ", %s", cells[i].name);
+  buf_printf(&b, " -- %s, %s", figure_objective(s->objectives[ka]),
+             figure_objective(s->objectives[kb]));
+  lines[nl++] = arena_strdup(a, b.s);
+  for (long j = 0; j < shown; j++) {
+    buf_free(&b);
+    study_cells(s, fr[j].point, cells);
+    buf_printf(&b, "#%ld%s %s", fr[j].point, fr[j].tied > 1 ? " (tied)" : "",
+               series_name(a, s, fr[j].series));
+    const char *sep = ": ";
+    for (int i = 0; i < nc; i++)
+      if (vary[i] && swept_input(s, i))
+        buf_printf(&b, "%s", sep), key_value(&b, cells[i].text), sep = ", ";
+    buf_printf(&b, " -- ");
+    fig_text(&b, s->objectives[ka], fr[j].v[0]);
+    buf_printf(&b, ", ");
+    fig_text(&b, s->objectives[kb], fr[j].v[kb]);
+    lines[nl++] = arena_strdup(a, b.s);
+  }
+  buf_free(&b);
+  if (nf > shown) {
+    buf_printf(&b, "and %ld more on the front (points.csv: pareto=true)",
+               nf - shown);
+    lines[nl++] = arena_strdup(a, b.s);
+    buf_free(&b);
+  }
+  c->notes = lines, c->nnotes = nl;
+}
+
+/* The colour of design-and-stitcher D: its design's (report.h), a tint
+ * or a darker shade for the second and third stitchers of one design. */
+static const char *series_color(const Study *s, int d) {
+  int same = 0;
+  for (int j = 0; j < d; j++)
+    same += s->ds[j].design == s->ds[d].design;
+  return design_color(s->ds[d].design, (Shade)(same % SHADE_COUNT));
+}
+
 /* One panel's series: a point series per design, architecture (and
  * cascade) present, objectives A and B as x and y, then the front's
  * rings. Returns how many. */
 static int panel_series(Arena *a, const Study *s, const Mark *m, long n,
-                        int ka, int kb, ChartSeries **out) {
+                        int ka, int kb, double sx, double sy,
+                        ChartSeries **out) {
   int nc = s->ncascades > 1 ? s->ncascades : 1;
   int nslots = s->nds * s->narchs * nc;
   long *count = arena_alloc(a, ((size_t)nslots + 1) * sizeof *count);
@@ -320,12 +483,11 @@ static int panel_series(Arena *a, const Study *s, const Mark *m, long n,
     const char **lab = arena_alloc(a, (size_t)count[k] * sizeof *lab);
     int d = k / nc / s->narchs, arch = k / nc % s->narchs;
     *c = (ChartSeries){.name = series_name(a, s, k), .x = x, .y = y,
-                       .labels = lab,
-                       .color = DESIGN_COLOR[d % NDESIGN_COLORS],
+                       .labels = lab, .color = series_color(s, d),
                        .marker = 1 + (arch * nc + k % nc) % PARETO_MARKERS};
     for (long i = 0; i < n; i++)
       if (m[i].series == k) {
-        x[c->n] = m[i].v[ka], y[c->n] = m[i].v[kb];
+        x[c->n] = m[i].v[ka] / sx, y[c->n] = m[i].v[kb] / sy;
         lab[c->n++] = m[i].front && nfront <= MAX_FRONT_LABELS
                           ? mark_label(a, &m[i])
                           : NULL;
@@ -338,17 +500,21 @@ static int panel_series(Arena *a, const Study *s, const Mark *m, long n,
                         .color = "#d62728", .ring = true};
   for (long i = 0; i < n; i++)
     if (m[i].front)
-      fx[ring->n] = m[i].v[ka], fy[ring->n++] = m[i].v[kb];
+      fx[ring->n] = m[i].v[ka] / sx, fy[ring->n++] = m[i].v[kb] / sy;
   *out = cs;
   return ns;
 }
 
 /* The chart of objectives KA and KB over group W's marks. */
 static Chart panel_chart(Arena *a, const Study *s, const Mark *m, long n,
-                         int ka, int kb, const char *group) {
+                         int ka, int kb, const char *group,
+                         const bool *vary) {
   Figure fx = s->objectives[ka], fy = s->objectives[kb];
+  const char *xlabel, *ylabel;
+  double sx = axis_scale(a, fx, m, n, ka, &xlabel);
+  double sy = axis_scale(a, fy, m, n, kb, &ylabel);
   ChartSeries *cs;
-  int ns = panel_series(a, s, m, n, ka, kb, &cs);
+  int ns = panel_series(a, s, m, n, ka, kb, sx, sy, &cs);
   long points = 0, marks_front = cs[ns - 1].n;
   for (long i = 0; i < n; i++)
     points += m[i].tied;
@@ -365,9 +531,10 @@ static Chart panel_chart(Arena *a, const Study *s, const Mark *m, long n,
   const char *title = arena_strdup(a, b.s);
   buf_free(&b);
   Chart c = {.kind = CHART_SCATTER, .title = title, .subtitle = sub,
-             .xlabel = axis_label(fx), .ylabel = axis_label(fy),
+             .xlabel = xlabel, .ylabel = ylabel,
              .nseries = ns, .series = cs, .width = 860, .height = 460,
              .logx = spans(m, n, ka), .logy = spans(m, n, kb)};
+  panel_key(a, s, m, n, ka, kb, vary, &c);
   if (s->reference && (fx == FIG_AREA || fy == FIG_AREA)) {
     ChartLine *ref = arena_alloc(a, sizeof *ref);
     char label[96];
@@ -378,6 +545,125 @@ static Chart panel_chart(Arena *a, const Study *s, const Mark *m, long n,
     *(fx == FIG_AREA ? &c.vlines : &c.hlines) = ref;
   }
   return c;
+}
+
+/* ---- the ski slope ----
+ *
+ * Where the study sweeps the fusion level's capacity (study.h), each
+ * group's DRAM traffic and latency against it, a line per series (design,
+ * architecture, cascade): at each capacity the least over the study's
+ * other inputs, so that a line is what the design can reach with that
+ * much buffer. */
+
+typedef struct Slope {
+  int nx;
+  double *x;       /* the capacities, bytes, ascending */
+  double **y[2];   /* [figure][series][x]: traffic, latency; NAN: none */
+} Slope;
+
+static const Figure SLOPE_FIG[2] = {FIG_TRAFFIC, FIG_LATENCY};
+
+static int by_value(const void *a, const void *b) {
+  double u = *(const double *)a, v = *(const double *)b;
+  return (u > v) - (u < v);
+}
+
+static double point_capacity(const Study *s, long p) {
+  const Arch *a = point_arch(s, p);
+  return a->levels[a->fusion_level].capacity;
+}
+
+/* Group W's slope: the capacities its points take, and per series and
+ * capacity the least of each figure. */
+static void slope_of(Arena *a, const Study *s, const PointResult *res,
+                     const int *group_of, int w, int nslots, Slope *sl) {
+  sl->x = arena_alloc(a, ((size_t)s->npoints + 1) * sizeof *sl->x);
+  sl->nx = 0;
+  for (long p = 0; p < s->npoints; p++)
+    if (group_of[p] == w && !res[p].error[0])
+      sl->x[sl->nx++] = point_capacity(s, p);
+  qsort(sl->x, (size_t)sl->nx, sizeof *sl->x, by_value);
+  int nx = 0;
+  for (int i = 0; i < sl->nx; i++)
+    if (nx == 0 || sl->x[i] != sl->x[nx - 1])
+      sl->x[nx++] = sl->x[i];
+  sl->nx = nx;
+  for (int f = 0; f < 2; f++) {
+    sl->y[f] = arena_alloc(a, ((size_t)nslots + 1) * sizeof *sl->y[f]);
+    for (int k = 0; k < nslots; k++) {
+      sl->y[f][k] = arena_alloc(a, ((size_t)nx + 1) * sizeof **sl->y[f]);
+      for (int i = 0; i < nx; i++)
+        sl->y[f][k][i] = NAN;
+    }
+  }
+  for (long p = 0; p < s->npoints; p++) {
+    if (group_of[p] != w || res[p].error[0])
+      continue;
+    double c = point_capacity(s, p);
+    int i = 0;
+    while (sl->x[i] != c)
+      i++;
+    for (int f = 0; f < 2; f++) {
+      double v = res[p].fig[SLOPE_FIG[f]], *y = &sl->y[f][series_of(s, p)][i];
+      if (isfinite(v) && !(v >= *y))
+        *y = v;
+    }
+  }
+}
+
+/* The two panels (traffic, latency) of group W into OUT. */
+static void slope_panels(Arena *a, const Study *s, const PointResult *res,
+                         const int *group_of, int w, const char *group,
+                         int cp, Chart *out) {
+  int nc = s->ncascades > 1 ? s->ncascades : 1;
+  int nslots = s->nds * s->narchs * nc;
+  Slope sl;
+  slope_of(a, s, res, group_of, w, nslots, &sl);
+  double *mib = arena_alloc(a, ((size_t)sl.nx + 1) * sizeof *mib);
+  for (int i = 0; i < sl.nx; i++)
+    mib[i] = sl.x[i] / (1024.0 * 1024.0);
+  for (int f = 0; f < 2; f++) {
+    ChartSeries *cs = arena_alloc(a, ((size_t)nslots + 1) * sizeof *cs);
+    int ns = 0;
+    double least = INFINITY, most = 0;
+    for (int k = 0; k < nslots; k++)
+      for (int i = 0; i < sl.nx; i++)
+        if (isfinite(sl.y[f][k][i]))
+          least = fmin(least, sl.y[f][k][i]),
+          most = fmax(most, sl.y[f][k][i]);
+    char unit[16];
+    double d = eng_prefix(least, f ? "s" : "B", unit, sizeof unit);
+    for (int k = 0; k < nslots; k++) {
+      bool any = false;
+      double *y = arena_alloc(a, ((size_t)sl.nx + 1) * sizeof *y);
+      for (int i = 0; i < sl.nx; i++)
+        y[i] = sl.y[f][k][i] / d, any = any || isfinite(y[i]);
+      if (!any)
+        continue;
+      int ds = k / nc / s->narchs, other = k % (nc * s->narchs);
+      cs[ns++] = (ChartSeries){.name = series_name(a, s, k), .n = sl.nx,
+                               .x = mib, .y = y,
+                               .color = series_color(s, ds),
+                               .dashed = other % 2 == 1};
+    }
+    Buf b = {0};
+    buf_printf(&b, "%s%s%s vs the fusion level's capacity", group,
+               group[0] ? ": " : "", f ? "latency" : "DRAM traffic");
+    const char *title = arena_strdup(a, b.s);
+    buf_free(&b);
+    buf_printf(&b, "%s (%s)", f ? "latency" : "DRAM traffic", unit);
+    const char *ylabel = arena_strdup(a, b.s);
+    buf_free(&b);
+    buf_printf(&b, "%s (MiB)", s->params[cp].path);
+    const char *xlabel = arena_strdup(a, b.s);
+    buf_free(&b);
+    out[f] = (Chart){.kind = CHART_LINE, .title = title,
+                     .subtitle = "the ski slope: at each capacity, the "
+                                 "least over the study's other inputs",
+                     .xlabel = xlabel, .ylabel = ylabel, .logx = true,
+                     .logy = most > 30 * least, .nseries = ns,
+                     .series = cs, .width = 860, .height = 400};
+  }
 }
 
 /* "minimizing latency, area and energy; a panel per pair". */
@@ -399,7 +685,11 @@ void sweep_chart(Buf *b, const Study *s, const PointResult *res,
   char **names;
   int nw = study_groups(s, group_of, &names);
   int npairs = s->nobjectives * (s->nobjectives - 1) / 2;
-  Chart *charts = arena_alloc(&a, ((size_t)(nw * npairs) + 1) *
+  int ncells = study_ncells(s);
+  Cell *cells = arena_alloc(&a, ((size_t)ncells + 1) * sizeof *cells);
+  bool *vary = varying_columns(s, cells, ncells);
+  int cp = study_fusion_capacity(s);
+  Chart *charts = arena_alloc(&a, ((size_t)(nw * (npairs + 2)) + 1) *
                                       sizeof *charts);
   int n = 0;
   for (int w = 0; w < nw; w++) {
@@ -407,10 +697,13 @@ void sweep_chart(Buf *b, const Study *s, const PointResult *res,
     long nm = group_marks(&a, s, res, on, group_of, w, &m);
     for (int ka = 0; ka < s->nobjectives; ka++)
       for (int kb = ka + 1; kb < s->nobjectives; kb++)
-        charts[n++] = panel_chart(&a, s, m, nm, ka, kb, names[w]);
+        charts[n++] = panel_chart(&a, s, m, nm, ka, kb, names[w], vary);
   }
+  for (int w = 0; cp >= 0 && w < nw; w++, n += 2)
+    slope_panels(&a, s, res, group_of, w, names[w], cp, &charts[n]);
   char title[256], sub[256];
-  snprintf(title, sizeof title, "%s: the Pareto front", s->name);
+  snprintf(title, sizeof title, "%s: the Pareto front%s", s->name,
+           cp >= 0 ? " and the ski slope" : "");
   objectives_line(sub, sizeof sub, s);
   if (n == 1) {
     char both[600];
@@ -424,24 +717,11 @@ void sweep_chart(Buf *b, const Study *s, const PointResult *res,
   for (int w = 0; w < nw; w++)
     free(names[w]);
   free(names);
+  free(vary);
   arena_free(&a);
 }
 
 /* ---- the terminal ---- */
-
-/* Which input columns take more than one value over the study. */
-static bool *varying_columns(const Study *s, Cell *cells, int n) {
-  bool *vary = xcalloc((size_t)n + 1, sizeof *vary);
-  Cell *first = xcalloc((size_t)n + 1, sizeof *first);
-  study_cells(s, 0, first);
-  for (long p = 1; p < s->npoints; p++) {
-    study_cells(s, p, cells);
-    for (int i = 0; i < n; i++)
-      vary[i] = vary[i] || strcmp(first[i].text, cells[i].text) != 0;
-  }
-  free(first);
-  return vary;
-}
 
 void sweep_text(Buf *b, const Study *s, const PointResult *res,
                 const bool *on) {

@@ -1238,3 +1238,22 @@ void study_free(Study *s) {
 const char *study_name(const Study *s) { return s->name; }
 long study_points(const Study *s) { return s->npoints; }
 
+
+/* The ski slope's axis: a parameter naming the fusion level's capacity
+ * on every architecture ("memory[1].capacity" where level 1 is the
+ * fusion level), by whatever path the study writes it
+ * (memory.GlobalBuffer.capacity, memory[fusion].capacity). */
+int study_fusion_capacity(const Study *s) {
+  for (int p = 0; p < s->nparams; p++) {
+    bool all = s->narchs > 0 && s->nptuples > 0;
+    for (int a = 0; all && a < s->narchs; a++) {
+      char want[64];
+      snprintf(want, sizeof want, "memory[%d].capacity",
+               s->variant[(long)a * s->nptuples]->fusion_level);
+      all = strcmp(s->params[p].at[a], want) == 0;
+    }
+    if (all)
+      return p;
+  }
+  return -1;
+}

@@ -174,6 +174,10 @@ int study_cells(const Study *s, long point, Cell *cells);
  * caller frees them and the array). Returns how many. */
 int study_groups(const Study *s, int *group_of, char ***labels);
 
+/* The parameter that is the fusion level's capacity on every
+ * architecture (the ski slope's axis: output.c), or -1. */
+int study_fusion_capacity(const Study *s);
+
 /* ---- path.c ---- */
 
 /* Is PATH keys joined by '.', none of them empty? */

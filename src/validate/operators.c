@@ -14,8 +14,22 @@
  *   mlp_act        silu(G) U over [M, F / t], or gelu(X)
  *   mlp_down_proj  [M, F / t] x [F / t, H]
  *   add            the residual: two inputs, or three in a parallel
- *                  block */
+ *                  block
+ *
+ * and the kernel each runs as (vidur_op_kernel), from the kernels' code:
+ * Sarathi-Serve's csrc/ (rms_norm_kernel, silu_and_mul_kernel,
+ * rotary_embedding_kernel: one block per token, each thread looping over
+ * the row one 2-byte element at a time, every step a load waited for,
+ * then a store) and PyTorch's (the embedding is index_select,
+ * aten/src/ATen/native/cuda/Indexing.cu: up to 16 indices, each thread
+ * loops over them, else a grid-stride loop over the elements in at most
+ * 8 blocks of 128 per SM, each element its index then its row's element,
+ * two dependent loads; the add and GELU are the vectorized elementwise
+ * kernel of Loops.cuh / CUDALoops.cuh: 128 threads of 4 elements per
+ * block, one step). */
 #include "validate.h"
+
+#include <math.h>
 
 /* A GEMM Y[M, N] = X[M, K] W[K, N]. */
 static void gemm(Buf *b, long m, long k, long n) {
@@ -106,4 +120,50 @@ void vidur_op_spec(VidurOp op, const VidurRow *r, Buf *b) {
   case VOP_COUNT:
     break;
   }
+}
+
+/* A kernel of one block per token, BLOCK threads stepping over a row of
+ * N elements PASSES times. */
+static GpuKernel per_token(long m, long n, long block, int passes) {
+  block = n < block ? n : block;
+  return (GpuKernel){(double)m, (int)block, 0,
+                     passes * ceil((double)n / block)};
+}
+
+/* PyTorch's vectorized elementwise kernel over N elements. */
+static GpuKernel vectorized(double n) {
+  return (GpuKernel){ceil(n / 512), 128, 0, 1};
+}
+
+GpuKernel vidur_op_kernel(VidurOp op, const VidurRow *r) {
+  long m = r->tokens, h = r->embd, t = r->tp, hd = r->embd / r->heads;
+  long f = r->expanded / t;
+  switch (op) {
+  case VOP_EMB:
+    if (m <= 16) /* indexSelectSmallIndex: the indices one after another */
+      return (GpuKernel){ceil(h / 128.0), 128, 0, 2.0 * m};
+    return (GpuKernel){ceil((double)m * h / 128), 128, 8, 2};
+  case VOP_INPUT_NORM:
+  case VOP_POST_NORM: /* the sum of squares, then the scaled row */
+    return per_token(m, h, 1024, 2);
+  case VOP_ROPE: { /* the position's cos/sin, then Q's pairs, K's pairs */
+    long q = r->heads / t * hd / 2, k = r->kv_heads / t * hd / 2;
+    GpuKernel g = per_token(m, q, 512, 1);
+    g.steps += 1 + ceil((double)k / g.block);
+    return g;
+  }
+  case VOP_ACT:
+    if (r->gated)
+      return per_token(m, f, 1024, 1);
+    return vectorized((double)m * f);
+  case VOP_ADD:
+    return vectorized((double)m * h);
+  case VOP_QKV:
+  case VOP_O_PROJ:
+  case VOP_UP:
+  case VOP_DOWN:
+  case VOP_COUNT:
+    break;
+  }
+  return (GpuKernel){0, 1, 0, 0};
 }

@@ -1,7 +1,8 @@
 /* validate.c — every operator of every row priced on its GPU's file and
  * compared with its measured time. An operator is one CUDA kernel (or
  * one PyTorch op), so its Einsums are priced as one group: the fully
- * fused plan of its cascade, one kernel's fixed cost. */
+ * fused plan of its cascade, one kernel's fixed cost, plus the waits of
+ * the kernel that runs it (vidur_op_kernel). */
 #include "validate.h"
 
 #include "../fusion/fusion.h"
@@ -26,8 +27,9 @@ static double price_op(VidurOp op, const VidurRow *row, const Arch *a,
     Pair *pairs = fusion_classify(c, s);
     ModelOpts o = model_default_opts(DES_FULL);
     Eval *ev = model_eval(c, s, a, pairs, DES_FULL, &o, d);
-    if (ev)
-      ms = ev->seconds * 1e3;
+    GpuKernel k = vidur_op_kernel(op, row);
+    if (ev) /* the model's price, and the waits of the kernel that runs it */
+      ms = (ev->seconds + gpu_wait_seconds(a, &k)) * 1e3;
     eval_free(ev);
     free(pairs);
   }

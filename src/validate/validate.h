@@ -88,6 +88,12 @@ bool vidur_tuning_model(const char *model);
  * (the row's tensor-parallel degree), into B. */
 void vidur_op_spec(VidurOp op, const VidurRow *row, Buf *b);
 
+/* The kernel Vidur's software runs operator OP of ROW as (operators.c:
+ * Sarathi's CUDA kernels, PyTorch's): its blocks, threads and the round
+ * trips each thread waits one after another. A GEMM's (cuBLAS's) has
+ * none beyond its first: its pipeline overlaps its loads. */
+GpuKernel vidur_op_kernel(VidurOp op, const VidurRow *row);
+
 /* One operator of one row, priced. Times in milliseconds; the error is
  * predicted / measured - 1. */
 typedef struct ValRecord {

@@ -16,7 +16,7 @@ RENDER=tests/e2e/render_check.py
 FIGURES="roofline roofline_decode utilization_prefill utilization_decode
 utilization_strategies utilization_designs_prefill utilization_designs_decode
 traffic_prefill traffic_prefill_fused traffic_decode speedup_e2e
-speedup_e2e_pipelined sota sweep_370m sweep_2.8b energy"
+speedup_e2e_pipelined sota sweep_370m sweep_2.8b ski_slope energy"
 
 # The text table, into a directory whose parents do not exist yet.
 text="$tmp/a/b/figs"
@@ -107,6 +107,20 @@ for fig in ("sweep_370m", "sweep_2.8b", "sota"):
         assert ys["best (searched)"] >= max(fused) * (1 - 1e-12), (fig, x, ys)
         if "Ideal fusion" in ys:
             assert ys["best (searched)"] <= ys["Ideal fusion"] * (1 + 1e-12), (fig, x, ys)
+# The ski slope (issue 36): each design's DRAM traffic against the fusion
+# level's capacity, 2^-10 .. 2^4 times mambalaya's 32 MiB, never grows
+# with it, and full fusion's falls by more than 10x over the range.
+slope = {}
+for r in rows[1:]:
+    if r[0] == "ski_slope" and r[1].startswith("DRAM traffic / "):
+        slope.setdefault(r[1][len("DRAM traffic / "):], []).append((float(r[2]), float(r[3])))
+assert len(slope) == 9, sorted(slope)
+for k, pts in slope.items():
+    pts.sort()
+    assert [x for x, _ in pts] == [32 * 2.0 ** e for e in range(-10, 5)], (k, pts)
+    assert all(b <= a * (1 + 1e-12) for (_, a), (_, b) in zip(pts, pts[1:])), (k, pts)
+assert slope["Fully fused"][0][1] > 10 * slope["Fully fused"][-1][1], slope["Fully fused"]
+assert "ski_slope" in page and "The ski slope" in page
 # The paper's values are marks on the bars they belong to, not bars.
 paper = [r for r in rows[1:] if r[0] == "speedup_e2e" and
          r[1].startswith("paper: ")]

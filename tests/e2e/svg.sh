@@ -49,6 +49,9 @@ broken legend 's|<g class="legend-entry" data-name="Mambalaya">|<g>|' \
 broken no-ticks 's|<text class="tick"[^>]*>[^<]*</text>||g' 'labelled ticks'
 broken not-xml 's|</svg>||' 'not a readable XML'
 broken script 's|</svg>|<script>alert(1)</script></svg>|' 'script'
+# Two series in two near-identical blues (issue 36: "Best unfused" and
+# "best (searched)" were #0072B2 and #56B4E9).
+broken look-alike 's|#E69F00|#56B4E9|g' 'look alike'
 
 # rbroken NAME EXT PYTHON MESSAGE: a copy of the good chart whose EXT file
 # is edited by PYTHON (d: the bytes) must fail render_check.py, saying

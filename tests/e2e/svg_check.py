@@ -17,8 +17,12 @@ nested <svg> of a stack) must have
   - one <g class="legend"> whose <g class="legend-entry"> texts are, in
     order, the data-name of the <g class="series"> groups (and, with
     --expect-series, exactly the names given); in a stack, a panel other
-    than the last may have none when the last panel's legend lists its
-    series (the panels share one legend).
+    than the last may have none when the next panel with a legend lists
+    its series (consecutive panels share one legend);
+  - distinct looks for distinct legend entries: two entries whose swatches
+    have the same shape and dashes differ in colour by at least
+    MIN_DELTA_E (CIE 1976, in L*a*b*): two blues such as #0072B2 and
+    #56B4E9 read as one series on a printed page.
 
 Every coordinate attribute (x, y, x1, y1, x2, y2, cx, cy, r, width, height,
 points, and the numbers of rotate/translate transforms) must be a finite
@@ -37,6 +41,7 @@ SVG_NS = "http://www.w3.org/2000/svg"
 MARGIN = 4.0  # px a coordinate may lie outside its viewBox
 X_ATTRS = ("x", "x1", "x2", "cx")
 Y_ATTRS = ("y", "y1", "y2", "cy")
+MIN_DELTA_E = 30.0  # CIE76 between two same-shaped swatches' colours
 NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?:px)?\s*$")
 
 
@@ -191,6 +196,54 @@ def legend_names(els):
     return [text_of(e) for e in entries]
 
 
+def lab(hexcolor):
+    """#rrggbb as CIE L*a*b* (D65)."""
+    h = hexcolor.lstrip("#")
+    if len(h) == 3:
+        h = "".join(c * 2 for c in h)
+    rgb = [int(h[i:i + 2], 16) / 255 for i in (0, 2, 4)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    x = (0.4124 * lin[0] + 0.3576 * lin[1] + 0.1805 * lin[2]) / 0.95047
+    y = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    z = (0.0193 * lin[0] + 0.1192 * lin[1] + 0.9505 * lin[2]) / 1.08883
+    f = [t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116 for t in (x, y, z)]
+    return (116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2]))
+
+
+def swatch_look(entry):
+    """(shape, colour) of a legend entry's swatch: its shape is the element
+    (the marker inside a group) with its dashes and fill opacity."""
+    for e in entry.iter():
+        if "swatch" not in classes(e):
+            continue
+        shape = e
+        if local(e.tag) == "g":
+            inner = [c for c in e if local(c.tag) != "title"]
+            shape = inner[0] if inner else e
+        # a polygon by its corners relative to the first (triangles up
+        # and down are two markers)
+        pts = [float(v) for v in re.split(r"[ ,]+", (shape.get("points") or "").strip()) if v]
+        points = tuple(round(pts[i] - pts[i % 2]) for i in range(len(pts)))
+        color = e.get("fill") if e.get("fill") not in (None, "none") else e.get("stroke")
+        key = (local(e.tag), local(shape.tag), points, e.get("stroke-dasharray"),
+               e.get("fill-opacity"), e.get("fill") == "none")
+        return key, color
+    return None, None
+
+
+def check_looks(entries, names, problems, where):
+    looks = [swatch_look(e) for e in entries]
+    for i in range(len(looks)):
+        for j in range(i + 1, len(looks)):
+            (ki, ci), (kj, cj) = looks[i], looks[j]
+            if ki is None or ki != kj or not ci or not cj or not ci.startswith("#") or not cj.startswith("#"):
+                continue
+            d = math.dist(lab(ci), lab(cj))
+            if d < MIN_DELTA_E:
+                problems.append(f"{where}: legend entries {names[i]!r} ({ci}) and {names[j]!r} ({cj}) "
+                                f"look alike: colour difference {d:.0f} < {MIN_DELTA_E:.0f}")
+
+
 def check_panel(panel, expect, problems, where, shared=None):
     els = panel_elements(panel)
     titles = [e for e in els if local(e.tag) == "text" and "title" in classes(e)]
@@ -223,6 +276,7 @@ def check_panel(panel, expect, problems, where, shared=None):
     for e, n in zip(entries, names):
         if e.get("data-name") is not None and e.get("data-name") != n:
             problems.append(f"{where}: legend entry {n!r} has data-name {e.get('data-name')!r}")
+    check_looks(entries, names, problems, where)
     if expect is not None and names != expect:
         problems.append(f"{where}: legend entries {names}, expected {expect}")
     return len(series)
@@ -255,8 +309,10 @@ def check_file(path, expect):
     if not panels:
         problems.append(f"{path}: no chart panel (class \"chart\")")
     nseries = 0
-    shared = legend_names(panel_elements(panels[-1])) if len(panels) > 1 else None
+    legends = [legend_names(panel_elements(p)) for p in panels]
     for i, panel in enumerate(panels):
+        # the legend of the next panel that has one, which this one shares
+        shared = next((n for n in legends[i + 1:] if n is not None), None)
         nseries += check_panel(panel, expect, problems, f"{path}: panel {i + 1}",
                                shared if i < len(panels) - 1 else None)
     elements = sum(1 for _ in root.iter())

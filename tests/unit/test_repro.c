@@ -93,16 +93,54 @@ TEST(repro_layers_and_model) {
   done(&s);
 }
 
-/* The progress hook hears once per point: one model's two phases and 21
- * sweep lengths (I = 2^0..2^20), and with a layer count the 3 end-to-end
- * scenarios: 23 and 26 calls, the last at exactly 1. */
+/* The progress hook hears once per point: one model's two phases, 21
+ * sweep lengths (I = 2^0..2^20) and 15 capacities of the ski slope, and
+ * with a layer count the 3 end-to-end scenarios: 38 and 41 calls, the
+ * last at exactly 1. */
 TEST(repro_progress_per_point) {
   for (int layers = 0; layers <= 24; layers += 24) {
     Heard h = {0, 0, true};
     Setup s = run_rwkv_heard(layers, NULL, &h);
-    CHECK_INT(h.calls, layers ? 26 : 23);
+    CHECK_INT(h.calls, layers ? 41 : 38);
     CHECK_NEAR(h.last, 1, 0);
     CHECK(h.rising);
     done(&s);
   }
+}
+
+/* Issue 36: the energy by each of the H100's four memory levels (its
+ * SharedMemory once counted as registers) and the operations, adding up
+ * to the total; the ski slope at 2^-10 .. 2^4 times the L2's 50 MiB, each
+ * design's traffic never growing with the capacity, and at the file's own
+ * capacity the design's traffic as priced. */
+TEST(repro_energy_levels_and_ski_slope) {
+  Setup s = run_rwkv(0, NULL);
+  if (s.r) {
+    CHECK_INT(s.a->nlevels, 4);
+    CHECK_STR(s.a->levels[s.a->fusion_level].name, "L2");
+    for (int d = 0; d < DES_COUNT; d++) {
+      const Result *x = &s.r->res[0][PH_PREFILL][d];
+      double sum = x->ops_j;
+      for (int l = 0; l < s.a->nlevels; l++)
+        sum += x->level_j[l];
+      CHECK_NEAR(sum, x->energy_j, 1e-12 * x->energy_j);
+      CHECK(x->level_j[2] > 0); /* SharedMemory, on its own */
+    }
+    double cap = s.a->levels[s.a->fusion_level].capacity;
+    CHECK_NEAR(cap, 50.0 * 1024 * 1024, 0);
+    for (int k = 0; k < REPRO_CAPACITIES; k++)
+      CHECK_NEAR(s.r->slope_capacity[k], ldexp(cap, k - 10), 0);
+    int own = -REPRO_SLOPE_LO; /* 2^0: the file's capacity */
+    for (int d = 0; d < DES_COUNT; d++) {
+      const Result *x = &s.r->res[0][PH_PREFILL][d];
+      CHECK_NEAR(s.r->slope_bytes[own][d], x->read + x->write,
+                 1e-12 * (x->read + x->write));
+      CHECK_NEAR(s.r->slope_seconds[own][d], x->seconds, 1e-12 * x->seconds);
+      for (int k = 1; k < REPRO_CAPACITIES; k++)
+        if (isfinite(s.r->slope_bytes[k - 1][d]))
+          CHECK(s.r->slope_bytes[k][d] <=
+                s.r->slope_bytes[k - 1][d] * (1 + 1e-12));
+    }
+  }
+  done(&s);
 }
