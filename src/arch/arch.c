@@ -209,11 +209,53 @@ static bool unknown_opclass(Loader *L, const YamlNode *key,
 
 /* ---- memory ---- */
 
+const LevelField mem_level_fields[] = {
+#define LEVEL_FIELD(key, member, KIND, dim, dflt, NEED, hint, json)           \
+  {key, LF_##KIND, dim, dflt, LF_##NEED, hint, json,                          \
+   offsetof(MemLevel, member)},
+    MEM_LEVEL_FIELDS(LEVEL_FIELD)
+#undef LEVEL_FIELD
+};
+_Static_assert(sizeof mem_level_fields / sizeof mem_level_fields[0] ==
+                   MEM_LEVEL_NFIELDS,
+               "a row per level field");
+
 static const char *const level_keys[] = {
-    "name",           "capacity",        "bandwidth", "read_bandwidth",
-    "write_bandwidth", "read_energy",    "write_energy", "instances",
-    "fusion",         "area",            "ports",     "port_area",
-    "efficiency",     "latency",         NULL};
+#define LEVEL_KEY(key, ...) key,
+    "name", MEM_LEVEL_FIELDS(LEVEL_KEY) NULL
+#undef LEVEL_KEY
+};
+
+double mem_level_value(const MemLevel *lv, const LevelField *f) {
+  const char *at = (const char *)lv + f->offset;
+  switch (f->kind) {
+  case LF_COUNT:
+    return *(const int *)at;
+  case LF_FLAG:
+    return *(const bool *)at;
+  case LF_POSITIVE:
+  case LF_NON_NEGATIVE:
+  case LF_SHARE:
+    break;
+  }
+  return *(const double *)at;
+}
+
+void mem_level_set(MemLevel *lv, const LevelField *f, double v) {
+  char *at = (char *)lv + f->offset;
+  switch (f->kind) {
+  case LF_COUNT:
+    *(int *)at = (int)lround(v);
+    return;
+  case LF_FLAG:
+    *(bool *)at = v != 0;
+    return;
+  case LF_POSITIVE:
+  case LF_NON_NEGATIVE:
+  case LF_SHARE:
+    *(double *)at = v;
+  }
+}
 
 static const char *const level_role_names[] = {"dram", "staging", "buffer",
                                                "level", "registers"};
@@ -241,21 +283,13 @@ static bool get_flag(Loader *L, const YamlNode *n, const char *what,
   return k >= 0;
 }
 
-/* area, ports, port_area: checked against the area section once it is
+/* ports and port_area go with area; ports past the first need
+ * port_area. Area itself is checked against the area section once it is
  * loaded (check_level_areas). */
-static bool load_level_area(Loader *L, const YamlNode *m, MemLevel *lv) {
+static bool check_level_ports(Loader *L, const YamlNode *m,
+                              const MemLevel *lv) {
   const YamlNode *area = ydoc_get(m, "area"), *ports = ydoc_get(m, "ports");
   const YamlNode *pa = ydoc_get(m, "port_area");
-  lv->area_per_byte = NAN;
-  lv->ports = 1;
-  lv->port_area_per_byte = 0;
-  if (area && !get_non_negative(L, area, "mm2/B", "area", &lv->area_per_byte))
-    return false;
-  if (ports && !get_count(L, ports, "ports", &lv->ports))
-    return false;
-  if (pa && !get_non_negative(L, pa, "mm2/B", "port_area",
-                              &lv->port_area_per_byte))
-    return false;
   if ((ports || pa) && !area)
     return fail(L, (ports ? ports : pa)->loc,
                 "ports and port_area need 'area' (per MiB with one port, "
@@ -282,14 +316,11 @@ static bool get_share(Loader *L, const YamlNode *n, const char *what,
 
 /* efficiency: the share of its bandwidths a kernel achieves, applied to
  * them here once; a level without a bandwidth has none to scale. */
-static bool load_level_efficiency(Loader *L, const YamlNode *m,
-                                  MemLevel *lv) {
+static bool apply_level_efficiency(Loader *L, const YamlNode *m,
+                                   MemLevel *lv) {
   const YamlNode *eff = ydoc_get(m, "efficiency");
-  lv->efficiency = 1;
   if (!eff)
     return true;
-  if (!get_share(L, eff, "efficiency", &lv->efficiency))
-    return false;
   if (isinf(lv->bandwidth) && isinf(lv->read_bandwidth) &&
       isinf(lv->write_bandwidth))
     return fail(L, eff->loc,
@@ -302,14 +333,41 @@ static bool load_level_efficiency(Loader *L, const YamlNode *m,
   return true;
 }
 
-/* Capacity: required on chip, optional (infinite) for the outermost level.
- * Bandwidth: required for the outermost level (the roofline's memory
- * side), optional (never a bottleneck) on chip. */
+/* Field F of the level in M (WHERE, for messages), by its row of
+ * MEM_LEVEL_FIELDS: its default when not given, an error when it must
+ * be. */
+static bool load_level_field(Loader *L, const YamlNode *m, bool outermost,
+                             const char *where, const LevelField *f,
+                             MemLevel *lv) {
+  mem_level_set(lv, f, f->dflt);
+  const YamlNode *v = ydoc_get(m, f->key);
+  bool needed = f->need == LF_REQUIRED ||
+                (f->need == LF_ON_CHIP && !outermost) ||
+                (f->need == LF_OFF_CHIP && outermost);
+  if (!v)
+    return !needed || need(L, m, f->key, where, f->hint);
+  void *at = (char *)lv + f->offset;
+  switch (f->kind) {
+  case LF_POSITIVE:
+    return get_positive(L, v, f->dim, f->key, at);
+  case LF_NON_NEGATIVE:
+    return get_non_negative(L, v, f->dim, f->key, at);
+  case LF_SHARE:
+    return get_share(L, v, f->key, at);
+  case LF_COUNT:
+    return get_count(L, v, f->key, at);
+  case LF_FLAG:
+    return get_flag(L, v, f->key, at);
+  }
+  return false;
+}
+
+/* A level: its name, then every field of MEM_LEVEL_FIELDS, then the rules
+ * between them. */
 static bool load_level(Loader *L, const YamlNode *m, bool outermost,
                        MemLevel *lv) {
   if (!want(L, m, YN_MAP, "a memory level"))
     return false;
-  char where[300];
   if (!check_keys(L, m, level_keys, "a memory level"))
     return false;
   const YamlNode *name =
@@ -317,186 +375,20 @@ static bool load_level(Loader *L, const YamlNode *m, bool outermost,
   if (!name || !get_name(L, name, "memory level name", &lv->name))
     return false;
   lv->loc = m->loc;
+  char where[300];
   snprintf(where, sizeof where, "memory level '%s'", lv->name);
-
-  const YamlNode *cap = ydoc_get(m, "capacity");
-  lv->capacity = INFINITY;
-  if (!cap && !outermost)
-    return fail(L, m->loc,
-                "%s is missing 'capacity' (only the outermost level, "
-                "off-chip memory, may omit it)",
-                where);
-  if (cap && !get_positive(L, cap, "bytes", "capacity", &lv->capacity))
-    return false;
-
-  const YamlNode *bw = ydoc_get(m, "bandwidth");
-  lv->bandwidth = INFINITY;
-  if (!bw && outermost)
-    return fail(L, m->loc,
-                "%s is missing 'bandwidth' (the outermost level needs one, "
-                "e.g. '2039 GB/s')",
-                where);
-  if (bw && !get_positive(L, bw, "bytes/s", "bandwidth", &lv->bandwidth))
-    return false;
-  const YamlNode *rbw = ydoc_get(m, "read_bandwidth");
-  const YamlNode *wbw = ydoc_get(m, "write_bandwidth");
-  lv->read_bandwidth = lv->write_bandwidth = INFINITY;
-  if (rbw && !get_positive(L, rbw, "bytes/s", "read_bandwidth",
-                           &lv->read_bandwidth))
-    return false;
-  if (wbw && !get_positive(L, wbw, "bytes/s", "write_bandwidth",
-                           &lv->write_bandwidth))
-    return false;
-
-  if (!load_level_efficiency(L, m, lv))
-    return false;
+  for (int k = 0; k < MEM_LEVEL_NFIELDS; k++)
+    if (!load_level_field(L, m, outermost, where, &mem_level_fields[k], lv))
+      return false;
   /* latency: the round trip a GPU kernel's dependent access waits, to
    * off-chip memory (check_gpu_waits: a GPU's field). */
   const YamlNode *lat = ydoc_get(m, "latency");
-  lv->latency = 0;
   if (lat && !outermost)
     return fail(L, lat->loc,
                 "%s: 'latency' is off-chip memory's (the round trip a GPU "
                 "kernel's dependent access waits), not an on-chip level's",
                 where);
-  if (lat && !get_positive(L, lat, "s", "latency", &lv->latency))
-    return false;
-
-  const YamlNode *inst = ydoc_get(m, "instances"), *fu = ydoc_get(m, "fusion");
-  lv->instances = 1;
-  lv->fusion = false;
-  if (inst && !get_count(L, inst, "instances", &lv->instances))
-    return false;
-  if (fu && !get_flag(L, fu, "fusion", &lv->fusion))
-    return false;
-
-  const YamlNode *rd = need(L, m, "read_energy", where, "e.g. '1.25 pJ/B'");
-  if (!rd || !get_non_negative(L, rd, "pJ/B", "read_energy", &lv->read_pj))
-    return false;
-  const YamlNode *wr = need(L, m, "write_energy", where, "e.g. '1.25 pJ/B'");
-  return wr &&
-         get_non_negative(L, wr, "pJ/B", "write_energy", &lv->write_pj) &&
-         load_level_area(L, m, lv);
-}
-
-/* ---- the fusion level ---- */
-
-FusionProblem arch_fusion_problem(const Arch *a, int l, int *at) {
-  *at = l;
-  if (l <= 0)
-    return FUSION_OFFCHIP;
-  for (int i = 0; i <= l; i++) {
-    *at = i;
-    if (a->levels[i].instances > 1)
-      return FUSION_INSTANCES;
-    if (i > 0 && i < l && a->levels[i].capacity < a->levels[l].capacity)
-      return FUSION_STAGING;
-  }
-  *at = l;
-  return l == a->nlevels - 1 && a->nlevels > 2 ? FUSION_REGISTERS
-                                               : FUSION_OK;
-}
-
-void arch_fusion_why(const Arch *a, int l, Buf *b) {
-  int at;
-  const MemLevel *f = &a->levels[l], *lv;
-  switch (arch_fusion_problem(a, l, &at)) {
-  case FUSION_OFFCHIP:
-    buf_printf(b, "memory level '%s' is off chip: a fusion group keeps its "
-                  "intermediates on chip (mark an on-chip level "
-                  "'fusion: true')",
-               f->name);
-    return;
-  case FUSION_REGISTERS:
-    buf_printf(b, "memory level '%s' is the innermost, where each Einsum's "
-                  "operands meet the PEs: a fusion group keeps what it holds "
-                  "between Einsums in a level above it",
-               f->name);
-    return;
-  case FUSION_INSTANCES:
-    lv = &a->levels[at];
-    buf_printf(b, "memory level '%s' is not inside the fusion level '%s': "
-                  "only the stores inside it (per-PE or per-core) may have "
-                  "instances",
-               lv->name, f->name);
-    return;
-  case FUSION_STAGING:
-    lv = &a->levels[at];
-    buf_printf(b, "memory level '%s' (", lv->name);
-    buf_bytes(b, lv->capacity);
-    buf_printf(b, ") stages what the fusion level '%s' (", f->name);
-    buf_bytes(b, f->capacity);
-    buf_printf(b, ") exchanges with off-chip memory: it must hold at least "
-                  "as much, or be the fusion level ('fusion: true')");
-    return;
-  case FUSION_OK:
-  case FUSION_PROBLEM_COUNT:
-    break;
-  }
-}
-
-int arch_fusion_candidates(const Arch *a, int *out) {
-  int n = 0, at;
-  for (int l = 1; l < a->nlevels; l++)
-    if (arch_fusion_problem(a, l, &at) == FUSION_OK) {
-      if (out)
-        out[n] = l;
-      n++;
-    }
-  return n;
-}
-
-Arch *arch_with_fusion_level(const Arch *a, int level) {
-  int at;
-  if (level < 0 || level >= a->nlevels ||
-      arch_fusion_problem(a, level, &at) != FUSION_OK)
-    return NULL;
-  Arch *copy = xmalloc(sizeof *copy);
-  *copy = *a;
-  copy->arena = (Arena){0};
-  copy->levels =
-      arena_alloc(&copy->arena, (size_t)a->nlevels * sizeof *copy->levels);
-  for (int l = 0; l < a->nlevels; l++) {
-    copy->levels[l] = a->levels[l];
-    copy->levels[l].fusion = l == level;
-  }
-  copy->fusion_level = level;
-  return copy;
-}
-
-int arch_level_named(const Arch *a, const char *name) {
-  for (int l = 0; l < a->nlevels; l++)
-    if (strcmp(a->levels[l].name, name) == 0)
-      return l;
-  return -1;
-}
-
-/* The candidates' names, "GlobalBuffer, L2", into B. */
-static void candidate_names(const Arch *a, Buf *b) {
-  int *cand = xmalloc((size_t)a->nlevels * sizeof *cand);
-  int n = arch_fusion_candidates(a, cand);
-  for (int k = 0; k < n; k++)
-    buf_printf(b, "%s%s", k ? ", " : "", a->levels[cand[k]].name);
-  free(cand);
-}
-
-Arch *arch_with_fusion_named(const Arch *a, const char *name,
-                             const char *file, Loc at, Diag *d) {
-  int l = arch_level_named(a, name);
-  Arch *copy = l >= 0 ? arch_with_fusion_level(a, l) : NULL;
-  if (copy)
-    return copy;
-  Buf why = {0}, names = {0};
-  if (l >= 0)
-    arch_fusion_why(a, l, &why);
-  else
-    buf_printf(&why, "%s has no memory level '%s'", a->path, name);
-  candidate_names(a, &names);
-  diag_error(d, file, at, "\"fusion_level\": %s (the fusion levels %s can "
-             "take: %s)", why.s, a->name, names.s);
-  buf_free(&why);
-  buf_free(&names);
-  return NULL;
+  return apply_level_efficiency(L, m, lv) && check_level_ports(L, m, lv);
 }
 
 /* The fusion level: the one marked `fusion: true`; unmarked, the only

@@ -110,29 +110,106 @@ typedef enum {
  * reports and the sweep's by-role figures name. */
 const char *level_role_name(LevelRole r);
 
+/* MEM_LEVEL_FIELDS(X): a memory level's fields after its name, one row
+ * each, declared once: the loader reads them by this table (arch.c), the
+ * reports echo them by it and the per-field test changes each (a field
+ * added is one row here, and its line in docs/architecture.md).
+ *
+ * X(key, member, KIND, dim, default, NEED, hint, json)
+ *   key      the YAML key; MEMBER the MemLevel field that holds it
+ *   KIND     POSITIVE or NON_NEGATIVE (a double: a quantity of dimension
+ *            DIM), COUNT (an int >= 1), FLAG (a bool), SHARE (a double in
+ *            (0, 1])
+ *   default  its value when not given
+ *   NEED     OPTIONAL, REQUIRED, ON_CHIP (required but for the outermost
+ *            level) or OFF_CHIP (required for the outermost); HINT the
+ *            parenthesis of the error when it is missing
+ *   json     its key in eval --json's architecture echo, or NULL */
+#define MEM_LEVEL_FIELDS(X)                                                  \
+  /* bytes per instance; INFINITY for off-chip memory */                     \
+  X("capacity", capacity, POSITIVE, "bytes", INFINITY, ON_CHIP,              \
+    "only the outermost level, off-chip memory, may omit it",                \
+    "capacity_bytes")                                                        \
+  /* bytes per second per instance, reads and writes together; INFINITY if  \
+   * never a bottleneck */                                                   \
+  X("bandwidth", bandwidth, POSITIVE, "bytes/s", INFINITY, OFF_CHIP,         \
+    "the outermost level needs one, e.g. '2039 GB/s'",                       \
+    "bandwidth_bytes_per_s")                                                 \
+  /* the same for reads alone and writes alone */                            \
+  X("read_bandwidth", read_bandwidth, POSITIVE, "bytes/s", INFINITY,         \
+    OPTIONAL, NULL, "read_bandwidth_bytes_per_s")                            \
+  X("write_bandwidth", write_bandwidth, POSITIVE, "bytes/s", INFINITY,       \
+    OPTIONAL, NULL, "write_bandwidth_bytes_per_s")                           \
+  /* The share of the bandwidths above that a kernel achieves: the loader   \
+   * has already multiplied the three bandwidths by it, so the model reads  \
+   * achievable figures. */                                                  \
+  X("efficiency", efficiency, SHARE, NULL, 1, OPTIONAL, NULL, NULL)          \
+  /* off-chip memory's round trip a GPU kernel's dependent access waits     \
+   * (seconds; 0: none): a GPU's field (arch.c, check_gpu_waits) */          \
+  X("latency", latency, POSITIVE, "s", 0, OPTIONAL, NULL, NULL)              \
+  /* copies (per-PE or per-core stores): an Einsum's iteration space is     \
+   * split over them */                                                      \
+  X("instances", instances, COUNT, NULL, 1, OPTIONAL, NULL, "instances")     \
+  /* the fusion level (given, or by the default rule) */                     \
+  X("fusion", fusion, FLAG, NULL, false, OPTIONAL, NULL, NULL)               \
+  /* energy per byte read / written */                                       \
+  X("read_energy", read_pj, NON_NEGATIVE, "pJ/B", 0, REQUIRED,               \
+    "e.g. '1.25 pJ/B'", NULL)                                                \
+  X("write_energy", write_pj, NON_NEGATIVE, "pJ/B", 0, REQUIRED,             \
+    "e.g. '1.25 pJ/B'", NULL)                                                \
+  /* Area (on-chip levels of an architecture with an area section): mm2    \
+   * per byte of capacity with one port (NAN: not given), the read/write    \
+   * ports, mm2 per byte for each port past the first. */                   \
+  X("area", area_per_byte, NON_NEGATIVE, "mm2/B", NAN, OPTIONAL, NULL,       \
+    NULL)                                                                    \
+  X("ports", ports, COUNT, NULL, 1, OPTIONAL, NULL, NULL)                    \
+  X("port_area", port_area_per_byte, NON_NEGATIVE, "mm2/B", 0, OPTIONAL,     \
+    NULL, NULL)
+
+/* A KIND's C type. */
+#define LF_TYPE_POSITIVE double
+#define LF_TYPE_NON_NEGATIVE double
+#define LF_TYPE_SHARE double
+#define LF_TYPE_COUNT int
+#define LF_TYPE_FLAG bool
+
 typedef struct MemLevel {
   const char *name;
   Loc loc;
-  double capacity;  /* bytes per instance; INFINITY for off-chip memory */
-  double bandwidth; /* bytes per second per instance, reads and writes
-                       together; INFINITY if never a bottleneck */
-  double read_bandwidth, write_bandwidth; /* the same for reads alone and
-                                             writes alone (INFINITY) */
-  /* The share of the bandwidths above that a kernel achieves (1 unless
-   * `efficiency` is given): the loader has already multiplied the three
-   * bandwidths by it, so the model reads achievable figures. */
-  double efficiency;
-  double latency; /* off-chip memory's round trip a GPU kernel's dependent
-                     access waits (`latency`, seconds; 0: none) */
-  double read_pj, write_pj; /* energy per byte read / written */
-  int instances;    /* copies (per-PE or per-core stores; 1 unless given):
-                       an Einsum's iteration space is split over them */
-  bool fusion;      /* the fusion level (given, or by the default rule) */
-  /* Area (on-chip levels of an architecture with an area section): */
-  double area_per_byte; /* mm2 per byte of capacity with one port */
-  int ports;            /* read/write ports (1 unless given) */
-  double port_area_per_byte; /* mm2 per byte for each port past the first */
+#define LEVEL_MEMBER(key, member, KIND, ...) LF_TYPE_##KIND member;
+  MEM_LEVEL_FIELDS(LEVEL_MEMBER)
+#undef LEVEL_MEMBER
 } MemLevel;
+
+/* The table as data, for the reports and the tests that iterate it. */
+typedef enum {
+  LF_POSITIVE,
+  LF_NON_NEGATIVE,
+  LF_SHARE,
+  LF_COUNT,
+  LF_FLAG
+} LevelFieldKind;
+typedef enum { LF_OPTIONAL, LF_REQUIRED, LF_ON_CHIP, LF_OFF_CHIP } LevelNeed;
+typedef struct LevelField {
+  const char *key;
+  LevelFieldKind kind;
+  const char *dim; /* a quantity's dimension ("bytes/s"), or NULL */
+  double dflt;
+  LevelNeed need;
+  const char *hint;
+  const char *json;
+  size_t offset; /* of its member in MemLevel */
+} LevelField;
+enum {
+#define LEVEL_ONE(...) +1
+  MEM_LEVEL_NFIELDS = 0 MEM_LEVEL_FIELDS(LEVEL_ONE)
+#undef LEVEL_ONE
+};
+extern const LevelField mem_level_fields[MEM_LEVEL_NFIELDS];
+/* Field F of level LV as a double (a count, 0 or 1 for a flag). */
+double mem_level_value(const MemLevel *lv, const LevelField *f);
+/* Set field F of LV to V (a count rounded, a flag V != 0). */
+void mem_level_set(MemLevel *lv, const LevelField *f, double v);
 
 /* A functional unit a PE may contain, for the area model: the operation
  * classes it performs and its area for one operation per cycle. A PE has

@@ -39,63 +39,45 @@ const OptChoices objective_choices = {"objective", objective_at, 2, NULL,
 static const char *search_objective_at(int i) {
   return search_objective_name((SearchObjective)i);
 }
-static const char *bind_at(int i) { return bind_policy_name((BindPolicy)i); }
-static const OptChoices bind_choices = {"binding", bind_at, BIND_COUNT, NULL,
-                                        false};
 const OptChoices search_objective_choices = {"objective", search_objective_at,
                                              SO_COUNT, NULL, false};
 
-/* ---- the model's options ---- */
+/* ---- the model's options ----
+ *
+ * Made from MODEL_OPTIONS (model.h): a BOOL's --flag and --no-flag, a
+ * SWITCH's --flag, an ENUM's --flag NAME (its names from the model), an
+ * INT's --flag N, a SHARE's --flag X. */
+
+#define CHOICES_BOOL(name, noun, hi)
+#define CHOICES_SWITCH(name, noun, hi)
+#define CHOICES_INT(name, noun, hi)
+#define CHOICES_SHARE(name, noun, hi)
+#define CHOICES_ENUM(name, noun, hi)                                         \
+  static const char *name##_at(int i) {                                      \
+    return model_option_value_name(MO_##name, i);                            \
+  }                                                                          \
+  static const OptChoices name##_choices = {noun, name##_at, hi, NULL, false};
+#define CHOICES(K, name, field, type, def, flag, arg, hi, names, noun, ...)  \
+  CHOICES_##K(name, noun, hi)
+MODEL_OPTIONS(CHOICES)
 
 #define MO(field) offsetof(ModelOverrides, field)
-static const Opt model_opts[] = {
-    {"--stitch", OPT_ENUM, MO(stitch), "HOW",
-     .help = "greedy (default), alg1 or global: how the fused designs stitch "
-             "their groups",
-     .choices = &stitcher_choices},
-    {"--bind", OPT_ENUM, MO(bind), "HOW",
-     .help = "rule (the paper's §V-B; default for named designs) or cost "
-             "(each group's Einsums on the units with the least compute "
-             "time; default for search)",
-     .choices = &bind_choices},
-    {"--pipelined", OPT_SWITCH, MO(pipelined), NULL,
-     .help = "compose a group's Einsums by parallel pipelining", .lo = 1},
-    {"--ideal", OPT_SWITCH, MO(ideal), NULL,
-     .help = "the plan's algorithmic-minimum traffic instead of the mapping "
-             "search's",
-     .lo = 1},
-    {"--state-io", OPT_SWITCH, MO(state_io), NULL,
-     .help = "count the decode state (H0, the convolution history, a KV "
-             "cache): read before the pass, the steps it adds written after "
-             "(default: on for --phase decode, off for a prefill, as the "
-             "paper)",
-     .lo = 1},
-    {"--no-state-io", OPT_SWITCH, MO(state_io), NULL,
-     .help = "do not count the decode state", .lo = 0},
-    {"--no-overlap", OPT_SWITCH, MO(no_overlap), NULL,
-     .help = "an Einsum's compute and DRAM transfers do not overlap", .lo = 1},
-    {"--reserve-share", OPT_DOUBLE, MO(reserve_share), "X",
-     .help = "share of the buffer a group may hold across its Einsums "
-             "(default 0.75)",
-     .lo = 0, .hi = 1, .flags = OPT_LO_OPEN},
-    {"--weight-share", OPT_DOUBLE, MO(weight_share), "X",
-     .help = "a group's weights stay resident when they fit in this share of "
-             "the buffer (default 0.5)",
-     .lo = 0, .hi = 1},
-    {"--two-pass", OPT_SWITCH, MO(two_pass), NULL,
-     .help = "FuseMax's second pass over LEX and X (default: on for full only)",
-     .lo = 1},
-    {"--no-two-pass", OPT_SWITCH, MO(two_pass), NULL,
-     .help = "no second pass", .lo = 0},
-    {"--rd-partials", OPT_SWITCH, MO(rd_partials), NULL,
-     .help = "RD pairs write partial products (default: on for full only)",
-     .lo = 1},
-    {"--no-rd-partials", OPT_SWITCH, MO(rd_partials), NULL,
-     .help = "RD pairs write no partial products", .lo = 0},
-    {"--spill-distance", OPT_INT, MO(spill_distance), "N",
-     .help = "send an on-chip intermediate off chip when its last reader is "
-             "more than N Einsums later (default: 12 for full, 0 = never "
-             "otherwise)",
-     .lo = 0, .hi = 1000000},
-};
+#define ROW_BOOL(name, flag, arg, max, text)                                  \
+  {"--" flag, OPT_SWITCH, MO(name), NULL, .help = text, .lo = 1},            \
+      {"--no-" flag, OPT_SWITCH, MO(name), NULL,                             \
+       .help = "the opposite of --" flag, .lo = 0},
+#define ROW_SWITCH(name, flag, arg, max, text)                                \
+  {"--" flag, OPT_SWITCH, MO(name), NULL, .help = text, .lo = 1},
+#define ROW_ENUM(name, flag, arg, max, text)                                  \
+  {"--" flag, OPT_ENUM, MO(name), arg, .help = text,                         \
+   .choices = &name##_choices},
+#define ROW_INT(name, flag, arg, max, text)                                   \
+  {"--" flag, OPT_INT, MO(name), arg, .help = text, .lo = 0, .hi = max},
+#define ROW_SHARE(name, flag, arg, max, text)                                 \
+  {"--" flag, OPT_DOUBLE, MO(name), arg, .help = text, .lo = 0, .hi = max,    \
+   .flags = OPT_LO_OPEN},
+#define ROW(K, name, field, type, def, flag, arg, hi, names, noun, sweep,  \
+            help)                                                            \
+  ROW_##K(name, flag, arg, hi, help)
+static const Opt model_opts[] = {MODEL_OPTIONS(ROW)};
 const OptTable model_options = OPT_TABLE(model_opts);

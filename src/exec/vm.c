@@ -1,7 +1,7 @@
 /* vm.c — evaluating one Einsum over a region: compile its terms into
  * programs over vector registers, walk the output in contiguous chunks,
  * reduce, and hand plain contractions to kernel_gemm. */
-#include "vm.h"
+#include "job.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -10,134 +10,6 @@
 /* The loops that run units are compiled twice, for AVX2 and for the
  * baseline (run_units): everything they call inline comes with them. */
 #define INLINE static inline __attribute__((always_inline))
-
-/* How a read's lanes lie in memory: one value for all lanes, consecutive
- * values, values a constant stride apart, runs of one value (Delta[b,i,d]
- * across (d, n): each value N times), a repeated run of consecutive values
- * (B[b,i,n] across (d, n)), or anywhere (a table of offsets). */
-typedef enum {
-  K_BCAST,
-  K_CONTIG,
-  K_STRIDED,
-  K_REPEAT,
-  K_CYCLE,
-  K_GATHER
-} AccKind;
-
-/* One read, compiled for a region: its element offset is base + sum_v
- * lin[v] * x_v; a guarded read has a coordinate that is not a plain
- * variable and may fall outside the tensor. */
-typedef struct Guard { /* a coordinate that is not a plain variable */
-  int dim, nterms;
-  int var[IR_MAX_TERMS];
-  int64_t coef[IR_MAX_TERMS], off;
-  int64_t lo, hi; /* where the view and the tensor both have data */
-  bool per_lane;  /* it moves with the chunk's variables */
-} Guard;
-
-typedef struct Acc {
-  const Access *a;
-  const View *v;
-  int64_t lin[IR_MAX_VARS];
-  int64_t base;
-  int nguard;
-  Guard guard[IR_MAX_RANKS];
-  bool live; /* a guard may fail somewhere in the current region */
-  AccKind kind;
-  int64_t run, step; /* K_STRIDED: STEP apart; K_REPEAT: runs of RUN lanes,
-                        STEP apart; K_CYCLE: a period of RUN values */
-} Acc;
-
-/* Load a read, set a constant, take an index variable's value, or apply
- * an operator of ops.h to registers A, B, C. */
-typedef enum { I_LOAD, I_CONST, I_VAR, I_OP } InsKind;
-
-typedef struct Ins {
-  InsKind op;
-  int dst, a, b, c;
-  int acc; /* I_LOAD */
-  int var; /* I_VAR */
-  float val;
-  Op fn; /* I_OP */
-} Ins;
-
-/* One additive term (or, with an explicit reduction, the whole side).
- * A term that reduces a long variable for few outputs (a norm's sum over
- * the model width) runs a row at a time: its lanes along that variable,
- * each read loaded by ROW_KIND and ROW_STEP instead of the walk's layout. */
-typedef struct Term {
-  const Expr *x;
-  double sign;
-  VarSet red;   /* the variables it reduces */
-  int row_var;  /* -1, or the reduced variable its lanes run along */
-  int row_fold; /* -1, or a reduced variable whose points continue the */
-                /* row in memory (plan_row): both walked as one row */
-  AccKind *row_kind; /* per read */
-  int64_t *row_step;
-  bool gemm_done; /* by kernel_gemm, with GEMM's strides and sizes */
-  Gemm gemm;
-  /* An operand that stays the same over the job's runs (an input of the
-   * cascade: weights), packed once the job runs a second time (the next
-   * tile of a fused group); kept until vm_job_release. */
-  GemmPack *pack;
-  int gemm_runs;
-  int nins, cap, nregs, result;
-  Ins *ins;
-} Term;
-
-/* How the output region is walked: chunks of contiguous outputs. */
-typedef struct Walk {
-  int nchunk, nouter;
-  int cvar[IR_MAX_RANKS], ovar[IR_MAX_RANKS];
-  int64_t cext[IR_MAX_RANKS], olo[IR_MAX_RANKS], oext[IR_MAX_RANKS];
-  int64_t flat, blocks, units;
-  int lanes;    /* outputs per chunk (at most VM_LANES) */
-  bool uniform; /* every chunk decomposes alike: one lane-offset table */
-} Walk;
-
-typedef struct Scratch {
-  float *regs;               /* nregs x VM_LANES */
-  const float **src;         /* nregs: where each register's lanes are */
-  double *acc;               /* VM_LANES */
-  int64_t *lane_x;           /* nchunk x VM_LANES: chunk variables per lane */
-  int64_t *gather;           /* nacc x VM_LANES: lane offsets */
-  int nregs_max;
-} Scratch;
-
-/* A 16-bit input that a read other than kernel_gemm's takes: its view's
- * values widened to fp32, laid out as the view. The copy lives for one run
- * (vm_job_release drops it); the next run of the job widens the input's
- * values again, without binding anew. */
-typedef struct Wide {
-  View view;   /* the copy's; DATA NULL between runs */
-  float *data; /* owned */
-  bool used;
-} Wide;
-
-struct VmJob {
-  const Env *env;
-  const Einsum *e;
-  Wide *wide; /* per read */
-  Region reg;       /* the region of the last run */
-  bool bound;       /* compiled for REG's extents and SEEN's views */
-  View *seen;       /* the reads' views, then the output's */
-  int64_t *table; /* nacc x lanes: lane offsets, when the walk is uniform */
-  int nacc;
-  Acc *acc;  /* one per read */
-  int nterms;
-  Term *terms;
-  Walk w;
-  const View *out;
-  int64_t out_lin[IR_MAX_VARS];
-  int64_t out_base;
-  bool accumulate;  /* add to the output (a term went to kernel_gemm) */
-  bool guards;      /* some read's guard may fail (and read lane by lane) */
-  bool rows;        /* some term runs a row at a time */
-  bool values;      /* some term takes an index variable's value */
-  Scratch serial;   /* for runs on the calling thread alone */
-};
-
-typedef struct VmJob Job;
 
 /* ---- views and reads ---- */
 
@@ -244,13 +116,6 @@ static float scalar_expr(const Env *env, const Expr *x, const int64_t *vars) {
 }
 
 /* ---- compiling ---- */
-
-static int acc_index(const Job *j, const Access *a) {
-  for (int k = 0; k < j->nacc; k++)
-    if (j->acc[k].a == a)
-      return k;
-  return -1;
-}
 
 static int compile(Job *j, Term *t, const Expr *x) {
   Ins in = {.dst = t->nregs};
@@ -755,13 +620,6 @@ INLINE double reduce_row(RedOp op, double acc, const float *v, int n) {
   return acc;
 }
 
-/* The length of a term's row along V (plan_row): V's extent, times its
- * fold's. */
-static int64_t row_length(const Job *j, int v, int fold) {
-  int64_t n = j->reg.hi[v] - j->reg.lo[v];
-  return fold < 0 ? n : n * (j->reg.hi[fold] - j->reg.lo[fold]);
-}
-
 /* A term a row at a time: for each output lane, its lanes run along the
  * row variable, in pieces of VM_LANES, over every point of the other
  * reduced variables. */
@@ -981,219 +839,6 @@ static void run_share(void *arg, int i, int n) {
   scratch_free(&sc);
 }
 
-/* ---- plain contractions go to kernel_gemm ---- */
-
-typedef struct Role {
-  int n;
-  int var[IR_MAX_VARS];
-} Role;
-
-/* One stride for a group of variables in one operand: they must be laid
- * out as one flattened dimension (outer stride = inner stride x extent). */
-static bool flat_stride(const Job *j, const int64_t *lin, const Role *ro,
-                        int64_t *stride, int64_t *extent) {
-  *extent = 1;
-  *stride = 0;
-  if (ro->n == 0)
-    return true;
-  /* Order the role's variables by decreasing stride in this operand. */
-  int idx[IR_MAX_VARS] = {0};
-  for (int k = 0; k < ro->n; k++)
-    idx[k] = ro->var[k];
-  for (int a = 1; a < ro->n; a++)
-    for (int b = a; b > 0 && lin[idx[b]] > lin[idx[b - 1]]; b--) {
-      int t = idx[b];
-      idx[b] = idx[b - 1];
-      idx[b - 1] = t;
-    }
-  /* Variables of extent 1 take no room; the others must nest exactly. */
-  int64_t expect = -1;
-  for (int k = ro->n - 1; k >= 0; k--) {
-    int v = idx[k];
-    int64_t ext = j->reg.hi[v] - j->reg.lo[v];
-    *extent *= ext;
-    if (ext == 1)
-      continue;
-    if (expect < 0)
-      *stride = lin[v];
-    else if (lin[v] != expect)
-      return false;
-    expect = lin[v] * ext;
-  }
-  return true;
-}
-
-/* Do RO's variables nest in the same order in two layouts (LA, LB)? One
- * flattened index runs over them in both, so they must (batch (h, c) laid
- * out h-major in one operand and c-major in the other flattens in each,
- * but pairs the wrong batches). */
-static bool same_nesting(const Job *j, const int64_t *la, const int64_t *lb,
-                         const Role *ro) {
-  for (int a = 0; a < ro->n; a++)
-    for (int b = a + 1; b < ro->n; b++) {
-      int u = ro->var[a], v = ro->var[b];
-      bool unit = j->reg.hi[u] - j->reg.lo[u] == 1 ||
-                  j->reg.hi[v] - j->reg.lo[v] == 1;
-      if (!unit && (la[u] > la[v]) != (lb[u] > lb[v]))
-        return false;
-    }
-  return true;
-}
-
-/* Can term T go to kernel_gemm (a plain contraction of two reads whose
- * variables flatten into M, N, K and batch dimensions)? Plans it if so. */
-static bool plan_gemm(Job *j, Term *t) {
-  const Expr *x = t->x;
-  const Einsum *e = j->e;
-  if (t->sign != 1 || (e->explicit_red && e->red != RED_SUM) ||
-      !expr_is(x, OP_MUL) || x->a->kind != EX_READ ||
-      x->b->kind != EX_READ)
-    return false;
-  const Acc *A = &j->acc[acc_index(j, x->a->acc)];
-  const Acc *B = &j->acc[acc_index(j, x->b->acc)];
-  if (A->nguard || B->nguard)
-    return false;
-  VarSet va = access_vars(A->a), vb = access_vars(B->a), vo = e->out_vars;
-  Role m = {0}, n = {0}, k = {0}, bt = {0};
-  for (int v = 0; v < e->nvars; v++) {
-    bool ia = VARSET_HAS(va, v), ib = VARSET_HAS(vb, v), io = VARSET_HAS(vo, v);
-    if (ia && ib && io)
-      bt.var[bt.n++] = v;
-    else if (ia && ib)
-      k.var[k.n++] = v;
-    else if (ia && io)
-      m.var[m.n++] = v;
-    else if (ib && io)
-      n.var[n.n++] = v;
-    else if (ia || ib || io)
-      return false; /* a broadcast or a one-sided reduction */
-  }
-  Gemm g = {0};
-  int64_t ext;
-  int64_t dummy;
-  if (!flat_stride(j, A->lin, &m, &g.a_m, &g.m) ||
-      !flat_stride(j, A->lin, &k, &g.a_k, &g.k) ||
-      !flat_stride(j, A->lin, &bt, &g.a_b, &g.batch) ||
-      !flat_stride(j, B->lin, &k, &g.b_k, &ext) ||
-      !flat_stride(j, B->lin, &n, &g.b_n, &g.n) ||
-      !flat_stride(j, B->lin, &bt, &g.b_b, &dummy) ||
-      !flat_stride(j, j->out_lin, &m, &g.c_m, &ext) ||
-      !flat_stride(j, j->out_lin, &n, &g.c_n, &ext) ||
-      !flat_stride(j, j->out_lin, &bt, &g.c_b, &ext) ||
-      !same_nesting(j, A->lin, B->lin, &k) ||
-      !same_nesting(j, A->lin, B->lin, &bt) ||
-      !same_nesting(j, A->lin, j->out_lin, &bt) ||
-      !same_nesting(j, A->lin, j->out_lin, &m) ||
-      !same_nesting(j, B->lin, j->out_lin, &n))
-    return false;
-  if (g.k < 8 || g.m * g.n * g.k < 4096)
-    return false; /* too small to be worth a call */
-  g.accumulate = j->accumulate;
-  t->gemm = g;
-  return true;
-}
-
-/* Run a term planned for kernel_gemm over the current region: its operands
- * start at the region's first point. */
-/* Term T's product over the current region: its operands start at the
- * region's first point. */
-static Gemm gemm_at(const Job *j, const Term *t) {
-  const Expr *x = t->x;
-  const Acc *A = &j->acc[acc_index(j, x->a->acc)];
-  const Acc *B = &j->acc[acc_index(j, x->b->acc)];
-  int64_t oa = A->base, ob = B->base, oc = j->out_base;
-  for (int v = 0; v < j->e->nvars; v++) {
-    oa += A->lin[v] * j->reg.lo[v];
-    ob += B->lin[v] * j->reg.lo[v];
-    oc += j->out_lin[v] * j->reg.lo[v];
-  }
-  Gemm g = t->gemm;
-  g.a_type = A->v->dtype;
-  g.b_type = B->v->dtype;
-  g.a = A->v->data ? (const void *)(A->v->data + oa) : A->v->half + oa;
-  g.b = B->v->data ? (const void *)(B->v->data + ob) : B->v->half + ob;
-  g.c = j->out->data + oc;
-  return g;
-}
-
-static void run_gemm(const Job *j, Term *t) {
-  Gemm g = gemm_at(j, t);
-  const Tensor *T = j->env->c->tensors;
-  int ta = j->acc[acc_index(j, t->x->a->acc)].a->tensor;
-  int tb = j->acc[acc_index(j, t->x->b->acc)].a->tensor;
-  bool fixed_a = T[ta].producer < 0, fixed_b = T[tb].producer < 0;
-  if (!t->pack && fixed_a != fixed_b && t->gemm_runs++ > 0)
-    t->pack = kernel_gemm_pack(&g, fixed_b, j->env->pool);
-  kernel_gemm_with(&g, t->pack, j->env->pool);
-}
-
-/* A reduced variable U of T, other than V, whose points continue V's in
- * every read (lin[u] = V's extent x lin[v]: Mamba-2's gated norm sums
- * LLY[b, i, p, q] over (p, q), 24 x 64 values one after another), and
- * that no index value of the term takes: V's row then runs on through
- * U's points as one row. -1 if there is none. */
-static int row_fold(const Job *j, const Term *t, int v) {
-  int64_t ext = j->reg.hi[v] - j->reg.lo[v];
-  for (int i = 0; i < t->nins; i++)
-    if (t->ins[i].op == I_VAR && t->ins[i].var == v)
-      return -1;
-  for (int u = 0; u < j->e->nvars; u++) {
-    bool ok = u != v && VARSET_HAS(t->red, u);
-    for (int a = 0; ok && a < j->nacc; a++)
-      ok = j->acc[a].lin[u] == ext * j->acc[a].lin[v];
-    for (int i = 0; ok && i < t->nins; i++)
-      ok = !(t->ins[i].op == I_VAR && t->ins[i].var == u);
-    if (ok)
-      return u;
-  }
-  return -1;
-}
-
-/* A term runs a row at a time when it reduces a variable (with its fold,
- * row_fold) at least as long as the walk's chunk, along which one of its
- * reads is contiguous, and no read has a guard: a row's programs then
- * have whole chunks of lanes, where the walk's lanes would read values a
- * row apart. (A norm's sum over 768 values for a 512-token prompt took
- * 5.9 ms a row at a time from four chunks on, 0.9 ms from one; the gated
- * norm's over (p, q), 24 x 64, 23.5 ms unfolded, 2.2 ms folded.) */
-static void plan_row(Job *j, Term *t) {
-  if (t->red == 0)
-    return;
-  bool guarded = false;
-  for (int i = 0; i < t->nins; i++)
-    guarded = guarded ||
-              (t->ins[i].op == I_LOAD && j->acc[t->ins[i].acc].nguard > 0);
-  if (guarded)
-    return;
-  int64_t best = (int64_t)j->w.lanes - 1;
-  for (int i = 0; i < t->nins; i++) {
-    if (t->ins[i].op != I_LOAD)
-      continue;
-    const Acc *c = &j->acc[t->ins[i].acc];
-    for (int v = 0; v < j->e->nvars; v++) {
-      int fold = VARSET_HAS(t->red, v) ? row_fold(j, t, v) : -1;
-      if (VARSET_HAS(t->red, v) && c->lin[v] == 1 &&
-          row_length(j, v, fold) > best) {
-        best = row_length(j, v, fold);
-        t->row_var = v;
-        t->row_fold = fold;
-      }
-    }
-  }
-  if (t->row_var < 0)
-    return;
-  if (!t->row_step) { /* both tables in one block, at row_step */
-    size_t n = (size_t)j->nacc + 1;
-    t->row_step = xcalloc(n, sizeof *t->row_step + sizeof *t->row_kind);
-    t->row_kind = (AccKind *)(t->row_step + n);
-  }
-  for (int a = 0; a < j->nacc; a++) {
-    int64_t l = j->acc[a].lin[t->row_var];
-    t->row_kind[a] = l == 0 ? K_BCAST : l == 1 ? K_CONTIG : K_STRIDED;
-    t->row_step[a] = l;
-  }
-}
-
 /* ---- the entry points ---- */
 
 Job *vm_prepare(const Env *env, const Einsum *e) {
@@ -1353,11 +998,11 @@ static bool bind(Job *j, Diag *d) {
   j->accumulate = false;
   j->rows = false;
   for (int t = 0; t < j->nterms; t++) {
-    j->terms[t].gemm_done = plan_gemm(j, &j->terms[t]);
+    j->terms[t].gemm_done = vm_plan_gemm(j, &j->terms[t]);
     j->accumulate = j->accumulate || j->terms[t].gemm_done;
     j->terms[t].row_var = j->terms[t].row_fold = -1;
     if (!j->terms[t].gemm_done)
-      plan_row(j, &j->terms[t]);
+      vm_plan_row(j, &j->terms[t]);
     j->rows = j->rows || j->terms[t].row_var >= 0;
   }
   for (int t = 0; t < j->nterms; t++)
@@ -1426,7 +1071,7 @@ bool vm_gemv(Job *j, const Region *r, Gemm *g, Diag *d) {
   bool same;
   if (!bind_for(j, r, &same, d) || !j->terms[0].gemm_done)
     return false;
-  *g = gemm_at(j, &j->terms[0]);
+  *g = vm_gemm_at(j, &j->terms[0]);
   /* W's rows contiguous along k, as the dot path reads them. */
   return g->batch == 1 && !g->accumulate &&
          ((g->n == 1 && g->a_k == 1) || (g->m == 1 && g->b_k == 1));
@@ -1440,7 +1085,7 @@ bool vm_exec(Job *j, const Region *r, Diag *d) {
   bool rest = j->nterms == 0;
   for (int t = 0; t < j->nterms; t++) {
     if (j->terms[t].gemm_done)
-      run_gemm(j, &j->terms[t]);
+      vm_run_gemm(j, &j->terms[t]);
     rest = rest || !j->terms[t].gemm_done;
   }
   if (rest && j->w.units > 0) {
@@ -1469,113 +1114,5 @@ bool vm_exec(Job *j, const Region *r, Diag *d) {
     return false;
   }
   return true;
-}
-
-/* ---- matrix-vector products together ----
- *
- * A decode step's projections are matrix-vector products, several of one
- * vector in a row (Mamba-2's five of the normed input, Mamba-1's two, and
- * three of X), and some small (Mamba-2's B and C: 128 rows). Run one by
- * one, each is a job of the pool, and a small one runs on one thread
- * (kernel_gemm's threshold) at the latency of memory rather than its
- * bandwidth. As one job, in parts of the weights' rows, the small ones
- * stream beside the large ones. Each output element is one row's dot
- * product, which kernel_gemm computes the same way however the rows are
- * split (the same path: a part keeps more than the dot path's 16 rows, or
- * is the whole), so the numbers are those of the products one by one. */
-
-enum { GEMV_MIN_ROWS = 32, GEMV_MIN_BYTES = 64 << 10 };
-
-typedef struct GemvPart {
-  const Gemm *g;
-  int64_t lo, hi; /* the weights' rows */
-} GemvPart;
-
-/* Rows [LO, HI) of G's weights (A's rows when G's C is a column, else
- * B's columns) and their outputs. */
-static Gemm gemv_rows(const Gemm *g, int64_t lo, int64_t hi) {
-  Gemm s = *g;
-  if (g->n == 1) {
-    s.m = hi - lo;
-    s.a = (const char *)g->a + lo * g->a_m * dtype_size(g->a_type);
-    s.c = g->c + lo * g->c_m;
-  } else {
-    s.n = hi - lo;
-    s.b = (const char *)g->b + lo * g->b_n * dtype_size(g->b_type);
-    s.c = g->c + lo * g->c_n;
-  }
-  return s;
-}
-
-static void gemv_part(void *arg, int i, int n) {
-  (void)n;
-  const GemvPart *p = &((const GemvPart *)arg)[i];
-  Gemm s = gemv_rows(p->g, p->lo, p->hi);
-  kernel_gemm(&s, NULL);
-}
-
-/* How many parts for G: about its share of PER bytes each, every part
- * of at least GEMV_MIN_ROWS rows. */
-static int64_t gemv_nparts(const Gemm *g, double per) {
-  int64_t rows = g->n == 1 ? g->m : g->n;
-  int64_t parts = (int64_t)ceil(vm_gemv_bytes(g) / per);
-  if (parts > rows / GEMV_MIN_ROWS)
-    parts = rows / GEMV_MIN_ROWS;
-  return parts < 1 ? 1 : parts;
-}
-
-double vm_gemv_bytes(const Gemm *g) {
-  return (double)(g->n == 1 ? g->m : g->n) * (double)g->k *
-         dtype_size(g->n == 1 ? g->a_type : g->b_type);
-}
-
-/* The parts of the N products G for THREADS threads: a few parts per
- * thread, each long enough to stream; their count in *NP. */
-static GemvPart *gemv_parts(const Gemm *g, int n, int threads, int *np) {
-  double total = 0;
-  for (int i = 0; i < n; i++)
-    total += vm_gemv_bytes(&g[i]);
-  double per = total / (4.0 * threads);
-  per = per > GEMV_MIN_BYTES ? per : GEMV_MIN_BYTES;
-  /* At most total / per + 1 parts each: 4 x threads + N in all. */
-  GemvPart *part =
-      xmalloc(sizeof *part * (4 * (size_t)threads + (size_t)n + 1));
-  *np = 0;
-  for (int i = 0; i < n; i++) {
-    int64_t rows = g[i].n == 1 ? g[i].m : g[i].n, k = gemv_nparts(&g[i], per);
-    for (int64_t p = 0; p < k; p++)
-      part[(*np)++] = (GemvPart){&g[i], rows * p / k, rows * (p + 1) / k};
-  }
-  return part;
-}
-
-void vm_gemvs(const Gemm *g, int n, Pool *pool) {
-  int np;
-  GemvPart *part = gemv_parts(g, n, pool_size(pool), &np);
-  pool_run(pool, gemv_part, part, np);
-  free(part);
-}
-
-struct VmGemv {
-  Gemm g; /* a copy: the caller's may go first */
-  GemvPart *part;
-};
-
-VmGemv *vm_gemv_start(const Gemm *g, Pool *pool) {
-  VmGemv *b = xmalloc(sizeof *b);
-  b->g = *g;
-  int np;
-  int workers = pool_size(pool) - 1;
-  b->part = gemv_parts(&b->g, 1, workers > 1 ? workers : 1, &np);
-  pool_start(pool, gemv_part, b->part, np);
-  return b;
-}
-
-void vm_gemv_join(VmGemv *b, Pool *pool) {
-  if (!b)
-    return;
-  pool_join(pool);
-  free(b->part);
-  free(b);
 }
 

@@ -216,7 +216,9 @@ bool model_config_parse(const char *path, const char *text, size_t len,
                         ModelConfig *cfg, Diag *d) {
   Loader l = {path, d};
   json_error_t err;
-  json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
+  char *clean = json_from_python(text, len); /* as net/config.c reads it */
+  json_t *root = json_loadb(clean, len, JSON_REJECT_DUPLICATES, &err);
+  free(clean);
   if (!root) {
     diag_error(d, path, (Loc){err.line, err.column}, "%s", err.text);
     return false;

@@ -7,12 +7,11 @@
 
 /* The DESIGNS table, row by row. */
 static const struct {
-  const char *name, *label, *help;
+  const char *name, *label;
   Strategy strategy;
   ModelOpts baseline; /* the fields its row sets; the rest are zero */
 } designs[] = {
-#define X(id, name, label, strategy, help, ...)                             \
-  {name, label, help, strategy, {__VA_ARGS__}},
+#define X(id, name, label, strategy, ...) {name, label, strategy, {__VA_ARGS__}},
     DESIGNS(X)
 #undef X
 };
@@ -35,7 +34,6 @@ const char *bind_policy_name(BindPolicy b) { return bind_names[b]; }
 
 const char *design_name(Design d) { return designs[d].name; }
 const char *design_label(Design d) { return designs[d].label; }
-const char *design_help(Design d) { return designs[d].help; }
 Strategy design_strategy(Design d) { return designs[d].strategy; }
 
 const char *design_plan_label(Design d, const Plan *p, char *buf, size_t n) {
@@ -83,69 +81,8 @@ Design design_of_strategy(Strategy s) {
 
 ModelOpts model_default_opts(Design d) {
   ModelOpts o = designs[d].baseline;
-  o.compose = COMPOSE_SEQUENTIAL;
-  o.accounting = ACCOUNT_ACHIEVED;
-  o.state_io = false;
-  o.stitch = STITCH_GREEDY;
-  /* The named designs bind by the paper's rule (§V-B), as the paper
-   * prices them; the search binds by cost (docs/model.md §2). */
-  o.bind = BIND_RULE;
-  o.reserve_share = 0.75;
-  o.weight_share = 0.5;
-  /* The paper states these for full fusion (§IV-E, §VI); each fires only
-   * where a group holds what it is about (a reduction read on both sides
-   * over a rank its tile splits, a far reader, an RD pair), so they price
-   * any plan by its content. FLAT holds whole rows of the scores: a row's
-   * reductions complete on chip, so it writes no partial products (its
-   * tile holds the reduced rank whole: two passes never fire). */
-  bool rows = o.plan == PLAN_ATTENTION;
-  o.two_pass = true;
-  o.spill_distance = 12;
-  o.rd_partials = !rows;
-  return o;
-}
-
-ModelOverrides model_no_overrides(void) {
-  return (ModelOverrides){.state_io = -1, .two_pass = -1, .rd_partials = -1,
-                          .spill_distance = -1, .stitch = -1,
-                          .bind = -1,
-                          .reserve_share = NAN, .weight_share = NAN};
-}
-
-ModelOpts model_opts_with(const ModelOverrides *f, Design d) {
-  ModelOpts o = model_default_opts(d);
-  if (f->pipelined)
-    o.compose = COMPOSE_PIPELINED;
-  if (f->ideal)
-    o.accounting = ACCOUNT_IDEAL;
-  if (f->state_io >= 0)
-    o.state_io = f->state_io;
-  if (f->no_overlap)
-    o.no_overlap = true;
-  if (f->two_pass >= 0)
-    o.two_pass = f->two_pass;
-  if (f->rd_partials >= 0)
-    o.rd_partials = f->rd_partials;
-  if (f->spill_distance >= 0)
-    o.spill_distance = f->spill_distance;
-  if (f->stitch >= 0)
-    o.stitch = (Stitcher)f->stitch;
-  if (f->bind >= 0)
-    o.bind = (BindPolicy)f->bind;
-  if (!isnan(f->reserve_share))
-    o.reserve_share = f->reserve_share;
-  if (!isnan(f->weight_share))
-    o.weight_share = f->weight_share;
-  return o;
-}
-
-ModelOpts model_opts_for_plan(const ModelOverrides *f, Design d,
-                              const Plan *p) {
-  _Static_assert(PLAN_BIND_RULE == BIND_RULE + 1 &&
-                     PLAN_BIND_COST == BIND_COST + 1,
-                 "a plan's binding is the policy, one ahead");
-  ModelOpts o = model_opts_with(f, d);
-  if (f->bind < 0 && p && p->bind != PLAN_BIND_UNSAID)
-    o.bind = (BindPolicy)(p->bind - 1);
+#define DEFAULT(K, name, field, type, def, ...) o.field = def;
+  MODEL_OPTIONS(DEFAULT)
+#undef DEFAULT
   return o;
 }

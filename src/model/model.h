@@ -62,10 +62,11 @@ typedef enum {
                       AV) one group tiled by query rows: FLAT (flat.c) */
 } PlanSource;
 
-/* The designs of §VI, one row each: X(ID, name, label, strategy, help,
+/* The designs of §VI, one row each: X(ID, name, label, strategy,
  * baseline...), where the baseline is the ModelOpts fields that make the
- * design what it is (model_default_opts applies them). Help texts,
- * `reproduce`, the figures and the study loader iterate this table:
+ * design what it is (model_default_opts applies them). The options'
+ * choices, `reproduce`, the figures, the study loader and the tests
+ * iterate this table:
  * adding a design (or a baseline) is one row here; a new strategy is one
  * row of fusion.h's STRATEGIES too. Rows priced with a strategy's plan and
  * no baseline field are the paper's fusion strategies (design_is_strategy).
@@ -90,28 +91,18 @@ typedef enum {
  * spill, RD partial products) are not a design's: every plan is priced by
  * its groups' content (docs/model.md §2, "One plan, one price"). */
 #define DESIGNS(X)                                                          \
-  X(UNFUSED, "unfused", "Best unfused", ST_UNFUSED,                         \
-    "every Einsum alone, each with its best mapping (Table I)",             \
+  X(UNFUSED, "unfused", "Best unfused", ST_UNFUSED, .plan = PLAN_STITCHED)  \
+  X(IDEAL, "ideal", "Ideal fusion", ST_UNFUSED, .bound = true)              \
+  X(MARCA, "marca", "MARCA-like", ST_UNFUSED, .plan = PLAN_RECURRENCE,      \
+    .hold_whole = true)                                                     \
+  X(GEENS, "geens", "Geens-like", ST_UNFUSED, .plan = PLAN_RECURRENCE)      \
+  X(FLAT, "flat", "FLAT", ST_UNFUSED, .plan = PLAN_ATTENTION,               \
+    .bind_alone = true)                                                     \
+  X(RI, "ri", "RI", ST_RI, .plan = PLAN_STITCHED)                           \
+  X(RI_RSB, "ri+rsb", "RI+RSb", ST_RI_RSB, .plan = PLAN_STITCHED)           \
+  X(RI_RSB_RSP, "ri+rsb+rsp", "RI+RSb+RSp", ST_RI_RSB_RSP,                  \
     .plan = PLAN_STITCHED)                                                  \
-  X(IDEAL, "ideal", "Ideal fusion", ST_UNFUSED,                             \
-    "a lower bound: no inter-Einsum traffic, the fastest units",            \
-    .bound = true)                                                          \
-  X(MARCA, "marca", "MARCA-like", ST_UNFUSED,                               \
-    "the recurrence's region fused, intermediates over the whole rank",     \
-    .plan = PLAN_RECURRENCE, .hold_whole = true)                            \
-  X(GEENS, "geens", "Geens-like", ST_UNFUSED,                               \
-    "the recurrence's region fused, the state tiled to unit size",          \
-    .plan = PLAN_RECURRENCE)                                                \
-  X(FLAT, "flat", "FLAT", ST_UNFUSED,                                       \
-    "attention fused by query rows, softmax on the 1D array (Kao et al.)", \
-    .plan = PLAN_ATTENTION, .bind_alone = true)                             \
-  X(RI, "ri", "RI", ST_RI, "RI pairs fused (§IV)", .plan = PLAN_STITCHED)  \
-  X(RI_RSB, "ri+rsb", "RI+RSb", ST_RI_RSB, "+ rank-subsetted pairs",       \
-    .plan = PLAN_STITCHED)                                                  \
-  X(RI_RSB_RSP, "ri+rsb+rsp", "RI+RSb+RSp", ST_RI_RSB_RSP,                 \
-    "+ rank-supersetted pairs", .plan = PLAN_STITCHED)                      \
-  X(FULL, "full", "Fully fused", ST_FULL,                                   \
-    "every pair, RD included (§IV-E)", .plan = PLAN_STITCHED)
+  X(FULL, "full", "Fully fused", ST_FULL, .plan = PLAN_STITCHED)
 
 typedef enum {
 #define X(id, ...) DES_##id,
@@ -122,7 +113,6 @@ typedef enum {
 
 const char *design_name(Design d); /* "unfused", "ideal", "marca", ... */
 const char *design_label(Design d); /* "Best unfused", "MARCA-like", ... */
-const char *design_help(Design d);  /* its line in --help */
 bool design_from_name(const char *name, Design *d);
 /* "unfused, ideal, ..., full": every design's name, for messages, into
  * BUF (256 bytes hold them). */
@@ -146,39 +136,94 @@ typedef enum { BIND_RULE, BIND_COST, BIND_COUNT } BindPolicy;
 const char *bind_policy_name(BindPolicy b); /* "rule", "cost" */
 typedef enum { ACCOUNT_ACHIEVED, ACCOUNT_IDEAL } Accounting;
 
-/* Every choice the paper leaves open (docs/model.md names each with its
- * flag). */
+const char *compose_name(Compose c);       /* "sequential", "pipelined" */
+const char *accounting_name(Accounting a); /* "achieved", "ideal" */
+
+/* MODEL_OPTIONS(X): every choice the paper leaves open, one row each
+ * (docs/model.md names each with its flag). From a row come its field of
+ * ModelOpts and of ModelOverrides, its default, the apply step, its JSON
+ * in results (docs/results.md), its command-line flags
+ * (src/cli/modelopts.c) and its entry in a study's options
+ * (src/sweep/study.c): adding an option is one row here (and its
+ * paragraph in docs/model.md).
+ *
+ * X(KIND, name, field, type, default, flag, arg, hi, names, noun, sweep,
+ *   help)
+ *   KIND     BOOL: --flag sets it, --no-flag clears it; SWITCH: --flag
+ *            alone sets it; ENUM: --flag NAME, one of names(0 .. hi-1);
+ *            INT: --flag N, a whole number in [0, hi]; SHARE: --flag X,
+ *            a double in (0, 1]
+ *   name     the option: ModelOverrides' field, its key in JSON and in a
+ *            study's options
+ *   field    ModelOpts' field, of TYPE; DEFAULT an expression over the
+ *            design's baseline `o` (a ModelOpts)
+ *   flag     the flag without its dashes; ARG its value's name in --help
+ *   names    the names of the field's values (JSON, ENUM's values), or
+ *            NULL (a bool, a number); NOUN what one is called in errors
+ *   sweep    whether a study's options take it (a study's stitchers are
+ *            its designs': docs/sweep.md)
+ *   help     --help's line */
+#define MODEL_OPTIONS(X)                                                      \
+  X(ENUM, stitch, stitch, Stitcher, STITCH_GREEDY, "stitch", "HOW",           \
+    STITCH_COUNT, stitcher_name, "stitcher", false,                           \
+    "greedy (default), alg1 or global: how the fused designs stitch their "   \
+    "groups")                                                                 \
+  /* The named designs bind by the paper's rule (§V-B), as the paper        \
+   * prices them; the search binds by cost (docs/model.md §2). */           \
+  X(ENUM, bind, bind, BindPolicy, BIND_RULE, "bind", "HOW", BIND_COUNT,       \
+    bind_policy_name, "binding", true,                                        \
+    "rule (the paper's §V-B; default for named designs) or cost (each "       \
+    "group's Einsums on the units with the least compute time; default for "  \
+    "search)")                                                                \
+  X(SWITCH, pipelined, compose, Compose, COMPOSE_SEQUENTIAL, "pipelined",     \
+    NULL, 2, compose_name, "composition", true,                               \
+    "compose a group's Einsums by parallel pipelining")                       \
+  X(SWITCH, ideal, accounting, Accounting, ACCOUNT_ACHIEVED, "ideal", NULL,   \
+    2, accounting_name, "accounting", true,                                   \
+    "the plan's algorithmic-minimum traffic instead of the mapping search's") \
+  X(BOOL, state_io, state_io, bool, false, "state-io", NULL, 2, NULL, NULL,   \
+    true,                                                                     \
+    "count the decode state (H0, the convolution history, a KV cache): read " \
+    "before the pass, the steps it adds written after (default: on for "     \
+    "--phase decode, off for a prefill, as the paper)")                       \
+  X(SWITCH, no_overlap, no_overlap, bool, false, "no-overlap", NULL, 2, NULL, \
+    NULL, true, "an Einsum's compute and DRAM transfers do not overlap")            \
+  X(SHARE, reserve_share, reserve_share, double, 0.75, "reserve-share", "X",  \
+    1, NULL, "share in (0, 1]", true,                                         \
+    "share of the buffer a group may hold across its Einsums (default "       \
+    "0.75)")                                                                  \
+  X(SHARE, weight_share, weight_share, double, 0.5, "weight-share", "X", 1,   \
+    NULL, "share in (0, 1]", true,                                            \
+    "a group's weights stay resident when they fit in this share of the "     \
+    "buffer (default 0.5)")                                                   \
+  /* The fully fused design's rules (§IV-E, §VI), achieved accounting.     \
+   * Each fires only where a group holds what it is about (a reduction     \
+   * read on both sides over a rank its tile splits, a far reader, an RD   \
+   * pair), so they price any plan by its content. FLAT holds whole rows   \
+   * of the scores: a row's reductions complete on chip, so it writes no   \
+   * partial products (its tile holds the reduced rank whole: two passes   \
+   * never fire). */                                                        \
+  X(BOOL, two_pass, two_pass, bool, true, "two-pass", NULL, 2, NULL, NULL,    \
+    true,                                                                     \
+    "FuseMax's second pass over LEX and X (default: on for full only)")       \
+  X(INT, spill_distance, spill_distance, int, 12, "spill-distance", "N",      \
+    1000000, NULL, "count of Einsums (0 = never)", true,                     \
+    "send an on-chip intermediate off chip when its last reader is more "     \
+    "than N Einsums later (default 12; 0: never)")       \
+  X(BOOL, rd_partials, rd_partials, bool, o.plan != PLAN_ATTENTION,           \
+    "rd-partials", NULL, 2, NULL, NULL, true,                                 \
+    "RD pairs write partial products (default: on for full only)")
+
+/* The options as one enum: MO_stitch, ... */
+#define MODEL_OPTION_ENUM(K, name, ...) MO_##name,
+typedef enum { MODEL_OPTIONS(MODEL_OPTION_ENUM) MO_COUNT } ModelOption;
+#undef MODEL_OPTION_ENUM
+
+/* Every choice the paper leaves open, and the baselines' behaviour. */
 typedef struct ModelOpts {
-  Compose compose;       /* a group's Einsums one after another, or
-                            pipelined across units (§VI "parallel
-                            pipelining") -- --pipelined */
-  Accounting accounting; /* mapping search, or the plan's algorithmic
-                            minimum -- --ideal */
-  bool state_io;         /* count the decode state (initializations' inputs:
-                            H0, the convolution history) -- --state-io */
-  bool no_overlap;       /* an Einsum's compute and DRAM transfers do not
-                            overlap: cycles = compute + memory (default:
-                            the slower of the two) -- --no-overlap */
-  Stitcher stitch;       /* how the fused designs stitch -- --stitch */
-  BindPolicy bind;       /* the rule (default: the paper's) or the least
-                            compute time (the search's) -- --bind */
-  double reserve_share;  /* share of the global buffer a group may reserve
-                            for what it holds across its Einsums; the rest
-                            holds each Einsum's own tiles --
-                            --reserve-share */
-  double weight_share;   /* a group's weights stay resident when they fit in
-                            this share of the buffer -- --weight-share */
-  /* The fully fused design's rules (§IV-E, §VI), achieved accounting: */
-  bool two_pass;      /* a tensor used both before and after a reduction
-                         over one of its ranks in its group is read twice
-                         (FuseMax's pass analysis: LEX and X) --
-                         --two-pass / --no-two-pass */
-  int spill_distance; /* an on-chip intermediate whose last reader is more
-                         than this many Einsums after its producer is sent
-                         off chip (RX); 0: never -- --spill-distance */
-  bool rd_partials;   /* an RD pair inside a group writes the upstream's
-                         partial products off chip (intra-Einsum traffic)
-                         -- --rd-partials / --no-rd-partials */
+#define MODEL_OPTION_FIELD(K, name, field, type, ...) type field;
+  MODEL_OPTIONS(MODEL_OPTION_FIELD)
+#undef MODEL_OPTION_FIELD
   /* The baselines' behaviour (set by their DESIGNS row, no flag): */
   PlanSource plan; /* which plan the design prices */
   bool bound;      /* a lower bound: the plan's algorithmic minimum traffic
@@ -190,30 +235,59 @@ typedef struct ModelOpts {
                       (FLAT's softmax on the 1D array) */
 } ModelOpts;
 
-/* The options each design is evaluated with by default: sequential,
- * achieved, greedy stitching, no decode state, reserve share 3/4, weight
- * share 1/2, the full-fusion rules on (two passes and RD partial products
- * off for FLAT, which holds whole rows), then the fields of its DESIGNS
- * row. */
+/* The options each design is evaluated with by default: the defaults of
+ * MODEL_OPTIONS over the fields of its DESIGNS row. */
 ModelOpts model_default_opts(Design d);
 
-/* Options a user gave, applied over each design's defaults: -1 (or NAN)
- * where the default stands (the command line's model options). */
+/* Options a user gave, applied over each design's defaults: an int
+ * (a bool, an enum's value, a count) is -1 where the default stands, a
+ * share NAN. */
 typedef struct ModelOverrides {
-  int pipelined, ideal, no_overlap; /* 0 or 1 */
-  int state_io, two_pass, rd_partials, spill_distance, stitch,
-      bind; /* -1: the default */
-  double reserve_share, weight_share;
+#define MODEL_OVERRIDE_FIELD(K, name, field, type, ...) MO_UNSET_##K name;
+#define MO_UNSET_BOOL int
+#define MO_UNSET_SWITCH int
+#define MO_UNSET_ENUM int
+#define MO_UNSET_INT int
+#define MO_UNSET_SHARE double
+  MODEL_OPTIONS(MODEL_OVERRIDE_FIELD)
+#undef MODEL_OVERRIDE_FIELD
 } ModelOverrides;
 
 ModelOverrides model_no_overrides(void);
 /* Design D's options with O's overrides. */
 ModelOpts model_opts_with(const ModelOverrides *o, Design d);
-/* model_opts_with for pricing plan P (NULL: the design's own): the
+/* model_opts_for_plan for pricing plan P (NULL: the design's own): the
  * binding P says it was priced under (a plan file's "bind", the search's)
  * unless O gives one. */
 ModelOpts model_opts_for_plan(const ModelOverrides *o, Design d,
                               const Plan *p);
+
+/* The options as data, for the front ends that iterate them (results'
+ * JSON, a study's options): option K's row, and its value as a double
+ * (a bool 0 or 1, an enum's value). */
+typedef enum {
+  MOK_BOOL,
+  MOK_SWITCH,
+  MOK_ENUM,
+  MOK_INT,
+  MOK_SHARE
+} ModelOptionKind;
+typedef struct ModelOptionInfo {
+  const char *name;  /* "spill_distance" */
+  const char *field; /* ModelOpts' field: "compose" for pipelined */
+  ModelOptionKind kind;
+  int hi;           /* ENUM: the count; INT: the most */
+  const char *noun; /* "stitcher", "count of Einsums" */
+  bool sweep;       /* a study's options take it */
+} ModelOptionInfo;
+extern const ModelOptionInfo model_option_info[MO_COUNT];
+/* The name of option K's value V ("pipelined", "cost"); NULL for a bool
+ * or a number. */
+const char *model_option_value_name(ModelOption k, int v);
+double model_opt_value(const ModelOpts *o, ModelOption k);
+/* NAN where O does not set K. */
+double model_override_value(const ModelOverrides *o, ModelOption k);
+void model_override_set(ModelOverrides *o, ModelOption k, double v);
 
 /* ---- evaluation ---- */
 

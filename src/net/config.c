@@ -1102,50 +1102,12 @@ static void note_unmodelled(Cfg *c) {
   }
 }
 
-/* Python's json module writes Infinity, -Infinity and NaN, which JSON
- * lacks (published configs hold them: Mamba-2's time_step_limit). Each
- * outside a string becomes null, padded to its width so that positions in
- * messages stay the file's; no field the model reads takes one. */
-static char *python_json(const char *text, size_t len) {
-  char *t = xmalloc(len + 1);
-  memcpy(t, text, len);
-  t[len] = 0;
-  static const char *const words[] = {"-Infinity", "Infinity", "NaN"};
-  bool in_string = false;
-  for (size_t i = 0; i < len; i++) {
-    if (in_string) {
-      if (t[i] == '\\' && i + 1 < len)
-        i++;
-      else if (t[i] == '"')
-        in_string = false;
-      continue;
-    }
-    if (t[i] == '"') {
-      in_string = true;
-      continue;
-    }
-    for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
-      size_t n = strlen(words[w]);
-      if (n <= len - i && memcmp(t + i, words[w], n) == 0) {
-        /* null and spaces; NaN's three letters as a number, 0e0 */
-        if (n >= 4)
-          memcpy(t + i, "null", 4), memset(t + i + 4, ' ', n - 4);
-        else
-          memcpy(t + i, "0e0", 3);
-        i += n - 1;
-        break;
-      }
-    }
-  }
-  return t;
-}
-
 bool net_config_parse(const char *path, const char *text, size_t len,
                       Net *net, Diag *d) {
   memset(net, 0, sizeof *net);
   snprintf(net->path, sizeof net->path, "%s", path);
   json_error_t je;
-  char *clean = python_json(text, len);
+  char *clean = json_from_python(text, len);
   json_t *root = json_loadb(clean, len, JSON_REJECT_DUPLICATES, &je);
   free(clean);
   if (!root) {

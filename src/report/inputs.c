@@ -25,54 +25,47 @@ static json_t *source_json(const char *dir, const char *name) {
   return o;
 }
 
+/* Option K's value V as JSON: a name, a bool, a count or a share. */
+static json_t *option_json(ModelOption k, double v) {
+  const char *name = model_option_value_name(k, (int)v);
+  if (name)
+    return json_string(name);
+  switch (model_option_info[k].kind) {
+  case MOK_BOOL:
+  case MOK_SWITCH:
+    return json_boolean(v != 0);
+  case MOK_INT:
+  case MOK_ENUM:
+    return json_integer((json_int_t)v);
+  case MOK_SHARE:
+    break;
+  }
+  return report_real(v);
+}
+
+/* Every option, by its ModelOpts field ("compose": "pipelined"). */
 json_t *report_opts_json(const ModelOpts *o) {
   json_t *j = json_object();
-  json_object_set_new(j, "stitch", json_string(stitcher_name(o->stitch)));
-  json_object_set_new(j, "bind", json_string(bind_policy_name(o->bind)));
-  json_object_set_new(j, "compose",
-                      json_string(o->compose == COMPOSE_PIPELINED
-                                      ? "pipelined"
-                                      : "sequential"));
-  json_object_set_new(j, "accounting",
-                      json_string(o->accounting == ACCOUNT_IDEAL ? "ideal"
-                                                                 : "achieved"));
-  json_object_set_new(j, "state_io", json_boolean(o->state_io));
-  json_object_set_new(j, "no_overlap", json_boolean(o->no_overlap));
-  json_object_set_new(j, "reserve_share", report_real(o->reserve_share));
-  json_object_set_new(j, "weight_share", report_real(o->weight_share));
-  json_object_set_new(j, "two_pass", json_boolean(o->two_pass));
-  json_object_set_new(j, "spill_distance", json_integer(o->spill_distance));
-  json_object_set_new(j, "rd_partials", json_boolean(o->rd_partials));
+  for (int k = 0; k < MO_COUNT; k++)
+    json_object_set_new(j, model_option_info[k].field,
+                        option_json((ModelOption)k,
+                                    model_opt_value(o, (ModelOption)k)));
   return j;
 }
 
+/* The options given, by their names ("pipelined": true). */
 json_t *report_overrides_json(const ModelOverrides *o) {
   json_t *j = json_object();
-  /* Switches are 1 when given; the toggles -1 when not given. */
-  const struct {
-    const char *name;
-    int v;
-  } flags[] = {{"pipelined", o->pipelined ? 1 : -1},
-               {"ideal", o->ideal ? 1 : -1},
-               {"state_io", o->state_io},
-               {"no_overlap", o->no_overlap ? 1 : -1},
-               {"two_pass", o->two_pass},
-               {"rd_partials", o->rd_partials}};
-  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
-    if (flags[i].v >= 0)
-      json_object_set_new(j, flags[i].name, json_boolean(flags[i].v));
-  if (o->spill_distance >= 0)
-    json_object_set_new(j, "spill_distance", json_integer(o->spill_distance));
-  if (o->stitch >= 0)
-    json_object_set_new(j, "stitch",
-                        json_string(stitcher_name((Stitcher)o->stitch)));
-  if (o->bind >= 0)
-    json_object_set_new(j, "bind",
-                        json_string(bind_policy_name((BindPolicy)o->bind)));
-  if (!isnan(o->reserve_share))
-    json_object_set_new(j, "reserve_share", report_real(o->reserve_share));
-  if (!isnan(o->weight_share))
-    json_object_set_new(j, "weight_share", report_real(o->weight_share));
+  for (int k = 0; k < MO_COUNT; k++) {
+    double v = model_override_value(o, (ModelOption)k);
+    if (isnan(v))
+      continue;
+    /* A switch's name says what it sets: true, not its field's name. */
+    bool is_switch = model_option_info[k].kind == MOK_SWITCH;
+    json_object_set_new(j, model_option_info[k].name,
+                        is_switch ? json_boolean(v != 0)
+                                  : option_json((ModelOption)k, v));
+  }
   return j;
 }
 

@@ -379,14 +379,15 @@ static json_t *levels_json(const Arch *a, const Eval *ev) {
     json_object_set_new(x, "name", json_string(lv->name));
     json_object_set_new(x, "role",
                         json_string(level_role_name(arch_level_role(a, l))));
-    json_object_set_new(x, "capacity_bytes", real_or_null(lv->capacity));
-    json_object_set_new(x, "bandwidth_bytes_per_s",
-                        real_or_null(lv->bandwidth));
-    json_object_set_new(x, "read_bandwidth_bytes_per_s",
-                        real_or_null(lv->read_bandwidth));
-    json_object_set_new(x, "write_bandwidth_bytes_per_s",
-                        real_or_null(lv->write_bandwidth));
-    json_object_set_new(x, "instances", json_integer(lv->instances));
+    for (int k = 0; k < MEM_LEVEL_NFIELDS; k++) {
+      const LevelField *f = &mem_level_fields[k];
+      double v = mem_level_value(lv, f);
+      if (f->json)
+        json_object_set_new(x, f->json,
+                            f->kind == LF_COUNT ? json_integer((json_int_t)v)
+                            : f->kind == LF_FLAG ? json_boolean(v != 0)
+                                                 : real_or_null(v));
+    }
     json_object_set_new(x, "read_bytes", report_real(u->read));
     json_object_set_new(x, "write_bytes", report_real(u->write));
     json_object_set_new(x, "busy_s", report_real(u->cycles / a->clock_hz));

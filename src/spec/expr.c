@@ -24,7 +24,7 @@
  * parameters (the `F` of i+f-F+1). A bare name in a value is an index
  * variable of the Einsum if it is one (the `j` of `j <= i`), else a
  * symbol. */
-#include "spec.h"
+#include "lex.h"
 
 #include "../preset/preset.h"
 
@@ -32,256 +32,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef enum {
-  T_EOF,
-  T_ID,
-  T_NUM,
-  T_LBRACK,
-  T_RBRACK,
-  T_LPAREN,
-  T_RPAREN,
-  T_COMMA,
-  T_PLUS,
-  T_MINUS,
-  T_STAR,
-  T_SLASH,
-  T_EQ,
-  T_LT,
-  T_LE,
-  T_GT,
-  T_GE,
-  T_EQEQ,
-  T_NE,
-  T_COLONCOLON,
-  T_DOT,
-} TokKind;
-
-typedef struct Tok {
-  TokKind k;
-  size_t pos, len;
-  double num;
-} Tok;
-
-/* A raw index expression, before we know which names are variables. */
-typedef enum { IE_NUM, IE_ID, IE_ADD, IE_SUB, IE_MUL, IE_NEG } IEKind;
-typedef struct IExpr IExpr;
-struct IExpr {
-  IEKind k;
-  double num;
-  const char *id;
-  size_t pos;
-  IExpr *a, *b;
-};
-
-/* A tensor access whose indices are still raw. */
-typedef struct RawAccess {
-  Access *acc;
-  IExpr **raw;
-  size_t *pos;
-} RawAccess;
-
-/* A bare name in a value, resolved once the variables are known. */
-typedef struct NameRef {
-  Expr *e;
-  const char *name;
-} NameRef;
-
-typedef struct PVar {
-  const char *name;
-  int rank;
-  size_t pos;
-} PVar;
-
-typedef struct Parser {
-  Cascade *c;
-  const YamlNode *node;
-  Diag *d;
-  const char *s;
-  size_t len, at;
-  Tok tok;
-  bool failed;
-  bool const_only; /* a size or parameter: no tensor reads */
-  Arena *ar;       /* the cascade's arena */
-
-  YamlCursor cursor; /* locating tokens in order costs one pass */
-  RawAccess lhs;
-  int nraws, raws_cap;
-  RawAccess *raws; /* reads, left to right */
-  int nnames, names_cap;
-  NameRef *names;
-  PVar vars[IR_MAX_VARS];
-  int nvars;
-  size_t eq_pos;
-} Parser;
-
-/* ---- errors ---- */
-
-static Loc loc_at(Parser *p, size_t pos) {
-  return ydoc_scalar_loc_at(p->node, &p->cursor, pos);
-}
-
-__attribute__((format(printf, 3, 4))) static void perr(Parser *p, size_t pos,
-                                                       const char *fmt, ...) {
-  if (p->failed)
-    return;
-  p->failed = true;
-  Loc loc = loc_at(p, pos);
-  va_list ap;
-  va_start(ap, fmt);
-  diag_verror(p->d, p->c->path, loc, fmt, ap);
-  va_end(ap);
-}
-
-static const char *tok_desc(const Parser *p, const Tok *t, char *buf,
-                            size_t n) {
-  if (t->k == T_EOF)
-    return "end of expression";
-  snprintf(buf, n, "'%.*s'", (int)(t->len > 40 ? 40 : t->len), p->s + t->pos);
-  return buf;
-}
-
-/* ---- lexer ---- */
-
-static bool is_id_start(int c) { return isalpha(c) || c == '_'; }
-static bool is_id_char(int c) { return isalnum(c) || c == '_'; }
-
-static void next(Parser *p) {
-  if (p->failed) {
-    p->tok = (Tok){T_EOF, p->len, 0, 0};
-    return;
-  }
-  while (p->at < p->len && isspace((unsigned char)p->s[p->at]))
-    p->at++;
-  size_t st = p->at;
-  Tok t = {T_EOF, st, 0, 0};
-  if (st >= p->len) {
-    p->tok = t;
-    return;
-  }
-  unsigned char ch = (unsigned char)p->s[st];
-  if (is_id_start(ch)) {
-    size_t e = st;
-    while (e < p->len && is_id_char((unsigned char)p->s[e]))
-      e++;
-    t.k = T_ID;
-    t.len = e - st;
-  } else if (isdigit(ch) || (ch == '.' && st + 1 < p->len &&
-                             isdigit((unsigned char)p->s[st + 1]))) {
-    size_t e = st;
-    while (e < p->len && isdigit((unsigned char)p->s[e]))
-      e++;
-    if (e < p->len && p->s[e] == '.') {
-      e++;
-      while (e < p->len && isdigit((unsigned char)p->s[e]))
-        e++;
-    }
-    if (e < p->len && (p->s[e] == 'e' || p->s[e] == 'E')) {
-      size_t x = e + 1;
-      if (x < p->len && (p->s[x] == '+' || p->s[x] == '-'))
-        x++;
-      if (x >= p->len || !isdigit((unsigned char)p->s[x])) {
-        perr(p, st, "bad number '%.*s': expected digits after the exponent",
-             (int)(x - st), p->s + st);
-        p->tok = (Tok){T_EOF, p->len, 0, 0};
-        return;
-      }
-      while (x < p->len && isdigit((unsigned char)p->s[x]))
-        x++;
-      e = x;
-    }
-    if (e < p->len && is_id_char((unsigned char)p->s[e])) {
-      size_t x = e;
-      while (x < p->len && is_id_char((unsigned char)p->s[x]))
-        x++;
-      perr(p, st, "bad number '%.*s'", (int)(x - st), p->s + st);
-      p->tok = (Tok){T_EOF, p->len, 0, 0};
-      return;
-    }
-    char buf[64];
-    size_t n = e - st < sizeof buf - 1 ? e - st : sizeof buf - 1;
-    memcpy(buf, p->s + st, n);
-    buf[n] = 0;
-    t.k = T_NUM;
-    t.len = e - st;
-    t.num = strtod(buf, NULL);
-    if (!isfinite(t.num) || (t.num != 0 && fabs(t.num) < 1e-300)) {
-      perr(p, st, "number '%.*s' is out of range", (int)t.len, p->s + st);
-      p->tok = (Tok){T_EOF, p->len, 0, 0};
-      return;
-    }
-  } else {
-    t.len = 1;
-    switch (ch) {
-    case '[': t.k = T_LBRACK; break;
-    case ']': t.k = T_RBRACK; break;
-    case '(': t.k = T_LPAREN; break;
-    case ')': t.k = T_RPAREN; break;
-    case ',': t.k = T_COMMA; break;
-    case '+': t.k = T_PLUS; break;
-    case '-': t.k = T_MINUS; break;
-    case '*': t.k = T_STAR; break;
-    case '/': t.k = T_SLASH; break;
-    case '=': t.k = T_EQ; break;
-    case '<': t.k = T_LT; break;
-    case '>': t.k = T_GT; break;
-    case '.': t.k = T_DOT; break;
-    case '!':
-      t.k = T_NE;
-      break;
-    case ':':
-      if (st + 1 < p->len && p->s[st + 1] == ':') {
-        t.k = T_COLONCOLON;
-        t.len = 2;
-        break;
-      }
-      perr(p, st, "unexpected ':' (a reduction is written ':: op(vars)')");
-      p->tok = (Tok){T_EOF, p->len, 0, 0};
-      return;
-    default:
-      if (ch >= 0x20 && ch < 0x7f)
-        perr(p, st, "unexpected character '%c'", ch);
-      else
-        perr(p, st, "unexpected character (byte 0x%02x)", ch);
-      p->tok = (Tok){T_EOF, p->len, 0, 0};
-      return;
-    }
-    /* Two-character comparisons: <= >= == != */
-    bool eq_next = st + 1 < p->len && p->s[st + 1] == '=';
-    if (eq_next && (t.k == T_LT || t.k == T_GT || t.k == T_EQ || t.k == T_NE)) {
-      t.k = t.k == T_LT ? T_LE : t.k == T_GT ? T_GE : t.k == T_EQ ? T_EQEQ : T_NE;
-      t.len = 2;
-    } else if (t.k == T_NE) {
-      perr(p, st, "unexpected character '!' (not equal is written '!=')");
-      p->tok = (Tok){T_EOF, p->len, 0, 0};
-      return;
-    }
-  }
-  p->at = st + t.len;
-  p->tok = t;
-}
-
-static char *tok_text(Parser *p, const Tok *t) {
-  return arena_strndup(p->ar, p->s + t->pos, t->len);
-}
-
-static bool tok_is(const Parser *p, const char *word) {
-  return p->tok.k == T_ID && strlen(word) == p->tok.len &&
-         memcmp(p->s + p->tok.pos, word, p->tok.len) == 0;
-}
-
-static bool expect(Parser *p, TokKind k, const char *what) {
-  if (p->failed)
-    return false;
-  if (p->tok.k != k) {
-    char buf[64];
-    perr(p, p->tok.pos, "expected %s, found %s", what,
-         tok_desc(p, &p->tok, buf, sizeof buf));
-    return false;
-  }
-  next(p);
-  return true;
-}
 
 /* ---- index expressions (raw) ---- */
 
@@ -298,12 +48,12 @@ static IExpr *parse_iunary(Parser *p, int depth) {
   if (p->failed)
     return NULL;
   if (depth > 64) {
-    perr(p, p->tok.pos, "index expression nested too deeply");
+    lex_error(p, p->tok.pos, "index expression nested too deeply");
     return NULL;
   }
   size_t pos = p->tok.pos;
   if (p->tok.k == T_MINUS) {
-    next(p);
+    lex_next(p);
     IExpr *e = ie_new(p, IE_NEG, pos);
     e->a = parse_iunary(p, depth + 1);
     return e->a ? e : NULL;
@@ -312,22 +62,22 @@ static IExpr *parse_iunary(Parser *p, int depth) {
     IExpr *e = ie_new(p, IE_NUM, pos);
     e->num = p->tok.num;
     if (e->num != floor(e->num)) {
-      perr(p, pos, "bad index expression: %g is not an integer", e->num);
+      lex_error(p, pos, "bad index expression: %g is not an integer", e->num);
       return NULL;
     }
     if (fabs(e->num) > 1e9) {
-      perr(p, pos, "bad index expression: %g is out of range", e->num);
+      lex_error(p, pos, "bad index expression: %g is out of range", e->num);
       return NULL;
     }
-    next(p);
+    lex_next(p);
     return e;
   }
   if (p->tok.k == T_ID) {
     IExpr *e = ie_new(p, IE_ID, pos);
-    e->id = tok_text(p, &p->tok);
-    next(p);
+    e->id = lex_text(p, &p->tok);
+    lex_next(p);
     if (p->tok.k == T_LBRACK || p->tok.k == T_LPAREN) {
-      perr(p, pos,
+      lex_error(p, pos,
            "bad index expression: an index may not read a tensor or call a "
            "function (indices are affine in the index variables)");
       return NULL;
@@ -335,16 +85,16 @@ static IExpr *parse_iunary(Parser *p, int depth) {
     return e;
   }
   if (p->tok.k == T_LPAREN) {
-    next(p);
+    lex_next(p);
     IExpr *e = parse_iexpr(p, depth + 1);
-    if (!expect(p, T_RPAREN, "')'"))
+    if (!lex_expect(p, T_RPAREN, "')'"))
       return NULL;
     return e;
   }
   char buf[64];
-  perr(p, pos, "bad index expression: expected a variable, a number or '(', "
+  lex_error(p, pos, "bad index expression: expected a variable, a number or '(', "
                "found %s",
-       tok_desc(p, &p->tok, buf, sizeof buf));
+       lex_desc(p, &p->tok, buf, sizeof buf));
   return NULL;
 }
 
@@ -357,18 +107,18 @@ static IExpr *parse_iterm(Parser *p, int depth) {
   int n = 1;
   while (e && (p->tok.k == T_STAR || p->tok.k == T_SLASH)) {
     if (++n > MAX_INDEX_TERMS) {
-      perr(p, p->tok.pos, "index expression too long (more than %d factors)",
+      lex_error(p, p->tok.pos, "index expression too long (more than %d factors)",
            MAX_INDEX_TERMS);
       return NULL;
     }
     if (p->tok.k == T_SLASH) {
-      perr(p, p->tok.pos,
+      lex_error(p, p->tok.pos,
            "bad index expression: '/' is not allowed in an index (indices "
            "are affine: sums of constant multiples of variables)");
       return NULL;
     }
     IExpr *m = ie_new(p, IE_MUL, p->tok.pos);
-    next(p);
+    lex_next(p);
     m->a = e;
     m->b = parse_iunary(p, depth);
     e = m->b ? m : NULL;
@@ -381,12 +131,12 @@ static IExpr *parse_iexpr(Parser *p, int depth) {
   int n = 1;
   while (e && (p->tok.k == T_PLUS || p->tok.k == T_MINUS)) {
     if (++n > MAX_INDEX_TERMS) {
-      perr(p, p->tok.pos, "index expression too long (more than %d terms)",
+      lex_error(p, p->tok.pos, "index expression too long (more than %d terms)",
            MAX_INDEX_TERMS);
       return NULL;
     }
     IExpr *s = ie_new(p, p->tok.k == T_PLUS ? IE_ADD : IE_SUB, p->tok.pos);
-    next(p);
+    lex_next(p);
     s->a = e;
     s->b = parse_iterm(p, depth);
     e = s->b ? s : NULL;
@@ -399,7 +149,7 @@ static IExpr *parse_iexpr(Parser *p, int depth) {
 static Expr *ex_new(Parser *p, ExprKind k, size_t pos) {
   Expr *e = arena_alloc(p->ar, sizeof *e);
   e->kind = k;
-  e->loc = loc_at(p, pos);
+  e->loc = lex_loc(p, pos);
   return e;
 }
 
@@ -410,24 +160,24 @@ static bool parse_access(Parser *p, RawAccess *ra, const char *name,
                          size_t pos, bool lhs, int *cond_dim) {
   int t = cascade_tensor(p->c, name);
   if (t < 0) {
-    perr(p, pos, "unknown tensor '%s': declare it under einsum.declaration",
+    lex_error(p, pos, "unknown tensor '%s': declare it under einsum.declaration",
          name);
     return false;
   }
   const Tensor *T = &p->c->tensors[t];
   Access *a = arena_alloc(p->ar, sizeof *a);
   a->tensor = t;
-  a->loc = loc_at(p, pos);
+  a->loc = lex_loc(p, pos);
   a->cond_dim = -1;
   IExpr *raw[IR_MAX_RANKS];
   size_t rpos[IR_MAX_RANKS];
   int n = 0;
-  if (!expect(p, T_LBRACK, "'['"))
+  if (!lex_expect(p, T_LBRACK, "'['"))
     return false;
   if (p->tok.k != T_RBRACK) {
     for (;;) {
       if (n == IR_MAX_RANKS) {
-        perr(p, p->tok.pos, "too many indices (at most %d)", IR_MAX_RANKS);
+        lex_error(p, p->tok.pos, "too many indices (at most %d)", IR_MAX_RANKS);
         return false;
       }
       rpos[n] = p->tok.pos;
@@ -435,30 +185,30 @@ static bool parse_access(Parser *p, RawAccess *ra, const char *name,
       if (!raw[n])
         return false;
       if (p->tok.k == T_LT && lhs && raw[n]->k != IE_ID) {
-        perr(p, rpos[n],
+        lex_error(p, rpos[n],
              "an initialization is written T[..., i<0, ...]: the index "
              "before '<' must be a plain variable");
         return false;
       }
       if (p->tok.k == T_LT) {
         if (!lhs || *cond_dim >= 0) {
-          perr(p, p->tok.pos,
+          lex_error(p, p->tok.pos,
                "'<' may appear only once, in the output of an "
                "initialization: T[..., i<0, ...] = value");
           return false;
         }
-        next(p);
+        lex_next(p);
         if (p->tok.k != T_NUM || p->tok.num != 0) {
-          perr(p, p->tok.pos,
+          lex_error(p, p->tok.pos,
                "an initialization is written T[..., i<0, ...]: expected 0");
           return false;
         }
-        next(p);
+        lex_next(p);
         *cond_dim = n;
       }
       n++;
       if (p->tok.k == T_COMMA) {
-        next(p);
+        lex_next(p);
         continue;
       }
       break;
@@ -466,16 +216,16 @@ static bool parse_access(Parser *p, RawAccess *ra, const char *name,
   }
   if (p->tok.k != T_RBRACK) {
     char buf[64];
-    perr(p, p->tok.pos, "expected ',' or ']' in the indices of %s, found %s",
-         name, tok_desc(p, &p->tok, buf, sizeof buf));
+    lex_error(p, p->tok.pos, "expected ',' or ']' in the indices of %s, found %s",
+         name, lex_desc(p, &p->tok, buf, sizeof buf));
     return false;
   }
-  next(p);
+  lex_next(p);
   if (n != T->nranks) {
     Buf b = {0};
     for (int k = 0; k < T->nranks; k++)
       buf_printf(&b, "%s%s", k ? ", " : "", p->c->ranks[T->ranks[k]].name);
-    perr(p, pos,
+    lex_error(p, pos,
          "rank count mismatch: %s is declared with %d rank%s [%s] but "
          "indexed with %d",
          name, T->nranks, T->nranks == 1 ? "" : "s", b.s ? b.s : "", n);
@@ -505,22 +255,22 @@ static Expr *parse_take(Parser *p, size_t pos, int depth) {
   int n = 0;
   for (;;) {
     if (n == MAX_TAKE + 1) {
-      perr(p, p->tok.pos, "take() takes at most %d operands", MAX_TAKE);
+      lex_error(p, p->tok.pos, "take() takes at most %d operands", MAX_TAKE);
       return NULL;
     }
     if (!(arg[n++] = parse_expr(p, depth + 1)))
       return NULL;
     if (p->tok.k != T_COMMA)
       break;
-    next(p);
+    lex_next(p);
   }
-  if (!expect(p, T_RPAREN, "')'"))
+  if (!lex_expect(p, T_RPAREN, "')'"))
     return NULL;
   const Expr *which = arg[n - 1];
   int nops = n - 1;
   if (nops < 2 || which->kind != EX_NUM || which->num != floor(which->num) ||
       which->num < 0 || which->num >= nops) {
-    perr(p, pos,
+    lex_error(p, pos,
          "take(X0, X1, ..., I) takes at least two operands and the index I "
          "of the one whose value it takes (a whole number from 0 to %d)",
          nops > 1 ? nops - 1 : 1);
@@ -543,7 +293,7 @@ static Expr *parse_take(Parser *p, size_t pos, int depth) {
 
 /* NAME '(' expr { ',' expr } ')' : a function of ops.h's table. */
 static Expr *parse_call(Parser *p, const char *name, size_t pos, int depth) {
-  next(p); /* '(' */
+  lex_next(p); /* '(' */
   Op op;
   if (!op_function(name, &op)) {
     if (strcmp(name, "take") == 0)
@@ -552,7 +302,7 @@ static Expr *parse_call(Parser *p, const char *name, size_t pos, int depth) {
     for (int i = 0; i < OP_COUNT; i++)
       if (op_prec((Op)i) == 0)
         buf_printf(&b, "%s%s", b.s ? ", " : "", op_text((Op)i));
-    perr(p, pos, "unknown function '%s' (expected one of %s)", name, b.s);
+    lex_error(p, pos, "unknown function '%s' (expected one of %s)", name, b.s);
     buf_free(&b);
     return NULL;
   }
@@ -564,7 +314,7 @@ static Expr *parse_call(Parser *p, const char *name, size_t pos, int depth) {
     if (k > 0) {
       char what[64];
       snprintf(what, sizeof what, "',' (%s takes %d arguments)", name, n);
-      if (!expect(p, T_COMMA, what))
+      if (!lex_expect(p, T_COMMA, what))
         return NULL;
     }
     *arg[k] = parse_expr(p, depth + 1);
@@ -572,17 +322,17 @@ static Expr *parse_call(Parser *p, const char *name, size_t pos, int depth) {
       return NULL;
   }
   if (p->tok.k == T_COMMA) {
-    perr(p, p->tok.pos, "too many arguments: %s takes %d", name, n);
+    lex_error(p, p->tok.pos, "too many arguments: %s takes %d", name, n);
     return NULL;
   }
-  return expect(p, T_RPAREN, "')'") ? e : NULL;
+  return lex_expect(p, T_RPAREN, "')'") ? e : NULL;
 }
 
 static Expr *parse_factor(Parser *p, int depth) {
   if (p->failed)
     return NULL;
   if (depth > 200) {
-    perr(p, p->tok.pos, "expression nested too deeply");
+    lex_error(p, p->tok.pos, "expression nested too deeply");
     return NULL;
   }
   size_t pos = p->tok.pos;
@@ -590,24 +340,24 @@ static Expr *parse_factor(Parser *p, int depth) {
   case T_NUM: {
     Expr *e = ex_new(p, EX_NUM, pos);
     e->num = p->tok.num;
-    next(p);
+    lex_next(p);
     return e;
   }
   case T_LPAREN: {
-    next(p);
+    lex_next(p);
     Expr *e = parse_expr(p, depth + 1);
-    if (!expect(p, T_RPAREN, "')'"))
+    if (!lex_expect(p, T_RPAREN, "')'"))
       return NULL;
     return e;
   }
   case T_ID: {
-    char *name = tok_text(p, &p->tok);
-    next(p);
+    char *name = lex_text(p, &p->tok);
+    lex_next(p);
     if (p->tok.k == T_LPAREN)
       return parse_call(p, name, pos, depth);
     if (p->tok.k == T_LBRACK) {
       if (p->const_only) {
-        perr(p, pos, "a size or parameter may not read a tensor");
+        lex_error(p, pos, "a size or parameter may not read a tensor");
         return NULL;
       }
       RawAccess ra = {0};
@@ -629,7 +379,7 @@ static Expr *parse_factor(Parser *p, int depth) {
     if (t >= 0 && p->c->tensors[t].nranks == 0) {
       Access *a = arena_alloc(p->ar, sizeof *a);
       a->tensor = t;
-      a->loc = loc_at(p, pos);
+      a->loc = lex_loc(p, pos);
       a->cond_dim = -1;
       a->idx = arena_alloc(p->ar, sizeof(Index));
       RawAccess ra = {.acc = a};
@@ -640,7 +390,7 @@ static Expr *parse_factor(Parser *p, int depth) {
     }
     if (t >= 0 && cascade_rank(p->c, name) < 0 &&
         cascade_param(p->c, name) < 0) {
-      perr(p, pos, "tensor '%s' has %d ranks: index it, as %s[...]", name,
+      lex_error(p, pos, "tensor '%s' has %d ranks: index it, as %s[...]", name,
            p->c->tensors[t].nranks, name);
       return NULL;
     }
@@ -656,12 +406,12 @@ static Expr *parse_factor(Parser *p, int depth) {
   default: {
     char buf[64];
     if (p->tok.k == T_RPAREN || p->tok.k == T_RBRACK)
-      perr(p, pos, "unbalanced brackets: unexpected %s",
-           tok_desc(p, &p->tok, buf, sizeof buf));
+      lex_error(p, pos, "unbalanced brackets: unexpected %s",
+           lex_desc(p, &p->tok, buf, sizeof buf));
     else
-      perr(p, pos, "expected a value (a number, a name, a tensor read or "
+      lex_error(p, pos, "expected a value (a number, a name, a tensor read or "
                    "'('), found %s",
-           tok_desc(p, &p->tok, buf, sizeof buf));
+           lex_desc(p, &p->tok, buf, sizeof buf));
     return NULL;
   }
   }
@@ -669,12 +419,12 @@ static Expr *parse_factor(Parser *p, int depth) {
 
 static Expr *parse_unary(Parser *p, int depth) {
   if (depth > 200) {
-    perr(p, p->tok.pos, "expression nested too deeply");
+    lex_error(p, p->tok.pos, "expression nested too deeply");
     return NULL;
   }
   if (p->tok.k == T_MINUS) {
     size_t pos = p->tok.pos;
-    next(p);
+    lex_next(p);
     Expr *a = parse_unary(p, depth + 1);
     if (!a)
       return NULL;
@@ -707,18 +457,18 @@ static Expr *parse_infix(Parser *p, int depth, int prec) {
   int n = 1;
   while (e && infix_at(p, prec, &op)) {
     if (prec == 1 && n > 1) {
-      perr(p, p->tok.pos, "comparisons do not chain: write (a < b) * (b < c) "
+      lex_error(p, p->tok.pos, "comparisons do not chain: write (a < b) * (b < c) "
                           "for a < b < c");
       return NULL;
     }
     if (++n > MAX_TERMS) {
-      perr(p, p->tok.pos, "expression too long (more than %d operands)",
+      lex_error(p, p->tok.pos, "expression too long (more than %d operands)",
            MAX_TERMS);
       return NULL;
     }
     Expr *b = ex_new(p, EX_OP, p->tok.pos);
     b->op = op;
-    next(p);
+    lex_next(p);
     b->a = e;
     b->b = parse_infix(p, depth, prec + 1);
     e = b->b ? b : NULL;
@@ -728,7 +478,7 @@ static Expr *parse_infix(Parser *p, int depth, int prec) {
 
 static Expr *parse_expr(Parser *p, int depth) {
   if (depth > 200) {
-    perr(p, p->tok.pos, "expression nested too deeply");
+    lex_error(p, p->tok.pos, "expression nested too deeply");
     return NULL;
   }
   return parse_infix(p, depth, 1);
@@ -748,10 +498,10 @@ static bool declare_var(Parser *p, const char *name, int rank, size_t pos) {
   int v = find_var(p, name);
   if (v >= 0) {
     if (p->vars[v].rank != rank) {
-      Loc first = loc_at(p, p->vars[v].pos);
+      Loc first = lex_loc(p, p->vars[v].pos);
       const char *here = p->c->ranks[rank].name;
       const char *there = p->c->ranks[p->vars[v].rank].name;
-      perr(p, pos,
+      lex_error(p, pos,
            "index variable '%s' ranges over rank %s here but over rank %s "
            "at %d:%d (if they are the same positions, make one another "
            "name of the other: '%s: %s' in the shape section)",
@@ -761,7 +511,7 @@ static bool declare_var(Parser *p, const char *name, int rank, size_t pos) {
     return true;
   }
   if (p->nvars == IR_MAX_VARS) {
-    perr(p, pos, "too many index variables (at most %d)", IR_MAX_VARS);
+    lex_error(p, pos, "too many index variables (at most %d)", IR_MAX_VARS);
     return false;
   }
   p->vars[p->nvars++] = (PVar){name, rank, pos};
@@ -873,7 +623,7 @@ static bool linearize(Parser *p, const IExpr *e, Affine *f) {
       return true;
     }
     if (!is_constant_name(p, e->id)) {
-      perr(p, e->pos,
+      lex_error(p, e->pos,
            "undeclared rank variable '%s': a variable must index a tensor "
            "rank on its own somewhere in the Einsum (or be the name of a "
            "rank in lower case, as u for a window rank U), and a constant "
@@ -909,7 +659,7 @@ static bool linearize(Parser *p, const IExpr *e, Affine *f) {
       return false;
     bool fc = affine_is_const(f, p->nvars), gc = affine_is_const(&g, p->nvars);
     if (!fc && !gc) {
-      perr(p, e->pos, "bad index expression: a product of index variables "
+      lex_error(p, e->pos, "bad index expression: a product of index variables "
                       "is not affine");
       return false;
     }
@@ -935,12 +685,12 @@ static bool build_index(Parser *p, const IExpr *raw, size_t pos, Index *ix) {
   if (!linearize(p, raw, &f))
     return false;
   memset(ix, 0, sizeof *ix);
-  ix->loc = loc_at(p, pos);
+  ix->loc = lex_loc(p, pos);
   for (int v = 0; v < p->nvars; v++) {
     if (!f.coef[v] || is_num(f.coef[v], 0))
       continue;
     if (ix->nterms == IR_MAX_TERMS) {
-      perr(p, pos, "bad index expression: more than %d variables",
+      lex_error(p, pos, "bad index expression: more than %d variables",
            IR_MAX_TERMS);
       return false;
     }
@@ -1035,72 +785,72 @@ static bool check_terms(Parser *p, const Einsum *e, const Expr *x) {
 static bool parse_reduction(Parser *p, Einsum *e, VarSet *listed,
                             size_t *pos) {
   *pos = p->tok.pos;
-  next(p); /* '::' */
+  lex_next(p); /* '::' */
   if (p->tok.k != T_ID) {
-    perr(p, p->tok.pos, "expected a reduction operator (sum, max, min, prod) "
+    lex_error(p, p->tok.pos, "expected a reduction operator (sum, max, min, prod) "
                         "after '::'");
     return false;
   }
-  char *op = tok_text(p, &p->tok);
+  char *op = lex_text(p, &p->tok);
   if (!redop_from_name(op, &e->red)) {
-    perr(p, p->tok.pos,
+    lex_error(p, p->tok.pos,
          "unknown reduction operator '%s' (expected sum, max, min or prod)",
          op);
     return false;
   }
   e->explicit_red = true;
-  next(p);
-  if (!expect(p, T_LPAREN, "'(' after the reduction operator"))
+  lex_next(p);
+  if (!lex_expect(p, T_LPAREN, "'(' after the reduction operator"))
     return false;
   *listed = 0;
   while (p->tok.k == T_ID) {
-    char *name = tok_text(p, &p->tok);
+    char *name = lex_text(p, &p->tok);
     int v = find_var(p, name);
     if (v < 0) {
-      perr(p, p->tok.pos,
+      lex_error(p, p->tok.pos,
            "undeclared rank variable '%s' in the reduction: it indexes no "
            "tensor of this Einsum",
            name);
       return false;
     }
     if (VARSET_HAS(e->out_vars, v)) {
-      perr(p, p->tok.pos,
+      lex_error(p, p->tok.pos,
            "reduction variable '%s' is in the output: it cannot be reduced",
            name);
       return false;
     }
     *listed |= VARSET_BIT(v);
-    next(p);
+    lex_next(p);
     if (p->tok.k != T_COMMA)
       break;
-    next(p);
+    lex_next(p);
     if (p->tok.k != T_ID) {
       char buf[64];
-      perr(p, p->tok.pos, "expected a variable after ',', found %s",
-           tok_desc(p, &p->tok, buf, sizeof buf));
+      lex_error(p, p->tok.pos, "expected a variable after ',', found %s",
+           lex_desc(p, &p->tok, buf, sizeof buf));
       return false;
     }
   }
-  return expect(p, T_RPAREN, "')' closing the reduction variables");
+  return lex_expect(p, T_RPAREN, "')' closing the reduction variables");
 }
 
 /* TeAAL's older `sum(K).(expr)`: the listed ranks are summed, as our
  * implicit reduction does anyway. */
 static Expr *parse_teaal_sum(Parser *p) {
-  next(p); /* sum */
-  next(p); /* ( */
+  lex_next(p); /* sum */
+  lex_next(p); /* ( */
   while (p->tok.k == T_ID) {
-    char *r = tok_text(p, &p->tok);
+    char *r = lex_text(p, &p->tok);
     if (cascade_rank(p->c, r) < 0) {
-      perr(p, p->tok.pos, "undeclared rank '%s' in sum(...)", r);
+      lex_error(p, p->tok.pos, "undeclared rank '%s' in sum(...)", r);
       return NULL;
     }
-    next(p);
+    lex_next(p);
     if (p->tok.k != T_COMMA)
       break;
-    next(p);
+    lex_next(p);
   }
-  if (!expect(p, T_RPAREN, "')'") || !expect(p, T_DOT, "'.' after sum(...)"))
+  if (!lex_expect(p, T_RPAREN, "')'") || !lex_expect(p, T_DOT, "'.' after sum(...)"))
     return NULL;
   return parse_factor(p, 0);
 }
@@ -1124,7 +874,7 @@ static bool check_copy(Parser *p, const Einsum *e) {
   for (int v = 0; v < e->nvars; v++)
     if (VARSET_HAS(dropped, v))
       buf_printf(&b, "%s%s", b.len ? ", " : "", e->vars[v].name);
-  perr(p, p->eq_pos,
+  lex_error(p, p->eq_pos,
        "a copy that drops %s of its input and adds %s: it would sum over "
        "%s; write the reduction if a sum is meant (\"... :: sum(%s)\")",
        b.s, e->vars[__builtin_ctzll(added)].name, b.s, b.s);
@@ -1133,16 +883,16 @@ static bool check_copy(Parser *p, const Einsum *e) {
 }
 
 static bool parse_einsum(Parser *p, Einsum *e) {
-  next(p);
+  lex_next(p);
   if (p->tok.k != T_ID) {
     char buf[64];
-    perr(p, p->tok.pos, "expected the output tensor (NAME[...]), found %s",
-         tok_desc(p, &p->tok, buf, sizeof buf));
+    lex_error(p, p->tok.pos, "expected the output tensor (NAME[...]), found %s",
+         lex_desc(p, &p->tok, buf, sizeof buf));
     return false;
   }
   size_t out_pos = p->tok.pos;
-  char *out = tok_text(p, &p->tok);
-  next(p);
+  char *out = lex_text(p, &p->tok);
+  lex_next(p);
   int cond = -1;
   if (p->tok.k != T_LBRACK) {
     int t = cascade_tensor(p->c, out);
@@ -1153,7 +903,7 @@ static bool parse_einsum(Parser *p, Einsum *e) {
       Access *a = arena_alloc(p->ar, sizeof *a);
       a->tensor = t;
       a->cond_dim = -1;
-      a->loc = loc_at(p, out_pos);
+      a->loc = lex_loc(p, out_pos);
       a->idx = arena_alloc(p->ar, sizeof(Index));
       p->lhs.acc = a;
     }
@@ -1162,14 +912,14 @@ static bool parse_einsum(Parser *p, Einsum *e) {
   }
   p->lhs.acc->cond_dim = cond;
   p->eq_pos = p->tok.pos;
-  if (!expect(p, T_EQ, "'=' after the output"))
+  if (!lex_expect(p, T_EQ, "'=' after the output"))
     return false;
   /* `sum` is no function of ours: `sum(` can only be TeAAL's form. */
   bool teaal_sum = false;
-  if (tok_is(p, "sum")) {
+  if (lex_is(p, "sum")) {
     size_t save_at = p->at;
     Tok save = p->tok;
-    next(p);
+    lex_next(p);
     teaal_sum = p->tok.k == T_LPAREN;
     p->at = save_at;
     p->tok = save;
@@ -1182,13 +932,13 @@ static bool parse_einsum(Parser *p, Einsum *e) {
   for (int k = 0; k < p->lhs.acc->n; k++) {
     const IExpr *r = p->lhs.raw[k];
     if (r->k != IE_ID) {
-      perr(p, p->lhs.pos[k],
+      lex_error(p, p->lhs.pos[k],
            "the output may be indexed only by plain variables (found an "
            "expression)");
       return false;
     }
     if (find_var(p, r->id) >= 0) {
-      perr(p, p->lhs.pos[k], "repeated output variable '%s'", r->id);
+      lex_error(p, p->lhs.pos[k], "repeated output variable '%s'", r->id);
       return false;
     }
     if (!declare_var(p, r->id, p->c->tensors[p->lhs.acc->tensor].ranks[k],
@@ -1213,11 +963,11 @@ static bool parse_einsum(Parser *p, Einsum *e) {
   if (p->tok.k != T_EOF) {
     char buf[64];
     if (p->tok.k == T_RPAREN || p->tok.k == T_RBRACK)
-      perr(p, p->tok.pos, "unbalanced brackets: unexpected %s",
-           tok_desc(p, &p->tok, buf, sizeof buf));
+      lex_error(p, p->tok.pos, "unbalanced brackets: unexpected %s",
+           lex_desc(p, &p->tok, buf, sizeof buf));
     else
-      perr(p, p->tok.pos, "unexpected %s after the expression",
-           tok_desc(p, &p->tok, buf, sizeof buf));
+      lex_error(p, p->tok.pos, "unexpected %s after the expression",
+           lex_desc(p, &p->tok, buf, sizeof buf));
     return false;
   }
 
@@ -1242,7 +992,7 @@ static bool parse_einsum(Parser *p, Einsum *e) {
     VarSet missing = einsum_reduced_vars(e) & ~listed;
     if (missing) {
       int v = __builtin_ctzll(missing);
-      perr(p, red_pos,
+      lex_error(p, red_pos,
            "variable '%s' is neither in the output nor in the reduction "
            "list",
            e->vars[v].name);
@@ -1286,16 +1036,16 @@ Expr *spec_parse_const(Cascade *c, const YamlNode *node, Diag *d) {
   Parser p = {.c = c, .node = node, .d = d, .s = node->text,
               .len = strlen(node->text), .ar = &c->arena,
               .const_only = true};
-  next(&p);
+  lex_next(&p);
   Expr *e = NULL;
   if (p.tok.k == T_EOF)
-    perr(&p, 0, "expected a value, found nothing");
+    lex_error(&p, 0, "expected a value, found nothing");
   else
     e = parse_expr(&p, 0);
   if (e && !p.failed && p.tok.k != T_EOF) {
     char buf[64];
-    perr(&p, p.tok.pos, "unexpected %s after the value",
-         tok_desc(&p, &p.tok, buf, sizeof buf));
+    lex_error(&p, p.tok.pos, "unexpected %s after the value",
+         lex_desc(&p, &p.tok, buf, sizeof buf));
   }
   free(p.raws);
   free(p.names);

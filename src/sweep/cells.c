@@ -67,8 +67,12 @@ int study_cells(const Study *s, long point, Cell *cells) {
     for (int j = s->noptions - 1; j > k; j--)
       r /= s->options[j].n;
     double v = ax->values[r % ax->n];
-    n += ax->value_name ? text_cell(&cells[n], ax->name, ax->value_name((int)v))
-                        : num_cell(&cells[n], ax->name, v);
+    /* An enum's value by its name (bind: cost); a switch's as 0 or 1. */
+    const char *name = model_option_info[ax->option].kind == MOK_ENUM
+                           ? model_option_value_name(ax->option, (int)v)
+                           : NULL;
+    n += name ? text_cell(&cells[n], ax->name, name)
+              : num_cell(&cells[n], ax->name, v);
   }
   n += text_cell(&cells[n], "workload",
                  s->workloads[at[DIM_WORKLOAD]].name);

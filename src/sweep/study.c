@@ -763,77 +763,73 @@ static bool load_designs(Loader *L, const YamlNode *dn, const YamlNode *sn) {
   return true;
 }
 
-typedef enum { OPT_BOOL, OPT_SHARE, OPT_EINSUMS, OPT_BIND } OptKind;
-
-/* The model's options a study may vary: each a field of ModelOverrides
- * (an int, or a double for shares). */
-#define MO(field) offsetof(ModelOverrides, field)
-static const struct {
-  const char *name;
-  OptKind kind;
-  size_t at;
-} option_table[] = {
-    {"pipelined", OPT_BOOL, MO(pipelined)},
-    {"ideal", OPT_BOOL, MO(ideal)},
-    {"state_io", OPT_BOOL, MO(state_io)},
-    {"no_overlap", OPT_BOOL, MO(no_overlap)},
-    {"two_pass", OPT_BOOL, MO(two_pass)},
-    {"rd_partials", OPT_BOOL, MO(rd_partials)},
-    {"spill_distance", OPT_EINSUMS, MO(spill_distance)},
-    {"bind", OPT_BIND, MO(bind)},
-    {"reserve_share", OPT_SHARE, MO(reserve_share)},
-    {"weight_share", OPT_SHARE, MO(weight_share)},
-};
-#undef MO
-enum { NOPTIONS = sizeof option_table / sizeof option_table[0] };
-
-static const char *bind_value_name(int v) {
-  return bind_policy_name((BindPolicy)v);
-}
-
-static bool bind_value(Loader *L, const YamlNode *n, const char *name,
-                       double *v) {
-  for (int b = 0; b < BIND_COUNT; b++)
-    if (!strcmp(n->text, bind_policy_name((BindPolicy)b))) {
-      *v = b;
+/* The model's options a study may vary: MODEL_OPTIONS' rows marked so
+ * (model.h); an ENUM's value by its name. */
+static bool named_value(Loader *L, const YamlNode *n, ModelOption k,
+                        double *v) {
+  Buf b = {0};
+  int hi = model_option_info[k].hi;
+  for (int i = 0; i < hi; i++) {
+    const char *name = model_option_value_name(k, i);
+    if (!strcmp(n->text, name)) {
+      buf_free(&b);
+      *v = i;
       return true;
     }
-  return fail(L, n->loc, "%s is rule or cost, found '%s'", name, n->text);
+    buf_printf(&b, "%s%s", i == 0 ? "" : i + 1 < hi ? ", " : " or ", name);
+  }
+  fail(L, n->loc, "%s is %s, found '%s'", model_option_info[k].name, b.s,
+       n->text);
+  buf_free(&b);
+  return false;
 }
 
-static bool option_value(Loader *L, const YamlNode *n, OptKind k,
-                         const char *name, double *v) {
-  if (!want(L, n, YN_SCALAR, name))
+static bool option_value(Loader *L, const YamlNode *n, ModelOption k,
+                         double *v) {
+  const ModelOptionInfo *o = &model_option_info[k];
+  if (!want(L, n, YN_SCALAR, o->name))
     return false;
-  if (k == OPT_BIND)
-    return bind_value(L, n, name, v);
-  if (k == OPT_BOOL) {
+  switch (o->kind) {
+  case MOK_ENUM:
+    return named_value(L, n, k, v);
+  case MOK_BOOL:
+  case MOK_SWITCH:
     if (strcmp(n->text, "true") && strcmp(n->text, "false"))
-      return fail(L, n->loc, "%s is true or false, found '%s'", name,
+      return fail(L, n->loc, "%s is true or false, found '%s'", o->name,
                   n->text);
     *v = strcmp(n->text, "true") == 0;
     return true;
+  case MOK_SHARE:
+    if (!number(L, n, o->name, v))
+      return false;
+    if (!(*v > 0 && *v <= o->hi))
+      return fail(L, n->loc, "%s is a %s, found '%s'", o->name, o->noun,
+                  n->text);
+    return true;
+  case MOK_INT:
+    if (!number(L, n, o->name, v))
+      return false;
+    if (!(*v >= 0 && *v == floor(*v) && *v <= o->hi))
+      return fail(L, n->loc, "%s is a %s, found '%s'", o->name, o->noun,
+                  n->text);
+    return true;
   }
-  if (!number(L, n, name, v))
-    return false;
-  if (k == OPT_SHARE && !(*v > 0 && *v <= 1))
-    return fail(L, n->loc, "%s is a share in (0, 1], found '%s'", name,
-                n->text);
-  if (k == OPT_EINSUMS && !(*v >= 0 && *v == floor(*v) && *v <= 1e6))
-    return fail(L, n->loc, "%s is a count of Einsums (0 = never), found '%s'",
-                name, n->text);
-  return true;
+  return false;
 }
 
-/* Apply option K of the table, value V, to overrides O. */
-static void set_option(ModelOverrides *o, int k, double v) {
-  char *field = (char *)o + option_table[k].at;
-  if (option_table[k].kind == OPT_SHARE)
-    memcpy(field, &v, sizeof v);
-  else {
-    int i = option_table[k].kind == OPT_BOOL ? v != 0 : (int)v;
-    memcpy(field, &i, sizeof i);
-  }
+/* Option NAME's row, or MO_COUNT after an error naming the others. */
+static ModelOption option_named(Loader *L, const YamlNode *key) {
+  for (int k = 0; k < MO_COUNT; k++)
+    if (model_option_info[k].sweep &&
+        !strcmp(model_option_info[k].name, key->text))
+      return (ModelOption)k;
+  Buf b = {0};
+  for (int k = 0; k < MO_COUNT; k++)
+    if (model_option_info[k].sweep)
+      buf_printf(&b, "%s%s", b.len ? ", " : "", model_option_info[k].name);
+  fail(L, key->loc, "unknown option '%s' (expected %s)", key->text, b.s);
+  buf_free(&b);
+  return MO_COUNT;
 }
 
 static bool load_options(Loader *L, const YamlNode *m) {
@@ -844,29 +840,18 @@ static bool load_options(Loader *L, const YamlNode *m) {
     s->options = xcalloc((size_t)m->n + 1, sizeof *s->options);
     for (int i = 0; i < m->n; i++) {
       const YamlNode *key = m->keys[i];
-      int k = 0;
-      while (k < NOPTIONS && strcmp(option_table[k].name, key->text))
-        k++;
-      if (k == NOPTIONS) {
-        Buf b = {0};
-        for (int j = 0; j < NOPTIONS; j++)
-          buf_printf(&b, "%s%s", j ? ", " : "", option_table[j].name);
-        fail(L, key->loc, "unknown option '%s' (expected %s)", key->text, b.s);
-        buf_free(&b);
+      ModelOption k = option_named(L, key);
+      if (k == MO_COUNT)
         return false;
-      }
       OptionAxis *ax = &s->options[s->noptions++];
-      *ax = (OptionAxis){key->text, key->loc, 0, NULL, k,
-                         option_table[k].kind == OPT_BIND ? bind_value_name
-                                                          : NULL};
+      *ax = (OptionAxis){key->text, key->loc, 0, NULL, k};
       YamlNode *one;
       YamlNode *const *items = NULL;
       if (!as_list(L, m->items[i], key->text, &items, &ax->n, &one))
         return false;
       ax->values = arena_alloc(&s->arena, (size_t)ax->n * sizeof(double));
       for (int j = 0; j < ax->n; j++)
-        if (!option_value(L, items[j], option_table[k].kind, key->text,
-                          &ax->values[j]))
+        if (!option_value(L, items[j], k, &ax->values[j]))
           return false;
     }
   }
@@ -880,8 +865,8 @@ static bool load_options(Loader *L, const YamlNode *m) {
   for (long t = 0; t < n; t++) {
     ModelOverrides o = model_no_overrides();
     for (long k = s->noptions - 1, r = t; k >= 0; k--) {
-      set_option(&o, s->options[k].option,
-                 s->options[k].values[r % s->options[k].n]);
+      model_override_set(&o, s->options[k].option,
+                         s->options[k].values[r % s->options[k].n]);
       r /= s->options[k].n;
     }
     s->ocombo[t] = o;
@@ -1251,7 +1236,6 @@ void study_free(Study *s) {
 }
 
 const char *study_name(const Study *s) { return s->name; }
-const char *study_path(const Study *s) { return s->path; }
 long study_points(const Study *s) { return s->npoints; }
 
 

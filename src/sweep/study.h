@@ -80,9 +80,7 @@ typedef struct OptionAxis {
   Loc loc;
   int n;
   double *values; /* booleans as 0 and 1, named values by number */
-  int option;     /* its row of the study loader's option table */
-  const char *(*value_name)(int); /* named values (bind): the name of a
-                                     value, else NULL */
+  ModelOption option; /* its row of MODEL_OPTIONS */
 } OptionAxis;
 
 /* A cascade's shape for one settings tuple and one sequence length. */

@@ -109,8 +109,6 @@ double study_memory(long points, double shapes);
 void study_free(Study *s);
 
 const char *study_name(const Study *s);
-/* The file it was read from (or the shipped study's name). */
-const char *study_path(const Study *s);
 long study_points(const Study *s);
 
 /* Progress of sweep_eval, called from its first thread now and then with

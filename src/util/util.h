@@ -216,6 +216,14 @@ char *read_file(const char *path, size_t *len);
  * bytes, more than the limit of M", "cannot read: No such file ...". */
 char *read_input(const char *path, size_t max, size_t *len, Diag *d);
 
+/* Python's json module writes Infinity, -Infinity and NaN, which JSON
+ * lacks (published Hugging Face configs hold them: Mamba-2's
+ * time_step_limit). A copy of TEXT (LEN bytes, NUL-terminated) where each
+ * outside a string is null, padded to its width so that positions in
+ * messages stay the file's (NaN, three letters, a number: 0e0); no field
+ * a config loader reads takes one (pyjson.c). */
+char *json_from_python(const char *text, size_t len);
+
 /* "a directory", "a character device", "a named pipe", ...: the kind
  * of file of a stat mode, for messages. */
 const char *file_kind(unsigned mode);

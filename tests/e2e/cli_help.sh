@@ -54,11 +54,24 @@ refused "--max-memory expects a size in bytes (e.g. 2MiB), got '0'" \
   "$M" init-weights --model mamba-130m --out m --max-memory 0
 refused "--seed expects a non-negative integer (decimal digits), got '-3'" \
   "$M" init-weights --model mamba-130m --out m --seed -3
-refused "unknown design 'fused' (expected unfused, ideal, marca, geens, flat, ri, ri+rsb, ri+rsb+rsp, full or best)" \
+# The designs and strategies are the tool's tables (a new row must not
+# need this test edited): the names come from the tool, the message's form
+# and its fixed ends are checked here.
+as_list() { # "a b c" -> "a, b or c", as the messages write a list
+  echo "$*" | awk '{ for (i = 1; i <= NF; i++)
+    printf "%s%s", i == 1 ? "" : i == NF ? " or " : ", ", $i }'
+}
+designs=$(choices eval --design mamba1)
+strategies=$(choices fuse --strategy mamba1)
+case "$designs" in unfused\ ideal\ *\ full\ best) ;;
+*) fail "eval --design's choices: '$designs'" ;; esac
+case "$strategies" in unfused\ ri\ *\ full\ all) ;;
+*) fail "fuse --strategy's choices: '$strategies'" ;; esac
+refused "unknown design 'fused' (expected $(as_list $designs))" \
   "$M" eval mamba1 --design fused
-refused "unknown strategy 'x' (expected interpreter, unfused, ri, ri+rsb, ri+rsb+rsp, full or best)" \
+refused "unknown strategy 'x' (expected $(as_list interpreter $strategies | sed 's/ or all$/ or best/'))" \
   "$M" exec mamba1 --strategy x
-refused "unknown strategy 'x' (expected unfused, ri, ri+rsb, ri+rsb+rsp, full or all)" \
+refused "unknown strategy 'x' (expected $(as_list $strategies))" \
   "$M" fuse mamba1 --strategy x
 refused "unknown phase 'warm' (expected prefill or decode)" \
   "$M" eval mamba1 --phase warm

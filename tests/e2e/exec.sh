@@ -15,10 +15,16 @@ PY=/usr/bin/python3   # with NumPy (python3-numpy), as tests/e2e/oracle.sh
 
 n=0
 mkdir "$tmp/all"
+# Every strategy and stitcher (the tool's own lists: the interpreter and
+# best are not plans of a strategy).
+strategies=$(choices exec --strategy mamba1 | sed 's/^interpreter //; s/ best$//')
+stitchers=$(choices exec --stitch mamba1)
+[ "$(echo "$strategies" | wc -w)" -ge 5 ] || fail "strategies: '$strategies'"
+[ "$(echo "$stitchers" | wc -w)" -ge 3 ] || fail "stitchers: '$stitchers'"
 for spec in specs/*.yaml; do
   [ -n "$(sizes "$spec")" ] || fail "$spec has no small sizes in tests/e2e/lib/sizes.sh"
-  for st in unfused ri ri+rsb ri+rsb+rsp full; do
-    for how in greedy alg1 global; do
+  for st in $strategies; do
+    for how in $stitchers; do
       n=$((n + 1))
       # shellcheck disable=SC2046
       if ! "$MAMBALAYA" exec "$spec" $(sets "$spec") --random 1 \

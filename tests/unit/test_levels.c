@@ -402,23 +402,19 @@ static bool moved(Figures x, Figures y) {
          (isfinite(x.available) && x.available != y.available);
 }
 
-/* Change field K of level L of A (0 capacity, 1 bandwidth, 2 read energy,
- * 3 write energy, 4 instances, 5 area, 6 port area); false when the
- * level does not give it. */
-static bool change(Arch *a, int l, int k) {
+/* Change field F of level L of A (MEM_LEVEL_FIELDS): a quantity to a
+ * 64th, a count to half; false when the level does not give it (a value
+ * that is infinite, zero, or a count of 1). Not changed here: the
+ * efficiency, which the loader has applied to the bandwidths already
+ * (test_arch checks the product), and the fusion flag, which the loader
+ * turns into the fusion level (test_fusion_level). */
+static bool change(Arch *a, int l, const LevelField *f) {
   MemLevel *lv = &a->levels[l];
-  double *f[] = {&lv->capacity,      &lv->bandwidth, &lv->read_pj,
-                 &lv->write_pj,      NULL,           &lv->area_per_byte,
-                 &lv->port_area_per_byte};
-  if (k == 4) {
-    if (lv->instances < 2)
-      return false;
-    lv->instances /= 2;
-    return true;
-  }
-  if (!isfinite(*f[k]) || *f[k] == 0 || (k == 6 && lv->ports < 2))
+  double v = mem_level_value(lv, f);
+  if (f->kind == LF_SHARE || f->kind == LF_FLAG || !isfinite(v) || v == 0 ||
+      (f->kind == LF_COUNT && v < 2))
     return false;
-  *f[k] = k <= 1 ? *f[k] / 64 : *f[k] * 2;
+  mem_level_set(lv, f, f->kind == LF_COUNT ? v / 2 : v / 64);
   return true;
 }
 
@@ -437,13 +433,14 @@ TEST(levels_every_shipped_field_moves_a_figure) {
       continue;
     Figures base = figures(&m, a);
     for (int l = 0; l < a->nlevels; l++)
-      for (int k = 0; k < 7; k++) {
+      for (int k = 0; k < MEM_LEVEL_NFIELDS; k++) {
         Arch *b = arch_load(archs[i], &d);
-        if (b && change(b, l, k)) {
+        if (b && change(b, l, &mem_level_fields[k])) {
           tried++;
           if (!moved(base, figures(&m, b)))
-            test_fail(__FILE__, __LINE__, "%s: level %s, field %d moves "
-                      "nothing", archs[i], a->levels[l].name, k);
+            test_fail(__FILE__, __LINE__, "%s: level %s, field %s moves "
+                      "nothing", archs[i], a->levels[l].name,
+                      mem_level_fields[k].key);
         }
         arch_free(b);
       }

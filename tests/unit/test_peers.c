@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../../src/fusion/fusion.h"
+#include "../../src/spec/peer.h"
 #include "../../src/spec/spec.h"
 #include "test.h"
 
@@ -179,4 +180,37 @@ TEST(peers_formats_told_apart) {
   CHECK_INT(spec_format("renames: {}\nworkload:\n", 22), SPEC_ACCELFORGE);
   CHECK_INT(spec_format("{% set X = 1 %}\n", 16), SPEC_ACCELFORGE);
   CHECK_INT(spec_format("problem:\n  shape: {}\n", 21), SPEC_TIMELOOP);
+}
+
+/* An AccelForge file's structure is checked by ydoc.h, in the words of
+ * every other loader: an unknown key with the keys expected, a value of
+ * the wrong kind with the one expected and the one found. */
+static void af_refused(const char *text, int line, int col, const char *msg) {
+  Diag d = {0};
+  Cascade *c = spec_parse_peer(SPEC_ACCELFORGE, "af.yaml", text, strlen(text),
+                               NULL, &d);
+  CHECK(c == NULL);
+  cascade_free(c);
+  CHECK_STR(d.file, "af.yaml");
+  CHECK_INT(d.loc.line, line);
+  CHECK_INT(d.loc.col, col);
+  CHECK_STR(d.msg, msg);
+}
+
+TEST(peers_accelforge_refusals_in_one_wording) {
+  af_refused("workload:\n  rank_sizes: {M: 4}\n  einsums:\n"
+             "    - einsum: \"Z[m] = A[m]\"\n      bogus: 1\n",
+             5, 7,
+             "unknown key 'bogus' in an Einsum (expected einsum, name, "
+             "tensor_accesses, is_copy_operation, renames, "
+             "iteration_space_shape, shape, rank_sizes or n_instances)");
+  af_refused("workload:\n  rank_sizes: [1]\n  einsums: []\n", 2, 15,
+             "expected a mapping for rank_sizes (RANK: size), found a list");
+  af_refused("- workload\n", 1, 1,
+             "expected a mapping for the top level (workload:), found a "
+             "list");
+  af_refused("workload:\n  einsum: []\n", 2, 3,
+             "unknown key 'einsum' in workload (did you mean 'einsums'? "
+             "expected version, rank_sizes, iteration_space_shape, shape, "
+             "einsums, bits_per_value, persistent_tensors or n_instances)");
 }
