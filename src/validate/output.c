@@ -203,10 +203,11 @@ json_t *validate_json(const Validation *v, const VidurSet *set,
 }
 
 /* A colour per operator (Tableau's ten, a palette made to be told
- * apart), so that no two share one. */
+ * apart, its grey replaced by black: the grey was within svg_check.py's
+ * colour distance of the teal and the brown), so that no two share one. */
 static const char *const op_colours[] = {
     "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#000000"};
 _Static_assert(sizeof op_colours / sizeof op_colours[0] == VOP_COUNT,
                "a colour per operator");
 
