@@ -50,9 +50,9 @@ CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 
-# The AccelForge renderer (src/spec/render.c runs it) is compiled in too.
+# The AccelForge renderer (src/workload/render.c runs it) is compiled in too.
 EMBEDDED := $(sort $(wildcard specs/*.yaml specs/layers/*.yaml archs/*.yaml \
-                              studies/*.yaml)) src/spec/render.py
+                              studies/*.yaml)) src/workload/render.py
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/embedded.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 MAIN_OBJ := $(BUILD)/src/main.o
@@ -76,7 +76,7 @@ $(BUILD)/src/report/cairo.o $(BUILD)/tests/unit/test_render.o: \
 # The interpreter that renders AccelForge templates: a fixed path, never
 # the one PATH finds (make PYTHON=/opt/python3 to name another).
 PYTHON   ?= /usr/bin/python3
-$(BUILD)/src/spec/render.o: ALL_CFLAGS += -DMAMBALAYA_PYTHON='"$(PYTHON)"'
+$(BUILD)/src/workload/render.o: ALL_CFLAGS += -DMAMBALAYA_PYTHON='"$(PYTHON)"'
 ifneq ($(MPI_LIBS),)
 $(BUILD)/src/cli/cmd_sweep.o: ALL_CFLAGS += -DMAMBALAYA_MPI $(MPI_CFLAGS)
 endif

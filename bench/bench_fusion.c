@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../src/fusion/fusion.h"
-#include "../src/spec/spec.h"
+#include "../src/workload/workload.h"
 #include "../src/preset/preset.h"
 
 static int analyse(const char *path) {

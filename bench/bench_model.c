@@ -12,7 +12,7 @@
 
 #include "../src/embed/embed.h"
 #include "../src/repro/repro.h"
-#include "../src/spec/spec.h"
+#include "../src/workload/workload.h"
 #include "../src/preset/preset.h"
 
 static Cascade *shipped_spec(Diag *d) {

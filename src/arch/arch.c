@@ -6,7 +6,7 @@
 #include "arch.h"
 #include "quantity.h"
 
-#include "../spec/accelforge_arch.h"
+#include "../workload/accelforge_arch.h"
 #include "../ydoc/ydoc.h"
 
 #include <ctype.h>

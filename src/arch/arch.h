@@ -300,7 +300,7 @@ Arch *arch_from_yaml(const char *path, const YamlNode *root, Diag *d);
 void arch_free(Arch *a);
 /* An AccelForge architecture (a top-level `arch:` section; arch_parse and
  * arch_load take one as it is): translated into one of ours
- * (src/spec/accelforge_arch.c), which is loaded, its errors pointing into
+ * (src/workload/accelforge_arch.c), which is loaded, its errors pointing into
  * PATH (or its rendering, for a Jinja template). VARS (NAME=VALUE) are its
  * template's variables, READ collects the files the template reads (may
  * be NULL), and OUT (may be NULL) gets the translation, its notes as

@@ -28,7 +28,7 @@
 #include "../model/model.h"
 #include "../preset/preset.h"
 #include "../report/report.h"
-#include "../spec/spec.h"
+#include "../workload/workload.h"
 
 enum { EXIT_INPUT = 2, EXIT_RUN = 1 };
 

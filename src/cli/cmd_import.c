@@ -3,7 +3,7 @@
  * to read and edit (docs/compat.md). */
 #include "cli.h"
 
-#include "../spec/accelforge_arch.h"
+#include "../workload/accelforge_arch.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -14,7 +14,7 @@
  *          without the OPC_ prefix): C(CLASS, N) ...  A product reduced by
  *          a sum is one MACC instead: that is the model's rule (work.c).
  *
- * The parser (src/spec/expr.c) reads TEXT, ARITY and PREC; the model
+ * The parser (src/workload/expr.c) reads TEXT, ARITY and PREC; the model
  * (src/model/work.c) reads COST; the meaning is written twice, in double
  * precision with libm (op_apply in ops.c, also used to fold constants) and
  * over float vectors for the executor (vm_op in src/exec/vmath.c), each as

@@ -17,7 +17,7 @@
 #include "lm.h"
 
 #include "../embed/embed.h"
-#include "../spec/spec.h"
+#include "../workload/workload.h"
 
 #include <math.h>
 #include <stdlib.h>

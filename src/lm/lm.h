@@ -13,7 +13,7 @@
 
 #include "../exec/exec.h"
 #include "../preset/preset.h"
-#include "../spec/spec.h"
+#include "../workload/workload.h"
 
 /* ---- model configurations ---- */
 

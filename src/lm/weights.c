@@ -22,7 +22,7 @@
  * from the spec, not by the spec loader, which keeps it as YAML. */
 #include "lm.h"
 
-#include "../spec/spec.h"
+#include "../workload/workload.h"
 
 #include <math.h>
 #include <stdlib.h>

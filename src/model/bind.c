@@ -607,6 +607,14 @@ static void warn_binding(Ctx *x, int e) {
       (BindWarning){e, u, best, cyc, best_cyc, file, at};
 }
 
+/* Here rather than in compose.c, which composes these: the latency
+ * binding below weighs them too, and compose.c calls bind.c, not back. */
+double einsum_cycles(const Ctx *x, const EinsumEval *r, double mem) {
+  return (x->o.no_overlap ? r->compute_cycles + mem
+                          : fmax(r->compute_cycles, mem)) +
+         x->a->units[r->unit].pipeline;
+}
+
 void bind_for_latency(Ctx *x, EinsumEval *r) {
   if (x->o.bound || x->o.bind != BIND_COST ||
       x->o.compose != COMPOSE_SEQUENTIAL)

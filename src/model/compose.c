@@ -8,12 +8,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-double einsum_cycles(const Ctx *x, const EinsumEval *r, double mem) {
-  return (x->o.no_overlap ? r->compute_cycles + mem
-                          : fmax(r->compute_cycles, mem)) +
-         x->a->units[r->unit].pipeline;
-}
-
 double compose_span(const Ctx *x, const EinsumEval *ev, int n,
                     const double *mem) {
   const Arch *a = x->a;

@@ -30,7 +30,7 @@
 
 #include "../model/model.h"
 #include "../exec/exec.h"
-#include "../spec/spec.h"
+#include "../workload/workload.h"
 
 /* The block kinds, X(ID, name, prompt spec, decode spec, what): the
  * decode spec is the kind's block with a cache before the new tokens

@@ -8,7 +8,7 @@
 #include "../embed/embed.h"
 #include "../preset/preset.h"
 #include "../search/search.h"
-#include "../spec/spec.h"
+#include "../workload/workload.h"
 
 /* Context to generated tokens: 1:16, 1:1, 64:1. */
 static const Scenario scenarios[REPRO_SCENARIOS] = {

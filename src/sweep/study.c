@@ -16,7 +16,7 @@
 
 #include "../embed/embed.h"
 #include "../net/net.h"
-#include "../spec/spec.h"
+#include "../workload/workload.h"
 
 enum { MAX_RANGE = 10000, MAX_POINTS = 100000000 };
 

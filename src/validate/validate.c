@@ -6,7 +6,7 @@
 #include "validate.h"
 
 #include "../fusion/fusion.h"
-#include "../spec/spec.h"
+#include "../workload/workload.h"
 
 #include <math.h>
 #include <stdlib.h>

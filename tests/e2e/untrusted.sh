@@ -10,12 +10,12 @@ set -u
 # The renderer's script compiles (it is built in as text: a syntax error
 # would show only when a template is loaded).
 PYTHONPYCACHEPREFIX="$tmp/pyc" /usr/bin/python3 -m py_compile \
-  "$ROOT/src/spec/render.py" || fail "src/spec/render.py does not compile"
+  "$ROOT/src/workload/render.py" || fail "src/workload/render.py does not compile"
 # and, where pyflakes is installed (Debian's pyflakes3), has no unused
 # name or undefined one.
 if command -v pyflakes3 >/dev/null 2>&1; then
-  pyflakes3 "$ROOT/src/spec/render.py" >&2 ||
-    fail "pyflakes3 finds problems in src/spec/render.py"
+  pyflakes3 "$ROOT/src/workload/render.py" >&2 ||
+    fail "pyflakes3 finds problems in src/workload/render.py"
 fi
 cp -r "$ROOT/tests/specs/peers/accelforge" af
 cp "$ROOT/archs/mambalaya.yaml" a.yaml

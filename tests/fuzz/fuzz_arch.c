@@ -3,7 +3,7 @@
  * accepted architecture prices the shipped Mamba-1 layer (a small shape)
  * under three designs with every figure finite, and its JSON report
  * serializes. Never a crash, a leak or a sanitizer report. An AccelForge
- * architecture is translated (src/spec/accelforge_arch.c), unless it is a
+ * architecture is translated (src/workload/accelforge_arch.c), unless it is a
  * Jinja template: that runs python3, a process per input (fuzz_peer.h). */
 #include <math.h>
 #include <stddef.h>
@@ -13,8 +13,8 @@
 #include "../../src/embed/embed.h"
 #include "../../src/model/model.h"
 #include "../../src/report/report.h"
-#include "../../src/spec/accelforge_arch.h"
-#include "../../src/spec/spec.h"
+#include "../../src/workload/accelforge_arch.h"
+#include "../../src/workload/workload.h"
 #include "../../src/preset/preset.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

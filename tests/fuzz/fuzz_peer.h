@@ -3,7 +3,7 @@
  * into a spec of ours and that spec loaded; a translation that loads
  * nothing must have said why. Never a crash, a leak or a sanitizer
  * report. Templated input (Jinja marks, includes, merges) is skipped: it
- * runs python3 (src/spec/render.py), a process per input, whose sandbox
+ * runs python3 (src/workload/render.py), a process per input, whose sandbox
  * tests/e2e/untrusted.sh tests. */
 #ifndef MAMBALAYA_FUZZ_PEER_H
 #define MAMBALAYA_FUZZ_PEER_H
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "../../src/fusion/fusion.h"
-#include "../../src/spec/spec.h"
+#include "../../src/workload/workload.h"
 
 static int holds(const uint8_t *data, size_t size, const char *pat) {
   size_t n = strlen(pat);

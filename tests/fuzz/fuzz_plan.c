@@ -17,7 +17,7 @@
 #include "../../src/fusion/fusion.h"
 #include "../../src/model/model.h"
 #include "../../src/preset/preset.h"
-#include "../../src/spec/spec.h"
+#include "../../src/workload/workload.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

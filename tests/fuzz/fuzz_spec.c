@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "../../src/fusion/fusion.h"
-#include "../../src/spec/spec.h"
+#include "../../src/workload/workload.h"
 #include "../../src/preset/preset.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

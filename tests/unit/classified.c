@@ -6,7 +6,7 @@
 
 #include "../../src/preset/preset.h"
 #include "../../src/report/report.h"
-#include "../../src/spec/spec.h"
+#include "../../src/workload/workload.h"
 #include "test.h"
 
 /* Bind and classify a parsed cascade (NAME labels failures). */

@@ -7,7 +7,7 @@
 
 #include "../../src/model/model.h"
 #include "../../src/preset/preset.h"
-#include "../../src/spec/spec.h"
+#include "../../src/workload/workload.h"
 #include "test.h"
 
 /* 1 GHz, 2-byte words, 1000 B/cycle of DRAM; a 4x4 array (16 PEs) and

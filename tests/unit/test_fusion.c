@@ -4,7 +4,7 @@
 
 #include "../../src/fusion/fusion.h"
 #include "../../src/report/report.h"
-#include "../../src/spec/spec.h"
+#include "../../src/workload/workload.h"
 #include "classified.h"
 #include "test.h"
 

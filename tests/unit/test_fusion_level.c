@@ -8,7 +8,7 @@
 
 #include "../../src/model/model.h"
 #include "../../src/search/search.h"
-#include "../../src/spec/spec.h"
+#include "../../src/workload/workload.h"
 #include "classified.h"
 #include "test.h"
 

@@ -22,7 +22,7 @@
 #include "../../src/arch/arch.h"
 #include "../../src/exec/exec.h"
 #include "../../src/model/model.h"
-#include "../../src/spec/spec.h"
+#include "../../src/workload/workload.h"
 #include "../../src/preset/preset.h"
 #include "../../src/search/search.h"
 #include "test.h"

@@ -11,7 +11,7 @@
 #include "../../src/model/model.h"
 #include "../../src/net/net.h"
 #include "../../src/preset/preset.h"
-#include "../../src/spec/spec.h"
+#include "../../src/workload/workload.h"
 #include "test.h"
 
 /* ---- a GEMM on three levels, by hand ---- */

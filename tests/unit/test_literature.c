@@ -10,7 +10,7 @@
  * test_invariants.c's. */
 #include "../../src/fusion/fusion.h"
 #include "../../src/report/report.h"
-#include "../../src/spec/spec.h"
+#include "../../src/workload/workload.h"
 #include "classified.h"
 #include "test.h"
 

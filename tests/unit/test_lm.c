@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "../../src/lm/lm.h"
-#include "../../src/spec/spec.h"
+#include "../../src/workload/workload.h"
 #include "test.h"
 
 /* A one-layer cascade small enough to check by hand: a residual add, a

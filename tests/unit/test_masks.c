@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "../../src/model/model.h"
-#include "../../src/spec/spec.h"
+#include "../../src/workload/workload.h"
 #include "test.h"
 
 /* The work of Einsum K of SPEC (its default sizes). */

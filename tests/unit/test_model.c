@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "../../src/model/model.h"
-#include "../../src/spec/spec.h"
+#include "../../src/workload/workload.h"
 #include "../../src/preset/preset.h"
 #include "test.h"
 

@@ -6,7 +6,7 @@
 #include "../../src/exec/exec.h"
 #include "../../src/exec/vm.h"
 #include "../../src/model/model.h"
-#include "../../src/spec/spec.h"
+#include "../../src/workload/workload.h"
 #include "test.h"
 
 enum { N = 16 };

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "../../src/fusion/fusion.h"
-#include "../../src/spec/peer.h"
-#include "../../src/spec/spec.h"
+#include "../../src/workload/peer.h"
+#include "../../src/workload/workload.h"
 #include "test.h"
 
 typedef struct Loaded {

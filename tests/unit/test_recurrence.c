@@ -19,7 +19,7 @@
 #include "../../src/model/model.h"
 #include "../../src/preset/preset.h"
 #include "../../src/search/search.h"
-#include "../../src/spec/spec.h"
+#include "../../src/workload/workload.h"
 #include "test.h"
 
 /* Every cascade: shipped and under tests/specs/good, sorted per folder. */

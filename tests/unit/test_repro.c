@@ -6,7 +6,7 @@
 
 #include "../../src/arch/arch.h"
 #include "../../src/repro/repro.h"
-#include "../../src/spec/spec.h"
+#include "../../src/workload/workload.h"
 #include "test.h"
 
 typedef struct Setup {

@@ -4,7 +4,7 @@
 
 #include "../../src/embed/embed.h"
 #include "../../src/report/report.h"
-#include "../../src/spec/spec.h"
+#include "../../src/workload/workload.h"
 #include "../../src/preset/preset.h"
 #include "test.h"
 

@@ -1,7 +1,7 @@
 /* test_spec.c — the cascade language: parsing, name resolution, shapes. */
 #include <stdlib.h>
 
-#include "../../src/spec/spec.h"
+#include "../../src/workload/workload.h"
 #include "../../src/preset/preset.h"
 #include "test.h"
 

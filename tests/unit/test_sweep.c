@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "../../src/embed/embed.h"
-#include "../../src/spec/spec.h"
+#include "../../src/workload/workload.h"
 #include "../../src/preset/preset.h"
 #include "../../src/search/search.h"
 #include "../../src/sweep/study.h"

@@ -6,7 +6,7 @@
 #ifndef MAMBALAYA_SPEC_PEER_H
 #define MAMBALAYA_SPEC_PEER_H
 
-#include "spec.h"
+#include "workload.h"
 
 typedef struct Translation {
   const char *path; /* the peer's file (as errors name it) */

@@ -3,7 +3,7 @@
  * An AccelForge workload is a Jinja template over YAML: `{% set %}`,
  * `{{ include("f.yaml") }}` (another file's document, referred to by a
  * `!include_loaded` tag), `include_text`, `add_to_path`, `{% assert %}`,
- * and `<<`/`<<<` merges. src/spec/render.py (compiled in) renders it as
+ * and `<<`/`<<<` merges. src/workload/render.py (compiled in) renders it as
  * AccelForge's _yaml.py does and prints the resolved document as plain
  * YAML. A template is code from whoever wrote the file, so the script runs
  * it sandboxed (render.py says how) and this side runs the script as
@@ -140,7 +140,7 @@ static const char *child_end(int status) {
  * limit. */
 static bool run_script(const char *path, const SpecLoad *o, Buf *out,
                        Diag *d) {
-  const EmbeddedFile *script = embedded_file("src/spec/render.py");
+  const EmbeddedFile *script = embedded_file("src/workload/render.py");
   if (!script)
     return diag_fail(d, path, (Loc){0, 0}, "the renderer is not built in");
   char **argv = script_argv(path, o, (const char *)script->data);

@@ -1,11 +1,11 @@
 /* lex.h — the expression language's tokens, the parser's state, and
  * the lexer (lex.c) that expr.c's recursive descent reads them from;
  * errors are reported at a token's place in the YAML scalar. Private to
- * src/spec/. */
+ * src/workload/. */
 #ifndef MAMBALAYA_LEX_H
 #define MAMBALAYA_LEX_H
 
-#include "spec.h"
+#include "workload.h"
 
 typedef enum {
   T_EOF,

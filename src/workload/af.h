@@ -1,7 +1,7 @@
 /* af.h — an AccelForge workload as accelforge.c reads it (its accesses,
  * bounds, Einsums, ranks and tensors), the rank and tensor look-ups, and
  * the translation of a mixture of experts' scatter and gather (af_moe.c).
- * Private to src/spec/. */
+ * Private to src/workload/. */
 #ifndef MAMBALAYA_AF_H
 #define MAMBALAYA_AF_H
 

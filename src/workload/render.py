@@ -1,5 +1,5 @@
 # render.py — AccelForge's templating, as its _yaml.py renders a workload
-# (docs/compat.md), run by src/spec/render.c as `python3 -I -c` with this
+# (docs/compat.md), run by src/workload/render.c as `python3 -I -c` with this
 # text, compiled into the program (tools/embed.sh).
 #
 # A template is code from whoever wrote the file, so it runs in jinja2's

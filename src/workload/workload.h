@@ -1,4 +1,6 @@
-/* spec.h — loading a cascade spec (YAML) into a Cascade.
+/* workload.h — the workload front door: a cascade spec (YAML) loaded into
+ * a Cascade; the peers' formats (Timeloop, AccelForge) and the expression
+ * language beside it live in this folder too.
  *
  * The file format is TeAAL's, extended (docs/spec-format.md):
  *
@@ -17,8 +19,8 @@
  * resolves names and index variables, and checks the graph
  * (cascade_finish). The first error is returned in the Diag with the
  * file, line and column where it was written; nothing is half-built. */
-#ifndef MAMBALAYA_SPEC_H
-#define MAMBALAYA_SPEC_H
+#ifndef MAMBALAYA_WORKLOAD_H
+#define MAMBALAYA_WORKLOAD_H
 
 #include "../ir/ir.h"
 #include "../ydoc/ydoc.h"
