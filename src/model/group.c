@@ -144,13 +144,12 @@ static void collect_held(Grp *G) {
   int *seen = xmalloc(nt * sizeof *seen), nseen = 0; /* first[t] set */
   for (size_t t = 0; t < nt; t++)
     first[t] = last[t] = made[t] = -1;
-  int g = p->group_of[m[0]];
-  for (int i = 0; i < p->nxfers; i++) {
-    const Transfer *f = &p->xfers[i];
-    if (p->group_of[f->einsum] == g &&
-        (f->kind == XFER_READ || f->kind == XFER_WRITE))
-      *(f->kind == XFER_WRITE ? &wr[f->tensor] : &rd[f->tensor]) = f->elems;
-  }
+  for (int j = 0; j < G->n; j++)
+    for (int k = x->xfer_at[m[j]]; k < x->xfer_at[m[j] + 1]; k++) {
+      const Transfer *f = &p->xfers[x->xfer_ord[k]];
+      if (f->kind == XFER_READ || f->kind == XFER_WRITE)
+        *(f->kind == XFER_WRITE ? &wr[f->tensor] : &rd[f->tensor]) = f->elems;
+    }
   for (int j = 0; j < G->n; j++) {
     const Einsum *e = c->einsums[m[j]];
     for (int k = 0; k < e->nreads; k++) {
