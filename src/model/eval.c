@@ -264,6 +264,14 @@ static void ctx_init(Ctx *x, const Cascade *c, const Shape *s, const Arch *a,
   for (int e = 0; e < c->neinsums; e++)
     model_work(c, s, c->einsums[e], &x->work[e]);
   x->touch = touched(c, s);
+  x->in_at = xcalloc(ne + 1, sizeof *x->in_at);
+  x->in_ord = xmalloc(((size_t)c->nedges + 1) * sizeof *x->in_ord);
+  for (int k = 0; k < c->nedges; k++) /* counts, one ahead */
+    x->in_at[c->edges[k].consumer + 2]++;
+  for (int e = 0; e < c->neinsums; e++)
+    x->in_at[e + 2] += x->in_at[e + 1];
+  for (int k = 0; k < c->nedges; k++) /* a stable placement */
+    x->in_ord[x->in_at[c->edges[k].consumer + 1]++] = k;
 }
 
 static void ctx_free(Ctx *x) {
@@ -275,6 +283,8 @@ static void ctx_free(Ctx *x) {
   free(x->touch);
   free(x->xfer_at);
   free(x->xfer_ord);
+  free(x->in_at);
+  free(x->in_ord);
 }
 
 /* The ideal design's traffic (its units depend on it): into EV's Einsums
