@@ -54,10 +54,8 @@ Plan *model_plan(const Cascade *c, const Shape *s, const Pair *pairs,
 static void geometry_traffic(const Ctx *x, int e, EinsumEval *r,
                              bool moves, bool state) {
   const Plan *p = x->plan;
-  for (int i = 0; i < p->nxfers; i++) {
-    const Transfer *t = &p->xfers[i];
-    if (t->einsum != e)
-      continue;
+  for (int k = x->xfer_at[e]; k < x->xfer_at[e + 1]; k++) {
+    const Transfer *t = &p->xfers[x->xfer_ord[k]];
     bool is_state = t->kind == XFER_STATE || t->kind == XFER_STATE_OUT;
     if (is_state && !x->o.state_io)
       continue;
@@ -70,6 +68,21 @@ static void geometry_traffic(const Ctx *x, int e, EinsumEval *r,
       charge(x, r, t->tensor, t->elems,
              t->kind == XFER_WRITE || t->kind == XFER_STATE_OUT, is_state);
   }
+}
+
+void ctx_index_xfers(Ctx *x) {
+  const Plan *p = x->plan;
+  int n = x->c->neinsums;
+  free(x->xfer_ord);
+  x->xfer_at = xrealloc(x->xfer_at, ((size_t)n + 2) * sizeof *x->xfer_at);
+  x->xfer_ord = xmalloc(((size_t)p->nxfers + 1) * sizeof *x->xfer_ord);
+  memset(x->xfer_at, 0, ((size_t)n + 2) * sizeof *x->xfer_at);
+  for (int i = 0; i < p->nxfers; i++) /* counts, one ahead */
+    x->xfer_at[p->xfers[i].einsum + 2]++;
+  for (int e = 0; e < n; e++)
+    x->xfer_at[e + 2] += x->xfer_at[e + 1];
+  for (int i = 0; i < p->nxfers; i++) /* a stable placement */
+    x->xfer_ord[x->xfer_at[p->xfers[i].einsum + 1]++] = i;
 }
 
 /* The ideal design's traffic: each input read once, by its first reader
@@ -251,6 +264,14 @@ static void ctx_init(Ctx *x, const Cascade *c, const Shape *s, const Arch *a,
   for (int e = 0; e < c->neinsums; e++)
     model_work(c, s, c->einsums[e], &x->work[e]);
   x->touch = touched(c, s);
+  x->in_at = xcalloc(ne + 1, sizeof *x->in_at);
+  x->in_ord = xmalloc(((size_t)c->nedges + 1) * sizeof *x->in_ord);
+  for (int k = 0; k < c->nedges; k++) /* counts, one ahead */
+    x->in_at[c->edges[k].consumer + 2]++;
+  for (int e = 0; e < c->neinsums; e++)
+    x->in_at[e + 2] += x->in_at[e + 1];
+  for (int k = 0; k < c->nedges; k++) /* a stable placement */
+    x->in_ord[x->in_at[c->edges[k].consumer + 1]++] = k;
 }
 
 static void ctx_free(Ctx *x) {
@@ -260,6 +281,10 @@ static void ctx_free(Ctx *x) {
   for (int e = 0; e < x->c->neinsums; e++)
     free(x->touch[e]);
   free(x->touch);
+  free(x->xfer_at);
+  free(x->xfer_ord);
+  free(x->in_at);
+  free(x->in_ord);
 }
 
 /* The ideal design's traffic (its units depend on it): into EV's Einsums
@@ -335,6 +360,7 @@ Eval *model_eval_at_level(const Cascade *c, const Shape *s, const Arch *a,
   Ctx x;
   ctx_init(&x, c, s, a, pairs, d, o, memo, diag);
   x.plan = plan;
+  ctx_index_xfers(&x);
   Eval *ev = eval_new(&x, plan->ngroups);
   ev->plan = plan;
   design_plan_label(d, plan, ev->label, sizeof ev->label);
@@ -445,6 +471,7 @@ const Eval *model_group_bind(GroupPricer *gp, Plan *plan, int g) {
   Eval *ev = x->ev;
   const Group *gr = &plan->groups[g];
   x->plan = plan;
+  ctx_index_xfers(x);
   gp->g = -1;
   ev->bind_capped = 0;
   for (int i = 0; i < gr->n; i++)

@@ -144,13 +144,12 @@ static void collect_held(Grp *G) {
   int *seen = xmalloc(nt * sizeof *seen), nseen = 0; /* first[t] set */
   for (size_t t = 0; t < nt; t++)
     first[t] = last[t] = made[t] = -1;
-  int g = p->group_of[m[0]];
-  for (int i = 0; i < p->nxfers; i++) {
-    const Transfer *f = &p->xfers[i];
-    if (p->group_of[f->einsum] == g &&
-        (f->kind == XFER_READ || f->kind == XFER_WRITE))
-      *(f->kind == XFER_WRITE ? &wr[f->tensor] : &rd[f->tensor]) = f->elems;
-  }
+  for (int j = 0; j < G->n; j++)
+    for (int k = x->xfer_at[m[j]]; k < x->xfer_at[m[j] + 1]; k++) {
+      const Transfer *f = &p->xfers[x->xfer_ord[k]];
+      if (f->kind == XFER_READ || f->kind == XFER_WRITE)
+        *(f->kind == XFER_WRITE ? &wr[f->tensor] : &rd[f->tensor]) = f->elems;
+    }
   for (int j = 0; j < G->n; j++) {
     const Einsum *e = c->einsums[m[j]];
     for (int k = 0; k < e->nreads; k++) {
@@ -817,34 +816,37 @@ static bool reduces_rank_of(const Cascade *c, const Einsum *r, int t) {
 static void iterated_ranks(const Grp *G, bool *iter) {
   const Cascade *c = G->x->c;
   const Plan *p = G->x->plan;
+  const Ctx *x = G->x;
   int g = p->group_of[G->gr->einsums[0]];
-  for (int k = 0; k < c->nedges; k++) {
-    const Edge *e = &c->edges[k];
-    if (p->group_of[e->consumer] != g || p->group_of[e->producer] != g)
-      continue;
-    for (int a = 0; a < e->nacc; a++)
-      for (int j = 0; j < e->acc[a]->n; j++)
-        if (e->acc[a]->idx[j].lag > 0)
-          iter[c->tensors[e->tensor].ranks[j]] = true;
-  }
+  for (int i = 0; i < G->n; i++) /* the edges into the members */
+    for (int q = x->in_at[G->gr->einsums[i]];
+         q < x->in_at[G->gr->einsums[i] + 1]; q++) {
+      const Edge *e = &c->edges[x->in_ord[q]];
+      if (p->group_of[e->producer] != g)
+        continue;
+      for (int a = 0; a < e->nacc; a++)
+        for (int j = 0; j < e->acc[a]->n; j++)
+          if (e->acc[a]->idx[j].lag > 0)
+            iter[c->tensors[e->tensor].ranks[j]] = true;
+    }
 }
 
 /* Per held tensor, the first edge (in the cascade's order) that hands it
  * to an RD consumer in the group, or -1, into RD_EDGE: one pass over the
- * edges for the whole group. */
+ * members' incoming edges for the whole group. */
 static void rd_edges(const Grp *G, int *rd_edge) {
   const Ctx *x = G->x;
   const Cascade *c = x->c;
-  int g = x->plan->group_of[G->gr->einsums[0]];
   for (int h = 0; h < G->nheld; h++)
     rd_edge[h] = -1;
-  for (int k = 0; k < c->nedges; k++) {
-    const Edge *ed = &c->edges[k];
-    int h = G->held_of[ed->tensor];
-    if (h >= 0 && rd_edge[h] < 0 && x->pairs[k].cls == FC_RD &&
-        x->plan->group_of[ed->consumer] == g)
-      rd_edge[h] = k;
-  }
+  for (int i = 0; i < G->n; i++) /* the edges into the members: the least */
+    for (int q = x->in_at[G->gr->einsums[i]];
+         q < x->in_at[G->gr->einsums[i] + 1]; q++) {
+      int k = x->in_ord[q], h = G->held_of[c->edges[k].tensor];
+      if (h >= 0 && (rd_edge[h] < 0 || k < rd_edge[h]) &&
+          x->pairs[k].cls == FC_RD)
+        rd_edge[h] = k;
+    }
 }
 
 /* Does member I write its output's partial products off chip (§IV-E, RD

@@ -14,6 +14,13 @@ typedef struct Ctx {
   Design d;
   ModelOpts o;
   Plan *plan;
+  /* The plan's transfers by Einsum (plan_xfers_index): Einsum e's are
+   * xfers[xfer_ord[k]] for k in [xfer_at[e], xfer_at[e + 1]), in the
+   * plan's order -- a group's reads them without walking the plan's. */
+  int *xfer_at, *xfer_ord;
+  /* The cascade's edges by consumer, the same way: Einsum e's are
+   * edges[in_ord[k]] for k in [in_at[e], in_at[e + 1]), ascending. */
+  int *in_at, *in_ord;
   double word; /* bytes per element */
   double glb;  /* elements the fusion level holds */
   double bw;   /* DRAM bytes per cycle */
@@ -32,6 +39,10 @@ typedef struct Ctx {
   struct Nest **nests;
   struct Inner **inner;
 } Ctx;
+
+/* Index X->plan's transfers by Einsum (x->xfer_at, x->xfer_ord), the
+ * previous plan's index freed. */
+void ctx_index_xfers(Ctx *x);
 
 /* ---- binding (bind.c) ---- */
 
