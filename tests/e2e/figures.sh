@@ -12,12 +12,16 @@ HARNESS_CWD=root
 PY=/usr/bin/python3
 FMT=svg,pdf,png
 
-"$MAMBALAYA" reproduce --format $FMT --out "$tmp/paper" >/dev/null \
-  2>"$tmp/err" || fail "reproduce exited $?: $(cat "$tmp/err")"
-"$MAMBALAYA" reproduce --spec tests/specs/good/rwkv6_shift.yaml --arch h100 \
-  --layers 24 --format $FMT --out "$tmp/rwkv" >/dev/null 2>"$tmp/err" ||
-  fail "reproduce rwkv6_shift exited $?: $(cat "$tmp/err")"
-dirs="$tmp/paper $tmp/rwkv"
+# reproduce's runs, shared with reproduce.sh (lib/harness.sh).
+shared paper reproduce --format $FMT
+[ "$(cat "$SHARED/rc")" = 0 ] ||
+  fail "reproduce exited $(cat "$SHARED/rc"): $(cat "$SHARED/stderr")"
+paper=$SHARED/out
+shared rwkv24 reproduce --spec tests/specs/good/rwkv6_shift.yaml --arch h100 \
+  --layers 24 --format $FMT
+[ "$(cat "$SHARED/rc")" = 0 ] ||
+  fail "reproduce rwkv6_shift exited $(cat "$SHARED/rc"): $(cat "$SHARED/stderr")"
+dirs="$paper $SHARED/out"
 for s in studies/*.yaml; do
   n=$(basename "$s" .yaml)
   "$MAMBALAYA" sweep "$s" --format $FMT --out "$tmp/$n" >/dev/null \
@@ -39,7 +43,7 @@ done
 [ "$n" -ge 30 ] || fail "only $n figures rendered"
 
 # A text moved onto another must be caught: the title onto the subtitle.
-good="$tmp/paper/sota.svg"
+good="$paper/sota.svg"
 sed 's|\(<text class="subtitle" x="[0-9.]*" y="\)[0-9.]*|\124|' "$good" \
   >"$tmp/overlap.svg"
 if $PY tests/e2e/figure_check.py "$tmp/overlap.svg" >"$tmp/out" 2>&1; then
