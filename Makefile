@@ -4,8 +4,9 @@
 #                     build/libmambalaya.so (the tool in process, for
 #                     the Python package python/mambalaya: docs/python.md)
 #   make test         unit + end-to-end tests, then again under ASan+UBSan
-#                     (with MAMBALAYA_SANITIZED=1: slow cases are skipped);
-#                     the last line is "N passed, M failed, K skipped"
+#                     (with MAMBALAYA_SANITIZED=1: slow cases are skipped,
+#                     and the scripts of OPTIMIZED_ONLY are not run); the
+#                     last line is "N passed, M failed, K skipped"
 #   make fuzz         libFuzzer on every parser: specs, safetensors,
 #                     architectures (through eval), config.json (through
 #                     model construction), the command line, studies,
@@ -130,21 +131,52 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libmambalaya.a
 
 test-build: $(BUILD)/mambalaya $(BUILD)/libmambalaya.so $(BUILD)/unit_tests
 
-# The tests proper, against the binaries in $(BUILD).
+# The tests proper, against the binaries in $(BUILD), TEST_JOBS at a time.
+TEST_JOBS ?= 2
+export TEST_JOBS
 check-tests: test-build
 	tests/run.sh $(BUILD)
 
-# Everything: the optimized build, then the same tests under ASan+UBSan.
-# Both runs go to the end; the last line sums them: "N passed, M failed,
-# K skipped" (a skip fails under CI=true: tests/run.sh).
+# The scripts not run under ASan+UBSan (tests/README.md). There the
+# sanitizers run the unit tests and every script that reads an input
+# (parsers, loaders, plan files, studies, configs, tensors, tokenizers),
+# runs the executor or the search, writes outputs or takes the command
+# line; not again those that only read the sources, nor those that check
+# figures whose code others run under the sanitizers:
+#  - include_graph, function_length, enum_tables read src/, not the build:
+#    the same answer twice.
+#  - python_install installs the package the docs' way (pip, a venv) and
+#    prices one eval through it: no C code that python.sh (the library in
+#    process, under the sanitizers) does not run.
+#  - figures checks the layout of the figures (no text over text, a legend
+#    entry per series) of reproduce and of every study: drawing runs under
+#    the sanitizers in svg.sh (every kind of chart, as SVG, PDF and PNG),
+#    reproduce.sh (the paper's figures, the same run) and sweep.sh (the
+#    studies).
+#  - reproduce_setups checks the labels of the paper's figures for other
+#    setups (an architecture of another name, other settings, Mamba-2):
+#    the paper's whole evaluation again, three times; reproduce.sh runs
+#    it under the sanitizers (the paper's setup, a cascade without a
+#    model, --layers, --model), models.sh (a config on the H100) and the
+#    unit tests (repro_*).
+OPTIMIZED_ONLY := include_graph function_length enum_tables python_install \
+                  figures reproduce_setups
+
+# Everything: the optimized build, then the tests again under ASan+UBSan.
+# Both runs go to the end; then the slowest jobs of both, and the last
+# line sums them: "N passed, M failed, K skipped" (a skip fails under
+# CI=true: tests/run.sh). The builds take TEST_JOBS jobs too (unless make
+# was given its own -j).
 # ASan's allocator returns NULL past its limits (as malloc would) rather
 # than reporting them, so that a refused size is tested as users see it.
+TEST_J = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(TEST_JOBS))
 test:
 	@rm -f $(BUILD)/test-counts build/asan/test-counts
-	-$(MAKE) check-tests
+	-$(MAKE) $(TEST_J) check-tests
 	-MAMBALAYA_SANITIZED=1 ASAN_OPTIONS=allocator_may_return_null=1 \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
-	    $(MAKE) check-tests BUILD=build/asan \
+	TESTS_OPTIMIZED_ONLY="$(OPTIMIZED_ONLY)" \
+	    $(MAKE) $(TEST_J) check-tests BUILD=build/asan \
 	    CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined"
 	@tests/run.sh --summary $(BUILD) build/asan
 

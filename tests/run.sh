@@ -2,9 +2,16 @@
 # Run every test against the binaries in BUILD (default: build): the C unit
 # tests and each end-to-end script under tests/e2e/, TEST_JOBS of them at
 # a time (default 2: the machines have two cores, and each script is one
-# process at a time; every script works in its own temporary directory).
-# Each job's output is kept and printed whole, in the listed order, once
-# all have run; a line per job says when it ends. The last line is
+# process at a time; every script works in its own temporary directory),
+# the slowest of the last run first (BUILD/test-times), so that no long
+# job starts last. Each job's output is kept and printed whole, in the
+# listed order, once all have run; a line per job says when it ends. Runs
+# that several scripts read are made once per build, into
+# BUILD/test-shared (lib/harness.sh's `shared`). Under the sanitizers
+# (MAMBALAYA_SANITIZED=1), the scripts named in TESTS_OPTIMIZED_ONLY are
+# left out, and named as such (the Makefile lists them, saying why).
+#
+# Then the slowest jobs, the sum of the jobs' times, and as the last line
 # "N passed, M failed, K skipped" (each unit test and each script counts
 # once; a script that cannot run here exits 77, harness.sh's skip: a skip,
 # not a pass, and under CI=true a failure, since CI installs everything the
@@ -12,9 +19,32 @@
 # test`'s summary.
 #
 #   tests/run.sh [BUILD]
-#   tests/run.sh --summary BUILD...   sum the counts of earlier runs
+#   tests/run.sh --summary BUILD...   sum the counts of earlier runs, and
+#                                     name their slowest jobs
 #   tests/run.sh --one BUILD JOB      run one job (unit, or a script's path)
 set -u
+
+# Each job's seconds, name and build, for the runs in BUILD...
+job_times() {
+  for b in "$@"; do
+    for f in "$b"/test-logs/*.time; do
+      [ -e "$f" ] && echo "$(cat "$f") $(basename "$f" .time) $b"
+    done
+  done
+}
+
+# The slowest jobs of the runs in BUILD..., and the sum of each run's.
+slowest() {
+  echo "slowest:"
+  job_times "$@" | sort -rn | head -n 8 | while read -r secs name b; do
+    echo "  $secs s  $name ($b)"
+  done
+  for b in "$@"; do
+    job_times "$b" | awk -v b="$b" '{ s += $1; n++ }
+      END { printf "%d jobs, %d s in all (%s)\n", n, s, b }'
+  done
+}
+
 if [ "${1:-}" = "--summary" ]; then
   shift
   passed=0
@@ -26,6 +56,7 @@ if [ "${1:-}" = "--summary" ]; then
     failed=$((failed + f))
     skipped=$((skipped + ${k:-0}))
   done
+  slowest "$@"
   echo "$passed passed, $failed failed, $skipped skipped"
   [ "$failed" -eq 0 ]
   exit
@@ -56,16 +87,31 @@ fi
 
 BUILD=${1:-build}
 JOBS=${TEST_JOBS:-2}
-rm -rf "$BUILD/test-logs"
-mkdir -p "$BUILD/test-logs"
-# The unit tests first: the longest job, so the other lane takes the
-# scripts meanwhile.
-printf '%s\n' unit tests/e2e/*.sh |
+rm -rf "$BUILD/test-logs" "$BUILD/test-shared"
+mkdir -p "$BUILD/test-logs" "$BUILD/test-shared"
+MAMBALAYA_SHARED=$(cd "$BUILD/test-shared" && pwd)
+export MAMBALAYA_SHARED
+
+# The jobs: the unit tests and every script (under the sanitizers, less
+# those named optimized-only).
+all=unit
+for t in tests/e2e/*.sh; do
+  case " ${TESTS_OPTIMIZED_ONLY:-} " in
+    *" $(basename "$t" .sh) "*) [ "${MAMBALAYA_SANITIZED:-}" = 1 ] && continue ;;
+  esac
+  all="$all $t"
+done
+# Slowest first, by the last run's times (a new job first of all).
+for t in $all; do
+  secs=$(sed -n "s|^\([0-9]*\) $t\$|\1|p" "$BUILD/test-times" 2>/dev/null)
+  echo "${secs:-999999} $t"
+done | sort -k1,1rn -s | cut -d' ' -f2 |
   xargs -P "$JOBS" -n 1 sh tests/run.sh --one "$BUILD"
 passed=0
 failed=0
 skipped=0
-for t in unit tests/e2e/*.sh; do
+: >"$BUILD/test-times"
+for t in $all; do
   name=$(basename "$t" .sh)
   log="$BUILD/test-logs/$name"
   if [ "$t" = unit ]; then
@@ -74,6 +120,7 @@ for t in unit tests/e2e/*.sh; do
     echo "== $t ($BUILD)"
   fi
   cat "$log.log" 2>/dev/null
+  echo "$(cat "$log.time" 2>/dev/null || echo 0) $t" >>"$BUILD/test-times"
   status=$(cat "$log.rc" 2>/dev/null || echo 1)
   if [ "$t" = unit ]; then
     # "113 unit tests, 2 failed"
@@ -96,13 +143,17 @@ for t in unit tests/e2e/*.sh; do
     echo "FAILED: $t"
   fi
 done
-# The slowest jobs, where the time goes.
-echo "slowest ($BUILD):"
-for f in "$BUILD"/test-logs/*.time; do
-  echo "$(cat "$f") $(basename "$f" .time)"
-done | sort -rn | head -n 5 | while read -r secs name; do
-  echo "  $secs s  $name"
+for n in ${TESTS_OPTIMIZED_ONLY:-}; do
+  [ -f "tests/e2e/$n.sh" ] && continue
+  failed=$((failed + 1))
+  echo "FAILED: TESTS_OPTIMIZED_ONLY names $n, and there is no tests/e2e/$n.sh"
 done
+if [ "${MAMBALAYA_SANITIZED:-}" = 1 ] && [ -n "${TESTS_OPTIMIZED_ONLY:-}" ]; then
+  echo "not run under the sanitizers (the Makefile says why):" \
+    $TESTS_OPTIMIZED_ONLY
+fi
+# Where the time goes.
+slowest "$BUILD"
 echo "$passed passed, $failed failed, $skipped skipped ($BUILD)"
 echo "$passed $failed $skipped" >"$BUILD/test-counts"
 [ "$failed" -eq 0 ]

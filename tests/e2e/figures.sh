@@ -12,13 +12,21 @@ HARNESS_CWD=root
 PY=/usr/bin/python3
 FMT=svg,pdf,png
 
-"$MAMBALAYA" reproduce --json --format $FMT --out "$tmp/paper" \
+# reproduce's runs, shared with reproduce.sh (lib/harness.sh).
+shared paper reproduce --format $FMT
+[ "$(cat "$SHARED/rc")" = 0 ] ||
+  fail "reproduce exited $(cat "$SHARED/rc"): $(cat "$SHARED/stderr")"
+paper=$SHARED/out
+shared rwkv24 reproduce --spec tests/specs/good/rwkv6_shift.yaml --arch h100 \
+  --layers 24 --format $FMT
+[ "$(cat "$SHARED/rc")" = 0 ] ||
+  fail "reproduce rwkv6_shift exited $(cat "$SHARED/rc"): $(cat "$SHARED/stderr")"
+rwkv=$SHARED/out
+dirs="$paper $rwkv"
+# The energy check below compares the JSON with the figures of one run.
+"$MAMBALAYA" reproduce --json --format svg --out "$tmp/pj" \
   >"$tmp/paper.json" 2>"$tmp/err" ||
-  fail "reproduce exited $?: $(cat "$tmp/err")"
-"$MAMBALAYA" reproduce --spec tests/specs/good/rwkv6_shift.yaml --arch h100 \
-  --layers 24 --format $FMT --out "$tmp/rwkv" >/dev/null 2>"$tmp/err" ||
-  fail "reproduce rwkv6_shift exited $?: $(cat "$tmp/err")"
-dirs="$tmp/paper $tmp/rwkv"
+  fail "reproduce --json exited $?: $(cat "$tmp/err")"
 for s in studies/*.yaml; do
   n=$(basename "$s" .yaml)
   "$MAMBALAYA" sweep "$s" --format $FMT --out "$tmp/$n" >/dev/null \
@@ -44,10 +52,10 @@ done
 # buffer" and "registers" for any file, the H100's SharedMemory counted as
 # registers), and they add up to each design's energy in the JSON.
 $PY tests/e2e/svg_check.py --expect-series 'DRAM,GlobalBuffer,Registers,operations' \
-  "$tmp/paper/energy.svg" >/dev/null || fail "energy.svg: not mambalaya's levels"
+  "$paper/energy.svg" >/dev/null || fail "energy.svg: not mambalaya's levels"
 $PY tests/e2e/svg_check.py --expect-series 'HBM,L2,SharedMemory,Registers,operations' \
-  "$tmp/rwkv/energy.svg" >/dev/null || fail "energy.svg on h100: not its levels"
-$PY - "$tmp/paper.json" "$tmp/paper/figures.csv" "$tmp/paper/traffic_prefill.svg" <<'PYEOF' ||
+  "$rwkv/energy.svg" >/dev/null || fail "energy.svg on h100: not its levels"
+$PY - "$tmp/paper.json" "$tmp/pj/figures.csv" "$tmp/pj/traffic_prefill.svg" <<'PYEOF' ||
 import csv, json, re, sys
 d = json.load(open(sys.argv[1]))
 rows = list(csv.reader(open(sys.argv[2], newline="")))[1:]
@@ -154,7 +162,7 @@ PYEOF
   fail "the ski study's key, axes or slope"
 
 # A text moved onto another must be caught: the title onto the subtitle.
-good="$tmp/paper/sota.svg"
+good="$paper/sota.svg"
 sed 's|\(<text class="subtitle" x="[0-9.]*" y="\)[0-9.]*|\124|' "$good" \
   >"$tmp/overlap.svg"
 if $PY tests/e2e/figure_check.py "$tmp/overlap.svg" >"$tmp/out" 2>&1; then

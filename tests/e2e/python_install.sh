@@ -7,11 +7,11 @@
 # MAMBALAYA_LIB, finds the library the install copied into the venv and
 # prices as the CLI does. The packages the build needs are in the
 # README's apt list and .ci/run's: pip builds a wheel, and Debian 12's
-# setuptools (66) builds one only with python3-wheel. The sanitized run
-# has nothing to add (no C code of its own runs here but an eval).
+# setuptools (66) builds one only with python3-wheel. Not run under the
+# sanitizers (no C code of its own runs here but an eval: the Makefile's
+# OPTIMIZED_ONLY).
 set -u
 . "$(dirname "$0")/lib/harness.sh"
-[ "${MAMBALAYA_SANITIZED:-}" = 1 ] && finish python_install.sh
 PY=/usr/bin/python3
 LIB=$(dirname "$M")/libmambalaya.so
 [ -f "$LIB" ] || fail "no $LIB (make builds it)"

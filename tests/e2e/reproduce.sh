@@ -3,26 +3,25 @@
 # figure as SVG, PDF and PNG: each SVG well formed, with axes, labels and
 # legends, each PDF and PNG the same figure; figures.csv, targets.csv and
 # an index.html that shows them all), the table and the JSON contract on
-# stdout, --format, a --out that cannot be created; and other setups (an
-# architecture of another name, other settings, Mamba-2) labelled as what
-# they are, with the paper's figures only where they apply.
+# stdout, --format, a --out that cannot be created; and a cascade that
+# names no model labelled as what it is, with the paper's figures only
+# where they apply (other setups of the paper's cascade:
+# reproduce_setups.sh).
 set -u
 HARNESS_CWD=root
 . "$(dirname "$0")/lib/harness.sh"
+. "$(dirname "$0")/lib/repro.sh"
 PY=/usr/bin/python3
 CHECK=tests/e2e/svg_check.py
 RENDER=tests/e2e/render_check.py
 
-FIGURES="roofline roofline_decode utilization_prefill utilization_decode
-utilization_strategies utilization_designs_prefill utilization_designs_decode
-traffic_prefill traffic_prefill_fused traffic_decode speedup_e2e
-speedup_e2e_pipelined sota sweep_370m sweep_2.8b ski_slope energy"
-
-# The text table, into a directory whose parents do not exist yet.
-text="$tmp/a/b/figs"
-"$MAMBALAYA" reproduce --format svg,pdf,png --out "$text" >"$tmp/table" \
-  2>"$tmp/err" ||
-  fail "reproduce --out exited $?: $(cat "$tmp/err")"
+# The text table and the figures: the paper's run, shared with figures.sh
+# (tests/e2e/lib/harness.sh).
+shared paper reproduce --format svg,pdf,png
+text="$SHARED/out"
+cp "$SHARED/stdout" "$tmp/table"
+[ "$(cat "$SHARED/rc")" = 0 ] ||
+  fail "reproduce --out exited $(cat "$SHARED/rc"): $(cat "$SHARED/stderr")"
 last=$(tail -n 1 "$tmp/table")
 [ "$last" = "figures written to $text/index.html" ] ||
   fail "last line of the table: '$last'"
@@ -132,8 +131,9 @@ PYEOF
 
 # --json: the contract, unchanged, and the same figures, byte for byte --
 # from a byte-for-byte copy of the shipped architecture, which is the
-# paper's (one run serves both checks).
-json="$tmp/json"
+# paper's (one run serves both checks) -- into a directory whose parents
+# do not exist yet.
+json="$tmp/a/b/json"
 mkdir "$tmp/arch"
 cp archs/mambalaya.yaml "$tmp/arch/copy.yaml"
 "$MAMBALAYA" reproduce --json --arch "$tmp/arch/copy.yaml" \
@@ -216,7 +216,7 @@ grep -q "$tmp/file: error: .*not a directory" "$tmp/bad.err" ||
 [ -s "$tmp/bad.out" ] && fail "--json with an unwritable --out printed"
 
 # --format: a wrong one is a usage error (only the formats asked for:
-# the testchip run below).
+# reproduce_setups.sh's testchip run).
 "$MAMBALAYA" reproduce --format svg,gif --out "$tmp/gif" >"$tmp/bad.out" \
   2>"$tmp/bad.err"
 st=$?
@@ -224,54 +224,6 @@ st=$?
 grep -q "svg, pdf and png" "$tmp/bad.err" ||
   fail "--format svg,gif: unclear message: $(cat "$tmp/bad.err")"
 [ -e "$tmp/gif" ] && fail "--format svg,gif created --out"
-
-# labels DIR WORD...: every SVG's title or subtitle, the index and the
-# table (DIR.table) name each WORD.
-labels() {
-  dir=$1
-  shift
-  for w in "$@"; do
-    for f in "$dir"/*.svg; do
-      grep -q "class=\"\(stack-\)\?\(sub\)\?title\"[^>]*>[^<]*$w" "$f" ||
-        fail "$f: no title or subtitle names $w"
-    done
-    grep -q "$w" "$dir/index.html" || fail "$dir/index.html does not name $w"
-    grep -q "$w" "$dir.table" || fail "the table of $dir does not name $w"
-  done
-}
-
-# An architecture of another name, the paper's numbers: labelled with its
-# name, the paper's cascade compared, not its Table II or evaluation; and
-# --format svg,png: only the formats asked for.
-sed 's/^  name: mambalaya$/  name: testchip/' archs/mambalaya.yaml \
-  >"$tmp/arch/testchip.yaml"
-"$MAMBALAYA" reproduce --arch "$tmp/arch/testchip.yaml" --format svg,png \
-  --out "$tmp/tc" >"$tmp/tc.table" 2>"$tmp/err" ||
-  fail "reproduce --arch testchip exited $?: $(cat "$tmp/err")"
-[ -s "$tmp/tc/sota.png" ] && [ -s "$tmp/tc/sota.svg" ] ||
-  fail "--format svg,png: sota.svg or sota.png missing"
-ls "$tmp/tc" | grep -q '\.pdf$' && fail "--format svg,png wrote a PDF"
-labels "$tmp/tc" testchip specs/mamba1.yaml
-grep -q "Architecture mambalaya\|on mambalaya" "$tmp/tc"/*.svg \
-  "$tmp/tc/index.html" "$tmp/tc.table" && fail "testchip labelled mambalaya"
-grep -q "Fig\. " "$tmp/tc"/*.svg && fail "testchip titled as a paper figure"
-keys=$(cut -d, -f1 "$tmp/tc/targets.csv" | tail -n +2 | cut -d. -f1 |
-  sort -u | tr '\n' ' ')
-[ "$keys" = "cascade groups merges transformer " ] ||
-  fail "testchip compares: $keys"
-grep -q "Table II\|paper: " "$tmp/tc.table" "$tmp/tc/figures.csv" &&
-  fail "testchip: the paper's Table II or values shown"
-
-# Other settings: labelled, and only the cascade and Table II compared.
-"$MAMBALAYA" reproduce --set B=32 --set I=4096 --format svg \
-  --out "$tmp/b32" >"$tmp/b32.table" 2>"$tmp/err" ||
-  fail "reproduce --set B=32 exited $?: $(cat "$tmp/err")"
-labels "$tmp/b32" "B=32" mambalaya
-grep -q "I=4096" "$tmp/b32/utilization_prefill.svg" ||
-  fail "--set I=4096 not in the prefill figures"
-grep -q "vs_marca\|speedup\." "$tmp/b32/targets.csv" &&
-  fail "--set B=32: the paper's evaluation compared"
-grep -q "Table II" "$tmp/b32.table" || fail "--set B=32: Table II missing"
 
 # A spec without the ranks reproduce varies: an input error.
 "$MAMBALAYA" reproduce --spec transformer --out "$tmp/tr" >"$tmp/bad.out" \
@@ -327,10 +279,11 @@ PYEOF
   fail "a label cut in the tables"
 # --layers N draws them, over N layers; --model asks for a preset, whose
 # name then labels the figures, at the spec's own B.
-"$MAMBALAYA" reproduce --spec $rw --arch h100 --layers 24 --format svg \
-  --out "$tmp/rwl" >/dev/null 2>"$tmp/err" ||
-  fail "reproduce --layers 24 exited $?: $(cat "$tmp/err")"
-grep -q "end to end over 24 layers" "$tmp/rwl/speedup_e2e.svg" ||
+# (The run figures.sh checks the figures of.)
+shared rwkv24 reproduce --spec $rw --arch h100 --layers 24 --format svg,pdf,png
+[ "$(cat "$SHARED/rc")" = 0 ] ||
+  fail "reproduce --layers 24 exited $(cat "$SHARED/rc"): $(cat "$SHARED/stderr")"
+grep -q "end to end over 24 layers" "$SHARED/out/speedup_e2e.svg" ||
   fail "--layers 24: speedup_e2e.svg not over 24 layers"
 # One layer is one layer (issue 36: no "1 layers"), in the table and the
 # figure.
@@ -347,34 +300,6 @@ grep -q "end to end over 1 layer<" "$tmp/rw1/speedup_e2e.svg" ||
 labels "$tmp/rwm" mamba-370m "B=4"
 "$MAMBALAYA" reproduce --layers 0 --out "$tmp/l0" >/dev/null 2>&1 &&
   fail "--layers 0 accepted"
-
-# Mamba-2 (slow under the sanitizers: its mapping search is larger).
-if [ -z "${MAMBALAYA_SANITIZED:-}" ]; then
-  "$MAMBALAYA" reproduce --spec mamba2 --model mamba2-370m \
-    --format svg,pdf,png --out "$tmp/m2" >"$tmp/m2.table" 2>"$tmp/err" ||
-    fail "reproduce --spec mamba2 exited $?: $(cat "$tmp/err")"
-  labels "$tmp/m2" mamba2-370m specs/mamba2.yaml mambalaya
-  for f in $FIGURES; do
-    case $f in sweep_*) continue ;; esac
-    [ -s "$tmp/m2/$f.svg" ] && [ -s "$tmp/m2/$f.pdf" ] &&
-      [ -s "$tmp/m2/$f.png" ] || fail "mamba2: $f not written"
-  done
-  [ -s "$tmp/m2/sweep_mamba2-370m.svg" ] || fail "mamba2: no sweep"
-  [ -e "$tmp/m2/sweep_370m.svg" ] && fail "mamba2: a mamba-370m sweep"
-  $PY "$RENDER" "$tmp/m2"/*.svg >"$tmp/render" ||
-    { grep -v '^ok ' "$tmp/render"; fail "mamba2: a figure is wrong"; }
-  $PY "$CHECK" "$tmp/m2"/*.svg >"$tmp/check" ||
-    { grep -v '^ok ' "$tmp/check"; fail "mamba2: svg_check.py rejected"; }
-  keys=$(cut -d, -f1 "$tmp/m2/targets.csv" | tail -n +2 | cut -d. -f1 |
-    sort -u | tr '\n' ' ')
-  [ "$keys" = "arch " ] || fail "mamba2 compares: $keys"
-  grep -q "Mamba-1 layer" "$tmp/m2.table" && fail "mamba2: Mamba-1 targets"
-  # best (searched) beside the best variant, the paper's value not shown:
-  # the search's 1.142x over full fusion in prefill, both paying the second
-  # passes the RD pairs' partial products bring (docs/model.md §6, §7).
-  grep -q "^over MARCA-like, prefill per layer  *-  *17.22x  *19.68x  *1.175x  *1.029x$" \
-    "$tmp/m2.table" || fail "mamba2: best (searched) against the best variant"
-fi
 
 echo "reproduce: $fails failures"
 [ "$fails" -eq 0 ]

@@ -38,6 +38,33 @@ choices() {
     sed -n "s/.*(expected \(.*\))$/\1/p" | sed 's/,//g; s/ or / /'
 }
 
+# One run shared by the scripts that read it, made once per build:
+#   shared NAME ARGS...   runs "$M" ARGS --out DIR/out from the repository
+# root, whichever script asks first (the others wait for it), and sets
+# SHARED to DIR: DIR/out what it wrote, DIR/stdout, DIR/stderr, DIR/rc its
+# exit status. tests/run.sh names the builds' folder, MAMBALAYA_SHARED; a
+# script run alone makes its own in $tmp. NAME is always asked with the
+# same ARGS (a script that asks it otherwise fails). The files are only
+# read: other scripts read them too.
+shared() {
+  name=$1
+  shift
+  base=${MAMBALAYA_SHARED:-$tmp/shared}
+  SHARED=$base/$name
+  mkdir -p "$base" || exit 1
+  flock "$SHARED.lock" sh -c '
+    d=$1 root=$2
+    shift 2
+    [ -e "$d/rc" ] && exit 0
+    rm -rf "$d" && mkdir "$d" && printf "%s\n" "$@" >"$d/args" &&
+      cd "$root" || exit 1
+    "$@" --out "$d/out" >"$d/stdout" 2>"$d/stderr"
+    echo $? >"$d/rc"' sh "$SHARED" "$ROOT" "$M" "$@" ||
+    fail "shared $name: could not run"
+  printf '%s\n' "$M" "$@" | cmp -s - "$SHARED/args" ||
+    fail "shared $name asked with other arguments than: $(tr '\n' ' ' <"$SHARED/args")"
+}
+
 # A script that cannot run here (a missing tool): says why and exits 77,
 # which tests/run.sh counts as skipped, never passed (a failure in CI).
 skip() {
