@@ -209,7 +209,7 @@ static bool unknown_opclass(Loader *L, const YamlNode *key,
 
 /* ---- memory ---- */
 
-const LevelField mem_level_fields[] = {
+const ArchField mem_level_fields[] = {
 #define LEVEL_FIELD(key, member, KIND, dim, dflt, NEED, hint, json)           \
   {key, LF_##KIND, dim, dflt, LF_##NEED, hint, json,                          \
    offsetof(MemLevel, member)},
@@ -226,8 +226,8 @@ static const char *const level_keys[] = {
 #undef LEVEL_KEY
 };
 
-double mem_level_value(const MemLevel *lv, const LevelField *f) {
-  const char *at = (const char *)lv + f->offset;
+double arch_field_value(const void *rec, const ArchField *f) {
+  const char *at = (const char *)rec + f->offset;
   switch (f->kind) {
   case LF_COUNT:
     return *(const int *)at;
@@ -241,8 +241,8 @@ double mem_level_value(const MemLevel *lv, const LevelField *f) {
   return *(const double *)at;
 }
 
-void mem_level_set(MemLevel *lv, const LevelField *f, double v) {
-  char *at = (char *)lv + f->offset;
+void arch_field_set(void *rec, const ArchField *f, double v) {
+  char *at = (char *)rec + f->offset;
   switch (f->kind) {
   case LF_COUNT:
     *(int *)at = (int)lround(v);
@@ -333,20 +333,19 @@ static bool apply_level_efficiency(Loader *L, const YamlNode *m,
   return true;
 }
 
-/* Field F of the level in M (WHERE, for messages), by its row of
- * MEM_LEVEL_FIELDS: its default when not given, an error when it must
- * be. */
-static bool load_level_field(Loader *L, const YamlNode *m, bool outermost,
-                             const char *where, const LevelField *f,
-                             MemLevel *lv) {
-  mem_level_set(lv, f, f->dflt);
+/* Field F of the level or unit REC read from M (WHERE, for messages), by
+ * its row of MEM_LEVEL_FIELDS or COMPUTE_UNIT_FIELDS: its default when not
+ * given, an error when it must be (OUTERMOST: REC is off-chip memory). */
+static bool load_field(Loader *L, const YamlNode *m, bool outermost,
+                       const char *where, const ArchField *f, void *rec) {
+  arch_field_set(rec, f, f->dflt);
   const YamlNode *v = ydoc_get(m, f->key);
   bool needed = f->need == LF_REQUIRED ||
                 (f->need == LF_ON_CHIP && !outermost) ||
                 (f->need == LF_OFF_CHIP && outermost);
   if (!v)
     return !needed || need(L, m, f->key, where, f->hint);
-  void *at = (char *)lv + f->offset;
+  void *at = (char *)rec + f->offset;
   switch (f->kind) {
   case LF_POSITIVE:
     return get_positive(L, v, f->dim, f->key, at);
@@ -360,6 +359,16 @@ static bool load_level_field(Loader *L, const YamlNode *m, bool outermost,
     return get_flag(L, v, f->key, at);
   }
   return false;
+}
+
+/* Every field of TABLE (N rows) of REC, in the table's order. */
+static bool load_fields(Loader *L, const YamlNode *m, bool outermost,
+                        const char *where, const ArchField *table, int n,
+                        void *rec) {
+  for (int k = 0; k < n; k++)
+    if (!load_field(L, m, outermost, where, &table[k], rec))
+      return false;
+  return true;
 }
 
 /* A level: its name, then every field of MEM_LEVEL_FIELDS, then the rules
@@ -377,9 +386,9 @@ static bool load_level(Loader *L, const YamlNode *m, bool outermost,
   lv->loc = m->loc;
   char where[300];
   snprintf(where, sizeof where, "memory level '%s'", lv->name);
-  for (int k = 0; k < MEM_LEVEL_NFIELDS; k++)
-    if (!load_level_field(L, m, outermost, where, &mem_level_fields[k], lv))
-      return false;
+  if (!load_fields(L, m, outermost, where, mem_level_fields,
+                   MEM_LEVEL_NFIELDS, lv))
+    return false;
   /* latency: the round trip a GPU kernel's dependent access waits, to
    * off-chip memory (check_gpu_waits: a GPU's field). */
   const YamlNode *lat = ydoc_get(m, "latency");
@@ -463,9 +472,23 @@ static bool load_memory(Loader *L, const YamlNode *seq) {
 
 /* ---- compute ---- */
 
+const ArchField compute_unit_fields[] = {
+#define UNIT_FIELD(key, member, KIND, dim, dflt, NEED, hint, json)            \
+  {key, LF_##KIND, dim, dflt, LF_##NEED, hint, json, offsetof(Unit, member)},
+    COMPUTE_UNIT_FIELDS(UNIT_FIELD)
+#undef UNIT_FIELD
+};
+_Static_assert(sizeof compute_unit_fields / sizeof compute_unit_fields[0] ==
+                   COMPUTE_UNIT_NFIELDS,
+               "a row per unit field");
+
+/* The structured fields' keys (arch.h) around the table's. */
 static const char *const unit_keys[] = {
-    "name", "role", "shape", "pes", "mode_of", "pipeline", "ops",
-    "epilogue", "reduction", "efficiency", "tile", "sms", "threads", NULL};
+#define UNIT_KEY(key, ...) key,
+    "name", "role", "shape", "pes", "mode_of", COMPUTE_UNIT_FIELDS(UNIT_KEY)
+    "ops", "epilogue", "reduction", "tile", NULL
+#undef UNIT_KEY
+};
 
 static bool load_role(Loader *L, const YamlNode *n, UnitRole *out) {
   int r = ydoc_enum(n, role_names, ROLE_COUNT, "role", L->d);
@@ -536,22 +559,16 @@ static bool load_ops(Loader *L, const YamlNode *ops, const char *where,
   return true;
 }
 
-/* efficiency, tile: [M, N] and sms (a GPU's kernels): the tile and the
- * SMs come together, on a matrix unit whose PEs the SMs divide. */
+/* The rules between a GPU's kernel fields (read by COMPUTE_UNIT_FIELDS)
+ * and tile: [M, N]: threads need sms; the tile and the SMs come
+ * together, on a matrix unit whose PEs the SMs divide. */
 static bool load_kernel_fields(Loader *L, const YamlNode *m,
                                const char *where, Unit *u) {
-  const YamlNode *eff = ydoc_get(m, "efficiency");
   const YamlNode *tile = ydoc_get(m, "tile"), *sms = ydoc_get(m, "sms");
   const YamlNode *threads = ydoc_get(m, "threads");
-  u->efficiency = 1;
-  u->threads = 0;
-  if (eff && !get_share(L, eff, "efficiency", &u->efficiency))
-    return false;
   if (threads && !sms)
     return fail(L, threads->loc,
                 "%s: 'threads' (resident per SM) needs 'sms'", where);
-  if (threads && !get_count(L, threads, "threads", &u->threads))
-    return false;
   if (!tile && !sms)
     return true;
   if (!tile || !sms)
@@ -571,8 +588,7 @@ static bool load_kernel_fields(Loader *L, const YamlNode *m,
                               "found %d item%s",
                 tile->n, tile->n == 1 ? "" : "s");
   if (!get_count(L, tile->items[0], "tile M", &u->tile_m) ||
-      !get_count(L, tile->items[1], "tile N", &u->tile_n) ||
-      !get_count(L, sms, "sms", &u->sms))
+      !get_count(L, tile->items[1], "tile N", &u->tile_n))
     return false;
   if (u->pes % u->sms != 0)
     return fail(L, sms->loc, "%s: sms %d does not divide its %d PEs", where,
@@ -601,9 +617,8 @@ static bool load_unit(Loader *L, const YamlNode *m, Unit *u) {
     return false;
   if (!load_geometry(L, m, where, u))
     return false;
-  const YamlNode *pipe = ydoc_get(m, "pipeline");
-  u->pipeline = 1;
-  if (pipe && !get_count(L, pipe, "pipeline", &u->pipeline))
+  if (!load_fields(L, m, false, where, compute_unit_fields,
+                   COMPUTE_UNIT_NFIELDS, u))
     return false;
   const YamlNode *red = ydoc_get(m, "reduction");
   u->reduction = REDNET_CHAIN;

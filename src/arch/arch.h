@@ -51,30 +51,7 @@ typedef enum {
   REDNET_COUNT
 } RedNet;
 
-typedef struct Unit {
-  const char *name;
-  Loc loc;
-  UnitRole role;
-  int pes;        /* processing elements (rows * cols for a 2D array) */
-  int rows, cols; /* geometry of a 2D array; rows = pes, cols = 1 for 1D */
-  int mode_of;    /* index of the unit whose PEs this mode reuses, or -1 */
-  int pipeline;   /* pipeline stages of a PE (fill latency in cycles) */
-  double rate[OPC_COUNT]; /* operations per PE per cycle; 0: unsupported */
-  int epilogue;   /* the unit that runs the operations this one cannot, in
-                     the same Einsum (a GPU's CUDA cores beside its tensor
-                     cores), or -1 */
-  RedNet reduction; /* how a reduction spreads over its PEs */
-  /* A GPU's kernels (docs/architecture.md, "GPU kernels"; src/model/gpu.c):
-   * the share of its peak the unit reaches (1 unless given), and for a
-   * matrix unit the output tile one SM computes, [tile_m, tile_n], and
-   * the SMs its PEs are spread over (0, 0, 0: no waves). A GEMM's output
-   * tiles run in waves of `sms`; a last partial wave costs a whole one. */
-  double efficiency;
-  int tile_m, tile_n, sms;
-  int threads; /* threads resident per SM (`threads`, with `sms`): a
-                  kernel's blocks run in waves of sms x threads / block
-                  (0: none) */
-} Unit;
+
 
 /* An architecture's choice of unit for one Einsum, by its output's name
  * (the `binding:` section; a spec's `units:` section chooses by role). */
@@ -181,7 +158,8 @@ typedef struct MemLevel {
 #undef LEVEL_MEMBER
 } MemLevel;
 
-/* The table as data, for the reports and the tests that iterate it. */
+/* The tables as data (a level's, a unit's), for the loader, the reports
+ * and the tests that iterate them. */
 typedef enum {
   LF_POSITIVE,
   LF_NON_NEGATIVE,
@@ -190,7 +168,7 @@ typedef enum {
   LF_FLAG
 } LevelFieldKind;
 typedef enum { LF_OPTIONAL, LF_REQUIRED, LF_ON_CHIP, LF_OFF_CHIP } LevelNeed;
-typedef struct LevelField {
+typedef struct ArchField {
   const char *key;
   LevelFieldKind kind;
   const char *dim; /* a quantity's dimension ("bytes/s"), or NULL */
@@ -198,18 +176,68 @@ typedef struct LevelField {
   LevelNeed need;
   const char *hint;
   const char *json;
-  size_t offset; /* of its member in MemLevel */
-} LevelField;
+  size_t offset; /* of its member in MemLevel or Unit */
+} ArchField;
 enum {
 #define LEVEL_ONE(...) +1
   MEM_LEVEL_NFIELDS = 0 MEM_LEVEL_FIELDS(LEVEL_ONE)
 #undef LEVEL_ONE
 };
-extern const LevelField mem_level_fields[MEM_LEVEL_NFIELDS];
-/* Field F of level LV as a double (a count, 0 or 1 for a flag). */
-double mem_level_value(const MemLevel *lv, const LevelField *f);
-/* Set field F of LV to V (a count rounded, a flag V != 0). */
-void mem_level_set(MemLevel *lv, const LevelField *f, double v);
+extern const ArchField mem_level_fields[MEM_LEVEL_NFIELDS];
+
+/* COMPUTE_UNIT_FIELDS(X): a compute unit's scalar fields, one row each in
+ * MEM_LEVEL_FIELDS's columns (below), declared once: the loader reads
+ * them by this table (arch.c, load_fields), and the per-field test
+ * (test_levels.c) changes each on every shipped unit that gives it. The
+ * unit's structured fields keep their own code in Unit and arch.c, since
+ * a row holds one scalar: role and reduction (names), shape and pes (one
+ * geometry, two spellings that must agree), ops (a rate per operation
+ * class), tile ([M, N]), mode_of and epilogue (other units, resolved once
+ * all are loaded). None is echoed in eval --json (json: NULL). The rules
+ * between rows (a mode's pipeline is its array's unless given; threads
+ * need sms; tile and sms come together) follow the read. */
+#define COMPUTE_UNIT_FIELDS(X)                                               \
+  /* pipeline stages of a PE (fill latency in cycles) */                     \
+  X("pipeline", pipeline, COUNT, NULL, 1, OPTIONAL, NULL, NULL)              \
+  /* A GPU's kernels (docs/architecture.md, "GPU kernels"; src/model/gpu.c): \
+   * the share of its peak the unit reaches */                               \
+  X("efficiency", efficiency, SHARE, NULL, 1, OPTIONAL, NULL, NULL)          \
+  /* the SMs a matrix unit's PEs are spread over (0: no waves); a GEMM's     \
+   * output tiles run in waves of `sms`, a last partial wave a whole one */  \
+  X("sms", sms, COUNT, NULL, 0, OPTIONAL, NULL, NULL)                        \
+  /* threads resident per SM (with `sms`): a kernel's blocks run in waves   \
+   * of sms x threads / block (0: none) */                                   \
+  X("threads", threads, COUNT, NULL, 0, OPTIONAL, NULL, NULL)
+
+typedef struct Unit {
+  const char *name;
+  Loc loc;
+  UnitRole role;
+  int pes;        /* processing elements (rows * cols for a 2D array) */
+  int rows, cols; /* geometry of a 2D array; rows = pes, cols = 1 for 1D */
+  int mode_of;    /* index of the unit whose PEs this mode reuses, or -1 */
+  double rate[OPC_COUNT]; /* operations per PE per cycle; 0: unsupported */
+  int epilogue;   /* the unit that runs the operations this one cannot, in
+                     the same Einsum (a GPU's CUDA cores beside its tensor
+                     cores), or -1 */
+  RedNet reduction; /* how a reduction spreads over its PEs */
+  int tile_m, tile_n; /* the output tile one SM computes (0, 0: none) */
+#define UNIT_MEMBER(key, member, KIND, ...) LF_TYPE_##KIND member;
+  COMPUTE_UNIT_FIELDS(UNIT_MEMBER)
+#undef UNIT_MEMBER
+} Unit;
+enum {
+#define UNIT_ONE(...) +1
+  COMPUTE_UNIT_NFIELDS = 0 COMPUTE_UNIT_FIELDS(UNIT_ONE)
+#undef UNIT_ONE
+};
+extern const ArchField compute_unit_fields[COMPUTE_UNIT_NFIELDS];
+
+/* Field F of REC (the MemLevel or Unit of F's table) as a double (a
+ * count, 0 or 1 for a flag). */
+double arch_field_value(const void *rec, const ArchField *f);
+/* Set field F of REC to V (a count rounded, a flag V != 0). */
+void arch_field_set(void *rec, const ArchField *f, double v);
 
 /* A functional unit a PE may contain, for the area model: the operation
  * classes it performs and its area for one operation per cycle. A PE has

@@ -380,8 +380,8 @@ static json_t *levels_json(const Arch *a, const Eval *ev) {
     json_object_set_new(x, "role",
                         json_string(level_role_name(arch_level_role(a, l))));
     for (int k = 0; k < MEM_LEVEL_NFIELDS; k++) {
-      const LevelField *f = &mem_level_fields[k];
-      double v = mem_level_value(lv, f);
+      const ArchField *f = &mem_level_fields[k];
+      double v = arch_field_value(lv, f);
       if (f->json)
         json_object_set_new(x, f->json,
                             f->kind == LF_COUNT ? json_integer((json_int_t)v)

@@ -382,8 +382,8 @@ static char *variant(const char *from, const char *to) {
 static const BadCase bad_cases[] = {
     {"      pes: 8\n", "      pes: 8\n      colour: red\n", 24, 7,
      "unknown key 'colour' in a compute unit (expected name, role, shape, "
-     "pes, mode_of, pipeline, ops, epilogue, reduction, efficiency, tile, "
-     "sms or threads)"},
+     "pes, mode_of, pipeline, efficiency, sms, threads, ops, epilogue, "
+     "reduction or tile)"},
     {"  word: 2 B\n", "  word: 2 B\n  speed: 3\n", 5, 3,
      "unknown key 'speed' in architecture (expected name, clock, word, "
      "memory, compute, energy, binding, area or kernel)"},

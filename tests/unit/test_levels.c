@@ -363,6 +363,9 @@ TEST(levels_buffer_bandwidth_moves_latency) {
 typedef struct Figures {
   double cycles, energy, area;
   double available; /* a whole model's memory check: the bytes it has */
+  double waits;     /* a GPU kernel's waits on off-chip memory (gpu.c) */
+  double unfused;   /* the cycles unfused: the groups of only elementwise
+                       Einsums, which a vector unit runs */
 } Figures;
 
 /* A whole model's available off-chip bytes on A (src/net/): the figure
@@ -385,12 +388,19 @@ static double model_available(const Arch *a) {
 }
 
 static Figures figures(const Mamba *m, const Arch *a) {
-  Figures f = {NAN, NAN, arch_area(a), model_available(a)};
+  /* 10^6 blocks of 256 threads, each waiting on two accesses in turn:
+   * waves of sms x threads / 256 blocks (validate's kernels). */
+  const GpuKernel k = {1e6, 256, 0, 2};
+  Figures f = {NAN, NAN, arch_area(a), model_available(a),
+               gpu_wait_seconds(a, &k), NAN};
   Eval *ev = on(m, a, DES_FULL);
   if (ev) {
     f.cycles = ev->cycles;
     f.energy = ev->energy_pj;
   }
+  eval_free(ev);
+  ev = on(m, a, DES_UNFUSED);
+  f.unfused = ev ? ev->cycles : NAN;
   eval_free(ev);
   return f;
 }
@@ -399,7 +409,9 @@ static bool moved(Figures x, Figures y) {
   return fabs(x.cycles - y.cycles) > 1e-9 * x.cycles ||
          fabs(x.energy - y.energy) > 1e-9 * x.energy ||
          (isfinite(x.area) && fabs(x.area - y.area) > 1e-9 * x.area) ||
-         (isfinite(x.available) && x.available != y.available);
+         (isfinite(x.available) && x.available != y.available) ||
+         x.waits != y.waits ||
+         fabs(x.unfused - y.unfused) > 1e-9 * x.unfused;
 }
 
 /* Change field F of level L of A (MEM_LEVEL_FIELDS): a quantity to a
@@ -408,13 +420,13 @@ static bool moved(Figures x, Figures y) {
  * efficiency, which the loader has applied to the bandwidths already
  * (test_arch checks the product), and the fusion flag, which the loader
  * turns into the fusion level (test_fusion_level). */
-static bool change(Arch *a, int l, const LevelField *f) {
+static bool change(Arch *a, int l, const ArchField *f) {
   MemLevel *lv = &a->levels[l];
-  double v = mem_level_value(lv, f);
+  double v = arch_field_value(lv, f);
   if (f->kind == LF_SHARE || f->kind == LF_FLAG || !isfinite(v) || v == 0 ||
       (f->kind == LF_COUNT && v < 2))
     return false;
-  mem_level_set(lv, f, f->kind == LF_COUNT ? v / 2 : v / 64);
+  arch_field_set(lv, f, f->kind == LF_COUNT ? v / 2 : v / 64);
   return true;
 }
 
@@ -447,6 +459,57 @@ TEST(levels_every_shipped_field_moves_a_figure) {
     arch_free(a);
   }
   CHECK(tried >= 25);
+  mamba_free(&m);
+}
+
+/* ---- every field of every shipped unit moves a figure ---- */
+
+/* Change field F of unit U of A (COMPUTE_UNIT_FIELDS) when the file gives
+ * it (a value other than the default): a share to half, a count to a
+ * thousand times. A count halved could stop dividing (sms, the PEs) or
+ * reach 0; a pipeline only a few cycles deeper hides under a memory-bound
+ * Einsum's transfer, a thousand times deeper does not. */
+static bool change_unit(Arch *a, int u, const ArchField *f) {
+  Unit *un = &a->units[u];
+  double v = arch_field_value(un, f);
+  if (v == f->dflt)
+    return false;
+  arch_field_set(un, f, f->kind == LF_SHARE ? v / 2 : v * 1000);
+  return true;
+}
+
+TEST(units_every_shipped_field_moves_a_figure) {
+  Mamba m = mamba1();
+  if (!m.s)
+    return;
+  const char *const archs[] = {"archs/mambalaya.yaml", "archs/h100.yaml",
+                               "archs/eyeriss.yaml", "archs/a100.yaml",
+                               "archs/h100-sxm.yaml"};
+  int tried = 0;
+  for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) {
+    Diag d = {0};
+    Arch *a = arch_load(archs[i], &d);
+    CHECK(a != NULL);
+    if (!a)
+      continue;
+    Figures base = figures(&m, a);
+    for (int u = 0; u < a->nunits; u++)
+      for (int k = 0; k < COMPUTE_UNIT_NFIELDS; k++) {
+        Arch *b = arch_load(archs[i], &d);
+        if (b && change_unit(b, u, &compute_unit_fields[k])) {
+          tried++;
+          if (!moved(base, figures(&m, b)))
+            test_fail(__FILE__, __LINE__, "%s: unit %s, field %s moves "
+                      "nothing", archs[i], a->units[u].name,
+                      compute_unit_fields[k].key);
+        }
+        arch_free(b);
+      }
+    arch_free(a);
+  }
+  /* mambalaya's three pipelines, eyeriss's one, and the tensor unit's
+   * efficiency, sms and threads on a100 and h100-sxm (h100 gives none). */
+  CHECK_INT(tried, 10);
   mamba_free(&m);
 }
 
