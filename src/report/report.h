@@ -205,9 +205,9 @@ const char *ops_color(void);
  *
  * A Chart describes a figure by its data: the kind, the series, the axes'
  * labels and ranges, reference lines and marks. It is laid out once
- * (chart.c: margins from the tick labels and the legend, ticks, label
- * placement) into a Scene, a list of drawing items in px; a renderer then
- * writes the Scene in one format:
+ * (chart.c: margins from the tick labels and the legend, label
+ * placement; chart_axis.c: text widths, ticks) into a Scene, a list of
+ * drawing items in px; a renderer then writes the Scene in one format:
  *
  *     Chart --chart.c--> Scene --svg.c---> SVG text
  *                              --cairo.c-> PDF, PNG bytes

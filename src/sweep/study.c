@@ -531,7 +531,8 @@ static bool listed_combos(Loader *L, const YamlNode *seq) {
         if (v->kind == YN_MAP)
           return fail(L, v->loc, "a point gives one value of %s", name);
         s->ptuple[i * s->nparams + kp++] = (YamlNode *)v;
-      } else if (!study_number(L, v, name, &s->stuple[i * s->nsettings + ks++])) {
+      } else if (!study_number(L, v, name,
+                               &s->stuple[i * s->nsettings + ks++])) {
         return false;
       }
     }
