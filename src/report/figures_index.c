@@ -9,10 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static double ratio_of(const Target *t) {
-  return t->paper != 0 ? t->ours / t->paper : NAN;
-}
-
 static void csv_number_field(Buf *b, double v) {
   if (isfinite(v))
     buf_printf(b, "%.10g", v);
@@ -33,7 +29,7 @@ void figs_targets_csv(Figs *f) {
     buf_printf(&b, ",");
     csv_number_field(&b, t->ours);
     buf_printf(&b, ",");
-    csv_number_field(&b, ratio_of(t));
+    csv_number_field(&b, target_ratio(t));
     buf_printf(&b, ",");
     csv_field(&b, t->unit);
     buf_printf(&b, ",%s\n", target_holds(t) ? "true" : "false");
@@ -106,23 +102,20 @@ static void html_targets(Buf *b, const Repro *r, const char *href) {
                 "</tr></thead>\n<tbody>\n");
   for (int i = 0; i < r->ntargets; i++) {
     const Target *t = &r->targets[i];
-    bool ok = target_holds(t);
-    off += !ok;
-    char paper[48], ours[48];
-    target_value(paper, sizeof paper, t, t->paper, true);
-    target_value(ours, sizeof ours, t, t->ours, false);
+    TargetRow w = target_row(t);
+    off += !w.ok;
     buf_printf(b, "<tr id=\"t-");
     put_xml(b, t->key);
-    buf_printf(b, "\"%s><td>", ok ? "" : " class=\"off\"");
+    buf_printf(b, "\"%s><td>", w.ok ? "" : " class=\"off\"");
     put_xml(b, t->where);
     buf_printf(b, "</td><td>");
     put_xml(b, t->what);
     buf_printf(b, "</td><td class=\"n\">");
-    put_xml(b, paper);
+    put_xml(b, w.paper);
     buf_printf(b, "</td><td class=\"n\">");
-    put_xml(b, ours);
-    buf_printf(b, "</td><td class=\"n\">%.3f", ratio_of(t));
-    if (!ok) {
+    put_xml(b, w.ours);
+    buf_printf(b, "</td><td class=\"n\">%.3f", target_ratio(t));
+    if (!w.ok) {
       buf_printf(b, " <a href=\"");
       put_xml(b, href);
       buf_printf(b, "#%s\">why?</a>", why_anchor(t->key));
