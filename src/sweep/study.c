@@ -224,10 +224,8 @@ static bool load_config(Loader *L, const YamlNode *m) {
 
 static bool load_cascades(Loader *L, const YamlNode *seq) {
   Study *s = L->s;
-  if (!want(L, seq, YN_SEQ, "cascades (a list)"))
+  if (!study_list(L, seq, "cascades (a list)", "cascades"))
     return false;
-  if (seq->n == 0)
-    return fail(L, seq->loc, "cascades is empty");
   for (int i = 0; i < seq->n; i++) {
     const YamlNode *m = seq->items[i];
     if (m->kind == YN_MAP && ydoc_get(m, "config")) {
@@ -493,10 +491,9 @@ static bool product_combos(Loader *L, const YamlNode *params) {
  * one gives, one value each. */
 static bool listed_combos(Loader *L, const YamlNode *seq) {
   Study *s = L->s;
-  if (!want(L, seq, YN_SEQ, "points (a list of {NAME or PATH: value})"))
+  if (!study_list(L, seq, "points (a list of {NAME or PATH: value})",
+                  "points"))
     return false;
-  if (seq->n == 0)
-    return fail(L, seq->loc, "points is empty");
   const YamlNode *first = seq->items[0];
   if (!want(L, first, YN_MAP, "a point ({NAME or PATH: value})"))
     return false;

@@ -11,6 +11,15 @@
 
 enum { MAX_RANGE = 10000 };
 
+bool study_list(Loader *L, const YamlNode *n, const char *what,
+                const char *name) {
+  if (!want(L, n, YN_SEQ, what))
+    return false;
+  if (n->n == 0)
+    return fail(L, n->loc, "%s is empty", name);
+  return true;
+}
+
 bool study_as_list(Loader *L, const YamlNode *n, const char *what,
                     YamlNode *const **items, int *count, YamlNode **one) {
   if (n->kind == YN_SCALAR) {
@@ -19,10 +28,8 @@ bool study_as_list(Loader *L, const YamlNode *n, const char *what,
     *count = 1;
     return true;
   }
-  if (!want(L, n, YN_SEQ, what))
+  if (!study_list(L, n, what, what))
     return false;
-  if (n->n == 0)
-    return fail(L, n->loc, "%s is empty", what);
   *items = n->items;
   *count = n->n;
   return true;

@@ -25,6 +25,9 @@ static inline bool check_keys(Loader *L, const YamlNode *m,
   return ydoc_known_keys(m, allowed, where, L->d);
 }
 
+/* N a list (WHAT says what it is) with an item (else "NAME is empty"). */
+bool study_list(Loader *L, const YamlNode *n, const char *what,
+                const char *name);
 /* N as a list of ITEMS: a scalar is a list of one (held in *ONE). */
 bool study_as_list(Loader *L, const YamlNode *n, const char *what,
                    YamlNode *const **items, int *count, YamlNode **one);
