@@ -259,6 +259,16 @@ int write_output(const char *cmd, const char *path, const void *data,
   return refused ? EXIT_INPUT : EXIT_RUN;
 }
 
+int write_safetensors(const char *cmd, const char *path, StWriter *w,
+                      const InputSet *in) {
+  size_t len;
+  unsigned char *img = st_writer_image(w, &len);
+  st_writer_free(w);
+  int status = write_output(cmd, path, img, len, in);
+  free(img);
+  return status;
+}
+
 double memory_budget(double max_memory) {
   if (max_memory > 0)
     return max_memory;

@@ -303,6 +303,9 @@ int check_output(const char *cmd, const char *path,
  * EXIT_RUN if writing fails, after a message naming CMD. */
 int write_output(const char *cmd, const char *path, const void *data,
                  size_t len, const InputSet *in);
+/* W's safetensors file to PATH as write_output writes DATA; frees W. */
+int write_safetensors(const char *cmd, const char *path, StWriter *w,
+                      const InputSet *in);
 /* The bytes a run may hold: --max-memory if given (> 0), else the memory
  * the machine has available (unlimited if unknown). */
 double memory_budget(double max_memory);

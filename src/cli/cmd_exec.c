@@ -566,12 +566,7 @@ static int save(const Tensors *t, const char *path, const Cascade *c,
     st_writer_add(w, t->names[i], t->arrays[i], DT_F32);
   st_writer_meta(w, "spec", c->path);
   st_writer_meta(w, "executor", executor);
-  size_t len;
-  unsigned char *img = st_writer_image(w, &len);
-  st_writer_free(w);
-  int status = write_output("mambalaya exec", path, img, len, in);
-  free(img);
-  return status;
+  return write_safetensors("mambalaya exec", path, w, in);
 }
 
 /* Run the interpreter as the reference and compare every output (and the

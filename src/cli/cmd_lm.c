@@ -342,12 +342,7 @@ int save_results(const Lm *m, const char *path, const Tensors *arrays,
   tensors_free(&state);
   st_writer_meta(w, "tokens", tokens);
   st_writer_meta(w, "strategy", strategy);
-  size_t len;
-  unsigned char *img = st_writer_image(w, &len);
-  st_writer_free(w);
-  int status = write_output("mambalaya", path, img, len, in);
-  free(img);
-  return status;
+  return write_safetensors("mambalaya", path, w, in);
 }
 
 /* The tokens and the model, once --out is known to be writable: 0, or

@@ -139,12 +139,7 @@ static int save_logits(const char *cmd, const char *out, const NetGen *g,
   tokens_meta(&meta, tl->ids, tl->nseq, tl->len);
   st_writer_meta(w, "tokens", meta.s);
   buf_free(&meta);
-  size_t n;
-  unsigned char *image = st_writer_image(w, &n);
-  st_writer_free(w);
-  int status = write_output(cmd, out, image, n, in);
-  free(image);
-  return status;
+  return write_safetensors(cmd, out, w, in);
 }
 
 static void print_generated(const NetGen *g) {

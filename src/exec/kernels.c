@@ -410,6 +410,30 @@ typedef struct DotJob {
   Split s;
 } DotJob;
 
+/* A task's batches [b0, b1) and columns [n0, n1) of a split by columns
+ * (the dot and row paths); n0 >= n1 when it has no columns. */
+typedef struct Part {
+  int64_t b0, b1, n0, n1;
+} Part;
+
+static Part job_part(const DotJob *job, int t) {
+  const Split *s = &job->s;
+  Part p = {.b0 = (t / s->tn) * s->per_task, .n0 = (t % s->tn) * s->nstep};
+  p.b1 = min64(job->g->batch, p.b0 + s->per_task);
+  p.n1 = min64(job->g->n, p.n0 + s->nstep);
+  return p;
+}
+
+/* G split by columns of COLS at a time, a few parts per thread (so that
+ * a thread that wakes late takes fewer), each part run by TASK. */
+static void run_by_columns(const Gemm *g, const Isa *isa, Pool *pool,
+                           int threads, int64_t cols,
+                           void (*task)(void *, int, int)) {
+  DotJob job = {.g = g, .isa = isa};
+  job.s = split_work(g->batch, 1, g->n, 4 * threads, 1, cols);
+  pool_run(pool, task, &job, job.s.ntasks);
+}
+
 /* Start fetching part PART of NPARTS of W's rows [J, J + DOT_COLS) (those
  * before N1), K values each. With many rows of A, each group of W's rows
  * is used by several dot kernel calls, which run from cache: meanwhile
@@ -480,24 +504,18 @@ static void dot_task(void *arg, int t, int n) {
   (void)n;
   const DotJob *job = arg;
   const Gemm *g = job->g;
-  const Split *s = &job->s;
-  int64_t b0 = (t / s->tn) * s->per_task;
-  int64_t b1 = min64(g->batch, b0 + s->per_task);
-  int64_t n0 = (t % s->tn) * s->nstep, n1 = min64(g->n, n0 + s->nstep);
-  if (n0 >= n1)
+  Part p = job_part(job, t);
+  if (p.n0 >= p.n1)
     return;
   float *apack = a_packed_for_dot(g) ? scratch_floats(g->m * g->k) : NULL;
-  for (int64_t bi = b0; bi < b1; bi++)
-    dot_block(job, bi, n0, n1, apack);
+  for (int64_t bi = p.b0; bi < p.b1; bi++)
+    dot_block(job, bi, p.n0, p.n1, apack);
   free(apack);
 }
 
+/* Parts of DOT_COLS columns, each still long enough to stream. */
 static void gemm_dot(const Gemm *g, const Isa *isa, Pool *pool, int threads) {
-  DotJob job = {.g = g, .isa = isa};
-  /* A few parts per thread, so that a thread that wakes late takes
-   * fewer, but each part still long enough to stream. */
-  job.s = split_work(g->batch, 1, g->n, 4 * threads, 1, DOT_COLS);
-  pool_run(pool, dot_task, &job, job.s.ntasks);
+  run_by_columns(g, isa, pool, threads, DOT_COLS, dot_task);
 }
 
 /* ---- the row path ---- */
@@ -544,57 +562,23 @@ static void row_block(const DotJob *job, int64_t bi, int64_t n0, int64_t n1,
 static void row_task(void *arg, int t, int n) {
   (void)n;
   const DotJob *job = arg;
-  const Gemm *g = job->g;
-  const Split *s = &job->s;
-  int64_t b0 = (t / s->tn) * s->per_task;
-  int64_t b1 = min64(g->batch, b0 + s->per_task);
-  int64_t n0 = (t % s->tn) * s->nstep, n1 = min64(g->n, n0 + s->nstep);
-  if (n0 >= n1)
+  Part p = job_part(job, t);
+  if (p.n0 >= p.n1)
     return;
   float *tbuf = scratch_floats(ROW_ROWS * ROW_SEG);
-  float *total = scratch_floats(g->m * ROW_SEG);
-  for (int64_t bi = b0; bi < b1; bi++)
-    row_block(job, bi, n0, n1, tbuf, total);
+  float *total = scratch_floats(job->g->m * ROW_SEG);
+  for (int64_t bi = p.b0; bi < p.b1; bi++)
+    row_block(job, bi, p.n0, p.n1, tbuf, total);
   free(tbuf);
   free(total);
 }
 
+/* Parts of whole cache lines (16 floats). */
 static void gemm_rows(const Gemm *g, const Isa *isa, Pool *pool, int threads) {
-  DotJob job = {.g = g, .isa = isa};
-  /* Parts of whole cache lines (16 floats), a few per thread. */
-  job.s = split_work(g->batch, 1, g->n, 4 * threads, 1, 16);
-  pool_run(pool, row_task, &job, job.s.ntasks);
+  run_by_columns(g, isa, pool, threads, 16, row_task);
 }
 
 /* ---- kernel_gemm ---- */
-
-/* Batches that share B (b_b == 0) whose rows of A and C are evenly spaced
- * across batches are one product with batch * m rows: one pass over B
- * (the weights) instead of one per batch. Likewise for a shared A and the
- * columns. */
-static Gemm fold_batches(const Gemm *in) {
-  Gemm g = *in;
-  if (g.batch <= 1)
-    return g;
-  if (g.b_b == 0 &&
-      (g.m == 1 || (g.a_b == g.m * g.a_m && g.c_b == g.m * g.c_m))) {
-    if (g.m == 1) {
-      g.a_m = g.a_b;
-      g.c_m = g.c_b;
-    }
-    g.m *= g.batch;
-    g.batch = 1;
-  } else if (g.a_b == 0 &&
-             (g.n == 1 || (g.b_b == g.n * g.b_n && g.c_b == g.n * g.c_n))) {
-    if (g.n == 1) {
-      g.b_n = g.b_b;
-      g.c_n = g.c_b;
-    }
-    g.n *= g.batch;
-    g.batch = 1;
-  }
-  return g;
-}
 
 /* The same product with the roles of A and B swapped: C^T = B^T A^T. */
 static Gemm transposed(const Gemm *g) {
@@ -605,6 +589,32 @@ static Gemm transposed(const Gemm *g) {
   t.a_type = g->b_type, t.b_type = g->a_type;
   t.c_m = g->c_n, t.c_n = g->c_m;
   return t;
+}
+
+/* Batches that share B (b_b == 0) whose rows of A and C are evenly spaced
+ * across batches are one product with batch * m rows: one pass over B
+ * (the weights) instead of one per batch. Likewise for a shared A and the
+ * columns. */
+static bool fold_rows(Gemm *g) {
+  if (g->b_b != 0 ||
+      !(g->m == 1 || (g->a_b == g->m * g->a_m && g->c_b == g->m * g->c_m)))
+    return false;
+  if (g->m == 1) {
+    g->a_m = g->a_b;
+    g->c_m = g->c_b;
+  }
+  g->m *= g->batch;
+  g->batch = 1;
+  return true;
+}
+
+/* The columns' case is the rows' case of the transposed product. */
+static Gemm fold_batches(const Gemm *in) {
+  Gemm g = *in;
+  if (g.batch <= 1 || fold_rows(&g))
+    return g;
+  Gemm t = transposed(&g);
+  return fold_rows(&t) ? transposed(&t) : g;
 }
 
 /* C = 0 (or unchanged, when accumulating): the product over an empty k. */

@@ -202,14 +202,13 @@ static bool load_hugging_face(const Loader *l, const json_t *root,
   return finish(l, c, inner, heads, pad);
 }
 
+static bool parse_config(const char *path, const char *text, size_t len,
+                         void *cfg, Diag *d) {
+  return model_config_parse(path, text, len, cfg, d);
+}
+
 bool model_config_load(const char *path, ModelConfig *cfg, Diag *d) {
-  size_t len;
-  char *text = read_input(path, INPUT_TEXT_MAX, &len, d);
-  if (!text)
-    return false;
-  bool ok = model_config_parse(path, text, len, cfg, d);
-  free(text);
-  return ok;
+  return load_input(path, parse_config, cfg, d);
 }
 
 bool model_config_parse(const char *path, const char *text, size_t len,

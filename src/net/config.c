@@ -1164,6 +1164,11 @@ done:
   return ok;
 }
 
+static bool parse_config(const char *path, const char *text, size_t len,
+                         void *net, Diag *d) {
+  return net_config_parse(path, text, len, net, d);
+}
+
 bool net_config_load(const char *path, Net *net, Diag *d) {
   char file[600];
   size_t n = strlen(path);
@@ -1171,11 +1176,5 @@ bool net_config_load(const char *path, Net *net, Diag *d) {
     snprintf(file, sizeof file, "%s", path);
   else
     snprintf(file, sizeof file, "%s/config.json", path);
-  size_t len;
-  char *text = read_input(file, INPUT_TEXT_MAX, &len, d);
-  if (!text)
-    return false;
-  bool ok = net_config_parse(file, text, len, net, d);
-  free(text);
-  return ok;
+  return load_input(file, parse_config, net, d);
 }

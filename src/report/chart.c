@@ -11,7 +11,7 @@
  * axis ranges is clipped geometrically (no clip paths), so every
  * coordinate lies inside its panel, which tests/e2e/svg_check.py verifies
  * on the SVG. */
-#include "report.h"
+#include "chart_axis.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -23,26 +23,8 @@ enum {
   MIN_W = 240,
   MIN_H = 160,
   MAX_SIDE = 20000,
-  MAX_TICKS = 64,
   LEGEND_ROW = 18,
 };
-
-/* Font sizes in px, and the mean advance of a sans-serif glyph as a
- * fraction of its size: an estimate, as there is no font to measure. */
-#define FONT_TITLE 15.0
-#define FONT_LABEL 12.0
-#define FONT_TICK 11.0
-#define FONT_LEGEND 11.0
-#define FONT_NOTE 10.0
-#define NOTE_ROW (FONT_NOTE + 4) /* lines of notes under a chart */
-#define LIGHT_BAR 0.4 /* the fill opacity of a dashed series' bars */
-#define GLYPH_W 0.6
-#define TITLE_BAND 36.0
-#define SUBTITLE_BAND 16.0
-#define FONT_SUBTITLE 12.0
-#define STACK_TITLE_BAND 34.0
-#define SLANT_DEG 40.0
-#define PI 3.14159265358979323846
 
 /* Okabe & Ito's palette, which stays distinct under the common forms of
  * colour blindness; yellow last, as it is faint on white. */
@@ -51,352 +33,6 @@ static const char *const PALETTE[] = {
     "#CC79A7", "#56B4E9", "#000000", "#F0E442",
 };
 enum { NPALETTE = sizeof PALETTE / sizeof PALETTE[0] };
-
-/* ---- text ---- */
-
-/* Estimated width in px of the first LEN bytes of S: characters (not
- * bytes) times a mean advance. */
-static double text_wn(const char *s, size_t len, double font) {
-  int n = 0;
-  for (size_t i = 0; i < len && s[i]; i++)
-    n += (s[i] & 0xC0) != 0x80;
-  return n * font * GLYPH_W;
-}
-
-static double text_w(const char *s, double font) {
-  return s ? text_wn(s, strlen(s), font) : 0;
-}
-
-/* A label broken at spaces into a few lines. */
-enum { MAX_LINES = 3 };
-typedef struct Lines {
-  int n;
-  size_t start[MAX_LINES], len[MAX_LINES];
-} Lines;
-
-/* Greedy word wrap of S into lines no wider than MAXW px. False when that
- * takes more than MAX_LINES lines or a word alone is too wide. */
-static bool wrap_label(const char *s, double maxw, Lines *l) {
-  l->n = 0;
-  size_t i = strspn(s, " ");
-  while (s[i]) {
-    size_t start = i, end = 0; /* the end of the longest line that fits */
-    for (;;) {
-      size_t j = i + strcspn(s + i, " ");
-      if (text_wn(s + start, j - start, FONT_TICK) > maxw)
-        break;
-      end = j;
-      i = j + strspn(s + j, " ");
-      if (!s[i])
-        break;
-    }
-    if (end == 0 || l->n == MAX_LINES)
-      return false;
-    l->start[l->n] = start, l->len[l->n] = end - start;
-    l->n++;
-    i = end + strspn(s + end, " ");
-  }
-  return true;
-}
-
-static bool is_hex_color(const char *s) {
-  if (!s || s[0] != '#')
-    return false;
-  size_t n = strlen(s + 1);
-  if (n != 6 && n != 3)
-    return false;
-  return strspn(s + 1, "0123456789abcdefABCDEF") == n;
-}
-
-static double clampd(double v, double lo, double hi) {
-  return v < lo ? lo : v > hi ? hi : v;
-}
-
-/* ---- numbers on axes ---- */
-
-/* M with SIG significant digits in fixed notation, trailing zeros trimmed;
- * returns the value the text denotes. */
-static double fmt_fixed(char *out, size_t cap, double m, int sig) {
-  int mag = (int)floor(log10(fabs(m)));
-  int decimals = (int)clampd(sig - 1 - mag, 0, 15);
-  snprintf(out, cap, "%.*f", decimals, m);
-  if (strchr(out, '.')) {
-    size_t n = strlen(out);
-    while (n > 0 && out[n - 1] == '0')
-      out[--n] = 0;
-    if (n > 0 && out[n - 1] == '.')
-      out[--n] = 0;
-  }
-  if (strcmp(out, "-0") == 0)
-    snprintf(out, cap, "0");
-  return strtod(out, NULL);
-}
-
-/* V with SIG significant digits in the compact form: 0.25, 250, 2.5k,
- * 2.5M, 2.5e-3. Returns the value the text denotes. */
-static double fmt_sig(char *out, size_t cap, double v, int sig) {
-  static const char SI[] = "kMGTP";
-  double a = fabs(v);
-  char m[24];
-  if (a >= 1000 && a < 1e15) {
-    for (int k = (int)floor(log10(a) / 3); k <= 5; k++) {
-      double scale = pow(1000, k), r = fmt_fixed(m, sizeof m, v / scale, sig);
-      if (fabs(r) < 1000 || k == 5) {
-        snprintf(out, cap, "%s%c", m, SI[k - 1]);
-        return r * scale;
-      }
-    }
-  }
-  if (a >= 0.01 && a < 1e15)
-    return fmt_fixed(out, cap, v, sig);
-  int e = (int)floor(log10(a));
-  double r = fmt_fixed(m, sizeof m, v / pow(10, e), sig);
-  if (fabs(r) >= 10)
-    e++, r = fmt_fixed(m, sizeof m, v / pow(10, e), sig);
-  snprintf(out, cap, "%se%d", m, e);
-  return r * pow(10, e);
-}
-
-/* The shortest compact text for V that denotes it within TOL: tick values
- * are multiples of a step, so TOL (a fraction of the step) decides how many
- * digits the labels need to tell the ticks apart. */
-static void fmt_num(char *out, size_t cap, double v, double tol) {
-  if (v == 0 || fabs(v) <= tol) {
-    snprintf(out, cap, "0");
-    return;
-  }
-  for (int sig = 1; sig <= 17; sig++)
-    if (fabs(fmt_sig(out, cap, v, sig) - v) <= tol)
-      return;
-}
-
-/* The 1-2-5 value at or above RAW. */
-static double nice_step(double raw) {
-  if (!(raw > 0) || !isfinite(raw))
-    return 1;
-  double e = pow(10, floor(log10(raw)));
-  double f = raw / e;
-  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * e;
-}
-
-/* The 1-2-5 step for LO..HI in about TARGET intervals. Of the three steps
- * around (HI - LO) / TARGET, the one that best balances the room lost when
- * the range is rounded out to it (ROUND_OUT) against how far its number of
- * intervals is from TARGET; ties go to the coarser. 0..154 in 6: 20 (to
- * 160), not 50 (to 200). */
-static double tick_step(double lo, double hi, int target, bool round_out) {
-  double span = hi - lo, mid = nice_step(span / target);
-  double cand[3] = {nice_step(mid * 1.01), mid, nice_step(mid * 0.4)};
-  double best = cand[0], best_score = INFINITY;
-  for (int i = 0; i < 3; i++) {
-    double s = cand[i], a = lo, b = hi;
-    if (round_out)
-      a = floor(lo / s + 1e-9) * s, b = ceil(hi / s - 1e-9) * s;
-    double n = (b - a) / s;
-    if (i > 0 && n > 1.5 * target)
-      continue;
-    double score = (b - a - span) / span + 0.5 * fabs(n - target) / target;
-    if (score < best_score - 1e-9)
-      best = s, best_score = score;
-  }
-  return best;
-}
-
-/* ---- axes ---- */
-
-typedef enum { SCALE_LINEAR, SCALE_LOG, SCALE_CATEGORY } Scale;
-
-typedef struct Tick {
-  double v;
-  bool major, labeled;
-  char text[40];
-} Tick;
-
-typedef struct Axis {
-  Scale scale;
-  double lo, hi; /* the range shown, in data units */
-  double step;   /* linear: the tick step the range was rounded to, or 0 */
-  double p0, p1; /* the pixels of lo and hi */
-  int nticks;
-  Tick ticks[MAX_TICKS];
-} Axis;
-
-/* Values too large to subtract safely are treated as missing. */
-static bool axis_usable(const Axis *a, double v) {
-  return isfinite(v) && fabs(v) <= 1e300 && (a->scale != SCALE_LOG || v > 0);
-}
-
-/* The pixel of V; far outside values are held at +-1e7 px so that the
- * clipping that follows gets finite numbers. */
-static double axis_px(const Axis *a, double v) {
-  double t;
-  if (a->scale == SCALE_LOG)
-    t = (log10(v) - log10(a->lo)) / (log10(a->hi) - log10(a->lo));
-  else
-    t = (v - a->lo) / (a->hi - a->lo);
-  return clampd(a->p0 + t * (a->p1 - a->p0), -1e7, 1e7);
-}
-
-static bool axis_contains(const Axis *a, double v) {
-  if (!axis_usable(a, v))
-    return false;
-  double p = axis_px(a, v), lo = fmin(a->p0, a->p1), hi = fmax(a->p0, a->p1);
-  return p >= lo - 0.5 && p <= hi + 0.5;
-}
-
-typedef struct Extent {
-  double lo, hi;
-  bool any;
-} Extent;
-
-static void extent_add(Extent *e, double v, bool log) {
-  if (!isfinite(v) || fabs(v) > 1e300 || (log && !(v > 0)))
-    return;
-  if (!e->any || v < e->lo)
-    e->lo = v;
-  if (!e->any || v > e->hi)
-    e->hi = v;
-  e->any = true;
-}
-
-/* The range shown: the caller's when it is usable, else the data's rounded
- * out to nice values so that ticks fall on both ends; an empty extent
- * gives 0..1 (1..10 on a log axis). */
-static void axis_range(Axis *a, Extent e, double umin, double umax,
-                       int target) {
-  bool log = a->scale == SCALE_LOG;
-  if (!(umin == 0 && umax == 0) && fabs(umin) <= 1e300 &&
-      fabs(umax) <= 1e300 && umin < umax && (!log || umin > 0)) {
-    a->lo = umin, a->hi = umax;
-    return;
-  }
-  double lo = e.any ? e.lo : log ? 1 : 0, hi = e.any ? e.hi : log ? 10 : 1;
-  if (log) {
-    lo = pow(10, floor(log10(lo) + 1e-9));
-    hi = pow(10, ceil(log10(hi) - 1e-9));
-    if (hi <= lo)
-      hi = lo * 10;
-  } else {
-    if (hi - lo <= fabs(hi) * 1e-12) {
-      double d = hi == 0 ? 1 : fabs(hi) * 0.5;
-      lo = lo == 0 ? 0 : lo - d;
-      hi += d;
-    }
-    double step = tick_step(lo, hi, target, true);
-    lo = floor(lo / step + 1e-9) * step;
-    hi = ceil(hi / step - 1e-9) * step;
-    a->step = step;
-  }
-  a->lo = lo, a->hi = hi;
-}
-
-/* Whether V is in the range shown (pixels are not known yet when ticks are
- * chosen). */
-static bool in_range(const Axis *a, double v) {
-  double slack = (a->hi - a->lo) * 1e-9;
-  return v >= a->lo - slack && v <= a->hi + slack;
-}
-
-static void add_tick(Axis *a, double v, bool major, bool labeled, double tol) {
-  if (a->nticks == MAX_TICKS)
-    return;
-  Tick *t = &a->ticks[a->nticks++];
-  t->v = v, t->major = major, t->labeled = labeled;
-  fmt_num(t->text, sizeof t->text, v, tol);
-}
-
-/* Multiples of a 1-2-5 step (the one the range was rounded to, if it
- * was), at least two of them inside the range. */
-static void linear_ticks(Axis *a, int target) {
-  double span = a->hi - a->lo;
-  double step = a->step > 0 ? a->step : tick_step(a->lo, a->hi, target, false);
-  double k0 = ceil(a->lo / step - 1e-9), k1 = floor(a->hi / step + 1e-9);
-  while (k1 - k0 < 1 && step > span * 1e-6) {
-    step = nice_step(step * 0.4);
-    k0 = ceil(a->lo / step - 1e-9), k1 = floor(a->hi / step + 1e-9);
-  }
-  for (double k = k0; k <= k1 && a->nticks < MAX_TICKS; k++) {
-    double v = k * step;
-    add_tick(a, fabs(v) < step * 1e-9 ? 0 : v, true, true, step * 1e-3);
-  }
-}
-
-/* Decades (every few when there are many) with minor ticks at 2 and 5,
- * labelled when the range spans three decades or fewer. A range too
- * narrow to hold two labelled ticks gets linear ticks instead. */
-static void log_ticks(Axis *a, int target) {
-  double l0 = log10(a->lo), l1 = log10(a->hi);
-  int d0 = (int)floor(l0 + 1e-9), d1 = (int)ceil(l1 - 1e-9);
-  /* Every decade up to 10 of them, else every 2nd, 3rd, 5th, 10th, ... */
-  static const int STRIDES[] = {1, 2, 3, 5, 10, 20, 25, 50, 100, 200};
-  int stride = 1;
-  for (int i = 1; i < 10 && (d1 - d0) / stride > 10; i++)
-    stride = STRIDES[i];
-  while ((d1 - d0) / stride > 10)
-    stride *= 2;
-  bool minors = stride == 1 && l1 - l0 <= 12;
-  bool label_minors = l1 - l0 <= 3.01;
-  int labeled = 0;
-  for (int d = d0; d <= d1; d++) {
-    double dec = pow(10, d);
-    if (((d % stride) + stride) % stride == 0 && in_range(a, dec)) {
-      add_tick(a, dec, true, true, dec * 1e-6);
-      labeled++;
-    }
-    for (int m = 2; minors && m <= 5; m += 3)
-      if (in_range(a, m * dec)) {
-        add_tick(a, m * dec, false, label_minors, m * dec * 1e-6);
-        labeled += label_minors;
-      }
-  }
-  if (labeled < 2) {
-    a->nticks = 0;
-    linear_ticks(a, target);
-  }
-}
-
-/* Drop labels that would overlap a neighbour's: decades and the major
- * linear ticks first, left to right, then minor labels where room is left.
- * Along a horizontal axis a label takes its width, along a vertical one
- * its height. */
-static void thin_labels(Axis *a, bool horizontal) {
-  bool keep[MAX_TICKS] = {0};
-  for (int pass = 0; pass < 2; pass++)
-    for (int i = 0; i < a->nticks; i++) {
-      const Tick *t = &a->ticks[i];
-      if (!t->labeled || t->major != (pass == 0))
-        continue;
-      double p = axis_px(a, t->v);
-      double w = horizontal ? text_w(t->text, FONT_TICK) : FONT_TICK * 1.3;
-      bool room = true;
-      for (int j = 0; j < a->nticks && room; j++) {
-        if (!keep[j])
-          continue;
-        const Tick *u = &a->ticks[j];
-        double wu = horizontal ? text_w(u->text, FONT_TICK) : FONT_TICK * 1.3;
-        room = fabs(axis_px(a, u->v) - p) >= (w + wu) / 2 + 4;
-      }
-      keep[i] = room;
-    }
-  for (int i = 0; i < a->nticks; i++)
-    a->ticks[i].labeled = keep[i];
-}
-
-static void axis_ticks(Axis *a, int target) {
-  a->nticks = 0;
-  if (a->scale == SCALE_LOG)
-    log_ticks(a, target);
-  else
-    linear_ticks(a, target);
-}
-
-static double max_label_w(const Axis *a) {
-  double w = 0;
-  for (int i = 0; i < a->nticks; i++)
-    if (a->ticks[i].labeled)
-      w = fmax(w, text_w(a->ticks[i].text, FONT_TICK));
-  return w;
-}
 
 /* ---- the chart's data ---- */
 
@@ -454,11 +90,11 @@ static const char *series_name(const ChartSeries *s, int i, char *tmp,
 /* The series' own colour, or the palette's next among the series that
  * have none. */
 static const char *series_color(const Chart *c, int i) {
-  if (is_hex_color(c->series[i].color))
+  if (chart_is_hex_color(c->series[i].color))
     return c->series[i].color;
   int k = 0;
   for (int j = 0; j < i; j++)
-    k += !is_hex_color(c->series[j].color);
+    k += !chart_is_hex_color(c->series[j].color);
   return PALETTE[k % NPALETTE];
 }
 
@@ -516,9 +152,9 @@ static Extent x_extent(const Chart *c, bool logx) {
   Extent e = {0};
   for (int i = 0; i < nseries(c); i++)
     for (int k = 0; k < series_n(&c->series[i]); k++)
-      extent_add(&e, series_x(&c->series[i], k), logx);
+      axis_extent_add(&e, series_x(&c->series[i], k), logx);
   for (int i = 0; c->vlines && i < c->nvlines; i++)
-    extent_add(&e, c->vlines[i].at, logx);
+    axis_extent_add(&e, c->vlines[i].at, logx);
   return e;
 }
 
@@ -531,7 +167,7 @@ static Extent y_extent(const Chart *c, const Axis *x, bool logy) {
       n--; /* the last point only ends the last step */
     for (int k = 0; k < n; k++)
       if (is_bars(c) || axis_usable(x, series_x(s, k)))
-        extent_add(&e, s->y[k], logy);
+        axis_extent_add(&e, s->y[k], logy);
   }
   if (c->kind == CHART_STACKED_BARS) {
     e = (Extent){0};
@@ -539,37 +175,16 @@ static Extent y_extent(const Chart *c, const Axis *x, bool logy) {
       double sum = 0;
       for (int i = 0; i < nseries(c); i++) {
         sum += stack_part(&c->series[i], cat);
-        extent_add(&e, sum, logy);
+        axis_extent_add(&e, sum, logy);
       }
     }
   }
   for (int i = 0; i < nmarks(c); i++)
-    extent_add(&e, c->marks[i].y, logy);
+    axis_extent_add(&e, c->marks[i].y, logy);
   for (int i = 0; c->hlines && i < c->nhlines; i++)
-    extent_add(&e, c->hlines[i].at, logy);
+    axis_extent_add(&e, c->hlines[i].at, logy);
   if (!logy && (c->kind == CHART_STEP_AREA || is_bars(c)))
-    extent_add(&e, 0, false); /* areas and bars grow from 0 */
-  return e;
-}
-
-/* Room around the data of an automatic range: bars never reach the top
- * of the plot (a bar at the axis maximum reads as clipped), and scatter
- * points never sit on an axis (a Pareto front in the corner hides behind
- * the axes). FRAC of the span (of the decades, on a log axis). */
-static Extent pad_extent(Extent e, bool log, double frac, bool below) {
-  if (!e.any)
-    return e;
-  if (log) {
-    double span = fmax(log10(e.hi) - log10(e.lo), 1);
-    e.hi *= pow(10, frac * span);
-    if (below)
-      e.lo /= pow(10, frac * span);
-    return e;
-  }
-  double span = e.hi - e.lo > 0 ? e.hi - e.lo : fabs(e.hi) + 1;
-  e.hi += frac * span;
-  if (below) /* data that is never negative keeps a non-negative axis */
-    e.lo = e.lo >= 0 ? fmax(0, e.lo - frac * span) : e.lo - frac * span;
+    axis_extent_add(&e, 0, false); /* areas and bars grow from 0 */
   return e;
 }
 
@@ -599,7 +214,7 @@ static double layout_legend(const Chart *c, Layout *l, double plot_h) {
   char tmp[32];
   l->entry_w = 0;
   for (int i = 0; i < ne; i++)
-    l->entry_w = fmax(l->entry_w, 30 + text_w(entry_name(c, i, tmp,
+    l->entry_w = fmax(l->entry_w, 30 + chart_text_w(entry_name(c, i, tmp,
                                                          sizeof tmp),
                                               FONT_LEGEND));
   if (ne == 0)
@@ -641,7 +256,7 @@ static int vlabels(const Chart *c, const Layout *l, VLabel **out) {
     const ChartLine *v = &c->vlines[i];
     if (v->label && v->label[0] && axis_contains(&l->x, v->at))
       (*out)[n++] = (VLabel){axis_px(&l->x, v->at),
-                             text_w(v->label, FONT_NOTE), i};
+                             chart_text_w(v->label, FONT_NOTE), i};
   }
   qsort(*out, (size_t)n, sizeof **out, by_position);
   return n;
@@ -675,8 +290,8 @@ static double layout_x_axis(const Chart *c, Layout *l) {
     for (int i = 0; i < l->ncat; i++) {
       const char *s = category_label(c, i, tmp, sizeof tmp);
       Lines w;
-      maxw = fmax(maxw, text_w(s, FONT_TICK));
-      if (!wrap_label(s, gw - 6, &w))
+      maxw = fmax(maxw, chart_text_w(s, FONT_TICK));
+      if (!chart_wrap_label(s, gw - 6, &w))
         l->cat_slant = true;
       else if (w.n > lines)
         lines = w.n;
@@ -688,10 +303,10 @@ static double layout_x_axis(const Chart *c, Layout *l) {
     return maxw * sin(SLANT_DEG * PI / 180) + FONT_TICK + 16;
   }
   l->x.scale = c->logx ? SCALE_LOG : SCALE_LINEAR;
-  int target = (int)clampd((l->R - l->L) / 90, 3, 10);
+  int target = (int)chart_clamp((l->R - l->L) / 90, 3, 10);
   Extent e = x_extent(c, c->logx);
   if (c->kind == CHART_SCATTER)
-    e = pad_extent(e, c->logx, 0.05, true);
+    e = axis_pad_extent(e, c->logx, 0.05, true);
   axis_range(&l->x, e, c->xmin, c->xmax, target);
   axis_ticks(&l->x, target);
   return 20;
@@ -705,7 +320,7 @@ static void fit_slanted_labels(const Chart *c, Layout *l) {
   for (int iter = 0; iter < 3; iter++) {
     double gw = (l->R - l->L) / l->x.hi, need = 0;
     for (int i = 0; i < l->ncat; i++) {
-      double w = text_w(category_label(c, i, tmp, sizeof tmp), FONT_TICK);
+      double w = chart_text_w(category_label(c, i, tmp, sizeof tmp), FONT_TICK);
       need = fmax(need, 4 - (l->L + gw * (i + 0.5) + 3 - w * reach));
     }
     if (need <= 0 || l->R - l->L - need < 60)
@@ -745,8 +360,8 @@ static void log_note(const Chart *c, double maxw, char *out, size_t cap) {
       else
         snprintf(item, sizeof item, "%s%s at %s", shown ? "; " : "",
                  series_name(se, i, tmp, sizeof tmp), at);
-      bool fits = text_w(b.s, FONT_NOTE) + text_w(item, FONT_NOTE) +
-                      text_w("; and 999 more", FONT_NOTE) <=
+      bool fits = chart_text_w(b.s, FONT_NOTE) + chart_text_w(item, FONT_NOTE) +
+                      chart_text_w("; and 999 more", FONT_NOTE) <=
                   maxw;
       if (more == 0 && fits)
         buf_printf(&b, "%s", item), shown++, in_series++;
@@ -767,22 +382,22 @@ static void layout(const Chart *c, Layout *l, double min_left,
                    double min_right, bool legend) {
   memset(l, 0, sizeof *l);
   l->legend = legend;
-  l->w = clampd(c->width > 0 ? c->width : DEFAULT_W, MIN_W, MAX_SIDE);
-  l->h = clampd(c->height > 0 ? c->height : DEFAULT_H, MIN_H, MAX_SIDE);
+  l->w = chart_clamp(c->width > 0 ? c->width : DEFAULT_W, MIN_W, MAX_SIDE);
+  l->h = chart_clamp(c->height > 0 ? c->height : DEFAULT_H, MIN_H, MAX_SIDE);
   double guess_h = l->h - title_band(c) - 60;
   double right = fmax(layout_legend(c, l, guess_h), min_right);
 
   /* The y ticks come first (for a guess of the plot height): their
    * labels set the left margin, and so the width of the x axis. */
   l->y.scale = c->logy ? SCALE_LOG : SCALE_LINEAR;
-  int ty = (int)clampd(guess_h / 45, 3, 8);
+  int ty = (int)chart_clamp(guess_h / 45, 3, 8);
   l->x.scale = c->logx && !is_bars(c) ? SCALE_LOG : SCALE_LINEAR;
   Extent ye = y_extent(c, &l->x, c->logy);
   if (is_bars(c) || c->kind == CHART_SCATTER)
-    ye = pad_extent(ye, c->logy, 0.05, c->kind == CHART_SCATTER);
+    ye = axis_pad_extent(ye, c->logy, 0.05, c->kind == CHART_SCATTER);
   axis_range(&l->y, ye, c->ymin, c->ymax, ty);
   axis_ticks(&l->y, ty);
-  l->L = fmax(14 + FONT_LABEL + 8 + max_label_w(&l->y) + 8, min_left);
+  l->L = fmax(14 + FONT_LABEL + 8 + axis_label_w(&l->y) + 8, min_left);
   l->R = l->w - right;
   if (l->R - l->L < 60)
     l->R = l->L + 60, l->w = ceil(l->R + right);
@@ -802,8 +417,8 @@ static void layout(const Chart *c, Layout *l, double min_left,
   l->xlabel_y = l->B + band + 16;
   l->y.p0 = l->B, l->y.p1 = l->T;
   if (l->x.scale != SCALE_CATEGORY)
-    thin_labels(&l->x, true);
-  thin_labels(&l->y, false);
+    axis_thin_labels(&l->x, true);
+  axis_thin_labels(&l->y, false);
 
   if (l->legend_below) {
     l->lx = fmax(8, (l->w - l->lw) / 2), l->ly = l->h + 2;
@@ -869,7 +484,7 @@ static const char *scale_name(Scale sc) {
 static void draw_wrapped(Scene *s, double x, double y, double maxw,
                          const char *text) {
   Lines w;
-  if (!wrap_label(text, maxw, &w) || w.n <= 1) {
+  if (!chart_wrap_label(text, maxw, &w) || w.n <= 1) {
     draw_text(s, "tick", x, y, ANCHOR_MIDDLE, FONT_TICK, text);
     return;
   }
@@ -964,7 +579,7 @@ static void draw_hlines(Scene *s, const Chart *c, const Layout *l) {
     const ChartLine *h = &c->hlines[i];
     if (!axis_contains(&l->y, h->at))
       continue;
-    double y = clampd(axis_px(&l->y, h->at), l->T, l->B);
+    double y = chart_clamp(axis_px(&l->y, h->at), l->T, l->B);
     sc_group(s, "hline", (Paint){.stroke = "#777777", .width = 1.2,
                                  .dash = "6 4", .fill = "#555555"});
     sc_line(s, "hline", l->L, y, l->R, y);
@@ -991,7 +606,7 @@ static void draw_vlines(Scene *s, const Chart *c, const Layout *l) {
     const ChartLine *vl = &c->vlines[i];
     if (!axis_contains(&l->x, vl->at))
       continue;
-    double x = clampd(axis_px(&l->x, vl->at), l->L, l->R);
+    double x = chart_clamp(axis_px(&l->x, vl->at), l->L, l->R);
     sc_group(s, "vline",
              (Paint){.stroke = "#999999", .width = 0.8, .fill = "#555555"});
     sc_line(s, "vline", x, l->T, x, l->B);
@@ -1030,7 +645,8 @@ static void draw_marker(Scene *s, const char *cls, int shape, double x,
     r *= 1.1;
     double p[12];
     for (int k = 0; k < 6; k++)
-      p[2 * k] = x + r * cos(PI / 3 * k), p[2 * k + 1] = y + r * sin(PI / 3 * k);
+      p[2 * k] = x + r * cos(PI / 3 * k),
+            p[2 * k + 1] = y + r * sin(PI / 3 * k);
     sc_poly(s, SC_POLYGON, cls, 6, p);
   }
 }
@@ -1209,7 +825,7 @@ static void draw_step_series(Scene *sc, const Layout *l,
   int n = series_n(s);
   double base = l->y.scale == SCALE_LOG
                     ? l->B
-                    : clampd(axis_px(&l->y, 0), l->T, l->B);
+                    : chart_clamp(axis_px(&l->y, 0), l->T, l->B);
   Poly area = {0}, edge = {0};
   double right = 0; /* the right end of the run's last step */
   for (int k = 0; k + 1 < n; k++) {
@@ -1217,9 +833,9 @@ static void draw_step_series(Scene *sc, const Layout *l,
     bool ok = axis_usable(&l->x, x0v) && axis_usable(&l->x, x1v) &&
               isfinite(v);
     if (ok) {
-      double x0 = clampd(axis_px(&l->x, x0v), l->L, l->R);
-      right = clampd(axis_px(&l->x, x1v), l->L, l->R);
-      double y = axis_usable(&l->y, v) ? clampd(axis_px(&l->y, v), l->T, l->B)
+      double x0 = chart_clamp(axis_px(&l->x, x0v), l->L, l->R);
+      right = chart_clamp(axis_px(&l->x, x1v), l->L, l->R);
+      double y = axis_usable(&l->y, v) ? chart_clamp(axis_px(&l->y, v), l->T, l->B)
                                        : base;
       if (area.n == 0)
         poly_add(&area, x0, base);
@@ -1280,7 +896,7 @@ static Box label_spot(double x, double y, double w, int i, double *tx,
  * further out (twice); else the first spot inside the plot. */
 static void draw_point_label(Scene *s, const Layout *l, Boxes *taken,
                              double x, double y, const char *text) {
-  double w = text_w(text, FONT_NOTE), tx, ty;
+  double w = chart_text_w(text, FONT_NOTE), tx, ty;
   int pick = -1;
   for (int pass = 0; pass < 2 && pick < 0; pass++)
     for (int i = 0; i < POINT_SPOTS && pick < 0; i++) {
@@ -1338,7 +954,7 @@ static void draw_bar(Scene *s, double x, double w, double y0, double y1,
 static double bar_px(const Layout *l, double v) {
   if (!axis_usable(&l->y, v))
     return l->B;
-  return clampd(axis_px(&l->y, v), l->T, l->B);
+  return chart_clamp(axis_px(&l->y, v), l->T, l->B);
 }
 
 /* Where the bars of category CAT go: a group's width, and the left edge

@@ -1,7 +1,9 @@
 /* figures.c — the evaluation's figures as files (report.h, "the paper's
  * evaluation"): each figure in every format asked for (SVG, PDF, PNG),
  * every plotted series in figures.csv, the targets in targets.csv, and an
- * index.html that shows them all.
+ * index.html that shows them all. This file draws the figures; figs.c
+ * stages the files and words the titles, figures_index.c writes
+ * targets.csv and index.html.
  *
  * Every chart names the setup that was run (spec, model, architecture,
  * batch, sequence length) in its subtitle. The paper's figure numbers and
@@ -17,283 +19,15 @@
  * MB would pass 10k, energy in µJ per token, utilization in %), and
  * figures.csv holds the values as plotted, so one column means one unit
  * within a figure. */
-#include "report.h"
+#include "figs.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-enum {
-  MAX_FIGURES = 32,
-  SUBTITLE_LEN = 256,
-};
-
-/* The fusion strategies, in table order, into OUT (DES_COUNT long). */
-static int strategy_designs(Design *out) {
-  int n = 0;
-  for (int d = 0; d < DES_COUNT; d++)
-    if (design_is_strategy((Design)d))
-      out[n++] = (Design)d;
-  return n;
-}
-
-/* The key of a per-strategy paper target: "speedup.prefill.ri_rsb". */
-static void strategy_key(char *out, size_t cap, const char *prefix,
-                         Design d) {
-  int n = snprintf(out, cap, "%s.%s", prefix, design_name(d));
-  for (int i = (int)strlen(prefix) + 1; i < n && i < (int)cap; i++)
-    if (out[i] == '+')
-      out[i] = '_';
-}
 
 static const char *const PHASE_NAME[] = {"prefill", "decode"};
 _Static_assert(sizeof PHASE_NAME / sizeof PHASE_NAME[0] == PH_COUNT,
                "a name per phase");
-
-/* The legend entry of the paper's values over our bars. */
-#define PAPER_MARKS "paper"
-
-/* ---- the output: files, the CSV, the index ---- */
-
-typedef struct Entry {
-  char *stem;    /* "roofline": written as roofline.svg, .pdf, .png */
-  char *alt;     /* the chart's title */
-  char *caption; /* which paper figure it follows, and how ours compares */
-} Entry;
-
-typedef struct Figs {
-  const Repro *r;
-  OutSet *out;
-  unsigned formats; /* 1 << Format, for each format written */
-  Diag *d;
-  bool ok;  /* false after the first failure: nothing more is written */
-  Buf csv;  /* figures.csv, a row per plotted point */
-  int n;
-  Entry e[MAX_FIGURES];
-} Figs;
-
-static void put_file(Figs *f, const char *name, const Buf *b) {
-  if (f->ok && !outset_put(f->out, name, b->s ? b->s : "", b->len, f->d))
-    f->ok = false;
-}
-
-static void add_entry(Figs *f, const char *stem, const char *alt,
-                      const char *caption) {
-  if (!f->ok || f->n == MAX_FIGURES)
-    return;
-  f->e[f->n++] = (Entry){xstrdup(stem), xstrdup(alt ? alt : stem),
-                         xstrdup(caption)};
-}
-
-/* One point; a missing value (NaN, or infinite) is no row. */
-static void csv_row(Buf *b, const char *fig, const char *series,
-                    const char *x, double y) {
-  if (!isfinite(y))
-    return;
-  csv_field(b, fig);
-  buf_printf(b, ",");
-  csv_field(b, series);
-  buf_printf(b, ",");
-  csv_field(b, x);
-  buf_printf(b, ",%.10g\n", y);
-}
-
-static void csv_num_row(Buf *b, const char *fig, const char *series, double x,
-                        double y) {
-  char xs[32];
-  if (!isfinite(x))
-    return;
-  snprintf(xs, sizeof xs, "%.10g", x);
-  csv_row(b, fig, series, xs, y);
-}
-
-static const char *category_of(const Chart *c, int k, char *tmp,
-                               size_t cap) {
-  snprintf(tmp, cap, "%d", k + 1);
-  return c->categories && k < c->ncategories ? c->categories[k] : tmp;
-}
-
-/* Every series of chart C as drawn: bars by category label, the rest by
- * x; marks as "MARKS: SERIES" by category. PANEL names the panel of a
- * stack ("PANEL / SERIES"). */
-static void csv_chart(Figs *f, const char *fig, const char *panel,
-                      const Chart *c) {
-  bool bars = c->kind == CHART_BARS || c->kind == CHART_STACKED_BARS;
-  char tmp[16];
-  for (int i = 0; i < c->nseries; i++) {
-    const ChartSeries *s = &c->series[i];
-    Buf name = {0};
-    buf_printf(&name, "%s%s%s", panel ? panel : "", panel ? " / " : "",
-               s->name);
-    for (int k = 0; k < s->n; k++) {
-      if (bars)
-        csv_row(&f->csv, fig, name.s, category_of(c, k, tmp, sizeof tmp),
-                s->y[k]);
-      else
-        csv_num_row(&f->csv, fig, name.s, s->x ? s->x[k] : k, s->y[k]);
-    }
-    buf_free(&name);
-  }
-  for (int i = 0; bars && i < c->nmarks; i++) {
-    const ChartMark *m = &c->marks[i];
-    Buf name = {0};
-    buf_printf(&name, "%s: %s", c->marks_name,
-               m->series >= 0 && m->series < c->nseries
-                   ? c->series[m->series].name
-                   : "");
-    csv_row(&f->csv, fig, name.s, category_of(c, m->category, tmp, sizeof tmp),
-            m->y);
-    buf_free(&name);
-  }
-}
-
-/* STEM in every format asked for, and its entry in the index. */
-static void emit_scene(Figs *f, const char *stem, const Scene *s,
-                       const char *alt, const char *caption) {
-  for (int k = 0; k < FMT_COUNT && f->ok; k++) {
-    if (!(f->formats & 1u << k))
-      continue;
-    Buf b = {0};
-    scene_render(&b, s, (Format)k);
-    char file[96];
-    snprintf(file, sizeof file, "%s.%s", stem, format_name((Format)k));
-    put_file(f, file, &b);
-    buf_free(&b);
-  }
-  add_entry(f, stem, alt, caption);
-}
-
-/* A chart whose data the caller writes to the CSV itself. */
-static void emit_figure(Figs *f, const char *stem, const Chart *c,
-                        const char *caption) {
-  if (!f->ok)
-    return;
-  Scene s = {0};
-  chart_scene(&s, c);
-  emit_scene(f, stem, &s, c->title, caption);
-  scene_free(&s);
-}
-
-static void emit_chart(Figs *f, const char *stem, const Chart *c,
-                       const char *caption) {
-  emit_figure(f, stem, c, caption);
-  csv_chart(f, stem, NULL, c);
-}
-
-static void emit_stack(Figs *f, const char *stem, const char *title,
-                       const char *subtitle, int n, const Chart *charts,
-                       const char *const *panels, const char *caption) {
-  if (!f->ok)
-    return;
-  Scene s = {0};
-  stack_scene(&s, title, subtitle, n, charts);
-  emit_scene(f, stem, &s, title, caption);
-  scene_free(&s);
-  for (int i = 0; i < n; i++)
-    csv_chart(f, stem, panels[i], &charts[i]);
-}
-
-/* ---- numbers and words ---- */
-
-/* The paper's value of target KEY, or NaN when there is none (the setup
- * is not the paper's, or the paper gives none). */
-static double paper_value(const Repro *r, const char *key) {
-  const Target *t = repro_target(r, key);
-  return t ? t->paper : NAN;
-}
-
-static double ours_value(const Repro *r, const char *key) {
-  const Target *t = repro_target(r, key);
-  return t ? t->ours : NAN;
-}
-
-/* " (paper: 5.79x)", or nothing when the paper gives no value. */
-static void paper_note(Buf *b, const Repro *r, const char *key) {
-  double p = paper_value(r, key);
-  if (isfinite(p))
-    buf_printf(b, " (paper: %.3gx)", p);
-}
-
-static void fmt_time(char *out, size_t cap, double seconds) {
-  if (seconds >= 1e-3)
-    snprintf(out, cap, "%.4g ms", seconds * 1e3);
-  else
-    snprintf(out, cap, "%.4g µs", seconds * 1e6);
-}
-
-/* "114.7 T" ops/s and the like, for titles and captions. */
-static void fmt_rate(char *out, size_t cap, double v, const char *unit) {
-  Buf b = {0};
-  fmt_si(&b, v);
-  snprintf(out, cap, "%s%s", b.s ? b.s : "0 ", unit);
-  buf_free(&b);
-}
-
-static double safe_div(double a, double b) { return b > 0 ? a / b : NAN; }
-
-/* The fastest of the fusion strategies (BY_DESIGN: latencies indexed by
- * Design): Mambalaya's design for that case. */
-static Design best_strategy(const double *by_design) {
-  Design st[DES_COUNT];
-  int n = strategy_designs(st);
-  Design best = st[0];
-  for (int k = 1; k < n; k++)
-    if (by_design[st[k]] < by_design[best])
-      best = st[k];
-  return best;
-}
-
-/* A title: "Fig. 2a: WHAT" where the setup is the paper's (so the figure
- * is the paper's figure FIG), else WHAT with a capital. */
-static void title_of(char *out, size_t cap, const Figs *f, const char *fig,
-                     const char *what) {
-  if (f->r->paper_setup) {
-    snprintf(out, cap, "Fig. %s: %s", fig, what);
-  } else {
-    snprintf(out, cap, "%s", what);
-    if (out[0] >= 'a' && out[0] <= 'z')
-      out[0] = (char)(out[0] - 'a' + 'A');
-  }
-}
-
-/* The subtitle: the setup of model M, and DETAIL (the phase and the
- * sequence length): "mamba-370m, specs/mamba1.yaml on mambalaya; B=64,
- * prefill I=2048"; without a model, the spec with its sizes. */
-static void subtitle_of(char *out, size_t cap, const Repro *r, int m,
-                        const char *detail) {
-  Buf b = {0};
-  if (r->model_names[m])
-    buf_printf(&b, "%s, ", r->model_names[m]);
-  buf_printf(&b, "%s", r->spec_label);
-  if (!r->model_names[m] && r->sizes[0]) /* no model's name to imply them */
-    buf_printf(&b, " (%s)", r->sizes);
-  buf_printf(&b, " on %s; B=%g, %s%s%s", r->arch_label, r->batch, detail,
-             r->settings[0] ? ", " : "", r->settings);
-  snprintf(out, cap, "%s", b.s);
-  buf_free(&b);
-}
-
-static void phase_detail(char *out, size_t cap, const Repro *r, Phase ph) {
-  if (ph == PH_PREFILL)
-    snprintf(out, cap, "prefill I=%g", r->prefill);
-  else
-    snprintf(out, cap, "decode I=1");
-}
-
-/* How a caption starts: "Paper Fig. 2a: " for the paper's setup, else
- * which paper figure this one follows, for this setup (the page's header
- * says how the paper's differs). */
-static void caption_head(Buf *b, const Figs *f, const char *fig) {
-  if (f->r->paper_setup)
-    buf_printf(b, "Paper Fig. %s: ", fig);
-  else
-    buf_printf(b, "As paper Fig. %s, for this setup (%s on %s, B=%g, "
-                  "I=%g): ",
-               fig, repro_workload(f->r, 0), f->r->arch_label, f->r->batch,
-               f->r->prefill);
-}
-
 
 /* ---- Fig. 2a: the roofline ---- */
 
@@ -379,7 +113,7 @@ static bool layer_point(const Timeline *t, double bw, double *x, double *y) {
     ops += t->seg[i].perf * dur;
     bytes += t->seg[i].memory_util * bw * dur;
   }
-  *x = safe_div(ops, bytes), *y = safe_div(ops, t->seconds);
+  *x = figs_safe_div(ops, bytes), *y = figs_safe_div(ops, t->seconds);
   return isfinite(*x) && *x > 0 && isfinite(*y) && *y > 0;
 }
 
@@ -456,7 +190,7 @@ static void roofline(Figs *f, Phase ph, const char *stem) {
       continue;
     Roof *rf = &roofs[ns];
     roof_of(rf, peak, r->bandwidth, lo, hi);
-    fmt_rate(rate, sizeof rate, peak, "ops/s");
+    figs_fmt_rate(rate, sizeof rate, peak, "ops/s");
     snprintf(rf->name, sizeof rf->name, "%s roof (%s)", a->units[u].name,
              rate);
     s[ns] = (ChartSeries){.name = rf->name, .n = rf->n, .x = rf->x,
@@ -477,11 +211,11 @@ static void roofline(Figs *f, Phase ph, const char *stem) {
                             .y = layer_y, .labels = layer_labels,
                             .color = "#009E73"};
   char title[160], sub[SUBTITLE_LEN], detail[64];
-  title_of(title, sizeof title, f, ph == PH_PREFILL ? "2a" : "2a (decode)",
+  figs_title_of(title, sizeof title, f, ph == PH_PREFILL ? "2a" : "2a (decode)",
            ph == PH_PREFILL ? "roofline, prefill, one layer"
                             : "roofline, decode, one layer");
-  phase_detail(detail, sizeof detail, r, ph);
-  subtitle_of(sub, sizeof sub, r, 0, detail);
+  figs_phase_detail(detail, sizeof detail, r, ph);
+  figs_subtitle_of(sub, sizeof sub, r, 0, detail);
   /* The y range: from the decade below the lowest point, to a little
    * above the highest roof (not a whole decade more: that is all empty). */
   double ylo = INFINITY, yhi = 0;
@@ -497,9 +231,9 @@ static void roofline(Figs *f, Phase ph, const char *stem) {
              .nseries = ns, .series = s, .xmin = lo, .xmax = hi,
              .ymin = ylo, .ymax = fmax(2 * yhi, 10 * ylo), .width = 900,
              .height = 560};
-  fmt_rate(rate, sizeof rate, r->bandwidth, "B/s");
+  figs_fmt_rate(rate, sizeof rate, r->bandwidth, "B/s");
   Buf cap = {0};
-  caption_head(&cap, f, ph == PH_PREFILL ? "2a" : "2a (for decode)");
+  figs_caption_head(&cap, f, ph == PH_PREFILL ? "2a" : "2a (for decode)");
   buf_printf(&cap,
              "every Einsum of one %s layer on the architecture's roofline "
              "(DRAM %s; a roof per compute unit, at the peak of its fastest "
@@ -509,25 +243,25 @@ static void roofline(Figs *f, Phase ph, const char *stem) {
              "traffic (infinite intensity: %d of best unfused, %d of ideal "
              "fusion) cannot be placed and are not drawn.",
              PHASE_NAME[ph], rate, pu.hidden, pi.hidden);
-  emit_figure(f, stem, &c, cap.s);
+  figs_emit_figure(f, stem, &c, cap.s);
   buf_free(&cap);
   /* The roofs as drawn; the points by Einsum, so that the CSV says which
    * is which. */
   for (int i = 0; i < nroofs; i++)
     for (int k = 0; k < s[i].n; k++)
-      csv_num_row(&f->csv, stem, s[i].name, s[i].x[k], s[i].y[k]);
+      figs_csv_num_row(&f->csv, stem, s[i].name, s[i].x[k], s[i].y[k]);
   const Points *pts[2] = {&pu, &pi};
   const char *base[2] = {"Best unfused", "Ideal fusion"};
   for (int i = 0; i < 2; i++)
     for (int k = 0; k < pts[i]->n; k++) {
       char nm[96];
       snprintf(nm, sizeof nm, "%s / %s", base[i], pts[i]->names[k]);
-      csv_num_row(&f->csv, stem, nm, pts[i]->x[k], pts[i]->y[k]);
+      figs_csv_num_row(&f->csv, stem, nm, pts[i]->x[k], pts[i]->y[k]);
     }
   for (int k = 0; k < nl; k++) {
     char nm[96];
     snprintf(nm, sizeof nm, "%s / whole layer", layer_names[k]);
-    csv_num_row(&f->csv, stem, nm, layer_x[k], layer_y[k]);
+    figs_csv_num_row(&f->csv, stem, nm, layer_x[k], layer_y[k]);
   }
   free(roofs);
   free(s);
@@ -699,14 +433,14 @@ static void emit_util_stack(Figs *f, UtilStack *u) {
   for (int i = 0; i < u->n; i++) {
     util_panel(&p[i], u->t[i], f->r->arch);
     char total[32];
-    fmt_time(total, sizeof total, u->t[i]->seconds);
+    figs_fmt_time(total, sizeof total, u->t[i]->seconds);
     snprintf(p[i].title, sizeof p[i].title, "%s: %s per layer%s",
              u->panel[i], total, u->note[i].s ? u->note[i].s : "");
     double xmax = u->t[i]->seconds * 1e6;
     thin_labels(&p[i], u->t[i], xmax);
     c[i] = util_chart(&p[i], xmax, u->height);
   }
-  emit_stack(f, u->stem, u->title, u->subtitle, u->n, c, u->panel,
+  figs_emit_stack(f, u->stem, u->title, u->subtitle, u->n, c, u->panel,
              u->caption);
   for (int i = 0; i < u->n; i++) {
     util_panel_free(&p[i]);
@@ -717,7 +451,7 @@ static void emit_util_stack(Figs *f, UtilStack *u) {
 /* What the utilization plots show, for their captions. */
 static void util_sentence(Buf *b, const Repro *r) {
   char bw[32];
-  fmt_rate(bw, sizeof bw, r->bandwidth, "B/s");
+  figs_fmt_rate(bw, sizeof bw, r->bandwidth, "B/s");
   buf_printf(b,
              " Each panel has its own time axis (its latency is in its "
              "title). Compute utilization is the share of the peak of the "
@@ -738,9 +472,9 @@ static void utilization(Figs *f, Phase ph) {
   char stem[48], title[160], sub[SUBTITLE_LEN], detail[64], what[96];
   snprintf(stem, sizeof stem, "utilization_%s", PHASE_NAME[ph]);
   snprintf(what, sizeof what, "utilization over time, %s", PHASE_NAME[ph]);
-  title_of(title, sizeof title, f, ph == PH_PREFILL ? "2b" : "2c", what);
-  phase_detail(detail, sizeof detail, r, ph);
-  subtitle_of(sub, sizeof sub, r, 0, detail);
+  figs_title_of(title, sizeof title, f, ph == PH_PREFILL ? "2b" : "2c", what);
+  figs_phase_detail(detail, sizeof detail, r, ph);
+  figs_subtitle_of(sub, sizeof sub, r, 0, detail);
   UtilStack u = {.stem = stem, .title = title, .subtitle = sub, .n = 2,
                  .height = 320};
   u.t[0] = &r->timeline[ph][DES_UNFUSED];
@@ -749,16 +483,16 @@ static void utilization(Figs *f, Phase ph) {
   u.panel[1] = design_label(DES_IDEAL);
   const char *key = ph == PH_PREFILL ? "ideal.speedup.prefill"
                                      : "ideal.speedup.decode";
-  double speedup = safe_div(u.t[0]->seconds, u.t[1]->seconds);
+  double speedup = figs_safe_div(u.t[0]->seconds, u.t[1]->seconds);
   buf_printf(&u.note[1], ", %.3gx faster", speedup);
-  paper_note(&u.note[1], r, key);
+  figs_paper_note(&u.note[1], r, key);
   Buf cap = {0};
-  caption_head(&cap, f, ph == PH_PREFILL ? "2b" : "2c");
+  figs_caption_head(&cap, f, ph == PH_PREFILL ? "2b" : "2c");
   buf_printf(&cap,
              "one %s layer, best unfused (top) and ideal fusion, i.e. no "
              "inter-Einsum traffic (bottom). Ideal fusion is %.3gx faster",
              PHASE_NAME[ph], speedup);
-  paper_note(&cap, r, key);
+  figs_paper_note(&cap, r, key);
   buf_printf(&cap, ".");
   util_sentence(&cap, r);
   u.caption = cap.s;
@@ -771,10 +505,10 @@ static void utilization(Figs *f, Phase ph) {
 static void strategies(Figs *f) {
   const Repro *r = f->r;
   char title[160], sub[SUBTITLE_LEN], detail[64];
-  title_of(title, sizeof title, f, "6",
+  figs_title_of(title, sizeof title, f, "6",
            "ideal utilization by strategy, prefill");
-  phase_detail(detail, sizeof detail, r, PH_PREFILL);
-  subtitle_of(sub, sizeof sub, r, 0, detail);
+  figs_phase_detail(detail, sizeof detail, r, PH_PREFILL);
+  figs_subtitle_of(sub, sizeof sub, r, 0, detail);
   UtilStack u = {.stem = "utilization_strategies", .title = title,
                  .subtitle = sub, .n = 3, .height = 300};
   static const Design fig6[] = {DES_RI, DES_RI_RSB, DES_RI_RSB_RSP};
@@ -782,19 +516,19 @@ static void strategies(Figs *f) {
     u.t[i] = &r->ideal_timeline[PH_PREFILL][fig6[i]];
     u.panel[i] = design_label(fig6[i]);
   }
-  double gain = safe_div(u.t[0]->seconds, u.t[1]->seconds);
+  double gain = figs_safe_div(u.t[0]->seconds, u.t[1]->seconds);
   buf_printf(&u.note[1], ", %.3gx over RI", gain);
-  paper_note(&u.note[1], r, "ideal.ri_rsb_over_ri");
+  figs_paper_note(&u.note[1], r, "ideal.ri_rsb_over_ri");
   buf_printf(&u.note[2], ", %.3gx over RI",
-             safe_div(u.t[0]->seconds, u.t[2]->seconds));
+             figs_safe_div(u.t[0]->seconds, u.t[2]->seconds));
   Buf cap = {0};
-  caption_head(&cap, f, "6");
+  figs_caption_head(&cap, f, "6");
   buf_printf(&cap,
              "utilization over time of ideal RI, RI+RSb and RI+RSb+RSp "
              "fusion (algorithmic-minimum traffic), one prefill layer of "
              "%s. RI+RSb is %.3gx faster than RI",
              repro_workload(r, 0), gain);
-  paper_note(&cap, r, "ideal.ri_rsb_over_ri");
+  figs_paper_note(&cap, r, "ideal.ri_rsb_over_ri");
   buf_printf(&cap, ".");
   util_sentence(&cap, r);
   u.caption = cap.s;
@@ -810,9 +544,9 @@ static void designs_utilization(Figs *f, Phase ph) {
   char stem[48], title[160], sub[SUBTITLE_LEN], detail[64], what[96];
   snprintf(stem, sizeof stem, "utilization_designs_%s", PHASE_NAME[ph]);
   snprintf(what, sizeof what, "utilization by design, %s", PHASE_NAME[ph]);
-  title_of(title, sizeof title, f, ph == PH_PREFILL ? "10a" : "10b", what);
-  phase_detail(detail, sizeof detail, r, ph);
-  subtitle_of(sub, sizeof sub, r, 0, detail);
+  figs_title_of(title, sizeof title, f, ph == PH_PREFILL ? "10a" : "10b", what);
+  figs_phase_detail(detail, sizeof detail, r, ph);
+  figs_subtitle_of(sub, sizeof sub, r, 0, detail);
   UtilStack u = {.stem = stem, .title = title, .subtitle = sub, .n = 6,
                  .height = 250};
   double marca = r->timeline[ph][DES_MARCA].seconds;
@@ -821,38 +555,38 @@ static void designs_utilization(Figs *f, Phase ph) {
     u.panel[i] = design_label(ds[i]);
     if (i > 0)
       buf_printf(&u.note[i], ", %.3gx over MARCA-like",
-                 safe_div(marca, u.t[i]->seconds));
+                 figs_safe_div(marca, u.t[i]->seconds));
   }
   if (ph == PH_PREFILL) {
-    paper_note(&u.note[1], r, "geens_over_marca.prefill");
-    paper_note(&u.note[4], r, "ri_rsb_rsp_over_marca.prefill");
+    figs_paper_note(&u.note[1], r, "geens_over_marca.prefill");
+    figs_paper_note(&u.note[4], r, "ri_rsb_rsp_over_marca.prefill");
   }
   Buf cap = {0};
-  caption_head(&cap, f, ph == PH_PREFILL ? "10a" : "10b");
+  figs_caption_head(&cap, f, ph == PH_PREFILL ? "10a" : "10b");
   double lat[DES_COUNT];
   for (int d = 0; d < DES_COUNT; d++)
     lat[d] = r->timeline[ph][d].seconds;
-  Design b = best_strategy(lat);
+  Design b = figs_best_strategy(lat);
   buf_printf(&cap,
              "utilization over time of one %s layer for MARCA-like, "
              "Geens-like and the four fusion strategies (achieved "
              "traffic). Mambalaya (the best strategy, %s) is %.3gx faster "
              "than MARCA-like",
              PHASE_NAME[ph], design_label(b),
-             safe_div(lat[DES_MARCA], lat[b]));
-  paper_note(&cap, r, ph == PH_PREFILL ? "vs_marca.prefill"
+             figs_safe_div(lat[DES_MARCA], lat[b]));
+  figs_paper_note(&cap, r, ph == PH_PREFILL ? "vs_marca.prefill"
                                        : "vs_marca.decode");
   buf_printf(&cap, " and %.3gx faster than Geens-like",
-             safe_div(lat[DES_GEENS], lat[b]));
+             figs_safe_div(lat[DES_GEENS], lat[b]));
   if (ph == PH_PREFILL)
-    paper_note(&cap, r, "vs_geens.prefill");
+    figs_paper_note(&cap, r, "vs_geens.prefill");
   const Searched *bs = &r->best[0][ph];
   buf_printf(&cap, ". Best (searched), the schedule `mambalaya search` "
                    "finds, is %.3gx faster than MARCA-like (%.3gx from "
                    "ideal; the best strategy %.3gx).",
-             safe_div(lat[DES_MARCA], bs->seconds),
+             figs_safe_div(lat[DES_MARCA], bs->seconds),
              repro_searched_gap(bs),
-             safe_div(lat[b], bs->ideal));
+             figs_safe_div(lat[b], bs->ideal));
   util_sentence(&cap, r);
   u.caption = cap.s;
   emit_util_stack(f, &u);
@@ -920,9 +654,9 @@ static void traffic(Figs *f, Phase ph, bool zoom, const char *stem) {
   char title[160], sub[SUBTITLE_LEN], detail[64], what[96];
   snprintf(what, sizeof what, "DRAM traffic per layer, %s%s", PHASE_NAME[ph],
            zoom ? " (zoom)" : "");
-  title_of(title, sizeof title, f, ph == PH_PREFILL ? "9a" : "9b", what);
-  phase_detail(detail, sizeof detail, r, ph);
-  subtitle_of(sub, sizeof sub, r, 0, detail);
+  figs_title_of(title, sizeof title, f, ph == PH_PREFILL ? "9a" : "9b", what);
+  figs_phase_detail(detail, sizeof detail, r, ph);
+  figs_subtitle_of(sub, sizeof sub, r, 0, detail);
   char ylabel[64];
   snprintf(ylabel, sizeof ylabel, "DRAM traffic per layer (%s%s)", uname,
            zoom ? "" : ", log scale");
@@ -931,7 +665,7 @@ static void traffic(Figs *f, Phase ph, bool zoom, const char *stem) {
              .logy = !zoom, .ncategories = n, .categories = cats,
              .nseries = 4, .series = s};
   Buf cap = {0};
-  caption_head(&cap, f, ph == PH_PREFILL ? "9a" : "9b");
+  figs_caption_head(&cap, f, ph == PH_PREFILL ? "9a" : "9b");
   buf_printf(&cap,
              "inter- and intra-Einsum DRAM traffic of one %s layer per "
              "design (1 %s = 10^%d bytes); dark: the ideal "
@@ -948,9 +682,9 @@ static void traffic(Figs *f, Phase ph, bool zoom, const char *stem) {
   if (ph == PH_PREFILL) {
     double lo = INFINITY, hi = 0;
     Design st[DES_COUNT];
-    int nst = strategy_designs(st);
+    int nst = figs_strategy_designs(st);
     for (int k = 0; k < nst; k++) {
-      double red = safe_div(res[DES_UNFUSED].inter, res[st[k]].inter);
+      double red = figs_safe_div(res[DES_UNFUSED].inter, res[st[k]].inter);
       lo = fmin(lo, red), hi = fmax(hi, red);
     }
     buf_printf(&cap, " The fused variants cut inter-Einsum traffic %.3gx "
@@ -958,17 +692,17 @@ static void traffic(Figs *f, Phase ph, bool zoom, const char *stem) {
                lo, hi);
     if (r->paper_setup)
       buf_printf(&cap, " (paper: %.3gx to %.3gx)",
-                 paper_value(r, "inter_reduction.min"),
-                 paper_value(r, "inter_reduction.max"));
+                 figs_paper_value(r, "inter_reduction.min"),
+                 figs_paper_value(r, "inter_reduction.max"));
     buf_printf(&cap, "; best unfused is %.3g%% inter-Einsum traffic",
-               100 * safe_div(res[DES_UNFUSED].inter,
+               100 * figs_safe_div(res[DES_UNFUSED].inter,
                               res[DES_UNFUSED].read + res[DES_UNFUSED].write));
     if (r->paper_setup)
       buf_printf(&cap, " (paper, Table I: %.3g%%)",
-                 paper_value(r, "unfused.inter_share"));
+                 figs_paper_value(r, "unfused.inter_share"));
     buf_printf(&cap, ".");
   }
-  emit_chart(f, stem, &c, cap.s);
+  figs_emit_chart(f, stem, &c, cap.s);
   buf_free(&cap);
   buf_free(&left_out);
 }
@@ -984,7 +718,7 @@ static void e2e_subtitle(char *out, size_t cap, const Repro *r) {
   char detail[64];
   snprintf(detail, sizeof detail, "end to end over %d layer%s",
            r->layers[0], r->layers[0] == 1 ? "" : "s");
-  subtitle_of(out, cap, r, 0, detail);
+  figs_subtitle_of(out, cap, r, 0, detail);
 }
 
 /* Fig. 7: each strategy's end-to-end speedup over best unfused, in each
@@ -995,7 +729,7 @@ static void speedup(Figs *f, bool pipelined) {
   const Repro *r = f->r;
   const int lc = REPRO_SCENARIOS - 1; /* long context, as in repro.c */
   Design st[DES_COUNT];
-  int nst = strategy_designs(st);
+  int nst = figs_strategy_designs(st);
   char labels[REPRO_SCENARIOS][160];
   const char *cats[REPRO_SCENARIOS];
   double y[2 * DES_COUNT][REPRO_SCENARIOS];
@@ -1005,8 +739,10 @@ static void speedup(Figs *f, bool pipelined) {
     scenario_label(labels[sc], sizeof labels[sc], &r->scenarios[sc]);
     cats[sc] = labels[sc];
     for (int k = 0; k < nst; k++) {
-      y[2 * k][sc] = safe_div(primary[sc][DES_UNFUSED], primary[sc][st[k]]);
-      y[2 * k + 1][sc] = safe_div(beside[sc][DES_UNFUSED], beside[sc][st[k]]);
+      y[2 * k][sc] =
+          figs_safe_div(primary[sc][DES_UNFUSED], primary[sc][st[k]]);
+      y[2 * k + 1][sc] =
+          figs_safe_div(beside[sc][DES_UNFUSED], beside[sc][st[k]]);
     }
   }
   /* The paper gives all four strategies at long context, and RI alone at
@@ -1015,13 +751,13 @@ static void speedup(Figs *f, bool pipelined) {
   int nm = 0;
   for (int k = 0; k < nst; k++) {
     char key[64];
-    strategy_key(key, sizeof key,
+    figs_strategy_key(key, sizeof key,
                  pipelined ? "speedup.pipelined" : "speedup.prefill", st[k]);
-    double v = paper_value(r, key);
+    double v = figs_paper_value(r, key);
     if (isfinite(v))
       marks[nm++] = (ChartMark){lc, 2 * k, v};
   }
-  double ri = paper_value(r, "speedup.decode.ri");
+  double ri = figs_paper_value(r, "speedup.decode.ri");
   if (!pipelined && isfinite(ri))
     marks[nm++] = (ChartMark){0, 0, ri};
   char names[2 * DES_COUNT][48];
@@ -1040,7 +776,7 @@ static void speedup(Figs *f, bool pipelined) {
                                  .dashed = true};
   }
   char title[160], sub[SUBTITLE_LEN];
-  title_of(title, sizeof title, f, "7",
+  figs_title_of(title, sizeof title, f, "7",
            pipelined ? "end-to-end speedup over best unfused, parallel "
                        "pipelining"
                      : "end-to-end speedup over best unfused");
@@ -1053,7 +789,7 @@ static void speedup(Figs *f, bool pipelined) {
              .marks = marks, .marks_name = PAPER_MARKS, .width = 900,
              .height = 480};
   Buf cap = {0};
-  caption_head(&cap, f, pipelined ? "7 (with parallel pipelining, §VI-C)"
+  figs_caption_head(&cap, f, pipelined ? "7 (with parallel pipelining, §VI-C)"
                                   : "7");
   buf_printf(&cap,
              "end-to-end latency of %d layer%s (a prefill of I0 tokens, then "
@@ -1073,7 +809,7 @@ static void speedup(Figs *f, bool pipelined) {
                            "context: RI, the best there");
   char stem[48];
   snprintf(stem, sizeof stem, "speedup_e2e%s", pipelined ? "_pipelined" : "");
-  emit_chart(f, stem, &c, cap.s);
+  figs_emit_chart(f, stem, &c, cap.s);
   buf_free(&cap);
 }
 
@@ -1088,13 +824,13 @@ static void sota(Figs *f) {
   Buf best = {0};
   for (int sc = 0; sc < REPRO_SCENARIOS; sc++) {
     const double *e = r->e2e[sc];
-    Design b = best_strategy(e);
+    Design b = figs_best_strategy(e);
     scenario_label(labels[sc], sizeof labels[sc], &r->scenarios[sc]);
     cats[sc] = labels[sc];
-    y[0][sc] = safe_div(e[DES_UNFUSED], e[DES_MARCA]);
-    y[1][sc] = safe_div(e[DES_UNFUSED], e[DES_GEENS]);
-    y[2][sc] = safe_div(e[DES_UNFUSED], e[b]);
-    y[3][sc] = safe_div(e[DES_UNFUSED], r->e2e_best[sc]);
+    y[0][sc] = figs_safe_div(e[DES_UNFUSED], e[DES_MARCA]);
+    y[1][sc] = figs_safe_div(e[DES_UNFUSED], e[DES_GEENS]);
+    y[2][sc] = figs_safe_div(e[DES_UNFUSED], e[b]);
+    y[3][sc] = figs_safe_div(e[DES_UNFUSED], r->e2e_best[sc]);
     buf_printf(&best, "%s%s: %s", sc ? "; " : "", r->scenarios[sc].label,
                design_label(b));
   }
@@ -1102,7 +838,7 @@ static void sota(Figs *f) {
    * fused design's figure); it gives no value of its own for the prior
    * accelerators there, only that Mambalaya beats the better of them by
    * more than 44 %. */
-  double mamba = paper_value(r, "speedup.prefill.full");
+  double mamba = figs_paper_value(r, "speedup.prefill.full");
   ChartMark mark = {lc, 2, mamba};
   ChartSeries s[4] = {
       {.name = "MARCA-like", .n = REPRO_SCENARIOS, .y = y[0],
@@ -1116,7 +852,7 @@ static void sota(Figs *f) {
        .color = design_color(DES_COUNT, SHADE_MAIN)},
   };
   char title[160], sub[SUBTITLE_LEN];
-  title_of(title, sizeof title, f, "8",
+  figs_title_of(title, sizeof title, f, "8",
            "end-to-end speedup over best unfused");
   e2e_subtitle(sub, sizeof sub, r);
   Chart c = {.kind = CHART_BARS, .title = title, .subtitle = sub,
@@ -1127,19 +863,19 @@ static void sota(Figs *f) {
              .marks = &mark, .marks_name = PAPER_MARKS, .width = 860,
              .height = 440};
   Buf cap = {0};
-  caption_head(&cap, f, "8");
+  figs_caption_head(&cap, f, "8");
   buf_printf(&cap,
              "Mambalaya (the best of the four strategies in each scenario: "
              "%s) against the MARCA-like and Geens-like accelerators, end "
              "to end. Mambalaya is %.3gx faster than the better prior "
              "accelerator at long context.",
-             best.s, safe_div(y[2][lc], fmax(y[0][lc], y[1][lc])));
+             best.s, figs_safe_div(y[2][lc], fmax(y[0][lc], y[1][lc])));
   buf_printf(&cap, " Best (searched), the schedule `mambalaya search` finds "
                    "per layer, is %.3gx faster than the better prior "
                    "accelerator there.",
-             safe_div(y[3][lc], fmax(y[0][lc], y[1][lc])));
+             figs_safe_div(y[3][lc], fmax(y[0][lc], y[1][lc])));
   if (r->paper_setup) {
-    double gain = paper_value(r, "long_context.improvement");
+    double gain = figs_paper_value(r, "long_context.improvement");
     buf_printf(&cap,
                " The black diamond is the paper's long-context value "
                "(%.3gx); the paper gives more than %.0f%% over the better "
@@ -1147,14 +883,14 @@ static void sota(Figs *f) {
                "(ours: %.3gx). Geomean over the scenarios: %.3gx over "
                "MARCA-like (paper: %.3gx), %.3gx over Geens-like (paper: "
                "%.3gx).",
-               mamba, 100 * (gain - 1), safe_div(mamba, gain),
+               mamba, 100 * (gain - 1), figs_safe_div(mamba, gain),
                fmax(y[0][lc], y[1][lc]),
-               ours_value(r, "vs_marca.e2e_geomean"),
-               paper_value(r, "vs_marca.e2e_geomean"),
-               ours_value(r, "vs_geens.e2e_geomean"),
-               paper_value(r, "vs_geens.e2e_geomean"));
+               figs_ours_value(r, "vs_marca.e2e_geomean"),
+               figs_paper_value(r, "vs_marca.e2e_geomean"),
+               figs_ours_value(r, "vs_geens.e2e_geomean"),
+               figs_paper_value(r, "vs_geens.e2e_geomean"));
   }
-  emit_chart(f, "sota", &c, cap.s);
+  figs_emit_chart(f, "sota", &c, cap.s);
   buf_free(&cap);
   buf_free(&best);
 }
@@ -1184,7 +920,7 @@ static void sweep(Figs *f, int m) {
     if (d == DES_UNFUSED)
       continue;
     for (int k = 0; k < REPRO_LENGTHS; k++)
-      y[d][k] = safe_div(r->sweep[m][k][DES_UNFUSED], r->sweep[m][k][d]);
+      y[d][k] = figs_safe_div(r->sweep[m][k][DES_UNFUSED], r->sweep[m][k][d]);
     s[ns++] = (ChartSeries){.name = design_label((Design)d),
                             .n = REPRO_LENGTHS, .x = x, .y = y[d],
                             .color = design_color((Design)d, SHADE_MAIN),
@@ -1192,7 +928,7 @@ static void sweep(Figs *f, int m) {
   }
   for (int k = 0; k < REPRO_LENGTHS; k++)
     y[DES_COUNT][k] =
-        safe_div(r->sweep[m][k][DES_UNFUSED], r->sweep_best[m][k]);
+        figs_safe_div(r->sweep[m][k][DES_UNFUSED], r->sweep_best[m][k]);
   s[ns++] = (ChartSeries){.name = "best (searched)", .n = REPRO_LENGTHS,
                           .x = x, .y = y[DES_COUNT],
                           .color = design_color(DES_COUNT, SHADE_MAIN)};
@@ -1201,7 +937,7 @@ static void sweep(Figs *f, int m) {
            "Prefill speedup over best unfused vs sequence length, %s, one "
            "layer",
            repro_workload(r, m));
-  subtitle_of(sub, sizeof sub, r, m, "prefill I=2^0..2^20");
+  figs_subtitle_of(sub, sizeof sub, r, m, "prefill I=2^0..2^20");
   /* From 0, so that a design no faster than best unfused (1x) is not
    * drawn along the axis. */
   double top = 1;
@@ -1225,7 +961,7 @@ static void sweep(Figs *f, int m) {
              repro_workload(r, m));
   char stem[64];
   sweep_stem(stem, sizeof stem, r->model_names[m]);
-  emit_chart(f, stem, &c, cap.s);
+  figs_emit_chart(f, stem, &c, cap.s);
   buf_free(&cap);
 }
 
@@ -1300,8 +1036,8 @@ static void ski_slope(Figs *f) {
                    .vlines = &v, .xmin = x[0],
                    .xmax = x[REPRO_CAPACITIES - 1], .height = 400};
   char sub[SUBTITLE_LEN], detail[64];
-  phase_detail(detail, sizeof detail, r, PH_PREFILL);
-  subtitle_of(sub, sizeof sub, r, 0, detail);
+  figs_phase_detail(detail, sizeof detail, r, PH_PREFILL);
+  figs_subtitle_of(sub, sizeof sub, r, 0, detail);
   char lo[32], hi[32];
   fmt_capacity(lo, sizeof lo, r->slope_capacity[0]);
   fmt_capacity(hi, sizeof hi, r->slope_capacity[REPRO_CAPACITIES - 1]);
@@ -1321,7 +1057,7 @@ static void ski_slope(Figs *f) {
                "larger than the level) or the level would outgrow a "
                "staging level above it: %s.",
                missing.s);
-  emit_stack(f, "ski_slope",
+  figs_emit_stack(f, "ski_slope",
              "DRAM traffic and latency vs the fusion level's capacity", sub,
              2, c, panel, cap.s);
   buf_free(&cap);
@@ -1362,7 +1098,7 @@ static void energy(Figs *f) {
       for (int d = 0; d < DES_COUNT; d++) {
         const Result *x = &r->res[0][p][d];
         double j = e < a->nlevels ? x->level_j[e] : x->ops_j;
-        ye[d] = safe_div(j, tokens[p]) * 1e6;
+        ye[d] = figs_safe_div(j, tokens[p]) * 1e6;
       }
       s[p * np + e] = (ChartSeries){
           .name = e < a->nlevels ? a->levels[e].name : "operations",
@@ -1381,7 +1117,7 @@ static void energy(Figs *f) {
   }
   char sub[SUBTITLE_LEN], detail[64];
   snprintf(detail, sizeof detail, "prefill I=%g, decode I=1", r->prefill);
-  subtitle_of(sub, sizeof sub, r, 0, detail);
+  figs_subtitle_of(sub, sizeof sub, r, 0, detail);
   const Result *pre = &r->res[0][PH_PREFILL][DES_UNFUSED];
   const Result *dec = &r->res[0][PH_DECODE][DES_UNFUSED];
   Buf parts = {0};
@@ -1396,215 +1132,14 @@ static void energy(Figs *f) {
              "step costs %.3gx a prefill's. Not a figure of the paper, "
              "which only mentions the energy gains of fusion (§II).",
              r->arch_label, parts.s, tokens[PH_PREFILL], tokens[PH_DECODE],
-             safe_div(dec->energy_j / tokens[PH_DECODE],
+             figs_safe_div(dec->energy_j / tokens[PH_DECODE],
                       pre->energy_j / tokens[PH_PREFILL]));
-  emit_stack(f, "energy", "Energy per token by design and component", sub,
+  figs_emit_stack(f, "energy", "Energy per token by design and component", sub,
              PH_COUNT, c, panels, cap.s);
   buf_free(&cap);
   buf_free(&parts);
   free(s);
   free(y);
-}
-
-/* ---- targets.csv and index.html ---- */
-
-static double ratio_of(const Target *t) {
-  return t->paper != 0 ? t->ours / t->paper : NAN;
-}
-
-static void csv_number_field(Buf *b, double v) {
-  if (isfinite(v))
-    buf_printf(b, "%.10g", v);
-}
-
-static void targets_csv(Figs *f) {
-  Buf b = {0};
-  buf_printf(&b, "key,where,what,paper,ours,ratio,unit,within\n");
-  for (int i = 0; i < f->r->ntargets; i++) {
-    const Target *t = &f->r->targets[i];
-    csv_field(&b, t->key);
-    buf_printf(&b, ",");
-    csv_field(&b, t->where);
-    buf_printf(&b, ",");
-    csv_field(&b, t->what);
-    buf_printf(&b, ",");
-    csv_number_field(&b, t->paper);
-    buf_printf(&b, ",");
-    csv_number_field(&b, t->ours);
-    buf_printf(&b, ",");
-    csv_number_field(&b, ratio_of(t));
-    buf_printf(&b, ",");
-    csv_field(&b, t->unit);
-    buf_printf(&b, ",%s\n", target_holds(t) ? "true" : "false");
-  }
-  put_file(f, "targets.csv", &b);
-  buf_free(&b);
-}
-
-/* Where docs/model.md is seen from DIR: DIR is taken to be relative to
- * the repository root the command runs in (the usual "out"), so a
- * relative DIR without ".." climbs back one level per component; any
- * other DIR gets the absolute path of the working directory's copy. */
-static void doc_href(Buf *b, const char *dir) {
-  bool relative = dir[0] != '/';
-  int depth = 0;
-  const char *p = dir;
-  while (relative && *p) {
-    size_t n = strcspn(p, "/");
-    if (n == 2 && p[0] == '.' && p[1] == '.')
-      relative = false;
-    else if (n > 0 && !(n == 1 && p[0] == '.'))
-      depth++;
-    p += n + (p[n] == '/');
-  }
-  if (relative) {
-    for (int i = 0; i < depth; i++)
-      buf_printf(b, "../");
-    buf_printf(b, "docs/model.md");
-    return;
-  }
-  char cwd[4096];
-  if (getcwd(cwd, sizeof cwd))
-    buf_printf(b, "file://%s/docs/model.md", cwd);
-  else
-    buf_printf(b, "docs/model.md");
-}
-
-static const char STYLE[] =
-    "body{font-family:sans-serif;max-width:1000px;margin:2em auto;"
-    "padding:0 1em;color:#222;line-height:1.4}"
-    "table{border-collapse:collapse;font-size:90%;width:100%}"
-    "th,td{border-bottom:1px solid #ddd;padding:3px 6px;text-align:left}"
-    "td.n{text-align:right;font-variant-numeric:tabular-nums}"
-    "tr.off{background:#fde8e0}"
-    "figure{margin:2em 0;border-top:1px solid #ddd;padding-top:1em}"
-    "img{max-width:100%;height:auto}"
-    "figcaption{font-size:90%;color:#444}"
-    ".setup{color:#444}";
-
-/* The anchor of docs/model.md's paragraph (§7) that explains why a
- * target is off, by its key's prefix; the section itself for the rest. */
-static const char *why_anchor(const char *key) {
-  static const struct {
-    const char *prefix, *anchor;
-  } why[] = {{"speedup.prefill.", "why-sequential-e2e"},
-             {"speedup.decode.ri", "why-decode-ri"},
-             {"inter_reduction.", "why-inter-reduction"},
-             {"vs_marca.decode", "why-marca-decode"}};
-  for (size_t i = 0; i < sizeof why / sizeof why[0]; i++)
-    if (strncmp(key, why[i].prefix, strlen(why[i].prefix)) == 0)
-      return why[i].anchor;
-  return "where-our-figures-differ";
-}
-
-static void html_targets(Buf *b, const Repro *r, const char *href) {
-  int off = 0;
-  buf_printf(b, "<h2 id=\"targets\">The paper's figures beside ours</h2>\n"
-                "<table class=\"targets\">\n<thead><tr><th>where</th>"
-                "<th>what</th><th>paper</th><th>ours</th><th>ratio</th>"
-                "</tr></thead>\n<tbody>\n");
-  for (int i = 0; i < r->ntargets; i++) {
-    const Target *t = &r->targets[i];
-    bool ok = target_holds(t);
-    off += !ok;
-    char paper[48], ours[48];
-    target_value(paper, sizeof paper, t, t->paper, true);
-    target_value(ours, sizeof ours, t, t->ours, false);
-    buf_printf(b, "<tr id=\"t-");
-    put_xml(b, t->key);
-    buf_printf(b, "\"%s><td>", ok ? "" : " class=\"off\"");
-    put_xml(b, t->where);
-    buf_printf(b, "</td><td>");
-    put_xml(b, t->what);
-    buf_printf(b, "</td><td class=\"n\">");
-    put_xml(b, paper);
-    buf_printf(b, "</td><td class=\"n\">");
-    put_xml(b, ours);
-    buf_printf(b, "</td><td class=\"n\">%.3f", ratio_of(t));
-    if (!ok) {
-      buf_printf(b, " <a href=\"");
-      put_xml(b, href);
-      buf_printf(b, "#%s\">why?</a>", why_anchor(t->key));
-    }
-    buf_printf(b, "</td></tr>\n");
-  }
-  buf_printf(b,
-             "</tbody>\n</table>\n<p>%d figures, %d within 0.85&ndash;1.15 "
-             "of the paper's; the highlighted ones are explained in "
-             "<a href=\"",
-             r->ntargets, r->ntargets - off);
-  put_xml(b, href);
-  buf_printf(b, "#where-our-figures-differ\">docs/model.md, section "
-                "7</a>.</p>\n");
-}
-
-static void html_formats(Buf *b, const Figs *f, const Entry *e) {
-  for (int k = 0, n = 0; k < FMT_COUNT; k++) {
-    if (!(f->formats & 1u << k))
-      continue;
-    buf_printf(b, "%s<a href=\"", n++ ? " &middot; " : "");
-    put_xml(b, e->stem);
-    buf_printf(b, ".%s\">", format_name((Format)k));
-    put_xml(b, e->stem);
-    buf_printf(b, ".%s</a>", format_name((Format)k));
-  }
-}
-
-static void html_figure(Buf *b, const Figs *f, const Entry *e) {
-  buf_printf(b, "<figure id=\"");
-  put_xml(b, e->stem);
-  buf_printf(b, "\">\n");
-  /* Shown as SVG where there is one, else as PNG; PDF alone is linked. */
-  Format shown = f->formats & 1u << FMT_SVG ? FMT_SVG : FMT_PNG;
-  if (f->formats & 1u << shown) {
-    buf_printf(b, "<img src=\"");
-    put_xml(b, e->stem);
-    buf_printf(b, ".%s\" alt=\"", format_name(shown));
-    put_xml(b, e->alt);
-    buf_printf(b, "\">\n");
-  }
-  buf_printf(b, "<figcaption>");
-  html_formats(b, f, e);
-  buf_printf(b, ": ");
-  put_xml(b, e->caption);
-  buf_printf(b, "</figcaption>\n</figure>\n");
-}
-
-static void index_html(Figs *f) {
-  const Repro *r = f->r;
-  Buf b = {0}, href = {0}, head = {0};
-  doc_href(&href, outset_dir(f->out));
-  if (r->paper_setup)
-    buf_printf(&head, "Mambalaya: the paper's evaluation reproduced");
-  else
-    buf_printf(&head, "Mambalaya: the paper's evaluation, for %s on %s",
-               repro_workload(r, 0), r->arch_label);
-  buf_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
-                 "<meta charset=\"utf-8\">\n<title>mambalaya: ");
-  put_xml(&b, head.s);
-  buf_printf(&b, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>",
-             STYLE);
-  put_xml(&b, head.s);
-  buf_printf(&b, "</h1>\n<p class=\"setup\">");
-  Buf setup = {0};
-  report_repro_setup(&setup, r);
-  put_xml(&b, setup.s);
-  buf_free(&setup);
-  buf_printf(&b, "</p>\n");
-  if (r->ntargets > 0)
-    html_targets(&b, r, href.s);
-  buf_printf(&b, "<p>Data: <a href=\"targets.csv\">targets.csv</a> (the "
-                 "paper's figures beside ours); every plotted series: "
-                 "<a href=\"figures.csv\">figures.csv</a> (figure, series, "
-                 "x, y, in the units of the figure's axes).</p>\n");
-  buf_printf(&b, "<h2 id=\"figures\">Figures</h2>\n");
-  for (int i = 0; i < f->n; i++)
-    html_figure(&b, f, &f->e[i]);
-  buf_printf(&b, "</body>\n</html>\n");
-  put_file(f, "index.html", &b);
-  buf_free(&b);
-  buf_free(&href);
-  buf_free(&head);
 }
 
 bool report_figures(const Repro *r, OutSet *out, unsigned formats,
@@ -1630,9 +1165,9 @@ bool report_figures(const Repro *r, OutSet *out, unsigned formats,
     sweep(&f, m);
   ski_slope(&f);
   energy(&f);
-  put_file(&f, "figures.csv", &f.csv);
-  targets_csv(&f);
-  index_html(&f);
+  figs_put_file(&f, "figures.csv", &f.csv);
+  figs_targets_csv(&f);
+  figs_index_html(&f);
   for (int i = 0; i < f.n; i++) {
     free(f.e[i].stem);
     free(f.e[i].alt);

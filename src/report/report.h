@@ -123,10 +123,19 @@ json_t *report_components_json(const Arch *a, const Eval *ev);
 
 /* Is our figure within 0.85-1.15 of the paper's (or above its bound)? */
 bool target_holds(const Target *t);
+/* Ours over the paper's; NaN where the paper's is 0. */
+double target_ratio(const Target *t);
 /* V (T's paper value, with BOUND: "> " where the paper gives a lower
  * bound, or ours) with T's unit: "5.79x", "99.1%", "1.75 GHz", "32 MiB". */
 void target_value(char *out, size_t cap, const Target *t, double v,
                   bool bound);
+/* A row of a table of the targets: the paper's value and ours as
+ * target_value words them, and whether ours holds. */
+typedef struct TargetRow {
+  char paper[32], ours[32];
+  bool ok;
+} TargetRow;
+TargetRow target_row(const Target *t);
 /* The setup; each design's per-layer latency, speedup and energy per
  * token; and, where the setup is (partly) the paper's, every figure of
  * the paper that applies: where, what, the paper's value, ours, the
@@ -205,9 +214,9 @@ const char *ops_color(void);
  *
  * A Chart describes a figure by its data: the kind, the series, the axes'
  * labels and ranges, reference lines and marks. It is laid out once
- * (chart.c: margins from the tick labels and the legend, ticks, label
- * placement) into a Scene, a list of drawing items in px; a renderer then
- * writes the Scene in one format:
+ * (chart.c: margins from the tick labels and the legend, label
+ * placement; chart_axis.c: text widths, ticks) into a Scene, a list of
+ * drawing items in px; a renderer then writes the Scene in one format:
  *
  *     Chart --chart.c--> Scene --svg.c---> SVG text
  *                              --cairo.c-> PDF, PNG bytes

@@ -4,12 +4,12 @@
 #include <math.h>
 #include <string.h>
 
-static double ratio(const Target *t) {
+double target_ratio(const Target *t) {
   return t->paper != 0 ? t->ours / t->paper : NAN;
 }
 
 bool target_holds(const Target *t) {
-  double r = ratio(t);
+  double r = target_ratio(t);
   if (t->at_least)
     return t->ours >= t->paper * 0.85;
   return r >= 0.85 && r <= 1.15;
@@ -23,6 +23,13 @@ void target_value(char *out, size_t cap, const Target *t, double v,
   bool attached = strcmp(u, "x") == 0 || strcmp(u, "%") == 0;
   snprintf(out, cap, "%s%.4g%s%s", bound && t->at_least ? ">" : "", v,
            u[0] && !attached ? " " : "", u);
+}
+
+TargetRow target_row(const Target *t) {
+  TargetRow w = {.ok = target_holds(t)};
+  target_value(w.paper, sizeof w.paper, t, t->paper, true);
+  target_value(w.ours, sizeof w.ours, t, t->ours, false);
+  return w;
 }
 
 void report_units(Buf *b, const Arch *a) {
@@ -189,16 +196,13 @@ void report_repro_text(Buf *b, const Repro *r) {
     int off = 0;
     for (int i = 0; i < r->ntargets; i++) {
       const Target *t = &r->targets[i];
-      bool ok = target_holds(t);
-      off += !ok;
-      char paper[32], ours[32];
-      target_value(paper, sizeof paper, t, t->paper, true);
-      target_value(ours, sizeof ours, t, t->ours, false);
+      TargetRow w = target_row(t);
+      off += !w.ok;
       char rt[16] = "-";
-      if (isfinite(ratio(t)))
-        snprintf(rt, sizeof rt, "%.3f", ratio(t));
+      if (isfinite(target_ratio(t)))
+        snprintf(rt, sizeof rt, "%.3f", target_ratio(t));
       buf_printf(b, "%-10s %-*s %10s %10s %7s%s\n", t->where, wd, t->what,
-                 paper, ours, rt, ok ? "" : "  *");
+                 w.paper, w.ours, rt, w.ok ? "" : "  *");
     }
     buf_printf(b, "\n%d figures, %d within 0.85-1.15 of the paper's; those "
                   "marked * are explained in docs/model.md.\n",
@@ -258,7 +262,7 @@ json_t *report_repro_json(const Repro *r) {
     json_t *o = json_object();
     json_object_set_new(o, "ours", report_real(t->ours));
     json_object_set_new(o, "paper", report_real(t->paper));
-    json_object_set_new(o, "ratio", report_real(ratio(t)));
+    json_object_set_new(o, "ratio", report_real(target_ratio(t)));
     json_object_set_new(o, "unit", json_string(t->unit));
     json_object_set_new(o, "where", json_string(t->where));
     json_object_set_new(o, "what", json_string(t->what));

@@ -5,6 +5,7 @@
  * built and loaded here, so that a point can only fail for what the model
  * finds (a buffer too small for one tile). */
 #include "study.h"
+#include "study_values.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -18,7 +19,7 @@
 #include "../net/net.h"
 #include "../workload/workload.h"
 
-enum { MAX_RANGE = 10000, MAX_POINTS = 100000000 };
+enum { MAX_POINTS = 100000000 };
 
 /* *ACC times N (a count of values, >= 0), checked: false when the product
  * passes MAX_POINTS (five ranges of 8192 values would wrap a long). */
@@ -29,14 +30,6 @@ static bool count_times(long *acc, long n) {
   *acc = (long)r;
   return true;
 }
-
-typedef struct Loader {
-  Study *s;
-  Diag *d;
-  double budget; /* bytes the study may hold (INFINITY: no limit) */
-} Loader;
-
-#define fail(L, ...) diag_fail((L)->d, (L)->s->path, __VA_ARGS__)
 
 /* What a study holds while it runs, measured on studies of 4000 and 8000
  * points (peak RSS): per point about 16 KiB (its result, on its rank and
@@ -67,173 +60,6 @@ static bool memory_fits(Loader *L, Loc loc, const char *what, long points,
   return false;
 }
 
-/* The document checks of ydoc.h, in the loader's terms. */
-static bool want(Loader *L, const YamlNode *n, YamlKind k, const char *what) {
-  return ydoc_want(n, k, what, L->d);
-}
-
-static bool check_keys(Loader *L, const YamlNode *m,
-                       const char *const *allowed, const char *where) {
-  return ydoc_known_keys(m, allowed, where, L->d);
-}
-
-static bool as_list(Loader *L, const YamlNode *n, const char *what,
-                    YamlNode *const **items, int *count, YamlNode **one) {
-  if (n->kind == YN_SCALAR) {
-    *one = (YamlNode *)n;
-    *items = one;
-    *count = 1;
-    return true;
-  }
-  if (!want(L, n, YN_SEQ, what))
-    return false;
-  if (n->n == 0)
-    return fail(L, n->loc, "%s is empty", what);
-  *items = n->items;
-  *count = n->n;
-  return true;
-}
-
-static bool number(Loader *L, const YamlNode *n, const char *what,
-                   double *v) {
-  if (!want(L, n, YN_SCALAR, what))
-    return false;
-  if (!parse_decimal(n->text, v)) /* the rule of specs and the CLI */
-    return fail(L, n->loc, "%s must be a plain decimal number (16, 2.5, "
-                           "1e3: no hex, inf or nan), found '%s'",
-                what, n->text);
-  return true;
-}
-
-/* NAME: a letter or '_', then letters, digits, '_', '-', '.'. */
-static bool is_name(const char *s) {
-  if (!isalpha((unsigned char)s[0]) && s[0] != '_')
-    return false;
-  for (; *s; s++)
-    if (!isalnum((unsigned char)*s) && !strchr("_-.+", *s))
-      return false;
-  return true;
-}
-
-/* ---- values: a number, a list, or a range ---- */
-
-/* {from, to, times: R} (from, from R, ... <= to) or {from, to, step: S}:
- * numbers, or quantities with the same unit ("16 MiB" .. "64 MiB"). The
- * values are written back as text into the study's arena, so that a
- * parameter's values are nodes like any other. */
-static const char *const range_keys[] = {"from", "to", "times", "step", NULL};
-
-static const char *unit_of(const char *text, double *v) {
-  size_t n = decimal_length(text);
-  char num[64];
-  if (n == 0 || n >= sizeof num)
-    return NULL;
-  memcpy(num, text, n);
-  num[n] = 0;
-  *v = strtod(num, NULL);
-  if (!isfinite(*v))
-    return NULL;
-  const char *end = text + n;
-  while (*end == ' ')
-    end++;
-  return end;
-}
-
-static bool range_values(Loader *L, const YamlNode *m, const char *what,
-                         YamlNode ***out, int *count) {
-  if (!check_keys(L, m, range_keys, "a range"))
-    return false;
-  const YamlNode *from = ydoc_get(m, "from"), *to = ydoc_get(m, "to");
-  const YamlNode *times = ydoc_get(m, "times"), *step = ydoc_get(m, "step");
-  if (!from || !to)
-    return fail(L, m->loc, "a range of %s needs 'from' and 'to'", what);
-  if (!times == !step)
-    return fail(L, m->loc,
-                "a range of %s needs 'times' (geometric) or 'step' "
-                "(arithmetic), not both",
-                what);
-  if (!want(L, from, YN_SCALAR, "from") || !want(L, to, YN_SCALAR, "to"))
-    return false;
-  double lo, hi, by;
-  const char *ulo = unit_of(from->text, &lo), *uhi = unit_of(to->text, &hi);
-  if (!ulo)
-    return fail(L, from->loc, "from must be a number, found '%s'",
-                from->text);
-  if (!uhi || strcmp(ulo, uhi) != 0)
-    return fail(L, to->loc,
-                "to must be a number with the unit of from ('%s'), found "
-                "'%s'",
-                ulo, to->text);
-  if (!number(L, times ? times : step, times ? "times" : "step", &by))
-    return false;
-  if (times ? !(by > 1) : !(by > 0))
-    return fail(L, (times ? times : step)->loc,
-                "%s must be %s, found '%s'", times ? "times" : "step",
-                times ? "above 1" : "positive",
-                (times ? times : step)->text);
-  if (!(lo <= hi) || (times && !(lo > 0)))
-    return fail(L, m->loc,
-                "empty range: from %g to %g%s", lo, hi,
-                times && !(lo > 0) ? " (a geometric range starts above 0)"
-                                   : "");
-  int n = 0;
-  YamlNode **v = NULL;
-  for (int k = 0;; k++) {
-    double x = times ? lo * pow(by, k) : lo + by * k;
-    if (x > hi * (1 + 1e-12))
-      break;
-    if (n == MAX_RANGE) {
-      free(v);
-      return fail(L, m->loc, "a range of more than %d values", MAX_RANGE);
-    }
-    v = xrealloc(v, (size_t)(n + 1) * sizeof *v);
-    YamlNode *node = arena_alloc(&L->s->arena, sizeof *node);
-    char text[96];
-    snprintf(text, sizeof text, "%.12g%s%s", x, *ulo ? " " : "", ulo);
-    *node = (YamlNode){.kind = YN_SCALAR, .loc = m->loc,
-                       .text = arena_strdup(&L->s->arena, text)};
-    v[n++] = node;
-  }
-  *out = arena_alloc(&L->s->arena, (size_t)n * sizeof *v);
-  memcpy(*out, v, (size_t)n * sizeof *v);
-  free(v);
-  *count = n;
-  return true;
-}
-
-/* A value, a list of values, or a range, as nodes. LIST_VALUES (a field
- * that holds a list, such as shape: [256, 256]): a list of scalars is one
- * value, a list of lists several. */
-static bool values_of(Loader *L, const YamlNode *n, const char *what,
-                      bool list_values, YamlNode ***out, int *count) {
-  if (n->kind == YN_MAP)
-    return range_values(L, n, what, out, count);
-  bool one = n->kind == YN_SCALAR ||
-             (list_values && n->n > 0 && n->items[0]->kind == YN_SCALAR);
-  if (one) {
-    *out = arena_alloc(&L->s->arena, sizeof **out);
-    (*out)[0] = (YamlNode *)n;
-    *count = 1;
-    return true;
-  }
-  if (n->n == 0)
-    return fail(L, n->loc, "%s has no value", what);
-  *out = n->items;
-  *count = n->n;
-  return true;
-}
-
-static bool numbers_of(Loader *L, const YamlNode *n, const char *what,
-                       double **out, int *count) {
-  YamlNode **v;
-  if (!values_of(L, n, what, false, &v, count))
-    return false;
-  *out = arena_alloc(&L->s->arena, (size_t)*count * sizeof **out);
-  for (int i = 0; i < *count; i++)
-    if (!number(L, v[i], what, &(*out)[i]))
-      return false;
-  return true;
-}
 
 /* ---- inputs named by the study ---- */
 
@@ -271,7 +97,7 @@ static bool load_models(Loader *L, const YamlNode *models, int ci) {
   YamlNode *one;
   YamlNode *const *items = NULL;
   int n = 1;
-  if (models && !as_list(L, models, "models", &items, &n, &one))
+  if (models && !study_as_list(L, models, "models", &items, &n, &one))
     return false;
   for (int i = 0; i < n; i++) {
     const Preset *p = NULL;
@@ -336,7 +162,7 @@ static bool load_cascade(Loader *L, const YamlNode *m, int ci) {
                     "'%s' is not a rank, parameter or model parameter of %s",
                     name, sc->c->path);
       double v;
-      if (!number(L, set->items[i], name, &v))
+      if (!study_number(L, set->items[i], name, &v))
         return false;
       sc->set[sc->nset++] = (Setting){name, v};
     }
@@ -398,10 +224,8 @@ static bool load_config(Loader *L, const YamlNode *m) {
 
 static bool load_cascades(Loader *L, const YamlNode *seq) {
   Study *s = L->s;
-  if (!want(L, seq, YN_SEQ, "cascades (a list)"))
+  if (!study_list(L, seq, "cascades (a list)", "cascades"))
     return false;
-  if (seq->n == 0)
-    return fail(L, seq->loc, "cascades is empty");
   for (int i = 0; i < seq->n; i++) {
     const YamlNode *m = seq->items[i];
     if (m->kind == YN_MAP && ydoc_get(m, "config")) {
@@ -479,7 +303,7 @@ static bool load_settings(Loader *L, const YamlNode *m) {
     if (!add_setting(L, m->keys[i]))
       return false;
     SettingAxis *ax = &L->s->settings[L->s->nsettings - 1];
-    if (!numbers_of(L, m->items[i], ax->name, &ax->values, &ax->n))
+    if (!study_numbers(L, m->items[i], ax->name, &ax->values, &ax->n))
       return false;
   }
   return true;
@@ -493,7 +317,7 @@ static bool load_archs(Loader *L, const YamlNode *n) {
   YamlNode *one;
   YamlNode *const *items = NULL;
   int count = 1;
-  if (n && !as_list(L, n, "architectures", &items, &count, &one))
+  if (n && !study_as_list(L, n, "architectures", &items, &count, &one))
     return false;
   s->archs = xcalloc((size_t)count, sizeof *s->archs);
   for (int i = 0; i < count; i++) {
@@ -587,7 +411,7 @@ static bool load_param_axis(Loader *L, const YamlNode *key,
     if (!add_param(L, m->keys[i], &listed))
       return false;
     int n;
-    if (!values_of(L, m->items[i], m->keys[i]->text, listed, &(*values)[i],
+    if (!study_values(L, m->items[i], m->keys[i]->text, listed, &(*values)[i],
                    &n))
       return false;
     if (i == 0)
@@ -667,10 +491,9 @@ static bool product_combos(Loader *L, const YamlNode *params) {
  * one gives, one value each. */
 static bool listed_combos(Loader *L, const YamlNode *seq) {
   Study *s = L->s;
-  if (!want(L, seq, YN_SEQ, "points (a list of {NAME or PATH: value})"))
+  if (!study_list(L, seq, "points (a list of {NAME or PATH: value})",
+                  "points"))
     return false;
-  if (seq->n == 0)
-    return fail(L, seq->loc, "points is empty");
   const YamlNode *first = seq->items[0];
   if (!want(L, first, YN_MAP, "a point ({NAME or PATH: value})"))
     return false;
@@ -705,7 +528,8 @@ static bool listed_combos(Loader *L, const YamlNode *seq) {
         if (v->kind == YN_MAP)
           return fail(L, v->loc, "a point gives one value of %s", name);
         s->ptuple[i * s->nparams + kp++] = (YamlNode *)v;
-      } else if (!number(L, v, name, &s->stuple[i * s->nsettings + ks++])) {
+      } else if (!study_number(L, v, name,
+                               &s->stuple[i * s->nsettings + ks++])) {
         return false;
       }
     }
@@ -723,9 +547,9 @@ static bool load_designs(Loader *L, const YamlNode *dn, const YamlNode *sn) {
   YamlNode *one1, *one2;
   YamlNode *const *ds = NULL, *const *ss = NULL;
   int nd = 1, nst = 1;
-  if (dn && !as_list(L, dn, "designs", &ds, &nd, &one1))
+  if (dn && !study_as_list(L, dn, "designs", &ds, &nd, &one1))
     return false;
-  if (sn && !as_list(L, sn, "stitchers", &ss, &nst, &one2))
+  if (sn && !study_as_list(L, sn, "stitchers", &ss, &nst, &one2))
     return false;
   int stitch[STITCH_COUNT];
   for (int i = 0; i < nst; i++) {
@@ -800,14 +624,14 @@ static bool option_value(Loader *L, const YamlNode *n, ModelOption k,
     *v = strcmp(n->text, "true") == 0;
     return true;
   case MOK_SHARE:
-    if (!number(L, n, o->name, v))
+    if (!study_number(L, n, o->name, v))
       return false;
     if (!(*v > 0 && *v <= o->hi))
       return fail(L, n->loc, "%s is a %s, found '%s'", o->name, o->noun,
                   n->text);
     return true;
   case MOK_INT:
-    if (!number(L, n, o->name, v))
+    if (!study_number(L, n, o->name, v))
       return false;
     if (!(*v >= 0 && *v == floor(*v) && *v <= o->hi))
       return fail(L, n->loc, "%s is a %s, found '%s'", o->name, o->noun,
@@ -847,7 +671,7 @@ static bool load_options(Loader *L, const YamlNode *m) {
       *ax = (OptionAxis){key->text, key->loc, 0, NULL, k};
       YamlNode *one;
       YamlNode *const *items = NULL;
-      if (!as_list(L, m->items[i], key->text, &items, &ax->n, &one))
+      if (!study_as_list(L, m->items[i], key->text, &items, &ax->n, &one))
         return false;
       ax->values = arena_alloc(&s->arena, (size_t)ax->n * sizeof(double));
       for (int j = 0; j < ax->n; j++)
@@ -898,7 +722,7 @@ static bool load_scenario(Loader *L, const YamlNode *m) {
                            "steps after the prompt)");
   if (!want(L, name, YN_SCALAR, "name"))
     return false;
-  if (!is_name(name->text) || !strcmp(name->text, "prefill") ||
+  if (!study_is_name(name->text) || !strcmp(name->text, "prefill") ||
       !strcmp(name->text, "decode"))
     return fail(L, name->loc, "scenario name '%s' is not a name, or is a "
                               "phase's",
@@ -907,20 +731,20 @@ static bool load_scenario(Loader *L, const YamlNode *m) {
   const YamlNode *prompt = ydoc_get(m, "prompt");
   const YamlNode *layers = ydoc_get(m, "layers");
   double v;
-  if (!number(L, gen, "generate", &w.generate))
+  if (!study_number(L, gen, "generate", &w.generate))
     return false;
   if (!(w.generate >= 0 && w.generate == floor(w.generate)))
     return fail(L, gen->loc, "generate is a count of decode steps, found '%s'",
                 gen->text);
   if (prompt) {
-    if (!number(L, prompt, "prompt", &w.prompt))
+    if (!study_number(L, prompt, "prompt", &w.prompt))
       return false;
     if (!(w.prompt >= 1 && w.prompt == floor(w.prompt)))
       return fail(L, prompt->loc, "prompt is a count of tokens, found '%s'",
                   prompt->text);
   }
   if (layers) {
-    if (!number(L, layers, "layers", &v))
+    if (!study_number(L, layers, "layers", &v))
       return false;
     if (!(v >= 1 && v == floor(v) && v <= 1e6))
       return fail(L, layers->loc, "layers is a count from 1 to 1000000, "
@@ -938,7 +762,7 @@ static bool load_workloads(Loader *L, const YamlNode *phases,
     YamlNode *one;
     YamlNode *const *items = NULL;
     int n = 0;
-    if (!as_list(L, phases, "phases", &items, &n, &one))
+    if (!study_as_list(L, phases, "phases", &items, &n, &one))
       return false;
     for (int i = 0; i < n; i++) {
       if (!want(L, items[i], YN_SCALAR, "a phase"))
@@ -989,7 +813,7 @@ static bool load_objectives(Loader *L, const YamlNode *n) {
   YamlNode *one;
   YamlNode *const *items = NULL;
   int count = 2;
-  if (n && !as_list(L, n, "objectives", &items, &count, &one))
+  if (n && !study_as_list(L, n, "objectives", &items, &count, &one))
     return false;
   if (count < 2 || count > SWEEP_MAX_OBJECTIVES)
     return fail(L, n->loc,
@@ -1027,7 +851,7 @@ static bool load_front_per(Loader *L, const YamlNode *n) {
   YamlNode *one;
   YamlNode *const *items = NULL;
   int count = 0;
-  if (!as_list(L, n, "front_per", &items, &count, &one))
+  if (!study_as_list(L, n, "front_per", &items, &count, &one))
     return false;
   Cell *cells = xcalloc((size_t)study_ncells(s), sizeof *cells);
   int nc = study_cells(s, 0, cells);
@@ -1108,7 +932,7 @@ static bool load_study(Loader *L, const YamlNode *root) {
                            "out/NAME)");
   if (!want(L, name, YN_SCALAR, "name") )
     return false;
-  if (!is_name(name->text))
+  if (!study_is_name(name->text))
     return fail(L, name->loc, "'%s' is not a name (a letter or '_', then "
                               "letters, digits, '_', '-', '.')",
                 name->text);

@@ -162,3 +162,10 @@ uint64_t memory_available(void) {
   return (uint64_t)pages * (uint64_t)size;
 }
 
+bool load_input(const char *path, ParseText *parse, void *out, Diag *d) {
+  size_t len;
+  char *text = read_input(path, INPUT_TEXT_MAX, &len, d);
+  bool ok = text && parse(path, text, len, out, d);
+  free(text);
+  return ok;
+}

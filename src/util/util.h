@@ -215,6 +215,13 @@ char *read_file(const char *path, size_t *len);
  * a regular file or a named pipe (a character device)", "cannot read: N
  * bytes, more than the limit of M", "cannot read: No such file ...". */
 char *read_input(const char *path, size_t max, size_t *len, Diag *d);
+/* The parse step of a loader: TEXT (LEN bytes) read from PATH, into OUT. */
+typedef bool ParseText(const char *path, const char *text, size_t len,
+                       void *out, Diag *d);
+/* PATH read by read_input (at most INPUT_TEXT_MAX bytes) and PARSE'd into
+ * OUT, the text freed after: a loader of one text file. False, with the
+ * message in D, when reading or parsing fails. */
+bool load_input(const char *path, ParseText *parse, void *out, Diag *d);
 
 /* Python's json module writes Infinity, -Infinity and NaN, which JSON
  * lacks (published Hugging Face configs hold them: Mamba-2's

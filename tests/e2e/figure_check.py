@@ -6,7 +6,7 @@
 Every text of the figure (titles, tick labels, legend entries, point
 labels, line labels) gets the box the layout gave it: the scene's anchor
 point, font size, lines and angle, as the SVG writes them, and the layout's
-own width estimate (a mean glyph advance of 0.6 em, src/report/chart.c),
+own width estimate (a mean glyph advance of 0.6 em, src/report/chart_axis.c),
 from 0.75 em above the first baseline to 0.25 em below the last. No two
 boxes may overlap (by more than OVERLAP px in both directions, for
 antialiasing); turned text is compared as turned rectangles (separating
