@@ -240,7 +240,10 @@ fuzz: $(FUZZERS:%=fuzz-%)
 
 $(FUZZERS:%=fuzz-%): fuzz-%: $(BUILD)/fuzz/fuzz_%
 	@rm -rf $(BUILD)/fuzz/corpus-$* && mkdir -p $(BUILD)/fuzz/corpus-$*
-	cp $(FUZZ_SEEDS_$*) $(BUILD)/fuzz/corpus-$*/
+	@# each seed named by its path: two folders may hold files of one name
+	for f in $(FUZZ_SEEDS_$*); do \
+	  cp "$$f" "$(BUILD)/fuzz/corpus-$*/$$(echo "$$f" | tr / _)" || exit 1; \
+	done
 	$< -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -timeout=10 \
 	    -rss_limit_mb=2048 -print_final_stats=1 $(FUZZ_FLAGS_$*) \
 	    $(BUILD)/fuzz/corpus-$*
