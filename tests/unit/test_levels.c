@@ -430,39 +430,7 @@ static bool change(Arch *a, int l, const ArchField *f) {
   return true;
 }
 
-TEST(levels_every_shipped_field_moves_a_figure) {
-  Mamba m = mamba1();
-  if (!m.s)
-    return;
-  const char *const archs[] = {"archs/mambalaya.yaml", "archs/h100.yaml",
-                               "archs/eyeriss.yaml"};
-  int tried = 0;
-  for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) {
-    Diag d = {0};
-    Arch *a = arch_load(archs[i], &d);
-    CHECK(a != NULL);
-    if (!a)
-      continue;
-    Figures base = figures(&m, a);
-    for (int l = 0; l < a->nlevels; l++)
-      for (int k = 0; k < MEM_LEVEL_NFIELDS; k++) {
-        Arch *b = arch_load(archs[i], &d);
-        if (b && change(b, l, &mem_level_fields[k])) {
-          tried++;
-          if (!moved(base, figures(&m, b)))
-            test_fail(__FILE__, __LINE__, "%s: level %s, field %s moves "
-                      "nothing", archs[i], a->levels[l].name,
-                      mem_level_fields[k].key);
-        }
-        arch_free(b);
-      }
-    arch_free(a);
-  }
-  CHECK(tried >= 25);
-  mamba_free(&m);
-}
-
-/* ---- every field of every shipped unit moves a figure ---- */
+/* ---- every field of every shipped level and unit moves a figure ---- */
 
 /* Change field F of unit U of A (COMPUTE_UNIT_FIELDS) when the file gives
  * it (a value other than the default): a share to half, a count to a
@@ -478,6 +446,51 @@ static bool change_unit(Arch *a, int u, const ArchField *f) {
   return true;
 }
 
+/* How many fields of the file at PATH its levels (or, with UNITS, its
+ * units) give, each changed alone (change, change_unit) and checked to
+ * move a figure of M. */
+static int fields_tried(const Mamba *m, const char *path, bool units) {
+  Diag d = {0};
+  Arch *a = arch_load(path, &d);
+  CHECK(a != NULL);
+  if (!a)
+    return 0;
+  const ArchField *fields = units ? compute_unit_fields : mem_level_fields;
+  int nfields = units ? COMPUTE_UNIT_NFIELDS : MEM_LEVEL_NFIELDS;
+  int nparts = units ? a->nunits : a->nlevels;
+  Figures base = figures(m, a);
+  int tried = 0;
+  for (int p = 0; p < nparts; p++)
+    for (int k = 0; k < nfields; k++) {
+      Arch *b = arch_load(path, &d);
+      if (b && (units ? change_unit(b, p, &fields[k])
+                      : change(b, p, &fields[k]))) {
+        tried++;
+        if (!moved(base, figures(m, b)))
+          test_fail(__FILE__, __LINE__, "%s: %s %s, field %s moves nothing",
+                    path, units ? "unit" : "level",
+                    units ? a->units[p].name : a->levels[p].name,
+                    fields[k].key);
+      }
+      arch_free(b);
+    }
+  arch_free(a);
+  return tried;
+}
+
+TEST(levels_every_shipped_field_moves_a_figure) {
+  Mamba m = mamba1();
+  if (!m.s)
+    return;
+  const char *const archs[] = {"archs/mambalaya.yaml", "archs/h100.yaml",
+                               "archs/eyeriss.yaml"};
+  int tried = 0;
+  for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+    tried += fields_tried(&m, archs[i], false);
+  CHECK(tried >= 25);
+  mamba_free(&m);
+}
+
 TEST(units_every_shipped_field_moves_a_figure) {
   Mamba m = mamba1();
   if (!m.s)
@@ -486,27 +499,8 @@ TEST(units_every_shipped_field_moves_a_figure) {
                                "archs/eyeriss.yaml", "archs/a100.yaml",
                                "archs/h100-sxm.yaml"};
   int tried = 0;
-  for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) {
-    Diag d = {0};
-    Arch *a = arch_load(archs[i], &d);
-    CHECK(a != NULL);
-    if (!a)
-      continue;
-    Figures base = figures(&m, a);
-    for (int u = 0; u < a->nunits; u++)
-      for (int k = 0; k < COMPUTE_UNIT_NFIELDS; k++) {
-        Arch *b = arch_load(archs[i], &d);
-        if (b && change_unit(b, u, &compute_unit_fields[k])) {
-          tried++;
-          if (!moved(base, figures(&m, b)))
-            test_fail(__FILE__, __LINE__, "%s: unit %s, field %s moves "
-                      "nothing", archs[i], a->units[u].name,
-                      compute_unit_fields[k].key);
-        }
-        arch_free(b);
-      }
-    arch_free(a);
-  }
+  for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+    tried += fields_tried(&m, archs[i], true);
   /* mambalaya's three pipelines, eyeriss's one, and the tensor unit's
    * efficiency, sms and threads on a100 and h100-sxm (h100 gives none). */
   CHECK_INT(tried, 10);
