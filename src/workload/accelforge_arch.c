@@ -26,11 +26,15 @@
  *    units; the clock is the matrix unit's throughput per instance (one
  *    operation per PE per cycle), every operation class at that rate; the
  *    energy of every class is the matrix unit's compute energy;
+ *  - an energy or throughput the file leaves to the node's
+ *    `component_class` (hwcomponents' model, not run) is the class's
+ *    published figure (accelforge_classes.c), one note each;
  *  - the word is 2 B (AccelForge's is the workload's bits_per_value);
  *  - fields AccelForge's component models or mapper read and mambalaya
  *    does not model (leak power, area, tensors kept, reuse, ...) are one
  *    note each; anything else is an error at the line that says it. */
 #include "accelforge_arch.h"
+#include "accelforge_classes.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -71,14 +75,17 @@ static const AaUnmodelled unmodelled[] = {
     {"area", "AccelForge's area per component is not translated; "
              "mambalaya's area model needs its own `area` section "
              "(docs/architecture.md, \"Area\")"},
-    {"component_class", "AccelForge's component models (hwcomponents) are "
-                        "not run: the energies and throughputs are the "
-                        "file's own (a Dummy's: 0 J, unlimited)"},
-    {"extra_attributes_for_component_model", "inputs of AccelForge's "
-                                             "component models, not run"},
-    {"extra_attributes_for_all_component_models", "inputs of AccelForge's "
-                                                  "component models, not "
-                                                  "run"},
+    {"component_class", "the file writes every energy and throughput of "
+                        "these nodes: their class gives none"},
+    {"extra_attributes_for_component_model", "inputs of hwcomponents' "
+                                             "models, which mambalaya does "
+                                             "not run (a class's figures: "
+                                             "docs/compat.md)"},
+    {"extra_attributes_for_all_component_models", "inputs of hwcomponents' "
+                                                  "models: a class's figures "
+                                                  "are at their sources' "
+                                                  "own technology nodes "
+                                                  "(docs/compat.md)"},
     {"tensors", "mambalaya's mapper lets every level hold every tensor "
                 "(no keep, may_keep or bypass); off-chip memory's "
                 "~Intermediates marks the fusion level"},
@@ -155,6 +162,19 @@ static void note_field(Aa *aa, const char *field, const char *node) {
 static void note_fields(Aa *aa, const YamlNode *m, const char *node) {
   for (int i = 0; i < m->n; i++)
     note_field(aa, m->keys[i]->text, node);
+}
+
+/* Note every unmodelled field of node M, but its component_class where
+ * the class gave a figure (GAVE), and its model's inputs where they
+ * were all read (READ). */
+static void note_node(Aa *aa, const YamlNode *m, const char *node, bool gave,
+                      bool read) {
+  for (int i = 0; i < m->n; i++) {
+    const char *key = m->keys[i]->text;
+    if (!(gave && strcmp(key, "component_class") == 0) &&
+        !(read && strcmp(key, "extra_attributes_for_component_model") == 0))
+      note_field(aa, key, node);
+  }
 }
 
 /* ---- numbers: AccelForge's Python expressions ---- */
@@ -336,12 +356,33 @@ static bool check_actions(Aa *aa, const YamlNode *m,
   return true;
 }
 
-/* An action's field FIELD (energy or throughput): the file's, or, for a
- * Dummy component, its default (DUMMY); else an error, as only
- * AccelForge's component model would know it. */
+/* A node's `component_class` and the figures it stands for
+ * (accelforge_classes.h), for the fields the file leaves to it. */
+typedef struct AaClass {
+  const YamlNode *cc; /* the class as written, or NULL */
+  int cls;            /* afc_find's, or -1 */
+  bool memory;        /* a !Memory node's (else a !Compute's) */
+  AfcFigures f;
+  bool gave_pj, gave_rate; /* a figure of the node came from the class */
+} AaClass;
+
+/* The class of node M (a !Memory if MEMORY) of SIZE_BITS bits, or whose
+ * operands are W wide. */
+static AaClass node_class(const YamlNode *m, bool memory, double size_bits,
+                          AfcWidths w) {
+  AaClass k = {.cc = ydoc_get(m, "component_class"), .cls = -1,
+               .memory = memory};
+  if (k.cc && k.cc->kind == YN_SCALAR && (k.cls = afc_find(k.cc->text)) >= 0)
+    k.f = afc_figures(k.cls, size_bits, w);
+  return k;
+}
+
+/* An action's field FIELD (energy or throughput): the file's, or else its
+ * class's, DFLT (in the action's units: K's figures for BITS_PER_ACTION
+ * bits); else an error, as only hwcomponents' model would know it. */
 static bool action_value(Aa *aa, const YamlNode *m, const char *node,
-                         const char *act, const char *field, double dummy,
-                         double *out, Loc *at) {
+                         const char *act, const char *field, AaClass *k,
+                         double dflt, double *out, Loc *at) {
   const YamlNode *a = action(m, act);
   const YamlNode *v = a ? ydoc_get(a, field) : NULL;
   if (v) {
@@ -350,19 +391,39 @@ static bool action_value(Aa *aa, const YamlNode *m, const char *node,
     snprintf(what, sizeof what, "%s of %s's %s", field, node, act);
     return number(aa, v, what, out);
   }
-  const YamlNode *cc = ydoc_get(m, "component_class");
-  if (cc && cc->kind == YN_SCALAR && strcmp(cc->text, "Dummy") == 0) {
-    *out = dummy;
-    *at = cc->loc;
+  if (k->cls >= 0 && !afc_fits(k->cls, k->memory))
+    return fail(aa, k->cc->loc, "%s's %s %s would come from its class, but "
+                "'%s' is not a %s node's", node, act, field,
+                afc_name(k->cls), k->memory ? "!Memory" : "!Compute");
+  if (k->cls >= 0) {
+    *out = dflt;
+    *at = k->cc->loc;
+    *(strcmp(field, "energy") == 0 ? &k->gave_pj : &k->gave_rate) = true;
     return true;
   }
-  if (cc && cc->kind == YN_SCALAR)
-    return fail(aa, (a ? a : cc)->loc, "%s's %s %s comes from AccelForge's "
-                "component model '%s' (hwcomponents), which mambalaya does "
-                "not run: give '%s:' in its '%s' action", node, act, field,
-                cc->text, field, act);
+  if (k->cc && k->cc->kind == YN_SCALAR)
+    return fail(aa, (a ? a : k->cc)->loc, "%s's %s %s comes from "
+                "AccelForge's component model '%s' (hwcomponents), which "
+                "mambalaya does not run and has no figure for (the classes it "
+                "has: docs/compat.md): give '%s:' in its '%s' action", node, act, field, k->cc->text,
+                field, act);
   return fail(aa, (a ? a : m)->loc, "%s has no %s for its '%s' action "
               "(and no component_class)", node, field, act);
+}
+
+/* One note per figure node NODE took from its class K. */
+static void note_class(Aa *aa, const AaClass *k, const char *node) {
+  const char *per = k->memory ? "bit" : "operation";
+  if (k->gave_pj)
+    tr_note(aa->t, "%s: energy %.10g pJ per %s from its class %s (%s)",
+            node, k->f.pj, per, afc_name(k->cls), k->f.pj_from);
+  if (k->gave_rate && isinf(k->f.per_s))
+    tr_note(aa->t, "%s: throughput unlimited from its class %s (%s)", node,
+            afc_name(k->cls), k->f.per_s_from);
+  else if (k->gave_rate)
+    tr_note(aa->t, "%s: throughput %.10g %s/s per instance from its class "
+            "%s (%s)", node, k->f.per_s, k->memory ? "bits" : "operations",
+            afc_name(k->cls), k->f.per_s_from);
 }
 
 /* Bits per action of action ACT (1 unless given). */
@@ -424,10 +485,11 @@ static bool latency_is(const YamlNode *tl, const char *form) {
   return form[k] == 0;
 }
 
-/* The bandwidths of level LV from its read and write throughputs (bits
- * per second, RT and WT) and its total_latency. */
+/* The bandwidths of level LV (node M, of class K) from its total_latency
+ * and, unless that gives its rate, its read and write throughputs (RBPA
+ * and WBPA bits per action). */
 static bool level_bandwidth(Aa *aa, const YamlNode *m, AaLevel *lv,
-                            double rt, double wt, double rbpa) {
+                            AaClass *k, double rbpa, double wbpa) {
   const YamlNode *tl = ydoc_get(m, "total_latency");
   lv->bw = lv->rd_bw = lv->wr_bw = INFINITY;
   if (tl && !ydoc_want(tl, YN_SCALAR, "total_latency", aa->d))
@@ -440,6 +502,15 @@ static bool level_bandwidth(Aa *aa, const YamlNode *m, AaLevel *lv,
     lv->bw_at = tl->loc;
     return true;
   }
+  double rt, wt; /* bits per second */
+  Loc tat;
+  if (!action_value(aa, m, lv->name, "read", "throughput", k,
+                    k->f.per_s / rbpa, &rt, &lv->bw_at) ||
+      !action_value(aa, m, lv->name, "write", "throughput", k,
+                    k->f.per_s / wbpa, &wt, &tat))
+    return false;
+  rt *= rbpa;
+  wt *= wbpa;
   if (tl && latency_is(tl, "max(a.n_calls/a.throughputforainactions)")) {
     lv->rd_bw = rt / 8; /* separate ports */
     lv->wr_bw = wt / 8;
@@ -512,25 +583,49 @@ static bool load_memory(Aa *aa, const YamlNode *m, const char *name) {
                 size->text);
   if (!check_actions(aa, m, memory_actions, 2, "read or write"))
     return false;
-  double re, we, rt, wt, rbpa, wbpa;
-  Loc tat;
-  if (!action_value(aa, m, name, "read", "energy", 0, &re, &lv->rd_at) ||
-      !action_value(aa, m, name, "write", "energy", 0, &we, &lv->wr_at) ||
-      !action_value(aa, m, name, "read", "throughput", INFINITY, &rt,
-                    &lv->bw_at) ||
-      !action_value(aa, m, name, "write", "throughput", INFINITY, &wt,
-                    &tat) ||
-      !bits_per_action(aa, m, "read", &rbpa) ||
-      !bits_per_action(aa, m, "write", &wbpa))
+  AaClass k = node_class(m, true, bits, (AfcWidths){0, 0});
+  double re, we, rbpa, wbpa;
+  if (!bits_per_action(aa, m, "read", &rbpa) ||
+      !bits_per_action(aa, m, "write", &wbpa) ||
+      !action_value(aa, m, name, "read", "energy", &k, k.f.pj * 1e-12 * rbpa,
+                    &re, &lv->rd_at) ||
+      !action_value(aa, m, name, "write", "energy", &k,
+                    k.f.pj * 1e-12 * wbpa, &we, &lv->wr_at))
     return false;
   lv->rd_pj = re * 1e12 / rbpa;
   lv->wr_pj = we * 1e12 / wbpa;
-  if (!level_bandwidth(aa, m, lv, rt * rbpa, wt * wbpa, rbpa))
+  if (!level_bandwidth(aa, m, lv, &k, rbpa, wbpa))
     return false;
-  note_fields(aa, m, name);
+  note_class(aa, &k, name);
+  note_node(aa, m, name, k.gave_pj || k.gave_rate, false);
   const char *keep = aa->keep;
   if (aa->nlevels == 1 && keep && strstr(keep, "~Intermediates"))
     lv->fusion_at = ydoc_get(m, "tensors")->loc; /* marks the next level */
+  return true;
+}
+
+/* A unit's operand widths, as an IntMAC reads them from
+ * `extra_attributes_for_component_model` (multiplier_width, adder_width;
+ * the word's 16 bits where not given); *ALL: it holds nothing else. */
+static bool unit_widths(Aa *aa, const YamlNode *m, AfcWidths *w, bool *all) {
+  static const char *const keys[] = {"multiplier_width", "adder_width"};
+  double *at[] = {&w->multiplier, &w->adder};
+  const YamlNode *x = ydoc_get(m, "extra_attributes_for_component_model");
+  *w = (AfcWidths){AA_WORD_BYTES * 8, AA_WORD_BYTES * 8};
+  *all = x && x->kind == YN_MAP;
+  if (!*all)
+    return true;
+  int found = 0;
+  for (int i = 0; i < 2; i++) {
+    const YamlNode *v = ydoc_get(x, keys[i]);
+    if (v && !number(aa, v, keys[i], at[i]))
+      return false;
+    if (v && !(*at[i] >= 1 && *at[i] <= 1024))
+      return fail(aa, v->loc, "%s must be from 1 to 1024 bits, found '%s'",
+                  keys[i], v->text);
+    found += v != NULL;
+  }
+  *all = found == x->n;
   return true;
 }
 
@@ -558,8 +653,14 @@ static bool load_compute(Aa *aa, const YamlNode *m, const char *name) {
   aa->nfan = above; /* a unit's own fanout is no node's below it */
   if (!check_actions(aa, m, compute_actions, 1, "compute"))
     return false;
+  AfcWidths w;
+  bool widths; /* all of extra_attributes_for_component_model read */
+  if (!unit_widths(aa, m, &w, &widths))
+    return false;
+  AaClass k = node_class(m, false, 0, w);
   double e;
-  if (!action_value(aa, m, name, "compute", "energy", 0, &e, &u->e_at))
+  if (!action_value(aa, m, name, "compute", "energy", &k, k.f.pj * 1e-12, &e,
+                    &u->e_at))
     return false;
   u->pj = e * 1e12;
   const YamlNode *tl = ydoc_get(m, "total_latency");
@@ -575,13 +676,19 @@ static bool load_compute(Aa *aa, const YamlNode *m, const char *name) {
     u->tp_at = tl->loc;
   }
   if (!(u->rate > 0) && !action_value(aa, m, name, "compute", "throughput",
-                                      INFINITY, &u->rate, &u->tp_at))
+                                      &k, k.f.per_s, &u->rate, &u->tp_at))
     return false;
   if (!(u->rate > 0) || isinf(u->rate))
     return fail(aa, u->tp_at, "%s's compute throughput is %g operations "
                 "per second: mambalaya's clock needs a finite, positive "
                 "one", name, u->rate);
-  note_fields(aa, m, name);
+  note_class(aa, &k, name);
+  bool read_widths = k.gave_pj && afc_reads_widths(k.cls);
+  if (read_widths)
+    tr_note(aa->t, "%s: multiplier %g bits, adder %g bits%s", name,
+            w.multiplier, w.adder, widths ? "" : " (the word's where "
+            "extra_attributes_for_component_model does not give them)");
+  note_node(aa, m, name, k.gave_pj || k.gave_rate, read_widths && widths);
   return true;
 }
 
