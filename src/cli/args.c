@@ -192,16 +192,20 @@ static void *parse_spec(const char *path, const char *text, size_t len,
   return spec_open_text(path, text, len, d);
 }
 
-/* An architecture, its loading's notes on stderr (an AccelForge file's:
- * docs/compat.md). */
-static void *parse_arch(const char *path, const char *text, size_t len,
-                        Diag *d) {
-  Arch *a = arch_parse(path, text, len, d);
-  for (const char *s = a ? a->notes : ""; *s;) {
+void print_arch_notes(const char *path, const char *notes) {
+  for (const char *s = notes; *s;) {
     const char *nl = strchr(s, '\n');
     fprintf(stderr, "%s: note: %.*s\n", path, (int)(nl - s), s);
     s = nl + 1;
   }
+}
+
+/* An architecture, its loading's notes on stderr. */
+static void *parse_arch(const char *path, const char *text, size_t len,
+                        Diag *d) {
+  Arch *a = arch_parse(path, text, len, d);
+  if (a)
+    print_arch_notes(path, a->notes);
   return a;
 }
 

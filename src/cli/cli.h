@@ -325,6 +325,9 @@ int input_failed(const Diag *d);
  * mamba1, mambalaya) without a warning about a local file of that name. */
 Cascade *open_spec(const char *name, Diag *d);
 Arch *open_arch(const char *name, Diag *d);
+/* An architecture's notes (Arch.notes: an AccelForge file's, docs/compat.md),
+ * each a line "PATH: note: ..." on stderr. */
+void print_arch_notes(const char *path, const char *notes);
 /* open_spec with the spec's document (its kept sections: weights). */
 Spec *open_spec_doc(const char *name, Diag *d);
 /* open_spec with O's --set values: they bind scalars and an AccelForge

@@ -242,6 +242,10 @@ static int sweep_cmd(const Parsed *p, void *opts) {
   Diag d = {0};
   Study *s = study_load(o->study, memory_budget(o->max_memory), &d);
   int status = EXIT_INPUT;
+  const char *notes, *path;
+  for (int i = 0; s && r.rank == 0 && (notes = study_arch_notes(s, i, &path));
+       i++)
+    print_arch_notes(path, notes);
   if (s)
     status = sweep(o, s, &r);
   else if (r.rank == 0)

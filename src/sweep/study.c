@@ -17,6 +17,7 @@
 
 #include "../embed/embed.h"
 #include "../net/net.h"
+#include "../workload/accelforge_arch.h"
 #include "../workload/workload.h"
 
 enum { MAX_POINTS = 100000000 };
@@ -311,6 +312,30 @@ static bool load_settings(Loader *L, const YamlNode *m) {
 
 /* ---- architectures and their parameters ---- */
 
+/* An AccelForge architecture (docs/compat.md) is studied as its
+ * translation into ours, as eval loads it: the study's parameter paths
+ * name the translation's fields (`import accelforge-arch` writes it).
+ * SA's source text becomes the translation (its sha256 stays the file's),
+ * its notes SA's, for the caller to print. */
+static bool as_ours(Loader *L, StudyArch *sa) {
+  sa->notes = "";
+  if (!accelforge_arch_format(sa->src.text, sa->src.len))
+    return true;
+  Buf out = {0};
+  Arch *a = arch_parse_accelforge(sa->src.path, sa->src.text, sa->src.len,
+                                  NULL, 0, NULL, &out, L->d);
+  if (a) {
+    sa->notes = arena_strdup(&L->s->arena, a->notes);
+    free(sa->src.text);
+    sa->src.text = out.s;
+    sa->src.len = out.len;
+  } else {
+    buf_free(&out);
+  }
+  arch_free(a);
+  return a != NULL;
+}
+
 static bool load_archs(Loader *L, const YamlNode *n) {
   Study *s = L->s;
   static const YamlNode dflt = {.kind = YN_SCALAR, .text = "mambalaya"};
@@ -327,7 +352,8 @@ static bool load_archs(Loader *L, const YamlNode *n) {
     s->narchs = i + 1;
     s->archs[i].name = a->text;
     s->archs[i].loc = n ? a->loc : (Loc){1, 1};
-    if (!open_input(L, "archs", a, &s->archs[i].src))
+    if (!open_input(L, "archs", a, &s->archs[i].src) ||
+        !as_ours(L, &s->archs[i]))
       return false;
   }
   return true;
@@ -1061,6 +1087,13 @@ void study_free(Study *s) {
 
 const char *study_name(const Study *s) { return s->name; }
 long study_points(const Study *s) { return s->npoints; }
+
+const char *study_arch_notes(const Study *s, int i, const char **path) {
+  if (i >= s->narchs)
+    return NULL;
+  *path = s->archs[i].src.path;
+  return s->archs[i].notes;
+}
 
 
 /* The ski slope's axis: a parameter naming the fusion level's capacity

@@ -46,7 +46,8 @@ typedef struct ParamPath {
 typedef struct StudyArch {
   const char *name; /* as written */
   Loc loc;
-  Source src;
+  Source src;        /* an AccelForge file's text: its translation */
+  const char *notes; /* the translation's notes, one a line ("": none) */
 } StudyArch;
 
 /* What a workload prices. */

@@ -110,6 +110,10 @@ void study_free(Study *s);
 
 const char *study_name(const Study *s);
 long study_points(const Study *s);
+/* The notes of its architecture I, one a line ("": none; an AccelForge
+ * file's translation's, docs/compat.md), and *PATH the file; NULL past
+ * the last. */
+const char *study_arch_notes(const Study *s, int i, const char **path);
 
 /* Progress of sweep_eval, called from its first thread now and then with
  * the points done so far; may be NULL. */

@@ -209,6 +209,43 @@ close(imp["totals"]["latency_s"], nv["totals"]["latency_s"], "import")
 close(imp["totals"]["energy_j"], nv["totals"]["energy_j"], "import energy")
 PYEOF
 
+# ---- a study of an AccelForge architecture ----
+# sweep studies the file as eval loads it: its parameter paths name the
+# translation's fields (import's output), and its notes go to stderr. A
+# point prices as eval prices the translation with that value written in.
+cat >study.yaml <<EOF
+study:
+  name: af
+  cascades:
+    - {spec: mamba1, models: [mamba-130m]}
+  settings:
+    B: 1
+  architectures: [$A/tpu_v4i.yaml]
+  parameters:
+    buffer:
+      memory[fusion].capacity: [1 MiB, 4 MiB]
+  designs: [full]
+  phases: [prefill]
+  objectives: [latency, energy]
+EOF
+"$M" sweep study.yaml --out swept >sweep.out 2>sweep.notes ||
+  fail "sweep of an AccelForge architecture: $(cat sweep.notes)"
+grep -q "^$A/tpu_v4i.yaml: note: word: 2 B assumed" sweep.notes ||
+  fail "sweep: the translation's notes on stderr: $(cat sweep.notes)"
+sed 's/^      capacity: 134217728 B$/      capacity: 4194304 B/' tpu.yaml \
+  >tpu4.yaml
+"$M" eval mamba1 --model mamba-130m --set B=1 --arch tpu4.yaml \
+  --design full --json >tpu4.json 2>/dev/null || fail "eval tpu4.yaml"
+$PY - swept/points.csv tpu4.json <<'PYEOF' || fail "the study's point"
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 2, rows
+row = next(r for r in rows if r["memory[fusion].capacity"] == "4 MiB")
+t = json.load(open(sys.argv[2]))["totals"]
+for k in ("latency_s", "energy_j"):
+    assert abs(float(row[k]) - t[k]) <= 1e-9 * t[k], (k, row[k], t[k])
+PYEOF
+
 # ---- what cannot be translated, at its line and column ----
 # A class mambalaya has no figures for (hwcomponents' HBM2), and a class
 # of a memory on a compute unit, in eyeriss's lines.
