@@ -316,14 +316,15 @@ static bool load_settings(Loader *L, const YamlNode *m) {
  * translation into ours, as eval loads it: the study's parameter paths
  * name the translation's fields (`import accelforge-arch` writes it).
  * SA's source text becomes the translation (its sha256 stays the file's),
- * its notes SA's, for the caller to print. */
+ * its notes SA's, for the caller to print; the files a template reads
+ * are the study's inputs. */
 static bool as_ours(Loader *L, StudyArch *sa) {
   sa->notes = "";
   if (!accelforge_arch_format(sa->src.text, sa->src.len))
     return true;
   Buf out = {0};
   Arch *a = arch_parse_accelforge(sa->src.path, sa->src.text, sa->src.len,
-                                  NULL, 0, NULL, &out, L->d);
+                                  NULL, 0, &L->s->read, &out, L->d);
   if (a) {
     sa->notes = arena_strdup(&L->s->arena, a->notes);
     free(sa->src.text);
