@@ -405,8 +405,8 @@ static bool action_value(Aa *aa, const YamlNode *m, const char *node,
     return fail(aa, (a ? a : k->cc)->loc, "%s's %s %s comes from "
                 "AccelForge's component model '%s' (hwcomponents), which "
                 "mambalaya does not run and has no figure for (the classes it "
-                "has: docs/compat.md): give '%s:' in its '%s' action", node, act, field, k->cc->text,
-                field, act);
+                "has: docs/compat.md): give '%s:' in its '%s' action", node,
+                act, field, k->cc->text, field, act);
   return fail(aa, (a ? a : m)->loc, "%s has no %s for its '%s' action "
               "(and no component_class)", node, field, act);
 }
@@ -606,16 +606,18 @@ static bool load_memory(Aa *aa, const YamlNode *m, const char *name) {
 
 /* A unit's operand widths, as an IntMAC reads them from
  * `extra_attributes_for_component_model` (multiplier_width, adder_width;
- * the word's 16 bits where not given); *ALL: it holds nothing else. */
-static bool unit_widths(Aa *aa, const YamlNode *m, AfcWidths *w, bool *all) {
+ * the word's 16 bits where not given): *GIVEN of them given, *ALL: it
+ * holds nothing else. */
+static bool unit_widths(Aa *aa, const YamlNode *m, AfcWidths *w, int *given,
+                        bool *all) {
   static const char *const keys[] = {"multiplier_width", "adder_width"};
   double *at[] = {&w->multiplier, &w->adder};
   const YamlNode *x = ydoc_get(m, "extra_attributes_for_component_model");
   *w = (AfcWidths){AA_WORD_BYTES * 8, AA_WORD_BYTES * 8};
+  *given = 0;
   *all = x && x->kind == YN_MAP;
   if (!*all)
     return true;
-  int found = 0;
   for (int i = 0; i < 2; i++) {
     const YamlNode *v = ydoc_get(x, keys[i]);
     if (v && !number(aa, v, keys[i], at[i]))
@@ -623,9 +625,9 @@ static bool unit_widths(Aa *aa, const YamlNode *m, AfcWidths *w, bool *all) {
     if (v && !(*at[i] >= 1 && *at[i] <= 1024))
       return fail(aa, v->loc, "%s must be from 1 to 1024 bits, found '%s'",
                   keys[i], v->text);
-    found += v != NULL;
+    *given += v != NULL;
   }
-  *all = found == x->n;
+  *all = *given == x->n;
   return true;
 }
 
@@ -654,8 +656,9 @@ static bool load_compute(Aa *aa, const YamlNode *m, const char *name) {
   if (!check_actions(aa, m, compute_actions, 1, "compute"))
     return false;
   AfcWidths w;
+  int given;
   bool widths; /* all of extra_attributes_for_component_model read */
-  if (!unit_widths(aa, m, &w, &widths))
+  if (!unit_widths(aa, m, &w, &given, &widths))
     return false;
   AaClass k = node_class(m, false, 0, w);
   double e;
@@ -686,7 +689,7 @@ static bool load_compute(Aa *aa, const YamlNode *m, const char *name) {
   bool read_widths = k.gave_pj && afc_reads_widths(k.cls);
   if (read_widths)
     tr_note(aa->t, "%s: multiplier %g bits, adder %g bits%s", name,
-            w.multiplier, w.adder, widths ? "" : " (the word's where "
+            w.multiplier, w.adder, given == 2 ? "" : " (the word's where "
             "extra_attributes_for_component_model does not give them)");
   note_node(aa, m, name, k.gave_pj || k.gave_rate, read_widths && widths);
   return true;

@@ -113,6 +113,14 @@ for n in 'MainMemory: energy 8 pJ per bit from its class LPDDR4' \
   'arch: extra_attributes_for_all_component_models read, not modelled'; do
   grep -q "^# note: $n" eyeriss.yaml || fail "eyeriss note '$n'"
 done
+# Without its widths, IntMAC's are the word's 16 bits: 0.21 pJ * 16/32 +
+# 12.68 pJ * (16/32)^2 = 0.105 + 3.17 = 3.275 pJ.
+sed '/multiplier_width: 8, adder_width: 16/d' "$A/eyeriss.yaml" >wide.yaml
+"$M" import accelforge-arch wide.yaml --out wide_ours.yaml ||
+  fail "import eyeriss without the MAC's widths"
+grep -q -x '    macc: 3.275 pJ' wide_ours.yaml || fail "IntMAC at 16 bits"
+grep -q "^# note: MAC: multiplier 16 bits, adder 16 bits (the word's" \
+  wide_ours.yaml || fail "IntMAC's widths noted as the word's"
 grep -q '^# note: GlobalBuffer: throughput' eyeriss.yaml &&
   fail "eyeriss: GlobalBuffer's throughput is the file's total_latency"
 grep -q '^# note: .*component_class read' eyeriss.yaml &&
