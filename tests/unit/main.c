@@ -1,7 +1,11 @@
 /* main.c — runs the registered unit tests, and names the slowest (where
  * the time of `make test` goes) before the last line, "N unit tests, M
- * failed", which tests/run.sh reads. */
+ * failed", which tests/run.sh reads. Under the sanitizers
+ * (MAMBALAYA_SANITIZED=1, as `make test` runs them) it leaves out the
+ * tests named in TESTS_UNIT_OPTIMIZED_ONLY: the Makefile's
+ * UNIT_OPTIMIZED_ONLY, which says why for each. */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -57,12 +61,54 @@ static void print_slowest(void) {
     printf("  %.1f s  %s\n", tests[i].seconds, tests[i].name);
 }
 
+/* Is NAME a word of LIST (blank-separated; NULL: none)? */
+static bool listed(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; p && *p;) {
+    p += strspn(p, " \t\n");
+    size_t k = strcspn(p, " \t\n");
+    if (k == n && strncmp(p, name, n) == 0)
+      return true;
+    p += k;
+  }
+  return false;
+}
+
+static bool registered(const char *name, size_t n) {
+  for (int i = 0; i < ntests; i++)
+    if (strlen(tests[i].name) == n && strncmp(tests[i].name, name, n) == 0)
+      return true;
+  return false;
+}
+
+/* The names in LIST that no test has (a list gone stale), each said on
+ * stderr: how many. */
+static int unknown(const char *list) {
+  int bad = 0;
+  for (const char *p = list; p && *p;) {
+    p += strspn(p, " \t\n");
+    size_t k = strcspn(p, " \t\n");
+    if (k && !registered(p, k)) {
+      fprintf(stderr, "FAIL TESTS_UNIT_OPTIMIZED_ONLY names %.*s, and no "
+              "unit test has that name\n", (int)k, p);
+      bad++;
+    }
+    p += k;
+  }
+  return bad;
+}
+
 int main(int argc, char **argv) {
   const char *filter = argc > 1 ? argv[1] : NULL;
+  const char *san = getenv("MAMBALAYA_SANITIZED");
+  const char *only = san && strcmp(san, "1") == 0
+                         ? getenv("TESTS_UNIT_OPTIMIZED_ONLY")
+                         : NULL;
   qsort(tests, (size_t)ntests, sizeof tests[0], by_name);
-  int run = 0, failed = 0;
+  int failed = unknown(only), run = failed; /* a stale name: a failed test */
   for (int i = 0; i < ntests; i++) {
-    if (filter && !strstr(tests[i].name, filter))
+    if ((filter && !strstr(tests[i].name, filter)) ||
+        listed(only, tests[i].name))
       continue;
     failures_in_test = 0;
     double start = now();
@@ -74,6 +120,9 @@ int main(int argc, char **argv) {
       fprintf(stderr, "FAIL %s\n", tests[i].name);
     }
   }
+  if (only && *only)
+    printf("not run under the sanitizers (the Makefile's "
+           "UNIT_OPTIMIZED_ONLY says why): %s\n", only);
   print_slowest();
   printf("%d unit tests, %d failed\n", run, failed);
   return failed ? 1 : 0;

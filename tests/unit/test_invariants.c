@@ -377,6 +377,22 @@ TEST(invariants_model_every_spec_arch_design) {
   map_memo_free(memo);
 }
 
+/* The test above, over every cascade at every accounting, is
+ * optimized-only (the Makefile's UNIT_OPTIMIZED_ONLY); under the
+ * sanitizers this walks the same code, both compositions, on the
+ * cascades of at most 4 Einsums (prefill and decode), as the searches'
+ * reduced variants below. */
+TEST(invariants_model_tiny_cascades) {
+  bool reduced = true; /* model_case's sanitized variant */
+  MapMemo *memo = map_memo_new(false);
+  Walked w = each_case((Cases){true, true, 4, memo}, model_case, &reduced);
+  CHECK(w.checked >= 6); /* the cascades of at most 4 Einsums */
+  long hits, misses;
+  map_memo_stats(memo, &hits, &misses);
+  CHECK(hits > misses);
+  map_memo_free(memo);
+}
+
 /* ---- one plan, one traffic figure; every plan runs ---- */
 
 static uint64_t xorshift_next(uint64_t *st) {
@@ -831,6 +847,27 @@ TEST(search_best_between_ideal_and_every_design) {
   MapMemo *memo = map_memo_new(false);
   Walked w = each_case((Cases){sanitized, true, 0, memo}, best_case, NULL);
   CHECK(w.checked >= (long)w.ns * w.na); /* every cascade's prefill */
+  map_memo_free(memo);
+}
+
+/* The two searches above walk every small cascade (every cascade) and,
+ * under the sanitizers, take minutes: they are optimized-only (the
+ * Makefile's UNIT_OPTIMIZED_ONLY). These walk the same code on the
+ * cascades of at most 4 Einsums (cnn_layer, conv_pool,
+ * global_beats_greedy, merged_reads_recurrence with its merged reads and
+ * its decode phase, teaal_conv, teaal_gemm), for the sanitizers. */
+TEST(search_equals_enumeration_tiny_cascades) {
+  MapMemo *memo = map_memo_new(false);
+  Walked w = each_case((Cases){true, false, 4, memo}, enumeration_case,
+                       NULL);
+  CHECK(w.checked >= 6L * w.na * 2); /* the six, both objectives */
+  map_memo_free(memo);
+}
+
+TEST(search_best_tiny_cascades) {
+  MapMemo *memo = map_memo_new(false);
+  Walked w = each_case((Cases){true, true, 4, memo}, best_case, NULL);
+  CHECK(w.checked >= 6L * w.na); /* the six's prefill */
   map_memo_free(memo);
 }
 

@@ -158,6 +158,71 @@ static void check_model(const Bound *b, const Arch *a, Design d, Plan *p,
   plan_free(q);
 }
 
+/* What charge_cascade counted. */
+typedef struct Charged {
+  long checks;
+  int nplans, nrec; /* plans checked; recurrences of the cascades */
+} Charged;
+
+/* Every plan of cascade PATH (15 stitched, 9 designs, the search on A)
+ * charges every read that crosses its groups, and the model's bytes are
+ * the plan's, into T. */
+static void charge_cascade(const char *path, const Arch *a, MapMemo *memo,
+                           Charged *t) {
+  Diag d = {0};
+  Bound b;
+  if (!bound_load(&b, path)) {
+    bound_free(&b);
+    return;
+  }
+  for (int e = 0; e < b.c->neinsums; e++)
+    t->nrec += b.c->recurrence[e] == e;
+  char what[256];
+  for (int st = 0; st < ST_COUNT; st++)
+    for (int how = 0; how < STITCH_COUNT; how++) {
+      Plan *p = fusion_plan(b.c, b.s, b.pairs, (Strategy)st, (Stitcher)how,
+                            OBJ_TRAFFIC, &d);
+      if (!p)
+        continue; /* Algorithm 1 over more than 64 ranks */
+      snprintf(what, sizeof what, "%s %s/%s", path,
+               strategy_name((Strategy)st), stitcher_name((Stitcher)how));
+      t->checks += check_charged(&b, p, what);
+      check_model(&b, a, design_of_strategy((Strategy)st), p, what);
+      t->nplans++;
+    }
+  for (int des = 0; des < DES_COUNT; des++) {
+    ModelOpts o = model_default_opts((Design)des);
+    Plan *p = model_plan(b.c, b.s, b.pairs, (Design)des, &o, &d);
+    snprintf(what, sizeof what, "%s design %s", path,
+             design_name((Design)des));
+    if (!p) {
+      test_fail(__FILE__, __LINE__, "%s: %s", what, d.msg);
+      continue;
+    }
+    t->checks += check_charged(&b, p, what);
+    if (o.bound) /* ideal: a lower bound, moving no intermediate */
+      plan_free(p);
+    else
+      check_model(&b, a, (Design)des, p, what);
+    t->nplans++;
+  }
+  ModelOverrides ov = model_no_overrides();
+  SearchResult *r = search_best(b.c, b.s, a, b.pairs, &ov, SO_LATENCY, memo,
+                                &d);
+  snprintf(what, sizeof what, "%s search", path);
+  if (!r)
+    test_fail(__FILE__, __LINE__, "%s: %s", what, d.msg);
+  else
+    t->checks += check_charged(&b, r->best->plan, what);
+  t->nplans += r != NULL;
+  search_free(r);
+  bound_free(&b);
+}
+
+/* The plans checked of one cascade, at least: the 15 stitched but 2, the
+ * 9 designs, the search. */
+enum { PLANS_PER_CASCADE = ST_COUNT * STITCH_COUNT - 2 + DES_COUNT + 1 };
+
 TEST(recurrence_every_cross_group_read_charged) {
   glob_t g;
   cascades(&g);
@@ -165,66 +230,37 @@ TEST(recurrence_every_cross_group_read_charged) {
   Arch *a = arch_load("archs/mambalaya.yaml", &d);
   CHECK(a != NULL);
   CHECK(g.gl_pathc >= 40); /* 11 shipped, 20 layers, 11 under tests */
-  long checks = 0;
-  int nplans = 0, nrec = 0;
+  Charged t = {0};
   MapMemo *memo = map_memo_new(false);
-  for (size_t i = 0; a && i < g.gl_pathc; i++) {
-    Bound b;
-    if (!bound_load(&b, g.gl_pathv[i])) {
-      bound_free(&b);
-      continue;
-    }
-    for (int e = 0; e < b.c->neinsums; e++)
-      nrec += b.c->recurrence[e] == e;
-    char what[256];
-    for (int st = 0; st < ST_COUNT; st++)
-      for (int how = 0; how < STITCH_COUNT; how++) {
-        Plan *p = fusion_plan(b.c, b.s, b.pairs, (Strategy)st, (Stitcher)how,
-                              OBJ_TRAFFIC, &d);
-        if (!p)
-          continue; /* Algorithm 1 over more than 64 ranks */
-        snprintf(what, sizeof what, "%s %s/%s", g.gl_pathv[i],
-                 strategy_name((Strategy)st), stitcher_name((Stitcher)how));
-        checks += check_charged(&b, p, what);
-        check_model(&b, a, design_of_strategy((Strategy)st), p, what);
-        nplans++;
-      }
-    for (int des = 0; des < DES_COUNT; des++) {
-      ModelOpts o = model_default_opts((Design)des);
-      Plan *p = model_plan(b.c, b.s, b.pairs, (Design)des, &o, &d);
-      snprintf(what, sizeof what, "%s design %s", g.gl_pathv[i],
-               design_name((Design)des));
-      if (!p) {
-        test_fail(__FILE__, __LINE__, "%s: %s", what, d.msg);
-        continue;
-      }
-      checks += check_charged(&b, p, what);
-      if (o.bound) /* ideal: a lower bound, moving no intermediate */
-        plan_free(p);
-      else
-        check_model(&b, a, (Design)des, p, what);
-      nplans++;
-    }
-    ModelOverrides ov = model_no_overrides();
-    SearchResult *r = search_best(b.c, b.s, a, b.pairs, &ov, SO_LATENCY,
-                                  memo, &d);
-    snprintf(what, sizeof what, "%s search", g.gl_pathv[i]);
-    if (!r)
-      test_fail(__FILE__, __LINE__, "%s: %s", what, d.msg);
-    else
-      checks += check_charged(&b, r->best->plan, what);
-    nplans += r != NULL;
-    search_free(r);
-    bound_free(&b);
-  }
-  /* Every plan of every cascade: 15 stitched, 9 designs, the search. */
-  CHECK(nplans >= (int)g.gl_pathc * (ST_COUNT * STITCH_COUNT - 2 +
-                                     DES_COUNT + 1));
-  CHECK_INT(nrec, 19); /* the recurrences the plans had to keep whole */
-  CHECK(checks > 10000);
+  for (size_t i = 0; a && i < g.gl_pathc; i++)
+    charge_cascade(g.gl_pathv[i], a, memo, &t);
+  CHECK(t.nplans >= (int)g.gl_pathc * PLANS_PER_CASCADE);
+  CHECK_INT(t.nrec, 19); /* the recurrences the plans had to keep whole */
+  CHECK(t.checks > 10000);
   map_memo_free(memo);
   arch_free(a);
   globfree(&g);
+}
+
+/* The test above, over every cascade, is optimized-only (the Makefile's
+ * UNIT_OPTIMIZED_ONLY); under the sanitizers this walks the same code on
+ * Mamba-1 (its recurrence, 24 Einsums) and a cascade whose recurrence
+ * reads merged inputs. */
+TEST(recurrence_cross_group_reads_charged_mamba1) {
+  static const char *const paths[] = {
+      "specs/mamba1.yaml", "tests/specs/good/merged_reads_recurrence.yaml"};
+  Diag d = {0};
+  Arch *a = arch_load("archs/mambalaya.yaml", &d);
+  CHECK(a != NULL);
+  Charged t = {0};
+  MapMemo *memo = map_memo_new(false);
+  for (int i = 0; a && i < 2; i++)
+    charge_cascade(paths[i], a, memo, &t);
+  CHECK(t.nplans >= 2 * PLANS_PER_CASCADE);
+  CHECK_INT(t.nrec, 2);
+  CHECK(t.checks > 100);
+  map_memo_free(memo);
+  arch_free(a);
 }
 
 /* Every recurrence of every cascade, cut between its first Einsum and the
