@@ -381,15 +381,27 @@ static double reservation(const Grp *G, int *peak, double *live) {
 
 /* ---- one member ---- */
 
+/* Is read K of Einsum E on chip whatever the group holds? A read inside
+ * a recurrence a step back is: that step is the recurrence's state, which
+ * the group reserves room for (reservation). A read inside it at the
+ * same step (Mamba-1's H reading HH) is an ordinary hand-over: if the
+ * group sent the tensor off chip, it is read back. */
+static bool reads_state(const Ctx *x, int e, int k) {
+  return x->plan->src[e][k] == SRC_RECURRENCE &&
+         access_lagged(x->c->einsums[e]->reads[k]);
+}
+
 /* Does member I's read K come from DRAM in its own mapping (not held)? */
 static bool own_read(const Grp *G, int i, int k) {
   const Ctx *x = G->x;
   int e = G->gr->einsums[i];
   int t = x->c->einsums[e]->reads[k]->tensor;
   int h = G->held_of[t];
+  if (reads_state(x, e, k))
+    return false;
   switch (x->plan->src[e][k]) {
   case SRC_RECURRENCE:
-    return false;
+    return h >= 0 && !G->held[h].on;
   case SRC_HANDOVER:
     return h < 0 || !G->held[h].on;
   case SRC_DRAM:
@@ -471,7 +483,7 @@ static const MapProblem *member_problem(const Grp *G, int i,
 }
 
 /* Does member I read held tensor H from the buffer (a recurrence's
- * reads excepted: those stay on chip whatever the group holds)? */
+ * state excepted: it stays on chip whatever the group holds)? */
 static bool reads_held(const Grp *G, const Held *h, int i) {
   const Ctx *x = G->x;
   int e = G->gr->einsums[i];
@@ -479,8 +491,7 @@ static bool reads_held(const Grp *G, const Held *h, int i) {
   if (i < h->first + (h->kind == HELD_MADE) || i > h->last)
     return false;
   for (int j = 0; j < E->nreads; j++)
-    if (E->reads[j]->tensor == h->tensor &&
-        x->plan->src[e][j] != SRC_RECURRENCE)
+    if (E->reads[j]->tensor == h->tensor && !reads_state(x, e, j))
       return true;
   return false;
 }

@@ -345,3 +345,52 @@ TEST(recurrence_plan_file_cut_refused) {
   plan_free(p);
   bound_free(&b);
 }
+
+/* Inside a group, a read within a recurrence is on chip only a step back
+ * (the state the group reserves room for). MARCA-like holds its region's
+ * intermediates whole, so at B = 64, I = 2048 (mamba-370m) they all go off
+ * chip for capacity, HH among them: HH is then written and read back by
+ * H at the same step, B x I x D x N = 64 x 2048 x 2048 x 16 elements of
+ * 2 bytes each way; H is written and read once (by S6Y), its lagged read
+ * by HH staying the state. Before, HH's write was charged and its read
+ * was not. The unfused design, which keeps HH on chip, moves none of it. */
+TEST(recurrence_step_read_off_chip_charged) {
+  Diag d = {0};
+  Arch *a = arch_load("archs/mambalaya.yaml", &d);
+  Cascade *c = spec_load("specs/mamba1.yaml", &d);
+  Shape *s = a && c ? shape_bind(c, preset_sizes("mamba-370m"), NULL, 0,
+                                 true, &d)
+                    : NULL;
+  CHECK(s != NULL);
+  if (!s) {
+    test_fail(__FILE__, __LINE__, "%s", d.msg);
+    cascade_free(c);
+    arch_free(a);
+    return;
+  }
+  Pair *pairs = fusion_classify(c, s);
+  int hh = cascade_tensor(c, "HH"), h = cascade_tensor(c, "H");
+  double ssm = 64.0 * 2048 * 2048 * 16 * 2;
+  ModelOpts o = model_default_opts(DES_MARCA);
+  Eval *m = model_eval(c, s, a, pairs, DES_MARCA, &o, &d);
+  CHECK(m != NULL);
+  if (m) {
+    CHECK_NEAR(m->tensor_write[hh], ssm, 0);
+    CHECK_NEAR(m->tensor_read[hh], ssm, 0);
+    CHECK_NEAR(m->tensor_write[h], ssm, 0);
+    CHECK_NEAR(m->tensor_read[h], ssm, 0);
+  }
+  eval_free(m);
+  o = model_default_opts(DES_UNFUSED);
+  Eval *u = model_eval(c, s, a, pairs, DES_UNFUSED, &o, &d);
+  CHECK(u != NULL);
+  if (u) {
+    CHECK_NEAR(u->tensor_write[hh], 0, 0);
+    CHECK_NEAR(u->tensor_read[hh], 0, 0);
+  }
+  eval_free(u);
+  free(pairs);
+  shape_free(s);
+  cascade_free(c);
+  arch_free(a);
+}
