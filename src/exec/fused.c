@@ -508,24 +508,22 @@ static void halo_box(const Fused *f, int t, int64_t *lo, int64_t *hi) {
 
 /* Before the first tile along the inner rank, the halo of on-chip T holds
  * what reads before the start see: T's initialization (when it conditions
- * that rank), counted as its inputs' reads, or zeros. In a unit of one
- * tile the initialization is written only once something reads the halo
- * (fill_reads): a state the scan kernel advances in place never is. */
-static bool start_halo(Fused *f, int t) {
+ * that rank), counted as its inputs' reads, or zeros. The initialization
+ * is written only once something reads the halo (fill_reads), in the
+ * first tile: a state the scan kernel advances in place never is, and a
+ * later tile's halo is the previous tile's steps (walk_tiles). */
+static void start_halo(Fused *f, int t) {
   const Tensor *T = &f->r->c->tensors[t];
   int inner = f->nt - 1, k = first_dim(T, f->trank[inner]);
   int64_t h = f->halo[t];
   if (h == 0)
-    return true;
+    return;
   if (T->init && T->init->out.cond_dim == k) {
     int64_t lo[IR_MAX_RANKS], hi[IR_MAX_RANKS];
     halo_box(f, t, lo, hi);
     count_halo(f, t, lo, hi);
-    if (one_tile(f)) {
-      f->pending[t] = true;
-      return true;
-    }
-    return fill_front(f->r, t, h, lo, hi);
+    f->pending[t] = true;
+    return;
   }
   const View *v = &f->r->views[t];
   int64_t outer = 1, inner_n = v->stride[k];
@@ -534,7 +532,6 @@ static bool start_halo(Fused *f, int t) {
   for (int64_t o = 0; o < outer; o++)
     memset(v->data + o * v->extent[k] * inner_n, 0,
            sizeof(float) * (size_t)(h * inner_n));
-  return true;
 }
 
 /* Point the on-chip tensors' views at the current tile. */
@@ -941,16 +938,20 @@ static bool walk_tiles(Fused *f) {
                                                         : f->tsize[j];
     }
     /* A tile that continues the previous one along the inner rank keeps
-     * the halo; one that starts it afresh reads the initialization. */
+     * the halo (whether or not its initialization was ever written: the
+     * previous tile's steps take its place); one that starts it afresh
+     * reads the initialization. */
     if (f->nt > 0 && idx[f->nt - 1] > 0)
       for (int t = 0; t < f->r->c->ntensors; t++)
-        if (f->onchip[t])
+        if (f->onchip[t]) {
           shift_halo(f, t, prev_len);
+          f->pending[t] = false;
+        }
     place_tile(f);
     for (int t = 0; f->nt > 0 && idx[f->nt - 1] == 0 && t < f->r->c->ntensors;
          t++)
-      if (f->onchip[t] && !start_halo(f, t))
-        return false;
+      if (f->onchip[t])
+        start_halo(f, t);
     if (!run_tile(f))
       return false;
     if (f->nt > 0)

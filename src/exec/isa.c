@@ -260,110 +260,6 @@ prefetch_tile(const float *c, int64_t c_m, int64_t c_n, int mr, int nr) {
   }
 }
 
-/* 6 x 16: 12 ymm accumulators, 2 B vectors and a broadcast; 12 FMAs per
- * 8 loads, so the FMA units (2 per cycle) are the limit. C's tile is
- * fetched ahead first (prefetch_tile). */
-AVX2 static inline __attribute__((always_inline)) void
-micro_acc_avx2(int64_t kc, const float *a, const float *b, const float *c,
-               int64_t c_m, int64_t c_n, int mr, int nr,
-               __m256 acc[X_MR][2]) {
-  prefetch_tile(c, c_m, c_n, mr, nr);
-  float sum[X_MR * X_NR] __attribute__((aligned(32))) = {0};
-  for (int64_t p0 = 0; p0 < kc; p0 += CHAIN) {
-#pragma GCC unroll 6
-    for (int i = 0; i < X_MR; i++)
-      acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-    int64_t p1 = min64(kc, p0 + CHAIN);
-#pragma GCC unroll 4
-    for (int64_t p = p0; p < p1; p++) {
-      __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-#pragma GCC unroll 6
-      for (int i = 0; i < X_MR; i++) {
-        __m256 ai = _mm256_broadcast_ss(a + i);
-        acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
-        acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
-      }
-      a += X_MR;
-      b += X_NR;
-    }
-#pragma GCC unroll 6
-    for (int i = 0; i < X_MR; i++)
-      for (int h = 0; h < 2; h++) {
-        float *si = sum + i * X_NR + h * 8;
-        _mm256_store_ps(si, _mm256_add_ps(_mm256_load_ps(si), acc[i][h]));
-      }
-  }
-#pragma GCC unroll 6
-  for (int i = 0; i < X_MR; i++) {
-    acc[i][0] = _mm256_load_ps(sum + i * X_NR);
-    acc[i][1] = _mm256_load_ps(sum + i * X_NR + 8);
-  }
-}
-
-/* The tile's MR x NR corner (a partial one too: rows past MR untouched,
- * columns past NR masked) into C, rows C_M apart and contiguous. */
-AVX2 static inline __attribute__((always_inline)) void
-store_rows_avx2(__m256 acc[X_MR][2], float *c, int64_t c_m, int mr, int nr,
-                bool overwrite) {
-  __m256i m0 = lanes_below(nr), m1 = lanes_below(nr - 8);
-#pragma GCC unroll 6
-  for (int i = 0; i < X_MR; i++) {
-    if (i >= mr)
-      break;
-    float *ci = c + i * c_m;
-    if (!overwrite) {
-      acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_maskload_ps(ci, m0));
-      acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_maskload_ps(ci + 8, m1));
-    }
-    _mm256_maskstore_ps(ci, m0, acc[i][0]);
-    _mm256_maskstore_ps(ci + 8, m1, acc[i][1]);
-  }
-}
-
-/* The whole tile, C's rows contiguous. */
-AVX2 static inline __attribute__((always_inline)) void
-store_full_avx2(__m256 acc[X_MR][2], float *c, int64_t c_m, bool overwrite) {
-#pragma GCC unroll 6
-  for (int i = 0; i < X_MR; i++) {
-    float *ci = c + i * c_m;
-    if (!overwrite) {
-      acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_loadu_ps(ci));
-      acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_loadu_ps(ci + 8));
-    }
-    _mm256_storeu_ps(ci, acc[i][0]);
-    _mm256_storeu_ps(ci + 8, acc[i][1]);
-  }
-}
-
-/* Any tile at any strides, through a buffer (C's columns strided and its
- * rows too: the product is transposed where only the columns are, see
- * route). Inlined, as every write-back is: ACC's address must not escape,
- * or the accumulators would live in memory through the k loop. */
-AVX2 static inline __attribute__((always_inline)) void
-store_strided_avx2(__m256 acc[X_MR][2], float *c, int64_t c_m, int64_t c_n,
-                   int mr, int nr, bool overwrite) {
-  float tile[MR_MAX * NR_MAX];
-#pragma GCC unroll 6
-  for (int i = 0; i < X_MR; i++) {
-    _mm256_storeu_ps(tile + i * NR_MAX, acc[i][0]);
-    _mm256_storeu_ps(tile + i * NR_MAX + 8, acc[i][1]);
-  }
-  tile_store(tile, c, c_m, c_n, mr, nr, overwrite);
-}
-
-AVX2 static void micro_avx2(int64_t kc, const float *a, const float *b,
-                            float *c, int64_t c_m, int64_t c_n, int mr, int nr,
-                            bool overwrite) {
-  __m256 acc[X_MR][2];
-  micro_acc_avx2(kc, a, b, c, c_m, c_n, mr, nr, acc);
-  if (c_n != 1)
-    store_strided_avx2(acc, c, c_m, c_n, mr, nr, overwrite);
-  else if (mr == X_MR && nr == X_NR)
-    store_full_avx2(acc, c, c_m, overwrite);
-  else
-    store_rows_avx2(acc, c, c_m, mr, nr, overwrite);
-}
-
 AVX2 static float m256_sum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -393,71 +289,61 @@ load_part(DType t, const void *w, int64_t i, int64_t n, __m256i mask) {
   return load8(t, part, 0);
 }
 
-/* W's rows one after another, each from end to end (W's rows are
- * consecutive in memory: one sequential stream, which reads faster than
- * DOT_COLS streams side by side), left to the hardware prefetcher (a
- * software fetch 2, 8 or 16 KiB ahead was slower on a quiet machine,
- * 1 and 2 threads: bench/RESULTS.md); each row of A with two
- * accumulators. A row's sums run in the same order whatever ROWS
- * is: its result does not depend on how many rows of A are computed with
- * it. ROWS is a constant in each instantiation (WITH_ROWS_3). */
+/* One KC block of the dot path, [K0, K1) of row J of W, into ACC: 16
+ * values a step in two accumulators per row of A, then 8 at a time into
+ * the first, the last few masked. */
 AVX2 static inline __attribute__((always_inline)) void
-dot_rows_avx2(int rows, DType t, int64_t k, const float *a, int64_t lda,
-              const void *const *w, float *out) {
-  for (int j = 0; j < DOT_COLS; j++) {
-    __m256 total[DOT_ROWS];
+dot_block_avx2(int rows, DType t, int64_t k0, int64_t k1, const float *a,
+               int64_t lda, const void *wj, __m256 acc[DOT_ROWS][2]) {
+  int64_t kk = k0;
+  for (; kk + 16 <= k1; kk += 16) {
+    __m256 w0 = load8(t, wj, kk), w1 = load8(t, wj, kk + 8);
 #pragma GCC unroll 6
-    for (int r = 0; r < rows; r++)
-      total[r] = _mm256_setzero_ps();
-    for (int64_t k0 = 0; k0 < k; k0 += KC) {
-      int64_t k1 = min64(k0 + KC, k), kk = k0;
-      __m256 acc[DOT_ROWS][2];
-#pragma GCC unroll 6
-      for (int r = 0; r < rows; r++)
-        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-      for (; kk + 16 <= k1; kk += 16) {
-        __m256 w0 = load8(t, w[j], kk), w1 = load8(t, w[j], kk + 8);
-#pragma GCC unroll 6
-        for (int r = 0; r < rows; r++) {
-          acc[r][0] = _mm256_fmadd_ps(_mm256_loadu_ps(a + r * lda + kk), w0,
-                                      acc[r][0]);
-          acc[r][1] = _mm256_fmadd_ps(_mm256_loadu_ps(a + r * lda + kk + 8),
-                                      w1, acc[r][1]);
-        }
-      }
-      for (; kk < k1; kk += 8) {
-        int64_t n = min64(8, k1 - kk);
-        __m256i mask = lanes_below(n);
-        __m256 wv = load_part(t, w[j], kk, n, mask);
-#pragma GCC unroll 6
-        for (int r = 0; r < rows; r++)
-          acc[r][0] = _mm256_fmadd_ps(
-              _mm256_maskload_ps(a + r * lda + kk, mask), wv, acc[r][0]);
-      }
-#pragma GCC unroll 6
-      for (int r = 0; r < rows; r++)
-        total[r] = _mm256_add_ps(total[r], _mm256_add_ps(acc[r][0], acc[r][1]));
+    for (int r = 0; r < rows; r++) {
+      acc[r][0] = _mm256_fmadd_ps(_mm256_loadu_ps(a + r * lda + kk), w0,
+                                  acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(_mm256_loadu_ps(a + r * lda + kk + 8), w1,
+                                  acc[r][1]);
     }
+  }
+  for (; kk < k1; kk += 8) {
+    int64_t n = min64(8, k1 - kk);
+    __m256i mask = lanes_below(n);
+    __m256 wv = load_part(t, wj, kk, n, mask);
 #pragma GCC unroll 6
     for (int r = 0; r < rows; r++)
-      out[r * DOT_COLS + j] = m256_sum(total[r]);
+      acc[r][0] = _mm256_fmadd_ps(_mm256_maskload_ps(a + r * lda + kk, mask),
+                                  wv, acc[r][0]);
   }
 }
 
-AVX2 static void dot_avx2(int rows, int64_t k, const float *a, int64_t lda,
-                          const void *const *w, float *out) {
-  WITH_ROWS_3(rows, dot_rows_avx2, DT_F32, k, a, lda, w, out);
-}
-
-AVX2 static void dot_f16_avx2(int rows, int64_t k, const float *a,
-                              int64_t lda, const void *const *w, float *out) {
-  WITH_ROWS_3(rows, dot_rows_avx2, DT_F16, k, a, lda, w, out);
-}
-
-AVX2 static void dot_bf16_avx2(int rows, int64_t k, const float *a,
-                               int64_t lda, const void *const *w, float *out) {
-  WITH_ROWS_3(rows, dot_rows_avx2, DT_BF16, k, a, lda, w, out);
-}
+/* The wide kernels (isa_wide.h) with 8 lanes. The micro-kernel is 6 x 16:
+ * 12 ymm accumulators, 2 B vectors and a broadcast; 12 FMAs per 8 loads,
+ * so the FMA units (2 per cycle) are the limit. */
+#define WIDE(name) name##_avx2
+#define WIDE_ATTR AVX2
+#define V __m256
+#define L 8
+#define MR X_MR
+#define NR X_NR
+#define UNROLL_MR _Pragma("GCC unroll 6")
+#define UNROLL_K _Pragma("GCC unroll 4")
+#define NACC 2
+#define ACC_SUM(a) _mm256_add_ps((a)[0], (a)[1])
+#define V_ZERO _mm256_setzero_ps
+#define V_LOAD _mm256_load_ps
+#define V_LOADU _mm256_loadu_ps
+#define V_STORE _mm256_store_ps
+#define V_STOREU _mm256_storeu_ps
+#define V_BCAST _mm256_broadcast_ss
+#define V_FMADD _mm256_fmadd_ps
+#define V_ADD _mm256_add_ps
+#define V_SUM m256_sum
+#define MASK __m256i
+#define MASK_BELOW lanes_below
+#define V_MASKLOAD _mm256_maskload_ps
+#define V_MASKSTORE _mm256_maskstore_ps
+#include "isa_wide.h"
 
 AVX2 static void widen_avx2(DType t, const uint16_t *src, float *dst,
                             int64_t n) {
@@ -646,146 +532,46 @@ dot_block_avx512(int rows, DType t, int64_t k0, int64_t k1, const float *a,
   }
 }
 
-/* As dot_rows_avx2, 16 lanes wide: W's rows one after another, summed per
- * KC block in the same order whatever ROWS is. */
-AVX512 static inline __attribute__((always_inline)) void
-dot_rows_avx512(int rows, DType t, int64_t k, const float *a, int64_t lda,
-                const void *const *w, float *out) {
-  for (int j = 0; j < DOT_COLS; j++) {
-    __m512 total[DOT_ROWS];
-#pragma GCC unroll 6
-    for (int r = 0; r < rows; r++)
-      total[r] = _mm512_setzero_ps();
-    for (int64_t k0 = 0; k0 < k; k0 += KC) {
-      __m512 acc[DOT_ROWS][4];
-#pragma GCC unroll 6
-      for (int r = 0; r < rows; r++)
-        acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = _mm512_setzero_ps();
-      dot_block_avx512(rows, t, k0, min64(k0 + KC, k), a, lda, w[j], acc);
-#pragma GCC unroll 6
-      for (int r = 0; r < rows; r++)
-        total[r] = _mm512_add_ps(
-            total[r], _mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]),
-                                    _mm512_add_ps(acc[r][2], acc[r][3])));
-    }
-#pragma GCC unroll 6
-    for (int r = 0; r < rows; r++)
-      out[r * DOT_COLS + j] = _mm512_reduce_add_ps(total[r]);
-  }
-}
-
-AVX512 static void dot_avx512(int rows, int64_t k, const float *a,
-                              int64_t lda, const void *const *w, float *out) {
-  WITH_ROWS_3(rows, dot_rows_avx512, DT_F32, k, a, lda, w, out);
-}
-
-AVX512 static void dot_f16_avx512(int rows, int64_t k, const float *a,
-                                  int64_t lda, const void *const *w,
-                                  float *out) {
-  WITH_ROWS_3(rows, dot_rows_avx512, DT_F16, k, a, lda, w, out);
-}
-
-AVX512 static void dot_bf16_avx512(int rows, int64_t k, const float *a,
-                                   int64_t lda, const void *const *w,
-                                   float *out) {
-  WITH_ROWS_3(rows, dot_rows_avx512, DT_BF16, k, a, lda, w, out);
-}
-
 enum { Z_MR = 8, Z_NR = 32 };
 
-/* 8 x 32: 16 zmm accumulators, 2 B vectors and a broadcast of A, 16 FMAs
- * per 10 loads (AVX2's 6 x 16 does 12 per 8). On Zen 4, which runs a
- * 512-bit FMA as two 256-bit halves, the FMA peak is AVX2's, but the
- * kernel issues half the instructions per FMA, and 8 rows make the A
- * sliver a whole transpose8 (AVX2's 6 are packed value by value): on
- * Zen 4, products of 512 tokens by 1536 x 768 and 768 x 1536 weights ran
- * 0-6 % faster at one thread, by 128 x 768 12 % (bench/RESULTS.md). C's
- * tile is fetched ahead first, as in AVX2's kernel. */
-AVX512 static inline __attribute__((always_inline)) void
-micro_acc_avx512(int64_t kc, const float *a, const float *b, const float *c,
-                 int64_t c_m, int64_t c_n, int mr, int nr,
-                 __m512 acc[Z_MR][2]) {
-  prefetch_tile(c, c_m, c_n, mr, nr);
-  float sum[Z_MR * Z_NR] __attribute__((aligned(64))) = {0};
-  for (int64_t p0 = 0; p0 < kc; p0 += CHAIN) {
-#pragma GCC unroll 8
-    for (int i = 0; i < Z_MR; i++)
-      acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-    int64_t p1 = min64(kc, p0 + CHAIN);
-#pragma GCC unroll 2
-    for (int64_t p = p0; p < p1; p++) {
-      __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-#pragma GCC unroll 8
-      for (int i = 0; i < Z_MR; i++) {
-        __m512 ai = _mm512_set1_ps(a[i]);
-        acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
-        acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
-      }
-      a += Z_MR;
-      b += Z_NR;
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < Z_MR; i++)
-      for (int h = 0; h < 2; h++) {
-        float *si = sum + i * Z_NR + h * 16;
-        _mm512_store_ps(si, _mm512_add_ps(_mm512_load_ps(si), acc[i][h]));
-      }
-  }
-#pragma GCC unroll 8
-  for (int i = 0; i < Z_MR; i++) {
-    acc[i][0] = _mm512_load_ps(sum + i * Z_NR);
-    acc[i][1] = _mm512_load_ps(sum + i * Z_NR + 16);
-  }
-}
-
 /* Lanes [0, n) of 16 set, n clamped to [0, 16]. */
-static __mmask16 lanes16(int n) {
+static __mmask16 lanes16(int64_t n) {
   return (__mmask16)(n >= 16 ? 0xffff : n <= 0 ? 0 : (1u << n) - 1);
 }
 
-/* The tile's MR x NR corner into C, rows C_M apart and contiguous:
- * columns past NR masked (a whole tile has every lane set). */
-AVX512 static inline __attribute__((always_inline)) void
-store_rows_avx512(__m512 acc[Z_MR][2], float *c, int64_t c_m, int mr, int nr,
-                  bool overwrite) {
-  __mmask16 m0 = lanes16(nr), m1 = lanes16(nr - 16);
-#pragma GCC unroll 8
-  for (int i = 0; i < Z_MR; i++) {
-    if (i >= mr)
-      break;
-    float *ci = c + i * c_m;
-    if (!overwrite) {
-      acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_maskz_loadu_ps(m0, ci));
-      acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_maskz_loadu_ps(m1, ci + 16));
-    }
-    _mm512_mask_storeu_ps(ci, m0, acc[i][0]);
-    _mm512_mask_storeu_ps(ci + 16, m1, acc[i][1]);
-  }
-}
-
-/* Any tile at any strides, through a buffer (see store_strided_avx2). */
-AVX512 static inline __attribute__((always_inline)) void
-store_strided_avx512(__m512 acc[Z_MR][2], float *c, int64_t c_m, int64_t c_n,
-                     int mr, int nr, bool overwrite) {
-  float tile[MR_MAX * NR_MAX];
-#pragma GCC unroll 8
-  for (int i = 0; i < Z_MR; i++) {
-    _mm512_storeu_ps(tile + i * NR_MAX, acc[i][0]);
-    _mm512_storeu_ps(tile + i * NR_MAX + 16, acc[i][1]);
-  }
-  tile_store(tile, c, c_m, c_n, mr, nr, overwrite);
-}
-
-AVX512 static void micro_avx512(int64_t kc, const float *a, const float *b,
-                                float *c, int64_t c_m, int64_t c_n, int mr,
-                                int nr, bool overwrite) {
-  __m512 acc[Z_MR][2];
-  micro_acc_avx512(kc, a, b, c, c_m, c_n, mr, nr, acc);
-  if (c_n != 1)
-    store_strided_avx512(acc, c, c_m, c_n, mr, nr, overwrite);
-  else
-    store_rows_avx512(acc, c, c_m, mr, nr, overwrite);
-}
+/* The wide kernels (isa_wide.h) with 16 lanes. The micro-kernel is 8 x
+ * 32: 16 zmm accumulators, 2 B vectors and a broadcast of A, 16 FMAs per
+ * 10 loads (AVX2's 6 x 16 does 12 per 8). On Zen 4, which runs a 512-bit
+ * FMA as two 256-bit halves, the FMA peak is AVX2's, but the kernel
+ * issues half the instructions per FMA, and 8 rows make the A sliver a
+ * whole transpose8 (AVX2's 6 are packed value by value): on Zen 4,
+ * products of 512 tokens by 1536 x 768 and 768 x 1536 weights ran 0-6 %
+ * faster at one thread, by 128 x 768 12 % (bench/RESULTS.md). */
+#define WIDE(name) name##_avx512
+#define WIDE_ATTR AVX512
+#define V __m512
+#define L 16
+#define MR Z_MR
+#define NR Z_NR
+#define UNROLL_MR _Pragma("GCC unroll 8")
+#define UNROLL_K _Pragma("GCC unroll 2")
+#define NACC 4
+#define ACC_SUM(a)                                                             \
+  _mm512_add_ps(_mm512_add_ps((a)[0], (a)[1]), _mm512_add_ps((a)[2], (a)[3]))
+#define V_ZERO _mm512_setzero_ps
+#define V_LOAD _mm512_load_ps
+#define V_LOADU _mm512_loadu_ps
+#define V_STORE _mm512_store_ps
+#define V_STOREU _mm512_storeu_ps
+#define V_BCAST(p) _mm512_set1_ps(*(p))
+#define V_FMADD _mm512_fmadd_ps
+#define V_ADD _mm512_add_ps
+#define V_SUM _mm512_reduce_add_ps
+#define MASK __mmask16
+#define MASK_BELOW lanes16
+#define V_MASKLOAD(p, m) _mm512_maskz_loadu_ps(m, p)
+#define V_MASKSTORE(p, m, v) _mm512_mask_storeu_ps(p, m, v)
+#include "isa_wide.h"
 
 static const Isa isa_avx512 = {Z_MR,
                                Z_NR,

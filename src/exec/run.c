@@ -139,25 +139,26 @@ bool fill_front(Run *r, int t, int64_t steps, const int64_t *lo,
 
 /* ---- memory ---- */
 
-/* Arrays of up to SPARE_BYTES (a decode step's activations and state, a
- * prompt's per-layer tensors) are kept when released, in one stack for
- * all tensors, and handed out again as they are to the next tensor of the
- * same element count (the last kept first: it is still in the cache):
- * a decode step then neither maps fresh pages nor takes page faults, nor
- * clears them, and since every array is handed out again to whichever
- * tensor fits, the memory kept is what the most arrays live at once
- * needed, not every tensor's array (Mamba-2's prefill of 512 tokens: 39
- * MB less). Nothing reads an element before it is written (every Einsum
- * writes its whole region; fronts and halos are filled from the
- * initialization; the scan kernel's skipped steps are read by no one), so
- * old values are as good as zeros; tests/unit/test_exec.c holds an Exec
- * run again on new inputs to exec_run's fresh arrays, bit for bit. */
-enum { SPARE_BYTES = 8 << 20 };
-
+/* Arrays are kept when released (a decode step's activations and state,
+ * a prompt's per-layer tensors, a fused unit's tile buffers, whatever
+ * their size), in one stack for all tensors, and handed out again as they
+ * are to the next tensor of the same element count (the last kept first:
+ * it is still in the cache): a decode step, or the next layer of a
+ * prompt, then neither maps fresh pages nor takes page faults, nor clears
+ * them. Since every array is handed out again to whichever tensor fits,
+ * the memory kept is what the most arrays live at once needed, not every
+ * tensor's array (Mamba-2's prefill of 512 tokens: 39 MB less). Nothing
+ * reads an element before it is written (every Einsum writes its whole
+ * region; fronts and halos are filled from the initialization; the scan
+ * kernel's skipped steps are read by no one), so old values are as good
+ * as zeros; tests/unit/test_exec.c holds an Exec run again on new inputs
+ * to exec_run's fresh arrays, bit for bit. (Arrays of more than 8 MiB were
+ * once mapped and freed again for every layer: 38 % of a 512-token
+ * mamba2-130m ri+rsb prefill went to page faults.) */
 Array *run_array(Run *r, int ndim, const int64_t *shape) {
   uint64_t n;
-  if (!count_elements(ndim, shape, SPARE_BYTES / sizeof(float), &n))
-    return array_new(ndim, shape); /* larger than any spare */
+  if (!count_elements(ndim, shape, UINT64_MAX / sizeof(float), &n))
+    return array_new(ndim, shape); /* too large: it refuses */
   for (int i = r->nspare - 1; i >= 0; i--) {
     Array *a = r->spare[i];
     if ((uint64_t)a->n != n)
@@ -175,7 +176,7 @@ Array *run_array(Run *r, int ndim, const int64_t *shape) {
 /* The stack has one slot per tensor; past that, a released array is freed. */
 void run_drop(Run *r, Array *a) {
   if (a && r->nspare < r->c->ntensors && a->dtype == DT_F32 && a->own &&
-      a->n > 0 && 4.0 * (double)a->n <= SPARE_BYTES) {
+      a->n > 0) {
     r->spare[r->nspare++] = a;
     return;
   }

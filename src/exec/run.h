@@ -68,8 +68,8 @@ Array *run_alloc(Run *r, int t);
 void run_release(Run *r, int t);
 /* An fp32 array of SHAPE (a tensor's array or tile buffer): a spare of
  * as many elements, released earlier by any tensor (its old values
- * kept), else a new, zeroed one; and its return, kept as a spare when
- * at most SPARE_BYTES (run.c), else freed. */
+ * kept), else a new, zeroed one (array_new); and its return,
+ * kept as a spare whatever its size (run.c). */
 Array *run_array(Run *r, int ndim, const int64_t *shape);
 void run_drop(Run *r, Array *a);
 

@@ -135,19 +135,16 @@ INLINE float erf1(float x) {
 
 /* ---- each op of ops.h over one lane, named after it ---- */
 
-INLINE float f_ADD(float a, float b) { return a + b; }
-INLINE float f_SUB(float a, float b) { return a - b; }
-INLINE float f_MUL(float a, float b) { return a * b; }
-INLINE float f_DIV(float a, float b) { return a / b; }
-INLINE float f_LT(float a, float b) { return a < b ? 1.0f : 0.0f; }
-INLINE float f_LE(float a, float b) { return a <= b ? 1.0f : 0.0f; }
-INLINE float f_GT(float a, float b) { return a > b ? 1.0f : 0.0f; }
-INLINE float f_GE(float a, float b) { return a >= b ? 1.0f : 0.0f; }
-INLINE float f_EQ(float a, float b) { return a == b ? 1.0f : 0.0f; }
-INLINE float f_NE(float a, float b) { return a != b ? 1.0f : 0.0f; }
-INLINE float f_WHERE(float c, float a, float b) { return c != 0.0f ? a : b; }
-INLINE float f_MAX(float a, float b) { return a > b ? a : b; }
-INLINE float f_MIN(float a, float b) { return a < b ? a : b; }
+#define EXP exp1
+#define LOG log1
+#define LOG1P log1p1
+#define SQRT sqrtf
+#define FABS fabsf
+#define CEIL ceilf
+#define F(id, arity, expr)                                                    \
+  INLINE float f_##id(IR_OP_PARAMS##arity(float)) { return expr; }
+IR_OP_FORMULAS(F, float)
+#undef F
 
 /* Integer exponents below 64 by repeated squaring (exact up to the
  * roundings of the products), others as exp(b log |a|), with the sign of
@@ -171,18 +168,6 @@ INLINE float f_POW(float a, float b) {
   return integral && n < 64.0f ? r : g;
 }
 
-INLINE float f_NEG(float a) { return -a; }
-INLINE float f_ABS(float a) { return fabsf(a); }
-INLINE float f_RECIP(float a) { return 1.0f / a; }
-INLINE float f_CEIL(float a) { return ceilf(a); }
-INLINE float f_EXP(float a) { return exp1(a); }
-INLINE float f_LOG(float a) { return log1(a); }
-INLINE float f_SQRT(float a) { return sqrtf(a); }
-INLINE float f_RSQRT(float a) { return 1.0f / sqrtf(a); }
-INLINE float f_SIGMOID(float a) { return 1.0f / (1.0f + exp1(-a)); }
-INLINE float f_SILU(float a) { return a / (1.0f + exp1(-a)); }
-/* PyTorch's: the identity above 20 */
-INLINE float f_SOFTPLUS(float a) { return a > 20.0f ? a : log1p1(exp1(a)); }
 INLINE float f_TANH(float a) { return tanh1(a); }
 INLINE float f_ERF(float a) { return erf1(a); }
 /* a/2 (1 + erf(z)), z = a/sqrt 2: below z = -1, 1 + erf(z) = erfc(-z)

@@ -40,32 +40,18 @@ bool op_infix(const char *text, size_t len, int prec, Op *op) {
 
 /* ---- the meaning: one function per op, named after it ---- */
 
-static double d_ADD(double a, double b) { return a + b; }
-static double d_SUB(double a, double b) { return a - b; }
-static double d_MUL(double a, double b) { return a * b; }
-static double d_DIV(double a, double b) { return a / b; }
-static double d_LT(double a, double b) { return a < b; }
-static double d_LE(double a, double b) { return a <= b; }
-static double d_GT(double a, double b) { return a > b; }
-static double d_GE(double a, double b) { return a >= b; }
-static double d_EQ(double a, double b) { return a == b; }
-static double d_NE(double a, double b) { return a != b; }
-static double d_WHERE(double c, double a, double b) { return c != 0 ? a : b; }
-static double d_MAX(double a, double b) { return a > b ? a : b; }
-static double d_MIN(double a, double b) { return a < b ? a : b; }
+#define EXP exp
+#define LOG log
+#define LOG1P log1p
+#define SQRT sqrt
+#define FABS fabs
+#define CEIL ceil
+#define F(id, arity, expr)                                                    \
+  static double d_##id(IR_OP_PARAMS##arity(double)) { return expr; }
+IR_OP_FORMULAS(F, double)
+#undef F
+
 static double d_POW(double a, double b) { return pow(a, b); }
-static double d_NEG(double a) { return -a; }
-static double d_ABS(double a) { return fabs(a); }
-static double d_RECIP(double a) { return 1 / a; }
-static double d_CEIL(double a) { return ceil(a); }
-static double d_EXP(double a) { return exp(a); }
-static double d_LOG(double a) { return log(a); }
-static double d_SQRT(double a) { return sqrt(a); }
-static double d_RSQRT(double a) { return 1 / sqrt(a); }
-static double d_SIGMOID(double a) { return 1 / (1 + exp(-a)); }
-static double d_SILU(double a) { return a / (1 + exp(-a)); }
-/* PyTorch's, threshold 20: what Mamba uses */
-static double d_SOFTPLUS(double a) { return a > 20 ? a : log1p(exp(a)); }
 static double d_TANH(double a) { return tanh(a); }
 static double d_ERF(double a) { return erf(a); }
 /* 1 + erf(a/sqrt 2) = erfc(-a/sqrt 2), without cancellation for a < 0 */

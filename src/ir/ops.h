@@ -15,11 +15,15 @@
  *          a sum is one MACC instead: that is the model's rule (work.c).
  *
  * The parser (src/workload/expr.c) reads TEXT, ARITY and PREC; the model
- * (src/model/work.c) reads COST; the meaning is written twice, in double
- * precision with libm (op_apply in ops.c, also used to fold constants) and
- * over float vectors for the executor (vm_op in src/exec/vmath.c), each as
- * a function named after ID. Adding an op is a row here and those two
- * functions; its cost goes in docs/architecture.md's table of ops.
+ * (src/model/work.c) reads COST; the meaning is computed at two
+ * precisions, in double with libm (op_apply in ops.c, also used to fold
+ * constants) and over float vectors for the executor (vm_op in
+ * src/exec/vmath.c), each as a function named after ID. The formulas that
+ * read the same at both are written once, in IR_OP_FORMULAS below; the
+ * others (pow, tanh, erf and the GELUs, whose float forms are their own
+ * algorithms) once in each file. Adding an op is a row here and a formula
+ * (or the two functions); its cost goes in docs/architecture.md's table
+ * of ops.
  *
  * Comparisons give 1 or 0. Prefix '-' is OP_NEG. */
 #ifndef MAMBALAYA_IR_OPS_H
@@ -70,6 +74,45 @@
   /* GELU, tanh form: a/2 (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3))) */       \
   X(GELU_TANH, "gelu_tanh", 1, 0, C(SILU, 1) C(MUL, 8) C(ADD, 3))
 /* clang-format on */
+
+/* F(ID, ARITY, EXPR): the ops whose formula is the same in float and in
+ * double: EXPR of the operands a, b, c (as many as ARITY) of type T, with
+ * the elementary functions the includer defines at its precision: EXP,
+ * LOG, LOG1P, SQRT, FABS, CEIL. Constants are written (T)n, so that float
+ * code never computes in double. */
+/* clang-format off */
+#define IR_OP_FORMULAS(F, T)                                                  \
+  F(ADD,      2, a + b)                                                       \
+  F(SUB,      2, a - b)                                                       \
+  F(MUL,      2, a * b)                                                       \
+  F(DIV,      2, a / b)                                                       \
+  F(LT,       2, a < b ? (T)1 : (T)0)                                         \
+  F(LE,       2, a <= b ? (T)1 : (T)0)                                        \
+  F(GT,       2, a > b ? (T)1 : (T)0)                                         \
+  F(GE,       2, a >= b ? (T)1 : (T)0)                                        \
+  F(EQ,       2, a == b ? (T)1 : (T)0)                                        \
+  F(NE,       2, a != b ? (T)1 : (T)0)                                        \
+  F(WHERE,    3, a != (T)0 ? b : c)                                           \
+  F(MAX,      2, a > b ? a : b)                                               \
+  F(MIN,      2, a < b ? a : b)                                               \
+  F(NEG,      1, -a)                                                          \
+  F(ABS,      1, FABS(a))                                                     \
+  F(RECIP,    1, (T)1 / a)                                                    \
+  F(CEIL,     1, CEIL(a))                                                     \
+  F(EXP,      1, EXP(a))                                                      \
+  F(LOG,      1, LOG(a))                                                      \
+  F(SQRT,     1, SQRT(a))                                                     \
+  F(RSQRT,    1, (T)1 / SQRT(a))                                              \
+  F(SIGMOID,  1, (T)1 / ((T)1 + EXP(-a)))                                     \
+  F(SILU,     1, a / ((T)1 + EXP(-a)))                                        \
+  /* PyTorch's, threshold 20: what Mamba uses */                             \
+  F(SOFTPLUS, 1, a > (T)20 ? a : LOG1P(EXP(a)))
+/* clang-format on */
+
+/* The operands of a formula of ARITY (1 to 3) operands of type T. */
+#define IR_OP_PARAMS1(T) T a
+#define IR_OP_PARAMS2(T) T a, T b
+#define IR_OP_PARAMS3(T) T a, T b, T c
 
 typedef enum {
 #define X(id, text, arity, prec, cost) OP_##id,

@@ -655,10 +655,10 @@ bool lm_export_state(const Lm *m, Tensors *out) {
  * A prompt longer than SEGMENT_TOKENS runs as several passes, each
  * continuing from the state the last one left (under the interpreter,
  * recording nothing): a pass of 2048 tokens holds intermediates of tens
- * of MiB, which the executor maps and clears again for every layer (it
- * keeps arrays of up to 8 MiB from run to run: docs/executor.md); 512
- * tokens of a 130m-sized layer stay under that (bench/RESULTS.md,
- * "Chunked SSD prefill": 16 % less CPU time for 2048 tokens).
+ * of MiB, each written once and read back from memory; passes of 512
+ * tokens hold a quarter as much (bench/RESULTS.md, "Chunked SSD
+ * prefill": 16 % less CPU time for 2048 tokens, measured when the
+ * executor still mapped arrays over 8 MiB afresh for every layer).
  *
  * With the chunked SSD form, a Mamba-2 prompt's whole chunks run through
  * specs/mamba2_ssd.yaml, the layer with its state-space part in the
