@@ -368,6 +368,22 @@ static json_t *einsum_levels_json(const Cascade *c, const Arch *a,
   return arr;
 }
 
+/* REC's fields of table FS (N rows: MEM_LEVEL_FIELDS or
+ * COMPUTE_UNIT_FIELDS) that have a JSON key, into X: a count as an
+ * integer, a flag as a boolean, a quantity as a number (null: infinite). */
+static void fields_json(json_t *x, const void *rec, const ArchField *fs,
+                        int n) {
+  for (int k = 0; k < n; k++) {
+    const ArchField *f = &fs[k];
+    double v = arch_field_value(rec, f);
+    if (f->json)
+      json_object_set_new(x, f->json,
+                          f->kind == LF_COUNT ? json_integer((json_int_t)v)
+                          : f->kind == LF_FLAG ? json_boolean(v != 0)
+                                               : real_or_null(v));
+  }
+}
+
 /* The hierarchy: each level's role, limits (null: unlimited) and
  * totals over the layer. */
 static json_t *levels_json(const Arch *a, const Eval *ev) {
@@ -379,20 +395,26 @@ static json_t *levels_json(const Arch *a, const Eval *ev) {
     json_object_set_new(x, "name", json_string(lv->name));
     json_object_set_new(x, "role",
                         json_string(level_role_name(arch_level_role(a, l))));
-    for (int k = 0; k < MEM_LEVEL_NFIELDS; k++) {
-      const ArchField *f = &mem_level_fields[k];
-      double v = arch_field_value(lv, f);
-      if (f->json)
-        json_object_set_new(x, f->json,
-                            f->kind == LF_COUNT ? json_integer((json_int_t)v)
-                            : f->kind == LF_FLAG ? json_boolean(v != 0)
-                                                 : real_or_null(v));
-    }
+    fields_json(x, lv, mem_level_fields, MEM_LEVEL_NFIELDS);
     json_object_set_new(x, "read_bytes", report_real(u->read));
     json_object_set_new(x, "write_bytes", report_real(u->write));
     json_object_set_new(x, "busy_s", report_real(u->cycles / a->clock_hz));
     json_object_set_new(x, "energy_j", report_real(u->energy_pj * 1e-12));
     json_object_set_new(x, "fits", json_boolean(u->fits));
+    json_array_append_new(arr, x);
+  }
+  return arr;
+}
+
+/* The compute units: each one's name, role and scalar fields. */
+static json_t *units_json(const Arch *a) {
+  json_t *arr = json_array();
+  for (int u = 0; u < a->nunits; u++) {
+    const Unit *un = &a->units[u];
+    json_t *x = json_object();
+    json_object_set_new(x, "name", json_string(un->name));
+    json_object_set_new(x, "role", json_string(role_name(un->role)));
+    fields_json(x, un, compute_unit_fields, COMPUTE_UNIT_NFIELDS);
     json_array_append_new(arr, x);
   }
   return arr;
@@ -569,6 +591,7 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
   json_object_set_new(o, "totals", t);
   json_object_set_new(o, "components", report_components_json(a, ev));
   json_object_set_new(o, "levels", levels_json(a, ev));
+  json_object_set_new(o, "units", units_json(a));
   json_object_set_new(o, "plan", report_plan_json(c, ev->plan));
   return o;
 }
