@@ -209,6 +209,11 @@ const char *design_color(Design d, Shade s);
  * a colour of their own. */
 const char *level_color(const Arch *a, int l);
 const char *ops_color(void);
+/* The K-th series of a chart whose series are no designs (validate's
+ * operators): the designs' main colours in their order, cycled after
+ * PALETTE_COLORS, which svg_check.py tells apart pairwise. */
+enum { PALETTE_COLORS = DES_COUNT + 1 };
+const char *palette_color(int k);
 
 /* ---- charts ----
  *

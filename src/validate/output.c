@@ -202,14 +202,9 @@ json_t *validate_json(const Validation *v, const VidurSet *set,
   return root;
 }
 
-/* A colour per operator (Tableau's ten, a palette made to be told
- * apart, its grey replaced by black: the grey was within svg_check.py's
- * colour distance of the teal and the brown), so that no two share one. */
-static const char *const op_colours[] = {
-    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#000000"};
-_Static_assert(sizeof op_colours / sizeof op_colours[0] == VOP_COUNT,
-               "a colour per operator");
+/* A colour per operator, the palette's (report.h, palette_color), so
+ * that no two share one. */
+_Static_assert((int)VOP_COUNT <= (int)PALETTE_COLORS, "a colour per operator");
 
 void validate_chart(Buf *b, const Validation *v, Format f) {
   ChartSeries s[VOP_COUNT + 1];
@@ -231,7 +226,7 @@ void validate_chart(Buf *b, const Validation *v, Format f) {
     if (n)
       s[ns++] = (ChartSeries){.name = vidur_op_name(k), .n = n, .x = x[k],
                               .y = y[k], .marker = 1,
-                              .color = op_colours[k]};
+                              .color = palette_color(k)};
   }
   double diag[2] = {isfinite(lo) ? lo : 1e-3, hi > 0 ? hi : 1};
   s[ns++] = (ChartSeries){.name = "y = x", .n = 2, .x = diag, .y = diag,
