@@ -140,11 +140,6 @@ static double search_gap(const SearchResult *r) {
   return r->lower > 0 ? r->found / r->lower : 1;
 }
 
-/* "search" (a partition the search found) or the named design it is. */
-static const char *search_from(const SearchResult *r) {
-  return r->from == DES_COUNT ? "search" : design_name(r->from);
-}
-
 static json_t *search_json(const SearchResult *r, SearchObjective obj,
                            const Arch *a) {
   json_t *j = json_object();
@@ -153,10 +148,9 @@ static json_t *search_json(const SearchResult *r, SearchObjective obj,
   json_object_set_new(j, "fusion_levels", json_integer(r->levels));
   json_object_set_new(j, "objective",
                       json_string(search_objective_name(obj)));
-  json_object_set_new(j, "found", report_real(r->found));
-  json_object_set_new(j, "lower_bound", report_real(r->lower));
-  json_object_set_new(j, "gap", report_real(search_gap(r)));
-  json_object_set_new(j, "from", json_string(search_from(r)));
+  REPORT_REALS(j, {"found", r->found}, {"lower_bound", r->lower},
+               {"gap", search_gap(r)});
+  json_object_set_new(j, "from", json_string(report_from_name(r->from)));
   return j;
 }
 
@@ -174,7 +168,7 @@ static void search_csv(Buf *b, const Buf *csv, const SearchResult *r,
       buf_printf(b, ",best_from,ideal_%s,gap_to_ideal\n",
                  search_objective_column(obj));
     else
-      buf_printf(b, ",%s,%.10g,%.10g\n", search_from(r), r->lower,
+      buf_printf(b, ",%s,%.10g,%.10g\n", report_from_name(r->from), r->lower,
                  search_gap(r));
     header = false;
     l += n + (l[n] == '\n');

@@ -126,12 +126,9 @@ void validate_csv(Buf *b, const Validation *v, const VidurSet *set) {
     csv_field(b, f->gpu);
     buf_printf(b, ",");
     csv_field(b, f->model);
-    buf_printf(b, ",%s,%d,%d,", vidur_op_name(r->op), r->tokens, r->tp);
-    csv_number(b, r->predicted_ms);
-    buf_printf(b, ",");
-    csv_number(b, r->measured_ms);
-    buf_printf(b, ",");
-    csv_number(b, r->error);
+    buf_printf(b, ",%s,%d,%d", vidur_op_name(r->op), r->tokens, r->tp);
+    csv_numbers(b, (const double[]){r->predicted_ms, r->measured_ms, r->error},
+                3);
     buf_printf(b, "\n");
   }
 }
@@ -177,9 +174,8 @@ json_t *validate_json(const Validation *v, const VidurSet *set,
     json_object_set_new(o, "operator", json_string(vidur_op_name(r->op)));
     json_object_set_new(o, "tokens", json_integer(r->tokens));
     json_object_set_new(o, "tp", json_integer(r->tp));
-    json_object_set_new(o, "predicted_ms", report_real(r->predicted_ms));
-    json_object_set_new(o, "measured_ms", report_real(r->measured_ms));
-    json_object_set_new(o, "error", report_real(r->error));
+    REPORT_REALS(o, {"predicted_ms", r->predicted_ms},
+                 {"measured_ms", r->measured_ms}, {"error", r->error});
     json_array_append_new(recs, o);
   }
   for (int i = 0; i < set->n; i++) {
