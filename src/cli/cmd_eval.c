@@ -20,8 +20,7 @@ typedef struct EvalArgs {
 
 static const Opt eval_opts[] = {
     CONFIG_OPT(EvalArgs, net.config),
-    {"--arch", OPT_STRING, offsetof(EvalArgs, arch), "ARCH",
-     .help = "architecture (default: mambalaya)"},
+    ARCH_OPT(EvalArgs, arch),
     {"--design", OPT_ENUM, offsetof(EvalArgs, design), "D",
      .help = "(default: full; best: the schedule `search` finds for the "
              "objective, with its gap to ideal)",
@@ -39,14 +38,8 @@ static const Opt eval_opts[] = {
              "--plan-out` writes it (checked against its label; at the "
              "fusion level it names, if any; --strategy S picks one of a "
              "file of several)"},
-    {"--phase", OPT_ENUM, offsetof(EvalArgs, spec.phase), "P",
-     .help = "prefill (the spec's sizes) or decode (the sequence rank, "
-             "`sequence:` in the spec, set to 1)",
-     .choices = &phase_choices},
-    {"--trace", OPT_PATH, offsetof(EvalArgs, trace), "FILE.json",
-     .help = "also write the plan's timeline as Chrome trace-event JSON "
-             "(Perfetto opens it): a track per unit, memory level and "
-             "group, a slice per Einsum and per transfer"},
+    PHASE_OPT(EvalArgs),
+    TRACE_OPT(EvalArgs, trace),
     {"--csv", OPT_FLAG, offsetof(EvalArgs, csv), NULL,
      .help = "print one row per Einsum as CSV (a header line, then the rows "
              "in execution order)"},

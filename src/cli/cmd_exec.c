@@ -103,9 +103,7 @@ static const Opt exec_opts[] = {
      .help = "greedy (default), alg1 or global: how the plan is stitched (as "
              "for fuse)",
      .choices = &stitcher_choices},
-    {"--phase", OPT_ENUM, EO(spec.phase), "P",
-     .help = "prefill, or decode: the spec's sequence rank set to 1",
-     .choices = &phase_choices},
+    PHASE_OPT(ExecArgs),
     {"--out", OPT_PATH, EO(out), "FILE",
      .help = "write the outputs (or the --keep tensors) to FILE, atomically"},
     {"--keep", OPT_STRING, EO(keep), "T,...",
