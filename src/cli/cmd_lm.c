@@ -328,6 +328,16 @@ void tokens_meta(Buf *b, const int *tokens, int nseq, int len) {
                  i + 1 < len ? "," : s + 1 < nseq ? ";" : "");
 }
 
+void print_token_rows(const int *tokens, int nseq, int len) {
+  Buf b = {0};
+  tokens_meta(&b, tokens, nseq, len);
+  for (char *p = b.s; *p; p++)
+    if (*p == ';')
+      *p = '\n';
+  printf("%s\n", b.s);
+  buf_free(&b);
+}
+
 /* Write ARRAYS (logits first) and the model's decode state to PATH. */
 int save_results(const Lm *m, const char *path, const Tensors *arrays,
                  const char *tokens, const char *strategy,
