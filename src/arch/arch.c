@@ -641,11 +641,11 @@ static bool load_unit(Loader *L, const YamlNode *m, Unit *u) {
   return !ops || load_ops(L, ops, where, u);
 }
 
+_Static_assert(offsetof(Unit, name) == 0,
+               "find_named reads a unit's name at its start");
+
 static int find_unit(const Arch *a, const char *name) {
-  for (int i = 0; i < a->nunits; i++)
-    if (strcmp(a->units[i].name, name) == 0)
-      return i;
-  return -1;
+  return find_named(a->units, a->nunits, sizeof *a->units, name);
 }
 
 /* A unit named at N (mode_of, epilogue, binding), or an error listing the
