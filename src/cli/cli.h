@@ -250,6 +250,13 @@ extern const OptTable net_options;
            "schedule's) as Chrome trace-event JSON (Perfetto opens it): a "  \
            "track per unit, memory level and group, a slice per Einsum and " \
            "per transfer"}
+/* --max-memory B of a command whose WHAT ("a run whose weights and
+ * arrays") it bounds, into the double FIELD of Args (memory_budget,
+ * check_memory). */
+#define MAX_MEMORY_OPT(Args, field, what)                                    \
+  {"--max-memory", OPT_SIZE, offsetof(Args, field), "B",                     \
+   .help = "refuse (exit 2) " what " would need more than B bytes (8GiB, "   \
+           "512MiB; default: the memory the machine has available)"}
 /* NetArgs' values before parsing: every figure its default. */
 void net_args_init(NetArgs *n);
 /* With CONFIG (--config): refuse SPEC (when given) and the options of

@@ -43,10 +43,8 @@ static const Opt lm_opts[] = {
     {"--spec", OPT_STRING, LO(spec), "SPEC",
      .help = "the layer cascade (default: mamba1 or mamba2, from "
              "config.json); its weights: section maps the keys"},
-    {"--max-memory", OPT_SIZE, LO(max_memory), "B",
-     .help = "refuse (exit 2) a run whose weights, activations and results "
-             "would need more than B bytes (suffixes as for --buffer; "
-             "default: the memory available)"},
+    MAX_MEMORY_OPT(LmArgs, max_memory,
+                   "a run whose weights, activations and results"),
     {"--json", OPT_FLAG, LO(json), NULL,
      .help = "print one JSON object on stdout: the tokens, times, bytes of "
              "weights, peak bytes of activations and the peak resident memory"},
