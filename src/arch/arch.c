@@ -641,11 +641,11 @@ static bool load_unit(Loader *L, const YamlNode *m, Unit *u) {
   return !ops || load_ops(L, ops, where, u);
 }
 
+_Static_assert(offsetof(Unit, name) == 0,
+               "find_named reads a unit's name at its start");
+
 static int find_unit(const Arch *a, const char *name) {
-  for (int i = 0; i < a->nunits; i++)
-    if (strcmp(a->units[i].name, name) == 0)
-      return i;
-  return -1;
+  return find_named(a->units, a->nunits, sizeof *a->units, name);
 }
 
 /* A unit named at N (mode_of, epilogue, binding), or an error listing the
@@ -1101,13 +1101,7 @@ Arch *arch_parse(const char *path, const char *text, size_t len, Diag *d) {
   return doc ? arch_from_doc(path, doc, d) : NULL;
 }
 
-Arch *arch_load(const char *path, Diag *d) {
-  size_t len;
-  char *text = read_input(path, INPUT_TEXT_MAX, &len, d);
-  Arch *a = text ? arch_parse(path, text, len, d) : NULL;
-  free(text);
-  return a;
-}
+INPUT_LOADER(Arch, arch_load, arch_parse)
 
 /* The translation is loaded as a file of ours; where it fails, the
  * error's place is moved back to the line of the AccelForge file that
@@ -1126,16 +1120,8 @@ Arch *arch_parse_accelforge(const char *path, const char *text, size_t len,
   }
   if (a)
     a->notes = arena_strdup(&a->arena, t.notes.s ? t.notes.s : "");
-  if (a && out) {
-    buf_printf(out, "# %s, translated by mambalaya import (AccelForge "
-               "architecture)\n", path);
-    for (const char *s = t.notes.s; s && *s;) {
-      const char *nl = strchr(s, '\n');
-      buf_printf(out, "# note: %.*s\n", (int)(nl - s), s);
-      s = nl + 1;
-    }
-    buf_printf(out, "%s", t.text.s);
-  }
+  if (a && out)
+    tr_print(&t, path, "AccelForge architecture", out);
   tr_free(&t);
   return a;
 }

@@ -149,13 +149,15 @@ const char *level_role_name(LevelRole r);
 #define LF_TYPE_SHARE double
 #define LF_TYPE_COUNT int
 #define LF_TYPE_FLAG bool
+/* What a row of either table makes: its struct member, and +1 (its
+ * table's length is 0 plus one per row). */
+#define ARCH_FIELD_MEMBER(key, member, KIND, ...) LF_TYPE_##KIND member;
+#define ARCH_FIELD_ONE(...) +1
 
 typedef struct MemLevel {
   const char *name;
   Loc loc;
-#define LEVEL_MEMBER(key, member, KIND, ...) LF_TYPE_##KIND member;
-  MEM_LEVEL_FIELDS(LEVEL_MEMBER)
-#undef LEVEL_MEMBER
+  MEM_LEVEL_FIELDS(ARCH_FIELD_MEMBER)
 } MemLevel;
 
 /* The tables as data (a level's, a unit's), for the loader, the reports
@@ -178,11 +180,7 @@ typedef struct ArchField {
   const char *json;
   size_t offset; /* of its member in MemLevel or Unit */
 } ArchField;
-enum {
-#define LEVEL_ONE(...) +1
-  MEM_LEVEL_NFIELDS = 0 MEM_LEVEL_FIELDS(LEVEL_ONE)
-#undef LEVEL_ONE
-};
+enum { MEM_LEVEL_NFIELDS = 0 MEM_LEVEL_FIELDS(ARCH_FIELD_ONE) };
 extern const ArchField mem_level_fields[MEM_LEVEL_NFIELDS];
 
 /* COMPUTE_UNIT_FIELDS(X): a compute unit's scalar fields, one row each in
@@ -193,21 +191,22 @@ extern const ArchField mem_level_fields[MEM_LEVEL_NFIELDS];
  * a row holds one scalar: role and reduction (names), shape and pes (one
  * geometry, two spellings that must agree), ops (a rate per operation
  * class), tile ([M, N]), mode_of and epilogue (other units, resolved once
- * all are loaded). None is echoed in eval --json (json: NULL). The rules
- * between rows (a mode's pipeline is its array's unless given; threads
- * need sms; tile and sms come together) follow the read. */
+ * all are loaded). Each row is echoed in eval --json's `units` under its
+ * JSON key. The rules between rows (a mode's pipeline is its array's
+ * unless given; threads need sms; tile and sms come together) follow the
+ * read. */
 #define COMPUTE_UNIT_FIELDS(X)                                               \
   /* pipeline stages of a PE (fill latency in cycles) */                     \
-  X("pipeline", pipeline, COUNT, NULL, 1, OPTIONAL, NULL, NULL)              \
+  X("pipeline", pipeline, COUNT, NULL, 1, OPTIONAL, NULL, "pipeline")        \
   /* A GPU's kernels (docs/architecture.md, "GPU kernels"; src/model/gpu.c): \
    * the share of its peak the unit reaches */                               \
-  X("efficiency", efficiency, SHARE, NULL, 1, OPTIONAL, NULL, NULL)          \
+  X("efficiency", efficiency, SHARE, NULL, 1, OPTIONAL, NULL, "efficiency")  \
   /* the SMs a matrix unit's PEs are spread over (0: no waves); a GEMM's     \
    * output tiles run in waves of `sms`, a last partial wave a whole one */  \
-  X("sms", sms, COUNT, NULL, 0, OPTIONAL, NULL, NULL)                        \
+  X("sms", sms, COUNT, NULL, 0, OPTIONAL, NULL, "sms")                       \
   /* threads resident per SM (with `sms`): a kernel's blocks run in waves   \
    * of sms x threads / block (0: none) */                                   \
-  X("threads", threads, COUNT, NULL, 0, OPTIONAL, NULL, NULL)
+  X("threads", threads, COUNT, NULL, 0, OPTIONAL, NULL, "threads")
 
 typedef struct Unit {
   const char *name;
@@ -222,15 +221,9 @@ typedef struct Unit {
                      cores), or -1 */
   RedNet reduction; /* how a reduction spreads over its PEs */
   int tile_m, tile_n; /* the output tile one SM computes (0, 0: none) */
-#define UNIT_MEMBER(key, member, KIND, ...) LF_TYPE_##KIND member;
-  COMPUTE_UNIT_FIELDS(UNIT_MEMBER)
-#undef UNIT_MEMBER
+  COMPUTE_UNIT_FIELDS(ARCH_FIELD_MEMBER)
 } Unit;
-enum {
-#define UNIT_ONE(...) +1
-  COMPUTE_UNIT_NFIELDS = 0 COMPUTE_UNIT_FIELDS(UNIT_ONE)
-#undef UNIT_ONE
-};
+enum { COMPUTE_UNIT_NFIELDS = 0 COMPUTE_UNIT_FIELDS(ARCH_FIELD_ONE) };
 extern const ArchField compute_unit_fields[COMPUTE_UNIT_NFIELDS];
 
 /* Field F of REC (the MemLevel or Unit of F's table) as a double (a

@@ -90,11 +90,11 @@ Arch *arch_with_fusion_level(const Arch *a, int level) {
   return copy;
 }
 
+_Static_assert(offsetof(MemLevel, name) == 0,
+               "find_named reads a level's name at its start");
+
 int arch_level_named(const Arch *a, const char *name) {
-  for (int l = 0; l < a->nlevels; l++)
-    if (strcmp(a->levels[l].name, name) == 0)
-      return l;
-  return -1;
+  return find_named(a->levels, a->nlevels, sizeof *a->levels, name);
 }
 
 /* The candidates' names, "GlobalBuffer, L2", into B. */

@@ -233,6 +233,30 @@ extern const OptTable net_options;
    .help = "a whole model: its Hugging Face config.json, or a folder "       \
            "holding one (no SPEC then: the model is the workload; "          \
            "docs/models.md)"}
+/* The options of the commands that price or run one cascade, each
+ * written once: --arch into the member FIELD of Args; --phase into its
+ * SpecOpts spec; --trace, the timeline of what was priced, into FIELD. */
+#define ARCH_OPT(Args, field)                                                \
+  {"--arch", OPT_STRING, offsetof(Args, field), "ARCH",                      \
+   .help = "architecture (default: mambalaya)"}
+#define PHASE_OPT(Args)                                                      \
+  {"--phase", OPT_ENUM, offsetof(Args, spec.phase), "P",                     \
+   .help = "prefill (the spec's sizes) or decode (the sequence rank, "       \
+           "`sequence:` in the spec, set to 1)",                             \
+   .choices = &phase_choices}
+#define TRACE_OPT(Args, field)                                               \
+  {"--trace", OPT_PATH, offsetof(Args, field), "FILE.json",                  \
+   .help = "also write the timeline of the plan priced (search: the best "   \
+           "schedule's) as Chrome trace-event JSON (Perfetto opens it): a "  \
+           "track per unit, memory level and group, a slice per Einsum and " \
+           "per transfer"}
+/* --max-memory B of a command whose WHAT ("a run whose weights and
+ * arrays") it bounds, into the double FIELD of Args (memory_budget,
+ * check_memory). */
+#define MAX_MEMORY_OPT(Args, field, what)                                    \
+  {"--max-memory", OPT_SIZE, offsetof(Args, field), "B",                     \
+   .help = "refuse (exit 2) " what " would need more than B bytes (8GiB, "   \
+           "512MiB; default: the memory the machine has available)"}
 /* NetArgs' values before parsing: every figure its default. */
 void net_args_init(NetArgs *n);
 /* With CONFIG (--config): refuse SPEC (when given) and the options of

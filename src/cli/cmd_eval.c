@@ -20,8 +20,7 @@ typedef struct EvalArgs {
 
 static const Opt eval_opts[] = {
     CONFIG_OPT(EvalArgs, net.config),
-    {"--arch", OPT_STRING, offsetof(EvalArgs, arch), "ARCH",
-     .help = "architecture (default: mambalaya)"},
+    ARCH_OPT(EvalArgs, arch),
     {"--design", OPT_ENUM, offsetof(EvalArgs, design), "D",
      .help = "(default: full; best: the schedule `search` finds for the "
              "objective, with its gap to ideal)",
@@ -39,14 +38,8 @@ static const Opt eval_opts[] = {
              "--plan-out` writes it (checked against its label; at the "
              "fusion level it names, if any; --strategy S picks one of a "
              "file of several)"},
-    {"--phase", OPT_ENUM, offsetof(EvalArgs, spec.phase), "P",
-     .help = "prefill (the spec's sizes) or decode (the sequence rank, "
-             "`sequence:` in the spec, set to 1)",
-     .choices = &phase_choices},
-    {"--trace", OPT_PATH, offsetof(EvalArgs, trace), "FILE.json",
-     .help = "also write the plan's timeline as Chrome trace-event JSON "
-             "(Perfetto opens it): a track per unit, memory level and "
-             "group, a slice per Einsum and per transfer"},
+    PHASE_OPT(EvalArgs),
+    TRACE_OPT(EvalArgs, trace),
     {"--csv", OPT_FLAG, offsetof(EvalArgs, csv), NULL,
      .help = "print one row per Einsum as CSV (a header line, then the rows "
              "in execution order)"},
@@ -140,11 +133,6 @@ static double search_gap(const SearchResult *r) {
   return r->lower > 0 ? r->found / r->lower : 1;
 }
 
-/* "search" (a partition the search found) or the named design it is. */
-static const char *search_from(const SearchResult *r) {
-  return r->from == DES_COUNT ? "search" : design_name(r->from);
-}
-
 static json_t *search_json(const SearchResult *r, SearchObjective obj,
                            const Arch *a) {
   json_t *j = json_object();
@@ -153,10 +141,9 @@ static json_t *search_json(const SearchResult *r, SearchObjective obj,
   json_object_set_new(j, "fusion_levels", json_integer(r->levels));
   json_object_set_new(j, "objective",
                       json_string(search_objective_name(obj)));
-  json_object_set_new(j, "found", report_real(r->found));
-  json_object_set_new(j, "lower_bound", report_real(r->lower));
-  json_object_set_new(j, "gap", report_real(search_gap(r)));
-  json_object_set_new(j, "from", json_string(search_from(r)));
+  REPORT_REALS(j, {"found", r->found}, {"lower_bound", r->lower},
+               {"gap", search_gap(r)});
+  json_object_set_new(j, "from", json_string(report_from_name(r->from)));
   return j;
 }
 
@@ -174,7 +161,7 @@ static void search_csv(Buf *b, const Buf *csv, const SearchResult *r,
       buf_printf(b, ",best_from,ideal_%s,gap_to_ideal\n",
                  search_objective_column(obj));
     else
-      buf_printf(b, ",%s,%.10g,%.10g\n", search_from(r), r->lower,
+      buf_printf(b, ",%s,%.10g,%.10g\n", report_from_name(r->from), r->lower,
                  search_gap(r));
     header = false;
     l += n + (l[n] == '\n');

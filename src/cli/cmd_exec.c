@@ -103,9 +103,7 @@ static const Opt exec_opts[] = {
      .help = "greedy (default), alg1 or global: how the plan is stitched (as "
              "for fuse)",
      .choices = &stitcher_choices},
-    {"--phase", OPT_ENUM, EO(spec.phase), "P",
-     .help = "prefill, or decode: the spec's sequence rank set to 1",
-     .choices = &phase_choices},
+    PHASE_OPT(ExecArgs),
     {"--out", OPT_PATH, EO(out), "FILE",
      .help = "write the outputs (or the --keep tensors) to FILE, atomically"},
     {"--keep", OPT_STRING, EO(keep), "T,...",
@@ -119,9 +117,7 @@ static const Opt exec_opts[] = {
              "difference of every output (and of the next state): max |x - "
              "ref| / max |ref|; exit 1 if one exceeds the tolerance, or holds "
              "a NaN (on either side, even NaN against NaN)"},
-    {"--max-memory", OPT_SIZE, EO(max_memory), "B",
-     .help = "refuse (exit 2) a run whose inputs and arrays would need more "
-             "memory than B (default: what the machine has available)"},
+    MAX_MEMORY_OPT(ExecArgs, max_memory, "a run whose inputs and arrays"),
     {"--tolerance", OPT_DOUBLE, EO(tolerance), "X",
      .help = "for --check (default 1e-5)", .lo = 0, .hi = INFINITY},
     {"--json", OPT_FLAG, EO(spec.json), NULL,

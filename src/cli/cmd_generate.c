@@ -195,13 +195,7 @@ static void gen_report(const char *cmd, const Gen *g) {
   if (o->json) {
     gen_json(g, prefill_rate, decode_rate);
   } else if (!g->stream) {
-    Buf b = {0};
-    tokens_meta(&b, g->generated, o->nseq, g->max_new);
-    for (char *p = b.s; *p; p++)
-      if (*p == ';')
-        *p = '\n';
-    printf("%s\n", b.s);
-    buf_free(&b);
+    print_token_rows(g->generated, o->nseq, g->max_new);
   }
   fprintf(stderr,
           "mambalaya generate: prompt %d x %d tokens in %.4f s (%.1f "

@@ -42,9 +42,7 @@ static const Opt init_opts[] = {
     {"--out", OPT_PATH, offsetof(InitArgs, out), "DIR",
      .help = "where to write (not the --model directory itself)",
      .flags = OPT_REQUIRED},
-    {"--max-memory", OPT_SIZE, offsetof(InitArgs, max_memory), "B",
-     .help = "refuse a model that needs more than B bytes to write (default: "
-             "the memory available)"},
+    MAX_MEMORY_OPT(InitArgs, max_memory, "a model whose weights"),
 };
 static const OptTable init_table = OPT_TABLE(init_opts);
 

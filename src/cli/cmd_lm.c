@@ -43,10 +43,8 @@ static const Opt lm_opts[] = {
     {"--spec", OPT_STRING, LO(spec), "SPEC",
      .help = "the layer cascade (default: mamba1 or mamba2, from "
              "config.json); its weights: section maps the keys"},
-    {"--max-memory", OPT_SIZE, LO(max_memory), "B",
-     .help = "refuse (exit 2) a run whose weights, activations and results "
-             "would need more than B bytes (suffixes as for --buffer; "
-             "default: the memory available)"},
+    MAX_MEMORY_OPT(LmArgs, max_memory,
+                   "a run whose weights, activations and results"),
     {"--json", OPT_FLAG, LO(json), NULL,
      .help = "print one JSON object on stdout: the tokens, times, bytes of "
              "weights, peak bytes of activations and the peak resident memory"},
@@ -326,6 +324,16 @@ void tokens_meta(Buf *b, const int *tokens, int nseq, int len) {
     for (int i = 0; i < len; i++)
       buf_printf(b, "%d%s", tokens[s * len + i],
                  i + 1 < len ? "," : s + 1 < nseq ? ";" : "");
+}
+
+void print_token_rows(const int *tokens, int nseq, int len) {
+  Buf b = {0};
+  tokens_meta(&b, tokens, nseq, len);
+  for (char *p = b.s; *p; p++)
+    if (*p == ';')
+      *p = '\n';
+  printf("%s\n", b.s);
+  buf_free(&b);
 }
 
 /* Write ARRAYS (logits first) and the model's decode state to PATH. */

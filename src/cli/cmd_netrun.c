@@ -142,16 +142,6 @@ static int save_logits(const char *cmd, const char *out, const NetGen *g,
   return write_safetensors(cmd, out, w, in);
 }
 
-static void print_generated(const NetGen *g) {
-  Buf b = {0};
-  tokens_meta(&b, g->generated, g->nseq, g->max_new);
-  for (char *p = b.s; *p; p++)
-    if (*p == ';')
-      *p = '\n';
-  printf("%s\n", b.s);
-  buf_free(&b);
-}
-
 int net_generate(const char *cmd, const char *dir, const char *tokens_text,
                  int batch, int max_new, const char *out, InputSet *in) {
   TokenList tl = {0};
@@ -187,7 +177,7 @@ int net_generate(const char *cmd, const char *dir, const char *tokens_text,
   if (!status && out)
     status = save_logits(cmd, out, &g, &tl, in);
   if (!status)
-    print_generated(&g);
+    print_token_rows(g.generated, g.nseq, g.max_new);
   array_free(g.all);
   free(g.generated);
   net_model_free(g.m);

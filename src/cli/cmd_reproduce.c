@@ -39,8 +39,7 @@ static const Opt repro_opts[] = {
      .help = "B: the batch; I: the prefill's tokens (default: the spec's "
              "sizes, else 64 and 2048); any other rank or parameter as given",
      .flags = OPT_REPEAT, .parse = parse_set},
-    {"--arch", OPT_STRING, offsetof(ReproArgs, arch), "ARCH",
-     .help = "the architecture (default: the shipped mambalaya)"},
+    ARCH_OPT(ReproArgs, arch),
     {"--layers", OPT_INT, offsetof(ReproArgs, layers), "N",
      .help = "layers end to end, for the end-to-end figures (default: the "
              "model's; a spec without a model draws them only with this)",

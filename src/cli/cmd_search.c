@@ -55,18 +55,12 @@ static void say_progress(void *ctx, double done, double elapsed) {
 
 static const Opt search_opts[] = {
     CONFIG_OPT(SearchArgs, net.config),
-    {"--arch", OPT_STRING, offsetof(SearchArgs, arch), "ARCH",
-     .help = "architecture (default: mambalaya)"},
+    ARCH_OPT(SearchArgs, arch),
     {"--objective", OPT_ENUM, offsetof(SearchArgs, objective), "O",
      .help = "what to minimize (default: latency)", .flags = OPT_LIST,
      .choices = &search_objective_choices},
-    {"--phase", OPT_ENUM, offsetof(SearchArgs, spec.phase), "P",
-     .help = "prefill (the spec's sizes) or decode (the sequence rank set to "
-             "1)",
-     .choices = &phase_choices},
-    {"--trace", OPT_PATH, offsetof(SearchArgs, trace), "FILE.json",
-     .help = "also write the best schedule's timeline as Chrome "
-             "trace-event JSON (Perfetto opens it)"},
+    PHASE_OPT(SearchArgs),
+    TRACE_OPT(SearchArgs, trace),
     {"--plan-out", OPT_PATH, offsetof(SearchArgs, plan_out), "FILE",
      .help = "write the plan found as `fuse --json` writes one, with its "
              "binding, spills and fusion level: `eval --plan FILE` prices "

@@ -43,10 +43,7 @@ static const Opt sweep_opts[] = {
      .parse = parse_formats},
     {"--json", OPT_FLAG, offsetof(SweepArgs, json), NULL,
      .help = "print sweep.json instead of the fronts"},
-    {"--max-memory", OPT_SIZE, offsetof(SweepArgs, max_memory), "B",
-     .help = "refuse (exit 2) a study whose points would need more memory "
-             "than B (8GiB, 512MiB; default: what the machine has "
-             "available)"},
+    MAX_MEMORY_OPT(SweepArgs, max_memory, "a study whose points"),
 };
 static const OptTable sweep_table = OPT_TABLE(sweep_opts);
 

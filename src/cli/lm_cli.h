@@ -49,6 +49,9 @@ int check_run_memory(const char *cmd, const LmArgs *o, Lm *m,
 void warn_nonfinite(const char *cmd, const Array *logits);
 /* "1,2;3,4": NSEQ rows of LEN tokens. */
 void tokens_meta(Buf *b, const int *tokens, int nseq, int len);
+/* Print NSEQ rows of LEN tokens on stdout, a line each: "1,2\n3,4\n"
+ * (what generate prints without --prompt). */
+void print_token_rows(const int *tokens, int nseq, int len);
 /* Write ARRAYS (logits first) and the model's decode state to PATH,
  * never over one of the run's inputs IN: an exit status. */
 int save_results(const Lm *m, const char *path, const Tensors *arrays,

@@ -9,6 +9,14 @@ int varset_count(VarSet s) { return __builtin_popcountll(s); }
 
 /* ---- construction ---- */
 
+/* Append ITEM to C's named table NAME (the array c->NAME, its count N,
+ * capacity CAP and name hash HASH): the new entry is c->N - 1. */
+#define PUSH_NAMED(c, NAME, N, CAP, HASH, item)                              \
+  do {                                                                       \
+    VEC_PUSH((c)->NAME, (c)->N, (c)->CAP, (item));                           \
+    names_add(&(c)->HASH, (c)->NAME, (c)->N, sizeof *(c)->NAME);             \
+  } while (0)
+
 Cascade *cascade_new(const char *path) {
   Cascade *c = xcalloc(1, sizeof *c);
   c->path = arena_strdup(&c->arena, path ? path : "<spec>");
@@ -47,8 +55,7 @@ int cascade_add_rank(Cascade *c, const char *name, Loc loc) {
   if (r >= 0)
     return r;
   Rank rk = {.name = arena_strdup(&c->arena, name), .loc = loc, .same_as = -1};
-  VEC_PUSH(c->ranks, c->nranks, c->ranks_cap, rk);
-  names_add(&c->rank_names, c->ranks, c->nranks, sizeof *c->ranks);
+  PUSH_NAMED(c, ranks, nranks, ranks_cap, rank_names, rk);
   return c->nranks - 1;
 }
 
@@ -66,8 +73,7 @@ int cascade_add_tensor(Cascade *c, const char *name, Loc loc, int nranks,
   t.ranks = arena_alloc(&c->arena, sizeof(int) * (size_t)(nranks ? nranks : 1));
   if (nranks)
     memcpy(t.ranks, ranks, sizeof(int) * (size_t)nranks);
-  VEC_PUSH(c->tensors, c->ntensors, c->tensors_cap, t);
-  names_add(&c->tensor_names, c->tensors, c->ntensors, sizeof *c->tensors);
+  PUSH_NAMED(c, tensors, ntensors, tensors_cap, tensor_names, t);
   return c->ntensors - 1;
 }
 
@@ -77,8 +83,7 @@ int cascade_sym(Cascade *c, const char *name, Loc loc) {
   if (i >= 0)
     return i;
   Sym s = {.name = arena_strdup(&c->arena, name), .loc = loc};
-  VEC_PUSH(c->syms, c->nsyms, c->syms_cap, s);
-  names_add(&c->sym_names, c->syms, c->nsyms, sizeof *c->syms);
+  PUSH_NAMED(c, syms, nsyms, syms_cap, sym_names, s);
   return c->nsyms - 1;
 }
 
@@ -88,8 +93,7 @@ int cascade_param(const Cascade *c, const char *name) {
 }
 
 int cascade_add_param(Cascade *c, Param p) {
-  VEC_PUSH(c->params, c->nparams, c->params_cap, p);
-  names_add(&c->param_names, c->params, c->nparams, sizeof *c->params);
+  PUSH_NAMED(c, params, nparams, params_cap, param_names, p);
   return c->nparams - 1;
 }
 

@@ -397,15 +397,7 @@ static bool load(Loader *l, const json_t *root) {
          load_added(l, json_object_get(root, "added_tokens"));
 }
 
-Tokenizer *tokenizer_load(const char *path, Diag *d) {
-  size_t len;
-  char *text = read_input(path, INPUT_TEXT_MAX, &len, d);
-  if (!text)
-    return NULL;
-  Tokenizer *t = tokenizer_parse(path, text, len, d);
-  free(text);
-  return t;
-}
+INPUT_LOADER(Tokenizer, tokenizer_load, tokenizer_parse)
 
 Tokenizer *tokenizer_parse(const char *path, const char *text, size_t len,
                            Diag *d) {

@@ -99,6 +99,14 @@ static bool known_keys(P *p, const YamlNode *n, const char *const *allowed,
   return ydoc_known_keys(n, allowed, where, p->d);
 }
 
+/* N, a section weights must have, of kind K (WHAT in messages): when it
+ * is missing, the error at SECTION (the weights section) says what it
+ * NEEDS. */
+static bool want_section(P *p, const YamlNode *n, Loc section,
+                         const char *needs, YamlKind k, const char *what) {
+  return n ? want(p, n, k, what) : perr(p, section, "weights needs %s", needs);
+}
+
 /* A cascade tensor named by scalar N. */
 static int tensor_ref(P *p, const YamlNode *n, const char *what) {
   if (!want(p, n, YN_SCALAR, what))
@@ -220,8 +228,11 @@ static void *parse_section(P *p, const YamlNode *n, const char *what,
   return table;
 }
 
-static bool parse_tensors(P *p, const YamlNode *n) {
+static bool parse_tensors(P *p, const YamlNode *n, Loc section) {
   WeightMap *m = p->m;
+  if (!want_section(p, n, section, "tensors: the source of each weight "
+                    "tensor", YN_MAP, "weights.tensors"))
+    return false;
   m->entries = parse_section(p, n, "weights.tensors", sizeof(Entry), &m->n,
                              parse_entry);
   return m->entries;
@@ -230,10 +241,8 @@ static bool parse_tensors(P *p, const YamlNode *n) {
 /* ---- model:, stream:, state: ---- */
 
 static bool parse_model(P *p, const YamlNode *n, Loc section) {
-  if (!n)
-    return perr(p, section, "weights needs a model section (embedding, "
-                            "norm_f)");
-  if (!want(p, n, YN_MAP, "weights.model"))
+  if (!want_section(p, n, section, "a model section (embedding, norm_f)",
+                    YN_MAP, "weights.model"))
     return false;
   static const char *const fields[] = {"embedding", "norm_f", NULL};
   if (!known_keys(p, n, fields, "weights.model"))
@@ -363,10 +372,8 @@ static bool parse_state(P *p, const YamlNode *n) {
 /* ---- the whole section ---- */
 
 static bool parse_layer(P *p, const YamlNode *n, Loc section) {
-  if (!n)
-    return perr(p, section, "weights needs layer: the prefix of a layer's "
-                            "keys, with {i} for its number");
-  if (!want(p, n, YN_SCALAR, "weights.layer"))
+  if (!want_section(p, n, section, "layer: the prefix of a layer's keys, "
+                    "with {i} for its number", YN_SCALAR, "weights.layer"))
     return false;
   const char *at = strstr(n->text, "{i}");
   if (!at || strstr(at + 3, "{i}"))
@@ -421,11 +428,8 @@ WeightMap *weights_parse(const Spec *spec, Diag *d) {
             known_keys(&p, w, sections, "weights") &&
             parse_layer(&p, ydoc_get(w, "layer"), w->loc);
   const YamlNode *t = ok ? ydoc_get(w, "tensors") : NULL;
-  if (ok)
-    ok = t ? parse_tensors(&p, t)
-           : perr(&p, w->loc, "weights needs tensors: the source of each "
-                              "weight tensor");
-  ok = ok && parse_model(&p, ydoc_get(w, "model"), w->loc) &&
+  ok = ok && parse_tensors(&p, t, w->loc) &&
+       parse_model(&p, ydoc_get(w, "model"), w->loc) &&
        parse_stream(&p, ydoc_get(w, "stream")) &&
        parse_state(&p, ydoc_get(w, "state")) && check_coverage(&p, t->loc);
   if (!ok) {

@@ -23,3 +23,10 @@ void csv_number(Buf *b, double v) {
   if (isfinite(v))
     buf_printf(b, "%.10g", v);
 }
+
+void csv_numbers(Buf *b, const double *v, size_t n) {
+  for (size_t k = 0; k < n; k++) {
+    buf_printf(b, ",");
+    csv_number(b, v[k]);
+  }
+}

@@ -22,6 +22,11 @@ json_t *report_real(double v) {
   return json_string(s);
 }
 
+void report_set_reals(json_t *o, const ReportReal *f, size_t n) {
+  for (size_t k = 0; k < n; k++)
+    json_object_set_new(o, f[k].key, report_real(f[k].v));
+}
+
 static const char *nonfinite(const json_t *v) {
   const char *s = json_string_value(v);
   size_t n = sizeof NONFINITE - 1;

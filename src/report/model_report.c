@@ -368,6 +368,22 @@ static json_t *einsum_levels_json(const Cascade *c, const Arch *a,
   return arr;
 }
 
+/* REC's fields of table FS (N rows: MEM_LEVEL_FIELDS or
+ * COMPUTE_UNIT_FIELDS) that have a JSON key, into X: a count as an
+ * integer, a flag as a boolean, a quantity as a number (null: infinite). */
+static void fields_json(json_t *x, const void *rec, const ArchField *fs,
+                        int n) {
+  for (int k = 0; k < n; k++) {
+    const ArchField *f = &fs[k];
+    double v = arch_field_value(rec, f);
+    if (f->json)
+      json_object_set_new(x, f->json,
+                          f->kind == LF_COUNT ? json_integer((json_int_t)v)
+                          : f->kind == LF_FLAG ? json_boolean(v != 0)
+                                               : real_or_null(v));
+  }
+}
+
 /* The hierarchy: each level's role, limits (null: unlimited) and
  * totals over the layer. */
 static json_t *levels_json(const Arch *a, const Eval *ev) {
@@ -379,20 +395,25 @@ static json_t *levels_json(const Arch *a, const Eval *ev) {
     json_object_set_new(x, "name", json_string(lv->name));
     json_object_set_new(x, "role",
                         json_string(level_role_name(arch_level_role(a, l))));
-    for (int k = 0; k < MEM_LEVEL_NFIELDS; k++) {
-      const ArchField *f = &mem_level_fields[k];
-      double v = arch_field_value(lv, f);
-      if (f->json)
-        json_object_set_new(x, f->json,
-                            f->kind == LF_COUNT ? json_integer((json_int_t)v)
-                            : f->kind == LF_FLAG ? json_boolean(v != 0)
-                                                 : real_or_null(v));
-    }
+    fields_json(x, lv, mem_level_fields, MEM_LEVEL_NFIELDS);
     json_object_set_new(x, "read_bytes", report_real(u->read));
     json_object_set_new(x, "write_bytes", report_real(u->write));
     json_object_set_new(x, "busy_s", report_real(u->cycles / a->clock_hz));
     json_object_set_new(x, "energy_j", report_real(u->energy_pj * 1e-12));
     json_object_set_new(x, "fits", json_boolean(u->fits));
+    json_array_append_new(arr, x);
+  }
+  return arr;
+}
+
+/* The compute units: each one's name, role and scalar fields. */
+static json_t *units_json(const Arch *a) {
+  json_t *arr = json_array();
+  for (int u = 0; u < a->nunits; u++) {
+    const Unit *un = &a->units[u];
+    json_t *x = json_pack("{s:s, s:s}", "name", un->name, "role",
+                          role_name(un->role));
+    fields_json(x, un, compute_unit_fields, COMPUTE_UNIT_NFIELDS);
     json_array_append_new(arr, x);
   }
   return arr;
@@ -547,20 +568,12 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
   json_object_set_new(o, "groups", gs);
   json_object_set_new(o, "warnings", warnings_json(c, a, ev));
   json_t *t = json_object();
-  const struct {
-    const char *key;
-    double v;
-  } totals[] = {{"latency_s", ev->seconds},
-                {"dram_read_bytes", ev->read},
-                {"dram_write_bytes", ev->write},
-                {"inter_bytes", ev->inter},
-                {"intra_bytes", ev->intra},
-                {"ideal_inter_bytes", ev->ideal_inter},
-                {"ideal_intra_bytes", ev->ideal_intra},
-                {"ops", ev->ops},
-                {"energy_j", ev->energy_pj * 1e-12}};
-  for (size_t k = 0; k < sizeof totals / sizeof totals[0]; k++)
-    json_object_set_new(t, totals[k].key, report_real(totals[k].v));
+  REPORT_REALS(t, {"latency_s", ev->seconds}, {"dram_read_bytes", ev->read},
+               {"dram_write_bytes", ev->write}, {"inter_bytes", ev->inter},
+               {"intra_bytes", ev->intra},
+               {"ideal_inter_bytes", ev->ideal_inter},
+               {"ideal_intra_bytes", ev->ideal_intra}, {"ops", ev->ops},
+               {"energy_j", ev->energy_pj * 1e-12});
   json_object_set_new(t, "area_mm2", real_or_null(arch_area(a)));
   if (a->area.given) {
     json_object_set_new(t, "area_node_nm", report_real(a->area.node_nm));
@@ -569,6 +582,7 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
   json_object_set_new(o, "totals", t);
   json_object_set_new(o, "components", report_components_json(a, ev));
   json_object_set_new(o, "levels", levels_json(a, ev));
+  json_object_set_new(o, "units", units_json(a));
   json_object_set_new(o, "plan", report_plan_json(c, ev->plan));
   return o;
 }
@@ -581,10 +595,7 @@ static void levels_csv(Buf *b, const Cascade *c, const Arch *a,
     const LevelUse *u = &ev->use[(size_t)i * (size_t)ev->nlevels + l];
     const double nums[] = {u->read, u->write, u->cycles / a->clock_hz,
                            u->energy_pj * 1e-12};
-    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
-      buf_printf(b, ",");
-      csv_number(b, nums[k]);
-    }
+    csv_numbers(b, nums, sizeof nums / sizeof nums[0]);
     Buf ts = {0};
     const TensorUse *t;
     int nt = eval_tensors(ev, i, l, &t);
@@ -641,20 +652,13 @@ void report_eval_csv(Buf *b, const Cascade *c, const Arch *a,
         (r->end - r->start) * sec, r->start * sec, r->read, r->write,
         r->inter_read + r->inter_write, r->intra_read + r->intra_write,
         r->ideal_inter, r->ideal_intra, r->energy_pj * 1e-12};
-    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
-      buf_printf(b, ",");
-      csv_number(b, nums[k]);
-    }
-    buf_printf(b, ",%s,", mapped ? (r->fits ? "true" : "false") : "");
-    csv_number(b, mapped ? r->footprint : NAN);
-    buf_printf(b, ",");
-    csv_number(b, mapped ? r->capacity : NAN);
+    csv_numbers(b, nums, sizeof nums / sizeof nums[0]);
+    buf_printf(b, ",%s", mapped ? (r->fits ? "true" : "false") : "");
+    csv_numbers(b, (const double[]){mapped ? r->footprint : NAN,
+                                    mapped ? r->capacity : NAN}, 2);
     buf_printf(b, ",");
     csv_field(b, r->mapping);
-    for (int k = 0; k < OPC_COUNT; k++) {
-      buf_printf(b, ",");
-      csv_number(b, r->work.ops[k]);
-    }
+    csv_numbers(b, r->work.ops, OPC_COUNT);
     buf_printf(b, ",");
     csv_field(b, bound_of(a, r));
     levels_csv(b, c, a, ev, i);

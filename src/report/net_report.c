@@ -236,9 +236,8 @@ void report_net_run_text(Buf *b, const Net *n, const Arch *a,
 
 static json_t *cost_json(const BlockCost *c) {
   json_t *o = json_object();
-  json_object_set_new(o, "seconds", report_real(c->seconds));
-  json_object_set_new(o, "energy_j", report_real(c->energy_j));
-  json_object_set_new(o, "dram_bytes", report_real(c->dram_bytes));
+  REPORT_REALS(o, {"seconds", c->seconds}, {"energy_j", c->energy_j},
+               {"dram_bytes", c->dram_bytes});
   return o;
 }
 
@@ -257,18 +256,15 @@ json_t *report_net_run_json(const Net *n, const Arch *a, const NetRun *r) {
   json_object_set_new(sc, "capacity_factor", report_real(o->capacity_factor));
   json_object_set_new(root, "scenario", sc);
   json_t *pf = json_object();
-  json_object_set_new(pf, "ttft_s", report_real(r->ttft));
-  json_object_set_new(pf, "energy_j", report_real(r->prefill_energy_j));
-  json_object_set_new(pf, "dram_bytes", report_real(r->prefill_dram));
+  REPORT_REALS(pf, {"ttft_s", r->ttft}, {"energy_j", r->prefill_energy_j},
+               {"dram_bytes", r->prefill_dram});
   json_object_set_new(root, "prefill", pf);
   json_t *dc = json_object();
-  json_object_set_new(dc, "tpot_first_s", report_real(r->tpot_first));
-  json_object_set_new(dc, "tpot_mean_s", report_real(r->tpot_mean));
-  json_object_set_new(dc, "tpot_last_s", report_real(r->tpot_last));
-  json_object_set_new(dc, "tokens_per_s", report_real(r->tokens_per_s));
-  json_object_set_new(dc, "energy_per_token_j",
-                      report_real(r->energy_per_token));
-  json_object_set_new(dc, "dram_bytes", report_real(r->decode_dram));
+  REPORT_REALS(dc, {"tpot_first_s", r->tpot_first},
+               {"tpot_mean_s", r->tpot_mean}, {"tpot_last_s", r->tpot_last},
+               {"tokens_per_s", r->tokens_per_s},
+               {"energy_per_token_j", r->energy_per_token},
+               {"dram_bytes", r->decode_dram});
   json_t *samples = json_array();
   for (int i = 0; i < r->nsamples; i++) {
     json_t *s = json_object();
@@ -309,10 +305,10 @@ json_t *report_net_run_json(const Net *n, const Arch *a, const NetRun *r) {
   json_object_set_new(mem, "context",
                       json_integer(o->context > 0 ? o->context
                                                   : o->prompt + o->generate));
-  json_object_set_new(mem, "weight_bytes", report_real(r->weight_bytes));
-  json_object_set_new(mem, "kv_cache_bytes", report_real(r->kv_bytes));
-  json_object_set_new(mem, "ssm_state_bytes", report_real(r->state_bytes));
-  json_object_set_new(mem, "needed_bytes", report_real(r->need_bytes));
+  REPORT_REALS(mem, {"weight_bytes", r->weight_bytes},
+               {"kv_cache_bytes", r->kv_bytes},
+               {"ssm_state_bytes", r->state_bytes},
+               {"needed_bytes", r->need_bytes});
   json_object_set_new(mem, "available_bytes",
                       isinf(r->capacity_bytes) ? json_null()
                                                : report_real(r->capacity_bytes));

@@ -54,3 +54,7 @@ const char *level_color(const Arch *a, int l) {
 }
 
 const char *ops_color(void) { return "#009E73"; }
+
+const char *palette_color(int k) {
+  return SHADES[(k % PALETTE_COLORS + PALETTE_COLORS) % PALETTE_COLORS].main;
+}

@@ -180,6 +180,9 @@ void csv_field(Buf *b, const char *s);
 /* A number as a CSV field, %.10g; nothing (an empty field) when it is not
  * finite. */
 void csv_number(Buf *b, double v);
+/* The N numbers V as CSV fields, each after a comma (csv_number): the
+ * figures that end or continue a row. */
+void csv_numbers(Buf *b, const double *v, size_t n);
 
 /* A number with an SI prefix: 1234567 -> "1.235 M". */
 void fmt_si(Buf *b, double v);
@@ -195,6 +198,18 @@ void fmt_unit(Buf *b, double v, const char *unit);
 void report_json(Buf *b, json_t *root);
 /* A JSON number for a figure; see report_json for a non-finite V. */
 json_t *report_real(double v);
+/* A figure of an object: its key and value. REPORT_REALS(O, {"latency_s",
+ * t}, {"energy_j", e}) sets each on O as report_real, in order: an
+ * object's run of figures written as one table. */
+typedef struct ReportReal {
+  const char *key;
+  double v;
+} ReportReal;
+void report_set_reals(json_t *o, const ReportReal *f, size_t n);
+#define REPORT_REALS(o, ...)                                                 \
+  report_set_reals((o), (const ReportReal[]){__VA_ARGS__},                   \
+                   sizeof((const ReportReal[]){__VA_ARGS__}) /               \
+                       sizeof(ReportReal))
 
 /* ---- colours (palette.c) ---- */
 
@@ -209,6 +224,11 @@ const char *design_color(Design d, Shade s);
  * a colour of their own. */
 const char *level_color(const Arch *a, int l);
 const char *ops_color(void);
+/* The K-th series of a chart whose series are no designs (validate's
+ * operators): the designs' main colours in their order, cycled after
+ * PALETTE_COLORS, which svg_check.py tells apart pairwise. */
+enum { PALETTE_COLORS = DES_COUNT + 1 };
+const char *palette_color(int k);
 
 /* ---- charts ----
  *
@@ -410,6 +430,10 @@ json_t *report_search_json(const Cascade *c, const Arch *a,
  * {"latency_s", "energy_j", "groups", "from"}. */
 void report_pareto_text(Buf *b, const SearchResult *r);
 json_t *report_pareto_json(const SearchResult *r);
+/* Where a searched schedule came from, as reports name it: the named
+ * design FROM whose plan it is, or "search" (DES_COUNT: a partition the
+ * search found). */
+const char *report_from_name(Design from);
 
 /* ---- a plan's timeline as a trace (trace.c) ---- */
 

@@ -217,22 +217,25 @@ void report_repro_text(Buf *b, const Repro *r) {
              models, REPRO_LENGTHS, DES_COUNT, r->elapsed);
 }
 
+/* A design's figures in one phase. */
+static json_t *phase_json(double seconds, double dram_bytes, double energy_j) {
+  json_t *ph = json_object();
+  REPORT_REALS(ph, {"latency_s", seconds}, {"dram_bytes", dram_bytes},
+               {"energy_j", energy_j});
+  return ph;
+}
+
 /* designs.best: best (searched) per phase, as the designs are, with its
  * gap to ideal and where it came from. */
 static json_t *searched_json(const Repro *r) {
   json_t *o = json_object();
   for (int p = 0; p < PH_COUNT; p++) {
     const Searched *x = &r->best[0][p];
-    json_t *ph = json_object();
-    json_object_set_new(ph, "latency_s", report_real(x->seconds));
-    json_object_set_new(ph, "dram_bytes", report_real(x->dram_bytes));
-    json_object_set_new(ph, "energy_j", report_real(x->energy_j));
+    json_t *ph = phase_json(x->seconds, x->dram_bytes, x->energy_j);
     json_object_set_new(ph, "groups", json_integer(x->groups));
     json_object_set_new(ph, "gap_to_ideal",
                         report_real(repro_searched_gap(x)));
-    json_object_set_new(ph, "from", json_string(x->from == DES_COUNT
-                                                    ? "search"
-                                                    : design_name(x->from)));
+    json_object_set_new(ph, "from", json_string(report_from_name(x->from)));
     json_object_set_new(o, p == PH_PREFILL ? "prefill" : "decode", ph);
   }
   return o;
@@ -260,9 +263,8 @@ json_t *report_repro_json(const Repro *r) {
   for (int i = 0; i < r->ntargets; i++) {
     const Target *t = &r->targets[i];
     json_t *o = json_object();
-    json_object_set_new(o, "ours", report_real(t->ours));
-    json_object_set_new(o, "paper", report_real(t->paper));
-    json_object_set_new(o, "ratio", report_real(target_ratio(t)));
+    REPORT_REALS(o, {"ours", t->ours}, {"paper", t->paper},
+                 {"ratio", target_ratio(t)});
     json_object_set_new(o, "unit", json_string(t->unit));
     json_object_set_new(o, "where", json_string(t->where));
     json_object_set_new(o, "what", json_string(t->what));
@@ -276,11 +278,9 @@ json_t *report_repro_json(const Repro *r) {
     json_t *o = json_object();
     for (int p = 0; p < PH_COUNT; p++) {
       const Result *x = &r->res[0][p][d];
-      json_t *ph = json_object();
-      json_object_set_new(ph, "latency_s", report_real(x->seconds));
-      json_object_set_new(ph, "dram_bytes", report_real(x->read + x->write));
-      json_object_set_new(ph, "energy_j", report_real(x->energy_j));
-      json_object_set_new(o, p == PH_PREFILL ? "prefill" : "decode", ph);
+      json_object_set_new(o, p == PH_PREFILL ? "prefill" : "decode",
+                          phase_json(x->seconds, x->read + x->write,
+                                     x->energy_j));
     }
     json_object_set_new(ds, design_name((Design)d), o);
   }
@@ -293,10 +293,9 @@ json_t *report_repro_json(const Repro *r) {
     json_object_set_new(o, "what", json_string(w->what));
     json_object_set_new(o, "paper", report_real(w->paper));
     json_object_set_new(o, "at_least", json_boolean(w->at_least));
-    json_object_set_new(o, "variant", report_real(w->variant));
-    json_object_set_new(o, "searched", report_real(w->searched));
-    json_object_set_new(o, "variant_gap_to_ideal", report_real(w->variant_gap));
-    json_object_set_new(o, "searched_gap_to_ideal", report_real(w->gap));
+    REPORT_REALS(o, {"variant", w->variant}, {"searched", w->searched},
+                 {"variant_gap_to_ideal", w->variant_gap},
+                 {"searched_gap_to_ideal", w->gap});
     json_object_set_new(rows, w->key, o);
   }
   json_object_set_new(root, "best_searched", rows);

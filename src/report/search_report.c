@@ -113,13 +113,9 @@ json_t *report_search_json(const Cascade *c, const Arch *a,
                            const SearchResult *r, SearchObjective o) {
   json_t *j = json_object();
   json_object_set_new(j, "objective", json_string(search_objective_name(o)));
-  json_object_set_new(j, "found", report_real(r->found));
-  json_object_set_new(j, "lower_bound", report_real(r->lower));
-  json_object_set_new(j, "gap", report_real(r->lower > 0 ? r->found / r->lower
-                                                         : NAN));
-  json_object_set_new(j, "from", json_string(r->from == DES_COUNT
-                                                 ? "search"
-                                                 : design_name(r->from)));
+  REPORT_REALS(j, {"found", r->found}, {"lower_bound", r->lower},
+               {"gap", r->lower > 0 ? r->found / r->lower : NAN});
+  json_object_set_new(j, "from", json_string(report_from_name(r->from)));
   json_t *sp = json_object();
   json_object_set_new(sp, "nodes", json_integer(r->nodes));
   json_object_set_new(sp, "partitions", report_real(r->partitions));
@@ -160,8 +156,8 @@ json_t *report_search_json(const Cascade *c, const Arch *a,
 }
 
 /* Where a front point comes from: "search" or the design's name. */
-static const char *point_from(const SearchPoint *p) {
-  return p->from == DES_COUNT ? "search" : design_name(p->from);
+const char *report_from_name(Design from) {
+  return from == DES_COUNT ? "search" : design_name(from);
 }
 
 void report_pareto_text(Buf *b, const SearchResult *r) {
@@ -172,7 +168,7 @@ void report_pareto_text(Buf *b, const SearchResult *r) {
   for (int k = 0; k < r->npareto; k++) {
     const SearchPoint *p = &r->pareto[k];
     buf_printf(b, "  %12.4f %12.4f %7d  %s\n", p->seconds * 1e6,
-               p->joules * 1e6, p->groups, point_from(p));
+               p->joules * 1e6, p->groups, report_from_name(p->from));
   }
 }
 
@@ -181,10 +177,9 @@ json_t *report_pareto_json(const SearchResult *r) {
   for (int k = 0; k < r->npareto; k++) {
     const SearchPoint *p = &r->pareto[k];
     json_t *j = json_object();
-    json_object_set_new(j, "latency_s", report_real(p->seconds));
-    json_object_set_new(j, "energy_j", report_real(p->joules));
+    REPORT_REALS(j, {"latency_s", p->seconds}, {"energy_j", p->joules});
     json_object_set_new(j, "groups", json_integer(p->groups));
-    json_object_set_new(j, "from", json_string(point_from(p)));
+    json_object_set_new(j, "from", json_string(report_from_name(p->from)));
     json_array_append_new(a, j);
   }
   return a;

@@ -16,27 +16,25 @@ static double px(double v) {
   return v == 0 ? 0 : v;
 }
 
+/* The characters XML text and attributes cannot hold as themselves. */
+static const struct {
+  char c;
+  const char *entity;
+} XML_ESCAPES[] = {
+    {'&', "&amp;"}, {'<', "&lt;"}, {'>', "&gt;"}, {'"', "&quot;"},
+    {'\'', "&#39;"},
+};
+
 void put_xml(Buf *b, const char *s) {
   for (; s && *s; s++) {
-    switch (*s) {
-    case '&':
-      buf_printf(b, "&amp;");
-      break;
-    case '<':
-      buf_printf(b, "&lt;");
-      break;
-    case '>':
-      buf_printf(b, "&gt;");
-      break;
-    case '"':
-      buf_printf(b, "&quot;");
-      break;
-    case '\'':
-      buf_printf(b, "&#39;");
-      break;
-    default:
+    size_t k = 0;
+    while (k < sizeof XML_ESCAPES / sizeof XML_ESCAPES[0] &&
+           XML_ESCAPES[k].c != *s)
+      k++;
+    if (k < sizeof XML_ESCAPES / sizeof XML_ESCAPES[0])
+      buf_printf(b, "%s", XML_ESCAPES[k].entity);
+    else
       buf_printf(b, "%c", *s);
-    }
   }
 }
 

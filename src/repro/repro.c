@@ -62,14 +62,61 @@ static Shape *bind(Run *x, int model, double tokens) {
                     x->d);
 }
 
-static Eval *price(const Run *x, const Shape *s, const Pair *pairs,
-                   Design d, Accounting acc, Compose comp) {
+/* A point of the evaluation: the cascade bound at some batch and token
+ * count, and its edges classified at that binding. */
+typedef struct Point {
+  Shape *s;
+  Pair *pairs;
+} Point;
+
+/* Model MODEL at TOKENS tokens into *P: false (D set) when it cannot be
+ * bound. Free it with point_free. */
+static bool point_at(Run *x, int model, double tokens, Point *p) {
+  p->s = bind(x, model, tokens);
+  p->pairs = p->s ? fusion_classify(x->c, p->s) : NULL;
+  return p->s != NULL;
+}
+
+static void point_free(Point *p) {
+  free(p->pairs);
+  shape_free(p->s);
+}
+
+static Eval *price(const Run *x, const Point *pt, Design d, Accounting acc,
+                   Compose comp) {
   ModelOpts o = model_opts_with(x->opts, d);
   o.accounting = acc;
   o.compose = comp;
-  Plan *p = model_plan(x->c, s, pairs, d, &o, x->d);
-  return p ? model_eval_memo(x->c, s, x->a, pairs, d, p, &o, x->memo, x->d)
+  Plan *p = model_plan(x->c, pt->s, pt->pairs, d, &o, x->d);
+  return p ? model_eval_memo(x->c, pt->s, x->a, pt->pairs, d, p, &o, x->memo,
+                             x->d)
            : NULL;
+}
+
+/* The three ways the tables read a design: achieved and ideal traffic
+ * with the groups in sequence, and achieved with them pipelined. */
+typedef enum { WAY_ACHIEVED, WAY_IDEAL, WAY_PIPELINED, WAY_COUNT } Way;
+static const struct {
+  Accounting acc;
+  Compose comp;
+} WAYS[] = {{ACCOUNT_ACHIEVED, COMPOSE_SEQUENTIAL},
+            {ACCOUNT_IDEAL, COMPOSE_SEQUENTIAL},
+            {ACCOUNT_ACHIEVED, COMPOSE_PIPELINED}};
+_Static_assert(sizeof WAYS / sizeof WAYS[0] == WAY_COUNT, "a row per way");
+
+/* Design D priced each way into E (each NULL where it failed): all of
+ * them priced? Free E with free_ways. */
+static bool price_ways(const Run *x, const Point *pt, Design d,
+                       Eval *e[WAY_COUNT]) {
+  bool ok = true;
+  for (int w = 0; w < WAY_COUNT; w++)
+    ok = (e[w] = price(x, pt, d, WAYS[w].acc, WAYS[w].comp)) && ok;
+  return ok;
+}
+
+static void free_ways(Eval *e[WAY_COUNT]) {
+  for (int w = 0; w < WAY_COUNT; w++)
+    eval_free(e[w]);
 }
 
 double repro_unit_peak(const Arch *a, int u) {
@@ -134,15 +181,15 @@ static const Seen *seen_at(const Run *x, const Shape *s) {
  * the setup's options (sequential, achieved: reproduce refuses the
  * others), into OUT -- searched once per shape; false with the
  * diagnostic set. */
-static bool searched(Run *x, const Shape *s, const Pair *pairs,
-                     Searched *out) {
+static bool searched(Run *x, const Point *pt, Searched *out) {
+  const Shape *s = pt->s;
   const Seen *v = seen_at(x, s);
   if (v) {
     *out = v->found;
     return true;
   }
-  SearchResult *r = search_best(x->c, s, x->a, pairs, x->opts, SO_LATENCY,
-                                x->memo, x->d);
+  SearchResult *r = search_best(x->c, s, x->a, pt->pairs, x->opts,
+                                SO_LATENCY, x->memo, x->d);
   if (!r)
     return false;
   *out = (Searched){r->best->seconds, r->bound->seconds,
@@ -164,19 +211,16 @@ double repro_searched_gap(const Searched *s) {
 
 /* Every design at one model and phase. */
 static bool price_point(Run *x, int model, Phase ph) {
-  Shape *s = bind(x, model, ph == PH_PREFILL ? x->r->prefill : 1);
-  if (!s)
+  Point pt;
+  if (!point_at(x, model, ph == PH_PREFILL ? x->r->prefill : 1, &pt))
     return false;
-  Pair *pairs = fusion_classify(x->c, s);
   bool ok = true;
   for (int d = 0; ok && d < DES_COUNT; d++) {
-    Eval *a = price(x, s, pairs, (Design)d, ACCOUNT_ACHIEVED,
-                    COMPOSE_SEQUENTIAL);
-    Eval *i = price(x, s, pairs, (Design)d, ACCOUNT_IDEAL, COMPOSE_SEQUENTIAL);
-    Eval *p = price(x, s, pairs, (Design)d, ACCOUNT_ACHIEVED,
-                    COMPOSE_PIPELINED);
-    ok = a && i && p;
+    Eval *e[WAY_COUNT];
+    ok = price_ways(x, &pt, (Design)d, e);
     if (ok) {
+      const Eval *a = e[WAY_ACHIEVED], *i = e[WAY_IDEAL],
+                 *p = e[WAY_PIPELINED];
       Result *r = &x->r->res[model][ph][d];
       r->seconds = a->seconds;
       r->seconds_ideal = i->seconds;
@@ -198,13 +242,10 @@ static bool price_point(Run *x, int model, Phase ph) {
         keep_timeline(x, i, &x->r->ideal_timeline[ph][d]);
       }
     }
-    eval_free(a);
-    eval_free(i);
-    eval_free(p);
+    free_ways(e);
   }
-  ok = ok && searched(x, s, pairs, &x->r->best[model][ph]);
-  free(pairs);
-  shape_free(s);
+  ok = ok && searched(x, &pt, &x->r->best[model][ph]);
+  point_free(&pt);
   return ok;
 }
 
@@ -212,23 +253,20 @@ static bool price_point(Run *x, int model, Phase ph) {
 static bool sweep(Run *x, int model) {
   bool ok = true;
   for (int k = 0; ok && k < REPRO_LENGTHS; k++) {
-    Shape *s = bind(x, model, ldexp(1, k));
-    if (!s)
+    Point pt;
+    if (!point_at(x, model, ldexp(1, k), &pt))
       return false;
-    Pair *pairs = fusion_classify(x->c, s);
     for (int d = 0; ok && d < DES_COUNT; d++) {
-      Eval *a = price(x, s, pairs, (Design)d, ACCOUNT_ACHIEVED,
-                      COMPOSE_SEQUENTIAL);
+      Eval *a = price(x, &pt, (Design)d, ACCOUNT_ACHIEVED, COMPOSE_SEQUENTIAL);
       ok = a != NULL;
       if (ok)
         x->r->sweep[model][k][d] = a->seconds;
       eval_free(a);
     }
     Searched b;
-    ok = ok && searched(x, s, pairs, &b);
+    ok = ok && searched(x, &pt, &b);
     x->r->sweep_best[model][k] = ok ? b.seconds : NAN;
-    free(pairs);
-    shape_free(s);
+    point_free(&pt);
     tick(x);
   }
   return ok;
@@ -241,10 +279,9 @@ static bool sweep(Run *x, int model) {
  * traffic through and must hold what it holds (arch.h). */
 static bool ski_slope(Run *x) {
   Repro *r = x->r;
-  Shape *s = bind(x, 0, r->prefill);
-  if (!s)
+  Point pt;
+  if (!point_at(x, 0, r->prefill, &pt))
     return false;
-  Pair *pairs = fusion_classify(x->c, s);
   int f = x->a->fusion_level;
   for (int k = 0; k < REPRO_CAPACITIES; k++) {
     Arch *v = arch_with_fusion_level(x->a, f);
@@ -257,7 +294,7 @@ static bool ski_slope(Run *x) {
     Run y = *x;
     y.a = v, y.d = &quiet;
     for (int d = 0; d < DES_COUNT; d++) {
-      Eval *a = room ? price(&y, s, pairs, (Design)d, ACCOUNT_ACHIEVED,
+      Eval *a = room ? price(&y, &pt, (Design)d, ACCOUNT_ACHIEVED,
                              COMPOSE_SEQUENTIAL)
                      : NULL;
       r->slope_bytes[k][d] = a ? a->read + a->write : NAN;
@@ -268,8 +305,7 @@ static bool ski_slope(Run *x) {
     arch_free(v);
     tick(x);
   }
-  free(pairs);
-  shape_free(s);
+  point_free(&pt);
   return true;
 }
 
@@ -278,38 +314,30 @@ static bool end_to_end(Run *x) {
   Repro *r = x->r;
   bool ok = true;
   for (int sc = 0; ok && sc < REPRO_SCENARIOS; sc++) {
-    Shape *s = bind(x, 0, r->scenarios[sc].prompt);
-    if (!s)
+    Point pt;
+    if (!point_at(x, 0, r->scenarios[sc].prompt, &pt))
       return false;
-    Pair *pairs = fusion_classify(x->c, s);
     for (int d = 0; ok && d < DES_COUNT; d++) {
-      Eval *a = price(x, s, pairs, (Design)d, ACCOUNT_ACHIEVED,
-                      COMPOSE_SEQUENTIAL);
-      Eval *i = price(x, s, pairs, (Design)d, ACCOUNT_IDEAL,
-                      COMPOSE_SEQUENTIAL);
-      Eval *p = price(x, s, pairs, (Design)d, ACCOUNT_ACHIEVED,
-                      COMPOSE_PIPELINED);
-      ok = a && i && p;
+      Eval *e[WAY_COUNT];
+      ok = price_ways(x, &pt, (Design)d, e);
       if (ok) {
         double L = r->layers[0], G = r->scenarios[sc].generated;
         const Result *dec = &r->res[0][PH_DECODE][d];
-        r->e2e[sc][d] = L * (a->seconds + G * dec->seconds);
-        r->e2e_ideal[sc][d] = L * (i->seconds + G * dec->seconds_ideal);
+        r->e2e[sc][d] = L * (e[WAY_ACHIEVED]->seconds + G * dec->seconds);
+        r->e2e_ideal[sc][d] =
+            L * (e[WAY_IDEAL]->seconds + G * dec->seconds_ideal);
         r->e2e_pipelined[sc][d] =
-            L * (p->seconds + G * dec->seconds_pipelined);
+            L * (e[WAY_PIPELINED]->seconds + G * dec->seconds_pipelined);
       }
-      eval_free(a);
-      eval_free(i);
-      eval_free(p);
+      free_ways(e);
     }
     Searched b;
-    ok = ok && searched(x, s, pairs, &b);
+    ok = ok && searched(x, &pt, &b);
     if (ok)
       r->e2e_best[sc] =
           r->layers[0] * (b.seconds + r->scenarios[sc].generated *
                                           r->best[0][PH_DECODE].seconds);
-    free(pairs);
-    shape_free(s);
+    point_free(&pt);
     tick(x);
   }
   return ok;
@@ -376,10 +404,9 @@ static void spec_targets(Run *x, Repro *r) {
            "");
     cascade_free(t);
   }
-  Shape *s = bind(x, 0, r->prefill);
-  if (!s)
+  Point pt;
+  if (!point_at(x, 0, r->prefill, &pt))
     return;
-  Pair *pairs = fusion_classify(c, s);
   /* The paper's group counts per strategy (§IV). */
   static const struct {
     Strategy st;
@@ -391,7 +418,7 @@ static void spec_targets(Run *x, Repro *r) {
                 {ST_RI_RSB_RSP, "groups.ri_rsb_rsp", 3},
                 {ST_FULL, "groups.full", 1}};
   for (size_t k = 0; k < sizeof groups / sizeof groups[0]; k++) {
-    Plan *p = fusion_plan(c, s, pairs, groups[k].st, STITCH_GREEDY,
+    Plan *p = fusion_plan(c, pt.s, pt.pairs, groups[k].st, STITCH_GREEDY,
                           OBJ_GROUPS, &d);
     char what[64];
     snprintf(what, sizeof what, "fusion groups, %s",
@@ -401,9 +428,8 @@ static void spec_targets(Run *x, Repro *r) {
     plan_free(p);
   }
   target(r, "merges.count", "§IV",
-         "shared-input merges (NEX, X, Delta)", 3, count_merges(c, s), "");
-  free(pairs);
-  shape_free(s);
+         "shared-input merges (NEX, X, Delta)", 3, count_merges(c, pt.s), "");
+  point_free(&pt);
 }
 
 /* Table II, read back from the paper's architecture. */

@@ -40,10 +40,7 @@ void sweep_csv(Buf *b, const Study *s, const PointResult *res,
       buf_printf(b, ",");
       csv_field(b, cells[i].text);
     }
-    for (int f = 0; f < FIG_COUNT; f++) {
-      buf_printf(b, ",");
-      csv_number(b, res[p].fig[f]);
-    }
+    csv_numbers(b, res[p].fig, FIG_COUNT);
     buf_printf(b, ",%s", on[p] ? "true" : "false");
     if (s->reference)
       buf_printf(b, ",%s",

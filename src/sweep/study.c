@@ -136,11 +136,10 @@ static bool load_cascade(Loader *L, const YamlNode *m, int ci) {
   if (!want(L, m, YN_MAP, "a cascade ({spec, models, set})") ||
       !check_keys(L, m, cascade_keys, "a cascade"))
     return false;
-  const YamlNode *spec = ydoc_get(m, "spec");
-  if (!spec)
-    return fail(L, m->loc, "a cascade needs 'spec' (a path or a shipped "
-                           "spec: mamba1, mamba2, transformer)");
-  if (!want(L, spec, YN_SCALAR, "spec"))
+  const YamlNode *spec = need(L, m, "spec", "a cascade needs 'spec' (a path "
+                              "or a shipped spec: mamba1, mamba2, "
+                              "transformer)");
+  if (!spec || !want(L, spec, YN_SCALAR, "spec"))
     return false;
   sc->spec = spec->text;
   sc->loc = m->loc;
@@ -739,6 +738,17 @@ static bool add_workload(Loader *L, Workload w) {
   return true;
 }
 
+/* N as a whole number from LO to HI into *V; else the error "WHAT is
+ * IS, found 'N'". */
+static bool whole_number(Loader *L, const YamlNode *n, const char *what,
+                         const char *is, double lo, double hi, double *v) {
+  if (!study_number(L, n, what, v))
+    return false;
+  if (!(*v >= lo && *v <= hi && *v == floor(*v)))
+    return fail(L, n->loc, "%s is %s, found '%s'", what, is, n->text);
+  return true;
+}
+
 static bool load_scenario(Loader *L, const YamlNode *m) {
   if (!want(L, m, YN_MAP, "a scenario ({name, prompt, generate, layers})") ||
       !check_keys(L, m, scenario_keys, "a scenario"))
@@ -757,28 +767,15 @@ static bool load_scenario(Loader *L, const YamlNode *m) {
   Workload w = {name->text, WL_SCENARIO, m->loc, NAN, 0, 0, 0};
   const YamlNode *prompt = ydoc_get(m, "prompt");
   const YamlNode *layers = ydoc_get(m, "layers");
-  double v;
-  if (!study_number(L, gen, "generate", &w.generate))
+  double nlayers = 0;
+  if (!whole_number(L, gen, "generate", "a count of decode steps", 0,
+                    INFINITY, &w.generate) ||
+      (prompt && !whole_number(L, prompt, "prompt", "a count of tokens", 1,
+                               INFINITY, &w.prompt)) ||
+      (layers && !whole_number(L, layers, "layers",
+                               "a count from 1 to 1000000", 1, 1e6, &nlayers)))
     return false;
-  if (!(w.generate >= 0 && w.generate == floor(w.generate)))
-    return fail(L, gen->loc, "generate is a count of decode steps, found '%s'",
-                gen->text);
-  if (prompt) {
-    if (!study_number(L, prompt, "prompt", &w.prompt))
-      return false;
-    if (!(w.prompt >= 1 && w.prompt == floor(w.prompt)))
-      return fail(L, prompt->loc, "prompt is a count of tokens, found '%s'",
-                  prompt->text);
-  }
-  if (layers) {
-    if (!study_number(L, layers, "layers", &v))
-      return false;
-    if (!(v >= 1 && v == floor(v) && v <= 1e6))
-      return fail(L, layers->loc, "layers is a count from 1 to 1000000, "
-                                  "found '%s'",
-                  layers->text);
-    w.layers = (int)v;
-  }
+  w.layers = (int)nlayers;
   return add_workload(L, w);
 }
 
@@ -947,17 +944,13 @@ static bool load_study(Loader *L, const YamlNode *root) {
       return fail(L, root->keys[i]->loc, "unknown section '%s' (expected "
                                          "study)",
                   root->keys[i]->text);
-  const YamlNode *m = ydoc_get(root, "study");
-  if (!m)
-    return fail(L, root->loc, "missing 'study' section");
-  if (!want(L, m, YN_MAP, "the study section") ||
+  const YamlNode *m = need(L, root, "study", "missing 'study' section");
+  if (!m || !want(L, m, YN_MAP, "the study section") ||
       !check_keys(L, m, study_keys, "study"))
     return false;
-  const YamlNode *name = ydoc_get(m, "name");
-  if (!name)
-    return fail(L, m->loc, "the study needs a 'name' (its outputs go to "
-                           "out/NAME)");
-  if (!want(L, name, YN_SCALAR, "name") )
+  const YamlNode *name = need(L, m, "name", "the study needs a 'name' (its "
+                                           "outputs go to out/NAME)");
+  if (!name || !want(L, name, YN_SCALAR, "name"))
     return false;
   if (!study_is_name(name->text))
     return fail(L, name->loc, "'%s' is not a name (a letter or '_', then "
@@ -968,10 +961,10 @@ static bool load_study(Loader *L, const YamlNode *root) {
   if (desc && !want(L, desc, YN_SCALAR, "description"))
     return false;
   s->description = desc ? desc->text : "";
-  const YamlNode *cascades = ydoc_get(m, "cascades");
+  const YamlNode *cascades = need(L, m, "cascades", "the study needs "
+                                  "'cascades' (a list of {spec, models})");
   if (!cascades)
-    return fail(L, m->loc, "the study needs 'cascades' (a list of {spec, "
-                           "models})");
+    return false;
   const YamlNode *settings = ydoc_get(m, "settings");
   const YamlNode *params = ydoc_get(m, "parameters");
   const YamlNode *points = ydoc_get(m, "points");

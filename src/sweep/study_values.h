@@ -25,6 +25,16 @@ static inline bool check_keys(Loader *L, const YamlNode *m,
   return ydoc_known_keys(m, allowed, where, L->d);
 }
 
+/* The value under KEY of map M, which must have one: else NULL, with
+ * NEEDS ("the study needs a 'name' ...") at M. */
+static inline const YamlNode *need(Loader *L, const YamlNode *m,
+                                   const char *key, const char *needs) {
+  const YamlNode *v = ydoc_get(m, key);
+  if (!v)
+    fail(L, m->loc, "%s", needs);
+  return v;
+}
+
 /* N a list (WHAT says what it is) with an item (else "NAME is empty"). */
 bool study_list(Loader *L, const YamlNode *n, const char *what,
                 const char *name);

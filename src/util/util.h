@@ -222,6 +222,19 @@ typedef bool ParseText(const char *path, const char *text, size_t len,
  * OUT, the text freed after: a loader of one text file. False, with the
  * message in D, when reading or parsing fails. */
 bool load_input(const char *path, ParseText *parse, void *out, Diag *d);
+/* Define `T *LOAD(const char *path, Diag *d)`, load_input with
+ * `T *PARSE(path, text, len, d)` as its parse step (NULL on failure): the
+ * file loader of a module whose parser returns its object. */
+#define INPUT_LOADER(T, LOAD, PARSE)                                          \
+  static bool LOAD##_text(const char *path, const char *text, size_t len,     \
+                          void *out, Diag *d) {                               \
+    return (*(T **)out = PARSE(path, text, len, d)) != NULL;                  \
+  }                                                                           \
+  T *LOAD(const char *path, Diag *d) {                                        \
+    T *x = NULL;                                                              \
+    load_input(path, LOAD##_text, &x, d);                                     \
+    return x;                                                                 \
+  }
 
 /* Python's json module writes Infinity, -Infinity and NaN, which JSON
  * lacks (published Hugging Face configs hold them: Mamba-2's

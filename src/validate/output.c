@@ -126,12 +126,9 @@ void validate_csv(Buf *b, const Validation *v, const VidurSet *set) {
     csv_field(b, f->gpu);
     buf_printf(b, ",");
     csv_field(b, f->model);
-    buf_printf(b, ",%s,%d,%d,", vidur_op_name(r->op), r->tokens, r->tp);
-    csv_number(b, r->predicted_ms);
-    buf_printf(b, ",");
-    csv_number(b, r->measured_ms);
-    buf_printf(b, ",");
-    csv_number(b, r->error);
+    buf_printf(b, ",%s,%d,%d", vidur_op_name(r->op), r->tokens, r->tp);
+    csv_numbers(b, (const double[]){r->predicted_ms, r->measured_ms, r->error},
+                3);
     buf_printf(b, "\n");
   }
 }
@@ -177,9 +174,8 @@ json_t *validate_json(const Validation *v, const VidurSet *set,
     json_object_set_new(o, "operator", json_string(vidur_op_name(r->op)));
     json_object_set_new(o, "tokens", json_integer(r->tokens));
     json_object_set_new(o, "tp", json_integer(r->tp));
-    json_object_set_new(o, "predicted_ms", report_real(r->predicted_ms));
-    json_object_set_new(o, "measured_ms", report_real(r->measured_ms));
-    json_object_set_new(o, "error", report_real(r->error));
+    REPORT_REALS(o, {"predicted_ms", r->predicted_ms},
+                 {"measured_ms", r->measured_ms}, {"error", r->error});
     json_array_append_new(recs, o);
   }
   for (int i = 0; i < set->n; i++) {
@@ -202,14 +198,9 @@ json_t *validate_json(const Validation *v, const VidurSet *set,
   return root;
 }
 
-/* A colour per operator (Tableau's ten, a palette made to be told
- * apart, its grey replaced by black: the grey was within svg_check.py's
- * colour distance of the teal and the brown), so that no two share one. */
-static const char *const op_colours[] = {
-    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#000000"};
-_Static_assert(sizeof op_colours / sizeof op_colours[0] == VOP_COUNT,
-               "a colour per operator");
+/* A colour per operator, the palette's (report.h, palette_color), so
+ * that no two share one. */
+_Static_assert((int)VOP_COUNT <= (int)PALETTE_COLORS, "a colour per operator");
 
 void validate_chart(Buf *b, const Validation *v, Format f) {
   ChartSeries s[VOP_COUNT + 1];
@@ -231,7 +222,7 @@ void validate_chart(Buf *b, const Validation *v, Format f) {
     if (n)
       s[ns++] = (ChartSeries){.name = vidur_op_name(k), .n = n, .x = x[k],
                               .y = y[k], .marker = 1,
-                              .color = op_colours[k]};
+                              .color = palette_color(k)};
   }
   double diag[2] = {isfinite(lo) ? lo : 1e-3, hi > 0 ? hi : 1};
   s[ns++] = (ChartSeries){.name = "y = x", .n = 2, .x = diag, .y = diag,

@@ -283,6 +283,24 @@ static long instances(const Aa *aa) {
   return n;
 }
 
+/* Member KEY of M, a list (WHAT in messages), into *OUT: NULL where M
+ * has none. False (D set) when it is no list. */
+static bool list_of(Aa *aa, const YamlNode *m, const char *key,
+                    const char *what, const YamlNode **out) {
+  *out = ydoc_get(m, key);
+  return !*out || ydoc_want(*out, YN_SEQ, what, aa->d);
+}
+
+/* N, an item of a list of mappings of KEYS (each WHAT in messages), or
+ * NULL (D set) when it is no such mapping. */
+static const YamlNode *map_item(Aa *aa, const YamlNode *n, const char *what,
+                                const char *const *keys) {
+  return ydoc_want(n, YN_MAP, what, aa->d) &&
+                 ydoc_known_keys(n, keys, what, aa->d)
+             ? n
+             : NULL;
+}
+
 static const char *const spatial_keys[] = {"name", "fanout", "reuse",
                                            "may_reuse", "min_usage", NULL};
 
@@ -290,19 +308,16 @@ static const char *const spatial_keys[] = {"name", "fanout", "reuse",
  * above the nodes below; *AT where the first was written. */
 static bool load_spatial(Aa *aa, const YamlNode *m, const char *node,
                          Loc *at) {
-  const YamlNode *sp = ydoc_get(m, "spatial");
-  if (!sp)
-    return true;
-  if (!ydoc_want(sp, YN_SEQ, "spatial (a list of fanouts)", aa->d))
+  const YamlNode *sp;
+  if (!list_of(aa, m, "spatial", "spatial (a list of fanouts)", &sp))
     return false;
-  *at = sp->loc;
-  for (int i = 0; i < sp->n; i++) {
-    const YamlNode *f = sp->items[i];
-    if (!ydoc_want(f, YN_MAP, "a fanout", aa->d) ||
-        !ydoc_known_keys(f, spatial_keys, "a fanout", aa->d))
-      return false;
-    const YamlNode *k = ydoc_need(f, "fanout", f->loc, "a fanout",
-                                  "e.g. 'fanout: 128'", aa->d);
+  if (sp)
+    *at = sp->loc;
+  for (int i = 0; sp && i < sp->n; i++) {
+    const YamlNode *f = map_item(aa, sp->items[i], "a fanout", spatial_keys);
+    const YamlNode *k = f ? ydoc_need(f, "fanout", f->loc, "a fanout",
+                                      "e.g. 'fanout: 128'", aa->d)
+                          : NULL;
     double v;
     if (!k || !number(aa, k, "fanout", &v))
       return false;
@@ -338,18 +353,13 @@ static const char *const action_keys[] = {"name", "energy", "throughput",
 static bool check_actions(Aa *aa, const YamlNode *m,
                           const char *const *names, int n,
                           const char *expected) {
-  const YamlNode *acts = ydoc_get(m, "actions");
-  if (!acts)
-    return true;
-  if (!ydoc_want(acts, YN_SEQ, "actions (a list)", aa->d))
+  const YamlNode *acts;
+  if (!list_of(aa, m, "actions", "actions (a list)", &acts))
     return false;
-  for (int i = 0; i < acts->n; i++) {
-    const YamlNode *a = acts->items[i];
-    if (!ydoc_want(a, YN_MAP, "an action", aa->d) ||
-        !ydoc_known_keys(a, action_keys, "an action", aa->d))
-      return false;
+  for (int i = 0; acts && i < acts->n; i++) {
+    const YamlNode *a = map_item(aa, acts->items[i], "an action", action_keys);
     const YamlNode *nm =
-        ydoc_need(a, "name", a->loc, "an action", expected, aa->d);
+        a ? ydoc_need(a, "name", a->loc, "an action", expected, aa->d) : NULL;
     if (!nm || ydoc_enum(nm, names, n, "action", aa->d) < 0)
       return false;
   }

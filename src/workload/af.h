@@ -92,11 +92,11 @@ static inline char *upper(Af *af, const char *s) {
 
 /* ---- ranks and tensors ---- */
 
+_Static_assert(offsetof(AfRank, name) == 0 && offsetof(AfTensor, name) == 0,
+               "find_named reads an entry's name at its start");
+
 static inline int rank_find(const Af *af, const char *name) {
-  for (int i = 0; i < af->nranks; i++)
-    if (strcmp(af->ranks[i].name, name) == 0)
-      return i;
-  return -1;
+  return find_named(af->ranks, af->nranks, sizeof *af->ranks, name);
 }
 
 static inline int rank_get(Af *af, const char *name, Loc loc) {
@@ -115,10 +115,7 @@ static inline int rank_root(const Af *af, int r) {
 }
 
 static inline int tensor_find(const Af *af, const char *name) {
-  for (int i = 0; i < af->ntensors; i++)
-    if (strcmp(af->tensors[i].name, name) == 0)
-      return i;
-  return -1;
+  return find_named(af->tensors, af->ntensors, sizeof *af->tensors, name);
 }
 
 /* ---- af_moe.c ---- */

@@ -44,13 +44,22 @@ static IExpr *ie_new(Parser *p, IEKind k, size_t pos) {
 
 static IExpr *parse_iexpr(Parser *p, int depth);
 
+/* How deep an index expression and an expression may nest: far beyond a
+ * real one, far below the stack. */
+enum { INDEX_MAX_DEPTH = 64, EXPR_MAX_DEPTH = 200 };
+
+/* Is DEPTH past MAX? Then the error names WHAT ("expression") nested too
+ * deeply. */
+static bool too_deep(Parser *p, int depth, int max, const char *what) {
+  if (depth <= max)
+    return false;
+  lex_error(p, p->tok.pos, "%s nested too deeply", what);
+  return true;
+}
+
 static IExpr *parse_iunary(Parser *p, int depth) {
-  if (p->failed)
+  if (p->failed || too_deep(p, depth, INDEX_MAX_DEPTH, "index expression"))
     return NULL;
-  if (depth > 64) {
-    lex_error(p, p->tok.pos, "index expression nested too deeply");
-    return NULL;
-  }
   size_t pos = p->tok.pos;
   if (p->tok.k == T_MINUS) {
     lex_next(p);
@@ -329,12 +338,8 @@ static Expr *parse_call(Parser *p, const char *name, size_t pos, int depth) {
 }
 
 static Expr *parse_factor(Parser *p, int depth) {
-  if (p->failed)
+  if (p->failed || too_deep(p, depth, EXPR_MAX_DEPTH, "expression"))
     return NULL;
-  if (depth > 200) {
-    lex_error(p, p->tok.pos, "expression nested too deeply");
-    return NULL;
-  }
   size_t pos = p->tok.pos;
   switch (p->tok.k) {
   case T_NUM: {
@@ -418,10 +423,8 @@ static Expr *parse_factor(Parser *p, int depth) {
 }
 
 static Expr *parse_unary(Parser *p, int depth) {
-  if (depth > 200) {
-    lex_error(p, p->tok.pos, "expression nested too deeply");
+  if (too_deep(p, depth, EXPR_MAX_DEPTH, "expression"))
     return NULL;
-  }
   if (p->tok.k == T_MINUS) {
     size_t pos = p->tok.pos;
     lex_next(p);
@@ -477,10 +480,8 @@ static Expr *parse_infix(Parser *p, int depth, int prec) {
 }
 
 static Expr *parse_expr(Parser *p, int depth) {
-  if (depth > 200) {
-    lex_error(p, p->tok.pos, "expression nested too deeply");
+  if (too_deep(p, depth, EXPR_MAX_DEPTH, "expression"))
     return NULL;
-  }
   return parse_infix(p, depth, 1);
 }
 

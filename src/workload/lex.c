@@ -39,11 +39,98 @@ const char *lex_desc(const Parser *p, const Tok *t, char *buf, size_t n) {
 static bool is_id_start(int c) { return isalpha(c) || c == '_'; }
 static bool is_id_char(int c) { return isalnum(c) || c == '_'; }
 
-void lex_next(Parser *p) {
-  if (p->failed) {
-    p->tok = (Tok){T_EOF, p->len, 0, 0};
-    return;
+/* A number at ST (digits, a fraction, an exponent) into *T; false after
+ * the error when it is malformed or out of range. */
+static bool lex_number(Parser *p, size_t st, Tok *t) {
+  size_t e = st;
+  while (e < p->len && isdigit((unsigned char)p->s[e]))
+    e++;
+  if (e < p->len && p->s[e] == '.') {
+    e++;
+    while (e < p->len && isdigit((unsigned char)p->s[e]))
+      e++;
   }
+  if (e < p->len && (p->s[e] == 'e' || p->s[e] == 'E')) {
+    size_t x = e + 1;
+    if (x < p->len && (p->s[x] == '+' || p->s[x] == '-'))
+      x++;
+    if (x >= p->len || !isdigit((unsigned char)p->s[x])) {
+      lex_error(p, st, "bad number '%.*s': expected digits after the exponent",
+                (int)(x - st), p->s + st);
+      return false;
+    }
+    while (x < p->len && isdigit((unsigned char)p->s[x]))
+      x++;
+    e = x;
+  }
+  if (e < p->len && is_id_char((unsigned char)p->s[e])) {
+    size_t x = e;
+    while (x < p->len && is_id_char((unsigned char)p->s[x]))
+      x++;
+    lex_error(p, st, "bad number '%.*s'", (int)(x - st), p->s + st);
+    return false;
+  }
+  char buf[64];
+  size_t n = e - st < sizeof buf - 1 ? e - st : sizeof buf - 1;
+  memcpy(buf, p->s + st, n);
+  buf[n] = 0;
+  t->k = T_NUM;
+  t->len = e - st;
+  t->num = strtod(buf, NULL);
+  if (!isfinite(t->num) || (t->num != 0 && fabs(t->num) < 1e-300)) {
+    lex_error(p, st, "number '%.*s' is out of range", (int)t->len, p->s + st);
+    return false;
+  }
+  return true;
+}
+
+/* The punctuation: each character's token alone, and followed by '='
+ * (T_EOF: no such token; '!' is one only before '='). */
+static const struct {
+  char c;
+  TokKind alone, with_eq;
+} PUNCT[] = {
+    {'[', T_LBRACK, T_EOF}, {']', T_RBRACK, T_EOF}, {'(', T_LPAREN, T_EOF},
+    {')', T_RPAREN, T_EOF}, {',', T_COMMA, T_EOF},  {'+', T_PLUS, T_EOF},
+    {'-', T_MINUS, T_EOF},  {'*', T_STAR, T_EOF},   {'/', T_SLASH, T_EOF},
+    {'.', T_DOT, T_EOF},    {'=', T_EQ, T_EQEQ},    {'<', T_LT, T_LE},
+    {'>', T_GT, T_GE},      {'!', T_EOF, T_NE},
+};
+
+/* Punctuation at ST (CH) into *T; false after the error for a character
+ * that starts no token. */
+static bool lex_punct(Parser *p, size_t st, unsigned char ch, Tok *t) {
+  bool eq_next = st + 1 < p->len && p->s[st + 1] == '=';
+  for (size_t k = 0; k < sizeof PUNCT / sizeof PUNCT[0]; k++) {
+    if (PUNCT[k].c != ch)
+      continue;
+    bool two = eq_next && PUNCT[k].with_eq != T_EOF;
+    if (!two && PUNCT[k].alone == T_EOF) {
+      lex_error(p, st, "unexpected character '!' (not equal is written '!=')");
+      return false;
+    }
+    t->k = two ? PUNCT[k].with_eq : PUNCT[k].alone;
+    t->len = two ? 2 : 1;
+    return true;
+  }
+  if (ch == ':' && st + 1 < p->len && p->s[st + 1] == ':') {
+    t->k = T_COLONCOLON;
+    t->len = 2;
+    return true;
+  }
+  if (ch == ':')
+    lex_error(p, st, "unexpected ':' (a reduction is written ':: op(vars)')");
+  else if (ch >= 0x20 && ch < 0x7f)
+    lex_error(p, st, "unexpected character '%c'", ch);
+  else
+    lex_error(p, st, "unexpected character (byte 0x%02x)", ch);
+  return false;
+}
+
+void lex_next(Parser *p) {
+  p->tok = (Tok){T_EOF, p->len, 0, 0}; /* what a failed parse reads on */
+  if (p->failed)
+    return;
   while (p->at < p->len && isspace((unsigned char)p->s[p->at]))
     p->at++;
   size_t st = p->at;
@@ -61,94 +148,10 @@ void lex_next(Parser *p) {
     t.len = e - st;
   } else if (isdigit(ch) || (ch == '.' && st + 1 < p->len &&
                              isdigit((unsigned char)p->s[st + 1]))) {
-    size_t e = st;
-    while (e < p->len && isdigit((unsigned char)p->s[e]))
-      e++;
-    if (e < p->len && p->s[e] == '.') {
-      e++;
-      while (e < p->len && isdigit((unsigned char)p->s[e]))
-        e++;
-    }
-    if (e < p->len && (p->s[e] == 'e' || p->s[e] == 'E')) {
-      size_t x = e + 1;
-      if (x < p->len && (p->s[x] == '+' || p->s[x] == '-'))
-        x++;
-      if (x >= p->len || !isdigit((unsigned char)p->s[x])) {
-        lex_error(p, st, "bad number '%.*s': expected digits after the exponent",
-             (int)(x - st), p->s + st);
-        p->tok = (Tok){T_EOF, p->len, 0, 0};
-        return;
-      }
-      while (x < p->len && isdigit((unsigned char)p->s[x]))
-        x++;
-      e = x;
-    }
-    if (e < p->len && is_id_char((unsigned char)p->s[e])) {
-      size_t x = e;
-      while (x < p->len && is_id_char((unsigned char)p->s[x]))
-        x++;
-      lex_error(p, st, "bad number '%.*s'", (int)(x - st), p->s + st);
-      p->tok = (Tok){T_EOF, p->len, 0, 0};
+    if (!lex_number(p, st, &t))
       return;
-    }
-    char buf[64];
-    size_t n = e - st < sizeof buf - 1 ? e - st : sizeof buf - 1;
-    memcpy(buf, p->s + st, n);
-    buf[n] = 0;
-    t.k = T_NUM;
-    t.len = e - st;
-    t.num = strtod(buf, NULL);
-    if (!isfinite(t.num) || (t.num != 0 && fabs(t.num) < 1e-300)) {
-      lex_error(p, st, "number '%.*s' is out of range", (int)t.len, p->s + st);
-      p->tok = (Tok){T_EOF, p->len, 0, 0};
-      return;
-    }
-  } else {
-    t.len = 1;
-    switch (ch) {
-    case '[': t.k = T_LBRACK; break;
-    case ']': t.k = T_RBRACK; break;
-    case '(': t.k = T_LPAREN; break;
-    case ')': t.k = T_RPAREN; break;
-    case ',': t.k = T_COMMA; break;
-    case '+': t.k = T_PLUS; break;
-    case '-': t.k = T_MINUS; break;
-    case '*': t.k = T_STAR; break;
-    case '/': t.k = T_SLASH; break;
-    case '=': t.k = T_EQ; break;
-    case '<': t.k = T_LT; break;
-    case '>': t.k = T_GT; break;
-    case '.': t.k = T_DOT; break;
-    case '!':
-      t.k = T_NE;
-      break;
-    case ':':
-      if (st + 1 < p->len && p->s[st + 1] == ':') {
-        t.k = T_COLONCOLON;
-        t.len = 2;
-        break;
-      }
-      lex_error(p, st, "unexpected ':' (a reduction is written ':: op(vars)')");
-      p->tok = (Tok){T_EOF, p->len, 0, 0};
-      return;
-    default:
-      if (ch >= 0x20 && ch < 0x7f)
-        lex_error(p, st, "unexpected character '%c'", ch);
-      else
-        lex_error(p, st, "unexpected character (byte 0x%02x)", ch);
-      p->tok = (Tok){T_EOF, p->len, 0, 0};
-      return;
-    }
-    /* Two-character comparisons: <= >= == != */
-    bool eq_next = st + 1 < p->len && p->s[st + 1] == '=';
-    if (eq_next && (t.k == T_LT || t.k == T_GT || t.k == T_EQ || t.k == T_NE)) {
-      t.k = t.k == T_LT ? T_LE : t.k == T_GT ? T_GE : t.k == T_EQ ? T_EQEQ : T_NE;
-      t.len = 2;
-    } else if (t.k == T_NE) {
-      lex_error(p, st, "unexpected character '!' (not equal is written '!=')");
-      p->tok = (Tok){T_EOF, p->len, 0, 0};
-      return;
-    }
+  } else if (!lex_punct(p, st, ch, &t)) {
+    return;
   }
   p->at = st + t.len;
   p->tok = t;

@@ -270,23 +270,38 @@ static bool load_expressions(Cascade *c, const YamlNode *exprs, Diag *d) {
   return true;
 }
 
-static bool load_outputs(Cascade *c, const YamlNode *outs, Diag *d) {
-  if (!outs)
+/* What a section that lists tensors does to each one it lists: T, named
+ * at X. False (D set) when T cannot be one. */
+typedef bool TakeTensor(Cascade *c, int t, const YamlNode *x, Diag *d);
+
+/* SECTION: [TENSOR, ...] (LIST; absent: none), WHAT the list is for
+ * messages, ENTRY each name; each a declared tensor, given to TAKE. */
+static bool load_tensor_list(Cascade *c, const YamlNode *list,
+                             const char *section, const char *what,
+                             const char *entry, TakeTensor *take, Diag *d) {
+  if (!list)
     return true;
-  if (!want(c, outs, YN_SEQ, "outputs (a list of tensor names)", d))
+  if (!want(c, list, YN_SEQ, what, d))
     return false;
-  for (int i = 0; i < outs->n; i++) {
-    const YamlNode *x = outs->items[i];
-    if (!want(c, x, YN_SCALAR, "an output (a tensor name)", d))
+  for (int i = 0; i < list->n; i++) {
+    const YamlNode *x = list->items[i];
+    if (!want_identifier(c, x, entry, d))
       return false;
     int t = cascade_tensor(c, x->text);
     if (t < 0) {
-      diag_error(d, c->path, x->loc, "unknown tensor '%s' in outputs",
-                 x->text);
+      diag_error(d, c->path, x->loc, "unknown tensor '%s' in %s", x->text,
+                 section);
       return false;
     }
-    c->tensors[t].output = true;
+    if (!take(c, t, x, d))
+      return false;
   }
+  return true;
+}
+
+static bool take_output(Cascade *c, int t, const YamlNode *x, Diag *d) {
+  (void)x, (void)d;
+  c->tensors[t].output = true;
   return true;
 }
 
@@ -355,31 +370,16 @@ static bool is_history(const Cascade *c, int t) {
 /* append: [TENSOR, ...] -- decode states that grow (a KV cache): each an
  * input that an initialization reads whole, along its conditioned
  * variable (K[b,h,m<0,e] = KC[b,h,m+T,e]). */
-static bool load_append(Cascade *c, const YamlNode *list, Diag *d) {
-  if (!list)
-    return true;
-  if (!want(c, list, YN_SEQ, "append (a list of decode-state tensors)", d))
+static bool take_append(Cascade *c, int t, const YamlNode *x, Diag *d) {
+  if (!is_history(c, t)) {
+    diag_error(d, c->path, x->loc,
+               "append: %s is not a history an initialization reads: "
+               "expected an input read as T[..., v<0, ...] = %s[..., v+N, "
+               "...] (a KV cache: K[b,h,m<0,e] = KC[b,h,m+T,e])",
+               x->text, x->text);
     return false;
-  for (int i = 0; i < list->n; i++) {
-    const YamlNode *x = list->items[i];
-    if (!want_identifier(c, x, "tensor name", d))
-      return false;
-    int t = cascade_tensor(c, x->text);
-    if (t < 0) {
-      diag_error(d, c->path, x->loc, "unknown tensor '%s' in append",
-                 x->text);
-      return false;
-    }
-    if (!is_history(c, t)) {
-      diag_error(d, c->path, x->loc,
-                 "append: %s is not a history an initialization reads: "
-                 "expected an input read as T[..., v<0, ...] = %s[..., v+N, "
-                 "...] (a KV cache: K[b,h,m<0,e] = KC[b,h,m+T,e])",
-                 x->text, x->text);
-      return false;
-    }
-    c->tensors[t].append = true;
   }
+  c->tensors[t].append = true;
   return true;
 }
 
@@ -444,12 +444,16 @@ static bool load_root(Cascade *c, const YamlNode *root, Diag *d) {
          load_shape(c, ydoc_get(root, "shape"), d) &&
          load_model(c, ydoc_get(root, "model"), d) &&
          load_expressions(c, exprs, d) && check_window_ranks(c, d) &&
-         load_outputs(c, ydoc_get(root, "outputs"), d) &&
+         load_tensor_list(c, ydoc_get(root, "outputs"), "outputs",
+                          "outputs (a list of tensor names)",
+                          "an output (a tensor name)", take_output, d) &&
          cascade_finish(c, d) &&
          check_outputs_produced(c, ydoc_get(root, "outputs"), d) &&
          load_sequence(c, ydoc_get(root, "sequence"), d) &&
          load_units(c, ydoc_get(root, "units"), d) &&
-         load_append(c, ydoc_get(root, "append"), d);
+         load_tensor_list(c, ydoc_get(root, "append"), "append",
+                          "append (a list of decode-state tensors)",
+                          "tensor name", take_append, d);
 }
 
 static bool is_set(const SpecLoad *o, const char *name) {

@@ -94,17 +94,10 @@ bool spec_translate(SpecFormat f, const char *path, const char *text,
     ok = c != NULL;
     cascade_free(c);
   }
-  if (ok) {
-    buf_printf(out, "# %s, translated by mambalaya import (%s format)\n",
-               path, f == SPEC_ACCELFORGE ? "AccelForge" : "Timeloop");
-    const char *s = t.notes.s;
-    while (s && *s) {
-      const char *nl = strchr(s, '\n');
-      buf_printf(out, "# note: %.*s\n", (int)(nl - s), s);
-      s = nl + 1;
-    }
-    buf_printf(out, "%s", t.text.s);
-  }
+  if (ok)
+    tr_print(&t, path,
+             f == SPEC_ACCELFORGE ? "AccelForge format" : "Timeloop format",
+             out);
   tr_free(&t);
   return ok;
 }

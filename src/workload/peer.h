@@ -24,6 +24,10 @@ void tr_line(Translation *t, Loc from, const char *fmt, ...)
 void tr_note(Translation *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void tr_free(Translation *t);
+/* T as `mambalaya import` writes it into OUT: a header naming PATH and
+ * WHAT it was ("AccelForge format"), each note as a comment, the text. */
+void tr_print(const Translation *t, const char *path, const char *what,
+              Buf *out);
 /* Point L, a place in T's text, at the place in the peer's file it came
  * from (where the translation knows it). */
 void tr_remap(const Translation *t, Loc *l);

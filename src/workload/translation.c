@@ -43,6 +43,17 @@ void tr_free(Translation *t) {
   free(t->from);
 }
 
+void tr_print(const Translation *t, const char *path, const char *what,
+              Buf *out) {
+  buf_printf(out, "# %s, translated by mambalaya import (%s)\n", path, what);
+  for (const char *s = t->notes.s; s && *s;) {
+    const char *nl = strchr(s, '\n');
+    buf_printf(out, "# note: %.*s\n", (int)(nl - s), s);
+    s = nl + 1;
+  }
+  buf_printf(out, "%s", t->text.s);
+}
+
 void tr_remap(const Translation *t, Loc *l) {
   if (l->line >= 1 && l->line <= t->nlines && t->from[l->line - 1].line > 0)
     *l = t->from[l->line - 1];

@@ -295,15 +295,7 @@ YamlDoc *ydoc_parse_tagged(const char *path, const char *text, size_t len,
   return parse(path, text, len, true, diag);
 }
 
-YamlDoc *ydoc_load(const char *path, Diag *diag) {
-  size_t len;
-  char *text = read_input(path, INPUT_TEXT_MAX, &len, diag);
-  if (!text)
-    return NULL;
-  YamlDoc *doc = ydoc_parse(path, text, len, diag);
-  free(text);
-  return doc;
-}
+INPUT_LOADER(YamlDoc, ydoc_load, ydoc_parse)
 
 void ydoc_free(YamlDoc *doc) {
   if (!doc)

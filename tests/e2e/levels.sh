@@ -3,8 +3,9 @@
 # eval reports every level's bytes per tensor, time and energy in text,
 # --json and --csv, and which level bounds each Einsum; an omitted
 # bandwidth prints as unlimited; a sweep over the GlobalBuffer's bandwidth
-# and one over an inner level's capacity both move latency; a file with
-# four levels and no fusion level is refused at its line.
+# and one over an inner level's capacity both move latency; --json echoes
+# each compute unit's scalar fields; a file with four levels and no fusion
+# level is refused at its line.
 set -u
 . tests/e2e/lib/harness.sh
 PY=python3
@@ -17,6 +18,20 @@ grep -q "per tensor: read/write MB" text.txt || fail "eval text: no tensors"
   fail "eval --json"
 "$M" eval mamba1 --set B=4 --design full --arch h100 --csv >h.csv ||
   fail "eval --csv"
+# Every compute unit's scalar fields (COMPUTE_UNIT_FIELDS) in --json, as
+# archs/h100-sxm.yaml gives them or by their defaults (pipeline 1,
+# efficiency 1, sms and threads 0: none).
+"$M" eval mamba1 --set B=4 --design full --arch h100-sxm --json >sxm.json ||
+  fail "eval --json on h100-sxm"
+$PY - <<'PYEOF' || fail "per-unit JSON"
+import json
+units = json.load(open("sxm.json"))["units"]
+assert units == [
+    {"name": "tensor", "role": "matrix", "pipeline": 1, "efficiency": 0.75,
+     "sms": 132, "threads": 2048},
+    {"name": "cuda", "role": "vector", "pipeline": 1, "efficiency": 1,
+     "sms": 0, "threads": 0}], units
+PYEOF
 $PY - <<'PYEOF' || fail "per-level JSON and CSV"
 import csv, json
 d = json.load(open("h.json"))

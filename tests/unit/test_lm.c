@@ -228,6 +228,14 @@ TEST(weights_parse_errors) {
                     "state)");
   check_parse_error("weights:\n  layer: l.\n", 20, 10,
                     "must contain {i}");
+  /* A missing section is named at the weights mapping (its first key). */
+  check_parse_error("weights:\n  tensors: {}\n", 20, 3,
+                    "weights needs layer: the prefix of a layer's keys");
+  check_parse_error("weights:\n  layer: l.{i}.\n", 20, 3,
+                    "weights needs tensors: the source of each weight");
+  check_parse_error("weights:\n  layer: l.{i}.\n  tensors:\n    WA: w\n",
+                    20, 3, "weights needs a model section (embedding, "
+                    "norm_f)");
   check_parse_error("weights:\n  layer: l.{i}.\n  tensors:\n"
                     "    WZ: w\n",
                     22, 5, "'WZ' is not a tensor of the cascade");
