@@ -127,7 +127,7 @@ static double op_cycles(const Work *w, const Unit *u, double util,
   return cyc;
 }
 
-void price_compute(const Ctx *x, int e, int u, EinsumEval *r) {
+static void compute_on(const Ctx *x, int e, int u, EinsumEval *r) {
   const Work *w = &x->work[e];
   const Unit *U = &x->a->units[u];
   bool main_ops[OPC_COUNT], epi_ops[OPC_COUNT];
@@ -177,6 +177,38 @@ void price_compute(const Ctx *x, int e, int u, EinsumEval *r) {
         op_cycles(w, E, fold(fmax(w->parallel, 1) / E->pes), epi_ops);
   }
   gpu_compute(x, e, r); /* a GPU's waves and efficiencies (gpu.c) */
+}
+
+/* What price_compute sets, kept (Ctx.compute). */
+typedef struct Compute {
+  bool set;
+  int epilogue;
+  double spread, util, unit_cycles, epilogue_cycles, compute_cycles;
+} Compute;
+
+struct Compute *compute_cache_new(const Ctx *x) {
+  return xcalloc((size_t)x->c->neinsums * (size_t)x->a->nunits + 1,
+                 sizeof(Compute));
+}
+
+void price_compute(const Ctx *x, int e, int u, EinsumEval *r) {
+  Compute *k = x->compute
+                   ? &x->compute[(size_t)e * (size_t)x->a->nunits + (size_t)u]
+                   : NULL;
+  if (!k || !k->set) {
+    compute_on(x, e, u, r);
+    if (k)
+      *k = (Compute){true, r->epilogue, r->spread, r->util, r->unit_cycles,
+                     r->epilogue_cycles, r->compute_cycles};
+    return;
+  }
+  r->unit = u;
+  r->epilogue = k->epilogue;
+  r->spread = k->spread;
+  r->util = k->util;
+  r->unit_cycles = k->unit_cycles;
+  r->epilogue_cycles = k->epilogue_cycles;
+  r->compute_cycles = k->compute_cycles;
 }
 
 /* ---- the rule ---- */

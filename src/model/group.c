@@ -108,8 +108,13 @@ void charge(const Ctx *x, EinsumEval *r, int t, double n, bool write,
     r->read += b;
     *(inter ? &r->inter_read : &r->intra_read) += b;
   }
-  if (x->ev)
+  if (x->ev) {
+    Ctx *m = (Ctx *)x; /* the list only: what this charge touched */
+    if (m->dirty && b != 0 && x->ev->tensor_write[t] == 0 &&
+        x->ev->tensor_read[t] == 0)
+      m->dirty[m->ndirty++] = t;
     (write ? x->ev->tensor_write : x->ev->tensor_read)[t] += b;
+  }
   level_add(x, r, 0, t, write ? 0 : b, write ? b : 0);
 }
 
@@ -131,19 +136,23 @@ static int by_long(const void *a, const void *b) {
 /* The group's tensors, in one pass over its members: produced here and
  * read here (MADE), or read from DRAM here without the group's ranks
  * (WEIGHT) or by several members (SHARED). What the geometry moves for
- * each, once, is its charge. */
+ * each, once, is its charge. Per-tensor scratch is the context's
+ * (Ctx.held), set back to rest for the tensors it touched: a group's
+ * pricing takes time in its own size, not the cascade's. */
 static void collect_held(Grp *G) {
   const Ctx *x = G->x;
   const Cascade *c = x->c;
   const Plan *p = x->plan;
   const int *m = G->gr->einsums;
   size_t nt = (size_t)c->ntensors + 1;
-  int *first = xmalloc(nt * sizeof *first), *last = xmalloc(nt * sizeof *last);
-  int *readers = xcalloc(nt, sizeof *readers), *made = xmalloc(nt * sizeof *made);
-  double *rd = xcalloc(nt, sizeof *rd), *wr = xcalloc(nt, sizeof *wr);
-  int *seen = xmalloc(nt * sizeof *seen), nseen = 0; /* first[t] set */
-  for (size_t t = 0; t < nt; t++)
-    first[t] = last[t] = made[t] = -1;
+  HeldScratch *h = x->held;
+  int *first = h->first, *last = h->last, *readers = h->readers,
+      *made = h->made;
+  double *rd = h->rd, *wr = h->wr;
+  int nseen = 0, most = 0; /* SEEN: the tensors whose first[] is set */
+  for (int j = 0; j < G->n; j++)
+    most += c->einsums[m[j]]->nreads;
+  int *seen = xmalloc(((size_t)most + 1) * sizeof *seen);
   for (int j = 0; j < G->n; j++)
     for (int k = x->xfer_at[m[j]]; k < x->xfer_at[m[j] + 1]; k++) {
       const Transfer *f = &p->xfers[x->xfer_ord[k]];
@@ -180,19 +189,52 @@ static void collect_held(Grp *G) {
                                                   : HELD_SHARED;
     if (k == HELD_SHARED && readers[t] < 2)
       continue;
-    Held *h = new_held(G, t, k);
-    h->first = i;
-    h->last = k == HELD_WEIGHT ? G->n - 1 : last[t];
-    h->charge = k == HELD_MADE ? (p->written[t] ? wr[t] : 0) : rd[t];
+    Held *hd = new_held(G, t, k);
+    hd->first = i;
+    hd->last = k == HELD_WEIGHT ? G->n - 1 : last[t];
+    hd->charge = k == HELD_MADE ? (p->written[t] ? wr[t] : 0) : rd[t];
+  }
+  /* Back to rest: every entry set above. */
+  for (int j = 0; j < G->n; j++) {
+    for (int k = x->xfer_at[m[j]]; k < x->xfer_at[m[j] + 1]; k++)
+      rd[p->xfers[x->xfer_ord[k]].tensor] =
+          wr[p->xfers[x->xfer_ord[k]].tensor] = 0;
+    made[c->einsums[m[j]]->out.tensor] = -1;
+  }
+  for (int q = 0; q < nseen; q++) {
+    first[seen[q]] = last[seen[q]] = -1;
+    readers[seen[q]] = 0;
   }
   free(key);
   free(seen);
-  free(first);
-  free(last);
-  free(readers);
-  free(made);
-  free(rd);
-  free(wr);
+}
+
+HeldScratch *held_scratch_new(int ntensors) {
+  size_t nt = (size_t)ntensors + 1;
+  HeldScratch *h = xmalloc(sizeof *h);
+  h->first = xmalloc(nt * sizeof *h->first);
+  h->last = xmalloc(nt * sizeof *h->last);
+  h->made = xmalloc(nt * sizeof *h->made);
+  h->held_of = xmalloc(nt * sizeof *h->held_of);
+  h->readers = xcalloc(nt, sizeof *h->readers);
+  h->rd = xcalloc(nt, sizeof *h->rd);
+  h->wr = xcalloc(nt, sizeof *h->wr);
+  for (size_t t = 0; t < nt; t++)
+    h->first[t] = h->last[t] = h->made[t] = h->held_of[t] = -1;
+  return h;
+}
+
+void held_scratch_free(HeldScratch *h) {
+  if (!h)
+    return;
+  free(h->first);
+  free(h->last);
+  free(h->made);
+  free(h->held_of);
+  free(h->readers);
+  free(h->rd);
+  free(h->wr);
+  free(h);
 }
 
 bool model_distance_spills(const Cascade *c, int t, int distance) {
@@ -244,22 +286,38 @@ static void weight_residency(Grp *G) {
 
 /* ---- the tile ---- */
 
+static int by_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
 /* The recurrence inside the group: the lagged tensor and the rank it
- * iterates, or -1. */
+ * iterates, or -1. The first lagged edge into a member, in the cascade's
+ * order (the members' incoming edges, Ctx.in_at: not every edge). */
 static int recurrence_of(const Grp *G, int *iter_rank) {
-  const Cascade *c = G->x->c;
-  for (int i = 0; i < c->nedges; i++) {
-    const Edge *e = &c->edges[i];
-    if (edge_orders(c, e) || G->x->plan->group_of[e->consumer] !=
-                          G->x->plan->group_of[G->gr->einsums[0]])
-      continue;
-    for (int k = 0; k < e->acc[0]->n; k++)
+  const Ctx *x = G->x;
+  const Cascade *c = x->c;
+  int n = 0, most = 0;
+  for (int i = 0; i < G->n; i++)
+    most += x->in_at[G->gr->einsums[i] + 1] - x->in_at[G->gr->einsums[i]];
+  int *lagged = xmalloc(((size_t)most + 1) * sizeof *lagged);
+  for (int i = 0; i < G->n; i++)
+    for (int q = x->in_at[G->gr->einsums[i]];
+         q < x->in_at[G->gr->einsums[i] + 1]; q++)
+      if (!edge_orders(c, &c->edges[x->in_ord[q]]))
+        lagged[n++] = x->in_ord[q];
+  qsort(lagged, (size_t)n, sizeof *lagged, by_int);
+  int found = -1;
+  for (int q = 0; q < n && found < 0; q++) {
+    const Edge *e = &c->edges[lagged[q]];
+    for (int k = 0; k < e->acc[0]->n && found < 0; k++)
       if (e->acc[0]->idx[k].lag > 0) {
         *iter_rank = c->tensors[e->tensor].ranks[k];
-        return e->tensor;
+        found = e->tensor;
       }
   }
-  return -1;
+  free(lagged);
+  return found;
 }
 
 /* Spread a tile of TOTAL elements over the ranks, innermost first (tokens
@@ -1087,16 +1145,13 @@ static bool idle_state(const Grp *G) {
 }
 
 bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
-  const Cascade *c = x->c;
   Grp G = {.x = x, .gr = &x->plan->groups[g], .ev = ev};
   G.n = G.gr->n;
   G.whole = x->o.hold_whole;
   G.budget = x->o.reserve_share * x->glb;
   G.keep = 1;
   G.overbook = priced_by_dram(x->a);
-  G.held_of = xmalloc(((size_t)c->ntensors + 1) * sizeof *G.held_of);
-  for (int t = 0; t < c->ntensors; t++)
-    G.held_of[t] = -1;
+  G.held_of = x->held->held_of; /* at rest: -1 (set back below) */
   G.nt = G.gr->ntiled;
   memcpy(G.rank, G.gr->tiled, sizeof G.rank);
   for (int k = 0; k < G.nt; k++)
@@ -1109,10 +1164,10 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   for (int k = 0; k < G.nheld; k++)
     across = across || G.held[k].kind != HELD_WEIGHT;
   if (!across) {
+    for (int k = 0; k < G.nheld; k++)
+      G.held_of[G.held[k].tensor] = -1;
     G.nheld = 0; /* nothing to hold: each member maps freely */
     G.nt = 0;
-    for (int t = 0; t < c->ntensors; t++)
-      G.held_of[t] = -1;
   }
   G.held_from = xmalloc(((size_t)G.n + 1) * sizeof *G.held_from);
   for (int i = 0, k = 0; i <= G.n; i++) {
@@ -1177,8 +1232,9 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   for (int i = 0; !x->nests && i < G.n; i++)
     nest_free(G.nest[i]);
   free(G.nest);
+  for (int k = 0; k < G.nheld; k++)
+    G.held_of[G.held[k].tensor] = -1;
   free(G.held);
-  free(G.held_of);
   free(G.held_from);
   return ok;
 }
