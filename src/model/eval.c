@@ -452,7 +452,8 @@ GroupPricer *model_group_pricer_new(const Cascade *c, const Shape *s,
   gp->x.ev = eval_new(&gp->x, c->neinsums);
   gp->x.nests = xcalloc((size_t)c->neinsums + 1, sizeof *gp->x.nests);
   gp->x.inner = xcalloc((size_t)c->neinsums + 1, sizeof *gp->x.inner);
-  gp->x.compute = compute_cache_new(&gp->x);
+  gp->x.bind_keep = bind_keep_new(&gp->x);
+  gp->x.frame = frame_new();
   gp->x.dirty = xmalloc(((size_t)c->ntensors + 1) * sizeof *gp->x.dirty);
   gp->g = -1;
   gp->computed = xcalloc((size_t)c->neinsums + 1, sizeof *gp->computed);
@@ -465,7 +466,8 @@ void model_group_pricer_free(GroupPricer *gp) {
   eval_free(gp->x.ev);
   nests_free(gp->x.nests, gp->x.c->neinsums);
   inner_free(gp->x.inner, gp->x.c->neinsums);
-  free(gp->x.compute);
+  bind_keep_free(gp->x.bind_keep);
+  frame_free(gp->x.frame);
   free(gp->x.dirty);
   ctx_free(&gp->x);
   free(gp->computed);
@@ -478,6 +480,7 @@ const Eval *model_group_bind(GroupPricer *gp, Plan *plan, int g) {
   const Group *gr = &plan->groups[g];
   x->plan = plan;
   ctx_index_xfers(x);
+  frame_forget(x->frame);
   gp->g = -1;
   ev->bind_capped = 0;
   for (int i = 0; i < gr->n; i++)

@@ -120,8 +120,8 @@ void charge(const Ctx *x, EinsumEval *r, int t, double n, bool write,
 
 /* ---- what the group holds ---- */
 
+/* A new held tensor (G->held has room: collect_held's). */
 static Held *new_held(Grp *G, int t, HeldKind k) {
-  G->held = xrealloc(G->held, (size_t)(G->nheld + 1) * sizeof *G->held);
   Held *h = &G->held[G->nheld];
   *h = (Held){.tensor = t, .kind = k, .first = -1, .last = -1, .on = true};
   G->held_of[t] = G->nheld++;
@@ -182,6 +182,7 @@ static void collect_held(Grp *G) {
   for (int q = 0; q < nseen; q++)
     key[q] = (long)first[seen[q]] * (long)nt + seen[q];
   qsort(key, (size_t)nseen, sizeof *key, by_long);
+  G->held = xmalloc(((size_t)nseen + 1) * sizeof *G->held);
   for (int q = 0; q < nseen; q++) {
     int t = (int)(key[q] % (long)nt), i = first[t];
     HeldKind k = made[t] >= 0 && made[t] < last[t] ? HELD_MADE
@@ -1144,6 +1145,84 @@ static bool idle_state(const Grp *G) {
   return true;
 }
 
+/* What group G holds before any spill, its tile ranks and its
+ * recurrence: the same for every spill variant of a group, so a group
+ * pricer keeps them (Ctx.frame) from its first price of the group it
+ * bound last to the next bind. */
+struct Frame {
+  bool set;
+  int nheld, nt, state_t, iter_rank;
+  Held *held;
+  int *held_from;
+};
+
+Frame *frame_new(void) { return xcalloc(1, sizeof(Frame)); }
+
+void frame_forget(Frame *f) {
+  if (f)
+    f->set = false;
+}
+
+void frame_free(Frame *f) {
+  if (f) {
+    free(f->held);
+    free(f->held_from);
+  }
+  free(f);
+}
+
+/* G's frame found: what it holds (none when nothing is held from one
+ * member to another: each member maps freely, untiled), where each
+ * member's first-used tensors start, its recurrence. */
+static void find_frame(Grp *G) {
+  collect_held(G);
+  bool across = false; /* something held from one member to another */
+  for (int k = 0; k < G->nheld; k++)
+    across = across || G->held[k].kind != HELD_WEIGHT;
+  if (!across) {
+    for (int k = 0; k < G->nheld; k++)
+      G->held_of[G->held[k].tensor] = -1;
+    G->nheld = 0;
+    G->nt = 0;
+  }
+  G->held_from = xmalloc(((size_t)G->n + 1) * sizeof *G->held_from);
+  for (int i = 0, k = 0; i <= G->n; i++) {
+    while (k < G->nheld && G->held[k].first < i)
+      k++;
+    G->held_from[i] = k;
+  }
+  G->state_t = G->nheld > 0 ? recurrence_of(G, &G->iter_rank) : -1;
+}
+
+/* G's frame: the context's copy where it keeps one, else found (and
+ * kept). */
+static void frame_of(Grp *G) {
+  Frame *f = G->x->frame;
+  size_t nh = (size_t)(f ? f->nheld : 0) + 1, nf = (size_t)G->n + 1;
+  if (f && f->set) {
+    G->nheld = f->nheld;
+    G->nt = f->nt;
+    G->state_t = f->state_t;
+    G->iter_rank = f->iter_rank;
+    G->held = xmalloc(nh * sizeof *G->held);
+    memcpy(G->held, f->held, nh * sizeof *G->held);
+    G->held_from = xmalloc(nf * sizeof *G->held_from);
+    memcpy(G->held_from, f->held_from, nf * sizeof *G->held_from);
+    for (int k = 0; k < G->nheld; k++)
+      G->held_of[G->held[k].tensor] = k;
+    return;
+  }
+  find_frame(G);
+  if (!f)
+    return;
+  nh = (size_t)G->nheld + 1;
+  *f = (Frame){true, G->nheld, G->nt, G->state_t, G->iter_rank,
+               xrealloc(f->held, nh * sizeof *f->held),
+               xrealloc(f->held_from, nf * sizeof *f->held_from)};
+  memcpy(f->held, G->held, (size_t)G->nheld * sizeof *f->held);
+  memcpy(f->held_from, G->held_from, nf * sizeof *f->held_from);
+}
+
 bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   Grp G = {.x = x, .gr = &x->plan->groups[g], .ev = ev};
   G.n = G.gr->n;
@@ -1159,23 +1238,7 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   G.nest = xcalloc((size_t)G.n + 1, sizeof *G.nest);
   for (int i = 0; i < G.n; i++)
     G.nest[i] = member_nest(&G, i);
-  collect_held(&G);
-  bool across = false; /* something held from one member to another */
-  for (int k = 0; k < G.nheld; k++)
-    across = across || G.held[k].kind != HELD_WEIGHT;
-  if (!across) {
-    for (int k = 0; k < G.nheld; k++)
-      G.held_of[G.held[k].tensor] = -1;
-    G.nheld = 0; /* nothing to hold: each member maps freely */
-    G.nt = 0;
-  }
-  G.held_from = xmalloc(((size_t)G.n + 1) * sizeof *G.held_from);
-  for (int i = 0, k = 0; i <= G.n; i++) {
-    while (k < G.nheld && G.held[k].first < i)
-      k++;
-    G.held_from[i] = k;
-  }
-  G.state_t = G.nheld > 0 ? recurrence_of(&G, &G.iter_rank) : -1;
+  frame_of(&G);
   design_spills(&G);
   weight_residency(&G);
   double total = 0, smallest = 0;
