@@ -44,6 +44,8 @@ typedef struct Held {
   double whole;    /* its elements */
   double nested;   /* nested_factor for the group's tile ranks (set by
                       choose_tile: it does not change with the tile) */
+  unsigned tiled;  /* bit k: it has the group's tile rank k (set with
+                      nested) */
 } Held;
 
 typedef struct Grp {
@@ -332,11 +334,12 @@ static void spread(Grp *G, double total) {
   }
 }
 
-static double tile_fraction(const Grp *G, int t) {
-  const Tensor *T = &G->x->c->tensors[t];
+/* The share of held tensor H one tile holds: the tile over the size
+ * along each tile rank it has (H->tiled), in the ranks' order. */
+static double tile_fraction(const Grp *G, const Held *h) {
   double f = 1;
   for (int k = 0; k < G->nt; k++)
-    if (has_rank(T, G->rank[k]))
+    if (h->tiled >> k & 1)
       f *= G->tile[k] / G->size[k];
   return f;
 }
@@ -373,7 +376,7 @@ static double nested_factor(const Grp *G, int t, int first, int last) {
 static double footprint(const Grp *G, const Held *h) {
   if (h->kind == HELD_WEIGHT || G->whole)
     return h->whole;
-  return h->whole * tile_fraction(G, h->tensor) / h->nested;
+  return h->whole * tile_fraction(G, h) / h->nested;
 }
 
 /* Elements held at the peak over the members (PEAK: its position), for the
@@ -746,6 +749,10 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
     Held *h = &G->held[i];
     h->whole = shape_tensor_elems(G->x->s, h->tensor);
     h->nested = nested_factor(G, h->tensor, h->first, h->last);
+    h->tiled = 0;
+    for (int k = 0; k < G->nt; k++)
+      if (has_rank(&G->x->c->tensors[h->tensor], G->rank[k]))
+        h->tiled |= 1u << k;
   }
   double whole = 1;
   for (int k = 0; k < G->nt; k++)
