@@ -612,12 +612,10 @@ static Trial try_tile(const Grp *G, double reserve, Mapping *maps) {
   double small[32], *mem = G->n <= 32 ? small
                                       : xmalloc((size_t)G->n * sizeof *mem);
   for (int i = 0; i < G->n && tr.ok; i++) {
-    Mapping m;
-    map_search_memo(x->memo, member_problem(G, i, cap), &m);
-    tr.ok = m.fits;
-    if (maps)
-      maps[i] = m;
-    double elems = m.traffic + held_charges(G, i);
+    Mapping own, *m = maps ? &maps[i] : &own;
+    map_search_memo(x->memo, member_problem(G, i, cap), m);
+    tr.ok = m->fits;
+    double elems = m->traffic + held_charges(G, i);
     tr.traffic += elems;
     mem[i] = elems * x->word / x->bw;
   }
@@ -742,9 +740,9 @@ static int reserved_up_to(Grp *G, const double *cand, int nc) {
  * largest fitting tile is found by bisection; the larger ones are then
  * priced overbooked, and one is kept only when it is faster (ties: less
  * traffic, then the smaller tile). With weight refetches every tile is
- * priced. G->keep is the chosen tile's. */
+ * priced. G->keep is the chosen tile's, *RESERVED its reservation. */
 static double choose_tile(Grp *G, Mapping *maps, double *smallest,
-                          int *peak) {
+                          int *peak, double *reserved) {
   for (int i = 0; i < G->nheld; i++) {
     Held *h = &G->held[i];
     h->whole = shape_tensor_elems(G->x->s, h->tensor);
@@ -831,7 +829,7 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
   }
   free(trial);
   if (chosen > 0)
-    set_tile(G, chosen, true);
+    *reserved = set_tile(G, chosen, true);
   return chosen;
 }
 
@@ -1248,11 +1246,11 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   frame_of(&G);
   design_spills(&G);
   weight_residency(&G);
-  double total = 0, smallest = 0;
+  double total = 0, smallest = 0, res = 0;
   int peak = 0;
   Mapping *maps = xmalloc(((size_t)G.n + 1) * sizeof *maps); /* set before read */
   for (;;) {
-    total = choose_tile(&G, maps, &smallest, &peak);
+    total = choose_tile(&G, maps, &smallest, &peak, &res);
     if (total > 0)
       break;
     int k = cheapest_spill(&G, smallest > G.budget ? peak : -1);
@@ -1275,11 +1273,10 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   if (total > 0 && idle_state(&G)) {
     G.state_t = -1; /* its room serves nothing: give it to the members */
     G.nt = 0;
-    total = choose_tile(&G, maps, &smallest, &peak);
+    total = choose_tile(&G, maps, &smallest, &peak, &res);
   }
   bool ok = total > 0;
   if (ok) {
-    double res = set_tile(&G, total, true);
     for (int k = 0; G.keep < 1 && k < G.nheld; k++)
       if (overbooked_share(&G, &G.held[k]) > 0)
         add_spill(&G, G.held[k].tensor, SPILL_OVERBOOKED);
