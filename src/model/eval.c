@@ -454,7 +454,8 @@ GroupPricer *model_group_pricer_new(const Cascade *c, const Shape *s,
   gp->x.inner = xcalloc((size_t)c->neinsums + 1, sizeof *gp->x.inner);
   gp->x.bind_keep = bind_keep_new(&gp->x);
   gp->x.frame = frame_new();
-  gp->x.dirty = xmalloc(((size_t)c->ntensors + 1) * sizeof *gp->x.dirty);
+  gp->x.dirty = xcalloc(1, sizeof *gp->x.dirty);
+  gp->x.dirty->t = xmalloc(((size_t)c->ntensors + 1) * sizeof(int));
   gp->g = -1;
   gp->computed = xcalloc((size_t)c->neinsums + 1, sizeof *gp->computed);
   return gp;
@@ -468,6 +469,7 @@ void model_group_pricer_free(GroupPricer *gp) {
   inner_free(gp->x.inner, gp->x.c->neinsums);
   bind_keep_free(gp->x.bind_keep);
   frame_free(gp->x.frame);
+  free(gp->x.dirty->t);
   free(gp->x.dirty);
   ctx_free(&gp->x);
   free(gp->computed);
@@ -509,9 +511,9 @@ static void group_reset(GroupPricer *gp, int g, int n) {
   for (int i = 0; i < n; i++)
     memset(&ev->ntuse[(size_t)ev->e[i].einsum * (size_t)ev->nlevels], 0,
            (size_t)ev->nlevels * sizeof *ev->ntuse);
-  for (int k = 0; k < x->ndirty; k++) /* what the last price charged */
-    ev->tensor_read[x->dirty[k]] = ev->tensor_write[x->dirty[k]] = 0;
-  x->ndirty = 0;
+  for (int k = 0; k < x->dirty->n; k++) /* what the last price charged */
+    ev->tensor_read[x->dirty->t[k]] = ev->tensor_write[x->dirty->t[k]] = 0;
+  x->dirty->n = 0;
   memset(ev->unit_energy, 0, ((size_t)x->a->nunits + 1) * sizeof(double));
   eval_reset_levels(ev, x->a);
   ev->read = ev->write = ev->inter = ev->intra = 0;

@@ -111,10 +111,9 @@ void charge(const Ctx *x, EinsumEval *r, int t, double n, bool write,
     *(inter ? &r->inter_read : &r->intra_read) += b;
   }
   if (x->ev) {
-    Ctx *m = (Ctx *)x; /* the list only: what this charge touched */
-    if (m->dirty && b != 0 && x->ev->tensor_write[t] == 0 &&
+    if (x->dirty && b != 0 && x->ev->tensor_write[t] == 0 &&
         x->ev->tensor_read[t] == 0)
-      m->dirty[m->ndirty++] = t;
+      x->dirty->t[x->dirty->n++] = t;
     (write ? x->ev->tensor_write : x->ev->tensor_read)[t] += b;
   }
   level_add(x, r, 0, t, write ? 0 : b, write ? b : 0);

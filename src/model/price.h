@@ -56,7 +56,10 @@ typedef struct Ctx {
   /* The tensors charge() has moved since the list was last emptied (a
    * group pricer's; NULL: none kept), so that another price of a group
    * clears the per-tensor totals it set and no others. */
-  int *dirty, ndirty;
+  struct Dirty {
+    int n;
+    int *t; /* room for every tensor: each is listed once */
+  } *dirty;
   HeldScratch *held; /* group.c's, per tensor */
   Frame *frame; /* a group pricer's: the group bound last (group.c) */
 } Ctx;
