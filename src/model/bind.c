@@ -127,7 +127,7 @@ static double op_cycles(const Work *w, const Unit *u, double util,
   return cyc;
 }
 
-void price_compute(const Ctx *x, int e, int u, EinsumEval *r) {
+static void compute_on(const Ctx *x, int e, int u, EinsumEval *r) {
   const Work *w = &x->work[e];
   const Unit *U = &x->a->units[u];
   bool main_ops[OPC_COUNT], epi_ops[OPC_COUNT];
@@ -177,6 +177,64 @@ void price_compute(const Ctx *x, int e, int u, EinsumEval *r) {
         op_cycles(w, E, fold(fmax(w->parallel, 1) / E->pes), epi_ops);
   }
   gpu_compute(x, e, r); /* a GPU's waves and efficiencies (gpu.c) */
+}
+
+/* What price_compute sets, kept (BindKeep). */
+typedef struct Compute {
+  bool set;
+  int epilogue;
+  double spread, util, unit_cycles, epilogue_cycles, compute_cycles;
+} Compute;
+
+enum { BIND_MAX_CAND = 16 };
+
+/* What binding finds for an Einsum whatever its group: its compute on
+ * each unit and the units that can run it (Ctx.bind_keep). */
+struct BindKeep {
+  Compute *on;   /* per Einsum and unit: e * nunits + u */
+  int *ncand;    /* per Einsum: its candidates, or -1 (not yet found) */
+  int (*cand)[BIND_MAX_CAND];
+};
+
+BindKeep *bind_keep_new(const Ctx *x) {
+  size_t ne = (size_t)x->c->neinsums + 1;
+  BindKeep *k = xmalloc(sizeof *k);
+  k->on = xcalloc(ne * (size_t)x->a->nunits, sizeof *k->on);
+  k->ncand = xmalloc(ne * sizeof *k->ncand);
+  for (size_t e = 0; e < ne; e++)
+    k->ncand[e] = -1;
+  k->cand = xmalloc(ne * sizeof *k->cand);
+  return k;
+}
+
+void bind_keep_free(BindKeep *k) {
+  if (!k)
+    return;
+  free(k->on);
+  free(k->ncand);
+  free(k->cand);
+  free(k);
+}
+
+void price_compute(const Ctx *x, int e, int u, EinsumEval *r) {
+  Compute *k =
+      x->bind_keep
+          ? &x->bind_keep->on[(size_t)e * (size_t)x->a->nunits + (size_t)u]
+          : NULL;
+  if (!k || !k->set) {
+    compute_on(x, e, u, r);
+    if (k)
+      *k = (Compute){true, r->epilogue, r->spread, r->util, r->unit_cycles,
+                     r->epilogue_cycles, r->compute_cycles};
+    return;
+  }
+  r->unit = u;
+  r->epilogue = k->epilogue;
+  r->spread = k->spread;
+  r->util = k->util;
+  r->unit_cycles = k->unit_cycles;
+  r->epilogue_cycles = k->epilogue_cycles;
+  r->compute_cycles = k->compute_cycles;
 }
 
 /* ---- the rule ---- */
@@ -289,8 +347,12 @@ static double cycles_on(const Ctx *x, int e, int u, double mem) {
  * epilogue to hand them to. A unit that runs none of E's operations hands
  * them all to its epilogue, which is the candidate then. Returns how many
  * (at most BIND_MAX_CAND). */
-enum { BIND_MAX_CAND = 16 };
 static int candidates(const Ctx *x, int e, int *out) {
+  BindKeep *keep = x->bind_keep;
+  if (keep && keep->ncand[e] >= 0) {
+    memcpy(out, keep->cand[e], (size_t)keep->ncand[e] * sizeof *out);
+    return keep->ncand[e];
+  }
   int n = 0;
   for (int u = 0; u < x->a->nunits && n < BIND_MAX_CAND; u++) {
     const Unit *U = &x->a->units[u];
@@ -299,6 +361,10 @@ static int candidates(const Ctx *x, int e, int *out) {
       any = any || (x->work[e].ops[k] > 0 && U->rate[k] > 0);
     if (unit_runs(x, e, u) && (any || U->epilogue < 0))
       out[n++] = u;
+  }
+  if (keep) {
+    keep->ncand[e] = n;
+    memcpy(keep->cand[e], out, (size_t)n * sizeof *out);
   }
   return n;
 }

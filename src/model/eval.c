@@ -264,6 +264,7 @@ static void ctx_init(Ctx *x, const Cascade *c, const Shape *s, const Arch *a,
   for (int e = 0; e < c->neinsums; e++)
     model_work(c, s, c->einsums[e], &x->work[e]);
   x->touch = touched(c, s);
+  x->held = held_scratch_new(c->ntensors);
   x->in_at = xcalloc(ne + 1, sizeof *x->in_at);
   x->in_ord = xmalloc(((size_t)c->nedges + 1) * sizeof *x->in_ord);
   for (int k = 0; k < c->nedges; k++) /* counts, one ahead */
@@ -275,6 +276,7 @@ static void ctx_init(Ctx *x, const Cascade *c, const Shape *s, const Arch *a,
 }
 
 static void ctx_free(Ctx *x) {
+  held_scratch_free(x->held);
   free(x->work);
   free(x->unit);
   free(x->inter);
@@ -450,6 +452,10 @@ GroupPricer *model_group_pricer_new(const Cascade *c, const Shape *s,
   gp->x.ev = eval_new(&gp->x, c->neinsums);
   gp->x.nests = xcalloc((size_t)c->neinsums + 1, sizeof *gp->x.nests);
   gp->x.inner = xcalloc((size_t)c->neinsums + 1, sizeof *gp->x.inner);
+  gp->x.bind_keep = bind_keep_new(&gp->x);
+  gp->x.frame = frame_new();
+  gp->x.dirty = xcalloc(1, sizeof *gp->x.dirty);
+  gp->x.dirty->t = xmalloc(((size_t)c->ntensors + 1) * sizeof(int));
   gp->g = -1;
   gp->computed = xcalloc((size_t)c->neinsums + 1, sizeof *gp->computed);
   return gp;
@@ -461,6 +467,10 @@ void model_group_pricer_free(GroupPricer *gp) {
   eval_free(gp->x.ev);
   nests_free(gp->x.nests, gp->x.c->neinsums);
   inner_free(gp->x.inner, gp->x.c->neinsums);
+  bind_keep_free(gp->x.bind_keep);
+  frame_free(gp->x.frame);
+  free(gp->x.dirty->t);
+  free(gp->x.dirty);
   ctx_free(&gp->x);
   free(gp->computed);
   free(gp);
@@ -472,6 +482,7 @@ const Eval *model_group_bind(GroupPricer *gp, Plan *plan, int g) {
   const Group *gr = &plan->groups[g];
   x->plan = plan;
   ctx_index_xfers(x);
+  frame_forget(x->frame);
   gp->g = -1;
   ev->bind_capped = 0;
   for (int i = 0; i < gr->n; i++)
@@ -492,7 +503,6 @@ const Eval *model_group_bind(GroupPricer *gp, Plan *plan, int g) {
 static void group_reset(GroupPricer *gp, int g, int n) {
   Ctx *x = &gp->x;
   Eval *ev = x->ev;
-  size_t nt = (size_t)x->c->ntensors + 1;
   free(ev->g[g].spills);
   ev->g[g] = (GroupEval){.first = 0, .n = n};
   memcpy(ev->e, gp->computed, (size_t)n * sizeof *ev->e);
@@ -501,8 +511,9 @@ static void group_reset(GroupPricer *gp, int g, int n) {
   for (int i = 0; i < n; i++)
     memset(&ev->ntuse[(size_t)ev->e[i].einsum * (size_t)ev->nlevels], 0,
            (size_t)ev->nlevels * sizeof *ev->ntuse);
-  memset(ev->tensor_read, 0, nt * sizeof(double));
-  memset(ev->tensor_write, 0, nt * sizeof(double));
+  for (int k = 0; k < x->dirty->n; k++) /* what the last price charged */
+    ev->tensor_read[x->dirty->t[k]] = ev->tensor_write[x->dirty->t[k]] = 0;
+  x->dirty->n = 0;
   memset(ev->unit_energy, 0, ((size_t)x->a->nunits + 1) * sizeof(double));
   eval_reset_levels(ev, x->a);
   ev->read = ev->write = ev->inter = ev->intra = 0;

@@ -44,6 +44,8 @@ typedef struct Held {
   double whole;    /* its elements */
   double nested;   /* nested_factor for the group's tile ranks (set by
                       choose_tile: it does not change with the tile) */
+  unsigned tiled;  /* bit k: it has the group's tile rank k (set with
+                      nested) */
 } Held;
 
 typedef struct Grp {
@@ -108,15 +110,19 @@ void charge(const Ctx *x, EinsumEval *r, int t, double n, bool write,
     r->read += b;
     *(inter ? &r->inter_read : &r->intra_read) += b;
   }
-  if (x->ev)
+  if (x->ev) {
+    if (x->dirty && b != 0 && x->ev->tensor_write[t] == 0 &&
+        x->ev->tensor_read[t] == 0)
+      x->dirty->t[x->dirty->n++] = t;
     (write ? x->ev->tensor_write : x->ev->tensor_read)[t] += b;
+  }
   level_add(x, r, 0, t, write ? 0 : b, write ? b : 0);
 }
 
 /* ---- what the group holds ---- */
 
+/* A new held tensor (G->held has room: collect_held's). */
 static Held *new_held(Grp *G, int t, HeldKind k) {
-  G->held = xrealloc(G->held, (size_t)(G->nheld + 1) * sizeof *G->held);
   Held *h = &G->held[G->nheld];
   *h = (Held){.tensor = t, .kind = k, .first = -1, .last = -1, .on = true};
   G->held_of[t] = G->nheld++;
@@ -131,19 +137,23 @@ static int by_long(const void *a, const void *b) {
 /* The group's tensors, in one pass over its members: produced here and
  * read here (MADE), or read from DRAM here without the group's ranks
  * (WEIGHT) or by several members (SHARED). What the geometry moves for
- * each, once, is its charge. */
+ * each, once, is its charge. Per-tensor scratch is the context's
+ * (Ctx.held), set back to rest for the tensors it touched: a group's
+ * pricing takes time in its own size, not the cascade's. */
 static void collect_held(Grp *G) {
   const Ctx *x = G->x;
   const Cascade *c = x->c;
   const Plan *p = x->plan;
   const int *m = G->gr->einsums;
   size_t nt = (size_t)c->ntensors + 1;
-  int *first = xmalloc(nt * sizeof *first), *last = xmalloc(nt * sizeof *last);
-  int *readers = xcalloc(nt, sizeof *readers), *made = xmalloc(nt * sizeof *made);
-  double *rd = xcalloc(nt, sizeof *rd), *wr = xcalloc(nt, sizeof *wr);
-  int *seen = xmalloc(nt * sizeof *seen), nseen = 0; /* first[t] set */
-  for (size_t t = 0; t < nt; t++)
-    first[t] = last[t] = made[t] = -1;
+  HeldScratch *h = x->held;
+  int *first = h->first, *last = h->last, *readers = h->readers,
+      *made = h->made;
+  double *rd = h->rd, *wr = h->wr;
+  int nseen = 0, most = 0; /* SEEN: the tensors whose first[] is set */
+  for (int j = 0; j < G->n; j++)
+    most += c->einsums[m[j]]->nreads;
+  int *seen = xmalloc(((size_t)most + 1) * sizeof *seen);
   for (int j = 0; j < G->n; j++)
     for (int k = x->xfer_at[m[j]]; k < x->xfer_at[m[j] + 1]; k++) {
       const Transfer *f = &p->xfers[x->xfer_ord[k]];
@@ -173,6 +183,7 @@ static void collect_held(Grp *G) {
   for (int q = 0; q < nseen; q++)
     key[q] = (long)first[seen[q]] * (long)nt + seen[q];
   qsort(key, (size_t)nseen, sizeof *key, by_long);
+  G->held = xmalloc(((size_t)nseen + 1) * sizeof *G->held);
   for (int q = 0; q < nseen; q++) {
     int t = (int)(key[q] % (long)nt), i = first[t];
     HeldKind k = made[t] >= 0 && made[t] < last[t] ? HELD_MADE
@@ -180,19 +191,52 @@ static void collect_held(Grp *G) {
                                                   : HELD_SHARED;
     if (k == HELD_SHARED && readers[t] < 2)
       continue;
-    Held *h = new_held(G, t, k);
-    h->first = i;
-    h->last = k == HELD_WEIGHT ? G->n - 1 : last[t];
-    h->charge = k == HELD_MADE ? (p->written[t] ? wr[t] : 0) : rd[t];
+    Held *hd = new_held(G, t, k);
+    hd->first = i;
+    hd->last = k == HELD_WEIGHT ? G->n - 1 : last[t];
+    hd->charge = k == HELD_MADE ? (p->written[t] ? wr[t] : 0) : rd[t];
+  }
+  /* Back to rest: every entry set above. */
+  for (int j = 0; j < G->n; j++) {
+    for (int k = x->xfer_at[m[j]]; k < x->xfer_at[m[j] + 1]; k++)
+      rd[p->xfers[x->xfer_ord[k]].tensor] =
+          wr[p->xfers[x->xfer_ord[k]].tensor] = 0;
+    made[c->einsums[m[j]]->out.tensor] = -1;
+  }
+  for (int q = 0; q < nseen; q++) {
+    first[seen[q]] = last[seen[q]] = -1;
+    readers[seen[q]] = 0;
   }
   free(key);
   free(seen);
-  free(first);
-  free(last);
-  free(readers);
-  free(made);
-  free(rd);
-  free(wr);
+}
+
+HeldScratch *held_scratch_new(int ntensors) {
+  size_t nt = (size_t)ntensors + 1;
+  HeldScratch *h = xmalloc(sizeof *h);
+  h->first = xmalloc(nt * sizeof *h->first);
+  h->last = xmalloc(nt * sizeof *h->last);
+  h->made = xmalloc(nt * sizeof *h->made);
+  h->held_of = xmalloc(nt * sizeof *h->held_of);
+  h->readers = xcalloc(nt, sizeof *h->readers);
+  h->rd = xcalloc(nt, sizeof *h->rd);
+  h->wr = xcalloc(nt, sizeof *h->wr);
+  for (size_t t = 0; t < nt; t++)
+    h->first[t] = h->last[t] = h->made[t] = h->held_of[t] = -1;
+  return h;
+}
+
+void held_scratch_free(HeldScratch *h) {
+  if (!h)
+    return;
+  free(h->first);
+  free(h->last);
+  free(h->made);
+  free(h->held_of);
+  free(h->readers);
+  free(h->rd);
+  free(h->wr);
+  free(h);
 }
 
 bool model_distance_spills(const Cascade *c, int t, int distance) {
@@ -244,22 +288,38 @@ static void weight_residency(Grp *G) {
 
 /* ---- the tile ---- */
 
+static int by_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
 /* The recurrence inside the group: the lagged tensor and the rank it
- * iterates, or -1. */
+ * iterates, or -1. The first lagged edge into a member, in the cascade's
+ * order (the members' incoming edges, Ctx.in_at: not every edge). */
 static int recurrence_of(const Grp *G, int *iter_rank) {
-  const Cascade *c = G->x->c;
-  for (int i = 0; i < c->nedges; i++) {
-    const Edge *e = &c->edges[i];
-    if (edge_orders(c, e) || G->x->plan->group_of[e->consumer] !=
-                          G->x->plan->group_of[G->gr->einsums[0]])
-      continue;
-    for (int k = 0; k < e->acc[0]->n; k++)
+  const Ctx *x = G->x;
+  const Cascade *c = x->c;
+  int n = 0, most = 0;
+  for (int i = 0; i < G->n; i++)
+    most += x->in_at[G->gr->einsums[i] + 1] - x->in_at[G->gr->einsums[i]];
+  int *lagged = xmalloc(((size_t)most + 1) * sizeof *lagged);
+  for (int i = 0; i < G->n; i++)
+    for (int q = x->in_at[G->gr->einsums[i]];
+         q < x->in_at[G->gr->einsums[i] + 1]; q++)
+      if (!edge_orders(c, &c->edges[x->in_ord[q]]))
+        lagged[n++] = x->in_ord[q];
+  qsort(lagged, (size_t)n, sizeof *lagged, by_int);
+  int found = -1;
+  for (int q = 0; q < n && found < 0; q++) {
+    const Edge *e = &c->edges[lagged[q]];
+    for (int k = 0; k < e->acc[0]->n && found < 0; k++)
       if (e->acc[0]->idx[k].lag > 0) {
         *iter_rank = c->tensors[e->tensor].ranks[k];
-        return e->tensor;
+        found = e->tensor;
       }
   }
-  return -1;
+  free(lagged);
+  return found;
 }
 
 /* Spread a tile of TOTAL elements over the ranks, innermost first (tokens
@@ -273,11 +333,12 @@ static void spread(Grp *G, double total) {
   }
 }
 
-static double tile_fraction(const Grp *G, int t) {
-  const Tensor *T = &G->x->c->tensors[t];
+/* The share of held tensor H one tile holds: the tile over the size
+ * along each tile rank it has (H->tiled), in the ranks' order. */
+static double tile_fraction(const Grp *G, const Held *h) {
   double f = 1;
   for (int k = 0; k < G->nt; k++)
-    if (has_rank(T, G->rank[k]))
+    if (h->tiled >> k & 1)
       f *= G->tile[k] / G->size[k];
   return f;
 }
@@ -314,7 +375,7 @@ static double nested_factor(const Grp *G, int t, int first, int last) {
 static double footprint(const Grp *G, const Held *h) {
   if (h->kind == HELD_WEIGHT || G->whole)
     return h->whole;
-  return h->whole * tile_fraction(G, h->tensor) / h->nested;
+  return h->whole * tile_fraction(G, h) / h->nested;
 }
 
 /* Elements held at the peak over the members (PEAK: its position), for the
@@ -561,12 +622,10 @@ static Trial try_tile(const Grp *G, double reserve, Mapping *maps) {
   double small[32], *mem = G->n <= 32 ? small
                                       : xmalloc((size_t)G->n * sizeof *mem);
   for (int i = 0; i < G->n && tr.ok; i++) {
-    Mapping m;
-    map_search_memo(x->memo, member_problem(G, i, cap), &m);
-    tr.ok = m.fits;
-    if (maps)
-      maps[i] = m;
-    double elems = m.traffic + held_charges(G, i);
+    Mapping own, *m = maps ? &maps[i] : &own;
+    map_search_memo(x->memo, member_problem(G, i, cap), m);
+    tr.ok = m->fits;
+    double elems = m->traffic + held_charges(G, i);
     tr.traffic += elems;
     mem[i] = elems * x->word / x->bw;
   }
@@ -691,13 +750,17 @@ static int reserved_up_to(Grp *G, const double *cand, int nc) {
  * largest fitting tile is found by bisection; the larger ones are then
  * priced overbooked, and one is kept only when it is faster (ties: less
  * traffic, then the smaller tile). With weight refetches every tile is
- * priced. G->keep is the chosen tile's. */
+ * priced. G->keep is the chosen tile's, *RESERVED its reservation. */
 static double choose_tile(Grp *G, Mapping *maps, double *smallest,
-                          int *peak) {
+                          int *peak, double *reserved) {
   for (int i = 0; i < G->nheld; i++) {
     Held *h = &G->held[i];
     h->whole = shape_tensor_elems(G->x->s, h->tensor);
     h->nested = nested_factor(G, h->tensor, h->first, h->last);
+    h->tiled = 0;
+    for (int k = 0; k < G->nt; k++)
+      if (has_rank(&G->x->c->tensors[h->tensor], G->rank[k]))
+        h->tiled |= 1u << k;
   }
   double whole = 1;
   for (int k = 0; k < G->nt; k++)
@@ -776,7 +839,7 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
   }
   free(trial);
   if (chosen > 0)
-    set_tile(G, chosen, true);
+    *reserved = set_tile(G, chosen, true);
   return chosen;
 }
 
@@ -1097,17 +1160,92 @@ static bool idle_state(const Grp *G) {
   return true;
 }
 
+/* What group G holds before any spill, its tile ranks and its
+ * recurrence: the same for every spill variant of a group, so a group
+ * pricer keeps them (Ctx.frame) from its first price of the group it
+ * bound last to the next bind. */
+struct Frame {
+  bool set;
+  int nheld, nt, state_t, iter_rank;
+  Held *held;
+  int *held_from;
+};
+
+Frame *frame_new(void) { return xcalloc(1, sizeof(Frame)); }
+
+void frame_forget(Frame *f) {
+  if (f)
+    f->set = false;
+}
+
+void frame_free(Frame *f) {
+  if (f) {
+    free(f->held);
+    free(f->held_from);
+  }
+  free(f);
+}
+
+/* G's frame found: what it holds (none when nothing is held from one
+ * member to another: each member maps freely, untiled), where each
+ * member's first-used tensors start, its recurrence. */
+static void find_frame(Grp *G) {
+  collect_held(G);
+  bool across = false; /* something held from one member to another */
+  for (int k = 0; k < G->nheld; k++)
+    across = across || G->held[k].kind != HELD_WEIGHT;
+  if (!across) {
+    for (int k = 0; k < G->nheld; k++)
+      G->held_of[G->held[k].tensor] = -1;
+    G->nheld = 0;
+    G->nt = 0;
+  }
+  G->held_from = xmalloc(((size_t)G->n + 1) * sizeof *G->held_from);
+  for (int i = 0, k = 0; i <= G->n; i++) {
+    while (k < G->nheld && G->held[k].first < i)
+      k++;
+    G->held_from[i] = k;
+  }
+  G->state_t = G->nheld > 0 ? recurrence_of(G, &G->iter_rank) : -1;
+}
+
+/* G's frame: the context's copy where it keeps one, else found (and
+ * kept). */
+static void frame_of(Grp *G) {
+  Frame *f = G->x->frame;
+  size_t nh = (size_t)(f ? f->nheld : 0) + 1, nf = (size_t)G->n + 1;
+  if (f && f->set) {
+    G->nheld = f->nheld;
+    G->nt = f->nt;
+    G->state_t = f->state_t;
+    G->iter_rank = f->iter_rank;
+    G->held = xmalloc(nh * sizeof *G->held);
+    memcpy(G->held, f->held, nh * sizeof *G->held);
+    G->held_from = xmalloc(nf * sizeof *G->held_from);
+    memcpy(G->held_from, f->held_from, nf * sizeof *G->held_from);
+    for (int k = 0; k < G->nheld; k++)
+      G->held_of[G->held[k].tensor] = k;
+    return;
+  }
+  find_frame(G);
+  if (!f)
+    return;
+  nh = (size_t)G->nheld + 1;
+  *f = (Frame){true, G->nheld, G->nt, G->state_t, G->iter_rank,
+               xrealloc(f->held, nh * sizeof *f->held),
+               xrealloc(f->held_from, nf * sizeof *f->held_from)};
+  memcpy(f->held, G->held, (size_t)G->nheld * sizeof *f->held);
+  memcpy(f->held_from, G->held_from, nf * sizeof *f->held_from);
+}
+
 bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
-  const Cascade *c = x->c;
   Grp G = {.x = x, .gr = &x->plan->groups[g], .ev = ev};
   G.n = G.gr->n;
   G.whole = x->o.hold_whole;
   G.budget = x->o.reserve_share * x->glb;
   G.keep = 1;
   G.overbook = priced_by_dram(x->a);
-  G.held_of = xmalloc(((size_t)c->ntensors + 1) * sizeof *G.held_of);
-  for (int t = 0; t < c->ntensors; t++)
-    G.held_of[t] = -1;
+  G.held_of = x->held->held_of; /* at rest: -1 (set back below) */
   G.nt = G.gr->ntiled;
   memcpy(G.rank, G.gr->tiled, sizeof G.rank);
   for (int k = 0; k < G.nt; k++)
@@ -1115,30 +1253,14 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   G.nest = xcalloc((size_t)G.n + 1, sizeof *G.nest);
   for (int i = 0; i < G.n; i++)
     G.nest[i] = member_nest(&G, i);
-  collect_held(&G);
-  bool across = false; /* something held from one member to another */
-  for (int k = 0; k < G.nheld; k++)
-    across = across || G.held[k].kind != HELD_WEIGHT;
-  if (!across) {
-    G.nheld = 0; /* nothing to hold: each member maps freely */
-    G.nt = 0;
-    for (int t = 0; t < c->ntensors; t++)
-      G.held_of[t] = -1;
-  }
-  G.held_from = xmalloc(((size_t)G.n + 1) * sizeof *G.held_from);
-  for (int i = 0, k = 0; i <= G.n; i++) {
-    while (k < G.nheld && G.held[k].first < i)
-      k++;
-    G.held_from[i] = k;
-  }
-  G.state_t = G.nheld > 0 ? recurrence_of(&G, &G.iter_rank) : -1;
+  frame_of(&G);
   design_spills(&G);
   weight_residency(&G);
-  double total = 0, smallest = 0;
+  double total = 0, smallest = 0, res = 0;
   int peak = 0;
   Mapping *maps = xmalloc(((size_t)G.n + 1) * sizeof *maps); /* set before read */
   for (;;) {
-    total = choose_tile(&G, maps, &smallest, &peak);
+    total = choose_tile(&G, maps, &smallest, &peak, &res);
     if (total > 0)
       break;
     int k = cheapest_spill(&G, smallest > G.budget ? peak : -1);
@@ -1161,11 +1283,10 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   if (total > 0 && idle_state(&G)) {
     G.state_t = -1; /* its room serves nothing: give it to the members */
     G.nt = 0;
-    total = choose_tile(&G, maps, &smallest, &peak);
+    total = choose_tile(&G, maps, &smallest, &peak, &res);
   }
   bool ok = total > 0;
   if (ok) {
-    double res = set_tile(&G, total, true);
     for (int k = 0; G.keep < 1 && k < G.nheld; k++)
       if (overbooked_share(&G, &G.held[k]) > 0)
         add_spill(&G, G.held[k].tensor, SPILL_OVERBOOKED);
@@ -1188,8 +1309,9 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   for (int i = 0; !x->nests && i < G.n; i++)
     nest_free(G.nest[i]);
   free(G.nest);
+  for (int k = 0; k < G.nheld; k++)
+    G.held_of[G.held[k].tensor] = -1;
   free(G.held);
-  free(G.held_of);
   free(G.held_from);
   return ok;
 }

@@ -19,6 +19,7 @@
 #include "price.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,27 @@ void level_add(const Ctx *x, const EinsumEval *r, int l, int t, double read,
   }
   u[j].read += read;
   u[j].write += write;
+}
+
+/* U as nothing used yet: no bytes, one instance, fitting, no mapping,
+ * and, but with KEEP_LOOPS, no loops (the fields a level's use has, set
+ * one by one: the loops past nloops are no part of it, and a group
+ * pricer clears every member's levels for every spill variant). */
+static void use_clear(LevelUse *u, bool keep_loops) {
+  u->read = u->write = u->cycles = u->energy_pj = u->footprint = 0;
+  u->instances = 1;
+  u->fits = true;
+  u->mapping[0] = '\0';
+  if (!keep_loops)
+    u->nloops = u->coarsened = u->pinned = 0;
+}
+
+/* *DST = *SRC but the loops past its nloops. */
+static void use_copy(LevelUse *dst, const LevelUse *src) {
+  memcpy(dst, src, offsetof(LevelUse, loop));
+  memcpy(dst->loop, src->loop, (size_t)src->nloops * sizeof *src->loop);
+  dst->coarsened = src->coarsened;
+  dst->pinned = src->pinned;
 }
 
 /* The elements of a tensor P's iteration space reads: per coordinate,
@@ -339,7 +361,7 @@ static void inner_levels_kept(Ctx *x, EinsumEval *r, LevelUse *use) {
     level_add(x, r, k->add[i].l, k->add[i].t, k->add[i].read,
               k->add[i].write);
   for (int l = f + 1; l < L; l++)
-    use[l] = k->use[l];
+    use_copy(&use[l], &k->use[l]);
 }
 
 /* Cycles to move BYTES at BW bytes per cycle (0 when unlimited). */
@@ -371,13 +393,9 @@ void price_levels(Ctx *x, EinsumEval *r) {
   const Arch *a = x->a;
   int f = a->fusion_level;
   LevelUse *use = &ev->use[(size_t)(r - ev->e) * (size_t)ev->nlevels];
-  LevelUse mapped = use[f]; /* its loops: the group's (level_set_mapping) */
-  for (int l = 0; l < a->nlevels; l++)
-    use[l] = (LevelUse){.instances = 1, .fits = true};
-  use[f].nloops = mapped.nloops;
-  use[f].coarsened = mapped.coarsened;
-  use[f].pinned = mapped.pinned;
-  memcpy(use[f].loop, mapped.loop, sizeof mapped.loop);
+  for (int l = 0; l < a->nlevels; l++) /* the fusion level's loops are
+                                           the group's (level_set_mapping) */
+    use_clear(&use[l], l == f);
   use[f].footprint = r->footprint;
   use[f].fits = r->fits;
   outer_levels(x, r);

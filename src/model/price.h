@@ -6,6 +6,16 @@
 
 #include "model.h"
 
+typedef struct Frame Frame;         /* group.c */
+typedef struct BindKeep BindKeep;   /* bind.c */
+
+/* Per-tensor scratch of a group's pricing (group.c), at rest between
+ * groups: indices -1, counts and elements 0. */
+typedef struct HeldScratch {
+  int *first, *last, *made, *held_of, *readers;
+  double *rd, *wr;
+} HeldScratch;
+
 typedef struct Ctx {
   const Cascade *c;
   const Shape *s;
@@ -38,6 +48,20 @@ typedef struct Ctx {
    * (levels.c), neither of which depends on its group. */
   struct Nest **nests;
   struct Inner **inner;
+  /* What binding finds for an Einsum whatever its group -- its compute
+   * on each unit, the units able to run it -- kept (bind.c; a group
+   * pricer's, NULL: none): binding by cost and the latency binding price
+   * every unit of every member, for every group and spill variant. */
+  BindKeep *bind_keep;
+  /* The tensors charge() has moved since the list was last emptied (a
+   * group pricer's; NULL: none kept), so that another price of a group
+   * clears the per-tensor totals it set and no others. */
+  struct Dirty {
+    int n;
+    int *t; /* room for every tensor: each is listed once */
+  } *dirty;
+  HeldScratch *held; /* group.c's, per tensor */
+  Frame *frame; /* a group pricer's: the group bound last (group.c) */
 } Ctx;
 
 /* Index X->plan's transfers by Einsum (x->xfer_at, x->xfer_ord), the
@@ -66,6 +90,9 @@ void bind_for_latency(Ctx *x, EinsumEval *r);
 /* Compute on unit U for Einsum E (filled into R: util, spread, the unit's
  * and its epilogue's cycles, compute_cycles). */
 void price_compute(const Ctx *x, int e, int u, EinsumEval *r);
+/* An empty Ctx.bind_keep for X's cascade and architecture; its end. */
+BindKeep *bind_keep_new(const Ctx *x);
+void bind_keep_free(BindKeep *k);
 /* The unit that runs op class K of an Einsum bound to unit U: U if it has
  * a rate for K, else its epilogue (if any). */
 int op_unit(const Arch *a, int u, OpClass k);
@@ -80,6 +107,14 @@ bool unit_runs(const Ctx *x, int e, int u);
  * Achieved accounting only. False (diag set) when not even one tile fits. */
 bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge);
 
+/* Ctx.frame: what a group holds before its spills, kept across its spill
+ * variants; forgotten when another group is bound. */
+Frame *frame_new(void);
+void frame_forget(Frame *f);
+void frame_free(Frame *f);
+/* Ctx.held for a cascade of NTENSORS tensors, at rest; and its end. */
+HeldScratch *held_scratch_new(int ntensors);
+void held_scratch_free(HeldScratch *h);
 /* Free N Einsums' kept nests (Ctx.nests) and the array. */
 void nests_free(struct Nest **nests, int n);
 
