@@ -152,6 +152,12 @@ typedef struct Group {
   int *einsums; /* in cascade order: the order they run in */
   int ntiled;
   int tiled[IR_MAX_RANKS]; /* ranks it may tile: see plan_tile_ranks */
+  /* The memory level it is fused at, where the plan gives each group its
+   * own (a search's mixed-level plan; plan files: "group_levels"), or "":
+   * the plan's level. What it hands another group goes off chip whatever
+   * either's level (docs/model.md, "A fusion level per group"). */
+  char level[64];
+  Loc level_at; /* where a plan file wrote it */
 } Group;
 
 /* ---- the plan's geometry (geometry.c) ----

@@ -243,6 +243,7 @@ static bool ideal_pipe(const Ctx *x) {
 }
 
 double compose_group(Ctx *x, int g, double t) {
+  ctx_at_group(x, g);
   const Arch *a = x->a;
   GroupEval *ge = &x->ev->g[g];
   EinsumEval *e = &x->ev->e[ge->first];

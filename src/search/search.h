@@ -140,15 +140,25 @@ void search_free(SearchResult *r);
 /* The architecture R's schedule was priced on: R's copy, or A. */
 const Arch *search_arch(const SearchResult *r, const Arch *a);
 
-/* ---- one fusion level (search.c), under level.c's loop ----
+/* ---- the program over the levels (search.c), under level.c ----
  *
- * search_best_within at A's own fusion level (the bound too: the ideal at
- * that level); levels, fusion_level and arch left for the loop to set. */
-SearchResult *search_at_level(const Cascade *c, const Shape *s,
-                              const Arch *a, const Pair *pairs,
-                              const ModelOverrides *o, SearchObjective obj,
-                              const SearchControl *ctl, MapMemo *memo,
-                              Diag *d);
+ * A candidate fusion level: its index among the given architecture's
+ * levels and that architecture with it as the fusion level (the given one
+ * itself for its own level). */
+typedef struct SearchLevel {
+  int level;
+  const Arch *a;
+} SearchLevel;
+/* search_best_ctl over the NLEV levels LV of A (the architecture's own
+ * first: it keeps a tie), each candidate group priced at each; the named
+ * designs at each level, the bound over them. fusion_level is the level
+ * best was priced at (-1: its plan gives each group its own, priced on A);
+ * arch is left for level.c to set. */
+SearchResult *search_levels(const Cascade *c, const Shape *s, const Arch *a,
+                            const SearchLevel *lv, int nlev,
+                            const Pair *pairs, const ModelOverrides *o,
+                            SearchObjective obj, const SearchControl *ctl,
+                            MapMemo *memo, Diag *d);
 /* The nodes the program cuts into contiguous groups: the merged
  * Einsums' canonical order (fusion_merge) with each merged node opened
  * into its Einsums, in cascade order (a recurrence's stay one node: no

@@ -116,8 +116,9 @@ TEST(fusion_level_search_picks_l2) {
   SearchResult *r = search_best(k.c, k.s, k.a, k.pairs, &ov, SO_LATENCY,
                                 NULL, &d);
   SearchControl all = {0};
-  SearchResult *own = search_at_level(k.c, k.s, k.a, k.pairs, &ov,
-                                      SO_LATENCY, &all, NULL, &d);
+  SearchLevel gb = {k.a->fusion_level, k.a}; /* the file's level alone */
+  SearchResult *own = search_levels(k.c, k.s, k.a, &gb, 1, k.pairs, &ov,
+                                    SO_LATENCY, &all, NULL, &d);
   CHECK(r && own);
   if (r && own) {
     CHECK_INT(r->levels, 2);
