@@ -102,6 +102,13 @@ static Plan *read_plan(const EvalArgs *o, const char *pick, const Cascade *c,
     plan_free(p);
     return NULL;
   }
+  for (int g = 0; p && g < p->ngroups; g++) /* each group's own level */
+    if (p->groups[g].level[0] &&
+        arch_fusion_named(arch, p->groups[g].level, "\"group_levels\"",
+                          o->plan, p->groups[g].level_at, d) < 0) {
+      plan_free(p);
+      return NULL;
+    }
   return p;
 }
 

@@ -262,6 +262,8 @@ typedef struct Plan {
 Plan *fusion_plan(const Cascade *c, const Shape *s, const Pair *pairs,
                   Strategy st, Stitcher how, Objective obj, Diag *d);
 void plan_free(Plan *p);
+/* Does some group of P name its own fusion level (Group.level)? */
+bool plan_names_levels(const Plan *p);
 /* A copy of P (a plan of C) that owns its own arrays. */
 Plan *plan_copy(const Cascade *c, const Plan *p);
 /* Can groups numbered GROUP_OF (in the order they run) run one after

@@ -409,6 +409,7 @@ Eval *model_eval_at_level(const Cascade *c, const Shape *s, const Arch *a,
   x.plan = plan;
   if (!ctx_group_levels(&x)) {
     ctx_free(&x);
+    plan_free(plan); /* owned, as on every failure */
     return NULL;
   }
   ctx_index_xfers(&x);

@@ -94,7 +94,8 @@ typedef struct SearchResult {
   SearchPoint *pareto;
   int levels;        /* candidate fusion levels tried (level.c) */
   int fusion_level;  /* the one best was priced with, of the given
-                        architecture's levels */
+                        architecture's levels, or -1: its plan fuses each
+                        group at its own (Group.level; best->g[g].level) */
   Arch *arch;        /* the given architecture with that fusion level, or
                         NULL: its own (owned; shares the given one's
                         content): what best and bound are reported on */
