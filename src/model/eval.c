@@ -198,6 +198,14 @@ static Eval *eval_new(const Ctx *x, int ngroups) {
   return ev;
 }
 
+/* Point X->a and X->glb at the architecture group G of X's plan is fused
+ * at (the copies share the given one's units and clock: composing the
+ * layer needs none of them). */
+static void ctx_at_group(Ctx *x, int g) {
+  x->a = x->group_at && x->group_at[g] ? x->group_at[g] : x->arch;
+  x->glb = x->a->levels[x->a->fusion_level].capacity / x->a->word_bytes;
+}
+
 /* Group G's traffic (its Einsums evaluated in X->ev, their compute
  * known): the plan's geometry, or its mapping (achieved accounting). */
 static bool price_group_traffic(Ctx *x, int g) {
@@ -292,11 +300,6 @@ static void ctx_free(Ctx *x) {
   free(x->xfer_ord);
   free(x->in_at);
   free(x->in_ord);
-}
-
-void ctx_at_group(Ctx *x, int g) {
-  x->a = x->group_at && x->group_at[g] ? x->group_at[g] : x->arch;
-  x->glb = x->a->levels[x->a->fusion_level].capacity / x->a->word_bytes;
 }
 
 /* The architecture each group of X's plan names as its fusion level

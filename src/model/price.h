@@ -40,18 +40,15 @@ typedef struct Ctx {
   struct Inner **inner;
   /* A plan may fuse each group at its own level (Group.level: docs/model.md,
    * "A fusion level per group"): ARCH is the architecture given, A and GLB
-   * the one the group being priced is fused at (ctx_at_group), AT_LEVEL the
-   * copies of ARCH with another fusion level the plan's groups name (per
-   * memory level; NULL where none), GROUP_AT per group its copy (NULL:
-   * ARCH). Every copy shares ARCH's levels and units but their roles. */
+   * the one the group being priced is fused at (eval.c's ctx_at_group),
+   * AT_LEVEL the copies of ARCH with another fusion level the plan's
+   * groups name (per memory level; NULL where none), GROUP_AT per group
+   * its copy (NULL: ARCH). Every copy shares ARCH's levels and units but
+   * their roles. */
   const Arch *arch;
   Arch **at_level;
   const Arch **group_at;
 } Ctx;
-
-/* Point X->a and X->glb at the architecture group G of X's plan is fused
- * at. */
-void ctx_at_group(Ctx *x, int g);
 
 /* Index X->plan's transfers by Einsum (x->xfer_at, x->xfer_ord), the
  * previous plan's index freed. */

@@ -22,14 +22,19 @@
  * makes it exact for a product (EDP) too. A test checks it against every
  * partition priced whole on small cascades.
  *
- * The space is searched at every level the architecture can take as its
- * fusion level (arch_fusion_candidates; level.c): the program runs on a
- * copy of the architecture with the level moved, once per candidate, and
- * the best over them is kept (the fronts merged).
+ * Each group may be fused at any level the architecture can take as its
+ * fusion level (arch_fusion_candidates; level.c): the program prices each
+ * candidate group at each, on a copy of the architecture with the level
+ * moved. What one group hands another goes off chip whatever their levels
+ * (docs/model.md, "A fusion level per group"), so a group's price owes
+ * nothing to its neighbours' levels and the program stays exact over
+ * mixed-level plans: a front entry records its last group's level.
  *
- * The lower bound is the `ideal` design (docs/model.md §5), the least
- * over the candidate levels: no schedule of any plan at any of them beats
- * it; the gap is found / bound. */
+ * The lower bound is the `ideal` design (docs/model.md §5) with each of
+ * its groups at its own least level (model_ideal_least): under sequential
+ * composition no schedule of any plan, its groups at any levels, beats it
+ * (docs/search.md, "The bound over the levels"); the gap is found /
+ * bound. */
 #ifndef MAMBALAYA_SEARCH_H
 #define MAMBALAYA_SEARCH_H
 
@@ -121,7 +126,7 @@ typedef struct SearchControl {
                      (the first design of the first level always is), and
                      the best of what was priced is the result (stopped) */
   /* Called every few seconds once the search has run for a few (by
-   * search_best_ctl; search_at_level calls it at every step): the share
+   * search_best_ctl; search_levels calls it at every step): the share
    * of its work done (0 to 1) and the seconds so far. NULL: none. */
   void (*progress)(void *ctx, double done, double elapsed);
   void *ctx;
