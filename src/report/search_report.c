@@ -60,13 +60,17 @@ void report_search_text(Buf *b, const Cascade *c, const Arch *a,
                         const SearchResult *r, SearchObjective o) {
   buf_printf(b, "search: %s on %s, objective %s\n", c->path, a->name,
              search_objective_name(o));
+  buf_printf(b, "space: %d nodes (Einsums, a recurrence one), %.6g ",
+             r->nodes, r->partitions);
+  if (r->levels > 1) /* each group at each level: L (L + 1)^(n-1) */
+    buf_printf(b, "plans (contiguous partitions, each group at any of %d "
+                  "fusion levels)", r->levels);
+  else
+    buf_printf(b, "contiguous partitions");
   buf_printf(b,
-             "space: %d nodes (Einsums, a recurrence one), %.6g contiguous "
-             "partitions over "
-             "%ld candidate groups (%ld could run, priced under %ld spill "
-             "variants in all); %ld named-design plans beside\n",
-             r->nodes, r->partitions, r->groups, r->priced, r->variants,
-             r->named);
+             " over %ld candidate groups (%ld could run, priced under %ld "
+             "spill variants in all); %ld named-design plans beside\n",
+             r->groups, r->priced, r->variants, r->named);
   buf_printf(b, "fusion level: ");
   if (r->fusion_level < 0) /* each group at its own */
     for (int g = 0; g < r->best->ngroups; g++)
