@@ -262,10 +262,9 @@ static Plan *group_plan(Ctx *x, int i, int j) {
 /* Price the group of nodes [I, J) fused at level LV under each of its
  * spill variants, as group I of the plan where every other node stands
  * alone (the model's pricer: the group alone, its binding once): OUT[v]
- * its cost, VAR[v] the
- * variant's number in X's store; the count (0 when the group cannot run;
- * *FAILED when the model failed). OUT and VAR have room for
- * SPILL_CAND_MAX + 2 (at least 2^SPILL_SUBSETS_MAX). */
+ * its cost, VAR[v] the variant's number in X's store; the count (0 when
+ * the group cannot run; *FAILED when the model failed). OUT and VAR have
+ * room for SPILL_CAND_MAX + 2 (at least 2^SPILL_SUBSETS_MAX). */
 static int group_costs(Ctx *x, Level *lv, int i, int j, Cost *out,
                        int *var, bool *failed) {
   /* A one-node group's plan is every node alone, made once: a plan is as
@@ -662,9 +661,10 @@ static Eval *found_eval(Ctx *x, const bool *start, const int *level,
 }
 
 /* The bound for objective O: the ideal over the levels, each of its groups
- * at its own where that is least (model_ideal_least); for EDP, no less
- * than the least time times the least energy, each the least over the
- * levels (under sequential composition no plan has less of either). */
+ * at its own where that is least (model_ideal_least); for EDP, the least
+ * time times the least energy where that is lower (each the least over
+ * the levels: under sequential composition no plan has less of either,
+ * while no one assignment of levels need give both). */
 static bool bound(Ctx *x, const ModelOverrides *ov, SearchObjective o,
                   SearchResult *r) {
   ModelOpts io = model_opts_with(ov, DES_IDEAL);
