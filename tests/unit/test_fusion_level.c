@@ -190,14 +190,15 @@ TEST(fusion_level_plan_file_field) {
 
 /* The best of the search restricted to level L of K's architecture alone
  * (every plan fusing every group there). */
-static SearchResult *single_level(const Case *k, int l, Arch **copy) {
+static SearchResult *single_level(const Case *k, int l, Arch **copy,
+                                  MapMemo *memo) {
   ModelOverrides ov = model_no_overrides();
   SearchControl all = {0};
   Diag d = {0};
   *copy = l == k->a->fusion_level ? NULL : arch_with_fusion_level(k->a, l);
   SearchLevel one = {l, *copy ? *copy : k->a};
   return search_levels(k->c, k->s, k->a, &one, 1, k->pairs, &ov, SO_LATENCY,
-                       &all, NULL, &d);
+                       &all, memo, &d);
 }
 
 /* Issue 35's counterexample, on a cascade of our own (a retention layer,
@@ -217,10 +218,12 @@ TEST(fusion_level_per_group_beats_single_levels) {
     return;
   ModelOverrides ov = model_no_overrides();
   Diag d = {0};
+  MapMemo *memo = map_memo_new(false); /* the three searches share them */
   SearchResult *r = search_best(k.c, k.s, k.a, k.pairs, &ov, SO_LATENCY,
-                                NULL, &d);
+                                memo, &d);
   CHECK(r != NULL);
   if (!r) {
+    map_memo_free(memo);
     case_free(&k);
     return;
   }
@@ -244,7 +247,7 @@ TEST(fusion_level_per_group_beats_single_levels) {
   static const double single_ms[] = {0, 45.794984112, 44.682154160};
   for (int l = 1; l <= 2; l++) {
     Arch *copy;
-    SearchResult *q = single_level(&k, l, &copy);
+    SearchResult *q = single_level(&k, l, &copy, memo);
     CHECK(q != NULL);
     if (q) {
       CHECK_NEAR(q->found * 1e3, single_ms[l], 1e-6);
@@ -277,7 +280,9 @@ TEST(fusion_level_per_group_beats_single_levels) {
   CHECK_NEAR(sum * 1e3, r->found * 1e3, 1e-9);
   /* One plan, one price: the plan file names each group's level, and
    * read back it prices on the file's architecture at the figure found. */
-  char *text = json_dumps(report_plan_json(k.c, r->best->plan), 0);
+  json_t *pj = report_plan_json(k.c, r->best->plan);
+  char *text = json_dumps(pj, 0);
+  json_decref(pj);
   Plan *back = plan_read_text("p.json", text, strlen(text), NULL, k.c, k.s,
                               &d);
   CHECK(back != NULL);
@@ -298,6 +303,7 @@ TEST(fusion_level_per_group_beats_single_levels) {
   CHECK_NEAR(r->lower * 1e3, 43.541582000, 1e-6);
   eval_free(ideal);
   search_free(r);
+  map_memo_free(memo);
   case_free(&k);
 }
 
