@@ -188,17 +188,17 @@ TEST(fusion_level_plan_file_field) {
   case_free(&k);
 }
 
-/* The best of the search restricted to level L of K's architecture alone
- * (every plan fusing every group there). */
-static SearchResult *single_level(const Case *k, int l, Arch **copy,
-                                  MapMemo *memo) {
+/* The best for O of the search restricted to level L of K's architecture
+ * alone (every plan fusing every group there). */
+static SearchResult *single_level(const Case *k, int l, SearchObjective o,
+                                  Arch **copy, MapMemo *memo) {
   ModelOverrides ov = model_no_overrides();
   SearchControl all = {0};
   Diag d = {0};
   *copy = l == k->a->fusion_level ? NULL : arch_with_fusion_level(k->a, l);
   SearchLevel one = {l, *copy ? *copy : k->a};
-  return search_levels(k->c, k->s, k->a, &one, 1, k->pairs, &ov, SO_LATENCY,
-                       &all, memo, &d);
+  return search_levels(k->c, k->s, k->a, &one, 1, k->pairs, &ov, o, &all,
+                       memo, &d);
 }
 
 /* Issue 35's counterexample, on a cascade of our own (a retention layer,
@@ -247,7 +247,7 @@ TEST(fusion_level_per_group_beats_single_levels) {
   static const double single_ms[] = {0, 45.794984112, 44.682154160};
   for (int l = 1; l <= 2; l++) {
     Arch *copy;
-    SearchResult *q = single_level(&k, l, &copy, memo);
+    SearchResult *q = single_level(&k, l, SO_LATENCY, &copy, memo);
     CHECK(q != NULL);
     if (q) {
       CHECK_NEAR(q->found * 1e3, single_ms[l], 1e-6);
@@ -358,5 +358,59 @@ TEST(fusion_level_plan_file_group_levels) {
   CHECK(p == NULL);
   CHECK(strstr(d.msg, "one per group") != NULL);
   plan_free(p);
+  case_free(&k);
+}
+
+/* The choice is per objective: the retention layer's fastest plan is
+ * four groups (Q | K V | KV S O | Y) at 4.792 ms, as fast as fusing every
+ * group in the GlobalBuffer (its compute-bound groups take as long at
+ * either level; a tie goes to the lesser energy, here the L2's); its most
+ * frugal is three groups in L2, GlobalBuffer, L2 (the recurrence kept out
+ * of the L2's 20 pJ/B): 74.45 mJ, where the best single-level plan (the
+ * GlobalBuffer's) takes 86.90 mJ. */
+TEST(fusion_level_per_group_for_energy) {
+  Case k;
+  if (!case_load(&k, "tests/specs/good/retnet.yaml",
+                 "tests/archs/two_level.yaml", NULL, 0))
+    return;
+  ModelOverrides ov = model_no_overrides();
+  Diag d = {0};
+  MapMemo *memo = map_memo_new(false);
+  SearchResult *lat = search_best(k.c, k.s, k.a, k.pairs, &ov, SO_LATENCY,
+                                  memo, &d);
+  SearchResult *en = search_best(k.c, k.s, k.a, k.pairs, &ov, SO_ENERGY,
+                                 memo, &d);
+  CHECK(lat && en);
+  if (lat && en) {
+    CHECK_INT(lat->best->ngroups, 4);
+    CHECK_NEAR(lat->found * 1e3, 4.79204032, 1e-9);
+    Arch *none; /* the file's own level: no copy */
+    SearchResult *gb = single_level(&k, k.a->fusion_level, SO_LATENCY, &none,
+                                    memo);
+    CHECK(gb && gb->found == lat->found &&
+          gb->best->energy_pj > lat->best->energy_pj);
+    search_free(gb);
+    CHECK_INT(en->fusion_level, -1);
+    CHECK_INT(en->best->ngroups, 3);
+    static const char *const want[] = {"L2", "GlobalBuffer", "L2"};
+    for (int g = 0; g < en->best->ngroups && g < 3; g++)
+      CHECK_STR(k.a->levels[en->best->g[g].level].name, want[g]);
+    CHECK_NEAR(en->found * 1e3, 74.4477740237, 1e-8);
+    CHECK(en->lower <= en->found);
+    double single = INFINITY;
+    for (int l = 1; l <= 2; l++) {
+      Arch *copy;
+      SearchResult *q = single_level(&k, l, SO_ENERGY, &copy, memo);
+      CHECK(q != NULL);
+      if (q)
+        single = fmin(single, q->found);
+      search_free(q);
+      arch_free(copy);
+    }
+    CHECK_NEAR(single * 1e3, 86.9031791821, 1e-8);
+  }
+  search_free(lat);
+  search_free(en);
+  map_memo_free(memo);
   case_free(&k);
 }
