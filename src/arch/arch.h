@@ -369,6 +369,11 @@ int arch_level_named(const Arch *a, const char *name);
 /* arch_with_fusion_level at the level named NAME (a plan file's
  * "fusion_level", read at FILE:AT), or NULL with D set: the level does
  * not exist or cannot be a fusion level, and the candidates listed. */
+/* The level named NAME if it can be A's fusion level, or -1 with D set at
+ * FILE:AT, FIELD naming what wrote it (a plan file's "fusion_level", its
+ * "group_levels"), the candidates listed. */
+int arch_fusion_named(const Arch *a, const char *name, const char *field,
+                      const char *file, Loc at, Diag *d);
 Arch *arch_with_fusion_named(const Arch *a, const char *name,
                              const char *file, Loc at, Diag *d);
 

@@ -106,21 +106,26 @@ static void candidate_names(const Arch *a, Buf *b) {
   free(cand);
 }
 
-Arch *arch_with_fusion_named(const Arch *a, const char *name,
-                             const char *file, Loc at, Diag *d) {
-  int l = arch_level_named(a, name);
-  Arch *copy = l >= 0 ? arch_with_fusion_level(a, l) : NULL;
-  if (copy)
-    return copy;
+int arch_fusion_named(const Arch *a, const char *name, const char *field,
+                      const char *file, Loc at, Diag *d) {
+  int l = arch_level_named(a, name), why_at;
+  if (l >= 0 && arch_fusion_problem(a, l, &why_at) == FUSION_OK)
+    return l;
   Buf why = {0}, names = {0};
   if (l >= 0)
     arch_fusion_why(a, l, &why);
   else
     buf_printf(&why, "%s has no memory level '%s'", a->path, name);
   candidate_names(a, &names);
-  diag_error(d, file, at, "\"fusion_level\": %s (the fusion levels %s can "
-             "take: %s)", why.s, a->name, names.s);
+  diag_error(d, file, at, "%s: %s (the fusion levels %s can take: %s)",
+             field, why.s, a->name, names.s);
   buf_free(&why);
   buf_free(&names);
-  return NULL;
+  return -1;
+}
+
+Arch *arch_with_fusion_named(const Arch *a, const char *name,
+                             const char *file, Loc at, Diag *d) {
+  int l = arch_fusion_named(a, name, "\"fusion_level\"", file, at, d);
+  return l >= 0 ? arch_with_fusion_level(a, l) : NULL;
 }

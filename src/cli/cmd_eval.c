@@ -95,6 +95,13 @@ static Plan *read_plan(const EvalArgs *o, const char *pick, const Cascade *c,
     plan_free(p);
     return NULL;
   }
+  for (int g = 0; p && g < p->ngroups; g++) /* each group's own level */
+    if (p->groups[g].level[0] &&
+        arch_fusion_named(arch, p->groups[g].level, "\"group_levels\"",
+                          o->plan, p->groups[g].level_at, d) < 0) {
+      plan_free(p);
+      return NULL;
+    }
   return p;
 }
 
@@ -136,8 +143,12 @@ static double search_gap(const SearchResult *r) {
 static json_t *search_json(const SearchResult *r, SearchObjective obj,
                            const Arch *a) {
   json_t *j = json_object();
+  /* The plan's level, or null where each group has its own (the
+   * schedule's groups name theirs). */
   json_object_set_new(j, "fusion_level",
-                      json_string(a->levels[a->fusion_level].name));
+                      r->fusion_level < 0
+                          ? json_null()
+                          : json_string(a->levels[a->fusion_level].name));
   json_object_set_new(j, "fusion_levels", json_integer(r->levels));
   json_object_set_new(j, "objective",
                       json_string(search_objective_name(obj)));
@@ -189,13 +200,23 @@ static void search_text(Buf *b, const SearchResult *r, SearchObjective obj) {
  * name — its groups, the design it is labelled with, and the fusion level
  * it priced at beside FILE's own (the search may move it). */
 static void best_header(Buf *b, const Arch *file, const Arch *on,
-                        const Eval *ev, SearchObjective obj) {
+                        const Eval *ev, const SearchResult *r,
+                        SearchObjective obj) {
   const char *level = on->levels[on->fusion_level].name;
   const char *own = file->levels[file->fusion_level].name;
   buf_printf(b, "design best (the schedule the search found for %s): %d "
-                "group%s, labelled %s, fusion level %s ",
+                "group%s, labelled %s, ",
              search_objective_name(obj), ev->ngroups,
-             ev->ngroups == 1 ? "" : "s", design_name(ev->design), level);
+             ev->ngroups == 1 ? "" : "s", design_name(ev->design));
+  if (r->fusion_level < 0) { /* each group at its own */
+    buf_printf(b, "fusion level per group (");
+    for (int g = 0; g < ev->ngroups; g++)
+      buf_printf(b, "%sG%d %s", g ? ", " : "", g + 1,
+                 file->levels[ev->g[g].level].name);
+    buf_printf(b, "; the file's own is %s)\n", own);
+    return;
+  }
+  buf_printf(b, "fusion level %s ", level);
   if (strcmp(level, own) == 0)
     buf_printf(b, "(the file's own)\n");
   else
@@ -238,7 +259,7 @@ static void print_eval(const EvalArgs *o, const Cascade *c, const Shape *s,
     report_eval_csv(&b, c, arch, ev);
   } else {
     if (best)
-      best_header(&b, file, arch, ev, (SearchObjective)o->objective);
+      best_header(&b, file, arch, ev, best, (SearchObjective)o->objective);
     report_eval_text(&b, c, arch, ev);
     if (best)
       search_text(&b, best, (SearchObjective)o->objective);

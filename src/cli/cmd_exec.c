@@ -608,6 +608,11 @@ static Eval *model_of(const Cascade *c, const Shape *s, Plan *plan,
   ModelOpts mo = model_default_opts(des);
   mo.accounting = ACCOUNT_IDEAL;
   mo.state_io = true;
+  /* A group's fusion level (a plan file's "group_levels", named for the
+   * architecture it was searched on) moves no byte of the plan's geometry
+   * at ideal accounting: priced at this architecture's own level. */
+  for (int g = 0; g < plan->ngroups; g++)
+    plan->groups[g].level[0] = 0;
   Pair *pairs = fusion_classify(c, s);
   Eval *ev = model_eval_plan(c, s, a, pairs, des, plan, &mo, &d);
   if (!ev)

@@ -102,7 +102,7 @@ static int write_plan(const Parsed *p, const SearchArgs *o, const Cascade *c,
 }
 
 /* A: the architecture given, reported with the fusion level the search
- * chose (search_arch). */
+ * chose (search_arch; the given one where each group has its own). */
 static void print_result(const SearchArgs *o, const Cascade *c,
                          const Shape *s, const Arch *given,
                          const SearchResult *r) {
@@ -193,14 +193,15 @@ const Command search_command = {
         "into contiguous groups that can run, each group priced by the model\n"
         "with its Einsums bound to units by cost and under each choice of the\n"
         "intermediates it sends off chip (a dynamic program, exact over that\n"
-        "space), and every named design's plan under every stitcher beside\n"
-        "it, at every memory level the architecture can take as its fusion\n"
-        "level. Prints the space, the fusion level chosen, the plan found, its\n"
-        "cost, the lower bound (the ideal design) and the gap, then the\n"
-        "schedule as `eval` prints it (docs/search.md). The plan file\n"
-        "(--plan-out) carries the binding, the spills and the fusion level\n"
-        "(where there was a choice): `eval --plan FILE` prices it at the\n"
-        "figure found.\n",
+        "space), each group at every memory level the architecture can\n"
+        "take as its fusion level, and every named design's plan under every\n"
+        "stitcher beside it, at each of those levels. Prints the space, the\n"
+        "fusion level chosen (or each group's), the plan found, its cost, the\n"
+        "lower bound (the ideal design) and the gap, then the schedule as\n"
+        "`eval` prints it (docs/search.md). The plan file (--plan-out)\n"
+        "carries the binding, the spills and the fusion level or each\n"
+        "group's (where there was a choice): `eval --plan FILE` prices it at\n"
+        "the figure found.\n",
     .opts = &search_table,
     .uses = {USE_SPEC(SearchArgs), USE_MODEL(SearchArgs),
              USE_NET(SearchArgs)},

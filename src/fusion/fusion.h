@@ -152,6 +152,12 @@ typedef struct Group {
   int *einsums; /* in cascade order: the order they run in */
   int ntiled;
   int tiled[IR_MAX_RANKS]; /* ranks it may tile: see plan_tile_ranks */
+  /* The memory level it is fused at, where the plan gives each group its
+   * own (a search's mixed-level plan; plan files: "group_levels"), or "":
+   * the plan's level. What it hands another group goes off chip whatever
+   * either's level (docs/model.md, "A fusion level per group"). */
+  char level[64];
+  Loc level_at; /* where a plan file wrote it */
 } Group;
 
 /* ---- the plan's geometry (geometry.c) ----
@@ -256,6 +262,8 @@ typedef struct Plan {
 Plan *fusion_plan(const Cascade *c, const Shape *s, const Pair *pairs,
                   Strategy st, Stitcher how, Objective obj, Diag *d);
 void plan_free(Plan *p);
+/* Does some group of P name its own fusion level (Group.level)? */
+bool plan_names_levels(const Plan *p);
 /* A copy of P (a plan of C) that owns its own arrays. */
 Plan *plan_copy(const Cascade *c, const Plan *p);
 /* Can groups numbered GROUP_OF (in the order they run) run one after

@@ -252,6 +252,75 @@ static bool read_level(json_t *p, Plan *plan, const char *text, size_t len,
   return true;
 }
 
+bool plan_names_levels(const Plan *p) {
+  for (int g = 0; g < p->ngroups; g++)
+    if (p->groups[g].level[0])
+      return true;
+  return false;
+}
+
+static void advance(Loc *at, char ch) {
+  *at = ch == '\n' ? (Loc){at->line + 1, 1} : (Loc){at->line, at->col + 1};
+}
+
+/* Where TEXT writes element K of the list "group_levels" (line 0: not
+ * found). Jansson keeps no positions, so the text is searched. */
+static Loc group_level_loc(const char *text, size_t len, size_t k) {
+  static const char key[] = "\"group_levels\"";
+  size_t nk = sizeof key - 1, i = 0, n = 0;
+  Loc at = {1, 1};
+  while (i + nk <= len && memcmp(text + i, key, nk) != 0)
+    advance(&at, text[i++]);
+  while (i < len && text[i] != '[')
+    advance(&at, text[i++]);
+  for (; i < len && text[i] != ']'; advance(&at, text[i++])) {
+    if (text[i] != '"' && text[i] != 'n')
+      continue;
+    if (n++ == k)
+      return at;
+    if (text[i] == '"') /* to its closing quote */
+      do
+        advance(&at, text[i++]);
+      while (i < len && text[i] != '"');
+    else /* null: to its last letter */
+      for (int q = 0; q < 3 && i < len; q++)
+        advance(&at, text[i++]);
+  }
+  return (Loc){0, 0};
+}
+
+/* P's "group_levels" (optional: per group, the memory level it is fused
+ * at, or null: the plan's; the command checks the names against its
+ * architecture) into PLAN's groups, with where TEXT writes each. */
+static bool read_group_levels(json_t *p, Plan *plan, const char *text,
+                              size_t len, const char *file, Diag *d) {
+  json_t *j = json_object_get(p, "group_levels");
+  if (!j)
+    return true; /* every group at the plan's level */
+  if (!json_is_array(j) || json_array_size(j) != (size_t)plan->ngroups) {
+    diag_error(d, file, (Loc){0, 0}, "\"group_levels\" is not a list of "
+               "%d memory levels' names (or null), one per group",
+               plan->ngroups);
+    return false;
+  }
+  for (int g = 0; g < plan->ngroups; g++) {
+    json_t *e = json_array_get(j, (size_t)g);
+    const char *name = json_string_value(e);
+    Group *gr = &plan->groups[g];
+    if (json_is_null(e))
+      continue;
+    if (!name || !name[0] || strlen(name) >= sizeof gr->level) {
+      diag_error(d, file, group_level_loc(text, len, (size_t)g),
+                 "\"group_levels\": group %d's is not a memory level's "
+                 "name", g + 1);
+      return false;
+    }
+    snprintf(gr->level, sizeof gr->level, "%s", name);
+    gr->level_at = group_level_loc(text, len, (size_t)g);
+  }
+  return true;
+}
+
 /* The plan P describes, checked: its label, its groups, their order. */
 static Plan *build_plan(const Cascade *c, const Shape *s, json_t *p,
                         const char *text, size_t len, const char *file,
@@ -277,7 +346,8 @@ static Plan *build_plan(const Cascade *c, const Shape *s, json_t *p,
                !read_bind(p, plan, file, d) ||
                !read_spilled(c, p, plan, file, d) ||
                !read_design(p, plan, file, d) ||
-               !read_level(p, plan, text, len, file, d))) {
+               !read_level(p, plan, text, len, file, d) ||
+               !read_group_levels(p, plan, text, len, file, d))) {
     plan_free(plan);
     plan = NULL;
   }

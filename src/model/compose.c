@@ -243,7 +243,7 @@ static bool ideal_pipe(const Ctx *x) {
 }
 
 double compose_group(Ctx *x, int g, double t) {
-  const Arch *a = x->a;
+  const Arch *a = x->a; /* its units and clock are every level's copy's */
   GroupEval *ge = &x->ev->g[g];
   EinsumEval *e = &x->ev->e[ge->first];
   double *mem = xcalloc((size_t)ge->n + 1, sizeof *mem);

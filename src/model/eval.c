@@ -198,10 +198,20 @@ static Eval *eval_new(const Ctx *x, int ngroups) {
   return ev;
 }
 
+/* Point X->a and X->glb at the architecture group G of X's plan is fused
+ * at (the copies share the given one's units and clock: composing the
+ * layer needs none of them). */
+static void ctx_at_group(Ctx *x, int g) {
+  x->a = x->group_at && x->group_at[g] ? x->group_at[g] : x->arch;
+  x->glb = x->a->levels[x->a->fusion_level].capacity / x->a->word_bytes;
+}
+
 /* Group G's traffic (its Einsums evaluated in X->ev, their compute
  * known): the plan's geometry, or its mapping (achieved accounting). */
 static bool price_group_traffic(Ctx *x, int g) {
+  ctx_at_group(x, g);
   Eval *ev = x->ev;
+  ev->g[g].level = x->a->fusion_level;
   bool achieved = x->o.accounting == ACCOUNT_ACHIEVED && !x->o.bound;
   GroupEval *ge = &ev->g[g];
   EinsumEval *e = &ev->e[ge->first];
@@ -230,6 +240,7 @@ static bool price_traffic(Ctx *x) {
  * cycles and energy, added to the layer's totals. */
 static void price_einsum(Ctx *x, EinsumEval *r) {
   Eval *ev = x->ev;
+  ctx_at_group(x, r->group);
   price_levels(x, r);
   bind_for_latency(x, r);
   if (r->compute_cycles >= r->mem_cycles)
@@ -251,7 +262,7 @@ static void ctx_init(Ctx *x, const Cascade *c, const Shape *s, const Arch *a,
                      const Pair *pairs, Design d, const ModelOpts *o,
                      MapMemo *memo, Diag *diag) {
   *x = (Ctx){.c = c, .s = s, .a = a, .pairs = pairs, .d = d, .o = *o,
-             .memo = memo, .diag = diag};
+             .memo = memo, .diag = diag, .arch = a};
   x->word = a->word_bytes;
   x->glb = a->levels[a->fusion_level].capacity / a->word_bytes;
   x->bw = a->levels[0].bandwidth / a->clock_hz;
@@ -277,6 +288,10 @@ static void ctx_init(Ctx *x, const Cascade *c, const Shape *s, const Arch *a,
 
 static void ctx_free(Ctx *x) {
   held_scratch_free(x->held);
+  for (int l = 0; x->at_level && l < x->arch->nlevels; l++)
+    arch_free(x->at_level[l]);
+  free(x->at_level);
+  free(x->group_at);
   free(x->work);
   free(x->unit);
   free(x->inter);
@@ -287,6 +302,41 @@ static void ctx_free(Ctx *x) {
   free(x->xfer_ord);
   free(x->in_at);
   free(x->in_ord);
+}
+
+/* The architecture each group of X's plan names as its fusion level
+ * (X->group_at, X->at_level), each name checked against the loader's rule;
+ * false (diag set) where one names no level that can be the fusion level
+ * (a plan file's names are checked with their place by the command:
+ * plan_levels_check). */
+static bool ctx_group_levels(Ctx *x) {
+  const Plan *p = x->plan;
+  const Arch *a = x->arch;
+  for (int g = 0; g < p->ngroups; g++) {
+    const char *name = p->groups[g].level;
+    if (!name[0])
+      continue;
+    int l = arch_level_named(a, name), at;
+    if (l < 0 || arch_fusion_problem(a, l, &at) != FUSION_OK) {
+      Buf why = {0};
+      if (l >= 0)
+        arch_fusion_why(a, l, &why);
+      diag_error(x->diag, a->path, (Loc){0, 0}, "group %d's fusion level: "
+                 "%s", g + 1, l >= 0 ? why.s : "no such memory level");
+      buf_free(&why);
+      return false;
+    }
+    if (l == a->fusion_level)
+      continue;
+    if (!x->at_level)
+      x->at_level = xcalloc((size_t)a->nlevels, sizeof *x->at_level);
+    if (!x->group_at)
+      x->group_at = xcalloc((size_t)p->ngroups + 1, sizeof *x->group_at);
+    if (!x->at_level[l])
+      x->at_level[l] = arch_with_fusion_level(a, l);
+    x->group_at[g] = x->at_level[l];
+  }
+  return true;
 }
 
 /* The ideal design's traffic (its units depend on it): into EV's Einsums
@@ -362,6 +412,11 @@ Eval *model_eval_at_level(const Cascade *c, const Shape *s, const Arch *a,
   Ctx x;
   ctx_init(&x, c, s, a, pairs, d, o, memo, diag);
   x.plan = plan;
+  if (!ctx_group_levels(&x)) {
+    ctx_free(&x);
+    plan_free(plan); /* owned, as on every failure */
+    return NULL;
+  }
   ctx_index_xfers(&x);
   Eval *ev = eval_new(&x, plan->ngroups);
   ev->plan = plan;
@@ -392,36 +447,84 @@ Eval *model_eval_at_level(const Cascade *c, const Shape *s, const Arch *a,
   return ev;
 }
 
-/* The bound at every fusion level A can take, the fastest kept (ties: the
- * least energy): a plan may be priced at any of them (the search tries
- * each), so the bound is the least (docs/model.md §5). PLAN is owned. */
-static Eval *ideal_least(const Cascade *c, const Shape *s, const Arch *a,
-                         const Pair *pairs, Design d, Plan *plan,
-                         const ModelOpts *o, MapMemo *memo, Diag *diag) {
+/* The figure BY of group G of EV, then the one that breaks its ties. */
+static void group_figure(const Eval *ev, int g, IdealBy by, double *k1,
+                         double *k2) {
+  const GroupEval *ge = &ev->g[g];
+  double energy = 0, bytes = 0;
+  for (int k = ge->first; k < ge->first + ge->n; k++) {
+    energy += ev->e[k].energy_pj;
+    bytes += ev->e[k].read + ev->e[k].write;
+  }
+  *k1 = by == IDEAL_BY_ENERGY ? energy : by == IDEAL_BY_TRAFFIC ? bytes
+                                                                 : ge->cycles;
+  *k2 = by == IDEAL_BY_TIME ? energy : ge->cycles;
+}
+
+/* Is A's figure BY (the layer's) below B's, ties broken as group_figure
+ * breaks them? */
+static bool ideal_below(const Eval *a, const Eval *b, IdealBy by) {
+  double fa[3] = {a->seconds, a->energy_pj, a->read + a->write};
+  double fb[3] = {b->seconds, b->energy_pj, b->read + b->write};
+  int tie = by == IDEAL_BY_TIME ? 1 : 0;
+  return fa[by] < fb[by] || (fa[by] == fb[by] && fa[tie] < fb[tie]);
+}
+
+Eval *model_ideal_least(const Cascade *c, const Shape *s, const Arch *a,
+                        const Pair *pairs, Design d, Plan *plan,
+                        const ModelOpts *o, IdealBy by, MapMemo *memo,
+                        Diag *diag) {
   int *cand = xmalloc((size_t)a->nlevels * sizeof *cand);
   int n = arch_fusion_candidates(a, cand);
-  Eval *best = NULL;
-  for (int k = 0; k < n; k++) {
-    Arch *at = arch_with_fusion_level(a, cand[k]);
-    Plan *p = k + 1 < n ? plan_copy(c, plan) : plan;
-    Eval *ev = model_eval_at_level(c, s, at, pairs, d, p, o, memo, diag);
-    arch_free(at);
-    if (!ev) {
-      if (k + 1 < n)
-        plan_free(plan);
-      eval_free(best);
-      best = NULL;
-      break;
-    }
-    if (!best || ev->seconds < best->seconds ||
-        (ev->seconds == best->seconds && ev->energy_pj < best->energy_pj)) {
-      eval_free(best);
-      best = ev;
-    } else {
-      eval_free(ev);
-    }
+  if (!plan || n <= 1) {
+    free(cand);
+    return model_eval_at_level(c, s, a, pairs, d, plan, o, memo, diag);
   }
+  Eval **at = xcalloc((size_t)n, sizeof *at);
+  bool ok = true;
+  for (int k = 0; ok && k < n; k++) {
+    Arch *copy = arch_with_fusion_level(a, cand[k]);
+    at[k] = model_eval_at_level(c, s, copy, pairs, d, plan_copy(c, plan), o,
+                                memo, diag);
+    arch_free(copy);
+    ok = at[k] != NULL;
+  }
+  Eval *best = NULL;
+  for (int g = 0; ok && g < plan->ngroups; g++) {
+    int pick = 0; /* each group's least over the levels (docs/model.md §5) */
+    for (int k = 1; k < n; k++) {
+      double a1, a2, b1, b2;
+      group_figure(at[k], g, by, &a1, &a2);
+      group_figure(at[pick], g, by, &b1, &b2);
+      if (a1 < b1 || (a1 == b1 && a2 < b2))
+        pick = k;
+    }
+    snprintf(plan->groups[g].level, sizeof plan->groups[g].level, "%s",
+             cand[pick] == a->fusion_level ? "" : a->levels[cand[pick]].name);
+  }
+  if (ok) {
+    best = model_eval_at_level(c, s, a, pairs, d, plan, o, memo, diag);
+    plan = NULL; /* owned by best */
+    ok = best != NULL;
+  }
+  /* Under sequential composition the layer's figure is the sum of its
+   * groups', so the mixed plan is the least; the pipelined bound's span is
+   * the whole cascade's, and a single level's may be lower. */
+  for (int k = 0; ok && k < n; k++)
+    if (ideal_below(at[k], best, by)) {
+      eval_free(best);
+      best = at[k];
+      at[k] = NULL;
+    }
+  for (int k = 0; k < n; k++)
+    eval_free(at[k]);
+  free(at);
   free(cand);
+  if (!ok) {
+    plan_free(plan);
+    eval_free(best);
+    return NULL;
+  }
   return best;
 }
 
@@ -429,7 +532,8 @@ Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
                       const Pair *pairs, Design d, Plan *plan,
                       const ModelOpts *o, MapMemo *memo, Diag *diag) {
   if (plan && o->bound && arch_fusion_candidates(a, NULL) > 1)
-    return ideal_least(c, s, a, pairs, d, plan, o, memo, diag);
+    return model_ideal_least(c, s, a, pairs, d, plan, o, IDEAL_BY_TIME, memo,
+                             diag);
   return model_eval_at_level(c, s, a, pairs, d, plan, o, memo, diag);
 }
 

@@ -410,6 +410,8 @@ typedef struct GroupEval {
   int nspills;
   Spill *spills;            /* what went off chip that the plan keeps on
                                chip, and why */
+  int level;                /* the memory level it is fused at (its plan
+                               group's, else the architecture's) */
 } GroupEval;
 
 /* A binding -- the architecture's `binding:` or the spec's `units:` --
@@ -518,11 +520,26 @@ Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
                       const Pair *pairs, Design d, Plan *plan,
                       const ModelOpts *o, MapMemo *memo, Diag *diag);
 /* model_eval_memo at A's own fusion level, the bound too (model_eval_memo
- * prices the bound at every level A can fuse in and keeps the least: the
- * search takes the least per objective itself). */
+ * prices the bound over every level A can fuse in: model_ideal_least),
+ * each group of PLAN that names its own level (Group.level) at that one. */
 Eval *model_eval_at_level(const Cascade *c, const Shape *s, const Arch *a,
                           const Pair *pairs, Design d, Plan *plan,
                           const ModelOpts *o, MapMemo *memo, Diag *diag);
+
+/* What the bound over fusion levels keeps least: the layer's time (ties:
+ * energy), its energy or its off-chip bytes (ties: time). */
+typedef enum { IDEAL_BY_TIME, IDEAL_BY_ENERGY, IDEAL_BY_TRAFFIC } IdealBy;
+/* Design D (a bound: the ideal) on PLAN (owned) over every fusion level A
+ * can take, each group at its own (a plan may fuse each group at its own
+ * level: docs/model.md §5): priced at every candidate level, each group
+ * given the level where its figure BY is least, the plan priced so, and
+ * the least of that and the single levels' kept. Under sequential
+ * composition that is the least over every mixed-level plan of the
+ * ideal's groups. model_eval_at_level where A has one candidate. */
+Eval *model_ideal_least(const Cascade *c, const Shape *s, const Arch *a,
+                        const Pair *pairs, Design d, Plan *plan,
+                        const ModelOpts *o, IdealBy by, MapMemo *memo,
+                        Diag *diag);
 
 /* ---- one group alone ----
  *
@@ -537,8 +554,10 @@ Eval *model_eval_at_level(const Cascade *c, const Shape *s, const Arch *a,
  * choice (model_group_price). */
 typedef struct GroupPricer GroupPricer;
 /* A pricer of groups of C (bound by S) on A, priced as design D prices
- * under O (MEMO and DIAG as model_eval_memo's). NULL for a bound (the
- * ideal's units and pipelined span are the whole cascade's). */
+ * under O (MEMO and DIAG as model_eval_memo's), every group at A's fusion
+ * level (a group's Group.level is not read: the search makes one pricer
+ * per level). NULL for a bound (the ideal's units and pipelined span are
+ * the whole cascade's). */
 GroupPricer *model_group_pricer_new(const Cascade *c, const Shape *s,
                                     const Arch *a, const Pair *pairs,
                                     Design d, const ModelOpts *o,

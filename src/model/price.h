@@ -62,6 +62,16 @@ typedef struct Ctx {
   } *dirty;
   HeldScratch *held; /* group.c's, per tensor */
   Frame *frame; /* a group pricer's: the group bound last (group.c) */
+  /* A plan may fuse each group at its own level (Group.level: docs/model.md,
+   * "A fusion level per group"): ARCH is the architecture given, A and GLB
+   * the one the group being priced is fused at (eval.c's ctx_at_group),
+   * AT_LEVEL the copies of ARCH with another fusion level the plan's
+   * groups name (per memory level; NULL where none), GROUP_AT per group
+   * its copy (NULL: ARCH). Every copy shares ARCH's levels and units but
+   * their roles. */
+  const Arch *arch;
+  Arch **at_level;
+  const Arch **group_at;
 } Ctx;
 
 /* Index X->plan's transfers by Einsum (x->xfer_at, x->xfer_ord), the

@@ -240,6 +240,8 @@ void report_plan_text(Buf *b, const Cascade *c, const Plan *p) {
                    einsum_name(c, e), braces && seen == in ? "}" : "");
       }
     }
+    if (p->groups[g].level[0]) /* its own fusion level */
+      buf_printf(b, "   (fused in %s)", p->groups[g].level);
     buf_printf(b, "\n");
   }
   if (p->offchip_elems > 0) {
@@ -294,6 +296,14 @@ json_t *report_plan_json(const Cascade *c, const Plan *p) {
     json_object_set_new(o, "bind", json_string(plan_bind_name(p->bind)));
   if (p->fusion_level[0]) /* the level a search chose: planfile.c */
     json_object_set_new(o, "fusion_level", json_string(p->fusion_level));
+  if (plan_names_levels(p)) { /* each group's own: planfile.c */
+    json_t *gl = json_array();
+    for (int g = 0; g < p->ngroups; g++)
+      json_array_append_new(gl, p->groups[g].level[0]
+                                    ? json_string(p->groups[g].level)
+                                    : json_null());
+    json_object_set_new(o, "group_levels", gl);
+  }
   return o;
 }
 

@@ -255,6 +255,9 @@ void report_eval_text(Buf *b, const Cascade *c, const Arch *a,
                (r->end - r->start) * us, bound_of(a, r), r->mapping);
     buf_free(&ops);
   }
+  bool mixed = false;
+  for (int g = 1; g < ev->ngroups; g++)
+    mixed = mixed || ev->g[g].level != ev->g[0].level;
   buf_printf(b, "\n  %-5s %12s %12s %12s %12s  %s\n", "group", "latency_us",
              "matrix_us", "vector_us", "memory_us", "tile, held / budget");
   for (int g = 0; g < ev->ngroups; g++) {
@@ -270,6 +273,8 @@ void report_eval_text(Buf *b, const Cascade *c, const Arch *a,
       buf_printf(b, "untiled");
     if (ev->opts.accounting == ACCOUNT_ACHIEVED && !ev->opts.bound)
       buf_printf(b, ", %.3g / %.3g", ge->reserve, ge->budget);
+    if (mixed) /* a plan that fuses each group at its own level */
+      buf_printf(b, "; fused in %s", a->levels[ge->level].name);
     buf_printf(b, "\n");
     for (int k = 0; k < ge->nspills; k++)
       buf_printf(b, "        spilled %s (%s)\n",
@@ -544,6 +549,8 @@ json_t *report_eval_json(const Cascade *c, const Arch *a, const Eval *ev) {
     json_object_set_new(x, "einsums", names);
     json_object_set_new(x, "latency_s", report_real(ev->g[g].cycles * sec));
     const GroupEval *ge = &ev->g[g];
+    json_object_set_new(x, "fusion_level",
+                        json_string(a->levels[ge->level].name));
     json_t *tile = json_object();
     for (int k = 0; k < ge->ntiled; k++)
       json_object_set_new(tile, c->ranks[ge->tiled[k]].name,

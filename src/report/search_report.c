@@ -60,17 +60,26 @@ void report_search_text(Buf *b, const Cascade *c, const Arch *a,
                         const SearchResult *r, SearchObjective o) {
   buf_printf(b, "search: %s on %s, objective %s\n", c->path, a->name,
              search_objective_name(o));
+  buf_printf(b, "space: %d nodes (Einsums, a recurrence one), %.6g ",
+             r->nodes, r->partitions);
+  if (r->levels > 1) /* each group at each level: L (L + 1)^(n-1) */
+    buf_printf(b, "plans (contiguous partitions, each group at any of %d "
+                  "fusion levels)", r->levels);
+  else
+    buf_printf(b, "contiguous partitions");
   buf_printf(b,
-             "space: %d nodes (Einsums, a recurrence one), %.6g contiguous "
-             "partitions over "
-             "%ld candidate groups (%ld could run, priced under %ld spill "
-             "variants in all); %ld named-design plans beside\n",
-             r->nodes, r->partitions, r->groups, r->priced, r->variants,
-             r->named);
-  buf_printf(b, "fusion level: %s (%d candidate level%s tried: "
-                "docs/search.md)\n",
-             a->levels[a->fusion_level].name, r->levels,
-             r->levels == 1 ? "" : "s");
+             " over %ld candidate groups (%ld could run, priced under %ld "
+             "spill variants in all); %ld named-design plans beside\n",
+             r->groups, r->priced, r->variants, r->named);
+  buf_printf(b, "fusion level: ");
+  if (r->fusion_level < 0) /* each group at its own */
+    for (int g = 0; g < r->best->ngroups; g++)
+      buf_printf(b, "%sG%d %s", g ? ", " : "per group: ", g + 1,
+                 a->levels[r->best->g[g].level].name);
+  else
+    buf_printf(b, "%s", a->levels[a->fusion_level].name);
+  buf_printf(b, " (%d candidate level%s tried: docs/search.md)\n",
+             r->levels, r->levels == 1 ? "" : "s");
   refused_levels_text(b, a);
   buf_printf(b, "found: ");
   figure(b, r->found, o);
@@ -147,8 +156,16 @@ json_t *report_search_json(const Cascade *c, const Arch *a,
   }
   json_object_set_new(sp, "fusion_levels_refused", refused);
   json_object_set_new(j, "space", sp);
+  /* The plan's level, or null where each group has its own. */
   json_object_set_new(j, "fusion_level",
-                      json_string(a->levels[a->fusion_level].name));
+                      r->fusion_level < 0
+                          ? json_null()
+                          : json_string(a->levels[a->fusion_level].name));
+  json_t *gl = json_array();
+  for (int g = 0; g < r->best->ngroups; g++)
+    json_array_append_new(gl,
+                          json_string(a->levels[r->best->g[g].level].name));
+  json_object_set_new(j, "group_levels", gl);
   json_object_set_new(j, "plan", report_plan_json(c, r->best->plan));
   json_object_set_new(j, "schedule", report_eval_json(c, a, r->best));
   json_object_set_new(j, "bound", report_eval_json(c, a, r->bound));

@@ -102,16 +102,26 @@ typedef struct Ctx {
   int nchosen, cap_chosen, nchosen_t, cap_chosen_t;
   struct Chosen *chosen;
   int *chosen_t;
-  /* Pricing a group alone (program): the model's pricer; per node,
-   * the layer's clock where a group starting there starts (every node
-   * before it alone) and its binding's budget count alone, and that count
-   * over every node. */
-  GroupPricer *pricer;
+  /* The candidate fusion levels (level.c), each group priced at each:
+   * the levels' pricing, the architecture's own first. A is the given
+   * architecture, which prices a plan mixing them (each group names its
+   * level: docs/search.md, "The space", item 6). */
+  int nlev;
+  struct Level *lev;
   Plan *alone; /* every node alone: the plan of each one-node group */
+} Ctx;
+
+/* Pricing groups alone at one fusion level (program): the model's pricer
+ * on the level's architecture; per node, the layer's clock where a group
+ * starting there starts (every node before it alone) and its binding's
+ * budget count alone, and that count over every node. */
+typedef struct Level {
+  const SearchLevel *at;
+  GroupPricer *pricer;
   double *start_at;
   int *capped;
   long capped_all;
-} Ctx;
+} Level;
 
 typedef struct Chosen {
   int first, n; /* in Ctx.chosen_t */
@@ -230,10 +240,10 @@ static Cost group_figures(const Ctx *x, const Eval *ev, int g) {
 /* The budget count of the plan where nodes [I, J) are one group (its
  * binding counted CAPPED) and every other node stands alone, as pricing
  * that plan whole counts it. */
-static long capped_with(const Ctx *x, int i, int j, int capped) {
-  long n = x->capped_all + capped;
+static long capped_with(const Level *lv, int i, int j, int capped) {
+  long n = lv->capped_all + capped;
   for (int k = i; k < j; k++)
-    n -= x->capped[k];
+    n -= lv->capped[k];
   return n;
 }
 
@@ -249,14 +259,14 @@ static Plan *group_plan(Ctx *x, int i, int j) {
   return p;
 }
 
-/* Price the group of nodes [I, J) under each of its spill variants, as
- * group I of the plan where every other node stands alone (the model's
- * pricer: the group alone, its binding once): OUT[v] its cost, VAR[v] the
- * variant's number in X's store; the count (0 when the group cannot run;
- * *FAILED when the model failed). OUT and VAR have room for
- * SPILL_CAND_MAX + 2 (at least 2^SPILL_SUBSETS_MAX). */
-static int group_costs(Ctx *x, int i, int j, Cost *out, int *var,
-                       bool *failed) {
+/* Price the group of nodes [I, J) fused at level LV under each of its
+ * spill variants, as group I of the plan where every other node stands
+ * alone (the model's pricer: the group alone, its binding once): OUT[v]
+ * its cost, VAR[v] the variant's number in X's store; the count (0 when
+ * the group cannot run; *FAILED when the model failed). OUT and VAR have
+ * room for SPILL_CAND_MAX + 2 (at least 2^SPILL_SUBSETS_MAX). */
+static int group_costs(Ctx *x, Level *lv, int i, int j, Cost *out,
+                       int *var, bool *failed) {
   /* A one-node group's plan is every node alone, made once: a plan is as
    * long as the cascade, and past a budget each prefix is extended by
    * one-node groups alone (each made anew: 2000 Einsums took 59 s). */
@@ -264,14 +274,14 @@ static int group_costs(Ctx *x, int i, int j, Cost *out, int *var,
   *failed = false;
   if (!base)
     return 0;
-  const Eval *bound = model_group_bind(x->pricer, base, i);
+  const Eval *bound = model_group_bind(lv->pricer, base, i);
   if (!bound) {
     if (base != x->alone)
       plan_free(base);
     *failed = true;
     return 0;
   }
-  x->r->bind_capped += capped_with(x, i, j, bound->bind_capped);
+  x->r->bind_capped += capped_with(lv, i, j, bound->bind_capped);
   int cand[SPILL_CAND_MAX];
   int k = spill_candidates(x->c, base, i, cand);
   int nv = variants_of(&x->o, k), priced = 0;
@@ -284,7 +294,7 @@ static int group_costs(Ctx *x, int i, int j, Cost *out, int *var,
         spilled_count(spilled, cand, k) < 2)
       continue; /* the rule's is none or one alone: priced anyway */
     var[priced] = variant_store(x, spilled, cand, k);
-    const Eval *ev = model_group_price(x->pricer, x->start_at[i]);
+    const Eval *ev = model_group_price(lv->pricer, lv->start_at[i]);
     *failed = ev == NULL;
     if (ev)
       out[priced++] = group_figures(x, ev, i);
@@ -306,7 +316,8 @@ static int group_costs(Ctx *x, int i, int j, Cost *out, int *var,
 typedef struct Entry {
   Cost cost;
   int from, prev;
-  int var; /* the spill variant of its last group (Ctx.chosen) */
+  int var;   /* the spill variant of its last group (Ctx.chosen) */
+  int level; /* the level its last group is fused at (Ctx.lev) */
 } Entry;
 
 typedef struct Front {
@@ -331,12 +342,12 @@ static void front_add(Front *f, Entry e, SearchObjective o) {
   VEC_PUSH(f->e, f->n, f->cap, e);
 }
 
-/* Every node alone: the plan each group's plan extends (the nodes before
- * a group stand alone there), priced whole as the program's first plan
- * was: the layer's clock at each node, and each node's binding count
- * alone (only when some binding stopped at its budget). False (diag set)
- * when the architecture cannot run the cascade. */
-static bool singletons(Ctx *x) {
+/* Every node alone at level LV: the plan each group's plan extends (the
+ * nodes before a group stand alone there), priced whole as the program's
+ * first plan was: the layer's clock at each node, and each node's binding
+ * count alone (only when some binding stopped at its budget). False (diag
+ * set) when the architecture cannot run the cascade. */
+static bool singletons(Ctx *x, Level *lv) {
   int n = x->nodes->n;
   bool *start = xcalloc((size_t)n + 1, sizeof *start);
   for (int k = 0; k < n; k++)
@@ -346,16 +357,16 @@ static bool singletons(Ctx *x) {
   if (!p)
     return true; /* no group runs with its nodes before it alone */
   p->spilled = xcalloc((size_t)x->c->ntensors + 1, sizeof *p->spilled);
-  Eval *ev = model_eval_memo(x->c, x->s, x->a, x->pairs, x->design, p,
-                             &x->o, x->memo, x->d);
+  Eval *ev = model_eval_memo(x->c, x->s, lv->at->a, x->pairs, x->design,
+                             p, &x->o, x->memo, x->d);
   if (!ev)
     return false;
   for (int k = 0; k < n; k++)
-    x->start_at[k] = ev->g[k].start;
-  x->capped_all = ev->bind_capped;
-  for (int k = 0; x->capped_all > 0 && k < n; k++) {
-    const Eval *b = model_group_bind(x->pricer, ev->plan, k);
-    x->capped[k] = b ? b->bind_capped : 0;
+    lv->start_at[k] = ev->g[k].start;
+  lv->capped_all = ev->bind_capped;
+  for (int k = 0; lv->capped_all > 0 && k < n; k++) {
+    const Eval *b = model_group_bind(lv->pricer, ev->plan, k);
+    lv->capped[k] = b ? b->bind_capped : 0;
   }
   eval_free(ev);
   return true;
@@ -390,7 +401,7 @@ static bool program_fill(Ctx *x, SearchObjective o, Front *front,
   int n = x->nodes->n;
   front[0].n = 0;
   VEC_PUSH(front[0].e, front[0].n, front[0].cap,
-           ((Entry){{0, 0, 0}, -1, -1, -1}));
+           ((Entry){{0, 0, 0}, -1, -1, -1, -1}));
   for (int j = 1; j <= n; j++) {
     progress(x, 0.9 * program_share(x, j - 1, n));
     for (int i = 0; i < j; i++) {
@@ -400,58 +411,69 @@ static bool program_fill(Ctx *x, SearchObjective o, Front *front,
         front[n].n = 0; /* no partition is whole */
         return true;
       }
-      if (x->budget > 0 && *priced >= x->budget && i < j - 1) {
-        x->r->stopped = true; /* past the budget: single nodes only */
-        x->r->skipped++;
-        continue;
-      }
-      Cost g[SPILL_CAND_MAX + 2];
-      int var[SPILL_CAND_MAX + 2];
-      bool failed = false;
-      int nv = group_costs(x, i, j, g, var, &failed);
-      if (failed)
-        return false;
-      if (nv == 0)
-        continue;
-      (*priced)++;
-      for (int v = 0; v < nv; v++)
-        for (int k = 0; k < front[i].n; k++) {
-          Cost c = front[i].e[k].cost;
-          Entry e = {{c.lat + g[v].lat, c.energy + g[v].energy,
-                      c.traffic + g[v].traffic},
-                     i, k, var[v]};
-          front_add(&front[j], e, o);
+      for (int l = 0; l < x->nlev; l++) {
+        if (x->budget > 0 && *priced >= x->budget && i < j - 1) {
+          x->r->stopped = true; /* past the budget: single nodes only */
+          x->r->skipped++;
+          continue;
         }
+        Cost g[SPILL_CAND_MAX + 2];
+        int var[SPILL_CAND_MAX + 2];
+        bool failed = false;
+        int nv = group_costs(x, &x->lev[l], i, j, g, var, &failed);
+        if (failed)
+          return false;
+        if (nv == 0)
+          continue;
+        (*priced)++;
+        /* What the group hands a later one goes off chip whatever the
+         * levels (docs/model.md, "A fusion level per group"): its price
+         * owes nothing to the level of the group before it. */
+        for (int v = 0; v < nv; v++)
+          for (int k = 0; k < front[i].n; k++) {
+            Cost c = front[i].e[k].cost;
+            Entry e = {{c.lat + g[v].lat, c.energy + g[v].energy,
+                        c.traffic + g[v].traffic},
+                       i, k, var[v], l};
+            front_add(&front[j], e, o);
+          }
+      }
     }
   }
   return true;
 }
 
-/* The program: its pricer of groups alone, made for X's architecture and
+/* The program: its pricers of groups alone, one per level, made for X's
  * options as they are now; false if the model failed. */
 static bool program(Ctx *x, SearchObjective o, Front *front, long *priced) {
   int n = x->nodes->n;
-  x->pricer = model_group_pricer_new(x->c, x->s, x->a, x->pairs, x->design,
-                                     &x->o, x->memo, x->d);
-  x->start_at = xcalloc((size_t)n + 1, sizeof *x->start_at);
-  x->capped = xcalloc((size_t)n + 1, sizeof *x->capped);
-  x->capped_all = 0;
   x->alone = group_plan(x, 0, 1);
-  bool ok = singletons(x) && program_fill(x, o, front, priced);
+  bool ok = true;
+  for (int l = 0; l < x->nlev; l++) {
+    Level *lv = &x->lev[l];
+    lv->pricer = model_group_pricer_new(x->c, x->s, lv->at->a, x->pairs,
+                                        x->design, &x->o, x->memo, x->d);
+    lv->start_at = xcalloc((size_t)n + 1, sizeof *lv->start_at);
+    lv->capped = xcalloc((size_t)n + 1, sizeof *lv->capped);
+    ok = ok && singletons(x, lv);
+  }
+  ok = ok && program_fill(x, o, front, priced);
   plan_free(x->alone);
   x->alone = NULL;
-  model_group_pricer_free(x->pricer);
-  free(x->start_at);
-  free(x->capped);
-  x->pricer = NULL;
+  for (int l = 0; l < x->nlev; l++) {
+    model_group_pricer_free(x->lev[l].pricer);
+    free(x->lev[l].start_at);
+    free(x->lev[l].capped);
+  }
   return ok;
 }
 
-/* The partition behind the best entry of FRONT[n], as group starts, and
+/* The partition behind the best entry of FRONT[n], as group starts, the
+ * level of the group starting at each start into LEVEL (per node), and
  * the intermediates its groups' variants send off chip, into SPILLED (per
  * tensor). */
 static bool *best_partition(const Ctx *x, const Front *front, int n,
-                            SearchObjective o, bool *spilled) {
+                            SearchObjective o, int *level, bool *spilled) {
   const Front *f = &front[n];
   int best = 0;
   for (int k = 1; k < f->n; k++)
@@ -461,6 +483,7 @@ static bool *best_partition(const Ctx *x, const Front *front, int n,
   for (int j = n, k = best; j > 0;) {
     const Entry *e = &front[j].e[k];
     start[e->from] = true;
+    level[e->from] = e->level;
     const Chosen *ch = &x->chosen[e->var];
     for (int q = 0; q < ch->n; q++)
       spilled[x->chosen_t[ch->first + q]] = true;
@@ -513,8 +536,9 @@ void search_pareto_filter(SearchResult *r) {
 
 /* ---- the named designs beside the program ---- */
 
-/* Keep CAND (owned) if it beats R's best. */
-static void consider(SearchResult *r, Eval *cand, Design from,
+/* Keep CAND (owned), priced at fusion level LEVEL (-1: its groups' own),
+ * if it beats R's best. */
+static void consider(SearchResult *r, Eval *cand, Design from, int level,
                      SearchObjective o) {
   if (!cand)
     return;
@@ -524,6 +548,7 @@ static void consider(SearchResult *r, Eval *cand, Design from,
     r->best = cand;
     r->found = f;
     r->from = from;
+    r->fusion_level = level;
   } else {
     eval_free(cand);
   }
@@ -540,10 +565,12 @@ static bool named_past_budget(const Ctx *x) {
   return x->r->stopped && now_seconds() - x->t0 > BUDGET_NAMED_S;
 }
 
-/* Every design but the bound, under every stitcher it stitches with;
- * past the time limit, or the budget's time for them, none but a first
- * schedule (the rest counted in named_skipped). */
-static bool named_designs(Ctx *x, const ModelOverrides *ov, SearchResult *r,
+/* Every design but the bound, under every stitcher it stitches with, at
+ * level LV (its plan fuses every group there); past the time limit, or
+ * the budget's time for them, none but a first schedule (the rest counted
+ * in named_skipped). */
+static bool named_designs(Ctx *x, const SearchLevel *lv,
+                          const ModelOverrides *ov, SearchResult *r,
                           SearchObjective o, int *cap) {
   for (int d = 0; d < DES_COUNT; d++) {
     ModelOpts mo = model_opts_with(ov, (Design)d);
@@ -568,7 +595,7 @@ static bool named_designs(Ctx *x, const ModelOverrides *ov, SearchResult *r,
        * allows: a plan file says so, and `eval --plan` takes it. */
       snprintf(p->design, sizeof p->design, "%s", design_name((Design)d));
       p->any = p->any || mo.plan != PLAN_STITCHED;
-      Eval *ev = model_eval_memo(x->c, x->s, x->a, x->pairs, (Design)d, p,
+      Eval *ev = model_eval_memo(x->c, x->s, lv->a, x->pairs, (Design)d, p,
                                  &mo, x->memo, x->d);
       if (!ev)
         return false;
@@ -576,7 +603,7 @@ static bool named_designs(Ctx *x, const ModelOverrides *ov, SearchResult *r,
       if (*cap >= 0)
         point_add(r, cap, (SearchPoint){ev->seconds, ev->energy_pj * 1e-12,
                                         ev->ngroups, (Design)d});
-      consider(r, ev, (Design)d, o);
+      consider(r, ev, (Design)d, lv->level, o);
     }
   }
   return true;
@@ -598,10 +625,15 @@ Strategy search_label(const Cascade *c, const Pair *pairs, const Plan *p) {
 }
 
 /* Price the program's partition whole, as the plan it is: its groups,
- * the intermediates they send off chip by choice (SPILLED, owned from
- * here) and the binding it was priced under, all of which the plan
- * carries (a plan file prices as the search priced it). */
-static Eval *found_eval(Ctx *x, const bool *start, bool *spilled) {
+ * each group's level (LEVEL, per node starting one), the intermediates
+ * they send off chip by choice (SPILLED, owned from here) and the binding
+ * it was priced under, all of which the plan carries (a plan file prices
+ * as the search priced it). A plan whose groups share a level is priced
+ * on that level's architecture (*AT: the level, of the given
+ * architecture's); one that mixes them names each group's level and is
+ * priced on the given one (*AT -1). */
+static Eval *found_eval(Ctx *x, const bool *start, const int *level,
+                        bool *spilled, int *at) {
   Plan *p = plan_of(x, start);
   if (!p) {
     free(spilled);
@@ -610,8 +642,53 @@ static Eval *found_eval(Ctx *x, const bool *start, bool *spilled) {
   p->strategy = search_label(x->c, x->pairs, p);
   p->spilled = spilled;
   p->bind = x->o.bind == BIND_COST ? PLAN_BIND_COST : PLAN_BIND_RULE;
-  return model_eval_memo(x->c, x->s, x->a, x->pairs, x->design, p, &x->o,
-                         x->memo, x->d);
+  int first = -1;
+  bool mixed = false;
+  for (int k = 0, g = 0; k < x->nodes->n; k++)
+    if (start[k]) {
+      const SearchLevel *lv = x->lev[level[k]].at;
+      snprintf(p->groups[g].level, sizeof p->groups[g].level, "%s",
+               x->a->levels[lv->level].name);
+      mixed = mixed || (first >= 0 && level[k] != first);
+      first = first < 0 ? level[k] : first;
+      g++;
+    }
+  for (int g = 0; !mixed && g < p->ngroups; g++)
+    p->groups[g].level[0] = 0; /* one level: the architecture's, moved */
+  *at = mixed ? -1 : x->lev[first].at->level;
+  return model_eval_memo(x->c, x->s, mixed ? x->a : x->lev[first].at->a,
+                         x->pairs, x->design, p, &x->o, x->memo, x->d);
+}
+
+/* The bound for objective O: the ideal over the levels, each of its groups
+ * at its own where that is least (model_ideal_least); for EDP, the least
+ * time times the least energy where that is lower (each the least over
+ * the levels: under sequential composition no plan has less of either,
+ * while no one assignment of levels need give both). */
+static bool bound(Ctx *x, const ModelOverrides *ov, SearchObjective o,
+                  SearchResult *r) {
+  ModelOpts io = model_opts_with(ov, DES_IDEAL);
+  IdealBy by = o == SO_ENERGY    ? IDEAL_BY_ENERGY
+               : o == SO_TRAFFIC ? IDEAL_BY_TRAFFIC
+                                 : IDEAL_BY_TIME;
+  r->bound = model_ideal_least(
+      x->c, x->s, x->a, x->pairs, DES_IDEAL,
+      model_plan(x->c, x->s, x->pairs, DES_IDEAL, &io, x->d), &io, by,
+      x->memo, x->d);
+  if (!r->bound)
+    return false;
+  r->lower = search_figure(r->bound, o);
+  if (o != SO_EDP || x->nlev == 1)
+    return true;
+  Eval *e = model_ideal_least(
+      x->c, x->s, x->a, x->pairs, DES_IDEAL,
+      model_plan(x->c, x->s, x->pairs, DES_IDEAL, &io, x->d), &io,
+      IDEAL_BY_ENERGY, x->memo, x->d);
+  if (!e)
+    return false;
+  r->lower = fmin(r->lower, r->bound->seconds * e->energy_pj * 1e-12);
+  eval_free(e);
+  return true;
 }
 
 static bool run(Ctx *x, const ModelOverrides *ov, SearchObjective o,
@@ -622,28 +699,23 @@ static bool run(Ctx *x, const ModelOverrides *ov, SearchObjective o,
   int cap = o == SO_TRAFFIC ? -1 : 0; /* -1: no latency-energy front */
   if (ok && front[n].n > 0) {
     bool *spilled = xcalloc((size_t)x->c->ntensors + 1, sizeof *spilled);
-    bool *start = best_partition(x, front, n, o, spilled);
-    Eval *ev = found_eval(x, start, spilled);
+    int *level = xcalloc((size_t)n + 1, sizeof *level), at = -1;
+    bool *start = best_partition(x, front, n, o, level, spilled);
+    Eval *ev = found_eval(x, start, level, spilled, &at);
     free(start);
+    free(level);
     ok = ev != NULL;
-    consider(r, ev, DES_COUNT, o);
+    consider(r, ev, DES_COUNT, at, o);
     if (cap >= 0)
       front_points(front, n, r, &cap);
   }
   for (int j = 0; j <= n; j++)
     free(front[j].e);
   free(front);
-  ok = ok && named_designs(x, ov, r, o, &cap);
+  for (int l = 0; ok && l < x->nlev; l++)
+    ok = named_designs(x, x->lev[l].at, ov, r, o, &cap);
   search_pareto_filter(r);
-  ModelOpts io = model_opts_with(ov, DES_IDEAL);
-  r->bound = ok ? model_eval_at_level(x->c, x->s, x->a, x->pairs, DES_IDEAL,
-                                  model_plan(x->c, x->s, x->pairs, DES_IDEAL,
-                                             &io, x->d),
-                                  &io, x->memo, x->d)
-                : NULL;
-  if (r->bound)
-    r->lower = search_figure(r->bound, o);
-  return r->bound != NULL;
+  return ok && bound(x, ov, o, r);
 }
 
 Nodes *search_nodes(const Cascade *c, const Shape *s) {
@@ -674,28 +746,35 @@ Nodes *search_nodes(const Cascade *c, const Shape *s) {
   return one;
 }
 
-SearchResult *search_at_level(const Cascade *c, const Shape *s,
-                              const Arch *a, const Pair *pairs,
-                              const ModelOverrides *o, SearchObjective obj,
-                              const SearchControl *ctl, MapMemo *memo,
-                              Diag *d) {
+SearchResult *search_levels(const Cascade *c, const Shape *s, const Arch *a,
+                            const SearchLevel *lv, int nlev,
+                            const Pair *pairs, const ModelOverrides *o,
+                            SearchObjective obj, const SearchControl *ctl,
+                            MapMemo *memo, Diag *d) {
   Design plain = design_of_strategy(ST_FULL);
   SearchResult *r = xcalloc(1, sizeof *r);
   long budget = ctl->budget;
   Ctx x = {.c = c, .s = s, .a = a, .pairs = pairs, .design = plain,
            .o = model_opts_with(o, plain), .memo = memo, .d = d,
-           .budget = budget, .ctl = ctl, .t0 = now_seconds(), .r = r};
+           .budget = budget, .ctl = ctl, .t0 = now_seconds(), .r = r,
+           .nlev = nlev};
   if (o->bind < 0) /* the search's own groups bind by cost */
     x.o.bind = BIND_COST;
+  x.lev = xcalloc((size_t)nlev, sizeof *x.lev);
+  for (int l = 0; l < nlev; l++)
+    x.lev[l].at = &lv[l];
   Nodes *nodes = search_nodes(c, s);
   x.nodes = nodes;
   x.group_of = xcalloc((size_t)c->neinsums + 1, sizeof *x.group_of);
   r->budget = budget;
   r->nodes = nodes->n;
-  r->partitions = ldexp(1, nodes->n - 1);
-  r->groups = (long)nodes->n * (nodes->n + 1) / 2;
+  /* Every partition, each of its groups at each level: L (L + 1)^(n-1). */
+  r->partitions = nlev * pow(nlev + 1, nodes->n - 1);
+  r->groups = (long)nlev * nodes->n * (nodes->n + 1) / 2;
   r->from = DES_COUNT;
+  r->levels = nlev;
   bool ok = run(&x, o, obj, r);
+  free(x.lev);
   free(x.group_of);
   free(x.chosen);
   free(x.chosen_t);

@@ -22,14 +22,19 @@
  * makes it exact for a product (EDP) too. A test checks it against every
  * partition priced whole on small cascades.
  *
- * The space is searched at every level the architecture can take as its
- * fusion level (arch_fusion_candidates; level.c): the program runs on a
- * copy of the architecture with the level moved, once per candidate, and
- * the best over them is kept (the fronts merged).
+ * Each group may be fused at any level the architecture can take as its
+ * fusion level (arch_fusion_candidates; level.c): the program prices each
+ * candidate group at each, on a copy of the architecture with the level
+ * moved. What one group hands another goes off chip whatever their levels
+ * (docs/model.md, "A fusion level per group"), so a group's price owes
+ * nothing to its neighbours' levels and the program stays exact over
+ * mixed-level plans: a front entry records its last group's level.
  *
- * The lower bound is the `ideal` design (docs/model.md §5), the least
- * over the candidate levels: no schedule of any plan at any of them beats
- * it; the gap is found / bound. */
+ * The lower bound is the `ideal` design (docs/model.md §5) with each of
+ * its groups at its own least level (model_ideal_least): under sequential
+ * composition no schedule of any plan, its groups at any levels, beats it
+ * (docs/search.md, "The bound over the levels"); the gap is found /
+ * bound. */
 #ifndef MAMBALAYA_SEARCH_H
 #define MAMBALAYA_SEARCH_H
 
@@ -94,7 +99,8 @@ typedef struct SearchResult {
   SearchPoint *pareto;
   int levels;        /* candidate fusion levels tried (level.c) */
   int fusion_level;  /* the one best was priced with, of the given
-                        architecture's levels */
+                        architecture's levels, or -1: its plan fuses each
+                        group at its own (Group.level; best->g[g].level) */
   Arch *arch;        /* the given architecture with that fusion level, or
                         NULL: its own (owned; shares the given one's
                         content): what best and bound are reported on */
@@ -120,7 +126,7 @@ typedef struct SearchControl {
                      (the first design of the first level always is), and
                      the best of what was priced is the result (stopped) */
   /* Called every few seconds once the search has run for a few (by
-   * search_best_ctl; search_at_level calls it at every step): the share
+   * search_best_ctl; search_levels calls it at every step): the share
    * of its work done (0 to 1) and the seconds so far. NULL: none. */
   void (*progress)(void *ctx, double done, double elapsed);
   void *ctx;
@@ -140,15 +146,25 @@ void search_free(SearchResult *r);
 /* The architecture R's schedule was priced on: R's copy, or A. */
 const Arch *search_arch(const SearchResult *r, const Arch *a);
 
-/* ---- one fusion level (search.c), under level.c's loop ----
+/* ---- the program over the levels (search.c), under level.c ----
  *
- * search_best_within at A's own fusion level (the bound too: the ideal at
- * that level); levels, fusion_level and arch left for the loop to set. */
-SearchResult *search_at_level(const Cascade *c, const Shape *s,
-                              const Arch *a, const Pair *pairs,
-                              const ModelOverrides *o, SearchObjective obj,
-                              const SearchControl *ctl, MapMemo *memo,
-                              Diag *d);
+ * A candidate fusion level: its index among the given architecture's
+ * levels and that architecture with it as the fusion level (the given one
+ * itself for its own level). */
+typedef struct SearchLevel {
+  int level;
+  const Arch *a;
+} SearchLevel;
+/* search_best_ctl over the NLEV levels LV of A (the architecture's own
+ * first: it keeps a tie), each candidate group priced at each; the named
+ * designs at each level, the bound over them. fusion_level is the level
+ * best was priced at (-1: its plan gives each group its own, priced on A);
+ * arch is left for level.c to set. */
+SearchResult *search_levels(const Cascade *c, const Shape *s, const Arch *a,
+                            const SearchLevel *lv, int nlev,
+                            const Pair *pairs, const ModelOverrides *o,
+                            SearchObjective obj, const SearchControl *ctl,
+                            MapMemo *memo, Diag *d);
 /* The nodes the program cuts into contiguous groups: the merged
  * Einsums' canonical order (fusion_merge) with each merged node opened
  * into its Einsums, in cascade order (a recurrence's stay one node: no

@@ -209,4 +209,43 @@ refused "r.json:$line:19: error: \"fusion_level\": memory level 'Registers' is t
   "$M" eval "$SWIGLU" --arch "$TWO" --plan r.json
 refused "lv.json:$line:19: error: \"fusion_level\": .*has no memory level 'L2' (the fusion levels mambalaya can take: GlobalBuffer)" \
   "$M" eval "$SWIGLU" --plan lv.json
+# A fusion level per group (issue 35): a retention layer then a SwiGLU MLP
+# fuses its groups in L2, GlobalBuffer, L2. search names each group's
+# level (text and --json), writes them in the plan ("group_levels"); eval
+# --plan prices the plan at the search's figure and names each group's
+# level; exec --plan runs it; a group's level that cannot be one is
+# refused at its line and column.
+MIXED=$ROOT/tests/specs/levels/retnet_mlp.yaml
+"$M" search "$MIXED" --arch "$TWO" --plan-out gl.json --json >ms.json ||
+  fail "search, a level per group"
+"$M" search "$MIXED" --arch "$TWO" >ms.txt || fail "search, a level per group"
+grep -q "^fusion level: per group: G1 L2, G2 GlobalBuffer, G3 L2 (2 candidate levels tried" ms.txt ||
+  fail "search: the per-group level line: $(sed -n 3p ms.txt)"
+grep -q "^  G2   4:KV 5:S 6:O   (fused in GlobalBuffer)$" ms.txt ||
+  fail "search: the group's level in the plan"
+"$M" eval "$MIXED" --arch "$TWO" --plan gl.json --json >me.json ||
+  fail "eval --plan, a level per group"
+"$M" eval "$MIXED" --arch "$TWO" --plan gl.json >me.txt ||
+  fail "eval --plan text, a level per group"
+grep -q "; fused in GlobalBuffer$" me.txt || fail "eval: the group's level"
+$PY - <<'PYEOF' || fail "a level per group found, written and priced"
+import json
+s, e = json.load(open("ms.json")), json.load(open("me.json"))
+p = json.load(open("gl.json"))
+levels = ["L2", "GlobalBuffer", "L2"]
+assert s["fusion_level"] is None and s["group_levels"] == levels, s
+assert p["group_levels"] == levels and "fusion_level" not in p, p
+assert [g["fusion_level"] for g in e["groups"]] == levels, e["groups"]
+assert abs(s["found"] - 43.68787064e-3) < 1e-12, s["found"]
+assert e["totals"]["latency_s"] == s["found"], (e["totals"], s["found"])
+assert s["lower_bound"] <= s["found"]
+PYEOF
+"$M" exec "$MIXED" --set B=1 --set I=4 --set D=16 --set H=2 --set E=4 \
+  --set F=4 --set G=8 --random 1 --plan gl.json >mx.txt ||
+  fail "exec --plan, a level per group"
+$PY -c 'import json; p = json.load(open("gl.json")); p["group_levels"][1] = "Registers"; json.dump(p, open("gr.json", "w"), indent=1)' ||
+  fail "a plan with a bad group level"
+line=$(grep -n '"Registers"' gr.json | cut -d: -f1)
+refused "gr.json:$line:3: error: \"group_levels\": memory level 'Registers' is the innermost.*(the fusion levels two-level can take: L2, GlobalBuffer)" \
+  "$M" eval "$MIXED" --arch "$TWO" --plan gr.json
 finish best

@@ -694,9 +694,33 @@ static double every_variant(const Cascade *c, const Shape *s, const Arch *a,
   return best;
 }
 
+/* The best FIGURE of plan P with each group at each of the N fusion
+ * levels CAND of A (every assignment, each group naming its level), each
+ * under every combination of its groups' spill variants. */
+static double every_level(const Cascade *c, const Shape *s, const Arch *a,
+                          const Pair *pairs, Plan *p, const int *cand, int n,
+                          const ModelOpts *o, SearchObjective obj,
+                          MapMemo *memo) {
+  int *at = xcalloc((size_t)p->ngroups, sizeof *at);
+  double best = INFINITY;
+  for (;;) {
+    for (int g = 0; g < p->ngroups; g++)
+      snprintf(p->groups[g].level, sizeof p->groups[g].level, "%s",
+               a->levels[cand[at[g]]].name);
+    best = fmin(best, every_variant(c, s, a, pairs, p, o, obj, memo));
+    int g = 0; /* the next assignment: a mixed-radix count */
+    while (g < p->ngroups && ++at[g] == n)
+      at[g++] = 0;
+    if (g == p->ngroups)
+      break;
+  }
+  free(at);
+  return best;
+}
+
 /* The best FIGURE over every contiguous partition of NODES (C's),
- * each under every combination of its groups' spill variants, priced
- * whole. */
+ * each group at every fusion level A can take, each under every
+ * combination of its groups' spill variants, priced whole. */
 static double enumerate_nodes(const Cascade *c, const Shape *s,
                               const Arch *a, const Pair *pairs,
                               const Nodes *nodes, SearchObjective obj,
@@ -704,6 +728,8 @@ static double enumerate_nodes(const Cascade *c, const Shape *s,
   ModelOverrides ov = model_no_overrides();
   ModelOpts o = model_opts_with(&ov, design_of_strategy(ST_FULL));
   o.bind = BIND_COST; /* the search's groups bind by cost */
+  int cand[16];
+  int nl = arch_fusion_candidates(a, cand);
   int n = nodes->n;
   int *group_of = xcalloc((size_t)c->neinsums + 1, sizeof *group_of);
   double best = INFINITY;
@@ -717,7 +743,8 @@ static double enumerate_nodes(const Cascade *c, const Shape *s,
     Diag d = {0};
     Plan *p = fusion_plan_groups(c, s, ST_FULL, group_of, &d);
     if (p)
-      best = fmin(best, every_variant(c, s, a, pairs, p, &o, obj, memo));
+      best = fmin(best, every_level(c, s, a, pairs, p, cand, nl, &o, obj,
+                                    memo));
     plan_free(p);
   }
   free(group_of);
@@ -726,29 +753,21 @@ static double enumerate_nodes(const Cascade *c, const Shape *s,
 
 /* The best FIGURE over every contiguous partition of the nodes the search
  * cuts (search_nodes: the merged nodes' order, each opened into its
- * Einsums, so a merged node may be whole or split), every combination of
- * spill variants, and every named design (the documented space,
- * enumerated): what the search must find. */
+ * Einsums, so a merged node may be whole or split), each group at every
+ * fusion level, every combination of spill variants, and every named
+ * design at every fusion level (the documented space, enumerated): what
+ * the search must find. */
 static double enumerate_space(const Cascade *c, const Shape *s,
                               const Arch *a, const Pair *pairs,
                               SearchObjective obj, MapMemo *memo) {
   Nodes *nodes = search_nodes(c, s);
   double best = enumerate_nodes(c, s, a, pairs, nodes, obj, memo);
   nodes_free(nodes);
-  return fmin(best, named_best(c, s, a, pairs, obj, memo, NULL));
-}
-
-/* enumerate_space at every fusion level A can take (the search's space
- * holds them all: docs/search.md, "The fusion level"). */
-static double enumerate_levels(const Cascade *c, const Shape *s,
-                               const Arch *a, const Pair *pairs,
-                               SearchObjective obj, MapMemo *memo) {
   int cand[16];
   int n = arch_fusion_candidates(a, cand);
-  double best = INFINITY;
   for (int k = 0; k < n; k++) {
     Arch *at = arch_with_fusion_level(a, cand[k]);
-    best = fmin(best, enumerate_space(c, s, at, pairs, obj, memo));
+    best = fmin(best, named_best(c, s, at, pairs, obj, memo, NULL));
     arch_free(at);
   }
   return best;
@@ -765,8 +784,8 @@ static long enumeration_case(const Case *k, void *arg) {
       Diag d = {0};
       SearchResult *r = search_best(k->c, k->s, k->archs[a], k->pairs, &ov,
                                     (SearchObjective)obj, k->memo, &d);
-      double all = enumerate_levels(k->c, k->s, k->archs[a], k->pairs,
-                                    (SearchObjective)obj, k->memo);
+      double all = enumerate_space(k->c, k->s, k->archs[a], k->pairs,
+                                   (SearchObjective)obj, k->memo);
       if (!r || fabs(r->found - all) > 1e-12 * all)
         test_fail(__FILE__, __LINE__, "%s on %s, %s: search %.9g, "
                   "enumeration %.9g", k->spec, k->archs[a]->name,
