@@ -136,9 +136,9 @@ static bool load_cascade(Loader *L, const YamlNode *m, int ci) {
   if (!want(L, m, YN_MAP, "a cascade ({spec, models, set})") ||
       !check_keys(L, m, cascade_keys, "a cascade"))
     return false;
-  const YamlNode *spec = need(L, m, "spec", "a cascade needs 'spec' (a path "
-                              "or a shipped spec: mamba1, mamba2, "
-                              "transformer)");
+  const YamlNode *spec = need(L, m, "spec", "a cascade",
+                              "a path or a shipped spec: mamba1, mamba2, "
+                              "transformer");
   if (!spec || !want(L, spec, YN_SCALAR, "spec"))
     return false;
   sc->spec = spec->text;
@@ -944,12 +944,13 @@ static bool load_study(Loader *L, const YamlNode *root) {
       return fail(L, root->keys[i]->loc, "unknown section '%s' (expected "
                                          "study)",
                   root->keys[i]->text);
-  const YamlNode *m = need(L, root, "study", "missing 'study' section");
+  const YamlNode *m = need(L, root, "study", "the study file",
+                           "its one section");
   if (!m || !want(L, m, YN_MAP, "the study section") ||
       !check_keys(L, m, study_keys, "study"))
     return false;
-  const YamlNode *name = need(L, m, "name", "the study needs a 'name' (its "
-                                           "outputs go to out/NAME)");
+  const YamlNode *name = need(L, m, "name", "the study",
+                           "its outputs go to out/NAME");
   if (!name || !want(L, name, YN_SCALAR, "name"))
     return false;
   if (!study_is_name(name->text))
@@ -961,8 +962,8 @@ static bool load_study(Loader *L, const YamlNode *root) {
   if (desc && !want(L, desc, YN_SCALAR, "description"))
     return false;
   s->description = desc ? desc->text : "";
-  const YamlNode *cascades = need(L, m, "cascades", "the study needs "
-                                  "'cascades' (a list of {spec, models})");
+  const YamlNode *cascades = need(L, m, "cascades", "the study",
+                               "a list of {spec, models}");
   if (!cascades)
     return false;
   const YamlNode *settings = ydoc_get(m, "settings");

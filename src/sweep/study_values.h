@@ -25,14 +25,13 @@ static inline bool check_keys(Loader *L, const YamlNode *m,
   return ydoc_known_keys(m, allowed, where, L->d);
 }
 
-/* The value under KEY of map M, which must have one: else NULL, with
- * NEEDS ("the study needs a 'name' ...") at M. */
+/* The value under KEY of map M (WHERE names it), which must have one:
+ * else NULL, with ydoc's wording ("WHERE is missing 'KEY' (HINT)"), as
+ * every loader says it. */
 static inline const YamlNode *need(Loader *L, const YamlNode *m,
-                                   const char *key, const char *needs) {
-  const YamlNode *v = ydoc_get(m, key);
-  if (!v)
-    fail(L, m->loc, "%s", needs);
-  return v;
+                                   const char *key, const char *where,
+                                   const char *hint) {
+  return ydoc_need(m, key, m->loc, where, hint, L->d);
 }
 
 /* N a list (WHAT says what it is) with an item (else "NAME is empty"). */

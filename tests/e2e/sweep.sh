@@ -138,6 +138,15 @@ study:
   colour: red
   cascades: [{spec: mamba1}]
 EOF
+# A missing key in ydoc's wording, as every loader says it (issue 37 item 4).
+bad "2:3: error: the study is missing 'name' (its outputs go to out/NAME)" <<'EOF'
+study:
+  cascades: [{spec: mamba1}]
+EOF
+bad "2:3: error: the study is missing 'cascades' (a list of {spec, models})" <<'EOF'
+study:
+  name: x
+EOF
 bad "2:9: error: 'x y' is not a name" <<'EOF'
 study:
   name: x y
