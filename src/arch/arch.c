@@ -1071,8 +1071,9 @@ static bool load_root(Loader *L, const YamlNode *root) {
       return fail(L, root->keys[i]->loc,
                   "unknown section '%s' (expected architecture)",
                   root->keys[i]->text);
-  if (root->n == 0)
-    return fail(L, root->loc, "missing 'architecture' section");
+  if (!ydoc_need(root, "architecture", root->loc, "the architecture file",
+                 "its one section", L->d))
+    return false;
   return load_architecture(L, root->keys[0], root->items[0]);
 }
 

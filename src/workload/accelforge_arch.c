@@ -741,9 +741,11 @@ static bool load_doc(Aa *aa, const YamlNode *root) {
       !ydoc_known_keys(root, top_keys, "an AccelForge architecture file",
                        aa->d))
     return false;
-  const YamlNode *arch = ydoc_get(root, "arch");
+  const YamlNode *arch = ydoc_need(root, "arch", root->loc,
+                                  "an AccelForge architecture file",
+                                  "its one section", aa->d);
   if (!arch)
-    return fail(aa, root->loc, "missing 'arch' section");
+    return false;
   aa->arch_at = root->keys[0]->loc;
   if (!ydoc_want(arch, YN_MAP, "the arch section", aa->d) ||
       !ydoc_known_keys(arch, arch_keys, "arch", aa->d))

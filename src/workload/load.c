@@ -416,15 +416,14 @@ static bool load_root(Cascade *c, const YamlNode *root, Diag *d) {
       return false;
     }
   }
-  const YamlNode *einsum = ydoc_get(root, "einsum");
+  const YamlNode *einsum = ydoc_need(root, "einsum", root->loc, "the spec",
+                                    "declarations and expressions", d);
   Loc einsum_loc = root->loc;
   for (int i = 0; i < root->n; i++)
     if (strcmp(root->keys[i]->text, "einsum") == 0)
       einsum_loc = root->keys[i]->loc;
-  if (!einsum) {
-    diag_error(d, c->path, root->loc, "missing 'einsum' section");
+  if (!einsum)
     return false;
-  }
   if (!want(c, einsum, YN_MAP, "einsum (declaration, expressions)", d))
     return false;
   static const char *const einsum_keys[] = {"declaration", "expressions",
