@@ -117,6 +117,27 @@ static void components_text(Buf *b, const Arch *a, const Eval *ev) {
   free(cs);
 }
 
+/* The energy and its shares: each memory level by the file's own name
+ * (an inner level is not folded into "registers"), then the compute
+ * units' operations together. */
+static void energy_text(Buf *b, const Arch *a, const Eval *ev) {
+  Component *cs = xcalloc((size_t)(a->nlevels + a->nunits), sizeof *cs);
+  int n = report_components(a, ev, cs);
+  Buf e = {0};
+  fmt_unit(&e, ev->energy_pj * 1e-12, "J");
+  buf_printf(b, "  energy      %s (", e.s);
+  double ops = 0;
+  for (int i = 0; i < n; i++)
+    if (strcmp(cs[i].kind, "memory") == 0)
+      buf_printf(b, "%s %.1f%%, ", cs[i].name,
+                 100 * cs[i].energy_j * 1e12 / ev->energy_pj);
+    else
+      ops += cs[i].energy_j;
+  buf_printf(b, "operations %.1f%%)\n", 100 * ops * 1e12 / ev->energy_pj);
+  buf_free(&e);
+  free(cs);
+}
+
 /* A quantity in the largest of UNITS (each 1000 or 1024 times the one
  * before, from B or B/s) that it reaches, or "unlimited" (an omitted
  * capacity or bandwidth). */
@@ -299,14 +320,7 @@ void report_eval_text(Buf *b, const Cascade *c, const Arch *a,
              q[4].s);
   for (int i = 0; i < 5; i++)
     buf_free(&q[i]);
-  fmt_unit(&q[0], ev->energy_pj * 1e-12, "J");
-  buf_printf(b, "  energy      %s (DRAM %.1f%%, buffer %.1f%%, "
-                "registers %.1f%%, operations %.1f%%)\n",
-             q[0].s, 100 * ev->energy_dram / ev->energy_pj,
-             100 * ev->energy_glb / ev->energy_pj,
-             100 * ev->energy_reg / ev->energy_pj,
-             100 * ev->energy_ops / ev->energy_pj);
-  buf_free(&q[0]);
+  energy_text(b, a, ev);
   components_text(b, a, ev);
   levels_text(b, a, ev);
   tensors_text(b, c, a, ev);

@@ -139,6 +139,20 @@ assert all("search_bounded" not in l for n in ("A", "PL")
            for l in e[n]["levels"]), e["A"]["levels"]
 PYEOF
 
+# The energy line names every level by the file's own name, an inner
+# staging level too (it was folded into "registers"), and its shares add
+# up with the operations' to 100 % (within the rounding of 0.1 %).
+"$M" eval mamba1 --arch "$ROOT/tests/archs/two_level.yaml" >two.txt ||
+  fail "eval two_level"
+grep '^  energy ' two.txt | python3 -c '
+import re, sys
+line = sys.stdin.read()
+names = re.findall(r"([A-Za-z0-9]+) ([0-9.]+)%", line)
+assert [n for n, _ in names] == ["DRAM", "L2", "GlobalBuffer", "Registers",
+                                 "operations"], line
+assert abs(sum(float(v) for _, v in names) - 100) < 0.3, line
+' || fail "eval energy line: $(grep '^  energy ' two.txt)"
+
 # Four levels and no fusion level: refused at the memory list's first item.
 sed -e '/fusion: true/d' \
   -e 's/^    - name: GlobalBuffer$/    - {name: L2, capacity: 64 MiB, read_energy: 1 pJ\/B, write_energy: 1 pJ\/B, area: 0.32 mm2\/MiB}\n    - name: GlobalBuffer/' \
