@@ -190,31 +190,33 @@ enum { BIND_MAX_CAND = 16 };
 
 /* What binding finds for an Einsum whatever its group: its compute on
  * each unit and the units that can run it (Ctx.bind_keep). */
+/* One block: the header, then ON (per Einsum and unit: e * nunits + u),
+ * then CANDS (per Einsum; n -1: not yet found). */
+typedef struct Cands {
+  int n;
+  int unit[BIND_MAX_CAND];
+} Cands;
+
 struct BindKeep {
-  Compute *on;   /* per Einsum and unit: e * nunits + u */
-  int *ncand;    /* per Einsum: its candidates, or -1 (not yet found) */
-  int (*cand)[BIND_MAX_CAND];
+  Compute *on;
+  Cands *cands;
 };
 
 BindKeep *bind_keep_new(const Ctx *x) {
-  size_t ne = (size_t)x->c->neinsums + 1;
-  BindKeep *k = xmalloc(sizeof *k);
-  k->on = xcalloc(ne * (size_t)x->a->nunits, sizeof *k->on);
-  k->ncand = xmalloc(ne * sizeof *k->ncand);
+  size_t ne = (size_t)x->c->neinsums + 1, non = ne * (size_t)x->a->nunits;
+  _Static_assert(sizeof(BindKeep) % _Alignof(Compute) == 0 &&
+                     sizeof(Compute) % _Alignof(Cands) == 0,
+                 "the block's parts stay aligned");
+  BindKeep *k =
+      xcalloc(1, sizeof *k + non * sizeof(Compute) + ne * sizeof(Cands));
+  k->on = (Compute *)(k + 1);
+  k->cands = (Cands *)(k->on + non);
   for (size_t e = 0; e < ne; e++)
-    k->ncand[e] = -1;
-  k->cand = xmalloc(ne * sizeof *k->cand);
+    k->cands[e].n = -1;
   return k;
 }
 
-void bind_keep_free(BindKeep *k) {
-  if (!k)
-    return;
-  free(k->on);
-  free(k->ncand);
-  free(k->cand);
-  free(k);
-}
+void bind_keep_free(BindKeep *k) { free(k); }
 
 void price_compute(const Ctx *x, int e, int u, EinsumEval *r) {
   Compute *k =
@@ -349,9 +351,9 @@ static double cycles_on(const Ctx *x, int e, int u, double mem) {
  * (at most BIND_MAX_CAND). */
 static int candidates(const Ctx *x, int e, int *out) {
   BindKeep *keep = x->bind_keep;
-  if (keep && keep->ncand[e] >= 0) {
-    memcpy(out, keep->cand[e], (size_t)keep->ncand[e] * sizeof *out);
-    return keep->ncand[e];
+  if (keep && keep->cands[e].n >= 0) {
+    memcpy(out, keep->cands[e].unit, (size_t)keep->cands[e].n * sizeof *out);
+    return keep->cands[e].n;
   }
   int n = 0;
   for (int u = 0; u < x->a->nunits && n < BIND_MAX_CAND; u++) {
@@ -363,8 +365,8 @@ static int candidates(const Ctx *x, int e, int *out) {
       out[n++] = u;
   }
   if (keep) {
-    keep->ncand[e] = n;
-    memcpy(keep->cand[e], out, (size_t)n * sizeof *out);
+    keep->cands[e].n = n;
+    memcpy(keep->cands[e].unit, out, (size_t)n * sizeof *out);
   }
   return n;
 }

@@ -220,28 +220,26 @@ static void collect_held(Grp *G) {
 HeldScratch *held_scratch_new(int ntensors) {
   size_t nt = (size_t)ntensors + 1;
   HeldScratch *h = xmalloc(sizeof *h);
-  h->first = xmalloc(nt * sizeof *h->first);
-  h->last = xmalloc(nt * sizeof *h->last);
-  h->made = xmalloc(nt * sizeof *h->made);
-  h->held_of = xmalloc(nt * sizeof *h->held_of);
-  h->readers = xcalloc(nt, sizeof *h->readers);
-  h->rd = xcalloc(nt, sizeof *h->rd);
-  h->wr = xcalloc(nt, sizeof *h->wr);
-  for (size_t t = 0; t < nt; t++)
-    h->first[t] = h->last[t] = h->made[t] = h->held_of[t] = -1;
+  /* Two blocks, the int rows and the double rows: at rest every int row
+   * is -1 but READERS, 0, as are RD and WR. */
+  int **rows[] = {&h->first, &h->last, &h->made, &h->held_of, &h->readers};
+  int nrows = (int)(sizeof rows / sizeof rows[0]);
+  int *ints = xmalloc((size_t)nrows * nt * sizeof *ints);
+  for (int k = 0; k < nrows; k++)
+    *rows[k] = ints + (size_t)k * nt;
+  for (size_t t = 0; t < (size_t)(nrows - 1) * nt; t++)
+    ints[t] = -1;
+  memset(h->readers, 0, nt * sizeof *h->readers);
+  h->rd = xcalloc(2 * nt, sizeof *h->rd);
+  h->wr = h->rd + nt;
   return h;
 }
 
 void held_scratch_free(HeldScratch *h) {
   if (!h)
     return;
-  free(h->first);
-  free(h->last);
-  free(h->made);
-  free(h->held_of);
-  free(h->readers);
-  free(h->rd);
-  free(h->wr);
+  free(h->first); /* the int rows' block */
+  free(h->rd);    /* the double rows' */
   free(h);
 }
 

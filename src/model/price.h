@@ -12,8 +12,8 @@ typedef struct BindKeep BindKeep;   /* bind.c */
 /* Per-tensor scratch of a group's pricing (group.c), at rest between
  * groups: indices -1, counts and elements 0. */
 typedef struct HeldScratch {
-  int *first, *last, *made, *held_of, *readers;
-  double *rd, *wr;
+  int *first, *last, *made, *held_of, *readers; /* rows of one block */
+  double *rd, *wr;                               /* and of another */
 } HeldScratch;
 
 typedef struct Ctx {
