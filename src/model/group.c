@@ -49,7 +49,7 @@ typedef struct Held {
                       or its write if it escapes) */
   double whole;    /* its elements */
   double nested;   /* nested_factor for the group's tile ranks (set by
-                      choose_tile: it does not change with the tile) */
+                      shape_held: it does not change with the tile) */
   unsigned tiled;  /* bit k: it has the group's tile rank k (set with
                       nested) */
 } Held;
@@ -68,6 +68,8 @@ typedef struct Grp {
                      is I or later (held_from[n]: nheld) */
   int *held_of;   /* per tensor: index into held, or -1 */
   int state_t, iter_rank;
+  int shaped;     /* the tile ranks (nt) the held tensors' whole, nested
+                     and tiled were set for (shape_held), or -1 */
   double budget;  /* reserve_share x buffer */
   double keep;    /* share of each held tensor's tile on chip, the rest
                      off chip (overbook): 1 unless the tile overbooks */
@@ -76,12 +78,63 @@ typedef struct Grp {
   int nspills;
   Spill *spills;
   struct Nest **nest;  /* per member: its loop nest (member_problem) */
+  double *fp;          /* per held tensor: reservation's scratch */
+  int *live;           /* the same */
+  double *mem;         /* per member: a trial's scratch (try_tile) */
+  bool *same;          /* the same */
 } Grp;
+
+/* The tiles a group tries: the smallest (1, or the whole with hold_whole)
+ * doubled up to its whole, at most this many. */
+enum { TILE_CANDIDATES = 80 };
+
+/* A trial of one candidate tile as a group pricer last priced it: what
+ * the group held then (ON, per held tensor), and per member its mapping
+ * and the elements it moves (HAVE: mapped; a trial stops at the first
+ * member that does not fit). A spill variant changes only the members
+ * that read or write what it sends off chip, so another trial of the
+ * tile at the same capacity maps only those (try_tile). */
+typedef struct Kept {
+  bool set;
+  int nt, state_t;
+  double total, cap;
+  bool *on;
+  bool *have;
+  Mapping *map;
+  double *elems;
+} Kept;
+
+/* What group G holds before any spill (each held tensor shaped:
+ * shape_held), its tile ranks and its recurrence: the same for every
+ * spill variant of a group, so a group pricer keeps them (Ctx.frame) from
+ * its first price of the group it bound last to the next bind; and its
+ * trials per candidate tile (KEPT, for its N members and NHELD held
+ * tensors: the arrays' room). */
+struct Frame {
+  bool set;
+  int nheld, nt, state_t, iter_rank, shaped;
+  Held *held;
+  int *held_from;
+  int room_members, room_held;
+  Kept kept[TILE_CANDIDATES];
+  /* The largest candidate tile whose reservation fits with every held
+   * tensor held (-1: not found yet), for tile ranks FIT_NT and recurrence
+   * FIT_STATE: a spill only lowers the reservation, so every variant's
+   * fits up to it (reserved_up_to). */
+  int fit_top, fit_nt, fit_state;
+};
 
 typedef struct Nest {
   MapProblem p;
   int tensor_of[MAP_MAX_TENSORS];
   int *read_at;
+  /* The text (mapping_text) of the mapping it was last charged with, and
+   * that mapping's loops (NORDER, ORDER, their tiles in TILE): a spill
+   * variant charges most members with the mapping they had before. */
+  int norder;
+  int order[MAP_MAX_VARS];
+  double tile[MAP_MAX_VARS];
+  char text[sizeof ((EinsumEval *)0)->mapping];
 } Nest;
 
 static bool has_rank(const Tensor *T, int r) {
@@ -376,6 +429,23 @@ static double nested_factor(const Grp *G, int t, int first, int last) {
   return f;
 }
 
+/* Each held tensor's elements, nested factor and tile ranks, for the
+ * group's tile ranks now: they change with neither the tile nor the
+ * spills, so they are set once per group (the frame keeps them) and again
+ * only when the group drops its tile ranks. */
+static void shape_held(Grp *G) {
+  for (int i = 0; i < G->nheld; i++) {
+    Held *h = &G->held[i];
+    h->whole = shape_tensor_elems(G->x->s, h->tensor);
+    h->nested = nested_factor(G, h->tensor, h->first, h->last);
+    h->tiled = 0;
+    for (int k = 0; k < G->nt; k++)
+      if (has_rank(&G->x->c->tensors[h->tensor], G->rank[k]))
+        h->tiled |= 1u << k;
+  }
+  G->shaped = G->nt;
+}
+
 static double footprint(const Grp *G, const Held *h) {
   if (h->kind == HELD_WEIGHT || G->whole)
     return h->whole;
@@ -390,9 +460,7 @@ static double reservation(const Grp *G, int *peak, double *live) {
   double best = -1, fixed = 0;
   *peak = 0;
   /* Each held tensor's footprint, once: it depends on the tile only. */
-  double small[32], *fp = G->nheld <= 32 ? small
-                                         : xmalloc((size_t)G->nheld *
-                                                   sizeof *fp);
+  double *fp = G->fp;
   for (int i = 0; i < G->nheld; i++)
     fp[i] = G->held[i].on ? footprint(G, &G->held[i]) : 0;
   for (int i = 0; i < G->nheld; i++)
@@ -402,10 +470,7 @@ static double reservation(const Grp *G, int *peak, double *live) {
    * still live, then those first used at K (held is in order of first
    * use, so appending keeps the order): a sum over them is the sum over
    * every held tensor live at K, in the same order. */
-  int small_live[32], *on = G->nheld <= 32 ? small_live
-                                           : xmalloc((size_t)G->nheld *
-                                                     sizeof *on);
-  int non = 0;
+  int *on = G->live, non = 0;
   for (int k = 0; k < G->n; k++) {
     int w = 0;
     for (int q = 0; q < non; q++)
@@ -425,8 +490,6 @@ static double reservation(const Grp *G, int *peak, double *live) {
       *peak = k;
     }
   }
-  if (on != small_live)
-    free(on);
   double res = fixed + fmax(best, 0);
   if (live)
     *live = fmax(best, 0);
@@ -439,8 +502,6 @@ static double reservation(const Grp *G, int *peak, double *live) {
     res += shape_tensor_elems(G->x->s, G->state_t) /
            (double)G->x->s->size[G->iter_rank] * f;
   }
-  if (fp != small)
-    free(fp);
   return res;
 }
 
@@ -617,26 +678,102 @@ typedef struct Trial {
   double latency, traffic; /* cycles, elements */
 } Trial;
 
-/* Price the current tile: every member mapped into what the reservation
- * leaves; MAPS (if not NULL) receives the mappings. */
-static Trial try_tile(const Grp *G, double reserve, Mapping *maps) {
+/* The kept trial of candidate tile AT (the current tile, of TOTAL
+ * elements, with CAP elements for the members, all of every held tensor's
+ * tile on chip), or NULL where none is kept (no group pricer, or an
+ * overbooked tile). Into SAME (per member): whether its kept mapping and
+ * moves are this trial's -- a member's problem and moves depend on the
+ * tile, the capacity and only the held tensors it reads or writes. A
+ * slot kept for another tile or capacity is started over (SAME all
+ * false). */
+static Kept *kept_trial(const Grp *G, int at, double total, double cap,
+                        bool *same) {
+  Frame *f = G->x->frame;
+  for (int i = 0; i < G->n; i++)
+    same[i] = false;
+  if (!f || at < 0 || G->keep < 1)
+    return NULL;
+  if (f->room_members < G->n || f->room_held < G->nheld) {
+    f->room_members = G->n > f->room_members ? G->n : f->room_members;
+    f->room_held = G->nheld > f->room_held ? G->nheld : f->room_held;
+    size_t nm = (size_t)f->room_members + 1, nh = (size_t)f->room_held + 1;
+    for (int c = 0; c < TILE_CANDIDATES; c++) {
+      Kept *k = &f->kept[c];
+      k->on = xrealloc(k->on, nh * sizeof *k->on);
+      k->have = xrealloc(k->have, nm * sizeof *k->have);
+      k->map = xrealloc(k->map, nm * sizeof *k->map);
+      k->elems = xrealloc(k->elems, nm * sizeof *k->elems);
+      k->set = false;
+    }
+  }
+  Kept *k = &f->kept[at];
+  if (!k->set || k->nt != G->nt || k->state_t != G->state_t ||
+      k->total != total || k->cap != cap) {
+    *k = (Kept){true, G->nt, G->state_t, total, cap, k->on, k->have, k->map,
+                k->elems};
+    for (int i = 0; i < G->n; i++)
+      k->have[i] = false;
+    return k;
+  }
+  /* The held tensors held then and not now, or now and not then: the
+   * members reading or writing one map again. */
+  bool *moved = xmalloc(((size_t)G->nheld + 1) * sizeof *moved);
+  for (int h = 0; h < G->nheld; h++)
+    moved[h] = k->on[h] != G->held[h].on;
+  const Cascade *c = G->x->c;
+  for (int i = 0; i < G->n; i++) {
+    const Einsum *E = c->einsums[G->gr->einsums[i]];
+    int h = G->held_of[E->out.tensor];
+    bool stays = k->have[i] && !(h >= 0 && moved[h]);
+    for (int r = 0; stays && r < E->nreads; r++) {
+      h = G->held_of[E->reads[r]->tensor];
+      stays = !(h >= 0 && moved[h]);
+    }
+    same[i] = stays;
+  }
+  free(moved);
+  return k;
+}
+
+/* Price the current tile, candidate AT of TOTAL elements (-1: none
+ * kept): every member mapped into what the reservation leaves; MAPS (if
+ * not NULL) receives the mappings. */
+static Trial try_tile(const Grp *G, double reserve, Mapping *maps, int at,
+                      double total) {
   const Ctx *x = G->x;
   Trial tr = {.ok = true};
   double cap = fmax(x->glb - reserve, 0);
-  double small[32], *mem = G->n <= 32 ? small
-                                      : xmalloc((size_t)G->n * sizeof *mem);
-  for (int i = 0; i < G->n && tr.ok; i++) {
+  double *mem = G->mem;
+  bool *same = G->same;
+  Kept *k = kept_trial(G, at, total, cap, same);
+  int i = 0;
+  for (; i < G->n && tr.ok; i++) {
     Mapping own, *m = maps ? &maps[i] : &own;
-    map_search_memo(x->memo, member_problem(G, i, cap), m);
+    double elems;
+    if (same[i]) {
+      *m = k->map[i];
+      elems = k->elems[i];
+    } else {
+      map_search_memo(x->memo, member_problem(G, i, cap), m);
+      elems = m->traffic + held_charges(G, i);
+      if (k) {
+        k->map[i] = *m;
+        k->elems[i] = elems;
+        k->have[i] = true;
+      }
+    }
     tr.ok = m->fits;
-    double elems = m->traffic + held_charges(G, i);
     tr.traffic += elems;
     mem[i] = elems * x->word / x->bw;
   }
+  if (k) { /* past a member that does not fit: kept only where it stays */
+    for (; i < G->n; i++)
+      k->have[i] = k->have[i] && same[i];
+    for (int h = 0; h < G->nheld; h++)
+      k->on[h] = G->held[h].on;
+  }
   if (tr.ok)
     tr.latency = compose_span(x, G->ev, G->n, mem);
-  if (mem != small)
-    free(mem);
   return tr;
 }
 
@@ -647,8 +784,7 @@ static Trial try_tile(const Grp *G, double reserve, Mapping *maps) {
 static Trial bound_tile(const Grp *G) {
   const Ctx *x = G->x;
   Trial tr = {.ok = true};
-  double small[32], *mem = G->n <= 32 ? small
-                                      : xmalloc((size_t)G->n * sizeof *mem);
+  double *mem = G->mem;
   for (int i = 0; i < G->n; i++) {
     const MapProblem *p = member_problem(G, i, 0);
     double elems = held_charges(G, i);
@@ -659,8 +795,6 @@ static Trial bound_tile(const Grp *G) {
     mem[i] = elems * x->word / x->bw;
   }
   tr.latency = compose_span(x, G->ev, G->n, mem);
-  if (mem != small)
-    free(mem);
   return tr;
 }
 
@@ -719,21 +853,22 @@ static double set_tile(Grp *G, double total, bool overbook) {
   return G->budget;
 }
 
-/* Does the tile of TOTAL elements fit (its reservation in the budget,
+/* Does candidate tile AT of CAND fit (its reservation in the budget,
  * every member in the rest)? TR gets its price, MAPS its mappings. */
-static bool fits(Grp *G, double total, Trial *tr, Mapping *maps) {
-  double res = set_tile(G, total, false);
+static bool fits(Grp *G, const double *cand, int at, Trial *tr,
+                 Mapping *maps) {
+  double res = set_tile(G, cand[at], false);
   if (res < 0)
     return false;
-  *tr = try_tile(G, res, maps);
+  *tr = try_tile(G, res, maps, at, cand[at]);
   return tr->ok;
 }
 
 /* The largest of the NC candidate tiles CAND (ascending) whose
  * reservation fits the budget, or -1: the reservation only grows with
- * the tile, so by bisection. */
-static int reserved_up_to(Grp *G, const double *cand, int nc) {
-  int lo = 0, hi = nc - 1, top = -1;
+ * the tile, so by bisection, above KNOWN (one known to fit, or -1). */
+static int reserved_up_to(Grp *G, const double *cand, int nc, int known) {
+  int lo = known + 1, hi = nc - 1, top = known;
   while (lo <= hi) {
     int mid = (lo + hi) / 2;
     if (set_tile(G, cand[mid], false) >= 0) {
@@ -744,6 +879,31 @@ static int reserved_up_to(Grp *G, const double *cand, int nc) {
     }
   }
   return top;
+}
+
+/* A candidate tile known to fit the reservation of G's holdings now, or
+ * -1: the one its pricer found with every held tensor held, for the same
+ * tile ranks and recurrence (a spill only lowers the reservation). */
+static int fit_known(const Grp *G) {
+  const Frame *f = G->x->frame;
+  if (!f || f->fit_top < 0 || f->fit_nt != G->nt ||
+      f->fit_state != G->state_t)
+    return -1;
+  return f->fit_top;
+}
+
+/* Keep TOP, the largest candidate tile whose reservation fits, where
+ * G holds every held tensor (fit_known). */
+static void fit_note(const Grp *G, int top) {
+  Frame *f = G->x->frame;
+  for (int i = 0; f && i < G->nheld; i++)
+    if (!G->held[i].on)
+      return;
+  if (f) {
+    f->fit_top = top;
+    f->fit_nt = G->nt;
+    f->fit_state = G->state_t;
+  }
 }
 
 /* Choose the tile among those whose reservation and members fit, into
@@ -757,24 +917,17 @@ static int reserved_up_to(Grp *G, const double *cand, int nc) {
  * priced. G->keep is the chosen tile's, *RESERVED its reservation. */
 static double choose_tile(Grp *G, Mapping *maps, double *smallest,
                           int *peak, double *reserved) {
-  for (int i = 0; i < G->nheld; i++) {
-    Held *h = &G->held[i];
-    h->whole = shape_tensor_elems(G->x->s, h->tensor);
-    h->nested = nested_factor(G, h->tensor, h->first, h->last);
-    h->tiled = 0;
-    for (int k = 0; k < G->nt; k++)
-      if (has_rank(&G->x->c->tensors[h->tensor], G->rank[k]))
-        h->tiled |= 1u << k;
-  }
+  if (G->shaped != G->nt)
+    shape_held(G);
   double whole = 1;
   for (int k = 0; k < G->nt; k++)
     whole *= G->size[k];
   double first = G->whole ? whole : 1;
-  double cand[80];
+  double cand[TILE_CANDIDATES];
   int nc = 0;
   for (double t = first;; t = fmin(2 * t, whole)) {
     cand[nc++] = t;
-    if (t >= whole || nc == 79)
+    if (t >= whole || nc == TILE_CANDIDATES - 1)
       break;
   }
   spread(G, cand[0]);
@@ -786,22 +939,23 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
   if (!refetches_weights(G)) {
     /* The reservation alone first (no mapping searched): the largest
      * candidate it fits is where the members' fit is tried first. */
-    int lo = 0, hi = reserved_up_to(G, cand, nc);
+    int lo = 0, hi = reserved_up_to(G, cand, nc, fit_known(G));
+    fit_note(G, hi);
     if (hi < 0) {
       /* not even the smallest tile's reservation fits */
-    } else if (fits(G, cand[hi], &best, maps)) {
+    } else if (fits(G, cand, hi, &best, maps)) {
       chosen = cand[hi];
       above = hi + 1;
     } else if (hi == 0) {
       /* the smallest tile's members do not fit */
-    } else if (fits(G, cand[0], &best, maps)) {
+    } else if (fits(G, cand, 0, &best, maps)) {
       chosen = cand[0];
       above = 1;
       lo = 1;
       hi--;
       while (lo <= hi) {
         int mid = (lo + hi) / 2;
-        if (fits(G, cand[mid], &tr, trial)) {
+        if (fits(G, cand, mid, &tr, trial)) {
           chosen = cand[mid];
           best = tr;
           above = mid + 1;
@@ -814,7 +968,7 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
     }
   } else {
     for (int i = nc - 1; i >= 0; i--) /* ties: the larger tile */
-      if (fits(G, cand[i], &tr, trial)) {
+      if (fits(G, cand, i, &tr, trial)) {
         if (above == nc)
           above = i + 1;
         if (chosen == 0 || better(&tr, &best)) {
@@ -834,7 +988,7 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
     Trial lb = bound_tile(G);
     if (!better(&lb, &best))
       break;
-    tr = try_tile(G, res, trial);
+    tr = try_tile(G, res, trial, -1, cand[i]);
     if (tr.ok && better(&tr, &best)) {
       best = tr;
       chosen = cand[i];
@@ -1113,6 +1267,27 @@ static bool too_small(const Grp *G) {
   return false;
 }
 
+/* Member I's mapping M as text (mapping_text, which reads its loops
+ * alone) into TEXT: its nest's kept text where M's loops are those it was
+ * last made for. */
+static void member_text(const Grp *G, int i, const Mapping *m, char *text) {
+  Nest *n = G->nest[i];
+  bool same = n->norder == m->norder && n->text[0] != '\0';
+  for (int j = 0; same && j < m->norder; j++)
+    same = n->order[j] == m->order[j] &&
+           n->tile[m->order[j]] == m->tile[m->order[j]];
+  if (!same) {
+    mapping_text(G->x->c->einsums[G->gr->einsums[i]], m, n->text,
+                 sizeof n->text);
+    n->norder = m->norder;
+    for (int j = 0; j < m->norder; j++) {
+      n->order[j] = m->order[j];
+      n->tile[m->order[j]] = m->tile[m->order[j]];
+    }
+  }
+  memcpy(text, n->text, sizeof n->text);
+}
+
 /* Charge member I's traffic: its mapping and the group's once-per-group
  * moves at it. */
 static void charge_member(Grp *G, int i, const Mapping *m,
@@ -1145,8 +1320,7 @@ static void charge_member(Grp *G, int i, const Mapping *m,
   r->footprint = m->footprint;
   r->capacity = p->capacity;
   r->fits = m->fits;
-  mapping_text(x->c->einsums[G->gr->einsums[i]], m, r->mapping,
-               sizeof r->mapping);
+  member_text(G, i, m, r->mapping);
   level_set_mapping(x, r, m, p);
 }
 
@@ -1164,28 +1338,31 @@ static bool idle_state(const Grp *G) {
   return true;
 }
 
-/* What group G holds before any spill, its tile ranks and its
- * recurrence: the same for every spill variant of a group, so a group
- * pricer keeps them (Ctx.frame) from its first price of the group it
- * bound last to the next bind. */
-struct Frame {
-  bool set;
-  int nheld, nt, state_t, iter_rank;
-  Held *held;
-  int *held_from;
-};
-
-Frame *frame_new(void) { return xcalloc(1, sizeof(Frame)); }
+Frame *frame_new(void) {
+  Frame *f = xcalloc(1, sizeof(Frame));
+  f->fit_top = -1;
+  return f;
+}
 
 void frame_forget(Frame *f) {
-  if (f)
-    f->set = false;
+  if (!f)
+    return;
+  f->set = false;
+  f->fit_top = -1;
+  for (int c = 0; c < TILE_CANDIDATES; c++)
+    f->kept[c].set = false;
 }
 
 void frame_free(Frame *f) {
   if (f) {
     free(f->held);
     free(f->held_from);
+    for (int c = 0; c < TILE_CANDIDATES; c++) {
+      free(f->kept[c].on);
+      free(f->kept[c].have);
+      free(f->kept[c].map);
+      free(f->kept[c].elems);
+    }
   }
   free(f);
 }
@@ -1211,6 +1388,7 @@ static void find_frame(Grp *G) {
     G->held_from[i] = k;
   }
   G->state_t = G->nheld > 0 ? recurrence_of(G, &G->iter_rank) : -1;
+  shape_held(G);
 }
 
 /* G's frame: the context's copy where it keeps one, else found (and
@@ -1223,6 +1401,7 @@ static void frame_of(Grp *G) {
     G->nt = f->nt;
     G->state_t = f->state_t;
     G->iter_rank = f->iter_rank;
+    G->shaped = f->shaped;
     G->held = xmalloc(nh * sizeof *G->held);
     memcpy(G->held, f->held, nh * sizeof *G->held);
     G->held_from = xmalloc(nf * sizeof *G->held_from);
@@ -1235,15 +1414,20 @@ static void frame_of(Grp *G) {
   if (!f)
     return;
   nh = (size_t)G->nheld + 1;
-  *f = (Frame){true, G->nheld, G->nt, G->state_t, G->iter_rank,
-               xrealloc(f->held, nh * sizeof *f->held),
-               xrealloc(f->held_from, nf * sizeof *f->held_from)};
+  f->set = true;
+  f->nheld = G->nheld;
+  f->nt = G->nt;
+  f->state_t = G->state_t;
+  f->iter_rank = G->iter_rank;
+  f->shaped = G->shaped;
+  f->held = xrealloc(f->held, nh * sizeof *f->held);
+  f->held_from = xrealloc(f->held_from, nf * sizeof *f->held_from);
   memcpy(f->held, G->held, (size_t)G->nheld * sizeof *f->held);
   memcpy(f->held_from, G->held_from, nf * sizeof *f->held_from);
 }
 
 bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
-  Grp G = {.x = x, .gr = &x->plan->groups[g], .ev = ev};
+  Grp G = {.x = x, .gr = &x->plan->groups[g], .ev = ev, .shaped = -1};
   G.n = G.gr->n;
   G.whole = x->o.hold_whole;
   G.budget = x->o.reserve_share * x->glb;
@@ -1258,6 +1442,10 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   for (int i = 0; i < G.n; i++)
     G.nest[i] = member_nest(&G, i);
   frame_of(&G);
+  G.fp = xmalloc(((size_t)G.nheld + 1) * sizeof *G.fp);
+  G.live = xmalloc(((size_t)G.nheld + 1) * sizeof *G.live);
+  G.mem = xmalloc(((size_t)G.n + 1) * sizeof *G.mem);
+  G.same = xmalloc(((size_t)G.n + 1) * sizeof *G.same);
   design_spills(&G);
   weight_residency(&G);
   double total = 0, smallest = 0, res = 0;
@@ -1317,5 +1505,9 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
     G.held_of[G.held[k].tensor] = -1;
   free(G.held);
   free(G.held_from);
+  free(G.fp);
+  free(G.live);
+  free(G.mem);
+  free(G.same);
   return ok;
 }

@@ -117,8 +117,9 @@ bool unit_runs(const Ctx *x, int e, int u);
  * Achieved accounting only. False (diag set) when not even one tile fits. */
 bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge);
 
-/* Ctx.frame: what a group holds before its spills, kept across its spill
- * variants; forgotten when another group is bound. */
+/* Ctx.frame: what a group holds before its spills and its members'
+ * mappings per candidate tile, kept across its spill variants; forgotten
+ * when another group is bound. */
 Frame *frame_new(void);
 void frame_forget(Frame *f);
 void frame_free(Frame *f);

@@ -82,6 +82,13 @@ static void key_of(Cost c, SearchObjective o, double *k1, double *k2) {
 
 /* ---- one candidate group ---- */
 
+/* The cascade's edges by producer: Einsum e's are edges[ord[k]] for k in
+ * [at[e], at[e + 1]), ascending -- so that a group's candidates are found
+ * from its members' own edges, not from every edge per member. */
+typedef struct OutEdges {
+  int *at, *ord;
+} OutEdges;
+
 typedef struct Ctx {
   const Cascade *c;
   const Shape *s;
@@ -109,6 +116,7 @@ typedef struct Ctx {
   int nlev;
   struct Level *lev;
   Plan *alone; /* every node alone: the plan of each one-node group */
+  OutEdges out; /* the cascade's edges by producer (spill_candidates) */
 } Ctx;
 
 /* Pricing groups alone at one fusion level (program): the model's pricer
@@ -148,19 +156,40 @@ static Plan *plan_of(Ctx *x, const bool *start) {
  * (docs/search.md). */
 enum { SPILL_SUBSETS_MAX = 4, SPILL_CAND_MAX = 64 };
 
+static OutEdges out_edges(const Cascade *c) {
+  size_t ne = (size_t)c->neinsums + 2;
+  OutEdges o = {xcalloc(ne, sizeof *o.at),
+                xmalloc(((size_t)c->nedges + 1) * sizeof *o.ord)};
+  for (int k = 0; k < c->nedges; k++) /* counts, one ahead */
+    o.at[c->edges[k].producer + 2]++;
+  for (int e = 0; e < c->neinsums; e++)
+    o.at[e + 2] += o.at[e + 1];
+  for (int k = 0; k < c->nedges; k++) /* a stable placement */
+    o.ord[o.at[c->edges[k].producer + 1]++] = k;
+  return o;
+}
+
+static void out_edges_free(OutEdges *o) {
+  free(o->at);
+  free(o->ord);
+}
+
 /* Group G's intermediates that may go off chip by choice, into CAND (at
  * most SPILL_CAND_MAX): a member's output handed over to another member
  * (an edge that orders them) and never off chip otherwise -- what the
- * model holds for the group and could send off (group.c). */
-static int spill_candidates(const Cascade *c, const Plan *p, int g,
-                            int *cand) {
+ * model holds for the group and could send off (group.c). OUT: the
+ * cascade's edges by producer (an edge's producer is its tensor's). */
+static int spill_candidates(const Cascade *c, const OutEdges *out,
+                            const Plan *p, int g, int *cand) {
   int k = 0;
   const Group *gr = &p->groups[g];
   for (int m = 0; m < gr->n && k < SPILL_CAND_MAX; m++) {
     int e = gr->einsums[m], t = c->einsums[e]->out.tensor;
+    int from = c->tensors[t].producer;
     bool handed = false;
-    for (int q = 0; q < c->nedges && !handed; q++) {
-      const Edge *ed = &c->edges[q];
+    for (int q = from < 0 ? 0 : out->at[from];
+         from >= 0 && q < out->at[from + 1] && !handed; q++) {
+      const Edge *ed = &c->edges[out->ord[q]];
       handed = ed->tensor == t && ed->consumer != e &&
                edge_orders(c, ed) && p->group_of[ed->consumer] == g;
     }
@@ -180,7 +209,10 @@ static int variants_of(const ModelOpts *o, int k) {
 int search_spill_variants(const Cascade *c, const Plan *p, int g,
                           const ModelOpts *o) {
   int cand[SPILL_CAND_MAX];
-  return variants_of(o, spill_candidates(c, p, g, cand));
+  OutEdges out = out_edges(c);
+  int k = spill_candidates(c, &out, p, g, cand);
+  out_edges_free(&out);
+  return variants_of(o, k);
 }
 
 /* Variant V of K candidates CAND into SPILLED: a subset (its bits), or
@@ -198,7 +230,9 @@ static void variant_apply(const Cascade *c, const ModelOpts *o,
 void search_spill_variant(const Cascade *c, const Plan *p, int g,
                           const ModelOpts *o, int v, bool *spilled) {
   int cand[SPILL_CAND_MAX];
-  int k = spill_candidates(c, p, g, cand);
+  OutEdges out = out_edges(c);
+  int k = spill_candidates(c, &out, p, g, cand);
+  out_edges_free(&out);
   if (v > 0)
     variant_apply(c, o, cand, k, v, spilled);
 }
@@ -283,7 +317,7 @@ static int group_costs(Ctx *x, Level *lv, int i, int j, Cost *out,
   }
   x->r->bind_capped += capped_with(lv, i, j, bound->bind_capped);
   int cand[SPILL_CAND_MAX];
-  int k = spill_candidates(x->c, base, i, cand);
+  int k = spill_candidates(x->c, &x->out, base, i, cand);
   int nv = variants_of(&x->o, k), priced = 0;
   size_t nt = (size_t)x->c->ntensors + 1;
   bool *spilled = base->spilled = xcalloc(nt, sizeof *spilled);
@@ -766,6 +800,7 @@ SearchResult *search_levels(const Cascade *c, const Shape *s, const Arch *a,
   Nodes *nodes = search_nodes(c, s);
   x.nodes = nodes;
   x.group_of = xcalloc((size_t)c->neinsums + 1, sizeof *x.group_of);
+  x.out = out_edges(c);
   r->budget = budget;
   r->nodes = nodes->n;
   /* Every partition, each of its groups at each level: L (L + 1)^(n-1). */
@@ -776,6 +811,7 @@ SearchResult *search_levels(const Cascade *c, const Shape *s, const Arch *a,
   bool ok = run(&x, o, obj, r);
   free(x.lev);
   free(x.group_of);
+  out_edges_free(&x.out);
   free(x.chosen);
   free(x.chosen_t);
   nodes_free(nodes);

@@ -942,6 +942,9 @@ static int check_group(const Cascade *c, const Shape *s, const Arch *a,
     return 0;
   int nv = search_spill_variants(c, base, i, o), n = 0;
   base->spilled = xcalloc((size_t)c->ntensors + 1, sizeof *base->spilled);
+  /* Bound once for every variant, as the search binds it: a variant
+   * reuses what the pricer kept from the ones before (group.c). */
+  bool bound = model_group_bind(gp, base, i) != NULL;
   for (int v = 0; n >= 0 && v < nv;
        v = sample && v + 1 < nv - 1 ? nv - 1 : v + 1) {
     memset(base->spilled, 0, (size_t)c->ntensors * sizeof *base->spilled);
@@ -949,8 +952,7 @@ static int check_group(const Cascade *c, const Shape *s, const Arch *a,
     Diag d = {0};
     Eval *whole = model_eval_memo(c, s, a, pairs, plain, plan_copy(c, base),
                                   o, memo, &d);
-    const Eval *pe =
-        model_group_bind(gp, base, i) ? model_group_price(gp, start) : NULL;
+    const Eval *pe = bound ? model_group_price(gp, start) : NULL;
     if (!whole != !pe || (whole && !same_group(pe, whole, i))) {
       test_fail(__FILE__, __LINE__, "%s on %s: nodes [%d, %d), variant %d: "
                 "alone %.17g cycles, whole %.17g", what, a->name, i, j, v,
