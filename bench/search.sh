@@ -4,7 +4,8 @@
 # each: the whole command's wall and CPU time (the search runs on one
 # core), the space's size, the share of it priced and the group prices
 # (each priced group once per spill variant). Ends with the
-# slowest run and Mamba-1's worst (targets, issue 35: Mamba-1 <= 0.1 s of CPU, a chain of 160 <= 10 s).
+# slowest run and Mamba-1's worst (targets, issue 35: Mamba-1 <= 0.1 s
+# of CPU, a chain of 160 <= 10 s).
 #   bash bench/search.sh [BUILD]
 set -euo pipefail
 BUILD=${1:-build}
