@@ -179,11 +179,21 @@ static void compute_on(const Ctx *x, int e, int u, EinsumEval *r) {
   gpu_compute(x, e, r); /* a GPU's waves and efficiencies (gpu.c) */
 }
 
-/* What price_compute sets, kept (BindKeep). */
+/* What price_compute sets in an EinsumEval (the unit aside), kept
+ * (BindKeep): one list, for the struct and the copies both ways. */
+#define COMPUTE_KEPT(X)                                                      \
+  X(int, epilogue)                                                           \
+  X(double, spread)                                                          \
+  X(double, util)                                                            \
+  X(double, unit_cycles)                                                     \
+  X(double, epilogue_cycles)                                                 \
+  X(double, compute_cycles)
+
 typedef struct Compute {
   bool set;
-  int epilogue;
-  double spread, util, unit_cycles, epilogue_cycles, compute_cycles;
+#define X(type, name) type name;
+  COMPUTE_KEPT(X)
+#undef X
 } Compute;
 
 enum { BIND_MAX_CAND = 16 };
@@ -223,20 +233,20 @@ void price_compute(const Ctx *x, int e, int u, EinsumEval *r) {
       x->bind_keep
           ? &x->bind_keep->on[(size_t)e * (size_t)x->a->nunits + (size_t)u]
           : NULL;
+#define KEEP(type, name) k->name = r->name;
+#define TAKE(type, name) r->name = k->name;
   if (!k || !k->set) {
     compute_on(x, e, u, r);
-    if (k)
-      *k = (Compute){true, r->epilogue, r->spread, r->util, r->unit_cycles,
-                     r->epilogue_cycles, r->compute_cycles};
+    if (k) {
+      k->set = true;
+      COMPUTE_KEPT(KEEP)
+    }
     return;
   }
   r->unit = u;
-  r->epilogue = k->epilogue;
-  r->spread = k->spread;
-  r->util = k->util;
-  r->unit_cycles = k->unit_cycles;
-  r->epilogue_cycles = k->epilogue_cycles;
-  r->compute_cycles = k->compute_cycles;
+  COMPUTE_KEPT(TAKE)
+#undef KEEP
+#undef TAKE
 }
 
 /* ---- the rule ---- */

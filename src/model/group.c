@@ -110,9 +110,15 @@ typedef struct Kept {
  * its first price of the group it bound last to the next bind; and its
  * trials per candidate tile (KEPT, for its N members and NHELD held
  * tensors: the arrays' room). */
+/* The Grp fields a frame keeps besides its held tensors: one list, for
+ * the struct and the copies both ways (frame_of). */
+#define FRAME_KEPT(X) X(nheld) X(nt) X(state_t) X(iter_rank) X(shaped)
+
 struct Frame {
   bool set;
-  int nheld, nt, state_t, iter_rank, shaped;
+#define X(name) int name;
+  FRAME_KEPT(X)
+#undef X
   Held *held;
   int *held_from;
   int room_members, room_held;
@@ -1396,14 +1402,12 @@ static void find_frame(Grp *G) {
 static void frame_of(Grp *G) {
   Frame *f = G->x->frame;
   size_t nh = (size_t)(f ? f->nheld : 0) + 1, nf = (size_t)G->n + 1;
+#define TAKE(name) G->name = f->name;
+#define KEEP(name) f->name = G->name;
   if (f && f->set) {
-    G->nheld = f->nheld;
-    G->nt = f->nt;
-    G->state_t = f->state_t;
-    G->iter_rank = f->iter_rank;
-    G->shaped = f->shaped;
+    FRAME_KEPT(TAKE)
     G->held = xmalloc(nh * sizeof *G->held);
-    memcpy(G->held, f->held, nh * sizeof *G->held);
+    memcpy(G->held, f->held, (size_t)f->nheld * sizeof *G->held);
     G->held_from = xmalloc(nf * sizeof *G->held_from);
     memcpy(G->held_from, f->held_from, nf * sizeof *G->held_from);
     for (int k = 0; k < G->nheld; k++)
@@ -1415,15 +1419,13 @@ static void frame_of(Grp *G) {
     return;
   nh = (size_t)G->nheld + 1;
   f->set = true;
-  f->nheld = G->nheld;
-  f->nt = G->nt;
-  f->state_t = G->state_t;
-  f->iter_rank = G->iter_rank;
-  f->shaped = G->shaped;
+  FRAME_KEPT(KEEP)
   f->held = xrealloc(f->held, nh * sizeof *f->held);
   f->held_from = xrealloc(f->held_from, nf * sizeof *f->held_from);
   memcpy(f->held, G->held, (size_t)G->nheld * sizeof *f->held);
   memcpy(f->held_from, G->held_from, nf * sizeof *f->held_from);
+#undef TAKE
+#undef KEEP
 }
 
 bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
