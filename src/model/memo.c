@@ -20,21 +20,35 @@ enum {
   MEMO_KEY_WORDS = 2 + MAP_MAX_VARS + 2 + MAP_MAX_VARS + 1 +
                    2 * NEST_MAX_LOOPS +
                    MAP_MAX_TENSORS * (3 + IR_MAX_RANKS * (1 + MAP_MAX_VARS)),
-  MEMO_MAX_ENTRIES = 1 << 14, /* then it starts over: at most ~16 MB */
+  /* Entries of a generation (below): two of them at most, ~45 MB (a
+   * sweep with `best` of Mamba-1 keeps ~700 bytes an entry). */
+  MEMO_GENERATION = 1 << 15,
 };
 
 typedef struct Entry {
   uint64_t hash;
-  int nwords;
+  int nwords; /* -1: moved to the young generation (the key is its) */
   uint64_t *key; /* NULL: an empty slot */
   Mapping *answer;
 } Entry;
 
-struct MapMemo {
-  int n, cap; /* entries; slots (a power of two, open addressing) */
+/* One open-addressing table (a power of two slots). */
+typedef struct Table {
+  int n, cap;
   Entry *slot;
+} Table;
+
+/* Two generations: problems go into the young one; when it is full, the
+ * old one is dropped and the young one becomes old, and a problem found
+ * in the old one moves back into the young. A sweep's points walk
+ * through their problems (a buffer's, then the next buffer's), and one
+ * table cleared when full kept dropping the problems of the points it
+ * was in the middle of: ten times the searches on the 56 points of
+ * bench/sweep_best.yaml. */
+struct MapMemo {
+  Table young, old;
   long hits, misses;
-  bool shared;           /* several threads use it: LOCK guards the table */
+  bool shared;           /* several threads use it: LOCK guards the tables */
   pthread_mutex_t lock;  /* (the searches themselves run outside it) */
 };
 
@@ -80,48 +94,74 @@ static int problem_key(const MapProblem *p, uint64_t *w) {
   return n;
 }
 
+/* Four independent lanes, combined at the end: a lookup hashes a key of
+ * a hundred words or so, millions of times in a sweep with `best`, and
+ * one chain of dependent multiplies was a fifth of its time. */
 static uint64_t hash_words(const uint64_t *w, int n) {
-  uint64_t h = 0x9e3779b97f4a7c15u;
-  for (int i = 0; i < n; i++) {
-    h ^= w[i];
-    h *= 0xff51afd7ed558ccdu;
-    h ^= h >> 32;
+  uint64_t h[4] = {0x9e3779b97f4a7c15u, 0xc2b2ae3d27d4eb4fu,
+                   0x165667b19e3779f9u, 0x27d4eb2f165667c5u};
+  int i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int k = 0; k < 4; k++) {
+      h[k] ^= w[i + k];
+      h[k] *= 0xff51afd7ed558ccdu;
+      h[k] ^= h[k] >> 32;
+    }
+  for (; i < n; i++) {
+    h[0] ^= w[i];
+    h[0] *= 0xff51afd7ed558ccdu;
+    h[0] ^= h[0] >> 32;
   }
-  return h;
+  uint64_t x = h[0] ^ (h[1] * 0xc4ceb9fe1a85ec53u) ^
+               (h[2] * 0x9e3779b97f4a7c15u) ^ (h[3] * 0xff51afd7ed558ccdu);
+  return x ^ x >> 29;
+}
+
+static void table_init(Table *t) {
+  t->n = 0;
+  t->cap = 1024;
+  t->slot = xcalloc((size_t)t->cap, sizeof *t->slot);
 }
 
 MapMemo *map_memo_new(bool shared) {
   MapMemo *m = xcalloc(1, sizeof *m);
-  m->cap = 1024;
-  m->slot = xcalloc((size_t)m->cap, sizeof *m->slot);
+  table_init(&m->young);
+  table_init(&m->old);
   m->shared = shared;
   if (shared)
     pthread_mutex_init(&m->lock, NULL);
   return m;
 }
 
-static void clear(MapMemo *m) {
-  for (int i = 0; i < m->cap; i++) {
-    free(m->slot[i].key);
-    free(m->slot[i].answer);
-  }
-  memset(m->slot, 0, (size_t)m->cap * sizeof *m->slot);
-  m->n = 0;
+/* Empty T, freeing what its entries own (a moved one owns nothing). */
+static void clear(Table *t) {
+  for (int i = 0; i < t->cap; i++)
+    if (t->slot[i].nwords >= 0) {
+      free(t->slot[i].key);
+      free(t->slot[i].answer);
+    }
+  memset(t->slot, 0, (size_t)t->cap * sizeof *t->slot);
+  t->n = 0;
 }
 
 void map_memo_free(MapMemo *m) {
   if (!m)
     return;
-  clear(m);
+  clear(&m->young);
+  clear(&m->old);
   if (m->shared)
     pthread_mutex_destroy(&m->lock);
-  free(m->slot);
+  free(m->young.slot);
+  free(m->old.slot);
   free(m);
 }
 
-static Entry *find(const MapMemo *m, uint64_t h, const uint64_t *w, int n) {
-  for (size_t i = h & (size_t)(m->cap - 1);; i = (i + 1) & (size_t)(m->cap - 1)) {
-    Entry *e = &m->slot[i];
+/* The entry of key W (N words, hash H) in T, or the empty slot where it
+ * would go (a moved entry keeps the probe going: it matches nothing). */
+static Entry *find(const Table *t, uint64_t h, const uint64_t *w, int n) {
+  for (size_t i = h & (size_t)(t->cap - 1);;
+       i = (i + 1) & (size_t)(t->cap - 1)) {
+    Entry *e = &t->slot[i];
     if (!e->key ||
         (e->hash == h && e->nwords == n &&
          memcmp(e->key, w, (size_t)n * sizeof *w) == 0))
@@ -129,20 +169,57 @@ static Entry *find(const MapMemo *m, uint64_t h, const uint64_t *w, int n) {
   }
 }
 
-/* Double the table; false, the table as it was, if memory is short. */
-static bool grow(MapMemo *m) {
-  Entry *old = m->slot;
-  int ocap = m->cap;
+/* Double T; false, T as it was, if memory is short. */
+static bool grow(Table *t) {
+  Entry *old = t->slot;
+  int ocap = t->cap;
   Entry *slot = calloc(2 * (size_t)ocap, sizeof *slot);
   if (!slot)
     return false;
-  m->cap *= 2;
-  m->slot = slot;
+  t->cap *= 2;
+  t->slot = slot;
   for (int i = 0; i < ocap; i++)
     if (old[i].key)
-      *find(m, old[i].hash, old[i].key, old[i].nwords) = old[i];
+      *find(t, old[i].hash, old[i].key, old[i].nwords) = old[i];
   free(old);
   return true;
+}
+
+/* The young generation's empty slot for key W, or NULL when it cannot
+ * grow: a full generation first becomes the old one. */
+static Entry *young_slot(MapMemo *m, uint64_t h, const uint64_t *w, int n) {
+  if (m->young.n == MEMO_GENERATION) {
+    clear(&m->old);
+    Table t = m->old;
+    m->old = m->young;
+    m->young = t;
+  }
+  Table *y = &m->young;
+  if (2 * (y->n + 1) > y->cap && !grow(y))
+    return NULL;
+  Entry *e = find(y, h, w, n);
+  return e->key ? NULL : e; /* another thread searched it meanwhile */
+}
+
+/* The answer to key W in M, or NULL (under M's lock when shared). One in
+ * the old generation moves into the young one, while it has room. */
+static const Mapping *lookup(MapMemo *m, uint64_t h, const uint64_t *w,
+                             int n) {
+  Entry *e = find(&m->young, h, w, n);
+  if (e->key)
+    return e->answer;
+  Entry *o = find(&m->old, h, w, n);
+  if (!o->key)
+    return NULL;
+  Mapping *answer = o->answer;
+  /* (Not into a full young generation: making room would drop O.) */
+  Entry *y = m->young.n < MEMO_GENERATION ? young_slot(m, h, w, n) : NULL;
+  if (y) {
+    *y = *o;
+    m->young.n++;
+    o->nwords = -1; /* the young entry owns its key and answer now */
+  }
+  return answer;
 }
 
 void map_search_memo(MapMemo *m, const MapProblem *p, Mapping *best) {
@@ -155,14 +232,13 @@ void map_search_memo(MapMemo *m, const MapProblem *p, Mapping *best) {
   uint64_t h = hash_words(w, n);
   if (m->shared)
     pthread_mutex_lock(&m->lock);
-  Entry *e = find(m, h, w, n);
-  bool hit = e->key != NULL;
-  if (hit)
-    *best = *e->answer;
-  hit ? m->hits++ : m->misses++;
+  const Mapping *known = lookup(m, h, w, n);
+  if (known)
+    *best = *known;
+  known ? m->hits++ : m->misses++;
   if (m->shared)
     pthread_mutex_unlock(&m->lock);
-  if (hit)
+  if (known)
     return;
   map_search(p, best);
   /* Nothing under the lock may be a fatal error (util.h): a sweep's
@@ -175,14 +251,10 @@ void map_search_memo(MapMemo *m, const MapProblem *p, Mapping *best) {
   *answer = *best;
   if (m->shared)
     pthread_mutex_lock(&m->lock);
-  if (m->n == MEMO_MAX_ENTRIES)
-    clear(m);
-  bool room = 2 * (m->n + 1) <= m->cap || grow(m);
-  e = room ? find(m, h, w, n) : NULL; /* the slot may have moved, or
-                 another thread may have searched the problem meanwhile */
-  if (e && !e->key) {
+  Entry *e = young_slot(m, h, w, n);
+  if (e) {
     *e = (Entry){.hash = h, .nwords = n, .key = key, .answer = answer};
-    m->n++;
+    m->young.n++;
     key = NULL;
     answer = NULL;
   }
