@@ -1,8 +1,10 @@
 /* eval.c — pricing a study's points. Each thread takes chunks of
  * consecutive points (neighbours share a cascade, a shape and a buffer),
- * keeps a memo of mapping searches and a cache of plans (a plan does not
- * depend on the architecture), and writes each point's result into its
- * own slot: the results do not depend on which thread priced what. */
+ * shares the threads' memo of mapping searches, keeps a cache of plans (a
+ * plan does not depend on the architecture) and the searches of design
+ * best in its current block of points, and writes each point's result
+ * into its own slot: the results do not depend on which thread priced
+ * what. */
 #include "study.h"
 
 #include "../search/search.h"
@@ -33,6 +35,14 @@ typedef struct Worker {
   const Study *s;
   MapMemo *memo; /* the threads' */
   Plan **plans;  /* per shape, design, stitcher; NULL until needed */
+  /* Design best's schedules in the block of points the thread is in: a
+   * block is one cascade, settings and parameters, architecture, design
+   * and options -- every input of a search but the shape slot -- over
+   * the workloads, which vary innermost. Per slot, so that a phase and a
+   * scenario that price the same slot (a decode step) search it once. */
+  long block; /* point / workloads, or -1 */
+  Eval **best; /* per slot; NULL: not searched in this block */
+  long searches, reused;
 } Worker;
 
 static Worker *worker_new(const Study *s, MapMemo *memo) {
@@ -42,7 +52,20 @@ static Worker *worker_new(const Study *s, MapMemo *memo) {
   long n = (long)s->ncms * s->nstuples * s->nslots * DES_COUNT *
            (STITCH_COUNT + 1);
   w->plans = xcalloc((size_t)n + 1, sizeof *w->plans);
+  w->block = -1;
+  w->best = xcalloc((size_t)s->nslots, sizeof *w->best);
   return w;
+}
+
+/* Leave the block of best's searches for block B. */
+static void enter_block(Worker *w, long b) {
+  if (w->block == b)
+    return;
+  for (int k = 0; k < w->s->nslots; k++) {
+    eval_free(w->best[k]);
+    w->best[k] = NULL;
+  }
+  w->block = b;
 }
 
 static void worker_free(Worker *w) {
@@ -52,6 +75,8 @@ static void worker_free(Worker *w) {
   for (long i = 0; i < n; i++)
     plan_free(w->plans[i]);
   free(w->plans);
+  enter_block(w, -1);
+  free(w->best);
   free(w);
 }
 
@@ -70,33 +95,41 @@ static SearchObjective best_objective(const Study *s) {
 
 /* Design best: the schedule the search finds for the study's objective
  * in SH under the point's options OV, as `eval --design best --objective`
- * prices it. */
-static Eval *price_best(Worker *w, const Cascade *c, const StudyShape *sh,
-                        const Arch *arch, const ModelOverrides *ov,
-                        Diag *diag) {
+ * prices it -- searched once in the worker's block (its slot SLOT). */
+static const Eval *price_best(Worker *w, int slot, const Cascade *c,
+                              const StudyShape *sh, const Arch *arch,
+                              const ModelOverrides *ov, Diag *diag) {
+  if (w->best[slot]) {
+    w->reused++;
+    return w->best[slot];
+  }
   SearchResult *r = search_best(c, sh->s, arch, sh->pairs, ov,
                                 best_objective(w->s), w->memo, diag);
+  w->searches++;
   if (!r)
     return NULL;
-  Eval *ev = r->best; /* kept: the search lets go of it */
+  w->best[slot] = r->best; /* kept: the search lets go of it */
   r->best = NULL;
   search_free(r);
-  return ev;
+  return w->best[slot];
 }
 
 /* One evaluation: design DS of shape (CM, ST, SLOT) on ARCH with options
- * O; NULL with DIAG set when the model cannot price it. */
-static Eval *price(Worker *w, int cm, int st, int slot, const DesignStitch *ds,
-                   const Arch *arch, const ModelOverrides *ov, Diag *diag) {
+ * O; NULL with DIAG set when the model cannot price it. *OWN: what the
+ * caller frees (NULL where the worker keeps it: best's). */
+static const Eval *price(Worker *w, int cm, int st, int slot,
+                         const DesignStitch *ds, const Arch *arch,
+                         const ModelOverrides *ov, Eval **own, Diag *diag) {
   const Study *s = w->s;
   const StudyShape *sh = study_shape(s, cm, st, slot);
   const Cascade *c = s->cascades[s->cms[cm].cascade].c;
   bool decode = slot == SLOT_DECODE && ov->state_io < 0;
+  *own = NULL;
   if (ds->design == DESIGN_BEST) {
     ModelOverrides b = *ov;
     if (decode)
       b.state_io = 1; /* as below */
-    return price_best(w, c, sh, arch, &b, diag);
+    return price_best(w, slot, c, sh, arch, &b, diag);
   }
   ModelOpts o = model_opts_with(ov, ds->design);
   if (decode)
@@ -113,8 +146,9 @@ static Eval *price(Worker *w, int cm, int st, int slot, const DesignStitch *ds,
     if (!w->plans[key])
       return NULL;
   }
-  return model_eval_memo(c, sh->s, arch, sh->pairs, ds->design,
-                         plan_copy(c, w->plans[key]), &o, w->memo, diag);
+  return *own = model_eval_memo(c, sh->s, arch, sh->pairs, ds->design,
+                                plan_copy(c, w->plans[key]), &o, w->memo,
+                                diag);
 }
 
 /* Each component role's energy figure and area figure (FIG_COUNT: none;
@@ -187,11 +221,13 @@ static void price_point(Worker *w, long point, PointResult *r) {
   const ModelOverrides *ov = &s->ocombo[at[DIM_OPTIONS]];
   const Workload *wl = &s->workloads[at[DIM_WORKLOAD]];
   Diag d = {0};
-  Eval *pre = NULL, *dec = NULL;
+  const Eval *pre = NULL, *dec = NULL;
+  Eval *own_pre = NULL, *own_dec = NULL;
+  enter_block(w, point / s->dim[DIM_WORKLOAD]);
   if (wl->kind != WL_DECODE)
-    pre = price(w, cm, st, wl->prompt_slot, ds, arch, ov, &d);
+    pre = price(w, cm, st, wl->prompt_slot, ds, arch, ov, &own_pre, &d);
   if (wl->kind != WL_PREFILL && !d.failed)
-    dec = price(w, cm, st, SLOT_DECODE, ds, arch, ov, &d);
+    dec = price(w, cm, st, SLOT_DECODE, ds, arch, ov, &own_dec, &d);
   if (d.failed) {
     size_t n = strlen(d.msg) < sizeof r->error ? strlen(d.msg)
                                                : sizeof r->error - 1;
@@ -215,8 +251,8 @@ static void price_point(Worker *w, long point, PointResult *r) {
     add_area(r, arch);
     r->fig[FIG_EDP] = r->fig[FIG_ENERGY] * r->fig[FIG_LATENCY];
   }
-  eval_free(pre);
-  eval_free(dec);
+  eval_free(own_pre);
+  eval_free(own_dec);
 }
 
 /* ---- threads ----
@@ -233,6 +269,7 @@ typedef struct Pool {
   long lo, hi;
   PointResult *res;
   atomic_long next, done;
+  atomic_long searches, reused; /* the workers' counts */
   SweepProgress progress;
   void *arg;
   FatalRecord failure;
@@ -259,6 +296,8 @@ static void run_chunks(Pool *p, Worker *w, bool report) {
 static void run_share(Pool *p, bool report) {
   Worker *w = worker_new(p->s, p->memo);
   run_chunks(p, w, report);
+  atomic_fetch_add(&p->searches, w->searches);
+  atomic_fetch_add(&p->reused, w->reused);
   worker_free(w);
 }
 
@@ -273,12 +312,20 @@ static void *thread_main(void *arg) {
 
 void sweep_eval(const Study *s, long lo, long hi, int threads,
                 PointResult *res, SweepProgress progress, void *arg) {
+  sweep_eval_counted(s, lo, hi, threads, res, progress, arg, NULL);
+}
+
+void sweep_eval_counted(const Study *s, long lo, long hi, int threads,
+                        PointResult *res, SweepProgress progress, void *arg,
+                        SweepStats *stats) {
   if (threads < 1)
     threads = 1;
   Pool p = {.s = s, .memo = map_memo_new(threads > 1), .lo = lo, .hi = hi,
             .res = res, .progress = progress, .arg = arg};
   atomic_init(&p.next, lo);
   atomic_init(&p.done, 0);
+  atomic_init(&p.searches, 0);
+  atomic_init(&p.reused, 0);
   pthread_t *tid = xcalloc((size_t)threads, sizeof *tid);
   int started = 0;
   for (int t = 1; t < threads; t++)
@@ -288,6 +335,11 @@ void sweep_eval(const Study *s, long lo, long hi, int threads,
   for (int t = 0; t < started; t++)
     pthread_join(tid[t], NULL);
   free(tid);
+  if (stats) {
+    stats->searches = atomic_load(&p.searches);
+    stats->reused = atomic_load(&p.reused);
+    map_memo_stats(p.memo, &stats->map_hits, &stats->map_misses);
+  }
   map_memo_free(p.memo);
   fatal_rethrow(&p.failure);
   if (progress)

@@ -24,8 +24,9 @@
  *
  *   Study --study.c--> shapes, architecture variants (each edited on the
  *                      YAML tree, then loaded by the strict loader)
- *         --eval.c---> PointResult per point (threads; a mapping memo and
- *                      a plan cache per thread)
+ *         --eval.c---> PointResult per point (threads; a mapping memo
+ *                      they share, a plan cache and best's searches of
+ *                      the block of points per thread)
  *         --pareto.c-> the front per workload
  *         --output.c-> points.csv, sweep.json, pareto.svg (pdf, png) */
 #ifndef MAMBALAYA_SWEEP_H
@@ -122,6 +123,17 @@ typedef void (*SweepProgress)(long done, long total, void *arg);
 /* Price points [LO, HI) into RES[0 .. HI-LO) with THREADS threads. */
 void sweep_eval(const Study *s, long lo, long hi, int threads,
                 PointResult *res, SweepProgress progress, void *arg);
+/* What a sweep shared (for benchmarks and tests): the searches of design
+ * best it ran, and those it served again (a phase and a scenario that
+ * price the same shape at one point); the mapping memo's hits and
+ * misses. */
+typedef struct SweepStats {
+  long searches, reused, map_hits, map_misses;
+} SweepStats;
+/* sweep_eval, counting into STATS. */
+void sweep_eval_counted(const Study *s, long lo, long hi, int threads,
+                        PointResult *res, SweepProgress progress, void *arg,
+                        SweepStats *stats);
 
 /* The Pareto front over the study's objectives, per workload: ON[i] is
  * true when no priced point of the same workload is at least as good in

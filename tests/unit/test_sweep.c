@@ -130,16 +130,24 @@ TEST(sweep_points_are_the_models) {
 }
 
 /* `best` of mamba1 (mamba-130m, B = 2, I = TOKENS) on the shipped
- * mambalaya, as the search finds it for latency (a decode step counts its
+ * mambalaya, its global buffer BUFFER ("32 MiB": the file's), as the
+ * search finds it for objective OBJ, alone (a decode step counts its
  * state, as sweep and eval do): seconds. */
-static double searched(double tokens, SearchObjective obj) {
+static double searched_in(double tokens, SearchObjective obj,
+                          const char *buffer) {
   Diag diag = {0};
   Source src;
   source_open("specs", "mamba1", &src, &diag);
   Cascade *c = spec_parse(src.path, src.text, src.len, &diag);
   source_free(&src);
   source_open("archs", "mambalaya", &src, &diag);
-  Arch *a = arch_parse(src.path, src.text, src.len, &diag);
+  const char *field = "capacity: 32 MiB";
+  const char *at = strstr(src.text, field);
+  Buf text = {0};
+  buf_printf(&text, "%.*s", (int)(at - src.text), src.text);
+  buf_printf(&text, "capacity: %s%s", buffer, at + strlen(field));
+  Arch *a = arch_parse(src.path, text.s, text.len, &diag);
+  buf_free(&text);
   source_free(&src);
   Setting set[2] = {{"B", 2}, {"I", tokens}};
   Shape *s = shape_bind(c, preset_sizes("mamba-130m"), set, 2, true, &diag);
@@ -147,7 +155,7 @@ static double searched(double tokens, SearchObjective obj) {
   ModelOverrides o = model_no_overrides();
   o.state_io = tokens == 1;
   SearchResult *r =
-      search_best(c, s, a, pairs, &o, obj, NULL, &diag);
+      a ? search_best(c, s, a, pairs, &o, obj, NULL, &diag) : NULL;
   double sec = r ? r->found : NAN;
   search_free(r);
   free(pairs);
@@ -155,6 +163,10 @@ static double searched(double tokens, SearchObjective obj) {
   cascade_free(c);
   arch_free(a);
   return sec;
+}
+
+static double searched(double tokens, SearchObjective obj) {
+  return searched_in(tokens, obj, "32 MiB");
 }
 
 /* A study's design best is the search's schedule at each point: no
@@ -179,6 +191,46 @@ TEST(sweep_best_is_the_search) {
   CHECK(res[3].fig[FIG_LATENCY] <= res[1].fig[FIG_LATENCY]);
   sweep_eval(s, 0, 4, 2, two, NULL, NULL);
   CHECK(memcmp(res, two, sizeof res) == 0);
+  study_free(s);
+}
+
+/* A sweep searches each shape of a point once: a decode phase and a
+ * scenario at one point share the decode step's search (and no other:
+ * a point with another buffer searches again, and its scenario finds a
+ * slower schedule in the smaller buffer). Each figure is a fresh search's, alone, on the file with
+ * that buffer; the scenario's is 3 x (prefill + 2 decode steps). */
+TEST(sweep_best_searched_once_per_point_and_shape) {
+  Study *s = load_text("study:\n"
+                       "  name: b\n"
+                       "  cascades: [{spec: mamba1, models: [mamba-130m]}]\n"
+                       "  settings: {B: 2, tokens: 64}\n"
+                       "  parameters:\n"
+                       "    buffer: {memory.GlobalBuffer.capacity: "
+                       "[256 KiB, 32 MiB]}\n"
+                       "  designs: [best]\n"
+                       "  phases: [decode]\n"
+                       "  scenarios: [{name: s, generate: 2, layers: 3}]\n");
+  if (!s)
+    return;
+  CHECK_INT(study_points(s), 4); /* buffer x workload */
+  PointResult res[4];
+  SweepStats st;
+  sweep_eval_counted(s, 0, 4, 1, res, NULL, NULL, &st);
+  CHECK_INT(st.searches, 4); /* per buffer: the decode step, the prefill */
+  CHECK_INT(st.reused, 2);   /* per buffer: the scenario's decode step */
+  const char *buffer[2] = {"256 KiB", "32 MiB"};
+  for (int b = 0; b < 2; b++) {
+    const PointResult *phase = &res[2 * b], *scenario = &res[2 * b + 1];
+    CHECK_STR(phase->error, "");
+    CHECK_STR(scenario->error, "");
+    double pre = searched_in(64, SO_LATENCY, buffer[b]);
+    double dec = searched_in(1, SO_LATENCY, buffer[b]);
+    CHECK_NEAR(phase->fig[FIG_LATENCY], dec, 0);
+    double whole = 3 * pre + 6 * dec;
+    CHECK_NEAR(scenario->fig[FIG_LATENCY], whole, 1e-12 * whole);
+  }
+  /* (A decode step of B = 2 fits either buffer: the same time.) */
+  CHECK(res[1].fig[FIG_LATENCY] > res[3].fig[FIG_LATENCY]);
   study_free(s);
 }
 
