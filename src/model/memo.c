@@ -25,11 +25,16 @@ enum {
   MEMO_GENERATION = 1 << 15,
 };
 
+/* An answer and its key in one block: a hit reads both. */
+typedef struct Stored {
+  Mapping answer;
+  uint64_t key[];
+} Stored;
+
 typedef struct Entry {
   uint64_t hash;
-  int nwords; /* -1: moved to the young generation (the key is its) */
-  uint64_t *key; /* NULL: an empty slot */
-  Mapping *answer;
+  int nwords; /* -1: moved to the young generation (the block is its) */
+  Stored *p;  /* NULL: an empty slot */
 } Entry;
 
 /* One open-addressing table (a power of two slots). */
@@ -136,10 +141,8 @@ MapMemo *map_memo_new(bool shared) {
 /* Empty T, freeing what its entries own (a moved one owns nothing). */
 static void clear(Table *t) {
   for (int i = 0; i < t->cap; i++)
-    if (t->slot[i].nwords >= 0) {
-      free(t->slot[i].key);
-      free(t->slot[i].answer);
-    }
+    if (t->slot[i].nwords >= 0)
+      free(t->slot[i].p);
   memset(t->slot, 0, (size_t)t->cap * sizeof *t->slot);
   t->n = 0;
 }
@@ -162,9 +165,9 @@ static Entry *find(const Table *t, uint64_t h, const uint64_t *w, int n) {
   for (size_t i = h & (size_t)(t->cap - 1);;
        i = (i + 1) & (size_t)(t->cap - 1)) {
     Entry *e = &t->slot[i];
-    if (!e->key ||
+    if (!e->p ||
         (e->hash == h && e->nwords == n &&
-         memcmp(e->key, w, (size_t)n * sizeof *w) == 0))
+         memcmp(e->p->key, w, (size_t)n * sizeof *w) == 0))
       return e;
   }
 }
@@ -179,8 +182,8 @@ static bool grow(Table *t) {
   t->cap *= 2;
   t->slot = slot;
   for (int i = 0; i < ocap; i++)
-    if (old[i].key)
-      *find(t, old[i].hash, old[i].key, old[i].nwords) = old[i];
+    if (old[i].p)
+      *find(t, old[i].hash, old[i].p->key, old[i].nwords) = old[i];
   free(old);
   return true;
 }
@@ -198,7 +201,7 @@ static Entry *young_slot(MapMemo *m, uint64_t h, const uint64_t *w, int n) {
   if (2 * (y->n + 1) > y->cap && !grow(y))
     return NULL;
   Entry *e = find(y, h, w, n);
-  return e->key ? NULL : e; /* another thread searched it meanwhile */
+  return e->p ? NULL : e; /* another thread searched it meanwhile */
 }
 
 /* The answer to key W in M, or NULL (under M's lock when shared). One in
@@ -206,18 +209,18 @@ static Entry *young_slot(MapMemo *m, uint64_t h, const uint64_t *w, int n) {
 static const Mapping *lookup(MapMemo *m, uint64_t h, const uint64_t *w,
                              int n) {
   Entry *e = find(&m->young, h, w, n);
-  if (e->key)
-    return e->answer;
+  if (e->p)
+    return &e->p->answer;
   Entry *o = find(&m->old, h, w, n);
-  if (!o->key)
+  if (!o->p)
     return NULL;
-  Mapping *answer = o->answer;
+  const Mapping *answer = &o->p->answer;
   /* (Not into a full young generation: making room would drop O.) */
   Entry *y = m->young.n < MEMO_GENERATION ? young_slot(m, h, w, n) : NULL;
   if (y) {
     *y = *o;
     m->young.n++;
-    o->nwords = -1; /* the young entry owns its key and answer now */
+    o->nwords = -1; /* the young entry owns the block now */
   }
   return answer;
 }
@@ -245,23 +248,20 @@ void map_search_memo(MapMemo *m, const MapProblem *p, Mapping *best) {
    * thread that failed there would leave the others waiting on it
    * forever. So the entry is allocated first, and a table that cannot
    * grow just does not remember this answer. */
-  uint64_t *key = xmalloc((size_t)n * sizeof *w);
-  memcpy(key, w, (size_t)n * sizeof *w);
-  Mapping *answer = xmalloc(sizeof *answer);
-  *answer = *best;
+  Stored *st = xmalloc(sizeof *st + (size_t)n * sizeof *w);
+  st->answer = *best;
+  memcpy(st->key, w, (size_t)n * sizeof *w);
   if (m->shared)
     pthread_mutex_lock(&m->lock);
   Entry *e = young_slot(m, h, w, n);
   if (e) {
-    *e = (Entry){.hash = h, .nwords = n, .key = key, .answer = answer};
+    *e = (Entry){.hash = h, .nwords = n, .p = st};
     m->young.n++;
-    key = NULL;
-    answer = NULL;
+    st = NULL;
   }
   if (m->shared)
     pthread_mutex_unlock(&m->lock);
-  free(key);
-  free(answer);
+  free(st);
 }
 
 void map_memo_stats(const MapMemo *m, long *hits, long *misses) {
