@@ -58,6 +58,9 @@ typedef struct Grp {
   Ctx *x;
   const Group *gr;
   EinsumEval *ev; /* its members' evaluations, in order */
+  const EinsumEval *bound; /* the same as bound, their compute priced (a
+                              trial composes them): EV before its
+                              charges, or the pricer's (Ctx.base) */
   int n;          /* members */
   int nt;         /* tile ranks */
   int rank[IR_MAX_RANKS];
@@ -128,6 +131,13 @@ struct Frame {
    * FIT_STATE: a spill only lowers the reservation, so every variant's
    * fits up to it (reserved_up_to). */
   int fit_top, fit_nt, fit_state;
+  /* Each member's bill at the group's last price (BILLED: room for
+   * NBILLED), scratch for as many (NEXT), and the design's extras then:
+   * a variant prices again only the members whose bill it changes
+   * (charge_members). */
+  int nbilled;
+  Billed *billed, *next;
+  Charges extras;
 };
 
 typedef struct Nest {
@@ -160,28 +170,6 @@ static bool has_tile_rank(const Grp *G, int t) {
 static void add_spill(Grp *G, int t, SpillReason why) {
   G->spills = xrealloc(G->spills, (size_t)(G->nspills + 1) * sizeof *G->spills);
   G->spills[G->nspills++] = (Spill){t, why};
-}
-
-/* ---- DRAM traffic ---- */
-
-void charge(const Ctx *x, EinsumEval *r, int t, double n, bool write,
-            bool intra) {
-  double b = n * x->word;
-  bool inter = x->inter[t] && !intra;
-  if (write) {
-    r->write += b;
-    *(inter ? &r->inter_write : &r->intra_write) += b;
-  } else {
-    r->read += b;
-    *(inter ? &r->inter_read : &r->intra_read) += b;
-  }
-  if (x->ev) {
-    if (x->dirty && b != 0 && x->ev->tensor_write[t] == 0 &&
-        x->ev->tensor_read[t] == 0)
-      x->dirty->t[x->dirty->n++] = t;
-    (write ? x->ev->tensor_write : x->ev->tensor_read)[t] += b;
-  }
-  level_add(x, r, 0, t, write ? 0 : b, write ? b : 0);
 }
 
 /* ---- what the group holds ---- */
@@ -779,7 +767,7 @@ static Trial try_tile(const Grp *G, double reserve, Mapping *maps, int at,
       k->on[h] = G->held[h].on;
   }
   if (tr.ok)
-    tr.latency = compose_span(x, G->ev, G->n, mem);
+    tr.latency = compose_span(x, G->bound, G->n, mem);
   return tr;
 }
 
@@ -800,7 +788,7 @@ static Trial bound_tile(const Grp *G) {
     tr.traffic += elems;
     mem[i] = elems * x->word / x->bw;
   }
-  tr.latency = compose_span(x, G->ev, G->n, mem);
+  tr.latency = compose_span(x, G->bound, G->n, mem);
   return tr;
 }
 
@@ -1206,8 +1194,9 @@ static int *held_readers(const Grp *G, int **from) {
  * the group writes the upstream's partial products (intra-Einsum traffic,
  * §VI-C), which splits the upstream's reduced ranks; a tensor needing two
  * passes over a split rank is written (if it was not) and read again at
- * its last reader (inter-Einsum traffic: §VI-C's X and LEX). */
-static void design_extras(Grp *G) {
+ * its last reader (inter-Einsum traffic: §VI-C's X and LEX). Their
+ * charges, in order, into EXTRAS (each with its member). */
+static void design_extras(Grp *G, Charges *extras) {
   Ctx *x = G->x;
   const Cascade *c = x->c;
   if (x->o.accounting != ACCOUNT_ACHIEVED)
@@ -1235,17 +1224,17 @@ static void design_extras(Grp *G) {
       int nr = read_from[h + 1] - read_from[h];
       if (nr > 1 && needs_two_passes(G, split, t, rs, nr)) {
         if (!x->plan->written[t])
-          charge(x, &G->ev[i], t, n, true, false);
+          charges_push(extras, i, t, n, true, false);
         int last = i;
         for (int j = i + 1; j < G->n; j++)
           if (G->gr->einsums[j] == rs[nr - 1])
             last = j;
-        charge(x, &G->ev[last], t, n, false, false);
+        charges_push(extras, last, t, n, false, false);
         add_spill(G, t, SPILL_TWO_PASS);
       }
     }
     if (partials[i])
-      charge(x, &G->ev[i], t, n, true, true);
+      charges_push(extras, i, t, n, true, true);
   }
   free(read_from);
   free(rd_edge);
@@ -1294,17 +1283,18 @@ static void member_text(const Grp *G, int i, const Mapping *m, char *text) {
   memcpy(text, n->text, sizeof n->text);
 }
 
-/* Charge member I's traffic: its mapping and the group's once-per-group
- * moves at it. */
-static void charge_member(Grp *G, int i, const Mapping *m,
-                          const MapProblem *p, const int *tensor_of) {
-  Ctx *x = G->x;
-  EinsumEval *r = &G->ev[i];
+/* Member I's own bill into B: its mapping M's moves (P: its problem)
+ * and the group's once-per-group moves at it, in the order they are
+ * charged, with M's facts. */
+static void bill_member(const Grp *G, int i, const Mapping *m,
+                        const MapProblem *p, Billed *b) {
+  const int *tensor_of = G->nest[i]->tensor_of;
+  b->own.n = 0;
   for (int j = 0; j < p->ntensors; j++) {
     if (m->read[j] > 0)
-      charge(x, r, tensor_of[j], m->read[j], false, false);
+      charges_push(&b->own, i, tensor_of[j], m->read[j], false, false);
     if (m->write[j] > 0)
-      charge(x, r, tensor_of[j], m->write[j], true, false);
+      charges_push(&b->own, i, tensor_of[j], m->write[j], true, false);
   }
   /* Nothing overbooked: only the tensors first used here move (held is
    * in order of first use). */
@@ -1315,19 +1305,77 @@ static void charge_member(Grp *G, int i, const Mapping *m,
     if (!h->on)
       continue;
     if (h->first == i && h->charge > 0)
-      charge(x, r, h->tensor, h->charge, h->kind == HELD_MADE, false);
+      charges_push(&b->own, i, h->tensor, h->charge, h->kind == HELD_MADE,
+                   false);
     double rd, wr;
     off_chip_moves(G, h, i, overbooked_share(G, h), &rd, &wr);
     if (rd > 0)
-      charge(x, r, h->tensor, rd, false, false);
+      charges_push(&b->own, i, h->tensor, rd, false, false);
     if (wr > 0)
-      charge(x, r, h->tensor, wr, true, false);
+      charges_push(&b->own, i, h->tensor, wr, true, false);
   }
+  billed_facts(b, m, p);
+}
+
+/* Member I priced from its binding under bill B (its mapping M of
+ * problem P): the plan's geometry (the decode state it moves, logged in
+ * B), its own charges, its share of the design's extras, its mapping. */
+static void charge_member(Grp *G, int i, Billed *b, const Mapping *m,
+                          const MapProblem *p) {
+  Ctx *x = G->x;
+  EinsumEval *r = &G->ev[i];
+  member_restart(x, i, r);
+  b->geo.n = 0;
+  geometry_traffic(x, r->einsum, r, false, true, &b->geo);
+  charges_apply(x, r, &b->own);
+  charges_apply(x, r, &b->extra);
   r->footprint = m->footprint;
   r->capacity = p->capacity;
   r->fits = m->fits;
   member_text(G, i, m, r->mapping);
   level_set_mapping(x, r, m, p);
+}
+
+/* Charge the members of G at its chosen tile (MAPS, RES reserved): each
+ * member's bill made; a member billed as at the group's last price (its
+ * pricer's, KEPT: the members' bills then) keeps its evaluation from it,
+ * as its charges and mapping are all that a variant changes of it; the
+ * others are priced from their binding (x->redo says which). The
+ * per-tensor totals then, in the order the whole plan's pricing charges
+ * them: the geometry's of every member, their own, the design's extras
+ * (the group's, in order: EXTRAS). NEXT is scratch for as many bills. */
+static void charge_members(Grp *G, const Mapping *maps, double res,
+                           Billed *kept, Billed *next, Charges *extras) {
+  Ctx *x = G->x;
+  double cap = fmax(x->glb - res, 0);
+  for (int i = 0; i < G->n; i++) {
+    bill_member(G, i, &maps[i], member_problem(G, i, cap), &next[i]);
+    next[i].extra.n = 0;
+    next[i].set = true;
+  }
+  extras->n = 0;
+  design_extras(G, extras);
+  for (int k = 0; k < extras->n; k++) {
+    const Charge *c = &extras->c[k];
+    charges_push(&next[c->member].extra, c->member, c->t, c->n, c->write,
+                 c->intra);
+  }
+  for (int i = 0; i < G->n; i++) {
+    bool redo = !billed_same(&kept[i], &next[i]);
+    if (x->redo)
+      x->redo[i] = redo;
+    if (!redo)
+      continue;
+    Billed swap = kept[i];
+    kept[i] = next[i];
+    next[i] = swap;
+    charge_member(G, i, &kept[i], &maps[i], member_problem(G, i, cap));
+  }
+  for (int i = 0; i < G->n; i++)
+    charges_total(x, &kept[i].geo);
+  for (int i = 0; i < G->n; i++)
+    charges_total(x, &kept[i].own);
+  charges_total(x, extras);
 }
 
 /* Is the recurrence's state all the group still reserves room for, every
@@ -1357,6 +1405,8 @@ void frame_forget(Frame *f) {
   f->fit_top = -1;
   for (int c = 0; c < TILE_CANDIDATES; c++)
     f->kept[c].set = false;
+  for (int i = 0; i < f->nbilled; i++)
+    f->billed[i].set = false;
 }
 
 void frame_free(Frame *f) {
@@ -1369,6 +1419,11 @@ void frame_free(Frame *f) {
       free(f->kept[c].map);
       free(f->kept[c].elems);
     }
+    billed_free(f->billed, f->nbilled);
+    billed_free(f->next, f->nbilled);
+    free(f->billed);
+    free(f->next);
+    free(f->extras.c);
   }
   free(f);
 }
@@ -1428,8 +1483,34 @@ static void frame_of(Grp *G) {
 #undef KEEP
 }
 
+/* charge_members with the bills kept where the context keeps a frame
+ * (a group pricer's: its last price's), else none (every member priced
+ * from its binding). */
+static void bill_members(Grp *G, const Mapping *maps, double res) {
+  Frame *f = G->x->frame;
+  if (!f) {
+    Billed *b = xcalloc(2 * (size_t)G->n + 1, sizeof *b);
+    Charges extras = {0};
+    charge_members(G, maps, res, b, b + G->n, &extras);
+    billed_free(b, 2 * G->n);
+    free(b);
+    free(extras.c);
+    return;
+  }
+  if (f->nbilled < G->n) {
+    size_t sz = ((size_t)G->n + 1) * sizeof *f->billed;
+    f->billed = xrealloc(f->billed, sz);
+    f->next = xrealloc(f->next, sz);
+    for (int i = f->nbilled; i < G->n; i++)
+      f->billed[i] = f->next[i] = (Billed){0};
+    f->nbilled = G->n;
+  }
+  charge_members(G, maps, res, f->billed, f->next, &f->extras);
+}
+
 bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
-  Grp G = {.x = x, .gr = &x->plan->groups[g], .ev = ev, .shaped = -1};
+  Grp G = {.x = x, .gr = &x->plan->groups[g], .ev = ev,
+           .bound = x->base ? x->base : ev, .shaped = -1};
   G.n = G.gr->n;
   G.whole = x->o.hold_whole;
   G.budget = x->o.reserve_share * x->glb;
@@ -1484,11 +1565,7 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
     for (int k = 0; G.keep < 1 && k < G.nheld; k++)
       if (overbooked_share(&G, &G.held[k]) > 0)
         add_spill(&G, G.held[k].tensor, SPILL_OVERBOOKED);
-    for (int i = 0; i < G.n; i++) {
-      const MapProblem *p = member_problem(&G, i, fmax(x->glb - res, 0));
-      charge_member(&G, i, &maps[i], p, G.nest[i]->tensor_of);
-    }
-    design_extras(&G);
+    bill_members(&G, maps, res);
     ge->reserve = res;
     ge->ntiled = G.nt;
     memcpy(ge->tiled, G.rank, sizeof ge->tiled);
