@@ -89,7 +89,7 @@ void member_restart(const Ctx *x, int i, EinsumEval *r) {
 
 /* ---- a member's bill ---- */
 
-void billed_facts(Billed *b, const Mapping *m, const MapProblem *p) {
+void billed_facts(Billed *b, const Mapping *m, int nt, double capacity) {
   b->norder = m->norder;
   for (int j = 0; j < m->norder; j++) {
     b->order[j] = m->order[j];
@@ -97,9 +97,9 @@ void billed_facts(Billed *b, const Mapping *m, const MapProblem *p) {
   }
   b->coarsened = m->coarsened;
   b->pinned = m->pinned;
-  b->outer = p->outer;
+  b->nt = nt;
   b->footprint = m->footprint;
-  b->capacity = p->capacity;
+  b->capacity = capacity;
   b->fits = m->fits;
 }
 
@@ -118,7 +118,7 @@ static bool same_charges(const Charges *a, const Charges *b) {
 bool billed_same(const Billed *a, const Billed *b) {
   if (!a->set || !b->set || a->norder != b->norder ||
       a->coarsened != b->coarsened || a->pinned != b->pinned ||
-      a->outer != b->outer || a->footprint != b->footprint ||
+      a->nt != b->nt || a->footprint != b->footprint ||
       a->capacity != b->capacity || a->fits != b->fits)
     return false;
   for (int j = 0; j < a->norder; j++)

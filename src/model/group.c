@@ -902,8 +902,8 @@ static void fit_note(const Grp *G, int top) {
 
 /* Choose the tile among those whose reservation and members fit, into
  * MAPS. Returns the chosen total (elements of the tile), or 0 if none
- * fits; *SMALLEST gets the reservation of the smallest candidate and *PEAK
- * its peak member. Fitting shrinks with the tile (the reservation and
+ * fits (then *SMALLEST gets the reservation of the smallest candidate and
+ * *PEAK its peak member). Fitting shrinks with the tile (the reservation and
  * every member's tiles grow with it), so without weight refetches the
  * largest fitting tile is found by bisection; the larger ones are then
  * priced overbooked, and one is kept only when it is faster (ties: less
@@ -924,8 +924,6 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
     if (t >= whole || nc == TILE_CANDIDATES - 1)
       break;
   }
-  spread(G, cand[0]);
-  *smallest = reservation(G, peak, NULL);
   Trial tr, best = {0};
   Mapping *trial = xmalloc(((size_t)G->n + 1) * sizeof *trial); /* set before read */
   double chosen = 0;
@@ -990,8 +988,12 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
     }
   }
   free(trial);
-  if (chosen > 0)
+  if (chosen > 0) {
     *reserved = set_tile(G, chosen, true);
+  } else {
+    spread(G, cand[0]);
+    *smallest = reservation(G, peak, NULL);
+  }
   return chosen;
 }
 
@@ -1216,7 +1218,7 @@ static void design_extras(Grp *G, Charges *extras) {
     int t = c->einsums[e]->out.tensor;
     int h = G->held_of[t];
     bool held = h >= 0 && G->held[h].on && G->held[h].kind == HELD_MADE;
-    double n = shape_tensor_elems(x->s, t);
+    double n = held || partials[i] ? shape_tensor_elems(x->s, t) : 0;
     /* Only a held tensor: one off chip is read from DRAM by every reader
      * already. */
     if (x->o.two_pass && x->inter[t] && held) {
@@ -1283,11 +1285,12 @@ static void member_text(const Grp *G, int i, const Mapping *m, char *text) {
   memcpy(text, n->text, sizeof n->text);
 }
 
-/* Member I's own bill into B: its mapping M's moves (P: its problem)
- * and the group's once-per-group moves at it, in the order they are
- * charged, with M's facts. */
-static void bill_member(const Grp *G, int i, const Mapping *m,
-                        const MapProblem *p, Billed *b) {
+/* Member I's own bill into B: its mapping M's moves (with CAP elements
+ * of buffer) and the group's once-per-group moves at it, in the order
+ * they are charged, with M's facts. */
+static void bill_member(const Grp *G, int i, const Mapping *m, double cap,
+                        Billed *b) {
+  const MapProblem *p = &G->nest[i]->p; /* its tensors alone read */
   const int *tensor_of = G->nest[i]->tensor_of;
   b->own.n = 0;
   for (int j = 0; j < p->ntensors; j++) {
@@ -1314,7 +1317,7 @@ static void bill_member(const Grp *G, int i, const Mapping *m,
     if (wr > 0)
       charges_push(&b->own, i, h->tensor, wr, true, false);
   }
-  billed_facts(b, m, p);
+  billed_facts(b, m, G->nt, cap);
 }
 
 /* Member I priced from its binding under bill B (its mapping M of
@@ -1349,7 +1352,7 @@ static void charge_members(Grp *G, const Mapping *maps, double res,
   Ctx *x = G->x;
   double cap = fmax(x->glb - res, 0);
   for (int i = 0; i < G->n; i++) {
-    bill_member(G, i, &maps[i], member_problem(G, i, cap), &next[i]);
+    bill_member(G, i, &maps[i], cap, &next[i]);
     next[i].extra.n = 0;
     next[i].set = true;
   }

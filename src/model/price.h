@@ -112,8 +112,12 @@ void price_compute(const Ctx *x, int e, int u, EinsumEval *r);
 BindKeep *bind_keep_new(const Ctx *x);
 void bind_keep_free(BindKeep *k);
 /* The unit that runs op class K of an Einsum bound to unit U: U if it has
- * a rate for K, else its epilogue (if any). */
-int op_unit(const Arch *a, int u, OpClass k);
+ * a rate for K, else its epilogue (if any). Inline: the layer's energy
+ * asks it per class of every Einsum of every price. */
+static inline int op_unit(const Arch *a, int u, OpClass k) {
+  const Unit *U = &a->units[u];
+  return U->rate[k] > 0 || U->epilogue < 0 ? u : U->epilogue;
+}
 /* Can unit U, with its epilogue, run every operation of E? */
 bool unit_runs(const Ctx *x, int e, int u);
 
@@ -205,13 +209,15 @@ typedef struct Billed {
   int norder, order[MAP_MAX_VARS];
   double tile[MAP_MAX_VARS];
   int coarsened, pinned;
-  VarSet outer;
+  int nt; /* the group's tile ranks its problem nests in (which of its
+             variables are the group's follows from them) */
   double footprint, capacity;
   bool fits;
 } Billed;
 
-/* B's facts from mapping M of problem P. */
-void billed_facts(Billed *b, const Mapping *m, const MapProblem *p);
+/* B's facts from mapping M, nested in NT tile ranks of its group with
+ * CAPACITY elements of buffer. */
+void billed_facts(Billed *b, const Mapping *m, int nt, double capacity);
 /* Do A and B bill the same charges (but the geometry's, a member's own)
  * with the same facts? */
 bool billed_same(const Billed *a, const Billed *b);
