@@ -107,6 +107,15 @@ typedef struct Kept {
   double *elems;
 } Kept;
 
+/* What the design's extras read of a group, whatever it spills
+ * (design_extras): the ranks its lagged reads iterate (ITER, per rank),
+ * per held tensor its first RD hand-over (RD_EDGE: rd_edges) and its
+ * readers (READER from READ_FROM: held_readers). */
+typedef struct PassFacts {
+  bool *iter;
+  int *rd_edge, *reader, *read_from;
+} PassFacts;
+
 /* What group G holds before any spill (each held tensor shaped:
  * shape_held), its tile ranks and its recurrence: the same for every
  * spill variant of a group, so a group pricer keeps them (Ctx.frame) from
@@ -138,6 +147,8 @@ struct Frame {
   int nbilled;
   Billed *billed, *next;
   Charges extras;
+  bool passes_set; /* PASSES found for the group bound */
+  PassFacts passes;
 };
 
 typedef struct Nest {
@@ -1192,6 +1203,26 @@ static int *held_readers(const Grp *G, int **from) {
   return read_by;
 }
 
+static void pass_facts_free(PassFacts *pf) {
+  free(pf->iter);
+  free(pf->rd_edge);
+  free(pf->reader);
+  free(pf->read_from);
+  *pf = (PassFacts){0};
+}
+
+/* PF's facts of G (its held tensors before any spill): the ranks its
+ * lagged reads iterate, each held tensor's first RD hand-over and its
+ * readers (the previous facts freed). */
+static void pass_facts(const Grp *G, PassFacts *pf) {
+  pass_facts_free(pf);
+  pf->iter = xcalloc((size_t)G->x->c->nranks + 1, sizeof *pf->iter);
+  pf->rd_edge = xmalloc(((size_t)G->nheld + 1) * sizeof *pf->rd_edge);
+  iterated_ranks(G, pf->iter);
+  rd_edges(G, pf->rd_edge);
+  pf->reader = held_readers(G, &pf->read_from);
+}
+
 /* The paper's full-fusion rules on top of the mappings: an RD pair inside
  * the group writes the upstream's partial products (intra-Einsum traffic,
  * §VI-C), which splits the upstream's reduced ranks; a tensor needing two
@@ -1203,16 +1234,20 @@ static void design_extras(Grp *G, Charges *extras) {
   const Cascade *c = x->c;
   if (x->o.accounting != ACCOUNT_ACHIEVED)
     return;
+  Frame *f = x->frame;
+  PassFacts own = {0}, *pf = f ? &f->passes : &own;
+  if (!f || !f->passes_set) {
+    pass_facts(G, pf);
+    if (f)
+      f->passes_set = true;
+  }
+  const bool *iter = pf->iter;
+  const int *rd_edge = pf->rd_edge, *reader = pf->reader,
+            *read_from = pf->read_from;
   bool *split = xcalloc((size_t)c->nranks + 1, sizeof *split);
-  bool *iter = xcalloc((size_t)c->nranks + 1, sizeof *iter);
   bool *partials = xcalloc((size_t)G->n + 1, sizeof *partials);
-  int *rd_edge = xmalloc(((size_t)G->nheld + 1) * sizeof *rd_edge);
-  iterated_ranks(G, iter);
-  rd_edges(G, rd_edge);
   for (int i = 0; i < G->n; i++)
     partials[i] = writes_partials(G, i, rd_edge, iter, split);
-  int *read_from;
-  int *reader = held_readers(G, &read_from);
   for (int i = 0; i < G->n; i++) {
     int e = G->gr->einsums[i];
     int t = c->einsums[e]->out.tensor;
@@ -1238,12 +1273,10 @@ static void design_extras(Grp *G, Charges *extras) {
     if (partials[i])
       charges_push(extras, i, t, n, true, true);
   }
-  free(read_from);
-  free(rd_edge);
-  free(iter);
+  if (!f)
+    pass_facts_free(&own);
   free(partials);
   free(split);
-  free(reader);
 }
 
 /* ---- the group ---- */
@@ -1410,6 +1443,7 @@ void frame_forget(Frame *f) {
     f->kept[c].set = false;
   for (int i = 0; i < f->nbilled; i++)
     f->billed[i].set = false;
+  f->passes_set = false;
 }
 
 void frame_free(Frame *f) {
@@ -1427,6 +1461,7 @@ void frame_free(Frame *f) {
     free(f->billed);
     free(f->next);
     free(f->extras.c);
+    pass_facts_free(&f->passes);
   }
   free(f);
 }
