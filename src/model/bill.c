@@ -39,11 +39,6 @@ void charge(const Ctx *x, EinsumEval *r, int t, double n, bool write,
   charge_total(x, t, n, write);
 }
 
-void charges_push(Charges *l, int member, int t, double n, bool write,
-                  bool intra) {
-  VEC_PUSH(l->c, l->n, l->cap, ((Charge){member, t, n, write, intra}));
-}
-
 void charges_apply(const Ctx *x, EinsumEval *r, const Charges *l) {
   for (int k = 0; k < l->n; k++)
     charge_einsum(x, r, l->c[k].t, l->c[k].n, l->c[k].write, l->c[k].intra);

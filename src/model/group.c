@@ -859,10 +859,16 @@ static double set_tile(Grp *G, double total, bool overbook) {
 }
 
 /* Does candidate tile AT of CAND fit (its reservation in the budget,
- * every member in the rest)? TR gets its price, MAPS its mappings. */
-static bool fits(Grp *G, const double *cand, int at, Trial *tr,
+ * every member in the rest)? TR gets its price, MAPS its mappings. RES:
+ * its reservation where known (reserved_up_to's), else -1. */
+static bool fits(Grp *G, const double *cand, int at, double res, Trial *tr,
                  Mapping *maps) {
-  double res = set_tile(G, cand[at], false);
+  if (res >= 0) { /* the tile set_tile would set */
+    spread(G, cand[at]);
+    G->keep = 1;
+  } else {
+    res = set_tile(G, cand[at], false);
+  }
   if (res < 0)
     return false;
   *tr = try_tile(G, res, maps, at, cand[at]);
@@ -871,13 +877,18 @@ static bool fits(Grp *G, const double *cand, int at, Trial *tr,
 
 /* The largest of the NC candidate tiles CAND (ascending) whose
  * reservation fits the budget, or -1: the reservation only grows with
- * the tile, so by bisection, above KNOWN (one known to fit, or -1). */
-static int reserved_up_to(Grp *G, const double *cand, int nc, int known) {
+ * the tile, so by bisection, above KNOWN (one known to fit, or -1).
+ * *RES gets its reservation where the bisection found it, else -1. */
+static int reserved_up_to(Grp *G, const double *cand, int nc, int known,
+                          double *res) {
   int lo = known + 1, hi = nc - 1, top = known;
+  *res = -1;
   while (lo <= hi) {
     int mid = (lo + hi) / 2;
-    if (set_tile(G, cand[mid], false) >= 0) {
+    double r = set_tile(G, cand[mid], false);
+    if (r >= 0) {
       top = mid;
+      *res = r;
       lo = mid + 1;
     } else {
       hi = mid - 1;
@@ -942,23 +953,24 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
   if (!refetches_weights(G)) {
     /* The reservation alone first (no mapping searched): the largest
      * candidate it fits is where the members' fit is tried first. */
-    int lo = 0, hi = reserved_up_to(G, cand, nc, fit_known(G));
+    double at_hi;
+    int lo = 0, hi = reserved_up_to(G, cand, nc, fit_known(G), &at_hi);
     fit_note(G, hi);
     if (hi < 0) {
       /* not even the smallest tile's reservation fits */
-    } else if (fits(G, cand, hi, &best, maps)) {
+    } else if (fits(G, cand, hi, at_hi, &best, maps)) {
       chosen = cand[hi];
       above = hi + 1;
     } else if (hi == 0) {
       /* the smallest tile's members do not fit */
-    } else if (fits(G, cand, 0, &best, maps)) {
+    } else if (fits(G, cand, 0, -1, &best, maps)) {
       chosen = cand[0];
       above = 1;
       lo = 1;
       hi--;
       while (lo <= hi) {
         int mid = (lo + hi) / 2;
-        if (fits(G, cand, mid, &tr, trial)) {
+        if (fits(G, cand, mid, -1, &tr, trial)) {
           chosen = cand[mid];
           best = tr;
           above = mid + 1;
@@ -971,7 +983,7 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
     }
   } else {
     for (int i = nc - 1; i >= 0; i--) /* ties: the larger tile */
-      if (fits(G, cand, i, &tr, trial)) {
+      if (fits(G, cand, i, -1, &tr, trial)) {
         if (above == nc)
           above = i + 1;
         if (chosen == 0 || better(&tr, &best)) {

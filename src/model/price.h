@@ -179,8 +179,12 @@ void charge(const Ctx *x, EinsumEval *r, int t, double n, bool write,
 void charge_einsum(const Ctx *x, EinsumEval *r, int t, double n, bool write,
                    bool intra);
 void charge_total(const Ctx *x, int t, double n, bool write);
-void charges_push(Charges *l, int member, int t, double n, bool write,
-                  bool intra);
+/* Append a charge to L (inline: a group's bills push a few per member
+ * per spill variant). */
+static inline void charges_push(Charges *l, int member, int t, double n,
+                                bool write, bool intra) {
+  VEC_PUSH(l->c, l->n, l->cap, ((Charge){member, t, n, write, intra}));
+}
 /* Every charge of L to R (charge_einsum), or to the totals. */
 void charges_apply(const Ctx *x, EinsumEval *r, const Charges *l);
 void charges_total(const Ctx *x, const Charges *l);
