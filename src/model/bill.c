@@ -3,7 +3,7 @@
  * off-chip level and into the per-tensor totals; the plan's geometry's
  * share of them; and what a group's member was billed, kept by a group
  * pricer from one spill variant to the next so that a variant prices
- * again only the members whose bill it changes (group.c, eval.c). */
+ * again only the members whose bill it changes (members.c, eval.c). */
 #include "price.h"
 
 #include <stdlib.h>

@@ -121,12 +121,15 @@ static inline int op_unit(const Arch *a, int u, OpClass k) {
 /* Can unit U, with its epilogue, run every operation of E? */
 bool unit_runs(const Ctx *x, int e, int u);
 
-/* ---- groups (group.c) ---- */
+/* ---- groups (group.c, members.c, extras.c) ---- */
 
 /* Tile group G, decide what it holds (spilling what does not fit), map its
  * Einsums (evaluated in EV, in order, their compute known) and charge
- * their DRAM traffic; GE gets the tile, the reservation and the spills.
- * Achieved accounting only. False (diag set) when not even one tile fits. */
+ * their DRAM traffic, the plan's geometry's (the decode state) with it;
+ * GE gets the tile, the reservation and the spills. With Ctx.base (a
+ * group pricer), a member billed as at the group's last price keeps its
+ * evaluation and Ctx.redo says which were charged again. Achieved
+ * accounting only. False (diag set) when not even one tile fits. */
 bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge);
 
 /* Ctx.frame: what a group holds before its spills and its members'
@@ -138,7 +141,7 @@ void frame_free(Frame *f);
 /* Ctx.held for a cascade of NTENSORS tensors, at rest; and its end. */
 HeldScratch *held_scratch_new(int ntensors);
 void held_scratch_free(HeldScratch *h);
-/* Free N Einsums' kept nests (Ctx.nests) and the array. */
+/* Free N Einsums' kept nests (Ctx.nests) and the array (members.c). */
 void nests_free(struct Nest **nests, int n);
 
 /* Einsum E's loop nest as a mapping problem: its distinct reads (each
@@ -203,7 +206,7 @@ void member_restart(const Ctx *x, int i, EinsumEval *r);
 /* What member I of a group was charged at its last price, and the facts
  * of its mapping its evaluation reads besides (its loops at the fusion
  * level, its footprint, its fit): where two prices of a member bill the
- * same, its evaluation is the same (group.c keeps the last per member). */
+ * same, its evaluation is the same (members.c keeps the last per member). */
 typedef struct Billed {
   bool set;
   Charges geo, own, extra; /* the geometry's (the decode state's), its
