@@ -117,7 +117,8 @@ static void einsum_energy(const Ctx *x, EinsumEval *r) {
   double ops = 0;
   for (int k = 0; k < OPC_COUNT; k++)
     ops += op_pj(x, r, k);
-  const LevelUse *u = &x->ev->use[(size_t)(r - x->ev->e) * (size_t)x->a->nlevels];
+  const LevelUse *u =
+      &x->ev->use[(size_t)(r - x->ev->e) * (size_t)x->a->nlevels];
   r->energy_pj = ops;
   for (int l = 0; l < x->a->nlevels; l++)
     r->energy_pj += u[l].energy_pj;
