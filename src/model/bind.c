@@ -49,11 +49,6 @@ static int unit_of_role(const Arch *a, UnitRole r) {
   return u < 0 ? 0 : u;
 }
 
-int op_unit(const Arch *a, int u, OpClass k) {
-  const Unit *U = &a->units[u];
-  return U->rate[k] > 0 || U->epilogue < 0 ? u : U->epilogue;
-}
-
 bool unit_runs(const Ctx *x, int e, int u) {
   const Unit *U = &x->a->units[u];
   const Unit *ep = U->epilogue >= 0 ? &x->a->units[U->epilogue] : NULL;

@@ -48,28 +48,6 @@ Plan *model_plan(const Cascade *c, const Shape *s, const Pair *pairs,
 
 /* ---- traffic ---- */
 
-/* The plan's geometry at Einsum E: its algorithmic minimum (the ideal
- * figures), and, with CHARGE, its traffic (ideal accounting; the decode
- * state with state_io in either). */
-static void geometry_traffic(const Ctx *x, int e, EinsumEval *r,
-                             bool moves, bool state) {
-  const Plan *p = x->plan;
-  for (int k = x->xfer_at[e]; k < x->xfer_at[e + 1]; k++) {
-    const Transfer *t = &p->xfers[x->xfer_ord[k]];
-    bool is_state = t->kind == XFER_STATE || t->kind == XFER_STATE_OUT;
-    if (is_state && !x->o.state_io)
-      continue;
-    double b = t->elems * x->word;
-    if (x->inter[t->tensor] && !is_state)
-      r->ideal_inter += b;
-    else
-      r->ideal_intra += b;
-    if ((moves && !is_state) || (state && is_state))
-      charge(x, r, t->tensor, t->elems,
-             t->kind == XFER_WRITE || t->kind == XFER_STATE_OUT, is_state);
-  }
-}
-
 void ctx_index_xfers(Ctx *x) {
   const Plan *p = x->plan;
   int n = x->c->neinsums;
@@ -129,20 +107,32 @@ static void ideal_traffic(Ctx *x, EinsumEval *r) {
 
 /* ---- energy ---- */
 
-/* The operations' energy, by the unit that runs each class (the levels'
- * is price_levels'). */
-static void ops_energy(const Ctx *x, EinsumEval *r) {
-  const Arch *a = x->a;
+/* The energy of Einsum evaluation R's operations of class K. */
+static double op_pj(const Ctx *x, const EinsumEval *r, int k) {
+  return r->work.ops[k] * x->a->op_pj[k];
+}
+
+/* R's energy: its operations' and its levels' (price_levels'). */
+static void einsum_energy(const Ctx *x, EinsumEval *r) {
+  double ops = 0;
+  for (int k = 0; k < OPC_COUNT; k++)
+    ops += op_pj(x, r, k);
+  const LevelUse *u =
+      &x->ev->use[(size_t)(r - x->ev->e) * (size_t)x->a->nlevels];
+  r->energy_pj = ops;
+  for (int l = 0; l < x->a->nlevels; l++)
+    r->energy_pj += u[l].energy_pj;
+}
+
+/* R's operations' energy added to the layer's, by the unit that runs
+ * each class. */
+static void ops_total(const Ctx *x, const EinsumEval *r) {
   double ops = 0;
   for (int k = 0; k < OPC_COUNT; k++) {
-    double e = r->work.ops[k] * a->op_pj[k];
+    double e = op_pj(x, r, k);
     ops += e;
-    x->ev->unit_energy[op_unit(a, r->unit, (OpClass)k)] += e;
+    x->ev->unit_energy[op_unit(x->a, r->unit, (OpClass)k)] += e;
   }
-  const LevelUse *u = &x->ev->use[(size_t)(r - x->ev->e) * (size_t)a->nlevels];
-  r->energy_pj = ops;
-  for (int l = 0; l < a->nlevels; l++)
-    r->energy_pj += u[l].energy_pj;
   x->ev->energy_ops += ops;
 }
 
@@ -215,15 +205,19 @@ static bool price_group_traffic(Ctx *x, int g) {
   bool achieved = x->o.accounting == ACCOUNT_ACHIEVED && !x->o.bound;
   GroupEval *ge = &ev->g[g];
   EinsumEval *e = &ev->e[ge->first];
-  if (!x->o.bound)
-    for (int i = 0; i < ge->n; i++)
-      geometry_traffic(x, e[i].einsum, &e[i], !achieved, true);
   if (achieved)
     return price_group(x, g, e, ge);
+  for (int i = 0; i < ge->n; i++) {
+    member_restart(x, i, &e[i]);
+    if (!x->o.bound)
+      geometry_traffic(x, e[i].einsum, &e[i], true, true, NULL);
+  }
   for (int i = 0; i < ge->n; i++) {
     e[i].fits = true; /* the algorithmic minimum maps nothing */
     snprintf(e[i].mapping, sizeof e[i].mapping, "-");
     level_set_mapping(x, &e[i], NULL, NULL);
+    if (x->redo)
+      x->redo[i] = true;
   }
   return true;
 }
@@ -237,16 +231,24 @@ static bool price_traffic(Ctx *x) {
 }
 
 /* Einsum evaluation R, its traffic charged: every level's bytes, its
- * cycles and energy, added to the layer's totals. */
+ * cycles and energy (the layer's totals are einsum_total's). */
 static void price_einsum(Ctx *x, EinsumEval *r) {
-  Eval *ev = x->ev;
   ctx_at_group(x, r->group);
   price_levels(x, r);
   bind_for_latency(x, r);
   if (r->compute_cycles >= r->mem_cycles)
     r->bound = -1; /* compute bounds it, not the slowest level */
   r->cycles = einsum_cycles(x, r, r->mem_cycles);
-  ops_energy(x, r);
+  einsum_energy(x, r);
+}
+
+/* Einsum evaluation R, priced, added to the layer's totals (in the order
+ * of the Einsums, as every total is a sum over them). */
+static void einsum_total(Ctx *x, const EinsumEval *r) {
+  Eval *ev = x->ev;
+  ctx_at_group(x, r->group);
+  levels_total(x, r);
+  ops_total(x, r);
   ev->read += r->read;
   ev->write += r->write;
   ev->inter += r->inter_read + r->inter_write;
@@ -429,8 +431,10 @@ Eval *model_eval_at_level(const Cascade *c, const Shape *s, const Arch *a,
   for (int i = 0; ok && i < ev->n; i++)
     price_compute(&x, ev->e[i].einsum, x.unit[ev->e[i].einsum], &ev->e[i]);
   ok = ok && price_traffic(&x);
-  for (int i = 0; ok && i < ev->n; i++)
+  for (int i = 0; ok && i < ev->n; i++) {
     price_einsum(&x, &ev->e[i]);
+    einsum_total(&x, &ev->e[i]);
+  }
   if (ok) {
     compose_layer(&x);
     ev->energy_pj =
@@ -542,7 +546,8 @@ Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
 struct GroupPricer {
   Ctx x;
   int g;                /* the group bound last, or -1 */
-  EinsumEval *computed; /* its Einsums, bound and their compute priced */
+  EinsumEval *computed; /* its Einsums, bound and their compute priced
+                           (x.base) */
 };
 
 GroupPricer *model_group_pricer_new(const Cascade *c, const Shape *s,
@@ -562,6 +567,8 @@ GroupPricer *model_group_pricer_new(const Cascade *c, const Shape *s,
   gp->x.dirty->t = xmalloc(((size_t)c->ntensors + 1) * sizeof(int));
   gp->g = -1;
   gp->computed = xcalloc((size_t)c->neinsums + 1, sizeof *gp->computed);
+  gp->x.base = gp->computed;
+  gp->x.redo = xcalloc((size_t)c->neinsums + 1, sizeof *gp->x.redo);
   return gp;
 }
 
@@ -577,6 +584,7 @@ void model_group_pricer_free(GroupPricer *gp) {
   free(gp->x.dirty);
   ctx_free(&gp->x);
   free(gp->computed);
+  free(gp->x.redo);
   free(gp);
 }
 
@@ -603,18 +611,14 @@ const Eval *model_group_bind(GroupPricer *gp, Plan *plan, int g) {
 }
 
 /* Clear the scratch evaluation's totals and group G's entries for another
- * price of G (N Einsums, their compute priced). */
+ * price of G (N Einsums): its members stay as the last price left them
+ * (each is priced again from its binding where it changes:
+ * member_restart). */
 static void group_reset(GroupPricer *gp, int g, int n) {
   Ctx *x = &gp->x;
   Eval *ev = x->ev;
   free(ev->g[g].spills);
   ev->g[g] = (GroupEval){.first = 0, .n = n};
-  memcpy(ev->e, gp->computed, (size_t)n * sizeof *ev->e);
-  for (int i = 0; i < n; i++) /* as bound, before bind_for_latency */
-    x->unit[ev->e[i].einsum] = ev->e[i].unit;
-  for (int i = 0; i < n; i++)
-    memset(&ev->ntuse[(size_t)ev->e[i].einsum * (size_t)ev->nlevels], 0,
-           (size_t)ev->nlevels * sizeof *ev->ntuse);
   for (int k = 0; k < x->dirty->n; k++) /* what the last price charged */
     ev->tensor_read[x->dirty->t[k]] = ev->tensor_write[x->dirty->t[k]] = 0;
   x->dirty->n = 0;
@@ -636,7 +640,10 @@ const Eval *model_group_price(GroupPricer *gp, double start) {
   if (!price_group_traffic(x, g))
     return NULL;
   for (int i = 0; i < n; i++)
-    price_einsum(x, &ev->e[i]);
+    if (x->redo[i])
+      price_einsum(x, &ev->e[i]);
+  for (int i = 0; i < n; i++)
+    einsum_total(x, &ev->e[i]);
   ev->cycles = compose_group(x, g, start);
   ev->seconds = ev->cycles / x->a->clock_hz;
   ev->energy_pj =

@@ -26,129 +26,14 @@
  * adding the least traffic first (the paper's partial fusion, §IV-A),
  * until one does.
  *
- * Why one file over 1,200 lines: every function here reads the group
- * being priced (Grp, private to this file) and its per-group cache
- * (Frame); the tile search, the spills and the RD passes call one
- * another through it. Splitting would publish Grp in a header for three
- * files that only this one calls. */
-#include "price.h"
+ * Its members' nests and bills are members.c's, the design's extra
+ * traffic extras.c's (group.h: what they share). */
+#include "group.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef enum { HELD_MADE, HELD_SHARED, HELD_WEIGHT } HeldKind;
-
-typedef struct Held {
-  int tensor;
-  HeldKind kind;
-  int first, last; /* member positions it is live over */
-  bool on;         /* held; else off chip */
-  double charge;   /* elements the group moves for it once (its DRAM read,
-                      or its write if it escapes) */
-  double whole;    /* its elements */
-  double nested;   /* nested_factor for the group's tile ranks (set by
-                      shape_held: it does not change with the tile) */
-  unsigned tiled;  /* bit k: it has the group's tile rank k (set with
-                      nested) */
-} Held;
-
-typedef struct Grp {
-  Ctx *x;
-  const Group *gr;
-  EinsumEval *ev; /* its members' evaluations, in order */
-  int n;          /* members */
-  int nt;         /* tile ranks */
-  int rank[IR_MAX_RANKS];
-  double size[IR_MAX_RANKS], tile[IR_MAX_RANKS];
-  int nheld;
-  Held *held;     /* in order of first use (first ascending) */
-  int *held_from; /* per member I: the first held tensor whose first use
-                     is I or later (held_from[n]: nheld) */
-  int *held_of;   /* per tensor: index into held, or -1 */
-  int state_t, iter_rank;
-  int shaped;     /* the tile ranks (nt) the held tensors' whole, nested
-                     and tiled were set for (shape_held), or -1 */
-  double budget;  /* reserve_share x buffer */
-  double keep;    /* share of each held tensor's tile on chip, the rest
-                     off chip (overbook): 1 unless the tile overbooks */
-  bool overbook;  /* a tile may overbook (priced_by_dram) */
-  bool whole;     /* MARCA-like: intermediates whole, for the whole group */
-  int nspills;
-  Spill *spills;
-  struct Nest **nest;  /* per member: its loop nest (member_problem) */
-  double *fp;          /* per held tensor: reservation's scratch */
-  int *live;           /* the same */
-  double *mem;         /* per member: a trial's scratch (try_tile) */
-  bool *same;          /* the same */
-} Grp;
-
-/* The tiles a group tries: the smallest (1, or the whole with hold_whole)
- * doubled up to its whole, at most this many. */
-enum { TILE_CANDIDATES = 80 };
-
-/* A trial of one candidate tile as a group pricer last priced it: what
- * the group held then (ON, per held tensor), and per member its mapping
- * and the elements it moves (HAVE: mapped; a trial stops at the first
- * member that does not fit). A spill variant changes only the members
- * that read or write what it sends off chip, so another trial of the
- * tile at the same capacity maps only those (try_tile). */
-typedef struct Kept {
-  bool set;
-  int nt, state_t;
-  double total, cap;
-  bool *on;
-  bool *have;
-  Mapping *map;
-  double *elems;
-} Kept;
-
-/* What group G holds before any spill (each held tensor shaped:
- * shape_held), its tile ranks and its recurrence: the same for every
- * spill variant of a group, so a group pricer keeps them (Ctx.frame) from
- * its first price of the group it bound last to the next bind; and its
- * trials per candidate tile (KEPT, for its N members and NHELD held
- * tensors: the arrays' room). */
-/* The Grp fields a frame keeps besides its held tensors: one list, for
- * the struct and the copies both ways (frame_of). */
-#define FRAME_KEPT(X) X(nheld) X(nt) X(state_t) X(iter_rank) X(shaped)
-
-struct Frame {
-  bool set;
-#define X(name) int name;
-  FRAME_KEPT(X)
-#undef X
-  Held *held;
-  int *held_from;
-  int room_members, room_held;
-  Kept kept[TILE_CANDIDATES];
-  /* The largest candidate tile whose reservation fits with every held
-   * tensor held (-1: not found yet), for tile ranks FIT_NT and recurrence
-   * FIT_STATE: a spill only lowers the reservation, so every variant's
-   * fits up to it (reserved_up_to). */
-  int fit_top, fit_nt, fit_state;
-};
-
-typedef struct Nest {
-  MapProblem p;
-  int tensor_of[MAP_MAX_TENSORS];
-  int *read_at;
-  /* The text (mapping_text) of the mapping it was last charged with, and
-   * that mapping's loops (NORDER, ORDER, their tiles in TILE): a spill
-   * variant charges most members with the mapping they had before. */
-  int norder;
-  int order[MAP_MAX_VARS];
-  double tile[MAP_MAX_VARS];
-  char text[sizeof ((EinsumEval *)0)->mapping];
-} Nest;
-
-static bool has_rank(const Tensor *T, int r) {
-  for (int k = 0; k < T->nranks; k++)
-    if (T->ranks[k] == r)
-      return true;
-  return false;
-}
 
 static bool has_tile_rank(const Grp *G, int t) {
   for (int j = 0; j < G->nt; j++)
@@ -157,31 +42,9 @@ static bool has_tile_rank(const Grp *G, int t) {
   return false;
 }
 
-static void add_spill(Grp *G, int t, SpillReason why) {
+void add_spill(Grp *G, int t, SpillReason why) {
   G->spills = xrealloc(G->spills, (size_t)(G->nspills + 1) * sizeof *G->spills);
   G->spills[G->nspills++] = (Spill){t, why};
-}
-
-/* ---- DRAM traffic ---- */
-
-void charge(const Ctx *x, EinsumEval *r, int t, double n, bool write,
-            bool intra) {
-  double b = n * x->word;
-  bool inter = x->inter[t] && !intra;
-  if (write) {
-    r->write += b;
-    *(inter ? &r->inter_write : &r->intra_write) += b;
-  } else {
-    r->read += b;
-    *(inter ? &r->inter_read : &r->intra_read) += b;
-  }
-  if (x->ev) {
-    if (x->dirty && b != 0 && x->ev->tensor_write[t] == 0 &&
-        x->ev->tensor_read[t] == 0)
-      x->dirty->t[x->dirty->n++] = t;
-    (write ? x->ev->tensor_write : x->ev->tensor_read)[t] += b;
-  }
-  level_add(x, r, 0, t, write ? 0 : b, write ? b : 0);
 }
 
 /* ---- what the group holds ---- */
@@ -511,172 +374,6 @@ static double reservation(const Grp *G, int *peak, double *live) {
   return res;
 }
 
-/* ---- one member ---- */
-
-/* Is read K of Einsum E on chip whatever the group holds? A read inside
- * a recurrence a step back is: that step is the recurrence's state, which
- * the group reserves room for (reservation). A read inside it at the
- * same step (Mamba-1's H reading HH) is an ordinary hand-over: if the
- * group sent the tensor off chip, it is read back. */
-static bool reads_state(const Ctx *x, int e, int k) {
-  return x->plan->src[e][k] == SRC_RECURRENCE &&
-         access_lagged(x->c->einsums[e]->reads[k]);
-}
-
-/* Does member I's read K come from DRAM in its own mapping (not held)? */
-static bool own_read(const Grp *G, int i, int k) {
-  const Ctx *x = G->x;
-  int e = G->gr->einsums[i];
-  int t = x->c->einsums[e]->reads[k]->tensor;
-  int h = G->held_of[t];
-  if (reads_state(x, e, k))
-    return false;
-  switch (x->plan->src[e][k]) {
-  case SRC_RECURRENCE:
-    return h >= 0 && !G->held[h].on;
-  case SRC_HANDOVER:
-    return h < 0 || !G->held[h].on;
-  case SRC_DRAM:
-    break;
-  }
-  return h < 0 || !G->held[h].on;
-}
-
-/* Does member I's mapping write its output to DRAM? */
-static bool own_write(const Grp *G, int i) {
-  const Ctx *x = G->x;
-  int t = x->c->einsums[G->gr->einsums[i]]->out.tensor;
-  int h = G->held_of[t];
-  if (h >= 0 && G->held[h].on)
-    return false; /* held; written once from the buffer if it escapes */
-  return x->plan->written[t] || h >= 0;
-}
-
-/* Member I's loop nest between DRAM and the buffer, built once per group.
- * What changes between tiles -- which tensors move (the group holds
- * some), the group's tiles, the capacity -- is set by member_problem. */
-static Nest *build_nest(const Grp *G, int i) {
-  int ei = G->gr->einsums[i];
-  const Einsum *e = G->x->c->einsums[ei];
-  Nest *n = xcalloc(1, sizeof *n);
-  n->read_at = xmalloc(((size_t)e->nreads + 1) * sizeof *n->read_at);
-  einsum_nest(G->x, ei, &n->p, n->tensor_of, n->read_at);
-  return n;
-}
-
-/* Member I's loop nest: kept across groups where the context keeps
- * them (member_problem sets every field a group changes). */
-static Nest *member_nest(const Grp *G, int i) {
-  Nest **keep = G->x->nests;
-  if (!keep)
-    return build_nest(G, i);
-  int e = G->gr->einsums[i];
-  if (!keep[e])
-    keep[e] = build_nest(G, i);
-  return keep[e];
-}
-
-static void nest_free(Nest *n) {
-  if (n) {
-    free(n->read_at);
-  }
-  free(n);
-}
-
-void nests_free(Nest **nests, int n) {
-  for (int e = 0; nests && e < n; e++)
-    nest_free(nests[e]);
-  free(nests);
-}
-
-/* Member I's problem with the group's current holdings and tile, and
- * CAPACITY elements of buffer. */
-static const MapProblem *member_problem(const Grp *G, int i,
-                                        double capacity) {
-  const Einsum *e = G->x->c->einsums[G->gr->einsums[i]];
-  MapProblem *p = &G->nest[i]->p;
-  const int *at = G->nest[i]->read_at;
-  for (int j = 0; j < p->ntensors - 1; j++)
-    p->t[j].dram = false;
-  for (int k = 0; k < e->nreads; k++)
-    if (at[k] >= 0)
-      p->t[at[k]].dram = p->t[at[k]].dram || own_read(G, i, k);
-  p->t[p->ntensors - 1].dram = own_write(G, i);
-  p->outer = 0;
-  for (int k = 0; k < G->nt; k++)
-    for (int v = 0; v < p->nvars; v++)
-      if (e->vars[v].rank == G->rank[k] && VARSET_HAS(e->out_vars, v)) {
-        p->outer |= VARSET_BIT(v);
-        p->outer_tile[v] = G->tile[k];
-        break;
-      }
-  p->capacity = capacity;
-  return p;
-}
-
-/* Does member I read held tensor H from the buffer (a recurrence's
- * state excepted: it stays on chip whatever the group holds)? */
-static bool reads_held(const Grp *G, const Held *h, int i) {
-  const Ctx *x = G->x;
-  int e = G->gr->einsums[i];
-  const Einsum *E = x->c->einsums[e];
-  if (i < h->first + (h->kind == HELD_MADE) || i > h->last)
-    return false;
-  for (int j = 0; j < E->nreads; j++)
-    if (E->reads[j]->tensor == h->tensor && !reads_state(x, e, j))
-      return true;
-  return false;
-}
-
-/* The elements member I moves when SHARE of held tensor H goes off chip:
- * a made tensor is written by its producer (if it was not anyway) and read
- * back by each reader; a shared one is fetched by each reader after the
- * first; a weight, by each reader. *RD and *WR get them. */
-static void off_chip_moves(const Grp *G, const Held *h, int i, double share,
-                           double *rd, double *wr) {
-  double n = share * h->whole;
-  *rd = *wr = 0;
-  if (share <= 0)
-    return;
-  if (h->kind == HELD_MADE && i == h->first &&
-      !G->x->plan->written[h->tensor])
-    *wr = n;
-  if (reads_held(G, h, i) &&
-      !(h->kind == HELD_SHARED && i == h->first))
-    *rd = n;
-}
-
-/* The share of held tensor H's tile the current tile sends off chip: what
- * overbooking leaves out (a weight and a tensor the group no longer holds
- * are no part of it). */
-static double overbooked_share(const Grp *G, const Held *h) {
-  return h->on && h->kind != HELD_WEIGHT ? 1 - G->keep : 0;
-}
-
-/* Elements the group moves once at member I: its held tensors' first
- * fetch (at their first reader), held escaping tensors' write, and what
- * an overbooked tile sends off chip and back. */
-static double held_charges(const Grp *G, int i) {
-  double n = 0;
-  if (G->keep >= 1) { /* nothing overbooked: the first fetches alone */
-    for (int k = G->held_from[i]; k < G->held_from[i + 1]; k++)
-      if (G->held[k].on)
-        n += G->held[k].charge;
-    return n;
-  }
-  for (int k = 0; k < G->nheld; k++) {
-    const Held *h = &G->held[k];
-    if (!h->on)
-      continue;
-    if (h->first == i)
-      n += h->charge;
-    double rd, wr;
-    off_chip_moves(G, h, i, overbooked_share(G, h), &rd, &wr);
-    n += rd + wr;
-  }
-  return n;
-}
-
 /* ---- choosing the tile ---- */
 
 typedef struct Trial {
@@ -779,7 +476,7 @@ static Trial try_tile(const Grp *G, double reserve, Mapping *maps, int at,
       k->on[h] = G->held[h].on;
   }
   if (tr.ok)
-    tr.latency = compose_span(x, G->ev, G->n, mem);
+    tr.latency = compose_span(x, G->bound, G->n, mem);
   return tr;
 }
 
@@ -800,7 +497,7 @@ static Trial bound_tile(const Grp *G) {
     tr.traffic += elems;
     mem[i] = elems * x->word / x->bw;
   }
-  tr.latency = compose_span(x, G->ev, G->n, mem);
+  tr.latency = compose_span(x, G->bound, G->n, mem);
   return tr;
 }
 
@@ -860,10 +557,16 @@ static double set_tile(Grp *G, double total, bool overbook) {
 }
 
 /* Does candidate tile AT of CAND fit (its reservation in the budget,
- * every member in the rest)? TR gets its price, MAPS its mappings. */
-static bool fits(Grp *G, const double *cand, int at, Trial *tr,
+ * every member in the rest)? TR gets its price, MAPS its mappings. RES:
+ * its reservation where known (reserved_up_to's), else -1. */
+static bool fits(Grp *G, const double *cand, int at, double res, Trial *tr,
                  Mapping *maps) {
-  double res = set_tile(G, cand[at], false);
+  if (res >= 0) { /* the tile set_tile would set */
+    spread(G, cand[at]);
+    G->keep = 1;
+  } else {
+    res = set_tile(G, cand[at], false);
+  }
   if (res < 0)
     return false;
   *tr = try_tile(G, res, maps, at, cand[at]);
@@ -872,13 +575,18 @@ static bool fits(Grp *G, const double *cand, int at, Trial *tr,
 
 /* The largest of the NC candidate tiles CAND (ascending) whose
  * reservation fits the budget, or -1: the reservation only grows with
- * the tile, so by bisection, above KNOWN (one known to fit, or -1). */
-static int reserved_up_to(Grp *G, const double *cand, int nc, int known) {
+ * the tile, so by bisection, above KNOWN (one known to fit, or -1).
+ * *RES gets its reservation where the bisection found it, else -1. */
+static int reserved_up_to(Grp *G, const double *cand, int nc, int known,
+                          double *res) {
   int lo = known + 1, hi = nc - 1, top = known;
+  *res = -1;
   while (lo <= hi) {
     int mid = (lo + hi) / 2;
-    if (set_tile(G, cand[mid], false) >= 0) {
+    double r = set_tile(G, cand[mid], false);
+    if (r >= 0) {
       top = mid;
+      *res = r;
       lo = mid + 1;
     } else {
       hi = mid - 1;
@@ -914,8 +622,8 @@ static void fit_note(const Grp *G, int top) {
 
 /* Choose the tile among those whose reservation and members fit, into
  * MAPS. Returns the chosen total (elements of the tile), or 0 if none
- * fits; *SMALLEST gets the reservation of the smallest candidate and *PEAK
- * its peak member. Fitting shrinks with the tile (the reservation and
+ * fits (then *SMALLEST gets the reservation of the smallest candidate and
+ * *PEAK its peak member). Fitting shrinks with the tile (the reservation and
  * every member's tiles grow with it), so without weight refetches the
  * largest fitting tile is found by bisection; the larger ones are then
  * priced overbooked, and one is kept only when it is faster (ties: less
@@ -936,8 +644,6 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
     if (t >= whole || nc == TILE_CANDIDATES - 1)
       break;
   }
-  spread(G, cand[0]);
-  *smallest = reservation(G, peak, NULL);
   Trial tr, best = {0};
   Mapping *trial = xmalloc(((size_t)G->n + 1) * sizeof *trial); /* set before read */
   double chosen = 0;
@@ -945,23 +651,24 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
   if (!refetches_weights(G)) {
     /* The reservation alone first (no mapping searched): the largest
      * candidate it fits is where the members' fit is tried first. */
-    int lo = 0, hi = reserved_up_to(G, cand, nc, fit_known(G));
+    double at_hi;
+    int lo = 0, hi = reserved_up_to(G, cand, nc, fit_known(G), &at_hi);
     fit_note(G, hi);
     if (hi < 0) {
       /* not even the smallest tile's reservation fits */
-    } else if (fits(G, cand, hi, &best, maps)) {
+    } else if (fits(G, cand, hi, at_hi, &best, maps)) {
       chosen = cand[hi];
       above = hi + 1;
     } else if (hi == 0) {
       /* the smallest tile's members do not fit */
-    } else if (fits(G, cand, 0, &best, maps)) {
+    } else if (fits(G, cand, 0, -1, &best, maps)) {
       chosen = cand[0];
       above = 1;
       lo = 1;
       hi--;
       while (lo <= hi) {
         int mid = (lo + hi) / 2;
-        if (fits(G, cand, mid, &tr, trial)) {
+        if (fits(G, cand, mid, -1, &tr, trial)) {
           chosen = cand[mid];
           best = tr;
           above = mid + 1;
@@ -974,7 +681,7 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
     }
   } else {
     for (int i = nc - 1; i >= 0; i--) /* ties: the larger tile */
-      if (fits(G, cand, i, &tr, trial)) {
+      if (fits(G, cand, i, -1, &tr, trial)) {
         if (above == nc)
           above = i + 1;
         if (chosen == 0 || better(&tr, &best)) {
@@ -1002,8 +709,12 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
     }
   }
   free(trial);
-  if (chosen > 0)
+  if (chosen > 0) {
     *reserved = set_tile(G, chosen, true);
+  } else {
+    spread(G, cand[0]);
+    *smallest = reservation(G, peak, NULL);
+  }
   return chosen;
 }
 
@@ -1033,228 +744,6 @@ static int cheapest_spill(const Grp *G, int peak) {
   return best;
 }
 
-/* ---- the fully fused design's extra traffic (achieved) ---- */
-
-/* Does Einsum R reduce over a variable that indexes a rank of tensor T
- * (by rank name: the pass analysis follows the data, not the loops)? */
-static bool reduces_rank_of(const Cascade *c, const Einsum *r, int t) {
-  VarSet red = einsum_reduced_vars(r);
-  const Tensor *T = &c->tensors[t];
-  for (int v = 0; v < r->nvars; v++)
-    if (VARSET_HAS(red, v))
-      for (int k = 0; k < T->nranks; k++)
-        if (T->ranks[k] == r->vars[v].rank)
-          return true;
-  return false;
-}
-
-/* The ranks a read inside the group iterates, into ITER (per rank): a
- * lagged read's, a recurrence's rank, walked step by step whatever the
- * tile. */
-static void iterated_ranks(const Grp *G, bool *iter) {
-  const Cascade *c = G->x->c;
-  const Plan *p = G->x->plan;
-  const Ctx *x = G->x;
-  int g = p->group_of[G->gr->einsums[0]];
-  for (int i = 0; i < G->n; i++) /* the edges into the members */
-    for (int q = x->in_at[G->gr->einsums[i]];
-         q < x->in_at[G->gr->einsums[i] + 1]; q++) {
-      const Edge *e = &c->edges[x->in_ord[q]];
-      if (p->group_of[e->producer] != g)
-        continue;
-      for (int a = 0; a < e->nacc; a++)
-        for (int j = 0; j < e->acc[a]->n; j++)
-          if (e->acc[a]->idx[j].lag > 0)
-            iter[c->tensors[e->tensor].ranks[j]] = true;
-    }
-}
-
-/* Per held tensor, the first edge (in the cascade's order) that hands it
- * to an RD consumer in the group, or -1, into RD_EDGE: one pass over the
- * members' incoming edges for the whole group. */
-static void rd_edges(const Grp *G, int *rd_edge) {
-  const Ctx *x = G->x;
-  const Cascade *c = x->c;
-  for (int h = 0; h < G->nheld; h++)
-    rd_edge[h] = -1;
-  for (int i = 0; i < G->n; i++) /* the edges into the members: the least */
-    for (int q = x->in_at[G->gr->einsums[i]];
-         q < x->in_at[G->gr->einsums[i] + 1]; q++) {
-      int k = x->in_ord[q], h = G->held_of[c->edges[k].tensor];
-      if (h >= 0 && (rd_edge[h] < 0 || k < rd_edge[h]) &&
-          x->pairs[k].cls == FC_RD)
-        rd_edge[h] = k;
-    }
-}
-
-/* Does member I write its output's partial products off chip (§IV-E, RD
- * fusion: "allow partial products of the upstream intermediate tensor to
- * write to main memory, then trigger the downstream Einsum on the final
- * write")? When rd_partials is on, for an output the group holds, does not
- * write anyway, and hands over to an RD consumer in the group (its first
- * such edge: RD_EDGE, rd_edges). SPLIT (per rank) gets the ranks whose
- * reduction that splits: the upstream's reduced ranks, walked one tile at
- * a time (partial products exist only then), but a recurrence's rank
- * (ITER, iterated_ranks), which is walked step by step anyway. */
-static bool writes_partials(const Grp *G, int i, const int *rd_edge,
-                            const bool *iter, bool *split) {
-  const Ctx *x = G->x;
-  const Einsum *E = x->c->einsums[G->gr->einsums[i]];
-  int t = E->out.tensor, h = G->held_of[t];
-  if (!x->o.rd_partials || h < 0 || !G->held[h].on ||
-      G->held[h].kind != HELD_MADE || x->plan->written[t] || rd_edge[h] < 0)
-    return false;
-  const Pair *pr = &x->pairs[rd_edge[h]];
-  for (int v = 0; v < E->nvars; v++)
-    if (VARSET_HAS(pr->reduced, v) && !iter[E->vars[v].rank])
-      split[E->vars[v].rank] = true;
-  return true;
-}
-
-/* Does the group's traversal split a rank of T that Einsum R reduces over
- * -- a tiled rank whose tile is short of its extent, or a rank an RD
- * upstream's partial products split (SPLIT, writes_partials)? Then R sees
- * T one part at a time and cannot finish before the part is gone. */
-static bool splits_reduction(const Grp *G, const bool *split, int t, int r) {
-  const Cascade *c = G->x->c;
-  const Einsum *E = c->einsums[r];
-  VarSet red = einsum_reduced_vars(E);
-  for (int v = 0; v < E->nvars; v++) {
-    int rk = E->vars[v].rank;
-    if (!VARSET_HAS(red, v) || !has_rank(&c->tensors[t], rk))
-      continue;
-    if (split[rk])
-      return true;
-    for (int j = 0; j < G->nt; j++)
-      if (rk == G->rank[j] && G->tile[j] < G->size[j])
-        return true;
-  }
-  return false;
-}
-
-/* FuseMax's pass analysis: T needs two passes in the group when one
- * reader's data flows into a reduction over one of T's ranks whose result
- * another reader of T waits for (RMSNorm's LEX; Mamba's X), and the
- * group's traversal splits that rank (splits_reduction): where it holds
- * the rank whole, the reduction completes within the tile and the waiting
- * reader finds T still on chip (one pass: FuseMax's 256-key chunk, a
- * token's model dimension in a group without RD partial products). */
-static bool needs_two_passes(const Grp *G, const bool *split, int t,
-                             const int *reader, int nreaders) {
-  const Cascade *c = G->x->c;
-  const int *m = G->gr->einsums;
-  for (int ri = 0; ri < G->n; ri++) {
-    int r = m[ri];
-    if (!reduces_rank_of(c, c->einsums[r], t) ||
-        !splits_reduction(G, split, t, r))
-      continue;
-    bool fed = false, waits = false;
-    for (int i = 0; i < nreaders; i++) {
-      int q = reader[i];
-      if (cascade_reaches(c, q, r))
-        fed = true;
-      else if (q != r && cascade_reaches(c, r, q))
-        waits = true;
-    }
-    if (fed && waits)
-      return true;
-  }
-  return false;
-}
-
-/* Each held tensor's readers after its first use, as Einsums in member
- * order: held tensor H's are READ_BY[(*FROM)[H] .. (*FROM)[H + 1]) of the
- * array returned (both the caller's to free); one pass over the members'
- * reads to count them, one to place them. */
-static int *held_readers(const Grp *G, int **from) {
-  const Cascade *c = G->x->c;
-  int *start = xcalloc((size_t)G->nheld + 2, sizeof *start);
-  int *last = xmalloc(((size_t)G->nheld + 1) * sizeof *last);
-  int *read_by = NULL;
-  for (int pass = 0; pass < 2; pass++) {
-    for (int h = 0; h < G->nheld; h++)
-      last[h] = -1;
-    for (int j = 0; j < G->n; j++) {
-      const Einsum *E = c->einsums[G->gr->einsums[j]];
-      for (int k = 0; k < E->nreads; k++) {
-        int h = G->held_of[E->reads[k]->tensor];
-        if (h < 0 || j <= G->held[h].first || last[h] == j)
-          continue;
-        last[h] = j;
-        if (pass == 0)
-          start[h + 1]++;
-        else
-          read_by[start[h]++] = G->gr->einsums[j];
-      }
-    }
-    if (pass == 0) { /* counts to starts */
-      for (int h = 0; h < G->nheld; h++)
-        start[h + 1] += start[h];
-      read_by = xmalloc(((size_t)start[G->nheld] + 1) * sizeof *read_by);
-    } else { /* each start was moved to the next one's: move them back */
-      for (int h = G->nheld; h > 0; h--)
-        start[h] = start[h - 1];
-      start[0] = 0;
-    }
-  }
-  free(last);
-  *from = start;
-  return read_by;
-}
-
-/* The paper's full-fusion rules on top of the mappings: an RD pair inside
- * the group writes the upstream's partial products (intra-Einsum traffic,
- * §VI-C), which splits the upstream's reduced ranks; a tensor needing two
- * passes over a split rank is written (if it was not) and read again at
- * its last reader (inter-Einsum traffic: §VI-C's X and LEX). */
-static void design_extras(Grp *G) {
-  Ctx *x = G->x;
-  const Cascade *c = x->c;
-  if (x->o.accounting != ACCOUNT_ACHIEVED)
-    return;
-  bool *split = xcalloc((size_t)c->nranks + 1, sizeof *split);
-  bool *iter = xcalloc((size_t)c->nranks + 1, sizeof *iter);
-  bool *partials = xcalloc((size_t)G->n + 1, sizeof *partials);
-  int *rd_edge = xmalloc(((size_t)G->nheld + 1) * sizeof *rd_edge);
-  iterated_ranks(G, iter);
-  rd_edges(G, rd_edge);
-  for (int i = 0; i < G->n; i++)
-    partials[i] = writes_partials(G, i, rd_edge, iter, split);
-  int *read_from;
-  int *reader = held_readers(G, &read_from);
-  for (int i = 0; i < G->n; i++) {
-    int e = G->gr->einsums[i];
-    int t = c->einsums[e]->out.tensor;
-    int h = G->held_of[t];
-    bool held = h >= 0 && G->held[h].on && G->held[h].kind == HELD_MADE;
-    double n = shape_tensor_elems(x->s, t);
-    /* Only a held tensor: one off chip is read from DRAM by every reader
-     * already. */
-    if (x->o.two_pass && x->inter[t] && held) {
-      const int *rs = &reader[read_from[h]];
-      int nr = read_from[h + 1] - read_from[h];
-      if (nr > 1 && needs_two_passes(G, split, t, rs, nr)) {
-        if (!x->plan->written[t])
-          charge(x, &G->ev[i], t, n, true, false);
-        int last = i;
-        for (int j = i + 1; j < G->n; j++)
-          if (G->gr->einsums[j] == rs[nr - 1])
-            last = j;
-        charge(x, &G->ev[last], t, n, false, false);
-        add_spill(G, t, SPILL_TWO_PASS);
-      }
-    }
-    if (partials[i])
-      charge(x, &G->ev[i], t, n, true, true);
-  }
-  free(read_from);
-  free(rd_edge);
-  free(iter);
-  free(partials);
-  free(split);
-  free(reader);
-}
-
 /* ---- the group ---- */
 
 static bool too_small(const Grp *G) {
@@ -1271,63 +760,6 @@ static bool too_small(const Grp *G) {
              buf->name, x->glb, names.s, G->n > 6 ? ", ..." : "", c->path);
   buf_free(&names);
   return false;
-}
-
-/* Member I's mapping M as text (mapping_text, which reads its loops
- * alone) into TEXT: its nest's kept text where M's loops are those it was
- * last made for. */
-static void member_text(const Grp *G, int i, const Mapping *m, char *text) {
-  Nest *n = G->nest[i];
-  bool same = n->norder == m->norder && n->text[0] != '\0';
-  for (int j = 0; same && j < m->norder; j++)
-    same = n->order[j] == m->order[j] &&
-           n->tile[m->order[j]] == m->tile[m->order[j]];
-  if (!same) {
-    mapping_text(G->x->c->einsums[G->gr->einsums[i]], m, n->text,
-                 sizeof n->text);
-    n->norder = m->norder;
-    for (int j = 0; j < m->norder; j++) {
-      n->order[j] = m->order[j];
-      n->tile[m->order[j]] = m->tile[m->order[j]];
-    }
-  }
-  memcpy(text, n->text, sizeof n->text);
-}
-
-/* Charge member I's traffic: its mapping and the group's once-per-group
- * moves at it. */
-static void charge_member(Grp *G, int i, const Mapping *m,
-                          const MapProblem *p, const int *tensor_of) {
-  Ctx *x = G->x;
-  EinsumEval *r = &G->ev[i];
-  for (int j = 0; j < p->ntensors; j++) {
-    if (m->read[j] > 0)
-      charge(x, r, tensor_of[j], m->read[j], false, false);
-    if (m->write[j] > 0)
-      charge(x, r, tensor_of[j], m->write[j], true, false);
-  }
-  /* Nothing overbooked: only the tensors first used here move (held is
-   * in order of first use). */
-  int from = G->keep >= 1 ? G->held_from[i] : 0;
-  int to = G->keep >= 1 ? G->held_from[i + 1] : G->nheld;
-  for (int k = from; k < to; k++) {
-    const Held *h = &G->held[k];
-    if (!h->on)
-      continue;
-    if (h->first == i && h->charge > 0)
-      charge(x, r, h->tensor, h->charge, h->kind == HELD_MADE, false);
-    double rd, wr;
-    off_chip_moves(G, h, i, overbooked_share(G, h), &rd, &wr);
-    if (rd > 0)
-      charge(x, r, h->tensor, rd, false, false);
-    if (wr > 0)
-      charge(x, r, h->tensor, wr, true, false);
-  }
-  r->footprint = m->footprint;
-  r->capacity = p->capacity;
-  r->fits = m->fits;
-  member_text(G, i, m, r->mapping);
-  level_set_mapping(x, r, m, p);
 }
 
 /* Is the recurrence's state all the group still reserves room for, every
@@ -1357,6 +789,9 @@ void frame_forget(Frame *f) {
   f->fit_top = -1;
   for (int c = 0; c < TILE_CANDIDATES; c++)
     f->kept[c].set = false;
+  for (int i = 0; i < f->nbilled; i++)
+    f->billed[i].set = false;
+  f->passes_set = false;
 }
 
 void frame_free(Frame *f) {
@@ -1369,6 +804,12 @@ void frame_free(Frame *f) {
       free(f->kept[c].map);
       free(f->kept[c].elems);
     }
+    billed_free(f->billed, f->nbilled);
+    billed_free(f->next, f->nbilled);
+    free(f->billed);
+    free(f->next);
+    free(f->extras.c);
+    pass_facts_free(&f->passes);
   }
   free(f);
 }
@@ -1429,7 +870,8 @@ static void frame_of(Grp *G) {
 }
 
 bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
-  Grp G = {.x = x, .gr = &x->plan->groups[g], .ev = ev, .shaped = -1};
+  Grp G = {.x = x, .gr = &x->plan->groups[g], .ev = ev,
+           .bound = x->base ? x->base : ev, .shaped = -1};
   G.n = G.gr->n;
   G.whole = x->o.hold_whole;
   G.budget = x->o.reserve_share * x->glb;
@@ -1484,11 +926,7 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
     for (int k = 0; G.keep < 1 && k < G.nheld; k++)
       if (overbooked_share(&G, &G.held[k]) > 0)
         add_spill(&G, G.held[k].tensor, SPILL_OVERBOOKED);
-    for (int i = 0; i < G.n; i++) {
-      const MapProblem *p = member_problem(&G, i, fmax(x->glb - res, 0));
-      charge_member(&G, i, &maps[i], p, G.nest[i]->tensor_of);
-    }
-    design_extras(&G);
+    bill_members(&G, maps, res);
     ge->reserve = res;
     ge->ntiled = G.nt;
     memcpy(ge->tiled, G.rank, sizeof ge->tiled);

@@ -409,6 +409,16 @@ void price_levels(Ctx *x, EinsumEval *r) {
       r->mem_cycles = u->cycles;
       r->bound = l;
     }
+  }
+}
+
+void levels_total(Ctx *x, const EinsumEval *r) {
+  Eval *ev = x->ev;
+  const Arch *a = x->a;
+  int f = a->fusion_level;
+  const LevelUse *use = &ev->use[(size_t)(r - ev->e) * (size_t)ev->nlevels];
+  for (int l = 0; l < a->nlevels; l++) {
+    const LevelUse *u = &use[l];
     LevelRole role = arch_level_role(a, l);
     *(role == LEVEL_OFFCHIP ? &ev->energy_dram
       : l <= f              ? &ev->energy_glb

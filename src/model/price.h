@@ -53,14 +53,22 @@ typedef struct Ctx {
    * pricer's, NULL: none): binding by cost and the latency binding price
    * every unit of every member, for every group and spill variant. */
   BindKeep *bind_keep;
-  /* The tensors charge() has moved since the list was last emptied (a
-   * group pricer's; NULL: none kept), so that another price of a group
+  /* The tensors charge_total() has moved since the list was last emptied
+   * (a group pricer's; NULL: none kept), so that another price of a group
    * clears the per-tensor totals it set and no others. */
   struct Dirty {
     int n;
     int *t; /* room for every tensor: each is listed once */
   } *dirty;
   HeldScratch *held; /* group.c's, per tensor */
+  /* A group pricer's: the members of the group it bound, as bound (their
+   * compute priced), what a member priced again starts from
+   * (member_restart); and per member whether the last price of the group
+   * priced it again (REDO: its charges or its mapping changed) or kept
+   * its evaluation from the variant before. NULL: every member is priced
+   * once, from its evaluation as it stands. */
+  const EinsumEval *base;
+  bool *redo;
   Frame *frame; /* a group pricer's: the group bound last (group.c) */
   /* A plan may fuse each group at its own level (Group.level: docs/model.md,
    * "A fusion level per group"): ARCH is the architecture given, A and GLB
@@ -104,17 +112,24 @@ void price_compute(const Ctx *x, int e, int u, EinsumEval *r);
 BindKeep *bind_keep_new(const Ctx *x);
 void bind_keep_free(BindKeep *k);
 /* The unit that runs op class K of an Einsum bound to unit U: U if it has
- * a rate for K, else its epilogue (if any). */
-int op_unit(const Arch *a, int u, OpClass k);
+ * a rate for K, else its epilogue (if any). Inline: the layer's energy
+ * asks it per class of every Einsum of every price. */
+static inline int op_unit(const Arch *a, int u, OpClass k) {
+  const Unit *U = &a->units[u];
+  return U->rate[k] > 0 || U->epilogue < 0 ? u : U->epilogue;
+}
 /* Can unit U, with its epilogue, run every operation of E? */
 bool unit_runs(const Ctx *x, int e, int u);
 
-/* ---- groups (group.c) ---- */
+/* ---- groups (group.c, members.c, extras.c) ---- */
 
 /* Tile group G, decide what it holds (spilling what does not fit), map its
  * Einsums (evaluated in EV, in order, their compute known) and charge
- * their DRAM traffic; GE gets the tile, the reservation and the spills.
- * Achieved accounting only. False (diag set) when not even one tile fits. */
+ * their DRAM traffic, the plan's geometry's (the decode state) with it;
+ * GE gets the tile, the reservation and the spills. With Ctx.base (a
+ * group pricer), a member billed as at the group's last price keeps its
+ * evaluation and Ctx.redo says which were charged again. Achieved
+ * accounting only. False (diag set) when not even one tile fits. */
 bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge);
 
 /* Ctx.frame: what a group holds before its spills and its members'
@@ -126,7 +141,7 @@ void frame_free(Frame *f);
 /* Ctx.held for a cascade of NTENSORS tensors, at rest; and its end. */
 HeldScratch *held_scratch_new(int ntensors);
 void held_scratch_free(HeldScratch *h);
-/* Free N Einsums' kept nests (Ctx.nests) and the array. */
+/* Free N Einsums' kept nests (Ctx.nests) and the array (members.c). */
 void nests_free(struct Nest **nests, int n);
 
 /* Einsum E's loop nest as a mapping problem: its distinct reads (each
@@ -141,11 +156,80 @@ void einsum_nest(const Ctx *x, int e, MapProblem *p, int *tensor_of,
  * BUF of CAP bytes. */
 void mapping_text(const Einsum *e, const Mapping *m, char *buf, size_t cap);
 
-/* Charge N elements of tensor T to Einsum evaluation R, as a read or a
- * write; RECORD: also into the per-tensor totals. INTRA forces the
+/* ---- DRAM traffic (bill.c) ---- */
+
+/* One charge of DRAM traffic: N elements of tensor T to member MEMBER of
+ * a group (charge()'s arguments), as a read or a write; INTRA forces the
  * intra-Einsum class (partial products). */
+typedef struct Charge {
+  int member, t;
+  double n;
+  bool write, intra;
+} Charge;
+
+typedef struct Charges {
+  int n, cap;
+  Charge *c;
+} Charges;
+
+/* Charge N elements of tensor T to Einsum evaluation R, as a read or a
+ * write (its DRAM bytes, at the off-chip level), and into the per-tensor
+ * totals; charge_einsum: to R alone, charge_total: to the totals alone
+ * (a group's are summed after its members', in the order they were
+ * charged). INTRA forces the intra-Einsum class (partial products). */
 void charge(const Ctx *x, EinsumEval *r, int t, double n, bool write,
             bool intra);
+void charge_einsum(const Ctx *x, EinsumEval *r, int t, double n, bool write,
+                   bool intra);
+void charge_total(const Ctx *x, int t, double n, bool write);
+/* Append a charge to L (inline: a group's bills push a few per member
+ * per spill variant). */
+static inline void charges_push(Charges *l, int member, int t, double n,
+                                bool write, bool intra) {
+  VEC_PUSH(l->c, l->n, l->cap, ((Charge){member, t, n, write, intra}));
+}
+/* Every charge of L to R (charge_einsum), or to the totals. */
+void charges_apply(const Ctx *x, EinsumEval *r, const Charges *l);
+void charges_total(const Ctx *x, const Charges *l);
+
+/* The plan's geometry at Einsum E: its algorithmic minimum (R's ideal
+ * figures) and, with MOVES, its traffic (ideal accounting), with STATE
+ * the decode state's (state_io), charged to R -- and into the per-tensor
+ * totals, or with LOG into LOG instead (summed later). */
+void geometry_traffic(const Ctx *x, int e, EinsumEval *r, bool moves,
+                      bool state, Charges *log);
+
+/* Member I of the group being priced, R, back to its evaluation as bound
+ * where the context keeps one (Ctx.base): no traffic, no level's bytes. */
+void member_restart(const Ctx *x, int i, EinsumEval *r);
+
+/* What member I of a group was charged at its last price, and the facts
+ * of its mapping its evaluation reads besides (its loops at the fusion
+ * level, its footprint, its fit): where two prices of a member bill the
+ * same, its evaluation is the same (members.c keeps the last per member). */
+typedef struct Billed {
+  bool set;
+  Charges geo, own, extra; /* the geometry's (the decode state's), its
+                              mapping's and the group's once-per-group
+                              moves at it, its share of the design's
+                              extras (design_extras), each in order */
+  int norder, order[MAP_MAX_VARS];
+  double tile[MAP_MAX_VARS];
+  int coarsened, pinned;
+  int nt; /* the group's tile ranks its problem nests in (which of its
+             variables are the group's follows from them) */
+  double footprint, capacity;
+  bool fits;
+} Billed;
+
+/* B's facts from mapping M, nested in NT tile ranks of its group with
+ * CAPACITY elements of buffer. */
+void billed_facts(Billed *b, const Mapping *m, int nt, double capacity);
+/* Do A and B bill the same charges (but the geometry's, a member's own)
+ * with the same facts? */
+bool billed_same(const Billed *a, const Billed *b);
+/* Free N bills' lists (not the array). */
+void billed_free(Billed *b, int n);
 
 /* ---- FLAT's plan (flat.c) ---- */
 
@@ -159,8 +243,12 @@ Plan *flat_plan(const Cascade *c, const Shape *s, Diag *d);
 /* Einsum evaluation R's bytes at every level, per tensor, from its
  * off-chip traffic (charged) and a mapping per level inside the fusion
  * level; each level's time and energy; R's mem_cycles and the slowest
- * level (R.bound; price_einsum clears it where compute bounds R). */
+ * level (R.bound; price_einsum clears it where compute bounds R). The
+ * layer's totals are levels_total's. */
 void price_levels(Ctx *x, EinsumEval *r);
+/* Add Einsum evaluation R's levels (price_levels') to the layer's totals:
+ * each level's bytes, time and energy. */
+void levels_total(Ctx *x, const EinsumEval *r);
 /* Einsum evaluation R's loops at the fusion level: mapping M of problem
  * P (the group's), or none (M NULL: the algorithmic minimum maps
  * nothing). price_levels nests every level inside within them. */

@@ -1,0 +1,181 @@
+/* group.h — private to the group pricer's files (group.c, members.c,
+ * extras.c): the group being priced (Grp), what it holds (Held), what a
+ * group pricer keeps of it across its spill variants (Frame), and the
+ * functions they share. group.c holds the tensors, chooses the tile and
+ * the spills and runs the rest; members.c maps and bills each member;
+ * extras.c adds the fully fused design's extra traffic. */
+#ifndef MAMBALAYA_MODEL_GROUP_H
+#define MAMBALAYA_MODEL_GROUP_H
+
+#include "price.h"
+
+typedef enum { HELD_MADE, HELD_SHARED, HELD_WEIGHT } HeldKind;
+
+typedef struct Held {
+  int tensor;
+  HeldKind kind;
+  int first, last; /* member positions it is live over */
+  bool on;         /* held; else off chip */
+  double charge;   /* elements the group moves for it once (its DRAM read,
+                      or its write if it escapes) */
+  double whole;    /* its elements */
+  double nested;   /* nested_factor for the group's tile ranks (set by
+                      shape_held: it does not change with the tile) */
+  unsigned tiled;  /* bit k: it has the group's tile rank k (set with
+                      nested) */
+} Held;
+
+typedef struct Nest Nest;
+
+typedef struct Grp {
+  Ctx *x;
+  const Group *gr;
+  EinsumEval *ev; /* its members' evaluations, in order */
+  const EinsumEval *bound; /* the same as bound, their compute priced (a
+                              trial composes them): EV before its
+                              charges, or the pricer's (Ctx.base) */
+  int n;          /* members */
+  int nt;         /* tile ranks */
+  int rank[IR_MAX_RANKS];
+  double size[IR_MAX_RANKS], tile[IR_MAX_RANKS];
+  int nheld;
+  Held *held;     /* in order of first use (first ascending) */
+  int *held_from; /* per member I: the first held tensor whose first use
+                     is I or later (held_from[n]: nheld) */
+  int *held_of;   /* per tensor: index into held, or -1 */
+  int state_t, iter_rank;
+  int shaped;     /* the tile ranks (nt) the held tensors' whole, nested
+                     and tiled were set for (shape_held), or -1 */
+  double budget;  /* reserve_share x buffer */
+  double keep;    /* share of each held tensor's tile on chip, the rest
+                     off chip (overbook): 1 unless the tile overbooks */
+  bool overbook;  /* a tile may overbook (priced_by_dram) */
+  bool whole;     /* MARCA-like: intermediates whole, for the whole group */
+  int nspills;
+  Spill *spills;
+  Nest **nest;  /* per member: its loop nest (member_problem) */
+  double *fp;          /* per held tensor: reservation's scratch */
+  int *live;           /* the same */
+  double *mem;         /* per member: a trial's scratch (try_tile) */
+  bool *same;          /* the same */
+} Grp;
+
+/* The tiles a group tries: the smallest (1, or the whole with hold_whole)
+ * doubled up to its whole, at most this many. */
+enum { TILE_CANDIDATES = 80 };
+
+/* A trial of one candidate tile as a group pricer last priced it: what
+ * the group held then (ON, per held tensor), and per member its mapping
+ * and the elements it moves (HAVE: mapped; a trial stops at the first
+ * member that does not fit). A spill variant changes only the members
+ * that read or write what it sends off chip, so another trial of the
+ * tile at the same capacity maps only those (try_tile). */
+typedef struct Kept {
+  bool set;
+  int nt, state_t;
+  double total, cap;
+  bool *on;
+  bool *have;
+  Mapping *map;
+  double *elems;
+} Kept;
+
+/* What the design's extras read of a group, whatever it spills
+ * (design_extras): the ranks its lagged reads iterate (ITER, per rank),
+ * per held tensor its first RD hand-over (RD_EDGE: rd_edges) and its
+ * readers (READER from READ_FROM: held_readers). */
+typedef struct PassFacts {
+  bool *iter;
+  int *rd_edge, *reader, *read_from;
+} PassFacts;
+
+/* What group G holds before any spill (each held tensor shaped:
+ * shape_held), its tile ranks and its recurrence: the same for every
+ * spill variant of a group, so a group pricer keeps them (Ctx.frame) from
+ * its first price of the group it bound last to the next bind; and its
+ * trials per candidate tile (KEPT, for its N members and NHELD held
+ * tensors: the arrays' room). */
+/* The Grp fields a frame keeps besides its held tensors: one list, for
+ * the struct and the copies both ways (frame_of). */
+#define FRAME_KEPT(X) X(nheld) X(nt) X(state_t) X(iter_rank) X(shaped)
+
+struct Frame {
+  bool set;
+#define X(name) int name;
+  FRAME_KEPT(X)
+#undef X
+  Held *held;
+  int *held_from;
+  int room_members, room_held;
+  Kept kept[TILE_CANDIDATES];
+  /* The largest candidate tile whose reservation fits with every held
+   * tensor held (-1: not found yet), for tile ranks FIT_NT and recurrence
+   * FIT_STATE: a spill only lowers the reservation, so every variant's
+   * fits up to it (reserved_up_to). */
+  int fit_top, fit_nt, fit_state;
+  /* Each member's bill at the group's last price (BILLED: room for
+   * NBILLED), scratch for as many (NEXT), and the design's extras then:
+   * a variant prices again only the members whose bill it changes
+   * (charge_members). */
+  int nbilled;
+  Billed *billed, *next;
+  Charges extras;
+  bool passes_set; /* PASSES found for the group bound */
+  PassFacts passes;
+};
+
+struct Nest {
+  MapProblem p;
+  int tensor_of[MAP_MAX_TENSORS];
+  int *read_at;
+  /* The text (mapping_text) of the mapping it was last charged with, and
+   * that mapping's loops (NORDER, ORDER, their tiles in TILE): a spill
+   * variant charges most members with the mapping they had before. */
+  int norder;
+  int order[MAP_MAX_VARS];
+  double tile[MAP_MAX_VARS];
+  char text[sizeof ((EinsumEval *)0)->mapping];
+};
+
+static inline bool has_rank(const Tensor *T, int r) {
+  for (int k = 0; k < T->nranks; k++)
+    if (T->ranks[k] == r)
+      return true;
+  return false;
+}
+
+/* ---- group.c ---- */
+
+/* Record that T went off chip, and why. */
+void add_spill(Grp *G, int t, SpillReason why);
+
+/* ---- members.c ---- */
+
+/* Member I's loop nest: kept across groups where the context keeps
+ * them (member_problem sets every field a group changes); its end where
+ * it does not. */
+Nest *member_nest(const Grp *G, int i);
+void nest_free(Nest *n);
+/* Member I's problem with the group's current holdings and tile, and
+ * CAPACITY elements of buffer. */
+const MapProblem *member_problem(const Grp *G, int i, double capacity);
+/* The elements member I moves when SHARE of held tensor H goes off chip
+ * (*RD read, *WR written). */
+void off_chip_moves(const Grp *G, const Held *h, int i, double share,
+                    double *rd, double *wr);
+/* The share of held tensor H's tile the current tile sends off chip. */
+double overbooked_share(const Grp *G, const Held *h);
+/* Elements the group moves once at member I. */
+double held_charges(const Grp *G, int i);
+/* Charge the members at the chosen tile (MAPS, RES reserved), each priced
+ * again only where its bill changed since the group's last price. */
+void bill_members(Grp *G, const Mapping *maps, double res);
+
+/* ---- extras.c ---- */
+
+/* The fully fused design's extra charges of G, in order, into EXTRAS. */
+void design_extras(Grp *G, Charges *extras);
+/* PF's arrays freed, PF emptied. */
+void pass_facts_free(PassFacts *pf);
+
+#endif

@@ -1,0 +1,319 @@
+/* members.c — each member of a fusion group (group.c): its loop nest
+ * between DRAM and the buffer with what the group holds, the elements it
+ * moves when the group sends a held tensor off chip, and its bill -- its
+ * mapping's moves, the group's once-per-group moves at it, its share of
+ * the design's extras (extras.c) -- made for every price, and charged
+ * where it changed since the group's last price (a group pricer's spill
+ * variants: a member's charges and mapping are all a variant changes of
+ * it). */
+#include "group.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Is read K of Einsum E on chip whatever the group holds? A read inside
+ * a recurrence a step back is: that step is the recurrence's state, which
+ * the group reserves room for (reservation). A read inside it at the
+ * same step (Mamba-1's H reading HH) is an ordinary hand-over: if the
+ * group sent the tensor off chip, it is read back. */
+static bool reads_state(const Ctx *x, int e, int k) {
+  return x->plan->src[e][k] == SRC_RECURRENCE &&
+         access_lagged(x->c->einsums[e]->reads[k]);
+}
+
+/* Does member I's read K come from DRAM in its own mapping (not held)? */
+static bool own_read(const Grp *G, int i, int k) {
+  const Ctx *x = G->x;
+  int e = G->gr->einsums[i];
+  int t = x->c->einsums[e]->reads[k]->tensor;
+  int h = G->held_of[t];
+  if (reads_state(x, e, k))
+    return false;
+  switch (x->plan->src[e][k]) {
+  case SRC_RECURRENCE:
+    return h >= 0 && !G->held[h].on;
+  case SRC_HANDOVER:
+    return h < 0 || !G->held[h].on;
+  case SRC_DRAM:
+    break;
+  }
+  return h < 0 || !G->held[h].on;
+}
+
+/* Does member I's mapping write its output to DRAM? */
+static bool own_write(const Grp *G, int i) {
+  const Ctx *x = G->x;
+  int t = x->c->einsums[G->gr->einsums[i]]->out.tensor;
+  int h = G->held_of[t];
+  if (h >= 0 && G->held[h].on)
+    return false; /* held; written once from the buffer if it escapes */
+  return x->plan->written[t] || h >= 0;
+}
+
+/* Member I's loop nest between DRAM and the buffer, built once per group.
+ * What changes between tiles -- which tensors move (the group holds
+ * some), the group's tiles, the capacity -- is set by member_problem. */
+static Nest *build_nest(const Grp *G, int i) {
+  int ei = G->gr->einsums[i];
+  const Einsum *e = G->x->c->einsums[ei];
+  Nest *n = xcalloc(1, sizeof *n);
+  n->read_at = xmalloc(((size_t)e->nreads + 1) * sizeof *n->read_at);
+  einsum_nest(G->x, ei, &n->p, n->tensor_of, n->read_at);
+  return n;
+}
+
+/* Member I's loop nest: kept across groups where the context keeps
+ * them (member_problem sets every field a group changes). */
+Nest *member_nest(const Grp *G, int i) {
+  Nest **keep = G->x->nests;
+  if (!keep)
+    return build_nest(G, i);
+  int e = G->gr->einsums[i];
+  if (!keep[e])
+    keep[e] = build_nest(G, i);
+  return keep[e];
+}
+
+void nest_free(Nest *n) {
+  if (n) {
+    free(n->read_at);
+  }
+  free(n);
+}
+
+void nests_free(Nest **nests, int n) {
+  for (int e = 0; nests && e < n; e++)
+    nest_free(nests[e]);
+  free(nests);
+}
+
+/* Member I's problem with the group's current holdings and tile, and
+ * CAPACITY elements of buffer. */
+const MapProblem *member_problem(const Grp *G, int i,
+                                        double capacity) {
+  const Einsum *e = G->x->c->einsums[G->gr->einsums[i]];
+  MapProblem *p = &G->nest[i]->p;
+  const int *at = G->nest[i]->read_at;
+  for (int j = 0; j < p->ntensors - 1; j++)
+    p->t[j].dram = false;
+  for (int k = 0; k < e->nreads; k++)
+    if (at[k] >= 0)
+      p->t[at[k]].dram = p->t[at[k]].dram || own_read(G, i, k);
+  p->t[p->ntensors - 1].dram = own_write(G, i);
+  p->outer = 0;
+  for (int k = 0; k < G->nt; k++)
+    for (int v = 0; v < p->nvars; v++)
+      if (e->vars[v].rank == G->rank[k] && VARSET_HAS(e->out_vars, v)) {
+        p->outer |= VARSET_BIT(v);
+        p->outer_tile[v] = G->tile[k];
+        break;
+      }
+  p->capacity = capacity;
+  return p;
+}
+
+/* Does member I read held tensor H from the buffer (a recurrence's
+ * state excepted: it stays on chip whatever the group holds)? */
+static bool reads_held(const Grp *G, const Held *h, int i) {
+  const Ctx *x = G->x;
+  int e = G->gr->einsums[i];
+  const Einsum *E = x->c->einsums[e];
+  if (i < h->first + (h->kind == HELD_MADE) || i > h->last)
+    return false;
+  for (int j = 0; j < E->nreads; j++)
+    if (E->reads[j]->tensor == h->tensor && !reads_state(x, e, j))
+      return true;
+  return false;
+}
+
+/* The elements member I moves when SHARE of held tensor H goes off chip:
+ * a made tensor is written by its producer (if it was not anyway) and read
+ * back by each reader; a shared one is fetched by each reader after the
+ * first; a weight, by each reader. *RD and *WR get them. */
+void off_chip_moves(const Grp *G, const Held *h, int i, double share,
+                           double *rd, double *wr) {
+  double n = share * h->whole;
+  *rd = *wr = 0;
+  if (share <= 0)
+    return;
+  if (h->kind == HELD_MADE && i == h->first &&
+      !G->x->plan->written[h->tensor])
+    *wr = n;
+  if (reads_held(G, h, i) &&
+      !(h->kind == HELD_SHARED && i == h->first))
+    *rd = n;
+}
+
+/* The share of held tensor H's tile the current tile sends off chip: what
+ * overbooking leaves out (a weight and a tensor the group no longer holds
+ * are no part of it). */
+double overbooked_share(const Grp *G, const Held *h) {
+  return h->on && h->kind != HELD_WEIGHT ? 1 - G->keep : 0;
+}
+
+/* Elements the group moves once at member I: its held tensors' first
+ * fetch (at their first reader), held escaping tensors' write, and what
+ * an overbooked tile sends off chip and back. */
+double held_charges(const Grp *G, int i) {
+  double n = 0;
+  if (G->keep >= 1) { /* nothing overbooked: the first fetches alone */
+    for (int k = G->held_from[i]; k < G->held_from[i + 1]; k++)
+      if (G->held[k].on)
+        n += G->held[k].charge;
+    return n;
+  }
+  for (int k = 0; k < G->nheld; k++) {
+    const Held *h = &G->held[k];
+    if (!h->on)
+      continue;
+    if (h->first == i)
+      n += h->charge;
+    double rd, wr;
+    off_chip_moves(G, h, i, overbooked_share(G, h), &rd, &wr);
+    n += rd + wr;
+  }
+  return n;
+}
+
+/* Member I's mapping M as text (mapping_text, which reads its loops
+ * alone) into TEXT: its nest's kept text where M's loops are those it was
+ * last made for. */
+static void member_text(const Grp *G, int i, const Mapping *m, char *text) {
+  Nest *n = G->nest[i];
+  bool same = n->norder == m->norder && n->text[0] != '\0';
+  for (int j = 0; same && j < m->norder; j++)
+    same = n->order[j] == m->order[j] &&
+           n->tile[m->order[j]] == m->tile[m->order[j]];
+  if (!same) {
+    mapping_text(G->x->c->einsums[G->gr->einsums[i]], m, n->text,
+                 sizeof n->text);
+    n->norder = m->norder;
+    for (int j = 0; j < m->norder; j++) {
+      n->order[j] = m->order[j];
+      n->tile[m->order[j]] = m->tile[m->order[j]];
+    }
+  }
+  memcpy(text, n->text, sizeof n->text);
+}
+
+/* Member I's own bill into B: its mapping M's moves (with CAP elements
+ * of buffer) and the group's once-per-group moves at it, in the order
+ * they are charged, with M's facts. */
+static void bill_member(const Grp *G, int i, const Mapping *m, double cap,
+                        Billed *b) {
+  const MapProblem *p = &G->nest[i]->p; /* its tensors alone read */
+  const int *tensor_of = G->nest[i]->tensor_of;
+  b->own.n = 0;
+  for (int j = 0; j < p->ntensors; j++) {
+    if (m->read[j] > 0)
+      charges_push(&b->own, i, tensor_of[j], m->read[j], false, false);
+    if (m->write[j] > 0)
+      charges_push(&b->own, i, tensor_of[j], m->write[j], true, false);
+  }
+  /* Nothing overbooked: only the tensors first used here move (held is
+   * in order of first use). */
+  int from = G->keep >= 1 ? G->held_from[i] : 0;
+  int to = G->keep >= 1 ? G->held_from[i + 1] : G->nheld;
+  for (int k = from; k < to; k++) {
+    const Held *h = &G->held[k];
+    if (!h->on)
+      continue;
+    if (h->first == i && h->charge > 0)
+      charges_push(&b->own, i, h->tensor, h->charge, h->kind == HELD_MADE,
+                   false);
+    double rd, wr;
+    off_chip_moves(G, h, i, overbooked_share(G, h), &rd, &wr);
+    if (rd > 0)
+      charges_push(&b->own, i, h->tensor, rd, false, false);
+    if (wr > 0)
+      charges_push(&b->own, i, h->tensor, wr, true, false);
+  }
+  billed_facts(b, m, G->nt, cap);
+}
+
+/* Member I priced from its binding under bill B (its mapping M of
+ * problem P): the plan's geometry (the decode state it moves, logged in
+ * B), its own charges, its share of the design's extras, its mapping. */
+static void charge_member(Grp *G, int i, Billed *b, const Mapping *m,
+                          const MapProblem *p) {
+  Ctx *x = G->x;
+  EinsumEval *r = &G->ev[i];
+  member_restart(x, i, r);
+  b->geo.n = 0;
+  geometry_traffic(x, r->einsum, r, false, true, &b->geo);
+  charges_apply(x, r, &b->own);
+  charges_apply(x, r, &b->extra);
+  r->footprint = m->footprint;
+  r->capacity = p->capacity;
+  r->fits = m->fits;
+  member_text(G, i, m, r->mapping);
+  level_set_mapping(x, r, m, p);
+}
+
+/* Charge the members of G at its chosen tile (MAPS, RES reserved): each
+ * member's bill made; a member billed as at the group's last price (its
+ * pricer's, KEPT: the members' bills then) keeps its evaluation from it,
+ * as its charges and mapping are all that a variant changes of it; the
+ * others are priced from their binding (x->redo says which). The
+ * per-tensor totals then, in the order the whole plan's pricing charges
+ * them: the geometry's of every member, their own, the design's extras
+ * (the group's, in order: EXTRAS). NEXT is scratch for as many bills. */
+static void charge_members(Grp *G, const Mapping *maps, double res,
+                           Billed *kept, Billed *next, Charges *extras) {
+  Ctx *x = G->x;
+  double cap = fmax(x->glb - res, 0);
+  for (int i = 0; i < G->n; i++) {
+    bill_member(G, i, &maps[i], cap, &next[i]);
+    next[i].extra.n = 0;
+    next[i].set = true;
+  }
+  extras->n = 0;
+  design_extras(G, extras);
+  for (int k = 0; k < extras->n; k++) {
+    const Charge *c = &extras->c[k];
+    charges_push(&next[c->member].extra, c->member, c->t, c->n, c->write,
+                 c->intra);
+  }
+  for (int i = 0; i < G->n; i++) {
+    bool redo = !billed_same(&kept[i], &next[i]);
+    if (x->redo)
+      x->redo[i] = redo;
+    if (!redo)
+      continue;
+    Billed swap = kept[i];
+    kept[i] = next[i];
+    next[i] = swap;
+    charge_member(G, i, &kept[i], &maps[i], member_problem(G, i, cap));
+  }
+  for (int i = 0; i < G->n; i++)
+    charges_total(x, &kept[i].geo);
+  for (int i = 0; i < G->n; i++)
+    charges_total(x, &kept[i].own);
+  charges_total(x, extras);
+}
+
+/* charge_members with the bills kept where the context keeps a frame
+ * (a group pricer's: its last price's), else none (every member priced
+ * from its binding). */
+void bill_members(Grp *G, const Mapping *maps, double res) {
+  Frame *f = G->x->frame;
+  if (!f) {
+    Billed *b = xcalloc(2 * (size_t)G->n + 1, sizeof *b);
+    Charges extras = {0};
+    charge_members(G, maps, res, b, b + G->n, &extras);
+    billed_free(b, 2 * G->n);
+    free(b);
+    free(extras.c);
+    return;
+  }
+  if (f->nbilled < G->n) {
+    size_t sz = ((size_t)G->n + 1) * sizeof *f->billed;
+    f->billed = xrealloc(f->billed, sz);
+    f->next = xrealloc(f->next, sz);
+    for (int i = f->nbilled; i < G->n; i++)
+      f->billed[i] = f->next[i] = (Billed){0};
+    f->nbilled = G->n;
+  }
+  charge_members(G, maps, res, f->billed, f->next, &f->extras);
+}
