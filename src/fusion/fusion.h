@@ -371,15 +371,14 @@ int group_tile_ranks(const Cascade *c, int n, const int *einsums,
  * after the run keep their numbers. It is for pricing group I alone
  * (model_group_bind). */
 typedef struct Regroup Regroup;
-/* For C bound by S, cut into NODES (kept, not owned). */
+/* For C bound by S, cut into NODES (read here only). */
 Regroup *regroup_new(const Cascade *c, const Shape *s, const Nodes *nodes);
 void regroup_free(Regroup *rg);
-/* The plan of every node alone (whole), or NULL when it cannot run (then
- * no run is priced). */
-const Plan *regroup_alone(const Regroup *rg);
 /* Nodes [I, J) as group I, the rest alone: the Regroup's plan, valid until
- * its next call (the plan of every node alone where J = I + 1), or NULL
- * when that grouping cannot run (plan_can_run). */
+ * its next call (the plan of every node alone where J = I + 1). NULL when
+ * the nodes alone cannot run (plan_can_run: an edge backwards in their
+ * order; search_nodes' order, a topological one, has none), and then for
+ * every run. */
 Plan *regroup_plan(Regroup *rg, int i, int j);
 
 /* The off-chip traffic of intermediates that a contiguous run of merged

@@ -432,15 +432,12 @@ void plan_geometry(const Cascade *c, const Shape *s, Plan *p) {
 
 struct Regroup {
   const Cascade *c;
-  const Nodes *nodes;
   Fill *f;
   Plan *alone; /* every node its own group: group k is node k */
   Plan *one;   /* alone with one run of nodes patched into one group */
   int *node_at; /* node k's members: alone->members[node_at[k] ..
                    node_at[k + 1]) */
-  int nback, *back; /* the edges whose producer's node comes after its
-                       consumer's: only a group holding both runs */
-  int i, j;         /* the run patched into one (i == j: none) */
+  int i, j;      /* the run patched into one (i == j: none) */
 };
 
 Regroup *regroup_new(const Cascade *c, const Shape *s, const Nodes *nodes) {
@@ -451,13 +448,12 @@ Regroup *regroup_new(const Cascade *c, const Shape *s, const Nodes *nodes) {
       group_of[nodes->nodes[k].einsums[q]] = k;
   Regroup *rg = xcalloc(1, sizeof *rg);
   rg->c = c;
-  rg->nodes = nodes;
   rg->f = fill_new(c, s);
-  rg->back = xmalloc(((size_t)c->nedges + 1) * sizeof *rg->back);
-  for (int k = 0; k < c->nedges; k++)
-    if (group_of[c->edges[k].producer] > group_of[c->edges[k].consumer])
-      rg->back[rg->nback++] = k;
-  Diag ignore = {0}; /* none runs when the nodes alone cannot */
+  /* Every run can run when the nodes alone can: merging a run of them
+   * keeps every edge forward in the order (and a run is never priced
+   * where they cannot: an edge backwards in the order of nodes, which
+   * search_nodes' topological order has none of). */
+  Diag ignore = {0};
   rg->alone = fusion_plan_groups(c, s, ST_FULL, group_of, &ignore);
   free(group_of);
   if (rg->alone) {
@@ -479,11 +475,8 @@ void regroup_free(Regroup *rg) {
   plan_free(rg->one);
   fill_free(rg->f);
   free(rg->node_at);
-  free(rg->back);
   free(rg);
 }
-
-const Plan *regroup_alone(const Regroup *rg) { return rg->alone; }
 
 /* Put ONE's entries for the members of nodes [I, J) and their outputs
  * back as ALONE has them. */
@@ -511,13 +504,6 @@ Plan *regroup_plan(Regroup *rg, int i, int j) {
     return NULL;
   if (rg->j > rg->i)
     regroup_undo(rg);
-  for (int k = 0; k < rg->nback; k++) { /* plan_can_run, for this run */
-    const Edge *e = &rg->c->edges[rg->back[k]];
-    int p = rg->nodes->node_of[e->producer];
-    int q = rg->nodes->node_of[e->consumer];
-    if (q < i || p >= j)
-      return NULL;
-  }
   if (j == i + 1)
     return rg->alone;
   const Cascade *c = rg->c;

@@ -430,8 +430,10 @@ static bool program_fill(Ctx *x, SearchObjective o, Front *front,
           x->r->skipped++;
           continue;
         }
-        if (!made)
-          base = regroup_plan(x->regroup, i, j), made = true;
+        if (!made) {
+          base = regroup_plan(x->regroup, i, j);
+          made = true;
+        }
         if (!base)
           break; /* the grouping cannot run: no candidate at any level */
         Cost g[SPILL_CAND_MAX + 2];
