@@ -47,13 +47,13 @@ PY
         worst=$wall worst_at="$spec $arch $phase"
       fi
       if [ "$(basename "$spec")" = mamba1.yaml ] &&
-        awk -v a="$wall" -v b="$mamba1" 'BEGIN { exit !(a > b) }'; then
-        mamba1=$wall
+        awk -v a="$cpu" -v b="$mamba1" 'BEGIN { exit !(a > b) }'; then
+        mamba1=$cpu
       fi
     done
   done
 done
-echo "slowest: ${worst} s ($worst_at); mamba1 at most ${mamba1} s (target <= 0.1 s)"
+echo "slowest: ${worst} s of wall time ($worst_at); mamba1 at most ${mamba1} s of CPU (target <= 0.1 s)"
 
 # A bounded search on long synthetic chains of matrix products (as
 # tests/e2e/bounded.sh makes them): `--budget 1` bounds the whole search

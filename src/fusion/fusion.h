@@ -353,6 +353,34 @@ Plan *plan_read_file(const char *path, const char *want, const Cascade *c,
 /* Fill P's geometry from its grouping (fusion_plan does). */
 void plan_geometry(const Cascade *c, const Shape *s, Plan *p);
 
+/* The ranks the group of N Einsums at EINSUMS (in cascade order) may tile
+ * together: plan_tile_ranks's rule, over a list. */
+int group_tile_ranks(const Cascade *c, int n, const int *einsums,
+                     int *ranks);
+
+/* One group at a time (geometry.c). The search prices each run [I, J) of
+ * its nodes as group I of the plan where every other node stands alone;
+ * making that plan whole (fusion_plan_groups) walks the cascade, per
+ * group. A Regroup keeps the plan of every node alone and patches one run
+ * into one group in time of the group (its members' reads, their
+ * outputs' readers): the plan it gives is that plan for group I --
+ * its members, tile ranks, how their reads are served, which of their
+ * outputs go off chip, their transfers in order, all as
+ * fusion_plan_groups makes them (a test compares them) -- and for
+ * nothing else: its other groups' transfers are left out and the nodes
+ * after the run keep their numbers. It is for pricing group I alone
+ * (model_group_bind). */
+typedef struct Regroup Regroup;
+/* For C bound by S, cut into NODES (read here only). */
+Regroup *regroup_new(const Cascade *c, const Shape *s, const Nodes *nodes);
+void regroup_free(Regroup *rg);
+/* Nodes [I, J) as group I, the rest alone: the Regroup's plan, valid until
+ * its next call (the plan of every node alone where J = I + 1). NULL when
+ * the nodes alone cannot run (plan_can_run: an edge backwards in their
+ * order; search_nodes' order, a topological one, has none), and then for
+ * every run. */
+Plan *regroup_plan(Regroup *rg, int i, int j);
+
 /* The off-chip traffic of intermediates that a contiguous run of merged
  * nodes, as one group, would cause (the global stitcher's cost; additive
  * over groups, and equal to the plan's offchip_elems summed). */

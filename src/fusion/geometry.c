@@ -6,40 +6,56 @@
 #include <stdlib.h>
 #include <string.h>
 
-int plan_tile_ranks(const Cascade *c, const bool *member, int *ranks) {
-  bool *common = xcalloc((size_t)c->nranks + 1, sizeof *common);
-  for (int r = 0; r < c->nranks; r++)
-    common[r] = true;
-  int first = -1;
-  for (int e = 0; e < c->neinsums; e++) {
-    if (!member[e])
-      continue;
-    if (first < 0)
-      first = e;
-    const Einsum *E = c->einsums[e];
+/* Does tensor T have rank R? */
+static bool has_rank(const Tensor *T, int r) {
+  for (int j = 0; j < T->nranks; j++)
+    if (T->ranks[j] == r)
+      return true;
+  return false;
+}
+
+/* Does every tensor a member of EINSUMS (N of them) produces or reads, of
+ * those some Einsum produces, have rank R? */
+static bool shared_by_group(const Cascade *c, int n, const int *einsums,
+                            int r) {
+  for (int i = 0; i < n; i++) {
+    const Einsum *E = c->einsums[einsums[i]];
     for (int k = -1; k < E->nreads; k++) {
       const Tensor *T =
           &c->tensors[k < 0 ? E->out.tensor : E->reads[k]->tensor];
-      if (T->producer < 0)
-        continue;
-      for (int r = 0; r < c->nranks; r++) {
-        bool has = false;
-        for (int j = 0; j < T->nranks; j++)
-          has = has || T->ranks[j] == r;
-        common[r] = common[r] && has;
-      }
+      if (T->producer >= 0 && !has_rank(T, r))
+        return false;
     }
   }
-  int n = 0;
-  if (first >= 0) {
-    const Tensor *T = &c->tensors[c->einsums[first]->out.tensor];
-    for (int k = 0; k < T->nranks && n < IR_MAX_RANKS; k++)
-      if (common[T->ranks[k]]) {
-        ranks[n++] = T->ranks[k];
-        common[T->ranks[k]] = false; /* a rank counts once */
-      }
+  return true;
+}
+
+int group_tile_ranks(const Cascade *c, int n, const int *einsums,
+                     int *ranks) {
+  if (n == 0)
+    return 0;
+  /* A tile rank is one of every produced tensor's, the first member's
+   * output's among them: its ranks, in their order, each once. */
+  const Tensor *T = &c->tensors[c->einsums[einsums[0]]->out.tensor];
+  int nr = 0;
+  for (int k = 0; k < T->nranks && nr < IR_MAX_RANKS; k++) {
+    int r = T->ranks[k];
+    bool seen = false;
+    for (int q = 0; q < nr; q++)
+      seen = seen || ranks[q] == r;
+    if (!seen && shared_by_group(c, n, einsums, r))
+      ranks[nr++] = r;
   }
-  free(common);
+  return nr;
+}
+
+int plan_tile_ranks(const Cascade *c, const bool *member, int *ranks) {
+  int *list = xmalloc(((size_t)c->neinsums + 1) * sizeof *list), n = 0;
+  for (int e = 0; e < c->neinsums; e++)
+    if (member[e])
+      list[n++] = e;
+  n = group_tile_ranks(c, n, list, ranks);
+  free(list);
   return n;
 }
 
@@ -172,31 +188,83 @@ static ReadSrc read_src(const Cascade *c, const int *group_of, int e,
   return SRC_DRAM;
 }
 
-static bool escapes(const Cascade *c, const int *group_of, int t) {
+/* What filling a plan's geometry one group at a time keeps per tensor:
+ * the cascade's edges by tensor (which groups read it), and the group
+ * being filled's reads of it. Made once per cascade: plan_geometry's
+ * for one plan, a Regroup's for all of its groups. */
+typedef struct Fill {
+  const Cascade *c;
+  const Shape *s;
+  int cap;      /* of the plan's xfers */
+  int *read_at, *read_ord; /* tensor t's edges: read_ord[read_at[t] ..
+                              read_at[t + 1]) */
+  Boxes *boxes; /* per tensor, for the group being filled */
+  int *first;   /* per tensor: the Einsum the group charges it at, or -1 */
+  bool *done;   /* per tensor: charged in this group */
+  int *inits, ninits; /* scratch: tensors with an initialization */
+} Fill;
+
+static Fill *fill_new(const Cascade *c, const Shape *s) {
+  size_t nt = (size_t)c->ntensors + 1;
+  Fill *f = xcalloc(1, sizeof *f);
+  f->c = c;
+  f->s = s;
+  f->read_at = xcalloc(nt + 1, sizeof *f->read_at);
+  f->read_ord = xmalloc(((size_t)c->nedges + 1) * sizeof *f->read_ord);
+  for (int k = 0; k < c->nedges; k++) /* counts, one ahead */
+    f->read_at[c->edges[k].tensor + 2]++;
+  for (int t = 0; t < c->ntensors; t++)
+    f->read_at[t + 2] += f->read_at[t + 1];
+  for (int k = 0; k < c->nedges; k++)
+    f->read_ord[f->read_at[c->edges[k].tensor + 1]++] = k;
+  f->boxes = xcalloc(nt, sizeof *f->boxes);
+  f->first = xmalloc(nt * sizeof *f->first);
+  f->done = xcalloc(nt, sizeof *f->done);
+  f->inits = xmalloc(nt * sizeof *f->inits);
+  for (int t = 0; t < c->ntensors; t++) {
+    f->first[t] = -1;
+    boxes_clear(&f->boxes[t], c->tensors[t].nranks);
+  }
+  return f;
+}
+
+static void fill_free(Fill *f) {
+  for (int t = 0; t < f->c->ntensors; t++)
+    free(f->boxes[t].box);
+  free(f->boxes);
+  free(f->first);
+  free(f->done);
+  free(f->inits);
+  free(f->read_at);
+  free(f->read_ord);
+  free(f);
+}
+
+/* Does T go off chip under GROUP_OF: a result, or read by another group
+ * than its producer's? */
+static bool escapes(const Fill *f, const int *group_of, int t) {
+  const Cascade *c = f->c;
   const Tensor *T = &c->tensors[t];
   if (T->producer < 0)
     return false;
   if (T->output)
     return true;
-  for (int i = 0; i < c->nedges; i++)
-    if (c->edges[i].tensor == t &&
-        group_of[c->edges[i].consumer] != group_of[T->producer])
+  for (int k = f->read_at[t]; k < f->read_at[t + 1]; k++)
+    if (group_of[c->edges[f->read_ord[k]].consumer] !=
+        group_of[T->producer])
       return true;
   return false;
 }
 
-typedef struct Fill {
-  const Cascade *c;
-  const Shape *s;
-  Plan *p;
-  int cap;
-  Boxes *boxes; /* per tensor, for the group being filled */
-  int *first;   /* per tensor: the Einsum the group charges it at, or -1 */
-  bool *done;   /* per tensor: charged in this group */
-} Fill;
+/* Whether T, produced in some group, goes off chip: P's written and
+ * onchip. */
+static void fill_written(const Fill *f, Plan *p, int t) {
+  p->written[t] = escapes(f, p->group_of, t);
+  p->onchip[t] = f->c->tensors[t].producer >= 0 && !p->written[t];
+}
 
-static void add_xfer(Fill *f, int e, int t, XferKind k, double elems) {
-  Plan *p = f->p;
+static void add_xfer(Fill *f, Plan *p, int e, int t, XferKind k,
+                     double elems) {
   if (p->nxfers == f->cap) {
     f->cap = f->cap ? 2 * f->cap : 64;
     p->xfers = xrealloc(p->xfers, (size_t)f->cap * sizeof *p->xfers);
@@ -204,17 +272,45 @@ static void add_xfer(Fill *f, int e, int t, XferKind k, double elems) {
   p->xfers[p->nxfers++] = (Transfer){e, t, k, elems};
 }
 
+static int by_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+/* The tensors with an initialization that group G reads, ascending, into
+ * F's inits. */
+static void group_inits(Fill *f, const Group *g) {
+  const Cascade *c = f->c;
+  f->ninits = 0;
+  for (int i = 0; i < g->n; i++) {
+    const Einsum *e = c->einsums[g->einsums[i]];
+    for (int k = 0; k < e->nreads; k++) {
+      int t = e->reads[k]->tensor;
+      if (c->tensors[t].init && !f->done[t]) {
+        f->done[t] = true;
+        f->inits[f->ninits++] = t;
+      }
+    }
+  }
+  for (int q = 0; q < f->ninits; q++)
+    f->done[f->inits[q]] = false;
+  qsort(f->inits, (size_t)f->ninits, sizeof *f->inits, by_int);
+}
+
 /* The inputs of the initializations that group G's reads before the start
  * need: per input tensor, the union over the group of what the
  * initialization reads for the steps they reach; charged at the group's
- * first Einsum that reaches before a start. */
-static void group_state(Fill *f, const Group *g) {
+ * first Einsum that reaches before a start, input by input in tensor
+ * order. */
+static void group_state(Fill *f, Plan *p, const Group *g) {
   const Cascade *c = f->c;
   const Shape *s = f->s;
-  for (int t = 0; t < c->ntensors; t++) {
+  group_inits(f, g);
+  int ninputs = 0; /* the inputs charged, after the inits in f->inits */
+  int *inputs = f->inits + f->ninits;
+  for (int q = 0; q < f->ninits; q++) {
+    int t = f->inits[q];
     const Einsum *ini = c->tensors[t].init;
-    if (!ini)
-      continue;
     int64_t reach = 0;
     int at = -1;
     for (int i = 0; i < g->n; i++) {
@@ -231,25 +327,28 @@ static void group_state(Fill *f, const Group *g) {
       continue;
     for (int k = 0; k < ini->nreads; k++) {
       int in = ini->reads[k]->tensor;
+      if (f->first[in] < 0)
+        inputs[ninputs++] = in;
       if (f->first[in] < 0 || at < f->first[in])
         f->first[in] = at;
     }
     init_boxes(s, t, reach, f->boxes);
   }
-  for (int t = 0; t < c->ntensors; t++)
-    if (f->first[t] >= 0 && c->tensors[t].producer < 0 &&
-        f->boxes[t].n > 0) {
-      add_xfer(f, f->first[t], t, XFER_STATE, f->boxes[t].elems);
-      boxes_clear(&f->boxes[t], c->tensors[t].nranks);
-      f->first[t] = -1;
-    }
+  qsort(inputs, (size_t)ninputs, sizeof *inputs, by_int);
+  for (int q = 0; q < ninputs; q++) {
+    int t = inputs[q];
+    if (c->tensors[t].producer < 0 && f->boxes[t].n > 0)
+      add_xfer(f, p, f->first[t], t, XFER_STATE, f->boxes[t].elems);
+    boxes_clear(&f->boxes[t], c->tensors[t].nranks);
+    f->first[t] = -1;
+  }
 }
 
-/* Group G's reads from off-chip memory and its writes, in its order. */
-static void group_xfers(Fill *f, int gi) {
+/* Group G's reads from off-chip memory and its writes, in its order,
+ * appended to P's transfers (its members' src and written filled). */
+static void group_xfers(Fill *f, Plan *p, int gi) {
   const Cascade *c = f->c;
   const Shape *s = f->s;
-  Plan *p = f->p;
   const Group *g = &p->groups[gi];
   /* The union of each tensor's DRAM reads over the group. */
   for (int i = 0; i < g->n; i++) {
@@ -274,15 +373,15 @@ static void group_xfers(Fill *f, int gi) {
       if (f->first[t] != e || f->done[t])
         continue;
       f->done[t] = true;
-      add_xfer(f, e, t, XFER_READ, f->boxes[t].elems);
+      add_xfer(f, p, e, t, XFER_READ, f->boxes[t].elems);
     }
     int out = E->out.tensor;
     if (p->written[out])
-      add_xfer(f, e, out, XFER_WRITE, whole(s, out));
+      add_xfer(f, p, e, out, XFER_WRITE, whole(s, out));
     double st = state_write_elems(s, out);
     if (st > 0)
-      add_xfer(f, e, c->tensors[out].init->rhs->acc->tensor, XFER_STATE_OUT,
-               st);
+      add_xfer(f, p, e, c->tensors[out].init->rhs->acc->tensor,
+               XFER_STATE_OUT, st);
   }
   for (int i = 0; i < g->n; i++) {
     const Einsum *E = c->einsums[g->einsums[i]];
@@ -293,11 +392,12 @@ static void group_xfers(Fill *f, int gi) {
       boxes_clear(&f->boxes[t], c->tensors[t].nranks);
     }
   }
-  group_state(f, g);
+  group_state(f, p, g);
 }
 
 void plan_geometry(const Cascade *c, const Shape *s, Plan *p) {
   size_t nt = (size_t)c->ntensors + 1;
+  Fill *f = fill_new(c, s);
   p->neinsums = c->neinsums;
   p->src = xcalloc((size_t)c->neinsums + 1, sizeof *p->src);
   for (int e = 0; e < c->neinsums; e++) {
@@ -308,43 +408,127 @@ void plan_geometry(const Cascade *c, const Shape *s, Plan *p) {
   }
   p->written = xcalloc(nt, sizeof *p->written);
   p->onchip = xcalloc(nt, sizeof *p->onchip);
-  for (int t = 0; t < c->ntensors; t++) {
-    p->written[t] = escapes(c, p->group_of, t);
-    p->onchip[t] = c->tensors[t].producer >= 0 && !p->written[t];
-  }
-  bool *member = xcalloc((size_t)c->neinsums + 1, sizeof *member);
+  for (int t = 0; t < c->ntensors; t++)
+    fill_written(f, p, t);
   for (int g = 0; g < p->ngroups; g++) {
     Group *gr = &p->groups[g];
-    for (int i = 0; i < gr->n; i++)
-      member[gr->einsums[i]] = true;
-    gr->ntiled = plan_tile_ranks(c, member, gr->tiled);
-    for (int i = 0; i < gr->n; i++)
-      member[gr->einsums[i]] = false;
+    gr->ntiled = group_tile_ranks(c, gr->n, gr->einsums, gr->tiled);
   }
-  free(member);
   p->nxfers = 0;
   p->offchip_elems = 0;
-  if (!s || !s->complete)
-    return;
-  Fill f = {.c = c, .s = s, .p = p};
-  f.boxes = xcalloc(nt, sizeof *f.boxes);
-  f.first = xmalloc(nt * sizeof *f.first);
-  f.done = xcalloc(nt, sizeof *f.done);
-  for (int t = 0; t < c->ntensors; t++) {
-    f.first[t] = -1;
-    boxes_clear(&f.boxes[t], c->tensors[t].nranks);
+  if (s && s->complete) {
+    for (int g = 0; g < p->ngroups; g++)
+      group_xfers(f, p, g);
+    for (int i = 0; i < p->nxfers; i++)
+      if ((p->xfers[i].kind == XFER_READ ||
+           p->xfers[i].kind == XFER_WRITE) &&
+          tensor_is_intermediate(c, p->xfers[i].tensor))
+        p->offchip_elems += p->xfers[i].elems;
   }
-  for (int g = 0; g < p->ngroups; g++)
-    group_xfers(&f, g);
-  for (int i = 0; i < p->nxfers; i++)
-    if ((p->xfers[i].kind == XFER_READ || p->xfers[i].kind == XFER_WRITE) &&
-        tensor_is_intermediate(c, p->xfers[i].tensor))
-      p->offchip_elems += p->xfers[i].elems;
-  for (int t = 0; t < c->ntensors; t++)
-    free(f.boxes[t].box);
-  free(f.boxes);
-  free(f.first);
-  free(f.done);
+  fill_free(f);
+}
+
+/* ---- one group patched into the every-node-alone plan ---- */
+
+struct Regroup {
+  const Cascade *c;
+  Fill *f;
+  Plan *alone; /* every node its own group: group k is node k */
+  Plan *one;   /* alone with one run of nodes patched into one group */
+  int *node_at; /* node k's members: alone->members[node_at[k] ..
+                   node_at[k + 1]) */
+  int i, j;      /* the run patched into one (i == j: none) */
+};
+
+Regroup *regroup_new(const Cascade *c, const Shape *s, const Nodes *nodes) {
+  int n = nodes->n;
+  int *group_of = xcalloc((size_t)c->neinsums + 1, sizeof *group_of);
+  for (int k = 0; k < n; k++)
+    for (int q = 0; q < nodes->nodes[k].n; q++)
+      group_of[nodes->nodes[k].einsums[q]] = k;
+  Regroup *rg = xcalloc(1, sizeof *rg);
+  rg->c = c;
+  rg->f = fill_new(c, s);
+  /* Every run can run when the nodes alone can: merging a run of them
+   * keeps every edge forward in the order (and a run is never priced
+   * where they cannot: an edge backwards in the order of nodes, which
+   * search_nodes' topological order has none of). */
+  Diag ignore = {0};
+  rg->alone = fusion_plan_groups(c, s, ST_FULL, group_of, &ignore);
+  free(group_of);
+  if (rg->alone) {
+    rg->one = plan_copy(c, rg->alone);
+    rg->node_at = xmalloc(((size_t)n + 1) * sizeof *rg->node_at);
+    for (int k = 0; k < n; k++)
+      rg->node_at[k] = (int)(rg->alone->groups[k].einsums -
+                             rg->alone->members);
+    rg->node_at[n] = c->neinsums;
+    rg->f->cap = rg->one->nxfers; /* plan_copy's room */
+  }
+  return rg;
+}
+
+void regroup_free(Regroup *rg) {
+  if (!rg)
+    return;
+  plan_free(rg->alone);
+  plan_free(rg->one);
+  fill_free(rg->f);
+  free(rg->node_at);
+  free(rg);
+}
+
+/* Put ONE's entries for the members of nodes [I, J) and their outputs
+ * back as ALONE has them. */
+static void regroup_undo(Regroup *rg) {
+  const Cascade *c = rg->c;
+  Plan *one = rg->one, *alone = rg->alone;
+  int from = rg->node_at[rg->i], to = rg->node_at[rg->j];
+  for (int q = from; q < to; q++) {
+    int e = alone->members[q], t = c->einsums[e]->out.tensor;
+    one->members[q] = e;
+    one->group_of[e] = alone->group_of[e];
+    memcpy(one->src[e], alone->src[e],
+           (size_t)c->einsums[e]->nreads * sizeof *one->src[e]);
+    one->written[t] = alone->written[t];
+    one->onchip[t] = alone->onchip[t];
+  }
+  Group *g = &one->groups[rg->i];
+  *g = alone->groups[rg->i];
+  g->einsums = one->members + from;
+  rg->j = rg->i;
+}
+
+Plan *regroup_plan(Regroup *rg, int i, int j) {
+  if (!rg->alone)
+    return NULL;
+  if (rg->j > rg->i)
+    regroup_undo(rg);
+  if (j == i + 1)
+    return rg->alone;
+  const Cascade *c = rg->c;
+  Plan *one = rg->one;
+  int from = rg->node_at[i], to = rg->node_at[j];
+  rg->i = i, rg->j = j;
+  int *m = one->members + from, n = to - from; /* in cascade order */
+  qsort(m, (size_t)n, sizeof *m, by_int);
+  for (int q = 0; q < n; q++)
+    one->group_of[m[q]] = i;
+  for (int q = 0; q < n; q++) {
+    const Einsum *E = c->einsums[m[q]];
+    for (int k = 0; k < E->nreads; k++)
+      one->src[m[q]][k] = read_src(c, one->group_of, m[q], E->reads[k]);
+    fill_written(rg->f, one, E->out.tensor);
+  }
+  Group *g = &one->groups[i];
+  g->n = n;
+  g->einsums = m;
+  g->ntiled = group_tile_ranks(c, n, m, g->tiled);
+  one->nxfers = 0;
+  one->offchip_elems = 0;
+  if (rg->f->s && rg->f->s->complete)
+    group_xfers(rg->f, one, i);
+  return one;
 }
 
 /* ---- the cost of a segment, for the global stitcher ----

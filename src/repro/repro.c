@@ -2,6 +2,7 @@
 #include "repro.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +18,10 @@ static const Scenario scenarios[REPRO_SCENARIOS] = {
     {"long_context", "long context, short generation", 16384, 256},
 };
 
-enum { MAX_SETS = 64 };
+/* The searches run on this many threads (the evaluation's goal is a
+ * second on two cores: issue 35); each is a pure function of its shape,
+ * so the figures do not depend on how they are shared out. */
+enum { MAX_SETS = 64, SEARCH_THREADS = 2 };
 
 typedef struct Run {
   const Cascade *c;
@@ -25,13 +29,20 @@ typedef struct Run {
   Diag *d;
   Repro *r;
   const ModelOverrides *opts;
-  MapMemo *memo; /* the points share many mapping problems */
-  /* The searches run so far, by shape: the points repeat some (a model's
-   * prefill is its sweep at the same length, a scenario's prefill
-   * another point's), and a search's inputs other than the shape are
-   * the run's. */
-  int nseen, cap_seen;
+  MapMemo *memo; /* the points share many mapping problems (shared: the
+                   searches' threads use it too) */
+  /* The searches the evaluation needs, by shape: the points repeat some
+   * (a model's prefill is its sweep at the same length, a scenario's
+   * prefill another point's), and a search's inputs other than the shape
+   * are the run's, so each shape is searched once. Listed before any is
+   * run, then run on SEARCH_THREADS threads beside the designs' pricing
+   * (the next one to take: next_search, under lock). */
+  int nseen, cap_seen, next_search;
   struct Seen *seen;
+  int at_point[REPRO_MAX_MODELS][PH_COUNT]; /* each point's, in seen */
+  int at_e2e[REPRO_SCENARIOS];
+  int at_sweep[REPRO_MAX_MODELS][REPRO_LENGTHS];
+  pthread_mutex_t lock; /* guards next_search, done and the progress hook */
   const Preset *presets[REPRO_MAX_MODELS]; /* NULL: no model */
   int model_layers; /* the first model's n_layer (--layers may differ) */
   /* The settings of every point: the caller's others, then B and I. */
@@ -42,12 +53,15 @@ typedef struct Run {
   double t0;
 } Run;
 
-/* One more point priced: the setup's progress hook hears of it. */
+/* One more point priced or shape searched: the setup's progress hook
+ * hears of it (from one thread at a time). */
 static void tick(Run *x) {
+  pthread_mutex_lock(&x->lock);
   x->done++;
   if (x->su->progress)
     x->su->progress(x->su->progress_ctx, (double)x->done / x->points,
                     now_seconds() - x->t0);
+  pthread_mutex_unlock(&x->lock);
 }
 
 /* Model M's sizes, or none when the spec's own sizes are all there is. */
@@ -162,46 +176,112 @@ static void keep_timeline(const Run *x, const Eval *ev, Timeline *tl) {
 typedef struct Seen {
   int64_t *size; /* per rank */
   double *sym;   /* per symbol */
+  Point pt;      /* the shape it searches */
+  bool ok;       /* searched */
+  Diag d;        /* why not */
   Searched found;
 } Seen;
 
-/* The search X ran at shape S, or NULL. */
-static const Seen *seen_at(const Run *x, const Shape *s) {
+/* The search X lists at shape S, or -1. */
+static int seen_at(const Run *x, const Shape *s) {
   size_t nr = (size_t)x->c->nranks, ns = (size_t)x->c->nsyms;
   for (int k = 0; k < x->nseen; k++) {
     const Seen *v = &x->seen[k];
     if (memcmp(v->size, s->size, nr * sizeof *v->size) == 0 &&
         memcmp(v->sym, s->sym, ns * sizeof *v->sym) == 0)
-      return v;
+      return k;
   }
-  return NULL;
+  return -1;
 }
 
-/* best (searched) at S: the schedule `search` finds for latency under
- * the setup's options (sequential, achieved: reproduce refuses the
- * others), into OUT -- searched once per shape; false with the
- * diagnostic set. */
-static bool searched(Run *x, const Point *pt, Searched *out) {
-  const Shape *s = pt->s;
-  const Seen *v = seen_at(x, s);
-  if (v) {
-    *out = v->found;
+/* List the search of model MODEL at TOKENS tokens, once per shape, into
+ * *AT (its place in X's seen); false (D set) when it cannot be bound. */
+static bool want_search(Run *x, int model, double tokens, int *at) {
+  Point pt;
+  if (!point_at(x, model, tokens, &pt))
+    return false;
+  *at = seen_at(x, pt.s);
+  if (*at >= 0) {
+    point_free(&pt);
     return true;
   }
-  SearchResult *r = search_best(x->c, s, x->a, pt->pairs, x->opts,
-                                SO_LATENCY, x->memo, x->d);
-  if (!r)
-    return false;
-  *out = (Searched){r->best->seconds, r->bound->seconds,
-                    r->best->energy_pj * 1e-12, r->best->read + r->best->write,
-                    r->best->ngroups, r->from};
-  search_free(r);
   size_t nr = (size_t)x->c->nranks, ns = (size_t)x->c->nsyms;
-  Seen add = {xmalloc((nr + 1) * sizeof *add.size),
-              xmalloc((ns + 1) * sizeof *add.sym), *out};
-  memcpy(add.size, s->size, nr * sizeof *add.size);
-  memcpy(add.sym, s->sym, ns * sizeof *add.sym);
+  Seen add = {.size = xmalloc((nr + 1) * sizeof *add.size),
+              .sym = xmalloc((ns + 1) * sizeof *add.sym), .pt = pt};
+  memcpy(add.size, pt.s->size, nr * sizeof *add.size);
+  memcpy(add.sym, pt.s->sym, ns * sizeof *add.sym);
   VEC_PUSH(x->seen, x->nseen, x->cap_seen, add);
+  *at = x->nseen - 1;
+  return true;
+}
+
+/* Every search the evaluation needs: each model's phases, the scenarios'
+ * prefills, each model's sweep lengths. */
+static bool want_searches(Run *x) {
+  Repro *r = x->r;
+  bool ok = true;
+  for (int m = 0; ok && m < r->nmodels; m++)
+    for (int p = 0; ok && p < PH_COUNT; p++)
+      ok = want_search(x, m, p == PH_PREFILL ? r->prefill : 1,
+                       &x->at_point[m][p]);
+  for (int sc = 0; ok && r->layers[0] > 0 && sc < REPRO_SCENARIOS; sc++)
+    ok = want_search(x, 0, r->scenarios[sc].prompt, &x->at_e2e[sc]);
+  for (int m = 0; ok && m < r->nmodels; m++)
+    for (int k = 0; ok && k < REPRO_LENGTHS; k++)
+      ok = want_search(x, m, ldexp(1, k), &x->at_sweep[m][k]);
+  return ok;
+}
+
+/* best (searched) at a listed shape: the schedule `search` finds for
+ * latency under the setup's options (sequential, achieved: reproduce
+ * refuses the others). */
+static void search_one(Run *x, Seen *v) {
+  SearchResult *r = search_best(x->c, v->pt.s, x->a, v->pt.pairs, x->opts,
+                                SO_LATENCY, x->memo, &v->d);
+  v->ok = r != NULL;
+  if (r)
+    v->found = (Searched){r->best->seconds, r->bound->seconds,
+                          r->best->energy_pj * 1e-12,
+                          r->best->read + r->best->write, r->best->ngroups,
+                          r->from};
+  search_free(r);
+}
+
+/* Take the listed searches one at a time until none is left (each
+ * thread's loop). */
+static void *search_listed(void *arg) {
+  Run *x = arg;
+  for (;;) {
+    pthread_mutex_lock(&x->lock);
+    int k = x->next_search < x->nseen ? x->next_search++ : -1;
+    pthread_mutex_unlock(&x->lock);
+    if (k < 0)
+      return NULL;
+    search_one(x, &x->seen[k]);
+    tick(x);
+  }
+}
+
+/* The searches' figures where the evaluation sets them; false (D set, the
+ * first failure in the list's order) when a search failed. */
+static bool take_searched(Run *x) {
+  Repro *r = x->r;
+  for (int k = 0; k < x->nseen; k++)
+    if (!x->seen[k].ok) {
+      *x->d = x->seen[k].d;
+      return false;
+    }
+  for (int m = 0; m < r->nmodels; m++) {
+    for (int p = 0; p < PH_COUNT; p++)
+      r->best[m][p] = x->seen[x->at_point[m][p]].found;
+    for (int k = 0; k < REPRO_LENGTHS; k++)
+      r->sweep_best[m][k] = x->seen[x->at_sweep[m][k]].found.seconds;
+  }
+  for (int sc = 0; r->layers[0] > 0 && sc < REPRO_SCENARIOS; sc++)
+    r->e2e_best[sc] =
+        r->layers[0] * (x->seen[x->at_e2e[sc]].found.seconds +
+                        r->scenarios[sc].generated *
+                            r->best[0][PH_DECODE].seconds);
   return true;
 }
 
@@ -244,7 +324,6 @@ static bool price_point(Run *x, int model, Phase ph) {
     }
     free_ways(e);
   }
-  ok = ok && searched(x, &pt, &x->r->best[model][ph]);
   point_free(&pt);
   return ok;
 }
@@ -263,9 +342,6 @@ static bool sweep(Run *x, int model) {
         x->r->sweep[model][k][d] = a->seconds;
       eval_free(a);
     }
-    Searched b;
-    ok = ok && searched(x, &pt, &b);
-    x->r->sweep_best[model][k] = ok ? b.seconds : NAN;
     point_free(&pt);
     tick(x);
   }
@@ -331,12 +407,6 @@ static bool end_to_end(Run *x) {
       }
       free_ways(e);
     }
-    Searched b;
-    ok = ok && searched(x, &pt, &b);
-    if (ok)
-      r->e2e_best[sc] =
-          r->layers[0] * (b.seconds + r->scenarios[sc].generated *
-                                          r->best[0][PH_DECODE].seconds);
     point_free(&pt);
     tick(x);
   }
@@ -769,11 +839,43 @@ static bool take_settings(const ReproSetup *su, Run *x, Diag *d) {
   return true;
 }
 
+/* Start the listed searches on threads beside this one (the others of
+ * SEARCH_THREADS); how many started, into T. */
+static int start_searches(Run *x, pthread_t *t) {
+  int n = 0;
+  for (int k = 0; k < SEARCH_THREADS - 1; k++)
+    n += pthread_create(&t[n], NULL, search_listed, x) == 0;
+  return n;
+}
+
+/* Search what is left on this thread too, and wait for the others; after
+ * a failure (!OK), nothing more is taken. */
+static void finish_searches(Run *x, pthread_t *t, int n, bool ok) {
+  if (!ok) {
+    pthread_mutex_lock(&x->lock);
+    x->next_search = x->nseen;
+    pthread_mutex_unlock(&x->lock);
+  }
+  search_listed(x);
+  for (int k = 0; k < n; k++)
+    pthread_join(t[k], NULL);
+}
+
+static void free_searches(Run *x) {
+  for (int k = 0; k < x->nseen; k++) {
+    free(x->seen[k].size);
+    free(x->seen[k].sym);
+    point_free(&x->seen[k].pt);
+  }
+  free(x->seen);
+}
+
 Repro *repro_run(const ReproSetup *su, Diag *d) {
   double t0 = now_seconds();
   Repro *r = xcalloc(1, sizeof *r);
   Run x = {.c = su->spec, .a = su->arch, .d = d, .r = r, .opts = &su->opts,
-           .memo = map_memo_new(false), .su = su, .t0 = t0};
+           .memo = map_memo_new(true), .su = su, .t0 = t0};
+  pthread_mutex_init(&x.lock, NULL);
   r->cascade = su->spec;
   r->arch = su->arch;
   r->spec_label = su->spec->path;
@@ -792,8 +894,13 @@ Repro *repro_run(const ReproSetup *su, Diag *d) {
                    r->prefill == REPRO_PAPER_PREFILL && x.nsets == 0;
   if (ok)
     other_sizes(&x);
+  ok = ok && want_searches(&x);
   x.points = r->nmodels * (PH_COUNT + REPRO_LENGTHS) + REPRO_CAPACITIES +
-             (r->layers[0] > 0 ? REPRO_SCENARIOS : 0);
+             (r->layers[0] > 0 ? REPRO_SCENARIOS : 0) + x.nseen;
+  /* The searches (nearly all of the time) run beside the designs'
+   * pricing, this thread joining them once that is done. */
+  pthread_t helpers[SEARCH_THREADS];
+  int nhelpers = ok ? start_searches(&x, helpers) : 0;
   for (int m = 0; ok && m < r->nmodels; m++)
     for (int p = 0; ok && p < PH_COUNT; p++) {
       ok = price_point(&x, m, (Phase)p);
@@ -803,12 +910,11 @@ Repro *repro_run(const ReproSetup *su, Diag *d) {
   for (int m = 0; ok && m < r->nmodels; m++)
     ok = sweep(&x, m);
   ok = ok && ski_slope(&x);
+  finish_searches(&x, helpers, nhelpers, ok);
+  ok = ok && take_searched(&x);
   map_memo_free(x.memo);
-  for (int k = 0; k < x.nseen; k++) {
-    free(x.seen[k].size);
-    free(x.seen[k].sym);
-  }
-  free(x.seen);
+  free_searches(&x);
+  pthread_mutex_destroy(&x.lock);
   if (!ok) {
     repro_free(r);
     return NULL;

@@ -115,7 +115,8 @@ typedef struct Ctx {
    * level: docs/search.md, "The space", item 6). */
   int nlev;
   struct Level *lev;
-  Plan *alone; /* every node alone: the plan of each one-node group */
+  Regroup *regroup; /* each candidate group's plan, every other node
+                       alone, patched in time of the group */
   OutEdges out; /* the cascade's edges by producer (spill_candidates) */
 } Ctx;
 
@@ -281,37 +282,17 @@ static long capped_with(const Level *lv, int i, int j, int capped) {
   return n;
 }
 
-/* The plan where nodes [I, J) are one group and every other node stands
- * alone (NULL when it cannot run). */
-static Plan *group_plan(Ctx *x, int i, int j) {
-  int n = x->nodes->n;
-  bool *start = xcalloc((size_t)n + 1, sizeof *start);
-  for (int k = 0; k < n; k++)
-    start[k] = k <= i || k >= j;
-  Plan *p = plan_of(x, start);
-  free(start);
-  return p;
-}
-
 /* Price the group of nodes [I, J) fused at level LV under each of its
- * spill variants, as group I of the plan where every other node stands
- * alone (the model's pricer: the group alone, its binding once): OUT[v]
- * its cost, VAR[v] the variant's number in X's store; the count (0 when
- * the group cannot run; *FAILED when the model failed). OUT and VAR have
- * room for SPILL_CAND_MAX + 2 (at least 2^SPILL_SUBSETS_MAX). */
-static int group_costs(Ctx *x, Level *lv, int i, int j, Cost *out,
-                       int *var, bool *failed) {
-  /* A one-node group's plan is every node alone, made once: a plan is as
-   * long as the cascade, and past a budget each prefix is extended by
-   * one-node groups alone (each made anew: 2000 Einsums took 59 s). */
-  Plan *base = j == i + 1 ? x->alone : group_plan(x, i, j);
+ * spill variants, as group I of BASE, the plan where every other node
+ * stands alone (the model's pricer: the group alone, its binding once):
+ * OUT[v] its cost, VAR[v] the variant's number in X's store; the count
+ * (*FAILED when the model failed). OUT and VAR have room for
+ * SPILL_CAND_MAX + 2 (at least 2^SPILL_SUBSETS_MAX). */
+static int group_costs(Ctx *x, Level *lv, Plan *base, int i, int j,
+                       Cost *out, int *var, bool *failed) {
   *failed = false;
-  if (!base)
-    return 0;
   const Eval *bound = model_group_bind(lv->pricer, base, i);
   if (!bound) {
-    if (base != x->alone)
-      plan_free(base);
     *failed = true;
     return 0;
   }
@@ -333,12 +314,8 @@ static int group_costs(Ctx *x, Level *lv, int i, int j, Cost *out,
     if (ev)
       out[priced++] = group_figures(x, ev, i);
   }
-  if (base != x->alone) {
-    plan_free(base);
-  } else { /* as made: binding the next reads no spills */
-    free(base->spilled);
-    base->spilled = NULL;
-  }
+  free(base->spilled); /* as made: binding the next reads no spills */
+  base->spilled = NULL;
   x->r->variants += priced;
   return *failed ? 0 : priced;
 }
@@ -445,16 +422,24 @@ static bool program_fill(Ctx *x, SearchObjective o, Front *front,
         front[n].n = 0; /* no partition is whole */
         return true;
       }
+      Plan *base = NULL; /* the group's plan, made once for every level */
+      bool made = false;
       for (int l = 0; l < x->nlev; l++) {
         if (x->budget > 0 && *priced >= x->budget && i < j - 1) {
           x->r->stopped = true; /* past the budget: single nodes only */
           x->r->skipped++;
           continue;
         }
+        if (!made) {
+          base = regroup_plan(x->regroup, i, j);
+          made = true;
+        }
+        if (!base)
+          break; /* the grouping cannot run: no candidate at any level */
         Cost g[SPILL_CAND_MAX + 2];
         int var[SPILL_CAND_MAX + 2];
         bool failed = false;
-        int nv = group_costs(x, &x->lev[l], i, j, g, var, &failed);
+        int nv = group_costs(x, &x->lev[l], base, i, j, g, var, &failed);
         if (failed)
           return false;
         if (nv == 0)
@@ -481,7 +466,7 @@ static bool program_fill(Ctx *x, SearchObjective o, Front *front,
  * options as they are now; false if the model failed. */
 static bool program(Ctx *x, SearchObjective o, Front *front, long *priced) {
   int n = x->nodes->n;
-  x->alone = group_plan(x, 0, 1);
+  x->regroup = regroup_new(x->c, x->s, x->nodes);
   bool ok = true;
   for (int l = 0; l < x->nlev; l++) {
     Level *lv = &x->lev[l];
@@ -492,8 +477,8 @@ static bool program(Ctx *x, SearchObjective o, Front *front, long *priced) {
     ok = ok && singletons(x, lv);
   }
   ok = ok && program_fill(x, o, front, priced);
-  plan_free(x->alone);
-  x->alone = NULL;
+  regroup_free(x->regroup);
+  x->regroup = NULL;
   for (int l = 0; l < x->nlev; l++) {
     model_group_pricer_free(x->lev[l].pricer);
     free(x->lev[l].start_at);

@@ -1043,6 +1043,90 @@ TEST(search_group_alone_prices_as_whole_plan) {
   map_memo_free(memo);
 }
 
+/* ---- a candidate group's plan, patched ---- */
+
+/* The plan a Regroup gives for nodes [I, J) against the one
+ * fusion_plan_groups makes (every other node alone): group I's members,
+ * tile ranks, read sources, its outputs' written and onchip, and its
+ * members' transfers in order, field by field. */
+static long regroup_check(const Cascade *c, const Nodes *nodes,
+                          const Plan *got, const Plan *want, int i, int j) {
+  const char *at = c->path;
+  if (!got || !want) {
+    if (got || want)
+      test_fail(__FILE__, __LINE__, "%s [%d, %d): runs %d, whole %d", at, i,
+                j, got != NULL, want != NULL);
+    return 1;
+  }
+  const Group *g = &got->groups[i], *w = &want->groups[i];
+  bool ok = g->n == w->n && g->ntiled == w->ntiled;
+  for (int k = 0; ok && k < g->n; k++)
+    ok = g->einsums[k] == w->einsums[k];
+  for (int k = 0; ok && k < g->ntiled; k++)
+    ok = g->tiled[k] == w->tiled[k];
+  for (int k = 0; ok && k < g->n; k++) {
+    int e = g->einsums[k], t = c->einsums[e]->out.tensor;
+    ok = got->group_of[e] == i && want->group_of[e] == i &&
+         got->written[t] == want->written[t] &&
+         got->onchip[t] == want->onchip[t];
+    for (int r = 0; ok && r < c->einsums[e]->nreads; r++)
+      ok = got->src[e][r] == want->src[e][r];
+  }
+  /* The members' transfers, in the order each plan lists them. */
+  int a = 0, b = 0;
+  while (ok) {
+    while (a < got->nxfers && got->group_of[got->xfers[a].einsum] != i)
+      a++;
+    while (b < want->nxfers && want->group_of[want->xfers[b].einsum] != i)
+      b++;
+    if (a == got->nxfers || b == want->nxfers) {
+      ok = a == got->nxfers && b == want->nxfers;
+      break;
+    }
+    const Transfer *x = &got->xfers[a++], *y = &want->xfers[b++];
+    ok = x->einsum == y->einsum && x->tensor == y->tensor &&
+         x->kind == y->kind && x->elems == y->elems;
+  }
+  if (!ok)
+    test_fail(__FILE__, __LINE__,
+              "%s: nodes [%d, %d) of %d patched differ from the plan made "
+              "whole",
+              at, i, j, nodes->n);
+  return 1;
+}
+
+static long regroup_case(const Case *k, void *arg) {
+  (void)arg;
+  Nodes *nodes = search_nodes(k->c, k->s);
+  Regroup *rg = regroup_new(k->c, k->s, nodes);
+  int *group_of = xcalloc((size_t)k->c->neinsums + 1, sizeof *group_of);
+  long checked = 0;
+  for (int i = 0; i < nodes->n; i++)
+    for (int j = i + 1; j <= nodes->n; j++) {
+      for (int q = 0; q < nodes->n; q++)
+        for (int m = 0; m < nodes->nodes[q].n; m++)
+          group_of[nodes->nodes[q].einsums[m]] =
+              q < i ? q : q < j ? i : q - (j - i - 1);
+      Diag ignore = {0};
+      Plan *want = fusion_plan_groups(k->c, k->s, ST_FULL, group_of, &ignore);
+      checked += regroup_check(k->c, nodes, regroup_plan(rg, i, j), want, i,
+                               j);
+      plan_free(want);
+    }
+  free(group_of);
+  regroup_free(rg);
+  nodes_free(nodes);
+  return checked;
+}
+
+/* Every run of every cascade's search nodes (specs/, tests/specs/good,
+ * prefill and decode), patched into the every-node-alone plan, is the
+ * group fusion_plan_groups makes of it. */
+TEST(search_regroup_is_the_plan_made_whole) {
+  Walked w = each_case((Cases){true, true, 0, NULL}, regroup_case, NULL);
+  CHECK(w.checked >= 2000);
+}
+
 /* ---- binding by cost ---- */
 
 
