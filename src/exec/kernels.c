@@ -408,6 +408,7 @@ typedef struct DotJob {
   const Gemm *g;
   const Isa *isa;
   Split s;
+  const float *apack; /* the dot path's A, packed (dot_a), or NULL */
 } DotJob;
 
 /* A task's batches [b0, b1) and columns [n0, n1) of a split by columns
@@ -426,12 +427,10 @@ static Part job_part(const DotJob *job, int t) {
 
 /* G split by columns of COLS at a time, a few parts per thread (so that
  * a thread that wakes late takes fewer), each part run by TASK. */
-static void run_by_columns(const Gemm *g, const Isa *isa, Pool *pool,
-                           int threads, int64_t cols,
-                           void (*task)(void *, int, int)) {
-  DotJob job = {.g = g, .isa = isa};
-  job.s = split_work(g->batch, 1, g->n, 4 * threads, 1, cols);
-  pool_run(pool, task, &job, job.s.ntasks);
+static void run_by_columns(DotJob *job, Pool *pool, int threads,
+                           int64_t cols, void (*task)(void *, int, int)) {
+  job->s = split_work(job->g->batch, 1, job->g->n, 4 * threads, 1, cols);
+  pool_run(pool, task, job, job->s.ntasks);
 }
 
 /* Start fetching part PART of NPARTS of W's rows [J, J + DOT_COLS) (those
@@ -449,28 +448,33 @@ static void prefetch_part(Mat w, int64_t j, int64_t n1, int64_t k,
       __builtin_prefetch(elem(w.p, w.t, jj * w.rs + per_line * l), 0, 3);
 }
 
-/* C[0..m)[n0..n1) of batch BI, W = B^T having contiguous rows. */
 /* A is packed (as contiguous fp32 rows, cache-line aligned) unless it is
  * so already: the kernel reads a vector of A per vector of W, and a
  * vector split over two lines costs two loads (an activation vector off
  * the line ran an F16 GEMV 1.3x slower from cache). It is at most
- * DOT_MAX_M rows: cheap to copy. */
-static bool a_packed_for_dot(const Gemm *g) {
+ * DOT_MAX_M rows a batch: cheap to copy, once per product (each task
+ * packing its own copy, a decode step of mamba2-130m packed and
+ * allocated 700 times, now 140). NULL when A needs no packing. */
+static float *dot_a(const Gemm *g, const Isa *isa) {
   bool lines = (uintptr_t)g->a % 64 == 0 && (g->m == 1 || g->a_m % 16 == 0) &&
                (g->batch == 1 || g->a_b % 16 == 0);
-  return g->a_k != 1 || g->a_type != DT_F32 || !lines;
+  if (g->a_k == 1 && g->a_type == DT_F32 && lines)
+    return NULL;
+  float *apack = scratch_floats(g->batch * g->m * g->k);
+  for (int64_t bi = 0; bi < g->batch; bi++)
+    pack_rows(isa, mat_a(g, bi), g->m, g->k, apack + bi * g->m * g->k);
+  return apack;
 }
 
-static void dot_block(const DotJob *job, int64_t bi, int64_t n0, int64_t n1,
-                      float *apack) {
+/* C[0..m)[n0..n1) of batch BI, W = B^T having contiguous rows. */
+static void dot_block(const DotJob *job, int64_t bi, int64_t n0, int64_t n1) {
   const Gemm *g = job->g;
   const float *a = elem(g->a, g->a_type, bi * g->a_b);
   Mat w = {elem(g->b, g->b_type, bi * g->b_b), g->b_type, g->b_n, 1}; /* B^T */
   float *c = g->c + bi * g->c_b;
   int64_t lda = g->a_m;
-  if (a_packed_for_dot(g)) {
-    pack_rows(job->isa, mat_a(g, bi), g->m, g->k, apack);
-    a = apack;
+  if (job->apack) {
+    a = job->apack + bi * g->m * g->k;
     lda = g->k;
   }
   DotFn *dot = job->isa->dot[w.t];
@@ -503,19 +507,17 @@ static void dot_block(const DotJob *job, int64_t bi, int64_t n0, int64_t n1,
 static void dot_task(void *arg, int t, int n) {
   (void)n;
   const DotJob *job = arg;
-  const Gemm *g = job->g;
   Part p = job_part(job, t);
-  if (p.n0 >= p.n1)
-    return;
-  float *apack = a_packed_for_dot(g) ? scratch_floats(g->m * g->k) : NULL;
-  for (int64_t bi = p.b0; bi < p.b1; bi++)
-    dot_block(job, bi, p.n0, p.n1, apack);
-  free(apack);
+  for (int64_t bi = p.b0; p.n0 < p.n1 && bi < p.b1; bi++)
+    dot_block(job, bi, p.n0, p.n1);
 }
 
 /* Parts of DOT_COLS columns, each still long enough to stream. */
 static void gemm_dot(const Gemm *g, const Isa *isa, Pool *pool, int threads) {
-  run_by_columns(g, isa, pool, threads, DOT_COLS, dot_task);
+  float *apack = dot_a(g, isa);
+  DotJob job = {.g = g, .isa = isa, .apack = apack};
+  run_by_columns(&job, pool, threads, DOT_COLS, dot_task);
+  free(apack);
 }
 
 /* ---- the row path ---- */
@@ -575,7 +577,8 @@ static void row_task(void *arg, int t, int n) {
 
 /* Parts of whole cache lines (16 floats). */
 static void gemm_rows(const Gemm *g, const Isa *isa, Pool *pool, int threads) {
-  run_by_columns(g, isa, pool, threads, 16, row_task);
+  DotJob job = {.g = g, .isa = isa};
+  run_by_columns(&job, pool, threads, 16, row_task);
 }
 
 /* ---- kernel_gemm ---- */
