@@ -387,6 +387,8 @@ static double weight_bytes(const Fused *f) {
  * fits (by bisection: the buffers only grow with the tile), and the last
  * rank that does not fit whole is cut into equal tiles, as many as that
  * extent needs. The inner tile covers the halos. */
+enum { WEIGHT_SHARE = 4 };
+
 static void choose_tile(Fused *f) {
   const Cascade *c = f->r->c;
   int64_t min_inner = 1;
@@ -400,9 +402,17 @@ static void choose_tile(Fused *f) {
    * stream each tile would spend longer streaming weights than computing:
    * a 512-token mamba2-130m prefill under full, in tiles of 6 tokens (2
    * MiB), ran its projections as matrix-vector products, each tile
-   * streaming the layer's weights. So the buffer is at least those
-   * weights' bytes (15 MB a layer there: 3 tiles). */
-  double cap = fmax(f->r->o->buffer_bytes, weight_bytes(f));
+   * streaming the layer's weights. And a unit of several tiles first
+   * packs those weights whole (kernel_gemm_pack: fp32, in pages the
+   * system maps and clears again for every layer), then reads the pack
+   * once per tile: at a buffer of once the weights (15 MB a layer, 3
+   * tiles of 171 tokens), a 512-token prompt under full took 83 000 more
+   * page faults than the interpreter's and 0.71-0.76 of its speed. So the
+   * buffer is at least WEIGHT_SHARE times those weights' bytes: packing
+   * and re-reading them is then a small part of what a tile moves, and
+   * such a prompt of the 130m and 370m models is one tile, its products
+   * the interpreter's (no pack). */
+  double cap = fmax(f->r->o->buffer_bytes, WEIGHT_SHARE * weight_bytes(f));
   for (int j = f->nt - 1; j >= 0; j--) {
     int64_t lo = 1, hi = f->tsize[j]; /* the largest that fits, in [1, hi] */
     tile[j] = hi;
