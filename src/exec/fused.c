@@ -808,7 +808,19 @@ static int64_t slice_extent(const Fused *f, const Stretch *st) {
   if (per_step > 0 && slice * per_step < MIN_STEP)
     slice = (int64_t)ceil(MIN_STEP / per_step);
   int64_t fair = (ext + workers - 1) / workers; /* every worker has one */
-  return slice < 1 ? 1 : slice > fair ? fair : slice;
+  slice = slice < 1 ? 1 : slice > fair ? fair : slice;
+  /* The workers take the slices in turn (run_stretch), so the slices are
+   * made equal and as many as a multiple of the workers: cut at the size
+   * alone, a 512-token prompt's norm (ri, mamba2-130m) ran as slices of
+   * 170, 170, 170 and 2 tokens, one worker taking 340 while the other took
+   * 172. Fewer slices rather than more where more would step a recurrence
+   * in fewer than MIN_STEP elements. */
+  int64_t n = (ext + slice - 1) / slice;
+  int64_t up = (n + workers - 1) / workers * workers, down = n / workers * workers;
+  int64_t even = (ext + up - 1) / up;
+  if (per_step > 0 && (double)even * per_step < MIN_STEP && down > 0)
+    even = (ext + down - 1) / down;
+  return even;
 }
 
 /* Write the pending halos that positions [I, I + N) read, but SKIP's. */
