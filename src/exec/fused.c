@@ -379,6 +379,10 @@ static double weight_bytes(const Fused *f) {
   return bytes;
 }
 
+/* A tile's buffers hold at least this many times the bytes of the weights
+ * the unit's products stream (choose_tile). */
+enum { WEIGHT_SHARE = 4 };
+
 /* The tile. Under the plan's geometry the off-chip traffic does not depend
  * on it (each distinct element once per group), so what is left to choose
  * is the fewest tiles whose buffers fit (the buffer, or the weights the
@@ -387,8 +391,6 @@ static double weight_bytes(const Fused *f) {
  * fits (by bisection: the buffers only grow with the tile), and the last
  * rank that does not fit whole is cut into equal tiles, as many as that
  * extent needs. The inner tile covers the halos. */
-enum { WEIGHT_SHARE = 4 };
-
 static void choose_tile(Fused *f) {
   const Cascade *c = f->r->c;
   int64_t min_inner = 1;
