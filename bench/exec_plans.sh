@@ -27,7 +27,7 @@
 # decode 128 (after a 16-token prompt, as ../shared/bench/llamacpp does).
 # Environment: MODELS (default "mamba-130m mamba-370m mamba2-130m"),
 # DTYPES ("F16 F32"), STRATEGIES ("ri ri+rsb ri+rsb+rsp full best"),
-# PP and TG (the sizes), ROUNDS (3),
+# PHASES ("pp tg": prefill, decode), PP and TG (the sizes), ROUNDS (3),
 # THREADS (2), WEIGHTS (the folder of checkpoints: MODEL-DTYPE/, made by
 # `mambalaya init-weights --model MODEL --dtype DTYPE --seed 0` where
 # missing; the weights' values do not change the time).
@@ -43,6 +43,7 @@ M=$BUILD/mambalaya
 MODELS=${MODELS:-mamba-130m mamba-370m mamba2-130m}
 DTYPES=${DTYPES:-F16 F32}
 STRATEGIES=${STRATEGIES:-ri ri+rsb ri+rsb+rsp full best}
+PHASES=${PHASES:-pp tg}
 ROUNDS=${ROUNDS:-3}
 THREADS=${THREADS:-2}
 WEIGHTS=${WEIGHTS:-${TMPDIR:-/tmp}/mambalaya-weights}
@@ -94,7 +95,7 @@ for model in $MODELS; do
     [ -f "$dir/model.safetensors" ] ||
       "$M" init-weights --model "$model" --dtype "$dtype" --seed 0 --out "$dir" >/dev/null
     vocab=$($PY -c "import json; print(json.load(open('$dir/config.json'))['vocab_size'])")
-    for phase in pp tg; do
+    for phase in $PHASES; do
       [ "$phase" = pp ] && n=$PP || n=$TG
       : >"$tmp/rows"
       for r in $(seq 1 "$ROUNDS"); do

@@ -379,6 +379,10 @@ static double weight_bytes(const Fused *f) {
   return bytes;
 }
 
+/* A tile's buffers hold at least this many times the bytes of the weights
+ * the unit's products stream (choose_tile). */
+enum { WEIGHT_SHARE = 4 };
+
 /* The tile. Under the plan's geometry the off-chip traffic does not depend
  * on it (each distinct element once per group), so what is left to choose
  * is the fewest tiles whose buffers fit (the buffer, or the weights the
@@ -400,9 +404,17 @@ static void choose_tile(Fused *f) {
    * stream each tile would spend longer streaming weights than computing:
    * a 512-token mamba2-130m prefill under full, in tiles of 6 tokens (2
    * MiB), ran its projections as matrix-vector products, each tile
-   * streaming the layer's weights. So the buffer is at least those
-   * weights' bytes (15 MB a layer there: 3 tiles). */
-  double cap = fmax(f->r->o->buffer_bytes, weight_bytes(f));
+   * streaming the layer's weights. And a unit of several tiles first
+   * packs those weights whole (kernel_gemm_pack: fp32, in pages the
+   * system maps and clears again for every layer), then reads the pack
+   * once per tile: at a buffer of once the weights (15 MB a layer, 3
+   * tiles of 171 tokens), a 512-token prompt under full took 83 000 more
+   * page faults than the interpreter's and 0.71-0.76 of its speed. So the
+   * buffer is at least WEIGHT_SHARE times those weights' bytes: packing
+   * and re-reading them is then a small part of what a tile moves, and
+   * such a prompt of the 130m and 370m models is one tile, its products
+   * the interpreter's (no pack). */
+  double cap = fmax(f->r->o->buffer_bytes, WEIGHT_SHARE * weight_bytes(f));
   for (int j = f->nt - 1; j >= 0; j--) {
     int64_t lo = 1, hi = f->tsize[j]; /* the largest that fits, in [1, hi] */
     tile[j] = hi;
@@ -798,7 +810,19 @@ static int64_t slice_extent(const Fused *f, const Stretch *st) {
   if (per_step > 0 && slice * per_step < MIN_STEP)
     slice = (int64_t)ceil(MIN_STEP / per_step);
   int64_t fair = (ext + workers - 1) / workers; /* every worker has one */
-  return slice < 1 ? 1 : slice > fair ? fair : slice;
+  slice = slice < 1 ? 1 : slice > fair ? fair : slice;
+  /* The workers take the slices in turn (run_stretch), so the slices are
+   * made equal and as many as a multiple of the workers: cut at the size
+   * alone, a 512-token prompt's norm (ri, mamba2-130m) ran as slices of
+   * 170, 170, 170 and 2 tokens, one worker taking 340 while the other took
+   * 172. Fewer slices rather than more where more would step a recurrence
+   * in fewer than MIN_STEP elements. */
+  int64_t n = (ext + slice - 1) / slice;
+  int64_t up = (n + workers - 1) / workers * workers, down = n / workers * workers;
+  int64_t even = (ext + up - 1) / up;
+  if (per_step > 0 && (double)even * per_step < MIN_STEP && down > 0)
+    even = (ext + down - 1) / down;
+  return even;
 }
 
 /* Write the pending halos that positions [I, I + N) read, but SKIP's. */

@@ -1136,3 +1136,57 @@ TEST(exec_gemvs_together_equal_one_by_one) {
                   {"n_heads", 128}, {"head_dim", 32}, {"d_state", 8}};
   check_gemvs("specs/mamba2.yaml", b3, 6, 5, 1, 4);
 }
+
+/* A fused unit whose products read weights takes tiles whose buffers hold
+ * at least four times those weights' bytes (fused.c, choose_tile): below
+ * that, each layer packed the weights whole into fresh pages and every
+ * tile read the pack again. Here W is 24 x 32 fp32 (3072 bytes, 12288 x
+ * 4) and the full plan keeps H (I x 32) on chip, under a 2 KiB buffer.
+ * At I = 64, H (8192 bytes) fits: one tile, the run holds H's whole
+ * buffer and Y (64 x 24, 6144 bytes) and no pack, 14336 bytes at its peak
+ * (at once the weights, 3072 bytes, H was cut into 3 tiles of 22 rows,
+ * 2816 bytes, and W packed for them, 32 x 32 x 4 = 4096: 13056). At I =
+ * 256, H (32768 bytes) does not: 12288 / 128 = 96 rows fit, so 3 tiles of
+ * 86 rows (11008 bytes), beside Y (24576) and W's pack (4096): 39680. The
+ * numbers equal the interpreter's either way. */
+static void check_tile_bytes(int64_t rows, double peak) {
+  char text[512];
+  snprintf(text, sizeof text,
+           "shape: {I: %lld, K: 32, N: 24}\n"
+           "outputs: [Y]\n"
+           "einsum:\n"
+           "  declaration: {X: [I, K], H: [I, K], W: [N, K], Y: [I, N]}\n"
+           "  expressions:\n"
+           "    - H[i,k] = X[i,k] * 2\n"
+           "    - Y[i,n] = W[n,k] * H[i,k]\n",
+           (long long)rows);
+  Case k = load_case(text, NULL, NULL, 0);
+  if (!k.c)
+    return;
+  random_inputs(&k, 5);
+  Pair *pairs = fusion_classify(k.c, k.s);
+  Diag d = {0};
+  Plan *p = plan_of(&k, pairs, ST_FULL, STITCH_GREEDY, OBJ_GROUPS, &d);
+  CHECK(p && p->ngroups == 1 && p->onchip[cascade_tensor(k.c, "H")]);
+  Tensors ref = {0}, res = {0};
+  ExecStats st = {0};
+  ExecOpts o = {.plan = p, .buffer_bytes = 2048};
+  CHECK(run(&k, NULL, &ref, NULL, NULL));
+  CHECK(exec_run(k.c, k.s, &k.in, &o, &res, NULL, &st, &d));
+  CHECK(st.peak_bytes == peak);
+  const Array *y = tensors_get(&res, "Y"), *y0 = tensors_get(&ref, "Y");
+  CHECK(y && y0 && y->n == y0->n);
+  for (int64_t i = 0; y && y0 && i < y->n; i++)
+    CHECK_NEAR(y->data[i], y0->data[i], 1e-6);
+  exec_stats_free(&st);
+  tensors_free(&res);
+  tensors_free(&ref);
+  plan_free(p);
+  free(pairs);
+  free_case(&k);
+}
+
+TEST(exec_tile_holds_four_times_the_weights) {
+  check_tile_bytes(64, 8192 + 6144);
+  check_tile_bytes(256, 11008 + 24576 + 4096);
+}
