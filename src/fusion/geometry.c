@@ -196,8 +196,7 @@ typedef struct Fill {
   const Cascade *c;
   const Shape *s;
   int cap;      /* of the plan's xfers */
-  int *read_at, *read_ord; /* tensor t's edges: read_ord[read_at[t] ..
-                              read_at[t + 1]) */
+  EdgeIndex reads; /* the cascade's edges by tensor */
   Boxes *boxes; /* per tensor, for the group being filled */
   int *first;   /* per tensor: the Einsum the group charges it at, or -1 */
   bool *done;   /* per tensor: charged in this group */
@@ -209,14 +208,7 @@ static Fill *fill_new(const Cascade *c, const Shape *s) {
   Fill *f = xcalloc(1, sizeof *f);
   f->c = c;
   f->s = s;
-  f->read_at = xcalloc(nt + 1, sizeof *f->read_at);
-  f->read_ord = xmalloc(((size_t)c->nedges + 1) * sizeof *f->read_ord);
-  for (int k = 0; k < c->nedges; k++) /* counts, one ahead */
-    f->read_at[c->edges[k].tensor + 2]++;
-  for (int t = 0; t < c->ntensors; t++)
-    f->read_at[t + 2] += f->read_at[t + 1];
-  for (int k = 0; k < c->nedges; k++)
-    f->read_ord[f->read_at[c->edges[k].tensor + 1]++] = k;
+  f->reads = cascade_edge_index(c, EDGES_BY_TENSOR);
   f->boxes = xcalloc(nt, sizeof *f->boxes);
   f->first = xmalloc(nt * sizeof *f->first);
   f->done = xcalloc(nt, sizeof *f->done);
@@ -235,8 +227,7 @@ static void fill_free(Fill *f) {
   free(f->first);
   free(f->done);
   free(f->inits);
-  free(f->read_at);
-  free(f->read_ord);
+  edge_index_free(&f->reads);
   free(f);
 }
 
@@ -249,8 +240,8 @@ static bool escapes(const Fill *f, const int *group_of, int t) {
     return false;
   if (T->output)
     return true;
-  for (int k = f->read_at[t]; k < f->read_at[t + 1]; k++)
-    if (group_of[c->edges[f->read_ord[k]].consumer] !=
+  for (int k = f->reads.at[t]; k < f->reads.at[t + 1]; k++)
+    if (group_of[c->edges[f->reads.ord[k]].consumer] !=
         group_of[T->producer])
       return true;
   return false;

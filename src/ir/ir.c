@@ -220,6 +220,31 @@ bool read_in_recurrence(const Cascade *c, int einsum, const Access *a) {
          c->recurrence[einsum] == c->recurrence[p];
 }
 
+static int edge_key(const Edge *e, EdgeKey by) {
+  return by == EDGES_BY_PRODUCER ? e->producer
+         : by == EDGES_BY_CONSUMER ? e->consumer
+                                   : e->tensor;
+}
+
+EdgeIndex cascade_edge_index(const Cascade *c, EdgeKey by) {
+  int nkeys = by == EDGES_BY_TENSOR ? c->ntensors : c->neinsums;
+  EdgeIndex x = {xcalloc((size_t)nkeys + 2, sizeof *x.at),
+                 xmalloc(((size_t)c->nedges + 1) * sizeof *x.ord)};
+  for (int k = 0; k < c->nedges; k++) /* counts, one ahead */
+    x.at[edge_key(&c->edges[k], by) + 2]++;
+  for (int i = 0; i < nkeys; i++)
+    x.at[i + 2] += x.at[i + 1];
+  for (int k = 0; k < c->nedges; k++) /* a stable placement */
+    x.ord[x.at[edge_key(&c->edges[k], by) + 1]++] = k;
+  return x;
+}
+
+void edge_index_free(EdgeIndex *x) {
+  free(x->at);
+  free(x->ord);
+  *x = (EdgeIndex){0};
+}
+
 bool edge_orders(const Cascade *c, const Edge *e) {
   return !e->lagged || c->recurrence[e->consumer] < 0 ||
          c->recurrence[e->consumer] != c->recurrence[e->producer];
@@ -319,21 +344,9 @@ static void build_reach(Cascade *c) {
   c->reach_words = (n + 63) / 64;
   size_t words = (size_t)n * (size_t)c->reach_words + 1;
   c->reach = arena_alloc(&c->arena, words * sizeof(uint64_t));
-  /* Successors through non-lagged edges, as adjacency lists. */
-  int *start = xcalloc((size_t)n + 2, sizeof *start);
-  for (int i = 0; i < c->nedges; i++)
-    if (!c->edges[i].lagged)
-      start[c->edges[i].producer + 1]++;
-  for (int i = 0; i < n; i++)
-    start[i + 1] += start[i];
-  int *succ = xmalloc(((size_t)start[n] + 1) * sizeof *succ);
-  int *fill = xcalloc((size_t)n + 1, sizeof *fill);
-  for (int i = 0; i < c->nedges; i++)
-    if (!c->edges[i].lagged) {
-      int p = c->edges[i].producer;
-      succ[start[p] + fill[p]++] = c->edges[i].consumer;
-    }
-  int *stack = xmalloc(((size_t)start[n] + (size_t)n + 1) * sizeof *stack);
+  /* Successors through non-lagged edges: the edges by producer. */
+  EdgeIndex out = cascade_edge_index(c, EDGES_BY_PRODUCER);
+  int *stack = xmalloc(((size_t)c->nedges + (size_t)n + 1) * sizeof *stack);
   for (int from = 0; from < n; from++) {
     uint64_t *row = c->reach + (size_t)from * (size_t)c->reach_words;
     int top = 0;
@@ -341,9 +354,10 @@ static void build_reach(Cascade *c) {
     row[from / 64] |= (uint64_t)1 << (from % 64);
     while (top > 0) {
       int x = stack[--top];
-      for (int k = start[x]; k < start[x + 1]; k++) {
-        int y = succ[k];
-        if (!((row[y / 64] >> (y % 64)) & 1u)) {
+      for (int k = out.at[x]; k < out.at[x + 1]; k++) {
+        const Edge *e = &c->edges[out.ord[k]];
+        int y = e->consumer;
+        if (!e->lagged && !((row[y / 64] >> (y % 64)) & 1u)) {
           row[y / 64] |= (uint64_t)1 << (y % 64);
           stack[top++] = y;
         }
@@ -351,9 +365,7 @@ static void build_reach(Cascade *c) {
     }
   }
   free(stack);
-  free(fill);
-  free(succ);
-  free(start);
+  edge_index_free(&out);
 }
 
 /* The recurrences: the strongly connected components of the dependence
@@ -363,27 +375,16 @@ static void build_reach(Cascade *c) {
 static void find_recurrences(Cascade *c) {
   int n = c->neinsums, m = c->nedges;
   c->recurrence = arena_alloc(&c->arena, sizeof(int) * ((size_t)n + 1));
-  int *fwd = xcalloc((size_t)n + 2, sizeof *fwd);
-  int *bwd = xcalloc((size_t)n + 2, sizeof *bwd);
-  for (int i = 0; i < m; i++) {
-    fwd[c->edges[i].producer + 1]++;
-    bwd[c->edges[i].consumer + 1]++;
-  }
-  for (int i = 0; i < n; i++) {
-    fwd[i + 1] += fwd[i];
-    bwd[i + 1] += bwd[i];
-  }
+  /* Successors and predecessors: the edges by producer and by consumer,
+   * each list in edge order. */
+  EdgeIndex out = cascade_edge_index(c, EDGES_BY_PRODUCER),
+            in = cascade_edge_index(c, EDGES_BY_CONSUMER);
+  const int *fwd = out.at, *bwd = in.at;
   int *succ = xmalloc(((size_t)m + 1) * sizeof *succ);
   int *pred = xmalloc(((size_t)m + 1) * sizeof *pred);
-  int *fill = xcalloc((size_t)n + 1, sizeof *fill);
   for (int i = 0; i < m; i++) {
-    int p = c->edges[i].producer;
-    succ[fwd[p] + fill[p]++] = c->edges[i].consumer;
-  }
-  memset(fill, 0, ((size_t)n + 1) * sizeof *fill);
-  for (int i = 0; i < m; i++) {
-    int q = c->edges[i].consumer;
-    pred[bwd[q] + fill[q]++] = c->edges[i].producer;
+    succ[i] = c->edges[out.ord[i]].consumer;
+    pred[i] = c->edges[in.ord[i]].producer;
   }
   int *order = xmalloc(((size_t)n + 1) * sizeof *order);
   int *stack = xmalloc(((size_t)n + 1) * sizeof *stack);
@@ -443,11 +444,10 @@ static void find_recurrences(Cascade *c) {
   free(next);
   free(stack);
   free(order);
-  free(fill);
   free(pred);
   free(succ);
-  free(bwd);
-  free(fwd);
+  edge_index_free(&in);
+  edge_index_free(&out);
 }
 
 /* Every read that orders its Einsums (edge_orders) comes after its

@@ -264,6 +264,16 @@ bool read_in_recurrence(const Cascade *c, int einsum, const Access *a);
  * read that closes a recurrence's cycle (HH reads H[i-1] before H's step
  * i): the recurrence's members advance together, a step at a time. */
 bool edge_orders(const Cascade *c, const Edge *e);
+/* The cascade's edges grouped by one of their ends: those whose key is k
+ * are edges[ord[q]] for q in [at[k], at[k + 1]), in edge order (a stable
+ * counting sort; a producer of -1, a cascade input, comes first). So a
+ * group reads its own members' edges, not every edge per member. */
+typedef enum { EDGES_BY_PRODUCER, EDGES_BY_CONSUMER, EDGES_BY_TENSOR } EdgeKey;
+typedef struct EdgeIndex {
+  int *at, *ord;
+} EdgeIndex;
+EdgeIndex cascade_edge_index(const Cascade *c, EdgeKey by);
+void edge_index_free(EdgeIndex *x);
 /* For an initialization that reads one tensor whole (H[b,i<0,d,n] =
  * H0[b,d,n], TX[b,i<0,d] = CS[b,i+K,d]), the coordinate of that tensor its
  * conditioned variable indexes: the steps of the history it holds; -1 if

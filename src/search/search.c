@@ -82,13 +82,6 @@ static void key_of(Cost c, SearchObjective o, double *k1, double *k2) {
 
 /* ---- one candidate group ---- */
 
-/* The cascade's edges by producer: Einsum e's are edges[ord[k]] for k in
- * [at[e], at[e + 1]), ascending -- so that a group's candidates are found
- * from its members' own edges, not from every edge per member. */
-typedef struct OutEdges {
-  int *at, *ord;
-} OutEdges;
-
 typedef struct Ctx {
   const Cascade *c;
   const Shape *s;
@@ -117,7 +110,7 @@ typedef struct Ctx {
   struct Level *lev;
   Regroup *regroup; /* each candidate group's plan, every other node
                        alone, patched in time of the group */
-  OutEdges out; /* the cascade's edges by producer (spill_candidates) */
+  EdgeIndex out; /* the cascade's edges by producer (spill_candidates) */
 } Ctx;
 
 /* Pricing groups alone at one fusion level (program): the model's pricer
@@ -157,30 +150,12 @@ static Plan *plan_of(Ctx *x, const bool *start) {
  * (docs/search.md). */
 enum { SPILL_SUBSETS_MAX = 4, SPILL_CAND_MAX = 64 };
 
-static OutEdges out_edges(const Cascade *c) {
-  size_t ne = (size_t)c->neinsums + 2;
-  OutEdges o = {xcalloc(ne, sizeof *o.at),
-                xmalloc(((size_t)c->nedges + 1) * sizeof *o.ord)};
-  for (int k = 0; k < c->nedges; k++) /* counts, one ahead */
-    o.at[c->edges[k].producer + 2]++;
-  for (int e = 0; e < c->neinsums; e++)
-    o.at[e + 2] += o.at[e + 1];
-  for (int k = 0; k < c->nedges; k++) /* a stable placement */
-    o.ord[o.at[c->edges[k].producer + 1]++] = k;
-  return o;
-}
-
-static void out_edges_free(OutEdges *o) {
-  free(o->at);
-  free(o->ord);
-}
-
 /* Group G's intermediates that may go off chip by choice, into CAND (at
  * most SPILL_CAND_MAX): a member's output handed over to another member
  * (an edge that orders them) and never off chip otherwise -- what the
  * model holds for the group and could send off (group.c). OUT: the
  * cascade's edges by producer (an edge's producer is its tensor's). */
-static int spill_candidates(const Cascade *c, const OutEdges *out,
+static int spill_candidates(const Cascade *c, const EdgeIndex *out,
                             const Plan *p, int g, int *cand) {
   int k = 0;
   const Group *gr = &p->groups[g];
@@ -210,9 +185,9 @@ static int variants_of(const ModelOpts *o, int k) {
 int search_spill_variants(const Cascade *c, const Plan *p, int g,
                           const ModelOpts *o) {
   int cand[SPILL_CAND_MAX];
-  OutEdges out = out_edges(c);
+  EdgeIndex out = cascade_edge_index(c, EDGES_BY_PRODUCER);
   int k = spill_candidates(c, &out, p, g, cand);
-  out_edges_free(&out);
+  edge_index_free(&out);
   return variants_of(o, k);
 }
 
@@ -231,9 +206,9 @@ static void variant_apply(const Cascade *c, const ModelOpts *o,
 void search_spill_variant(const Cascade *c, const Plan *p, int g,
                           const ModelOpts *o, int v, bool *spilled) {
   int cand[SPILL_CAND_MAX];
-  OutEdges out = out_edges(c);
+  EdgeIndex out = cascade_edge_index(c, EDGES_BY_PRODUCER);
   int k = spill_candidates(c, &out, p, g, cand);
-  out_edges_free(&out);
+  edge_index_free(&out);
   if (v > 0)
     variant_apply(c, o, cand, k, v, spilled);
 }
@@ -785,7 +760,7 @@ SearchResult *search_levels(const Cascade *c, const Shape *s, const Arch *a,
   Nodes *nodes = search_nodes(c, s);
   x.nodes = nodes;
   x.group_of = xcalloc((size_t)c->neinsums + 1, sizeof *x.group_of);
-  x.out = out_edges(c);
+  x.out = cascade_edge_index(c, EDGES_BY_PRODUCER);
   r->budget = budget;
   r->nodes = nodes->n;
   /* Every partition, each of its groups at each level: L (L + 1)^(n-1). */
@@ -796,7 +771,7 @@ SearchResult *search_levels(const Cascade *c, const Shape *s, const Arch *a,
   bool ok = run(&x, o, obj, r);
   free(x.lev);
   free(x.group_of);
-  out_edges_free(&x.out);
+  edge_index_free(&x.out);
   free(x.chosen);
   free(x.chosen_t);
   nodes_free(nodes);
