@@ -397,8 +397,10 @@ static Kept *kept_trial(const Grp *G, int at, double total, double cap,
   if (!f || at < 0 || G->keep < 1)
     return NULL;
   if (f->room_members < G->n || f->room_held < G->nheld) {
-    f->room_members = G->n > f->room_members ? G->n : f->room_members;
-    f->room_held = G->nheld > f->room_held ? G->nheld : f->room_held;
+    /* Doubled: the search's groups grow one member at a time. */
+    int twice = 2 * f->room_members, twice_held = 2 * f->room_held;
+    f->room_members = G->n > twice ? G->n : twice;
+    f->room_held = G->nheld > twice_held ? G->nheld : twice_held;
     size_t nm = (size_t)f->room_members + 1, nh = (size_t)f->room_held + 1;
     for (int c = 0; c < TILE_CANDIDATES; c++) {
       Kept *k = &f->kept[c];
@@ -420,7 +422,7 @@ static Kept *kept_trial(const Grp *G, int at, double total, double cap,
   }
   /* The held tensors held then and not now, or now and not then: the
    * members reading or writing one map again. */
-  bool *moved = xmalloc(((size_t)G->nheld + 1) * sizeof *moved);
+  bool *moved = G->moved;
   for (int h = 0; h < G->nheld; h++)
     moved[h] = k->on[h] != G->held[h].on;
   const Cascade *c = G->x->c;
@@ -434,7 +436,6 @@ static Kept *kept_trial(const Grp *G, int at, double total, double cap,
     }
     same[i] = stays;
   }
-  free(moved);
   return k;
 }
 
@@ -547,13 +548,15 @@ static double set_tile(Grp *G, double total, bool overbook) {
   double live;
   double res = reservation(G, &pk, &live);
   G->keep = 1;
+  G->set_total = total;
+  G->set_res = res;
   if (res <= G->budget)
     return res;
   double room = G->budget - (res - live);
   if (!overbook || live <= 0 || room <= 0)
-    return -1;
+    return G->set_res = -1;
   G->keep = room / live;
-  return G->budget;
+  return G->set_res = G->budget;
 }
 
 /* Does candidate tile AT of CAND fit (its reservation in the budget,
@@ -564,6 +567,8 @@ static bool fits(Grp *G, const double *cand, int at, double res, Trial *tr,
   if (res >= 0) { /* the tile set_tile would set */
     spread(G, cand[at]);
     G->keep = 1;
+    G->set_total = cand[at];
+    G->set_res = res;
   } else {
     res = set_tile(G, cand[at], false);
   }
@@ -709,8 +714,10 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
     }
   }
   free(trial);
-  if (chosen > 0) {
-    *reserved = set_tile(G, chosen, true);
+  if (chosen > 0) { /* set again unless it is the tile set last */
+    *reserved = G->set_total == chosen && G->set_res >= 0
+                    ? G->set_res
+                    : set_tile(G, chosen, true);
   } else {
     spread(G, cand[0]);
     *smallest = reservation(G, peak, NULL);
@@ -876,6 +883,7 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   G.whole = x->o.hold_whole;
   G.budget = x->o.reserve_share * x->glb;
   G.keep = 1;
+  G.set_res = -1;
   G.overbook = priced_by_dram(x->a);
   G.held_of = x->held->held_of; /* at rest: -1 (set back below) */
   G.nt = G.gr->ntiled;
@@ -888,6 +896,7 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   frame_of(&G);
   G.fp = xmalloc(((size_t)G.nheld + 1) * sizeof *G.fp);
   G.live = xmalloc(((size_t)G.nheld + 1) * sizeof *G.live);
+  G.moved = xmalloc(((size_t)G.nheld + 1) * sizeof *G.moved);
   G.mem = xmalloc(((size_t)G.n + 1) * sizeof *G.mem);
   G.same = xmalloc(((size_t)G.n + 1) * sizeof *G.same);
   design_spills(&G);
@@ -947,6 +956,7 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   free(G.held_from);
   free(G.fp);
   free(G.live);
+  free(G.moved);
   free(G.mem);
   free(G.same);
   return ok;
