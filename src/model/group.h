@@ -172,7 +172,7 @@ double overbooked_share(const Grp *G, const Held *h);
 double held_charges(const Grp *G, int i);
 /* Charge the members at the chosen tile (MAPS, RES reserved), each priced
  * again only where its bill changed since the group's last price. */
-void bill_members(Grp *G, const Mapping *maps, double res);
+void bill_members(Grp *G, const Mapping *const *maps, double res);
 
 /* ---- extras.c ---- */
 

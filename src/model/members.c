@@ -266,12 +266,12 @@ static void charge_member(Grp *G, int i, Billed *b, const Mapping *m,
  * per-tensor totals then, in the order the whole plan's pricing charges
  * them: the geometry's of every member, their own, the design's extras
  * (the group's, in order: EXTRAS). NEXT is scratch for as many bills. */
-static void charge_members(Grp *G, const Mapping *maps, double res,
+static void charge_members(Grp *G, const Mapping *const *maps, double res,
                            Billed *kept, Billed *next, Charges *extras) {
   Ctx *x = G->x;
   double cap = fmax(x->glb - res, 0);
   for (int i = 0; i < G->n; i++) {
-    bill_member(G, i, &maps[i], cap, &next[i]);
+    bill_member(G, i, maps[i], cap, &next[i]);
     next[i].extra.n = 0;
     next[i].set = true;
   }
@@ -291,7 +291,7 @@ static void charge_members(Grp *G, const Mapping *maps, double res,
     Billed swap = kept[i];
     kept[i] = next[i];
     next[i] = swap;
-    charge_member(G, i, &kept[i], &maps[i], member_problem(G, i, cap));
+    charge_member(G, i, &kept[i], maps[i], member_problem(G, i, cap));
   }
   for (int i = 0; i < G->n; i++)
     charges_total(x, &kept[i].geo);
@@ -303,7 +303,7 @@ static void charge_members(Grp *G, const Mapping *maps, double res,
 /* charge_members with the bills kept where the context keeps a frame
  * (a group pricer's: its last price's), else none (every member priced
  * from its binding). */
-void bill_members(Grp *G, const Mapping *maps, double res) {
+void bill_members(Grp *G, const Mapping *const *maps, double res) {
   Frame *f = G->x->frame;
   if (!f) {
     Billed *b = xcalloc(2 * (size_t)G->n + 1, sizeof *b);
