@@ -174,7 +174,7 @@ typedef struct Charges {
  * write (its DRAM bytes, at the off-chip level), and into the per-tensor
  * totals; charge_einsum: to R alone, charge_total: to the totals alone
  * (a group's are summed after its members', in the order they were
- * charged). INTRA forces the intra-Einsum class (partial products). */
+ * charged; none with Ctx.no_totals). INTRA forces the intra-Einsum class (partial products). */
 void charge(const Ctx *x, EinsumEval *r, int t, double n, bool write,
             bool intra);
 void charge_einsum(const Ctx *x, EinsumEval *r, int t, double n, bool write,
