@@ -25,11 +25,8 @@ void charge_einsum(const Ctx *x, EinsumEval *r, int t, double n, bool write,
 
 void charge_total(const Ctx *x, int t, double n, bool write) {
   double b = n * x->word;
-  if (!x->ev)
+  if (!x->ev || x->no_totals)
     return;
-  if (x->dirty && b != 0 && x->ev->tensor_write[t] == 0 &&
-      x->ev->tensor_read[t] == 0)
-    x->dirty->t[x->dirty->n++] = t;
   (write ? x->ev->tensor_write : x->ev->tensor_read)[t] += b;
 }
 
@@ -45,6 +42,8 @@ void charges_apply(const Ctx *x, EinsumEval *r, const Charges *l) {
 }
 
 void charges_total(const Ctx *x, const Charges *l) {
+  if (x->no_totals)
+    return;
   for (int k = 0; k < l->n; k++)
     charge_total(x, l->c[k].t, l->c[k].n, l->c[k].write);
 }

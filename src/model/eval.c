@@ -563,8 +563,7 @@ GroupPricer *model_group_pricer_new(const Cascade *c, const Shape *s,
   gp->x.inner = xcalloc((size_t)c->neinsums + 1, sizeof *gp->x.inner);
   gp->x.bind_keep = bind_keep_new(&gp->x);
   gp->x.frame = frame_new();
-  gp->x.dirty = xcalloc(1, sizeof *gp->x.dirty);
-  gp->x.dirty->t = xmalloc(((size_t)c->ntensors + 1) * sizeof(int));
+  gp->x.no_totals = true;
   gp->g = -1;
   gp->computed = xcalloc((size_t)c->neinsums + 1, sizeof *gp->computed);
   gp->x.base = gp->computed;
@@ -580,8 +579,6 @@ void model_group_pricer_free(GroupPricer *gp) {
   inner_free(gp->x.inner, gp->x.c->neinsums);
   bind_keep_free(gp->x.bind_keep);
   frame_free(gp->x.frame);
-  free(gp->x.dirty->t);
-  free(gp->x.dirty);
   ctx_free(&gp->x);
   free(gp->computed);
   free(gp->x.redo);
@@ -610,44 +607,23 @@ const Eval *model_group_bind(GroupPricer *gp, Plan *plan, int g) {
   return ev;
 }
 
-/* Clear the scratch evaluation's totals and group G's entries for another
- * price of G (N Einsums): its members stay as the last price left them
- * (each is priced again from its binding where it changes:
- * member_restart). */
-static void group_reset(GroupPricer *gp, int g, int n) {
-  Ctx *x = &gp->x;
-  Eval *ev = x->ev;
-  free(ev->g[g].spills);
-  ev->g[g] = (GroupEval){.first = 0, .n = n};
-  for (int k = 0; k < x->dirty->n; k++) /* what the last price charged */
-    ev->tensor_read[x->dirty->t[k]] = ev->tensor_write[x->dirty->t[k]] = 0;
-  x->dirty->n = 0;
-  memset(ev->unit_energy, 0, ((size_t)x->a->nunits + 1) * sizeof(double));
-  eval_reset_levels(ev, x->a);
-  ev->read = ev->write = ev->inter = ev->intra = 0;
-  ev->ideal_inter = ev->ideal_intra = ev->ops = 0;
-  ev->energy_dram = ev->energy_glb = ev->energy_reg = ev->energy_ops = 0;
-}
-
 const Eval *model_group_price(GroupPricer *gp, double start) {
   Ctx *x = &gp->x;
   Eval *ev = x->ev;
   int g = gp->g;
   if (g < 0)
     return NULL;
+  /* Its members stay as the last price left them: each is priced again
+   * from its binding where it changes (member_restart). */
   int n = x->plan->groups[g].n;
-  group_reset(gp, g, n);
+  free(ev->g[g].spills);
+  ev->g[g] = (GroupEval){.first = 0, .n = n};
   if (!price_group_traffic(x, g))
     return NULL;
   for (int i = 0; i < n; i++)
     if (x->redo[i])
       price_einsum(x, &ev->e[i]);
-  for (int i = 0; i < n; i++)
-    einsum_total(x, &ev->e[i]);
-  ev->cycles = compose_group(x, g, start);
-  ev->seconds = ev->cycles / x->a->clock_hz;
-  ev->energy_pj =
-      ev->energy_dram + ev->energy_glb + ev->energy_reg + ev->energy_ops;
+  compose_group(x, g, start);
   return ev;
 }
 

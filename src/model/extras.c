@@ -223,7 +223,8 @@ void design_extras(Grp *G, Charges *extras) {
     int t = c->einsums[e]->out.tensor;
     int h = G->held_of[t];
     bool held = h >= 0 && G->held[h].on && G->held[h].kind == HELD_MADE;
-    double n = held || partials[i] ? shape_tensor_elems(x->s, t) : 0;
+    double n = held || partials[i] ? G->held[h].whole : 0; /* its
+                                                   elements (shape_held) */
     /* Only a held tensor: one off chip is read from DRAM by every reader
      * already. */
     if (x->o.two_pass && x->inter[t] && held) {

@@ -397,8 +397,10 @@ static Kept *kept_trial(const Grp *G, int at, double total, double cap,
   if (!f || at < 0 || G->keep < 1)
     return NULL;
   if (f->room_members < G->n || f->room_held < G->nheld) {
-    f->room_members = G->n > f->room_members ? G->n : f->room_members;
-    f->room_held = G->nheld > f->room_held ? G->nheld : f->room_held;
+    /* Doubled: the search's groups grow one member at a time. */
+    int twice = 2 * f->room_members, twice_held = 2 * f->room_held;
+    f->room_members = G->n > twice ? G->n : twice;
+    f->room_held = G->nheld > twice_held ? G->nheld : twice_held;
     size_t nm = (size_t)f->room_members + 1, nh = (size_t)f->room_held + 1;
     for (int c = 0; c < TILE_CANDIDATES; c++) {
       Kept *k = &f->kept[c];
@@ -420,7 +422,7 @@ static Kept *kept_trial(const Grp *G, int at, double total, double cap,
   }
   /* The held tensors held then and not now, or now and not then: the
    * members reading or writing one map again. */
-  bool *moved = xmalloc(((size_t)G->nheld + 1) * sizeof *moved);
+  bool *moved = G->moved;
   for (int h = 0; h < G->nheld; h++)
     moved[h] = k->on[h] != G->held[h].on;
   const Cascade *c = G->x->c;
@@ -434,15 +436,15 @@ static Kept *kept_trial(const Grp *G, int at, double total, double cap,
     }
     same[i] = stays;
   }
-  free(moved);
   return k;
 }
 
 /* Price the current tile, candidate AT of TOTAL elements (-1: none
- * kept): every member mapped into what the reservation leaves; MAPS (if
- * not NULL) receives the mappings. */
-static Trial try_tile(const Grp *G, double reserve, Mapping *maps, int at,
-                      double total) {
+ * kept): every member mapped into what the reservation leaves; MAPS gets
+ * each member's mapping, in the tile's kept trial where it keeps one
+ * (not copied: a kept member's is read there), else in STORE. */
+static Trial try_tile(const Grp *G, double reserve, const Mapping **maps,
+                      Mapping *store, int at, double total) {
   const Ctx *x = G->x;
   Trial tr = {.ok = true};
   double cap = fmax(x->glb - reserve, 0);
@@ -451,20 +453,19 @@ static Trial try_tile(const Grp *G, double reserve, Mapping *maps, int at,
   Kept *k = kept_trial(G, at, total, cap, same);
   int i = 0;
   for (; i < G->n && tr.ok; i++) {
-    Mapping own, *m = maps ? &maps[i] : &own;
+    Mapping *m = k ? &k->map[i] : &store[i];
     double elems;
     if (same[i]) {
-      *m = k->map[i];
       elems = k->elems[i];
     } else {
       map_search_memo(x->memo, member_problem(G, i, cap), m);
       elems = m->traffic + held_charges(G, i);
       if (k) {
-        k->map[i] = *m;
         k->elems[i] = elems;
         k->have[i] = true;
       }
     }
+    maps[i] = m;
     tr.ok = m->fits;
     tr.traffic += elems;
     mem[i] = elems * x->word / x->bw;
@@ -547,29 +548,34 @@ static double set_tile(Grp *G, double total, bool overbook) {
   double live;
   double res = reservation(G, &pk, &live);
   G->keep = 1;
+  G->set_total = total;
+  G->set_res = res;
   if (res <= G->budget)
     return res;
   double room = G->budget - (res - live);
   if (!overbook || live <= 0 || room <= 0)
-    return -1;
+    return G->set_res = -1;
   G->keep = room / live;
-  return G->budget;
+  return G->set_res = G->budget;
 }
 
 /* Does candidate tile AT of CAND fit (its reservation in the budget,
- * every member in the rest)? TR gets its price, MAPS its mappings. RES:
+ * every member in the rest)? TR gets its price, MAPS its mappings (in
+ * STORE or its kept trial: try_tile). RES:
  * its reservation where known (reserved_up_to's), else -1. */
 static bool fits(Grp *G, const double *cand, int at, double res, Trial *tr,
-                 Mapping *maps) {
+                 const Mapping **maps, Mapping *store) {
   if (res >= 0) { /* the tile set_tile would set */
     spread(G, cand[at]);
     G->keep = 1;
+    G->set_total = cand[at];
+    G->set_res = res;
   } else {
     res = set_tile(G, cand[at], false);
   }
   if (res < 0)
     return false;
-  *tr = try_tile(G, res, maps, at, cand[at]);
+  *tr = try_tile(G, res, maps, store, at, cand[at]);
   return tr->ok;
 }
 
@@ -621,7 +627,8 @@ static void fit_note(const Grp *G, int top) {
 }
 
 /* Choose the tile among those whose reservation and members fit, into
- * MAPS. Returns the chosen total (elements of the tile), or 0 if none
+ * MAPS (pointing into ROOM, 2 x G->n mappings, or into the tile's kept
+ * trial: both the caller keeps until it bills them). Returns the chosen total (elements of the tile), or 0 if none
  * fits (then *SMALLEST gets the reservation of the smallest candidate and
  * *PEAK its peak member). Fitting shrinks with the tile (the reservation and
  * every member's tiles grow with it), so without weight refetches the
@@ -629,8 +636,8 @@ static void fit_note(const Grp *G, int top) {
  * priced overbooked, and one is kept only when it is faster (ties: less
  * traffic, then the smaller tile). With weight refetches every tile is
  * priced. G->keep is the chosen tile's, *RESERVED its reservation. */
-static double choose_tile(Grp *G, Mapping *maps, double *smallest,
-                          int *peak, double *reserved) {
+static double choose_tile(Grp *G, const Mapping **maps, Mapping *room,
+                          double *smallest, int *peak, double *reserved) {
   if (G->shaped != G->nt)
     shape_held(G);
   double whole = 1;
@@ -645,7 +652,13 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
       break;
   }
   Trial tr, best = {0};
-  Mapping *trial = xmalloc(((size_t)G->n + 1) * sizeof *trial); /* set before read */
+  /* Each trial maps into the half of ROOM (and of HALF) the best so far
+   * is not in: B, flipped when the trial is the best. */
+  const Mapping **half[2];
+  half[0] = xmalloc((2 * (size_t)G->n + 1) * sizeof *half[0]);
+  half[1] = half[0] + G->n;
+  Mapping *store[2] = {room, room + G->n};
+  int b = 0;
   double chosen = 0;
   int above = nc; /* the first candidate priced overbooked */
   if (!refetches_weights(G)) {
@@ -656,23 +669,25 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
     fit_note(G, hi);
     if (hi < 0) {
       /* not even the smallest tile's reservation fits */
-    } else if (fits(G, cand, hi, at_hi, &best, maps)) {
+    } else if (fits(G, cand, hi, at_hi, &best, half[!b], store[!b])) {
+      b = !b;
       chosen = cand[hi];
       above = hi + 1;
     } else if (hi == 0) {
       /* the smallest tile's members do not fit */
-    } else if (fits(G, cand, 0, -1, &best, maps)) {
+    } else if (fits(G, cand, 0, -1, &best, half[!b], store[!b])) {
+      b = !b;
       chosen = cand[0];
       above = 1;
       lo = 1;
       hi--;
       while (lo <= hi) {
         int mid = (lo + hi) / 2;
-        if (fits(G, cand, mid, -1, &tr, trial)) {
+        if (fits(G, cand, mid, -1, &tr, half[!b], store[!b])) {
+          b = !b;
           chosen = cand[mid];
           best = tr;
           above = mid + 1;
-          memcpy(maps, trial, sizeof *maps * (size_t)G->n);
           lo = mid + 1;
         } else {
           hi = mid - 1;
@@ -681,13 +696,13 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
     }
   } else {
     for (int i = nc - 1; i >= 0; i--) /* ties: the larger tile */
-      if (fits(G, cand, i, -1, &tr, trial)) {
+      if (fits(G, cand, i, -1, &tr, half[!b], store[!b])) {
         if (above == nc)
           above = i + 1;
         if (chosen == 0 || better(&tr, &best)) {
+          b = !b;
           best = tr;
           chosen = cand[i];
-          memcpy(maps, trial, sizeof *maps * (size_t)G->n);
         }
       }
   }
@@ -701,16 +716,19 @@ static double choose_tile(Grp *G, Mapping *maps, double *smallest,
     Trial lb = bound_tile(G);
     if (!better(&lb, &best))
       break;
-    tr = try_tile(G, res, trial, -1, cand[i]);
+    tr = try_tile(G, res, half[!b], store[!b], -1, cand[i]);
     if (tr.ok && better(&tr, &best)) {
+      b = !b;
       best = tr;
       chosen = cand[i];
-      memcpy(maps, trial, sizeof *maps * (size_t)G->n);
     }
   }
-  free(trial);
-  if (chosen > 0) {
-    *reserved = set_tile(G, chosen, true);
+  memcpy(maps, half[b], (size_t)G->n * sizeof *maps);
+  free(half[0]);
+  if (chosen > 0) { /* set again unless it is the tile set last */
+    *reserved = G->set_total == chosen && G->set_res >= 0
+                    ? G->set_res
+                    : set_tile(G, chosen, true);
   } else {
     spread(G, cand[0]);
     *smallest = reservation(G, peak, NULL);
@@ -876,6 +894,7 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   G.whole = x->o.hold_whole;
   G.budget = x->o.reserve_share * x->glb;
   G.keep = 1;
+  G.set_res = -1;
   G.overbook = priced_by_dram(x->a);
   G.held_of = x->held->held_of; /* at rest: -1 (set back below) */
   G.nt = G.gr->ntiled;
@@ -888,15 +907,18 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   frame_of(&G);
   G.fp = xmalloc(((size_t)G.nheld + 1) * sizeof *G.fp);
   G.live = xmalloc(((size_t)G.nheld + 1) * sizeof *G.live);
+  G.moved = xmalloc(((size_t)G.nheld + 1) * sizeof *G.moved);
   G.mem = xmalloc(((size_t)G.n + 1) * sizeof *G.mem);
   G.same = xmalloc(((size_t)G.n + 1) * sizeof *G.same);
   design_spills(&G);
   weight_residency(&G);
   double total = 0, smallest = 0, res = 0;
   int peak = 0;
-  Mapping *maps = xmalloc(((size_t)G.n + 1) * sizeof *maps); /* set before read */
+  /* The chosen tile's mappings (MAPS), in ROOM or its kept trial. */
+  const Mapping **maps = xmalloc(((size_t)G.n + 1) * sizeof *maps);
+  Mapping *room = xmalloc((2 * (size_t)G.n + 1) * sizeof *room);
   for (;;) {
-    total = choose_tile(&G, maps, &smallest, &peak, &res);
+    total = choose_tile(&G, maps, room, &smallest, &peak, &res);
     if (total > 0)
       break;
     int k = cheapest_spill(&G, smallest > G.budget ? peak : -1);
@@ -919,7 +941,7 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   if (total > 0 && idle_state(&G)) {
     G.state_t = -1; /* its room serves nothing: give it to the members */
     G.nt = 0;
-    total = choose_tile(&G, maps, &smallest, &peak, &res);
+    total = choose_tile(&G, maps, room, &smallest, &peak, &res);
   }
   bool ok = total > 0;
   if (ok) {
@@ -935,6 +957,7 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
     too_small(&G);
   }
   free(maps);
+  free(room);
   ge->budget = G.budget;
   ge->nspills = G.nspills;
   ge->spills = G.spills;
@@ -947,6 +970,7 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   free(G.held_from);
   free(G.fp);
   free(G.live);
+  free(G.moved);
   free(G.mem);
   free(G.same);
   return ok;

@@ -49,6 +49,8 @@ typedef struct Grp {
   double budget;  /* reserve_share x buffer */
   double keep;    /* share of each held tensor's tile on chip, the rest
                      off chip (overbook): 1 unless the tile overbooks */
+  double set_total, set_res; /* the tile set last (its elements) and its
+                                reservation (-1: it does not fit) */
   bool overbook;  /* a tile may overbook (priced_by_dram) */
   bool whole;     /* MARCA-like: intermediates whole, for the whole group */
   int nspills;
@@ -56,6 +58,7 @@ typedef struct Grp {
   Nest **nest;  /* per member: its loop nest (member_problem) */
   double *fp;          /* per held tensor: reservation's scratch */
   int *live;           /* the same */
+  bool *moved;         /* per held tensor: kept_trial's scratch */
   double *mem;         /* per member: a trial's scratch (try_tile) */
   bool *same;          /* the same */
 } Grp;
@@ -169,7 +172,7 @@ double overbooked_share(const Grp *G, const Held *h);
 double held_charges(const Grp *G, int i);
 /* Charge the members at the chosen tile (MAPS, RES reserved), each priced
  * again only where its bill changed since the group's last price. */
-void bill_members(Grp *G, const Mapping *maps, double res);
+void bill_members(Grp *G, const Mapping *const *maps, double res);
 
 /* ---- extras.c ---- */
 

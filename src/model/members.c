@@ -57,9 +57,15 @@ static bool own_write(const Grp *G, int i) {
 static Nest *build_nest(const Grp *G, int i) {
   int ei = G->gr->einsums[i];
   const Einsum *e = G->x->c->einsums[ei];
-  Nest *n = xcalloc(1, sizeof *n);
+  /* Not zeroed: its problem's coefficient tables are 49 KB, of which the
+   * search reads only what einsum_nest sets (clear_tensor), and zeroing
+   * them was 5 % of a search (every whole plan priced builds its nests). */
+  Nest *n = xmalloc(sizeof *n);
   n->read_at = xmalloc(((size_t)e->nreads + 1) * sizeof *n->read_at);
   einsum_nest(G->x, ei, &n->p, n->tensor_of, n->read_at);
+  n->p.capacity = 0; /* member_problem sets it, and the tiles */
+  n->norder = 0;     /* no mapping text yet */
+  n->text[0] = '\0';
   return n;
 }
 
@@ -163,9 +169,11 @@ double held_charges(const Grp *G, int i) {
         n += G->held[k].charge;
     return n;
   }
-  for (int k = 0; k < G->nheld; k++) {
+  /* Overbooked: the tensors live at I move (held is in order of first
+   * use; one dead at I moves nothing there). */
+  for (int k = 0; k < G->held_from[i + 1]; k++) {
     const Held *h = &G->held[k];
-    if (!h->on)
+    if (!h->on || h->last < i)
       continue;
     if (h->first == i)
       n += h->charge;
@@ -212,12 +220,11 @@ static void bill_member(const Grp *G, int i, const Mapping *m, double cap,
       charges_push(&b->own, i, tensor_of[j], m->write[j], true, false);
   }
   /* Nothing overbooked: only the tensors first used here move (held is
-   * in order of first use). */
+   * in order of first use); else those live here. */
   int from = G->keep >= 1 ? G->held_from[i] : 0;
-  int to = G->keep >= 1 ? G->held_from[i + 1] : G->nheld;
-  for (int k = from; k < to; k++) {
+  for (int k = from; k < G->held_from[i + 1]; k++) {
     const Held *h = &G->held[k];
-    if (!h->on)
+    if (!h->on || h->last < i)
       continue;
     if (h->first == i && h->charge > 0)
       charges_push(&b->own, i, h->tensor, h->charge, h->kind == HELD_MADE,
@@ -259,12 +266,12 @@ static void charge_member(Grp *G, int i, Billed *b, const Mapping *m,
  * per-tensor totals then, in the order the whole plan's pricing charges
  * them: the geometry's of every member, their own, the design's extras
  * (the group's, in order: EXTRAS). NEXT is scratch for as many bills. */
-static void charge_members(Grp *G, const Mapping *maps, double res,
+static void charge_members(Grp *G, const Mapping *const *maps, double res,
                            Billed *kept, Billed *next, Charges *extras) {
   Ctx *x = G->x;
   double cap = fmax(x->glb - res, 0);
   for (int i = 0; i < G->n; i++) {
-    bill_member(G, i, &maps[i], cap, &next[i]);
+    bill_member(G, i, maps[i], cap, &next[i]);
     next[i].extra.n = 0;
     next[i].set = true;
   }
@@ -284,7 +291,7 @@ static void charge_members(Grp *G, const Mapping *maps, double res,
     Billed swap = kept[i];
     kept[i] = next[i];
     next[i] = swap;
-    charge_member(G, i, &kept[i], &maps[i], member_problem(G, i, cap));
+    charge_member(G, i, &kept[i], maps[i], member_problem(G, i, cap));
   }
   for (int i = 0; i < G->n; i++)
     charges_total(x, &kept[i].geo);
@@ -296,7 +303,7 @@ static void charge_members(Grp *G, const Mapping *maps, double res,
 /* charge_members with the bills kept where the context keeps a frame
  * (a group pricer's: its last price's), else none (every member priced
  * from its binding). */
-void bill_members(Grp *G, const Mapping *maps, double res) {
+void bill_members(Grp *G, const Mapping *const *maps, double res) {
   Frame *f = G->x->frame;
   if (!f) {
     Billed *b = xcalloc(2 * (size_t)G->n + 1, sizeof *b);

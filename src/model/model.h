@@ -575,7 +575,8 @@ const Eval *model_group_bind(GroupPricer *gp, Plan *plan, int g);
  * layer's clock, as model_eval_memo composes them). An Eval, the
  * pricer's, valid until its next call, whose group G (g[G]) and its
  * Einsums (e[g[G].first ...]) are what model_eval_memo gives them in the
- * whole plan; its totals (read, write, energy_pj, cycles, ...) are G's.
+ * whole plan. The layer's totals (read, write, energy_pj, cycles, level,
+ * tensor_read, ...) are not summed: the search reads G's figures alone.
  * NULL (diag set) when not even one tile of it fits. */
 const Eval *model_group_price(GroupPricer *gp, double start);
 

@@ -53,13 +53,11 @@ typedef struct Ctx {
    * pricer's, NULL: none): binding by cost and the latency binding price
    * every unit of every member, for every group and spill variant. */
   BindKeep *bind_keep;
-  /* The tensors charge_total() has moved since the list was last emptied
-   * (a group pricer's; NULL: none kept), so that another price of a group
-   * clears the per-tensor totals it set and no others. */
-  struct Dirty {
-    int n;
-    int *t; /* room for every tensor: each is listed once */
-  } *dirty;
+  /* A group pricer's: the layer's totals (per tensor, per level, per
+   * unit, and their sums) are not kept -- model_group_price promises the
+   * group's figures and its Einsums' alone, which is all the search
+   * reads, and summing them was an O(group) pass per spill variant. */
+  bool no_totals;
   HeldScratch *held; /* group.c's, per tensor */
   /* A group pricer's: the members of the group it bound, as bound (their
    * compute priced), what a member priced again starts from
@@ -176,7 +174,7 @@ typedef struct Charges {
  * write (its DRAM bytes, at the off-chip level), and into the per-tensor
  * totals; charge_einsum: to R alone, charge_total: to the totals alone
  * (a group's are summed after its members', in the order they were
- * charged). INTRA forces the intra-Einsum class (partial products). */
+ * charged; none with Ctx.no_totals). INTRA forces the intra-Einsum class (partial products). */
 void charge(const Ctx *x, EinsumEval *r, int t, double n, bool write,
             bool intra);
 void charge_einsum(const Ctx *x, EinsumEval *r, int t, double n, bool write,
