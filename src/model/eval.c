@@ -278,14 +278,7 @@ static void ctx_init(Ctx *x, const Cascade *c, const Shape *s, const Arch *a,
     model_work(c, s, c->einsums[e], &x->work[e]);
   x->touch = touched(c, s);
   x->held = held_scratch_new(c->ntensors);
-  x->in_at = xcalloc(ne + 1, sizeof *x->in_at);
-  x->in_ord = xmalloc(((size_t)c->nedges + 1) * sizeof *x->in_ord);
-  for (int k = 0; k < c->nedges; k++) /* counts, one ahead */
-    x->in_at[c->edges[k].consumer + 2]++;
-  for (int e = 0; e < c->neinsums; e++)
-    x->in_at[e + 2] += x->in_at[e + 1];
-  for (int k = 0; k < c->nedges; k++) /* a stable placement */
-    x->in_ord[x->in_at[c->edges[k].consumer + 1]++] = k;
+  x->in = cascade_edge_index(c, EDGES_BY_CONSUMER);
 }
 
 static void ctx_free(Ctx *x) {
@@ -302,8 +295,7 @@ static void ctx_free(Ctx *x) {
   free(x->touch);
   free(x->xfer_at);
   free(x->xfer_ord);
-  free(x->in_at);
-  free(x->in_ord);
+  edge_index_free(&x->in);
 }
 
 /* The architecture each group of X's plan names as its fusion level

@@ -28,9 +28,9 @@ static void iterated_ranks(const Grp *G, bool *iter) {
   const Ctx *x = G->x;
   int g = p->group_of[G->gr->einsums[0]];
   for (int i = 0; i < G->n; i++) /* the edges into the members */
-    for (int q = x->in_at[G->gr->einsums[i]];
-         q < x->in_at[G->gr->einsums[i] + 1]; q++) {
-      const Edge *e = &c->edges[x->in_ord[q]];
+    for (int q = x->in.at[G->gr->einsums[i]];
+         q < x->in.at[G->gr->einsums[i] + 1]; q++) {
+      const Edge *e = &c->edges[x->in.ord[q]];
       if (p->group_of[e->producer] != g)
         continue;
       for (int a = 0; a < e->nacc; a++)
@@ -49,9 +49,9 @@ static void rd_edges(const Grp *G, int *rd_edge) {
   for (int h = 0; h < G->nheld; h++)
     rd_edge[h] = -1;
   for (int i = 0; i < G->n; i++) /* the edges into the members: the least */
-    for (int q = x->in_at[G->gr->einsums[i]];
-         q < x->in_at[G->gr->einsums[i] + 1]; q++) {
-      int k = x->in_ord[q], h = G->held_of[c->edges[k].tensor];
+    for (int q = x->in.at[G->gr->einsums[i]];
+         q < x->in.at[G->gr->einsums[i] + 1]; q++) {
+      int k = x->in.ord[q], h = G->held_of[c->edges[k].tensor];
       if (h >= 0 && (rd_edge[h] < 0 || k < rd_edge[h]) &&
           x->pairs[k].cls == FC_RD)
         rd_edge[h] = k;

@@ -221,19 +221,19 @@ static int by_int(const void *a, const void *b) {
 
 /* The recurrence inside the group: the lagged tensor and the rank it
  * iterates, or -1. The first lagged edge into a member, in the cascade's
- * order (the members' incoming edges, Ctx.in_at: not every edge). */
+ * order (the members' incoming edges, Ctx.in: not every edge). */
 static int recurrence_of(const Grp *G, int *iter_rank) {
   const Ctx *x = G->x;
   const Cascade *c = x->c;
   int n = 0, most = 0;
   for (int i = 0; i < G->n; i++)
-    most += x->in_at[G->gr->einsums[i] + 1] - x->in_at[G->gr->einsums[i]];
+    most += x->in.at[G->gr->einsums[i] + 1] - x->in.at[G->gr->einsums[i]];
   int *lagged = xmalloc(((size_t)most + 1) * sizeof *lagged);
   for (int i = 0; i < G->n; i++)
-    for (int q = x->in_at[G->gr->einsums[i]];
-         q < x->in_at[G->gr->einsums[i] + 1]; q++)
-      if (!edge_orders(c, &c->edges[x->in_ord[q]]))
-        lagged[n++] = x->in_ord[q];
+    for (int q = x->in.at[G->gr->einsums[i]];
+         q < x->in.at[G->gr->einsums[i] + 1]; q++)
+      if (!edge_orders(c, &c->edges[x->in.ord[q]]))
+        lagged[n++] = x->in.ord[q];
   qsort(lagged, (size_t)n, sizeof *lagged, by_int);
   int found = -1;
   for (int q = 0; q < n && found < 0; q++) {

@@ -28,9 +28,8 @@ typedef struct Ctx {
    * xfers[xfer_ord[k]] for k in [xfer_at[e], xfer_at[e + 1]), in the
    * plan's order -- a group's reads them without walking the plan's. */
   int *xfer_at, *xfer_ord;
-  /* The cascade's edges by consumer, the same way: Einsum e's are
-   * edges[in_ord[k]] for k in [in_at[e], in_at[e + 1]), ascending. */
-  int *in_at, *in_ord;
+  /* The cascade's edges by consumer (cascade_edge_index). */
+  EdgeIndex in;
   double word; /* bytes per element */
   double glb;  /* elements the fusion level holds */
   double bw;   /* DRAM bytes per cycle */
