@@ -261,10 +261,10 @@ typedef struct Plan {
  * labelled "any" (Plan.any). */
 Plan *fusion_plan(const Cascade *c, const Shape *s, const Pair *pairs,
                   Strategy st, Stitcher how, Objective obj, Diag *d);
-void plan_free(Plan *p);
+void plan_free(Plan *p); /* plan.c */
 /* Does some group of P name its own fusion level (Group.level)? */
 bool plan_names_levels(const Plan *p);
-/* A copy of P (a plan of C) that owns its own arrays. */
+/* A copy of P (a plan of C) that owns its own arrays (plan.c). */
 Plan *plan_copy(const Cascade *c, const Plan *p);
 /* Can groups numbered GROUP_OF (in the order they run) run one after
  * another: does no Einsum read a tensor that a later group produces? A
@@ -371,8 +371,14 @@ int group_tile_ranks(const Cascade *c, int n, const int *einsums,
  * after the run keep their numbers. It is for pricing group I alone
  * (model_group_bind). */
 typedef struct Regroup Regroup;
-/* For C bound by S, cut into NODES (read here only). */
-Regroup *regroup_new(const Cascade *c, const Shape *s, const Nodes *nodes);
+/* The plan of C bound by S where each of NODES is its own group, group k
+ * node k (stitch.c); NULL where they cannot run so (an edge backwards in
+ * their order). Every run of them can run when they alone can: merging a
+ * run keeps every edge forward in the order. */
+Plan *fusion_plan_alone(const Cascade *c, const Shape *s, const Nodes *nodes);
+/* For C bound by S, from ALONE (fusion_plan_alone's, which it owns and
+ * frees; NULL: no run can run). */
+Regroup *regroup_new(const Cascade *c, const Shape *s, Plan *alone);
 void regroup_free(Regroup *rg);
 /* Nodes [I, J) as group I, the rest alone: the Regroup's plan, valid until
  * its next call (the plan of every node alone where J = I + 1). NULL when

@@ -431,24 +431,14 @@ struct Regroup {
   int i, j;      /* the run patched into one (i == j: none) */
 };
 
-Regroup *regroup_new(const Cascade *c, const Shape *s, const Nodes *nodes) {
-  int n = nodes->n;
-  int *group_of = xcalloc((size_t)c->neinsums + 1, sizeof *group_of);
-  for (int k = 0; k < n; k++)
-    for (int q = 0; q < nodes->nodes[k].n; q++)
-      group_of[nodes->nodes[k].einsums[q]] = k;
+Regroup *regroup_new(const Cascade *c, const Shape *s, Plan *alone) {
   Regroup *rg = xcalloc(1, sizeof *rg);
   rg->c = c;
   rg->f = fill_new(c, s);
-  /* Every run can run when the nodes alone can: merging a run of them
-   * keeps every edge forward in the order (and a run is never priced
-   * where they cannot: an edge backwards in the order of nodes, which
-   * search_nodes' topological order has none of). */
-  Diag ignore = {0};
-  rg->alone = fusion_plan_groups(c, s, ST_FULL, group_of, &ignore);
-  free(group_of);
+  rg->alone = alone;
   if (rg->alone) {
     rg->one = plan_copy(c, rg->alone);
+    int n = alone->ngroups;
     rg->node_at = xmalloc(((size_t)n + 1) * sizeof *rg->node_at);
     for (int k = 0; k < n; k++)
       rg->node_at[k] = (int)(rg->alone->groups[k].einsums -

@@ -42,11 +42,6 @@ static bool has_tile_rank(const Grp *G, int t) {
   return false;
 }
 
-void add_spill(Grp *G, int t, SpillReason why) {
-  G->spills = xrealloc(G->spills, (size_t)(G->nspills + 1) * sizeof *G->spills);
-  G->spills[G->nspills++] = (Spill){t, why};
-}
-
 /* ---- what the group holds ---- */
 
 /* A new held tensor (G->held has room: collect_held's). */

@@ -147,10 +147,12 @@ static inline bool has_rank(const Tensor *T, int r) {
   return false;
 }
 
-/* ---- group.c ---- */
-
-/* Record that T went off chip, and why. */
-void add_spill(Grp *G, int t, SpillReason why);
+/* Record that T went off chip, and why (group.c's and extras.c's: here,
+ * so that neither file calls the other). */
+static inline void add_spill(Grp *G, int t, SpillReason why) {
+  G->spills = xrealloc(G->spills, (size_t)(G->nspills + 1) * sizeof *G->spills);
+  G->spills[G->nspills++] = (Spill){t, why};
+}
 
 /* ---- members.c ---- */
 

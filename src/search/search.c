@@ -441,7 +441,8 @@ static bool program_fill(Ctx *x, SearchObjective o, Front *front,
  * options as they are now; false if the model failed. */
 static bool program(Ctx *x, SearchObjective o, Front *front, long *priced) {
   int n = x->nodes->n;
-  x->regroup = regroup_new(x->c, x->s, x->nodes);
+  x->regroup =
+      regroup_new(x->c, x->s, fusion_plan_alone(x->c, x->s, x->nodes));
   bool ok = true;
   for (int l = 0; l < x->nlev; l++) {
     Level *lv = &x->lev[l];

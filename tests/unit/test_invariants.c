@@ -1098,7 +1098,8 @@ static long regroup_check(const Cascade *c, const Nodes *nodes,
 static long regroup_case(const Case *k, void *arg) {
   (void)arg;
   Nodes *nodes = search_nodes(k->c, k->s);
-  Regroup *rg = regroup_new(k->c, k->s, nodes);
+  Regroup *rg =
+      regroup_new(k->c, k->s, fusion_plan_alone(k->c, k->s, nodes));
   int *group_of = xcalloc((size_t)k->c->neinsums + 1, sizeof *group_of);
   long checked = 0;
   for (int i = 0; i < nodes->n; i++)
