@@ -979,17 +979,18 @@ VmJob *run_job(Run *r, int slot, int e) {
   return *j;
 }
 
+/* One pass over the jobs (each a cache miss after a decode step's weights
+ * went by): what each held counts toward the peak, then it goes. */
 void run_release_jobs(Run *r, const bool *member) {
   double held = 0;
   int ne = r->c->neinsums;
   for (int k = 0; k < r->nslots * ne; k++)
-    if (r->jobs[k] && (!member || member[k % ne]))
+    if (r->jobs[k] && (!member || member[k % ne])) {
       held += vm_job_held(r->jobs[k]);
+      vm_job_release(r->jobs[k]);
+    }
   if (r->live + held > r->peak)
     r->peak = r->live + held;
-  for (int k = 0; k < r->nslots * ne; k++)
-    if (r->jobs[k] && (!member || member[k % ne]))
-      vm_job_release(r->jobs[k]);
 }
 
 void run_reset(Run *r) {

@@ -451,12 +451,20 @@ static void check_model(int version) {
       array_free(last);
     }
     CHECK(lm_export_state(m, &s2));
+    /* The state's bytes, kept as the steps replace its arrays: 2 layers
+     * of, per sequence, Mamba-1's H0 (32 x 4) and CS (3 x 32); Mamba-2's
+     * H0 (4 x 8 x 4), CSX (3 x 4 x 8), CSB and CSC (3 x 4 each). */
+    CHECK_NEAR(lm_state_bytes(m),
+               version == 1 ? 2 * 2 * 4 * (32 * 4 + 3 * 32)
+                            : 2 * 2 * 4 * (4 * 8 * 4 + 3 * 4 * 8 + 2 * 3 * 4),
+               0);
     for (int i = 0; i < s1.n; i++) {
       Array *x = s1.arrays[i], *y = tensors_get(&s2, s1.names[i]);
       CHECK(y && y->n == x->n && max_diff(x->data, y->data, x->n) < 1e-5);
     }
     /* Last-token logits from a fresh pass: the full pass's last rows. */
     lm_reset(m);
+    CHECK_NEAR(lm_state_bytes(m), 0, 0);
     o.last_only = true;
     CHECK(lm_forward(m, tokens, 2, 5, &o, &last, NULL, &d));
     for (int s = 0; last && full && s < 2; s++)
