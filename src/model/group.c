@@ -809,6 +809,8 @@ void frame_forget(Frame *f) {
     f->kept[c].set = false;
   for (int i = 0; i < f->nbilled; i++)
     f->billed[i].set = false;
+  f->bill_set = false;
+  f->extras.n = f->extras_next.n = 0;
   f->passes_set = false;
 }
 
@@ -827,6 +829,10 @@ void frame_free(Frame *f) {
     free(f->billed);
     free(f->next);
     free(f->extras.c);
+    free(f->extras_next.c);
+    free(f->bill_on);
+    free(f->dirty);
+    free(f->dirty_at);
     pass_facts_free(&f->passes);
   }
   free(f);

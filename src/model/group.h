@@ -122,7 +122,19 @@ struct Frame {
    * (charge_members). */
   int nbilled;
   Billed *billed, *next;
-  Charges extras;
+  Charges extras, extras_next;
+  /* The tile the bills were made at (BILL_SET: they were; BILL_ON: what
+   * the group held then, room for BILL_ROOM held tensors): a variant at
+   * the same tile and capacity, nothing overbooked, bills again only the
+   * members reading or writing a tensor whose holding changed. */
+  bool bill_set;
+  int bill_nt, bill_state, bill_room;
+  double bill_tile[IR_MAX_RANKS], bill_cap;
+  bool *bill_on;
+  /* The members a variant bills again (DIRTY_AT, NDIRTY of them; DIRTY:
+   * per member, room for NBILLED, false between prices). */
+  bool *dirty;
+  int *dirty_at, ndirty;
   bool passes_set; /* PASSES found for the group bound */
   PassFacts passes;
 };
