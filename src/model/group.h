@@ -92,6 +92,21 @@ typedef struct PassFacts {
   int *rd_edge, *reader, *read_from;
 } PassFacts;
 
+/* price_group's scratch, room for MEMBERS members and HELD held tensors:
+ * a group pricer's frame keeps it, grown as its groups grow, so a spill
+ * variant allocates none (the Grp fields of the same names point into
+ * it; MAPS and ROOM are the chosen tile's mappings and the trials'
+ * store, two per member). */
+typedef struct Scratch {
+  int members, held;
+  Nest **nest;
+  double *fp, *mem;
+  int *live;
+  bool *moved, *same;
+  const Mapping **maps;
+  Mapping *room;
+} Scratch;
+
 /* What group G holds before any spill (each held tensor shaped:
  * shape_held), its tile ranks and its recurrence: the same for every
  * spill variant of a group, so a group pricer keeps them (Ctx.frame) from
@@ -137,6 +152,7 @@ struct Frame {
   int *dirty_at, ndirty;
   bool passes_set; /* PASSES found for the group bound */
   PassFacts passes;
+  Scratch scratch;
 };
 
 struct Nest {
