@@ -97,7 +97,7 @@ void billed_facts(Billed *b, const Mapping *m, int nt, double capacity) {
   b->fits = m->fits;
 }
 
-static bool same_charges(const Charges *a, const Charges *b) {
+bool charges_same(const Charges *a, const Charges *b) {
   if (a->n != b->n)
     return false;
   for (int k = 0; k < a->n; k++) {
@@ -118,7 +118,7 @@ bool billed_same(const Billed *a, const Billed *b) {
   for (int j = 0; j < a->norder; j++)
     if (a->order[j] != b->order[j] || a->tile[j] != b->tile[j])
       return false;
-  return same_charges(&a->own, &b->own) && same_charges(&a->extra, &b->extra);
+  return charges_same(&a->own, &b->own) && charges_same(&a->extra, &b->extra);
 }
 
 void billed_free(Billed *b, int n) {

@@ -795,6 +795,39 @@ Frame *frame_new(void) {
   return f;
 }
 
+/* S with room for N members and NHELD held tensors (doubled: the
+ * search's groups grow one member at a time). */
+static void scratch_fit(Scratch *s, int n, int nheld) {
+  if (s->members < n) {
+    s->members = n > 2 * s->members ? n : 2 * s->members;
+    size_t m = (size_t)s->members + 1;
+    s->nest = xrealloc(s->nest, m * sizeof *s->nest);
+    s->mem = xrealloc(s->mem, m * sizeof *s->mem);
+    s->same = xrealloc(s->same, m * sizeof *s->same);
+    s->maps = xrealloc(s->maps, m * sizeof *s->maps);
+    s->room = xrealloc(s->room, 2 * m * sizeof *s->room);
+  }
+  if (s->held < nheld || !s->fp) {
+    s->held = nheld > 2 * s->held ? nheld : 2 * s->held;
+    size_t h = (size_t)s->held + 1;
+    s->fp = xrealloc(s->fp, h * sizeof *s->fp);
+    s->live = xrealloc(s->live, h * sizeof *s->live);
+    s->moved = xrealloc(s->moved, h * sizeof *s->moved);
+  }
+}
+
+static void scratch_free(Scratch *s) {
+  free(s->nest);
+  free(s->fp);
+  free(s->mem);
+  free(s->live);
+  free(s->moved);
+  free(s->same);
+  free(s->maps);
+  free(s->room);
+  *s = (Scratch){0};
+}
+
 void frame_forget(Frame *f) {
   if (!f)
     return;
@@ -804,6 +837,8 @@ void frame_forget(Frame *f) {
     f->kept[c].set = false;
   for (int i = 0; i < f->nbilled; i++)
     f->billed[i].set = false;
+  f->bill_set = false;
+  f->extras.n = f->extras_next.n = 0;
   f->passes_set = false;
 }
 
@@ -822,6 +857,11 @@ void frame_free(Frame *f) {
     free(f->billed);
     free(f->next);
     free(f->extras.c);
+    free(f->extras_next.c);
+    free(f->bill_on);
+    free(f->dirty);
+    free(f->dirty_at);
+    scratch_free(&f->scratch);
     pass_facts_free(&f->passes);
   }
   free(f);
@@ -896,22 +936,25 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   memcpy(G.rank, G.gr->tiled, sizeof G.rank);
   for (int k = 0; k < G.nt; k++)
     G.size[k] = (double)x->s->size[G.rank[k]];
-  G.nest = xcalloc((size_t)G.n + 1, sizeof *G.nest);
+  Scratch own = {0}, *sc = x->frame ? &x->frame->scratch : &own;
+  scratch_fit(sc, G.n, 0);
+  G.nest = sc->nest;
   for (int i = 0; i < G.n; i++)
     G.nest[i] = member_nest(&G, i);
   frame_of(&G);
-  G.fp = xmalloc(((size_t)G.nheld + 1) * sizeof *G.fp);
-  G.live = xmalloc(((size_t)G.nheld + 1) * sizeof *G.live);
-  G.moved = xmalloc(((size_t)G.nheld + 1) * sizeof *G.moved);
-  G.mem = xmalloc(((size_t)G.n + 1) * sizeof *G.mem);
-  G.same = xmalloc(((size_t)G.n + 1) * sizeof *G.same);
+  scratch_fit(sc, G.n, G.nheld);
+  G.fp = sc->fp;
+  G.live = sc->live;
+  G.moved = sc->moved;
+  G.mem = sc->mem;
+  G.same = sc->same;
   design_spills(&G);
   weight_residency(&G);
   double total = 0, smallest = 0, res = 0;
   int peak = 0;
   /* The chosen tile's mappings (MAPS), in ROOM or its kept trial. */
-  const Mapping **maps = xmalloc(((size_t)G.n + 1) * sizeof *maps);
-  Mapping *room = xmalloc((2 * (size_t)G.n + 1) * sizeof *room);
+  const Mapping **maps = sc->maps;
+  Mapping *room = sc->room;
   for (;;) {
     total = choose_tile(&G, maps, room, &smallest, &peak, &res);
     if (total > 0)
@@ -951,22 +994,15 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   } else {
     too_small(&G);
   }
-  free(maps);
-  free(room);
   ge->budget = G.budget;
   ge->nspills = G.nspills;
   ge->spills = G.spills;
   for (int i = 0; !x->nests && i < G.n; i++)
     nest_free(G.nest[i]);
-  free(G.nest);
   for (int k = 0; k < G.nheld; k++)
     G.held_of[G.held[k].tensor] = -1;
   free(G.held);
   free(G.held_from);
-  free(G.fp);
-  free(G.live);
-  free(G.moved);
-  free(G.mem);
-  free(G.same);
+  scratch_free(&own);
   return ok;
 }

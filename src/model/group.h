@@ -92,6 +92,21 @@ typedef struct PassFacts {
   int *rd_edge, *reader, *read_from;
 } PassFacts;
 
+/* price_group's scratch, room for MEMBERS members and HELD held tensors:
+ * a group pricer's frame keeps it, grown as its groups grow, so a spill
+ * variant allocates none (the Grp fields of the same names point into
+ * it; MAPS and ROOM are the chosen tile's mappings and the trials'
+ * store, two per member). */
+typedef struct Scratch {
+  int members, held;
+  Nest **nest;
+  double *fp, *mem;
+  int *live;
+  bool *moved, *same;
+  const Mapping **maps;
+  Mapping *room;
+} Scratch;
+
 /* What group G holds before any spill (each held tensor shaped:
  * shape_held), its tile ranks and its recurrence: the same for every
  * spill variant of a group, so a group pricer keeps them (Ctx.frame) from
@@ -122,9 +137,22 @@ struct Frame {
    * (charge_members). */
   int nbilled;
   Billed *billed, *next;
-  Charges extras;
+  Charges extras, extras_next;
+  /* The tile the bills were made at (BILL_SET: they were; BILL_ON: what
+   * the group held then, room for BILL_ROOM held tensors): a variant at
+   * the same tile and capacity, nothing overbooked, bills again only the
+   * members reading or writing a tensor whose holding changed. */
+  bool bill_set;
+  int bill_nt, bill_state, bill_room;
+  double bill_tile[IR_MAX_RANKS], bill_cap;
+  bool *bill_on;
+  /* The members a variant bills again (DIRTY_AT, NDIRTY of them; DIRTY:
+   * per member, room for NBILLED, false between prices). */
+  bool *dirty;
+  int *dirty_at, ndirty;
   bool passes_set; /* PASSES found for the group bound */
   PassFacts passes;
+  Scratch scratch;
 };
 
 struct Nest {

@@ -2,10 +2,11 @@
  * between DRAM and the buffer with what the group holds, the elements it
  * moves when the group sends a held tensor off chip, and its bill -- its
  * mapping's moves, the group's once-per-group moves at it, its share of
- * the design's extras (extras.c) -- made for every price, and charged
- * where it changed since the group's last price (a group pricer's spill
- * variants: a member's charges and mapping are all a variant changes of
- * it). */
+ * the design's extras (extras.c) -- made where a variant may change it
+ * (the members using a tensor whose holding changed, or whose share of
+ * the extras did), and charged where it changed since the group's last
+ * price (a group pricer's spill variants: a member's charges and mapping
+ * are all a variant changes of it). */
 #include "group.h"
 
 #include <math.h>
@@ -258,31 +259,28 @@ static void charge_member(Grp *G, int i, Billed *b, const Mapping *m,
   level_set_mapping(x, r, m, p);
 }
 
-/* Charge the members of G at its chosen tile (MAPS, RES reserved): each
- * member's bill made; a member billed as at the group's last price (its
- * pricer's, KEPT: the members' bills then) keeps its evaluation from it,
- * as its charges and mapping are all that a variant changes of it; the
- * others are priced from their binding (x->redo says which). The
- * per-tensor totals then, in the order the whole plan's pricing charges
- * them: the geometry's of every member, their own, the design's extras
- * (the group's, in order: EXTRAS). NEXT is scratch for as many bills. */
-static void charge_members(Grp *G, const Mapping *const *maps, double res,
-                           Billed *kept, Billed *next, Charges *extras) {
+/* Charge the members of G at its chosen tile (CAP elements of buffer
+ * for them, MAPS their mappings) whose bills may have changed (DIRTY_AT,
+ * N of them, in member order; their shares of the design's extras already
+ * in NEXT: share_extras): each one's bill made; one billed as at the
+ * group's last price (its pricer's, KEPT: the members' bills then) keeps
+ * its evaluation from it, as its charges and mapping are all that a
+ * variant changes of it; the others are priced from their binding
+ * (x->redo says which; a member not dirty is not). The per-tensor totals
+ * then, in the order the whole plan's pricing charges them: the
+ * geometry's of every member, their own, the design's extras (the
+ * group's, in order: EXTRAS). NEXT is scratch for as many bills. */
+static void charge_members(Grp *G, const Mapping *const *maps, double cap,
+                           const int *dirty_at, int n, Billed *kept,
+                           Billed *next, const Charges *extras) {
   Ctx *x = G->x;
-  double cap = fmax(x->glb - res, 0);
-  for (int i = 0; i < G->n; i++) {
+  for (int d = 0; d < n; d++) {
+    int i = dirty_at[d];
     bill_member(G, i, maps[i], cap, &next[i]);
-    next[i].extra.n = 0;
     next[i].set = true;
   }
-  extras->n = 0;
-  design_extras(G, extras);
-  for (int k = 0; k < extras->n; k++) {
-    const Charge *c = &extras->c[k];
-    charges_push(&next[c->member].extra, c->member, c->t, c->n, c->write,
-                 c->intra);
-  }
-  for (int i = 0; i < G->n; i++) {
+  for (int d = 0; d < n; d++) {
+    int i = dirty_at[d];
     bool redo = !billed_same(&kept[i], &next[i]);
     if (x->redo)
       x->redo[i] = redo;
@@ -293,6 +291,8 @@ static void charge_members(Grp *G, const Mapping *const *maps, double res,
     next[i] = swap;
     charge_member(G, i, &kept[i], maps[i], member_problem(G, i, cap));
   }
+  if (x->no_totals)
+    return;
   for (int i = 0; i < G->n; i++)
     charges_total(x, &kept[i].geo);
   for (int i = 0; i < G->n; i++)
@@ -300,27 +300,150 @@ static void charge_members(Grp *G, const Mapping *const *maps, double res,
   charges_total(x, extras);
 }
 
-/* charge_members with the bills kept where the context keeps a frame
- * (a group pricer's: its last price's), else none (every member priced
+/* Does member I read or write tensor T? */
+static bool uses_tensor(const Grp *G, int i, int t) {
+  const Einsum *E = G->x->c->einsums[G->gr->einsums[i]];
+  for (int r = 0; r < E->nreads; r++)
+    if (E->reads[r]->tensor == t)
+      return true;
+  return E->out.tensor == t;
+}
+
+static void mark_dirty(Frame *f, int i) {
+  if (!f->dirty[i]) {
+    f->dirty[i] = true;
+    f->dirty_at[f->ndirty++] = i;
+  }
+}
+
+static int by_member(const void *a, const void *b) {
+  return *(const int *)a - *(const int *)b;
+}
+
+/* The members of G whose own bills this variant may change since F's
+ * bills were made (into F->dirty_at): every member where none were, the
+ * tile, its recurrence or the capacity (CAP) differs or the tile
+ * overbooks; else those reading or writing a held tensor whose holding
+ * changed. A member's mapping problem depends on the tile, the capacity
+ * and the holding of the tensors it reads or writes alone (kept_trial),
+ * and its once-per-group moves on the holding of those it uses first. */
+static void dirty_members(const Grp *G, Frame *f, double cap) {
+  bool all = !f->bill_set || G->keep < 1 ||
+             f->bill_nt != G->nt || f->bill_state != G->state_t ||
+             f->bill_cap != cap;
+  for (int k = 0; !all && k < G->nt; k++)
+    all = f->bill_tile[k] != G->tile[k];
+  f->ndirty = 0;
+  if (all) {
+    for (int i = 0; i < G->n; i++)
+      mark_dirty(f, i);
+    return;
+  }
+  for (int h = 0; h < G->nheld; h++) {
+    const Held *hd = &G->held[h];
+    if (f->bill_on[h] == hd->on)
+      continue;
+    for (int i = hd->first; i <= hd->last; i++) /* its live range: its
+                                                    users */
+      if (uses_tensor(G, i, hd->tensor))
+        mark_dirty(f, i);
+  }
+}
+
+/* Each share of the design's extras (EXTRAS now, WAS at F's last price)
+ * into its member's next bill (F->next), for the members dirty and those
+ * with a share now or then; those of the latter whose share changed made
+ * dirty too. */
+static void share_extras(Frame *f, const Charges *extras, const Charges *was) {
+  for (int d = 0; d < f->ndirty; d++)
+    f->next[f->dirty_at[d]].extra.n = 0;
+  for (int k = 0; k < was->n; k++)
+    f->next[was->c[k].member].extra.n = 0;
+  for (int k = 0; k < extras->n; k++)
+    f->next[extras->c[k].member].extra.n = 0;
+  for (int k = 0; k < extras->n; k++) {
+    const Charge *c = &extras->c[k];
+    charges_push(&f->next[c->member].extra, c->member, c->t, c->n, c->write,
+                 c->intra);
+  }
+  const Charges *both[2] = {was, extras};
+  for (int l = 0; l < 2; l++)
+    for (int k = 0; k < both[l]->n; k++) {
+      int i = both[l]->c[k].member;
+      if (!f->dirty[i] && !charges_same(&f->next[i].extra,
+                                        &f->billed[i].extra))
+        mark_dirty(f, i);
+    }
+}
+
+/* F's room for the bills of G's members and its holdings. */
+static void bill_room(const Grp *G, Frame *f) {
+  if (f->nbilled < G->n) {
+    size_t nm = (size_t)G->n + 1;
+    f->billed = xrealloc(f->billed, nm * sizeof *f->billed);
+    f->next = xrealloc(f->next, nm * sizeof *f->next);
+    f->dirty = xrealloc(f->dirty, nm * sizeof *f->dirty);
+    f->dirty_at = xrealloc(f->dirty_at, nm * sizeof *f->dirty_at);
+    for (int i = f->nbilled; i < G->n; i++) {
+      f->billed[i] = f->next[i] = (Billed){0};
+      f->dirty[i] = false;
+    }
+    f->nbilled = G->n;
+  }
+  if (f->bill_room < G->nheld) {
+    f->bill_room = G->nheld;
+    f->bill_on = xrealloc(f->bill_on, ((size_t)G->nheld + 1) *
+                                          sizeof *f->bill_on);
+  }
+}
+
+/* charge_members with the bills kept where the context keeps a frame (a
+ * group pricer's: its last price's), for only the members whose bills
+ * may have changed (dirty_members, share_extras: the others' are as
+ * they were, so is their evaluation), else none (every member priced
  * from its binding). */
 void bill_members(Grp *G, const Mapping *const *maps, double res) {
   Frame *f = G->x->frame;
+  double cap = fmax(G->x->glb - res, 0);
   if (!f) {
     Billed *b = xcalloc(2 * (size_t)G->n + 1, sizeof *b);
+    int *all = xmalloc(((size_t)G->n + 1) * sizeof *all);
+    for (int i = 0; i < G->n; i++)
+      all[i] = i;
     Charges extras = {0};
-    charge_members(G, maps, res, b, b + G->n, &extras);
+    design_extras(G, &extras);
+    for (int k = 0; k < extras.n; k++) {
+      const Charge *c = &extras.c[k];
+      charges_push(&b[G->n + c->member].extra, c->member, c->t, c->n,
+                   c->write, c->intra);
+    }
+    charge_members(G, maps, cap, all, G->n, b, b + G->n, &extras);
     billed_free(b, 2 * G->n);
     free(b);
+    free(all);
     free(extras.c);
     return;
   }
-  if (f->nbilled < G->n) {
-    size_t sz = ((size_t)G->n + 1) * sizeof *f->billed;
-    f->billed = xrealloc(f->billed, sz);
-    f->next = xrealloc(f->next, sz);
-    for (int i = f->nbilled; i < G->n; i++)
-      f->billed[i] = f->next[i] = (Billed){0};
-    f->nbilled = G->n;
-  }
-  charge_members(G, maps, res, f->billed, f->next, &f->extras);
+  bill_room(G, f);
+  Charges swap = f->extras;
+  f->extras = f->extras_next;
+  f->extras_next = swap;
+  f->extras.n = 0;
+  design_extras(G, &f->extras);
+  dirty_members(G, f, cap);
+  share_extras(f, &f->extras, &f->extras_next);
+  qsort(f->dirty_at, (size_t)f->ndirty, sizeof *f->dirty_at, by_member);
+  if (G->x->redo) /* a member not dirty keeps its evaluation */
+    memset(G->x->redo, 0, (size_t)G->n * sizeof *G->x->redo);
+  charge_members(G, maps, cap, f->dirty_at, f->ndirty, f->billed, f->next,
+                 &f->extras);
+  for (int d = 0; d < f->ndirty; d++)
+    f->dirty[f->dirty_at[d]] = false;
+  f->bill_set = true;
+  f->bill_nt = G->nt;
+  f->bill_state = G->state_t;
+  f->bill_cap = cap;
+  memcpy(f->bill_tile, G->tile, sizeof f->bill_tile);
+  for (int h = 0; h < G->nheld; h++)
+    f->bill_on[h] = G->held[h].on;
 }

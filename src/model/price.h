@@ -225,6 +225,8 @@ void billed_facts(Billed *b, const Mapping *m, int nt, double capacity);
 /* Do A and B bill the same charges (but the geometry's, a member's own)
  * with the same facts? */
 bool billed_same(const Billed *a, const Billed *b);
+/* Do A and B list the same charges, in the same order? */
+bool charges_same(const Charges *a, const Charges *b);
 /* Free N bills' lists (not the array). */
 void billed_free(Billed *b, int n);
 
