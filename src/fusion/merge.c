@@ -214,41 +214,72 @@ static void try_union(const Cascade *c, Sets *u, int a, int b) {
 /* Order nodes topologically along the edges that order Einsums
  * (edge_orders), earliest first among the ready ones, so that the
  * cascade's written order is kept wherever the merging allows. */
+/* The ready nodes, least number on top (a binary heap). */
+typedef struct Ready {
+  int n, *at;
+} Ready;
+
+static void ready_push(Ready *r, int v) {
+  int i = r->n++;
+  for (; i > 0 && r->at[(i - 1) / 2] > v; i = (i - 1) / 2)
+    r->at[i] = r->at[(i - 1) / 2];
+  r->at[i] = v;
+}
+
+static int ready_pop(Ready *r) {
+  int top = r->at[0], v = r->at[--r->n], i = 0;
+  for (;;) {
+    int k = 2 * i + 1;
+    if (k >= r->n)
+      break;
+    if (k + 1 < r->n && r->at[k + 1] < r->at[k])
+      k++;
+    if (r->at[k] >= v)
+      break;
+    r->at[i] = r->at[k];
+    i = k;
+  }
+  r->at[i] = v;
+  return top;
+}
+
 static void order_nodes(const Cascade *c, Nodes *m) {
   int n = m->n;
-  int *indeg = xcalloc((size_t)n, sizeof *indeg);
-  bool *done = xcalloc((size_t)n, sizeof *done);
+  int *indeg = xcalloc((size_t)n + 1, sizeof *indeg);
   for (int i = 0; i < c->nedges; i++) {
     const Edge *e = &c->edges[i];
     int a = m->node_of[e->producer], b = m->node_of[e->consumer];
     if (edge_orders(c, e) && a != b)
       indeg[b]++;
   }
-  Node *sorted = xcalloc((size_t)n, sizeof *sorted);
-  int *new_index = xcalloc((size_t)n, sizeof *new_index);
+  EdgeIndex out = cascade_edge_index(c, EDGES_BY_PRODUCER);
+  Ready ready = {0, xmalloc(((size_t)n + 1) * sizeof *ready.at)};
+  for (int j = 0; j < n; j++) /* nodes are listed by first member */
+    if (indeg[j] == 0)
+      ready_push(&ready, j);
+  Node *sorted = xcalloc((size_t)n + 1, sizeof *sorted);
+  int *new_index = xcalloc((size_t)n + 1, sizeof *new_index);
   for (int k = 0; k < n; k++) {
-    int pick = -1;
-    for (int j = 0; j < n; j++) /* nodes are listed by first member */
-      if (!done[j] && indeg[j] == 0) {
-        pick = j;
-        break;
-      }
-    done[pick] = true;
+    int pick = ready_pop(&ready);
     new_index[pick] = k;
     sorted[k] = m->nodes[pick];
-    for (int i = 0; i < c->nedges; i++) {
-      const Edge *e = &c->edges[i];
-      int a = m->node_of[e->producer], b = m->node_of[e->consumer];
-      if (edge_orders(c, e) && a == pick && b != pick)
-        indeg[b]--;
-    }
+    const Node *nd = &m->nodes[pick];
+    for (int q = 0; q < nd->n; q++) /* the edges out of its members */
+      for (int o = out.at[nd->einsums[q]]; o < out.at[nd->einsums[q] + 1];
+           o++) {
+        const Edge *e = &c->edges[out.ord[o]];
+        int b = m->node_of[e->consumer];
+        if (edge_orders(c, e) && b != pick && --indeg[b] == 0)
+          ready_push(&ready, b);
+      }
   }
   for (int i = 0; i < c->neinsums; i++)
     m->node_of[i] = new_index[m->node_of[i]];
   memcpy(m->nodes, sorted, (size_t)n * sizeof *sorted);
+  edge_index_free(&out);
+  free(ready.at);
   free(sorted);
   free(indeg);
-  free(done);
   free(new_index);
 }
 

@@ -207,11 +207,7 @@ bool tensor_is_init_read(const Cascade *c, int t) {
 }
 
 bool tensor_is_intermediate(const Cascade *c, int t) {
-  for (int i = 0; i < c->nedges; i++)
-    if (c->edges[i].tensor == t &&
-        c->edges[i].consumer != c->tensors[t].producer)
-      return true;
-  return false;
+  return c->tensors[t].intermediate;
 }
 
 bool read_in_recurrence(const Cascade *c, int einsum, const Access *a) {
@@ -545,8 +541,11 @@ bool cascade_finish(Cascade *c, Diag *d) {
     for (int k = 0; k < e->nreads; k++)
       add_read(c, &cap, i, e->reads[k]);
   }
-  for (int i = 0; i < c->nedges; i++)
-    c->tensors[c->edges[i].tensor].nconsumers++;
+  for (int i = 0; i < c->nedges; i++) {
+    Tensor *T = &c->tensors[c->edges[i].tensor];
+    T->nconsumers++;
+    T->intermediate |= c->edges[i].consumer != T->producer;
+  }
   build_reach(c);
   find_recurrences(c);
   if (!check_order(c, d) || !check_inits(c, d))
@@ -557,11 +556,7 @@ bool cascade_finish(Cascade *c, Diag *d) {
   if (!any_output)
     for (int t = 0; t < c->ntensors; t++) {
       Tensor *T = &c->tensors[t];
-      bool only_self = true;
-      for (int i = 0; i < c->nedges; i++)
-        if (c->edges[i].tensor == t && c->edges[i].consumer != T->producer)
-          only_self = false;
-      T->output = T->producer >= 0 && only_self;
+      T->output = T->producer >= 0 && !T->intermediate;
     }
   return true;
 }

@@ -134,6 +134,8 @@ typedef struct Tensor {
   bool append;
   bool output;   /* must reach memory after the cascade (a result) */
   int nconsumers; /* Einsums reading it */
+  bool intermediate; /* read by an Einsum other than its producer
+                       (cascade_finish; tensor_is_intermediate) */
 } Tensor;
 
 /* A name used as a scalar: a rank's size (ED), a spec parameter (eps) or a
