@@ -62,7 +62,7 @@ static int fuzz_run(const Parsed *p, void *opts) {
   if (o->two_pass < -1 || o->two_pass > 1 || o->batch < 0 ||
       o->batch > 1 << 20 || o->threads < 0 || o->threads > 256 ||
       !(o->share > 0 && o->share <= 1) || !(o->bytes >= 1) ||
-      !isfinite(o->bytes) || o->strategy < -1 || o->strategy >= ST_COUNT ||
+      !isfinite(o->bytes) || o->strategy < -1 || o->strategy > EXEC_BEST ||
       (o->out && !o->out[0]) || !s->spec || s->nsets < 0)
     __builtin_trap();
   for (int i = 0; i < s->nsets; i++)
