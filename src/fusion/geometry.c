@@ -6,14 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Does tensor T have rank R? */
-static bool has_rank(const Tensor *T, int r) {
-  for (int j = 0; j < T->nranks; j++)
-    if (T->ranks[j] == r)
-      return true;
-  return false;
-}
-
 /* Does every tensor a member of EINSUMS (N of them) produces or reads, of
  * those some Einsum produces, have rank R? */
 static bool shared_by_group(const Cascade *c, int n, const int *einsums,
@@ -23,7 +15,7 @@ static bool shared_by_group(const Cascade *c, int n, const int *einsums,
     for (int k = -1; k < E->nreads; k++) {
       const Tensor *T =
           &c->tensors[k < 0 ? E->out.tensor : E->reads[k]->tensor];
-      if (T->producer >= 0 && !has_rank(T, r))
+      if (T->producer >= 0 && !tensor_has_rank(T, r))
         return false;
     }
   }
@@ -263,11 +255,6 @@ static void add_xfer(Fill *f, Plan *p, int e, int t, XferKind k,
   p->xfers[p->nxfers++] = (Transfer){e, t, k, elems};
 }
 
-static int by_int(const void *a, const void *b) {
-  int x = *(const int *)a, y = *(const int *)b;
-  return (x > y) - (x < y);
-}
-
 /* The tensors with an initialization that group G reads, ascending, into
  * F's inits. */
 static void group_inits(Fill *f, const Group *g) {
@@ -285,7 +272,7 @@ static void group_inits(Fill *f, const Group *g) {
   }
   for (int q = 0; q < f->ninits; q++)
     f->done[f->inits[q]] = false;
-  qsort(f->inits, (size_t)f->ninits, sizeof *f->inits, by_int);
+  qsort(f->inits, (size_t)f->ninits, sizeof *f->inits, int_ascending);
 }
 
 /* The inputs of the initializations that group G's reads before the start
@@ -325,7 +312,7 @@ static void group_state(Fill *f, Plan *p, const Group *g) {
     }
     init_boxes(s, t, reach, f->boxes);
   }
-  qsort(inputs, (size_t)ninputs, sizeof *inputs, by_int);
+  qsort(inputs, (size_t)ninputs, sizeof *inputs, int_ascending);
   for (int q = 0; q < ninputs; q++) {
     int t = inputs[q];
     if (c->tensors[t].producer < 0 && f->boxes[t].n > 0)
@@ -492,7 +479,7 @@ Plan *regroup_plan(Regroup *rg, int i, int j) {
   int from = rg->node_at[i], to = rg->node_at[j];
   rg->i = i, rg->j = j;
   int *m = one->members + from, n = to - from; /* in cascade order */
-  qsort(m, (size_t)n, sizeof *m, by_int);
+  qsort(m, (size_t)n, sizeof *m, int_ascending);
   for (int q = 0; q < n; q++)
     one->group_of[m[q]] = i;
   for (int q = 0; q < n; q++) {

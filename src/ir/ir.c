@@ -206,6 +206,13 @@ bool tensor_is_init_read(const Cascade *c, int t) {
   return false;
 }
 
+bool tensor_has_rank(const Tensor *T, int r) {
+  for (int k = 0; k < T->nranks; k++)
+    if (T->ranks[k] == r)
+      return true;
+  return false;
+}
+
 bool tensor_is_intermediate(const Cascade *c, int t) {
   return c->tensors[t].intermediate;
 }

@@ -249,6 +249,8 @@ int cascade_sequence_rank(const Cascade *c);
 bool tensor_is_read(const Cascade *c, int t);
 /* Does some initialization read tensor T (a decode state)? */
 bool tensor_is_init_read(const Cascade *c, int t);
+/* Does tensor T have rank R among its dimensions? */
+bool tensor_has_rank(const Tensor *T, int r);
 /* Is tensor T an intermediate: read by some Einsum other than its
  * producer? (An output may be one too: LEX.) */
 bool tensor_is_intermediate(const Cascade *c, int t);

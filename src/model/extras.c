@@ -92,7 +92,7 @@ static bool splits_reduction(const Grp *G, const bool *split, int t, int r) {
   VarSet red = einsum_reduced_vars(E);
   for (int v = 0; v < E->nvars; v++) {
     int rk = E->vars[v].rank;
-    if (!VARSET_HAS(red, v) || !has_rank(&c->tensors[t], rk))
+    if (!VARSET_HAS(red, v) || !tensor_has_rank(&c->tensors[t], rk))
       continue;
     if (split[rk])
       return true;

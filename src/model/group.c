@@ -37,7 +37,7 @@
 
 static bool has_tile_rank(const Grp *G, int t) {
   for (int j = 0; j < G->nt; j++)
-    if (has_rank(&G->x->c->tensors[t], G->rank[j]))
+    if (tensor_has_rank(&G->x->c->tensors[t], G->rank[j]))
       return true;
   return false;
 }
@@ -209,11 +209,6 @@ static void weight_residency(Grp *G) {
 
 /* ---- the tile ---- */
 
-static int by_int(const void *a, const void *b) {
-  int x = *(const int *)a, y = *(const int *)b;
-  return (x > y) - (x < y);
-}
-
 /* The recurrence inside the group: the lagged tensor and the rank it
  * iterates, or -1. The first lagged edge into a member, in the cascade's
  * order (the members' incoming edges, Ctx.in: not every edge). */
@@ -229,7 +224,7 @@ static int recurrence_of(const Grp *G, int *iter_rank) {
          q < x->in.at[G->gr->einsums[i] + 1]; q++)
       if (!edge_orders(c, &c->edges[x->in.ord[q]]))
         lagged[n++] = x->in.ord[q];
-  qsort(lagged, (size_t)n, sizeof *lagged, by_int);
+  qsort(lagged, (size_t)n, sizeof *lagged, int_ascending);
   int found = -1;
   for (int q = 0; q < n && found < 0; q++) {
     const Edge *e = &c->edges[lagged[q]];
@@ -304,7 +299,7 @@ static void shape_held(Grp *G) {
     h->nested = nested_factor(G, h->tensor, h->first, h->last);
     h->tiled = 0;
     for (int k = 0; k < G->nt; k++)
-      if (has_rank(&G->x->c->tensors[h->tensor], G->rank[k]))
+      if (tensor_has_rank(&G->x->c->tensors[h->tensor], G->rank[k]))
         h->tiled |= 1u << k;
   }
   G->shaped = G->nt;
@@ -361,7 +356,7 @@ static double reservation(const Grp *G, int *peak, double *live) {
     const Tensor *T = &G->x->c->tensors[G->state_t];
     double f = 1;
     for (int k = 0; k < G->nt; k++)
-      if (G->rank[k] != G->iter_rank && has_rank(T, G->rank[k]))
+      if (G->rank[k] != G->iter_rank && tensor_has_rank(T, G->rank[k]))
         f *= G->tile[k] / G->size[k];
     res += shape_tensor_elems(G->x->s, G->state_t) /
            (double)G->x->s->size[G->iter_rank] * f;

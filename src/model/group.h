@@ -168,13 +168,6 @@ struct Nest {
   char text[sizeof ((EinsumEval *)0)->mapping];
 };
 
-static inline bool has_rank(const Tensor *T, int r) {
-  for (int k = 0; k < T->nranks; k++)
-    if (T->ranks[k] == r)
-      return true;
-  return false;
-}
-
 /* Record that T went off chip, and why (group.c's and extras.c's: here,
  * so that neither file calls the other). */
 static inline void add_spill(Grp *G, int t, SpillReason why) {

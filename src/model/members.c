@@ -316,10 +316,6 @@ static void mark_dirty(Frame *f, int i) {
   }
 }
 
-static int by_member(const void *a, const void *b) {
-  return *(const int *)a - *(const int *)b;
-}
-
 /* The members of G whose own bills this variant may change since F's
  * bills were made (into F->dirty_at): every member where none were, the
  * tile, its recurrence or the capacity (CAP) differs or the tile
@@ -432,7 +428,8 @@ void bill_members(Grp *G, const Mapping *const *maps, double res) {
   design_extras(G, &f->extras);
   dirty_members(G, f, cap);
   share_extras(f, &f->extras, &f->extras_next);
-  qsort(f->dirty_at, (size_t)f->ndirty, sizeof *f->dirty_at, by_member);
+  qsort(f->dirty_at, (size_t)f->ndirty, sizeof *f->dirty_at,
+        int_ascending);
   if (G->x->redo) /* a member not dirty keeps its evaluation */
     memset(G->x->redo, 0, (size_t)G->n * sizeof *G->x->redo);
   charge_members(G, maps, cap, f->dirty_at, f->ndirty, f->billed, f->next,

@@ -174,8 +174,6 @@ static void keep_timeline(const Run *x, const Eval *ev, Timeline *tl) {
 }
 
 typedef struct Seen {
-  int64_t *size; /* per rank */
-  double *sym;   /* per symbol */
   Point pt;      /* the shape it searches */
   bool ok;       /* searched */
   Diag d;        /* why not */
@@ -187,8 +185,8 @@ static int seen_at(const Run *x, const Shape *s) {
   size_t nr = (size_t)x->c->nranks, ns = (size_t)x->c->nsyms;
   for (int k = 0; k < x->nseen; k++) {
     const Seen *v = &x->seen[k];
-    if (memcmp(v->size, s->size, nr * sizeof *v->size) == 0 &&
-        memcmp(v->sym, s->sym, ns * sizeof *v->sym) == 0)
+    if (memcmp(v->pt.s->size, s->size, nr * sizeof *s->size) == 0 &&
+        memcmp(v->pt.s->sym, s->sym, ns * sizeof *s->sym) == 0)
       return k;
   }
   return -1;
@@ -205,11 +203,7 @@ static bool want_search(Run *x, int model, double tokens, int *at) {
     point_free(&pt);
     return true;
   }
-  size_t nr = (size_t)x->c->nranks, ns = (size_t)x->c->nsyms;
-  Seen add = {.size = xmalloc((nr + 1) * sizeof *add.size),
-              .sym = xmalloc((ns + 1) * sizeof *add.sym), .pt = pt};
-  memcpy(add.size, pt.s->size, nr * sizeof *add.size);
-  memcpy(add.sym, pt.s->sym, ns * sizeof *add.sym);
+  Seen add = {.pt = pt};
   VEC_PUSH(x->seen, x->nseen, x->cap_seen, add);
   *at = x->nseen - 1;
   return true;
@@ -863,8 +857,6 @@ static void finish_searches(Run *x, pthread_t *t, int n, bool ok) {
 
 static void free_searches(Run *x) {
   for (int k = 0; k < x->nseen; k++) {
-    free(x->seen[k].size);
-    free(x->seen[k].sym);
     point_free(&x->seen[k].pt);
   }
   free(x->seen);

@@ -68,6 +68,11 @@ void out_of_memory(size_t size) {
   fatal(msg);
 }
 
+int int_ascending(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
 void *xmalloc(size_t size) {
   void *p = malloc(size ? size : 1);
   if (!p)

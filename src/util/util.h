@@ -101,6 +101,9 @@ void fatal_rethrow(FatalRecord *r);
  * a message, the temporary files of outputs removed, status 1. Sizes that come from input are checked against the memory
  * available before they are allocated (see memory_available), so this is
  * the last resort, never the way an input is refused. */
+/* qsort's order of ints, ascending. */
+int int_ascending(const void *a, const void *b);
+
 void *xmalloc(size_t size);
 _Noreturn void out_of_memory(size_t size); /* says so, cleans up, exits 1 */
 void *xcalloc(size_t n, size_t size);
