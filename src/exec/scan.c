@@ -815,48 +815,28 @@ AVX512 static __m256 sums8(const __m512 *v) {
   return _mm256_add_ps(lo, hi);
 }
 
-/* One step of ROW_GROUP rows that share the decay, F and C (the channels
- * of one Mamba-2 head), from HP (row j at HP + j * PQ) into H (H + j *
- * HQ), each row's read-out in a vector of its own, the eight summed
- * together at the end (sums8); Y (Y + j * YQ) and G (G + j * GQ) per row.
- * Two orders, for where the state lies:
- *  - in L1 (a prompt's steps after the first, between the row buffers):
- *    the rows advance together, sixteen elements at a time, F and C
- *    loaded once for the eight (three loads per row and vector were the
- *    limit: the prefill's scan took 25 % longer a row at a time);
- *  - in memory (a decode step, one step from the state to the state): a
- *    row at a time, end to end, so that the state streams through in
- *    address order, which the hardware prefetcher follows (the rows
- *    together made mamba2-130m's F16 decode 5 % slower). */
+/* One decode step of ROW_GROUP rows that share the decay, F and C (the
+ * channels of one Mamba-2 head), from the state in memory (row j at HP +
+ * j * PQ) into H (H + j * HQ), a row at a time, end to end, so that the
+ * state streams through in address order, which the hardware prefetcher
+ * follows (the rows together made mamba2-130m's F16 decode 5 % slower);
+ * each row's read-out in a vector of its own, the eight summed together
+ * at the end (sums8); Y (Y + j * YQ) and G (G + j * GQ) per row. */
 AVX512 static void group_step(int64_t n, float a, const float *f,
                               const float *c, const float *g, int64_t gq,
                               const float *hp, int64_t pq, float *h,
-                              int64_t hq, float *y, int64_t yq,
-                              bool streamed) {
-  __m512 va = _mm512_set1_ps(a), vg[ROW_GROUP], acc[ROW_GROUP];
+                              int64_t hq, float *y, int64_t yq) {
+  __m512 va = _mm512_set1_ps(a), acc[ROW_GROUP];
   for (int j = 0; j < ROW_GROUP; j++) {
-    vg[j] = _mm512_set1_ps(g[j * gq]);
+    __m512 vg = _mm512_set1_ps(g[j * gq]);
     acc[j] = _mm512_setzero_ps();
-  }
-  if (streamed)
-    for (int j = 0; j < ROW_GROUP; j++)
-      for (int64_t m = 0; m < n; m += 16) {
-        __m512 hv = _mm512_fmadd_ps(va, _mm512_loadu_ps(hp + j * pq + m),
-                                    _mm512_mul_ps(_mm512_loadu_ps(f + m), vg[j]));
-        _mm512_storeu_ps(h + j * hq + m, hv);
-        acc[j] = _mm512_fmadd_ps(_mm512_loadu_ps(c + m), hv, acc[j]);
-      }
-  else
     for (int64_t m = 0; m < n; m += 16) {
-      __m512 fv = _mm512_loadu_ps(f + m), cv = _mm512_loadu_ps(c + m);
-#pragma GCC unroll 8
-      for (int j = 0; j < ROW_GROUP; j++) {
-        __m512 hv = _mm512_fmadd_ps(va, _mm512_loadu_ps(hp + j * pq + m),
-                                    _mm512_mul_ps(fv, vg[j]));
-        _mm512_storeu_ps(h + j * hq + m, hv);
-        acc[j] = _mm512_fmadd_ps(cv, hv, acc[j]);
-      }
+      __m512 hv = _mm512_fmadd_ps(va, _mm512_loadu_ps(hp + j * pq + m),
+                                  _mm512_mul_ps(_mm512_loadu_ps(f + m), vg));
+      _mm512_storeu_ps(h + j * hq + m, hv);
+      acc[j] = _mm512_fmadd_ps(_mm512_loadu_ps(c + m), hv, acc[j]);
     }
+  }
   float sum[ROW_GROUP];
   _mm256_storeu_ps(sum, sums8(acc));
   for (int j = 0; j < ROW_GROUP; j++)
@@ -879,49 +859,138 @@ AVX512 static void fetch_step(int64_t n, const float *f, const float *c,
   _mm_prefetch((const char *)(g + (ROW_GROUP - 1) * gq), _MM_HINT_T0);
 }
 
-/* ROW_GROUP rows from X (consecutive along the rows' innermost dimension
- * DQ) through every step, by group_step. */
-AVX512 static void group_m2(const Kern *k, const int64_t *x, int dq,
-                            float *buf) {
-  int nd = k->nd, ld = k->ld;
-  int64_t n = k->reg.hi[nd - 1] - k->reg.lo[nd - 1];
-  int64_t steps = k->reg.hi[ld] - k->reg.lo[ld];
-  const float *a = k->a.data + offset(&k->a, x, nd);
-  const float *f = k->f.data + offset(&k->f, x, nd);
-  const float *g = k->g.data + offset(&k->g, x, nd);
-  const float *c = k->c.data + offset(&k->c, x, nd);
-  float *y = k->y.data + offset(&k->y, x, nd);
-  float *s = k->s.data + offset(&k->s, x, nd);
-  const float *hp = k->lag.data + offset(&k->lag, x, nd);
-  int64_t pq = k->lag.lin[dq];
-  for (int64_t i = 0; i < steps; i++) {
-    if (i + AHEAD < steps)
-      fetch_step(n, f + (i + AHEAD) * k->f.lin[ld],
-                 c + (i + AHEAD) * k->c.lin[ld],
-                 g + (i + AHEAD) * k->g.lin[ld], k->g.lin[dq]);
-    bool kept = k->s_all || i == steps - 1;
-    float *h = kept ? s + i * k->s.lin[ld] : buf + (i & 1) * ROW_GROUP * n;
-    int64_t hq = kept ? k->s.lin[dq] : n;
-    group_step(n, a[i * k->a.lin[ld]], f + i * k->f.lin[ld],
-               c + i * k->c.lin[ld], g + i * k->g.lin[ld], k->g.lin[dq], hp,
-               pq, h, hq, y + i * k->y.lin[ld], k->y.lin[dq], steps == 1);
-    hp = h;
-    pq = hq;
+/* A group of ROW_GROUP rows through a prompt's steps: where each operand
+ * of step I lies (X + I * X_LD), and row j's (+ j * X_Q). */
+typedef struct M2Group {
+  int64_t n, steps;
+  const float *a, *f, *g, *c, *lag;
+  float *y, *s;
+  int64_t a_ld, f_ld, g_ld, c_ld, y_ld, s_ld; /* along the recurrence */
+  int64_t g_q, y_q, s_q, lag_q;                /* along the rows */
+  bool s_all;
+} M2Group;
+
+/* The read-outs of two rows (ACC0's lanes and ACC1's) into Y0 and Y1,
+ * summed in the same tree as sums8's (the halves added lane by lane,
+ * then pairs, then pairs of pairs, the quads last): the same numbers. */
+AVX512 static inline __attribute__((always_inline)) void
+sums2(__m512 acc0, __m512 acc1, float *y0, float *y1) {
+  __m256 h0 = _mm256_add_ps(_mm512_castps512_ps256(acc0),
+                            _mm256_castpd_ps(_mm512_extractf64x4_pd(
+                                _mm512_castps_pd(acc0), 1)));
+  __m256 h1 = _mm256_add_ps(_mm512_castps512_ps256(acc1),
+                            _mm256_castpd_ps(_mm512_extractf64x4_pd(
+                                _mm512_castps_pd(acc1), 1)));
+  __m256 p = _mm256_hadd_ps(h0, h1);
+  __m256 q = _mm256_hadd_ps(p, p); /* lanes 0, 1: the low quads; 4, 5: high */
+  __m128 r = _mm_add_ps(_mm256_castps256_ps128(q), _mm256_extractf128_ps(q, 1));
+  _mm_store_ss(y0, r);
+  _mm_store_ss(y1, _mm_movehdup_ps(r));
+}
+
+/* Rows J and J + 1 of group Q through every step, their state (NV
+ * vectors a row, a constant: NV <= 8) held in registers from the
+ * previous state (LAG) to the last step's. Each element is computed as
+ * group_step computes it (the same operations in the same order): the
+ * same numbers, without a load and a store of the state per element and
+ * step, nor eight rows' pointers to keep (the state's load and store
+ * were a third of the operations, 2.4 x 10^9 element-steps in a
+ * mamba2-130m prefill). The pairs of a group read the same F and C, each
+ * from L2 (a pair over a block of steps from L1, the state in memory
+ * between blocks, was no faster from 64 steps on, slower below). */
+AVX512 static inline __attribute__((always_inline)) void
+pair_steps(const M2Group *q, int nv, int j) {
+  __m512 h0[8], h1[8];
+  const float *lag = q->lag + j * q->lag_q;
+  for (int v = 0; v < nv; v++) {
+    h0[v] = _mm512_loadu_ps(lag + 16 * v);
+    h1[v] = _mm512_loadu_ps(lag + q->lag_q + 16 * v);
+  }
+  for (int64_t i = 0; i < q->steps; i++) {
+    if (i + AHEAD < q->steps)
+      fetch_step(q->n, q->f + (i + AHEAD) * q->f_ld,
+                 q->c + (i + AHEAD) * q->c_ld, q->g + (i + AHEAD) * q->g_ld,
+                 q->g_q);
+    const float *f = q->f + i * q->f_ld, *c = q->c + i * q->c_ld,
+                *g = q->g + i * q->g_ld + j * q->g_q;
+    __m512 va = _mm512_set1_ps(q->a[i * q->a_ld]);
+    __m512 vg0 = _mm512_set1_ps(g[0]), vg1 = _mm512_set1_ps(g[q->g_q]);
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    for (int v = 0; v < nv; v++) {
+      __m512 fv = _mm512_loadu_ps(f + 16 * v), cv = _mm512_loadu_ps(c + 16 * v);
+      h0[v] = _mm512_fmadd_ps(va, h0[v], _mm512_mul_ps(fv, vg0));
+      h1[v] = _mm512_fmadd_ps(va, h1[v], _mm512_mul_ps(fv, vg1));
+      acc0 = _mm512_fmadd_ps(cv, h0[v], acc0);
+      acc1 = _mm512_fmadd_ps(cv, h1[v], acc1);
+    }
+    float *y = q->y + i * q->y_ld + j * q->y_q;
+    sums2(acc0, acc1, y, y + q->y_q);
+    if (q->s_all || i == q->steps - 1) {
+      float *s = q->s + i * q->s_ld + j * q->s_q;
+      for (int v = 0; v < nv; v++) {
+        _mm512_storeu_ps(s + 16 * v, h0[v]);
+        _mm512_storeu_ps(s + q->s_q + 16 * v, h1[v]);
+      }
+    }
   }
 }
 
+/* pair_steps for the group's state width (NV a constant in each call). */
+AVX512 static void pair_run(const M2Group *q, int j) {
+  switch (q->n / 16) {
+#define PAIR_NV(nv)                                                           \
+  case nv:                                                                    \
+    pair_steps(q, nv, j);                                                     \
+    break;
+    PAIR_NV(1) PAIR_NV(2) PAIR_NV(3) PAIR_NV(4)
+    PAIR_NV(5) PAIR_NV(6) PAIR_NV(7) PAIR_NV(8)
+#undef PAIR_NV
+  }
+}
+_Static_assert(ROW_GROUP % 2 == 0, "pair_steps takes the rows two by two");
+
+/* ROW_GROUP rows from X (consecutive along the rows' innermost dimension
+ * DQ) through every step: a decode step by group_step, a prompt's steps
+ * two rows at a time by pair_steps. */
+AVX512 static void group_m2(const Kern *k, const int64_t *x, int dq) {
+  int nd = k->nd, ld = k->ld;
+  M2Group q = {
+      .n = k->reg.hi[nd - 1] - k->reg.lo[nd - 1],
+      .steps = k->reg.hi[ld] - k->reg.lo[ld],
+      .a = k->a.data + offset(&k->a, x, nd),
+      .f = k->f.data + offset(&k->f, x, nd),
+      .g = k->g.data + offset(&k->g, x, nd),
+      .c = k->c.data + offset(&k->c, x, nd),
+      .lag = k->lag.data + offset(&k->lag, x, nd),
+      .y = k->y.data + offset(&k->y, x, nd),
+      .s = k->s.data + offset(&k->s, x, nd),
+      .a_ld = k->a.lin[ld], .f_ld = k->f.lin[ld], .g_ld = k->g.lin[ld],
+      .c_ld = k->c.lin[ld], .y_ld = k->y.lin[ld], .s_ld = k->s.lin[ld],
+      .g_q = k->g.lin[dq], .y_q = k->y.lin[dq], .s_q = k->s.lin[dq],
+      .lag_q = k->lag.lin[dq], .s_all = k->s_all};
+  if (q.steps == 1)
+    group_step(q.n, q.a[0], q.f, q.c, q.g, q.g_q, q.lag, q.lag_q, q.s, q.s_q,
+               q.y, q.y_q);
+  else
+    for (int j = 0; j < ROW_GROUP; j += 2)
+      pair_run(&q, j);
+}
+
 /* Rows [lo, hi) with step_m2_avx512's layout: whole groups of rows that
- * share the decay, F and C by group_m2, the others row by row. */
+ * share the decay, F and C by group_m2 (a prompt's where a row's state
+ * fits in pair_steps' registers), the others row by row. */
 AVX512 static void rows_m2_avx512(const Kern *k, int64_t lo, int64_t hi,
                                   float *buf) {
   int dq = k->rows[k->nrows - 1], nd = k->nd;
-  bool shared = k->a.lin[dq] == 0 && k->f.lin[dq] == 0 && k->c.lin[dq] == 0;
+  bool shared = k->a.lin[dq] == 0 && k->f.lin[dq] == 0 && k->c.lin[dq] == 0 &&
+                (k->reg.hi[k->ld] - k->reg.lo[k->ld] == 1 ||
+                 k->reg.hi[nd - 1] - k->reg.lo[nd - 1] <= 8 * 16);
   for (int64_t row = lo; row < hi; row += ROW_GROUP) {
     int64_t x[IR_MAX_RANKS], end = hi - row < ROW_GROUP ? hi : row + ROW_GROUP;
     row_coords(k, row, x);
     if (shared && end - row == ROW_GROUP && nd > 0 &&
         x[dq] + ROW_GROUP <= k->reg.hi[dq])
-      group_m2(k, x, dq, buf);
+      group_m2(k, x, dq);
     else
       run_rows(k, row, end, buf, true);
   }

@@ -949,14 +949,15 @@ static void check_scan_wide(const char *path, Setting *set, int n0, int n1) {
 }
 
 /* Mamba-2 with a state of 16 lanes or more: the AVX-512 kernels where
- * the CPU has them (one chunk of 16 at d_state 16, four chains at 64;
- * heads of 12 channels: a group of 8 channels, then 4 row by row),
- * decode and prefill, equal to the vector machine under every strategy
- * and stitcher, fp32, F16 and BF16 weights. */
+ * the CPU has them (one chunk of 16 at d_state 16, four chains and a
+ * prompt's pairs of rows holding eight vectors each at 128, the
+ * models'; heads of 12 channels: a group of 8 channels, then 4 row by
+ * row), decode and prefill, equal to the vector machine under every
+ * strategy and stitcher, fp32, F16 and BF16 weights. */
 TEST(exec_scan_mamba2_wide_equals_vm) {
   Setting m2[] = {{"B", 2},       {"I", 1},         {"d_model", 16},
                   {"n_heads", 2}, {"head_dim", 12}, {"d_state", 16}};
-  check_scan_wide("specs/mamba2.yaml", m2, 16, 64);
+  check_scan_wide("specs/mamba2.yaml", m2, 16, 128);
 }
 
 /* Mamba-1 with a state of 16 lanes or more: the AVX-512 kernel where the
