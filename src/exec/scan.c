@@ -859,8 +859,8 @@ AVX512 static void fetch_step(int64_t n, const float *f, const float *c,
   _mm_prefetch((const char *)(g + (ROW_GROUP - 1) * gq), _MM_HINT_T0);
 }
 
-/* A group of ROW_GROUP rows through a prompt's steps: where each operand
- * of step I lies (X + I * X_LD), and row j's (+ j * X_Q). */
+/* A group of ROW_GROUP rows through its steps: where each operand of
+ * step I lies (X + I * X_LD), and row j's (+ j * X_Q). */
 typedef struct M2Group {
   int64_t n, steps;
   const float *a, *f, *g, *c, *lag;
@@ -888,8 +888,12 @@ sums2(__m512 acc0, __m512 acc1, float *y0, float *y1) {
   _mm_store_ss(y1, _mm_movehdup_ps(r));
 }
 
+/* The most vectors of a row's state that pair_steps holds: two rows of
+ * them and the step's operands fill the 32 registers. */
+enum { PAIR_MAX_NV = 8 };
+
 /* Rows J and J + 1 of group Q through every step, their state (NV
- * vectors a row, a constant: NV <= 8) held in registers from the
+ * vectors a row, a constant: NV <= PAIR_MAX_NV) held in registers from the
  * previous state (LAG) to the last step's. Each element is computed as
  * group_step computes it (the same operations in the same order): the
  * same numbers, without a load and a store of the state per element and
@@ -900,7 +904,7 @@ sums2(__m512 acc0, __m512 acc1, float *y0, float *y1) {
  * between blocks, was no faster from 64 steps on, slower below). */
 AVX512 static inline __attribute__((always_inline)) void
 pair_steps(const M2Group *q, int nv, int j) {
-  __m512 h0[8], h1[8];
+  __m512 h0[PAIR_MAX_NV], h1[PAIR_MAX_NV];
   const float *lag = q->lag + j * q->lag_q;
   for (int v = 0; v < nv; v++) {
     h0[v] = _mm512_loadu_ps(lag + 16 * v);
@@ -947,6 +951,7 @@ AVX512 static void pair_run(const M2Group *q, int j) {
 #undef PAIR_NV
   }
 }
+_Static_assert(PAIR_MAX_NV == 8, "pair_run instantiates pair_steps to 8");
 _Static_assert(ROW_GROUP % 2 == 0, "pair_steps takes the rows two by two");
 
 /* ROW_GROUP rows from X (consecutive along the rows' innermost dimension
@@ -984,7 +989,7 @@ AVX512 static void rows_m2_avx512(const Kern *k, int64_t lo, int64_t hi,
   int dq = k->rows[k->nrows - 1], nd = k->nd;
   bool shared = k->a.lin[dq] == 0 && k->f.lin[dq] == 0 && k->c.lin[dq] == 0 &&
                 (k->reg.hi[k->ld] - k->reg.lo[k->ld] == 1 ||
-                 k->reg.hi[nd - 1] - k->reg.lo[nd - 1] <= 8 * 16);
+                 k->reg.hi[nd - 1] - k->reg.lo[nd - 1] <= 16 * PAIR_MAX_NV);
   for (int64_t row = lo; row < hi; row += ROW_GROUP) {
     int64_t x[IR_MAX_RANKS], end = hi - row < ROW_GROUP ? hi : row + ROW_GROUP;
     row_coords(k, row, x);
