@@ -46,6 +46,8 @@ typedef struct Run {
   int fault;
   ExecStats *st;
   double live, peak; /* bytes of arrays held */
+  struct Units *units; /* the fused executor's decisions per group, kept
+                          from run to run (fused.c; fused_forget) */
 } Run;
 
 void run_init(Run *r, const Cascade *c, const Shape *s, const ExecOpts *o,
@@ -206,5 +208,7 @@ int background_avail(const Background *bg, int i, int n);
 bool run_interpret(Run *r);
 /* The fused executor (fused.c): run r->o->plan, filling NEXT. */
 bool run_fused(Run *r, Tensors *next);
+/* Free what run_fused kept in R from run to run. */
+void fused_forget(Run *r);
 
 #endif
