@@ -26,6 +26,9 @@ typedef struct Run {
   int *last_use; /* per tensor: the last position in SCHED reading or
                     writing it (-1: none) */
   int *input_at; /* per tensor: where the last run found it in its inputs */
+  int *inputs;   /* the tensors bind_inputs binds (the cascade's inputs
+                    that something reads), NINPUTS of them */
+  int ninputs;
   /* Compiled jobs, per slot and Einsum: slot 0 runs on the caller's
    * thread (with the pool), slot 1 + w is worker w of a stretch, which
    * runs with ENVS[w] (no pool, its own fault flag). */
