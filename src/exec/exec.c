@@ -114,6 +114,7 @@ double exec_peak_bytes(const Exec *x) { return x->peak; }
 void exec_free(Exec *x) {
   if (!x)
     return;
+  fused_forget(&x->r);
   run_done(&x->r);
   free(x);
 }

@@ -27,23 +27,68 @@ typedef struct Bits {
   int64_t count;
 } Bits;
 
+/* What run_tile decides at a schedule position of a unit run as one
+ * tile (see Unit): whether the scan kernel's pattern starts there among
+ * the AVAIL positions it was given (-1: not asked yet), and the stretch
+ * grown from there (GROW_AVAIL -1: not grown yet; SLICE 0: not cut). */
+typedef struct Step {
+  int scan_avail;
+  bool scan;
+  Scan sc;
+  int grow_avail, n, split;
+  int64_t slice;
+} Step;
+
+/* A unit's decisions: what it holds on chip, its halos, what its tiles
+ * write, its tiling, what it releases, and for a unit of one tile (every
+ * unit of a decode step) its members' regions and run_tile's steps. They
+ * depend on the cascade, the shapes, the plan and the options only, never
+ * on the values, so they are made at the unit's first run and replayed at
+ * every later run of the same Exec (the layers and decode steps after the
+ * first): a decode step then walks these few tables instead of the
+ * cascade, whose structures the weights' stream has evicted from the
+ * caches since the last layer. */
+typedef struct Unit {
+  bool ready;
+  bool *onchip;     /* per tensor: held in a tile buffer */
+  bool *made;       /* per tensor: produced by the unit */
+  int64_t *halo;    /* per tensor: steps kept from the previous tile */
+  int64_t *tail_len; /* per tensor: its state's steps to capture */
+  char *written;    /* per on-chip tensor: Written */
+  int nt;
+  int trank[IR_MAX_RANKS];
+  int64_t tsize[IR_MAX_RANKS], ttile[IR_MAX_RANKS];
+  int *release; /* the tensors released once the unit has run */
+  int nrelease;
+  Region *base; /* per schedule position: the member's region (one tile) */
+  Step *steps;  /* per schedule position (one tile; NULL otherwise) */
+} Unit;
+
+/* Every group's Unit, kept in the Run from run to run (fused_forget). */
+struct Units {
+  int n;
+  Unit *u;
+};
+
 typedef struct Fused {
   Run *r;
   const Plan *p;
   Sched sched;
   const int *scc; /* sched.scc */
   bool *member;   /* per Einsum: in the current unit */
-  bool *onchip;   /* per tensor: held in a tile buffer */
-  bool *made;     /* per tensor: produced by the current unit */
-  int64_t *halo;  /* per tensor: steps kept from the previous tile */
+  /* The current unit's decisions (its Unit's tables). */
+  const bool *onchip;  /* per tensor: held in a tile buffer */
+  const bool *made;    /* per tensor: produced by the current unit */
+  const int64_t *halo; /* per tensor: steps kept from the previous tile */
+  Step *steps;         /* the unit's steps, or NULL */
   Array **buf;    /* per tensor: its tile buffer */
   Array **tail;   /* per tensor with an initialization: its last steps */
   Array **kept;   /* per on-chip tensor, with keep_all: its whole copy */
   int64_t *tail_len;
   bool *pending; /* per on-chip tensor: its halo's initialization not yet
                     written (filled before its first reader runs) */
-  char *written; /* per on-chip tensor: how much of its buffer the unit
-                    writes (Written) */
+  const char *written; /* per on-chip tensor: how much of its buffer the
+                          unit writes (Written) */
   bool counting;        /* the caller asked for the bytes (ExecStats) */
   Bits **rmap, **wmap; /* per group and tensor ([g * ntensors + t]):
                           elements read / written */
@@ -272,9 +317,9 @@ static int64_t reach_back(const Fused *f, int e, const Access *a, int r) {
   return -lo;
 }
 
-/* Check that the unit can walk its tiles, and find each tensor's halo.
- * False: run it as one tile. */
-static bool tileable(Fused *f) {
+/* Check that the unit can walk its tiles, and find each tensor's halo
+ * (into U's). False: run it as one tile. */
+static bool tileable(const Fused *f, Unit *u) {
   const Cascade *c = f->r->c;
   int inner = f->nt - 1;
   for (int e = 0; e < c->neinsums; e++) {
@@ -290,8 +335,8 @@ static bool tileable(Fused *f) {
         int64_t back = reach_back(f, e, a, f->trank[j]);
         if (back < 0 || (back > 0 && j != inner))
           return false;
-        if (f->onchip[t] && back > f->halo[t])
-          f->halo[t] = back;
+        if (f->onchip[t] && back > u->halo[t])
+          u->halo[t] = back;
       }
     }
   }
@@ -311,8 +356,8 @@ static bool tileable(Fused *f) {
         tiled = tiled || f->trank[j] == r;
       if (tiled && (f->nt == 0 || f->trank[inner] != r))
         return false;
-      if (tiled && lag > f->halo[ed->tensor])
-        f->halo[ed->tensor] = lag;
+      if (tiled && lag > u->halo[ed->tensor])
+        u->halo[ed->tensor] = lag;
     }
   }
   return true;
@@ -734,9 +779,9 @@ static bool scan_at(const Fused *f, int i, int avail, Scan *sc) {
  * that nothing writes are never touched, so they cost no memory; where
  * the kernel refuses a region (scan_run) the vector machine writes the
  * whole buffer, as before. */
-static void mark_written(Fused *f) {
+static void mark_written(const Fused *f, Unit *u) {
   const Cascade *c = f->r->c;
-  memset(f->written, W_ALL, (size_t)c->ntensors);
+  memset(u->written, W_ALL, (size_t)c->ntensors);
   for (int i = 0; i < f->sched.n; i++) {
     Scan sc;
     if (!f->member[f->sched.order[i]] ||
@@ -746,12 +791,12 @@ static void mark_written(Fused *f) {
     for (size_t k = 0; k < sizeof inner / sizeof inner[0]; k++) {
       int t = inner[k] >= 0 ? c->einsums[inner[k]]->out.tensor : -1;
       if (t >= 0 && scan_internal(f->r, &sc, t))
-        f->written[t] = W_NONE;
+        u->written[t] = W_NONE;
     }
     int ts = c->einsums[sc.add]->out.tensor;
     if (scan_read_inside(f->r, &sc, ts) &&
         tensor_state_steps(f->r->s, ts) <= 1)
-      f->written[ts] = W_LAST;
+      u->written[ts] = W_LAST;
   }
 }
 
@@ -825,6 +870,50 @@ static int64_t slice_extent(const Fused *f, const Stretch *st) {
   return even;
 }
 
+/* scan_at, grow_stretch and slice_extent at position I, as decided the
+ * first time in a unit of one tile (Step), else anew. */
+static bool scan_step(Fused *f, int i, int avail, Scan *sc) {
+  Step *s = f->steps ? &f->steps[i] : NULL;
+  if (s && s->scan_avail == avail) {
+    *sc = s->sc;
+    return s->scan;
+  }
+  bool found = scan_at(f, i, avail, sc);
+  if (s) {
+    s->scan_avail = avail;
+    s->scan = found;
+    if (found)
+      s->sc = *sc;
+  }
+  return found;
+}
+
+static int stretch_at(Fused *f, int i, int avail, const Region *base,
+                      int *split) {
+  Step *s = f->steps ? &f->steps[i] : NULL;
+  if (s && s->grow_avail == avail) {
+    *split = s->split;
+    return s->n;
+  }
+  int n = grow_stretch(f, i, avail, base, split);
+  if (s) {
+    s->grow_avail = avail;
+    s->n = n;
+    s->split = *split;
+    s->slice = 0; /* a new stretch: cut anew */
+  }
+  return n;
+}
+
+static int64_t slice_at(Fused *f, int i, const Stretch *st) {
+  Step *s = f->steps ? &f->steps[i] : NULL;
+  if (!s)
+    return slice_extent(f, st);
+  if (s->slice == 0)
+    s->slice = slice_extent(f, st);
+  return s->slice;
+}
+
 /* Write the pending halos that positions [I, I + N) read, but SKIP's. */
 static bool fill_reads(Fused *f, int i, int n, int skip) {
   for (int p = i; p < i + n; p++) {
@@ -850,7 +939,7 @@ static int run_scan(Fused *f, int i, int avail, const Region *base) {
   const Cascade *c = f->r->c;
   Run *r = f->r;
   Scan sc;
-  if (!scan_at(f, i, avail, &sc))
+  if (!scan_step(f, i, avail, &sc))
     return 0;
   int tt = c->einsums[sc.mul]->out.tensor;
   int tu = sc.prod >= 0 ? c->einsums[sc.prod]->out.tensor : -1;
@@ -886,14 +975,20 @@ static int run_scan(Fused *f, int i, int avail, const Region *base) {
  * of them slice by slice, a recurrence a step at a time; matrix-vector
  * products together, one of them in the background (run_gemvs). What
  * runs while it does stops short of its first reader. */
-static bool run_tile(Fused *f) {
+static bool run_tile(Fused *f, const Region *kept) {
   const Cascade *c = f->r->c;
   const Sched *sc = &f->sched;
-  /* Every member's region in the tile, by schedule position. */
-  Region *base = xmalloc(((size_t)sc->n + 1) * sizeof *base);
-  for (int k = 0; k < sc->n; k++)
-    if (f->member[sc->order[k]])
-      tile_region(f, sc->order[k], &base[k]);
+  /* Every member's region in the tile, by schedule position (KEPT: the
+   * unit's, for its one tile). */
+  Region *made = NULL;
+  const Region *base = kept;
+  if (!base) {
+    made = xmalloc(((size_t)sc->n + 1) * sizeof *made);
+    for (int k = 0; k < sc->n; k++)
+      if (f->member[sc->order[k]])
+        tile_region(f, sc->order[k], &made[k]);
+    base = made;
+  }
   bool ok = true;
   Background bg = {0};
   for (int i = 0; ok && i < sc->n;) {
@@ -918,7 +1013,7 @@ static bool run_tile(Fused *f) {
       i += done;
       continue;
     }
-    int split, n = grow_stretch(f, i, avail, &base[i], &split);
+    int split, n = stretch_at(f, i, avail, &base[i], &split);
     if (n == 0 && f->scc[sc->order[i]] >= 0) {
       n = node_len(f, i); /* a recurrence with no rank to slice */
       background_join(f->r, &bg, i + n);
@@ -935,14 +1030,14 @@ static bool run_tile(Fused *f) {
     }
     Stretch st = {.members = &sc->order[i], .n = n, .base = &base[i],
                   .split = split};
-    st.slice = slice_extent(f, &st);
+    st.slice = slice_at(f, i, &st);
     ok = run_stretch(f->r, &st, f->scc);
     for (int k = 0; ok && k < n; k++)
       count_einsum(f, sc->order[i + k], &base[i + k]);
     i += n;
   }
   background_join(f->r, &bg, sc->n + 1);
-  free(base);
+  free(made);
   for (int t = 0; ok && t < c->ntensors; t++) {
     if (f->onchip[t] && f->tail_len[t] > 0)
       capture_tail(f, t);
@@ -952,7 +1047,9 @@ static bool run_tile(Fused *f) {
   return ok;
 }
 
-static bool walk_tiles(Fused *f) {
+/* The unit's tiles; BASE: its members' regions when it is one tile
+ * (Unit.base), or NULL. */
+static bool walk_tiles(Fused *f, const Region *base) {
   int64_t idx[IR_MAX_RANKS] = {0};
   int64_t prev_len = 0;
   for (;;) {
@@ -976,7 +1073,7 @@ static bool walk_tiles(Fused *f) {
          t++)
       if (f->onchip[t])
         start_halo(f, t);
-    if (!run_tile(f))
+    if (!run_tile(f, base))
       return false;
     if (f->nt > 0)
       prev_len = f->thi[f->nt - 1] - f->tlo[f->nt - 1];
@@ -1002,46 +1099,120 @@ static bool needed_after(const Fused *f, int t, int last) {
   return false;
 }
 
-/* Run the unit of groups up to LAST. */
-static bool run_unit(Fused *f, int last) {
+/* Make U, the decisions of the unit of groups up to LAST (its members
+ * marked in F), with F's tables pointing at U's. */
+static void decide_unit(Fused *f, Unit *u, int last) {
   Run *r = f->r;
   const Cascade *c = r->c;
-  for (int t = 0; t < c->ntensors; t++) {
-    f->made[t] = false;
-    f->onchip[t] = false;
-    f->halo[t] = 0;
-  }
-  memset(f->pending, 0, sizeof *f->pending * (size_t)c->ntensors);
+  const Sched *sc = &f->sched;
+  size_t nt = (size_t)c->ntensors + 1;
+  bool *made = xcalloc(nt, sizeof *made), *onchip = xcalloc(nt, sizeof *onchip);
+  u->halo = xcalloc(nt, sizeof *u->halo);
+  u->tail_len = xcalloc(nt, sizeof *u->tail_len);
+  u->written = xcalloc(nt, sizeof *u->written);
+  u->release = xcalloc(nt, sizeof *u->release);
   for (int e = 0; e < c->neinsums; e++)
     if (f->member[e]) {
       int t = c->einsums[e]->out.tensor;
-      f->made[t] = true;
-      f->onchip[t] = f->p->onchip[t];
+      made[t] = true;
+      onchip[t] = f->p->onchip[t];
     }
+  u->made = made;
+  u->onchip = onchip;
+  f->made = made;
+  f->onchip = onchip;
+  f->halo = u->halo;
+  f->written = u->written;
   unit_ranks(f);
-  if (!tileable(f)) {
+  if (!tileable(f, u)) {
     f->nt = 0; /* one tile: the whole iteration space */
-    for (int t = 0; t < c->ntensors; t++)
-      f->halo[t] = 0;
+    memset(u->halo, 0, nt * sizeof *u->halo);
   }
-  mark_written(f);
+  mark_written(f, u);
   choose_tile(f);
+  u->nt = f->nt;
+  memcpy(u->trank, f->trank, sizeof f->trank);
+  memcpy(u->tsize, f->tsize, sizeof f->tsize);
+  memcpy(u->ttile, f->ttile, sizeof f->ttile);
   for (int t = 0; t < c->ntensors; t++) {
-    f->tail_len[t] = f->onchip[t] ? tensor_state_steps(r->s, t) : 0;
+    u->tail_len[t] = onchip[t] ? tensor_state_steps(r->s, t) : 0;
+    if (c->tensors[t].producer >= 0 &&
+        f->p->group_of[c->tensors[t].producer] <= last &&
+        !needed_after(f, t, last))
+      u->release[u->nrelease++] = t;
+  }
+  if (one_tile(f)) {
+    for (int j = 0; j < f->nt; j++) { /* the tile walk_tiles places */
+      f->tlo[j] = 0;
+      f->thi[j] = f->tsize[j];
+    }
+    u->base = xcalloc((size_t)sc->n + 1, sizeof *u->base);
+    u->steps = xcalloc((size_t)sc->n + 1, sizeof *u->steps);
+    for (int k = 0; k < sc->n; k++) {
+      u->steps[k] = (Step){.scan_avail = -1, .grow_avail = -1};
+      if (f->member[sc->order[k]])
+        tile_region(f, sc->order[k], &u->base[k]);
+    }
+  }
+  u->ready = true;
+}
+
+/* Point F at U's decisions. */
+static void use_unit(Fused *f, const Unit *u) {
+  f->made = u->made;
+  f->onchip = u->onchip;
+  f->halo = u->halo;
+  f->written = u->written;
+  f->steps = u->steps;
+  f->nt = u->nt;
+  memcpy(f->trank, u->trank, sizeof f->trank);
+  memcpy(f->tsize, u->tsize, sizeof f->tsize);
+  memcpy(f->ttile, u->ttile, sizeof f->ttile);
+  memcpy(f->tail_len, u->tail_len,
+         sizeof *f->tail_len * (size_t)f->r->c->ntensors);
+}
+
+/* Run the unit of groups up to LAST, whose decisions are U's (made now
+ * if they are not yet). */
+static bool run_unit(Fused *f, Unit *u, int last) {
+  Run *r = f->r;
+  const Cascade *c = r->c;
+  if (!u->ready)
+    decide_unit(f, u, last);
+  use_unit(f, u);
+  memset(f->pending, 0, sizeof *f->pending * (size_t)c->ntensors);
+  for (int t = 0; t < c->ntensors; t++)
     if (f->made[t] && !f->onchip[t] && !r->arrays[t] && !run_alloc(r, t))
       return false;
-  }
-  bool ok = alloc_buffers(f) && walk_tiles(f);
+  bool ok = alloc_buffers(f) && walk_tiles(f, u->base);
   run_release_jobs(r, f->member); /* weights packed for the unit's tiles */
   free_buffers(f);
   hand_over_kept(f);
   flush_counts(f);
-  for (int t = 0; ok && t < c->ntensors; t++)
-    if (c->tensors[t].producer >= 0 &&
-        f->p->group_of[c->tensors[t].producer] <= last &&
-        !needed_after(f, t, last))
-      run_release(r, t);
+  for (int k = 0; ok && k < u->nrelease; k++)
+    run_release(r, u->release[k]);
   return ok;
+}
+
+static void unit_free(Unit *u) {
+  free((void *)u->made);
+  free((void *)u->onchip);
+  free(u->halo);
+  free(u->tail_len);
+  free(u->written);
+  free(u->release);
+  free(u->base);
+  free(u->steps);
+}
+
+void fused_forget(Run *r) {
+  if (!r->units)
+    return;
+  for (int g = 0; g < r->units->n; g++)
+    unit_free(&r->units->u[g]);
+  free(r->units->u);
+  free(r->units);
+  r->units = NULL;
 }
 
 /* A recurrence's Einsums advance together, a step at a time: every plan
@@ -1062,15 +1233,11 @@ bool run_fused(Run *r, Tensors *next) {
   size_t nt = (size_t)c->ntensors + 1, ne = (size_t)c->neinsums + 1;
   Fused f = {.r = r, .p = r->o->plan};
   f.member = xcalloc(ne, sizeof *f.member);
-  f.onchip = xcalloc(nt, sizeof *f.onchip);
-  f.made = xcalloc(nt, sizeof *f.made);
-  f.halo = xcalloc(nt, sizeof *f.halo);
   f.buf = xcalloc(nt, sizeof *f.buf);
   f.tail = xcalloc(nt, sizeof *f.tail);
   f.kept = xcalloc(nt, sizeof *f.kept);
   f.tail_len = xcalloc(nt, sizeof *f.tail_len);
   f.pending = xcalloc(nt, sizeof *f.pending);
-  f.written = xcalloc(nt, sizeof *f.written);
   size_t nmaps = nt * ((size_t)f.p->ngroups + 1);
   f.rmap = xcalloc(nmaps, sizeof *f.rmap);
   f.wmap = xcalloc(nmaps, sizeof *f.wmap);
@@ -1079,11 +1246,16 @@ bool run_fused(Run *r, Tensors *next) {
   f.counting = r->st != NULL;
   bool ok = true;
   assert(recurrences_whole(&f));
+  if (!r->units) {
+    r->units = xcalloc(1, sizeof *r->units);
+    r->units->n = f.p->ngroups;
+    r->units->u = xcalloc((size_t)f.p->ngroups + 1, sizeof *r->units->u);
+  }
   for (int g = 0; ok && g < f.p->ngroups; g++) {
     for (int e = 0; e < c->neinsums; e++)
       f.member[e] = f.p->group_of[e] == g;
     f.gfirst = f.glast = g;
-    ok = run_unit(&f, g);
+    ok = run_unit(&f, &r->units->u[g], g);
   }
   /* The next pass's state: from the arrays, or from the captured tails. */
   for (int t = 0; ok && next && t < c->ntensors; t++) {
@@ -1111,15 +1283,11 @@ bool run_fused(Run *r, Tensors *next) {
     array_free(f.kept[t]);
   }
   free(f.member);
-  free(f.onchip);
-  free(f.made);
-  free(f.halo);
   free(f.buf);
   free(f.tail);
   free(f.kept);
   free(f.tail_len);
   free(f.pending);
-  free(f.written);
   free(f.rmap);
   free(f.wmap);
   return ok;

@@ -42,10 +42,9 @@ static Array *input_named(const Tensors *inputs, const char *name, int *at) {
 
 bool bind_inputs(Run *r, const Tensors *inputs) {
   const Cascade *c = r->c;
-  for (int t = 0; t < c->ntensors; t++) {
+  for (int i = 0; i < r->ninputs; i++) {
+    int t = r->inputs[i];
     const Tensor *T = &c->tensors[t];
-    if (T->producer >= 0 || !tensor_is_read(c, t))
-      continue;
     Array *a = input_named(inputs, T->name, &r->input_at[t]);
     if (!a) {
       diag_error(r->d, c->path, T->loc, "missing input tensor %s", T->name);
@@ -965,6 +964,10 @@ void run_init(Run *r, const Cascade *c, const Shape *s, const ExecOpts *o,
     for (int k = 0; k < e->nreads; k++)
       r->last_use[e->reads[k]->tensor] = p;
   }
+  r->inputs = xcalloc((size_t)c->ntensors + 1, sizeof *r->inputs);
+  for (int t = 0; t < c->ntensors; t++)
+    if (c->tensors[t].producer < 0 && tensor_is_read(c, t))
+      r->inputs[r->ninputs++] = t;
   r->nslots = 1 + pool_size(o->pool);
   r->jobs = xcalloc((size_t)r->nslots * ((size_t)c->neinsums + 1),
                     sizeof *r->jobs);
@@ -1015,6 +1018,7 @@ void run_done(Run *r) {
   free(r->jobs);
   free(r->envs);
   free(r->faults);
+  free(r->inputs);
   sched_free(&r->sched);
   for (int i = 0; i < r->nspare; i++)
     array_free(r->spare[i]);

@@ -26,6 +26,9 @@ typedef struct Run {
   int *last_use; /* per tensor: the last position in SCHED reading or
                     writing it (-1: none) */
   int *input_at; /* per tensor: where the last run found it in its inputs */
+  int *inputs;   /* the tensors bind_inputs binds (the cascade's inputs
+                    that something reads), NINPUTS of them */
+  int ninputs;
   /* Compiled jobs, per slot and Einsum: slot 0 runs on the caller's
    * thread (with the pool), slot 1 + w is worker w of a stretch, which
    * runs with ENVS[w] (no pool, its own fault flag). */
@@ -46,6 +49,8 @@ typedef struct Run {
   int fault;
   ExecStats *st;
   double live, peak; /* bytes of arrays held */
+  struct Units *units; /* the fused executor's decisions per group, kept
+                          from run to run (fused.c; fused_forget) */
 } Run;
 
 void run_init(Run *r, const Cascade *c, const Shape *s, const ExecOpts *o,
@@ -206,5 +211,7 @@ int background_avail(const Background *bg, int i, int n);
 bool run_interpret(Run *r);
 /* The fused executor (fused.c): run r->o->plan, filling NEXT. */
 bool run_fused(Run *r, Tensors *next);
+/* Free what run_fused kept in R from run to run. */
+void fused_forget(Run *r);
 
 #endif
