@@ -863,10 +863,12 @@ static void scratch_fit(Scratch *s, int n, int nheld) {
     s->held = nheld > 2 * s->held ? nheld : 2 * s->held;
     size_t h = (size_t)s->held + 1;
     s->fp = xrealloc(s->fp, h * sizeof *s->fp);
+    s->copy = xrealloc(s->copy, h * sizeof *s->copy);
   }
 }
 
 static void scratch_free(Scratch *s) {
+  free(s->copy);
   free(s->nest);
   free(s->fp);
   free(s->mem);
@@ -880,6 +882,8 @@ static void scratch_free(Scratch *s) {
 void frame_forget(Frame *f) {
   if (!f)
     return;
+  for (int k = 0; f->set && k < f->nheld; k++) /* back to rest */
+    f->held_of[f->held[k].tensor] = -1;
   f->set = false;
   f->nests_set = false;
   f->fit_top = -1;
@@ -1009,45 +1013,46 @@ static void find_frame(Grp *G) {
   weight_residency(G); /* the same for every spill variant */
 }
 
-/* G's frame: the context's copy where it keeps one, else found (and
- * kept, with its lists; without a frame the lists are G's: LISTS, for
- * price_group to free). */
-static void frame_of(Grp *G, int *lists[4]) {
+/* G's frame: the context's where it keeps one (its held tensors copied
+ * into SC's room, as a variant changes their holding; held_of still set
+ * from the first variant), else found (and kept, with its lists). Without
+ * a frame the held tensors, their starts (G's) and lists (LISTS) are for
+ * price_group to free. */
+static void frame_of(Grp *G, Scratch *sc, int *lists[4]) {
   Frame *f = G->x->frame;
-  size_t nh = (size_t)(f ? f->nheld : 0) + 1, nf = (size_t)G->n + 1;
+  size_t nf = (size_t)G->n + 1;
 #define TAKE(name) G->name = f->name;
 #define KEEP(name) f->name = G->name;
-  if (f && f->set) {
-    FRAME_KEPT(TAKE)
-    G->held = xmalloc(nh * sizeof *G->held);
-    memcpy(G->held, f->held, (size_t)f->nheld * sizeof *G->held);
-    G->held_from = xmalloc(nf * sizeof *G->held_from);
-    memcpy(G->held_from, f->held_from, nf * sizeof *G->held_from);
-    for (int k = 0; k < G->nheld; k++)
-      G->held_of[G->held[k].tensor] = k;
-    G->live_from = f->live_from;
-    G->live_at = f->live_at;
-    G->user_from = f->user_from;
-    G->users = f->users;
-    return;
+  if (!f || !f->set) {
+    find_frame(G);
+    if (!f) {
+      held_lists(G, &lists[0], &lists[1], &lists[2], &lists[3]);
+      return;
+    }
+    free(f->live_from);
+    free(f->live_at);
+    free(f->user_from);
+    free(f->users);
+    held_lists(G, &f->live_from, &f->live_at, &f->user_from, &f->users);
+    f->set = true;
+    FRAME_KEPT(KEEP)
+    f->held = xrealloc(f->held, ((size_t)G->nheld + 1) * sizeof *f->held);
+    f->held_from = xrealloc(f->held_from, nf * sizeof *f->held_from);
+    memcpy(f->held, G->held, (size_t)G->nheld * sizeof *f->held);
+    memcpy(f->held_from, G->held_from, nf * sizeof *f->held_from);
+    f->held_of = G->held_of;
+    free(G->held);
+    free(G->held_from);
   }
-  find_frame(G);
-  if (!f) {
-    held_lists(G, &lists[0], &lists[1], &lists[2], &lists[3]);
-    return;
-  }
-  free(f->live_from);
-  free(f->live_at);
-  free(f->user_from);
-  free(f->users);
-  held_lists(G, &f->live_from, &f->live_at, &f->user_from, &f->users);
-  nh = (size_t)G->nheld + 1;
-  f->set = true;
-  FRAME_KEPT(KEEP)
-  f->held = xrealloc(f->held, nh * sizeof *f->held);
-  f->held_from = xrealloc(f->held_from, nf * sizeof *f->held_from);
-  memcpy(f->held, G->held, (size_t)G->nheld * sizeof *f->held);
-  memcpy(f->held_from, G->held_from, nf * sizeof *f->held_from);
+  FRAME_KEPT(TAKE)
+  scratch_fit(sc, G->n, f->nheld);
+  G->held = sc->copy;
+  memcpy(G->held, f->held, (size_t)f->nheld * sizeof *G->held);
+  G->held_from = f->held_from;
+  G->live_from = f->live_from;
+  G->live_at = f->live_at;
+  G->user_from = f->user_from;
+  G->users = f->users;
 #undef TAKE
 #undef KEEP
 }
@@ -1067,7 +1072,7 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   for (int k = 0; k < G.nt; k++)
     G.size[k] = (double)x->s->size[G.rank[k]];
   Frame *f = x->frame;
-  Scratch own = {0}, *sc = f ? &f->scratch : &own;
+  Scratch mine = {0}, *sc = f ? &f->scratch : &mine;
   scratch_fit(sc, G.n, 0);
   G.nest = sc->nest;
   /* The members' nests: each spill variant's as the group's first's. */
@@ -1076,7 +1081,7 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   if (f)
     f->nests_set = x->nests != NULL;
   int *lists[4] = {NULL, NULL, NULL, NULL}; /* frame_of's, without one */
-  frame_of(&G, lists);
+  frame_of(&G, sc, lists);
   scratch_fit(sc, G.n, G.nheld);
   G.fp = sc->fp;
   G.sum = sc->sum;
@@ -1132,12 +1137,14 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   ge->spills = G.spills;
   for (int i = 0; !x->nests && i < G.n; i++)
     nest_free(G.nest[i]);
-  for (int k = 0; k < G.nheld; k++)
-    G.held_of[G.held[k].tensor] = -1;
-  free(G.held);
-  free(G.held_from);
+  if (!f) { /* a frame's are its own, and held_of stays set for them */
+    for (int k = 0; k < G.nheld; k++)
+      G.held_of[G.held[k].tensor] = -1;
+    free(G.held);
+    free(G.held_from);
+  }
   for (int k = 0; k < 4; k++)
     free(lists[k]);
-  scratch_free(&own);
+  scratch_free(&mine);
   return ok;
 }

@@ -131,6 +131,7 @@ typedef struct PassFacts {
  * store, two per member). */
 typedef struct Scratch {
   int members, held;
+  Held *copy; /* the frame's held tensors, as a variant holds them */
   Nest **nest;
   double *fp, *mem, *sum;
   bool *same;
@@ -157,6 +158,8 @@ struct Frame {
   Held *held;
   int *held_from;
   int *live_from, *live_at, *user_from, *users; /* Grp's */
+  int *held_of; /* the context's (Grp.held_of): set for HELD while the
+                   frame is, so that a variant need not set it again */
   bool nests_set; /* the scratch's NEST holds the group's members' */
   int room_members, room_held;
   Kept kept[TILE_CANDIDATES];
