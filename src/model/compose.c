@@ -9,12 +9,15 @@
 #include <stdlib.h>
 
 double compose_span(const Ctx *x, const EinsumEval *ev, int n,
-                    const double *mem) {
+                    const double *mem, double *cycles) {
   const Arch *a = x->a;
   if (x->o.compose == COMPOSE_SEQUENTIAL) {
     double t = 0;
-    for (int i = 0; i < n; i++)
-      t += einsum_cycles(x, &ev[i], mem[i]);
+    for (int i = 0; i < n; i++) {
+      if (cycles && cycles[i] < 0)
+        cycles[i] = einsum_cycles(x, &ev[i], mem[i]);
+      t += cycles ? cycles[i] : einsum_cycles(x, &ev[i], mem[i]);
+    }
     return t;
   }
   /* Parallel pipelining: every unit and the DRAM channel at once; the
@@ -246,7 +249,6 @@ double compose_group(Ctx *x, int g, double t) {
   const Arch *a = x->a; /* its units and clock are every level's copy's */
   GroupEval *ge = &x->ev->g[g];
   EinsumEval *e = &x->ev->e[ge->first];
-  double *mem = xcalloc((size_t)ge->n + 1, sizeof *mem);
   ge->start = t;
   /* A GPU runs the group as one kernel, after its fixed cost; the bound
    * pays one kernel for the layer, the least any plan pays. */
@@ -254,14 +256,19 @@ double compose_group(Ctx *x, int g, double t) {
   t += kernel;
   ge->mem_cycles = 0;
   for (int i = 0; i < ge->n; i++) {
-    mem[i] = e[i].mem_cycles;
-    ge->mem_cycles += mem[i];
+    ge->mem_cycles += e[i].mem_cycles;
     ge->busy[a->units[e[i].unit].role] += e[i].unit_cycles;
     if (e[i].epilogue >= 0)
       ge->busy[a->units[e[i].epilogue].role] += e[i].epilogue_cycles;
   }
   if (x->o.compose == COMPOSE_PIPELINED && !ideal_pipe(x)) {
-    ge->cycles = compose_span(x, e, ge->n, mem);
+    /* Its members' memory times, for the span (a spill variant of a
+     * sequential group allocates nothing). */
+    double *mem = xcalloc((size_t)ge->n + 1, sizeof *mem);
+    for (int i = 0; i < ge->n; i++)
+      mem[i] = e[i].mem_cycles;
+    ge->cycles = compose_span(x, e, ge->n, mem, NULL);
+    free(mem);
     for (int i = 0; i < ge->n; i++) {
       e[i].start = t;
       e[i].end = t + ge->cycles;
@@ -277,7 +284,6 @@ double compose_group(Ctx *x, int g, double t) {
     }
     ge->cycles = clock - t;
   }
-  free(mem);
   ge->cycles += kernel;
   ge->end = ge->start + ge->cycles;
   return ge->cycles;

@@ -58,27 +58,29 @@ static void rd_edges(const Grp *G, int *rd_edge) {
     }
 }
 
-/* Does member I write its output's partial products off chip (§IV-E, RD
+/* May member I write its output's partial products off chip (§IV-E, RD
  * fusion: "allow partial products of the upstream intermediate tensor to
  * write to main memory, then trigger the downstream Einsum on the final
- * write")? When rd_partials is on, for an output the group holds, does not
+ * write")? When rd_partials is on, for an output the group makes, does not
  * write anyway, and hands over to an RD consumer in the group (its first
- * such edge: RD_EDGE, rd_edges). SPLIT (per rank) gets the ranks whose
- * reduction that splits: the upstream's reduced ranks, walked one tile at
- * a time (partial products exist only then), but a recurrence's rank
- * (ITER, iterated_ranks), which is walked step by step anyway. */
-static bool writes_partials(const Grp *G, int i, const int *rd_edge,
-                            const bool *iter, bool *split) {
+ * such edge: RD_EDGE, rd_edges) -- it does where the group holds it.
+ * SPLITS gets the ranks whose reduction that splits (the count returned):
+ * the upstream's reduced ranks, walked one tile at a time (partial
+ * products exist only then), but a recurrence's rank (ITER,
+ * iterated_ranks), which is walked step by step anyway. */
+static bool may_write_partials(const Grp *G, int i, const int *rd_edge,
+                               const bool *iter, int *splits, int *nsplits) {
   const Ctx *x = G->x;
   const Einsum *E = x->c->einsums[G->gr->einsums[i]];
   int t = E->out.tensor, h = G->held_of[t];
-  if (!x->o.rd_partials || h < 0 || !G->held[h].on ||
-      G->held[h].kind != HELD_MADE || x->plan->written[t] || rd_edge[h] < 0)
+  *nsplits = 0;
+  if (!x->o.rd_partials || h < 0 || G->held[h].kind != HELD_MADE ||
+      x->plan->written[t] || rd_edge[h] < 0)
     return false;
   const Pair *pr = &x->pairs[rd_edge[h]];
   for (int v = 0; v < E->nvars; v++)
     if (VARSET_HAS(pr->reduced, v) && !iter[E->vars[v].rank])
-      split[E->vars[v].rank] = true;
+      splits[(*nsplits)++] = E->vars[v].rank;
   return true;
 }
 
@@ -178,12 +180,80 @@ void pass_facts_free(PassFacts *pf) {
   free(pf->rd_edge);
   free(pf->reader);
   free(pf->read_from);
+  free(pf->member);
+  free(pf->split_from);
+  free(pf->splits);
+  free(pf->last);
+  free(pf->sharer);
+  free(pf->cand_of);
+  free(pf->partial_ok);
+  free(pf->two_ok);
+  free(pf->split);
   *pf = (PassFacts){0};
+}
+
+/* PF's members that may bear an extra charge (PassFacts), from its facts
+ * of G: the others bear none whatever G spills or tiles. */
+static void extra_candidates(const Grp *G, PassFacts *pf) {
+  const Ctx *x = G->x;
+  const Cascade *c = x->c;
+  size_t n = (size_t)G->n + 1;
+  pf->member = xmalloc(n * sizeof *pf->member);
+  pf->split_from = xmalloc((n + 1) * sizeof *pf->split_from);
+  pf->last = xmalloc(n * sizeof *pf->last);
+  pf->partial_ok = xmalloc(n * sizeof *pf->partial_ok);
+  pf->two_ok = xmalloc(n * sizeof *pf->two_ok);
+  pf->split = xcalloc((size_t)c->nranks + 1, sizeof *pf->split);
+  pf->cand_of = xmalloc(n * sizeof *pf->cand_of);
+  pf->any_two = false;
+  int most = 0; /* room for the ranks: each candidate's variables */
+  for (int i = 0; i < G->n; i++)
+    most += c->einsums[G->gr->einsums[i]]->nvars;
+  pf->splits = xmalloc(((size_t)most + 1) * sizeof *pf->splits);
+  int nc = 0, ns = 0;
+  pf->split_from[0] = 0;
+  for (int i = 0; i < G->n; i++) {
+    int t = c->einsums[G->gr->einsums[i]]->out.tensor, h = G->held_of[t];
+    pf->cand_of[i] = -1;
+    if (h < 0 || G->held[h].kind != HELD_MADE)
+      continue;
+    int k;
+    bool partial = may_write_partials(G, i, pf->rd_edge, pf->iter,
+                                      &pf->splits[ns], &k);
+    const int *rs = &pf->reader[pf->read_from[h]];
+    int nr = pf->read_from[h + 1] - pf->read_from[h];
+    bool two = x->o.two_pass && x->inter[t] && nr > 1;
+    if (!partial && !two)
+      continue;
+    int last = i;
+    for (int j = i + 1; two && j < G->n; j++)
+      if (G->gr->einsums[j] == rs[nr - 1])
+        last = j;
+    pf->cand_of[i] = nc;
+    pf->any_two = pf->any_two || two;
+    pf->member[nc] = i;
+    pf->partial_ok[nc] = partial;
+    pf->two_ok[nc] = two;
+    pf->last[nc] = last;
+    ns += k;
+    pf->split_from[++nc] = ns;
+  }
+  pf->ncand = nc;
+  bool *shares = xcalloc(n, sizeof *shares);
+  for (int k = 0; k < nc; k++)
+    shares[pf->member[k]] = shares[pf->last[k]] = true;
+  pf->sharer = xmalloc(n * sizeof *pf->sharer);
+  pf->nsharer = 0;
+  for (int i = 0; i < G->n; i++)
+    if (shares[i])
+      pf->sharer[pf->nsharer++] = i;
+  free(shares);
 }
 
 /* PF's facts of G (its held tensors before any spill): the ranks its
  * lagged reads iterate, each held tensor's first RD hand-over and its
- * readers (the previous facts freed). */
+ * readers, the members that may bear an extra charge (the previous facts
+ * freed). */
 static void pass_facts(const Grp *G, PassFacts *pf) {
   pass_facts_free(pf);
   pf->iter = xcalloc((size_t)G->x->c->nranks + 1, sizeof *pf->iter);
@@ -191,6 +261,46 @@ static void pass_facts(const Grp *G, PassFacts *pf) {
   iterated_ranks(G, pf->iter);
   rd_edges(G, pf->rd_edge);
   pf->reader = held_readers(G, &pf->read_from);
+  extra_candidates(G, pf);
+}
+
+/* G's pass facts: its pricer's frame's, found once per group, else
+ * OWN's, found now (the caller's to free). */
+static PassFacts *facts_of(Grp *G, PassFacts *own) {
+  Frame *f = G->x->frame;
+  PassFacts *pf = f ? &f->passes : own;
+  if (!f || !f->passes_set) {
+    pass_facts(G, pf);
+    if (f)
+      f->passes_set = true;
+  }
+  return pf;
+}
+
+/* Candidate K's partial products into EXTRAS where the group holds its
+ * output (T, held tensor H). */
+static void partial_charge(const Grp *G, const PassFacts *pf, int k, int t,
+                           int h, Charges *extras) {
+  if (pf->partial_ok[k] && G->held[h].on)
+    charges_push(extras, pf->member[k], t, G->held[h].whole, true, true);
+}
+
+bool extras_per_member(Grp *G) {
+  if (G->x->o.accounting != ACCOUNT_ACHIEVED)
+    return true;
+  return G->x->frame && !facts_of(G, NULL)->any_two;
+}
+
+void member_extras(Grp *G, int i, Charges *extra) {
+  extra->n = 0;
+  if (G->x->o.accounting != ACCOUNT_ACHIEVED)
+    return;
+  const PassFacts *pf = &G->x->frame->passes;
+  int k = pf->cand_of[i];
+  if (k < 0)
+    return;
+  int t = G->x->c->einsums[G->gr->einsums[i]]->out.tensor;
+  partial_charge(G, pf, k, t, G->held_of[t], extra);
 }
 
 /* The paper's full-fusion rules on top of the mappings: an RD pair inside
@@ -204,48 +314,41 @@ void design_extras(Grp *G, Charges *extras) {
   const Cascade *c = x->c;
   if (x->o.accounting != ACCOUNT_ACHIEVED)
     return;
-  Frame *f = x->frame;
-  PassFacts own = {0}, *pf = f ? &f->passes : &own;
-  if (!f || !f->passes_set) {
-    pass_facts(G, pf);
-    if (f)
-      f->passes_set = true;
+  PassFacts own = {0}, *pf = facts_of(G, &own);
+  const int *reader = pf->reader, *read_from = pf->read_from;
+  bool *split = pf->split;
+  /* The ranks the partial products split, where the group holds the
+   * output: read only by the two-pass test (set back to rest below). */
+  for (int k = 0; pf->any_two && k < pf->ncand; k++) {
+    int i = pf->member[k];
+    int h = G->held_of[c->einsums[G->gr->einsums[i]]->out.tensor];
+    if (pf->partial_ok[k] && G->held[h].on)
+      for (int q = pf->split_from[k]; q < pf->split_from[k + 1]; q++)
+        split[pf->splits[q]] = true;
   }
-  const bool *iter = pf->iter;
-  const int *rd_edge = pf->rd_edge, *reader = pf->reader,
-            *read_from = pf->read_from;
-  bool *split = xcalloc((size_t)c->nranks + 1, sizeof *split);
-  bool *partials = xcalloc((size_t)G->n + 1, sizeof *partials);
-  for (int i = 0; i < G->n; i++)
-    partials[i] = writes_partials(G, i, rd_edge, iter, split);
-  for (int i = 0; i < G->n; i++) {
-    int e = G->gr->einsums[i];
-    int t = c->einsums[e]->out.tensor;
+  for (int k = 0; k < pf->ncand; k++) {
+    int i = pf->member[k];
+    int t = c->einsums[G->gr->einsums[i]]->out.tensor;
     int h = G->held_of[t];
-    bool held = h >= 0 && G->held[h].on && G->held[h].kind == HELD_MADE;
-    double n = held || partials[i] ? G->held[h].whole : 0; /* its
-                                                   elements (shape_held) */
-    /* Only a held tensor: one off chip is read from DRAM by every reader
-     * already. */
-    if (x->o.two_pass && x->inter[t] && held) {
+    if (!G->held[h].on) /* off chip: read from DRAM by every reader
+                           already, and no partial products */
+      continue;
+    if (pf->two_ok[k]) {
       const int *rs = &reader[read_from[h]];
       int nr = read_from[h + 1] - read_from[h];
-      if (nr > 1 && needs_two_passes(G, split, t, rs, nr)) {
+      double n = G->held[h].whole; /* its elements (shape_held) */
+      if (needs_two_passes(G, split, t, rs, nr)) {
         if (!x->plan->written[t])
           charges_push(extras, i, t, n, true, false);
-        int last = i;
-        for (int j = i + 1; j < G->n; j++)
-          if (G->gr->einsums[j] == rs[nr - 1])
-            last = j;
-        charges_push(extras, last, t, n, false, false);
+        charges_push(extras, pf->last[k], t, n, false, false);
         add_spill(G, t, SPILL_TWO_PASS);
       }
     }
-    if (partials[i])
-      charges_push(extras, i, t, n, true, true);
+    partial_charge(G, pf, k, t, h, extras);
   }
-  if (!f)
+  for (int k = 0; pf->any_two && k < pf->ncand; k++)
+    for (int q = pf->split_from[k]; q < pf->split_from[k + 1]; q++)
+      split[pf->splits[q]] = false;
+  if (&own == pf)
     pass_facts_free(&own);
-  free(partials);
-  free(split);
 }

@@ -160,14 +160,18 @@ void held_scratch_free(HeldScratch *h) {
   free(h);
 }
 
-bool model_distance_spills(const Cascade *c, int t, int distance) {
+bool model_distance_spills(const Cascade *c, const EdgeIndex *out, int t,
+                           int distance) {
   int p = c->tensors[t].producer, last = -1;
   if (distance <= 0 || p < 0)
     return false;
-  for (int k = 0; k < c->nedges; k++)
-    if (c->edges[k].tensor == t && edge_orders(c, &c->edges[k]) &&
-        c->edges[k].consumer > last)
-      last = c->edges[k].consumer;
+  /* T's edges are its producer's: those alone where they are indexed. */
+  int from = out ? out->at[p] : 0, to = out ? out->at[p + 1] : c->nedges;
+  for (int q = from; q < to; q++) {
+    const Edge *e = &c->edges[out ? out->ord[q] : q];
+    if (e->tensor == t && edge_orders(c, e) && e->consumer > last)
+      last = e->consumer;
+  }
   return last - p > distance;
 }
 
@@ -186,7 +190,7 @@ static void design_spills(Grp *G) {
     if (h->kind != HELD_MADE || x->plan->written[t])
       continue;
     bool off = chosen ? chosen[t]
-                      : model_distance_spills(x->c, t, x->o.spill_distance);
+                      : model_distance_spills(x->c, NULL, t, x->o.spill_distance);
     if (off) {
       h->on = false;
       add_spill(G, t, chosen ? SPILL_CHOSEN : SPILL_DISTANCE);
@@ -311,44 +315,114 @@ static double footprint(const Grp *G, const Held *h) {
   return h->whole * tile_fraction(G, h) / h->nested;
 }
 
-/* Elements held at the peak over the members (PEAK: its position), for the
- * current tile, all of every held tensor's tile on chip; *LIVE (may be
- * NULL) gets the part of them the tensors live at the peak hold (what
- * overbooking scales; weights and the state's step stay whole). */
-static double reservation(const Grp *G, int *peak, double *live) {
-  double best = -1, fixed = 0;
-  *peak = 0;
-  /* Each held tensor's footprint, once: it depends on the tile only. */
-  double *fp = G->fp;
-  for (int i = 0; i < G->nheld; i++)
-    fp[i] = G->held[i].on ? footprint(G, &G->held[i]) : 0;
+/* Frame F with room for N members and NHELD held tensors in each
+ * candidate tile's kept trial and reservation (doubled: the search's
+ * groups grow one member at a time; grown, every slot starts over). */
+static void kept_room(Frame *f, int n, int nheld) {
+  if (f->room_members >= n && f->room_held >= nheld)
+    return;
+  int twice = 2 * f->room_members, twice_held = 2 * f->room_held;
+  f->room_members = n > twice ? n : twice;
+  f->room_held = nheld > twice_held ? nheld : twice_held;
+  size_t nm = (size_t)f->room_members + 1, nh = (size_t)f->room_held + 1;
+  for (int c = 0; c < TILE_CANDIDATES; c++) {
+    Kept *k = &f->kept[c];
+    k->on = xrealloc(k->on, nh * sizeof *k->on);
+    k->have = xrealloc(k->have, nm * sizeof *k->have);
+    k->map = xrealloc(k->map, nm * sizeof *k->map);
+    k->elems = xrealloc(k->elems, nm * sizeof *k->elems);
+    k->cyc = xrealloc(k->cyc, nm * sizeof *k->cyc);
+    k->foot = xrealloc(k->foot, nh * sizeof *k->foot);
+    k->sum = xrealloc(k->sum, nm * sizeof *k->sum);
+    k->res_on = xrealloc(k->res_on, nh * sizeof *k->res_on);
+    k->set = k->res_set = false;
+  }
+}
+
+/* Candidate tile AT's slot in G's pricer's frame, with room for G, or
+ * NULL (no frame, or no candidate: AT < 0). */
+static Kept *kept_at(const Grp *G, int at) {
+  Frame *f = G->x->frame;
+  if (!f || at < 0)
+    return NULL;
+  kept_room(f, G->n, G->nheld);
+  return &f->kept[at];
+}
+
+/* The sum at member K of the footprints FOOT of the held tensors but
+ * weights live there and held, in held order (none with hold_whole:
+ * they are all fixed). */
+static double live_sum(const Grp *G, const double *foot, int k) {
+  double at = 0;
+  if (G->whole)
+    return 0;
+  for (int q = G->live_from[k]; q < G->live_from[k + 1]; q++)
+    if (G->held[G->live_at[q]].on)
+      at += foot[G->live_at[q]];
+  return at;
+}
+
+/* The footprints FOOT of the held weights (with hold_whole, of every held
+ * tensor) held, summed in held order: room for the whole group. */
+static double fixed_sum(const Grp *G, const double *foot) {
+  double fixed = 0;
   for (int i = 0; i < G->nheld; i++)
     if (G->held[i].on && (G->held[i].kind == HELD_WEIGHT || G->whole))
-      fixed += fp[i];
-  /* The tensors live at member K, in held order: those live at K - 1
-   * still live, then those first used at K (held is in order of first
-   * use, so appending keeps the order): a sum over them is the sum over
-   * every held tensor live at K, in the same order. */
-  int *on = G->live, non = 0;
-  for (int k = 0; k < G->n; k++) {
-    int w = 0;
-    for (int q = 0; q < non; q++)
-      if (G->held[on[q]].last >= k)
-        on[w++] = on[q];
-    non = w;
-    for (int i = G->held_from[k]; i < G->held_from[k + 1]; i++) {
-      const Held *h = &G->held[i];
-      if (h->on && h->kind != HELD_WEIGHT && !G->whole && h->last >= k)
-        on[non++] = i;
+      fixed += foot[i];
+  return fixed;
+}
+
+/* Elements held at the peak over the members (PEAK: its position), for the
+ * current tile (of TOTAL elements, candidate AT: -1 where none), all of
+ * every held tensor's tile on chip; *LIVE (may be NULL) gets the part of
+ * them the tensors live at the peak hold (what overbooking scales; weights
+ * and the state's step stay whole). Each held tensor's footprint depends
+ * on the tile only, and each member's sum on what is held among the
+ * tensors live there: the candidate's slot keeps them (kept_at), so
+ * another spill variant sums again only where a tensor whose holding
+ * changed is live, each sum made as the whole walk makes it. */
+static double reservation(const Grp *G, int at, double total, int *peak,
+                          double *live) {
+  Kept *kp = kept_at(G, at);
+  double *foot = kp ? kp->foot : G->fp, *sum = kp ? kp->sum : G->sum;
+  double fixed;
+  if (kp && kp->res_set && kp->res_nt == G->nt && kp->res_total == total) {
+    bool refix = false;
+    for (int h = 0; h < G->nheld; h++) {
+      const Held *hd = &G->held[h];
+      if (kp->res_on[h] == hd->on)
+        continue;
+      kp->res_on[h] = hd->on;
+      if (hd->kind == HELD_WEIGHT || G->whole)
+        refix = true;
+      else
+        for (int k = hd->first; k <= hd->last; k++)
+          sum[k] = live_sum(G, foot, k);
     }
-    double at = 0;
-    for (int q = 0; q < non; q++)
-      at += fp[on[q]];
-    if (at > best) {
-      best = at;
-      *peak = k;
+    fixed = refix ? fixed_sum(G, foot) : kp->fixed;
+  } else {
+    for (int i = 0; i < G->nheld; i++)
+      foot[i] = footprint(G, &G->held[i]);
+    fixed = fixed_sum(G, foot);
+    for (int k = 0; k < G->n; k++)
+      sum[k] = live_sum(G, foot, k);
+    if (kp) {
+      kp->res_set = true;
+      kp->res_nt = G->nt;
+      kp->res_total = total;
+      for (int h = 0; h < G->nheld; h++)
+        kp->res_on[h] = G->held[h].on;
     }
   }
+  if (kp)
+    kp->fixed = fixed;
+  double best = -1;
+  *peak = 0;
+  for (int k = 0; k < G->n; k++)
+    if (sum[k] > best) {
+      best = sum[k];
+      *peak = k;
+    }
   double res = fixed + fmax(best, 0);
   if (live)
     *live = fmax(best, 0);
@@ -381,58 +455,37 @@ typedef struct Trial {
  * false). */
 static Kept *kept_trial(const Grp *G, int at, double total, double cap,
                         bool *same) {
-  Frame *f = G->x->frame;
-  for (int i = 0; i < G->n; i++)
-    same[i] = false;
-  if (!f || at < 0 || G->keep < 1)
-    return NULL;
-  if (f->room_members < G->n || f->room_held < G->nheld) {
-    /* Doubled: the search's groups grow one member at a time. */
-    int twice = 2 * f->room_members, twice_held = 2 * f->room_held;
-    f->room_members = G->n > twice ? G->n : twice;
-    f->room_held = G->nheld > twice_held ? G->nheld : twice_held;
-    size_t nm = (size_t)f->room_members + 1, nh = (size_t)f->room_held + 1;
-    for (int c = 0; c < TILE_CANDIDATES; c++) {
-      Kept *k = &f->kept[c];
-      k->on = xrealloc(k->on, nh * sizeof *k->on);
-      k->have = xrealloc(k->have, nm * sizeof *k->have);
-      k->map = xrealloc(k->map, nm * sizeof *k->map);
-      k->elems = xrealloc(k->elems, nm * sizeof *k->elems);
-      k->set = false;
-    }
-  }
-  Kept *k = &f->kept[at];
-  if (!k->set || k->nt != G->nt || k->state_t != G->state_t ||
+  Kept *k = G->keep < 1 ? NULL : kept_at(G, at);
+  if (!k || !k->set || k->nt != G->nt || k->state_t != G->state_t ||
       k->total != total || k->cap != cap) {
-    *k = (Kept){true, G->nt, G->state_t, total, cap, k->on, k->have, k->map,
-                k->elems};
+    for (int i = 0; i < G->n; i++)
+      same[i] = false;
+    if (!k)
+      return NULL;
+    k->set = true;
+    k->nt = G->nt;
+    k->state_t = G->state_t;
+    k->total = total;
+    k->cap = cap;
     for (int i = 0; i < G->n; i++)
       k->have[i] = false;
     return k;
   }
   /* The held tensors held then and not now, or now and not then: the
-   * members reading or writing one map again. */
-  bool *moved = G->moved;
+   * members reading or writing one (its users) map again. */
+  memcpy(same, k->have, (size_t)G->n * sizeof *same);
   for (int h = 0; h < G->nheld; h++)
-    moved[h] = k->on[h] != G->held[h].on;
-  const Cascade *c = G->x->c;
-  for (int i = 0; i < G->n; i++) {
-    const Einsum *E = c->einsums[G->gr->einsums[i]];
-    int h = G->held_of[E->out.tensor];
-    bool stays = k->have[i] && !(h >= 0 && moved[h]);
-    for (int r = 0; stays && r < E->nreads; r++) {
-      h = G->held_of[E->reads[r]->tensor];
-      stays = !(h >= 0 && moved[h]);
-    }
-    same[i] = stays;
-  }
+    if (k->on[h] != G->held[h].on)
+      for (int q = G->user_from[h]; q < G->user_from[h + 1]; q++)
+        same[G->users[q]] = false;
   return k;
 }
 
 /* Price the current tile, candidate AT of TOTAL elements (-1: none
  * kept): every member mapped into what the reservation leaves; MAPS gets
  * each member's mapping, in the tile's kept trial where it keeps one
- * (not copied: a kept member's is read there), else in STORE. */
+ * (not copied: a kept member's is read there), else in STORE. A kept
+ * member keeps its cycles too (compose_span). */
 static Trial try_tile(const Grp *G, double reserve, const Mapping **maps,
                       Mapping *store, int at, double total) {
   const Ctx *x = G->x;
@@ -453,6 +506,7 @@ static Trial try_tile(const Grp *G, double reserve, const Mapping **maps,
       if (k) {
         k->elems[i] = elems;
         k->have[i] = true;
+        k->cyc[i] = -1;
       }
     }
     maps[i] = m;
@@ -467,7 +521,7 @@ static Trial try_tile(const Grp *G, double reserve, const Mapping **maps,
       k->on[h] = G->held[h].on;
   }
   if (tr.ok)
-    tr.latency = compose_span(x, G->bound, G->n, mem);
+    tr.latency = compose_span(x, G->bound, G->n, mem, k ? k->cyc : NULL);
   return tr;
 }
 
@@ -488,7 +542,7 @@ static Trial bound_tile(const Grp *G) {
     tr.traffic += elems;
     mem[i] = elems * x->word / x->bw;
   }
-  tr.latency = compose_span(x, G->bound, G->n, mem);
+  tr.latency = compose_span(x, G->bound, G->n, mem, NULL);
   return tr;
 }
 
@@ -528,15 +582,16 @@ static bool priced_by_dram(const Arch *a) {
   return true;
 }
 
-/* Set the tile of TOTAL elements and what it keeps on chip: all of every
- * held tensor's tile when the reservation fits the budget; with OVERBOOK,
- * else, the share of the live tensors' tiles that fits beside the rest
- * (none: 0). Returns the elements reserved, or -1 when it does not fit. */
-static double set_tile(Grp *G, double total, bool overbook) {
+/* Set the tile of TOTAL elements (candidate AT) and what it keeps on
+ * chip: all of every held tensor's tile when the reservation fits the
+ * budget; with OVERBOOK, else, the share of the live tensors' tiles that
+ * fits beside the rest (none: 0). Returns the elements reserved, or -1
+ * when it does not fit. */
+static double set_tile(Grp *G, int at, double total, bool overbook) {
   spread(G, total);
   int pk;
   double live;
-  double res = reservation(G, &pk, &live);
+  double res = reservation(G, at, total, &pk, &live);
   G->keep = 1;
   G->set_total = total;
   G->set_res = res;
@@ -561,7 +616,7 @@ static bool fits(Grp *G, const double *cand, int at, double res, Trial *tr,
     G->set_total = cand[at];
     G->set_res = res;
   } else {
-    res = set_tile(G, cand[at], false);
+    res = set_tile(G, at, cand[at], false);
   }
   if (res < 0)
     return false;
@@ -579,7 +634,7 @@ static int reserved_up_to(Grp *G, const double *cand, int nc, int known,
   *res = -1;
   while (lo <= hi) {
     int mid = (lo + hi) / 2;
-    double r = set_tile(G, cand[mid], false);
+    double r = set_tile(G, mid, cand[mid], false);
     if (r >= 0) {
       top = mid;
       *res = r;
@@ -650,6 +705,7 @@ static double choose_tile(Grp *G, const Mapping **maps, Mapping *room,
   Mapping *store[2] = {room, room + G->n};
   int b = 0;
   double chosen = 0;
+  int pick = -1; /* its candidate */
   int above = nc; /* the first candidate priced overbooked */
   if (!refetches_weights(G)) {
     /* The reservation alone first (no mapping searched): the largest
@@ -661,13 +717,13 @@ static double choose_tile(Grp *G, const Mapping **maps, Mapping *room,
       /* not even the smallest tile's reservation fits */
     } else if (fits(G, cand, hi, at_hi, &best, half[!b], store[!b])) {
       b = !b;
-      chosen = cand[hi];
+      chosen = cand[pick = hi];
       above = hi + 1;
     } else if (hi == 0) {
       /* the smallest tile's members do not fit */
     } else if (fits(G, cand, 0, -1, &best, half[!b], store[!b])) {
       b = !b;
-      chosen = cand[0];
+      chosen = cand[pick = 0];
       above = 1;
       lo = 1;
       hi--;
@@ -675,7 +731,7 @@ static double choose_tile(Grp *G, const Mapping **maps, Mapping *room,
         int mid = (lo + hi) / 2;
         if (fits(G, cand, mid, -1, &tr, half[!b], store[!b])) {
           b = !b;
-          chosen = cand[mid];
+          chosen = cand[pick = mid];
           best = tr;
           above = mid + 1;
           lo = mid + 1;
@@ -692,7 +748,7 @@ static double choose_tile(Grp *G, const Mapping **maps, Mapping *room,
         if (chosen == 0 || better(&tr, &best)) {
           b = !b;
           best = tr;
-          chosen = cand[i];
+          chosen = cand[pick = i];
         }
       }
   }
@@ -700,7 +756,7 @@ static double choose_tile(Grp *G, const Mapping **maps, Mapping *room,
    * off chip, their state's step and so their bound only grow with the
    * tile, so the first that cannot fit or cannot win ends the walk. */
   for (int i = above; G->overbook && chosen > 0 && i < nc; i++) {
-    double res = set_tile(G, cand[i], true);
+    double res = set_tile(G, i, cand[i], true);
     if (res < 0)
       break;
     Trial lb = bound_tile(G);
@@ -710,7 +766,7 @@ static double choose_tile(Grp *G, const Mapping **maps, Mapping *room,
     if (tr.ok && better(&tr, &best)) {
       b = !b;
       best = tr;
-      chosen = cand[i];
+      chosen = cand[pick = i];
     }
   }
   memcpy(maps, half[b], (size_t)G->n * sizeof *maps);
@@ -718,10 +774,10 @@ static double choose_tile(Grp *G, const Mapping **maps, Mapping *room,
   if (chosen > 0) { /* set again unless it is the tile set last */
     *reserved = G->set_total == chosen && G->set_res >= 0
                     ? G->set_res
-                    : set_tile(G, chosen, true);
+                    : set_tile(G, pick, chosen, true);
   } else {
     spread(G, cand[0]);
-    *smallest = reservation(G, peak, NULL);
+    *smallest = reservation(G, 0, cand[0], peak, NULL);
   }
   return chosen;
 }
@@ -798,6 +854,7 @@ static void scratch_fit(Scratch *s, int n, int nheld) {
     size_t m = (size_t)s->members + 1;
     s->nest = xrealloc(s->nest, m * sizeof *s->nest);
     s->mem = xrealloc(s->mem, m * sizeof *s->mem);
+    s->sum = xrealloc(s->sum, m * sizeof *s->sum);
     s->same = xrealloc(s->same, m * sizeof *s->same);
     s->maps = xrealloc(s->maps, m * sizeof *s->maps);
     s->room = xrealloc(s->room, 2 * m * sizeof *s->room);
@@ -806,17 +863,16 @@ static void scratch_fit(Scratch *s, int n, int nheld) {
     s->held = nheld > 2 * s->held ? nheld : 2 * s->held;
     size_t h = (size_t)s->held + 1;
     s->fp = xrealloc(s->fp, h * sizeof *s->fp);
-    s->live = xrealloc(s->live, h * sizeof *s->live);
-    s->moved = xrealloc(s->moved, h * sizeof *s->moved);
+    s->copy = xrealloc(s->copy, h * sizeof *s->copy);
   }
 }
 
 static void scratch_free(Scratch *s) {
+  free(s->copy);
   free(s->nest);
   free(s->fp);
   free(s->mem);
-  free(s->live);
-  free(s->moved);
+  free(s->sum);
   free(s->same);
   free(s->maps);
   free(s->room);
@@ -826,14 +882,17 @@ static void scratch_free(Scratch *s) {
 void frame_forget(Frame *f) {
   if (!f)
     return;
+  for (int k = 0; f->set && k < f->nheld; k++) /* back to rest */
+    f->held_of[f->held[k].tensor] = -1;
   f->set = false;
+  f->nests_set = false;
   f->fit_top = -1;
   for (int c = 0; c < TILE_CANDIDATES; c++)
-    f->kept[c].set = false;
+    f->kept[c].set = f->kept[c].res_set = false;
   for (int i = 0; i < f->nbilled; i++)
     f->billed[i].set = false;
   f->bill_set = false;
-  f->extras.n = f->extras_next.n = 0;
+  f->extras.n = 0;
   f->passes_set = false;
 }
 
@@ -841,18 +900,26 @@ void frame_free(Frame *f) {
   if (f) {
     free(f->held);
     free(f->held_from);
+    free(f->live_from);
+    free(f->live_at);
+    free(f->user_from);
+    free(f->users);
     for (int c = 0; c < TILE_CANDIDATES; c++) {
-      free(f->kept[c].on);
-      free(f->kept[c].have);
-      free(f->kept[c].map);
-      free(f->kept[c].elems);
+      Kept *k = &f->kept[c];
+      free(k->on);
+      free(k->have);
+      free(k->map);
+      free(k->elems);
+      free(k->cyc);
+      free(k->foot);
+      free(k->sum);
+      free(k->res_on);
     }
     billed_free(f->billed, f->nbilled);
     billed_free(f->next, f->nbilled);
     free(f->billed);
     free(f->next);
     free(f->extras.c);
-    free(f->extras_next.c);
     free(f->bill_on);
     free(f->dirty);
     free(f->dirty_at);
@@ -862,9 +929,68 @@ void frame_free(Frame *f) {
   free(f);
 }
 
+/* G's lists (Grp.live_from ...) from what it holds, in one pass over the
+ * held tensors' live ranges and one over its members' reads, each
+ * counting then placing; the arrays are the caller's to keep or free. */
+static void held_lists(Grp *G, int **live_from, int **live_at,
+                       int **user_from, int **users) {
+  const Cascade *c = G->x->c;
+  int n = G->n, nh = G->nheld;
+  int *lf = xcalloc((size_t)n + 2, sizeof *lf);
+  for (int h = 0; h < nh; h++)
+    if (G->held[h].kind != HELD_WEIGHT)
+      for (int k = G->held[h].first; k <= G->held[h].last; k++)
+        lf[k + 1]++;
+  for (int k = 0; k < n; k++)
+    lf[k + 1] += lf[k];
+  int *la = xmalloc(((size_t)lf[n] + 1) * sizeof *la);
+  int *at = xmalloc(((size_t)n + 1) * sizeof *at);
+  memcpy(at, lf, (size_t)n * sizeof *at);
+  for (int h = 0; h < nh; h++) /* in held order at each member */
+    if (G->held[h].kind != HELD_WEIGHT)
+      for (int k = G->held[h].first; k <= G->held[h].last; k++)
+        la[at[k]++] = h;
+  free(at);
+  int *uf = xcalloc((size_t)nh + 2, sizeof *uf);
+  int *last = xmalloc(((size_t)nh + 1) * sizeof *last);
+  int *us = NULL;
+  for (int pass = 0; pass < 2; pass++) {
+    for (int h = 0; h < nh; h++)
+      last[h] = -1;
+    for (int i = 0; i < n; i++) {
+      const Einsum *E = c->einsums[G->gr->einsums[i]];
+      for (int r = -1; r < E->nreads; r++) {
+        int h = G->held_of[r < 0 ? E->out.tensor : E->reads[r]->tensor];
+        if (h < 0 || last[h] == i)
+          continue;
+        last[h] = i;
+        if (pass == 0)
+          uf[h + 1]++;
+        else
+          us[uf[h]++] = i;
+      }
+    }
+    if (pass == 0) { /* counts to starts */
+      for (int h = 0; h < nh; h++)
+        uf[h + 1] += uf[h];
+      us = xmalloc(((size_t)uf[nh] + 1) * sizeof *us);
+    } else { /* each start was moved to the next one's: move them back */
+      for (int h = nh; h > 0; h--)
+        uf[h] = uf[h - 1];
+      uf[0] = 0;
+    }
+  }
+  free(last);
+  G->live_from = *live_from = lf;
+  G->live_at = *live_at = la;
+  G->user_from = *user_from = uf;
+  G->users = *users = us;
+}
+
 /* G's frame found: what it holds (none when nothing is held from one
- * member to another: each member maps freely, untiled), where each
- * member's first-used tensors start, its recurrence. */
+ * member to another: each member maps freely, untiled) and whether its
+ * weights stay resident, where each member's first-used tensors start,
+ * its recurrence. */
 static void find_frame(Grp *G) {
   collect_held(G);
   bool across = false; /* something held from one member to another */
@@ -884,35 +1010,49 @@ static void find_frame(Grp *G) {
   }
   G->state_t = G->nheld > 0 ? recurrence_of(G, &G->iter_rank) : -1;
   shape_held(G);
+  weight_residency(G); /* the same for every spill variant */
 }
 
-/* G's frame: the context's copy where it keeps one, else found (and
- * kept). */
-static void frame_of(Grp *G) {
+/* G's frame: the context's where it keeps one (its held tensors copied
+ * into SC's room, as a variant changes their holding; held_of still set
+ * from the first variant), else found (and kept, with its lists). Without
+ * a frame the held tensors, their starts (G's) and lists (LISTS) are for
+ * price_group to free. */
+static void frame_of(Grp *G, Scratch *sc, int *lists[4]) {
   Frame *f = G->x->frame;
-  size_t nh = (size_t)(f ? f->nheld : 0) + 1, nf = (size_t)G->n + 1;
+  size_t nf = (size_t)G->n + 1;
 #define TAKE(name) G->name = f->name;
 #define KEEP(name) f->name = G->name;
-  if (f && f->set) {
-    FRAME_KEPT(TAKE)
-    G->held = xmalloc(nh * sizeof *G->held);
-    memcpy(G->held, f->held, (size_t)f->nheld * sizeof *G->held);
-    G->held_from = xmalloc(nf * sizeof *G->held_from);
-    memcpy(G->held_from, f->held_from, nf * sizeof *G->held_from);
-    for (int k = 0; k < G->nheld; k++)
-      G->held_of[G->held[k].tensor] = k;
-    return;
+  if (!f || !f->set) {
+    find_frame(G);
+    if (!f) {
+      held_lists(G, &lists[0], &lists[1], &lists[2], &lists[3]);
+      return;
+    }
+    free(f->live_from);
+    free(f->live_at);
+    free(f->user_from);
+    free(f->users);
+    held_lists(G, &f->live_from, &f->live_at, &f->user_from, &f->users);
+    f->set = true;
+    FRAME_KEPT(KEEP)
+    f->held = xrealloc(f->held, ((size_t)G->nheld + 1) * sizeof *f->held);
+    f->held_from = xrealloc(f->held_from, nf * sizeof *f->held_from);
+    memcpy(f->held, G->held, (size_t)G->nheld * sizeof *f->held);
+    memcpy(f->held_from, G->held_from, nf * sizeof *f->held_from);
+    f->held_of = G->held_of;
+    free(G->held);
+    free(G->held_from);
   }
-  find_frame(G);
-  if (!f)
-    return;
-  nh = (size_t)G->nheld + 1;
-  f->set = true;
-  FRAME_KEPT(KEEP)
-  f->held = xrealloc(f->held, nh * sizeof *f->held);
-  f->held_from = xrealloc(f->held_from, nf * sizeof *f->held_from);
-  memcpy(f->held, G->held, (size_t)G->nheld * sizeof *f->held);
-  memcpy(f->held_from, G->held_from, nf * sizeof *f->held_from);
+  FRAME_KEPT(TAKE)
+  scratch_fit(sc, G->n, f->nheld);
+  G->held = sc->copy;
+  memcpy(G->held, f->held, (size_t)f->nheld * sizeof *G->held);
+  G->held_from = f->held_from;
+  G->live_from = f->live_from;
+  G->live_at = f->live_at;
+  G->user_from = f->user_from;
+  G->users = f->users;
 #undef TAKE
 #undef KEEP
 }
@@ -931,20 +1071,23 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   memcpy(G.rank, G.gr->tiled, sizeof G.rank);
   for (int k = 0; k < G.nt; k++)
     G.size[k] = (double)x->s->size[G.rank[k]];
-  Scratch own = {0}, *sc = x->frame ? &x->frame->scratch : &own;
+  Frame *f = x->frame;
+  Scratch mine = {0}, *sc = f ? &f->scratch : &mine;
   scratch_fit(sc, G.n, 0);
   G.nest = sc->nest;
-  for (int i = 0; i < G.n; i++)
+  /* The members' nests: each spill variant's as the group's first's. */
+  for (int i = 0; !(f && f->nests_set) && i < G.n; i++)
     G.nest[i] = member_nest(&G, i);
-  frame_of(&G);
+  if (f)
+    f->nests_set = x->nests != NULL;
+  int *lists[4] = {NULL, NULL, NULL, NULL}; /* frame_of's, without one */
+  frame_of(&G, sc, lists);
   scratch_fit(sc, G.n, G.nheld);
   G.fp = sc->fp;
-  G.live = sc->live;
-  G.moved = sc->moved;
+  G.sum = sc->sum;
   G.mem = sc->mem;
   G.same = sc->same;
   design_spills(&G);
-  weight_residency(&G);
   double total = 0, smallest = 0, res = 0;
   int peak = 0;
   /* The chosen tile's mappings (MAPS), in ROOM or its kept trial. */
@@ -994,10 +1137,14 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   ge->spills = G.spills;
   for (int i = 0; !x->nests && i < G.n; i++)
     nest_free(G.nest[i]);
-  for (int k = 0; k < G.nheld; k++)
-    G.held_of[G.held[k].tensor] = -1;
-  free(G.held);
-  free(G.held_from);
-  scratch_free(&own);
+  if (!f) { /* a frame's are its own, and held_of stays set for them */
+    for (int k = 0; k < G.nheld; k++)
+      G.held_of[G.held[k].tensor] = -1;
+    free(G.held);
+    free(G.held_from);
+  }
+  for (int k = 0; k < 4; k++)
+    free(lists[k]);
+  scratch_free(&mine);
   return ok;
 }

@@ -42,6 +42,12 @@ typedef struct Grp {
   Held *held;     /* in order of first use (first ascending) */
   int *held_from; /* per member I: the first held tensor whose first use
                      is I or later (held_from[n]: nheld) */
+  /* Per member K, the held tensors but weights live at K (first <= K <=
+   * last), in held order: LIVE_AT[LIVE_FROM[K] .. LIVE_FROM[K + 1]); per
+   * held tensor H, the members reading or writing it, in order:
+   * USERS[USER_FROM[H] .. USER_FROM[H + 1]). Both the frame's where the
+   * context keeps one (held_lists). */
+  const int *live_from, *live_at, *user_from, *users;
   int *held_of;   /* per tensor: index into held, or -1 */
   int state_t, iter_rank;
   int shaped;     /* the tile ranks (nt) the held tensors' whole, nested
@@ -57,8 +63,7 @@ typedef struct Grp {
   Spill *spills;
   Nest **nest;  /* per member: its loop nest (member_problem) */
   double *fp;          /* per held tensor: reservation's scratch */
-  int *live;           /* the same */
-  bool *moved;         /* per held tensor: kept_trial's scratch */
+  double *sum;         /* per member: the same */
   double *mem;         /* per member: a trial's scratch (try_tile) */
   bool *same;          /* the same */
 } Grp;
@@ -81,15 +86,42 @@ typedef struct Kept {
   bool *have;
   Mapping *map;
   double *elems;
+  double *cyc; /* per member: its cycles at ELEMS (-1: not composed) */
+  /* The tile's reservation as last found (RES_SET: for RES_NT tile ranks
+   * and a tile of RES_TOTAL): each held tensor's footprint (FOOT, whether
+   * held or not), what was held then (RES_ON), the weights' (or, whole,
+   * every tensor's) sum FIXED and per member the sum over the tensors
+   * live there (SUM). A spill variant changes only the sums where what it
+   * sends off chip is live (reservation). */
+  bool res_set;
+  int res_nt;
+  double res_total, fixed;
+  double *foot, *sum;
+  bool *res_on;
 } Kept;
 
 /* What the design's extras read of a group, whatever it spills
  * (design_extras): the ranks its lagged reads iterate (ITER, per rank),
  * per held tensor its first RD hand-over (RD_EDGE: rd_edges) and its
- * readers (READER from READ_FROM: held_readers). */
+ * readers (READER from READ_FROM: held_readers); the members that may
+ * bear an extra charge (MEMBER, NCAND of them, in order: a made tensor
+ * the group holds, with an RD hand-over or two readers or more), per such
+ * candidate C whether it may write partial products (PARTIAL_OK) and the
+ * ranks they split (SPLITS[SPLIT_FROM[C] .. SPLIT_FROM[C + 1])), whether
+ * it may need two passes (TWO_OK) and its last reader's member (LAST);
+ * the members that may bear a share of them (SHARER, NSHARER of them, in
+ * order: the candidates and their last readers); per member its
+ * candidate (CAND_OF, or -1); whether some candidate may need two passes
+ * (ANY_TWO: else each member's share depends on its own output's holding
+ * alone); scratch: per rank SPLIT (false at rest). */
 typedef struct PassFacts {
   bool *iter;
   int *rd_edge, *reader, *read_from;
+  int ncand, nsharer;
+  bool any_two;
+  int *member, *split_from, *splits, *last, *sharer, *cand_of;
+  bool *partial_ok, *two_ok;
+  bool *split;
 } PassFacts;
 
 /* price_group's scratch, room for MEMBERS members and HELD held tensors:
@@ -99,16 +131,17 @@ typedef struct PassFacts {
  * store, two per member). */
 typedef struct Scratch {
   int members, held;
+  Held *copy; /* the frame's held tensors, as a variant holds them */
   Nest **nest;
-  double *fp, *mem;
-  int *live;
-  bool *moved, *same;
+  double *fp, *mem, *sum;
+  bool *same;
   const Mapping **maps;
   Mapping *room;
 } Scratch;
 
 /* What group G holds before any spill (each held tensor shaped:
- * shape_held), its tile ranks and its recurrence: the same for every
+ * shape_held; its weights resident where they fit: weight_residency),
+ * its tile ranks and its recurrence: the same for every
  * spill variant of a group, so a group pricer keeps them (Ctx.frame) from
  * its first price of the group it bound last to the next bind; and its
  * trials per candidate tile (KEPT, for its N members and NHELD held
@@ -124,6 +157,10 @@ struct Frame {
 #undef X
   Held *held;
   int *held_from;
+  int *live_from, *live_at, *user_from, *users; /* Grp's */
+  int *held_of; /* the context's (Grp.held_of): set for HELD while the
+                   frame is, so that a variant need not set it again */
+  bool nests_set; /* the scratch's NEST holds the group's members' */
   int room_members, room_held;
   Kept kept[TILE_CANDIDATES];
   /* The largest candidate tile whose reservation fits with every held
@@ -132,12 +169,12 @@ struct Frame {
    * fits up to it (reserved_up_to). */
   int fit_top, fit_nt, fit_state;
   /* Each member's bill at the group's last price (BILLED: room for
-   * NBILLED), scratch for as many (NEXT), and the design's extras then:
-   * a variant prices again only the members whose bill it changes
-   * (charge_members). */
+   * NBILLED; its share of the design's extras then among it), scratch for
+   * as many (NEXT), and the design's extras now: a variant prices again
+   * only the members whose bill it changes (charge_members). */
   int nbilled;
   Billed *billed, *next;
-  Charges extras, extras_next;
+  Charges extras;
   /* The tile the bills were made at (BILL_SET: they were; BILL_ON: what
    * the group held then, room for BILL_ROOM held tensors): a variant at
    * the same tile and capacity, nothing overbooked, bills again only the
@@ -201,6 +238,13 @@ void bill_members(Grp *G, const Mapping *const *maps, double res);
 
 /* The fully fused design's extra charges of G, in order, into EXTRAS. */
 void design_extras(Grp *G, Charges *extras);
+/* Does each member's share of G's extras depend on its own output's
+ * holding alone (none with two passes possible; G's pricer keeps a
+ * frame)? Then member_extras gives each. */
+bool extras_per_member(Grp *G);
+/* Member I's share of G's extras, where extras_per_member, into EXTRA
+ * (emptied first). */
+void member_extras(Grp *G, int i, Charges *extra);
 /* PF's arrays freed, PF emptied. */
 void pass_facts_free(PassFacts *pf);
 

@@ -346,30 +346,29 @@ static void dirty_members(const Grp *G, Frame *f, double cap) {
   }
 }
 
-/* Each share of the design's extras (EXTRAS now, WAS at F's last price)
- * into its member's next bill (F->next), for the members dirty and those
- * with a share now or then; those of the latter whose share changed made
- * dirty too. */
-static void share_extras(Frame *f, const Charges *extras, const Charges *was) {
+/* Each share of the design's extras (EXTRAS now) into its member's next
+ * bill (F->next), for the members dirty and those that may bear one
+ * (PassFacts.sharer: design_extras found them with the group's extras);
+ * those of the latter whose share changed since F's last price (a
+ * member's bill keeps its share then) made dirty too. */
+static void share_extras(Frame *f, const Charges *extras) {
+  const PassFacts *pf = &f->passes;
+  int nsharer = f->passes_set ? pf->nsharer : 0; /* else no extras */
   for (int d = 0; d < f->ndirty; d++)
     f->next[f->dirty_at[d]].extra.n = 0;
-  for (int k = 0; k < was->n; k++)
-    f->next[was->c[k].member].extra.n = 0;
-  for (int k = 0; k < extras->n; k++)
-    f->next[extras->c[k].member].extra.n = 0;
+  for (int s = 0; s < nsharer; s++)
+    f->next[pf->sharer[s]].extra.n = 0;
   for (int k = 0; k < extras->n; k++) {
     const Charge *c = &extras->c[k];
     charges_push(&f->next[c->member].extra, c->member, c->t, c->n, c->write,
                  c->intra);
   }
-  const Charges *both[2] = {was, extras};
-  for (int l = 0; l < 2; l++)
-    for (int k = 0; k < both[l]->n; k++) {
-      int i = both[l]->c[k].member;
-      if (!f->dirty[i] && !charges_same(&f->next[i].extra,
-                                        &f->billed[i].extra))
-        mark_dirty(f, i);
-    }
+  for (int s = 0; s < nsharer; s++) {
+    int i = pf->sharer[s];
+    if (!f->dirty[i] &&
+        !charges_same(&f->next[i].extra, &f->billed[i].extra))
+      mark_dirty(f, i);
+  }
 }
 
 /* F's room for the bills of G's members and its holdings. */
@@ -421,13 +420,17 @@ void bill_members(Grp *G, const Mapping *const *maps, double res) {
     return;
   }
   bill_room(G, f);
-  Charges swap = f->extras;
-  f->extras = f->extras_next;
-  f->extras_next = swap;
   f->extras.n = 0;
-  design_extras(G, &f->extras);
   dirty_members(G, f, cap);
-  share_extras(f, &f->extras, &f->extras_next);
+  if (G->x->no_totals && extras_per_member(G)) {
+    /* A share that changed is a dirty member's: its output's holding
+     * changed, and it writes that output. */
+    for (int d = 0; d < f->ndirty; d++)
+      member_extras(G, f->dirty_at[d], &f->next[f->dirty_at[d]].extra);
+  } else {
+    design_extras(G, &f->extras);
+    share_extras(f, &f->extras);
+  }
   qsort(f->dirty_at, (size_t)f->ndirty, sizeof *f->dirty_at,
         int_ascending);
   if (G->x->redo) /* a member not dirty keeps its evaluation */

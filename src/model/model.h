@@ -309,8 +309,11 @@ const char *spill_reason_name(SpillReason r); /* "capacity", ... */
  * last reader lie more than DISTANCE Einsums after its producer? Never
  * for DISTANCE <= 0. It applies to an intermediate handed over inside its
  * group and not written off chip anyway (group.c), unless the plan
- * chooses its spills (Plan.spilled). */
-bool model_distance_spills(const Cascade *c, int t, int distance);
+ * chooses its spills (Plan.spilled). OUT (may be NULL: every edge is
+ * walked): the cascade's edges by producer, so that only the producer's
+ * are. */
+bool model_distance_spills(const Cascade *c, const EdgeIndex *out, int t,
+                           int distance);
 
 typedef struct Spill {
   int tensor;

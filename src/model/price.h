@@ -263,9 +263,12 @@ void level_add(const Ctx *x, const EinsumEval *r, int l, int t, double read,
 /* ---- composition (compose.c) ---- */
 
 /* Cycles of N Einsums EV run as one group, with MEM[i] DRAM cycles each,
- * under the options' composition. */
+ * under the options' composition. CYCLES (may be NULL): each Einsum's own
+ * cycles at MEM[i], where known (>= 0: a trial of the tile before, kept)
+ * taken, else found and set -- read only under sequential composition,
+ * whose sum they are. */
 double compose_span(const Ctx *x, const EinsumEval *ev, int n,
-                    const double *mem);
+                    const double *mem, double *cycles);
 /* One Einsum's cycles: its compute and MEM DRAM cycles composed (the
  * slower, or their sum with no_overlap), plus its unit's pipeline. */
 double einsum_cycles(const Ctx *x, const EinsumEval *r, double mem);

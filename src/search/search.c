@@ -192,14 +192,16 @@ int search_spill_variants(const Cascade *c, const Plan *p, int g,
 }
 
 /* Variant V of K candidates CAND into SPILLED: a subset (its bits), or
- * past SPILL_SUBSETS_MAX none (0), the distance rule's (1), or candidate
- * V - 2 alone. */
-static void variant_apply(const Cascade *c, const ModelOpts *o,
-                          const int *cand, int k, int v, bool *spilled) {
+ * past SPILL_SUBSETS_MAX none (0), the distance rule's (1: OUT, the
+ * cascade's edges by producer, gives each candidate's readers), or
+ * candidate V - 2 alone. */
+static void variant_apply(const Cascade *c, const EdgeIndex *out,
+                          const ModelOpts *o, const int *cand, int k, int v,
+                          bool *spilled) {
   for (int j = 0; j < k; j++)
     spilled[cand[j]] =
         k <= SPILL_SUBSETS_MAX ? (v >> j & 1) != 0
-        : v == 1 ? model_distance_spills(c, cand[j], o->spill_distance)
+        : v == 1 ? model_distance_spills(c, out, cand[j], o->spill_distance)
                  : v == j + 2;
 }
 
@@ -208,9 +210,9 @@ void search_spill_variant(const Cascade *c, const Plan *p, int g,
   int cand[SPILL_CAND_MAX];
   EdgeIndex out = cascade_edge_index(c, EDGES_BY_PRODUCER);
   int k = spill_candidates(c, &out, p, g, cand);
-  edge_index_free(&out);
   if (v > 0)
-    variant_apply(c, o, cand, k, v, spilled);
+    variant_apply(c, &out, o, cand, k, v, spilled);
+  edge_index_free(&out);
 }
 
 /* Record the tensors SPILLED names among CAND as variant number (the
@@ -279,7 +281,7 @@ static int group_costs(Ctx *x, Level *lv, Plan *base, int i, int j,
   bool *spilled = base->spilled = xcalloc(nt, sizeof *spilled);
   for (int m = 0; !*failed && m < nv; m++) {
     memset(spilled, 0, nt * sizeof *spilled);
-    variant_apply(x->c, &x->o, cand, k, m, spilled);
+    variant_apply(x->c, &x->out, &x->o, cand, k, m, spilled);
     if (m == 1 && k > SPILL_SUBSETS_MAX &&
         spilled_count(spilled, cand, k) < 2)
       continue; /* the rule's is none or one alone: priced anyway */
