@@ -83,13 +83,22 @@ static bool searched(void) {
   sweep_eval_counted(s, 0, n, 2, res, NULL, NULL, &st);
   double t = now_seconds() - t0, cpu = cpu_seconds() - c0;
   long asked = st.map_hits + st.map_misses;
+  const GroupMemoStats *g = &st.groups;
+  long groups = g->served + g->priced;
   printf("sweep with best, 2 threads: %.1f points/s (%.2f s wall), %.1f "
          "points per CPU second (%.2f s); %ld failed (goal 200 points/s)\n"
          "  %ld searches, %ld served again; mapping memo: %ld problems, "
-         "%.1f %% found (%ld searched)\n",
+         "%.1f %% found (%ld searched)\n"
+         "  candidate groups: %ld, %.1f %% from a kept bill (%ld priced, "
+         "%ld of them where a kept bill's comparison of times moved); "
+         "named designs' plans: %ld from bills, %ld priced whole; "
+         "%ld shelves, %.1f MB\n",
          n / t, t, n / cpu, cpu, failures(res, n), st.searches, st.reused,
          asked, 100.0 * (double)st.map_hits / (double)(asked ? asked : 1),
-         st.map_misses);
+         st.map_misses, groups,
+         100.0 * (double)g->served / (double)(groups ? groups : 1),
+         g->priced, g->refused, g->plans_served, g->plans_priced,
+         g->shelves, g->bytes / 1e6);
   free(res);
   study_free(s);
   return true;

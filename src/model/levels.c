@@ -369,6 +369,16 @@ static double busy(double bytes, double bw) {
   return isfinite(bw) ? bytes / bw : 0;
 }
 
+double level_cycles(const MemLevel *lv, double instances, double clock_hz,
+                    double read, double write) {
+  /* Bytes per cycle over the instances in use: both ways together, and
+   * each way alone; the slowest bounds. */
+  double k = instances / clock_hz;
+  return fmax(busy(read + write, lv->bandwidth * k),
+              fmax(busy(read, lv->read_bandwidth * k),
+                   busy(write, lv->write_bandwidth * k)));
+}
+
 /* Sum a level's tensors into U, with its time and energy. */
 static void level_totals(const Ctx *x, EinsumEval *r, int l, LevelUse *u) {
   const MemLevel *lv = &x->a->levels[l];
@@ -379,12 +389,8 @@ static void level_totals(const Ctx *x, EinsumEval *r, int l, LevelUse *u) {
     u->read += t[j].read;
     u->write += t[j].write;
   }
-  /* Bytes per cycle over the instances in use: both ways together, and
-   * each way alone; the slowest bounds. */
-  double k = u->instances / x->a->clock_hz;
-  u->cycles = fmax(busy(u->read + u->write, lv->bandwidth * k),
-                   fmax(busy(u->read, lv->read_bandwidth * k),
-                        busy(u->write, lv->write_bandwidth * k)));
+  u->cycles = level_cycles(lv, u->instances, x->a->clock_hz, u->read,
+                           u->write);
   u->energy_pj = u->read * lv->read_pj + u->write * lv->write_pj;
 }
 

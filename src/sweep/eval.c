@@ -34,6 +34,7 @@ const char *figure_objective(Figure f) {
 typedef struct Worker {
   const Study *s;
   MapMemo *memo; /* the threads' */
+  GroupMemo *groups; /* the threads' candidate groups of best's searches */
   Plan **plans;  /* per shape, design, stitcher; NULL until needed */
   /* Design best's schedules in the block of points the thread is in: a
    * block is one cascade, settings and parameters, architecture, design
@@ -45,10 +46,11 @@ typedef struct Worker {
   long searches, reused;
 } Worker;
 
-static Worker *worker_new(const Study *s, MapMemo *memo) {
+static Worker *worker_new(const Study *s, MapMemo *memo, GroupMemo *groups) {
   Worker *w = xcalloc(1, sizeof *w);
   w->s = s;
   w->memo = memo;
+  w->groups = groups;
   long n = (long)s->ncms * s->nstuples * s->nslots * DES_COUNT *
            (STITCH_COUNT + 1);
   w->plans = xcalloc((size_t)n + 1, sizeof *w->plans);
@@ -103,8 +105,12 @@ static const Eval *price_best(Worker *w, int slot, const Cascade *c,
     w->reused++;
     return w->best[slot];
   }
-  SearchResult *r = search_best(c, sh->s, arch, sh->pairs, ov,
-                                best_objective(w->s), w->memo, diag);
+  /* Points at other bandwidths and clocks price the same candidate
+   * groups: their bills are kept (search.h's GroupMemo). */
+  SearchControl ctl = {.groups = w->groups};
+  SearchResult *r = search_best_ctl(c, sh->s, arch, sh->pairs, ov,
+                                    best_objective(w->s), &ctl, w->memo,
+                                    diag);
   w->searches++;
   if (!r)
     return NULL;
@@ -266,6 +272,7 @@ enum { CHUNK = 8 };
 typedef struct Pool {
   const Study *s;
   MapMemo *memo;
+  GroupMemo *groups;
   long lo, hi;
   PointResult *res;
   atomic_long next, done;
@@ -294,7 +301,7 @@ static void run_chunks(Pool *p, Worker *w, bool report) {
 
 /* One thread's share: chunks until none is left. */
 static void run_share(Pool *p, bool report) {
-  Worker *w = worker_new(p->s, p->memo);
+  Worker *w = worker_new(p->s, p->memo, p->groups);
   run_chunks(p, w, report);
   atomic_fetch_add(&p->searches, w->searches);
   atomic_fetch_add(&p->reused, w->reused);
@@ -320,7 +327,8 @@ void sweep_eval_counted(const Study *s, long lo, long hi, int threads,
                         SweepStats *stats) {
   if (threads < 1)
     threads = 1;
-  Pool p = {.s = s, .memo = map_memo_new(threads > 1), .lo = lo, .hi = hi,
+  Pool p = {.s = s, .memo = map_memo_new(threads > 1),
+            .groups = group_memo_new(threads > 1), .lo = lo, .hi = hi,
             .res = res, .progress = progress, .arg = arg};
   atomic_init(&p.next, lo);
   atomic_init(&p.done, 0);
@@ -339,8 +347,10 @@ void sweep_eval_counted(const Study *s, long lo, long hi, int threads,
     stats->searches = atomic_load(&p.searches);
     stats->reused = atomic_load(&p.reused);
     map_memo_stats(p.memo, &stats->map_hits, &stats->map_misses);
+    group_memo_stats(p.groups, &stats->groups);
   }
   map_memo_free(p.memo);
+  group_memo_free(p.groups);
   fatal_rethrow(&p.failure);
   if (progress)
     progress(hi - lo, hi - lo, arg);
