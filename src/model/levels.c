@@ -261,13 +261,16 @@ typedef struct Inner {
   LevelUse above; /* the fusion level's loops they were nested in */
 } Inner;
 
-/* Are the fusion level's loops in A and B the same? */
+/* Are the fusion level's loops in A and B the same, in every field the
+ * levels inside read (a group's loop refetches: mapper.c)? */
 static bool same_loops(const LevelUse *a, const LevelUse *b) {
   if (a->nloops != b->nloops)
     return false;
   for (int j = 0; j < a->nloops; j++)
     if (a->loop[j].var != b->loop[j].var || a->loop[j].tile != b->loop[j].tile ||
-        a->loop[j].trips != b->loop[j].trips)
+        a->loop[j].trips != b->loop[j].trips ||
+        a->loop[j].group != b->loop[j].group ||
+        a->loop[j].spatial != b->loop[j].spatial)
       return false;
   return true;
 }

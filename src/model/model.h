@@ -614,6 +614,11 @@ void group_bill_free(GroupBill *b);
  * (CYCLES then unset). */
 bool group_bill_cycles(const GroupBill *b, const Arch *a, double start,
                        double *cycles);
+/* A's fields but the levels' bandwidths (of which only whether each has
+ * one) and the clock, as words into *KEY (allocated; their number
+ * returned): architectures with equal words price every group to the
+ * same bill. */
+int model_arch_key(const Arch *a, uint64_t **key);
 /* The inputs of a pricer's prices (model_group_pricer_new's: C bound by
  * S on A, design D under O) but the levels' bandwidths and the clock, as
  * words into *KEY (allocated; their number returned): equal words, equal

@@ -93,6 +93,7 @@ typedef struct Option {
  * spill variants of a group change a few members each. */
 typedef struct Row {
   int member, at; /* its bytes: bytes[at .. at + 3 nfin) */
+  int prev;       /* the member's row added before it, or -1 */
 } Row;
 
 struct GroupBill {
@@ -110,6 +111,7 @@ struct GroupBill {
   int *row_of; /* per variant, per member: its row */
   int nrows, cap_rows, nbytes, cap_bytes;
   Row *row;
+  int *last_row; /* per member: its row added last */
   double *bytes;
   /* The comparisons of times every variant's price made, each once, and
    * their trials, each once (a variant weighs many of the tiles the one
@@ -151,6 +153,7 @@ GroupBill *group_bill_new(GroupPricer *gp) {
       b->fin[b->nfin++] = l;
   size_t n = (size_t)b->n + 1;
   b->as = xmalloc(n * sizeof *b->as);
+  b->last_row = xmalloc(n * sizeof *b->last_row);
   b->alt_at = xmalloc((n + 1) * sizeof *b->alt_at);
   int nalt = 0, cap = 0;
   for (int i = 0; i < b->n; i++) {
@@ -169,13 +172,16 @@ GroupBill *group_bill_new(GroupPricer *gp) {
   return b;
 }
 
-/* Member I's row of BY (3 nfin doubles), found or added. */
+/* Member I's row of BY (3 nfin doubles), found among its rows (newest
+ * first: a variant most often repeats the one before) or added. */
 static int row_for(GroupBill *b, int i, const double *by) {
   size_t len = 3 * (size_t)b->nfin * sizeof *by;
-  for (int r = b->nrows - 1; r >= 0; r--)
-    if (b->row[r].member == i && memcmp(&b->bytes[b->row[r].at], by, len) == 0)
+  int last = b->nv > 0 ? b->last_row[i] : -1; /* none before the first */
+  for (int r = last; r >= 0; r = b->row[r].prev)
+    if (memcmp(&b->bytes[b->row[r].at], by, len) == 0)
       return r;
-  VEC_PUSH(b->row, b->nrows, b->cap_rows, ((Row){i, b->nbytes}));
+  VEC_PUSH(b->row, b->nrows, b->cap_rows, ((Row){i, b->nbytes, last}));
+  b->last_row[i] = b->nrows - 1;
   for (int k = 0; k < 3 * b->nfin; k++)
     VEC_PUSH(b->bytes, b->nbytes, b->cap_bytes, by[k]);
   return b->nrows - 1;
@@ -258,7 +264,8 @@ int group_bill_variants(const GroupBill *b) { return b->nv; }
 
 size_t group_bill_bytes(const GroupBill *b) {
   return sizeof *b +
-         (size_t)b->n * (sizeof *b->as + sizeof *b->alt_at + sizeof *b->fin) +
+         (size_t)b->n * (sizeof *b->as + sizeof *b->alt_at + sizeof *b->fin +
+                         sizeof *b->last_row) +
          (size_t)b->alt_at[b->n] * sizeof *b->alt +
          (size_t)b->cap_v * (size_t)b->n * sizeof *b->row_of +
          (size_t)b->cap_rows * sizeof *b->row +
@@ -277,6 +284,7 @@ void group_bill_free(GroupBill *b) {
   free(b->alt);
   free(b->row_of);
   free(b->row);
+  free(b->last_row);
   free(b->bytes);
   free(b->trial);
   free(b->elems);
@@ -305,37 +313,44 @@ static bool same_choices(const GroupBill *b, const Ctx *x,
   return true;
 }
 
-/* Member I with row W's bytes priced as price_einsum prices it on X (into
- * R, its compute as bound): its memory time, the latency binding's unit,
- * its cycles. */
-static void member_time(const GroupBill *b, const Ctx *x, const Row *w,
-                        EinsumEval *r) {
+/* A member's time at one row of bytes: the unit it runs on then (the
+ * latency binding's), that unit's compute, its memory and its cycles. */
+typedef struct Timed {
+  Option on;
+  double mem, cycles;
+} Timed;
+
+/* Member I with row W's bytes priced as price_einsum prices it on X (R:
+ * scratch): its memory time, the latency binding's unit, its cycles. */
+static Timed member_time(const GroupBill *b, const Ctx *x, const Row *w,
+                         EinsumEval *r) {
   const Arch *a = x->a;
   const double *by = &b->bytes[w->at];
   int i = w->member;
-  r->mem_cycles = 0;
+  Timed t = {b->as[i], 0, 0};
   for (int f = 0; f < b->nfin; f++) {
     double c = level_cycles(&a->levels[b->fin[f]], by[3 * f + 2],
                             a->clock_hz, by[3 * f], by[3 * f + 1]);
-    if (c > r->mem_cycles)
-      r->mem_cycles = c;
+    if (c > t.mem)
+      t.mem = c;
   }
   /* bind_for_latency's walk over the units it weighs, in its order. */
-  double now = einsum_cycles(x, r, r->mem_cycles);
+  option_set(r, &t.on);
+  double now = einsum_cycles(x, r, t.mem);
   for (int k = b->alt_at[i]; k < b->alt_at[i + 1]; k++) {
     const Option *o = &b->alt[k];
-    if (o->unit == r->unit)
+    if (o->unit == t.on.unit)
       continue;
-    EinsumEval t;
-    t.unit = o->unit;
-    t.compute_cycles = o->compute;
-    double cyc = einsum_cycles(x, &t, r->mem_cycles);
+    option_set(r, o);
+    double cyc = einsum_cycles(x, r, t.mem);
     if (latency_rebinds(cyc, now)) {
       now = cyc;
-      option_set(r, o);
+      t.on = *o;
     }
   }
-  r->cycles = einsum_cycles(x, r, r->mem_cycles);
+  option_set(r, &t.on);
+  t.cycles = einsum_cycles(x, r, t.mem);
+  return t;
 }
 
 bool group_bill_cycles(const GroupBill *b, const Arch *a, double start,
@@ -343,33 +358,36 @@ bool group_bill_cycles(const GroupBill *b, const Arch *a, double start,
   Ctx x = {.a = a, .o = b->o, .word = a->word_bytes,
            .bw = dram_bytes_per_cycle(a)};
   size_t n = (size_t)b->n + 1;
-  /* The members as bound, each row priced, each variant's members. */
-  EinsumEval *as = xmalloc((2 * n + (size_t)b->nrows) * sizeof *as);
-  EinsumEval *e = as + n, *row = e + n;
-  double *mem = xmalloc((n + (size_t)b->ntrials) * sizeof *mem);
+  /* The members as bound (the trials compose them), a variant's members
+   * (compose_group reads them), each row's time, the trials' times and
+   * the members' memory. */
+  EinsumEval *as = xmalloc(2 * n * sizeof *as +
+                           (size_t)b->nrows * sizeof(Timed) +
+                           (n + (size_t)b->ntrials) * sizeof(double));
+  EinsumEval *e = as + n;
+  Timed *row = (Timed *)(e + n);
+  double *mem = (double *)(row + b->nrows);
   for (int i = 0; i < b->n; i++)
     option_set(&as[i], &b->as[i]);
   bool ok = same_choices(b, &x, as, mem + n, mem);
-  for (int r = 0; ok && r < b->nrows; r++) {
-    option_set(&row[r], &b->as[b->row[r].member]);
-    member_time(b, &x, &b->row[r], &row[r]);
-  }
+  for (int r = 0; ok && r < b->nrows; r++)
+    row[r] = member_time(b, &x, &b->row[r], &e[0]);
+  GroupEval ge;
+  Eval ev = {.n = b->n, .e = e, .ngroups = 1, .g = &ge};
+  x.ev = &ev;
   for (int v = 0; ok && v < b->nv; v++) {
     const int *rows = &b->row_of[(size_t)v * (size_t)b->n];
     for (int i = 0; i < b->n; i++) {
-      const EinsumEval *w = &row[rows[i]];
-      option_set(&e[i], &(Option){w->unit, w->epilogue, w->compute_cycles,
-                                  w->unit_cycles, w->epilogue_cycles});
-      e[i].mem_cycles = w->mem_cycles;
-      e[i].cycles = w->cycles;
+      const Timed *t = &row[rows[i]];
+      option_set(&e[i], &t->on);
+      e[i].mem_cycles = t->mem;
+      e[i].cycles = t->cycles;
     }
-    GroupEval ge = {.first = 0, .n = b->n};
-    Eval ev = {.n = b->n, .e = e, .ngroups = 1, .g = &ge};
-    x.ev = &ev;
+    memset(&ge, 0, sizeof ge);
+    ge.n = b->n;
     cycles[v] = compose_group(&x, 0, start);
   }
   free(as);
-  free(mem);
   return ok;
 }
 
@@ -483,6 +501,13 @@ static void put_opts(Words *k, const ModelOpts *o) {
   put(k, o->bound);
   put(k, o->hold_whole);
   put(k, o->bind_alone);
+}
+
+int model_arch_key(const Arch *a, uint64_t **key) {
+  Words k = {0};
+  put_arch(&k, a);
+  *key = k.w;
+  return k.n;
 }
 
 int model_group_key(const Cascade *c, const Shape *s, const Arch *a,

@@ -30,7 +30,7 @@ struct Shelf {
 struct GroupMemo {
   Shelf *shelves;
   long clock;
-  double bytes;
+  double bytes, max_bytes;
   GroupMemoStats st;
   bool shared;
   pthread_mutex_t lock;
@@ -46,9 +46,10 @@ static void unlock(GroupMemo *m) {
     pthread_mutex_unlock(&m->lock);
 }
 
-GroupMemo *group_memo_new(bool shared) {
+GroupMemo *group_memo_new(bool shared, double max_bytes) {
   GroupMemo *m = xcalloc(1, sizeof *m);
   m->shared = shared;
+  m->max_bytes = max_bytes;
   if (shared)
     pthread_mutex_init(&m->lock, NULL);
   return m;
@@ -138,7 +139,7 @@ static uint64_t hash_words(const uint64_t *w, int n) {
 /* Drop the shelves used longest ago that no search has open until the
  * memo is within its bound (or none is left to drop). Under the lock. */
 static void make_room(GroupMemo *m) {
-  while (m->bytes > GROUP_MEMO_BYTES) {
+  while (m->bytes > m->max_bytes) {
     Shelf **oldest = NULL;
     for (Shelf **p = &m->shelves; *p; p = &(*p)->next)
       if ((*p)->users == 0 && (!oldest || (*p)->used < (*oldest)->used))

@@ -448,7 +448,11 @@ static void front_add(Front *f, Entry e, SearchObjective o) {
  * first plan was: the layer's clock at each node, and each node's binding
  * count alone (only when some binding stopped at its budget). False (diag
  * set) when the architecture cannot run the cascade. */
+static bool kept_singletons(Ctx *x, Level *lv);
+
 static bool singletons(Ctx *x, Level *lv) {
+  if (lv->shelf && kept_singletons(x, lv))
+    return true;
   int n = x->nodes->n;
   bool *start = xcalloc((size_t)n + 1, sizeof *start);
   for (int k = 0; k < n; k++)
@@ -470,6 +474,33 @@ static bool singletons(Ctx *x, Level *lv) {
     lv->capped[k] = b ? b->bind_capped : 0;
   }
   eval_free(ev);
+  return true;
+}
+
+/* singletons() from the memo: each node alone is a candidate group the
+ * program prices (its first variant sends nothing off chip by choice, as
+ * that plan does), priced alone as in the plan (search.h), so where each
+ * is kept with a bill that holds here, the layer's clock at each node is
+ * theirs added up as compose_layer adds them, and the plan's binding
+ * count their counts'. False where one is not (then the plan is priced
+ * whole). */
+static bool kept_singletons(Ctx *x, Level *lv) {
+  int n = x->nodes->n;
+  double t = 0, cycles[SPILL_CAND_MAX + 2];
+  long all = 0;
+  for (int k = 0; k < n; k++) {
+    const Kept *kp = shelf_first(x->groups, lv->shelf, slot_of(x, k, k + 1));
+    while (kp && !kp->norun &&
+           !group_bill_cycles(kp->bills[0], lv->at->a, t, cycles))
+      kp = kp->next;
+    if (!kp || kp->norun)
+      return false;
+    lv->start_at[k] = t;
+    lv->capped[k] = (int)kp->capped;
+    all += kp->capped;
+    t += cycles[0];
+  }
+  lv->capped_all = all;
   return true;
 }
 

@@ -203,12 +203,13 @@ void search_spill_variant(const Cascade *c, const Plan *p, int g,
  * at its bandwidths and clock (its time from the bill), and prices it
  * in full where none does (keeping that bill beside, at most
  * GROUP_MEMO_BILLS per group). Every figure is the one a search without
- * it finds. It holds at most GROUP_MEMO_BYTES, dropping the shelves used
- * longest ago that no search has open. SHARED: threads may use it at
- * once (a lock guards it; the pricing runs outside). */
-enum { GROUP_MEMO_BILLS = 4 };
-#define GROUP_MEMO_BYTES (256.0 * 1024 * 1024)
-GroupMemo *group_memo_new(bool shared);
+ * it finds. It holds at most MAX_BYTES (a sweep's: GROUP_MEMO_BYTES),
+ * dropping the shelves used longest ago that no search has open. SHARED:
+ * threads may use it at once (a lock guards it; the pricing runs
+ * outside). */
+enum { GROUP_MEMO_BILLS = 8 };
+#define GROUP_MEMO_BYTES (128.0 * 1024 * 1024)
+GroupMemo *group_memo_new(bool shared, double max_bytes);
 void group_memo_free(GroupMemo *m);
 typedef struct GroupMemoStats {
   long served;    /* candidate groups whose figures a bill gave */
