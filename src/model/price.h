@@ -8,7 +8,7 @@
 
 typedef struct Frame Frame;         /* group.c */
 typedef struct BindKeep BindKeep;   /* bind.c */
-typedef struct Trace Trace;         /* timing.c */
+typedef struct Trace Trace;         /* trace.c */
 
 /* Per-tensor scratch of a group's pricing (group.c), at rest between
  * groups: indices -1, counts and elements 0. */
@@ -178,7 +178,29 @@ double trial_latency(const Ctx *x, const EinsumEval *bound, int n,
 bool tile_faster(double lat_a, double traffic_a, double lat_b,
                  double traffic_b);
 
-/* ---- the comparisons of times of one price (timing.c) ---- */
+/* ---- the comparisons of times of one price (trace.c) ----
+ *
+ * What a bill (timing.c) keeps of the tile choice's weighing of times:
+ * each trial -- its members' elements moved off chip, ELEMS[at .. at +
+ * n), and their sum -- and each comparison of two trials with its
+ * outcome. */
+typedef struct TraceTrial {
+  int at, n;
+  double traffic;
+} TraceTrial;
+
+typedef struct TraceCompare {
+  int a, b;    /* trials */
+  bool better; /* a came out better than b */
+} TraceCompare;
+
+struct Trace {
+  int ntrials, cap_trials, nelems, cap_elems, ncmp, cap_cmp;
+  TraceTrial *trial;
+  double *elems;
+  TraceCompare *cmp;
+};
+
 
 /* Keep in T (NULL: nothing kept) a trial of N members moving ELEMS[i]
  * elements each off chip, TRAFFIC in all: its number (-1 without T). */

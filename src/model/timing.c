@@ -27,54 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the comparisons of one price ---- */
-
-typedef struct Trial {
-  int at, n;      /* its members' moves: elems[at .. at + n) */
-  double traffic; /* their sum, as the choice summed it */
-} Trial;
-
-typedef struct Compare {
-  int a, b;    /* trials */
-  bool better; /* a came out better than b */
-} Compare;
-
-struct Trace {
-  int ntrials, cap_trials, nelems, cap_elems, ncmp, cap_cmp;
-  Trial *trial;
-  double *elems;
-  Compare *cmp;
-};
-
-int trace_trial(Trace *t, const double *elems, int n, double traffic) {
-  if (!t)
-    return -1;
-  for (int i = 0; i < n; i++)
-    VEC_PUSH(t->elems, t->nelems, t->cap_elems, elems[i]);
-  VEC_PUSH(t->trial, t->ntrials, t->cap_trials,
-           ((Trial){t->nelems - n, n, traffic}));
-  return t->ntrials - 1;
-}
-
-void trace_compare(Trace *t, int a, int b, bool better) {
-  if (t)
-    VEC_PUSH(t->cmp, t->ncmp, t->cap_cmp, ((Compare){a, b, better}));
-}
-
-void trace_clear(Trace *t) {
-  if (t)
-    t->ntrials = t->nelems = t->ncmp = 0;
-}
-
-void trace_free(Trace *t) {
-  if (t) {
-    free(t->trial);
-    free(t->elems);
-    free(t->cmp);
-  }
-  free(t);
-}
-
 void model_group_pricer_bills(GroupPricer *gp) {
   if (!gp->x.trace)
     gp->x.trace = xcalloc(1, sizeof *gp->x.trace);
@@ -117,9 +69,9 @@ struct GroupBill {
    * their trials, each once (a variant weighs many of the tiles the one
    * before it weighed). */
   int ntrials, cap_trials, nelems, cap_elems, ncmp, cap_cmp;
-  Trial *trial;
+  TraceTrial *trial;
   double *elems;
-  Compare *cmp;
+  TraceCompare *cmp;
 };
 
 static Option option_of(const EinsumEval *r) {
@@ -189,10 +141,10 @@ static int row_for(GroupBill *b, int i, const double *by) {
 
 /* Trial K of trace T, found among B's or added: its number in B. */
 static int trial_for(GroupBill *b, const Trace *t, int k) {
-  const Trial *tr = &t->trial[k];
+  const TraceTrial *tr = &t->trial[k];
   const double *e = &t->elems[tr->at];
   for (int q = 0; q < b->ntrials; q++) {
-    const Trial *o = &b->trial[q];
+    const TraceTrial *o = &b->trial[q];
     if (o->n == tr->n && o->traffic == tr->traffic &&
         memcmp(&b->elems[o->at], e, (size_t)tr->n * sizeof *e) == 0)
       return q;
@@ -201,7 +153,7 @@ static int trial_for(GroupBill *b, const Trace *t, int k) {
   for (int i = 0; i < tr->n; i++)
     VEC_PUSH(b->elems, b->nelems, b->cap_elems, e[i]);
   VEC_PUSH(b->trial, b->ntrials, b->cap_trials,
-           ((Trial){at, tr->n, tr->traffic}));
+           ((TraceTrial){at, tr->n, tr->traffic}));
   return b->ntrials - 1;
 }
 
@@ -212,8 +164,8 @@ static int trial_for(GroupBill *b, const Trace *t, int k) {
  * is never slower, and where A moves at least as much, never faster;
  * the choice's order (tile_faster) then decides as it does between equal
  * times -- by traffic -- or by the time, which then only confirms it. */
-static bool settled(const Trace *t, const Compare *c) {
-  const Trial *a = &t->trial[c->a], *b = &t->trial[c->b];
+static bool settled(const Trace *t, const TraceCompare *c) {
+  const TraceTrial *a = &t->trial[c->a], *b = &t->trial[c->b];
   bool le = true, ge = true;
   for (int i = 0; i < a->n && (le || ge); i++) {
     double x = t->elems[a->at + i], y = t->elems[b->at + i];
@@ -248,7 +200,7 @@ void group_bill_add(GroupBill *b, const GroupPricer *gp) {
   for (int k = 0; k < t->ncmp; k++) {
     if (settled(t, &t->cmp[k]))
       continue;
-    Compare c = {trial_for(b, t, t->cmp[k].a), trial_for(b, t, t->cmp[k].b),
+    TraceCompare c = {trial_for(b, t, t->cmp[k].a), trial_for(b, t, t->cmp[k].b),
                  t->cmp[k].better};
     bool seen = false;
     for (int q = 0; q < b->ncmp && !seen; q++)
@@ -300,12 +252,12 @@ void group_bill_free(GroupBill *b) {
 static bool same_choices(const GroupBill *b, const Ctx *x,
                          const EinsumEval *as, double *lat, double *mem) {
   for (int k = 0; k < b->ntrials; k++) {
-    const Trial *t = &b->trial[k];
+    const TraceTrial *t = &b->trial[k];
     memcpy(mem, &b->elems[t->at], (size_t)t->n * sizeof *mem);
     lat[k] = trial_latency(x, as, t->n, mem);
   }
   for (int k = 0; k < b->ncmp; k++) {
-    const Compare *c = &b->cmp[k];
+    const TraceCompare *c = &b->cmp[k];
     if (tile_faster(lat[c->a], b->trial[c->a].traffic, lat[c->b],
                     b->trial[c->b].traffic) != c->better)
       return false;
