@@ -5,7 +5,10 @@
  * least 5000 points/s on the 2-core machine); then bench/sweep_best.yaml
  * (56 points of design best, each two searches: buffer x DRAM bandwidth
  * x clock) on 2 threads (issue 35's goal: 200 points/s), with what its
- * points shared: searches served again, the mapping memo's hit rate.
+ * points shared: searches served again, the mapping memo's hit rate, the
+ * candidate groups and named designs' plans priced from kept bills
+ * (search.h's GroupMemo). `bench_sweep STUDY [THREADS]` times STUDY's
+ * sweep alone.
  * Loading a study (every architecture variant edited and loaded, every
  * shape bound) is timed apart; each run starts with empty memos and
  * plan caches. */
@@ -71,30 +74,45 @@ static bool named_designs(void) {
   return true;
 }
 
-/* bench/sweep_best.yaml on 2 threads, once (each run is seconds). */
-static bool searched(void) {
+/* PATH (bench/sweep_best.yaml) on THREADS threads, once (each run is
+ * seconds). */
+static bool searched(const char *path, int threads) {
   long n;
-  Study *s = load("bench/sweep_best.yaml", &n);
+  Study *s = load(path, &n);
   if (!s)
     return false;
   PointResult *res = xcalloc((size_t)n, sizeof *res);
   SweepStats st;
   double t0 = now_seconds(), c0 = cpu_seconds();
-  sweep_eval_counted(s, 0, n, 2, res, NULL, NULL, &st);
+  sweep_eval_counted(s, 0, n, threads, res, NULL, NULL, &st);
   double t = now_seconds() - t0, cpu = cpu_seconds() - c0;
   long asked = st.map_hits + st.map_misses;
-  printf("sweep with best, 2 threads: %.1f points/s (%.2f s wall), %.1f "
+  const GroupMemoStats *g = &st.groups;
+  long groups = g->served + g->priced;
+  printf("sweep with best, %d thread%s: %.1f points/s (%.2f s wall), %.1f "
          "points per CPU second (%.2f s); %ld failed (goal 200 points/s)\n"
          "  %ld searches, %ld served again; mapping memo: %ld problems, "
-         "%.1f %% found (%ld searched)\n",
-         n / t, t, n / cpu, cpu, failures(res, n), st.searches, st.reused,
+         "%.1f %% found (%ld searched)\n"
+         "  candidate groups: %ld, %.1f %% from a kept bill (%ld priced, "
+         "%ld of them where a kept bill's comparison of times moved); "
+         "named designs' plans: %ld from bills, %ld priced whole; "
+         "%ld shelves, %.1f MB\n",
+         threads, threads > 1 ? "s" : "", n / t, t, n / cpu, cpu,
+         failures(res, n), st.searches, st.reused,
          asked, 100.0 * (double)st.map_hits / (double)(asked ? asked : 1),
-         st.map_misses);
+         st.map_misses, groups,
+         100.0 * (double)g->served / (double)(groups ? groups : 1),
+         g->priced, g->refused, g->plans_served, g->plans_priced,
+         g->shelves, g->bytes / 1e6);
   free(res);
   study_free(s);
   return true;
 }
 
-int main(void) {
-  return named_designs() && searched() ? 0 : 1;
+/* With a study and a thread count, that study alone (a sweep with best
+ * under a profiler, say); else both benchmarks. */
+int main(int argc, char **argv) {
+  if (argc > 1)
+    return searched(argv[1], argc > 2 ? atoi(argv[2]) : 2) ? 0 : 1;
+  return named_designs() && searched("bench/sweep_best.yaml", 2) ? 0 : 1;
 }

@@ -169,7 +169,8 @@ static int search(const Parsed *p, void *opts) {
   Diag d = {0};
   Pair *pairs = fusion_classify(c, s);
   MapMemo *memo = map_memo_new(false);
-  SearchControl ctl = {o->budget, o->seconds, say_progress, o};
+  SearchControl ctl = {.budget = o->budget, .seconds = o->seconds,
+                       .progress = say_progress, .ctx = o};
   SearchResult *r = search_best_ctl(c, s, arch, pairs, &o->mf,
                                     (SearchObjective)o->objective, &ctl,
                                     memo, &d);

@@ -191,8 +191,6 @@ typedef struct Compute {
 #undef X
 } Compute;
 
-enum { BIND_MAX_CAND = 16 };
-
 /* What binding finds for an Einsum whatever its group: its compute on
  * each unit and the units that can run it (Ctx.bind_keep). */
 /* One block: the header, then ON (per Einsum and unit: e * nunits + u),
@@ -688,15 +686,21 @@ double einsum_cycles(const Ctx *x, const EinsumEval *r, double mem) {
          x->a->units[r->unit].pipeline;
 }
 
-void bind_for_latency(Ctx *x, EinsumEval *r) {
+int latency_candidates(Ctx *x, int e, int *out) {
   if (x->o.bound || x->o.bind != BIND_COST ||
       x->o.compose != COMPOSE_SEQUENTIAL)
-    return;
-  int e = r->einsum;
+    return -1;
   if (override_unit(x, e, NULL, NULL) != -1)
-    return; /* bound by the architecture or the spec */
+    return -1; /* bound by the architecture or the spec */
+  return candidates(x, e, out);
+}
+
+void bind_for_latency(Ctx *x, EinsumEval *r) {
+  int e = r->einsum;
   int cand[BIND_MAX_CAND];
-  int n = candidates(x, e, cand);
+  int n = latency_candidates(x, e, cand);
+  if (n < 0)
+    return;
   double now = einsum_cycles(x, r, r->mem_cycles);
   for (int k = 0; k < n; k++) {
     if (cand[k] == r->unit)
@@ -704,7 +708,7 @@ void bind_for_latency(Ctx *x, EinsumEval *r) {
     EinsumEval t = *r;
     price_compute(x, e, cand[k], &t);
     double cyc = einsum_cycles(x, &t, t.mem_cycles);
-    if (cyc < now * (1 - 1e-12)) {
+    if (latency_rebinds(cyc, now)) {
       now = cyc;
       *r = t;
     }

@@ -258,6 +258,10 @@ static void einsum_total(Ctx *x, const EinsumEval *r) {
   ev->ops += r->work.total;
 }
 
+double dram_bytes_per_cycle(const Arch *a) {
+  return a->levels[0].bandwidth / a->clock_hz;
+}
+
 /* X's pricing of anything on A under O: the work, the intermediates and
  * what each read touches, for every Einsum (no plan yet). */
 static void ctx_init(Ctx *x, const Cascade *c, const Shape *s, const Arch *a,
@@ -267,7 +271,7 @@ static void ctx_init(Ctx *x, const Cascade *c, const Shape *s, const Arch *a,
              .memo = memo, .diag = diag, .arch = a};
   x->word = a->word_bytes;
   x->glb = a->levels[a->fusion_level].capacity / a->word_bytes;
-  x->bw = a->levels[0].bandwidth / a->clock_hz;
+  x->bw = dram_bytes_per_cycle(a);
   size_t nt = (size_t)c->ntensors + 1, ne = (size_t)c->neinsums + 1;
   x->work = xcalloc(ne, sizeof *x->work);
   x->unit = xcalloc(ne, sizeof *x->unit);
@@ -535,13 +539,6 @@ Eval *model_eval_memo(const Cascade *c, const Shape *s, const Arch *a,
 
 /* ---- one group alone ---- */
 
-struct GroupPricer {
-  Ctx x;
-  int g;                /* the group bound last, or -1 */
-  EinsumEval *computed; /* its Einsums, bound and their compute priced
-                           (x.base) */
-};
-
 GroupPricer *model_group_pricer_new(const Cascade *c, const Shape *s,
                                     const Arch *a, const Pair *pairs,
                                     Design d, const ModelOpts *o,
@@ -571,6 +568,7 @@ void model_group_pricer_free(GroupPricer *gp) {
   inner_free(gp->x.inner, gp->x.c->neinsums);
   bind_keep_free(gp->x.bind_keep);
   frame_free(gp->x.frame);
+  trace_free(gp->x.trace);
   ctx_free(&gp->x);
   free(gp->computed);
   free(gp->x.redo);
@@ -608,6 +606,7 @@ const Eval *model_group_price(GroupPricer *gp, double start) {
   /* Its members stay as the last price left them: each is priced again
    * from its binding where it changes (member_restart). */
   int n = x->plan->groups[g].n;
+  trace_clear(x->trace);
   free(ev->g[g].spills);
   ev->g[g] = (GroupEval){.first = 0, .n = n};
   if (!price_group_traffic(x, g))

@@ -443,6 +443,7 @@ static double reservation(const Grp *G, int at, double total, int *peak,
 typedef struct Trial {
   bool ok;
   double latency, traffic; /* cycles, elements */
+  int id; /* its number in the context's trace (Ctx.trace), or -1 */
 } Trial;
 
 /* The kept trial of candidate tile AT (the current tile, of TOTAL
@@ -489,7 +490,7 @@ static Kept *kept_trial(const Grp *G, int at, double total, double cap,
 static Trial try_tile(const Grp *G, double reserve, const Mapping **maps,
                       Mapping *store, int at, double total) {
   const Ctx *x = G->x;
-  Trial tr = {.ok = true};
+  Trial tr = {.ok = true, .id = -1};
   double cap = fmax(x->glb - reserve, 0);
   double *mem = G->mem;
   bool *same = G->same;
@@ -512,7 +513,7 @@ static Trial try_tile(const Grp *G, double reserve, const Mapping **maps,
     maps[i] = m;
     tr.ok = m->fits;
     tr.traffic += elems;
-    mem[i] = elems * x->word / x->bw;
+    mem[i] = elems; /* trial_latency makes them cycles */
   }
   if (k) { /* past a member that does not fit: kept only where it stays */
     for (; i < G->n; i++)
@@ -520,8 +521,10 @@ static Trial try_tile(const Grp *G, double reserve, const Mapping **maps,
     for (int h = 0; h < G->nheld; h++)
       k->on[h] = G->held[h].on;
   }
-  if (tr.ok)
-    tr.latency = compose_span(x, G->bound, G->n, mem, k ? k->cyc : NULL);
+  if (tr.ok) {
+    tr.id = trace_trial(x->trace, mem, G->n, tr.traffic);
+    tr.latency = trial_latency(x, G->bound, G->n, mem, k ? k->cyc : NULL);
+  }
   return tr;
 }
 
@@ -540,10 +543,18 @@ static Trial bound_tile(const Grp *G) {
       if (p->t[j].dram)
         elems += p->t[j].elems;
     tr.traffic += elems;
-    mem[i] = elems * x->word / x->bw;
+    mem[i] = elems;
   }
-  tr.latency = compose_span(x, G->bound, G->n, mem, NULL);
+  tr.id = trace_trial(x->trace, mem, G->n, tr.traffic);
+  tr.latency = trial_latency(x, G->bound, G->n, mem, NULL);
   return tr;
+}
+
+double trial_latency(const Ctx *x, const EinsumEval *bound, int n,
+                     double *mem, double *cycles) {
+  for (int i = 0; i < n; i++)
+    mem[i] = mem[i] * x->word / x->bw;
+  return compose_span(x, bound, n, mem, cycles);
 }
 
 /* Does some member fetch a weight per tile (a read from DRAM without the
@@ -563,6 +574,21 @@ static bool better(const Trial *a, const Trial *b) {
   if (a->latency > b->latency * (1 + eps))
     return false;
   return a->traffic < b->traffic * (1 - eps);
+}
+
+bool tile_faster(double lat_a, double traffic_a, double lat_b,
+                 double traffic_b) {
+  return better(&(Trial){.latency = lat_a, .traffic = traffic_a},
+                &(Trial){.latency = lat_b, .traffic = traffic_b});
+}
+
+/* better, kept in the context's trace: a bill of the price keeps every
+ * comparison of times, to check it at another bandwidth or clock
+ * (timing.c). */
+static bool better_noted(const Grp *G, const Trial *a, const Trial *b) {
+  bool yes = better(a, b);
+  trace_compare(G->x->trace, a->id, b->id, yes);
+  return yes;
 }
 
 /* Does DRAM bound the only level with a bandwidth? Then a tile's price
@@ -745,7 +771,7 @@ static double choose_tile(Grp *G, const Mapping **maps, Mapping *room,
       if (fits(G, cand, i, -1, &tr, half[!b], store[!b])) {
         if (above == nc)
           above = i + 1;
-        if (chosen == 0 || better(&tr, &best)) {
+        if (chosen == 0 || better_noted(G, &tr, &best)) {
           b = !b;
           best = tr;
           chosen = cand[pick = i];
@@ -760,10 +786,10 @@ static double choose_tile(Grp *G, const Mapping **maps, Mapping *room,
     if (res < 0)
       break;
     Trial lb = bound_tile(G);
-    if (!better(&lb, &best))
+    if (!better_noted(G, &lb, &best))
       break;
     tr = try_tile(G, res, half[!b], store[!b], -1, cand[i]);
-    if (tr.ok && better(&tr, &best)) {
+    if (tr.ok && better_noted(G, &tr, &best)) {
       b = !b;
       best = tr;
       chosen = cand[pick = i];

@@ -261,13 +261,16 @@ typedef struct Inner {
   LevelUse above; /* the fusion level's loops they were nested in */
 } Inner;
 
-/* Are the fusion level's loops in A and B the same? */
+/* Are the fusion level's loops in A and B the same, in every field the
+ * levels inside read (a group's loop refetches: mapper.c)? */
 static bool same_loops(const LevelUse *a, const LevelUse *b) {
   if (a->nloops != b->nloops)
     return false;
   for (int j = 0; j < a->nloops; j++)
     if (a->loop[j].var != b->loop[j].var || a->loop[j].tile != b->loop[j].tile ||
-        a->loop[j].trips != b->loop[j].trips)
+        a->loop[j].trips != b->loop[j].trips ||
+        a->loop[j].group != b->loop[j].group ||
+        a->loop[j].spatial != b->loop[j].spatial)
       return false;
   return true;
 }
@@ -369,6 +372,16 @@ static double busy(double bytes, double bw) {
   return isfinite(bw) ? bytes / bw : 0;
 }
 
+double level_cycles(const MemLevel *lv, double instances, double clock_hz,
+                    double read, double write) {
+  /* Bytes per cycle over the instances in use: both ways together, and
+   * each way alone; the slowest bounds. */
+  double k = instances / clock_hz;
+  return fmax(busy(read + write, lv->bandwidth * k),
+              fmax(busy(read, lv->read_bandwidth * k),
+                   busy(write, lv->write_bandwidth * k)));
+}
+
 /* Sum a level's tensors into U, with its time and energy. */
 static void level_totals(const Ctx *x, EinsumEval *r, int l, LevelUse *u) {
   const MemLevel *lv = &x->a->levels[l];
@@ -379,12 +392,8 @@ static void level_totals(const Ctx *x, EinsumEval *r, int l, LevelUse *u) {
     u->read += t[j].read;
     u->write += t[j].write;
   }
-  /* Bytes per cycle over the instances in use: both ways together, and
-   * each way alone; the slowest bounds. */
-  double k = u->instances / x->a->clock_hz;
-  u->cycles = fmax(busy(u->read + u->write, lv->bandwidth * k),
-                   fmax(busy(u->read, lv->read_bandwidth * k),
-                        busy(u->write, lv->write_bandwidth * k)));
+  u->cycles = level_cycles(lv, u->instances, x->a->clock_hz, u->read,
+                           u->write);
   u->energy_pj = u->read * lv->read_pj + u->write * lv->write_pj;
 }
 

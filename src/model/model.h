@@ -583,6 +583,52 @@ const Eval *model_group_bind(GroupPricer *gp, Plan *plan, int g);
  * NULL (diag set) when not even one tile of it fits. */
 const Eval *model_group_price(GroupPricer *gp, double start);
 
+/* ---- a group's price at any bandwidth and clock (timing.c) ----
+ *
+ * A group's price is its choices (binding, tile, spills, overbooking),
+ * every level's bytes, its energy and traffic -- its bill, which no
+ * level's bandwidth and not the clock changes -- and its time at a
+ * bandwidth and clock, which the bill gives cheaply: each member's
+ * memory time from its bytes, the unit the latency binding gives it
+ * (bind_for_latency: its compute on each unit it weighs is in the bill),
+ * the group's composition from its start. Where the tile was chosen by
+ * time (docs/model.md §3: a member refetches weights, or a tile
+ * overbooks), the bill keeps every comparison of times the choice made,
+ * with the trials' moves; it serves a bandwidth and clock only where
+ * each comes out as it did (then every choice is the same), and says
+ * no elsewhere: the group is priced again there. A search keeps bills
+ * across the points of a sweep (search.h's GroupMemo). */
+typedef struct GroupBill GroupBill;
+/* Make GP's prices keep what a bill needs (the comparisons of times). */
+void model_group_pricer_bills(GroupPricer *gp);
+/* A bill for the group GP bound last (model_group_bind): its members'
+ * compute on every unit the latency binding weighs, no variant yet. */
+GroupBill *group_bill_new(GroupPricer *gp);
+/* Add the price GP gave last (model_group_price, its pricer making
+ * bills) as B's next variant. */
+void group_bill_add(GroupBill *b, const GroupPricer *gp);
+int group_bill_variants(const GroupBill *b);
+size_t group_bill_bytes(const GroupBill *b);
+void group_bill_free(GroupBill *b);
+/* Each variant's cycles (into CYCLES, per variant) on A -- the
+ * architecture of B's prices, at any bandwidths and clock -- from cycle
+ * START of the layer: what model_group_price gives there, to the bit. False
+ * where a comparison of times the prices made comes out otherwise on A
+ * (CYCLES then unset). */
+bool group_bill_cycles(const GroupBill *b, const Arch *a, double start,
+                       double *cycles);
+/* A's fields but the levels' bandwidths (of which only whether each has
+ * one) and the clock, as words into *KEY (allocated; their number
+ * returned): architectures with equal words price every group to the
+ * same bill. */
+int model_arch_key(const Arch *a, uint64_t **key);
+/* The inputs of a pricer's prices (model_group_pricer_new's: C bound by
+ * S on A, design D under O) but the levels' bandwidths and the clock, as
+ * words into *KEY (allocated; their number returned): equal words, equal
+ * bills. The cascade is named by its address (a key outlives none). */
+int model_group_key(const Cascade *c, const Shape *s, const Arch *a,
+                    Design d, const ModelOpts *o, uint64_t **key);
+
 /* ---- the mapping search (exposed for tests) ---- */
 
 enum { MAP_MAX_VARS = 16, MAP_MAX_TENSORS = 24 };

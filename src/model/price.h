@@ -8,6 +8,7 @@
 
 typedef struct Frame Frame;         /* group.c */
 typedef struct BindKeep BindKeep;   /* bind.c */
+typedef struct Trace Trace;         /* trace.c */
 
 /* Per-tensor scratch of a group's pricing (group.c), at rest between
  * groups: indices -1, counts and elements 0. */
@@ -67,6 +68,9 @@ typedef struct Ctx {
   const EinsumEval *base;
   bool *redo;
   Frame *frame; /* a group pricer's: the group bound last (group.c) */
+  /* A group pricer's that makes bills (timing.c), or NULL: the
+   * comparisons of times its last price made. */
+  Trace *trace;
   /* A plan may fuse each group at its own level (Group.level: docs/model.md,
    * "A fusion level per group"): ARCH is the architecture given, A and GLB
    * the one the group being priced is fused at (eval.c's ctx_at_group),
@@ -82,8 +86,21 @@ typedef struct Ctx {
 /* Index X->plan's transfers by Einsum (x->xfer_at, x->xfer_ord), the
  * previous plan's index freed. */
 void ctx_index_xfers(Ctx *x);
+/* A's off-chip bytes per cycle (Ctx.bw). */
+double dram_bytes_per_cycle(const Arch *a);
+
+/* The group pricer (model.h): a context that prices one group at a time,
+ * and that group's Einsums as bound (eval.c; timing.c reads both). */
+struct GroupPricer {
+  Ctx x;
+  int g;                /* the group bound last, or -1 */
+  EinsumEval *computed; /* its Einsums, bound and their compute priced
+                           (x.base) */
+};
 
 /* ---- binding (bind.c) ---- */
+
+enum { BIND_MAX_CAND = 16 }; /* units weighed for one Einsum */
 
 /* Bind every Einsum of X's plan to a unit (x->unit); for DES_IDEAL, the
  * fastest unit able to run it, with MEM[e] its DRAM cycles. False
@@ -102,6 +119,16 @@ bool bind_group(Ctx *x, int g);
  * each Einsum's least is the group's. An Einsum an override binds
  * stays. */
 void bind_for_latency(Ctx *x, EinsumEval *r);
+/* The units bind_for_latency weighs for Einsum E beside its own, in its
+ * order, into OUT (room for BIND_MAX_CAND): their number, or -1 where it
+ * keeps E's unit whatever the times (an override binds E; the options do
+ * not rebind). */
+int latency_candidates(Ctx *x, int e, int *out);
+/* bind_for_latency's test: does a unit on which the Einsum takes CYC
+ * cycles replace the one taking NOW? Only when faster beyond rounding. */
+static inline bool latency_rebinds(double cyc, double now) {
+  return cyc < now * (1 - 1e-12);
+}
 /* Compute on unit U for Einsum E (filled into R: util, spread, the unit's
  * and its epilogue's cycles, compute_cycles). */
 void price_compute(const Ctx *x, int e, int u, EinsumEval *r);
@@ -140,6 +167,51 @@ HeldScratch *held_scratch_new(int ntensors);
 void held_scratch_free(HeldScratch *h);
 /* Free N Einsums' kept nests (Ctx.nests) and the array (members.c). */
 void nests_free(struct Nest **nests, int n);
+
+/* The time of a candidate tile (group.c's choice): N members moving
+ * MEM[i] elements each off chip, made their DRAM cycles at X's bandwidth
+ * (in place) and composed with their compute BOUND; CYCLES, where not
+ * NULL, keeps each member's cycles across trials (compose_span). */
+double trial_latency(const Ctx *x, const EinsumEval *bound, int n,
+                     double *mem, double *cycles);
+/* The tile choice's order: is a tile of LAT_A cycles moving TRAFFIC_A
+ * elements better than one of LAT_B, TRAFFIC_B? */
+bool tile_faster(double lat_a, double traffic_a, double lat_b,
+                 double traffic_b);
+
+/* ---- the comparisons of times of one price (trace.c) ----
+ *
+ * What a bill (timing.c) keeps of the tile choice's weighing of times:
+ * each trial -- its members' elements moved off chip, ELEMS[at .. at +
+ * n), and their sum -- and each comparison of two trials with its
+ * outcome. */
+typedef struct TraceTrial {
+  int at, n;
+  double traffic;
+} TraceTrial;
+
+typedef struct TraceCompare {
+  int a, b;    /* trials */
+  bool better; /* a came out better than b */
+} TraceCompare;
+
+struct Trace {
+  int ntrials, cap_trials, nelems, cap_elems, ncmp, cap_cmp;
+  TraceTrial *trial;
+  double *elems;
+  TraceCompare *cmp;
+};
+
+
+/* Keep in T (NULL: nothing kept) a trial of N members moving ELEMS[i]
+ * elements each off chip, TRAFFIC in all: its number (-1 without T). */
+int trace_trial(Trace *t, const double *elems, int n, double traffic);
+/* Keep in T (NULL: nothing) that trial A came out better than trial B,
+ * or not (BETTER). */
+void trace_compare(Trace *t, int a, int b, bool better);
+/* T emptied, for the next price. */
+void trace_clear(Trace *t);
+void trace_free(Trace *t);
 
 /* Einsum E's loop nest as a mapping problem: its distinct reads (each
  * x->touch[e][k] elements, what read k touches), then its output; no
@@ -255,6 +327,11 @@ void level_set_mapping(const Ctx *x, const EinsumEval *r, const Mapping *m,
                        const MapProblem *p);
 /* Free N Einsums' kept inner levels (Ctx.inner) and the array. */
 void inner_free(struct Inner **inner, int n);
+/* Cycles level LV takes to move READ and WRITE bytes over INSTANCES
+ * instances at CLOCK_HZ: each of its bandwidths (per instance) bounds,
+ * the slowest the level's (0 where it has none). */
+double level_cycles(const MemLevel *lv, double instances, double clock_hz,
+                    double read, double write);
 /* Record B bytes of tensor T read from / written to level L by Einsum
  * R. */
 void level_add(const Ctx *x, const EinsumEval *r, int l, int t, double read,

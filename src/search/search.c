@@ -111,6 +111,8 @@ typedef struct Ctx {
   Regroup *regroup; /* each candidate group's plan, every other node
                        alone, patched in time of the group */
   EdgeIndex out; /* the cascade's edges by producer (spill_candidates) */
+  GroupMemo *groups; /* the caller's (SearchControl), or NULL */
+  GroupMemoStats kept; /* what this search took from it, and priced */
 } Ctx;
 
 /* Pricing groups alone at one fusion level (program): the model's pricer
@@ -123,6 +125,7 @@ typedef struct Level {
   double *start_at;
   int *capped;
   long capped_all;
+  Shelf *shelf; /* its groups in the memo (Ctx.groups), or NULL */
 } Level;
 
 typedef struct Chosen {
@@ -229,6 +232,16 @@ static int variant_store(Ctx *x, const bool *spilled, const int *cand,
   return x->nchosen - 1;
 }
 
+/* The N tensors T as a variant of X's store (a kept one: variant_store
+ * stored them so). */
+static int variant_store_list(Ctx *x, const int *t, int n) {
+  Chosen ch = {x->nchosen_t, n};
+  for (int q = 0; q < n; q++)
+    VEC_PUSH(x->chosen_t, x->nchosen_t, x->cap_chosen_t, t[q]);
+  VEC_PUSH(x->chosen, x->nchosen, x->cap_chosen, ch);
+  return x->nchosen - 1;
+}
+
 static int spilled_count(const bool *spilled, const int *cand, int k) {
   int n = 0;
   for (int j = 0; j < k; j++)
@@ -238,10 +251,35 @@ static int spilled_count(const bool *spilled, const int *cand, int k) {
 
 /* ---- a group's prices ---- */
 
+/* What a shelf of the memo keeps (a word of its key): the candidate
+ * groups of the program, or a named design's plans. */
+enum { SHELF_GROUPS, SHELF_PLANS };
+
+/* The shelf of X's memo for pricing on A as design D under O, of KIND
+ * with NSLOTS slots. */
+static Shelf *open_shelf(const Ctx *x, const Arch *a, Design d,
+                         const ModelOpts *o, int kind, int nslots) {
+  uint64_t *key;
+  int n = model_group_key(x->c, x->s, a, d, o, &key);
+  key = xrealloc(key, ((size_t)n + 1) * sizeof *key);
+  key[n++] = (uint64_t)kind;
+  return shelf_open(x->groups, key, n, nslots);
+}
+
+/* The slot of candidate group [I, J) in a shelf of the program's. */
+static int slot_of(const Ctx *x, int i, int j) {
+  return i * (x->nodes->n + 1) + j;
+}
+
+/* Seconds of CYCLES. */
+static double seconds_of(const Ctx *x, double cycles) {
+  return cycles / x->a->clock_hz;
+}
+
 /* The figures of group G of EV. */
 static Cost group_figures(const Ctx *x, const Eval *ev, int g) {
   const GroupEval *ge = &ev->g[g];
-  Cost c = {ge->cycles / x->a->clock_hz, 0, 0};
+  Cost c = {seconds_of(x, ge->cycles), 0, 0};
   for (int k = ge->first; k < ge->first + ge->n; k++) {
     c.energy += ev->e[k].energy_pj * 1e-12;
     c.traffic += ev->e[k].read + ev->e[k].write;
@@ -259,12 +297,48 @@ static long capped_with(const Level *lv, int i, int j, int capped) {
   return n;
 }
 
+/* A kept price of a group whose binding counted CAPPED, its variants to
+ * come (keep_variant), their time in BILL (taken); without a bill, one
+ * that says the grouping cannot run. */
+static Kept *kept_new(long capped, GroupBill *bill) {
+  Kept *k = xcalloc(1, sizeof *k);
+  k->norun = !bill;
+  k->capped = capped;
+  k->spill_at = xcalloc(1, sizeof *k->spill_at);
+  if (bill) {
+    k->bills = xmalloc(sizeof *k->bills);
+    k->bills[k->nbills++] = bill;
+  }
+  return k;
+}
+
+/* One more variant of K: its figures C (their time aside, which the bill
+ * keeps) and the tensors SPILLED names among CAND (N of them), in that
+ * order (variant_store's). */
+static void keep_variant(Kept *k, Cost c, const bool *spilled,
+                         const int *cand, int n) {
+  for (int j = 0; j < n; j++)
+    if (spilled[cand[j]])
+      VEC_PUSH(k->spill_t, k->nt, k->cap_t, cand[j]);
+  if (k->nv + 1 > k->cap_v) {
+    k->cap_v = 2 * (k->nv + 1);
+    size_t cap = (size_t)k->cap_v + 1;
+    k->energy = xrealloc(k->energy, cap * sizeof *k->energy);
+    k->traffic = xrealloc(k->traffic, cap * sizeof *k->traffic);
+    k->spill_at = xrealloc(k->spill_at, cap * sizeof *k->spill_at);
+  }
+  k->energy[k->nv] = c.energy;
+  k->traffic[k->nv] = c.traffic;
+  k->spill_at[++k->nv] = k->nt;
+}
+
 /* Price the group of nodes [I, J) fused at level LV under each of its
  * spill variants, as group I of BASE, the plan where every other node
  * stands alone (the model's pricer: the group alone, its binding once):
  * OUT[v] its cost, VAR[v] the variant's number in X's store; the count
  * (*FAILED when the model failed). OUT and VAR have room for
- * SPILL_CAND_MAX + 2 (at least 2^SPILL_SUBSETS_MAX). */
+ * SPILL_CAND_MAX + 2 (at least 2^SPILL_SUBSETS_MAX). With a shelf, the
+ * prices are kept there, with their bill. */
 static int group_costs(Ctx *x, Level *lv, Plan *base, int i, int j,
                        Cost *out, int *var, bool *failed) {
   *failed = false;
@@ -274,6 +348,9 @@ static int group_costs(Ctx *x, Level *lv, Plan *base, int i, int j,
     return 0;
   }
   x->r->bind_capped += capped_with(lv, i, j, bound->bind_capped);
+  Kept *keep = lv->shelf ? kept_new(bound->bind_capped,
+                                    group_bill_new(lv->pricer))
+                         : NULL;
   int cand[SPILL_CAND_MAX];
   int k = spill_candidates(x->c, &x->out, base, i, cand);
   int nv = variants_of(&x->o, k), priced = 0;
@@ -288,13 +365,51 @@ static int group_costs(Ctx *x, Level *lv, Plan *base, int i, int j,
     var[priced] = variant_store(x, spilled, cand, k);
     const Eval *ev = model_group_price(lv->pricer, lv->start_at[i]);
     *failed = ev == NULL;
-    if (ev)
-      out[priced++] = group_figures(x, ev, i);
+    if (!ev)
+      continue;
+    out[priced] = group_figures(x, ev, i);
+    if (keep) {
+      keep_variant(keep, out[priced], spilled, cand, k);
+      group_bill_add(keep->bills[0], lv->pricer);
+    }
+    priced++;
   }
   free(base->spilled); /* as made: binding the next reads no spills */
   base->spilled = NULL;
   x->r->variants += priced;
+  if (keep && !*failed)
+    shelf_put(x->groups, lv->shelf, slot_of(x, i, j), keep);
+  else
+    kept_free(keep);
   return *failed ? 0 : priced;
+}
+
+/* The group of nodes [I, J) at level LV as the memo keeps it: a kept
+ * price whose comparisons of times hold at LV's bandwidths and clock
+ * gives OUT and VAR as group_costs would (their time from its bill);
+ * the count, 0 where none does (or none is kept), -1 where the memo
+ * keeps that the grouping cannot run. */
+static int kept_costs(Ctx *x, Level *lv, int i, int j, Cost *out,
+                      int *var) {
+  double cycles[SPILL_CAND_MAX + 2];
+  const Kept *k = shelf_first(x->groups, lv->shelf, slot_of(x, i, j));
+  if (k && k->norun)
+    return -1;
+  for (; k; k = k->next) {
+    if (!group_bill_cycles(k->bills[0], lv->at->a, lv->start_at[i], cycles))
+      continue;
+    x->r->bind_capped += capped_with(lv, i, j, k->capped);
+    for (int v = 0; v < k->nv; v++) {
+      var[v] = variant_store_list(x, &k->spill_t[k->spill_at[v]],
+                                  k->spill_at[v + 1] - k->spill_at[v]);
+      out[v] = (Cost){seconds_of(x, cycles[v]), k->energy[v], k->traffic[v]};
+    }
+    x->r->variants += k->nv;
+    x->kept.served++;
+    return k->nv;
+  }
+  x->kept.refused += shelf_first(x->groups, lv->shelf, slot_of(x, i, j)) != NULL;
+  return 0;
 }
 
 /* ---- the program ---- */
@@ -335,7 +450,11 @@ static void front_add(Front *f, Entry e, SearchObjective o) {
  * first plan was: the layer's clock at each node, and each node's binding
  * count alone (only when some binding stopped at its budget). False (diag
  * set) when the architecture cannot run the cascade. */
+static bool kept_singletons(Ctx *x, Level *lv);
+
 static bool singletons(Ctx *x, Level *lv) {
+  if (lv->shelf && kept_singletons(x, lv))
+    return true;
   int n = x->nodes->n;
   bool *start = xcalloc((size_t)n + 1, sizeof *start);
   for (int k = 0; k < n; k++)
@@ -357,6 +476,33 @@ static bool singletons(Ctx *x, Level *lv) {
     lv->capped[k] = b ? b->bind_capped : 0;
   }
   eval_free(ev);
+  return true;
+}
+
+/* singletons() from the memo: each node alone is a candidate group the
+ * program prices (its first variant sends nothing off chip by choice, as
+ * that plan does), priced alone as in the plan (search.h), so where each
+ * is kept with a bill that holds here, the layer's clock at each node is
+ * theirs added up as compose_layer adds them, and the plan's binding
+ * count their counts'. False where one is not (then the plan is priced
+ * whole). */
+static bool kept_singletons(Ctx *x, Level *lv) {
+  int n = x->nodes->n;
+  double t = 0, cycles[SPILL_CAND_MAX + 2];
+  long all = 0;
+  for (int k = 0; k < n; k++) {
+    const Kept *kp = shelf_first(x->groups, lv->shelf, slot_of(x, k, k + 1));
+    while (kp && !kp->norun &&
+           !group_bill_cycles(kp->bills[0], lv->at->a, t, cycles))
+      kp = kp->next;
+    if (!kp || kp->norun)
+      return false;
+    lv->start_at[k] = t;
+    lv->capped[k] = (int)kp->capped;
+    all += kp->capped;
+    t += cycles[0];
+  }
+  lv->capped_all = all;
   return true;
 }
 
@@ -407,20 +553,29 @@ static bool program_fill(Ctx *x, SearchObjective o, Front *front,
           x->r->skipped++;
           continue;
         }
-        if (!made) {
-          base = regroup_plan(x->regroup, i, j);
-          made = true;
-        }
-        if (!base)
-          break; /* the grouping cannot run: no candidate at any level */
+        Level *lv = &x->lev[l];
         Cost g[SPILL_CAND_MAX + 2];
         int var[SPILL_CAND_MAX + 2];
-        bool failed = false;
-        int nv = group_costs(x, &x->lev[l], base, i, j, g, var, &failed);
-        if (failed)
-          return false;
-        if (nv == 0)
-          continue;
+        int nv = lv->shelf ? kept_costs(x, lv, i, j, g, var) : 0;
+        if (nv < 0)
+          break; /* kept: the grouping cannot run */
+        if (nv == 0 && !made) {
+          base = regroup_plan(x->regroup, i, j);
+          made = true;
+          if (!base && lv->shelf)
+            shelf_put(x->groups, lv->shelf, slot_of(x, i, j),
+                      kept_new(0, NULL));
+        }
+        if (nv == 0 && !base)
+          break; /* the grouping cannot run: no candidate at any level */
+        if (nv == 0) {
+          bool failed = false;
+          nv = group_costs(x, lv, base, i, j, g, var, &failed);
+          if (failed)
+            return false;
+          if (nv == 0)
+            continue;
+        }
         (*priced)++;
         /* What the group hands a later one goes off chip whatever the
          * levels (docs/model.md, "A fusion level per group"): its price
@@ -450,6 +605,11 @@ static bool program(Ctx *x, SearchObjective o, Front *front, long *priced) {
     Level *lv = &x->lev[l];
     lv->pricer = model_group_pricer_new(x->c, x->s, lv->at->a, x->pairs,
                                         x->design, &x->o, x->memo, x->d);
+    if (x->groups) {
+      model_group_pricer_bills(lv->pricer);
+      lv->shelf = open_shelf(x, lv->at->a, x->design, &x->o, SHELF_GROUPS,
+                             (n + 1) * (n + 1));
+    }
     lv->start_at = xcalloc((size_t)n + 1, sizeof *lv->start_at);
     lv->capped = xcalloc((size_t)n + 1, sizeof *lv->capped);
     ok = ok && singletons(x, lv);
@@ -458,10 +618,12 @@ static bool program(Ctx *x, SearchObjective o, Front *front, long *priced) {
   regroup_free(x->regroup);
   x->regroup = NULL;
   for (int l = 0; l < x->nlev; l++) {
+    shelf_close(x->groups, x->lev[l].shelf);
     model_group_pricer_free(x->lev[l].pricer);
     free(x->lev[l].start_at);
     free(x->lev[l].capped);
   }
+  x->kept.priced = *priced - x->kept.served;
   return ok;
 }
 
@@ -562,10 +724,68 @@ static bool named_past_budget(const Ctx *x) {
   return x->r->stopped && now_seconds() - x->t0 > BUDGET_NAMED_S;
 }
 
+/* ---- the named designs' plans kept in the memo ----
+ *
+ * A named design's plan is priced whole (model_eval_memo), and a sweep's
+ * next point at another bandwidth or clock prices the same plan to the
+ * same bills: the memo keeps the plan, its energy and traffic, and a bill
+ * per group, priced alone (a group's price owes nothing to the rest of
+ * its plan but its start: search.h), whose times add up to the layer's
+ * as compose_layer adds them. */
+
+/* Group after group of K's bills at A from cycle 0: the layer's cycles
+ * into *CYCLES; false where a comparison of times moved. */
+static bool kept_plan_cycles(const Kept *k, const Arch *a, double *cycles) {
+  double t = 0;
+  for (int g = 0; g < k->nbills; g++) {
+    double c;
+    if (!group_bill_cycles(k->bills[g], a, t, &c))
+      return false;
+    t += c;
+  }
+  *cycles = t;
+  return true;
+}
+
+/* The kept price of EV, design D's plan under MO on level LV's
+ * architecture (its groups priced alone, each a bill), or NULL where
+ * those do not give EV's time (then it is priced whole at every point). */
+static Kept *keep_plan(Ctx *x, const SearchLevel *lv, Design d,
+                       const ModelOpts *mo, const Eval *ev) {
+  Diag ignore = {0};
+  GroupPricer *gp = model_group_pricer_new(x->c, x->s, lv->a, x->pairs, d,
+                                           mo, x->memo, &ignore);
+  if (!gp)
+    return NULL;
+  model_group_pricer_bills(gp);
+  Kept *k = kept_new(0, NULL);
+  k->norun = false;
+  k->bills = xcalloc((size_t)ev->ngroups + 1, sizeof *k->bills);
+  bool ok = true;
+  for (int g = 0; ok && g < ev->ngroups; g++) {
+    ok = model_group_bind(gp, ev->plan, g) != NULL;
+    if (ok)
+      k->bills[k->nbills++] = group_bill_new(gp);
+    ok = ok && model_group_price(gp, ev->g[g].start) != NULL;
+    if (ok)
+      group_bill_add(k->bills[g], gp);
+  }
+  model_group_pricer_free(gp);
+  double cycles;
+  if (!ok || !kept_plan_cycles(k, lv->a, &cycles) || cycles != ev->cycles) {
+    kept_free(k);
+    return NULL;
+  }
+  keep_variant(k, eval_cost(ev), NULL, NULL, 0);
+  k->plan = plan_copy(x->c, ev->plan);
+  return k;
+}
+
 /* Every design but the bound, under every stitcher it stitches with, at
  * level LV (its plan fuses every group there); past the time limit, or
  * the budget's time for them, none but a first schedule (the rest counted
- * in named_skipped). */
+ * in named_skipped). With the memo, a plan it keeps whose bills hold
+ * here is priced whole only where it beats the best so far. */
 static bool named_designs(Ctx *x, const SearchLevel *lv,
                           const ModelOverrides *ov, SearchResult *r,
                           SearchObjective o, int *cap) {
@@ -576,32 +796,72 @@ static bool named_designs(Ctx *x, const SearchLevel *lv,
     bool stitches = design_strategy((Design)d) != ST_UNFUSED &&
                     mo.plan == PLAN_STITCHED;
     progress(x, 0.9 + 0.1 * d / DES_COUNT);
-    for (int st = 0; st < (stitches ? STITCH_COUNT : 1); st++) {
+    /* One shelf for the design's stitchers, a slot each: a plan is kept
+     * whole, its stitcher in it. */
+    ModelOpts keyed = mo;
+    keyed.stitch = STITCH_GREEDY;
+    Shelf *shelf = x->groups ? open_shelf(x, lv->a, (Design)d, &keyed,
+                                          SHELF_PLANS, STITCH_COUNT)
+                             : NULL;
+    bool ok = true;
+    for (int st = 0; ok && st < (stitches ? STITCH_COUNT : 1); st++) {
       if (r->best && (named_past_budget(x) || out_of_time(x))) {
         r->named_skipped++; /* one schedule at least: not this one */
         continue;
       }
       if (stitches)
         mo.stitch = (Stitcher)st;
-      Diag pd = {0};
-      Plan *p = model_plan(x->c, x->s, x->pairs, (Design)d, &mo, &pd);
-      if (!p)
-        continue; /* Algorithm 1 over too many ranks */
-      p->bind = mo.bind == BIND_COST ? PLAN_BIND_COST : PLAN_BIND_RULE;
-      /* The plan prices as this design prices it, whatever its label
-       * allows: a plan file says so, and `eval --plan` takes it. */
-      snprintf(p->design, sizeof p->design, "%s", design_name((Design)d));
-      p->any = p->any || mo.plan != PLAN_STITCHED;
+      const Kept *k = shelf_first(x->groups, shelf, st);
+      if (k && k->norun)
+        continue; /* kept: the design has no plan here */
+      double cycles = 0;
+      while (k && !kept_plan_cycles(k, lv->a, &cycles))
+        k = k->next;
+      Plan *p = NULL;
+      if (k) {
+        Cost c = {seconds_of(x, cycles), k->energy[0], k->traffic[0]};
+        r->named++;
+        x->kept.plans_served++;
+        if (*cap >= 0)
+          point_add(r, cap, (SearchPoint){c.lat, c.energy, k->nbills,
+                                          (Design)d});
+        if (r->best && !(figure_of(c, o) < r->found))
+          continue; /* as consider() would: priced whole only to win */
+        p = plan_copy(x->c, k->plan);
+      } else {
+        Diag pd = {0};
+        p = model_plan(x->c, x->s, x->pairs, (Design)d, &mo, &pd);
+        if (!p) {
+          if (shelf)
+            shelf_put(x->groups, shelf, st, kept_new(0, NULL));
+          continue; /* Algorithm 1 over too many ranks */
+        }
+        p->bind = mo.bind == BIND_COST ? PLAN_BIND_COST : PLAN_BIND_RULE;
+        /* The plan prices as this design prices it, whatever its label
+         * allows: a plan file says so, and `eval --plan` takes it. */
+        snprintf(p->design, sizeof p->design, "%s", design_name((Design)d));
+        p->any = p->any || mo.plan != PLAN_STITCHED;
+      }
       Eval *ev = model_eval_memo(x->c, x->s, lv->a, x->pairs, (Design)d, p,
                                  &mo, x->memo, x->d);
-      if (!ev)
-        return false;
-      r->named++;
-      if (*cap >= 0)
-        point_add(r, cap, (SearchPoint){ev->seconds, ev->energy_pj * 1e-12,
-                                        ev->ngroups, (Design)d});
+      ok = ev != NULL;
+      if (!ok)
+        break;
+      if (!k) {
+        x->kept.plans_priced += shelf != NULL;
+        Kept *keep = shelf ? keep_plan(x, lv, (Design)d, &mo, ev) : NULL;
+        if (keep)
+          shelf_put(x->groups, shelf, st, keep);
+        r->named++;
+        if (*cap >= 0)
+          point_add(r, cap, (SearchPoint){ev->seconds, ev->energy_pj * 1e-12,
+                                          ev->ngroups, (Design)d});
+      }
       consider(r, ev, (Design)d, lv->level, o);
     }
+    shelf_close(x->groups, shelf);
+    if (!ok)
+      return false;
   }
   return true;
 }
@@ -754,7 +1014,7 @@ SearchResult *search_levels(const Cascade *c, const Shape *s, const Arch *a,
   Ctx x = {.c = c, .s = s, .a = a, .pairs = pairs, .design = plain,
            .o = model_opts_with(o, plain), .memo = memo, .d = d,
            .budget = budget, .ctl = ctl, .t0 = now_seconds(), .r = r,
-           .nlev = nlev};
+           .nlev = nlev, .groups = ctl->groups};
   if (o->bind < 0) /* the search's own groups bind by cost */
     x.o.bind = BIND_COST;
   x.lev = xcalloc((size_t)nlev, sizeof *x.lev);
@@ -772,6 +1032,8 @@ SearchResult *search_levels(const Cascade *c, const Shape *s, const Arch *a,
   r->from = DES_COUNT;
   r->levels = nlev;
   bool ok = run(&x, o, obj, r);
+  if (x.groups)
+    group_memo_count(x.groups, &x.kept);
   free(x.lev);
   free(x.group_of);
   edge_index_free(&x.out);

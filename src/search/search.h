@@ -113,6 +113,8 @@ typedef struct SearchResult {
 SearchResult *search_best(const Cascade *c, const Shape *s, const Arch *a,
                           const Pair *pairs, const ModelOverrides *o,
                           SearchObjective obj, MapMemo *memo, Diag *d);
+typedef struct GroupMemo GroupMemo; /* below */
+
 /* What bounds a search and who hears of its progress. */
 typedef struct SearchControl {
   long budget;    /* candidate groups it may price (0: all); past it, the
@@ -130,6 +132,9 @@ typedef struct SearchControl {
    * of its work done (0 to 1) and the seconds so far. NULL: none. */
   void (*progress)(void *ctx, double done, double elapsed);
   void *ctx;
+  /* Candidate groups' prices the caller keeps across searches (NULL:
+   * none): a sweep's points at other bandwidths and clocks. */
+  GroupMemo *groups;
 } SearchControl;
 /* search_best under CTL's limits. */
 SearchResult *search_best_ctl(const Cascade *c, const Shape *s,
@@ -184,6 +189,74 @@ int search_spill_variants(const Cascade *c, const Plan *p, int g,
  * variant V of group G sends off chip. */
 void search_spill_variant(const Cascade *c, const Plan *p, int g,
                           const ModelOpts *o, int v, bool *spilled);
+
+/* ---- candidate groups kept across searches (reuse.c) ----
+ *
+ * Searches that differ in a level's bandwidth or the clock alone (a
+ * sweep's points) price the same candidate groups to the same bills
+ * (model.h, "a group's price at any bandwidth and clock"): what each
+ * chose, moved and spent, of which only the time moves with them. A
+ * GroupMemo keeps, per pricer's inputs but those (model_group_key: a
+ * shelf, its groups numbered by the search's nodes), each candidate
+ * group's bills with its variants' energy, traffic and spills; a search
+ * takes a group's figures from a bill whose comparisons of times hold
+ * at its bandwidths and clock (its time from the bill), and prices it
+ * in full where none does (keeping that bill beside, at most
+ * GROUP_MEMO_BILLS per group). Every figure is the one a search without
+ * it finds. It holds at most MAX_BYTES (a sweep's: GROUP_MEMO_BYTES),
+ * dropping the shelves used longest ago that no search has open. SHARED:
+ * threads may use it at once (a lock guards it; the pricing runs
+ * outside). */
+enum { GROUP_MEMO_BILLS = 8 };
+#define GROUP_MEMO_BYTES (128.0 * 1024 * 1024)
+GroupMemo *group_memo_new(bool shared, double max_bytes);
+void group_memo_free(GroupMemo *m);
+typedef struct GroupMemoStats {
+  long served;    /* candidate groups whose figures a bill gave */
+  long priced;    /* priced in full: no bill, or none that held */
+  long refused;   /* of those, where a bill's comparison came out
+                     otherwise (its choice by time moved) */
+  long plans_served, plans_priced; /* the named designs' plans: from
+                                      bills, whole */
+  long shelves;   /* kept now */
+  long dropped;   /* shelves dropped for room */
+  double bytes;   /* held now */
+} GroupMemoStats;
+void group_memo_stats(GroupMemo *m, GroupMemoStats *st);
+
+/* search.c's side of it: a shelf (opened for a search, closed after it)
+ * of NSLOTS slots, each a list of kept prices, newest first: a
+ * candidate group's (every spill variant priced: one bill), or a named
+ * design's plan (its groups' bills, in order: the layer's time). */
+typedef struct Shelf Shelf;
+typedef struct Kept {
+  struct Kept *next;
+  bool norun;        /* the grouping cannot run, or the design has no plan
+                        (no more below) */
+  long capped;       /* a group's binding's budget count (bind.c) */
+  int nv;            /* variants priced (a plan: 1) */
+  double *energy;    /* per variant: joules, bytes off chip */
+  double *traffic;
+  int *spill_at;     /* per variant v: the tensors it sends off chip by
+                        choice, spill_t[spill_at[v] .. spill_at[v + 1]) */
+  int *spill_t;
+  int cap_v, nt, cap_t;
+  int nbills;        /* a group: 1, its variants' time; a plan: a bill per
+                        group, each of one variant */
+  GroupBill **bills;
+  Plan *plan;        /* a named design's, as priced (owned) */
+} Kept;
+/* The shelf of the words KEY (NKEY of them, taken) with NSLOTS slots,
+ * found or made (NULL without M). */
+Shelf *shelf_open(GroupMemo *m, uint64_t *key, int nkey, int nslots);
+void shelf_close(GroupMemo *m, Shelf *s);
+const Kept *shelf_first(GroupMemo *m, const Shelf *s, int slot);
+/* Keep K (taken) in SLOT: dropped instead where the slot keeps
+ * GROUP_MEMO_BILLS already. */
+void shelf_put(GroupMemo *m, Shelf *s, int slot, Kept *k);
+/* Add one search's counts (ST's served, priced, refused and plans). */
+void group_memo_count(GroupMemo *m, const GroupMemoStats *st);
+void kept_free(Kept *k);
 
 /* The narrowest strategy whose classes cover every edge inside P's groups:
  * the label a found plan carries (unfused when no group holds an edge). */

@@ -34,6 +34,7 @@ const char *figure_objective(Figure f) {
 typedef struct Worker {
   const Study *s;
   MapMemo *memo; /* the threads' */
+  GroupMemo *groups; /* the threads' candidate groups of best's searches */
   Plan **plans;  /* per shape, design, stitcher; NULL until needed */
   /* Design best's schedules in the block of points the thread is in: a
    * block is one cascade, settings and parameters, architecture, design
@@ -45,10 +46,11 @@ typedef struct Worker {
   long searches, reused;
 } Worker;
 
-static Worker *worker_new(const Study *s, MapMemo *memo) {
+static Worker *worker_new(const Study *s, MapMemo *memo, GroupMemo *groups) {
   Worker *w = xcalloc(1, sizeof *w);
   w->s = s;
   w->memo = memo;
+  w->groups = groups;
   long n = (long)s->ncms * s->nstuples * s->nslots * DES_COUNT *
            (STITCH_COUNT + 1);
   w->plans = xcalloc((size_t)n + 1, sizeof *w->plans);
@@ -103,8 +105,12 @@ static const Eval *price_best(Worker *w, int slot, const Cascade *c,
     w->reused++;
     return w->best[slot];
   }
-  SearchResult *r = search_best(c, sh->s, arch, sh->pairs, ov,
-                                best_objective(w->s), w->memo, diag);
+  /* Points at other bandwidths and clocks price the same candidate
+   * groups: their bills are kept (search.h's GroupMemo). */
+  SearchControl ctl = {.groups = w->groups};
+  SearchResult *r = search_best_ctl(c, sh->s, arch, sh->pairs, ov,
+                                    best_objective(w->s), &ctl, w->memo,
+                                    diag);
   w->searches++;
   if (!r)
     return NULL;
@@ -261,27 +267,112 @@ static void price_point(Worker *w, long point, PointResult *r) {
  * fatal error in one (memory running out) stops them all at their next
  * chunk, and the caller, once it has joined them, ends the run with it. */
 
-enum { CHUNK = 8 };
+/* How the threads share the points: chunks of CHUNK consecutive points,
+ * or, in a study with design best, runs of consecutive points whose
+ * searches price the same candidate groups to the same bills (one
+ * cascade and model, settings and architecture but for its bandwidths
+ * and clock: search.h's GroupMemo), so that one thread makes a run's
+ * bills in its first, full searches while another makes another run's --
+ * at most RUN_MAX points, and a thread's even share, at a time. */
+enum { CHUNK = 8, RUN_MAX = 64 };
 
 typedef struct Pool {
   const Study *s;
   MapMemo *memo;
+  GroupMemo *groups;
   long lo, hi;
   PointResult *res;
-  atomic_long next, done;
+  pthread_mutex_t claim; /* guards NEXT */
+  long next;
+  int *arch_class; /* per architecture variant: the first variant equal
+                      to it but for its bandwidths and clock; NULL: no
+                      runs, chunks */
+  long run_max;
+  atomic_long done;
   atomic_long searches, reused; /* the workers' counts */
   SweepProgress progress;
   void *arg;
   FatalRecord failure;
 } Pool;
 
+/* Do points A and B share a run: one cascade and model, settings tuple
+ * and architecture class? */
+static bool same_run(const Pool *p, long a, long b) {
+  const Study *s = p->s;
+  long at[DIM_COUNT], bt[DIM_COUNT];
+  study_point(s, a, at);
+  study_point(s, b, bt);
+  int pa = s->combo_p[at[DIM_COMBO]], pb = s->combo_p[bt[DIM_COMBO]];
+  return at[DIM_CASCADE] == bt[DIM_CASCADE] &&
+         s->combo_s[at[DIM_COMBO]] == s->combo_s[bt[DIM_COMBO]] &&
+         p->arch_class[at[DIM_ARCH] * s->nptuples + pa] ==
+             p->arch_class[bt[DIM_ARCH] * s->nptuples + pb];
+}
+
+/* The next points to price, [*K, *END): false when none is left. */
+static bool claim(Pool *p, long *k, long *end) {
+  pthread_mutex_lock(&p->claim);
+  *k = *end = p->next;
+  if (*k < p->hi) {
+    *end = *k + 1;
+    if (!p->arch_class)
+      *end = *k + CHUNK < p->hi ? *k + CHUNK : p->hi;
+    else
+      while (*end < p->hi && *end - *k < p->run_max && same_run(p, *k, *end))
+        (*end)++;
+  }
+  p->next = *end;
+  pthread_mutex_unlock(&p->claim);
+  return *k < *end;
+}
+
+/* Each architecture variant's class (Pool.arch_class): variants with
+ * the same words but for their bandwidths and clock share one, the
+ * first's. */
+typedef struct Keyed {
+  uint64_t hash;
+  int variant, nkey;
+  uint64_t *key;
+} Keyed;
+
+static int by_hash(const void *a, const void *b) {
+  const Keyed *x = a, *y = b;
+  if (x->hash != y->hash)
+    return (x->hash > y->hash) - (x->hash < y->hash);
+  return (x->variant > y->variant) - (x->variant < y->variant);
+}
+
+static int *arch_classes(const Study *s) {
+  int n = s->narchs * s->nptuples;
+  Keyed *k = xcalloc((size_t)n + 1, sizeof *k);
+  int *cls = xmalloc(((size_t)n + 1) * sizeof *cls);
+  for (int v = 0; v < n; v++) {
+    k[v].variant = v;
+    k[v].nkey = model_arch_key(s->variant[v], &k[v].key);
+    uint64_t h = 0x9e3779b97f4a7c15u;
+    for (int i = 0; i < k[v].nkey; i++)
+      h = (h ^ k[v].key[i]) * 0xff51afd7ed558ccdu;
+    k[v].hash = h;
+  }
+  qsort(k, (size_t)n, sizeof *k, by_hash);
+  for (int i = 0; i < n; i++) {
+    cls[k[i].variant] = k[i].variant;
+    for (int j = i - 1; j >= 0 && k[j].hash == k[i].hash; j--)
+      if (k[j].nkey == k[i].nkey &&
+          memcmp(k[j].key, k[i].key, (size_t)k[i].nkey * sizeof *k[i].key) ==
+              0)
+        cls[k[i].variant] = cls[k[j].variant];
+  }
+  for (int v = 0; v < n; v++)
+    free(k[v].key);
+  free(k);
+  return cls;
+}
+
 static void run_chunks(Pool *p, Worker *w, bool report) {
   double last = now_seconds();
-  while (!fatal_failed(&p->failure)) {
-    long k = atomic_fetch_add(&p->next, CHUNK);
-    if (k >= p->hi)
-      break;
-    long end = k + CHUNK < p->hi ? k + CHUNK : p->hi;
+  long k, end;
+  while (!fatal_failed(&p->failure) && claim(p, &k, &end)) {
     for (long i = k; i < end; i++)
       price_point(w, i, &p->res[i - p->lo]);
     long done = atomic_fetch_add(&p->done, end - k) + (end - k);
@@ -294,7 +385,7 @@ static void run_chunks(Pool *p, Worker *w, bool report) {
 
 /* One thread's share: chunks until none is left. */
 static void run_share(Pool *p, bool report) {
-  Worker *w = worker_new(p->s, p->memo);
+  Worker *w = worker_new(p->s, p->memo, p->groups);
   run_chunks(p, w, report);
   atomic_fetch_add(&p->searches, w->searches);
   atomic_fetch_add(&p->reused, w->reused);
@@ -320,9 +411,19 @@ void sweep_eval_counted(const Study *s, long lo, long hi, int threads,
                         SweepStats *stats) {
   if (threads < 1)
     threads = 1;
-  Pool p = {.s = s, .memo = map_memo_new(threads > 1), .lo = lo, .hi = hi,
-            .res = res, .progress = progress, .arg = arg};
-  atomic_init(&p.next, lo);
+  Pool p = {.s = s, .memo = map_memo_new(threads > 1),
+            .groups = group_memo_new(threads > 1, GROUP_MEMO_BYTES),
+            .lo = lo, .hi = hi, .next = lo, .res = res,
+            .progress = progress, .arg = arg};
+  pthread_mutex_init(&p.claim, NULL);
+  bool best = false;
+  for (int d = 0; d < s->nds; d++)
+    best = best || s->ds[d].design == DESIGN_BEST;
+  if (best) {
+    p.arch_class = arch_classes(s);
+    long share = (hi - lo + threads - 1) / threads;
+    p.run_max = share < CHUNK ? CHUNK : share > RUN_MAX ? RUN_MAX : share;
+  }
   atomic_init(&p.done, 0);
   atomic_init(&p.searches, 0);
   atomic_init(&p.reused, 0);
@@ -339,8 +440,12 @@ void sweep_eval_counted(const Study *s, long lo, long hi, int threads,
     stats->searches = atomic_load(&p.searches);
     stats->reused = atomic_load(&p.reused);
     map_memo_stats(p.memo, &stats->map_hits, &stats->map_misses);
+    group_memo_stats(p.groups, &stats->groups);
   }
   map_memo_free(p.memo);
+  group_memo_free(p.groups);
+  free(p.arch_class);
+  pthread_mutex_destroy(&p.claim);
   fatal_rethrow(&p.failure);
   if (progress)
     progress(hi - lo, hi - lo, arg);

@@ -126,9 +126,11 @@ void sweep_eval(const Study *s, long lo, long hi, int threads,
 /* What a sweep shared (for benchmarks and tests): the searches of design
  * best it ran, and those it served again (a phase and a scenario that
  * price the same shape at one point); the mapping memo's hits and
- * misses. */
+ * misses; the candidate groups of best's searches priced from a kept
+ * bill and priced in full (search.h's GroupMemo). */
 typedef struct SweepStats {
   long searches, reused, map_hits, map_misses;
+  GroupMemoStats groups;
 } SweepStats;
 /* sweep_eval, counting into STATS. */
 void sweep_eval_counted(const Study *s, long lo, long hi, int threads,
