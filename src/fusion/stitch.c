@@ -156,8 +156,8 @@ static void stitch_greedy(const Cascade *c, const Pair *pairs, const Nodes *m,
                           Strategy st, char *group_start) {
   int first = 0;
   for (int k = 0; k < m->n; k++) {
-    int count;
-    bool allowed;
+    int count = 0; /* k == 0 starts a group without asking */
+    bool allowed = true;
     if (k > 0)
       edges_with_group(c, pairs, m, k, first, k - 1, st, &count, &allowed);
     if (k == 0 || count == 0 || !allowed) {
