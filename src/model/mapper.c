@@ -293,42 +293,45 @@ typedef struct Search {
   int nperm;   /* the first nperm free classes are permuted; the rest stay
                   innermost, in order, with tile 1 */
   int perm[MAX_CLASSES];
-  double ctile[MAX_CLASSES];
+  /* The current candidate, built a class at a time as the enumeration
+   * descends (place_class): its variables' tiles, and its loops, outermost
+   * first -- the group-fixed and neutral ones (Prep's), then the classes
+   * in perm's order, class K's from order_at[K]. A candidate differs from
+   * the last one in its deepest classes alone, so only those are redone. */
+  double tile[MAP_MAX_VARS];
+  int order[MAP_MAX_VARS];
+  int order_at[MAX_CLASSES + 1];
   const Prep *q;
   const Prep *below; /* every tensor: what the next level in would move
                         if it held a whole tile of this one */
-  double best_below; /* the best's */
+  double best_below; /* the best's, once below_known */
+  bool below_known;  /* (found when a tie first needs it) */
   Mapping best;
   bool have;
 } Search;
 
-/* The variable-level tiles and loop order of the current candidate: the
- * group-fixed and neutral classes as in Prep, then the search's classes
- * outermost first (those past nperm at tile 1). */
-static void class_tiles(const Search *s, double *tile, int *order,
-                        int *norder) {
+/* Class perm[K] at tile T: its variables' tiles (spread innermost
+ * first) and its loops (those it does not take whole) after the classes
+ * before it. */
+static void place_class(Search *s, int k, double t) {
   const MapProblem *p = s->p;
   const Prep *q = s->q;
-  memcpy(tile, q->base_tile, sizeof(double) * (size_t)p->nvars);
-  memcpy(order, q->base_order, sizeof(int) * (size_t)q->base_norder);
-  *norder = q->base_norder;
-  for (int k = 0; k < s->r->nfree; k++) {
-    int c = s->perm[k];
-    double t = k < s->nperm ? s->ctile[c] : 1;
-    for (int i = 0; i < q->nmembers[c]; i++) { /* innermost var first */
-      int v = q->member_desc[c][i];
-      double tv = t < p->size[v] ? t : p->size[v];
-      if (tv < 1)
-        tv = 1;
-      tile[v] = tv;
-      t = ceil_div(t, tv);
-    }
-    for (int i = q->nmembers[c] - 1; i >= 0; i--) {
-      int v = q->member_desc[c][i];
-      if (tile[v] < p->size[v])
-        order[(*norder)++] = v;
-    }
+  int c = s->perm[k];
+  for (int i = 0; i < q->nmembers[c]; i++) { /* innermost var first */
+    int v = q->member_desc[c][i];
+    double tv = t < p->size[v] ? t : p->size[v];
+    if (tv < 1)
+      tv = 1;
+    s->tile[v] = tv;
+    t = ceil_div(t, tv);
   }
+  int n = s->order_at[k];
+  for (int i = q->nmembers[c] - 1; i >= 0; i--) {
+    int v = q->member_desc[c][i];
+    if (s->tile[v] < p->size[v])
+      s->order[n++] = v;
+  }
+  s->order_at[k + 1] = n;
 }
 
 /* Can a candidate holding F elements not beat the best so far, whatever
@@ -354,16 +357,17 @@ static bool better_below(const Search *s, double below, double fp) {
   return fp > b->footprint + 1e-9;
 }
 
-/* Price the current candidate (every class tile set) and keep it if it
+/* Price the current candidate (every class placed) and keep it if it
  * is better: it fits where the best does not; or both fit and it moves
  * less, then holds more (the levels inside tile within what it holds: a
  * larger tile leaves them more reuse); or neither fits and it holds
- * less. */
+ * less. What the levels inside would move is found only where the
+ * traffic ties (for the best too: a pure function of its tiles). */
 static void try_current(Search *s) {
   const MapProblem *p = s->p;
-  double tile[MAP_MAX_VARS];
-  int order[MAP_MAX_VARS], norder;
-  class_tiles(s, tile, order, &norder);
+  const double *tile = s->tile;
+  const int *order = s->order;
+  int norder = s->order_at[s->r->nfree];
   s->best.evaluated++;
   double fp = footprint_of(s->q, tile);
   if (hopeless(s, fp))
@@ -373,13 +377,21 @@ static void try_current(Search *s) {
   double read[MAP_MAX_TENSORS], write[MAP_MAX_TENSORS];
   double traffic = traffic_of(p, s->q, tile, order, norder, read, write);
   double rd[MAP_MAX_TENSORS], wr[MAP_MAX_TENSORS];
-  double below = fits ? traffic_of(p, s->below, tile, order, norder, rd, wr)
-                      : 0;
+  bool known = false;
+  double below = 0;
   if (s->have && fits && b->fits) {
     if (traffic > b->traffic * (1 + 1e-12))
       return;
-    if (!(traffic < b->traffic * (1 - 1e-12)) && !better_below(s, below, fp))
-      return;
+    if (!(traffic < b->traffic * (1 - 1e-12))) {
+      if (!s->below_known)
+        s->best_below = traffic_of(p, s->below, b->tile, b->order,
+                                   b->norder, rd, wr);
+      s->below_known = true;
+      below = traffic_of(p, s->below, tile, order, norder, rd, wr);
+      known = true;
+      if (!better_below(s, below, fp))
+        return;
+    }
   }
   Mapping *m = &s->best;
   memcpy(m->tile, tile, sizeof(double) * (size_t)p->nvars);
@@ -393,7 +405,14 @@ static void try_current(Search *s) {
   m->footprint = fp;
   m->fits = fits;
   s->best_below = below;
+  s->below_known = known;
   s->have = true;
+}
+
+/* Does the candidate with the innermost class at tile T fit? */
+static bool fits_with(Search *s, double t) {
+  place_class(s, s->r->nfree - 1, t);
+  return footprint_of(s->q, s->tile) <= s->p->capacity;
 }
 
 /* The innermost class's tile, which multiplies nothing: the largest
@@ -401,36 +420,34 @@ static void try_current(Search *s) {
  * when none does. */
 static void innermost_tile(Search *s) {
   const Reduced *r = s->r;
-  int c = s->perm[r->nfree - 1];
-  double opt[48], tile[MAP_MAX_VARS];
-  int order[MAP_MAX_VARS], norder;
-  int n = tile_options(r->size[c], s->base, opt);
-  s->ctile[c] = 1;
-  if (r->nfree - 1 >= s->nperm)
-    return; /* not searched: kept innermost at tile 1 */
-  for (int i = n - 1; i > 0; i--) {
-    s->ctile[c] = opt[i];
-    class_tiles(s, tile, order, &norder);
-    if (footprint_of(s->q, tile) <= s->p->capacity)
-      return;
+  int k = r->nfree - 1;
+  double t = 1; /* also when not searched: kept innermost at tile 1 */
+  if (k < s->nperm) {
+    double opt[48];
+    int n = tile_options(r->size[s->perm[k]], s->base, opt);
+    for (int i = n - 1; i > 0 && t == 1; i--)
+      if (fits_with(s, opt[i]))
+        t = opt[i];
   }
-  s->ctile[c] = 1;
+  place_class(s, k, t);
 }
 
-/* Enumerate tiles for positions [k, nfree-1), then the innermost's. */
+/* Enumerate tiles for positions [k, nfree-1), then the innermost's (the
+ * unsearched classes past nperm at tile 1). */
 static void enum_tiles(Search *s, int k) {
   const Reduced *r = s->r;
   if (k >= r->nfree - 1 || k >= s->nperm) {
+    for (int j = k; j < r->nfree - 1; j++)
+      place_class(s, j, 1);
     if (r->nfree > 0)
       innermost_tile(s);
     try_current(s);
     return;
   }
-  int c = s->perm[k];
   double opt[48];
-  int n = tile_options(r->size[c], s->base, opt);
+  int n = tile_options(r->size[s->perm[k]], s->base, opt);
   for (int i = 0; i < n; i++) {
-    s->ctile[c] = opt[i];
+    place_class(s, k, opt[i]);
     enum_tiles(s, k + 1);
   }
 }
@@ -521,6 +538,9 @@ void map_search(const MapProblem *p, Mapping *best) {
   Prep *below = xmalloc(sizeof *below);
   prep_tensors(p, below, true);
   Search s = {.p = p, .r = &r, .base = 2, .q = &q, .below = below};
+  memcpy(s.tile, q.base_tile, sizeof s.tile);
+  memcpy(s.order, q.base_order, sizeof(int) * (size_t)q.base_norder);
+  s.order_at[0] = q.base_norder;
   for (int k = 0; k < r.nfree; k++)
     s.perm[k] = r.free_classes[k];
   /* Beyond MAP_MAX_PERM_CLASSES, the largest classes are searched and the
