@@ -151,6 +151,9 @@ enum { PREP_MAX_DIMS = MAP_MAX_TENSORS * IR_MAX_RANKS,
 typedef struct Prep {
   int ndram;
   int tensor[MAP_MAX_TENSORS];      /* the DRAM tensors, in problem order */
+  VarSet vars[MAP_MAX_TENSORS];     /* and of each, what traffic_of reads */
+  double elems[MAP_MAX_TENSORS];
+  bool output[MAP_MAX_TENSORS];
   /* Per DRAM tensor, the refetches the loops above (MapProblem.above)
    * make: over all of them when a loop of this level indexes it, else up
    * to the last that does. */
@@ -196,6 +199,9 @@ static void prep_tensors(const MapProblem *p, Prep *q, bool all) {
       continue;
     q->first_dim[q->ndram] = nd;
     above_refetch(p, T, &q->above_all[q->ndram], &q->above_last[q->ndram]);
+    q->vars[q->ndram] = T->vars;
+    q->elems[q->ndram] = T->elems;
+    q->output[q->ndram] = T->output;
     q->tensor[q->ndram++] = t;
     for (int k = 0; k < T->ndims; k++) {
       q->first_term[nd++] = nterm;
@@ -247,20 +253,20 @@ static double traffic_of(const MapProblem *p, const Prep *q,
   double traffic = 0;
   for (int i = 0; i < q->ndram; i++) {
     int t = q->tensor[i];
-    const MapTensor *T = &p->t[t];
+    VarSet vars = q->vars[i];
     int last = group > 0 ? group : -1;
     for (int j = group; j < norder; j++)
-      if (VARSET_HAS(T->vars, order[j]))
+      if (VARSET_HAS(vars, order[j]))
         last = j;
     double mult = last < 0 ? q->above_last[i] : q->above_all[i];
     for (int j = 0; j < last; j++)
-      if (!VARSET_HAS(T->vars, order[j]))
+      if (!VARSET_HAS(vars, order[j]))
         mult *= n[j];
-    if (T->output) {
-      write[t] = T->elems * mult;
-      read[t] = T->elems * (mult - 1);
+    if (q->output[i]) {
+      write[t] = q->elems[i] * mult;
+      read[t] = q->elems[i] * (mult - 1);
     } else {
-      read[t] = T->elems * mult;
+      read[t] = q->elems[i] * mult;
     }
     traffic += read[t] + write[t];
   }
@@ -302,8 +308,9 @@ typedef struct Search {
   int order[MAP_MAX_VARS];
   int order_at[MAX_CLASSES + 1];
   const Prep *q;
-  const Prep *below; /* every tensor: what the next level in would move
-                        if it held a whole tile of this one */
+  Prep *below;       /* every tensor: what the next level in would move
+                        if it held a whole tile of this one (made at the
+                        first tie: NULL before) */
   double best_below; /* the best's, once below_known */
   bool below_known;  /* (found when a tie first needs it) */
   Mapping best;
@@ -357,19 +364,19 @@ static bool better_below(const Search *s, double below, double fp) {
   return fp > b->footprint + 1e-9;
 }
 
-/* Price the current candidate (every class placed) and keep it if it
+/* Price the current candidate (every class placed, holding FP
+ * elements) and keep it if it
  * is better: it fits where the best does not; or both fit and it moves
  * less, then holds more (the levels inside tile within what it holds: a
  * larger tile leaves them more reuse); or neither fits and it holds
  * less. What the levels inside would move is found only where the
  * traffic ties (for the best too: a pure function of its tiles). */
-static void try_current(Search *s) {
+static void try_current(Search *s, double fp) {
   const MapProblem *p = s->p;
   const double *tile = s->tile;
   const int *order = s->order;
   int norder = s->order_at[s->r->nfree];
   s->best.evaluated++;
-  double fp = footprint_of(s->q, tile);
   if (hopeless(s, fp))
     return;
   bool fits = fp <= p->capacity;
@@ -383,6 +390,10 @@ static void try_current(Search *s) {
     if (traffic > b->traffic * (1 + 1e-12))
       return;
     if (!(traffic < b->traffic * (1 - 1e-12))) {
+      if (!s->below) { /* the first tie: few searches meet one */
+        s->below = xmalloc(sizeof *s->below);
+        prep_tensors(p, s->below, true);
+      }
       if (!s->below_known)
         s->best_below = traffic_of(p, s->below, b->tile, b->order,
                                    b->norder, rd, wr);
@@ -409,46 +420,62 @@ static void try_current(Search *s) {
   s->have = true;
 }
 
-/* Does the candidate with the innermost class at tile T fit? */
-static bool fits_with(Search *s, double t) {
-  place_class(s, s->r->nfree - 1, t);
-  return footprint_of(s->q, s->tile) <= s->p->capacity;
-}
-
-/* The innermost class's tile, which multiplies nothing: the largest
- * that fits beside the others (what the levels inside get to tile), or 1
- * when none does. */
-static void innermost_tile(Search *s) {
+/* The classes from position K on (those before it placed): the
+ * unsearched ones past nperm at tile 1, then the innermost's tile, which
+ * multiplies nothing: the largest that fits beside the others (what the
+ * levels inside get to tile), or 1 when none does; and that candidate
+ * priced, with the footprint its choice found. */
+static void leaf(Search *s, int k) {
   const Reduced *r = s->r;
-  int k = r->nfree - 1;
-  double t = 1; /* also when not searched: kept innermost at tile 1 */
-  if (k < s->nperm) {
+  int in = r->nfree - 1;
+  for (int j = k; j < in; j++)
+    place_class(s, j, 1);
+  if (in >= 0 && in < s->nperm) {
     double opt[48];
-    int n = tile_options(r->size[s->perm[k]], s->base, opt);
-    for (int i = n - 1; i > 0 && t == 1; i--)
-      if (fits_with(s, opt[i]))
-        t = opt[i];
+    int n = tile_options(r->size[s->perm[in]], s->base, opt);
+    for (int i = n - 1; i > 0; i--) {
+      place_class(s, in, opt[i]);
+      double fp = footprint_of(s->q, s->tile);
+      if (fp <= s->p->capacity) {
+        try_current(s, fp);
+        return;
+      }
+    }
   }
-  place_class(s, k, t);
+  if (in >= 0)
+    place_class(s, in, 1);
+  try_current(s, footprint_of(s->q, s->tile));
 }
 
-/* Enumerate tiles for positions [k, nfree-1), then the innermost's (the
- * unsearched classes past nperm at tile 1). */
+/* Can no candidate below position K (the classes before it placed) beat
+ * the best? Where the best fits, one that does not fit cannot, and one
+ * that fits must move no more than it. Each tensor moves at least what
+ * the loops placed make it move: the loops after them only add indexing
+ * loops (which move its last one no earlier) and refetches of at least
+ * one trip. (A margin far above rounding: a tie is kept.) */
+static bool outmoved(const Search *s, int k) {
+  if (!s->have || !s->best.fits)
+    return false;
+  double rd[MAP_MAX_TENSORS], wr[MAP_MAX_TENSORS];
+  double least =
+      traffic_of(s->p, s->q, s->tile, s->order, s->order_at[k], rd, wr);
+  return least > s->best.traffic * (1 + 1e-6);
+}
+
+/* Enumerate tiles for positions [k, nfree-1), then the leaf's; not below
+ * a placement that cannot beat the best (outmoved). */
 static void enum_tiles(Search *s, int k) {
   const Reduced *r = s->r;
   if (k >= r->nfree - 1 || k >= s->nperm) {
-    for (int j = k; j < r->nfree - 1; j++)
-      place_class(s, j, 1);
-    if (r->nfree > 0)
-      innermost_tile(s);
-    try_current(s);
+    leaf(s, k);
     return;
   }
   double opt[48];
   int n = tile_options(r->size[s->perm[k]], s->base, opt);
   for (int i = 0; i < n; i++) {
     place_class(s, k, opt[i]);
-    enum_tiles(s, k + 1);
+    if (!outmoved(s, k + 1))
+      enum_tiles(s, k + 1);
   }
 }
 
@@ -535,9 +562,7 @@ void map_search(const MapProblem *p, Mapping *best) {
   reduce_problem(p, &r);
   Prep q;
   prep_search(p, &r, &q);
-  Prep *below = xmalloc(sizeof *below);
-  prep_tensors(p, below, true);
-  Search s = {.p = p, .r = &r, .base = 2, .q = &q, .below = below};
+  Search s = {.p = p, .r = &r, .base = 2, .q = &q};
   memcpy(s.tile, q.base_tile, sizeof s.tile);
   memcpy(s.order, q.base_order, sizeof(int) * (size_t)q.base_norder);
   s.order_at[0] = q.base_norder;
@@ -560,6 +585,6 @@ void map_search(const MapProblem *p, Mapping *best) {
   *best = s.best;
   best->coarsened = coarsened;
   best->pinned = pinned;
-  free(below);
+  free(s.below);
   assert(tiles_within(p, best));
 }
