@@ -67,6 +67,9 @@ static Nest *build_nest(const Grp *G, int i) {
   n->p.capacity = 0; /* member_problem sets it, and the tiles */
   n->norder = 0;     /* no mapping text yet */
   n->text[0] = '\0';
+  n->posed = NULL;
+  n->slot = NULL;
+  n->nposed = n->room_posed = n->nslots = 0;
   return n;
 }
 
@@ -85,6 +88,8 @@ Nest *member_nest(const Grp *G, int i) {
 void nest_free(Nest *n) {
   if (n) {
     free(n->read_at);
+    free(n->posed);
+    free(n->slot);
   }
   free(n);
 }
@@ -118,6 +123,90 @@ const MapProblem *member_problem(const Grp *G, int i,
       }
   p->capacity = capacity;
   return p;
+}
+
+/* A problem a nest posed, by what member_problem sets of it (the rest
+ * of the nest is fixed when it is built): which tensors move, the
+ * group's variables and tiles, the capacity; and its mapping. A member
+ * poses the same problem in many of the groups and tiles a search
+ * prices, and finding it here costs a few words where the memo's key is
+ * the whole problem (and, in `reproduce`, a lock the threads share). */
+enum { POSED_WORDS = 3 + MAP_MAX_VARS };
+_Static_assert(MAP_MAX_TENSORS <= 64, "which tensors move: one word");
+
+typedef struct Posed {
+  uint64_t hash;
+  int nwords;
+  uint64_t key[POSED_WORDS];
+  Mapping answer;
+} Posed;
+
+static int posed_key(const MapProblem *p, uint64_t *w) {
+  int n = 0;
+  uint64_t dram = 0;
+  for (int t = 0; t < p->ntensors; t++)
+    dram |= (uint64_t)p->t[t].dram << t;
+  w[n++] = dram;
+  w[n++] = p->outer;
+  memcpy(&w[n++], &p->capacity, sizeof *w);
+  for (int v = 0; v < p->nvars; v++)
+    if (VARSET_HAS(p->outer, v))
+      memcpy(&w[n++], &p->outer_tile[v], sizeof *w);
+  return n;
+}
+
+/* The slot of the problem with KEY (NW words, hash H) in N: its place,
+ * or the empty slot it would take. */
+static int *posed_slot(const Nest *n, uint64_t h, const uint64_t *key,
+                       int nw) {
+  size_t mask = (size_t)n->nslots - 1;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    int *s = &n->slot[i];
+    if (!*s)
+      return s;
+    const Posed *e = &n->posed[*s - 1];
+    if (e->hash == h && e->nwords == nw &&
+        memcmp(e->key, key, (size_t)nw * sizeof *key) == 0)
+      return s;
+  }
+}
+
+/* Room in N for one more problem: its slots kept at most half full. */
+static void posed_room(Nest *n) {
+  if (n->nposed == n->room_posed) {
+    n->room_posed = n->room_posed ? 2 * n->room_posed : 16;
+    n->posed = xrealloc(n->posed, (size_t)n->room_posed * sizeof *n->posed);
+  }
+  if (2 * (n->nposed + 1) <= n->nslots)
+    return;
+  free(n->slot);
+  n->nslots = n->nslots ? 2 * n->nslots : 64;
+  n->slot = xcalloc((size_t)n->nslots, sizeof *n->slot);
+  for (int k = 0; k < n->nposed; k++) {
+    const Posed *e = &n->posed[k];
+    *posed_slot(n, e->hash, e->key, e->nwords) = k + 1;
+  }
+}
+
+void member_map(const Grp *G, int i, double capacity, Mapping *m) {
+  const MapProblem *p = member_problem(G, i, capacity);
+  Nest *n = G->nest[i];
+  uint64_t key[POSED_WORDS];
+  int nw = posed_key(p, key);
+  uint64_t h = hash_words(key, nw);
+  posed_room(n);
+  int *s = posed_slot(n, h, key, nw);
+  if (*s) {
+    *m = n->posed[*s - 1].answer;
+    return;
+  }
+  map_search_memo(G->x->memo, p, m);
+  Posed *e = &n->posed[n->nposed++];
+  e->hash = h;
+  e->nwords = nw;
+  memcpy(e->key, key, (size_t)nw * sizeof *key);
+  e->answer = *m;
+  *s = n->nposed;
 }
 
 /* Does member I read held tensor H from the buffer (a recurrence's
