@@ -166,11 +166,12 @@ struct Nest {
   int order[MAP_MAX_VARS];
   double tile[MAP_MAX_VARS];
   char text[sizeof ((EinsumEval *)0)->mapping];
-  /* The problems it has posed and their mappings (member_map), found by
-   * what member_problem sets through SLOT (open addressing, a power of
-   * two of them: 0 empty, else 1 + the problem's place in POSED). */
-  struct Posed *posed;
-  int nposed, room_posed;
+  /* The problems it has posed and their mappings (member_map), in
+   * blocks (never moved: a block is ~50 KB), found by what member_problem
+   * sets through SLOT (open addressing, a power of two of them: 0 empty,
+   * else 1 + the problem's place among them). */
+  struct Posed **posed;
+  int nposed, nblocks;
   int *slot, nslots;
 };
 

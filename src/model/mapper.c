@@ -235,14 +235,18 @@ static double footprint_of(const Prep *q, const double *tile) {
   return total;
 }
 
+/* The trips of each of ORDER's N loops under tiles TILE. */
+static void loop_trips(const MapProblem *p, const double *tile,
+                       const int *order, int n, double *trips) {
+  for (int j = 0; j < n; j++)
+    trips[j] = ceil_div(p->size[order[j]], tile[order[j]]);
+}
+
 /* Elements moved, per tensor into READ and WRITE (0 for on-chip ones),
- * and in all. */
+ * and in all, by the loops ORDER (NORDER of them, of TRIPS trips). */
 static double traffic_of(const MapProblem *p, const Prep *q,
-                         const double *tile, const int *order, int norder,
+                         const double *trips, const int *order, int norder,
                          double *read, double *write) {
-  double n[MAP_MAX_VARS];
-  for (int j = 0; j < norder; j++)
-    n[j] = ceil_div(p->size[order[j]], tile[order[j]]);
   for (int t = 0; t < p->ntensors; t++)
     read[t] = write[t] = 0;
   /* The group's loops lead the order: its other Einsums run inside each
@@ -261,7 +265,7 @@ static double traffic_of(const MapProblem *p, const Prep *q,
     double mult = last < 0 ? q->above_last[i] : q->above_all[i];
     for (int j = 0; j < last; j++)
       if (!VARSET_HAS(vars, order[j]))
-        mult *= n[j];
+        mult *= trips[j];
     if (q->output[i]) {
       write[t] = q->elems[i] * mult;
       read[t] = q->elems[i] * (mult - 1);
@@ -276,8 +280,10 @@ static double traffic_of(const MapProblem *p, const Prep *q,
 void map_price(const MapProblem *p, Mapping *m) {
   Prep q;
   prep_tensors(p, &q, false);
+  double trips[MAP_MAX_VARS];
+  loop_trips(p, m->tile, m->order, m->norder, trips);
   m->footprint = footprint_of(&q, m->tile);
-  m->traffic = traffic_of(p, &q, m->tile, m->order, m->norder, m->read,
+  m->traffic = traffic_of(p, &q, trips, m->order, m->norder, m->read,
                           m->write);
   m->fits = m->footprint <= p->capacity;
 }
@@ -306,6 +312,7 @@ typedef struct Search {
    * the last one in its deepest classes alone, so only those are redone. */
   double tile[MAP_MAX_VARS];
   int order[MAP_MAX_VARS];
+  double trips[MAP_MAX_VARS]; /* each loop's */
   int order_at[MAX_CLASSES + 1];
   const Prep *q;
   Prep *below;       /* every tensor: what the next level in would move
@@ -335,8 +342,10 @@ static void place_class(Search *s, int k, double t) {
   int n = s->order_at[k];
   for (int i = q->nmembers[c] - 1; i >= 0; i--) {
     int v = q->member_desc[c][i];
-    if (s->tile[v] < p->size[v])
+    if (s->tile[v] < p->size[v]) {
+      s->trips[n] = ceil_div(p->size[v], s->tile[v]);
       s->order[n++] = v;
+    }
   }
   s->order_at[k + 1] = n;
 }
@@ -382,7 +391,7 @@ static void try_current(Search *s, double fp) {
   bool fits = fp <= p->capacity;
   const Mapping *b = &s->best;
   double read[MAP_MAX_TENSORS], write[MAP_MAX_TENSORS];
-  double traffic = traffic_of(p, s->q, tile, order, norder, read, write);
+  double traffic = traffic_of(p, s->q, s->trips, order, norder, read, write);
   double rd[MAP_MAX_TENSORS], wr[MAP_MAX_TENSORS];
   bool known = false;
   double below = 0;
@@ -394,11 +403,14 @@ static void try_current(Search *s, double fp) {
         s->below = xmalloc(sizeof *s->below);
         prep_tensors(p, s->below, true);
       }
-      if (!s->below_known)
-        s->best_below = traffic_of(p, s->below, b->tile, b->order,
-                                   b->norder, rd, wr);
+      if (!s->below_known) {
+        double trips[MAP_MAX_VARS];
+        loop_trips(p, b->tile, b->order, b->norder, trips);
+        s->best_below = traffic_of(p, s->below, trips, b->order, b->norder,
+                                   rd, wr);
+      }
       s->below_known = true;
-      below = traffic_of(p, s->below, tile, order, norder, rd, wr);
+      below = traffic_of(p, s->below, s->trips, order, norder, rd, wr);
       known = true;
       if (!better_below(s, below, fp))
         return;
@@ -458,7 +470,7 @@ static bool outmoved(const Search *s, int k) {
     return false;
   double rd[MAP_MAX_TENSORS], wr[MAP_MAX_TENSORS];
   double least =
-      traffic_of(s->p, s->q, s->tile, s->order, s->order_at[k], rd, wr);
+      traffic_of(s->p, s->q, s->trips, s->order, s->order_at[k], rd, wr);
   return least > s->best.traffic * (1 + 1e-6);
 }
 
@@ -566,6 +578,7 @@ void map_search(const MapProblem *p, Mapping *best) {
   memcpy(s.tile, q.base_tile, sizeof s.tile);
   memcpy(s.order, q.base_order, sizeof(int) * (size_t)q.base_norder);
   s.order_at[0] = q.base_norder;
+  loop_trips(p, s.tile, s.order, q.base_norder, s.trips);
   for (int k = 0; k < r.nfree; k++)
     s.perm[k] = r.free_classes[k];
   /* Beyond MAP_MAX_PERM_CLASSES, the largest classes are searched and the

@@ -69,7 +69,7 @@ static Nest *build_nest(const Grp *G, int i) {
   n->text[0] = '\0';
   n->posed = NULL;
   n->slot = NULL;
-  n->nposed = n->room_posed = n->nslots = 0;
+  n->nposed = n->nblocks = n->nslots = 0;
   return n;
 }
 
@@ -88,6 +88,8 @@ Nest *member_nest(const Grp *G, int i) {
 void nest_free(Nest *n) {
   if (n) {
     free(n->read_at);
+    for (int b = 0; b < n->nblocks; b++)
+      free(n->posed[b]);
     free(n->posed);
     free(n->slot);
   }
@@ -131,7 +133,7 @@ const MapProblem *member_problem(const Grp *G, int i,
  * poses the same problem in many of the groups and tiles a search
  * prices, and finding it here costs a few words where the memo's key is
  * the whole problem (and, in `reproduce`, a lock the threads share). */
-enum { POSED_WORDS = 3 + MAP_MAX_VARS };
+enum { POSED_WORDS = 3 + MAP_MAX_VARS, POSED_BLOCK = 64 };
 _Static_assert(MAP_MAX_TENSORS <= 64, "which tensors move: one word");
 
 typedef struct Posed {
@@ -155,6 +157,10 @@ static int posed_key(const MapProblem *p, uint64_t *w) {
   return n;
 }
 
+static Posed *posed_at(const Nest *n, int k) {
+  return &n->posed[k / POSED_BLOCK][k % POSED_BLOCK];
+}
+
 /* The slot of the problem with KEY (NW words, hash H) in N: its place,
  * or the empty slot it would take. */
 static int *posed_slot(const Nest *n, uint64_t h, const uint64_t *key,
@@ -164,7 +170,7 @@ static int *posed_slot(const Nest *n, uint64_t h, const uint64_t *key,
     int *s = &n->slot[i];
     if (!*s)
       return s;
-    const Posed *e = &n->posed[*s - 1];
+    const Posed *e = posed_at(n, *s - 1);
     if (e->hash == h && e->nwords == nw &&
         memcmp(e->key, key, (size_t)nw * sizeof *key) == 0)
       return s;
@@ -173,9 +179,9 @@ static int *posed_slot(const Nest *n, uint64_t h, const uint64_t *key,
 
 /* Room in N for one more problem: its slots kept at most half full. */
 static void posed_room(Nest *n) {
-  if (n->nposed == n->room_posed) {
-    n->room_posed = n->room_posed ? 2 * n->room_posed : 16;
-    n->posed = xrealloc(n->posed, (size_t)n->room_posed * sizeof *n->posed);
+  if (n->nposed == n->nblocks * POSED_BLOCK) {
+    n->posed = xrealloc(n->posed, (size_t)(n->nblocks + 1) * sizeof *n->posed);
+    n->posed[n->nblocks++] = xmalloc(POSED_BLOCK * sizeof **n->posed);
   }
   if (2 * (n->nposed + 1) <= n->nslots)
     return;
@@ -183,7 +189,7 @@ static void posed_room(Nest *n) {
   n->nslots = n->nslots ? 2 * n->nslots : 64;
   n->slot = xcalloc((size_t)n->nslots, sizeof *n->slot);
   for (int k = 0; k < n->nposed; k++) {
-    const Posed *e = &n->posed[k];
+    const Posed *e = posed_at(n, k);
     *posed_slot(n, e->hash, e->key, e->nwords) = k + 1;
   }
 }
@@ -197,11 +203,11 @@ void member_map(const Grp *G, int i, double capacity, Mapping *m) {
   posed_room(n);
   int *s = posed_slot(n, h, key, nw);
   if (*s) {
-    *m = n->posed[*s - 1].answer;
+    *m = posed_at(n, *s - 1)->answer;
     return;
   }
   map_search_memo(G->x->memo, p, m);
-  Posed *e = &n->posed[n->nposed++];
+  Posed *e = posed_at(n, n->nposed++);
   e->hash = h;
   e->nwords = nw;
   memcpy(e->key, key, (size_t)nw * sizeof *key);
