@@ -24,7 +24,10 @@
  * nothing (the least footprint); one that indexes no DRAM
  * tensor is left whole (it is on chip); variables indexing the same
  * tensors, always as plain indices, are one class (b and i: the tokens);
- * and the innermost loop's tile never multiplies anything either. */
+ * the innermost loop's tile never multiplies anything either; and once a
+ * mapping fits, a partial one whose loops so far already make its
+ * tensors move more is not completed (the loops after them can only add
+ * refetches). */
 #include "model.h"
 
 #include <assert.h>
@@ -317,7 +320,8 @@ typedef struct Search {
   const Prep *q;
   Prep *below;       /* every tensor: what the next level in would move
                         if it held a whole tile of this one (made at the
-                        first tie: NULL before) */
+                        first tie: below_made) */
+  bool below_made;
   double best_below; /* the best's, once below_known */
   bool below_known;  /* (found when a tie first needs it) */
   Mapping best;
@@ -399,9 +403,9 @@ static void try_current(Search *s, double fp) {
     if (traffic > b->traffic * (1 + 1e-12))
       return;
     if (!(traffic < b->traffic * (1 - 1e-12))) {
-      if (!s->below) { /* the first tie: few searches meet one */
-        s->below = xmalloc(sizeof *s->below);
+      if (!s->below_made) { /* the first tie: most searches meet none */
         prep_tensors(p, s->below, true);
+        s->below_made = true;
       }
       if (!s->below_known) {
         double trips[MAP_MAX_VARS];
@@ -574,7 +578,8 @@ void map_search(const MapProblem *p, Mapping *best) {
   reduce_problem(p, &r);
   Prep q;
   prep_search(p, &r, &q);
-  Search s = {.p = p, .r = &r, .base = 2, .q = &q};
+  Prep below; /* (on the stack: a search that needs it needs it once) */
+  Search s = {.p = p, .r = &r, .base = 2, .q = &q, .below = &below};
   memcpy(s.tile, q.base_tile, sizeof s.tile);
   memcpy(s.order, q.base_order, sizeof(int) * (size_t)q.base_norder);
   s.order_at[0] = q.base_norder;
@@ -598,6 +603,5 @@ void map_search(const MapProblem *p, Mapping *best) {
   *best = s.best;
   best->coarsened = coarsened;
   best->pinned = pinned;
-  free(s.below);
   assert(tiles_within(p, best));
 }
