@@ -168,11 +168,11 @@ struct Nest {
   char text[sizeof ((EinsumEval *)0)->mapping];
   /* The problems it has posed and their mappings (member_map), in
    * blocks (never moved: a block is ~50 KB), found by what member_problem
-   * sets through SLOT (open addressing, a power of two of them: 0 empty,
-   * else 1 + the problem's place among them). */
+   * sets through SLOT (open addressing, a power of two of them). */
   struct Posed **posed;
   int nposed, nblocks;
-  int *slot, nslots;
+  struct PosedSlot *slot;
+  int nslots;
 };
 
 /* Record that T went off chip, and why (group.c's and extras.c's: here,
