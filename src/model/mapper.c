@@ -222,8 +222,9 @@ static void prep_tensors(const MapProblem *p, Prep *q, bool all) {
 /* Elements a mapping with tiles TILE holds: per DRAM tensor, the product
  * over its coordinates of the range they span -- Timeloop's tile, the box
  * a level stores: a window's overlap counted once, a stride's gaps and a
- * flattened index's holes (256*c+l) counted in. */
-static double footprint_of(const Prep *q, const double *tile) {
+ * flattened index's holes (256*c+l) counted in. Past STOP, the sum so
+ * far (every tensor holds a positive count: the rest would only add). */
+static double footprint_of(const Prep *q, const double *tile, double stop) {
   double total = 0;
   for (int i = 0; i < q->ndram; i++) {
     double fp = 1;
@@ -234,6 +235,8 @@ static double footprint_of(const Prep *q, const double *tile) {
       fp *= ext;
     }
     total += fp;
+    if (total > stop)
+      break;
   }
   return total;
 }
@@ -246,10 +249,12 @@ static void loop_trips(const MapProblem *p, const double *tile,
 }
 
 /* Elements moved, per tensor into READ and WRITE (0 for on-chip ones),
- * and in all, by the loops ORDER (NORDER of them, of TRIPS trips). */
+ * and in all, by the loops ORDER (NORDER of them, of TRIPS trips). Past
+ * STOP, the sum so far (READ and WRITE then partly set: no count is
+ * negative, so the rest would only add). */
 static double traffic_of(const MapProblem *p, const Prep *q,
                          const double *trips, const int *order, int norder,
-                         double *read, double *write) {
+                         double *read, double *write, double stop) {
   for (int t = 0; t < p->ntensors; t++)
     read[t] = write[t] = 0;
   /* The group's loops lead the order: its other Einsums run inside each
@@ -276,6 +281,8 @@ static double traffic_of(const MapProblem *p, const Prep *q,
       read[t] = q->elems[i] * mult;
     }
     traffic += read[t] + write[t];
+    if (traffic > stop)
+      break;
   }
   return traffic;
 }
@@ -285,9 +292,9 @@ void map_price(const MapProblem *p, Mapping *m) {
   prep_tensors(p, &q, false);
   double trips[MAP_MAX_VARS];
   loop_trips(p, m->tile, m->order, m->norder, trips);
-  m->footprint = footprint_of(&q, m->tile);
+  m->footprint = footprint_of(&q, m->tile, INFINITY);
   m->traffic = traffic_of(p, &q, trips, m->order, m->norder, m->read,
-                          m->write);
+                          m->write, INFINITY);
   m->fits = m->footprint <= p->capacity;
 }
 
@@ -395,7 +402,12 @@ static void try_current(Search *s, double fp) {
   bool fits = fp <= p->capacity;
   const Mapping *b = &s->best;
   double read[MAP_MAX_TENSORS], write[MAP_MAX_TENSORS];
-  double traffic = traffic_of(p, s->q, s->trips, order, norder, read, write);
+  /* Where both fit, one moving more than the best is not kept: its
+   * traffic is summed only as far as that shows. */
+  double stop = s->have && fits && b->fits ? b->traffic * (1 + 1e-12)
+                                           : INFINITY;
+  double traffic =
+      traffic_of(p, s->q, s->trips, order, norder, read, write, stop);
   double rd[MAP_MAX_TENSORS], wr[MAP_MAX_TENSORS];
   bool known = false;
   double below = 0;
@@ -411,10 +423,11 @@ static void try_current(Search *s, double fp) {
         double trips[MAP_MAX_VARS];
         loop_trips(p, b->tile, b->order, b->norder, trips);
         s->best_below = traffic_of(p, s->below, trips, b->order, b->norder,
-                                   rd, wr);
+                                   rd, wr, INFINITY);
       }
       s->below_known = true;
-      below = traffic_of(p, s->below, s->trips, order, norder, rd, wr);
+      below =
+          traffic_of(p, s->below, s->trips, order, norder, rd, wr, INFINITY);
       known = true;
       if (!better_below(s, below, fp))
         return;
@@ -451,7 +464,7 @@ static void leaf(Search *s, int k) {
     int n = tile_options(r->size[s->perm[in]], s->base, opt);
     for (int i = n - 1; i > 0; i--) {
       place_class(s, in, opt[i]);
-      double fp = footprint_of(s->q, s->tile);
+      double fp = footprint_of(s->q, s->tile, s->p->capacity);
       if (fp <= s->p->capacity) {
         try_current(s, fp);
         return;
@@ -460,7 +473,11 @@ static void leaf(Search *s, int k) {
   }
   if (in >= 0)
     place_class(s, in, 1);
-  try_current(s, footprint_of(s->q, s->tile));
+  /* (Past the capacity, its footprint matters only where the best does
+   * not fit: hopeless.) */
+  try_current(s, footprint_of(s->q, s->tile,
+                              s->have && s->best.fits ? s->p->capacity
+                                                      : INFINITY));
 }
 
 /* Can no candidate below position K (the classes before it placed) beat
@@ -473,9 +490,9 @@ static bool outmoved(const Search *s, int k) {
   if (!s->have || !s->best.fits)
     return false;
   double rd[MAP_MAX_TENSORS], wr[MAP_MAX_TENSORS];
-  double least =
-      traffic_of(s->p, s->q, s->trips, s->order, s->order_at[k], rd, wr);
-  return least > s->best.traffic * (1 + 1e-6);
+  double most = s->best.traffic * (1 + 1e-6);
+  return traffic_of(s->p, s->q, s->trips, s->order, s->order_at[k], rd, wr,
+                    most) > most;
 }
 
 /* Enumerate tiles for positions [k, nfree-1), then the leaf's; not below
