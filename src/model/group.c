@@ -502,7 +502,7 @@ static Trial try_tile(const Grp *G, double reserve, const Mapping **maps,
     if (same[i]) {
       elems = k->elems[i];
     } else {
-      map_search_memo(x->memo, member_problem(G, i, cap), m);
+      member_map(G, i, cap, m);
       elems = m->traffic + held_charges(G, i);
       if (k) {
         k->elems[i] = elems;

@@ -203,6 +203,13 @@ struct Nest {
   int order[MAP_MAX_VARS];
   double tile[MAP_MAX_VARS];
   char text[sizeof ((EinsumEval *)0)->mapping];
+  /* The problems it has posed and their mappings (member_map), in
+   * blocks (never moved: a block is ~50 KB), found by what member_problem
+   * sets through SLOT (open addressing, a power of two of them). */
+  struct Posed **posed;
+  int nposed, nblocks;
+  struct PosedSlot *slot;
+  int nslots;
 };
 
 /* Record that T went off chip, and why (group.c's and extras.c's: here,
@@ -222,6 +229,9 @@ void nest_free(Nest *n);
 /* Member I's problem with the group's current holdings and tile, and
  * CAPACITY elements of buffer. */
 const MapProblem *member_problem(const Grp *G, int i, double capacity);
+/* Member I's mapping into M with CAPACITY elements of buffer (the search
+ * of its problem, through the context's memo). */
+void member_map(const Grp *G, int i, double capacity, Mapping *m);
 /* The elements member I moves when SHARE of held tensor H goes off chip
  * (*RD read, *WR written). */
 void off_chip_moves(const Grp *G, const Held *h, int i, double share,

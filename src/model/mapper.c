@@ -24,7 +24,10 @@
  * nothing (the least footprint); one that indexes no DRAM
  * tensor is left whole (it is on chip); variables indexing the same
  * tensors, always as plain indices, are one class (b and i: the tokens);
- * and the innermost loop's tile never multiplies anything either. */
+ * the innermost loop's tile never multiplies anything either; and once a
+ * mapping fits, a partial one whose loops so far already make its
+ * tensors move more is not completed (the loops after them can only add
+ * refetches). */
 #include "model.h"
 
 #include <assert.h>
@@ -151,6 +154,9 @@ enum { PREP_MAX_DIMS = MAP_MAX_TENSORS * IR_MAX_RANKS,
 typedef struct Prep {
   int ndram;
   int tensor[MAP_MAX_TENSORS];      /* the DRAM tensors, in problem order */
+  VarSet vars[MAP_MAX_TENSORS];     /* and of each, what traffic_of reads */
+  double elems[MAP_MAX_TENSORS];
+  bool output[MAP_MAX_TENSORS];
   /* Per DRAM tensor, the refetches the loops above (MapProblem.above)
    * make: over all of them when a loop of this level indexes it, else up
    * to the last that does. */
@@ -196,6 +202,9 @@ static void prep_tensors(const MapProblem *p, Prep *q, bool all) {
       continue;
     q->first_dim[q->ndram] = nd;
     above_refetch(p, T, &q->above_all[q->ndram], &q->above_last[q->ndram]);
+    q->vars[q->ndram] = T->vars;
+    q->elems[q->ndram] = T->elems;
+    q->output[q->ndram] = T->output;
     q->tensor[q->ndram++] = t;
     for (int k = 0; k < T->ndims; k++) {
       q->first_term[nd++] = nterm;
@@ -213,8 +222,9 @@ static void prep_tensors(const MapProblem *p, Prep *q, bool all) {
 /* Elements a mapping with tiles TILE holds: per DRAM tensor, the product
  * over its coordinates of the range they span -- Timeloop's tile, the box
  * a level stores: a window's overlap counted once, a stride's gaps and a
- * flattened index's holes (256*c+l) counted in. */
-static double footprint_of(const Prep *q, const double *tile) {
+ * flattened index's holes (256*c+l) counted in. Past STOP, the sum so
+ * far (every tensor holds a positive count: the rest would only add). */
+static double footprint_of(const Prep *q, const double *tile, double stop) {
   double total = 0;
   for (int i = 0; i < q->ndram; i++) {
     double fp = 1;
@@ -225,18 +235,26 @@ static double footprint_of(const Prep *q, const double *tile) {
       fp *= ext;
     }
     total += fp;
+    if (total > stop)
+      break;
   }
   return total;
 }
 
+/* The trips of each of ORDER's N loops under tiles TILE. */
+static void loop_trips(const MapProblem *p, const double *tile,
+                       const int *order, int n, double *trips) {
+  for (int j = 0; j < n; j++)
+    trips[j] = ceil_div(p->size[order[j]], tile[order[j]]);
+}
+
 /* Elements moved, per tensor into READ and WRITE (0 for on-chip ones),
- * and in all. */
+ * and in all, by the loops ORDER (NORDER of them, of TRIPS trips). Past
+ * STOP, the sum so far (READ and WRITE then partly set: no count is
+ * negative, so the rest would only add). */
 static double traffic_of(const MapProblem *p, const Prep *q,
-                         const double *tile, const int *order, int norder,
-                         double *read, double *write) {
-  double n[MAP_MAX_VARS];
-  for (int j = 0; j < norder; j++)
-    n[j] = ceil_div(p->size[order[j]], tile[order[j]]);
+                         const double *trips, const int *order, int norder,
+                         double *read, double *write, double stop) {
   for (int t = 0; t < p->ntensors; t++)
     read[t] = write[t] = 0;
   /* The group's loops lead the order: its other Einsums run inside each
@@ -247,22 +265,24 @@ static double traffic_of(const MapProblem *p, const Prep *q,
   double traffic = 0;
   for (int i = 0; i < q->ndram; i++) {
     int t = q->tensor[i];
-    const MapTensor *T = &p->t[t];
+    VarSet vars = q->vars[i];
     int last = group > 0 ? group : -1;
     for (int j = group; j < norder; j++)
-      if (VARSET_HAS(T->vars, order[j]))
+      if (VARSET_HAS(vars, order[j]))
         last = j;
     double mult = last < 0 ? q->above_last[i] : q->above_all[i];
     for (int j = 0; j < last; j++)
-      if (!VARSET_HAS(T->vars, order[j]))
-        mult *= n[j];
-    if (T->output) {
-      write[t] = T->elems * mult;
-      read[t] = T->elems * (mult - 1);
+      if (!VARSET_HAS(vars, order[j]))
+        mult *= trips[j];
+    if (q->output[i]) {
+      write[t] = q->elems[i] * mult;
+      read[t] = q->elems[i] * (mult - 1);
     } else {
-      read[t] = T->elems * mult;
+      read[t] = q->elems[i] * mult;
     }
     traffic += read[t] + write[t];
+    if (traffic > stop)
+      break;
   }
   return traffic;
 }
@@ -270,9 +290,11 @@ static double traffic_of(const MapProblem *p, const Prep *q,
 void map_price(const MapProblem *p, Mapping *m) {
   Prep q;
   prep_tensors(p, &q, false);
-  m->footprint = footprint_of(&q, m->tile);
-  m->traffic = traffic_of(p, &q, m->tile, m->order, m->norder, m->read,
-                          m->write);
+  double trips[MAP_MAX_VARS];
+  loop_trips(p, m->tile, m->order, m->norder, trips);
+  m->footprint = footprint_of(&q, m->tile, INFINITY);
+  m->traffic = traffic_of(p, &q, trips, m->order, m->norder, m->read,
+                          m->write, INFINITY);
   m->fits = m->footprint <= p->capacity;
 }
 
@@ -293,42 +315,50 @@ typedef struct Search {
   int nperm;   /* the first nperm free classes are permuted; the rest stay
                   innermost, in order, with tile 1 */
   int perm[MAX_CLASSES];
-  double ctile[MAX_CLASSES];
+  /* The current candidate, built a class at a time as the enumeration
+   * descends (place_class): its variables' tiles, and its loops, outermost
+   * first -- the group-fixed and neutral ones (Prep's), then the classes
+   * in perm's order, class K's from order_at[K]. A candidate differs from
+   * the last one in its deepest classes alone, so only those are redone. */
+  double tile[MAP_MAX_VARS];
+  int order[MAP_MAX_VARS];
+  double trips[MAP_MAX_VARS]; /* each loop's */
+  int order_at[MAX_CLASSES + 1];
   const Prep *q;
-  const Prep *below; /* every tensor: what the next level in would move
-                        if it held a whole tile of this one */
-  double best_below; /* the best's */
+  Prep *below;       /* every tensor: what the next level in would move
+                        if it held a whole tile of this one (made at the
+                        first tie: below_made) */
+  bool below_made;
+  double best_below; /* the best's, once below_known */
+  bool below_known;  /* (found when a tie first needs it) */
   Mapping best;
   bool have;
 } Search;
 
-/* The variable-level tiles and loop order of the current candidate: the
- * group-fixed and neutral classes as in Prep, then the search's classes
- * outermost first (those past nperm at tile 1). */
-static void class_tiles(const Search *s, double *tile, int *order,
-                        int *norder) {
+/* Class perm[K] at tile T: its variables' tiles (spread innermost
+ * first) and its loops (those it does not take whole) after the classes
+ * before it. */
+static void place_class(Search *s, int k, double t) {
   const MapProblem *p = s->p;
   const Prep *q = s->q;
-  memcpy(tile, q->base_tile, sizeof(double) * (size_t)p->nvars);
-  memcpy(order, q->base_order, sizeof(int) * (size_t)q->base_norder);
-  *norder = q->base_norder;
-  for (int k = 0; k < s->r->nfree; k++) {
-    int c = s->perm[k];
-    double t = k < s->nperm ? s->ctile[c] : 1;
-    for (int i = 0; i < q->nmembers[c]; i++) { /* innermost var first */
-      int v = q->member_desc[c][i];
-      double tv = t < p->size[v] ? t : p->size[v];
-      if (tv < 1)
-        tv = 1;
-      tile[v] = tv;
-      t = ceil_div(t, tv);
-    }
-    for (int i = q->nmembers[c] - 1; i >= 0; i--) {
-      int v = q->member_desc[c][i];
-      if (tile[v] < p->size[v])
-        order[(*norder)++] = v;
+  int c = s->perm[k];
+  for (int i = 0; i < q->nmembers[c]; i++) { /* innermost var first */
+    int v = q->member_desc[c][i];
+    double tv = t < p->size[v] ? t : p->size[v];
+    if (tv < 1)
+      tv = 1;
+    s->tile[v] = tv;
+    t = ceil_div(t, tv);
+  }
+  int n = s->order_at[k];
+  for (int i = q->nmembers[c] - 1; i >= 0; i--) {
+    int v = q->member_desc[c][i];
+    if (s->tile[v] < p->size[v]) {
+      s->trips[n] = ceil_div(p->size[v], s->tile[v]);
+      s->order[n++] = v;
     }
   }
+  s->order_at[k + 1] = n;
 }
 
 /* Can a candidate holding F elements not beat the best so far, whatever
@@ -354,32 +384,54 @@ static bool better_below(const Search *s, double below, double fp) {
   return fp > b->footprint + 1e-9;
 }
 
-/* Price the current candidate (every class tile set) and keep it if it
+/* Price the current candidate (every class placed, holding FP
+ * elements) and keep it if it
  * is better: it fits where the best does not; or both fit and it moves
  * less, then holds more (the levels inside tile within what it holds: a
  * larger tile leaves them more reuse); or neither fits and it holds
- * less. */
-static void try_current(Search *s) {
+ * less. What the levels inside would move is found only where the
+ * traffic ties (for the best too: a pure function of its tiles). */
+static void try_current(Search *s, double fp) {
   const MapProblem *p = s->p;
-  double tile[MAP_MAX_VARS];
-  int order[MAP_MAX_VARS], norder;
-  class_tiles(s, tile, order, &norder);
+  const double *tile = s->tile;
+  const int *order = s->order;
+  int norder = s->order_at[s->r->nfree];
   s->best.evaluated++;
-  double fp = footprint_of(s->q, tile);
   if (hopeless(s, fp))
     return;
   bool fits = fp <= p->capacity;
   const Mapping *b = &s->best;
   double read[MAP_MAX_TENSORS], write[MAP_MAX_TENSORS];
-  double traffic = traffic_of(p, s->q, tile, order, norder, read, write);
+  /* Where both fit, one moving more than the best is not kept: its
+   * traffic is summed only as far as that shows. */
+  double stop = s->have && fits && b->fits ? b->traffic * (1 + 1e-12)
+                                           : INFINITY;
+  double traffic =
+      traffic_of(p, s->q, s->trips, order, norder, read, write, stop);
   double rd[MAP_MAX_TENSORS], wr[MAP_MAX_TENSORS];
-  double below = fits ? traffic_of(p, s->below, tile, order, norder, rd, wr)
-                      : 0;
+  bool known = false;
+  double below = 0;
   if (s->have && fits && b->fits) {
     if (traffic > b->traffic * (1 + 1e-12))
       return;
-    if (!(traffic < b->traffic * (1 - 1e-12)) && !better_below(s, below, fp))
-      return;
+    if (!(traffic < b->traffic * (1 - 1e-12))) {
+      if (!s->below_made) { /* the first tie: most searches meet none */
+        prep_tensors(p, s->below, true);
+        s->below_made = true;
+      }
+      if (!s->below_known) {
+        double trips[MAP_MAX_VARS];
+        loop_trips(p, b->tile, b->order, b->norder, trips);
+        s->best_below = traffic_of(p, s->below, trips, b->order, b->norder,
+                                   rd, wr, INFINITY);
+      }
+      s->below_known = true;
+      below =
+          traffic_of(p, s->below, s->trips, order, norder, rd, wr, INFINITY);
+      known = true;
+      if (!better_below(s, below, fp))
+        return;
+    }
   }
   Mapping *m = &s->best;
   memcpy(m->tile, tile, sizeof(double) * (size_t)p->nvars);
@@ -393,45 +445,70 @@ static void try_current(Search *s) {
   m->footprint = fp;
   m->fits = fits;
   s->best_below = below;
+  s->below_known = known;
   s->have = true;
 }
 
-/* The innermost class's tile, which multiplies nothing: the largest
- * that fits beside the others (what the levels inside get to tile), or 1
- * when none does. */
-static void innermost_tile(Search *s) {
+/* The classes from position K on (those before it placed): the
+ * unsearched ones past nperm at tile 1, then the innermost's tile, which
+ * multiplies nothing: the largest that fits beside the others (what the
+ * levels inside get to tile), or 1 when none does; and that candidate
+ * priced, with the footprint its choice found. */
+static void leaf(Search *s, int k) {
   const Reduced *r = s->r;
-  int c = s->perm[r->nfree - 1];
-  double opt[48], tile[MAP_MAX_VARS];
-  int order[MAP_MAX_VARS], norder;
-  int n = tile_options(r->size[c], s->base, opt);
-  s->ctile[c] = 1;
-  if (r->nfree - 1 >= s->nperm)
-    return; /* not searched: kept innermost at tile 1 */
-  for (int i = n - 1; i > 0; i--) {
-    s->ctile[c] = opt[i];
-    class_tiles(s, tile, order, &norder);
-    if (footprint_of(s->q, tile) <= s->p->capacity)
-      return;
+  int in = r->nfree - 1;
+  for (int j = k; j < in; j++)
+    place_class(s, j, 1);
+  if (in >= 0 && in < s->nperm) {
+    double opt[48];
+    int n = tile_options(r->size[s->perm[in]], s->base, opt);
+    for (int i = n - 1; i > 0; i--) {
+      place_class(s, in, opt[i]);
+      double fp = footprint_of(s->q, s->tile, s->p->capacity);
+      if (fp <= s->p->capacity) {
+        try_current(s, fp);
+        return;
+      }
+    }
   }
-  s->ctile[c] = 1;
+  if (in >= 0)
+    place_class(s, in, 1);
+  /* (Past the capacity, its footprint matters only where the best does
+   * not fit: hopeless.) */
+  try_current(s, footprint_of(s->q, s->tile,
+                              s->have && s->best.fits ? s->p->capacity
+                                                      : INFINITY));
 }
 
-/* Enumerate tiles for positions [k, nfree-1), then the innermost's. */
+/* Can no candidate below position K (the classes before it placed) beat
+ * the best? Where the best fits, one that does not fit cannot, and one
+ * that fits must move no more than it. Each tensor moves at least what
+ * the loops placed make it move: the loops after them only add indexing
+ * loops (which move its last one no earlier) and refetches of at least
+ * one trip. (A margin far above rounding: a tie is kept.) */
+static bool outmoved(const Search *s, int k) {
+  if (!s->have || !s->best.fits)
+    return false;
+  double rd[MAP_MAX_TENSORS], wr[MAP_MAX_TENSORS];
+  double most = s->best.traffic * (1 + 1e-6);
+  return traffic_of(s->p, s->q, s->trips, s->order, s->order_at[k], rd, wr,
+                    most) > most;
+}
+
+/* Enumerate tiles for positions [k, nfree-1), then the leaf's; not below
+ * a placement that cannot beat the best (outmoved). */
 static void enum_tiles(Search *s, int k) {
   const Reduced *r = s->r;
   if (k >= r->nfree - 1 || k >= s->nperm) {
-    if (r->nfree > 0)
-      innermost_tile(s);
-    try_current(s);
+    leaf(s, k);
     return;
   }
-  int c = s->perm[k];
   double opt[48];
-  int n = tile_options(r->size[c], s->base, opt);
+  int n = tile_options(r->size[s->perm[k]], s->base, opt);
   for (int i = 0; i < n; i++) {
-    s->ctile[c] = opt[i];
-    enum_tiles(s, k + 1);
+    place_class(s, k, opt[i]);
+    if (!outmoved(s, k + 1))
+      enum_tiles(s, k + 1);
   }
 }
 
@@ -518,9 +595,12 @@ void map_search(const MapProblem *p, Mapping *best) {
   reduce_problem(p, &r);
   Prep q;
   prep_search(p, &r, &q);
-  Prep *below = xmalloc(sizeof *below);
-  prep_tensors(p, below, true);
-  Search s = {.p = p, .r = &r, .base = 2, .q = &q, .below = below};
+  Prep below; /* (on the stack: a search that needs it needs it once) */
+  Search s = {.p = p, .r = &r, .base = 2, .q = &q, .below = &below};
+  memcpy(s.tile, q.base_tile, sizeof s.tile);
+  memcpy(s.order, q.base_order, sizeof(int) * (size_t)q.base_norder);
+  s.order_at[0] = q.base_norder;
+  loop_trips(p, s.tile, s.order, q.base_norder, s.trips);
   for (int k = 0; k < r.nfree; k++)
     s.perm[k] = r.free_classes[k];
   /* Beyond MAP_MAX_PERM_CLASSES, the largest classes are searched and the
@@ -540,6 +620,5 @@ void map_search(const MapProblem *p, Mapping *best) {
   *best = s.best;
   best->coarsened = coarsened;
   best->pinned = pinned;
-  free(below);
   assert(tiles_within(p, best));
 }

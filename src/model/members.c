@@ -67,6 +67,9 @@ static Nest *build_nest(const Grp *G, int i) {
   n->p.capacity = 0; /* member_problem sets it, and the tiles */
   n->norder = 0;     /* no mapping text yet */
   n->text[0] = '\0';
+  n->posed = NULL;
+  n->slot = NULL;
+  n->nposed = n->nblocks = n->nslots = 0;
   return n;
 }
 
@@ -85,6 +88,10 @@ Nest *member_nest(const Grp *G, int i) {
 void nest_free(Nest *n) {
   if (n) {
     free(n->read_at);
+    for (int b = 0; b < n->nblocks; b++)
+      free(n->posed[b]);
+    free(n->posed);
+    free(n->slot);
   }
   free(n);
 }
@@ -95,29 +102,151 @@ void nests_free(Nest **nests, int n) {
   free(nests);
 }
 
-/* Member I's problem with the group's current holdings and tile, and
- * CAPACITY elements of buffer. */
-const MapProblem *member_problem(const Grp *G, int i,
-                                        double capacity) {
+/* What the group sets of member I's problem: which of its tensors move
+ * (bit J: tensor J), the group's variables and their tiles. */
+typedef struct Posing {
+  uint64_t moves;
+  VarSet outer;
+  double outer_tile[MAP_MAX_VARS];
+} Posing;
+_Static_assert(MAP_MAX_TENSORS <= 64, "which tensors move: one word");
+
+static void posing_of(const Grp *G, int i, Posing *q) {
   const Einsum *e = G->x->c->einsums[G->gr->einsums[i]];
-  MapProblem *p = &G->nest[i]->p;
+  const MapProblem *p = &G->nest[i]->p;
   const int *at = G->nest[i]->read_at;
-  for (int j = 0; j < p->ntensors - 1; j++)
-    p->t[j].dram = false;
+  uint64_t out = (uint64_t)1 << (p->ntensors - 1);
+  q->moves = 0;
   for (int k = 0; k < e->nreads; k++)
-    if (at[k] >= 0)
-      p->t[at[k]].dram = p->t[at[k]].dram || own_read(G, i, k);
-  p->t[p->ntensors - 1].dram = own_write(G, i);
-  p->outer = 0;
+    if (at[k] >= 0 && !(q->moves >> at[k] & 1) && own_read(G, i, k))
+      q->moves |= (uint64_t)1 << at[k];
+  q->moves = (q->moves & ~out) | (own_write(G, i) ? out : 0);
+  q->outer = 0;
   for (int k = 0; k < G->nt; k++)
     for (int v = 0; v < p->nvars; v++)
       if (e->vars[v].rank == G->rank[k] && VARSET_HAS(e->out_vars, v)) {
-        p->outer |= VARSET_BIT(v);
-        p->outer_tile[v] = G->tile[k];
+        q->outer |= VARSET_BIT(v);
+        q->outer_tile[v] = G->tile[k];
         break;
       }
+}
+
+/* Member I's problem set as Q poses it, with CAPACITY elements of
+ * buffer. */
+static const MapProblem *pose(const Grp *G, int i, const Posing *q,
+                              double capacity) {
+  MapProblem *p = &G->nest[i]->p;
+  for (int j = 0; j < p->ntensors; j++)
+    p->t[j].dram = q->moves >> j & 1;
+  p->outer = q->outer;
+  for (VarSet b = q->outer; b; b &= b - 1)
+    p->outer_tile[__builtin_ctzll(b)] = q->outer_tile[__builtin_ctzll(b)];
   p->capacity = capacity;
   return p;
+}
+
+/* Member I's problem with the group's current holdings and tile, and
+ * CAPACITY elements of buffer. */
+const MapProblem *member_problem(const Grp *G, int i, double capacity) {
+  Posing q;
+  posing_of(G, i, &q);
+  return pose(G, i, &q, capacity);
+}
+
+/* A problem a nest posed, by what member_problem sets of it (the rest
+ * of the nest is fixed when it is built): which tensors move, the
+ * group's variables and tiles, the capacity; and its mapping. A member
+ * poses the same problem in many of the groups and tiles a search
+ * prices, and finding it here costs a few words where the memo's key is
+ * the whole problem (and, in `reproduce`, a lock the threads share). */
+enum { POSED_WORDS = 3 + MAP_MAX_VARS, POSED_BLOCK = 64 };
+
+typedef struct Posed {
+  uint64_t hash;
+  int nwords;
+  uint64_t key[POSED_WORDS];
+  Mapping answer;
+} Posed;
+
+/* A slot: the problem's place among them + 1 (0: empty), and its hash's
+ * high bits, so that a probe reads a problem only where they match. */
+typedef struct PosedSlot {
+  uint32_t tag;
+  int at;
+} PosedSlot;
+
+/* The key of the problem Q poses with CAPACITY elements of buffer. */
+static int posed_key(const Posing *q, double capacity, uint64_t *w) {
+  int n = 0;
+  w[n++] = q->moves;
+  w[n++] = q->outer;
+  memcpy(&w[n++], &capacity, sizeof *w);
+  for (VarSet b = q->outer; b; b &= b - 1)
+    memcpy(&w[n++], &q->outer_tile[__builtin_ctzll(b)], sizeof *w);
+  return n;
+}
+
+static Posed *posed_at(const Nest *n, int k) {
+  return &n->posed[k / POSED_BLOCK][k % POSED_BLOCK];
+}
+
+/* The slot of the problem with KEY (NW words, hash H) in N: its place,
+ * or the empty slot it would take. */
+static PosedSlot *posed_slot(const Nest *n, uint64_t h, const uint64_t *key,
+                             int nw) {
+  size_t mask = (size_t)n->nslots - 1;
+  uint32_t tag = (uint32_t)(h >> 32);
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    PosedSlot *s = &n->slot[i];
+    if (!s->at)
+      return s;
+    if (s->tag != tag)
+      continue;
+    const Posed *e = posed_at(n, s->at - 1);
+    if (e->hash == h && e->nwords == nw &&
+        memcmp(e->key, key, (size_t)nw * sizeof *key) == 0)
+      return s;
+  }
+}
+
+/* Room in N for one more problem: its slots kept at most half full. */
+static void posed_room(Nest *n) {
+  if (n->nposed == n->nblocks * POSED_BLOCK) {
+    n->posed = xrealloc(n->posed, (size_t)(n->nblocks + 1) * sizeof *n->posed);
+    n->posed[n->nblocks++] = xmalloc(POSED_BLOCK * sizeof **n->posed);
+  }
+  if (2 * (n->nposed + 1) <= n->nslots)
+    return;
+  free(n->slot);
+  n->nslots = n->nslots ? 2 * n->nslots : 64;
+  n->slot = xcalloc((size_t)n->nslots, sizeof *n->slot);
+  for (int k = 0; k < n->nposed; k++) {
+    const Posed *e = posed_at(n, k);
+    *posed_slot(n, e->hash, e->key, e->nwords) =
+        (PosedSlot){(uint32_t)(e->hash >> 32), k + 1};
+  }
+}
+
+void member_map(const Grp *G, int i, double capacity, Mapping *m) {
+  Posing q;
+  posing_of(G, i, &q);
+  Nest *n = G->nest[i];
+  uint64_t key[POSED_WORDS];
+  int nw = posed_key(&q, capacity, key);
+  uint64_t h = hash_words(key, nw);
+  posed_room(n);
+  PosedSlot *s = posed_slot(n, h, key, nw);
+  if (s->at) {
+    *m = posed_at(n, s->at - 1)->answer;
+    return;
+  }
+  map_search_memo(G->x->memo, pose(G, i, &q, capacity), m);
+  Posed *e = posed_at(n, n->nposed++);
+  e->hash = h;
+  e->nwords = nw;
+  memcpy(e->key, key, (size_t)nw * sizeof *key);
+  e->answer = *m;
+  *s = (PosedSlot){(uint32_t)(h >> 32), n->nposed};
 }
 
 /* Does member I read held tensor H from the buffer (a recurrence's

@@ -99,29 +99,6 @@ static int problem_key(const MapProblem *p, uint64_t *w) {
   return n;
 }
 
-/* Four independent lanes, combined at the end: a lookup hashes a key of
- * a hundred words or so, millions of times in a sweep with `best`, and
- * one chain of dependent multiplies was a fifth of its time. */
-static uint64_t hash_words(const uint64_t *w, int n) {
-  uint64_t h[4] = {0x9e3779b97f4a7c15u, 0xc2b2ae3d27d4eb4fu,
-                   0x165667b19e3779f9u, 0x27d4eb2f165667c5u};
-  int i = 0;
-  for (; i + 4 <= n; i += 4)
-    for (int k = 0; k < 4; k++) {
-      h[k] ^= w[i + k];
-      h[k] *= 0xff51afd7ed558ccdu;
-      h[k] ^= h[k] >> 32;
-    }
-  for (; i < n; i++) {
-    h[0] ^= w[i];
-    h[0] *= 0xff51afd7ed558ccdu;
-    h[0] ^= h[0] >> 32;
-  }
-  uint64_t x = h[0] ^ (h[1] * 0xc4ceb9fe1a85ec53u) ^
-               (h[2] * 0x9e3779b97f4a7c15u) ^ (h[3] * 0xff51afd7ed558ccdu);
-  return x ^ x >> 29;
-}
-
 static void table_init(Table *t) {
   t->n = 0;
   t->cap = 1024;

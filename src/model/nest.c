@@ -67,6 +67,12 @@ void einsum_nest(const Ctx *x, int ei, MapProblem *p, int *tensor_of,
   add_access(s, &e->out, mo);
 }
 
+/* Character C at AT of BUF (CAP bytes) where it leaves room for the end. */
+static void put_char(char *buf, size_t cap, size_t at, char c) {
+  if (at + 1 < cap)
+    buf[at] = c;
+}
+
 /* Append " NAME/TILE" (no blank first) to BUF of CAP bytes at LEN, as
  * snprintf("%s%s/%.0f") would (the new length, possibly past CAP), but
  * without its cost for the whole numbers tiles are: an evaluation writes
@@ -80,22 +86,19 @@ static size_t put_tile(char *buf, size_t cap, size_t len, bool blank,
   int nd = 0;
   for (long long t = (long long)tile; nd == 0 || t > 0; t /= 10)
     digits[nd++] = (char)('0' + t % 10);
-  size_t need = (blank ? 1 : 0) + strlen(name) + 1 + (size_t)nd;
-  char *tmp = xmalloc(need + 1), *p = tmp;
+  /* Written in place, as far as BUF has room (then cut and ended, as
+   * snprintf would). */
+  size_t at = len;
   if (blank)
-    *p++ = ' ';
-  p = strcpy(p, name) + strlen(name);
-  *p++ = '/';
+    put_char(buf, cap, at++, ' ');
+  for (const char *c = name; *c; c++)
+    put_char(buf, cap, at++, *c);
+  put_char(buf, cap, at++, '/');
   while (nd > 0)
-    *p++ = digits[--nd];
-  *p = 0;
-  if (len < cap) {
-    size_t n = need < cap - len - 1 ? need : cap - len - 1;
-    memcpy(buf + len, tmp, n);
-    buf[len + n] = 0;
-  }
-  free(tmp);
-  return len + need;
+    put_char(buf, cap, at++, digits[--nd]);
+  if (len < cap)
+    buf[at < cap ? at : cap - 1] = 0;
+  return at;
 }
 
 void mapping_text(const Einsum *e, const Mapping *m, char *buf, size_t cap) {

@@ -103,6 +103,9 @@ void fatal_rethrow(FatalRecord *r);
  * the last resort, never the way an input is refused. */
 /* qsort's order of ints, ascending. */
 int int_ascending(const void *a, const void *b);
+/* A hash of N words (a key of a table: the mapping memo's, a nest's
+ * posed problems). */
+uint64_t hash_words(const uint64_t *w, int n);
 
 void *xmalloc(size_t size);
 _Noreturn void out_of_memory(size_t size); /* says so, cleans up, exits 1 */

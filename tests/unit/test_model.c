@@ -135,6 +135,89 @@ TEST(model_map_partial_sums) {
   CHECK_NEAR(m.read[1], 512, 0);
 }
 
+/* The least traffic of a mapping of P that fits, by brute force: every
+ * tile of every variable (powers of two below its size, and the size)
+ * and every order of the tiled loops, each priced by map_price -- none of
+ * the search's reductions, orders or prunings. -1 when none fits. */
+static double brute_least(const MapProblem *p, Mapping *m, int v) {
+  if (v == p->nvars) {
+    int loops[MAP_MAX_VARS], n = 0;
+    for (int u = 0; u < p->nvars; u++)
+      if (m->tile[u] < p->size[u])
+        loops[n++] = u;
+    /* every order of LOOPS: Heap's algorithm, iteratively */
+    int c[MAP_MAX_VARS] = {0};
+    double least = -1;
+    for (int i = 0;;) {
+      m->norder = n;
+      memcpy(m->order, loops, sizeof(int) * (size_t)n);
+      map_price(p, m);
+      if (m->fits && (least < 0 || m->traffic < least))
+        least = m->traffic;
+      while (i < n && c[i] >= i)
+        c[i++] = 0;
+      if (i >= n)
+        return least;
+      int j = i % 2 ? c[i] : 0, t = loops[j];
+      loops[j] = loops[i];
+      loops[i] = t;
+      c[i]++;
+      i = 0;
+    }
+  }
+  double least = -1;
+  for (double t = 1;; t *= 2) {
+    m->tile[v] = t < p->size[v] ? t : p->size[v];
+    double l = brute_least(p, m, v + 1);
+    if (l >= 0 && (least < 0 || l < least))
+      least = l;
+    if (t >= p->size[v])
+      return least;
+  }
+}
+
+static void check_least(const MapProblem *p) {
+  Mapping m = {0}, b = {0};
+  map_search(p, &m);
+  double least = brute_least(p, &b, 0);
+  CHECK(least >= 0);
+  CHECK(m.fits);
+  CHECK_NEAR(m.traffic, least, 0);
+}
+
+/* The search's reductions and prunings (classes, the innermost class's
+ * tile, candidates that cannot beat the best fitting one) lose nothing:
+ * on GEMMs, a batched GEMM and a broadcast, from a buffer that holds
+ * little to one that holds nearly all, its traffic is the least of every
+ * tiling and order that fits. */
+TEST(model_map_least_of_every_tiling) {
+  const double caps[] = {24, 48, 100, 288, 700, 2000, 5000};
+  for (int k = 0; k < (int)(sizeof caps / sizeof *caps); k++) {
+    MapProblem g = gemm(32, 16, 64, caps[k]);
+    check_least(&g);
+    MapProblem sq = gemm(32, 32, 32, caps[k]);
+    check_least(&sq);
+    /* C[b,m,n] = A[b,m,k] B[k,n]: b=0, m=1, k=2, n=3 */
+    MapProblem bg = {.nvars = 4, .capacity = caps[k]};
+    bg.size[0] = 4;
+    bg.size[1] = 16;
+    bg.size[2] = 8;
+    bg.size[3] = 16;
+    add_plain(&bg, VARSET_BIT(0) | VARSET_BIT(1) | VARSET_BIT(2), 512, false);
+    add_plain(&bg, VARSET_BIT(2) | VARSET_BIT(3), 128, false);
+    add_plain(&bg, VARSET_BIT(0) | VARSET_BIT(1) | VARSET_BIT(3), 1024, true);
+    check_least(&bg);
+    MapProblem br = {.nvars = 2, .capacity = caps[k]};
+    br.size[0] = 64;
+    br.size[1] = 64;
+    add_plain(&br, VARSET_BIT(0) | VARSET_BIT(1), 4096, false);
+    add_plain(&br, VARSET_BIT(0), 64, false);
+    add_plain(&br, VARSET_BIT(1), 64, false);
+    add_plain(&br, VARSET_BIT(0) | VARSET_BIT(1), 4096, true);
+    check_least(&br);
+  }
+}
+
 /* ---- whole evaluations on a small architecture ---- */
 
 /* 1 GHz, 2-byte words, 16 B/cycle of DRAM, 1 MiB buffer; a 4x4 matrix
