@@ -126,16 +126,6 @@ void group_memo_count(GroupMemo *m, const GroupMemoStats *st) {
   unlock(m);
 }
 
-static uint64_t hash_words(const uint64_t *w, int n) {
-  uint64_t h = 0x9e3779b97f4a7c15u;
-  for (int i = 0; i < n; i++) {
-    h ^= w[i];
-    h *= 0xff51afd7ed558ccdu;
-    h ^= h >> 32;
-  }
-  return h;
-}
-
 /* Drop the shelves used longest ago that no search has open until the
  * memo is within its bound (or none is left to drop). Under the lock. */
 static void make_room(GroupMemo *m) {
