@@ -247,7 +247,7 @@ int scan_match_folded(const Cascade *c, const int *order, const int *scc,
     }
   }
   /* The factor's producer alone, before a decay constant along the row
-   * (Mamba-2's per head): only the AVX-512 kernel folds it (scan_run). */
+   * (Mamba-2's, one per head, which the AVX-512 paths read as it is). */
   if (n < 4 || scc[order[0]] >= 0)
     return 0;
   int len = scan_match(c, order + 1, scc, n - 1, sc);
@@ -786,16 +786,17 @@ static void row_next(const Kern *k, RowAt *at) {
   ptrs_at(k, at->x, &at->p);
 }
 
-/* Rows [lo, hi): each through every step, its state written to S where
- * something reads it there (the last step: the next tile's halo, the next
- * pass's state), else kept in BUF (2 x ROW_GROUP x the innermost extent),
- * which is followed by 2 x ROW_GROUP rows for the folded producers'
- * values. */
+/* The floats of run_rows' buffer. */
 static size_t rows_buf_floats(const Kern *k) {
   return 4 * ROW_GROUP *
          (size_t)(k->reg.hi[k->nd - 1] - k->reg.lo[k->nd - 1] + 1);
 }
 
+/* Rows [lo, hi): each through every step, its state written to S where
+ * something reads it there (the last step: the next tile's halo, the next
+ * pass's state), else kept in BUF (2 x ROW_GROUP x the innermost extent),
+ * which is followed by 2 x ROW_GROUP rows for the folded producers'
+ * values (rows_buf_floats in all). */
 INLINE void run_rows(const Kern *k, int64_t lo, int64_t hi, float *buf,
                      bool wide) {
   int in = k->nd - 1;
@@ -1095,9 +1096,8 @@ static bool m2_shared(const Kern *k) {
 /* Rows [lo, hi) with step_m2_avx512's layout: whole groups of rows that
  * share the decay, F and C by group_m2 (a prompt's where a row's state
  * fits in pair_steps' registers), the others row by row. BUF is
- * followed by the factor's steps
- * (factor_steps), made again only where a group reads another row of
- * it than the last group did. */
+ * followed by the folded factor's steps (factor_steps), made again only
+ * where a group reads another row of it than the last group did. */
 AVX512 static void rows_m2_avx512(const Kern *k, int64_t lo, int64_t hi,
                                   float *buf) {
   int dq = k->rows[k->nrows - 1], nd = k->nd;
@@ -1257,7 +1257,6 @@ static bool m2_layout(const Kern *k) {
          k->c.lin[in] == 1 && n % 16 == 0 &&
          __builtin_cpu_supports("avx512f");
 }
-
 #endif
 
 typedef struct Share {
