@@ -555,7 +555,8 @@ bool scan_find(const Run *r, const int *order, int n, Scan *sc) {
     return false;
   /* The producers folded where nothing else reads what they make. */
   if (scan_match_folded(c, order, r->sched.scc, n, sc) &&
-      scan_internal(r, sc, c->einsums[sc->dprod]->out.tensor) &&
+      (sc->dprod < 0 ||
+       scan_internal(r, sc, c->einsums[sc->dprod]->out.tensor)) &&
       scan_internal(r, sc, c->einsums[sc->fprod]->out.tensor))
     return true;
   return scan_match(c, order, r->sched.scc, n, sc) > 0;

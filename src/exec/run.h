@@ -133,8 +133,8 @@ typedef struct Scan {
   int lag_dim; /* the dimension of S the recurrence runs along */
   const Access *f, *g, *decay, *lagged, *input, *coef, *state;
   /* Folded producers (scan_match_folded; -1 otherwise): DPROD: DECAY =
-   * exp(DP * DQ), FPROD: F = FP * FQ, each computed a row at a time by
-   * the kernel instead of materialized. */
+   * exp(DP * DQ), FPROD: F = FP * FQ (F: whichever of F and G it makes),
+   * each computed by the kernel instead of materialized. */
   int dprod, fprod;
   const Access *dp, *dq, *fp, *fq;
 } Scan;
@@ -144,7 +144,10 @@ int scan_match(const Cascade *c, const int *order, const int *scc, int n,
                Scan *sc);
 /* The same preceded by the producers of its decay, exp(P * Q) varying
  * along the state's innermost rank (Mamba-1's Abar = exp(Delta * A)), and
- * of its input factor, P * Q (Bbar = Delta * B), in either order; or 0.
+ * of its input factor, P * Q (Bbar = Delta * B), in either order; or by
+ * the factor's producer alone where the decay is constant along that
+ * rank (Mamba-2's Bbar, read as the state's coordinates or a part of
+ * them: one row for a head's channels; DPROD -1); or 0.
  * (The interpreter's: what it needs is R's, scan_internal.) */
 int scan_match_folded(const Cascade *c, const int *order, const int *scc,
                       int n, Scan *sc);

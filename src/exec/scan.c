@@ -198,22 +198,26 @@ static bool match_producer(const Cascade *c, int e, Scan *sc) {
   int t = P->out.tensor;
   const Einsum *S = c->einsums[sc->add], *T = c->einsums[sc->mul],
                *U = c->einsums[sc->prod];
-  /* Laid out as the state and read at the reader's coordinates, so that
-   * a row of it is a row of the state; reading nothing the pattern
-   * makes (its values are there before the kernel runs). */
-  if (P->out.n != S->out.n || made_by_pattern(c, sc, p->tensor) ||
-      made_by_pattern(c, sc, q->tensor))
+  /* Reading nothing the pattern makes (its values are there before the
+   * kernel runs). */
+  if (made_by_pattern(c, sc, p->tensor) || made_by_pattern(c, sc, q->tensor))
     return false;
+  /* The decay laid out as the state and read at the reader's
+   * coordinates, so that a row of it is a row of the state. */
   if (expd && sc->dprod < 0 && t == sc->decay->tensor &&
-      same_coords(T, sc->decay, -1)) {
+      P->out.n == S->out.n && same_coords(T, sc->decay, -1)) {
     sc->dprod = e;
     sc->dp = p;
     sc->dq = q;
     return true;
   }
+  /* The factor read plainly by the input term, as the state's
+   * coordinates or a part of them (Mamba-2's Bbar, one row for the
+   * channels of a head): producer_dims places it. */
   const Access *f = t == sc->f->tensor ? sc->f : sc->g;
   if (!expd && sc->fprod < 0 && t != sc->decay->tensor &&
-      f->tensor == t && same_coords(U, f, -1)) {
+      f->tensor == t && f->n == P->out.n && f->n <= U->out.n &&
+      (P->out.n < S->out.n || same_coords(U, f, -1))) {
     sc->fprod = e;
     sc->fp = p;
     sc->fq = q;
@@ -222,15 +226,35 @@ static bool match_producer(const Cascade *c, int e, Scan *sc) {
   return false;
 }
 
+/* Does the decay's read vary along the state's innermost rank? */
+static bool decay_varies_inner(const Cascade *c, const Scan *sc) {
+  const Einsum *T = c->einsums[sc->mul];
+  int inner = T->out.idx[T->out.n - 1].var[0];
+  for (int k = 0; k < sc->decay->n; k++)
+    if (sc->decay->idx[k].var[0] == inner)
+      return true;
+  return false;
+}
+
 int scan_match_folded(const Cascade *c, const int *order, const int *scc,
                       int n, Scan *sc) {
-  if (n < 5 || scc[order[0]] >= 0 || scc[order[1]] >= 0)
+  if (n >= 5 && scc[order[0]] < 0 && scc[order[1]] < 0) {
+    int len = scan_match(c, order + 2, scc, n - 2, sc);
+    if (len > 0 && sc->prod >= 0 && match_producer(c, order[0], sc) &&
+        match_producer(c, order[1], sc)) {
+      sc->npos = len + 2;
+      return sc->npos;
+    }
+  }
+  /* The factor's producer alone, before a decay constant along the row
+   * (Mamba-2's, one per head, which the AVX-512 paths read as it is). */
+  if (n < 4 || scc[order[0]] >= 0)
     return 0;
-  int len = scan_match(c, order + 2, scc, n - 2, sc);
-  if (len == 0 || sc->prod < 0 || !match_producer(c, order[0], sc) ||
-      !match_producer(c, order[1], sc))
+  int len = scan_match(c, order + 1, scc, n - 1, sc);
+  if (len == 0 || sc->prod < 0 || decay_varies_inner(c, sc) ||
+      !match_producer(c, order[0], sc) || sc->fprod < 0)
     return 0;
-  sc->npos = len + 2;
+  sc->npos = len + 1;
   return sc->npos;
 }
 
@@ -254,6 +278,10 @@ typedef struct Kern {
    * factor F = FP * FQ computed a row at a time (A and F then unbound). */
   Opnd dp, dq, fp, fq;
   bool fold;
+  /* The factor's producer folded alone (Scan.fprod without dprod: F =
+   * FP * FQ, Mamba-2's Bbar): a head's steps at once by factor_steps,
+   * else a step of a group's rows at a time by fold_rows. */
+  bool factor;
   bool write_t, write_u, prod, readout;
   bool s_all; /* S written at every step, not only the last */
   int rows[IR_MAX_RANKS], nrows; /* the dimensions a row is one point of */
@@ -347,6 +375,24 @@ static const Region *region_of(const Scan *sc, const int *order,
   return NULL;
 }
 
+/* The state dimension each variable of the folded producer E is, through
+ * its reader in the pattern (the decay's, T; the factor's, U), whose
+ * output is laid out as the state: dimension k of E's output is read
+ * there with the variable of some state dimension. */
+static void producer_dims(const Cascade *c, const Scan *sc, int e, int *dim) {
+  const Einsum *E = c->einsums[e];
+  int t = E->out.tensor;
+  bool decay = e == sc->dprod;
+  const Einsum *R = c->einsums[decay ? sc->mul : sc->prod];
+  const Access *a = decay ? sc->decay : sc->f->tensor == t ? sc->f : sc->g;
+  int rdim[IR_MAX_VARS];
+  dims_of(R, &R->out, rdim);
+  for (int v = 0; v < E->nvars; v++)
+    dim[v] = -1;
+  for (int k = 0; k < E->out.n; k++)
+    dim[E->out.idx[k].var[0]] = rdim[a->idx[k].var[0]];
+}
+
 /* The product P * Q of Einsum E (a folded producer) over the state's
  * region: P and Q bound, the 16-bit one (if any) as Q, contiguous along
  * the innermost dimension; false where they do not suit. */
@@ -355,7 +401,7 @@ static bool bind_product(const Run *r, const Scan *sc, const int *order,
                          const Access *q, Kern *k, Opnd *op, Opnd *oq) {
   const Einsum *E = r->c->einsums[e];
   int dim[IR_MAX_VARS], in = k->nd - 1;
-  dims_of(E, &E->out, dim);
+  producer_dims(r->c, sc, e, dim);
   if (!region_agrees(E, dim, region_of(sc, order, base, e), &k->reg, false) ||
       !operand_any(r, p, dim, &k->reg, op) ||
       !operand_any(r, q, dim, &k->reg, oq))
@@ -397,7 +443,7 @@ static bool bind_factors(const Run *r, const Scan *sc, const int *order,
   if (!region_agrees(P, dim, region_of(sc, order, base, sc->prod), &k->reg,
                      false))
     return false;
-  if (k->fold) {
+  if (k->fold || k->factor) {
     int made = r->c->einsums[sc->fprod]->out.tensor;
     return operand(r, sc->f->tensor == made ? sc->g : sc->f, dim, &k->reg,
                    &k->g);
@@ -433,7 +479,9 @@ static bool kern_bind(const Run *r, const Scan *sc, const int *order,
                      false) &&
        operand(r, sc->lagged, dim, &k->reg, &k->lag) &&
        (k->fold ? bind_folded(r, sc, order, base, k)
-                : operand(r, sc->decay, dim, &k->reg, &k->a));
+                : operand(r, sc->decay, dim, &k->reg, &k->a)) &&
+       (!k->factor || bind_product(r, sc, order, base, sc->fprod, sc->fp,
+                                   sc->fq, k, &k->fp, &k->fq));
   if (ok && k->prod)
     ok = bind_factors(r, sc, order, base, k);
   if (ok && k->readout) {
@@ -465,14 +513,16 @@ typedef struct Ptrs {
 static void ptrs_at(const Kern *k, const int64_t *x, Ptrs *p) {
   int nd = k->nd;
   p->s = k->s.data + offset(&k->s, x, nd);
-  /* Folded, A and F are row buffers, set per row (fold_step). */
+  /* Folded, A and F are row buffers, set per row (fold_step, run_rows). */
   p->a = k->fold ? NULL : k->a.data + offset(&k->a, x, nd);
-  p->f = k->fold   ? NULL
-         : k->prod ? k->f.data + offset(&k->f, x, nd)
-                   : k->in.data + offset(&k->in, x, nd);
+  p->f = k->fold || k->factor ? NULL
+         : k->prod            ? k->f.data + offset(&k->f, x, nd)
+                              : k->in.data + offset(&k->in, x, nd);
   if (k->fold) {
     p->dp = offset(&k->dp, x, nd);
     p->dq = offset(&k->dq, x, nd);
+  }
+  if (k->fold || k->factor) {
     p->fp = offset(&k->fp, x, nd);
     p->fq = offset(&k->fq, x, nd);
   }
@@ -491,10 +541,13 @@ INLINE void ptrs_move(const Kern *k, Ptrs *p, int d) {
   if (k->fold) {
     p->dp += k->dp.lin[d];
     p->dq += k->dq.lin[d];
+  } else {
+    p->a += k->a.lin[d];
+  }
+  if (k->fold || k->factor) {
     p->fp += k->fp.lin[d];
     p->fq += k->fq.lin[d];
   } else {
-    p->a += k->a.lin[d];
     p->f += (k->prod ? k->f : k->in).lin[d];
   }
   /* The absent operands stay NULL: no offset is applied to them. */
@@ -598,9 +651,9 @@ static void product_rows(const Opnd *p, const int64_t *po, const Opnd *q,
 }
 
 /* The folded producers' values for the current step of G rows (at P):
- * row j's decay exp(DP * DQ) at A + j * N and factor FP * FQ at F + j *
- * N, as the vector machine computes them (the product, then vm_op's exp,
- * one call for the G rows). */
+ * row j's decay exp(DP * DQ) at A + j * N (where the decay is folded)
+ * and factor FP * FQ at F + j * N, as the vector machine computes them
+ * (the product, then vm_op's exp, one call for the G rows). */
 static void fold_rows(const Kern *k, const Ptrs *p, int g, int64_t n,
                       float *a, float *f) {
   int in = k->nd - 1;
@@ -611,8 +664,10 @@ static void fold_rows(const Kern *k, const Ptrs *p, int g, int64_t n,
     fp[j] = p[j].fp;
     fq[j] = p[j].fq;
   }
-  product_rows(&k->dp, dp, &k->dq, dq, in, g, n, a);
-  vm_op(OP_EXP, a, a, NULL, NULL, (int)(g * n));
+  if (k->fold) {
+    product_rows(&k->dp, dp, &k->dq, dq, in, g, n, a);
+    vm_op(OP_EXP, a, a, NULL, NULL, (int)(g * n));
+  }
   product_rows(&k->fp, fp, &k->fq, fq, in, g, n, f);
 }
 
@@ -731,18 +786,25 @@ static void row_next(const Kern *k, RowAt *at) {
   ptrs_at(k, at->x, &at->p);
 }
 
+/* The floats of run_rows' buffer. */
+static size_t rows_buf_floats(const Kern *k) {
+  return 4 * ROW_GROUP *
+         (size_t)(k->reg.hi[k->nd - 1] - k->reg.lo[k->nd - 1] + 1);
+}
+
 /* Rows [lo, hi): each through every step, its state written to S where
  * something reads it there (the last step: the next tile's halo, the next
  * pass's state), else kept in BUF (2 x ROW_GROUP x the innermost extent),
  * which is followed by 2 x ROW_GROUP rows for the folded producers'
- * values. */
+ * values (rows_buf_floats in all). */
 INLINE void run_rows(const Kern *k, int64_t lo, int64_t hi, float *buf,
                      bool wide) {
   int in = k->nd - 1;
   int64_t n = k->reg.hi[in] - k->reg.lo[in];
   float *fold = buf + 2 * ROW_GROUP * n;
   int64_t steps = k->reg.hi[k->ld] - k->reg.lo[k->ld];
-  int sa = (int)k->a.lin[in], sf = (int)(k->prod ? k->f : k->in).lin[in];
+  int sa = (int)k->a.lin[in],
+      sf = k->factor ? 1 : (int)(k->prod ? k->f : k->in).lin[in];
   int sg = k->prod ? (int)k->g.lin[in] : 0;
   RowAt at;
   row_at(k, lo, &at);
@@ -756,12 +818,14 @@ INLINE void run_rows(const Kern *k, int64_t lo, int64_t hi, float *buf,
       row_next(k, &at);
     }
     for (int64_t i = 0; i < steps; i++) {
-      if (k->fold)
+      if (k->fold || k->factor)
         fold_rows(k, p, g, n, fold, fold + ROW_GROUP * n);
       for (int j = 0; j < g; j++) {
         float *h = k->s_all || i == steps - 1 ? p[j].s
                                               : buf + (2 * j + (i & 1)) * n;
         double acc;
+        if (k->factor) /* the factor alone folded: F a row buffer */
+          p[j].f = fold + (ROW_GROUP + j) * n;
         /* The layouts of Mamba-2 (a constant decay) and Mamba-1 (a decay
          * per element), the factors' contiguous one first; any other. */
         if (wide)
@@ -954,10 +1018,43 @@ AVX512 static void pair_run(const M2Group *q, int j) {
 _Static_assert(PAIR_MAX_NV == 8, "pair_run instantiates pair_steps to 8");
 _Static_assert(ROW_GROUP % 2 == 0, "pair_steps takes the rows two by two");
 
+/* Sixteen values of O from element OFF as fp32 (O contiguous there). */
+AVX512 static inline __m512 load16(const Opnd *o, int64_t off) {
+  if (!o->half)
+    return _mm512_loadu_ps(o->data + off);
+  __m256i h = _mm256_loadu_si256((const __m256i *)(o->half + off));
+  if (o->dtype == DT_F16)
+    return _mm512_cvtph_ps(h);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* The folded factor F = FP * FQ (m2_layout) of every step of the rows at
+ * X into OUT (a row of N a step): one fp32 product each, as the vector
+ * machine rounds the producer's. Where the factor is broadcast over the
+ * rows (Mamba-2's Bbar over a head's channels), this is a head's once,
+ * kept in the cache for its groups, where the producer wrote 512 x 128
+ * values a head to memory for the scan to read back. */
+AVX512 static void factor_steps(const Kern *k, const int64_t *x, float *out) {
+  int nd = k->nd, ld = k->ld;
+  int64_t n = k->reg.hi[nd - 1] - k->reg.lo[nd - 1];
+  int64_t steps = k->reg.hi[ld] - k->reg.lo[ld];
+  const float *p = k->fp.data + offset(&k->fp, x, nd);
+  int64_t qo = offset(&k->fq, x, nd);
+  for (int64_t i = 0; i < steps; i++) {
+    __m512 vp = _mm512_set1_ps(p[i * k->fp.lin[ld]]);
+    for (int64_t m = 0; m < n; m += 16)
+      _mm512_storeu_ps(out + i * n + m,
+                       _mm512_mul_ps(vp, load16(&k->fq, qo + m)));
+    qo += k->fq.lin[ld];
+  }
+}
+
 /* ROW_GROUP rows from X (consecutive along the rows' innermost dimension
  * DQ) through every step: a decode step by group_step, a prompt's steps
- * two rows at a time by pair_steps. */
-AVX512 static void group_m2(const Kern *k, const int64_t *x, int dq) {
+ * two rows at a time by pair_steps. F: the factor's steps (factor_steps),
+ * a row of the innermost extent each, or NULL: the bound F. */
+AVX512 static void group_m2(const Kern *k, const int64_t *x, int dq,
+                            const float *f) {
   int nd = k->nd, ld = k->ld;
   M2Group q = {
       .n = k->reg.hi[nd - 1] - k->reg.lo[nd - 1],
@@ -973,6 +1070,10 @@ AVX512 static void group_m2(const Kern *k, const int64_t *x, int dq) {
       .c_ld = k->c.lin[ld], .y_ld = k->y.lin[ld], .s_ld = k->s.lin[ld],
       .g_q = k->g.lin[dq], .y_q = k->y.lin[dq], .s_q = k->s.lin[dq],
       .lag_q = k->lag.lin[dq], .s_all = k->s_all};
+  if (f) {
+    q.f = f;
+    q.f_ld = q.n;
+  }
   if (q.steps == 1)
     group_step(q.n, q.a[0], q.f, q.c, q.g, q.g_q, q.lag, q.lag_q, q.s, q.s_q,
                q.y, q.y_q);
@@ -981,34 +1082,44 @@ AVX512 static void group_m2(const Kern *k, const int64_t *x, int dq) {
       pair_run(&q, j);
 }
 
+/* Do K's groups of rows share the decay, F and C (group_m2), and does a
+ * row's state fit in pair_steps' registers where it runs? */
+static bool m2_shared(const Kern *k) {
+  int dq = k->rows[k->nrows - 1], nd = k->nd;
+  bool f = k->factor ? k->fp.lin[dq] == 0 && k->fq.lin[dq] == 0
+                     : k->f.lin[dq] == 0;
+  return f && k->a.lin[dq] == 0 && k->c.lin[dq] == 0 &&
+         (k->reg.hi[k->ld] - k->reg.lo[k->ld] == 1 ||
+          k->reg.hi[nd - 1] - k->reg.lo[nd - 1] <= 16 * PAIR_MAX_NV);
+}
+
 /* Rows [lo, hi) with step_m2_avx512's layout: whole groups of rows that
  * share the decay, F and C by group_m2 (a prompt's where a row's state
- * fits in pair_steps' registers), the others row by row. */
+ * fits in pair_steps' registers), the others row by row. BUF is
+ * followed by the folded factor's steps (factor_steps), made again only
+ * where a group reads another row of it than the last group did. */
 AVX512 static void rows_m2_avx512(const Kern *k, int64_t lo, int64_t hi,
                                   float *buf) {
   int dq = k->rows[k->nrows - 1], nd = k->nd;
-  bool shared = k->a.lin[dq] == 0 && k->f.lin[dq] == 0 && k->c.lin[dq] == 0 &&
-                (k->reg.hi[k->ld] - k->reg.lo[k->ld] == 1 ||
-                 k->reg.hi[nd - 1] - k->reg.lo[nd - 1] <= 16 * PAIR_MAX_NV);
+  bool shared = m2_shared(k);
+  float *f = k->factor ? buf + rows_buf_floats(k) : NULL;
+  int64_t made_p = -1, made_q = -1;
   for (int64_t row = lo; row < hi; row += ROW_GROUP) {
     int64_t x[IR_MAX_RANKS], end = hi - row < ROW_GROUP ? hi : row + ROW_GROUP;
     row_coords(k, row, x);
     if (shared && end - row == ROW_GROUP && nd > 0 &&
-        x[dq] + ROW_GROUP <= k->reg.hi[dq])
-      group_m2(k, x, dq);
-    else
+        x[dq] + ROW_GROUP <= k->reg.hi[dq]) {
+      if (f && (offset(&k->fp, x, nd) != made_p ||
+                offset(&k->fq, x, nd) != made_q)) {
+        factor_steps(k, x, f);
+        made_p = offset(&k->fp, x, nd);
+        made_q = offset(&k->fq, x, nd);
+      }
+      group_m2(k, x, dq, f);
+    } else {
       run_rows(k, row, end, buf, true);
+    }
   }
-}
-
-/* Sixteen values of O from element OFF as fp32 (O contiguous there). */
-AVX512 static inline __m512 load16(const Opnd *o, int64_t off) {
-  if (!o->half)
-    return _mm512_loadu_ps(o->data + off);
-  __m256i h = _mm256_loadu_si256((const __m256i *)(o->half + off));
-  if (o->dtype == DT_F16)
-    return _mm512_cvtph_ps(h);
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
 /* Element J rows and I steps on from B (an offset into O) along the
@@ -1134,12 +1245,15 @@ static bool m1_layout(const Kern *k) {
          n % 16 == 0 && __builtin_cpu_supports("avx512f");
 }
 
-/* Does K have step_m2_avx512's layout, on a CPU that runs it? */
+/* Does K have step_m2_avx512's layout (a folded factor's P constant
+ * along the row and Q contiguous: factor_steps'), on a CPU that runs it? */
 static bool m2_layout(const Kern *k) {
   int in = k->nd - 1;
   int64_t n = k->reg.hi[in] - k->reg.lo[in];
+  bool f = k->factor ? k->fp.lin[in] == 0 && k->fq.lin[in] == 1
+                     : k->f.lin[in] == 1;
   return k->prod && k->readout && !k->write_t && !k->write_u &&
-         k->a.lin[in] == 0 && k->f.lin[in] == 1 && k->g.lin[in] == 0 &&
+         k->a.lin[in] == 0 && f && k->g.lin[in] == 0 &&
          k->c.lin[in] == 1 && n % 16 == 0 &&
          __builtin_cpu_supports("avx512f");
 }
@@ -1159,8 +1273,11 @@ static void rows_task(void *arg, int i, int n) {
   if (lo >= hi)
     return;
   const Kern *k = sh->k;
-  float *buf = xmalloc(4 * ROW_GROUP * sizeof(float) *
-                       (size_t)(k->reg.hi[k->nd - 1] - k->reg.lo[k->nd - 1] + 1));
+  size_t floats = rows_buf_floats(k);
+  if (k->factor) /* factor_steps' */
+    floats += (size_t)((k->reg.hi[k->ld] - k->reg.lo[k->ld]) *
+                       (k->reg.hi[k->nd - 1] - k->reg.lo[k->nd - 1]));
+  float *buf = xmalloc(floats * sizeof(float));
 #if defined(__x86_64__)
   if (m2_layout(k))
     rows_m2_avx512(k, lo, hi, buf);
@@ -1192,10 +1309,17 @@ bool scan_run(Run *r, const Scan *sc, const int *order, const Region *base,
   int ts = r->c->einsums[sc->add]->out.tensor;
   Kern k = {.write_t = write_t, .write_u = write_u, .prod = sc->prod >= 0,
             .readout = sc->out >= 0, .fold = sc->dprod >= 0,
+            .factor = sc->fprod >= 0 && sc->dprod < 0,
             .s_all = !scan_read_inside(r, sc, ts) ||
                      tensor_state_steps(r->s, ts) > 1};
   if (!kern_bind(r, sc, order, base, &k))
     return false;
+  k.nrow = 1;
+  for (int d = 0; d < k.nd - 1; d++)
+    if (d != k.ld) {
+      k.rows[k.nrows++] = d;
+      k.nrow *= k.reg.hi[d] - k.reg.lo[d];
+    }
   if (k.write_u && k.prod) {
     const Einsum *P = r->c->einsums[sc->prod];
     int dim[IR_MAX_VARS];
@@ -1205,12 +1329,6 @@ bool scan_run(Run *r, const Scan *sc, const int *order, const Region *base,
       return false;
   }
   k.write_u = k.write_u && k.prod;
-  k.nrow = 1;
-  for (int d = 0; d < k.nd - 1; d++)
-    if (d != k.ld) {
-      k.rows[k.nrows++] = d;
-      k.nrow *= k.reg.hi[d] - k.reg.lo[d];
-    }
   Pool *pool = r->o->pool;
   /* Too little work to hand to the pool: on this thread. */
   int64_t steps = k.reg.hi[k.ld] - k.reg.lo[k.ld];
