@@ -129,11 +129,16 @@ void front_region(const Run *r, int t, int64_t steps, const int64_t *lo,
 
 bool fill_front(Run *r, int t, int64_t steps, const int64_t *lo,
                 const int64_t *hi) {
+  return fill_front_by(r, &r->init_jobs[t], t, steps, lo, hi);
+}
+
+bool fill_front_by(Run *r, VmJob **job, int t, int64_t steps,
+                   const int64_t *lo, const int64_t *hi) {
   Region reg;
   front_region(r, t, steps, lo, hi, &reg);
-  if (!r->init_jobs[t])
-    r->init_jobs[t] = vm_prepare(&r->env, r->c->tensors[t].init);
-  return vm_exec(r->init_jobs[t], &reg, r->d);
+  if (!*job)
+    *job = vm_prepare(&r->env, r->c->tensors[t].init);
+  return vm_exec(*job, &reg, r->d);
 }
 
 /* ---- memory ---- */
