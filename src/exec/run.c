@@ -451,10 +451,13 @@ bool run_stretch(Run *r, const Stretch *st, const int *scc) {
   int workers = r->nslots - 1;
   if (workers > wk.nslices)
     workers = (int)wk.nslices;
-  wk.diags = xcalloc((size_t)workers, sizeof *wk.diags);
+  /* Not cleared: only a failed record's text is read (a Diag is 1.5 KB,
+   * and a decode step runs some 120 stretches). */
+  wk.diags = xmalloc((size_t)workers * sizeof *wk.diags);
   /* Each worker's jobs read its env: the run's, without the pool (the
    * workers are the pool), with a fault flag of its own. */
   for (int w = 0; w < workers; w++) {
+    wk.diags[w].failed = false;
     r->faults[w] = 0;
     r->envs[w] = r->env;
     r->envs[w].pool = NULL;
