@@ -66,8 +66,8 @@ typedef struct Unit {
 
 /* Every group's Unit, kept in the Run from run to run (fused_forget),
  * with what a run needs whatever its units: Fused's per-run tables, in
- * one block (zeroed at every run: nothing of a run's values is kept, only
- * their memory), and the jobs that fill the next state's fronts. */
+ * one block (nothing of a run's values is kept, only their memory), and
+ * the jobs that fill the next state's fronts. */
 struct Units {
   int n;
   Unit *u;
@@ -1252,27 +1252,30 @@ static struct Units *units_of(Run *r) {
     u->tables_bytes = sizeof(Array *) * 3 * nt +
                       sizeof(Bits *) * 2 * nmaps + sizeof(int64_t) * nt +
                       sizeof(bool) * (ne + nt);
-    u->tables = xmalloc(u->tables_bytes);
+    u->tables = xcalloc(1, u->tables_bytes);
     u->next_fronts = xcalloc(nt, sizeof *u->next_fronts);
   }
   return r->units;
 }
 
-/* Point F's per-run tables into U's block, zeroed, the widest types
- * first (each table starts aligned). */
+/* Point F's per-run tables into U's block, the widest types first (each
+ * table starts aligned), and zero them but the bitmaps: those are NULL
+ * from one run to the next (flush_counts frees each unit's), and only a
+ * run that counts bytes makes any, so a decode step need not clear a
+ * table of groups times tensors. */
 static void fused_tables(Fused *f, struct Units *u) {
   const Cascade *c = f->r->c;
   size_t nt = (size_t)c->ntensors + 1, ne = (size_t)c->neinsums + 1,
          nmaps = nt * ((size_t)f->p->ngroups + 1);
-  memset(u->tables, 0, u->tables_bytes);
-  f->buf = u->tables;
+  f->rmap = u->tables;
+  f->wmap = f->rmap + nmaps;
+  f->buf = (Array **)(f->wmap + nmaps);
   f->tail = f->buf + nt;
   f->kept = f->tail + nt;
-  f->rmap = (Bits **)(f->kept + nt);
-  f->wmap = f->rmap + nmaps;
-  f->tail_len = (int64_t *)(f->wmap + nmaps);
+  f->tail_len = (int64_t *)(f->kept + nt);
   f->member = (bool *)(f->tail_len + nt);
   f->pending = f->member + ne;
+  memset(f->buf, 0, (size_t)((char *)(f->pending + nt) - (char *)f->buf));
 }
 _Static_assert(sizeof(Array *) == sizeof(Bits *) &&
                    _Alignof(Bits *) >= _Alignof(int64_t),
