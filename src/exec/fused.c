@@ -64,10 +64,18 @@ typedef struct Unit {
   Step *steps;  /* per schedule position (one tile; NULL otherwise) */
 } Unit;
 
-/* Every group's Unit, kept in the Run from run to run (fused_forget). */
+/* Every group's Unit, kept in the Run from run to run (fused_forget),
+ * with what a run needs whatever its units: Fused's per-run tables, in
+ * one block (nothing of a run's values is kept, only their memory), and
+ * the jobs that fill the next state's fronts. */
 struct Units {
   int n;
   Unit *u;
+  void *tables;         /* Fused's tables (fused_tables) */
+  size_t tables_bytes;
+  VmJob **next_fronts;  /* per tensor: the job writing the front of its
+                           next state (fill_front_by); the halos' is the
+                           Run's, for a front of another length */
 };
 
 typedef struct Fused {
@@ -1210,6 +1218,10 @@ void fused_forget(Run *r) {
     return;
   for (int g = 0; g < r->units->n; g++)
     unit_free(&r->units->u[g]);
+  for (int t = 0; t < r->c->ntensors; t++)
+    vm_job_free(r->units->next_fronts[t]);
+  free(r->units->next_fronts);
+  free(r->units->tables);
   free(r->units->u);
   free(r->units);
   r->units = NULL;
@@ -1228,34 +1240,63 @@ static bool recurrences_whole(const Fused *f) {
   return true;
 }
 
+/* R's Units, made at its first fused run. */
+static struct Units *units_of(Run *r) {
+  if (!r->units) {
+    const Cascade *c = r->c;
+    size_t nt = (size_t)c->ntensors + 1, ne = (size_t)c->neinsums + 1,
+           nmaps = nt * ((size_t)r->o->plan->ngroups + 1);
+    struct Units *u = r->units = xcalloc(1, sizeof *r->units);
+    u->n = r->o->plan->ngroups;
+    u->u = xcalloc((size_t)u->n + 1, sizeof *u->u);
+    u->tables_bytes = sizeof(Array *) * 3 * nt +
+                      sizeof(Bits *) * 2 * nmaps + sizeof(int64_t) * nt +
+                      sizeof(bool) * (ne + nt);
+    u->tables = xcalloc(1, u->tables_bytes);
+    u->next_fronts = xcalloc(nt, sizeof *u->next_fronts);
+  }
+  return r->units;
+}
+
+/* Point F's per-run tables into U's block, the widest types first (each
+ * table starts aligned), and zero them but the bitmaps: those are NULL
+ * from one run to the next (flush_counts frees each unit's), and only a
+ * run that counts bytes makes any, so a decode step need not clear a
+ * table of groups times tensors. */
+static void fused_tables(Fused *f, struct Units *u) {
+  const Cascade *c = f->r->c;
+  size_t nt = (size_t)c->ntensors + 1, ne = (size_t)c->neinsums + 1,
+         nmaps = nt * ((size_t)f->p->ngroups + 1);
+  f->rmap = u->tables;
+  f->wmap = f->rmap + nmaps;
+  f->buf = (Array **)(f->wmap + nmaps);
+  f->tail = f->buf + nt;
+  f->kept = f->tail + nt;
+  f->tail_len = (int64_t *)(f->kept + nt);
+  f->member = (bool *)(f->tail_len + nt);
+  f->pending = f->member + ne;
+  memset(f->buf, 0, (size_t)((char *)(f->pending + nt) - (char *)f->buf));
+}
+_Static_assert(sizeof(Array *) == sizeof(Bits *) &&
+                   _Alignof(Bits *) >= _Alignof(int64_t),
+               "fused_tables' tables start aligned");
+
 bool run_fused(Run *r, Tensors *next) {
   const Cascade *c = r->c;
-  size_t nt = (size_t)c->ntensors + 1, ne = (size_t)c->neinsums + 1;
+  size_t nt = (size_t)c->ntensors + 1;
   Fused f = {.r = r, .p = r->o->plan};
-  f.member = xcalloc(ne, sizeof *f.member);
-  f.buf = xcalloc(nt, sizeof *f.buf);
-  f.tail = xcalloc(nt, sizeof *f.tail);
-  f.kept = xcalloc(nt, sizeof *f.kept);
-  f.tail_len = xcalloc(nt, sizeof *f.tail_len);
-  f.pending = xcalloc(nt, sizeof *f.pending);
-  size_t nmaps = nt * ((size_t)f.p->ngroups + 1);
-  f.rmap = xcalloc(nmaps, sizeof *f.rmap);
-  f.wmap = xcalloc(nmaps, sizeof *f.wmap);
+  struct Units *units = units_of(r);
+  fused_tables(&f, units);
   f.sched = r->sched;
   f.scc = f.sched.scc;
   f.counting = r->st != NULL;
   bool ok = true;
   assert(recurrences_whole(&f));
-  if (!r->units) {
-    r->units = xcalloc(1, sizeof *r->units);
-    r->units->n = f.p->ngroups;
-    r->units->u = xcalloc((size_t)f.p->ngroups + 1, sizeof *r->units->u);
-  }
   for (int g = 0; ok && g < f.p->ngroups; g++) {
     for (int e = 0; e < c->neinsums; e++)
       f.member[e] = f.p->group_of[e] == g;
     f.gfirst = f.glast = g;
-    ok = run_unit(&f, &r->units->u[g], g);
+    ok = run_unit(&f, &units->u[g], g);
   }
   /* The next pass's state: from the arrays, or from the captured tails. */
   for (int t = 0; ok && next && t < c->ntensors; t++) {
@@ -1271,7 +1312,8 @@ bool run_fused(Run *r, Tensors *next) {
       v->origin[cond] =
           r->s->size[c->tensors[t].ranks[cond]] - f.tail[t]->shape[cond];
       if (v->origin[cond] < 0 &&
-          !fill_front(r, t, -v->origin[cond], NULL, NULL))
+          !fill_front_by(r, &units->next_fronts[t], t, -v->origin[cond],
+                         NULL, NULL))
         ok = false;
     }
     if (ok && r->views[t].data)
@@ -1281,14 +1323,8 @@ bool run_fused(Run *r, Tensors *next) {
   for (size_t t = 0; t < nt; t++) {
     run_drop(r, f.tail[t]);
     array_free(f.kept[t]);
+    if (units->next_fronts[t]) /* as run_reset the Run's init jobs */
+      vm_job_release(units->next_fronts[t]);
   }
-  free(f.member);
-  free(f.buf);
-  free(f.tail);
-  free(f.kept);
-  free(f.tail_len);
-  free(f.pending);
-  free(f.rmap);
-  free(f.wmap);
   return ok;
 }

@@ -129,11 +129,16 @@ void front_region(const Run *r, int t, int64_t steps, const int64_t *lo,
 
 bool fill_front(Run *r, int t, int64_t steps, const int64_t *lo,
                 const int64_t *hi) {
+  return fill_front_by(r, &r->init_jobs[t], t, steps, lo, hi);
+}
+
+bool fill_front_by(Run *r, VmJob **job, int t, int64_t steps,
+                   const int64_t *lo, const int64_t *hi) {
   Region reg;
   front_region(r, t, steps, lo, hi, &reg);
-  if (!r->init_jobs[t])
-    r->init_jobs[t] = vm_prepare(&r->env, r->c->tensors[t].init);
-  return vm_exec(r->init_jobs[t], &reg, r->d);
+  if (!*job)
+    *job = vm_prepare(&r->env, r->c->tensors[t].init);
+  return vm_exec(*job, &reg, r->d);
 }
 
 /* ---- memory ---- */
@@ -446,10 +451,13 @@ bool run_stretch(Run *r, const Stretch *st, const int *scc) {
   int workers = r->nslots - 1;
   if (workers > wk.nslices)
     workers = (int)wk.nslices;
-  wk.diags = xcalloc((size_t)workers, sizeof *wk.diags);
+  /* Not cleared: only a failed record's text is read (a Diag is 1.5 KB,
+   * and a decode step runs some 120 stretches). */
+  wk.diags = xmalloc((size_t)workers * sizeof *wk.diags);
   /* Each worker's jobs read its env: the run's, without the pool (the
    * workers are the pool), with a fault flag of its own. */
   for (int w = 0; w < workers; w++) {
+    wk.diags[w].failed = false;
     r->faults[w] = 0;
     r->envs[w] = r->env;
     r->envs[w].pool = NULL;

@@ -93,6 +93,12 @@ void front_region(const Run *r, int t, int64_t steps, const int64_t *lo,
 /* Write those steps from the initialization; T's view must hold them. */
 bool fill_front(Run *r, int t, int64_t steps, const int64_t *lo,
                 const int64_t *hi);
+/* The same by *JOB (prepared at its first use), where fronts of two
+ * lengths are filled at every run (a decode step's halo and its next
+ * state's): a job for each stays bound, where one would bind anew at
+ * every call. */
+bool fill_front_by(Run *r, VmJob **job, int t, int64_t steps,
+                   const int64_t *lo, const int64_t *hi);
 
 /* The rank a recurrence iterates over. */
 int recurrence_rank(const Cascade *c, int member, const int *scc);

@@ -47,6 +47,11 @@ struct Lm {
   Array *embedding; /* [vocab, d_model], as stored */
   Array *norm_f;    /* [d_model], fp32 */
   Tensors *state;   /* per layer: the decode state */
+  /* Per layer: the executor's inputs (its weights, its state, the stream
+   * in), named once, their arrays set at every run of the layer (layer
+   * inputs): named at every run, the table cost each layer of a decode
+   * step some 30 string copies and comparisons and their frees. */
+  Tensors *inputs;
   /* The bytes of STATE's arrays, kept as they are put, replaced and
    * freed: summing them over every layer at every layer of every step
    * cost a cache miss per array (the weights' stream evicts them), about
@@ -234,6 +239,7 @@ static bool build(Lm *m, const Checkpoint *ck, Diag *d) {
   if (ok) {
     m->weights = xcalloc((size_t)n, sizeof *m->weights);
     m->state = xcalloc((size_t)n, sizeof *m->state);
+    m->inputs = xcalloc((size_t)n, sizeof *m->inputs);
     m->weights[n - 1] = last;
   } else {
     tensors_free(&last);
@@ -296,8 +302,10 @@ static void forget_shape(Lm *m) {
 }
 
 void lm_reset(Lm *m) {
-  for (int l = 0; m->state && l < m->cfg.n_layer; l++)
+  for (int l = 0; m->state && l < m->cfg.n_layer; l++) {
     tensors_free(&m->state[l]);
+    tensors_free(&m->inputs[l]); /* names the state */
+  }
   m->state_bytes = 0;
   m->batch = 0;
 }
@@ -312,6 +320,7 @@ void lm_free(Lm *m) {
     tensors_free(&m->weights[l]);
   free(m->weights);
   free(m->state);
+  free(m->inputs);
   array_free(m->embedding);
   array_free(m->norm_f);
   weights_free(m->map);
@@ -499,21 +508,34 @@ static Exec *exec_for(Lm *m, const ExecOpts *eo, Diag *d) {
   return m->exec;
 }
 
+/* Layer L's inputs for the stream IO: its weights, its state, then the
+ * stream; named the first time, and after a reset of the state. */
+static const Tensors *layer_inputs(Lm *m, int l, const Stream *io) {
+  const Tensors *w = &m->weights[l], *st = &m->state[l];
+  Tensors *in = &m->inputs[l];
+  if (in->n != w->n + st->n + 2) {
+    tensors_free(in);
+    for (int i = 0; i < w->n; i++)
+      tensors_put(in, w->names[i], w->arrays[i], false);
+    for (int i = 0; i < st->n; i++)
+      tensors_put(in, st->names[i], NULL, false);
+    tensors_put(in, m->c->tensors[m->io.hidden_in].name, NULL, false);
+    tensors_put(in, m->c->tensors[m->io.residual_in].name, NULL, false);
+  }
+  for (int i = 0; i < st->n; i++) /* replaced from step to step */
+    in->arrays[w->n + i] = st->arrays[i];
+  in->arrays[w->n + st->n] = io->hidden;
+  in->arrays[w->n + st->n + 1] = io->residual;
+  return in;
+}
+
 /* Layer L on X: the stream in, the stream out, the state carried. */
 static bool run_layer(Lm *m, int l, Exec *x, Stream *io, Diag *d) {
   const Cascade *c = m->c;
-  Tensors in = {0}, out = {0}, next = {0};
-  const Tensors *w = &m->weights[l], *st = &m->state[l];
-  for (int i = 0; i < w->n; i++)
-    tensors_put(&in, w->names[i], w->arrays[i], false);
-  for (int i = 0; i < st->n; i++)
-    tensors_put(&in, st->names[i], st->arrays[i], false);
-  tensors_put(&in, c->tensors[m->io.hidden_in].name, io->hidden, false);
-  tensors_put(&in, c->tensors[m->io.residual_in].name, io->residual, false);
-  bool ok = x && exec_step(x, &in, &out, &next, NULL, d);
+  Tensors out = {0}, next = {0};
+  bool ok = x && exec_step(x, layer_inputs(m, l, io), &out, &next, NULL, d);
   if (x)
     note_peak(m, io, exec_peak_bytes(x));
-  tensors_free(&in);
   if (ok) {
     array_free(io->hidden);
     array_free(io->residual);
