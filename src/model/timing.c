@@ -327,8 +327,13 @@ bool group_bill_cycles(const GroupBill *b, const Arch *a, double start,
   Eval ev = {.n = b->n, .e = e, .ngroups = 1, .g = &ge};
   x.ev = &ev;
   for (int v = 0; ok && v < b->nv; v++) {
+    /* A variant sends a few members' tensors off chip: the others keep
+     * the rows, and so the times, they had in the variant before. */
     const int *rows = &b->row_of[(size_t)v * (size_t)b->n];
+    const int *before = v > 0 ? rows - b->n : NULL;
     for (int i = 0; i < b->n; i++) {
+      if (before && before[i] == rows[i])
+        continue;
       const Timed *t = &row[rows[i]];
       option_set(&e[i], &t->on);
       e[i].mem_cycles = t->mem;
