@@ -7,10 +7,41 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* The units a pipelined span counts on the stack: every shipped
+ * architecture has a few; a file with more counts them on the heap. The
+ * span is taken for every trial of every tile choice and every bill's
+ * time, where an allocation each cost a quarter of the time. */
+enum { SPAN_UNITS = 16 };
+
+/* Parallel pipelining: every unit and the DRAM channel at once; the
+ * group takes as long as its busiest resource. MEM: each Einsum's memory
+ * time, or NULL for their own (mem_cycles). */
+static double pipelined_span(const Arch *a, const EinsumEval *ev, int n,
+                             const double *mem) {
+  double own[SPAN_UNITS];
+  double *busy = a->nunits <= SPAN_UNITS
+                     ? memset(own, 0, sizeof own)
+                     : xcalloc((size_t)a->nunits, sizeof *busy);
+  double fill = 0, dram = 0, span = 0;
+  for (int i = 0; i < n; i++) {
+    busy[arch_array_of(a, ev[i].unit)] += ev[i].unit_cycles;
+    if (ev[i].epilogue >= 0)
+      busy[arch_array_of(a, ev[i].epilogue)] += ev[i].epilogue_cycles;
+    fill = fmax(fill, a->units[ev[i].unit].pipeline);
+    dram += mem ? mem[i] : ev[i].mem_cycles;
+  }
+  span = dram;
+  for (int u = 0; u < a->nunits; u++)
+    span = fmax(span, busy[u]);
+  if (busy != own)
+    free(busy);
+  return span + fill;
+}
 
 double compose_span(const Ctx *x, const EinsumEval *ev, int n,
                     const double *mem, double *cycles) {
-  const Arch *a = x->a;
   if (x->o.compose == COMPOSE_SEQUENTIAL) {
     double t = 0;
     for (int i = 0; i < n; i++) {
@@ -20,22 +51,7 @@ double compose_span(const Ctx *x, const EinsumEval *ev, int n,
     }
     return t;
   }
-  /* Parallel pipelining: every unit and the DRAM channel at once; the
-   * group takes as long as its busiest resource. */
-  double *busy = xcalloc((size_t)a->nunits + 1, sizeof *busy);
-  double fill = 0, dram = 0, span = 0;
-  for (int i = 0; i < n; i++) {
-    busy[arch_array_of(a, ev[i].unit)] += ev[i].unit_cycles;
-    if (ev[i].epilogue >= 0)
-      busy[arch_array_of(a, ev[i].epilogue)] += ev[i].epilogue_cycles;
-    fill = fmax(fill, a->units[ev[i].unit].pipeline);
-    dram += mem[i];
-  }
-  span = dram;
-  for (int u = 0; u < a->nunits; u++)
-    span = fmax(span, busy[u]);
-  free(busy);
-  return span + fill;
+  return pipelined_span(x->a, ev, n, mem);
 }
 
 /* ---- the ideal design under parallel pipelining ----
@@ -262,13 +278,7 @@ double compose_group(Ctx *x, int g, double t) {
       ge->busy[a->units[e[i].epilogue].role] += e[i].epilogue_cycles;
   }
   if (x->o.compose == COMPOSE_PIPELINED && !ideal_pipe(x)) {
-    /* Its members' memory times, for the span (a spill variant of a
-     * sequential group allocates nothing). */
-    double *mem = xcalloc((size_t)ge->n + 1, sizeof *mem);
-    for (int i = 0; i < ge->n; i++)
-      mem[i] = e[i].mem_cycles;
-    ge->cycles = compose_span(x, e, ge->n, mem, NULL);
-    free(mem);
+    ge->cycles = pipelined_span(a, e, ge->n, NULL);
     for (int i = 0; i < ge->n; i++) {
       e[i].start = t;
       e[i].end = t + ge->cycles;

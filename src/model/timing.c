@@ -286,22 +286,21 @@ static Timed member_time(const GroupBill *b, const Ctx *x, const Row *w,
     if (c > t.mem)
       t.mem = c;
   }
-  /* bind_for_latency's walk over the units it weighs, in its order. */
+  /* bind_for_latency's walk over the units it weighs, in its order;
+   * the cycles of the unit it keeps are those it kept. */
   option_set(r, &t.on);
-  double now = einsum_cycles(x, r, t.mem);
+  t.cycles = einsum_cycles(x, r, t.mem);
   for (int k = b->alt_at[i]; k < b->alt_at[i + 1]; k++) {
     const Option *o = &b->alt[k];
     if (o->unit == t.on.unit)
       continue;
     option_set(r, o);
     double cyc = einsum_cycles(x, r, t.mem);
-    if (latency_rebinds(cyc, now)) {
-      now = cyc;
+    if (latency_rebinds(cyc, t.cycles)) {
+      t.cycles = cyc;
       t.on = *o;
     }
   }
-  option_set(r, &t.on);
-  t.cycles = einsum_cycles(x, r, t.mem);
   return t;
 }
 
@@ -328,8 +327,13 @@ bool group_bill_cycles(const GroupBill *b, const Arch *a, double start,
   Eval ev = {.n = b->n, .e = e, .ngroups = 1, .g = &ge};
   x.ev = &ev;
   for (int v = 0; ok && v < b->nv; v++) {
+    /* A variant sends a few members' tensors off chip: the others keep
+     * the rows, and so the times, they had in the variant before. */
     const int *rows = &b->row_of[(size_t)v * (size_t)b->n];
+    const int *before = v > 0 ? rows - b->n : NULL;
     for (int i = 0; i < b->n; i++) {
+      if (before && before[i] == rows[i])
+        continue;
       const Timed *t = &row[rows[i]];
       option_set(&e[i], &t->on);
       e[i].mem_cycles = t->mem;

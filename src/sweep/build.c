@@ -20,15 +20,15 @@ void study_param_text(Buf *b, const Study *s, int pt, int p) {
                n->items[i]->kind == YN_SCALAR ? n->items[i]->text : "?");
 }
 
-/* Architecture A with parameter tuple PT: its file's tree with the
- * study's values set, loaded by the strict loader. An error the loader
- * finds at a study value is reported there; any other, at the study's
- * first parameter, with the loader's own position. */
-static Arch *build_variant(Study *s, int a, int pt, Diag *d) {
+/* Architecture A with parameter tuple PT: DOC, its file's tree, with the
+ * study's values set, loaded by the strict loader. Every tuple sets the
+ * same fields, each replacing the one before's, so one tree parsed once
+ * serves every tuple of A (parsing it again for each was most of a
+ * study's loading). An error the loader finds at a study value is
+ * reported there; any other, at the study's first parameter, with the
+ * loader's own position. */
+static Arch *build_variant(Study *s, YamlDoc *doc, int a, int pt, Diag *d) {
   const StudyArch *sa = &s->archs[a];
-  YamlDoc *doc = ydoc_parse(sa->src.path, sa->src.text, sa->src.len, d);
-  if (!doc)
-    return NULL;
   for (int p = 0; p < s->nparams; p++) {
     YamlNode *parent;
     const char *key;
@@ -43,7 +43,6 @@ static Arch *build_variant(Study *s, int a, int pt, Diag *d) {
   }
   Diag ad = {0};
   Arch *arch = arch_from_yaml(sa->src.path, doc->root, &ad);
-  ydoc_free(doc);
   if (arch)
     return arch;
   Buf vals = {0};
@@ -69,30 +68,45 @@ static Arch *build_variant(Study *s, int a, int pt, Diag *d) {
   return NULL;
 }
 
+/* Variant PT of architecture A (DOC: its tree) into the study, checked
+ * against what a sweep can show of it; false (D set) where it fails. */
+static bool variant_checked(Study *s, YamlDoc *doc, int a, int pt, Diag *d) {
+  Arch *arch = build_variant(s, doc, a, pt, d);
+  if (!arch)
+    return false;
+  s->variant[(long)a * s->nptuples + pt] = arch;
+  if (arch->nlevels + arch->nunits > SWEEP_MAX_COMPONENTS) {
+    diag_error(d, s->path, s->archs[a].loc,
+               "%s has more than %d memory levels and units",
+               s->archs[a].name, SWEEP_MAX_COMPONENTS);
+    return false;
+  }
+  for (int o = 0; o < s->nobjectives; o++)
+    if (s->objectives[o] == FIG_AREA && !arch->area.given) {
+      diag_error(d, s->path, s->archs[a].loc,
+                 "the objectives include area, but %s has no area "
+                 "section (docs/architecture.md, \"Area\")",
+                 arch->path);
+      return false;
+    }
+  return true;
+}
+
 static bool build_variants(Study *s, Diag *d) {
   s->variant = xcalloc((size_t)s->narchs * (size_t)s->nptuples,
                        sizeof *s->variant);
-  for (int a = 0; a < s->narchs; a++)
-    for (int pt = 0; pt < s->nptuples; pt++) {
-      Arch *arch = build_variant(s, a, pt, d);
-      if (!arch)
-        return false;
-      s->variant[(long)a * s->nptuples + pt] = arch;
-      if (arch->nlevels + arch->nunits > SWEEP_MAX_COMPONENTS) {
-        diag_error(d, s->path, s->archs[a].loc,
-                   "%s has more than %d memory levels and units",
-                   s->archs[a].name, SWEEP_MAX_COMPONENTS);
-        return false;
-      }
-      for (int o = 0; o < s->nobjectives; o++)
-        if (s->objectives[o] == FIG_AREA && !arch->area.given) {
-          diag_error(d, s->path, s->archs[a].loc,
-                     "the objectives include area, but %s has no area "
-                     "section (docs/architecture.md, \"Area\")",
-                     arch->path);
-          return false;
-        }
-    }
+  for (int a = 0; a < s->narchs; a++) {
+    const StudyArch *sa = &s->archs[a];
+    YamlDoc *doc = ydoc_parse(sa->src.path, sa->src.text, sa->src.len, d);
+    if (!doc)
+      return false;
+    bool ok = true;
+    for (int pt = 0; ok && pt < s->nptuples; pt++)
+      ok = variant_checked(s, doc, a, pt, d);
+    ydoc_free(doc);
+    if (!ok)
+      return false;
+  }
   return true;
 }
 
