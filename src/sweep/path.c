@@ -176,6 +176,11 @@ static bool walk(Walk *w, const char *path, YamlNode **parent,
       break;
     }
     if (w->n->kind == YN_MAP && !next && !sel) {
+      if (!strcmp(seg, "name")) { /* every field changes a figure */
+        buf_printf(w->why, "'name' labels an item and changes no figure");
+        ok = false;
+        break;
+      }
       *parent = (YamlNode *)w->n;
       *key = path + (seg - copy);
       if (w->canon)

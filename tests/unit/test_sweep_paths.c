@@ -70,6 +70,7 @@ TEST(sweep_paths_by_name_position_role) {
       {"memory[1.capacity", NULL, "is not KEY or KEY[SELECTOR]"},
       {"clock[0].x", NULL, "clock[0]: 'clock' is not a list"},
       {"memory.L3.capacity", NULL, "no item named 'L3'"},
+      {"memory.L2.name", NULL, "'name' labels an item and changes no figure"},
   };
   resolve_all("archs/h100.yaml", h100, sizeof h100 / sizeof h100[0]);
   static const PathCase mambalaya[] = {
