@@ -74,24 +74,28 @@ print("chain of %s, --budget 1: %s s wall, %s s cpu (target <= 1 s); "
 PY
 done
 
-# The growth on chains (issue 35: at most cubic in the number of
-# Einsums): the whole search, unbounded, on chains of 20 to 320 products,
-# CPU time and the exponent from the row before (log2 of the ratio: each
-# row doubles the chain). A row past LIMIT s (default 120) of wall time
-# is cut there and says so; the rows after it are not run.
+# The growth on chains and DAGs (issue 35: at most cubic in the number
+# of Einsums): the whole search, unbounded, on chains of 20 to 320
+# products, then on DAGs as long (every second Einsum a residual sum of
+# the two before: chain.py's `dag`), CPU time and the exponent from the
+# row before (log2 of the ratio: each row doubles the cascade). A row
+# past LIMIT s (default 120) of wall time is cut there and says so; the
+# rows after it are not run.
 limit=${SEARCH_GROWTH_LIMIT:-120}
-prev=''
-for n in 20 40 80 160 320; do
-  python3 "$(dirname "$0")/../tests/e2e/lib/chain.py" "$n" 1024 "$chain"
-  if ! /usr/bin/time -f '%e %U' -o "$timing" timeout "$limit" \
-    "$BUILD/mambalaya" search "$chain" --json >"$out" 2>/dev/null; then
-    echo "chain of $n: past ${limit} s (SEARCH_GROWTH_LIMIT), not finished"
-    break
-  fi
-  read -r wall cpu <"$timing"
-  awk -v n="$n" -v w="$wall" -v c="$cpu" -v p="$prev" 'BEGIN {
-    g = (p != "" && p > 0 && c > 0) ? sprintf("n^%.1f", log(c / p) / log(2)) : "-"
-    printf "chain of %d, unbounded: %s s wall, %s s cpu, growth %s\n", n, w, c, g }'
-  prev=$cpu
+for kind in chain dag; do
+  prev=''
+  for n in 20 40 80 160 320; do
+    python3 "$(dirname "$0")/../tests/e2e/lib/chain.py" "$n" 1024 "$chain" "$kind"
+    if ! /usr/bin/time -f '%e %U' -o "$timing" timeout "$limit" \
+      "$BUILD/mambalaya" search "$chain" --json >"$out" 2>/dev/null; then
+      echo "$kind of $n: past ${limit} s (SEARCH_GROWTH_LIMIT), not finished"
+      break
+    fi
+    read -r wall cpu <"$timing"
+    awk -v k="$kind" -v n="$n" -v w="$wall" -v c="$cpu" -v p="$prev" 'BEGIN {
+      g = (p != "" && p > 0 && c > 0) ? sprintf("n^%.1f", log(c / p) / log(2)) : "-"
+      printf "%s of %d, unbounded: %s s wall, %s s cpu, growth %s\n", k, n, w, c, g }'
+    prev=$cpu
+  done
 done
 rm -f "$chain"

@@ -4,6 +4,7 @@
  * over a rank the group's traversal splits. */
 #include "group.h"
 
+#include <limits.h>
 #include <stdlib.h>
 
 /* Does Einsum R reduce over a variable that indexes a rank of tensor T
@@ -105,33 +106,36 @@ static bool splits_reduction(const Grp *G, const bool *split, int t, int r) {
   return false;
 }
 
-/* FuseMax's pass analysis: T needs two passes in the group when one
- * reader's data flows into a reduction over one of T's ranks whose result
- * another reader of T waits for (RMSNorm's LEX; Mamba's X), and the
- * group's traversal splits that rank (splits_reduction): where it holds
- * the rank whole, the reduction completes within the tile and the waiting
- * reader finds T still on chip (one pass: FuseMax's 256-key chunk, a
- * token's model dimension in a group without RD partial products). */
-static bool needs_two_passes(const Grp *G, const bool *split, int t,
-                             const int *reader, int nreaders) {
+/* FuseMax's pass analysis, its facts of the cascade: a member R whose
+ * reduction over one of T's ranks one reader of T feeds and another
+ * waits for (RMSNorm's LEX; Mamba's X). */
+static bool waits_on_reduction(const Grp *G, int t, int r,
+                               const int *reader, int nreaders) {
   const Cascade *c = G->x->c;
-  const int *m = G->gr->einsums;
-  for (int ri = 0; ri < G->n; ri++) {
-    int r = m[ri];
-    if (!reduces_rank_of(c, c->einsums[r], t) ||
-        !splits_reduction(G, split, t, r))
-      continue;
-    bool fed = false, waits = false;
-    for (int i = 0; i < nreaders; i++) {
-      int q = reader[i];
-      if (cascade_reaches(c, q, r))
-        fed = true;
-      else if (q != r && cascade_reaches(c, r, q))
-        waits = true;
-    }
-    if (fed && waits)
-      return true;
+  if (!reduces_rank_of(c, c->einsums[r], t))
+    return false;
+  bool fed = false, waits = false;
+  for (int i = 0; i < nreaders; i++) {
+    int q = reader[i];
+    if (cascade_reaches(c, q, r))
+      fed = true;
+    else if (q != r && cascade_reaches(c, r, q))
+      waits = true;
   }
+  return fed && waits;
+}
+
+/* And its test of a variant: T (candidate K) needs two passes in the
+ * group when the group's traversal splits the rank such a member reduces
+ * (splits_reduction): where it holds the rank whole, the reduction
+ * completes within the tile and the waiting reader finds T still on chip
+ * (one pass: FuseMax's 256-key chunk, a token's model dimension in a
+ * group without RD partial products). */
+static bool needs_two_passes(const Grp *G, const PassFacts *pf,
+                             const bool *split, int t, int k) {
+  for (int q = pf->waiter_from[k]; q < pf->waiter_from[k + 1]; q++)
+    if (splits_reduction(G, split, t, pf->waiter[q]))
+      return true;
   return false;
 }
 
@@ -188,8 +192,39 @@ void pass_facts_free(PassFacts *pf) {
   free(pf->cand_of);
   free(pf->partial_ok);
   free(pf->two_ok);
+  free(pf->waiter_from);
+  free(pf->waiter);
   free(pf->split);
   *pf = (PassFacts){0};
+}
+
+/* Per candidate of PF that may need two passes, its WAITER members
+ * (PassFacts): at most every member each. Reach follows the cascade's
+ * order (a non-lagged edge runs forward), so a waiter lies between its
+ * tensor's first and last readers: only those are asked. */
+static void waiters(const Grp *G, PassFacts *pf) {
+  const Cascade *c = G->x->c;
+  pf->waiter_from = xmalloc(((size_t)pf->ncand + 1) * sizeof *pf->waiter_from);
+  pf->waiter = xmalloc(((size_t)pf->ncand * G->n + 1) * sizeof *pf->waiter);
+  int nw = 0;
+  for (int k = 0; k < pf->ncand; k++) {
+    pf->waiter_from[k] = nw;
+    int t = c->einsums[G->gr->einsums[pf->member[k]]]->out.tensor;
+    int h = G->held_of[t];
+    const int *rs = &pf->reader[pf->read_from[h]];
+    int nr = pf->read_from[h + 1] - pf->read_from[h];
+    int lo = INT_MAX, hi = -1;
+    for (int i = 0; i < nr; i++) {
+      lo = rs[i] < lo ? rs[i] : lo;
+      hi = rs[i] > hi ? rs[i] : hi;
+    }
+    for (int ri = 0; pf->two_ok[k] && ri < G->n; ri++) {
+      int r = G->gr->einsums[ri];
+      if (r >= lo && r <= hi && waits_on_reduction(G, t, r, rs, nr))
+        pf->waiter[nw++] = r;
+    }
+  }
+  pf->waiter_from[pf->ncand] = nw;
 }
 
 /* PF's members that may bear an extra charge (PassFacts), from its facts
@@ -239,6 +274,7 @@ static void extra_candidates(const Grp *G, PassFacts *pf) {
     pf->split_from[++nc] = ns;
   }
   pf->ncand = nc;
+  waiters(G, pf);
   bool *shares = xcalloc(n, sizeof *shares);
   for (int k = 0; k < nc; k++)
     shares[pf->member[k]] = shares[pf->last[k]] = true;
@@ -315,7 +351,6 @@ void design_extras(Grp *G, Charges *extras) {
   if (x->o.accounting != ACCOUNT_ACHIEVED)
     return;
   PassFacts own = {0}, *pf = facts_of(G, &own);
-  const int *reader = pf->reader, *read_from = pf->read_from;
   bool *split = pf->split;
   /* The ranks the partial products split, where the group holds the
    * output: read only by the two-pass test (set back to rest below). */
@@ -334,10 +369,8 @@ void design_extras(Grp *G, Charges *extras) {
                            already, and no partial products */
       continue;
     if (pf->two_ok[k]) {
-      const int *rs = &reader[read_from[h]];
-      int nr = read_from[h + 1] - read_from[h];
       double n = G->held[h].whole; /* its elements (shape_held) */
-      if (needs_two_passes(G, split, t, rs, nr)) {
+      if (needs_two_passes(G, pf, split, t, k)) {
         if (!x->plan->written[t])
           charges_push(extras, i, t, n, true, false);
         charges_push(extras, pf->last[k], t, n, false, false);

@@ -113,13 +113,18 @@ typedef struct Kept {
  * order: the candidates and their last readers); per member its
  * candidate (CAND_OF, or -1); whether some candidate may need two passes
  * (ANY_TWO: else each member's share depends on its own output's holding
- * alone); scratch: per rank SPLIT (false at rest). */
+ * alone); per candidate that may need two passes, the members whose
+ * reduction over a rank of its output one reader feeds and another waits
+ * for (WAITER[WAITER_FROM[C] .. WAITER_FROM[C + 1]), as Einsums: facts of
+ * the cascade, so a variant only asks whether its traversal splits the
+ * rank: needs_two_passes); scratch: per rank SPLIT (false at rest). */
 typedef struct PassFacts {
   bool *iter;
   int *rd_edge, *reader, *read_from;
   int ncand, nsharer;
   bool any_two;
   int *member, *split_from, *splits, *last, *sharer, *cand_of;
+  int *waiter_from, *waiter;
   bool *partial_ok, *two_ok;
   bool *split;
 } PassFacts;
