@@ -265,6 +265,11 @@ _Static_assert(sizeof level_role_names / sizeof level_role_names[0] ==
 
 const char *level_role_name(LevelRole r) { return level_role_names[r]; }
 
+bool arch_level_has_bandwidth(const MemLevel *m) {
+  return isfinite(m->bandwidth) || isfinite(m->read_bandwidth) ||
+         isfinite(m->write_bandwidth);
+}
+
 LevelRole arch_level_role(const Arch *a, int l) {
   if (l == 0)
     return LEVEL_OFFCHIP;

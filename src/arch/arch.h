@@ -332,6 +332,8 @@ Arch *arch_parse_accelforge(const char *path, const char *text, size_t len,
 
 /* Level L's role (LEVEL_OFFCHIP ... LEVEL_REGISTERS). */
 LevelRole arch_level_role(const Arch *a, int l);
+/* Does level M bound its traffic by a bandwidth (any of its three)? */
+bool arch_level_has_bandwidth(const MemLevel *m);
 
 /* ---- the fusion level ----
  *

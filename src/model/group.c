@@ -598,13 +598,10 @@ static bool better_noted(const Grp *G, const Trial *a, const Trial *b) {
  * a larger tile changes there goes unpriced by the choice: the group
  * keeps a tile that fits. */
 static bool priced_by_dram(const Arch *a) {
-  for (int l = 0; l < a->nlevels; l++) {
-    const MemLevel *m = &a->levels[l];
+  for (int l = 0; l < a->nlevels; l++)
     if (arch_level_role(a, l) != LEVEL_OFFCHIP &&
-        (isfinite(m->bandwidth) || isfinite(m->read_bandwidth) ||
-         isfinite(m->write_bandwidth)))
+        arch_level_has_bandwidth(&a->levels[l]))
       return false;
-  }
   return true;
 }
 

@@ -88,11 +88,6 @@ static void option_set(EinsumEval *r, const Option *o) {
   r->epilogue_cycles = o->epilogue_cycles;
 }
 
-static bool has_bandwidth(const MemLevel *m) {
-  return isfinite(m->bandwidth) || isfinite(m->read_bandwidth) ||
-         isfinite(m->write_bandwidth);
-}
-
 GroupBill *group_bill_new(GroupPricer *gp) {
   Ctx *x = &gp->x;
   const Arch *a = x->a;
@@ -101,7 +96,7 @@ GroupBill *group_bill_new(GroupPricer *gp) {
   b->n = x->plan->groups[gp->g].n;
   b->fin = xmalloc(((size_t)a->nlevels + 1) * sizeof *b->fin);
   for (int l = 0; l < a->nlevels; l++)
-    if (has_bandwidth(&a->levels[l]))
+    if (arch_level_has_bandwidth(&a->levels[l]))
       b->fin[b->nfin++] = l;
   size_t n = (size_t)b->n + 1;
   b->as = xmalloc(n * sizeof *b->as);
