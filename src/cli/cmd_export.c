@@ -110,12 +110,18 @@ static void projection(const Shape *s, const Dims *dn, const Index *ix,
                       "projections have none)\n", off);
 }
 
-/* One data space: T with its access A's projection. */
+/* One data space: T with its access A's projection. An access none of
+ * whose coordinates varies (a scalar S[], or BTX[D] at a constant) is a
+ * data space of no coordinate: `projection: []`, as Timeloop states a
+ * scalar, never an empty key that no loader reads. */
 static void data_space(const Cascade *c, const Shape *s, const Dims *dn,
                        const Access *a, bool out, Buf *b, Buf *coefs,
                        Buf *notes) {
-  buf_printf(b, "      - name: %s\n        projection:\n",
-             c->tensors[a->tensor].name);
+  int varying = 0;
+  for (int k = 0; k < a->n; k++)
+    varying += a->idx[k].nterms > 0;
+  buf_printf(b, "      - name: %s\n        projection:%s\n",
+             c->tensors[a->tensor].name, varying ? "" : " []");
   for (int k = 0; k < a->n; k++)
     if (a->idx[k].nterms) /* a constant coordinate has no projection */
       projection(s, dn, &a->idx[k], b, coefs, notes);
@@ -165,13 +171,13 @@ static void problem(const Cascade *c, const Shape *s, const Einsum *e,
   Buf spaces = {0}, coefs = {0}, notes = {0};
   for (int r = 0; r < e->nreads; r++) {
     const Access *a = e->reads[r];
-    bool seen = a->n == 0;
+    bool seen = false;
     for (int q = 0; q < r; q++)
       seen = seen || e->reads[q]->tensor == a->tensor;
     if (a->tensor == e->out.tensor) /* a recurrence reads its output */
       buf_printf(&notes, "# %s is read as well as written: its one data "
                  "space is the read-write one\n", c->tensors[a->tensor].name);
-    else if (seen && a->n)
+    else if (seen)
       buf_printf(&notes, "# %s is read twice: one data space, at its first "
                  "read's indices\n", c->tensors[a->tensor].name);
     else if (!seen)

@@ -214,6 +214,9 @@ static bool load_space(Tl *tl, const YamlNode *s, Space *sp, Buf *shape) {
     if (!ok)
       return false;
   }
+  /* `projection: []` is a scalar: no rank, indexed S[] */
+  buf_printf(&sp->index, "%s", "");
+  buf_printf(&sp->ranks, "%s", "");
   return true;
 }
 

@@ -164,4 +164,35 @@ refused "export: Y's Einsum has 27 dimensions: Timeloop names each with one lett
   "$M" export timeloop d27.yaml --out d27
 [ -e d27 ] && fail "d27 written"
 
+# An access no coordinate of which varies (a scalar S[], BTX[D] at a
+# constant: fuzz_export's crash of 2026-11-29) is a data space of no
+# coordinate, `projection: []`, and loads back as S[].
+cat >scalar.yaml <<'EOF2'
+shape: {I: 8, D: 4}
+einsum:
+  declaration: {X: [I], S: [], BTX: [D], Y: [I], T: []}
+  expressions:
+    - Y[i] = X[i] * S[] + BTX[D]
+    - "T[] = Y[i] :: sum(i)"
+EOF2
+"$M" export timeloop scalar.yaml --out scalar >/dev/null 2>err ||
+  fail "export scalar: $(cat err)"
+for p in scalar/01_Y.problem.yaml scalar/02_T.problem.yaml; do
+  "$M" import timeloop "$p" >"$p.spec.yaml" 2>err || fail "import $p: $(cat err)"
+done
+python3 - <<'PYEOF' || fail "scalar data spaces"
+import yaml
+y = yaml.safe_load(open("scalar/01_Y.problem.yaml"))["problem"]["shape"]
+assert {d["name"]: d["projection"] for d in y["data-spaces"]} == \
+    {"X": [[["I"]]], "S": [], "BTX": [], "Y": [[["I"]]]}, y
+t = yaml.safe_load(open("scalar/02_T.problem.yaml"))["problem"]["shape"]
+assert {d["name"]: d["projection"] for d in t["data-spaces"]} == \
+    {"Y": [[["I"]]], "T": []}, t
+s = yaml.safe_load(open("scalar/01_Y.problem.yaml.spec.yaml"))["einsum"]
+assert s["declaration"]["S"] == [] and s["declaration"]["BTX"] == [], s
+assert s["expressions"] == ["Y[i] = X[i] * S[] * BTX[]"], s
+assert yaml.safe_load(open("scalar/02_T.problem.yaml.spec.yaml"))["einsum"][
+    "expressions"] == ["T[] = Y[i] :: sum(i)"]
+PYEOF
+
 [ "$fails" -eq 0 ]
