@@ -1191,3 +1191,58 @@ TEST(exec_tile_holds_four_times_the_weights) {
   check_tile_bytes(64, 8192 + 6144);
   check_tile_bytes(256, 11008 + 24576 + 4096);
 }
+
+/* A stretch's chains of Einsums (vm_exec_chain: walked alike, each
+ * reading the earlier ones' outputs only where it writes) run unit by
+ * unit, with each element's operations those of the Einsums one by one:
+ * a Mamba-2 decode step under the `full` plan (its layer one tile) gives
+ * the interpreter's numbers, bit for bit (the vector machine only on both
+ * sides: no scan kernel, whose roundings the plan's units would not
+ * share), outputs and next state. At these sizes the plan's stretches
+ * are [LEX PX], [TTB TTC], [B C] and [Delta Abar Bbar HX, the recurrence
+ * HH H, S6Y LY LLY PLLY]: chained are LEX and PX (PX squares LEX where it
+ * is written), TTB and TTC, B and C (independent, walked alike), Delta
+ * and Abar, and S6Y (a sum over the state, of nothing chained), LY, LLY,
+ * PLLY: 12 Einsums. Not Bbar (over p and n, Abar over p alone) nor HX
+ * (over p, q, n). With a pool of two, every stretch is cut in two slices
+ * along its split rank (ED, n, n, the heads), each running the same
+ * chains: 24 Einsum runs. */
+TEST(exec_chains_equal_one_by_one) {
+  Setting m2[] = {{"B", 1},       {"I", 1},         {"d_model", 16},
+                  {"n_heads", 2}, {"head_dim", 16}, {"d_state", 8}};
+  Case k = load_case(NULL, "specs/mamba2.yaml", m2, 6);
+  if (!k.c || !k.s)
+    return;
+  random_inputs(&k, 7);
+  Diag d = {0};
+  Pair *pairs = fusion_classify(k.c, k.s);
+  Plan *p = plan_of(&k, pairs, ST_FULL, STITCH_GREEDY, OBJ_GROUPS, &d);
+  Pool *pool = pool_new(2);
+  Tensors r0 = {0}, n0 = {0};
+  ExecStats s0 = {0};
+  ExecOpts oi = {.vm_only = true};
+  if (!exec_run(k.c, k.s, &k.in, &oi, &r0, &n0, &s0, &d))
+    test_fail(__FILE__, __LINE__, "%s", d.msg);
+  CHECK_INT((int)s0.chained_einsums, 0);
+  for (int threads = 1; threads <= 2; threads++) {
+    ExecOpts o = {.plan = p, .buffer_bytes = 1 << 20, .vm_only = true,
+                  .pool = threads > 1 ? pool : NULL};
+    Tensors r1 = {0}, n1 = {0};
+    ExecStats s1 = {0};
+    if (!exec_run(k.c, k.s, &k.in, &o, &r1, &n1, &s1, &d))
+      test_fail(__FILE__, __LINE__, "%s", d.msg);
+    CHECK_INT((int)s1.chained_einsums, 12 * threads);
+    check_bitwise(&r0, &r1);
+    check_bitwise(&n0, &n1);
+    exec_stats_free(&s1);
+    tensors_free(&r1);
+    tensors_free(&n1);
+  }
+  exec_stats_free(&s0);
+  tensors_free(&r0);
+  tensors_free(&n0);
+  pool_free(pool);
+  plan_free(p);
+  free(pairs);
+  free_case(&k);
+}
