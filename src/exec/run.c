@@ -417,10 +417,11 @@ static bool run_slice(Workers *wk, StretchSlot *sl, int64_t slo,
       while (end < st->n && wk->scc[st->members[end]] < 0 &&
              member_region(wk, end, slo, shi, -1, -1, &regs[end]))
         end++;
-      int ran = vm_exec_chain(&jobs[k], &regs[k], end - k, d);
+      int chained;
+      int ran = vm_exec_chain(&jobs[k], &regs[k], end - k, &chained, d);
       if (ran < 0)
         return false;
-      sl->chained += ran > 1 ? ran : 0;
+      sl->chained += chained;
       k += ran;
       continue;
     }

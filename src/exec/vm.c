@@ -1126,11 +1126,9 @@ static bool report_fault(const Job *j, Diag *d) {
   return true;
 }
 
-bool vm_exec(Job *j, const Region *r, Diag *d) {
+/* Run J, bound for its region (SAME: as it was for the last run). */
+static bool run_bound(Job *j, bool same, Diag *d) {
   const Env *env = j->env;
-  bool same;
-  if (!bind_for(j, r, &same, d))
-    return false;
   bool rest = j->nterms == 0;
   for (int t = 0; t < j->nterms; t++) {
     if (j->terms[t].gemm_done)
@@ -1156,7 +1154,12 @@ bool vm_exec(Job *j, const Region *r, Diag *d) {
   return report_fault(j, d);
 }
 
-/* ---- chains of elementwise Einsums ---- */
+bool vm_exec(Job *j, const Region *r, Diag *d) {
+  bool same;
+  return bind_for(j, r, &same, d) && run_bound(j, same, d);
+}
+
+/* ---- chains of Einsums ---- */
 
 /* Does J, bound, run all its terms in the walk's units (none by
  * kernel_gemm), on the calling thread? */
@@ -1253,27 +1256,36 @@ static bool joins_chain(Job *const *j, int k) {
   return true;
 }
 
-int vm_exec_chain(Job *const *j, const Region *r, int n, Diag *d) {
+int vm_exec_chain(Job *const *j, const Region *r, int n, int *chained,
+                  Diag *d) {
   bool same;
+  *chained = 0;
   if (!bind_for(j[0], &r[0], &same, d))
     return -1;
   if (n < 2 || !chain_member(j[0]))
-    return vm_exec(j[0], &r[0], d) ? 1 : -1;
+    return run_bound(j[0], same, d) ? 1 : -1;
   serial_scratch(j[0], same);
   int len = 1;
+  bool ends = false; /* J[LEN], bound, ends the chain: run it alone */
   for (; len < n; len++) {
     if (!bind_for(j[len], &r[len], &same, d))
       return -1;
-    if (!joins_chain(j, len))
+    ends = !joins_chain(j, len);
+    if (ends)
       break;
     serial_scratch(j[len], same);
   }
-  if (len == 1)
-    return vm_exec(j[0], &r[0], d) ? 1 : -1;
-  run_chain(j, len, j[0]->w.units);
-  for (int k = 0; k < len; k++)
-    if (!report_fault(j[k], d))
+  if (len == 1) {
+    if (!run_bound(j[0], true, d))
       return -1;
-  return len;
+  } else {
+    run_chain(j, len, j[0]->w.units);
+    for (int k = 0; k < len; k++)
+      if (!report_fault(j[k], d))
+        return -1;
+    *chained = len;
+  }
+  if (ends && !run_bound(j[len], same, d))
+    return -1;
+  return len + ends;
 }
-

@@ -71,9 +71,11 @@ bool vm_exec(VmJob *j, const Region *r, Diag *d);
  * outputs) runs every member before the next unit, so the values stay in
  * L1 between them; each element takes the same operations as by vm_exec,
  * so the numbers are the same. Runs the longest such prefix (J[0] alone,
- * by vm_exec, when it starts none) and returns its length; -1 with D set
- * on failure. */
-int vm_exec_chain(VmJob *const *j, const Region *r, int n, Diag *d);
+ * as by vm_exec, when it starts none; *CHAINED its length, 0 then) and
+ * the member that ends it, alone (bound already to be found out), and
+ * returns how many ran; -1 with D set on failure. */
+int vm_exec_chain(VmJob *const *j, const Region *r, int n, int *chained,
+                  Diag *d);
 /* When J over R is exactly one matrix-vector product (a decode step's
  * projection: the weights' rows contiguous along the reduced variable,
  * nothing added), the product, in G, for the caller to run (vm_gemvs);

@@ -1246,3 +1246,50 @@ TEST(exec_chains_equal_one_by_one) {
   free(pairs);
   free_case(&k);
 }
+
+/* A member that reads an earlier one's output elsewhere than where it
+ * writes (Z reads Y at the last channel, written by Y's last unit of
+ * four) ends the chain, and runs after it: Y and W (W reads Y where it
+ * writes) chain, Z reads all of Y. Were Z chained, its first unit would
+ * read Y[i, 511] before Y's fourth unit wrote it. */
+TEST(exec_chain_ends_at_a_read_elsewhere) {
+  Case k = load_case("shape: {I: 2, D: 512}\n"
+                     "outputs: [W, Z]\n"
+                     "einsum:\n"
+                     "  declaration: {X: [I, D], Y: [I, D], W: [I, D], "
+                     "Z: [I, D]}\n"
+                     "  expressions:\n"
+                     "    - Y[i,d] = X[i,d] * 2\n"
+                     "    - W[i,d] = Y[i,d] * X[i,d]\n"
+                     "    - Z[i,d] = Y[i,D-1] + X[i,d]\n",
+                     NULL, NULL, 0);
+  if (!k.c)
+    return;
+  random_inputs(&k, 3);
+  Diag d = {0};
+  Pair *pairs = fusion_classify(k.c, k.s);
+  Plan *p = plan_of(&k, pairs, ST_FULL, STITCH_GREEDY, OBJ_GROUPS, &d);
+  ExecOpts o = {.plan = p, .buffer_bytes = 1 << 20};
+  Tensors res = {0}, next = {0};
+  ExecStats st = {0};
+  if (!exec_run(k.c, k.s, &k.in, &o, &res, &next, &st, &d))
+    test_fail(__FILE__, __LINE__, "%s", d.msg);
+  CHECK_INT((int)st.chained_einsums, 2);
+  const float *x = tensors_get(&k.in, "X")->data;
+  const float *w = tensors_get(&res, "W")->data;
+  const float *z = tensors_get(&res, "Z")->data;
+  int bad = 0;
+  for (int i = 0; i < 2; i++)
+    for (int c = 0; c < 512; c++) {
+      float y = x[i * 512 + c] * 2, ylast = x[i * 512 + 511] * 2;
+      bad += w[i * 512 + c] != y * x[i * 512 + c];
+      bad += z[i * 512 + c] != (float)((double)ylast + x[i * 512 + c]);
+    }
+  CHECK_INT(bad, 0);
+  exec_stats_free(&st);
+  tensors_free(&res);
+  tensors_free(&next);
+  plan_free(p);
+  free(pairs);
+  free_case(&k);
+}
