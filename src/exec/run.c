@@ -475,6 +475,20 @@ static void stretch_worker(void *arg, int w, int nw) {
     wk->ok = false;
 }
 
+/* Evaluations of a point of an Einsum over its region (an output element
+ * times the points it reduces), over the stretch's members. */
+static double stretch_work(const Run *r, const Stretch *st) {
+  double work = 0;
+  for (int k = 0; k < st->n; k++) {
+    const Einsum *e = r->c->einsums[st->members[k]];
+    double points = 1;
+    for (int v = 0; v < e->nvars; v++)
+      points *= (double)(st->base[k].hi[v] - st->base[k].lo[v]);
+    work += points;
+  }
+  return work;
+}
+
 bool run_stretch(Run *r, const Stretch *st, const int *scc) {
   Workers wk = {.r = r, .scc = scc, .ok = true, .lo = 0, .hi = 1};
   for (int k = 0; st->split >= 0 && k < st->n; k++) {
@@ -483,7 +497,14 @@ bool run_stretch(Run *r, const Stretch *st, const int *scc) {
     wk.hi = k == 0 || st->base[k].hi[v] > wk.hi ? st->base[k].hi[v] : wk.hi;
   }
   Stretch whole = *st;
-  if (st->split < 0 || st->slice <= 0)
+  /* A stretch too small to share (a decode step's norms, gates and
+   * convolutions) runs on the calling thread in one slice, as a job of
+   * the vector machine does (VM_MIN_SHARED_WORK): the hand-off costs more
+   * than the work, and a slice cut for two workers walks in shorter
+   * chunks. Each element's operations are the same in any slice, so are
+   * the numbers. */
+  if (st->split < 0 || st->slice <= 0 ||
+      stretch_work(r, st) < VM_MIN_SHARED_WORK)
     whole.slice = wk.hi - wk.lo;
   wk.st = &whole;
   wk.nslices = (wk.hi - wk.lo + whole.slice - 1) / whole.slice;
