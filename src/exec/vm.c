@@ -797,32 +797,36 @@ static void run_units(const Job *j, Scratch *sc, int64_t lo, int64_t hi) {
 }
 
 /* A chain (vm_exec_chain): every member's unit U before the next unit,
- * so that what one member writes is still in L1 when the next reads it. */
-INLINE void run_chain_units(Job *const *j, int n, int64_t units) {
+ * so that what one member writes is still in L1 when the next reads it.
+ * Returns the member whose read fell outside its view (the members share
+ * one fault flag), or -1. */
+INLINE int run_chain_units(Job *const *j, int n, int64_t units) {
   for (int64_t u = 0; u < units; u++)
-    for (int k = 0; k < n; k++)
+    for (int k = 0; k < n; k++) {
       run_unit(j[k], &j[k]->serial, u);
+      if (*j[k]->env->fault)
+        return k;
+    }
+  return -1;
 }
 
-static void run_chain_base(Job *const *j, int n, int64_t units) {
-  run_chain_units(j, n, units);
+static int run_chain_base(Job *const *j, int n, int64_t units) {
+  return run_chain_units(j, n, units);
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx2,fma"))) static void
+__attribute__((target("avx2,fma"))) static int
 run_chain_avx2(Job *const *j, int n, int64_t units) {
-  run_chain_units(j, n, units);
+  return run_chain_units(j, n, units);
 }
 #endif
 
-static void run_chain(Job *const *j, int n, int64_t units) {
+static int run_chain(Job *const *j, int n, int64_t units) {
 #if defined(__x86_64__)
-  if (vm_have_avx2()) {
-    run_chain_avx2(j, n, units);
-    return;
-  }
+  if (vm_have_avx2())
+    return run_chain_avx2(j, n, units);
 #endif
-  run_chain_base(j, n, units);
+  return run_chain_base(j, n, units);
 }
 
 typedef struct Share {
@@ -1279,10 +1283,11 @@ int vm_exec_chain(Job *const *j, const Region *r, int n, int *chained,
     if (!run_bound(j[0], true, d))
       return -1;
   } else {
-    run_chain(j, len, j[0]->w.units);
-    for (int k = 0; k < len; k++)
-      if (!report_fault(j[k], d))
-        return -1;
+    int fault = run_chain(j, len, j[0]->w.units);
+    if (fault >= 0) {
+      report_fault(j[fault], d);
+      return -1;
+    }
     *chained = len;
   }
   if (ends && !run_bound(j[len], same, d))
