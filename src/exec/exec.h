@@ -186,6 +186,9 @@ typedef struct ExecStats {
   int64_t background_einsums; /* of those, run by the workers while the
                                  caller ran what comes before their first
                                  reader (vm_gemv_start) */
+  int64_t chained_einsums; /* Einsum runs that joined a chain of
+                              elementwise ones, run unit by unit with it
+                              (vm.h's vm_exec_chain) */
 } ExecStats;
 
 /* Run C (bound by S) on INPUTS (every tensor no Einsum produces: weights,

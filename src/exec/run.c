@@ -362,8 +362,18 @@ typedef struct Workers {
   int64_t lo, hi; /* the split rank's range over all members */
   int64_t nslices;
   bool ok;
-  Diag *diags;
 } Workers;
+
+/* What a worker of a stretch uses, kept in the Run from stretch to
+ * stretch (a decode step runs some 120): its jobs and regions per member,
+ * its error record (not cleared: only a failed record's text is read, and
+ * a Diag is 1.5 KB), and its count of chained Einsum runs. */
+struct StretchSlot {
+  VmJob **jobs; /* per member, NEINSUMS + 1 */
+  Region *regs;
+  Diag diag;
+  int64_t chained;
+};
 
 /* Member K's region restricted to slice [slo, shi) of the split rank and,
  * when STEP >= 0, to that step of RANK. False: nothing of it lies there. */
@@ -387,19 +397,32 @@ static bool member_region(const Workers *wk, int k, int64_t slo, int64_t shi,
 }
 
 /* The stretch's members over one slice: a recurrence's members (consecutive,
- * one recurrence) a step at a time. */
-static bool run_slice(Workers *wk, VmJob **jobs, int64_t slo, int64_t shi,
-                      Diag *d) {
+ * one recurrence) a step at a time; the others, where they form chains of
+ * elementwise Einsums, unit by unit (vm_exec_chain). */
+static bool run_slice(Workers *wk, StretchSlot *sl, int64_t slo,
+                      int64_t shi) {
   const Stretch *st = wk->st;
   const Cascade *c = wk->r->c;
+  VmJob **jobs = sl->jobs;
+  Region *regs = sl->regs;
+  Diag *d = &sl->diag;
   for (int k = 0; k < st->n;) {
     int e = st->members[k], end = k + 1;
     Region reg;
     if (wk->scc[e] < 0) {
-      if (member_region(wk, k, slo, shi, -1, -1, &reg) &&
-          !vm_exec(jobs[k], &reg, d))
+      if (!member_region(wk, k, slo, shi, -1, -1, &regs[k])) {
+        k = end;
+        continue;
+      }
+      while (end < st->n && wk->scc[st->members[end]] < 0 &&
+             member_region(wk, end, slo, shi, -1, -1, &regs[end]))
+        end++;
+      int chained;
+      int ran = vm_exec_chain(&jobs[k], &regs[k], end - k, &chained, d);
+      if (ran < 0)
         return false;
-      k = end;
+      sl->chained += chained;
+      k += ran;
       continue;
     }
     while (end < st->n && wk->scc[st->members[end]] == wk->scc[e])
@@ -418,22 +441,52 @@ static bool run_slice(Workers *wk, VmJob **jobs, int64_t slo, int64_t shi,
   return true;
 }
 
+static void stretch_slots_new(Run *r) {
+  size_t ne = (size_t)r->c->neinsums + 1;
+  r->slots = xcalloc((size_t)r->nslots, sizeof *r->slots);
+  for (int w = 0; w < r->nslots; w++) {
+    r->slots[w].jobs = xcalloc(ne, sizeof *r->slots[w].jobs);
+    r->slots[w].regs = xcalloc(ne, sizeof *r->slots[w].regs);
+  }
+}
+
+static void stretch_slots_free(Run *r) {
+  for (int w = 0; w < r->nslots; w++) {
+    free(r->slots[w].jobs);
+    free(r->slots[w].regs);
+  }
+  free(r->slots);
+}
+
 static void stretch_worker(void *arg, int w, int nw) {
   Workers *wk = arg;
   const Stretch *st = wk->st;
   Run *r = wk->r;
-  VmJob **jobs = xcalloc((size_t)st->n, sizeof *jobs);
+  StretchSlot *sl = &r->slots[w];
   bool ok = true;
   for (int k = 0; k < st->n; k++)
-    jobs[k] = run_job(r, 1 + w, st->members[k]);
+    sl->jobs[k] = run_job(r, 1 + w, st->members[k]);
   for (int64_t i = w; ok && i < wk->nslices; i += nw) {
     int64_t slo = wk->lo + i * st->slice;
     int64_t shi = slo + st->slice < wk->hi ? slo + st->slice : wk->hi;
-    ok = run_slice(wk, jobs, slo, shi, &wk->diags[w]);
+    ok = run_slice(wk, sl, slo, shi);
   }
-  free(jobs);
   if (!ok)
     wk->ok = false;
+}
+
+/* Evaluations of a point of an Einsum over its region (an output element
+ * times the points it reduces), over the stretch's members. */
+static double stretch_work(const Run *r, const Stretch *st) {
+  double work = 0;
+  for (int k = 0; k < st->n; k++) {
+    const Einsum *e = r->c->einsums[st->members[k]];
+    double points = 1;
+    for (int v = 0; v < e->nvars; v++)
+      points *= (double)(st->base[k].hi[v] - st->base[k].lo[v]);
+    work += points;
+  }
+  return work;
 }
 
 bool run_stretch(Run *r, const Stretch *st, const int *scc) {
@@ -444,20 +497,25 @@ bool run_stretch(Run *r, const Stretch *st, const int *scc) {
     wk.hi = k == 0 || st->base[k].hi[v] > wk.hi ? st->base[k].hi[v] : wk.hi;
   }
   Stretch whole = *st;
-  if (st->split < 0 || st->slice <= 0)
+  /* A stretch too small to share (a decode step's norms, gates and
+   * convolutions) runs on the calling thread in one slice, as a job of
+   * the vector machine does (VM_MIN_SHARED_WORK): the hand-off costs more
+   * than the work, and a slice cut for two workers walks in shorter
+   * chunks. Each element's operations are the same in any slice, so are
+   * the numbers. */
+  if (st->split < 0 || st->slice <= 0 ||
+      stretch_work(r, st) < VM_MIN_SHARED_WORK)
     whole.slice = wk.hi - wk.lo;
   wk.st = &whole;
   wk.nslices = (wk.hi - wk.lo + whole.slice - 1) / whole.slice;
   int workers = r->nslots - 1;
   if (workers > wk.nslices)
     workers = (int)wk.nslices;
-  /* Not cleared: only a failed record's text is read (a Diag is 1.5 KB,
-   * and a decode step runs some 120 stretches). */
-  wk.diags = xmalloc((size_t)workers * sizeof *wk.diags);
   /* Each worker's jobs read its env: the run's, without the pool (the
    * workers are the pool), with a fault flag of its own. */
   for (int w = 0; w < workers; w++) {
-    wk.diags[w].failed = false;
+    r->slots[w].diag.failed = false;
+    r->slots[w].chained = 0;
     r->faults[w] = 0;
     r->envs[w] = r->env;
     r->envs[w].pool = NULL;
@@ -470,10 +528,11 @@ bool run_stretch(Run *r, const Stretch *st, const int *scc) {
   for (int w = 0; w < workers; w++) {
     if (r->faults[w])
       r->fault = 1;
-    if (wk.diags[w].failed && !r->d->failed)
-      *r->d = wk.diags[w];
+    if (r->slots[w].diag.failed && !r->d->failed)
+      *r->d = r->slots[w].diag;
+    if (r->st)
+      r->st->chained_einsums += r->slots[w].chained;
   }
-  free(wk.diags);
   return wk.ok && !r->fault;
 }
 
@@ -982,6 +1041,7 @@ void run_init(Run *r, const Cascade *c, const Shape *s, const ExecOpts *o,
                     sizeof *r->jobs);
   r->envs = xcalloc((size_t)r->nslots, sizeof *r->envs);
   r->faults = xcalloc((size_t)r->nslots, sizeof *r->faults);
+  stretch_slots_new(r);
 }
 
 VmJob *run_job(Run *r, int slot, int e) {
@@ -1027,6 +1087,7 @@ void run_done(Run *r) {
   free(r->jobs);
   free(r->envs);
   free(r->faults);
+  stretch_slots_free(r);
   free(r->inputs);
   sched_free(&r->sched);
   for (int i = 0; i < r->nspare; i++)

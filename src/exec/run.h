@@ -17,6 +17,8 @@ typedef struct Sched {
   int *scc;   /* per Einsum, its recurrence (Cascade.recurrence) */
 } Sched;
 
+typedef struct StretchSlot StretchSlot;
+
 typedef struct Run {
   const Cascade *c;
   const Shape *s;
@@ -36,6 +38,7 @@ typedef struct Run {
   VmJob **jobs;
   Env *envs;
   int *faults;
+  struct StretchSlot *slots; /* per worker of a stretch (run.c) */
   VmJob **init_jobs; /* per tensor: its initialization's (slot 0) */
   Array **arrays; /* per tensor: the materialized array, or NULL */
   Array **spare;  /* arrays released, for reuse by any tensor (a stack of

@@ -796,6 +796,39 @@ static void run_units(const Job *j, Scratch *sc, int64_t lo, int64_t hi) {
   run_units_base(j, sc, lo, hi);
 }
 
+/* A chain (vm_exec_chain): every member's unit U before the next unit,
+ * so that what one member writes is still in L1 when the next reads it.
+ * Returns the member whose read fell outside its view (the members share
+ * one fault flag), or -1. */
+INLINE int run_chain_units(Job *const *j, int n, int64_t units) {
+  for (int64_t u = 0; u < units; u++)
+    for (int k = 0; k < n; k++) {
+      run_unit(j[k], &j[k]->serial, u);
+      if (*j[k]->env->fault)
+        return k;
+    }
+  return -1;
+}
+
+static int run_chain_base(Job *const *j, int n, int64_t units) {
+  return run_chain_units(j, n, units);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) static int
+run_chain_avx2(Job *const *j, int n, int64_t units) {
+  return run_chain_units(j, n, units);
+}
+#endif
+
+static int run_chain(Job *const *j, int n, int64_t units) {
+#if defined(__x86_64__)
+  if (vm_have_avx2())
+    return run_chain_avx2(j, n, units);
+#endif
+  return run_chain_base(j, n, units);
+}
+
 typedef struct Share {
   const Job *j;
   int64_t per;
@@ -1077,11 +1110,29 @@ bool vm_gemv(Job *j, const Region *r, Gemm *g, Diag *d) {
          ((g->n == 1 && g->a_k == 1) || (g->m == 1 && g->b_k == 1));
 }
 
-bool vm_exec(Job *j, const Region *r, Diag *d) {
+/* J's scratch for a run on the calling thread (SAME: bound as before,
+ * whose walk's chunk count it was made for). */
+static void serial_scratch(Job *j, bool same) {
+  if (!same)
+    scratch_free(&j->serial);
+  if (!same || !j->serial.regs)
+    scratch_init(j, &j->serial);
+}
+
+static bool report_fault(const Job *j, Diag *d) {
   const Env *env = j->env;
-  bool same;
-  if (!bind_for(j, r, &same, d))
+  if (*env->fault) {
+    diag_error(d, env->c->path, j->e->loc,
+               "%s: a read fell outside the tensor's available part",
+               env->c->tensors[j->e->out.tensor].name);
     return false;
+  }
+  return true;
+}
+
+/* Run J, bound for its region (SAME: as it was for the last run). */
+static bool run_bound(Job *j, bool same, Diag *d) {
+  const Env *env = j->env;
   bool rest = j->nterms == 0;
   for (int t = 0; t < j->nterms; t++) {
     if (j->terms[t].gemm_done)
@@ -1100,19 +1151,146 @@ bool vm_exec(Job *j, const Region *r, Diag *d) {
       pool_run(env->pool, run_share, &sh, (int)parts);
     } else {
       /* The walk's chunk count is fixed while the job stays bound. */
-      if (!same)
-        scratch_free(&j->serial);
-      if (!same || !j->serial.regs)
-        scratch_init(j, &j->serial);
+      serial_scratch(j, same);
       run_units(j, &j->serial, 0, j->w.units);
     }
   }
-  if (*env->fault) {
-    diag_error(d, env->c->path, j->e->loc,
-               "%s: a read fell outside the tensor's available part",
-               env->c->tensors[j->e->out.tensor].name);
+  return report_fault(j, d);
+}
+
+bool vm_exec(Job *j, const Region *r, Diag *d) {
+  bool same;
+  return bind_for(j, r, &same, d) && run_bound(j, same, d);
+}
+
+/* ---- chains of Einsums ---- */
+
+/* Does J, bound, run all its terms in the walk's units (none by
+ * kernel_gemm), on the calling thread? */
+static bool chain_member(const Job *j) {
+  return !j->accumulate && j->w.units > 0 &&
+         !(j->env->pool && job_work(j) >= VM_MIN_SHARED_WORK);
+}
+
+/* Are A's and B's outputs walked alike: unit u, lane l the same output
+ * position of both (so that a member's unit finds what the earlier ones
+ * wrote at its elements, and nothing they write later)? */
+static bool walks_alike(const Job *a, const Job *b) {
+  const Walk *x = &a->w, *y = &b->w;
+  if (x->nchunk != y->nchunk || x->nouter != y->nouter ||
+      x->flat != y->flat || x->blocks != y->blocks ||
+      x->units != y->units || x->lanes != y->lanes ||
+      x->uniform != y->uniform)
     return false;
+  for (int k = 0; k < x->nchunk; k++)
+    if (x->cext[k] != y->cext[k])
+      return false;
+  for (int k = 0; k < x->nouter; k++)
+    if (x->oext[k] != y->oext[k])
+      return false;
+  return true;
+}
+
+/* Offset of the element that access (BASE, LIN) of job J takes at the
+ * walk's position: outer coordinates O, chunk coordinates C (relative to
+ * the region's start). */
+static int64_t walk_offset(const Job *j, int64_t base, const int64_t *lin,
+                           const int64_t *o, const int64_t *c) {
+  int64_t off = base;
+  for (int k = 0; k < j->w.nouter; k++)
+    off += lin[j->w.ovar[k]] * (j->w.olo[k] + o[k]);
+  for (int k = 0; k < j->w.nchunk; k++)
+    off += lin[j->w.cvar[k]] * (j->reg.lo[j->w.cvar[k]] + c[k]);
+  return off;
+}
+
+/* Does read C of job J take, at every position of the walk, the element
+ * job M writes there (J and M walked alike)? The same offset at the
+ * walk's start and the same step along each of its dimensions; and no
+ * guard that may send a lane elsewhere. */
+static bool reads_as_written(const Job *j, const Acc *c, const Job *m) {
+  if (c->live || c->v != m->out)
+    return false;
+  int64_t zero[IR_MAX_RANKS] = {0};
+  if (walk_offset(j, c->base, c->lin, zero, zero) !=
+      walk_offset(m, m->out_base, m->out_lin, zero, zero))
+    return false;
+  for (int k = 0; k < j->w.nouter; k++)
+    if (c->lin[j->w.ovar[k]] != m->out_lin[m->w.ovar[k]])
+      return false;
+  for (int k = 0; k < j->w.nchunk; k++)
+    if (c->lin[j->w.cvar[k]] != m->out_lin[m->w.cvar[k]])
+      return false;
+  for (int v = 0; v < j->e->nvars; v++) { /* nothing else moves the read */
+    bool walked = false;
+    for (int k = 0; k < j->w.nouter; k++)
+      walked = walked || j->w.ovar[k] == v;
+    for (int k = 0; k < j->w.nchunk; k++)
+      walked = walked || j->w.cvar[k] == v;
+    if (!walked && c->lin[v] != 0)
+      return false;
   }
   return true;
 }
 
+/* May job J[K] join the chain J[0..K)? It must be a chain member walked
+ * as the first, read what the others write only as they write it, and
+ * write nothing they read or write. */
+static bool joins_chain(Job *const *j, int k) {
+  const Job *jk = j[k];
+  if (!chain_member(jk) || !walks_alike(j[0], jk))
+    return false;
+  int tk = jk->e->out.tensor;
+  for (int m = 0; m < k; m++) {
+    if (j[m]->e->out.tensor == tk)
+      return false;
+    for (int a = 0; a < j[m]->nacc; a++)
+      if (j[m]->acc[a].a->tensor == tk)
+        return false;
+  }
+  for (int a = 0; a < jk->nacc; a++) {
+    const Acc *c = &jk->acc[a];
+    if (c->a->tensor == tk)
+      return false;
+    for (int m = 0; m < k; m++)
+      if (c->a->tensor == j[m]->e->out.tensor &&
+          !reads_as_written(jk, c, j[m]))
+        return false;
+  }
+  return true;
+}
+
+int vm_exec_chain(Job *const *j, const Region *r, int n, int *chained,
+                  Diag *d) {
+  bool same;
+  *chained = 0;
+  if (!bind_for(j[0], &r[0], &same, d))
+    return -1;
+  if (n < 2 || !chain_member(j[0]))
+    return run_bound(j[0], same, d) ? 1 : -1;
+  serial_scratch(j[0], same);
+  int len = 1;
+  bool ends = false; /* J[LEN], bound, ends the chain: run it alone */
+  for (; len < n; len++) {
+    if (!bind_for(j[len], &r[len], &same, d))
+      return -1;
+    ends = !joins_chain(j, len);
+    if (ends)
+      break;
+    serial_scratch(j[len], same);
+  }
+  if (len == 1) {
+    if (!run_bound(j[0], true, d))
+      return -1;
+  } else {
+    int fault = run_chain(j, len, j[0]->w.units);
+    if (fault >= 0) {
+      report_fault(j[fault], d);
+      return -1;
+    }
+    *chained = len;
+  }
+  if (ends && !run_bound(j[len], same, d))
+    return -1;
+  return len + ends;
+}

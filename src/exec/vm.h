@@ -61,6 +61,21 @@ View view_of_array(const Array *a);
 typedef struct VmJob VmJob;
 VmJob *vm_prepare(const Env *env, const Einsum *e);
 bool vm_exec(VmJob *j, const Region *r, Diag *d);
+/* The jobs J[0..N) over their regions R[0..N), in order, as one walk
+ * where they form a chain: Einsums small enough to run on the calling
+ * thread, none through kernel_gemm, whose outputs are walked alike, each
+ * reading what an earlier member writes only at the element it writes
+ * itself (the same offsets over the walk: no lag, broadcast or reduction
+ * of an earlier member's output; a norm's residual add and square, its
+ * gate and the gate's square). Each unit of the walk (up to VM_LANES
+ * outputs) runs every member before the next unit, so the values stay in
+ * L1 between them; each element takes the same operations as by vm_exec,
+ * so the numbers are the same. Runs the longest such prefix (J[0] alone,
+ * as by vm_exec, when it starts none; *CHAINED its length, 0 then) and
+ * the member that ends it, alone (bound already to be found out), and
+ * returns how many ran; -1 with D set on failure. */
+int vm_exec_chain(VmJob *const *j, const Region *r, int n, int *chained,
+                  Diag *d);
 /* When J over R is exactly one matrix-vector product (a decode step's
  * projection: the weights' rows contiguous along the reduced variable,
  * nothing added), the product, in G, for the caller to run (vm_gemvs);

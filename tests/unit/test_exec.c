@@ -1191,3 +1191,104 @@ TEST(exec_tile_holds_four_times_the_weights) {
   check_tile_bytes(64, 8192 + 6144);
   check_tile_bytes(256, 11008 + 24576 + 4096);
 }
+
+/* A stretch's chains of Einsums (vm_exec_chain: walked alike, each
+ * reading the earlier ones' outputs only where it writes) run unit by
+ * unit, with each element's operations those of the Einsums one by one:
+ * a Mamba-2 decode step under the `full` plan (its layer one tile) gives
+ * the interpreter's numbers, bit for bit (the vector machine only on both
+ * sides: no scan kernel, whose roundings the plan's units would not
+ * share), outputs and next state. At these sizes the plan's stretches
+ * are [LEX PX], [TTB TTC], [B C] and [Delta Abar Bbar HX, the recurrence
+ * HH H, S6Y LY LLY PLLY]: chained are LEX and PX (PX squares LEX where it
+ * is written), TTB and TTC, B and C (independent, walked alike), Delta
+ * and Abar, and S6Y (a sum over the state, of nothing chained), LY, LLY,
+ * PLLY: 12 Einsums. Not Bbar (over p and n, Abar over p alone) nor HX
+ * (over p, q, n). With a pool of two the same: a stretch this small
+ * runs on the calling thread, in one slice. */
+TEST(exec_chains_equal_one_by_one) {
+  Setting m2[] = {{"B", 1},       {"I", 1},         {"d_model", 16},
+                  {"n_heads", 2}, {"head_dim", 16}, {"d_state", 8}};
+  Case k = load_case(NULL, "specs/mamba2.yaml", m2, 6);
+  if (!k.c || !k.s)
+    return;
+  random_inputs(&k, 7);
+  Diag d = {0};
+  Pair *pairs = fusion_classify(k.c, k.s);
+  Plan *p = plan_of(&k, pairs, ST_FULL, STITCH_GREEDY, OBJ_GROUPS, &d);
+  Pool *pool = pool_new(2);
+  Tensors r0 = {0}, n0 = {0};
+  ExecStats s0 = {0};
+  ExecOpts oi = {.vm_only = true};
+  if (!exec_run(k.c, k.s, &k.in, &oi, &r0, &n0, &s0, &d))
+    test_fail(__FILE__, __LINE__, "%s", d.msg);
+  CHECK_INT((int)s0.chained_einsums, 0);
+  for (int threads = 1; threads <= 2; threads++) {
+    ExecOpts o = {.plan = p, .buffer_bytes = 1 << 20, .vm_only = true,
+                  .pool = threads > 1 ? pool : NULL};
+    Tensors r1 = {0}, n1 = {0};
+    ExecStats s1 = {0};
+    if (!exec_run(k.c, k.s, &k.in, &o, &r1, &n1, &s1, &d))
+      test_fail(__FILE__, __LINE__, "%s", d.msg);
+    CHECK_INT((int)s1.chained_einsums, 12);
+    check_bitwise(&r0, &r1);
+    check_bitwise(&n0, &n1);
+    exec_stats_free(&s1);
+    tensors_free(&r1);
+    tensors_free(&n1);
+  }
+  exec_stats_free(&s0);
+  tensors_free(&r0);
+  tensors_free(&n0);
+  pool_free(pool);
+  plan_free(p);
+  free(pairs);
+  free_case(&k);
+}
+
+/* A member that reads an earlier one's output elsewhere than where it
+ * writes (Z reads Y at the last channel, written by Y's last unit of
+ * four) ends the chain, and runs after it: Y and W (W reads Y where it
+ * writes) chain, Z reads all of Y. Were Z chained, its first unit would
+ * read Y[i, 511] before Y's fourth unit wrote it. */
+TEST(exec_chain_ends_at_a_read_elsewhere) {
+  Case k = load_case("shape: {I: 2, D: 512}\n"
+                     "outputs: [W, Z]\n"
+                     "einsum:\n"
+                     "  declaration: {X: [I, D], Y: [I, D], W: [I, D], "
+                     "Z: [I, D]}\n"
+                     "  expressions:\n"
+                     "    - Y[i,d] = X[i,d] * 2\n"
+                     "    - W[i,d] = Y[i,d] * X[i,d]\n"
+                     "    - Z[i,d] = Y[i,D-1] + X[i,d]\n",
+                     NULL, NULL, 0);
+  if (!k.c)
+    return;
+  random_inputs(&k, 3);
+  Diag d = {0};
+  Pair *pairs = fusion_classify(k.c, k.s);
+  Plan *p = plan_of(&k, pairs, ST_FULL, STITCH_GREEDY, OBJ_GROUPS, &d);
+  ExecOpts o = {.plan = p, .buffer_bytes = 1 << 20};
+  Tensors res = {0}, next = {0};
+  ExecStats st = {0};
+  if (!exec_run(k.c, k.s, &k.in, &o, &res, &next, &st, &d))
+    test_fail(__FILE__, __LINE__, "%s", d.msg);
+  CHECK_INT((int)st.chained_einsums, 2);
+  const float *x = tensors_get(&k.in, "X")->data;
+  const float *w = tensors_get(&res, "W")->data;
+  const float *z = tensors_get(&res, "Z")->data;
+  int bad = 0;
+  for (int i = 0; i < 2; i++)
+    for (int c = 0; c < 512; c++) {
+      float y = x[i * 512 + c] * 2, ylast = x[i * 512 + 511] * 2;
+      bad += w[i * 512 + c] != y * x[i * 512 + c];
+      bad += z[i * 512 + c] != (float)((double)ylast + x[i * 512 + c]);
+    }
+  CHECK_INT(bad, 0);
+  exec_stats_free(&st);
+  tensors_free(&res);
+  tensors_free(&next);
+  plan_free(p);
+  free(pairs);
+  free_case(&k);
+}
