@@ -310,6 +310,42 @@ TEST(exec_window_recurrence_and_state) {
   free_case(&k);
 }
 
+/* A window's sum of products (a convolution's taps, run_term's one-pass
+ * form): each product rounded to fp32, the sum in double, a subtracted
+ * term's products taken away in the same sum. 1e8 + 1 - 1e8 is 0 in fp32
+ * and 1 in double; reads before the start of U are 0. */
+TEST(exec_window_products_sum_in_double) {
+  Case k = load_case("shape: {I: 3, F: 3}\n"
+                     "einsum:\n"
+                     "  declaration: {U: [I], W: [F], V: [F], Y: [I], "
+                     "Z: [I]}\n"
+                     "  expressions:\n"
+                     "    - Y[i] = W[f] * U[i+f-F+1]\n"
+                     "    - Z[i] = W[f] * U[i+f-F+1] - V[f] * U[i+f-F+1]\n",
+                     NULL, NULL, 0);
+  if (!k.c)
+    return;
+  random_inputs(&k, 3);
+  const float u[] = {1e8f, 1, -1e8f}, w[] = {1, 1, 1}, v[] = {1, 0, 3};
+  set_input(&k, "U", u);
+  set_input(&k, "W", w);
+  set_input(&k, "V", v);
+  Tensors res = {0}, next = {0};
+  if (run(&k, NULL, &res, &next, NULL)) {
+    const float *Y = tensors_get(&res, "Y")->data;
+    const float *Z = tensors_get(&res, "Z")->data;
+    CHECK_NEAR(Y[0], 1e8, 0);     /* W2 U0 */
+    CHECK_NEAR(Y[1], (float)(1e8 + 1), 0); /* W1 U0 + W2 U1: 1e8 in fp32 */
+    CHECK_NEAR(Y[2], 1, 0);       /* 1e8 + 1 - 1e8 */
+    /* Z[0] = 1e8 - 3e8; Z[2] = 1 - (1e8 + 0 - 3e8) = 2e8 + 1, in fp32. */
+    CHECK_NEAR(Z[0], -2e8, 0);
+    CHECK_NEAR(Z[2], (float)(2e8 + 1), 0);
+  }
+  tensors_free(&res);
+  tensors_free(&next);
+  free_case(&k);
+}
+
 /* A recurrence whose members are not consecutive: T, between them, feeds
  * the second and must run before the recurrence's first step; the fused
  * executor must agree under every plan. */
