@@ -111,6 +111,13 @@ bool exec_step(Exec *x, const Tensors *inputs, Tensors *results,
 
 double exec_peak_bytes(const Exec *x) { return x->peak; }
 
+void exec_recycle(Exec *x, Array *a) {
+  if (x)
+    run_drop(&x->r, a);
+  else
+    array_free(a);
+}
+
 void exec_free(Exec *x) {
   if (!x)
     return;

@@ -224,6 +224,11 @@ bool exec_step(Exec *x, const Tensors *inputs, Tensors *results,
 /* The most bytes the last run held at once: arrays, tile buffers, weights
  * packed for tiles (ExecStats.peak_bytes, without counting traffic). */
 double exec_peak_bytes(const Exec *x);
+/* Array A (a result of X's, or an input the caller is done with) kept
+ * for a later step's tensor of its size, as X keeps its own arrays
+ * (run_drop), where array_free would unmap it: a model's next layer
+ * then writes its stream into pages already mapped. */
+void exec_recycle(Exec *x, Array *a);
 void exec_free(Exec *x);
 
 /* ---- worker threads ----

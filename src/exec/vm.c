@@ -543,8 +543,21 @@ INLINE bool next_point(const Job *j, const int *rv, int nr, int64_t *x) {
   return k >= 0;
 }
 
+/* Is term T the product of two reads (a window's weight times its input:
+ * a convolution's taps)? Its sum then runs as one pass per point. */
+static bool product_of_two_reads(const Term *t) {
+  const Ins *in = t->ins;
+  return t->nins == 3 && in[0].op == I_LOAD && in[1].op == I_LOAD &&
+         in[2].op == I_OP && in[2].fn == OP_MUL && in[2].a == in[0].dst &&
+         in[2].b == in[1].dst;
+}
+
 /* Accumulate one term over its reduced variables for the unit's lanes:
- * a sum straight into OUT, another reduction through SC->acc. */
+ * a sum straight into OUT, another reduction through SC->acc. A sum of
+ * products of two reads multiplies and adds in one pass (the same fp32
+ * product, added in double in the same order): mamba2-130m's convolution
+ * of X, 4 taps over 512 x 1536 values a layer, took 78 ms of a 512-token
+ * prompt's 1.3 s of CPU through run_program, 52-57 this way. */
 INLINE void run_term(const Job *j, const Term *t, Scratch *sc, int64_t *x,
                      int nl, double *out) {
   const Einsum *e = j->e;
@@ -559,6 +572,23 @@ INLINE void run_term(const Job *j, const Term *t, Scratch *sc, int64_t *x,
       rv[nr++] = v;
       x[v] = j->reg.lo[v];
     }
+  if (op == RED_SUM && product_of_two_reads(t)) {
+    const Ins *in = t->ins;
+    const Acc *ca = &j->acc[in[0].acc], *cb = &j->acc[in[1].acc];
+    float *da = sc->regs + (size_t)in[0].dst * VM_LANES;
+    float *db = sc->regs + (size_t)in[1].dst * VM_LANES;
+    do {
+      const float *a = load(j, sc, in[0].acc, ca->kind, ca->step, x, nl, da);
+      const float *b = load(j, sc, in[1].acc, cb->kind, cb->step, x, nl, db);
+      if (sign > 0) /* (times SIGN in the loop, as below: 72 ms, not 52) */
+        for (int l = 0; l < nl; l++)
+          out[l] += a[l] * b[l];
+      else
+        for (int l = 0; l < nl; l++)
+          out[l] -= a[l] * b[l];
+    } while (next_point(j, rv, nr, x));
+    return;
+  }
   for (;;) {
     const float *res = run_program(j, t, sc, x, nl, NULL, false);
     switch (op) {

@@ -310,6 +310,42 @@ TEST(exec_window_recurrence_and_state) {
   free_case(&k);
 }
 
+/* A window's sum of products (a convolution's taps, run_term's one-pass
+ * form): each product rounded to fp32, the sum in double, a subtracted
+ * term's products taken away in the same sum. 1e8 + 1 - 1e8 is 0 in fp32
+ * and 1 in double; reads before the start of U are 0. */
+TEST(exec_window_products_sum_in_double) {
+  Case k = load_case("shape: {I: 3, F: 3}\n"
+                     "einsum:\n"
+                     "  declaration: {U: [I], W: [F], V: [F], Y: [I], "
+                     "Z: [I]}\n"
+                     "  expressions:\n"
+                     "    - Y[i] = W[f] * U[i+f-F+1]\n"
+                     "    - Z[i] = W[f] * U[i+f-F+1] - V[f] * U[i+f-F+1]\n",
+                     NULL, NULL, 0);
+  if (!k.c)
+    return;
+  random_inputs(&k, 3);
+  const float u[] = {1e8f, 1, -1e8f}, w[] = {1, 1, 1}, v[] = {1, 0, 3};
+  set_input(&k, "U", u);
+  set_input(&k, "W", w);
+  set_input(&k, "V", v);
+  Tensors res = {0}, next = {0};
+  if (run(&k, NULL, &res, &next, NULL)) {
+    const float *Y = tensors_get(&res, "Y")->data;
+    const float *Z = tensors_get(&res, "Z")->data;
+    CHECK_NEAR(Y[0], 1e8, 0);     /* W2 U0 */
+    CHECK_NEAR(Y[1], (float)(1e8 + 1), 0); /* W1 U0 + W2 U1: 1e8 in fp32 */
+    CHECK_NEAR(Y[2], 1, 0);       /* 1e8 + 1 - 1e8 */
+    /* Z[0] = 1e8 - 3e8; Z[2] = 1 - (1e8 + 0 - 3e8) = 2e8 + 1, in fp32. */
+    CHECK_NEAR(Z[0], -2e8, 0);
+    CHECK_NEAR(Z[2], (float)(2e8 + 1), 0);
+  }
+  tensors_free(&res);
+  tensors_free(&next);
+  free_case(&k);
+}
+
 /* A recurrence whose members are not consecutive: T, between them, feeds
  * the second and must run before the recurrence's first step; the fused
  * executor must agree under every plan. */
@@ -802,6 +838,42 @@ static void check_prepared(const char *path, const Setting *set, int nset) {
   }
   pool_free(pool);
   free(pairs);
+  free_case(&k);
+}
+
+/* An array handed back (exec_recycle: a model's stream after its next
+ * layer has read it) is the next step's array of its size, written anew. */
+TEST(exec_recycled_array_is_the_next_steps) {
+  Case k = load_case("shape: {I: 4}\n"
+                     "einsum:\n"
+                     "  declaration: {X: [I], Y: [I]}\n"
+                     "  expressions:\n"
+                     "    - Y[i] = X[i] * 2\n",
+                     NULL, NULL, 0);
+  if (!k.c)
+    return;
+  random_inputs(&k, 4);
+  Diag d = {0};
+  ExecOpts o = {0};
+  Exec *x = exec_new(k.c, k.s, &o, &d);
+  const float x1[] = {1, 2, 3, 4}, x2[] = {-1, 0.5f, 8, 0};
+  Tensors r1 = {0}, r2 = {0}, n = {0};
+  set_input(&k, "X", x1);
+  CHECK(exec_step(x, &k.in, &r1, &n, NULL, &d));
+  Array *a = tensors_take(&r1, "Y");
+  CHECK(a && a->data[3] == 8);
+  exec_recycle(x, a);
+  a->data[0] = 123; /* still X's (ASan: not freed), and written anew below */
+  set_input(&k, "X", x2);
+  CHECK(exec_step(x, &k.in, &r2, &n, NULL, &d));
+  const Array *b = tensors_get(&r2, "Y");
+  CHECK(b == a);
+  for (int i = 0; b && i < 4; i++)
+    CHECK_NEAR(b->data[i], 2 * x2[i], 0);
+  tensors_free(&r1);
+  tensors_free(&r2);
+  tensors_free(&n);
+  exec_free(x);
   free_case(&k);
 }
 
