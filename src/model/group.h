@@ -79,6 +79,7 @@ enum { TILE_CANDIDATES = 80 };
  * that read or write what it sends off chip, so another trial of the
  * tile at the same capacity maps only those (try_tile). */
 typedef struct Kept {
+  int room_members, room_held; /* the arrays' room (kept_room) */
   bool set;
   int nt, state_t;
   double total, cap;
@@ -149,8 +150,7 @@ typedef struct Scratch {
  * its tile ranks and its recurrence: the same for every
  * spill variant of a group, so a group pricer keeps them (Ctx.frame) from
  * its first price of the group it bound last to the next bind; and its
- * trials per candidate tile (KEPT, for its N members and NHELD held
- * tensors: the arrays' room). */
+ * trials per candidate tile (KEPT, each with its arrays' room). */
 /* The Grp fields a frame keeps besides its held tensors: one list, for
  * the struct and the copies both ways (frame_of). */
 #define FRAME_KEPT(X) X(nheld) X(nt) X(state_t) X(iter_rank) X(shaped)
@@ -166,7 +166,6 @@ struct Frame {
   int *held_of; /* the context's (Grp.held_of): set for HELD while the
                    frame is, so that a variant need not set it again */
   bool nests_set; /* the scratch's NEST holds the group's members' */
-  int room_members, room_held;
   Kept kept[TILE_CANDIDATES];
   /* The largest candidate tile whose reservation fits with every held
    * tensor held (-1: not found yet), for tile ranks FIT_NT and recurrence
