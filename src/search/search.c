@@ -781,16 +781,27 @@ static Kept *keep_plan(Ctx *x, const SearchLevel *lv, Design d,
   return k;
 }
 
+/* Design D's plan under stitcher ST at level LV as the caller priced it
+ * (SearchControl.named), or NULL: only its own stitcher's (OWN), on the
+ * given architecture. */
+static const Eval *given_plan(const Ctx *x, const SearchLevel *lv, Design d,
+                              Stitcher st, Stitcher own) {
+  const Eval *const *named = x->ctl->named;
+  return named && lv->a == x->a && st == own ? named[d] : NULL;
+}
+
 /* Every design but the bound, under every stitcher it stitches with, at
  * level LV (its plan fuses every group there); past the time limit, or
  * the budget's time for them, none but a first schedule (the rest counted
  * in named_skipped). With the memo, a plan it keeps whose bills hold
- * here is priced whole only where it beats the best so far. */
+ * here, or one the caller priced, is priced whole only where it beats
+ * the best so far. */
 static bool named_designs(Ctx *x, const SearchLevel *lv,
                           const ModelOverrides *ov, SearchResult *r,
                           SearchObjective o, int *cap) {
   for (int d = 0; d < DES_COUNT; d++) {
     ModelOpts mo = model_opts_with(ov, (Design)d);
+    Stitcher own = mo.stitch;
     if (mo.bound)
       continue;
     bool stitches = design_strategy((Design)d) != ST_UNFUSED &&
@@ -817,6 +828,17 @@ static bool named_designs(Ctx *x, const SearchLevel *lv,
       double cycles = 0;
       while (k && !kept_plan_cycles(k, lv->a, &cycles))
         k = k->next;
+      const Eval *given = k ? NULL : given_plan(x, lv, (Design)d, mo.stitch,
+                                                own);
+      if (given) {
+        r->named++;
+        if (*cap >= 0)
+          point_add(r, cap, (SearchPoint){given->seconds,
+                                          given->energy_pj * 1e-12,
+                                          given->ngroups, (Design)d});
+        if (r->best && !(search_figure(given, o) < r->found))
+          continue; /* as consider() would: priced whole only to win */
+      }
       Plan *p = NULL;
       if (k) {
         Cost c = {seconds_of(x, cycles), k->energy[0], k->traffic[0]};
@@ -847,7 +869,7 @@ static bool named_designs(Ctx *x, const SearchLevel *lv,
       ok = ev != NULL;
       if (!ok)
         break;
-      if (!k) {
+      if (!k && !given) {
         x->kept.plans_priced += shelf != NULL;
         Kept *keep = shelf ? keep_plan(x, lv, (Design)d, &mo, ev) : NULL;
         if (keep)
