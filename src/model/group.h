@@ -85,7 +85,7 @@ typedef struct Kept {
   double total, cap;
   bool *on;
   bool *have;
-  Mapping *map;
+  const Mapping **map; /* in the members' nests (member_map) */
   double *elems;
   double *cyc; /* per member: its cycles at ELEMS (-1: not composed) */
   /* The tile's reservation as last found (RES_SET: for RES_NT tile ranks
@@ -133,8 +133,7 @@ typedef struct PassFacts {
 /* price_group's scratch, room for MEMBERS members and HELD held tensors:
  * a group pricer's frame keeps it, grown as its groups grow, so a spill
  * variant allocates none (the Grp fields of the same names point into
- * it; MAPS and ROOM are the chosen tile's mappings and the trials'
- * store, two per member). */
+ * it; MAPS is the chosen tile's mappings). */
 typedef struct Scratch {
   int members, held;
   Held *copy; /* the frame's held tensors, as a variant holds them */
@@ -142,7 +141,6 @@ typedef struct Scratch {
   double *fp, *mem, *sum;
   bool *same;
   const Mapping **maps;
-  Mapping *room;
 } Scratch;
 
 /* What group G holds before any spill (each held tensor shaped:
@@ -233,9 +231,11 @@ void nest_free(Nest *n);
 /* Member I's problem with the group's current holdings and tile, and
  * CAPACITY elements of buffer. */
 const MapProblem *member_problem(const Grp *G, int i, double capacity);
-/* Member I's mapping into M with CAPACITY elements of buffer (the search
- * of its problem, through the context's memo). */
-void member_map(const Grp *G, int i, double capacity, Mapping *m);
+/* Member I's mapping with CAPACITY elements of buffer (the search of its
+ * problem, through the context's memo), kept in its nest (Nest.posed):
+ * read in place, not copied (a Mapping is ~600 bytes, and a search's
+ * trials ask for millions), valid while the nest is. */
+const Mapping *member_map(const Grp *G, int i, double capacity);
 /* The elements member I moves when SHARE of held tensor H goes off chip
  * (*RD read, *WR written). */
 void off_chip_moves(const Grp *G, const Held *h, int i, double share,

@@ -227,7 +227,7 @@ static void posed_room(Nest *n) {
   }
 }
 
-void member_map(const Grp *G, int i, double capacity, Mapping *m) {
+const Mapping *member_map(const Grp *G, int i, double capacity) {
   Posing q;
   posing_of(G, i, &q);
   Nest *n = G->nest[i];
@@ -236,17 +236,15 @@ void member_map(const Grp *G, int i, double capacity, Mapping *m) {
   uint64_t h = hash_words(key, nw);
   posed_room(n);
   PosedSlot *s = posed_slot(n, h, key, nw);
-  if (s->at) {
-    *m = posed_at(n, s->at - 1)->answer;
-    return;
-  }
-  map_search_memo(G->x->memo, pose(G, i, &q, capacity), m);
+  if (s->at)
+    return &posed_at(n, s->at - 1)->answer;
   Posed *e = posed_at(n, n->nposed++);
+  map_search_memo(G->x->memo, pose(G, i, &q, capacity), &e->answer);
   e->hash = h;
   e->nwords = nw;
   memcpy(e->key, key, (size_t)nw * sizeof *key);
-  e->answer = *m;
   *s = (PosedSlot){(uint32_t)(h >> 32), n->nposed};
+  return &e->answer;
 }
 
 /* Does member I read held tensor H from the buffer (a recurrence's
