@@ -29,8 +29,6 @@ typedef struct Run {
   Diag *d;
   Repro *r;
   const ModelOverrides *opts;
-  MapMemo *memo; /* the points share many mapping problems (shared: the
-                   searches' threads use it too) */
   /* The shapes the evaluation prices and searches: the points repeat
    * some (a model's prefill is its sweep at the same length, a scenario's
    * prefill another point's), and what is priced or searched at a shape
@@ -109,14 +107,15 @@ static const struct {
             {ACCOUNT_ACHIEVED, COMPOSE_PIPELINED}};
 _Static_assert(sizeof WAYS / sizeof WAYS[0] == WAY_COUNT, "a row per way");
 
-/* Design D at point PT on A, way W (NULL and DIAG set where it fails). */
+/* Design D at point PT on A, way W, its mapping searches through MEMO
+ * (NULL and DIAG set where it fails). */
 static Eval *price(const Run *x, const Arch *a, const Point *pt, Design d,
-                   Way w, Diag *diag) {
+                   Way w, MapMemo *memo, Diag *diag) {
   ModelOpts o = model_opts_with(x->opts, d);
   o.accounting = WAYS[w].acc;
   o.compose = WAYS[w].comp;
   Plan *p = model_plan(x->c, pt->s, pt->pairs, d, &o, diag);
-  return p ? model_eval_memo(x->c, pt->s, a, pt->pairs, d, p, &o, x->memo,
+  return p ? model_eval_memo(x->c, pt->s, a, pt->pairs, d, p, &o, memo,
                              diag)
            : NULL;
 }
@@ -259,13 +258,14 @@ static void keep_point(Run *x, int k, Eval *e[WAY_COUNT][DES_COUNT]) {
  * others), given the designs' plans as priced achieved (NAMED, per
  * design: the search's named designs, which it does not price again);
  * false (V's diag set) when it failed. */
-static bool search_one(Run *x, Seen *v, Eval *const named[DES_COUNT]) {
+static bool search_one(Run *x, Seen *v, Eval *const named[DES_COUNT],
+                       MapMemo *memo) {
   const Eval *given[DES_COUNT];
   for (int d = 0; d < DES_COUNT; d++)
     given[d] = named[d];
   SearchControl ctl = {.named = given};
   SearchResult *r = search_best_ctl(x->c, v->pt.s, x->a, v->pt.pairs,
-                                    x->opts, SO_LATENCY, &ctl, x->memo,
+                                    x->opts, SO_LATENCY, &ctl, memo,
                                     &v->d);
   if (r)
     v->found = (Searched){r->best->seconds, r->bound->seconds,
@@ -277,23 +277,30 @@ static bool search_one(Run *x, Seen *v, Eval *const named[DES_COUNT]) {
 }
 
 /* Shape K: every design priced (every way where the evaluation reads
- * them, else achieved alone), then the shape searched. */
+ * them, else achieved alone), then the shape searched. Its mapping
+ * problems are its own: another shape's sizes pose others (a memo shared
+ * by the tasks answered 22 % of its lookups, its table and stored
+ * mappings out of cache, under a lock), so they share a memo of their
+ * own, dropped with the task. */
 static bool shape_task(Run *x, int k) {
   Seen *v = &x->seen[k];
   Eval *e[WAY_COUNT][DES_COUNT] = {{NULL}};
+  MapMemo *memo = map_memo_new(false);
   bool ok = true;
   for (int d = 0; ok && d < DES_COUNT; d++)
     for (int w = 0; ok && w < (v->ways ? WAY_COUNT : 1); w++) {
-      ok = (e[w][d] = price(x, x->a, &v->pt, (Design)d, (Way)w, &v->d));
+      ok = (e[w][d] =
+                price(x, x->a, &v->pt, (Design)d, (Way)w, memo, &v->d));
       if (ok)
         v->seconds[w][d] = e[w][d]->seconds;
     }
   if (ok && v->ways)
     keep_point(x, k, e);
-  ok = ok && search_one(x, v, e[WAY_ACHIEVED]);
+  ok = ok && search_one(x, v, e[WAY_ACHIEVED], memo);
   for (int w = 0; w < WAY_COUNT; w++)
     for (int d = 0; d < DES_COUNT; d++)
       eval_free(e[w][d]);
+  map_memo_free(memo);
   return ok;
 }
 
@@ -312,13 +319,16 @@ static void slope_task(Run *x, int k) {
   r->slope_capacity[k] = v->levels[f].capacity;
   int at;
   bool room = arch_fusion_problem(v, f, &at) == FUSION_OK;
+  MapMemo *memo = map_memo_new(false); /* the designs share problems */
   for (int d = 0; d < DES_COUNT; d++) {
     Diag quiet = {0};
-    Eval *a = room ? price(x, v, pt, (Design)d, WAY_ACHIEVED, &quiet) : NULL;
+    Eval *a =
+        room ? price(x, v, pt, (Design)d, WAY_ACHIEVED, memo, &quiet) : NULL;
     r->slope_bytes[k][d] = a ? a->read + a->write : NAN;
     r->slope_seconds[k][d] = a ? a->seconds : NAN;
     eval_free(a);
   }
+  map_memo_free(memo);
   arch_free(v);
 }
 
@@ -877,7 +887,7 @@ Repro *repro_run(const ReproSetup *su, Diag *d) {
   double t0 = now_seconds();
   Repro *r = xcalloc(1, sizeof *r);
   Run x = {.c = su->spec, .a = su->arch, .d = d, .r = r, .opts = &su->opts,
-           .memo = map_memo_new(true), .su = su, .t0 = t0};
+           .su = su, .t0 = t0};
   pthread_mutex_init(&x.lock, NULL);
   r->cascade = su->spec;
   r->arch = su->arch;
@@ -904,7 +914,6 @@ Repro *repro_run(const ReproSetup *su, Diag *d) {
     run_all(&x);
   }
   ok = ok && take_shapes(&x);
-  map_memo_free(x.memo);
   free_shapes(&x);
   pthread_mutex_destroy(&x.lock);
   if (!ok) {
