@@ -198,6 +198,8 @@ struct Nest {
   MapProblem p;
   int tensor_of[MAP_MAX_TENSORS];
   int *read_at;
+  int *out_var; /* per rank of the cascade: the first variable of the
+                   output over it, or -1 (what a group's tile sets) */
   /* The text (mapping_text) of the mapping it was last charged with, and
    * that mapping's loops (NORDER, ORDER, their tiles in TILE): a spill
    * variant charges most members with the mapping they had before. */
