@@ -18,9 +18,10 @@ static const Scenario scenarios[REPRO_SCENARIOS] = {
     {"long_context", "long context, short generation", 16384, 256},
 };
 
-/* The searches run on this many threads (the evaluation's goal is a
- * second on two cores: issue 35); each is a pure function of its shape,
- * so the figures do not depend on how they are shared out. */
+/* The tasks (a shape's pricing and search, a capacity of the ski slope)
+ * run on this many threads, this one among them (the evaluation's goal
+ * is a second on two cores: issue 35); each is a pure function of its
+ * inputs, so the figures do not depend on how they are shared out. */
 enum { MAX_SETS = 64, SEARCH_THREADS = 2 };
 
 typedef struct Run {
