@@ -911,7 +911,8 @@ static bool named_designs(Ctx *x, const SearchLevel *lv,
          * allows: a plan file says so, and `eval --plan` takes it. */
         snprintf(p->design, sizeof p->design, "%s", design_name((Design)d));
         p->any = p->any || mo.plan != PLAN_STITCHED;
-        const Stitched *same = stitched_as(x, seen, nseen, p);
+        /* (The caller's plan, here to win, is priced whole.) */
+        const Stitched *same = given ? NULL : stitched_as(x, seen, nseen, p);
         if (same) { /* priced: as consider() would, not kept again */
           plan_free(p);
           r->named++;
