@@ -315,28 +315,32 @@ static double footprint(const Grp *G, const Held *h) {
   return h->whole * tile_fraction(G, h) / h->nested;
 }
 
-/* Frame F with room for N members and NHELD held tensors in each
- * candidate tile's kept trial and reservation (doubled: the search's
- * groups grow one member at a time; grown, every slot starts over). */
-static void kept_room(Frame *f, int n, int nheld) {
-  if (f->room_members >= n && f->room_held >= nheld)
+/* Kept trial K with room for N members and NHELD held tensors (doubled:
+ * the search's groups grow one member at a time). A slot grows only when
+ * its candidate tile is tried, at a group's first price (the frame was
+ * forgotten: nothing in it is kept), so its arrays are made afresh rather
+ * than copied: 80 slots of a member's Mapping each, grown together, were
+ * 2 % of `reproduce` in copies and page faults. */
+static void kept_room(Kept *k, int n, int nheld) {
+  if (k->room_members >= n && k->room_held >= nheld)
     return;
-  int twice = 2 * f->room_members, twice_held = 2 * f->room_held;
-  f->room_members = n > twice ? n : twice;
-  f->room_held = nheld > twice_held ? nheld : twice_held;
-  size_t nm = (size_t)f->room_members + 1, nh = (size_t)f->room_held + 1;
-  for (int c = 0; c < TILE_CANDIDATES; c++) {
-    Kept *k = &f->kept[c];
-    k->on = xrealloc(k->on, nh * sizeof *k->on);
-    k->have = xrealloc(k->have, nm * sizeof *k->have);
-    k->map = xrealloc(k->map, nm * sizeof *k->map);
-    k->elems = xrealloc(k->elems, nm * sizeof *k->elems);
-    k->cyc = xrealloc(k->cyc, nm * sizeof *k->cyc);
-    k->foot = xrealloc(k->foot, nh * sizeof *k->foot);
-    k->sum = xrealloc(k->sum, nm * sizeof *k->sum);
-    k->res_on = xrealloc(k->res_on, nh * sizeof *k->res_on);
-    k->set = k->res_set = false;
-  }
+  int twice = 2 * k->room_members, twice_held = 2 * k->room_held;
+  k->room_members = n > twice ? n : twice;
+  k->room_held = nheld > twice_held ? nheld : twice_held;
+  size_t nm = (size_t)k->room_members + 1, nh = (size_t)k->room_held + 1;
+#define FRESH(field, count)                                                 \
+  free(k->field);                                                           \
+  k->field = xmalloc((count) * sizeof *k->field);
+  FRESH(on, nh)
+  FRESH(have, nm)
+  FRESH(map, nm)
+  FRESH(elems, nm)
+  FRESH(cyc, nm)
+  FRESH(foot, nh)
+  FRESH(sum, nm)
+  FRESH(res_on, nh)
+#undef FRESH
+  k->set = k->res_set = false;
 }
 
 /* Candidate tile AT's slot in G's pricer's frame, with room for G, or
@@ -345,7 +349,7 @@ static Kept *kept_at(const Grp *G, int at) {
   Frame *f = G->x->frame;
   if (!f || at < 0)
     return NULL;
-  kept_room(f, G->n, G->nheld);
+  kept_room(&f->kept[at], G->n, G->nheld);
   return &f->kept[at];
 }
 
@@ -484,11 +488,11 @@ static Kept *kept_trial(const Grp *G, int at, double total, double cap,
 
 /* Price the current tile, candidate AT of TOTAL elements (-1: none
  * kept): every member mapped into what the reservation leaves; MAPS gets
- * each member's mapping, in the tile's kept trial where it keeps one
- * (not copied: a kept member's is read there), else in STORE. A kept
- * member keeps its cycles too (compose_span). */
+ * each member's mapping (in its nest: member_map), its tile's kept trial
+ * keeping it too where there is one. A kept member keeps its cycles too
+ * (compose_span). */
 static Trial try_tile(const Grp *G, double reserve, const Mapping **maps,
-                      Mapping *store, int at, double total) {
+                      int at, double total) {
   const Ctx *x = G->x;
   Trial tr = {.ok = true, .id = -1};
   double cap = fmax(x->glb - reserve, 0);
@@ -497,14 +501,16 @@ static Trial try_tile(const Grp *G, double reserve, const Mapping **maps,
   Kept *k = kept_trial(G, at, total, cap, same);
   int i = 0;
   for (; i < G->n && tr.ok; i++) {
-    Mapping *m = k ? &k->map[i] : &store[i];
+    const Mapping *m;
     double elems;
     if (same[i]) {
+      m = k->map[i];
       elems = k->elems[i];
     } else {
-      member_map(G, i, cap, m);
+      m = member_map(G, i, cap);
       elems = m->traffic + held_charges(G, i);
       if (k) {
+        k->map[i] = m;
         k->elems[i] = elems;
         k->have[i] = true;
         k->cyc[i] = -1;
@@ -628,11 +634,11 @@ static double set_tile(Grp *G, int at, double total, bool overbook) {
 }
 
 /* Does candidate tile AT of CAND fit (its reservation in the budget,
- * every member in the rest)? TR gets its price, MAPS its mappings (in
- * STORE or its kept trial: try_tile). RES:
- * its reservation where known (reserved_up_to's), else -1. */
+ * every member in the rest)? TR gets its price, MAPS its mappings
+ * (try_tile). RES: its reservation where known (reserved_up_to's), else
+ * -1. */
 static bool fits(Grp *G, const double *cand, int at, double res, Trial *tr,
-                 const Mapping **maps, Mapping *store) {
+                 const Mapping **maps) {
   if (res >= 0) { /* the tile set_tile would set */
     spread(G, cand[at]);
     G->keep = 1;
@@ -643,7 +649,7 @@ static bool fits(Grp *G, const double *cand, int at, double res, Trial *tr,
   }
   if (res < 0)
     return false;
-  *tr = try_tile(G, res, maps, store, at, cand[at]);
+  *tr = try_tile(G, res, maps, at, cand[at]);
   return tr->ok;
 }
 
@@ -695,8 +701,8 @@ static void fit_note(const Grp *G, int top) {
 }
 
 /* Choose the tile among those whose reservation and members fit, into
- * MAPS (pointing into ROOM, 2 x G->n mappings, or into the tile's kept
- * trial: both the caller keeps until it bills them). Returns the chosen total (elements of the tile), or 0 if none
+ * MAPS (pointing into the members' nests: member_map, valid until the
+ * caller bills them). Returns the chosen total (elements of the tile), or 0 if none
  * fits (then *SMALLEST gets the reservation of the smallest candidate and
  * *PEAK its peak member). Fitting shrinks with the tile (the reservation and
  * every member's tiles grow with it), so without weight refetches the
@@ -704,8 +710,8 @@ static void fit_note(const Grp *G, int top) {
  * priced overbooked, and one is kept only when it is faster (ties: less
  * traffic, then the smaller tile). With weight refetches every tile is
  * priced. G->keep is the chosen tile's, *RESERVED its reservation. */
-static double choose_tile(Grp *G, const Mapping **maps, Mapping *room,
-                          double *smallest, int *peak, double *reserved) {
+static double choose_tile(Grp *G, const Mapping **maps, double *smallest,
+                          int *peak, double *reserved) {
   if (G->shaped != G->nt)
     shape_held(G);
   double whole = 1;
@@ -720,12 +726,11 @@ static double choose_tile(Grp *G, const Mapping **maps, Mapping *room,
       break;
   }
   Trial tr, best = {0};
-  /* Each trial maps into the half of ROOM (and of HALF) the best so far
-   * is not in: B, flipped when the trial is the best. */
+  /* Each trial's mappings go into the half of HALF the best so far is
+   * not in: B, flipped when the trial is the best. */
   const Mapping **half[2];
   half[0] = xmalloc((2 * (size_t)G->n + 1) * sizeof *half[0]);
   half[1] = half[0] + G->n;
-  Mapping *store[2] = {room, room + G->n};
   int b = 0;
   double chosen = 0;
   int pick = -1; /* its candidate */
@@ -738,13 +743,13 @@ static double choose_tile(Grp *G, const Mapping **maps, Mapping *room,
     fit_note(G, hi);
     if (hi < 0) {
       /* not even the smallest tile's reservation fits */
-    } else if (fits(G, cand, hi, at_hi, &best, half[!b], store[!b])) {
+    } else if (fits(G, cand, hi, at_hi, &best, half[!b])) {
       b = !b;
       chosen = cand[pick = hi];
       above = hi + 1;
     } else if (hi == 0) {
       /* the smallest tile's members do not fit */
-    } else if (fits(G, cand, 0, -1, &best, half[!b], store[!b])) {
+    } else if (fits(G, cand, 0, -1, &best, half[!b])) {
       b = !b;
       chosen = cand[pick = 0];
       above = 1;
@@ -752,7 +757,7 @@ static double choose_tile(Grp *G, const Mapping **maps, Mapping *room,
       hi--;
       while (lo <= hi) {
         int mid = (lo + hi) / 2;
-        if (fits(G, cand, mid, -1, &tr, half[!b], store[!b])) {
+        if (fits(G, cand, mid, -1, &tr, half[!b])) {
           b = !b;
           chosen = cand[pick = mid];
           best = tr;
@@ -765,7 +770,7 @@ static double choose_tile(Grp *G, const Mapping **maps, Mapping *room,
     }
   } else {
     for (int i = nc - 1; i >= 0; i--) /* ties: the larger tile */
-      if (fits(G, cand, i, -1, &tr, half[!b], store[!b])) {
+      if (fits(G, cand, i, -1, &tr, half[!b])) {
         if (above == nc)
           above = i + 1;
         if (chosen == 0 || better_noted(G, &tr, &best)) {
@@ -785,7 +790,7 @@ static double choose_tile(Grp *G, const Mapping **maps, Mapping *room,
     Trial lb = bound_tile(G);
     if (!better_noted(G, &lb, &best))
       break;
-    tr = try_tile(G, res, half[!b], store[!b], -1, cand[i]);
+    tr = try_tile(G, res, half[!b], -1, cand[i]);
     if (tr.ok && better_noted(G, &tr, &best)) {
       b = !b;
       best = tr;
@@ -880,7 +885,6 @@ static void scratch_fit(Scratch *s, int n, int nheld) {
     s->sum = xrealloc(s->sum, m * sizeof *s->sum);
     s->same = xrealloc(s->same, m * sizeof *s->same);
     s->maps = xrealloc(s->maps, m * sizeof *s->maps);
-    s->room = xrealloc(s->room, 2 * m * sizeof *s->room);
   }
   if (s->held < nheld || !s->fp) {
     s->held = nheld > 2 * s->held ? nheld : 2 * s->held;
@@ -898,7 +902,6 @@ static void scratch_free(Scratch *s) {
   free(s->sum);
   free(s->same);
   free(s->maps);
-  free(s->room);
   *s = (Scratch){0};
 }
 
@@ -1113,11 +1116,10 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   design_spills(&G);
   double total = 0, smallest = 0, res = 0;
   int peak = 0;
-  /* The chosen tile's mappings (MAPS), in ROOM or its kept trial. */
+  /* The chosen tile's mappings (MAPS), in the members' nests. */
   const Mapping **maps = sc->maps;
-  Mapping *room = sc->room;
   for (;;) {
-    total = choose_tile(&G, maps, room, &smallest, &peak, &res);
+    total = choose_tile(&G, maps, &smallest, &peak, &res);
     if (total > 0)
       break;
     int k = cheapest_spill(&G, smallest > G.budget ? peak : -1);
@@ -1140,7 +1142,7 @@ bool price_group(Ctx *x, int g, EinsumEval *ev, GroupEval *ge) {
   if (total > 0 && idle_state(&G)) {
     G.state_t = -1; /* its room serves nothing: give it to the members */
     G.nt = 0;
-    total = choose_tile(&G, maps, room, &smallest, &peak, &res);
+    total = choose_tile(&G, maps, &smallest, &peak, &res);
   }
   bool ok = total > 0;
   if (ok) {

@@ -79,12 +79,13 @@ enum { TILE_CANDIDATES = 80 };
  * that read or write what it sends off chip, so another trial of the
  * tile at the same capacity maps only those (try_tile). */
 typedef struct Kept {
+  int room_members, room_held; /* the arrays' room (kept_room) */
   bool set;
   int nt, state_t;
   double total, cap;
   bool *on;
   bool *have;
-  Mapping *map;
+  const Mapping **map; /* in the members' nests (member_map) */
   double *elems;
   double *cyc; /* per member: its cycles at ELEMS (-1: not composed) */
   /* The tile's reservation as last found (RES_SET: for RES_NT tile ranks
@@ -132,8 +133,7 @@ typedef struct PassFacts {
 /* price_group's scratch, room for MEMBERS members and HELD held tensors:
  * a group pricer's frame keeps it, grown as its groups grow, so a spill
  * variant allocates none (the Grp fields of the same names point into
- * it; MAPS and ROOM are the chosen tile's mappings and the trials'
- * store, two per member). */
+ * it; MAPS is the chosen tile's mappings). */
 typedef struct Scratch {
   int members, held;
   Held *copy; /* the frame's held tensors, as a variant holds them */
@@ -141,7 +141,6 @@ typedef struct Scratch {
   double *fp, *mem, *sum;
   bool *same;
   const Mapping **maps;
-  Mapping *room;
 } Scratch;
 
 /* What group G holds before any spill (each held tensor shaped:
@@ -149,8 +148,7 @@ typedef struct Scratch {
  * its tile ranks and its recurrence: the same for every
  * spill variant of a group, so a group pricer keeps them (Ctx.frame) from
  * its first price of the group it bound last to the next bind; and its
- * trials per candidate tile (KEPT, for its N members and NHELD held
- * tensors: the arrays' room). */
+ * trials per candidate tile (KEPT, each with its arrays' room). */
 /* The Grp fields a frame keeps besides its held tensors: one list, for
  * the struct and the copies both ways (frame_of). */
 #define FRAME_KEPT(X) X(nheld) X(nt) X(state_t) X(iter_rank) X(shaped)
@@ -166,7 +164,6 @@ struct Frame {
   int *held_of; /* the context's (Grp.held_of): set for HELD while the
                    frame is, so that a variant need not set it again */
   bool nests_set; /* the scratch's NEST holds the group's members' */
-  int room_members, room_held;
   Kept kept[TILE_CANDIDATES];
   /* The largest candidate tile whose reservation fits with every held
    * tensor held (-1: not found yet), for tile ranks FIT_NT and recurrence
@@ -201,6 +198,8 @@ struct Nest {
   MapProblem p;
   int tensor_of[MAP_MAX_TENSORS];
   int *read_at;
+  int *out_var; /* per rank of the cascade: the first variable of the
+                   output over it, or -1 (what a group's tile sets) */
   /* The text (mapping_text) of the mapping it was last charged with, and
    * that mapping's loops (NORDER, ORDER, their tiles in TILE): a spill
    * variant charges most members with the mapping they had before. */
@@ -234,9 +233,11 @@ void nest_free(Nest *n);
 /* Member I's problem with the group's current holdings and tile, and
  * CAPACITY elements of buffer. */
 const MapProblem *member_problem(const Grp *G, int i, double capacity);
-/* Member I's mapping into M with CAPACITY elements of buffer (the search
- * of its problem, through the context's memo). */
-void member_map(const Grp *G, int i, double capacity, Mapping *m);
+/* Member I's mapping with CAPACITY elements of buffer (the search of its
+ * problem, through the context's memo), kept in its nest (Nest.posed):
+ * read in place, not copied (a Mapping is ~600 bytes, and a search's
+ * trials ask for millions), valid while the nest is. */
+const Mapping *member_map(const Grp *G, int i, double capacity);
 /* The elements member I moves when SHARE of held tensor H goes off chip
  * (*RD read, *WR written). */
 void off_chip_moves(const Grp *G, const Held *h, int i, double share,

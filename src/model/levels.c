@@ -259,7 +259,15 @@ typedef struct Inner {
   InnerAdd *add;
   LevelUse *use; /* per level; those inside the fusion level set */
   LevelUse above; /* the fusion level's loops they were nested in */
+  struct Inner *next; /* the Einsum's other kept loops, used longest ago
+                         last */
 } Inner;
+
+/* The fusion level's loops kept per Einsum (most recently used first):
+ * a group pricer's spill variants and tiles take a member back and forth
+ * between a few of them, and one kept alone was found again at two
+ * prices in three. */
+enum { INNER_KEPT = 8 };
 
 /* Are the fusion level's loops in A and B the same, in every field the
  * levels inside read (a group's loop refetches: mapper.c)? */
@@ -277,10 +285,11 @@ static bool same_loops(const LevelUse *a, const LevelUse *b) {
 
 void inner_free(Inner **inner, int n) {
   for (int e = 0; inner && e < n; e++)
-    if (inner[e]) {
-      free(inner[e]->add);
-      free(inner[e]->use);
-      free(inner[e]);
+    for (Inner *k = inner[e], *next; k; k = next) {
+      next = k->next;
+      free(k->add);
+      free(k->use);
+      free(k);
     }
   free(inner);
 }
@@ -339,6 +348,39 @@ static void inner_levels(Ctx *x, EinsumEval *r, LevelUse *use, Inner *keep) {
   free(read_at);
 }
 
+/* The kept entry of Einsum E's list HEAD for the fusion level's loops
+ * ABOVE, moved to the front; else NULL, and *SPARE the entry to fill
+ * (a new one while the list is short, else the one used longest ago,
+ * moved to the front). */
+static Inner *inner_find(Inner **head, const LevelUse *above, int L,
+                         Inner **spare) {
+  Inner **at = head, **last = head;
+  int n = 0;
+  for (; *at; at = &(*at)->next, n++) {
+    if (same_loops(&(*at)->above, above))
+      break;
+    last = at;
+  }
+  Inner *k = *at;
+  if (!k && n < INNER_KEPT) {
+    k = xcalloc(1, sizeof *k);
+    k->use = xcalloc((size_t)L + 1, sizeof *k->use);
+    *spare = k;
+  } else if (!k) {
+    k = *last; /* the last: used longest ago */
+    *last = NULL;
+    *spare = k;
+  } else {
+    *at = k->next;
+    *spare = NULL;
+  }
+  if (k != *head) {
+    k->next = *head;
+    *head = k;
+  }
+  return *spare ? NULL : k;
+}
+
 /* inner_levels, kept per Einsum where the context keeps them: they
  * depend on its group only through its loops at the fusion level (a
  * group pricer meets the same ones again and again). */
@@ -348,12 +390,10 @@ static void inner_levels_kept(Ctx *x, EinsumEval *r, LevelUse *use) {
     return;
   }
   int L = x->a->nlevels, f = x->a->fusion_level;
-  Inner *k = x->inner[r->einsum];
-  if (!k || !same_loops(&k->above, &use[f])) {
-    if (!k) {
-      k = x->inner[r->einsum] = xcalloc(1, sizeof *k);
-      k->use = xcalloc((size_t)L + 1, sizeof *k->use);
-    }
+  Inner *spare;
+  Inner *k = inner_find(&x->inner[r->einsum], &use[f], L, &spare);
+  if (!k) {
+    k = spare;
     k->n = 0;
     k->above = use[f];
     inner_levels(x, r, use, k);

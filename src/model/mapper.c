@@ -248,14 +248,16 @@ static void loop_trips(const MapProblem *p, const double *tile,
     trips[j] = ceil_div(p->size[order[j]], tile[order[j]]);
 }
 
-/* Elements moved, per tensor into READ and WRITE (0 for on-chip ones),
- * and in all, by the loops ORDER (NORDER of them, of TRIPS trips). Past
- * STOP, the sum so far (READ and WRITE then partly set: no count is
- * negative, so the rest would only add). */
+/* Elements moved, per tensor into READ and WRITE (0 for on-chip ones;
+ * both NULL: the sum alone, what the search compares -- a candidate's
+ * counts are kept only when it becomes the best), and in all, by the
+ * loops ORDER (NORDER of them, of TRIPS trips). Past STOP, the sum so far
+ * (READ and WRITE then partly set: no count is negative, so the rest
+ * would only add). */
 static double traffic_of(const MapProblem *p, const Prep *q,
                          const double *trips, const int *order, int norder,
                          double *read, double *write, double stop) {
-  for (int t = 0; t < p->ntensors; t++)
+  for (int t = 0; read && t < p->ntensors; t++)
     read[t] = write[t] = 0;
   /* The group's loops lead the order: its other Einsums run inside each
    * of their steps, so nothing of this one stays across them. */
@@ -274,13 +276,13 @@ static double traffic_of(const MapProblem *p, const Prep *q,
     for (int j = 0; j < last; j++)
       if (!VARSET_HAS(vars, order[j]))
         mult *= trips[j];
-    if (q->output[i]) {
-      write[t] = q->elems[i] * mult;
-      read[t] = q->elems[i] * (mult - 1);
-    } else {
-      read[t] = q->elems[i] * mult;
+    double rd = q->output[i] ? q->elems[i] * (mult - 1) : q->elems[i] * mult;
+    double wr = q->output[i] ? q->elems[i] * mult : 0;
+    if (read) {
+      read[t] = rd;
+      write[t] = wr;
     }
-    traffic += read[t] + write[t];
+    traffic += rd + wr;
     if (traffic > stop)
       break;
   }
@@ -401,14 +403,12 @@ static void try_current(Search *s, double fp) {
     return;
   bool fits = fp <= p->capacity;
   const Mapping *b = &s->best;
-  double read[MAP_MAX_TENSORS], write[MAP_MAX_TENSORS];
   /* Where both fit, one moving more than the best is not kept: its
    * traffic is summed only as far as that shows. */
   double stop = s->have && fits && b->fits ? b->traffic * (1 + 1e-12)
                                            : INFINITY;
   double traffic =
-      traffic_of(p, s->q, s->trips, order, norder, read, write, stop);
-  double rd[MAP_MAX_TENSORS], wr[MAP_MAX_TENSORS];
+      traffic_of(p, s->q, s->trips, order, norder, NULL, NULL, stop);
   bool known = false;
   double below = 0;
   if (s->have && fits && b->fits) {
@@ -423,11 +423,11 @@ static void try_current(Search *s, double fp) {
         double trips[MAP_MAX_VARS];
         loop_trips(p, b->tile, b->order, b->norder, trips);
         s->best_below = traffic_of(p, s->below, trips, b->order, b->norder,
-                                   rd, wr, INFINITY);
+                                   NULL, NULL, INFINITY);
       }
       s->below_known = true;
-      below =
-          traffic_of(p, s->below, s->trips, order, norder, rd, wr, INFINITY);
+      below = traffic_of(p, s->below, s->trips, order, norder, NULL, NULL,
+                         INFINITY);
       known = true;
       if (!better_below(s, below, fp))
         return;
@@ -437,11 +437,9 @@ static void try_current(Search *s, double fp) {
   memcpy(m->tile, tile, sizeof(double) * (size_t)p->nvars);
   m->norder = norder;
   memcpy(m->order, order, sizeof(int) * (size_t)norder);
-  for (int t = 0; t < p->ntensors; t++) {
-    m->read[t] = read[t];
-    m->write[t] = write[t];
-  }
-  m->traffic = traffic;
+  /* Its counts, summed whole as the comparison summed them. */
+  m->traffic = traffic_of(p, s->q, s->trips, order, norder, m->read,
+                          m->write, INFINITY);
   m->footprint = fp;
   m->fits = fits;
   s->best_below = below;
@@ -489,10 +487,9 @@ static void leaf(Search *s, int k) {
 static bool outmoved(const Search *s, int k) {
   if (!s->have || !s->best.fits)
     return false;
-  double rd[MAP_MAX_TENSORS], wr[MAP_MAX_TENSORS];
   double most = s->best.traffic * (1 + 1e-6);
-  return traffic_of(s->p, s->q, s->trips, s->order, s->order_at[k], rd, wr,
-                    most) > most;
+  return traffic_of(s->p, s->q, s->trips, s->order, s->order_at[k], NULL,
+                    NULL, most) > most;
 }
 
 /* Enumerate tiles for positions [k, nfree-1), then the leaf's; not below

@@ -64,6 +64,15 @@ static Nest *build_nest(const Grp *G, int i) {
   Nest *n = xmalloc(sizeof *n);
   n->read_at = xmalloc(((size_t)e->nreads + 1) * sizeof *n->read_at);
   einsum_nest(G->x, ei, &n->p, n->tensor_of, n->read_at);
+  int nranks = G->x->c->nranks;
+  n->out_var = xmalloc(((size_t)nranks + 1) * sizeof *n->out_var);
+  for (int r = 0; r < nranks; r++)
+    n->out_var[r] = -1;
+  for (int v = n->p.nvars - 1; v >= 0; v--) {
+    int r = e->vars[v].rank;
+    if (VARSET_HAS(e->out_vars, v) && r >= 0 && r < nranks)
+      n->out_var[r] = v;
+  }
   n->p.capacity = 0; /* member_problem sets it, and the tiles */
   n->norder = 0;     /* no mapping text yet */
   n->text[0] = '\0';
@@ -88,6 +97,7 @@ Nest *member_nest(const Grp *G, int i) {
 void nest_free(Nest *n) {
   if (n) {
     free(n->read_at);
+    free(n->out_var);
     for (int b = 0; b < n->nblocks; b++)
       free(n->posed[b]);
     free(n->posed);
@@ -122,13 +132,13 @@ static void posing_of(const Grp *G, int i, Posing *q) {
       q->moves |= (uint64_t)1 << at[k];
   q->moves = (q->moves & ~out) | (own_write(G, i) ? out : 0);
   q->outer = 0;
-  for (int k = 0; k < G->nt; k++)
-    for (int v = 0; v < p->nvars; v++)
-      if (e->vars[v].rank == G->rank[k] && VARSET_HAS(e->out_vars, v)) {
-        q->outer |= VARSET_BIT(v);
-        q->outer_tile[v] = G->tile[k];
-        break;
-      }
+  for (int k = 0; k < G->nt; k++) {
+    int v = G->nest[i]->out_var[G->rank[k]];
+    if (v >= 0) {
+      q->outer |= VARSET_BIT(v);
+      q->outer_tile[v] = G->tile[k];
+    }
+  }
 }
 
 /* Member I's problem set as Q poses it, with CAPACITY elements of
@@ -186,6 +196,15 @@ static int posed_key(const Posing *q, double capacity, uint64_t *w) {
   return n;
 }
 
+/* Are the N words at A and B the same? (A key is a few words: inline,
+ * where memcmp's call cost more than the comparison.) */
+static bool same_words(const uint64_t *a, const uint64_t *b, int n) {
+  for (int k = 0; k < n; k++)
+    if (a[k] != b[k])
+      return false;
+  return true;
+}
+
 static Posed *posed_at(const Nest *n, int k) {
   return &n->posed[k / POSED_BLOCK][k % POSED_BLOCK];
 }
@@ -203,8 +222,7 @@ static PosedSlot *posed_slot(const Nest *n, uint64_t h, const uint64_t *key,
     if (s->tag != tag)
       continue;
     const Posed *e = posed_at(n, s->at - 1);
-    if (e->hash == h && e->nwords == nw &&
-        memcmp(e->key, key, (size_t)nw * sizeof *key) == 0)
+    if (e->hash == h && e->nwords == nw && same_words(e->key, key, nw))
       return s;
   }
 }
@@ -227,7 +245,7 @@ static void posed_room(Nest *n) {
   }
 }
 
-void member_map(const Grp *G, int i, double capacity, Mapping *m) {
+const Mapping *member_map(const Grp *G, int i, double capacity) {
   Posing q;
   posing_of(G, i, &q);
   Nest *n = G->nest[i];
@@ -236,17 +254,15 @@ void member_map(const Grp *G, int i, double capacity, Mapping *m) {
   uint64_t h = hash_words(key, nw);
   posed_room(n);
   PosedSlot *s = posed_slot(n, h, key, nw);
-  if (s->at) {
-    *m = posed_at(n, s->at - 1)->answer;
-    return;
-  }
-  map_search_memo(G->x->memo, pose(G, i, &q, capacity), m);
+  if (s->at)
+    return &posed_at(n, s->at - 1)->answer;
   Posed *e = posed_at(n, n->nposed++);
+  map_search_memo(G->x->memo, pose(G, i, &q, capacity), &e->answer);
   e->hash = h;
   e->nwords = nw;
   memcpy(e->key, key, (size_t)nw * sizeof *key);
-  e->answer = *m;
   *s = (PosedSlot){(uint32_t)(h >> 32), n->nposed};
+  return &e->answer;
 }
 
 /* Does member I read held tensor H from the buffer (a recurrence's

@@ -18,9 +18,10 @@ static const Scenario scenarios[REPRO_SCENARIOS] = {
     {"long_context", "long context, short generation", 16384, 256},
 };
 
-/* The searches run on this many threads (the evaluation's goal is a
- * second on two cores: issue 35); each is a pure function of its shape,
- * so the figures do not depend on how they are shared out. */
+/* The tasks (a shape's pricing and search, a capacity of the ski slope)
+ * run on this many threads, this one among them (the evaluation's goal
+ * is a second on two cores: issue 35); each is a pure function of its
+ * inputs, so the figures do not depend on how they are shared out. */
 enum { MAX_SETS = 64, SEARCH_THREADS = 2 };
 
 typedef struct Run {
@@ -29,37 +30,37 @@ typedef struct Run {
   Diag *d;
   Repro *r;
   const ModelOverrides *opts;
-  MapMemo *memo; /* the points share many mapping problems (shared: the
-                   searches' threads use it too) */
-  /* The searches the evaluation needs, by shape: the points repeat some
-   * (a model's prefill is its sweep at the same length, a scenario's
-   * prefill another point's), and a search's inputs other than the shape
-   * are the run's, so each shape is searched once. Listed before any is
-   * run, then run on SEARCH_THREADS threads beside the designs' pricing
-   * (the next one to take: next_search, under lock). */
-  int nseen, cap_seen, next_search;
+  /* The shapes the evaluation prices and searches: the points repeat
+   * some (a model's prefill is its sweep at the same length, a scenario's
+   * prefill another point's), and what is priced or searched at a shape
+   * is a function of the shape alone, so each is priced and searched
+   * once. Listed before any is run; then each shape, and each capacity
+   * of the ski slope, is a task the SEARCH_THREADS threads take, the
+   * costliest first (next_task, under lock; order: the tasks' order). */
+  int nseen, cap_seen, next_task, ntasks;
   struct Seen *seen;
+  int *order;
   int at_point[REPRO_MAX_MODELS][PH_COUNT]; /* each point's, in seen */
   int at_e2e[REPRO_SCENARIOS];
   int at_sweep[REPRO_MAX_MODELS][REPRO_LENGTHS];
-  pthread_mutex_t lock; /* guards next_search, done and the progress hook */
+  pthread_mutex_t lock; /* guards next_task, done and the progress hook */
   const Preset *presets[REPRO_MAX_MODELS]; /* NULL: no model */
   int model_layers; /* the first model's n_layer (--layers may differ) */
   /* The settings of every point: the caller's others, then B and I. */
   int nsets;
   Setting sets[MAX_SETS + 2];
   const ReproSetup *su; /* for its progress hook */
-  int points, done;     /* the points to price, and those priced */
+  int done;             /* the tasks done */
   double t0;
 } Run;
 
-/* One more point priced or shape searched: the setup's progress hook
- * hears of it (from one thread at a time). */
+/* One more task done: the setup's progress hook hears of it (from one
+ * thread at a time). */
 static void tick(Run *x) {
   pthread_mutex_lock(&x->lock);
   x->done++;
   if (x->su->progress)
-    x->su->progress(x->su->progress_ctx, (double)x->done / x->points,
+    x->su->progress(x->su->progress_ctx, (double)x->done / x->ntasks,
                     now_seconds() - x->t0);
   pthread_mutex_unlock(&x->lock);
 }
@@ -96,17 +97,6 @@ static void point_free(Point *p) {
   shape_free(p->s);
 }
 
-static Eval *price(const Run *x, const Point *pt, Design d, Accounting acc,
-                   Compose comp) {
-  ModelOpts o = model_opts_with(x->opts, d);
-  o.accounting = acc;
-  o.compose = comp;
-  Plan *p = model_plan(x->c, pt->s, pt->pairs, d, &o, x->d);
-  return p ? model_eval_memo(x->c, pt->s, x->a, pt->pairs, d, p, &o, x->memo,
-                             x->d)
-           : NULL;
-}
-
 /* The three ways the tables read a design: achieved and ideal traffic
  * with the groups in sequence, and achieved with them pipelined. */
 typedef enum { WAY_ACHIEVED, WAY_IDEAL, WAY_PIPELINED, WAY_COUNT } Way;
@@ -118,19 +108,17 @@ static const struct {
             {ACCOUNT_ACHIEVED, COMPOSE_PIPELINED}};
 _Static_assert(sizeof WAYS / sizeof WAYS[0] == WAY_COUNT, "a row per way");
 
-/* Design D priced each way into E (each NULL where it failed): all of
- * them priced? Free E with free_ways. */
-static bool price_ways(const Run *x, const Point *pt, Design d,
-                       Eval *e[WAY_COUNT]) {
-  bool ok = true;
-  for (int w = 0; w < WAY_COUNT; w++)
-    ok = (e[w] = price(x, pt, d, WAYS[w].acc, WAYS[w].comp)) && ok;
-  return ok;
-}
-
-static void free_ways(Eval *e[WAY_COUNT]) {
-  for (int w = 0; w < WAY_COUNT; w++)
-    eval_free(e[w]);
+/* Design D at point PT on A, way W, its mapping searches through MEMO
+ * (NULL and DIAG set where it fails). */
+static Eval *price(const Run *x, const Arch *a, const Point *pt, Design d,
+                   Way w, MapMemo *memo, Diag *diag) {
+  ModelOpts o = model_opts_with(x->opts, d);
+  o.accounting = WAYS[w].acc;
+  o.compose = WAYS[w].comp;
+  Plan *p = model_plan(x->c, pt->s, pt->pairs, d, &o, diag);
+  return p ? model_eval_memo(x->c, pt->s, a, pt->pairs, d, p, &o, memo,
+                             diag)
+           : NULL;
 }
 
 double repro_unit_peak(const Arch *a, int u) {
@@ -173,14 +161,18 @@ static void keep_timeline(const Run *x, const Eval *ev, Timeline *tl) {
   }
 }
 
+/* A shape of the evaluation, priced and searched once (Run.seen). */
 typedef struct Seen {
-  Point pt;      /* the shape it searches */
-  bool ok;       /* searched */
+  Point pt;      /* the shape */
+  bool ways;     /* a point's or a scenario's: every design priced every
+                    way (else achieved alone: a sweep's length) */
+  bool ok;       /* priced and searched */
   Diag d;        /* why not */
+  double seconds[WAY_COUNT][DES_COUNT]; /* each design's latency each way */
   Searched found;
 } Seen;
 
-/* The search X lists at shape S, or -1. */
+/* The shape X lists at S, or -1. */
 static int seen_at(const Run *x, const Shape *s) {
   size_t nr = (size_t)x->c->nranks, ns = (size_t)x->c->nsyms;
   for (int k = 0; k < x->nseen; k++) {
@@ -192,73 +184,225 @@ static int seen_at(const Run *x, const Shape *s) {
   return -1;
 }
 
-/* List the search of model MODEL at TOKENS tokens, once per shape, into
- * *AT (its place in X's seen); false (D set) when it cannot be bound. */
-static bool want_search(Run *x, int model, double tokens, int *at) {
+/* List model MODEL at TOKENS tokens, once per shape, into *AT (its place
+ * in X's seen), priced every way where WAYS; false (D set) when it cannot
+ * be bound. */
+static bool want_shape(Run *x, int model, double tokens, bool ways, int *at) {
   Point pt;
   if (!point_at(x, model, tokens, &pt))
     return false;
   *at = seen_at(x, pt.s);
   if (*at >= 0) {
     point_free(&pt);
-    return true;
+  } else {
+    Seen add = {.pt = pt};
+    VEC_PUSH(x->seen, x->nseen, x->cap_seen, add);
+    *at = x->nseen - 1;
   }
-  Seen add = {.pt = pt};
-  VEC_PUSH(x->seen, x->nseen, x->cap_seen, add);
-  *at = x->nseen - 1;
+  x->seen[*at].ways |= ways;
   return true;
 }
 
-/* Every search the evaluation needs: each model's phases, the scenarios'
+/* Every shape the evaluation reads: each model's phases, the scenarios'
  * prefills, each model's sweep lengths. */
-static bool want_searches(Run *x) {
+static bool want_shapes(Run *x) {
   Repro *r = x->r;
   bool ok = true;
   for (int m = 0; ok && m < r->nmodels; m++)
     for (int p = 0; ok && p < PH_COUNT; p++)
-      ok = want_search(x, m, p == PH_PREFILL ? r->prefill : 1,
-                       &x->at_point[m][p]);
+      ok = want_shape(x, m, p == PH_PREFILL ? r->prefill : 1, true,
+                      &x->at_point[m][p]);
   for (int sc = 0; ok && r->layers[0] > 0 && sc < REPRO_SCENARIOS; sc++)
-    ok = want_search(x, 0, r->scenarios[sc].prompt, &x->at_e2e[sc]);
+    ok = want_shape(x, 0, r->scenarios[sc].prompt, true, &x->at_e2e[sc]);
   for (int m = 0; ok && m < r->nmodels; m++)
     for (int k = 0; ok && k < REPRO_LENGTHS; k++)
-      ok = want_search(x, m, ldexp(1, k), &x->at_sweep[m][k]);
+      ok = want_shape(x, m, ldexp(1, k), false, &x->at_sweep[m][k]);
   return ok;
 }
 
-/* best (searched) at a listed shape: the schedule `search` finds for
- * latency under the setup's options (sequential, achieved: reproduce
- * refuses the others). */
-static void search_one(Run *x, Seen *v) {
-  SearchResult *r = search_best(x->c, v->pt.s, x->a, v->pt.pairs, x->opts,
-                                SO_LATENCY, x->memo, &v->d);
-  v->ok = r != NULL;
+/* The point figures of the designs E (each way) at shape K, wherever the
+ * evaluation reads that shape as a model's phase. */
+static void keep_point(Run *x, int k, Eval *e[WAY_COUNT][DES_COUNT]) {
+  for (int m = 0; m < x->r->nmodels; m++)
+    for (int ph = 0; ph < PH_COUNT; ph++) {
+      if (x->at_point[m][ph] != k)
+        continue;
+      for (int d = 0; d < DES_COUNT; d++) {
+        const Eval *a = e[WAY_ACHIEVED][d], *i = e[WAY_IDEAL][d],
+                   *p = e[WAY_PIPELINED][d];
+        Result *r = &x->r->res[m][ph][d];
+        r->seconds = a->seconds;
+        r->seconds_ideal = i->seconds;
+        r->seconds_pipelined = p->seconds;
+        r->inter = a->inter;
+        r->intra = a->intra;
+        r->ideal_inter = a->ideal_inter;
+        r->ideal_intra = a->ideal_intra;
+        r->read = a->read;
+        r->write = a->write;
+        r->energy_j = a->energy_pj * 1e-12;
+        r->level_j = xcalloc((size_t)x->a->nlevels, sizeof *r->level_j);
+        for (int l = 0; l < x->a->nlevels; l++)
+          r->level_j[l] = a->level[l].energy_pj * 1e-12;
+        r->ops_j = a->energy_ops * 1e-12;
+        r->groups = a->ngroups;
+        if (m == 0) {
+          keep_timeline(x, a, &x->r->timeline[ph][d]);
+          keep_timeline(x, i, &x->r->ideal_timeline[ph][d]);
+        }
+      }
+    }
+}
+
+/* best (searched) at shape V: the schedule `search` finds for latency
+ * under the setup's options (sequential, achieved: reproduce refuses the
+ * others), given the designs' plans as priced achieved (NAMED, per
+ * design: the search's named designs, which it does not price again);
+ * false (V's diag set) when it failed. */
+static bool search_one(Run *x, Seen *v, Eval *const named[DES_COUNT],
+                       MapMemo *memo) {
+  const Eval *given[DES_COUNT];
+  for (int d = 0; d < DES_COUNT; d++)
+    given[d] = named[d];
+  SearchControl ctl = {.named = given};
+  SearchResult *r = search_best_ctl(x->c, v->pt.s, x->a, v->pt.pairs,
+                                    x->opts, SO_LATENCY, &ctl, memo,
+                                    &v->d);
   if (r)
     v->found = (Searched){r->best->seconds, r->bound->seconds,
                           r->best->energy_pj * 1e-12,
                           r->best->read + r->best->write, r->best->ngroups,
                           r->from};
   search_free(r);
+  return r != NULL;
 }
 
-/* Take the listed searches one at a time until none is left (each
- * thread's loop). */
-static void *search_listed(void *arg) {
+/* Shape K: every design priced (every way where the evaluation reads
+ * them, else achieved alone), then the shape searched. Its mapping
+ * problems are its own: another shape's sizes pose others (a memo shared
+ * by the tasks answered 22 % of its lookups, its table and stored
+ * mappings out of cache, under a lock), so they share a memo of their
+ * own, dropped with the task. */
+static bool shape_task(Run *x, int k) {
+  Seen *v = &x->seen[k];
+  Eval *e[WAY_COUNT][DES_COUNT] = {{NULL}};
+  MapMemo *memo = map_memo_new(false);
+  bool ok = true;
+  for (int d = 0; ok && d < DES_COUNT; d++)
+    for (int w = 0; ok && w < (v->ways ? WAY_COUNT : 1); w++) {
+      ok = (e[w][d] =
+                price(x, x->a, &v->pt, (Design)d, (Way)w, memo, &v->d));
+      if (ok)
+        v->seconds[w][d] = e[w][d]->seconds;
+    }
+  if (ok && v->ways)
+    keep_point(x, k, e);
+  ok = ok && search_one(x, v, e[WAY_ACHIEVED], memo);
+  for (int w = 0; w < WAY_COUNT; w++)
+    for (int d = 0; d < DES_COUNT; d++)
+      eval_free(e[w][d]);
+  map_memo_free(memo);
+  return ok;
+}
+
+/* The ski slope at capacity K: every design's prefill (the first model)
+ * with the fusion level's capacity at 2^(REPRO_SLOPE_LO + K) times the
+ * architecture's. A point the design cannot run (a tile larger than the
+ * level) is NAN, and so is a capacity past a staging level's, which
+ * passes the fusion level's traffic through and must hold what it holds
+ * (arch.h). */
+static void slope_task(Run *x, int k) {
+  Repro *r = x->r;
+  const Point *pt = &x->seen[x->at_point[0][PH_PREFILL]].pt;
+  int f = x->a->fusion_level;
+  Arch *v = arch_with_fusion_level(x->a, f);
+  v->levels[f].capacity = ldexp(x->a->levels[f].capacity, REPRO_SLOPE_LO + k);
+  r->slope_capacity[k] = v->levels[f].capacity;
+  int at;
+  bool room = arch_fusion_problem(v, f, &at) == FUSION_OK;
+  MapMemo *memo = map_memo_new(false); /* the designs share problems */
+  for (int d = 0; d < DES_COUNT; d++) {
+    Diag quiet = {0};
+    Eval *a =
+        room ? price(x, v, pt, (Design)d, WAY_ACHIEVED, memo, &quiet) : NULL;
+    r->slope_bytes[k][d] = a ? a->read + a->write : NAN;
+    r->slope_seconds[k][d] = a ? a->seconds : NAN;
+    eval_free(a);
+  }
+  map_memo_free(memo);
+  arch_free(v);
+}
+
+/* Take tasks, the costliest first, until none is left (each thread's
+ * loop); after a failure none is taken. */
+static void *run_tasks(void *arg) {
   Run *x = arg;
   for (;;) {
     pthread_mutex_lock(&x->lock);
-    int k = x->next_search < x->nseen ? x->next_search++ : -1;
+    int k = x->next_task < x->ntasks ? x->order[x->next_task++] : -1;
     pthread_mutex_unlock(&x->lock);
     if (k < 0)
       return NULL;
-    search_one(x, &x->seen[k]);
+    if (k < x->nseen) {
+      x->seen[k].ok = shape_task(x, k);
+      if (!x->seen[k].ok) {
+        pthread_mutex_lock(&x->lock);
+        x->next_task = x->ntasks;
+        pthread_mutex_unlock(&x->lock);
+      }
+    } else {
+      slope_task(x, k - x->nseen);
+    }
     tick(x);
   }
 }
 
-/* The searches' figures where the evaluation sets them; false (D set, the
- * first failure in the list's order) when a search failed. */
-static bool take_searched(Run *x) {
+/* A task's guessed cost, to start the costliest first (so that neither
+ * thread is left with a long one at the end): a shape's elements, over
+ * every tensor (a search's cost grows with the sizes: the candidate tiles
+ * and the mappings' loops); the ski slope's points (a design each, no
+ * search) last. */
+static double task_weight(const Run *x, int k) {
+  if (k >= x->nseen)
+    return 0;
+  double n = 0;
+  for (int t = 0; t < x->c->ntensors; t++)
+    n += shape_tensor_elems(x->seen[k].pt.s, t);
+  return n;
+}
+
+/* The tasks in the order they are taken (X's order), the heaviest
+ * first, each shape before the slope's points (equal weights keep the
+ * list's order). */
+typedef struct Weighed {
+  double w;
+  int k;
+} Weighed;
+
+static int heaviest_first(const void *pa, const void *pb) {
+  const Weighed *a = pa, *b = pb;
+  if (a->w != b->w)
+    return a->w < b->w ? 1 : -1;
+  return (a->k > b->k) - (a->k < b->k);
+}
+
+static void order_tasks(Run *x) {
+  Weighed *t = xmalloc(((size_t)x->ntasks + 1) * sizeof *t);
+  for (int k = 0; k < x->ntasks; k++)
+    t[k] = (Weighed){task_weight(x, k), k};
+  qsort(t, (size_t)x->ntasks, sizeof *t, heaviest_first);
+  x->order = xmalloc(((size_t)x->ntasks + 1) * sizeof *x->order);
+  for (int k = 0; k < x->ntasks; k++)
+    x->order[k] = t[k].k;
+  free(t);
+}
+
+/* The figures the shapes' tasks left in them, where the evaluation reads
+ * them: each sweep length's latencies, each scenario end to end (L layers
+ * x (prefill of I0 tokens + G decode steps), the first model), best
+ * (searched); false (D set, the first failure in the list's order) when
+ * a task failed. */
+static bool take_shapes(Run *x) {
   Repro *r = x->r;
   for (int k = 0; k < x->nseen; k++)
     if (!x->seen[k].ok) {
@@ -268,143 +412,32 @@ static bool take_searched(Run *x) {
   for (int m = 0; m < r->nmodels; m++) {
     for (int p = 0; p < PH_COUNT; p++)
       r->best[m][p] = x->seen[x->at_point[m][p]].found;
-    for (int k = 0; k < REPRO_LENGTHS; k++)
-      r->sweep_best[m][k] = x->seen[x->at_sweep[m][k]].found.seconds;
+    for (int k = 0; k < REPRO_LENGTHS; k++) {
+      const Seen *v = &x->seen[x->at_sweep[m][k]];
+      for (int d = 0; d < DES_COUNT; d++)
+        r->sweep[m][k][d] = v->seconds[WAY_ACHIEVED][d];
+      r->sweep_best[m][k] = v->found.seconds;
+    }
   }
-  for (int sc = 0; r->layers[0] > 0 && sc < REPRO_SCENARIOS; sc++)
+  for (int sc = 0; r->layers[0] > 0 && sc < REPRO_SCENARIOS; sc++) {
+    const Seen *v = &x->seen[x->at_e2e[sc]];
+    double L = r->layers[0], G = r->scenarios[sc].generated;
+    for (int d = 0; d < DES_COUNT; d++) {
+      const Result *dec = &r->res[0][PH_DECODE][d];
+      r->e2e[sc][d] = L * (v->seconds[WAY_ACHIEVED][d] + G * dec->seconds);
+      r->e2e_ideal[sc][d] =
+          L * (v->seconds[WAY_IDEAL][d] + G * dec->seconds_ideal);
+      r->e2e_pipelined[sc][d] =
+          L * (v->seconds[WAY_PIPELINED][d] + G * dec->seconds_pipelined);
+    }
     r->e2e_best[sc] =
-        r->layers[0] * (x->seen[x->at_e2e[sc]].found.seconds +
-                        r->scenarios[sc].generated *
-                            r->best[0][PH_DECODE].seconds);
+        L * (v->found.seconds + G * r->best[0][PH_DECODE].seconds);
+  }
   return true;
 }
 
 double repro_searched_gap(const Searched *s) {
   return s->ideal > 0 ? s->seconds / s->ideal : NAN;
-}
-
-/* Every design at one model and phase. */
-static bool price_point(Run *x, int model, Phase ph) {
-  Point pt;
-  if (!point_at(x, model, ph == PH_PREFILL ? x->r->prefill : 1, &pt))
-    return false;
-  bool ok = true;
-  for (int d = 0; ok && d < DES_COUNT; d++) {
-    Eval *e[WAY_COUNT];
-    ok = price_ways(x, &pt, (Design)d, e);
-    if (ok) {
-      const Eval *a = e[WAY_ACHIEVED], *i = e[WAY_IDEAL],
-                 *p = e[WAY_PIPELINED];
-      Result *r = &x->r->res[model][ph][d];
-      r->seconds = a->seconds;
-      r->seconds_ideal = i->seconds;
-      r->seconds_pipelined = p->seconds;
-      r->inter = a->inter;
-      r->intra = a->intra;
-      r->ideal_inter = a->ideal_inter;
-      r->ideal_intra = a->ideal_intra;
-      r->read = a->read;
-      r->write = a->write;
-      r->energy_j = a->energy_pj * 1e-12;
-      r->level_j = xcalloc((size_t)x->a->nlevels, sizeof *r->level_j);
-      for (int l = 0; l < x->a->nlevels; l++)
-        r->level_j[l] = a->level[l].energy_pj * 1e-12;
-      r->ops_j = a->energy_ops * 1e-12;
-      r->groups = a->ngroups;
-      if (model == 0) {
-        keep_timeline(x, a, &x->r->timeline[ph][d]);
-        keep_timeline(x, i, &x->r->ideal_timeline[ph][d]);
-      }
-    }
-    free_ways(e);
-  }
-  point_free(&pt);
-  return ok;
-}
-
-/* Per-layer prefill latency of every design at I = 2^k. */
-static bool sweep(Run *x, int model) {
-  bool ok = true;
-  for (int k = 0; ok && k < REPRO_LENGTHS; k++) {
-    Point pt;
-    if (!point_at(x, model, ldexp(1, k), &pt))
-      return false;
-    for (int d = 0; ok && d < DES_COUNT; d++) {
-      Eval *a = price(x, &pt, (Design)d, ACCOUNT_ACHIEVED, COMPOSE_SEQUENTIAL);
-      ok = a != NULL;
-      if (ok)
-        x->r->sweep[model][k][d] = a->seconds;
-      eval_free(a);
-    }
-    point_free(&pt);
-    tick(x);
-  }
-  return ok;
-}
-
-/* The ski slope: every design's prefill (the first model) with the
- * fusion level's capacity at 2^k times the architecture's. A point the
- * design cannot run (a tile larger than the level) is NAN, and so is a
- * capacity past a staging level's, which passes the fusion level's
- * traffic through and must hold what it holds (arch.h). */
-static bool ski_slope(Run *x) {
-  Repro *r = x->r;
-  Point pt;
-  if (!point_at(x, 0, r->prefill, &pt))
-    return false;
-  int f = x->a->fusion_level;
-  for (int k = 0; k < REPRO_CAPACITIES; k++) {
-    Arch *v = arch_with_fusion_level(x->a, f);
-    v->levels[f].capacity =
-        ldexp(x->a->levels[f].capacity, REPRO_SLOPE_LO + k);
-    r->slope_capacity[k] = v->levels[f].capacity;
-    int at;
-    bool room = arch_fusion_problem(v, f, &at) == FUSION_OK;
-    Diag quiet = {0};
-    Run y = *x;
-    y.a = v, y.d = &quiet;
-    for (int d = 0; d < DES_COUNT; d++) {
-      Eval *a = room ? price(&y, &pt, (Design)d, ACCOUNT_ACHIEVED,
-                             COMPOSE_SEQUENTIAL)
-                     : NULL;
-      r->slope_bytes[k][d] = a ? a->read + a->write : NAN;
-      r->slope_seconds[k][d] = a ? a->seconds : NAN;
-      eval_free(a);
-      quiet = (Diag){0};
-    }
-    arch_free(v);
-    tick(x);
-  }
-  point_free(&pt);
-  return true;
-}
-
-/* L layers x (prefill of I0 tokens + G decode steps), the first model. */
-static bool end_to_end(Run *x) {
-  Repro *r = x->r;
-  bool ok = true;
-  for (int sc = 0; ok && sc < REPRO_SCENARIOS; sc++) {
-    Point pt;
-    if (!point_at(x, 0, r->scenarios[sc].prompt, &pt))
-      return false;
-    for (int d = 0; ok && d < DES_COUNT; d++) {
-      Eval *e[WAY_COUNT];
-      ok = price_ways(x, &pt, (Design)d, e);
-      if (ok) {
-        double L = r->layers[0], G = r->scenarios[sc].generated;
-        const Result *dec = &r->res[0][PH_DECODE][d];
-        r->e2e[sc][d] = L * (e[WAY_ACHIEVED]->seconds + G * dec->seconds);
-        r->e2e_ideal[sc][d] =
-            L * (e[WAY_IDEAL]->seconds + G * dec->seconds_ideal);
-        r->e2e_pipelined[sc][d] =
-            L * (e[WAY_PIPELINED]->seconds + G * dec->seconds_pipelined);
-      }
-      free_ways(e);
-    }
-    point_free(&pt);
-    tick(x);
-  }
-  return ok;
 }
 
 /* ---- the figures ---- */
@@ -833,40 +866,29 @@ static bool take_settings(const ReproSetup *su, Run *x, Diag *d) {
   return true;
 }
 
-/* Start the listed searches on threads beside this one (the others of
- * SEARCH_THREADS); how many started, into T. */
-static int start_searches(Run *x, pthread_t *t) {
+/* Run X's tasks on SEARCH_THREADS threads, this one among them. */
+static void run_all(Run *x) {
+  pthread_t helper[SEARCH_THREADS];
   int n = 0;
   for (int k = 0; k < SEARCH_THREADS - 1; k++)
-    n += pthread_create(&t[n], NULL, search_listed, x) == 0;
-  return n;
-}
-
-/* Search what is left on this thread too, and wait for the others; after
- * a failure (!OK), nothing more is taken. */
-static void finish_searches(Run *x, pthread_t *t, int n, bool ok) {
-  if (!ok) {
-    pthread_mutex_lock(&x->lock);
-    x->next_search = x->nseen;
-    pthread_mutex_unlock(&x->lock);
-  }
-  search_listed(x);
+    n += pthread_create(&helper[n], NULL, run_tasks, x) == 0;
+  run_tasks(x);
   for (int k = 0; k < n; k++)
-    pthread_join(t[k], NULL);
+    pthread_join(helper[k], NULL);
 }
 
-static void free_searches(Run *x) {
-  for (int k = 0; k < x->nseen; k++) {
+static void free_shapes(Run *x) {
+  for (int k = 0; k < x->nseen; k++)
     point_free(&x->seen[k].pt);
-  }
   free(x->seen);
+  free(x->order);
 }
 
 Repro *repro_run(const ReproSetup *su, Diag *d) {
   double t0 = now_seconds();
   Repro *r = xcalloc(1, sizeof *r);
   Run x = {.c = su->spec, .a = su->arch, .d = d, .r = r, .opts = &su->opts,
-           .memo = map_memo_new(true), .su = su, .t0 = t0};
+           .su = su, .t0 = t0};
   pthread_mutex_init(&x.lock, NULL);
   r->cascade = su->spec;
   r->arch = su->arch;
@@ -886,26 +908,14 @@ Repro *repro_run(const ReproSetup *su, Diag *d) {
                    r->prefill == REPRO_PAPER_PREFILL && x.nsets == 0;
   if (ok)
     other_sizes(&x);
-  ok = ok && want_searches(&x);
-  x.points = r->nmodels * (PH_COUNT + REPRO_LENGTHS) + REPRO_CAPACITIES +
-             (r->layers[0] > 0 ? REPRO_SCENARIOS : 0) + x.nseen;
-  /* The searches (nearly all of the time) run beside the designs'
-   * pricing, this thread joining them once that is done. */
-  pthread_t helpers[SEARCH_THREADS];
-  int nhelpers = ok ? start_searches(&x, helpers) : 0;
-  for (int m = 0; ok && m < r->nmodels; m++)
-    for (int p = 0; ok && p < PH_COUNT; p++) {
-      ok = price_point(&x, m, (Phase)p);
-      tick(&x);
-    }
-  ok = ok && (r->layers[0] <= 0 || end_to_end(&x));
-  for (int m = 0; ok && m < r->nmodels; m++)
-    ok = sweep(&x, m);
-  ok = ok && ski_slope(&x);
-  finish_searches(&x, helpers, nhelpers, ok);
-  ok = ok && take_searched(&x);
-  map_memo_free(x.memo);
-  free_searches(&x);
+  ok = ok && want_shapes(&x);
+  if (ok) {
+    x.ntasks = x.nseen + REPRO_CAPACITIES;
+    order_tasks(&x);
+    run_all(&x);
+  }
+  ok = ok && take_shapes(&x);
+  free_shapes(&x);
   pthread_mutex_destroy(&x.lock);
   if (!ok) {
     repro_free(r);

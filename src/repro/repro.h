@@ -57,10 +57,11 @@ typedef struct ReproSetup {
                           given at every point */
   ModelOverrides opts; /* the model's options, over each design's defaults
                           (composition and accounting are the figures') */
-  /* Told after each point priced (a phase, a scenario end to end, a
-   * length of a sweep) and each shape searched (the searches run on two
-   * threads: it is told from one at a time): the share DONE of them, and
-   * the seconds since the start; NULL: nobody listens. */
+  /* Told after each shape priced and searched (a phase, a scenario's
+   * prefill, a length of a sweep: each shape once) and each capacity of
+   * the ski slope priced (they run on two threads: it is told from one
+   * at a time): the share DONE of them, and the seconds since the start;
+   * NULL: nobody listens. */
   void (*progress)(void *ctx, double done, double elapsed);
   void *progress_ctx;
 } ReproSetup;

@@ -781,16 +781,70 @@ static Kept *keep_plan(Ctx *x, const SearchLevel *lv, Design d,
   return k;
 }
 
+/* Design D's plan under stitcher ST at level LV as the caller priced it
+ * (SearchControl.named), or NULL: only its own stitcher's (OWN), on the
+ * given architecture. */
+static const Eval *given_plan(const Ctx *x, const SearchLevel *lv, Design d,
+                              Stitcher st, Stitcher own) {
+  const Eval *const *named = x->ctl->named;
+  return named && lv->a == x->a && st == own ? named[d] : NULL;
+}
+
+/* Do plans A and B of C group the same Einsums in the same order, each
+ * group tiling the same ranks at the same level, under the same label?
+ * Then they are priced the same: the rest of a plan (how each read is
+ * served, what goes off chip) is its grouping's (fusion.h, "the plan's
+ * geometry"), and its writes and transfers are compared too. */
+static bool same_grouping(const Cascade *c, const Plan *a, const Plan *b) {
+  if (a->ngroups != b->ngroups || a->strategy != b->strategy ||
+      a->any != b->any || a->nxfers != b->nxfers ||
+      (a->spilled != NULL) != (b->spilled != NULL))
+    return false;
+  for (int g = 0; g < a->ngroups; g++) {
+    const Group *ga = &a->groups[g], *gb = &b->groups[g];
+    if (ga->n != gb->n || ga->ntiled != gb->ntiled ||
+        memcmp(ga->einsums, gb->einsums, (size_t)ga->n * sizeof *ga->einsums) ||
+        memcmp(ga->tiled, gb->tiled, (size_t)ga->ntiled * sizeof *ga->tiled) ||
+        strcmp(ga->level, gb->level) != 0)
+      return false;
+  }
+  return memcmp(a->written, b->written,
+                (size_t)c->ntensors * sizeof *a->written) == 0;
+}
+
+/* A design's plan priced under one of its stitchers (its grouping, its
+ * figures): another stitcher's plan of the same grouping is that price
+ * again (three stitchers often agree: 5 of the 8 other stitchers' plans
+ * of each `reproduce` search). Without a GroupMemo only: with one, the
+ * memo keeps each stitcher's plan (its counts are a sweep's). */
+typedef struct Stitched {
+  Plan *plan; /* owned */
+  Cost cost;
+  int groups;
+} Stitched;
+
+/* The price among the N in SEEN of a plan grouped as P, or NULL. */
+static const Stitched *stitched_as(const Ctx *x, const Stitched *seen, int n,
+                                   const Plan *p) {
+  for (int k = 0; k < n; k++)
+    if (same_grouping(x->c, seen[k].plan, p))
+      return &seen[k];
+  return NULL;
+}
+
 /* Every design but the bound, under every stitcher it stitches with, at
  * level LV (its plan fuses every group there); past the time limit, or
  * the budget's time for them, none but a first schedule (the rest counted
  * in named_skipped). With the memo, a plan it keeps whose bills hold
- * here is priced whole only where it beats the best so far. */
+ * here, or one the caller priced, is priced whole only where it beats
+ * the best so far; a plan grouped as another stitcher's already priced
+ * is not priced again (it could not beat that one). */
 static bool named_designs(Ctx *x, const SearchLevel *lv,
                           const ModelOverrides *ov, SearchResult *r,
                           SearchObjective o, int *cap) {
   for (int d = 0; d < DES_COUNT; d++) {
     ModelOpts mo = model_opts_with(ov, (Design)d);
+    Stitcher own = mo.stitch;
     if (mo.bound)
       continue;
     bool stitches = design_strategy((Design)d) != ST_UNFUSED &&
@@ -803,6 +857,8 @@ static bool named_designs(Ctx *x, const SearchLevel *lv,
     Shelf *shelf = x->groups ? open_shelf(x, lv->a, (Design)d, &keyed,
                                           SHELF_PLANS, STITCH_COUNT)
                              : NULL;
+    Stitched seen[STITCH_COUNT];
+    int nseen = 0;
     bool ok = true;
     for (int st = 0; ok && st < (stitches ? STITCH_COUNT : 1); st++) {
       if (r->best && (named_past_budget(x) || out_of_time(x))) {
@@ -817,6 +873,20 @@ static bool named_designs(Ctx *x, const SearchLevel *lv,
       double cycles = 0;
       while (k && !kept_plan_cycles(k, lv->a, &cycles))
         k = k->next;
+      const Eval *given = k ? NULL : given_plan(x, lv, (Design)d, mo.stitch,
+                                                own);
+      if (given) {
+        r->named++;
+        if (*cap >= 0)
+          point_add(r, cap, (SearchPoint){given->seconds,
+                                          given->energy_pj * 1e-12,
+                                          given->ngroups, (Design)d});
+        if (stitches && !shelf)
+          seen[nseen++] = (Stitched){plan_copy(x->c, given->plan),
+                                     eval_cost(given), given->ngroups};
+        if (r->best && !(search_figure(given, o) < r->found))
+          continue; /* as consider() would: priced whole only to win */
+      }
       Plan *p = NULL;
       if (k) {
         Cost c = {seconds_of(x, cycles), k->energy[0], k->traffic[0]};
@@ -841,13 +911,27 @@ static bool named_designs(Ctx *x, const SearchLevel *lv,
          * allows: a plan file says so, and `eval --plan` takes it. */
         snprintf(p->design, sizeof p->design, "%s", design_name((Design)d));
         p->any = p->any || mo.plan != PLAN_STITCHED;
+        /* (The caller's plan, here to win, is priced whole.) */
+        const Stitched *same = given ? NULL : stitched_as(x, seen, nseen, p);
+        if (same) { /* priced: as consider() would, not kept again */
+          plan_free(p);
+          r->named++;
+          if (*cap >= 0)
+            point_add(r, cap, (SearchPoint){same->cost.lat,
+                                            same->cost.energy, same->groups,
+                                            (Design)d});
+          continue;
+        }
       }
       Eval *ev = model_eval_memo(x->c, x->s, lv->a, x->pairs, (Design)d, p,
                                  &mo, x->memo, x->d);
       ok = ev != NULL;
       if (!ok)
         break;
-      if (!k) {
+      if (!k && !given && stitches && !shelf)
+        seen[nseen++] = (Stitched){plan_copy(x->c, ev->plan), eval_cost(ev),
+                                   ev->ngroups};
+      if (!k && !given) {
         x->kept.plans_priced += shelf != NULL;
         Kept *keep = shelf ? keep_plan(x, lv, (Design)d, &mo, ev) : NULL;
         if (keep)
@@ -860,6 +944,8 @@ static bool named_designs(Ctx *x, const SearchLevel *lv,
       consider(r, ev, (Design)d, lv->level, o);
     }
     shelf_close(x->groups, shelf);
+    for (int q = 0; q < nseen; q++)
+      plan_free(seen[q].plan);
     if (!ok)
       return false;
   }

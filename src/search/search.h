@@ -135,6 +135,14 @@ typedef struct SearchControl {
   /* Candidate groups' prices the caller keeps across searches (NULL:
    * none): a sweep's points at other bandwidths and clocks. */
   GroupMemo *groups;
+  /* The named designs' plans the caller has priced already (NULL: none),
+   * per design (DES_COUNT; NULL where not): design d's own plan
+   * (model_plan under model_opts_with(o, d): the options' stitcher)
+   * priced whole on the given architecture under those options. The
+   * search takes their figures rather than pricing them again, and
+   * prices one whole only where it beats the best so far (to keep it):
+   * reproduce has priced every design at each shape it searches. */
+  const Eval *const *named;
 } SearchControl;
 /* search_best under CTL's limits. */
 SearchResult *search_best_ctl(const Cascade *c, const Shape *s,

@@ -188,3 +188,63 @@ TEST(search_binds_for_latency) {
   cascade_free(c);
   arch_free(a);
 }
+
+/* The named designs' plans the caller has priced (SearchControl.named,
+ * as reproduce hands them in: each design's own plan, sequential and
+ * achieved) change nothing a search finds: on three cascades and two
+ * architectures the best (its figures, where it came from, its level),
+ * the named plans counted and the latency-energy front are those of the
+ * search that prices them itself -- where FLAT's plan, handed in, is the
+ * best (FuseMax's 3-pass attention on mambalaya: priced whole to win)
+ * and where the search's partition is. */
+TEST(search_takes_the_callers_named_plans) {
+  const char *specs[] = {"specs/fusemax_3pass.yaml",
+                         "tests/specs/good/retnet.yaml", "specs/mamba1.yaml"};
+  const char *archs[] = {"archs/mambalaya.yaml", "tests/archs/two_level.yaml"};
+  int named_best = 0, partition_best = 0;
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 2; j++) {
+      Case k;
+      if (!case_load(&k, specs[i], archs[j], NULL, 0))
+        continue;
+      ModelOverrides ov = model_no_overrides();
+      Diag d = {0};
+      SearchResult *alone = search_best(k.c, k.s, k.a, k.pairs, &ov,
+                                        SO_LATENCY, NULL, &d);
+      Eval *priced[DES_COUNT];
+      const Eval *given[DES_COUNT];
+      for (int des = 0; des < DES_COUNT; des++) {
+        ModelOpts mo = model_opts_with(&ov, (Design)des);
+        Plan *p = model_plan(k.c, k.s, k.pairs, (Design)des, &mo, &d);
+        given[des] = priced[des] =
+            p ? model_eval_memo(k.c, k.s, k.a, k.pairs, (Design)des, p, &mo,
+                                NULL, &d)
+              : NULL;
+      }
+      SearchControl ctl = {.named = given};
+      SearchResult *r = search_best_ctl(k.c, k.s, k.a, k.pairs, &ov,
+                                        SO_LATENCY, &ctl, NULL, &d);
+      CHECK(alone && r);
+      if (alone && r) {
+        CHECK(r->found == alone->found && r->lower == alone->lower);
+        CHECK_INT(r->from, alone->from);
+        CHECK_INT(r->fusion_level, alone->fusion_level);
+        CHECK_INT(r->best->ngroups, alone->best->ngroups);
+        CHECK(r->best->energy_pj == alone->best->energy_pj);
+        CHECK_INT(r->named, alone->named);
+        CHECK_INT(r->npareto, alone->npareto);
+        for (int q = 0; q < r->npareto && q < alone->npareto; q++)
+          CHECK(r->pareto[q].seconds == alone->pareto[q].seconds &&
+                r->pareto[q].joules == alone->pareto[q].joules &&
+                r->pareto[q].from == alone->pareto[q].from);
+        named_best += r->from != DES_COUNT;
+        partition_best += r->from == DES_COUNT;
+      }
+      search_free(alone);
+      search_free(r);
+      for (int des = 0; des < DES_COUNT; des++)
+        eval_free(priced[des]);
+      case_free(&k);
+    }
+  CHECK(named_best > 0 && partition_best > 0);
+}
