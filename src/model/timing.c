@@ -12,7 +12,7 @@
  *     unit where compute and memory composed take the least: the bill
  *     keeps its compute on each unit it weighs, in its order;
  *   - the group's composition from its start (compose_group), with a
- *     GPU's kernel time: recomputed, by the same function;
+ *     GPU's kernel time: recomputed, by the same rule (compose_cycles);
  *   - the tile choice (group.c), which weighs candidate tiles by their
  *     time where a member refetches weights or a tile overbooks: the
  *     pricer keeps each comparison (its Trace: the two trials' members'
@@ -299,17 +299,25 @@ static Timed member_time(const GroupBill *b, const Ctx *x, const Row *w,
   return t;
 }
 
+/* The scratch group_bill_cycles takes on the stack (a group of up to
+ * ~16 members): it runs for every kept group of every later search of a
+ * sweep, where an allocation each was a twentieth of its time. */
+enum { BILL_SCRATCH = 16 * 1024 };
+
 bool group_bill_cycles(const GroupBill *b, const Arch *a, double start,
                        double *cycles) {
   Ctx x = {.a = a, .o = b->o, .word = a->word_bytes,
            .bw = dram_bytes_per_cycle(a)};
   size_t n = (size_t)b->n + 1;
   /* The members as bound (the trials compose them), a variant's members
-   * (compose_group reads them), each row's time, the trials' times and
+   * (compose_cycles reads them), each row's time, the trials' times and
    * the members' memory. */
-  EinsumEval *as = xmalloc(2 * n * sizeof *as +
-                           (size_t)b->nrows * sizeof(Timed) +
-                           (n + (size_t)b->ntrials) * sizeof(double));
+  size_t need = 2 * n * sizeof(EinsumEval) +
+                (size_t)b->nrows * sizeof(Timed) +
+                (n + (size_t)b->ntrials) * sizeof(double);
+  _Alignas(max_align_t) unsigned char scratch[BILL_SCRATCH];
+  EinsumEval *as =
+      need <= sizeof scratch ? (EinsumEval *)scratch : xmalloc(need);
   EinsumEval *e = as + n;
   Timed *row = (Timed *)(e + n);
   double *mem = (double *)(row + b->nrows);
@@ -318,9 +326,6 @@ bool group_bill_cycles(const GroupBill *b, const Arch *a, double start,
   bool ok = same_choices(b, &x, as, mem + n, mem);
   for (int r = 0; ok && r < b->nrows; r++)
     row[r] = member_time(b, &x, &b->row[r], &e[0]);
-  GroupEval ge;
-  Eval ev = {.n = b->n, .e = e, .ngroups = 1, .g = &ge};
-  x.ev = &ev;
   for (int v = 0; ok && v < b->nv; v++) {
     /* A variant sends a few members' tensors off chip: the others keep
      * the rows, and so the times, they had in the variant before. */
@@ -334,11 +339,10 @@ bool group_bill_cycles(const GroupBill *b, const Arch *a, double start,
       e[i].mem_cycles = t->mem;
       e[i].cycles = t->cycles;
     }
-    memset(&ge, 0, sizeof ge);
-    ge.n = b->n;
-    cycles[v] = compose_group(&x, 0, start);
+    cycles[v] = compose_cycles(&x, 0, e, b->n, start);
   }
-  free(as);
+  if ((unsigned char *)as != scratch)
+    free(as);
   return ok;
 }
 
