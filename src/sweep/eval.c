@@ -61,7 +61,7 @@ typedef struct Searches {
 
 /* The search of slot SLOT of block B in F, or NULL. */
 static Search *search_at(const Searches *f, long b, int slot, int nslots) {
-  int j = f->at ? f->at[(b - f->block_lo) * nslots + slot] : -1;
+  int j = f->at[(b - f->block_lo) * nslots + slot];
   return j < 0 ? NULL : &f->job[j];
 }
 
@@ -325,12 +325,13 @@ static void price_point(Worker *w, long point, PointResult *r) {
  * rest, its followers, are served from them (1-8 ms), so a follower runs
  * only once its lead is done, and a thread waits only where every search
  * left follows a lead still running. The threads claim leads while fewer
- * than WINDOW classes are open (their lead claimed, a follower not yet),
- * then the open classes' followers, earliest first: a lead's long serial
- * stretch runs while the other threads work through the short searches
- * of classes already led, and every thread ends within a short search of
- * the others. (Whole runs of a class per thread, before, left one thread
- * 7 % behind the other there.) WINDOW bounds the bills and mapping
+ * than threads + 1 classes are open (Pool.window; open: the lead claimed,
+ * and the lead still running or a follower not yet claimed), then the
+ * open classes' followers, earliest first: a lead's long serial stretch
+ * runs while the other threads work through the short searches of
+ * classes already led, and every thread ends within a short search of
+ * the others. (A buffer's whole run per thread, before, left one thread
+ * 7 % behind the other there.) The window bounds the bills and mapping
  * problems in use at once. */
 enum { CHUNK = 8 };
 
