@@ -113,11 +113,20 @@ static SearchObjective best_objective(const Study *s) {
 
 static Priced priced_of(const Arch *a, const Eval *ev);
 
+/* The options OV at shape slot SLOT: a decode step reads and writes its
+ * state, unless the study's options say otherwise. */
+static ModelOverrides slot_options(const ModelOverrides *ov, int slot) {
+  ModelOverrides o = *ov;
+  if (slot == SLOT_DECODE && o.state_io < 0)
+    o.state_io = 1;
+  return o;
+}
+
 /* Search J: design best's schedule for the study's objective in its
  * block's shape at its slot under the block's options, as `eval --design
- * best --objective` prices it (a decode step reads and writes its
- * state). Points at other bandwidths and clocks price the same
- * candidate groups: their bills are kept (search.h's GroupMemo). */
+ * best --objective` prices it. Points at other bandwidths and clocks
+ * price the same candidate groups: their bills are kept (search.h's
+ * GroupMemo). */
 static void run_search(Worker *w, Search *j) {
   const Study *s = w->s;
   long at[DIM_COUNT];
@@ -127,9 +136,7 @@ static void run_search(Worker *w, Search *j) {
   const Cascade *c = s->cascades[s->cms[cm].cascade].c;
   const Arch *arch = s->variant[at[DIM_ARCH] * s->nptuples +
                                 s->combo_p[combo]];
-  ModelOverrides b = s->ocombo[at[DIM_OPTIONS]];
-  if (j->slot == SLOT_DECODE && b.state_io < 0)
-    b.state_io = 1; /* as price() */
+  ModelOverrides b = slot_options(&s->ocombo[at[DIM_OPTIONS]], j->slot);
   SearchControl ctl = {.groups = w->groups};
   Diag d = {0};
   SearchResult *r = search_best_ctl(c, sh->s, arch, sh->pairs, &b,
@@ -169,12 +176,10 @@ static bool price(Worker *w, long block, int cm, int st, int slot,
   const Study *s = w->s;
   const StudyShape *sh = study_shape(s, cm, st, slot);
   const Cascade *c = s->cascades[s->cms[cm].cascade].c;
-  bool decode = slot == SLOT_DECODE && ov->state_io < 0;
   if (ds->design == DESIGN_BEST)
     return price_best(w, block, slot, out, diag);
-  ModelOpts o = model_opts_with(ov, ds->design);
-  if (decode)
-    o.state_io = true; /* a decode step reads and writes its state */
+  ModelOverrides so = slot_options(ov, slot);
+  ModelOpts o = model_opts_with(&so, ds->design);
   if (ds->stitch >= 0)
     o.stitch = (Stitcher)ds->stitch;
   long key = ((((long)cm * s->nstuples + st) * s->nslots + slot) * DES_COUNT +
