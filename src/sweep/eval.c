@@ -53,7 +53,7 @@ typedef struct Search {
 } Search;
 
 typedef struct Searches {
-  int n;
+  int n, cap;
   Search *job;   /* in point order */
   long block_lo; /* the first block of the points priced */
   int *at;       /* per (block - block_lo) x slot: its search, or -1 */
@@ -441,12 +441,16 @@ static void add_search(Pool *p, const int *arch_class, long b, int slot,
     return;
   long w[CLASS_WORDS];
   class_words(p->s, arch_class, b, slot, w);
-  int c = 0;
-  while (c < p->ncls &&
-         memcmp(&(*words)[c * CLASS_WORDS], w, sizeof w) != 0)
-    c++;
+  int c = p->ncls - 1; /* the classes of neighbouring points come last */
+  while (c >= 0 && memcmp(&(*words)[c * CLASS_WORDS], w, sizeof w) != 0)
+    c--;
+  if (c < 0)
+    c = p->ncls;
   *at = f->n;
-  f->job = xrealloc(f->job, ((size_t)f->n + 1) * sizeof *f->job);
+  if (f->n == f->cap) {
+    f->cap = 2 * f->cap + 16;
+    f->job = xrealloc(f->job, (size_t)f->cap * sizeof *f->job);
+  }
   Search *j = &f->job[f->n];
   *j = (Search){.block = b, .slot = slot, .cls = c, .next = -1};
   atomic_flag_clear(&j->read);
