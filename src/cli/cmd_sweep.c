@@ -161,13 +161,7 @@ static int finish(const Study *s, const PointResult *res, const char *dir,
   bool *on = xcalloc((size_t)n + 1, sizeof *on);
   sweep_front(s, res, on);
   Buf csv = {0}, js = {0}, text = {0}, charts[FMT_COUNT] = {{0}};
-  sweep_csv(&csv, s, res, on);
-  json_t *j = sweep_json(s, res, on);
-  report_json(&js, j);
-  json_decref(j);
-  for (int f = 0; f < FMT_COUNT; f++)
-    if (formats & 1u << f)
-      sweep_chart(&charts[f], s, res, on, (Format)f);
+  sweep_render(s, res, on, formats, &csv, &js, charts);
   Diag d = {0};
   int status = 0;
   bool refused;

@@ -261,14 +261,42 @@ static bool ideal_pipe(const Ctx *x) {
   return x->o.bound && x->o.compose == COMPOSE_PIPELINED;
 }
 
+/* The fixed cycles group G pays before its members: a GPU runs the group
+ * as one kernel; the bound pays one kernel for the layer, the least any
+ * plan pays. */
+static double kernel_cycles(const Ctx *x, int g) {
+  return x->o.bound && g > 0 ? 0 : gpu_kernel_cycles(x->a);
+}
+
+static bool pipelines(const Ctx *x) {
+  return x->o.compose == COMPOSE_PIPELINED && !ideal_pipe(x);
+}
+
+/* The span of a group's N members E from cycle T (past its kernel):
+ * pipelined, or one after another from the layer's clock T, as the
+ * layer's schedule reads -- the clock's advance. */
+static double members_span(const Ctx *x, const EinsumEval *e, int n,
+                           double t) {
+  if (pipelines(x))
+    return pipelined_span(x->a, e, n, NULL);
+  double clock = t;
+  for (int i = 0; i < n; i++)
+    clock += e[i].cycles;
+  return clock - t;
+}
+
+double compose_cycles(const Ctx *x, int g, const EinsumEval *e, int n,
+                      double t) {
+  double kernel = kernel_cycles(x, g);
+  return members_span(x, e, n, t + kernel) + kernel;
+}
+
 double compose_group(Ctx *x, int g, double t) {
   const Arch *a = x->a; /* its units and clock are every level's copy's */
   GroupEval *ge = &x->ev->g[g];
   EinsumEval *e = &x->ev->e[ge->first];
   ge->start = t;
-  /* A GPU runs the group as one kernel, after its fixed cost; the bound
-   * pays one kernel for the layer, the least any plan pays. */
-  double kernel = x->o.bound && g > 0 ? 0 : gpu_kernel_cycles(a);
+  double kernel = kernel_cycles(x, g);
   t += kernel;
   ge->mem_cycles = 0;
   for (int i = 0; i < ge->n; i++) {
@@ -277,24 +305,21 @@ double compose_group(Ctx *x, int g, double t) {
     if (e[i].epilogue >= 0)
       ge->busy[a->units[e[i].epilogue].role] += e[i].epilogue_cycles;
   }
-  if (x->o.compose == COMPOSE_PIPELINED && !ideal_pipe(x)) {
-    ge->cycles = pipelined_span(a, e, ge->n, NULL);
+  double span = members_span(x, e, ge->n, t);
+  if (pipelines(x)) {
     for (int i = 0; i < ge->n; i++) {
       e[i].start = t;
-      e[i].end = t + ge->cycles;
+      e[i].end = t + span;
     }
-  } else {
-    /* From the layer's clock T, as the layer's schedule reads: the
-     * group's cycles are that clock's advance. */
+  } else { /* each member's start and end on the clock members_span ran */
     double clock = t;
     for (int i = 0; i < ge->n; i++) {
       e[i].start = clock;
       clock += e[i].cycles;
       e[i].end = clock;
     }
-    ge->cycles = clock - t;
   }
-  ge->cycles += kernel;
+  ge->cycles = span + kernel;
   ge->end = ge->start + ge->cycles;
   return ge->cycles;
 }

@@ -353,6 +353,10 @@ double einsum_cycles(const Ctx *x, const EinsumEval *r, double mem);
  * its start, end, memory and busy cycles (X->ev). Not for the ideal's
  * pipelined span. */
 double compose_group(Ctx *x, int g, double t);
+/* compose_group's cycles alone, of the N members E of group G, setting
+ * nothing: a bill's time per spill variant (timing.c). */
+double compose_cycles(const Ctx *x, int g, const EinsumEval *e, int n,
+                      double t);
 /* Every group's cycles, start and end, and the layer's (X->ev). */
 void compose_layer(Ctx *x);
 

@@ -12,7 +12,7 @@
  *     unit where compute and memory composed take the least: the bill
  *     keeps its compute on each unit it weighs, in its order;
  *   - the group's composition from its start (compose_group), with a
- *     GPU's kernel time: recomputed, by the same function;
+ *     GPU's kernel time: recomputed, by the same rule (compose_cycles);
  *   - the tile choice (group.c), which weighs candidate tiles by their
  *     time where a member refetches weights or a tile overbooks: the
  *     pricer keeps each comparison (its Trace: the two trials' members'
@@ -48,6 +48,11 @@ typedef struct Row {
   int prev;       /* the member's row added before it, or -1 */
 } Row;
 
+/* A member whose row a variant changes from the variant before's. */
+typedef struct Move {
+  int member, row;
+} Move;
+
 struct GroupBill {
   ModelOpts o;
   int n;      /* members */
@@ -60,7 +65,13 @@ struct GroupBill {
                   it does not rebind) */
   Option *alt;
   int nv, cap_v;
-  int *row_of; /* per variant, per member: its row */
+  /* Per variant v, the members whose rows differ from variant v - 1's
+   * (every member for the first): MOVE[move_at[v] .. move_at[v + 1]) --
+   * a spill variant sends a few members' tensors off chip. */
+  int *move_at;
+  int nmoves, cap_moves;
+  Move *move;
+  int *row_now; /* per member: its row in the variant added last */
   int nrows, cap_rows, nbytes, cap_bytes;
   Row *row;
   int *last_row; /* per member: its row added last */
@@ -101,6 +112,7 @@ GroupBill *group_bill_new(GroupPricer *gp) {
   size_t n = (size_t)b->n + 1;
   b->as = xmalloc(n * sizeof *b->as);
   b->last_row = xmalloc(n * sizeof *b->last_row);
+  b->row_now = xmalloc(n * sizeof *b->row_now);
   b->alt_at = xmalloc((n + 1) * sizeof *b->alt_at);
   int nalt = 0, cap = 0;
   for (int i = 0; i < b->n; i++) {
@@ -174,12 +186,11 @@ static bool settled(const Trace *t, const TraceCompare *c) {
 void group_bill_add(GroupBill *b, const GroupPricer *gp) {
   const Eval *ev = gp->x.ev;
   const Trace *t = gp->x.trace;
-  if (b->nv == b->cap_v) {
+  if (b->nv + 2 > b->cap_v) {
     b->cap_v = 2 * b->cap_v + 4;
-    b->row_of = xrealloc(b->row_of, (size_t)b->cap_v * ((size_t)b->n + 1) *
-                                        sizeof *b->row_of);
+    b->move_at = xrealloc(b->move_at, (size_t)b->cap_v * sizeof *b->move_at);
   }
-  int *rows = &b->row_of[(size_t)b->nv * (size_t)b->n];
+  b->move_at[b->nv] = b->nmoves;
   double *by = xmalloc((3 * (size_t)b->nfin + 1) * sizeof *by);
   for (int i = 0; i < b->n; i++) {
     for (int f = 0; f < b->nfin; f++) {
@@ -189,8 +200,13 @@ void group_bill_add(GroupBill *b, const GroupPricer *gp) {
       by[3 * f + 1] = u->write;
       by[3 * f + 2] = u->instances;
     }
-    rows[i] = row_for(b, i, by);
+    int r = row_for(b, i, by);
+    if (b->nv == 0 || b->row_now[i] != r) {
+      b->row_now[i] = r;
+      VEC_PUSH(b->move, b->nmoves, b->cap_moves, ((Move){i, r}));
+    }
   }
+  b->move_at[b->nv + 1] = b->nmoves;
   free(by);
   for (int k = 0; k < t->ncmp; k++) {
     if (settled(t, &t->cmp[k]))
@@ -212,9 +228,10 @@ int group_bill_variants(const GroupBill *b) { return b->nv; }
 size_t group_bill_bytes(const GroupBill *b) {
   return sizeof *b +
          (size_t)b->n * (sizeof *b->as + sizeof *b->alt_at + sizeof *b->fin +
-                         sizeof *b->last_row) +
+                         sizeof *b->last_row + sizeof *b->row_now) +
          (size_t)b->alt_at[b->n] * sizeof *b->alt +
-         (size_t)b->cap_v * (size_t)b->n * sizeof *b->row_of +
+         (size_t)b->cap_v * sizeof *b->move_at +
+         (size_t)b->cap_moves * sizeof *b->move +
          (size_t)b->cap_rows * sizeof *b->row +
          (size_t)b->cap_bytes * sizeof *b->bytes +
          (size_t)b->cap_trials * sizeof *b->trial +
@@ -229,7 +246,9 @@ void group_bill_free(GroupBill *b) {
   free(b->as);
   free(b->alt_at);
   free(b->alt);
-  free(b->row_of);
+  free(b->move_at);
+  free(b->move);
+  free(b->row_now);
   free(b->row);
   free(b->last_row);
   free(b->bytes);
@@ -299,17 +318,25 @@ static Timed member_time(const GroupBill *b, const Ctx *x, const Row *w,
   return t;
 }
 
+/* The scratch group_bill_cycles takes on the stack (a group of up to
+ * ~16 members): it runs for every kept group of every later search of a
+ * sweep, where an allocation each was a twentieth of its time. */
+enum { BILL_SCRATCH = 16 * 1024 };
+
 bool group_bill_cycles(const GroupBill *b, const Arch *a, double start,
                        double *cycles) {
   Ctx x = {.a = a, .o = b->o, .word = a->word_bytes,
            .bw = dram_bytes_per_cycle(a)};
   size_t n = (size_t)b->n + 1;
   /* The members as bound (the trials compose them), a variant's members
-   * (compose_group reads them), each row's time, the trials' times and
+   * (compose_cycles reads them), each row's time, the trials' times and
    * the members' memory. */
-  EinsumEval *as = xmalloc(2 * n * sizeof *as +
-                           (size_t)b->nrows * sizeof(Timed) +
-                           (n + (size_t)b->ntrials) * sizeof(double));
+  size_t need = 2 * n * sizeof(EinsumEval) +
+                (size_t)b->nrows * sizeof(Timed) +
+                (n + (size_t)b->ntrials) * sizeof(double);
+  _Alignas(max_align_t) unsigned char scratch[BILL_SCRATCH];
+  EinsumEval *as =
+      need <= sizeof scratch ? (EinsumEval *)scratch : xmalloc(need);
   EinsumEval *e = as + n;
   Timed *row = (Timed *)(e + n);
   double *mem = (double *)(row + b->nrows);
@@ -318,27 +345,20 @@ bool group_bill_cycles(const GroupBill *b, const Arch *a, double start,
   bool ok = same_choices(b, &x, as, mem + n, mem);
   for (int r = 0; ok && r < b->nrows; r++)
     row[r] = member_time(b, &x, &b->row[r], &e[0]);
-  GroupEval ge;
-  Eval ev = {.n = b->n, .e = e, .ngroups = 1, .g = &ge};
-  x.ev = &ev;
   for (int v = 0; ok && v < b->nv; v++) {
-    /* A variant sends a few members' tensors off chip: the others keep
-     * the rows, and so the times, they had in the variant before. */
-    const int *rows = &b->row_of[(size_t)v * (size_t)b->n];
-    const int *before = v > 0 ? rows - b->n : NULL;
-    for (int i = 0; i < b->n; i++) {
-      if (before && before[i] == rows[i])
-        continue;
-      const Timed *t = &row[rows[i]];
-      option_set(&e[i], &t->on);
-      e[i].mem_cycles = t->mem;
-      e[i].cycles = t->cycles;
+    /* The members a variant moves to another row take that row's time;
+     * the others keep the times they had in the variant before. */
+    for (int k = b->move_at[v]; k < b->move_at[v + 1]; k++) {
+      const Move *m = &b->move[k];
+      const Timed *t = &row[m->row];
+      option_set(&e[m->member], &t->on);
+      e[m->member].mem_cycles = t->mem;
+      e[m->member].cycles = t->cycles;
     }
-    memset(&ge, 0, sizeof ge);
-    ge.n = b->n;
-    cycles[v] = compose_group(&x, 0, start);
+    cycles[v] = compose_cycles(&x, 0, e, b->n, start);
   }
-  free(as);
+  if ((unsigned char *)as != scratch)
+    free(as);
   return ok;
 }
 

@@ -7,10 +7,13 @@
  *
  * A kept price is never changed once put, and a shelf is never dropped
  * while a search has it open, so a search reads its groups' lists
- * without the lock; putting, opening, closing and dropping take it. */
+ * without the lock (a slot's head is published with release order, once
+ * the price and its link to the one before are written); putting,
+ * opening, closing and dropping take it. */
 #include "search.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +23,7 @@ struct Shelf {
   int nkey;
   uint64_t *key; /* model_group_key's words */
   int nslots;
-  Kept **slot;
+  _Atomic(Kept *) *slot; /* each slot's newest price */
   int *kept;         /* prices kept per slot */
   int users;         /* searches that have it open */
   long used;         /* the memo's clock when it was last opened */
@@ -84,7 +87,9 @@ static double kept_bytes(const Kept *k) {
 
 static void shelf_free(Shelf *s) {
   for (int g = 0; g < s->nslots; g++)
-    for (Kept *k = s->slot[g], *next; k; k = next) {
+    for (Kept *k = atomic_load_explicit(&s->slot[g], memory_order_relaxed),
+              *next;
+         k; k = next) {
       next = k->next;
       kept_free(k);
     }
@@ -187,12 +192,9 @@ void shelf_close(GroupMemo *m, Shelf *s) {
 }
 
 const Kept *shelf_first(GroupMemo *m, const Shelf *s, int slot) {
-  if (!s)
-    return NULL;
-  lock(m);
-  const Kept *k = s->slot[slot];
-  unlock(m);
-  return k;
+  (void)m; /* read without its lock: above */
+  return s ? atomic_load_explicit(&s->slot[slot], memory_order_acquire)
+           : NULL;
 }
 
 void shelf_put(GroupMemo *m, Shelf *s, int slot, Kept *k) {
@@ -203,8 +205,8 @@ void shelf_put(GroupMemo *m, Shelf *s, int slot, Kept *k) {
     return;
   }
   double b = kept_bytes(k);
-  k->next = s->slot[slot];
-  s->slot[slot] = k;
+  k->next = atomic_load_explicit(&s->slot[slot], memory_order_relaxed);
+  atomic_store_explicit(&s->slot[slot], k, memory_order_release);
   s->kept[slot]++;
   s->bytes += b;
   m->bytes += b;

@@ -9,6 +9,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -794,6 +795,54 @@ static const char **study_files(const Study *s, int *n) {
 }
 
 enum { MAX_OUTPUTS = 2 + FMT_COUNT };
+
+/* ---- every output's text ---- */
+
+/* What sweep_render's two threads each make, under fatal_catch (util.h:
+ * memory running out on either ends the command once both have
+ * stopped). */
+typedef struct Render {
+  const Study *s;
+  const PointResult *res;
+  const bool *on;
+  unsigned formats;
+  Buf *csv, *json, *charts;
+  FatalRecord failure;
+} Render;
+
+static void render_json(void *arg) {
+  Render *r = arg;
+  json_t *j = sweep_json(r->s, r->res, r->on);
+  report_json(r->json, j);
+  json_decref(j);
+}
+
+static void render_rest(void *arg) {
+  Render *r = arg;
+  sweep_csv(r->csv, r->s, r->res, r->on);
+  for (int f = 0; f < FMT_COUNT; f++)
+    if (r->formats & 1u << f)
+      sweep_chart(&r->charts[f], r->s, r->res, r->on, (Format)f);
+}
+
+static void *json_thread(void *arg) {
+  Render *r = arg;
+  fatal_catch(&r->failure, render_json, r);
+  return NULL;
+}
+
+void sweep_render(const Study *s, const PointResult *res, const bool *on,
+                  unsigned formats, Buf *csv, Buf *json, Buf *charts) {
+  Render r = {s, res, on, formats, csv, json, charts, {0}};
+  pthread_t t;
+  bool apart = pthread_create(&t, NULL, json_thread, &r) == 0;
+  if (!apart)
+    fatal_catch(&r.failure, render_json, &r);
+  fatal_catch(&r.failure, render_rest, &r);
+  if (apart)
+    pthread_join(t, NULL);
+  fatal_rethrow(&r.failure);
+}
 
 /* The outputs' file names, in the order sweep_write puts them:
  * points.csv, sweep.json, then pareto.FORMAT for each of FORMATS (into

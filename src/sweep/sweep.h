@@ -150,6 +150,12 @@ json_t *sweep_json(const Study *s, const PointResult *res, const bool *on);
  * objectives as axes), in format F. */
 void sweep_chart(Buf *b, const Study *s, const PointResult *res,
                  const bool *on, Format f);
+/* Every output's text: points.csv into CSV, sweep.json into JSON, the
+ * charts of FORMATS (a set of Format bits) into CHARTS[f] -- the JSON on
+ * a second thread beside the rest (the longest part of a sweep's
+ * serial tail). */
+void sweep_render(const Study *s, const PointResult *res, const bool *on,
+                  unsigned formats, Buf *csv, Buf *json, Buf *charts);
 /* Can the outputs (points.csv, sweep.json, pareto.* in FORMATS, a set
  * of Format bits) go into DIR? Its name fits the system's limits, it can
  * be created or written, and no output is one of the files the study

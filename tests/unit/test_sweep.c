@@ -234,6 +234,47 @@ TEST(sweep_best_searched_once_per_point_and_shape) {
   study_free(s);
 }
 
+/* Design best's searches are jobs the threads claim (a class's lead,
+ * then its followers, served from the lead's bills): whatever the
+ * threads and whichever points a rank prices, each point's figures are
+ * the one-thread sweep's, and each block's slot is searched once. Here
+ * 4 classes (2 buffers x 2 slots), each a lead and a follower at the
+ * other bandwidth; points are buffer x bandwidth x (decode, scenario). */
+TEST(sweep_best_jobs_any_threads_and_range) {
+  Study *s = load_text("study:\n"
+                       "  name: b\n"
+                       "  cascades: [{spec: mamba1, models: [mamba-130m]}]\n"
+                       "  settings: {B: 2, tokens: 64}\n"
+                       "  parameters:\n"
+                       "    buffer: {memory.GlobalBuffer.capacity: "
+                       "[256 KiB, 32 MiB]}\n"
+                       "    bandwidth: {memory.DRAM.bandwidth: "
+                       "[1 TB/s, 2 TB/s]}\n"
+                       "  designs: [best]\n"
+                       "  phases: [decode]\n"
+                       "  scenarios: [{name: s, generate: 2, layers: 3}]\n");
+  if (!s)
+    return;
+  CHECK_INT(study_points(s), 8);
+  PointResult one[8], three[8], part[4];
+  SweepStats st;
+  sweep_eval_counted(s, 0, 8, 1, one, NULL, NULL, &st);
+  CHECK_INT(st.searches, 8); /* per block: the decode step, the prefill */
+  CHECK_INT(st.reused, 4);   /* per block: the scenario's decode step */
+  for (int i = 0; i < 8; i++)
+    CHECK_STR(one[i].error, "");
+  /* The follower's bandwidth moves the time, not the schedule's bytes. */
+  CHECK(one[0].fig[FIG_LATENCY] != one[2].fig[FIG_LATENCY]);
+  sweep_eval(s, 0, 8, 3, three, NULL, NULL);
+  CHECK(memcmp(one, three, sizeof one) == 0);
+  /* Points 3..6: block 1's scenario, block 2, block 3's decode phase. */
+  sweep_eval_counted(s, 3, 7, 2, part, NULL, NULL, &st);
+  CHECK_INT(st.searches, 5);
+  CHECK_INT(st.reused, 1);
+  CHECK(memcmp(part, &one[3], sizeof part) == 0);
+  study_free(s);
+}
+
 /* A study that minimizes energy first searches for energy: its best is
  * the search's least-energy schedule. */
 TEST(sweep_best_follows_the_first_objective) {
