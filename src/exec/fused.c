@@ -27,16 +27,20 @@ typedef struct Bits {
   int64_t count;
 } Bits;
 
-/* What run_tile decides at a schedule position of a unit run as one
- * tile (see Unit): whether the scan kernel's pattern starts there among
- * the AVAIL positions it was given (-1: not asked yet), and the stretch
- * grown from there (GROW_AVAIL -1: not grown yet; SLICE 0: not cut). */
+/* What run_tile decides at a schedule position of a unit (see Unit):
+ * whether the scan kernel's pattern starts there among the AVAIL
+ * positions it was given (-1: not asked yet), which depends on the
+ * cascade alone, and the stretch grown from there (GROW_AVAIL -1: not
+ * grown yet; SLICE 0: not cut), which depends on the extents of the tile
+ * too (TEXT: those it was grown for). A prompt's scan group runs 19 tiles
+ * a layer; each asked the cascade again (scan_find, grow_stretch). */
 typedef struct Step {
   int scan_avail;
   bool scan;
   Scan sc;
   int grow_avail, n, split;
   int64_t slice;
+  int64_t text[IR_MAX_RANKS];
 } Step;
 
 /* A unit's decisions: what it holds on chip, its halos, what its tiles
@@ -61,7 +65,7 @@ typedef struct Unit {
   int *release; /* the tensors released once the unit has run */
   int nrelease;
   Region *base; /* per schedule position: the member's region (one tile) */
-  Step *steps;  /* per schedule position (one tile; NULL otherwise) */
+  Step *steps;  /* per schedule position */
 } Unit;
 
 /* Every group's Unit, kept in the Run from run to run (fused_forget),
@@ -88,7 +92,7 @@ typedef struct Fused {
   const bool *onchip;  /* per tensor: held in a tile buffer */
   const bool *made;    /* per tensor: produced by the current unit */
   const int64_t *halo; /* per tensor: steps kept from the previous tile */
-  Step *steps;         /* the unit's steps, or NULL */
+  Step *steps;         /* the unit's steps */
   Array **buf;    /* per tensor: its tile buffer */
   Array **tail;   /* per tensor with an initialization: its last steps */
   Array **kept;   /* per on-chip tensor, with keep_all: its whole copy */
@@ -879,44 +883,41 @@ static int64_t slice_extent(const Fused *f, const Stretch *st) {
 }
 
 /* scan_at, grow_stretch and slice_extent at position I, as decided the
- * first time in a unit of one tile (Step), else anew. */
+ * first time (Step): the stretch again for a tile of other extents. */
 static bool scan_step(Fused *f, int i, int avail, Scan *sc) {
-  Step *s = f->steps ? &f->steps[i] : NULL;
-  if (s && s->scan_avail == avail) {
-    *sc = s->sc;
-    return s->scan;
-  }
-  bool found = scan_at(f, i, avail, sc);
-  if (s) {
+  Step *s = &f->steps[i];
+  if (s->scan_avail != avail) {
     s->scan_avail = avail;
-    s->scan = found;
-    if (found)
-      s->sc = *sc;
+    s->scan = scan_at(f, i, avail, &s->sc);
   }
-  return found;
+  *sc = s->sc;
+  return s->scan;
+}
+
+/* Is the current tile of the extents S was grown for? */
+static bool same_extents(const Fused *f, const Step *s) {
+  for (int j = 0; j < f->nt; j++)
+    if (s->text[j] != f->thi[j] - f->tlo[j])
+      return false;
+  return true;
 }
 
 static int stretch_at(Fused *f, int i, int avail, const Region *base,
                       int *split) {
-  Step *s = f->steps ? &f->steps[i] : NULL;
-  if (s && s->grow_avail == avail) {
-    *split = s->split;
-    return s->n;
-  }
-  int n = grow_stretch(f, i, avail, base, split);
-  if (s) {
+  Step *s = &f->steps[i];
+  if (s->grow_avail != avail || !same_extents(f, s)) {
     s->grow_avail = avail;
-    s->n = n;
-    s->split = *split;
+    s->n = grow_stretch(f, i, avail, base, &s->split);
     s->slice = 0; /* a new stretch: cut anew */
+    for (int j = 0; j < f->nt; j++)
+      s->text[j] = f->thi[j] - f->tlo[j];
   }
-  return n;
+  *split = s->split;
+  return s->n;
 }
 
 static int64_t slice_at(Fused *f, int i, const Stretch *st) {
-  Step *s = f->steps ? &f->steps[i] : NULL;
-  if (!s)
-    return slice_extent(f, st);
+  Step *s = &f->steps[i];
   if (s->slice == 0)
     s->slice = slice_extent(f, st);
   return s->slice;
@@ -1149,18 +1150,18 @@ static void decide_unit(Fused *f, Unit *u, int last) {
         !needed_after(f, t, last))
       u->release[u->nrelease++] = t;
   }
+  u->steps = xcalloc((size_t)sc->n + 1, sizeof *u->steps);
+  for (int k = 0; k < sc->n; k++)
+    u->steps[k] = (Step){.scan_avail = -1, .grow_avail = -1};
   if (one_tile(f)) {
     for (int j = 0; j < f->nt; j++) { /* the tile walk_tiles places */
       f->tlo[j] = 0;
       f->thi[j] = f->tsize[j];
     }
     u->base = xcalloc((size_t)sc->n + 1, sizeof *u->base);
-    u->steps = xcalloc((size_t)sc->n + 1, sizeof *u->steps);
-    for (int k = 0; k < sc->n; k++) {
-      u->steps[k] = (Step){.scan_avail = -1, .grow_avail = -1};
+    for (int k = 0; k < sc->n; k++)
       if (f->member[sc->order[k]])
         tile_region(f, sc->order[k], &u->base[k]);
-    }
   }
   u->ready = true;
 }
