@@ -823,6 +823,21 @@ typedef struct Stitched {
   int groups;
 } Stitched;
 
+/* EV's plan and price into SEEN[*N]. */
+static void remember(const Ctx *x, Stitched *seen, int *n, const Eval *ev) {
+  seen[(*n)++] = (Stitched){plan_copy(x->c, ev->plan), eval_cost(ev),
+                            ev->ngroups};
+}
+
+/* A named design's plan of cost C in GROUPS groups counted among R's
+ * (and, where CAP asks, put on its front). */
+static void count_named(SearchResult *r, int *cap, Cost c, int groups,
+                        Design d) {
+  r->named++;
+  if (*cap >= 0)
+    point_add(r, cap, (SearchPoint){c.lat, c.energy, groups, d});
+}
+
 /* The price among the N in SEEN of a plan grouped as P, or NULL. */
 static const Stitched *stitched_as(const Ctx *x, const Stitched *seen, int n,
                                    const Plan *p) {
@@ -876,25 +891,17 @@ static bool named_designs(Ctx *x, const SearchLevel *lv,
       const Eval *given = k ? NULL : given_plan(x, lv, (Design)d, mo.stitch,
                                                 own);
       if (given) {
-        r->named++;
-        if (*cap >= 0)
-          point_add(r, cap, (SearchPoint){given->seconds,
-                                          given->energy_pj * 1e-12,
-                                          given->ngroups, (Design)d});
+        count_named(r, cap, eval_cost(given), given->ngroups, (Design)d);
         if (stitches && !shelf)
-          seen[nseen++] = (Stitched){plan_copy(x->c, given->plan),
-                                     eval_cost(given), given->ngroups};
+          remember(x, seen, &nseen, given);
         if (r->best && !(search_figure(given, o) < r->found))
           continue; /* as consider() would: priced whole only to win */
       }
       Plan *p = NULL;
       if (k) {
         Cost c = {seconds_of(x, cycles), k->energy[0], k->traffic[0]};
-        r->named++;
         x->kept.plans_served++;
-        if (*cap >= 0)
-          point_add(r, cap, (SearchPoint){c.lat, c.energy, k->nbills,
-                                          (Design)d});
+        count_named(r, cap, c, k->nbills, (Design)d);
         if (r->best && !(figure_of(c, o) < r->found))
           continue; /* as consider() would: priced whole only to win */
         p = plan_copy(x->c, k->plan);
@@ -915,11 +922,7 @@ static bool named_designs(Ctx *x, const SearchLevel *lv,
         const Stitched *same = given ? NULL : stitched_as(x, seen, nseen, p);
         if (same) { /* priced: as consider() would, not kept again */
           plan_free(p);
-          r->named++;
-          if (*cap >= 0)
-            point_add(r, cap, (SearchPoint){same->cost.lat,
-                                            same->cost.energy, same->groups,
-                                            (Design)d});
+          count_named(r, cap, same->cost, same->groups, (Design)d);
           continue;
         }
       }
@@ -928,18 +931,14 @@ static bool named_designs(Ctx *x, const SearchLevel *lv,
       ok = ev != NULL;
       if (!ok)
         break;
-      if (!k && !given && stitches && !shelf)
-        seen[nseen++] = (Stitched){plan_copy(x->c, ev->plan), eval_cost(ev),
-                                   ev->ngroups};
       if (!k && !given) {
+        if (stitches && !shelf)
+          remember(x, seen, &nseen, ev);
         x->kept.plans_priced += shelf != NULL;
         Kept *keep = shelf ? keep_plan(x, lv, (Design)d, &mo, ev) : NULL;
         if (keep)
           shelf_put(x->groups, shelf, st, keep);
-        r->named++;
-        if (*cap >= 0)
-          point_add(r, cap, (SearchPoint){ev->seconds, ev->energy_pj * 1e-12,
-                                          ev->ngroups, (Design)d});
+        count_named(r, cap, eval_cost(ev), ev->ngroups, (Design)d);
       }
       consider(r, ev, (Design)d, lv->level, o);
     }
