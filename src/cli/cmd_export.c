@@ -91,6 +91,15 @@ static void projection(const Shape *s, const Dims *dn, const Index *ix,
   buf_printf(b, "          - [");
   for (int t = 0; t < ix->nterms; t++) {
     double c = ix->coef[t] ? shape_eval(s, ix->coef[t]) : 1;
+    if (!(c >= 1 && c == floor(c) && c < 1e15)) {
+      /* Timeloop's coefficients are positive whole numbers: -f walks
+       * the footprint of f in reverse (|c|); anything else is stated */
+      double kept = c <= -1 && c == floor(c) && c > -1e15 ? -c : 1;
+      buf_printf(notes, "# a coefficient of %g is written as %g (Timeloop's "
+                        "coefficients are positive whole numbers)\n",
+                 c, kept);
+      c = kept;
+    }
     buf_printf(b, "%s[", t ? ", " : "");
     dim_name(dn, ix->var[t], b);
     if (c != 1) {

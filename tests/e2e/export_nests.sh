@@ -195,4 +195,21 @@ assert yaml.safe_load(open("scalar/02_T.problem.yaml.spec.yaml"))["einsum"][
     "expressions"] == ["T[] = Y[i] :: sum(i)"]
 PYEOF
 
+# A negative coefficient (-f: fuzz_export's crash of 2026-11-30) is
+# written as its magnitude, the same footprint walked in reverse, and
+# said: Timeloop's coefficients are positive whole numbers.
+cat >negative.yaml <<'EOF2'
+shape: {I: 8, F: 4}
+einsum:
+  declaration: {X: [I, F], W: [F], Y: [I]}
+  expressions:
+    - "Y[i] = X[i, -f] * W[f] :: sum(f)"
+EOF2
+"$M" export timeloop negative.yaml --out negative >/dev/null 2>err ||
+  fail "export negative: $(cat err)"
+"$M" import timeloop negative/01_Y.problem.yaml >/dev/null 2>err ||
+  fail "import negative: $(cat err)"
+grep -q "^# a coefficient of -1 is written as 1 " negative/01_Y.problem.yaml ||
+  fail "negative coefficient not said"
+
 [ "$fails" -eq 0 ]
